@@ -1,0 +1,131 @@
+# quotagate — run `make help` for the targets.
+
+KUBE_VERSION   ?= v1.37.2
+KWOK_VERSION   ?= v0.8.0
+CONTROLLER_GEN_VERSION ?= v0.23.0
+GOLANGCI_LINT_VERSION  ?= v2.15.0
+
+ROOT      := $(abspath .)
+BIN       := $(ROOT)/bin
+KUBE_BIN  := $(BIN)/kube-$(KUBE_VERSION)
+KWOK_BIN  := $(BIN)/kwok-$(KWOK_VERSION)
+CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
+GOLANGCI_LINT  := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+
+# The local control plane's binaries, keyed by version so a bump rebuilds.
+KUBE_BINARIES := $(KUBE_BIN)/kube-apiserver $(KUBE_BIN)/kube-scheduler $(KUBE_BIN)/kube-controller-manager $(KUBE_BIN)/etcd
+KWOK_BINARIES := $(KWOK_BIN)/kwok $(KWOK_BIN)/stages
+
+export QUOTAGATE_KUBE_BIN := $(KUBE_BIN)
+export QUOTAGATE_KWOK_BIN := $(KWOK_BIN)
+
+GO_TEST_FLAGS ?= -count=1
+TEST_TIMEOUT  ?= 30m
+
+.DEFAULT_GOAL := help
+
+##@ General
+
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make \033[36m<target>\033[0m\n"} /^[a-zA-Z_0-9-]+:.*?##/ { printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) } ' $(MAKEFILE_LIST)
+
+##@ Development
+
+.PHONY: generate
+generate: $(CONTROLLER_GEN) ## Generate deepcopy code (zz_generated.*).
+	$(CONTROLLER_GEN) object paths=./api/...
+
+.PHONY: manifests
+manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook manifests into config/ and the chart.
+	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) rbac:roleName=quotagate-manager paths=./pkg/quota/... output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) webhook paths=./pkg/admission/... output:webhook:artifacts:config=config/webhook
+	go run ./hack/chartsync
+
+.PHONY: fmt
+fmt: ## Run gofmt on the code.
+	gofmt -w $$(git ls-files '*.go')
+
+.PHONY: vet
+vet: ## Run go vet.
+	go vet ./...
+
+.PHONY: lint
+lint: $(GOLANGCI_LINT) ## Run the pinned golangci-lint.
+	$(GOLANGCI_LINT) run ./...
+
+.PHONY: verify
+verify: generate manifests $(GOLANGCI_LINT) ## Regenerate, check formatting, vet and lint; fail on any diff.
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
+	go vet ./...
+	$(GOLANGCI_LINT) run ./...
+	@git diff --exit-code -- api config charts || { echo "generated files are out of date: run 'make generate manifests' and commit"; exit 1; }
+
+.PHONY: test
+test: tools ## Run unit tests and the tests against a real local control plane.
+	go test $(GO_TEST_FLAGS) -timeout $(TEST_TIMEOUT) ./...
+
+.PHONY: e2e
+e2e: tools ## Run the end-to-end user journey (chart, webhook, manager) on the local control plane.
+	go test $(GO_TEST_FLAGS) -timeout $(TEST_TIMEOUT) -tags e2e -v ./e2e/...
+
+.PHONY: bench
+bench: tools ## Run the benchmarks and write docs/benchmarks.md.
+	go test -run '^$$' -bench . -benchmem ./pkg/...
+
+##@ Build
+
+.PHONY: build
+build: ## Build the quotagate binaries into bin/.
+	go build -o $(BIN)/ ./cmd/...
+
+##@ Local control plane
+
+.PHONY: tools
+tools: $(KUBE_BINARIES) $(KWOK_BINARIES) ## Build the local control plane's binaries (cold ~15 min, then cached in bin/).
+
+.PHONY: cluster-up
+cluster-up: tools ## Start a local control plane (etcd, apiserver, scheduler, controller-manager, kwok) and print its kubeconfig.
+	go run ./cmd/localcluster up
+
+.PHONY: cluster-down
+cluster-down: ## Stop the local control plane started by cluster-up.
+	go run ./cmd/localcluster down
+
+.PHONY: demo
+demo: tools ## Start the local control plane, install quotagate and watch a burst of Jobs drain through a Budget.
+	go run ./hack/demo
+
+KUBE_LDFLAGS := -s -w \
+	-X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
+	-X k8s.io/component-base/version.gitMajor=$(word 2,$(subst ., ,$(subst v,v ,$(KUBE_VERSION)))) \
+	-X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(KUBE_VERSION))) \
+	-X k8s.io/component-base/version.gitTreeState=clean \
+	-X k8s.io/client-go/pkg/version.gitVersion=$(KUBE_VERSION) \
+	-X k8s.io/client-go/pkg/version.gitMajor=$(word 2,$(subst ., ,$(subst v,v ,$(KUBE_VERSION)))) \
+	-X k8s.io/client-go/pkg/version.gitMinor=$(word 2,$(subst ., ,$(KUBE_VERSION)))
+
+$(KUBE_BIN)/kube-%: hack/tools/kube/go.mod
+	@mkdir -p $(KUBE_BIN)
+	cd hack/tools/kube && go build -trimpath -ldflags '$(KUBE_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/kube-$*
+
+$(KUBE_BIN)/etcd: hack/tools/kube/go.mod
+	@mkdir -p $(KUBE_BIN)
+	cd hack/tools/kube && go build -trimpath -ldflags '-s -w' -o $@ go.etcd.io/etcd/server/v3
+
+$(KWOK_BIN)/kwok: hack/tools/kwok/go.mod
+	@mkdir -p $(KWOK_BIN)
+	cd hack/tools/kwok && go build -trimpath -ldflags '-s -w' -o $@ sigs.k8s.io/kwok/cmd/kwok
+
+# kwok's stage files ship in its module: copy them next to the binary.
+$(KWOK_BIN)/stages: hack/tools/kwok/go.mod
+	@rm -rf $@.tmp && mkdir -p $@.tmp
+	cp -r "$$(cd hack/tools/kwok && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage/." $@.tmp/
+	chmod -R u+w $@.tmp && rm -rf $@ && mv $@.tmp $@
+
+$(CONTROLLER_GEN): hack/tools/gen/go.mod
+	cd hack/tools/gen && go build -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen
+
+$(GOLANGCI_LINT): hack/tools/lint/go.mod
+	cd hack/tools/lint && go build -o $@ github.com/golangci/golangci-lint/v2/cmd/golangci-lint

@@ -1,0 +1,20 @@
+package v1alpha1
+
+// Names that quotagate writes to and reads from pods and namespaces.
+const (
+	// SchedulingGate is the gate the webhook adds and the manager removes.
+	SchedulingGate = "quotagate.io/budget"
+
+	// EnabledLabel opts a namespace in: its new pods are gated.
+	EnabledLabel = "quotagate.io/enabled"
+
+	// AdmittedAtAnnotation records when the manager ungated a pod (RFC 3339).
+	AdmittedAtAnnotation = "quotagate.io/admitted-at"
+	// AdmittedByAnnotation lists the budgets a pod was charged to, comma-separated.
+	AdmittedByAnnotation = "quotagate.io/admitted-by"
+
+	// GroupLabel names the group a pod belongs to; a group is admitted all together.
+	GroupLabel = "quotagate.io/group"
+	// GroupSizeAnnotation is how many members the group has.
+	GroupSizeAnnotation = "quotagate.io/group-size"
+)
