@@ -1,0 +1,303 @@
+package quota
+
+import (
+	"container/heap"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+)
+
+// Defaults of the queue timings (DESIGN: Admission queues).
+const (
+	DefaultInitialBackoff = 100 * time.Millisecond
+	DefaultMaxBackoff     = 10 * time.Second
+	DefaultFlushInterval  = 5 * time.Minute
+)
+
+// Observer is told about queue moves, for metrics. It is called with the
+// AdmissionQueue's lock held, so it must be quick and must not call back into it.
+type Observer interface {
+	// Moved reports that a pod moved between queues of one budget. from is "" when
+	// the pod enters the budget's queues (incoming), to is "" when it leaves them
+	// (admitted, deleted, no longer covered). A pod covered by two budgets moves in
+	// both.
+	Moved(budget BudgetKey, from, to Queue)
+}
+
+// ObserverFunc adapts a function to Observer.
+type ObserverFunc func(budget BudgetKey, from, to Queue)
+
+// Moved calls f.
+func (f ObserverFunc) Moved(budget BudgetKey, from, to Queue) { f(budget, from, to) }
+
+var _ Observer = ObserverFunc(nil)
+
+type options struct {
+	clock          clock.PassiveClock
+	holdUncovered  bool
+	observer       Observer
+	initialBackoff time.Duration
+	maxBackoff     time.Duration
+	flushInterval  time.Duration
+}
+
+// Option configures an AdmissionQueue.
+type Option func(*options)
+
+// WithClock injects the clock (tests use k8s.io/utils/clock/testing).
+func WithClock(c clock.PassiveClock) Option { return func(o *options) { o.clock = c } }
+
+// WithHoldUncovered holds gated pods that no budget covers instead of admitting them.
+func WithHoldUncovered(hold bool) Option { return func(o *options) { o.holdUncovered = hold } }
+
+// WithObserver reports queue moves to obs.
+func WithObserver(obs Observer) Option { return func(o *options) { o.observer = obs } }
+
+// WithBackoff sets the first and the longest backoff after a failed ungate.
+func WithBackoff(initial, maxBackoff time.Duration) Option {
+	return func(o *options) { o.initialBackoff, o.maxBackoff = initial, maxBackoff }
+}
+
+// WithFlushInterval sets how often every inadmissible pod is evaluated again.
+func WithFlushInterval(d time.Duration) Option { return func(o *options) { o.flushInterval = d } }
+
+// AdmissionQueue is the admission core: it accounts pods against budgets and decides,
+// in order, which gated pods to admit. Feed it with UpsertPod, DeletePod, UpsertBudget,
+// DeleteBudget and SetNamespace; take decisions with Admit and report each patch with
+// Done. All methods are safe for concurrent use.
+type AdmissionQueue struct {
+	// mu guards everything below. It is the only lock; Observer is called under it.
+	mu   sync.Mutex
+	opts options
+
+	budgets    map[BudgetKey]*budget
+	byNS       map[string]map[string]*budget // namespaced budgets by namespace, name
+	selecting  []*budget                     // ClusterBudgets with a namespaceSelector, by name
+	namespaces map[string]labels.Set         // namespaces seen, with their labels
+
+	pods   map[types.UID]*podState
+	podsNS map[string]map[types.UID]*podState
+	groups map[groupKey]*group
+	held   map[types.UID]*podState // gated pods held because no budget covers them
+
+	dirty     budgetHeap // budgets whose active heads need evaluating
+	backoff   timerHeap  // pods waiting for their retry time
+	releases  timerHeap  // charged pods that stop counting at their grace period's end
+	lastFlush time.Time
+	nInadm    int // inadmissible entries, over all budgets
+
+	out          []Admission // decided, not yet returned by Admit
+	statusDirty  map[BudgetKey]struct{}
+	seenStatuses map[BudgetKey]struct{}
+}
+
+// NewAdmissionQueue returns an empty AdmissionQueue.
+func NewAdmissionQueue(opts ...Option) *AdmissionQueue {
+	o := options{
+		clock:          clock.RealClock{},
+		initialBackoff: DefaultInitialBackoff,
+		maxBackoff:     DefaultMaxBackoff,
+		flushInterval:  DefaultFlushInterval,
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	q := &AdmissionQueue{
+		opts:         o,
+		budgets:      map[BudgetKey]*budget{},
+		byNS:         map[string]map[string]*budget{},
+		namespaces:   map[string]labels.Set{},
+		pods:         map[types.UID]*podState{},
+		podsNS:       map[string]map[types.UID]*podState{},
+		groups:       map[groupKey]*group{},
+		held:         map[types.UID]*podState{},
+		statusDirty:  map[BudgetKey]struct{}{},
+		seenStatuses: map[BudgetKey]struct{}{},
+	}
+	q.backoff = timerHeap{
+		at:    func(p *podState) time.Time { return p.retryAt },
+		index: func(p *podState) *int { return &p.backoffIndex },
+	}
+	q.releases = timerHeap{
+		at:    func(p *podState) time.Time { return p.pod.ReleaseAt },
+		index: func(p *podState) *int { return &p.releaseIndex },
+	}
+	q.lastFlush = o.clock.Now()
+	return q
+}
+
+type podPhase uint8
+
+const (
+	// phaseWaiting: gated, in queues (or held).
+	phaseWaiting podPhase = iota
+	// phaseAssumed: admitted by the core, charged, the ungate patch not yet seen.
+	phaseAssumed
+	// phaseCharged: the informer shows it ungated; charged until it ends.
+	phaseCharged
+)
+
+// podState is the core's record of one non-terminal pod.
+type podState struct {
+	pod   Pod
+	phase podPhase
+	order orderKey
+	group *group
+
+	cover   []*budget // covering budgets: direct ones (Budgets, then ClusterBudgets), then ancestors
+	entries []*entry  // parallel to cover while waiting
+
+	chargedTo    []*budget // where its usage is charged (phases assumed and charged)
+	chargedUsage corev1.ResourceList
+
+	wait      waitInfo // why it waits, from its latest evaluation or park
+	parked    bool
+	inBackoff bool
+	retryAt   time.Time
+	attempts  int
+	inFlight  bool // returned by Admit, Done not called yet
+
+	backoffIndex int
+	releaseIndex int
+}
+
+func (q *AdmissionQueue) markStatus(b *budget) { q.statusDirty[b.key] = struct{}{} }
+
+// moveEntry moves one entry between queues of its budget, keeping counts and the dirty
+// heap right. to may be queueNone (leave the queues).
+func (q *AdmissionQueue) moveEntry(e *entry, to queueKind) {
+	from := e.kind
+	if from == to {
+		return
+	}
+	b := e.budget
+	headBefore := b.active.min()
+	switch from {
+	case queueParked:
+		delete(b.parked, e)
+	case queueActive, queueBackoff, queueInadmissible:
+		heap.Remove(b.heapOf(from), e.index)
+	}
+	if from == queueInadmissible {
+		q.nInadm--
+	}
+	e.kind = to
+	switch to {
+	case queueParked:
+		b.parked[e] = struct{}{}
+	case queueActive, queueBackoff, queueInadmissible:
+		heap.Push(b.heapOf(to), e)
+	}
+	if to == queueInadmissible {
+		q.nInadm++
+	}
+	if b.dirtyIndex >= 0 && b.active.min() != headBefore {
+		heap.Fix(&q.dirty, b.dirtyIndex)
+	}
+	if q.opts.observer != nil {
+		q.opts.observer.Moved(b.key, from.name(), to.name())
+	}
+}
+
+// markDirty schedules the budget's active head for evaluation by the next Admit.
+func (q *AdmissionQueue) markDirty(b *budget) {
+	if b.dirtyIndex < 0 && len(b.active) > 0 {
+		heap.Push(&q.dirty, b)
+	}
+}
+
+// wake moves the budget's inadmissible pods back to active: something that could
+// change their answer happened in this budget.
+func (q *AdmissionQueue) wake(b *budget) {
+	for len(b.inadmissible) > 0 {
+		q.moveEntry(b.inadmissible[0], queueActive)
+	}
+	q.markDirty(b)
+}
+
+// attach creates the pod's entries in its covering budgets, in the given queue.
+func (q *AdmissionQueue) attach(p *podState, to queueKind) {
+	p.entries = make([]*entry, len(p.cover))
+	for i, b := range p.cover {
+		e := &entry{pod: p, budget: b, index: -1}
+		p.entries[i] = e
+		q.moveEntry(e, to)
+		addTo(b.pending, p.pod.Usage)
+		q.markStatus(b)
+		if to == queueActive {
+			q.markDirty(b)
+		}
+	}
+}
+
+// detach removes the pod from every queue it is in. A StrictFIFO budget whose head
+// leaves is woken: the pod behind may go now.
+func (q *AdmissionQueue) detach(p *podState) {
+	for _, e := range p.entries {
+		b := e.budget
+		wasHead := b.strict() && e.kind != queueParked && b.strictHead() == e
+		q.moveEntry(e, queueNone)
+		subtractFrom(b.pending, p.pod.Usage)
+		q.markStatus(b)
+		if wasHead {
+			q.wake(b)
+		}
+	}
+	p.entries = nil
+	if _, ok := q.held[p.pod.UID]; ok {
+		delete(q.held, p.pod.UID)
+	}
+}
+
+// moveAll moves every entry of the pod that is in queue from to queue to.
+func (q *AdmissionQueue) moveAll(p *podState, from, to queueKind) {
+	for _, e := range p.entries {
+		if e.kind == from {
+			q.moveEntry(e, to)
+			if to == queueActive {
+				q.markDirty(e.budget)
+			}
+		}
+	}
+}
+
+// charge charges the pod's usage to every budget that covers it.
+func (q *AdmissionQueue) charge(p *podState) {
+	p.chargedTo = append([]*budget(nil), p.cover...)
+	p.chargedUsage = p.pod.Usage
+	for _, b := range p.chargedTo {
+		addTo(b.used, p.chargedUsage)
+		b.charged[p.pod.UID] = p
+		q.markStatus(b)
+	}
+	if !p.pod.ReleaseAt.IsZero() {
+		q.releases.set(p)
+	}
+}
+
+// release gives the pod's charge back and wakes only the budgets it was charged to.
+func (q *AdmissionQueue) release(p *podState) {
+	for _, b := range p.chargedTo {
+		subtractFrom(b.used, p.chargedUsage)
+		delete(b.charged, p.pod.UID)
+		q.markStatus(b)
+		if _, alive := q.budgets[b.key]; alive {
+			q.wake(b)
+		}
+	}
+	p.chargedTo, p.chargedUsage = nil, nil
+	q.releases.remove(p)
+}
+
+// backoffDuration is the wait before retry number attempts (1 for the first failure).
+func (q *AdmissionQueue) backoffDuration(attempts int) time.Duration {
+	d := q.opts.initialBackoff
+	for i := 1; i < attempts && d < q.opts.maxBackoff; i++ {
+		d *= 2
+	}
+	return min(d, q.opts.maxBackoff)
+}

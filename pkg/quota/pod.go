@@ -1,0 +1,103 @@
+package quota
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/quotagate/quotagate/api/v1alpha1"
+)
+
+// PodRef names a pod.
+type PodRef struct {
+	UID       types.UID `json:"uid"`
+	Namespace string    `json:"namespace"`
+	Name      string    `json:"name"`
+}
+
+// String returns namespace/name.
+func (r PodRef) String() string { return r.Namespace + "/" + r.Name }
+
+// Pod is what the admission core needs to know about a pod. Build it with NewPod.
+type Pod struct {
+	PodRef
+	Labels map[string]string
+	// Priority is spec.priority (0 when unset).
+	Priority int32
+	// Created is the creation timestamp; it orders pods of equal priority.
+	Created time.Time
+	// Usage is PodUsage of the pod.
+	Usage corev1.ResourceList
+	// Gated is true while the pod carries the quotagate scheduling gate.
+	Gated bool
+	// Terminal is true for Succeeded and Failed pods and for pods past their deletion
+	// grace period (ResourceQuota stops charging those too).
+	Terminal bool
+	// ReleaseAt, when set, is when a terminating pod passes its grace period: the core
+	// stops charging it then, even if no further update arrives.
+	ReleaseAt time.Time
+	// Group is the quotagate.io/group label ("" when none).
+	Group string
+	// GroupSize is the quotagate.io/group-size annotation (0 when unusable).
+	GroupSize int
+	// GroupError says why GroupSize is unusable. A pod with a group label and an
+	// unusable size is held (never admitted alone, which would break the group's
+	// all-or-nothing promise) until its annotation is fixed; the controller reports
+	// the error in an event.
+	GroupError string
+}
+
+// NewPod extracts what the core needs from a pod; now decides whether a terminating pod
+// is past its grace period.
+func NewPod(p *corev1.Pod, now time.Time) Pod {
+	out := Pod{
+		PodRef:  PodRef{UID: p.UID, Namespace: p.Namespace, Name: p.Name},
+		Labels:  p.Labels,
+		Created: p.CreationTimestamp.Time,
+		Usage:   PodUsage(p),
+		Gated:   hasGate(p),
+	}
+	if p.Spec.Priority != nil {
+		out.Priority = *p.Spec.Priority
+	}
+	switch {
+	case p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed:
+		out.Terminal = true
+	case p.DeletionTimestamp != nil && p.DeletionGracePeriodSeconds != nil:
+		release := p.DeletionTimestamp.Add(time.Duration(*p.DeletionGracePeriodSeconds) * time.Second)
+		if now.After(release) {
+			out.Terminal = true
+		} else {
+			out.ReleaseAt = release
+		}
+	}
+	if name := p.Labels[v1alpha1.GroupLabel]; name != "" {
+		out.Group = name
+		out.GroupSize, out.GroupError = parseGroupSize(p.Annotations)
+	}
+	return out
+}
+
+func parseGroupSize(annotations map[string]string) (int, string) {
+	raw, ok := annotations[v1alpha1.GroupSizeAnnotation]
+	if !ok {
+		return 0, fmt.Sprintf("annotation %s is missing", v1alpha1.GroupSizeAnnotation)
+	}
+	n, err := strconv.Atoi(raw)
+	if err != nil || n < 1 {
+		return 0, fmt.Sprintf("annotation %s=%q is not a whole number of at least 1", v1alpha1.GroupSizeAnnotation, raw)
+	}
+	return n, ""
+}
+
+func hasGate(p *corev1.Pod) bool {
+	for _, g := range p.Spec.SchedulingGates {
+		if g.Name == v1alpha1.SchedulingGate {
+			return true
+		}
+	}
+	return false
+}

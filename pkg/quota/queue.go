@@ -1,0 +1,271 @@
+package quota
+
+// The admission queues, after kube-scheduler's scheduling queue.
+//
+// Every budget keeps each gated pod it covers in exactly one of four places:
+//
+//   - active: a heap in admission order (priority high first, then creation time, then
+//     UID; the members of a group share the key of their best member, so a group moves
+//     as one unit). AdmissionQueue.Admit pops heads from the active heaps of the budgets
+//     marked dirty.
+//   - backoff: pods whose ungate patch failed transiently. The retry time belongs to the
+//     pod, so one heap by retry time (AdmissionQueue.backoff) serves every budget; each
+//     budget keeps its backoff pods in a heap in admission order, because a StrictFIFO
+//     head in backoff still blocks the pods behind it.
+//   - inadmissible: pods that were evaluated and did not fit. They stay there until an
+//     event could change the answer in that budget: a charged pod of the budget ends or
+//     is deleted, its hard changes, it opens, a budget is deleted, or (StrictFIFO) its
+//     head leaves; then the budget's inadmissible pods move back to active. A periodic
+//     flush (5 minutes) moves every inadmissible pod back, as a safety net. Kept in
+//     admission order too, for the StrictFIFO head.
+//   - parked: pods no capacity event can admit: requests above hard ("never fit"),
+//     groups with fewer members than their size or with an unusable size. They are
+//     re-examined when the pod, its group or the budget's hard changes (kube-scheduler
+//     keeps PreEnqueue-gated pods aside the same way). Parked pods never block a queue.
+//
+// How a pod moves: UpsertPod puts a new gated pod in active in every budget that covers
+// it (or parked). Admit evaluates the head of a dirty budget against every budget that
+// covers the pod: if it is admitted, its usage is charged to all of them at once and it
+// leaves all their queues; if not, it moves from active to inadmissible in all of them
+// and remembers why. Done with a transient failure gives the charge back and puts the
+// pod in backoff (100 ms, doubling, at most 10 s) in all its budgets; when the time
+// passes it moves to active. A pod that ends releases its charge and wakes only the
+// budgets it was charged to.
+
+import (
+	"container/heap"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Queue names a place where a gated pod waits, as snapshots and metrics show it.
+type Queue string
+
+// The queues. See the comment at the top of queue.go.
+const (
+	QueueActive       Queue = "active"
+	QueueBackoff      Queue = "backoff"
+	QueueInadmissible Queue = "inadmissible"
+	QueueParked       Queue = "parked"
+)
+
+type queueKind uint8
+
+const (
+	queueNone queueKind = iota
+	queueActive
+	queueBackoff
+	queueInadmissible
+	queueParked
+)
+
+func (k queueKind) name() Queue {
+	switch k {
+	case queueActive:
+		return QueueActive
+	case queueBackoff:
+		return QueueBackoff
+	case queueInadmissible:
+		return QueueInadmissible
+	case queueParked:
+		return QueueParked
+	}
+	return ""
+}
+
+// orderKey is a pod's (or its group's) place in admission order.
+type orderKey struct {
+	priority int32
+	created  time.Time
+	uid      types.UID
+}
+
+// podLess is the admission order: priority high first, then creation time, then UID;
+// members of one group share a key and are ordered by their own UID.
+func podLess(a, b *podState) bool {
+	ka, kb := &a.order, &b.order
+	if ka.priority != kb.priority {
+		return ka.priority > kb.priority
+	}
+	if !ka.created.Equal(kb.created) {
+		return ka.created.Before(kb.created)
+	}
+	if ka.uid != kb.uid {
+		return ka.uid < kb.uid
+	}
+	return a.pod.UID < b.pod.UID
+}
+
+func ownKey(p *Pod) orderKey {
+	return orderKey{priority: p.Priority, created: p.Created, uid: p.UID}
+}
+
+// entry is one pod in one budget's queues.
+type entry struct {
+	pod    *podState
+	budget *budget
+	kind   queueKind
+	index  int // in its heap, or -1
+}
+
+// entryHeap is a heap of entries in admission order that tracks positions, so entries
+// can be removed from the middle.
+type entryHeap []*entry
+
+var _ heap.Interface = (*entryHeap)(nil)
+
+func (h entryHeap) Len() int           { return len(h) }
+func (h entryHeap) Less(i, j int) bool { return podLess(h[i].pod, h[j].pod) }
+func (h entryHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index = i
+	h[j].index = j
+}
+func (h *entryHeap) Push(x any) {
+	e := x.(*entry)
+	e.index = len(*h)
+	*h = append(*h, e)
+}
+func (h *entryHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	e.index = -1
+	return e
+}
+
+func (h entryHeap) min() *entry {
+	if len(h) == 0 {
+		return nil
+	}
+	return h[0]
+}
+
+// queues are one budget's places for the gated pods it covers.
+type queues struct {
+	active, backoff, inadmissible entryHeap
+	parked                        map[*entry]struct{}
+}
+
+func (q *queues) init(*budget) { q.parked = map[*entry]struct{}{} }
+
+func (q *queues) heapOf(k queueKind) *entryHeap {
+	switch k {
+	case queueActive:
+		return &q.active
+	case queueBackoff:
+		return &q.backoff
+	case queueInadmissible:
+		return &q.inadmissible
+	}
+	return nil
+}
+
+// gated counts the pods waiting in any of the budget's queues.
+func (q *queues) gated() int {
+	return len(q.active) + len(q.backoff) + len(q.inadmissible) + len(q.parked)
+}
+
+// strictHead is the first pod in admission order among the budget's active, backoff and
+// inadmissible pods: the one a StrictFIFO budget must admit before any other.
+func (q *queues) strictHead() *entry {
+	head := q.active.min()
+	for _, e := range []*entry{q.backoff.min(), q.inadmissible.min()} {
+		if e != nil && (head == nil || podLess(e.pod, head.pod)) {
+			head = e
+		}
+	}
+	return head
+}
+
+// timerHeap orders pods by a time (retry or release), tracking each pod's position.
+type timerHeap struct {
+	pods  []*podState
+	at    func(*podState) time.Time
+	index func(*podState) *int
+}
+
+var _ heap.Interface = (*timerHeap)(nil)
+
+func (h *timerHeap) Len() int           { return len(h.pods) }
+func (h *timerHeap) Less(i, j int) bool { return h.at(h.pods[i]).Before(h.at(h.pods[j])) }
+func (h *timerHeap) Swap(i, j int) {
+	h.pods[i], h.pods[j] = h.pods[j], h.pods[i]
+	*h.index(h.pods[i]) = i
+	*h.index(h.pods[j]) = j
+}
+func (h *timerHeap) Push(x any) {
+	p := x.(*podState)
+	*h.index(p) = len(h.pods)
+	h.pods = append(h.pods, p)
+}
+func (h *timerHeap) Pop() any {
+	old := h.pods
+	p := old[len(old)-1]
+	old[len(old)-1] = nil
+	h.pods = old[:len(old)-1]
+	*h.index(p) = -1
+	return p
+}
+
+// set adds p or moves it to its new time.
+func (h *timerHeap) set(p *podState) {
+	if i := *h.index(p); i >= 0 {
+		heap.Fix(h, i)
+		return
+	}
+	heap.Push(h, p)
+}
+
+func (h *timerHeap) remove(p *podState) {
+	if i := *h.index(p); i >= 0 {
+		heap.Remove(h, i)
+	}
+}
+
+func (h *timerHeap) min() *podState {
+	if len(h.pods) == 0 {
+		return nil
+	}
+	return h.pods[0]
+}
+
+// budgetHeap holds the dirty budgets, the one with the best active head first, so that
+// pods competing for a shared parent are evaluated in admission order.
+type budgetHeap []*budget
+
+var _ heap.Interface = (*budgetHeap)(nil)
+
+func (h budgetHeap) Len() int { return len(h) }
+func (h budgetHeap) Less(i, j int) bool {
+	a, b := h[i].active.min(), h[j].active.min()
+	switch {
+	case a == nil || b == nil:
+		if (a == nil) != (b == nil) {
+			return b == nil
+		}
+	case a.pod != b.pod:
+		return podLess(a.pod, b.pod)
+	}
+	return h[i].key.less(h[j].key)
+}
+func (h budgetHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].dirtyIndex = i
+	h[j].dirtyIndex = j
+}
+func (h *budgetHeap) Push(x any) {
+	b := x.(*budget)
+	b.dirtyIndex = len(*h)
+	*h = append(*h, b)
+}
+func (h *budgetHeap) Pop() any {
+	old := *h
+	b := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	b.dirtyIndex = -1
+	return b
+}

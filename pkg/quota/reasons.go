@@ -1,0 +1,194 @@
+package quota
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/quotagate/quotagate/api/v1alpha1"
+)
+
+// ReasonCode classifies why a pod waits or was admitted; it is stable, for event
+// reasons and for deciding whether a reason changed. Reason.Message has the details.
+type ReasonCode string
+
+// Why a pod waits.
+const (
+	// CodeQueued: not evaluated yet (the next Admit will).
+	CodeQueued ReasonCode = "Queued"
+	// CodeInsufficient: a covering budget has no room for it now.
+	CodeInsufficient ReasonCode = "InsufficientQuota"
+	// CodeBudgetClosed: a covering budget is Closed or Closing, closed by its parent,
+	// or cannot work (invalid spec, missing parent, parent cycle).
+	CodeBudgetClosed ReasonCode = "BudgetClosed"
+	// CodeBehindHead: a StrictFIFO budget must first admit a pod ahead of it.
+	CodeBehindHead ReasonCode = "StrictFIFOOrder"
+	// CodeNeverFits: it requests more than a covering budget's hard.
+	CodeNeverFits ReasonCode = "RequestsExceedHard"
+	// CodeGroupIncomplete: fewer members of its group exist than the group's size.
+	CodeGroupIncomplete ReasonCode = "GroupIncomplete"
+	// CodeGroupInvalid: its group-size annotation is missing or not a number >= 1.
+	CodeGroupInvalid ReasonCode = "GroupInvalid"
+	// CodeGroupBackoff: its group waits for members that back off after a failed ungate.
+	CodeGroupBackoff ReasonCode = "GroupBackoff"
+	// CodeBackoff: its ungate failed; it retries later.
+	CodeBackoff ReasonCode = "Backoff"
+	// CodeUncovered: no budget covers it, and uncovered pods are held.
+	CodeUncovered ReasonCode = "Uncovered"
+)
+
+// Why a pod was admitted.
+const (
+	// CodeFits: it (with its group) fits in every budget that covers it.
+	CodeFits ReasonCode = "Fits"
+	// CodeNoBudget: no budget covers it; uncovered pods are admitted at once.
+	CodeNoBudget ReasonCode = "NoBudget"
+	// CodeNamespaceNotEnabled: its namespace is not opted in (any more): released.
+	CodeNamespaceNotEnabled ReasonCode = "NamespaceNotEnabled"
+)
+
+// Reason is why a pod waits or was admitted. Message is the one canonical sentence for
+// it, shared by events, the kubectl plugin and /debug/queues.
+type Reason struct {
+	Code    ReasonCode `json:"code"`
+	Message string     `json:"message"`
+}
+
+// waitInfo is what the core remembers about why a pod waits; WaitReason turns it into
+// a message with the numbers of the moment.
+type waitInfo struct {
+	code      ReasonCode
+	budget    *budget
+	resource  corev1.ResourceName
+	requested resource.Quantity
+	ahead     PodRef
+	have      int
+	want      int
+}
+
+// WaitReason returns why a gated pod waits, or false when the core does not hold it
+// (unknown, or admitted).
+func (q *AdmissionQueue) WaitReason(uid types.UID) (Reason, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	p := q.pods[uid]
+	if p == nil || p.phase != phaseWaiting {
+		return Reason{}, false
+	}
+	return q.waitReason(p), true
+}
+
+func (q *AdmissionQueue) waitReason(p *podState) Reason {
+	w := p.wait
+	if p.inBackoff && !p.parked {
+		w = waitInfo{code: CodeBackoff}
+	}
+	if w.budget != nil && q.budgets[w.budget.key] != w.budget {
+		w = waitInfo{} // that budget is gone; the next Admit looks again
+	}
+	if w.code == "" {
+		w = waitInfo{code: CodeQueued}
+	}
+	prefix := ""
+	if p.group != nil && w.code != CodeGroupIncomplete {
+		prefix = "group " + p.pod.Group + ": "
+	}
+	var msg string
+	switch w.code {
+	case CodeInsufficient:
+		b := w.budget
+		free := b.hard[w.resource].DeepCopy()
+		free.Sub(b.used[w.resource])
+		if free.Sign() < 0 {
+			free = resource.Quantity{}
+		}
+		msg = fmt.Sprintf("%s: %s requested, %s free in %s; %s", w.resource, w.requested.String(), free.String(), b.key.Describe(), q.position(p, b))
+	case CodeBudgetClosed:
+		msg = closedMessage(w.budget)
+	case CodeBehindHead:
+		msg = fmt.Sprintf("behind pod %s in StrictFIFO %s; %s", w.ahead, w.budget.key.Describe(), q.position(p, w.budget))
+	case CodeNeverFits:
+		hard := w.budget.hard[w.resource]
+		msg = fmt.Sprintf("%s: %s requested, more than the %s hard of %s: it can never fit", w.resource, w.requested.String(), hard.String(), w.budget.key.Describe())
+	case CodeGroupIncomplete:
+		msg = fmt.Sprintf("group %s: %d of %d members exist", p.pod.Group, w.have, w.want)
+	case CodeGroupInvalid:
+		msg = fmt.Sprintf("group %s: %s", p.pod.Group, p.pod.GroupError)
+	case CodeGroupBackoff:
+		msg = "waiting for members that back off after a failed ungate"
+	case CodeBackoff:
+		msg = fmt.Sprintf("backoff until %s after a failed ungate", p.retryAt.UTC().Format(time.RFC3339Nano))
+	case CodeUncovered:
+		msg = "no Budget or ClusterBudget covers it, and uncovered pods are held"
+	default:
+		msg = "queued, not evaluated yet"
+		if len(p.cover) > 0 {
+			msg += "; " + q.position(p, p.cover[0]) + " in " + p.cover[0].key.Describe()
+		}
+	}
+	return Reason{Code: w.code, Message: prefix + msg}
+}
+
+// closedMessage says why a budget admits nothing: its own state or problem, or the
+// ancestor that closes it.
+func closedMessage(b *budget) string {
+	if b.closedBy != nil && b.problem == nil && b.specOpen() {
+		a := b.closedBy
+		return fmt.Sprintf("%s (parent of %s)", stateSentence(a), b.key.Describe())
+	}
+	return stateSentence(b)
+}
+
+func stateSentence(b *budget) string {
+	if b.problem != nil {
+		return fmt.Sprintf("%s cannot admit pods: %s", b.key.Describe(), b.problem.Message)
+	}
+	state, _ := b.state()
+	return fmt.Sprintf("%s is %s", b.key.Describe(), state)
+}
+
+// position returns "position k of n": the pod's place among the gated pods of the
+// budget, in admission order.
+func (q *AdmissionQueue) position(p *podState, b *budget) string {
+	k := 1
+	n := 0
+	count := func(e *entry) {
+		n++
+		if e.pod != p && podLess(e.pod, p) {
+			k++
+		}
+	}
+	for _, h := range []entryHeap{b.active, b.backoff, b.inadmissible} {
+		for _, e := range h {
+			count(e)
+		}
+	}
+	for e := range b.parked {
+		count(e)
+	}
+	return fmt.Sprintf("position %d of %d", k, n)
+}
+
+func fitsMessage(g *group, budgets []*budget) string {
+	names := make([]string, len(budgets))
+	for i, b := range budgets {
+		names[i] = b.key.Describe()
+	}
+	msg := "fits in " + strings.Join(names, ", ")
+	if g != nil {
+		msg = fmt.Sprintf("group %s: all gated members fit in %s", g.key.name, strings.Join(names, ", "))
+	}
+	return msg
+}
+
+func noBudgetReason() Reason {
+	return Reason{Code: CodeNoBudget, Message: "no Budget or ClusterBudget covers it"}
+}
+
+func (q *AdmissionQueue) releaseReason(namespace string) Reason {
+	return Reason{Code: CodeNamespaceNotEnabled, Message: fmt.Sprintf("namespace %s is not labelled %s=true: released without quota", namespace, v1alpha1.EnabledLabel)}
+}

@@ -1,0 +1,108 @@
+package quota
+
+import (
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/quotagate/quotagate/api/v1alpha1"
+)
+
+// Snapshot is a read-only copy of every queue, for /debug/queues and the kubectl
+// plugin.
+type Snapshot struct {
+	Budgets []BudgetQueue `json:"budgets"`
+	// Held lists gated pods that no budget covers and that are held (WithHoldUncovered,
+	// or a group member waiting for its group).
+	Held []QueuedPod `json:"held,omitempty"`
+}
+
+// BudgetQueue is one budget's gated pods in admission order.
+type BudgetQueue struct {
+	Budget   BudgetKey                 `json:"budget"`
+	State    v1alpha1.BudgetState      `json:"state"`
+	Strategy v1alpha1.QueueingStrategy `json:"strategy"`
+	Pods     []QueuedPod               `json:"pods"`
+}
+
+// QueuedPod is one gated pod in a budget's queues.
+type QueuedPod struct {
+	// Position is 1 for the next pod to admit.
+	Position int                 `json:"position"`
+	Pod      PodRef              `json:"pod"`
+	Group    string              `json:"group,omitempty"`
+	Priority int32               `json:"priority"`
+	Requests corev1.ResourceList `json:"requests"`
+	Created  time.Time           `json:"created"`
+	Queue    Queue               `json:"queue"`
+	RetryAt  *time.Time          `json:"retryAt,omitempty"`
+	Reason   Reason              `json:"reason"`
+}
+
+// Snapshot copies every budget's queues, budgets by key, pods in admission order.
+func (q *AdmissionQueue) Snapshot() Snapshot {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var s Snapshot
+	for _, b := range q.sortedBudgets() {
+		var entries []*entry
+		for _, h := range []entryHeap{b.active, b.backoff, b.inadmissible} {
+			entries = append(entries, h...)
+		}
+		for e := range b.parked {
+			entries = append(entries, e)
+		}
+		slices.SortFunc(entries, func(x, y *entry) int { return lessToCmp(podLess(x.pod, y.pod), podLess(y.pod, x.pod)) })
+		state, _ := b.state()
+		strategy := b.spec.Strategy
+		if strategy == "" {
+			strategy = v1alpha1.BestEffortFIFO
+		}
+		bq := BudgetQueue{Budget: b.key, State: state, Strategy: strategy, Pods: make([]QueuedPod, len(entries))}
+		for i, e := range entries {
+			bq.Pods[i] = q.queuedPod(e.pod, i+1, e.kind.name())
+		}
+		s.Budgets = append(s.Budgets, bq)
+	}
+	held := slices.Collect(func(yield func(*podState) bool) {
+		for _, p := range q.held {
+			if !yield(p) {
+				return
+			}
+		}
+	})
+	slices.SortFunc(held, func(x, y *podState) int { return lessToCmp(podLess(x, y), podLess(y, x)) })
+	for i, p := range held {
+		s.Held = append(s.Held, q.queuedPod(p, i+1, QueueParked))
+	}
+	return s
+}
+
+func (q *AdmissionQueue) queuedPod(p *podState, pos int, queue Queue) QueuedPod {
+	qp := QueuedPod{
+		Position: pos,
+		Pod:      p.pod.PodRef,
+		Group:    p.pod.Group,
+		Priority: p.pod.Priority,
+		Requests: p.pod.Usage.DeepCopy(),
+		Created:  p.pod.Created,
+		Queue:    queue,
+		Reason:   q.waitReason(p),
+	}
+	if p.inBackoff {
+		t := p.retryAt
+		qp.RetryAt = &t
+	}
+	return qp
+}
+
+func lessToCmp(less, greater bool) int {
+	switch {
+	case less:
+		return -1
+	case greater:
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,132 @@
+package quota
+
+import (
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/quotagate/quotagate/api/v1alpha1"
+)
+
+// BudgetStatus is what the core knows about one budget, for its status subresource.
+type BudgetStatus struct {
+	// State is the effective state: Open, Closing or Closed.
+	State v1alpha1.BudgetState `json:"state"`
+	// StateReason is Active, Closed, ClosedByParent, or the problem's reason.
+	StateReason string `json:"stateReason"`
+	// StateMessage explains StateReason in a sentence.
+	StateMessage string `json:"stateMessage"`
+	// Problem is set when the budget cannot work (reason InvalidSpec, ParentNotFound or
+	// ParentCycle): the Ready condition is False with it.
+	Problem *Problem `json:"problem,omitempty"`
+	// Hard is the normalized hard; Used and Pending are restricted to its names, like
+	// ResourceQuota's status. Used includes reservations not yet confirmed, and for a
+	// parent the pods of its whole subtree.
+	Hard    corev1.ResourceList `json:"hard"`
+	Used    corev1.ResourceList `json:"used"`
+	Pending corev1.ResourceList `json:"pending"`
+	// AdmittedPods counts charged pods (admitted or running, not terminal).
+	AdmittedPods int32 `json:"admittedPods"`
+	// GatedPods counts the gated pods it covers.
+	GatedPods int32 `json:"gatedPods"`
+	// NeverFit lists the gated pods that request more than Hard, by namespace/name.
+	NeverFit []NeverFitPod `json:"neverFit,omitempty"`
+}
+
+// Problem is why a budget admits nothing.
+type Problem struct {
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+}
+
+// NeverFitPod is a gated pod (or group) that requests more than a budget's hard.
+type NeverFitPod struct {
+	Pod       PodRef              `json:"pod"`
+	Group     string              `json:"group,omitempty"`
+	Resource  corev1.ResourceName `json:"resource"`
+	Requested resource.Quantity   `json:"requested"`
+	Hard      resource.Quantity   `json:"hard"`
+}
+
+// Status returns the status of a budget, or false if the core does not know it.
+func (q *AdmissionQueue) Status(key BudgetKey) (BudgetStatus, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	b := q.budgets[key]
+	if b == nil {
+		return BudgetStatus{}, false
+	}
+	state, reason := b.state()
+	st := BudgetStatus{
+		State:        state,
+		StateReason:  reason,
+		StateMessage: stateMessage(b),
+		Hard:         restrictTo(b.hard, b.hardNames),
+		Used:         restrictTo(b.used, b.hardNames),
+		Pending:      restrictTo(b.pending, b.hardNames),
+		AdmittedPods: int32(len(b.charged)),
+		GatedPods:    int32(b.gated()),
+	}
+	if b.problem != nil {
+		st.Problem = &Problem{Reason: b.problem.Reason, Message: b.problem.Message}
+	}
+	for e := range b.parked {
+		w := e.pod.wait
+		if w.code != CodeNeverFits || w.budget != b {
+			continue
+		}
+		st.NeverFit = append(st.NeverFit, NeverFitPod{
+			Pod:       e.pod.pod.PodRef,
+			Group:     e.pod.pod.Group,
+			Resource:  w.resource,
+			Requested: w.requested.DeepCopy(),
+			Hard:      b.hard[w.resource].DeepCopy(),
+		})
+	}
+	slices.SortFunc(st.NeverFit, func(a, b NeverFitPod) int {
+		if c := compareStrings(a.Pod.Namespace, b.Pod.Namespace); c != 0 {
+			return c
+		}
+		return compareStrings(a.Pod.Name, b.Pod.Name)
+	})
+	return st, true
+}
+
+func stateMessage(b *budget) string {
+	if b.admitting {
+		return b.key.Describe() + " is Open"
+	}
+	return closedMessage(b)
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// DirtyStatuses returns, and forgets, the budgets whose status may have changed since
+// the last call, so the controller writes status only then.
+func (q *AdmissionQueue) DirtyStatuses() []BudgetKey {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := make([]BudgetKey, 0, len(q.statusDirty))
+	for k := range q.statusDirty {
+		if _, ok := q.budgets[k]; ok {
+			out = append(out, k)
+		}
+	}
+	clear(q.statusDirty)
+	slices.SortFunc(out, func(a, b BudgetKey) int {
+		if c := compareStrings(a.Namespace, b.Namespace); c != 0 {
+			return c
+		}
+		return compareStrings(a.Name, b.Name)
+	})
+	return out
+}

@@ -1,0 +1,182 @@
+package quota
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
+	resourcehelper "k8s.io/component-helpers/resource"
+)
+
+// ResourceCountPods is ResourceQuota's object-count name for pods; it counts like "pods".
+const ResourceCountPods corev1.ResourceName = "count/pods"
+
+const (
+	requestsPrefix  = corev1.DefaultResourceRequestsPrefix // "requests."
+	limitsPrefix    = "limits."
+	hugePagesPrefix = corev1.ResourceHugePagesPrefix // "hugepages-"
+)
+
+// computeResources are the native resources that have both a requests.* and a limits.*
+// quota name, and whose bare name means requests.* in hard.
+var computeResources = []corev1.ResourceName{
+	corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage,
+}
+
+// PodUsage returns what a pod consumes, keyed by ResourceQuota's names:
+// requests.{cpu,memory,ephemeral-storage}, limits.{cpu,memory,ephemeral-storage},
+// requests.hugepages-*, requests.<extended> (extended resources have only requests in
+// quota terms), and pods = count/pods = 1. Requests and limits come from
+// k8s.io/component-helpers/resource, so init containers, sidecars, pod overhead and
+// pod-level resources count as Kubernetes counts them. A resource the pod does not
+// request is absent (it counts as zero).
+func PodUsage(pod *corev1.Pod) corev1.ResourceList {
+	opts := resourcehelper.PodResourcesOptions{}
+	requests := resourcehelper.PodRequests(pod, opts)
+	limits := resourcehelper.PodLimits(pod, opts)
+
+	usage := corev1.ResourceList{
+		corev1.ResourcePods: *resource.NewQuantity(1, resource.DecimalSI),
+		ResourceCountPods:   *resource.NewQuantity(1, resource.DecimalSI),
+	}
+	for name, q := range requests {
+		switch {
+		case slices.Contains(computeResources, name),
+			strings.HasPrefix(string(name), hugePagesPrefix),
+			isExtendedResourceName(name):
+			usage[requestsPrefix+name] = q
+		}
+	}
+	for _, name := range computeResources {
+		if q, ok := limits[name]; ok {
+			usage[limitsPrefix+name] = q
+		}
+	}
+	return usage
+}
+
+// NormalizeHard rewrites a budget's hard list to the names PodUsage uses: "cpu",
+// "memory" and "ephemeral-storage" become requests.*, a bare hugepages-* or extended
+// name (nvidia.com/gpu) becomes requests.*. When a limit is given under two names
+// ("cpu" and "requests.cpu"), the smaller wins, as both would apply in ResourceQuota.
+// Names that do not limit pods (services, limits.nvidia.com/gpu, typos) and negative
+// quantities make it return an error that names them, along with the entries that were
+// valid.
+func NormalizeHard(hard corev1.ResourceList) (corev1.ResourceList, error) {
+	out := make(corev1.ResourceList, len(hard))
+	var unsupported, negative []string
+	for name, q := range hard {
+		qn, ok := quotaName(name)
+		if !ok {
+			unsupported = append(unsupported, string(name))
+			continue
+		}
+		if q.Sign() < 0 {
+			negative = append(negative, string(name))
+			continue
+		}
+		if prev, seen := out[qn]; seen && prev.Cmp(q) <= 0 {
+			continue
+		}
+		out[qn] = q.DeepCopy()
+	}
+	var problems []string
+	if len(unsupported) > 0 {
+		slices.Sort(unsupported)
+		problems = append(problems, fmt.Sprintf("unsupported resource names in hard: %s (supported: cpu, memory, ephemeral-storage, their requests.* and limits.* forms, requests.hugepages-*, extended resources as requests.<name>, pods, count/pods)", strings.Join(unsupported, ", ")))
+	}
+	if len(negative) > 0 {
+		slices.Sort(negative)
+		problems = append(problems, fmt.Sprintf("negative quantities in hard: %s", strings.Join(negative, ", ")))
+	}
+	if len(problems) > 0 {
+		return out, fmt.Errorf("%s", strings.Join(problems, "; "))
+	}
+	return out, nil
+}
+
+// quotaName maps a name written in hard to the name PodUsage uses, if pods consume it.
+func quotaName(name corev1.ResourceName) (corev1.ResourceName, bool) {
+	s := string(name)
+	switch {
+	case name == corev1.ResourcePods || name == ResourceCountPods:
+		return name, true
+	case slices.Contains(computeResources, name):
+		return requestsPrefix + name, true
+	case strings.HasPrefix(s, limitsPrefix):
+		return name, slices.Contains(computeResources, corev1.ResourceName(strings.TrimPrefix(s, limitsPrefix)))
+	case strings.HasPrefix(s, requestsPrefix):
+		rest := corev1.ResourceName(strings.TrimPrefix(s, requestsPrefix))
+		ok := slices.Contains(computeResources, rest) || strings.HasPrefix(string(rest), hugePagesPrefix) || isExtendedResourceName(rest)
+		return name, ok
+	case strings.HasPrefix(s, hugePagesPrefix), isExtendedResourceName(name):
+		return requestsPrefix + name, true
+	}
+	return "", false
+}
+
+// isExtendedResourceName follows Kubernetes' helper of the same name: a domain-prefixed
+// name outside kubernetes.io whose requests.* form is a valid qualified name.
+func isExtendedResourceName(name corev1.ResourceName) bool {
+	s := string(name)
+	if !strings.Contains(s, "/") || strings.Contains(s, corev1.ResourceDefaultNamespacePrefix) || strings.HasPrefix(s, requestsPrefix) {
+		return false
+	}
+	return len(validation.IsQualifiedName(requestsPrefix+s)) == 0
+}
+
+// firstExcess returns the first resource (in names' order) for which used+add exceeds
+// hard. Only names in hard are limited.
+func firstExcess(names []corev1.ResourceName, hard, used, add corev1.ResourceList) (corev1.ResourceName, bool) {
+	for _, name := range names {
+		req, ok := add[name]
+		if !ok || req.IsZero() {
+			continue
+		}
+		sum := used[name].DeepCopy()
+		sum.Add(req)
+		if sum.Cmp(hard[name]) > 0 {
+			return name, true
+		}
+	}
+	return "", false
+}
+
+// addTo adds src into dst, entry by entry.
+func addTo(dst, src corev1.ResourceList) {
+	for name, q := range src {
+		cur := dst[name].DeepCopy()
+		cur.Add(q)
+		dst[name] = cur
+	}
+}
+
+// subtractFrom subtracts src from dst, entry by entry; entries that reach zero are
+// dropped so that empty budgets compare equal to fresh ones.
+func subtractFrom(dst, src corev1.ResourceList) {
+	for name, q := range src {
+		cur := dst[name].DeepCopy()
+		cur.Sub(q)
+		if cur.IsZero() {
+			delete(dst, name)
+			continue
+		}
+		dst[name] = cur
+	}
+}
+
+// restrictTo returns the entries of list named in names; absent ones are zero.
+func restrictTo(list corev1.ResourceList, names []corev1.ResourceName) corev1.ResourceList {
+	out := make(corev1.ResourceList, len(names))
+	for _, name := range names {
+		q := list[name].DeepCopy()
+		if q.Format == "" {
+			q = *resource.NewQuantity(0, resource.DecimalSI)
+		}
+		out[name] = q
+	}
+	return out
+}
