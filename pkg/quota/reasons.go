@@ -84,14 +84,27 @@ func (q *AdmissionQueue) WaitReason(uid types.UID) (Reason, bool) {
 
 func (q *AdmissionQueue) waitReason(p *podState) Reason {
 	w := p.wait
-	if p.inBackoff && !p.parked {
+	switch {
+	case p.parked:
+	case p.inBackoff:
 		w = waitInfo{code: CodeBackoff}
-	}
-	if w.budget != nil && q.budgets[w.budget.key] != w.budget {
-		w = waitInfo{} // that budget is gone; the next Admit looks again
-	}
-	if w.code == "" {
-		w = waitInfo{code: CodeQueued}
+	default:
+		// Budgets that closed since the pod was last evaluated, or that were never
+		// evaluated because they admit nothing, say so now.
+		for _, b := range p.cover {
+			if !b.admitting {
+				w = waitInfo{code: CodeBudgetClosed, budget: b}
+				break
+			}
+		}
+		if w.budget != nil && (q.budgets[w.budget.key] != w.budget || (w.code == CodeBudgetClosed && w.budget.admitting)) {
+			w = waitInfo{} // that budget is gone; the next Admit looks again
+		}
+		if w.code == "" {
+			if bw, blocked := q.blocked(p.cover, func(h *podState) bool { return h == p || (p.group != nil && h.group == p.group) }); blocked {
+				w = bw
+			}
+		}
 	}
 	prefix := ""
 	if p.group != nil && w.code != CodeGroupIncomplete {
