@@ -1,0 +1,160 @@
+package localcluster
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+)
+
+// Cluster-wide settings of the control plane.
+const (
+	serviceClusterIPRange = "10.0.0.0/24"
+	serviceAccountIssuer  = "https://kubernetes.default.svc.cluster.local"
+
+	// KwokNodeAnnotation marks the nodes kwok manages; its value is "fake".
+	KwokNodeAnnotation = "kwok.x-k8s.io/node"
+	// NodeTypeLabel is set to "kwok" on every node the cluster creates.
+	NodeTypeLabel = "type"
+)
+
+// ports are the TCP ports a cluster listens on, all on 127.0.0.1. The controller
+// manager and the scheduler do not serve (--secure-port=0): nothing here scrapes them,
+// and fewer ports means fewer chances to collide with another cluster.
+type ports struct {
+	etcdClient, etcdPeer, apiserver int
+}
+
+// layout names the files of a cluster inside its directory.
+type layout struct {
+	dir string
+}
+
+func (l layout) path(elem ...string) string {
+	return filepath.Join(append([]string{l.dir}, elem...)...)
+}
+
+func (l layout) caCert() string                { return l.path("pki", "ca.crt") }
+func (l layout) servingCert() string           { return l.path("pki", "apiserver.crt") }
+func (l layout) servingKey() string            { return l.path("pki", "apiserver.key") }
+func (l layout) saPrivateKey() string          { return l.path("pki", "sa.key") }
+func (l layout) saPublicKey() string           { return l.path("pki", "sa.pub") }
+func (l layout) etcdData() string              { return l.path("etcd") }
+func (l layout) kwokHome() string              { return l.path("kwok-home") }
+func (l layout) log(name string) string        { return l.path(name + ".log") }
+func (l layout) kubeconfig(user string) string { return l.path(user + ".kubeconfig") }
+
+// adminUser is the kubeconfig (admin.kubeconfig) of the cluster's administrator.
+const adminUser = "admin"
+
+// identity is a client certificate's subject, for the admin and each component.
+type identity struct {
+	kubeconfig string // file name stem in the cluster directory
+	user       string
+	groups     []string
+}
+
+// identities are the client certificates the cluster issues. kwok writes node and pod
+// status for every node it manages, like many kubelets at once: it is trusted as an
+// administrator rather than given a node identity per fake node.
+var identities = []identity{
+	{kubeconfig: adminUser, user: "quotagate-admin", groups: []string{"system:masters"}},
+	{kubeconfig: KubeControllerManager, user: "system:kube-controller-manager"},
+	{kubeconfig: KubeScheduler, user: "system:kube-scheduler"},
+	{kubeconfig: Kwok, user: "kwok", groups: []string{"system:masters"}},
+}
+
+// commandLine is how one process is run.
+type commandLine struct {
+	args []string
+	env  []string // added to the inherited environment
+}
+
+// commandLines builds every process's command line from the layout, the ports and the
+// stage files. Options.ExtraArgs come last, so they override.
+func commandLines(l layout, p ports, stages []string, extra map[string][]string) map[string]commandLine {
+	etcdURL := "http://127.0.0.1:" + strconv.Itoa(p.etcdClient)
+	peerURL := "http://127.0.0.1:" + strconv.Itoa(p.etcdPeer)
+	lines := map[string]commandLine{
+		Etcd: {args: []string{
+			"--name=default",
+			"--data-dir=" + l.etcdData(),
+			"--listen-client-urls=" + etcdURL,
+			"--advertise-client-urls=" + etcdURL,
+			"--listen-peer-urls=" + peerURL,
+			"--initial-advertise-peer-urls=" + peerURL,
+			"--initial-cluster=default=" + peerURL,
+			// The data is thrown away with the cluster: durability only costs time.
+			"--unsafe-no-fsync=true",
+			"--log-level=warn",
+		}},
+		KubeAPIServer: {args: []string{
+			"--etcd-servers=" + etcdURL,
+			"--bind-address=127.0.0.1",
+			"--advertise-address=127.0.0.1",
+			"--secure-port=" + strconv.Itoa(p.apiserver),
+			"--tls-cert-file=" + l.servingCert(),
+			"--tls-private-key-file=" + l.servingKey(),
+			"--client-ca-file=" + l.caCert(),
+			"--service-account-issuer=" + serviceAccountIssuer,
+			"--service-account-key-file=" + l.saPublicKey(),
+			"--service-account-signing-key-file=" + l.saPrivateKey(),
+			"--service-cluster-ip-range=" + serviceClusterIPRange,
+			"--authorization-mode=Node,RBAC",
+			"--allow-privileged=true",
+		}},
+		KubeControllerManager: {args: []string{
+			"--kubeconfig=" + l.kubeconfig(KubeControllerManager),
+			"--secure-port=0",
+			"--leader-elect=true",
+			"--controllers=*",
+			"--use-service-account-credentials=true",
+			"--service-account-private-key-file=" + l.saPrivateKey(),
+			"--root-ca-file=" + l.caCert(),
+			"--service-cluster-ip-range=" + serviceClusterIPRange,
+			"--kube-api-qps=100",
+			"--kube-api-burst=200",
+		}},
+		KubeScheduler: {args: []string{
+			"--kubeconfig=" + l.kubeconfig(KubeScheduler),
+			"--secure-port=0",
+			"--leader-elect=true",
+		}},
+		Kwok: {
+			args: []string{
+				"--kubeconfig=" + l.kubeconfig(Kwok),
+				"--manage-all-nodes=false",
+				"--manage-nodes-with-annotation-selector=" + KwokNodeAnnotation + "=fake",
+				"--cidr=10.244.0.0/16",
+				"--node-ip=10.240.0.1",
+			},
+			// kwok also loads ~/.kwok/kwok.yaml when it exists: a home of its own keeps
+			// the user's configuration out of the cluster.
+			env: []string{"HOME=" + l.kwokHome()},
+		},
+	}
+	kwok := lines[Kwok]
+	for _, s := range stages {
+		kwok.args = append(kwok.args, "--config="+s)
+	}
+	lines[Kwok] = kwok
+	for name, args := range extra {
+		line := lines[name]
+		line.args = append(line.args, args...)
+		lines[name] = line
+	}
+	return lines
+}
+
+// validateExtraArgs rejects ExtraArgs for a process the cluster does not run.
+func validateExtraArgs(extra map[string][]string) error {
+	for name := range extra {
+		known := false
+		for _, p := range processOrder {
+			known = known || p == name
+		}
+		if !known {
+			return fmt.Errorf("extra args for unknown process %q (want one of %v)", name, processOrder)
+		}
+	}
+	return nil
+}
