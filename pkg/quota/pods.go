@@ -224,9 +224,9 @@ func (q *AdmissionQueue) admitUnit(unit []*podState, reason Reason) {
 		p.phase = phaseAssumed
 		p.inFlight = true
 		q.charge(p)
-		keys := make([]BudgetKey, len(p.cover))
-		for i, b := range p.cover {
-			keys[i] = b.key
+		var keys []BudgetKey
+		for _, b := range p.cover {
+			keys = append(keys, b.key)
 		}
 		q.out = append(q.out, Admission{
 			Pod:     p.pod.PodRef,

@@ -57,7 +57,7 @@ func TestStates(t *testing.T) {
 			wantChild:  stateView{v1alpha1.StateClosed, v1alpha1.ReasonClosed},
 		},
 		{
-			name:       "closing the parent closes the reopened child",
+			name: "closing the parent closes the reopened child",
 			do: func() {
 				q.UpsertBudget(makeBudget("", "ml").Hard("cpu=10").Closed().Obj())
 				q.UpsertBudget(makeBudget("team-a", "a").Hard("cpu=10").Parent("ml").Obj())
@@ -99,8 +99,8 @@ func TestParentUsageCoversSubtree(t *testing.T) {
 	q.UpsertPod(makePod("b").NS("team-b").Req("cpu=2").Pod())
 	admitNames(q)
 	for key, want := range map[BudgetKey]string{
-		{Name: "org"}:                     "requests.cpu=3",
-		{Name: "ml"}:                      "requests.cpu=1",
+		{Name: "org"}:                    "requests.cpu=3",
+		{Name: "ml"}:                     "requests.cpu=1",
 		{Namespace: "team-a", Name: "a"}: "requests.cpu=1",
 		{Namespace: "team-b", Name: "b"}: "requests.cpu=2",
 	} {
