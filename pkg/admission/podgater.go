@@ -1,0 +1,169 @@
+package admission
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/quotagate/quotagate/pkg/gates"
+)
+
+// Path is where the webhook server serves PodGater.
+const Path = "/mutate-v1-pod"
+
+// MirrorPodAnnotation marks a static pod's mirror in the API server; the
+// kubelet runs it whatever the API server says, so gating it would only lie.
+const MirrorPodAnnotation = corev1.MirrorPodAnnotationKey
+
+// SkipReason says why a pod was not gated. It is the `reason` label of
+// quotagate_webhook_pods_skipped_total.
+type SkipReason string
+
+// The reasons PodGater lets a pod through without a gate.
+const (
+	// SkipNotCreate: the request is not a CREATE.
+	SkipNotCreate SkipReason = "not-create"
+	// SkipNotPod: the request is not for a core/v1 Pod.
+	SkipNotPod SkipReason = "not-pod"
+	// SkipNodeName: the pod is already bound to a node; a gate would be refused.
+	SkipNodeName SkipReason = "node-name"
+	// SkipMirrorPod: the pod is a static pod's mirror.
+	SkipMirrorPod SkipReason = "mirror-pod"
+	// SkipDaemonSet: the pod is controlled by a DaemonSet, which places one pod
+	// per node and must not be starved by a budget.
+	SkipDaemonSet SkipReason = "daemonset"
+	// SkipAlreadyGated: the pod carries the gate already.
+	SkipAlreadyGated SkipReason = "already-gated"
+)
+
+// SkipReasonFor returns why pod must not be gated with gate, or "" when it
+// must be.
+func SkipReasonFor(pod *corev1.Pod, gate string) SkipReason {
+	switch {
+	case pod.Spec.NodeName != "":
+		return SkipNodeName
+	case hasKey(pod.Annotations, MirrorPodAnnotation):
+		return SkipMirrorPod
+	case isDaemonSetPod(pod):
+		return SkipDaemonSet
+	case gates.HasGate(pod, gate):
+		return SkipAlreadyGated
+	}
+	return ""
+}
+
+func hasKey(m map[string]string, k string) bool {
+	_, ok := m[k]
+	return ok
+}
+
+func isDaemonSetPod(pod *corev1.Pod) bool {
+	ref := metav1.GetControllerOfNoCopy(pod)
+	return ref != nil && ref.Kind == "DaemonSet"
+}
+
+// PodGater adds the quotagate scheduling gate to new pods. It is a raw
+// admission.Handler: its answer is the explicit patch ops from gates.AddOps.
+//
+// +kubebuilder:webhookconfiguration:mutating=true,name=quotagate-webhook
+// +kubebuilder:webhook:path=/mutate-v1-pod,mutating=true,failurePolicy=fail,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=gate.quotagate.io,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,serviceName=quotagate-webhook,serviceNamespace=quotagate-system
+type PodGater struct {
+	gate    string
+	metrics *Metrics
+}
+
+var _ admission.Handler = &PodGater{}
+
+// NewPodGater returns a handler that adds the scheduling gate named gate and
+// records what it did in m.
+func NewPodGater(gate string, m *Metrics) *PodGater {
+	return &PodGater{gate: gate, metrics: m}
+}
+
+// Handle answers one admission request.
+func (g *PodGater) Handle(ctx context.Context, req admission.Request) admission.Response {
+	start := time.Now()
+	resp, result := g.handle(ctx, req)
+	g.metrics.observe(result, time.Since(start))
+	return resp
+}
+
+func (g *PodGater) handle(ctx context.Context, req admission.Request) (admission.Response, string) {
+	logger := log.FromContext(ctx)
+	if req.Operation != admissionv1.Create {
+		return g.skip(ctx, SkipNotCreate), resultSkipped
+	}
+	if req.Kind.Group != "" || req.Kind.Kind != "Pod" {
+		return g.skip(ctx, SkipNotPod), resultSkipped
+	}
+	pod, err := decodePod(req.Object.Raw)
+	if err != nil {
+		logger.Error(err, "Refusing undecodable pod")
+		return admission.Errored(http.StatusBadRequest, err), resultErrored
+	}
+	if reason := SkipReasonFor(pod, g.gate); reason != "" {
+		return g.skip(ctx, reason), resultSkipped
+	}
+	g.metrics.podsGated.Inc()
+	logger.V(2).Info("Gating pod", "gate", g.gate, "generateName", pod.GenerateName)
+	return admission.Patched("", gates.AddOps(pod, g.gate)...), resultGated
+}
+
+func (g *PodGater) skip(ctx context.Context, reason SkipReason) admission.Response {
+	g.metrics.podsSkipped.WithLabelValues(string(reason)).Inc()
+	log.FromContext(ctx).V(4).Info("Not gating pod", "reason", reason)
+	return admission.Allowed(string(reason))
+}
+
+// podFields is the part of a pod the gating decision reads; decoding only
+// these keeps the handler's cost independent of the pod's size.
+type podFields struct {
+	Metadata struct {
+		GenerateName    string                  `json:"generateName"`
+		Annotations     map[string]string       `json:"annotations"`
+		OwnerReferences []metav1.OwnerReference `json:"ownerReferences"`
+	} `json:"metadata"`
+	Spec struct {
+		NodeName        string                     `json:"nodeName"`
+		SchedulingGates []corev1.PodSchedulingGate `json:"schedulingGates"`
+	} `json:"spec"`
+}
+
+var errNoObject = errors.New("admission request carries no object")
+
+func decodePod(raw []byte) (*corev1.Pod, error) {
+	if len(raw) == 0 {
+		return nil, errNoObject
+	}
+	var f podFields
+	if err := json.Unmarshal(raw, &f); err != nil {
+		return nil, fmt.Errorf("decoding pod: %w", err)
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName:    f.Metadata.GenerateName,
+			Annotations:     f.Metadata.Annotations,
+			OwnerReferences: f.Metadata.OwnerReferences,
+		},
+		Spec: corev1.PodSpec{
+			NodeName:        f.Spec.NodeName,
+			SchedulingGates: f.Spec.SchedulingGates,
+		},
+	}, nil
+}
+
+// NewWebhook wraps h for a webhook server. A panic in h becomes an error
+// answer for that request (HTTP 500 in the AdmissionReview) rather than a
+// crashed server; it is counted in controller_runtime_webhook_panics_total.
+func NewWebhook(h admission.Handler) *admission.Webhook {
+	return (&admission.Webhook{Handler: h}).WithRecoverPanic(true)
+}

@@ -1,0 +1,342 @@
+package admission
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+)
+
+const quotaGate = "quotagate.io/budget"
+
+// podBuilder builds test pods, after kube-scheduler's st.MakePod().
+type podBuilder struct{ pod *corev1.Pod }
+
+func makePod() *podBuilder {
+	return &podBuilder{pod: &corev1.Pod{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "web-", Namespace: "team-a"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name:  "c",
+			Image: "registry.k8s.io/pause:3.10",
+		}}},
+	}}
+}
+
+func (b *podBuilder) Gates(names ...string) *podBuilder {
+	for _, n := range names {
+		b.pod.Spec.SchedulingGates = append(b.pod.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: n})
+	}
+	return b
+}
+
+func (b *podBuilder) NodeName(n string) *podBuilder { b.pod.Spec.NodeName = n; return b }
+
+func (b *podBuilder) Annotation(k, v string) *podBuilder {
+	metav1.SetMetaDataAnnotation(&b.pod.ObjectMeta, k, v)
+	return b
+}
+
+func (b *podBuilder) Owner(apiVersion, kind string, controller bool) *podBuilder {
+	b.pod.OwnerReferences = append(b.pod.OwnerReferences, metav1.OwnerReference{
+		APIVersion: apiVersion, Kind: kind, Name: "owner", UID: "uid-owner",
+		Controller: ptr.To(controller),
+	})
+	return b
+}
+
+func (b *podBuilder) Obj() *corev1.Pod { return b.pod }
+
+func TestSkipReasonFor(t *testing.T) {
+	tests := map[string]struct {
+		pod  *corev1.Pod
+		want SkipReason
+	}{
+		"plain pod":            {pod: makePod().Obj(), want: ""},
+		"other gate":           {pod: makePod().Gates("a.io/x").Obj(), want: ""},
+		"deployment pod":       {pod: makePod().Owner("apps/v1", "ReplicaSet", true).Obj(), want: ""},
+		"job pod":              {pod: makePod().Owner("batch/v1", "Job", true).Obj(), want: ""},
+		"bound":                {pod: makePod().NodeName("n1").Obj(), want: SkipNodeName},
+		"mirror":               {pod: makePod().Annotation(corev1.MirrorPodAnnotationKey, "x").Obj(), want: SkipMirrorPod},
+		"daemonset controller": {pod: makePod().Owner("apps/v1", "DaemonSet", true).Obj(), want: SkipDaemonSet},
+		"daemonset owner that is not the controller": {
+			pod:  makePod().Owner("apps/v1", "DaemonSet", false).Obj(),
+			want: "",
+		},
+		"already gated": {pod: makePod().Gates("a.io/x", quotaGate).Obj(), want: SkipAlreadyGated},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := SkipReasonFor(tc.pod, quotaGate); got != tc.want {
+				t.Errorf("SkipReasonFor() = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// answer is what the API server reads from an AdmissionReview response.
+type answer struct {
+	Allowed bool
+	Code    int32
+	Message string
+	Patch   string
+}
+
+func TestPodGaterServeHTTP(t *testing.T) {
+	tests := map[string]struct {
+		body        []byte
+		contentType string
+		want        answer
+	}{
+		"pod without gates gets the whole list": {
+			body: review(t, admissionv1.Create, makePod().Obj()),
+			want: answer{Allowed: true, Code: 200,
+				Patch: `[{"op":"add","path":"/spec/schedulingGates","value":[{"name":"quotagate.io/budget"}]}]`},
+		},
+		"pod with another gate gets an append": {
+			body: review(t, admissionv1.Create, makePod().Gates("a.io/x").Obj()),
+			want: answer{Allowed: true, Code: 200,
+				Patch: `[{"op":"add","path":"/spec/schedulingGates/-","value":{"name":"quotagate.io/budget"}}]`},
+		},
+		"pod with the gate is left alone": {
+			body: review(t, admissionv1.Create, makePod().Gates(quotaGate).Obj()),
+			want: answer{Allowed: true, Code: 200, Message: "already-gated"},
+		},
+		"bound pod is skipped": {
+			body: review(t, admissionv1.Create, makePod().NodeName("n1").Obj()),
+			want: answer{Allowed: true, Code: 200, Message: "node-name"},
+		},
+		"mirror pod is skipped": {
+			body: review(t, admissionv1.Create, makePod().Annotation(corev1.MirrorPodAnnotationKey, "abc").Obj()),
+			want: answer{Allowed: true, Code: 200, Message: "mirror-pod"},
+		},
+		"daemonset pod is skipped": {
+			body: review(t, admissionv1.Create, makePod().Owner("apps/v1", "DaemonSet", true).Obj()),
+			want: answer{Allowed: true, Code: 200, Message: "daemonset"},
+		},
+		"update is skipped": {
+			body: review(t, admissionv1.Update, makePod().Obj()),
+			want: answer{Allowed: true, Code: 200, Message: "not-create"},
+		},
+		"undecodable pod is a 400": {
+			body: reviewRaw(t, admissionv1.Create, podKind, []byte(`{"metadata":{"annotations":["not","a","map"]}}`)),
+			want: answer{Code: 400, Message: "decoding pod: json: cannot unmarshal array into Go struct field .metadata.annotations of type map[string]string"},
+		},
+		"missing object is a 400": {
+			body: reviewRaw(t, admissionv1.Create, podKind, nil),
+			want: answer{Code: 400, Message: "admission request carries no object"},
+		},
+		"not a pod is skipped": {
+			body: reviewRaw(t, admissionv1.Create, metav1.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, []byte(`{}`)),
+			want: answer{Allowed: true, Code: 200, Message: "not-pod"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			h := NewWebhook(NewPodGater(quotaGate, newTestMetrics(t)))
+			got := serve(t, h, tc.body, "application/json")
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("answer (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// Requests the webhook cannot read at all get a clear 4xx answer, not a
+// crash or a silent allow.
+func TestPodGaterRefusesBadRequests(t *testing.T) {
+	tests := map[string]struct {
+		body        []byte
+		contentType string
+		wantCode    int32
+		wantMessage string
+	}{
+		"not JSON": {
+			body: []byte(`{"kind":`), contentType: "application/json",
+			wantCode: 400, wantMessage: "json parse error",
+		},
+		"wrong content type": {
+			body: review(t, admissionv1.Create, makePod().Obj()), contentType: "text/plain",
+			wantCode: 400, wantMessage: "contentType=text/plain, expected application/json",
+		},
+		"oversized": {
+			body:        append(append([]byte(`{"request":{"object":"`), bytes.Repeat([]byte("x"), 8<<20)...), `"}}`...),
+			contentType: "application/json",
+			wantCode:    413, wantMessage: "request entity is too large; limit is 7340032 bytes",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := serve(t, NewWebhook(NewPodGater(quotaGate, newTestMetrics(t))), tc.body, tc.contentType)
+			if got.Allowed || got.Code != tc.wantCode || !strings.Contains(got.Message, tc.wantMessage) {
+				t.Errorf("answer = %+v, want refused with code %d and message containing %q", got, tc.wantCode, tc.wantMessage)
+			}
+		})
+	}
+}
+
+func TestNewWebhookRecoversPanic(t *testing.T) {
+	calls := 0
+	h := NewWebhook(admission.HandlerFunc(func(context.Context, admission.Request) admission.Response {
+		calls++
+		if calls == 1 {
+			panic("boom")
+		}
+		return admission.Allowed("fine")
+	}))
+	body := review(t, admissionv1.Create, makePod().Obj())
+
+	got := serve(t, h, body, "application/json")
+	want := answer{Code: 500, Message: "panic: boom [recovered]"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("answer to the panicking request (-want +got):\n%s", diff)
+	}
+	// The same webhook keeps serving.
+	got = serve(t, h, body, "application/json")
+	if diff := cmp.Diff(answer{Allowed: true, Code: 200, Message: "fine"}, got); diff != "" {
+		t.Errorf("answer to the next request (-want +got):\n%s", diff)
+	}
+}
+
+func TestPodGaterMetrics(t *testing.T) {
+	m := newTestMetrics(t)
+	h := NewWebhook(NewPodGater(quotaGate, m))
+	for _, body := range [][]byte{
+		review(t, admissionv1.Create, makePod().Obj()),
+		review(t, admissionv1.Create, makePod().Gates("a.io/x").Obj()),
+		review(t, admissionv1.Create, makePod().Gates(quotaGate).Obj()),
+		review(t, admissionv1.Create, makePod().Owner("apps/v1", "DaemonSet", true).Obj()),
+		review(t, admissionv1.Create, makePod().Owner("apps/v1", "DaemonSet", true).Obj()),
+		reviewRaw(t, admissionv1.Create, podKind, []byte(`[]`)),
+	} {
+		serve(t, h, body, "application/json")
+	}
+
+	got := map[string]float64{
+		"requests gated":        testutil.ToFloat64(m.requests.WithLabelValues(resultGated)),
+		"requests skipped":      testutil.ToFloat64(m.requests.WithLabelValues(resultSkipped)),
+		"requests errored":      testutil.ToFloat64(m.requests.WithLabelValues(resultErrored)),
+		"pods gated":            testutil.ToFloat64(m.podsGated),
+		"skipped already-gated": testutil.ToFloat64(m.podsSkipped.WithLabelValues(string(SkipAlreadyGated))),
+		"skipped daemonset":     testutil.ToFloat64(m.podsSkipped.WithLabelValues(string(SkipDaemonSet))),
+	}
+	want := map[string]float64{
+		"requests gated":        2,
+		"requests skipped":      3,
+		"requests errored":      1,
+		"pods gated":            2,
+		"skipped already-gated": 1,
+		"skipped daemonset":     2,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("metrics (-want +got):\n%s", diff)
+	}
+	if n := histogramCount(t, m.duration); n != 6 {
+		t.Errorf("handler latency histogram has %d observations, want 6", n)
+	}
+}
+
+func TestNewMetricsTwiceSharesCollectors(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	a, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatalf("first NewMetrics: %v", err)
+	}
+	b, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatalf("second NewMetrics: %v", err)
+	}
+	a.podsGated.Inc()
+	if got := testutil.ToFloat64(b.podsGated); got != 1 {
+		t.Errorf("second Metrics sees %v pods gated, want 1", got)
+	}
+}
+
+func newTestMetrics(t testing.TB) *Metrics {
+	t.Helper()
+	m, err := NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatalf("NewMetrics: %v", err)
+	}
+	return m
+}
+
+func histogramCount(t *testing.T, h prometheus.Histogram) uint64 {
+	t.Helper()
+	ch := make(chan prometheus.Metric, 1)
+	h.Collect(ch)
+	var out dto.Metric
+	if err := (<-ch).Write(&out); err != nil {
+		t.Fatalf("reading histogram: %v", err)
+	}
+	return out.GetHistogram().GetSampleCount()
+}
+
+var podKind = metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}
+
+func review(t testing.TB, op admissionv1.Operation, pod *corev1.Pod) []byte {
+	t.Helper()
+	raw, err := json.Marshal(pod)
+	if err != nil {
+		t.Fatalf("marshalling pod: %v", err)
+	}
+	return reviewRaw(t, op, podKind, raw)
+}
+
+func reviewRaw(t testing.TB, op admissionv1.Operation, kind metav1.GroupVersionKind, object []byte) []byte {
+	t.Helper()
+	ar := admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request: &admissionv1.AdmissionRequest{
+			UID:       "req-1",
+			Kind:      kind,
+			Resource:  metav1.GroupVersionResource{Version: "v1", Resource: "pods"},
+			Namespace: "team-a",
+			Operation: op,
+			Object:    runtime.RawExtension{Raw: object},
+		},
+	}
+	b, err := json.Marshal(ar)
+	if err != nil {
+		t.Fatalf("marshalling review: %v", err)
+	}
+	return b
+}
+
+// serve posts body to h as the API server would and returns its answer.
+func serve(t testing.TB, h http.Handler, body []byte, contentType string) answer {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodPost, Path, bytes.NewReader(body))
+	req.Header.Set("Content-Type", contentType)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("HTTP status %d, want 200 with the answer in the AdmissionReview", rec.Code)
+	}
+	var ar admissionv1.AdmissionReview
+	if err := json.Unmarshal(rec.Body.Bytes(), &ar); err != nil {
+		t.Fatalf("decoding answer %s: %v", rec.Body, err)
+	}
+	if ar.Response == nil {
+		t.Fatalf("answer %s has no response", rec.Body)
+	}
+	a := answer{Allowed: ar.Response.Allowed, Patch: string(ar.Response.Patch)}
+	if r := ar.Response.Result; r != nil {
+		a.Code, a.Message = r.Code, r.Message
+	}
+	return a
+}
