@@ -71,11 +71,15 @@ func isDaemonSetPod(pod *corev1.Pod) bool {
 	return ref != nil && ref.Kind == "DaemonSet"
 }
 
-// PodGater adds the quotagate scheduling gate to new pods. It is a raw
-// admission.Handler: its answer is the explicit patch ops from gates.AddOps.
+// The webhook configuration for PodGater. controller-gen writes it to
+// config/webhook/manifests.yaml; config/webhook/kustomization.yaml adds the
+// namespaceSelector and matchConditions that markers cannot express.
 //
 // +kubebuilder:webhookconfiguration:mutating=true,name=quotagate-webhook
 // +kubebuilder:webhook:path=/mutate-v1-pod,mutating=true,failurePolicy=fail,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=gate.quotagate.io,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,serviceName=quotagate-webhook,serviceNamespace=quotagate-system
+
+// PodGater adds the quotagate scheduling gate to new pods. It is a raw
+// admission.Handler: its answer is the explicit patch ops from gates.AddOps.
 type PodGater struct {
 	gate    string
 	metrics *Metrics
