@@ -1,0 +1,159 @@
+// Package app wires the manager's flags, logger and controller-runtime manager.
+package app
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	crzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/pkg/quota/controller"
+)
+
+// Options are the manager's flags.
+type Options struct {
+	MetricsAddr             string
+	MetricsSecure           bool
+	ProbeAddr               string
+	LeaderElect             bool
+	LeaderElectionNamespace string
+	LeaderElectionID        string
+	QPS                     float64
+	Burst                   int
+	Controller              controller.Options
+	Zap                     crzap.Options
+}
+
+// DefaultOptions are chosen so that the quota layer, not the client, is never what
+// limits release speed: the API server's own flow control is the limit.
+func DefaultOptions() Options {
+	return Options{
+		MetricsAddr:             ":8080",
+		MetricsSecure:           true,
+		ProbeAddr:               ":8081",
+		LeaderElect:             true,
+		LeaderElectionNamespace: envOr("POD_NAMESPACE", "quotagate-system"),
+		LeaderElectionID:        "quotagate-manager",
+		QPS:                     500,
+		Burst:                   1000,
+		Controller:              controller.DefaultOptions(),
+		Zap:                     crzap.Options{Development: false},
+	}
+}
+
+// NewCommand returns the manager's root command; `release` is its one subcommand.
+func NewCommand() *cobra.Command {
+	o := DefaultOptions()
+	cmd := &cobra.Command{
+		Use:           "manager",
+		Short:         "quotagate's quota controller: admits gated pods when their budgets have room",
+		SilenceUsage:  true,
+		SilenceErrors: false,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctrl.SetLogger(crzap.New(crzap.UseFlagOptions(&o.Zap)))
+			return Run(cmd.Context(), o)
+		},
+	}
+	fs := cmd.PersistentFlags()
+	fs.Float64Var(&o.QPS, "kube-api-qps", o.QPS, "Queries per second to the API server (client-side limit; the API server's own flow control still applies).")
+	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "Burst of queries to the API server.")
+	fs.StringVar(&o.Controller.Gate, "gate", o.Controller.Gate, "The scheduling gate quotagate owns.")
+
+	f := cmd.Flags()
+	f.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "Address of the metrics and /debug/queues endpoint; 0 disables it.")
+	f.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure, "Serve metrics over HTTPS with Kubernetes authentication and authorization.")
+	f.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr, "Address of /healthz and /readyz.")
+	f.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader with a Lease, so only one replica admits pods.")
+	f.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the leader election Lease.")
+	f.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "Name of the leader election Lease.")
+	f.IntVar(&o.Controller.Workers, "workers", o.Controller.Workers, "How many ungate patches may be in flight at once.")
+	f.BoolVar(&o.Controller.HoldUncovered, "hold-uncovered", o.Controller.HoldUncovered, "Keep gated the pods of opted-in namespaces that no budget covers (default: admit them at once).")
+	f.DurationVar(&o.Controller.FlushInterval, "flush-interval", o.Controller.FlushInterval, "How often pods found not to fit are re-evaluated even without an event.")
+
+	gofs := flag.NewFlagSet("", flag.ExitOnError)
+	o.Zap.BindFlags(gofs)
+	ctrl.RegisterFlags(gofs)
+	fs.AddGoFlagSet(gofs)
+
+	cmd.AddCommand(newReleaseCommand(&o))
+	return cmd
+}
+
+// Run starts the manager and blocks until ctx is done.
+func Run(ctx context.Context, o Options) error {
+	log := ctrl.Log.WithName("setup")
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	cfg.QPS, cfg.Burst = float32(o.QPS), o.Burst
+
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return err
+	}
+
+	q, err := controller.New(o.Controller)
+	if err != nil {
+		return err
+	}
+	metrics := metricsserver.Options{
+		BindAddress:   o.MetricsAddr,
+		SecureServing: o.MetricsSecure,
+		ExtraHandlers: q.DebugHandlers(),
+	}
+	if o.MetricsSecure {
+		metrics.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	renew := 10 * time.Second
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        scheme,
+		Metrics:                       metrics,
+		HealthProbeBindAddress:        o.ProbeAddr,
+		LeaderElection:                o.LeaderElect,
+		LeaderElectionNamespace:       o.LeaderElectionNamespace,
+		LeaderElectionID:              o.LeaderElectionID,
+		LeaderElectionReleaseOnCancel: true,
+		RenewDeadline:                 &renew,
+		Cache:                         controller.CacheOptions(),
+	})
+	if err != nil {
+		return fmt.Errorf("creating manager: %w", err)
+	}
+	if err := q.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the quota controller: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("readyz", q.ReadyCheck); err != nil {
+		return err
+	}
+	log.Info("Starting manager", "leaderElect", o.LeaderElect, "workers", o.Controller.Workers, "qps", o.QPS, "burst", o.Burst)
+	if err := mgr.Start(ctx); err != nil {
+		log.Error(err, "Manager stopped")
+		return err
+	}
+	return nil
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}

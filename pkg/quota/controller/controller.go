@@ -1,0 +1,257 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/pkg/quota"
+)
+
+// RBAC of the manager, generated into config/rbac/role.yaml. No update or delete on
+// pods: the gate is removed with patch only.
+//
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=quotagate.io,resources=budgets;clusterbudgets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=quotagate.io,resources=budgets/status;clusterbudgets/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
+// Options configure the controller.
+type Options struct {
+	// Gate is the scheduling gate quotagate owns.
+	Gate string
+	// Workers is how many ungate patches may be in flight at once.
+	Workers int
+	// HoldUncovered keeps gated the pods no budget covers, instead of admitting them.
+	HoldUncovered bool
+	// FlushInterval is how often inadmissible pods are re-evaluated without an event.
+	FlushInterval time.Duration
+	// Clock is injected by tests.
+	Clock clock.Clock
+}
+
+// DefaultOptions returns the defaults: enough workers that the API server, not the
+// manager, limits how fast pods are released.
+func DefaultOptions() Options {
+	return Options{
+		Gate:          v1alpha1.SchedulingGate,
+		Workers:       32,
+		FlushInterval: quota.DefaultFlushInterval,
+		Clock:         clock.RealClock{},
+	}
+}
+
+// Controller feeds the admission core from informers and carries out its decisions.
+type Controller struct {
+	opts     Options
+	core     *quota.AdmissionQueue
+	metrics  *metrics
+	client   client.Client
+	reader   client.Reader
+	recorder recorder.EventRecorder
+
+	// kick wakes the admission loop; statusKick wakes the status writer. Both hold at
+	// most one pending signal, so a burst of events costs one round.
+	kick       chan struct{}
+	statusKick chan struct{}
+
+	registrations []toolscache.ResourceEventHandlerRegistration
+	synced        atomic.Bool
+
+	// namespaces remembers which namespaces are opted in, to notice an opt-out.
+	mu      sync.Mutex
+	optedIn map[string]bool
+	waiting map[types.UID]waitingPod // gated pods, with the last wait reason announced
+
+	// releases holds pods to ungate without a quota check (namespace opted out).
+	releases workqueue.TypedRateLimitingInterface[client.ObjectKey]
+}
+
+// New returns a Controller; SetupWithManager connects it.
+func New(opts Options) (*Controller, error) {
+	if opts.Workers < 1 {
+		return nil, fmt.Errorf("workers must be at least 1, got %d", opts.Workers)
+	}
+	if opts.Gate == "" {
+		return nil, errors.New("the gate name must not be empty")
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.FlushInterval <= 0 {
+		opts.FlushInterval = quota.DefaultFlushInterval
+	}
+	c := &Controller{
+		opts:       opts,
+		metrics:    newMetrics(),
+		kick:       make(chan struct{}, 1),
+		statusKick: make(chan struct{}, 1),
+		optedIn:    map[string]bool{},
+		waiting:    map[types.UID]waitingPod{},
+		releases: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[client.ObjectKey](100*time.Millisecond, 10*time.Second),
+			workqueue.TypedRateLimitingQueueConfig[client.ObjectKey]{Name: "quotagate_release"}),
+	}
+	c.core = quota.NewAdmissionQueue(
+		quota.WithClock(opts.Clock),
+		quota.WithHoldUncovered(opts.HoldUncovered),
+		quota.WithFlushInterval(opts.FlushInterval),
+		quota.WithObserver(c.metrics),
+	)
+	return c, nil
+}
+
+// Core exposes the admission core, for the queue snapshot and tests.
+func (c *Controller) Core() *quota.AdmissionQueue { return c.core }
+
+// CacheOptions returns the cache settings the controller needs: pods stripped to what
+// accounting reads, managed fields dropped from everything.
+func CacheOptions() cache.Options {
+	return cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}: {Transform: StripPod},
+		},
+	}
+}
+
+// SetupWithManager registers the informer handlers and the leader-only admission loop.
+func (c *Controller) SetupWithManager(mgr manager.Manager) error {
+	c.client = mgr.GetClient()
+	c.reader = mgr.GetCache()
+	c.recorder = mgr.GetEventRecorder("quotagate-manager")
+
+	ctx := context.Background()
+	for _, h := range []struct {
+		obj     client.Object
+		handler toolscache.ResourceEventHandler
+	}{
+		{&corev1.Namespace{}, c.namespaceHandler()},
+		{&v1alpha1.Budget{}, c.budgetHandler()},
+		{&v1alpha1.ClusterBudget{}, c.clusterBudgetHandler()},
+		{&corev1.Pod{}, c.podHandler()},
+	} {
+		inf, err := mgr.GetCache().GetInformer(ctx, h.obj)
+		if err != nil {
+			return fmt.Errorf("getting informer for %T: %w", h.obj, err)
+		}
+		reg, err := inf.AddEventHandler(h.handler)
+		if err != nil {
+			return fmt.Errorf("adding handler for %T: %w", h.obj, err)
+		}
+		c.registrations = append(c.registrations, reg)
+	}
+	return mgr.Add(manager.RunnableFunc(c.run))
+}
+
+// ReadyCheck is the readiness probe: ready once every informer delivered its list.
+func (c *Controller) ReadyCheck(_ *http.Request) error {
+	if !c.handlersSynced() {
+		return errors.New("informers have not synced yet")
+	}
+	return nil
+}
+
+func (c *Controller) handlersSynced() bool {
+	if c.synced.Load() {
+		return true
+	}
+	for _, r := range c.registrations {
+		if !r.HasSynced() {
+			return false
+		}
+	}
+	c.synced.Store(len(c.registrations) > 0)
+	return c.synced.Load()
+}
+
+// run is the leader's loop. Nothing is admitted before every informer has delivered its
+// initial list to the core: until then a budget's usage is unknown.
+func (c *Controller) run(ctx context.Context) error {
+	logger := log.FromContext(ctx).WithName("quota")
+	ctx = log.IntoContext(ctx, logger)
+	logger.Info("Waiting for informers to sync before admitting")
+	if !toolscache.WaitForCacheSync(ctx.Done(), c.handlersSynced) {
+		return errors.New("informers did not sync")
+	}
+	logger.Info("Informers synced; admitting")
+
+	work := make(chan quota.Admission, c.opts.Workers*4)
+	var wg sync.WaitGroup
+	for range c.opts.Workers {
+		wg.Go(func() {
+			for a := range work {
+				c.ungate(ctx, a)
+			}
+		})
+	}
+	wg.Go(func() { c.runReleases(ctx) })
+	wg.Go(func() { c.runStatus(ctx) })
+	defer wg.Wait()
+	defer close(work)
+
+	timer := c.opts.Clock.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		for _, a := range c.core.Admit() {
+			select {
+			case work <- a:
+			case <-ctx.Done():
+				return nil
+			}
+		}
+		c.signalStatus()
+		next := time.Hour
+		if t, ok := c.core.NextWakeup(); ok {
+			next = max(t.Sub(c.opts.Clock.Now()), time.Millisecond)
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C():
+			default:
+			}
+		}
+		timer.Reset(next)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-c.kick:
+		case <-timer.C():
+		}
+	}
+}
+
+// wake asks the admission loop for another round.
+func (c *Controller) wake() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (c *Controller) signalStatus() {
+	select {
+	case c.statusKick <- struct{}{}:
+	default:
+	}
+}

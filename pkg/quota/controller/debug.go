@@ -1,0 +1,46 @@
+package controller
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/quotagate/quotagate/pkg/quota"
+)
+
+// DebugHandlers returns the read-only endpoints served beside /metrics, behind the same
+// authentication and authorization: /debug/queues is a snapshot of every budget's
+// queues in admission order (?budget=ns/name or ?budget=name for one budget). It costs
+// nothing when nobody asks.
+func (c *Controller) DebugHandlers() map[string]http.Handler {
+	return map[string]http.Handler{"/debug/queues": http.HandlerFunc(c.serveQueues)}
+}
+
+func (c *Controller) serveQueues(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		http.Error(w, "only GET is served", http.StatusMethodNotAllowed)
+		return
+	}
+	snap := c.core.Snapshot()
+	if want := r.URL.Query().Get("budget"); want != "" {
+		key := quota.BudgetKey{Name: want}
+		if ns, name, ok := strings.Cut(want, "/"); ok {
+			key = quota.BudgetKey{Namespace: ns, Name: name}
+		}
+		var found []quota.BudgetQueue
+		for _, b := range snap.Budgets {
+			if b.Budget == key {
+				found = append(found, b)
+			}
+		}
+		if len(found) == 0 {
+			http.Error(w, "no budget "+want, http.StatusNotFound)
+			return
+		}
+		snap = quota.Snapshot{Budgets: found}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(snap)
+}

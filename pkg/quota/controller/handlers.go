@@ -1,0 +1,152 @@
+package controller
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/pkg/gates"
+	"github.com/quotagate/quotagate/pkg/quota"
+)
+
+// The handlers translate informer events into calls on the core, then wake the loop.
+// They run on the informers' goroutines on every replica, leader or not, so a new
+// leader starts with a warm core.
+
+func (c *Controller) podHandler() toolscache.ResourceEventHandler {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.onPod(obj) },
+		UpdateFunc: func(_, obj any) { c.onPod(obj) },
+		DeleteFunc: func(obj any) {
+			if pod, ok := unwrap[*corev1.Pod](obj); ok {
+				c.core.DeletePod(pod.UID)
+				c.forgetWaiting(pod)
+				c.wake()
+			}
+		},
+	}
+}
+
+func (c *Controller) onPod(obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	p := quota.NewPod(pod, c.opts.Clock.Now())
+	p.Gated = gates.HasGate(pod, c.opts.Gate)
+	if p.Gated && !c.isOptedIn(pod.Namespace) {
+		// A gated pod in a namespace that is not (or no longer) opted in is released
+		// without a quota check. Until the patch lands it is counted as running: it
+		// is about to consume the cluster, and counting it early can only hold
+		// others back, never over-admit.
+		p.Gated = false
+		c.queueRelease(client.ObjectKeyFromObject(pod))
+	}
+	c.core.UpsertPod(p)
+	if p.Gated && !p.Terminal {
+		c.noteGated(pod)
+	} else {
+		c.forgetWaiting(pod)
+	}
+	c.wake()
+}
+
+func (c *Controller) namespaceHandler() toolscache.ResourceEventHandler {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.onNamespace(obj) },
+		UpdateFunc: func(_, obj any) { c.onNamespace(obj) },
+		DeleteFunc: func(obj any) {
+			if ns, ok := unwrap[*corev1.Namespace](obj); ok {
+				c.mu.Lock()
+				delete(c.optedIn, ns.Name)
+				c.mu.Unlock()
+				c.core.DeleteNamespace(ns.Name)
+				c.wake()
+			}
+		},
+	}
+}
+
+func (c *Controller) onNamespace(obj any) {
+	ns, ok := obj.(*corev1.Namespace)
+	if !ok {
+		return
+	}
+	enabled := ns.Labels[v1alpha1.EnabledLabel] == "true"
+	c.mu.Lock()
+	was, known := c.optedIn[ns.Name]
+	c.optedIn[ns.Name] = enabled
+	c.mu.Unlock()
+	c.core.SetNamespace(ns.Name, ns.Labels)
+	if !enabled && (!known || was) {
+		// Opt-out (or a first sight of a namespace that is not opted in): its gated
+		// pods are released. Their pod events may have arrived before this one, so
+		// look at every pod of the namespace again.
+		c.requeueNamespacePods(ns.Name)
+	}
+	c.wake()
+}
+
+func (c *Controller) budgetHandler() toolscache.ResourceEventHandler {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.onBudget(obj) },
+		UpdateFunc: func(_, obj any) { c.onBudget(obj) },
+		DeleteFunc: func(obj any) {
+			if b, ok := unwrap[*v1alpha1.Budget](obj); ok {
+				key := quota.BudgetKey{Namespace: b.Namespace, Name: b.Name}
+				c.core.DeleteBudget(key)
+				forgetBudget(key)
+				c.wake()
+			}
+		},
+	}
+}
+
+func (c *Controller) onBudget(obj any) {
+	if b, ok := obj.(*v1alpha1.Budget); ok {
+		c.core.UpsertBudget(quota.BudgetFromAPI(b))
+		c.wake()
+	}
+}
+
+func (c *Controller) clusterBudgetHandler() toolscache.ResourceEventHandler {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.onClusterBudget(obj) },
+		UpdateFunc: func(_, obj any) { c.onClusterBudget(obj) },
+		DeleteFunc: func(obj any) {
+			if b, ok := unwrap[*v1alpha1.ClusterBudget](obj); ok {
+				key := quota.BudgetKey{Name: b.Name}
+				c.core.DeleteBudget(key)
+				forgetBudget(key)
+				c.wake()
+			}
+		},
+	}
+}
+
+func (c *Controller) onClusterBudget(obj any) {
+	if b, ok := obj.(*v1alpha1.ClusterBudget); ok {
+		c.core.UpsertBudget(quota.ClusterBudgetFromAPI(b))
+		c.wake()
+	}
+}
+
+// isOptedIn reports whether the namespace carries the opt-in label. A namespace not yet
+// seen counts as opted in: its pods stay gated until the namespace informer says
+// otherwise, which errs on the side of the quota.
+func (c *Controller) isOptedIn(ns string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	enabled, known := c.optedIn[ns]
+	return !known || enabled
+}
+
+// unwrap returns the object of a delete event, which may come as a tombstone.
+func unwrap[T any](obj any) (T, bool) {
+	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	v, ok := obj.(T)
+	return v, ok
+}

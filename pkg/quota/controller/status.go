@@ -1,0 +1,156 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/pkg/quota"
+)
+
+// statusRoundInterval bounds how often the status writer runs: a burst of admissions
+// becomes one status write per budget, not one per pod.
+const statusRoundInterval = 200 * time.Millisecond
+
+// runStatus writes the status of every budget the core marked dirty, and the pod events
+// that say why pods wait. It runs on the leader only.
+func (c *Controller) runStatus(ctx context.Context) {
+	logger := log.FromContext(ctx)
+	var retry []quota.BudgetKey
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.statusKick:
+		case <-time.After(10 * time.Second):
+			// A failed write is retried even when nothing else changes.
+		}
+		keys := append(retry, c.core.DirtyStatuses()...)
+		retry = nil
+		for _, key := range keys {
+			if err := c.writeStatus(ctx, key); err != nil {
+				logger.Error(err, "Writing budget status failed; will retry", "budget", key.String())
+				retry = append(retry, key)
+			}
+		}
+		c.announceWaiting()
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(statusRoundInterval):
+		}
+	}
+}
+
+func (c *Controller) writeStatus(ctx context.Context, key quota.BudgetKey) error {
+	st, ok := c.core.Status(key)
+	if !ok {
+		return nil
+	}
+	setBudget(key, st)
+	var obj client.Object
+	var status *v1alpha1.BudgetStatus
+	if key.IsCluster() {
+		cb := &v1alpha1.ClusterBudget{}
+		obj, status = cb, &cb.Status
+	} else {
+		b := &v1alpha1.Budget{}
+		obj, status = b, &b.Status
+	}
+	if err := c.reader.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: key.Name}, obj); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	before := obj.DeepCopyObject().(client.Object)
+	oldState := status.State
+	applyStatus(status, st, obj.GetGeneration(), metav1.NewTime(c.opts.Clock.Now()))
+	if equality.Semantic.DeepEqual(before, obj) {
+		return nil
+	}
+	if err := c.client.Status().Patch(ctx, obj, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("patching status of %s: %w", key.Describe(), err)
+	}
+	if oldState != status.State {
+		eventType := corev1.EventTypeNormal
+		if st.Problem != nil {
+			eventType = corev1.EventTypeWarning
+		}
+		c.recorder.Eventf(obj, nil, eventType, "State"+string(status.State), "UpdateStatus", "%s", st.StateMessage)
+	}
+	return nil
+}
+
+// applyStatus sets status from what the core reports; conditions keep their transition
+// time unless their status flips.
+func applyStatus(status *v1alpha1.BudgetStatus, st quota.BudgetStatus, generation int64, now metav1.Time) {
+	status.State = st.State
+	status.Hard = st.Hard
+	status.Used = st.Used
+	status.Pending = st.Pending
+	status.AdmittedPods = st.AdmittedPods
+	status.GatedPods = st.GatedPods
+	status.ObservedGeneration = generation
+
+	ready := metav1.Condition{
+		Type:               v1alpha1.ConditionReady,
+		Status:             metav1.ConditionTrue,
+		Reason:             st.StateReason,
+		Message:            st.StateMessage,
+		ObservedGeneration: generation,
+		LastTransitionTime: now,
+	}
+	if st.State != v1alpha1.StateOpen {
+		ready.Status = metav1.ConditionFalse
+	}
+	if st.Problem != nil {
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, st.Problem.Reason, st.Problem.Message
+	}
+	if ready.Reason == "" {
+		ready.Reason = v1alpha1.ReasonActive
+	}
+	apimeta.SetStatusCondition(&status.Conditions, ready)
+
+	neverFit := metav1.Condition{
+		Type:               v1alpha1.ConditionPodsNeverFit,
+		Status:             metav1.ConditionFalse,
+		Reason:             v1alpha1.ReasonAllPodsCanFit,
+		Message:            "Every gated pod requests no more than hard",
+		ObservedGeneration: generation,
+		LastTransitionTime: now,
+	}
+	if len(st.NeverFit) > 0 {
+		neverFit.Status = metav1.ConditionTrue
+		neverFit.Reason = v1alpha1.ReasonRequestsExceedHard
+		neverFit.Message = neverFitMessage(st.NeverFit)
+	}
+	apimeta.SetStatusCondition(&status.Conditions, neverFit)
+}
+
+// neverFitMessage names up to five pods that can never fit, and how many more there are.
+func neverFitMessage(pods []quota.NeverFitPod) string {
+	const shown = 5
+	parts := make([]string, 0, shown)
+	for i, p := range pods {
+		if i == shown {
+			break
+		}
+		who := "pod " + p.Pod.String()
+		if p.Group != "" {
+			who = "group " + p.Group + " (pod " + p.Pod.String() + ")"
+		}
+		parts = append(parts, fmt.Sprintf("%s requests %s %s, more than hard %s", who, p.Requested.String(), p.Resource, p.Hard.String()))
+	}
+	msg := strings.Join(parts, "; ")
+	if len(pods) > shown {
+		msg += fmt.Sprintf("; and %d more", len(pods)-shown)
+	}
+	return msg + ": they stay gated until hard is raised or they are deleted"
+}

@@ -1,0 +1,81 @@
+package controller
+
+import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// keptAnnotationPrefix: the only annotations the pod cache keeps are quotagate's own.
+const keptAnnotationPrefix = "quotagate.io/"
+
+// hasOtherAnnotations marks, in a stripped pod, that the real pod has annotations we
+// dropped. An ungate patch must then add its annotations key by key, never replace
+// /metadata/annotations as a whole.
+const hasOtherAnnotations = "quotagate.io/internal-has-annotations"
+
+// StripPod is the pod informer's transform: it keeps only what accounting, ordering,
+// ungating and events need, so the cache stays small with tens of thousands of pods.
+func StripPod(obj any) (any, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		// Tombstones and other types pass through unchanged.
+		return obj, nil
+	}
+	out := &corev1.Pod{
+		TypeMeta: pod.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{
+			Name:                       pod.Name,
+			Namespace:                  pod.Namespace,
+			UID:                        pod.UID,
+			ResourceVersion:            pod.ResourceVersion,
+			CreationTimestamp:          pod.CreationTimestamp,
+			DeletionTimestamp:          pod.DeletionTimestamp,
+			DeletionGracePeriodSeconds: pod.DeletionGracePeriodSeconds,
+			Labels:                     pod.Labels,
+			Annotations:                keepAnnotations(pod.Annotations),
+		},
+		Spec: corev1.PodSpec{
+			NodeName:          pod.Spec.NodeName,
+			Priority:          pod.Spec.Priority,
+			SchedulingGates:   pod.Spec.SchedulingGates,
+			Overhead:          pod.Spec.Overhead,
+			Resources:         pod.Spec.Resources,
+			Containers:        stripContainers(pod.Spec.Containers),
+			InitContainers:    stripContainers(pod.Spec.InitContainers),
+			RestartPolicy:     pod.Spec.RestartPolicy,
+			PriorityClassName: pod.Spec.PriorityClassName,
+		},
+		Status: corev1.PodStatus{Phase: pod.Status.Phase},
+	}
+	return out, nil
+}
+
+func keepAnnotations(in map[string]string) map[string]string {
+	if len(in) == 0 {
+		return nil
+	}
+	out := map[string]string{}
+	for k, v := range in {
+		if strings.HasPrefix(k, keptAnnotationPrefix) {
+			out[k] = v
+		} else {
+			out[hasOtherAnnotations] = "true"
+		}
+	}
+	return out
+}
+
+// stripContainers keeps the fields that pod resource math reads: resources, and
+// restartPolicy (an init container with restartPolicy Always is a sidecar).
+func stripContainers(in []corev1.Container) []corev1.Container {
+	if in == nil {
+		return nil
+	}
+	out := make([]corev1.Container, len(in))
+	for i, c := range in {
+		out[i] = corev1.Container{Name: c.Name, Resources: c.Resources, RestartPolicy: c.RestartPolicy}
+	}
+	return out
+}
