@@ -1,0 +1,139 @@
+package app
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/quotagate/quotagate/pkg/admission"
+)
+
+// shutdownTimeout bounds how long the health server waits for its requests
+// in flight; the webhook and metrics servers wait up to a minute.
+const shutdownTimeout = 30 * time.Second
+
+// Run parses args, sets up logging and serves until ctx ends. It returns nil
+// for --help.
+func Run(ctx context.Context, args []string) error {
+	o := NewOptions()
+	fs := flag.NewFlagSet("webhook", flag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	logger := zap.New(zap.UseFlagOptions(&o.Zap))
+	log.SetLogger(logger)
+	return Serve(log.IntoContext(ctx, logger), o)
+}
+
+// Serve runs the webhook, metrics and health servers until ctx ends or one
+// of them fails, then shuts them all down, letting requests in flight finish.
+func Serve(ctx context.Context, o *Options) error {
+	return serve(ctx, o, nil)
+}
+
+// serve is Serve with extra handlers on the webhook server, for tests.
+func serve(ctx context.Context, o *Options, extra map[string]http.Handler) error {
+	logger := log.FromContext(ctx)
+	m, err := admission.NewMetrics(metrics.Registry)
+	if err != nil {
+		return err
+	}
+
+	hooks := webhook.NewServer(webhook.Options{
+		Host:    o.Host,
+		Port:    o.Port,
+		CertDir: o.CertDir,
+		TLSOpts: []func(*tls.Config){func(c *tls.Config) {
+			c.MinVersion = tls.VersionTLS12
+			if !o.EnableHTTP2 {
+				c.NextProtos = []string{"http/1.1"}
+			}
+		}},
+	})
+	hooks.Register(admission.Path, admission.NewWebhook(admission.NewPodGater(o.Gate, m)))
+	for path, h := range extra {
+		hooks.Register(path, h)
+	}
+
+	metricsSrv, err := metricsserver.NewServer(metricsserver.Options{BindAddress: o.MetricsBindAddress}, nil, nil)
+	if err != nil {
+		return fmt.Errorf("creating metrics server: %w", err)
+	}
+
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		if err := hooks.Start(ctx); err != nil {
+			return fmt.Errorf("serving webhook on port %d: %w", o.Port, err)
+		}
+		return nil
+	})
+	if metricsSrv != nil {
+		g.Go(func() error {
+			if err := metricsSrv.Start(ctx); err != nil {
+				return fmt.Errorf("serving metrics: %w", err)
+			}
+			return nil
+		})
+	}
+	if o.HealthProbeBindAddress != "0" {
+		g.Go(func() error {
+			return serveHealth(ctx, o.HealthProbeBindAddress, hooks.StartedChecker())
+		})
+	}
+	logger.Info("Starting webhook", "port", o.Port, "certDir", o.CertDir, "gate", o.Gate)
+	err = g.Wait()
+	logger.Info("Webhook stopped")
+	return err
+}
+
+// serveHealth serves /healthz (the process is up) and /readyz (the webhook
+// server answers TLS handshakes) on addr until ctx ends.
+func serveHealth(ctx context.Context, addr string, webhookReady healthz.Checker) error {
+	mux := http.NewServeMux()
+	live := &healthz.Handler{Checks: map[string]healthz.Checker{"ping": healthz.Ping}}
+	ready := &healthz.Handler{Checks: map[string]healthz.Checker{"webhook": webhookReady}}
+	mux.Handle("/healthz", http.StripPrefix("/healthz", live))
+	mux.Handle("/healthz/", http.StripPrefix("/healthz", live))
+	mux.Handle("/readyz", http.StripPrefix("/readyz", ready))
+	mux.Handle("/readyz/", http.StripPrefix("/readyz", ready))
+
+	l, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listening for health probes on %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan error, 1)
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+		defer cancel()
+		done <- srv.Shutdown(sctx)
+	}()
+	if err := srv.Serve(l); !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serving health probes on %s: %w", addr, err)
+	}
+	if err := <-done; err != nil {
+		return fmt.Errorf("shutting down health probes: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,349 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	certutil "k8s.io/client-go/util/cert"
+
+	"github.com/quotagate/quotagate/pkg/admission"
+)
+
+func TestValidate(t *testing.T) {
+	tests := map[string]struct {
+		args    []string
+		wantErr string
+	}{
+		"defaults":      {},
+		"bad gate":      {args: []string{"--gate", "not a gate!"}, wantErr: `--gate "not a gate!"`},
+		"bad port":      {args: []string{"--port", "70000"}, wantErr: "--port 70000: must be 1 to 65535"},
+		"empty certdir": {args: []string{"--cert-dir", ""}, wantErr: "--cert-dir: must not be empty"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			o := NewOptions()
+			fs := flag.NewFlagSet("webhook", flag.ContinueOnError)
+			o.AddFlags(fs)
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatalf("parsing %v: %v", tc.args, err)
+			}
+			err := o.Validate()
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Errorf("Validate() = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("Validate() = %v, want an error containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestRunRejectsUnknownFlag(t *testing.T) {
+	err := Run(t.Context(), []string{"--no-such-flag"})
+	if err == nil || !strings.Contains(err.Error(), "no-such-flag") {
+		t.Errorf("Run() = %v, want an error naming the flag", err)
+	}
+}
+
+func TestServeFailsWithoutCertificate(t *testing.T) {
+	o := testOptions(t, t.TempDir())
+	err := Serve(t.Context(), o)
+	if err == nil || !strings.Contains(err.Error(), "tls.crt") {
+		t.Errorf("Serve() = %v, want an error naming tls.crt", err)
+	}
+}
+
+// The binary's whole path: TLS, the webhook, metrics, probes, certificate
+// rotation and shutdown.
+func TestServe(t *testing.T) {
+	certDir := t.TempDir()
+	caPEM := writeCert(t, certDir, "gen1")
+	o := testOptions(t, certDir)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- Serve(ctx, o) }()
+
+	waitReady(t, o)
+
+	t.Run("gates a pod over TLS", func(t *testing.T) {
+		client := tlsClient(caPEM, 0)
+		got := postPod(t, client, o)
+		want := `[{"op":"add","path":"/spec/schedulingGates","value":[{"name":"example.com/test-gate"}]}]`
+		if got != want {
+			t.Errorf("patch = %s, want %s", got, want)
+		}
+	})
+
+	t.Run("refuses TLS 1.1", func(t *testing.T) {
+		client := tlsClient(caPEM, tls.VersionTLS11)
+		if _, err := client.Get(webhookURL(o)); err == nil {
+			t.Error("a TLS 1.1 client connected, want the handshake refused")
+		}
+	})
+
+	t.Run("serves metrics", func(t *testing.T) {
+		body := get(t, http.DefaultClient, "http://"+o.MetricsBindAddress+"/metrics")
+		for _, want := range []string{
+			`quotagate_webhook_requests_total{result="gated"}`,
+			`quotagate_webhook_pods_gated_total`,
+			`quotagate_webhook_handler_duration_seconds_count`,
+			`controller_runtime_webhook_requests_total{code="200",webhook="/mutate-v1-pod"}`,
+		} {
+			if !strings.Contains(body, want) {
+				t.Errorf("/metrics lacks %s", want)
+			}
+		}
+	})
+
+	t.Run("serves the rotated certificate", func(t *testing.T) {
+		before := servedCert(t, o)
+		writeCert(t, certDir, "gen2")
+		// The certwatcher sees the swap through fsnotify, or at worst polls
+		// every 10s.
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true,
+			func(context.Context) (bool, error) { return !servedCert(t, o).Equal(before), nil })
+		if err != nil {
+			t.Fatalf("the server still presents the old certificate: %v", err)
+		}
+	})
+
+	cancel()
+	if err := <-served; err != nil {
+		t.Errorf("Serve() after cancel = %v, want nil", err)
+	}
+}
+
+// A request in flight when shutdown starts gets its answer.
+func TestServeDrainsInFlightRequests(t *testing.T) {
+	certDir := t.TempDir()
+	caPEM := writeCert(t, certDir, "gen1")
+	o := testOptions(t, certDir)
+	entered, release := make(chan struct{}), make(chan struct{})
+	slow := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		close(entered)
+		<-release
+		_, _ = io.WriteString(w, "done")
+	})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- serve(ctx, o, map[string]http.Handler{"/slow": slow}) }()
+	waitReady(t, o)
+
+	answered := make(chan string, 1)
+	go func() {
+		resp, err := tlsClient(caPEM, 0).Get(fmt.Sprintf("https://127.0.0.1:%d/slow", o.Port))
+		if err != nil {
+			answered <- "error: " + err.Error()
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		answered <- string(b)
+	}()
+	<-entered
+	cancel()
+	// New connections are refused once shutdown has begun, while the slow
+	// request is still being served.
+	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 10*time.Second, true,
+		func(context.Context) (bool, error) {
+			c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(o.Port)))
+			if err == nil {
+				c.Close()
+			}
+			return err != nil, nil
+		})
+	if err != nil {
+		t.Fatalf("the webhook port still accepts connections after shutdown began: %v", err)
+	}
+	select {
+	case err := <-served:
+		t.Fatalf("Serve() returned %v while a request was in flight", err)
+	default:
+	}
+	close(release)
+	if got := <-answered; got != "done" {
+		t.Errorf("in-flight request got %q, want %q", got, "done")
+	}
+	if err := <-served; err != nil {
+		t.Errorf("Serve() = %v, want nil", err)
+	}
+}
+
+func testOptions(t *testing.T, certDir string) *Options {
+	t.Helper()
+	o := NewOptions()
+	o.Host = "127.0.0.1"
+	o.Port = freePort(t)
+	o.CertDir = certDir
+	o.MetricsBindAddress = net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
+	o.HealthProbeBindAddress = net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
+	o.Gate = "example.com/test-gate"
+	return o
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("finding a free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// writeCert writes a new self-signed serving certificate for 127.0.0.1 into
+// dir the way the kubelet updates a Secret volume (files behind a ..data
+// symlink that is swapped atomically), and returns the CA bundle.
+func writeCert(t *testing.T, dir, generation string) []byte {
+	t.Helper()
+	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("127.0.0.1", []net.IP{net.ParseIP("127.0.0.1")}, nil)
+	if err != nil {
+		t.Fatalf("generating certificate: %v", err)
+	}
+	gen := filepath.Join(dir, "..gen-"+generation)
+	if err := os.Mkdir(gen, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range map[string][]byte{"tls.crt": certPEM, "tls.key": keyPEM} {
+		if err := os.WriteFile(filepath.Join(gen, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		link := filepath.Join(dir, name)
+		if _, err := os.Lstat(link); errors.Is(err, os.ErrNotExist) {
+			if err := os.Symlink(filepath.Join("..data", name), link); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	data := filepath.Join(dir, "..data")
+	old, _ := os.Readlink(data)
+	tmp := filepath.Join(dir, "..data_tmp")
+	if err := os.Symlink(filepath.Base(gen), tmp); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, data); err != nil {
+		t.Fatal(err)
+	}
+	if old != "" {
+		if err := os.RemoveAll(filepath.Join(dir, old)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return certPEM
+}
+
+func tlsClient(caPEM []byte, maxVersion uint16) *http.Client {
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	return &http.Client{
+		Timeout:   10 * time.Second,
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MaxVersion: maxVersion}},
+	}
+}
+
+func webhookURL(o *Options) string {
+	return fmt.Sprintf("https://127.0.0.1:%d%s", o.Port, admission.Path)
+}
+
+func waitReady(t *testing.T, o *Options) {
+	t.Helper()
+	url := "http://" + o.HealthProbeBindAddress + "/readyz"
+	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 30*time.Second, true,
+		func(context.Context) (bool, error) {
+			resp, err := http.Get(url)
+			if err != nil {
+				return false, nil
+			}
+			resp.Body.Close()
+			return resp.StatusCode == http.StatusOK, nil
+		})
+	if err != nil {
+		t.Fatalf("%s never passed: %v", url, err)
+	}
+	if body := get(t, http.DefaultClient, "http://"+o.HealthProbeBindAddress+"/healthz"); body != "ok" {
+		t.Errorf("/healthz = %q, want ok", body)
+	}
+}
+
+func get(t *testing.T, c *http.Client, url string) string {
+	t.Helper()
+	resp, err := c.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("reading %s: %v", url, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s: %s", url, resp.Status, b)
+	}
+	return string(b)
+}
+
+// postPod sends a pod CREATE review to the webhook and returns the patch.
+func postPod(t *testing.T, c *http.Client, o *Options) string {
+	t.Helper()
+	review, err := json.Marshal(admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request: &admissionv1.AdmissionRequest{
+			UID:       "1",
+			Kind:      metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
+			Operation: admissionv1.Create,
+			Object:    runtime.RawExtension{Raw: []byte(`{"metadata":{"name":"p"},"spec":{"containers":[{"name":"c","image":"x"}]}}`)},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.Post(webhookURL(o), "application/json", bytes.NewReader(review))
+	if err != nil {
+		t.Fatalf("posting review: %v", err)
+	}
+	defer resp.Body.Close()
+	var ar admissionv1.AdmissionReview
+	if err := json.NewDecoder(resp.Body).Decode(&ar); err != nil {
+		t.Fatalf("decoding answer: %v", err)
+	}
+	if ar.Response == nil || !ar.Response.Allowed {
+		t.Fatalf("answer %+v, want allowed", ar.Response)
+	}
+	return string(ar.Response.Patch)
+}
+
+// servedCert returns the leaf certificate the webhook server presents.
+func servedCert(t *testing.T, o *Options) *x509.Certificate {
+	t.Helper()
+	conn, err := tls.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(o.Port)),
+		&tls.Config{InsecureSkipVerify: true}) //nolint:gosec // only reading the presented certificate
+	if err != nil {
+		t.Fatalf("dialing webhook: %v", err)
+	}
+	defer conn.Close()
+	return conn.ConnectionState().PeerCertificates[0]
+}
