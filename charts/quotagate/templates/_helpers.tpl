@@ -1,0 +1,111 @@
+{{/*
+quotagate.name is the chart name, or nameOverride.
+*/}}
+{{- define "quotagate.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 40 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+quotagate.fullname prefixes every resource name: fullnameOverride, else the release name
+when it already contains the chart name, else <release>-<chart>. It is kept short (40)
+so that suffixes such as "-webhook-cert" stay within the 63-character limit of labels.
+*/}}
+{{- define "quotagate.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 40 | trimSuffix "-" }}
+{{- else }}
+{{- $name := include "quotagate.name" . }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 40 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 40 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "quotagate.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+Names of the components and of the objects that refer to each other.
+*/}}
+{{- define "quotagate.webhook.name" -}}{{ include "quotagate.fullname" . }}-webhook{{- end }}
+{{- define "quotagate.manager.name" -}}{{ include "quotagate.fullname" . }}-manager{{- end }}
+{{- define "quotagate.certificate.name" -}}{{ include "quotagate.fullname" . }}-webhook-cert{{- end }}
+{{- define "quotagate.certificate.secret" -}}{{ include "quotagate.fullname" . }}-webhook-tls{{- end }}
+{{- define "quotagate.issuer.name" -}}{{ include "quotagate.fullname" . }}-selfsigned{{- end }}
+
+{{/*
+quotagate.manager.username is the identity the API server sees for the manager: the only
+one (with guard.extraAllowedUsers) that the gate guard lets remove the gate.
+*/}}
+{{- define "quotagate.manager.username" -}}
+system:serviceaccount:{{ .Release.Namespace }}:{{ include "quotagate.manager.name" . }}
+{{- end }}
+
+{{/*
+quotagate.manager.metricsPort names the manager's metrics port after its scheme.
+*/}}
+{{- define "quotagate.manager.metricsPort" -}}
+{{- if .Values.manager.metricsSecure }}https-metrics{{ else }}metrics{{ end }}
+{{- end }}
+
+{{- define "quotagate.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+
+{{- define "quotagate.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "quotagate.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "quotagate.labels" -}}
+helm.sh/chart: {{ include "quotagate.chart" . }}
+{{ include "quotagate.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: quotagate
+{{- end }}
+
+{{/*
+quotagate.componentLabels takes a list: the root context and the component name.
+*/}}
+{{- define "quotagate.componentLabels" -}}
+{{ include "quotagate.labels" (index . 0) }}
+app.kubernetes.io/component: {{ index . 1 }}
+{{- end }}
+
+{{- define "quotagate.componentSelectorLabels" -}}
+{{ include "quotagate.selectorLabels" (index . 0) }}
+app.kubernetes.io/component: {{ index . 1 }}
+{{- end }}
+
+{{/*
+quotagate.containerSecurityContext is the restricted Pod Security profile for a container.
+*/}}
+{{- define "quotagate.containerSecurityContext" -}}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+runAsNonRoot: true
+capabilities:
+  drop:
+    - ALL
+seccompProfile:
+  type: RuntimeDefault
+{{- end }}
+
+{{- define "quotagate.probes" -}}
+livenessProbe:
+  httpGet:
+    path: /healthz
+    port: health
+  initialDelaySeconds: 15
+  periodSeconds: 20
+readinessProbe:
+  httpGet:
+    path: /readyz
+    port: health
+  initialDelaySeconds: 5
+  periodSeconds: 10
+{{- end }}

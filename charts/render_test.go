@@ -1,0 +1,225 @@
+package charts_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/common"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	release "helm.sh/helm/v4/pkg/release/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+)
+
+// kubeVersion is the version of the local control plane the chart is installed into.
+const kubeVersion = "v1.37.2"
+
+// repoRoot is the repository's root directory, found from this file's location.
+func repoRoot(t testing.TB) string {
+	t.Helper()
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		t.Fatal("cannot locate the test file")
+	}
+	return filepath.Dir(filepath.Dir(file))
+}
+
+func chartDir(t testing.TB) string { return filepath.Join(repoRoot(t), "charts", "quotagate") }
+
+// manifests are the objects of one rendering, in the order Helm would apply them, and the
+// hooks apart.
+type manifests struct {
+	Objects []*unstructured.Unstructured
+	Hooks   []*unstructured.Unstructured
+	Notes   string
+}
+
+// find returns the one object of kind (and name, unless empty) or fails the test.
+func (m manifests) find(t testing.TB, kind, name string) *unstructured.Unstructured {
+	t.Helper()
+	var found []*unstructured.Unstructured
+	for _, o := range append(append([]*unstructured.Unstructured{}, m.Objects...), m.Hooks...) {
+		if o.GetKind() == kind && (name == "" || o.GetName() == name) {
+			found = append(found, o)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("want exactly one %s %q, found %d among %s", kind, name, len(found), m.names())
+	}
+	return found[0]
+}
+
+// all returns the objects and hooks of kind.
+func (m manifests) all(kind string) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, o := range append(append([]*unstructured.Unstructured{}, m.Objects...), m.Hooks...) {
+		if o.GetKind() == kind {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+func (m manifests) names() string {
+	var s []string
+	for _, o := range append(append([]*unstructured.Unstructured{}, m.Objects...), m.Hooks...) {
+		s = append(s, o.GetKind()+"/"+o.GetName())
+	}
+	return strings.Join(s, ", ")
+}
+
+// install renders the chart like `helm install --dry-run=client`: values are checked
+// against values.schema.json and the chart's kubeVersion against kubeVersion.
+func install(release, namespace string, values map[string]any) (manifests, error) {
+	return installWith(release, namespace, kubeVersion, values)
+}
+
+// installOn renders the default release on a cluster of version kv.
+func installOn(kv string, values map[string]any) (manifests, error) {
+	return installWith("quotagate", "quotagate-system", kv, values)
+}
+
+func loadChart(t testing.TB) *chart.Chart {
+	t.Helper()
+	chrt, err := loader.Load(chartDir(t))
+	if err != nil {
+		t.Fatalf("loading chart: %v", err)
+	}
+	return chrt
+}
+
+func installWith(release, namespace, version string, values map[string]any) (manifests, error) {
+	chrt, err := loader.Load(chartDirPath())
+	if err != nil {
+		return manifests{}, fmt.Errorf("loading chart: %w", err)
+	}
+	kv, err := common.ParseKubeVersion(version)
+	if err != nil {
+		return manifests{}, err
+	}
+	inst := action.NewInstall(action.NewConfiguration())
+	inst.DryRunStrategy = action.DryRunClient
+	inst.ReleaseName = release
+	inst.Namespace = namespace
+	inst.KubeVersion = kv
+	if values == nil {
+		values = map[string]any{}
+	}
+	rel, err := inst.Run(chrt, values)
+	if err != nil {
+		return manifests{}, err
+	}
+	r, ok := rel.(*releaseV1)
+	if !ok {
+		return manifests{}, fmt.Errorf("unexpected release type %T", rel)
+	}
+	var m manifests
+	if m.Objects, err = decodeAll(r.Manifest); err != nil {
+		return manifests{}, fmt.Errorf("decoding manifest: %w", err)
+	}
+	for _, h := range r.Hooks {
+		objs, err := decodeAll(h.Manifest)
+		if err != nil {
+			return manifests{}, fmt.Errorf("decoding hook %s: %w", h.Name, err)
+		}
+		m.Hooks = append(m.Hooks, objs...)
+	}
+	m.Notes = r.Info.Notes
+	return m, nil
+}
+
+type releaseV1 = release.Release
+
+// chartDirPath is chartDir for code that has no testing.TB at hand.
+func chartDirPath() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "quotagate")
+}
+
+// mustInstall is install for renderings that must succeed.
+func mustInstall(t testing.TB, release, namespace string, values map[string]any) manifests {
+	t.Helper()
+	m, err := install(release, namespace, values)
+	if err != nil {
+		t.Fatalf("rendering release %s in %s: %v", release, namespace, err)
+	}
+	return m
+}
+
+// decodeAll splits a multi-document YAML stream into objects; empty documents are dropped.
+func decodeAll(stream string) ([]*unstructured.Unstructured, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(stream), 4096)
+	var out []*unstructured.Unstructured
+	for {
+		var obj map[string]any
+		err := dec.Decode(&obj)
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(obj) == 0 {
+			continue
+		}
+		out = append(out, &unstructured.Unstructured{Object: obj})
+	}
+}
+
+// strictScheme knows the built-in kinds the chart renders, so that a misspelt or misplaced
+// field fails decoding instead of being dropped by the API server. (cert-manager's and the
+// Prometheus Operator's kinds are checked field by field: their Go types pull in modules
+// quotagate does not otherwise need.)
+var strictScheme = func() *kruntime.Scheme {
+	s := kruntime.NewScheme()
+	for _, add := range []func(*kruntime.Scheme) error{
+		clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme,
+	} {
+		if err := add(s); err != nil {
+			panic(err)
+		}
+	}
+	return s
+}()
+
+// decodeStrict decodes obj into its Go type, failing on unknown or duplicate fields.
+func decodeStrict(obj *unstructured.Unstructured) (kruntime.Object, error) {
+	raw, err := obj.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	codecs := serializer.NewCodecFactory(strictScheme, serializer.EnableStrict)
+	typed, _, err := codecs.UniversalDeserializer().Decode(raw, nil, nil)
+	return typed, err
+}
+
+// into converts obj into the typed value out points at (strictly).
+func into(t testing.TB, obj *unstructured.Unstructured, out any) {
+	t.Helper()
+	if err := kruntime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(obj.Object, out, true); err != nil {
+		t.Fatalf("converting %s %s: %v", obj.GetKind(), obj.GetName(), err)
+	}
+}
+
+// readFile reads a file relative to the repository root.
+func readFile(t testing.TB, rel string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.TrimSpace(b)
+}
