@@ -74,9 +74,11 @@ func isDaemonSetPod(pod *corev1.Pod) bool {
 // The webhook configuration for PodGater. controller-gen writes it to
 // config/webhook/manifests.yaml; config/webhook/kustomization.yaml adds the
 // namespaceSelector and matchConditions that markers cannot express.
+// reinvocationPolicy=IfNeeded: if a later webhook rewrites the pod's gates,
+// the API server asks again and the gate is put back.
 //
 // +kubebuilder:webhookconfiguration:mutating=true,name=quotagate-webhook
-// +kubebuilder:webhook:path=/mutate-v1-pod,mutating=true,failurePolicy=fail,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=gate.quotagate.io,admissionReviewVersions=v1,matchPolicy=Equivalent,timeoutSeconds=5,serviceName=quotagate-webhook,serviceNamespace=quotagate-system
+// +kubebuilder:webhook:path=/mutate-v1-pod,mutating=true,failurePolicy=fail,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=gate.quotagate.io,admissionReviewVersions=v1,matchPolicy=Equivalent,reinvocationPolicy=IfNeeded,timeoutSeconds=5,serviceName=quotagate-webhook,serviceNamespace=quotagate-system
 
 // PodGater adds the quotagate scheduling gate to new pods. It is a raw
 // admission.Handler: its answer is the explicit patch ops from gates.AddOps.
