@@ -12,8 +12,8 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 )
 
@@ -118,7 +118,7 @@ func TestWebhookConfiguration(t *testing.T) {
 	if len(wh.MatchConditions) == 0 {
 		t.Error("no matchConditions: bound, mirror and DaemonSet pods would reach the webhook")
 	}
-	if diff := cmp.Diff(configMatchConditions(t), wh.MatchConditions); diff != "" {
+	if diff := cmp.Diff(configMatchConditions(t), wh.MatchConditions, celWhitespace); diff != "" {
 		t.Errorf("matchConditions differ from config/webhook (-config +chart):\n%s", diff)
 	}
 }

@@ -1,0 +1,171 @@
+package charts_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/go-cmp/cmp"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+)
+
+const gate = "quotagate.io/budget"
+
+// celWhitespace compares strings with runs of whitespace collapsed: CEL ignores them, and
+// YAML folding of multi-line expressions differs between kustomize's and Helm's YAML
+// libraries.
+var celWhitespace = cmp.Transformer("collapseWhitespace", func(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+})
+
+// The chart's gate guard is config/policy's, with the release's manager (and the extra
+// users) as the only identities that may remove the gate.
+func TestGateGuardMatchesConfigPolicy(t *testing.T) {
+	cfg := kustomizeBuild(t, "config/policy")
+	var wantPolicy admissionregistrationv1.ValidatingAdmissionPolicy
+	into(t, cfg.find(t, "ValidatingAdmissionPolicy", ""), &wantPolicy)
+	var wantBinding admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	into(t, cfg.find(t, "ValidatingAdmissionPolicyBinding", ""), &wantBinding)
+
+	for name, tc := range map[string]struct {
+		release, namespace string
+		values             map[string]any
+		wantAllowed        string
+	}{
+		"default release": {
+			release: "quotagate", namespace: "quotagate-system",
+			wantAllowed: "['system:serviceaccount:quotagate-system:quotagate-manager']",
+		},
+		"another release with extra users": {
+			release: "acme", namespace: "batch-system",
+			values: map[string]any{"guard": map[string]any{"extraAllowedUsers": []any{
+				"alice", "system:serviceaccount:ops:breakglass"}}},
+			wantAllowed: "['system:serviceaccount:batch-system:acme-quotagate-manager', 'alice', 'system:serviceaccount:ops:breakglass']",
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			m := mustInstall(t, tc.release, tc.namespace, tc.values)
+			var policy admissionregistrationv1.ValidatingAdmissionPolicy
+			into(t, m.find(t, "ValidatingAdmissionPolicy", ""), &policy)
+			var binding admissionregistrationv1.ValidatingAdmissionPolicyBinding
+			into(t, m.find(t, "ValidatingAdmissionPolicyBinding", ""), &binding)
+
+			want := wantPolicy.Spec.DeepCopy()
+			for i, v := range want.Variables {
+				if v.Name == "allowed" {
+					want.Variables[i].Expression = tc.wantAllowed
+				}
+			}
+			if diff := cmp.Diff(*want, policy.Spec, celWhitespace); diff != "" {
+				t.Errorf("policy spec (-want +got):\n%s", diff)
+			}
+			wantBindingSpec := wantBinding.Spec.DeepCopy()
+			wantBindingSpec.PolicyName = policy.Name
+			if diff := cmp.Diff(*wantBindingSpec, binding.Spec); diff != "" {
+				t.Errorf("binding spec (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// Evaluates the rendered policy's CEL the way the API server would for a pod UPDATE.
+func TestGateGuardAllowsExactlyTheManagerAndExtraUsers(t *testing.T) {
+	m := mustInstall(t, "acme", "batch-system", map[string]any{
+		"guard": map[string]any{"extraAllowedUsers": []any{"alice"}},
+	})
+	var policy admissionregistrationv1.ValidatingAdmissionPolicy
+	into(t, m.find(t, "ValidatingAdmissionPolicy", ""), &policy)
+
+	// The manager's identity is the ServiceAccount its Deployment and the uninstall hook run as.
+	manager := "system:serviceaccount:batch-system:" + podSpecOf(t, m, "Deployment", "acme-quotagate-manager").ServiceAccountName
+	hook := "system:serviceaccount:batch-system:" + podSpecOf(t, m, "Job", "").ServiceAccountName
+
+	withGate := podWithGates(gate, "example.com/other")
+	withoutGate := podWithGates("example.com/other")
+	for name, tc := range map[string]struct {
+		old, new map[string]any
+		user     string
+		want     bool
+	}{
+		"manager removes the gate":            {withGate, withoutGate, manager, true},
+		"uninstall hook removes the gate":     {withGate, withoutGate, hook, true},
+		"extra user removes the gate":         {withGate, withoutGate, "alice", true},
+		"pod owner removes the gate":          {withGate, withoutGate, "system:serviceaccount:team-a:default", false},
+		"another release's manager":           {withGate, withoutGate, "system:serviceaccount:quotagate-system:quotagate-manager", false},
+		"cluster admin removes the gate":      {withGate, withoutGate, "kubernetes-admin", false},
+		"removing every gate at once":         {withGate, podWithGates(), "bob", false},
+		"removing another controller's gate":  {withGate, podWithGates(gate), "bob", true},
+		"an update that keeps the gate":       {withGate, withGate, "bob", true},
+		"a pod that never had the gate":       {withoutGate, withoutGate, "bob", true},
+		"a pod without any scheduling gates":  {podWithGates(), podWithGates(), "bob", true},
+		"adding the gate back is not removal": {withoutGate, withGate, "bob", true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, msg := evaluatePolicy(t, policy.Spec, tc.old, tc.new, tc.user)
+			if got != tc.want {
+				t.Errorf("allowed = %v (%s), want %v", got, msg, tc.want)
+			}
+		})
+	}
+}
+
+func podWithGates(names ...string) map[string]any {
+	spec := map[string]any{"containers": []any{map[string]any{"name": "c", "image": "busybox"}}}
+	if len(names) > 0 {
+		var gates []any
+		for _, n := range names {
+			gates = append(gates, map[string]any{"name": n})
+		}
+		spec["schedulingGates"] = gates
+	}
+	return map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "p", "namespace": "team-a"}, "spec": spec}
+}
+
+// evaluatePolicy runs the policy's variables and validations with plain CEL: it reports
+// whether the request is allowed and, if not, the denial message.
+func evaluatePolicy(t *testing.T, spec admissionregistrationv1.ValidatingAdmissionPolicySpec, oldObj, obj map[string]any, user string) (bool, string) {
+	t.Helper()
+	env, err := cel.NewEnv(
+		cel.Variable("object", cel.DynType),
+		cel.Variable("oldObject", cel.DynType),
+		cel.Variable("request", cel.DynType),
+		cel.Variable("variables", cel.DynType),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	variables := map[string]any{}
+	activation := map[string]any{
+		"object": obj, "oldObject": oldObj, "variables": variables,
+		"request": map[string]any{"operation": "UPDATE", "userInfo": map[string]any{"username": user}},
+	}
+	eval := func(expr string) any {
+		ast, iss := env.Compile(expr)
+		if iss.Err() != nil {
+			t.Fatalf("compiling %q: %v", expr, iss.Err())
+		}
+		prg, err := env.Program(ast)
+		if err != nil {
+			t.Fatalf("program %q: %v", expr, err)
+		}
+		out, _, err := prg.Eval(activation)
+		if err != nil {
+			t.Fatalf("evaluating %q: %v", expr, err)
+		}
+		return out.Value()
+	}
+	for _, v := range spec.Variables {
+		variables[v.Name] = eval(v.Expression)
+	}
+	for _, v := range spec.Validations {
+		ok, isBool := eval(v.Expression).(bool)
+		if !isBool {
+			t.Fatalf("validation %q is not a boolean", v.Expression)
+		}
+		if !ok {
+			return false, fmt.Sprint(v.Message)
+		}
+	}
+	return true, ""
+}
