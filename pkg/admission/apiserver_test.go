@@ -1,0 +1,287 @@
+package admission_test
+
+// Tests against a real kube-apiserver (internal/localcluster): the webhook
+// binary's server runs in this process on 127.0.0.1, registered with the
+// shipped webhook configuration (config/webhook) and gate guard policy
+// (config/policy), read from their files.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	certutil "k8s.io/client-go/util/cert"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/yaml"
+
+	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/cmd/webhook/app"
+	"github.com/quotagate/quotagate/internal/localcluster"
+	"github.com/quotagate/quotagate/pkg/admission"
+	"github.com/quotagate/quotagate/pkg/gates"
+)
+
+// waitTimeout bounds every wait for the cluster to act; the machine may be busy.
+const waitTimeout = 2 * time.Minute
+
+// latencySamples is how many pods each latency measurement creates.
+const latencySamples = 200
+
+// env is what the cases share: one cluster, the webhook, two namespaces.
+type env struct {
+	cluster *localcluster.Cluster
+	client  kubernetes.Interface
+	// gated is labelled quotagate.io/enabled=true; plain is not.
+	gated, plain string
+	// stopWebhook stops the in-process webhook server and waits for it.
+	stopWebhook func()
+}
+
+func TestAgainstAPIServer(t *testing.T) {
+	log.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zap.Options{}.Level)))
+	c := localcluster.StartForTest(t, localcluster.Options{Nodes: 2})
+	cfg := c.Config()
+	cfg.QPS, cfg.Burst = 1000, 1000
+	e := &env{cluster: c, client: kubernetes.NewForConfigOrDie(cfg), gated: "team-a", plain: "team-b"}
+	e.createNamespace(t, e.gated, map[string]string{v1alpha1.EnabledLabel: "true"})
+	e.createNamespace(t, e.plain, nil)
+	e.createNamespace(t, "quotagate-system", nil)
+
+	without, _ := e.createLatency(t, e.gated)
+
+	e.stopWebhook = e.startWebhook(t)
+
+	with, gated := e.createLatency(t, e.gated)
+	t.Logf("Pod create latency over %d creates: without the webhook p50 %v p99 %v; with it p50 %v p99 %v",
+		latencySamples, percentile(without, 50), percentile(without, 99), percentile(with, 50), percentile(with, 99))
+	if gated != latencySamples {
+		t.Errorf("%d of the %d pods created with the webhook registered came back gated, want all", gated, latencySamples)
+	}
+
+	t.Run("gating", func(t *testing.T) { testGating(t, e) })
+	t.Run("workloads", func(t *testing.T) { testWorkloads(t, e) })
+	t.Run("gate guard", func(t *testing.T) { testGateGuard(t, e) })
+	// Last: it stops the webhook.
+	t.Run("fail closed", func(t *testing.T) { testFailClosed(t, e) })
+}
+
+func (e *env) createNamespace(t *testing.T, name string, labels map[string]string) {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+	if _, err := e.client.CoreV1().Namespaces().Create(t.Context(), ns, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating namespace %s: %v", name, err)
+	}
+	// The ServiceAccount admission plugin refuses pods until the
+	// controller-manager has made the namespace's default ServiceAccount.
+	e.poll(t, "default ServiceAccount in "+name, func(ctx context.Context) (bool, error) {
+		_, err := e.client.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	})
+}
+
+// startWebhook runs the webhook binary's servers on 127.0.0.1 with a
+// certificate made here, registers the shipped webhook configuration pointed
+// at them, and waits until the API server calls it. It returns a func that
+// stops the server.
+func (e *env) startWebhook(t *testing.T) func() {
+	t.Helper()
+	certDir := t.TempDir()
+	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("127.0.0.1", []net.IP{net.ParseIP("127.0.0.1")}, nil)
+	if err != nil {
+		t.Fatalf("generating serving certificate: %v", err)
+	}
+	writeFile(t, filepath.Join(certDir, "tls.crt"), certPEM)
+	writeFile(t, filepath.Join(certDir, "tls.key"), keyPEM)
+
+	o := app.NewOptions()
+	o.Host = "127.0.0.1"
+	o.Port = freePort(t)
+	o.CertDir = certDir
+	o.MetricsBindAddress = "0"
+	o.HealthProbeBindAddress = net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
+	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
+	served := make(chan error, 1)
+	go func() { served <- app.Serve(ctx, o) }()
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("webhook server: %v", err)
+		}
+	}
+	t.Cleanup(stop)
+	e.poll(t, "webhook /readyz", func(context.Context) (bool, error) {
+		resp, err := http.Get("http://" + o.HealthProbeBindAddress + "/readyz")
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+
+	mwc := shippedWebhookConfiguration(t)
+	mwc.Webhooks[0].ClientConfig = admissionregistrationv1.WebhookClientConfig{
+		URL:      ptr.To(fmt.Sprintf("https://127.0.0.1:%d%s", o.Port, admission.Path)),
+		CABundle: certPEM,
+	}
+	if _, err := e.client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(t.Context(), mwc, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("registering the webhook: %v", err)
+	}
+	// The API server picks the configuration up from its informer: wait
+	// until a dry-run create comes back gated.
+	e.poll(t, "the API server to call the webhook", func(ctx context.Context) (bool, error) {
+		pod, err := e.client.CoreV1().Pods(e.gated).Create(ctx, newPod("probe"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			return false, nil
+		}
+		return gates.HasGate(pod, v1alpha1.SchedulingGate), nil
+	})
+	return stop
+}
+
+// shippedWebhookConfiguration is config/webhook as kustomize builds it: the
+// generated manifests.yaml with webhook_patch.yaml applied.
+func shippedWebhookConfiguration(t *testing.T) *admissionregistrationv1.MutatingWebhookConfiguration {
+	t.Helper()
+	doc, err := yaml.YAMLToJSON(readFile(t, "../../config/webhook/manifests.yaml"))
+	if err != nil {
+		t.Fatalf("reading manifests.yaml: %v", err)
+	}
+	ops, err := yaml.YAMLToJSON(readFile(t, "../../config/webhook/webhook_patch.yaml"))
+	if err != nil {
+		t.Fatalf("reading webhook_patch.yaml: %v", err)
+	}
+	patch, err := jsonpatch.DecodePatch(ops)
+	if err != nil {
+		t.Fatalf("decoding webhook_patch.yaml: %v", err)
+	}
+	if doc, err = patch.Apply(doc); err != nil {
+		t.Fatalf("applying webhook_patch.yaml: %v", err)
+	}
+	mwc := &admissionregistrationv1.MutatingWebhookConfiguration{}
+	if err := json.Unmarshal(doc, mwc); err != nil {
+		t.Fatalf("decoding the webhook configuration: %v", err)
+	}
+	return mwc
+}
+
+// createLatency creates latencySamples pods in namespace one after another,
+// after a few untimed ones to warm the connections and caches, and returns
+// how long each create took and how many came back with the quotagate gate.
+// The pods carry another gate so that neither run adds scheduling load, and
+// are deleted afterwards.
+func (e *env) createLatency(t *testing.T, namespace string) ([]time.Duration, int) {
+	t.Helper()
+	const warmup = 20
+	took := make([]time.Duration, 0, latencySamples)
+	gated := 0
+	for i := range warmup + latencySamples {
+		pod := newPod(fmt.Sprintf("latency-%d", i))
+		pod.Labels = map[string]string{"latency": "true"}
+		pod.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/hold"}}
+		start := time.Now()
+		created, err := e.client.CoreV1().Pods(namespace).Create(t.Context(), pod, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("creating pod %d: %v", i, err)
+		}
+		if i < warmup {
+			continue
+		}
+		took = append(took, time.Since(start))
+		if gates.HasGate(created, v1alpha1.SchedulingGate) {
+			gated++
+		}
+	}
+	if err := e.client.CoreV1().Pods(namespace).DeleteCollection(t.Context(),
+		metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{LabelSelector: "latency=true"}); err != nil {
+		t.Fatalf("deleting the latency pods: %v", err)
+	}
+	return took, gated
+}
+
+func percentile(d []time.Duration, p int) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	i := (len(s)*p+99)/100 - 1
+	return s[max(i, 0)]
+}
+
+func newPod(name string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name: "c", Image: "registry.k8s.io/pause:3.10",
+		}}},
+	}
+}
+
+func (e *env) poll(t *testing.T, what string, cond wait.ConditionWithContextFunc) {
+	t.Helper()
+	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, waitTimeout, true, cond); err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("finding a free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func writeFile(t *testing.T, path string, b []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func gateNames(pod *corev1.Pod) []string {
+	var names []string
+	for _, g := range pod.Spec.SchedulingGates {
+		names = append(names, g.Name)
+	}
+	return names
+}
+
+func containsAll(s string, parts ...string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
+}
