@@ -4,10 +4,16 @@ import (
 	"bytes"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/quotagate/quotagate/api/v1alpha1"
 )
 
 // kustomizeBuild runs `kubectl kustomize` on a directory of config/, as a user without Helm
@@ -43,9 +49,88 @@ func configWebhook(t testing.TB) admissionregistrationv1.MutatingWebhookConfigur
 	return mwc
 }
 
-func configMatchConditions(t testing.TB) []admissionregistrationv1.MatchCondition {
-	t.Helper()
-	return configWebhook(t).Webhooks[0].MatchConditions
+
+// config/default builds, and installs the same objects as the chart does for release
+// "quotagate" in quotagate-system (but for what only Helm can do: the uninstall hook, and
+// the optional ServiceMonitors).
+func TestKustomizeDefaultMatchesChart(t *testing.T) {
+	cfg := kustomizeBuild(t, "config/default")
+	chart := mustInstall(t, defaultRelease, defaultNamespace, nil)
+
+	key := func(o *unstructured.Unstructured) string {
+		return o.GetKind() + " " + o.GetNamespace() + "/" + o.GetName()
+	}
+	var fromConfig, fromChart []string
+	for _, o := range cfg.Objects {
+		if o.GetKind() == "Namespace" {
+			continue // Helm leaves the release namespace to `helm install --create-namespace`
+		}
+		fromConfig = append(fromConfig, key(o))
+	}
+	for _, o := range chart.Objects {
+		fromChart = append(fromChart, key(o))
+	}
+	slices.Sort(fromConfig)
+	slices.Sort(fromChart)
+	if diff := cmp.Diff(fromChart, fromConfig); diff != "" {
+		t.Errorf("objects (-chart +config/default):\n%s", diff)
+	}
+
+	// The pieces that must agree field by field.
+	for _, name := range []string{"quotagate-webhook", "quotagate-manager"} {
+		var want, got appsv1.Deployment
+		into(t, chart.find(t, "Deployment", name), &want)
+		into(t, cfg.find(t, "Deployment", name), &got)
+		if diff := cmp.Diff(want.Spec.Template.Spec, got.Spec.Template.Spec); diff != "" {
+			t.Errorf("Deployment %s pod spec (-chart +config/default):\n%s", name, diff)
+		}
+		if diff := cmp.Diff(want.Spec.Selector, got.Spec.Selector); diff != "" {
+			t.Errorf("Deployment %s selector (-chart +config/default):\n%s", name, diff)
+		}
+		if diff := cmp.Diff(want.Spec.Replicas, got.Spec.Replicas); diff != "" {
+			t.Errorf("Deployment %s replicas (-chart +config/default):\n%s", name, diff)
+		}
+	}
+	for _, kind := range []string{"Service", "PodDisruptionBudget", "Certificate", "Issuer", "Role", "RoleBinding", "ClusterRoleBinding", "ClusterRole"} {
+		for _, o := range chart.all(kind) {
+			c := cfg.find(t, kind, o.GetName())
+			for _, field := range []string{"spec", "rules", "roleRef", "subjects"} {
+				if diff := cmp.Diff(o.Object[field], c.Object[field]); diff != "" {
+					t.Errorf("%s %s %s (-chart +config/default):\n%s", kind, o.GetName(), field, diff)
+				}
+			}
+		}
+	}
+	if got, want := configWebhook(t).Annotations["cert-manager.io/inject-ca-from"], "quotagate-system/quotagate-webhook-cert"; got != want {
+		t.Errorf("config/default inject-ca-from = %q, want %q", got, want)
+	}
+	for _, o := range cfg.Objects {
+		raw, _ := o.MarshalJSON()
+		if strings.Contains(string(raw), "caBundle") {
+			t.Errorf("config/default: %s %s sets a caBundle", o.GetKind(), o.GetName())
+		}
+	}
 }
 
-var _ = unstructured.Unstructured{}
+// The samples are valid Budgets and ClusterBudgets (strictly: no unknown fields).
+func TestSamplesDecode(t *testing.T) {
+	samples := kustomizeBuild(t, "config/samples")
+	if len(samples.Objects) == 0 {
+		t.Fatal("no samples")
+	}
+	for _, o := range samples.Objects {
+		var out any
+		switch o.GetKind() {
+		case "Budget":
+			out = &v1alpha1.Budget{}
+		case "ClusterBudget":
+			out = &v1alpha1.ClusterBudget{}
+		default:
+			t.Fatalf("unexpected sample kind %s", o.GetKind())
+		}
+		if o.GetAPIVersion() != v1alpha1.GroupVersion.String() {
+			t.Errorf("%s %s: apiVersion %s, want %s", o.GetKind(), o.GetName(), o.GetAPIVersion(), v1alpha1.GroupVersion)
+		}
+		into(t, o, out)
+	}
+}
