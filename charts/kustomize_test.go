@@ -49,7 +49,6 @@ func configWebhook(t testing.TB) admissionregistrationv1.MutatingWebhookConfigur
 	return mwc
 }
 
-
 // config/default builds, and installs the same objects as the chart does for release
 // "quotagate" in quotagate-system (but for what only Helm can do: the uninstall hook, and
 // the optional ServiceMonitors).
