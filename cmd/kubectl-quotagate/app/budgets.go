@@ -1,0 +1,297 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/pkg/quota"
+)
+
+func newBudgetsCommand(e *env) *cobra.Command {
+	var all bool
+	cmd := &cobra.Command{
+		Use:     "budgets [-A | -n NAMESPACE]",
+		Aliases: []string{"budget", "bdg"},
+		Short:   "List budgets with their usage, admitted and gated pods, and the oldest wait",
+		Long: `List the Budgets of a namespace (with the ClusterBudgets above them), or with -A every
+Budget and ClusterBudget: state, each hard resource as used/hard with a bar, admitted and
+gated pods, and how long the oldest gated pod has waited.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			ns := ""
+			if !all {
+				if ns, err = e.namespace(); err != nil {
+					return err
+				}
+			}
+			rows, notes, err := loadBudgetRows(cmd.Context(), e, c, ns)
+			if err != nil {
+				return err
+			}
+			renderBudgets(e.streams.Out, rows)
+			writeNotes(e.streams.ErrOut, notes)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "List budgets of every namespace and every ClusterBudget.")
+	return cmd
+}
+
+// budgetRow is one budget as the table shows it.
+type budgetRow struct {
+	Key      quota.BudgetKey
+	State    string
+	Hard     corev1.ResourceList
+	Used     corev1.ResourceList
+	Admitted int32
+	Gated    int32
+	// OldestWait is how long the oldest gated pod has waited, or "-".
+	OldestWait string
+}
+
+// loadBudgetRows reads the budgets of namespace ns ("" for all, with every
+// ClusterBudget), and the oldest wait of each from the snapshot, or, when the manager
+// cannot be reached, from the gated pods it covers.
+func loadBudgetRows(ctx context.Context, e *env, c client.Client, ns string) ([]budgetRow, []string, error) {
+	var notes []string
+	var budgets v1alpha1.BudgetList
+	if err := c.List(ctx, &budgets, client.InNamespace(ns)); err != nil {
+		return nil, nil, fmt.Errorf("listing budgets: %w", err)
+	}
+	var clusterBudgets v1alpha1.ClusterBudgetList
+	if err := c.List(ctx, &clusterBudgets); err != nil {
+		if !apierrors.IsForbidden(err) {
+			return nil, nil, fmt.Errorf("listing clusterbudgets: %w", err)
+		}
+		notes = append(notes, "ClusterBudgets are not shown: you may not list them")
+	}
+	var nsLabels labels.Set
+	if ns != "" {
+		var n corev1.Namespace
+		if err := c.Get(ctx, client.ObjectKey{Name: ns}, &n); err == nil {
+			nsLabels = n.Labels
+		}
+		clusterBudgets.Items = clusterBudgetsAbove(ns, nsLabels, budgets.Items, clusterBudgets.Items)
+	}
+
+	snap, note, err := e.snapshot(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	var oldest map[quota.BudgetKey]time.Time
+	if snap != nil {
+		oldest = oldestFromSnapshot(snap.raw)
+	} else {
+		notes = append(notes, note)
+		oldest, err = oldestFromPods(ctx, c, ns, budgets.Items, clusterBudgets.Items)
+		if err != nil {
+			notes = append(notes, fmt.Sprintf("oldest waits are not shown: %v", err))
+		} else {
+			notes = append(notes, "oldest waits are computed from the gated pods' creation times")
+		}
+	}
+
+	now := e.now()
+	var rows []budgetRow
+	for i := range budgets.Items {
+		b := &budgets.Items[i]
+		key := quota.BudgetKey{Namespace: b.Namespace, Name: b.Name}
+		rows = append(rows, newBudgetRow(key, &b.Spec, &b.Status, oldest, now))
+	}
+	for i := range clusterBudgets.Items {
+		b := &clusterBudgets.Items[i]
+		rows = append(rows, newBudgetRow(quota.BudgetKey{Name: b.Name}, &b.Spec.BudgetSpec, &b.Status, oldest, now))
+	}
+	slices.SortFunc(rows, func(a, b budgetRow) int { return compareKeys(a.Key, b.Key) })
+	return rows, notes, nil
+}
+
+// compareKeys orders Budgets (by namespace, name) before ClusterBudgets (by name).
+func compareKeys(a, b quota.BudgetKey) int {
+	if a.IsCluster() != b.IsCluster() {
+		if a.IsCluster() {
+			return 1
+		}
+		return -1
+	}
+	if a.Namespace != b.Namespace {
+		if a.Namespace < b.Namespace {
+			return -1
+		}
+		return 1
+	}
+	switch {
+	case a.Name < b.Name:
+		return -1
+	case a.Name > b.Name:
+		return 1
+	}
+	return 0
+}
+
+func newBudgetRow(key quota.BudgetKey, spec *v1alpha1.BudgetSpec, st *v1alpha1.BudgetStatus, oldest map[quota.BudgetKey]time.Time, now time.Time) budgetRow {
+	r := budgetRow{Key: key, State: string(st.State), Hard: st.Hard, Used: st.Used, Admitted: st.AdmittedPods, Gated: st.GatedPods, OldestWait: "-"}
+	if r.State == "" {
+		r.State = "Unknown"
+	}
+	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady); c != nil && c.Status == metav1.ConditionFalse && c.Reason != v1alpha1.ReasonClosed {
+		r.State += " (" + c.Reason + ")"
+	}
+	if r.Hard == nil {
+		// The manager has not written status yet: show the spec's limits.
+		r.Hard, _ = quota.NormalizeHard(spec.Hard)
+	}
+	if t, ok := oldest[key]; ok {
+		r.OldestWait = age(now, t)
+	}
+	return r
+}
+
+// clusterBudgetsAbove keeps the ClusterBudgets that concern namespace ns: those its
+// labels select, and the ancestors of its Budgets and of those.
+func clusterBudgetsAbove(ns string, nsLabels labels.Set, budgets []v1alpha1.Budget, all []v1alpha1.ClusterBudget) []v1alpha1.ClusterBudget {
+	byName := map[string]*v1alpha1.ClusterBudget{}
+	for i := range all {
+		byName[all[i].Name] = &all[i]
+	}
+	keep := map[string]bool{}
+	var climb func(name string)
+	climb = func(name string) {
+		cb := byName[name]
+		if cb == nil || keep[name] {
+			return
+		}
+		keep[name] = true
+		climb(cb.Spec.Parent)
+	}
+	for _, b := range budgets {
+		if b.Namespace == ns {
+			climb(b.Spec.Parent)
+		}
+	}
+	if nsLabels != nil {
+		for _, cb := range all {
+			if cb.Spec.NamespaceSelector == nil {
+				continue
+			}
+			sel, err := metav1.LabelSelectorAsSelector(cb.Spec.NamespaceSelector)
+			if err == nil && sel.Matches(nsLabels) {
+				climb(cb.Name)
+			}
+		}
+	}
+	var out []v1alpha1.ClusterBudget
+	for _, cb := range all {
+		if keep[cb.Name] {
+			out = append(out, cb)
+		}
+	}
+	return out
+}
+
+func oldestFromSnapshot(s quota.Snapshot) map[quota.BudgetKey]time.Time {
+	out := map[quota.BudgetKey]time.Time{}
+	for _, b := range s.Budgets {
+		for _, p := range b.Pods {
+			if t, ok := out[b.Budget]; !ok || p.Created.Before(t) {
+				out[b.Budget] = p.Created
+			}
+		}
+	}
+	return out
+}
+
+// oldestFromPods finds each budget's oldest gated pod without the manager: it feeds the
+// budgets, namespaces and gated pods it can read to a local admission core, which
+// decides coverage by the manager's own rules. With ns set it sees only that
+// namespace's pods, so a ClusterBudget's figure covers that namespace only.
+func oldestFromPods(ctx context.Context, c client.Client, ns string, budgets []v1alpha1.Budget, clusterBudgets []v1alpha1.ClusterBudget) (map[quota.BudgetKey]time.Time, error) {
+	core := quota.NewAdmissionQueue()
+	var namespaces []corev1.Namespace
+	if ns != "" {
+		var n corev1.Namespace
+		if err := c.Get(ctx, client.ObjectKey{Name: ns}, &n); err != nil {
+			return nil, fmt.Errorf("reading namespace %s: %w", ns, err)
+		}
+		namespaces = []corev1.Namespace{n}
+	} else {
+		var list corev1.NamespaceList
+		if err := c.List(ctx, &list); err != nil {
+			return nil, fmt.Errorf("listing namespaces: %w", err)
+		}
+		namespaces = list.Items
+	}
+	for _, n := range namespaces {
+		core.SetNamespace(n.Name, n.Labels)
+	}
+	for i := range budgets {
+		core.UpsertBudget(quota.BudgetFromAPI(&budgets[i]))
+	}
+	for i := range clusterBudgets {
+		core.UpsertBudget(quota.ClusterBudgetFromAPI(&clusterBudgets[i]))
+	}
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+		return nil, fmt.Errorf("listing pods: %w", err)
+	}
+	for i := range pods.Items {
+		p := quota.NewPod(&pods.Items[i], time.Time{})
+		if p.Gated && !p.Terminal {
+			core.UpsertPod(p)
+		}
+	}
+	return oldestFromSnapshot(core.Snapshot()), nil
+}
+
+// renderBudgets writes the budgets table: one line per hard resource, the budget's
+// own columns on its first line.
+func renderBudgets(w io.Writer, rows []budgetRow) {
+	if len(rows) == 0 {
+		fmt.Fprintln(w, "No budgets found.")
+		return
+	}
+	{
+		tw := newTable(w)
+		row(tw, "BUDGET", "STATE", "ADMITTED", "GATED", "OLDEST WAIT", "RESOURCE", "USED/HARD", "USAGE")
+		for _, r := range rows {
+			lead := []string{r.Key.Describe(), r.State, strconv.Itoa(int(r.Admitted)), strconv.Itoa(int(r.Gated)), r.OldestWait}
+			names := sortedNames(r.Hard)
+			if len(names) == 0 {
+				row(tw, append(lead, "-", "-", "-")...)
+				continue
+			}
+			for i, n := range names {
+				cells := lead
+				if i > 0 {
+					cells = []string{"", "", "", "", ""}
+				}
+				hard, used := r.Hard[n], r.Used[n]
+				row(tw, append(cells, string(n), used.String()+"/"+hard.String(), usageBar(used, hard))...)
+			}
+		}
+		_ = tw.Flush()
+	}
+}
+
+func writeNotes(w io.Writer, notes []string) {
+	for _, n := range notes {
+		fmt.Fprintf(w, "Note: %s\n", n)
+	}
+}

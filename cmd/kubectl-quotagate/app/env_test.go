@@ -1,0 +1,231 @@
+package app
+
+import (
+	"bytes"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/pkg/quota"
+	"github.com/quotagate/quotagate/pkg/quota/controller"
+)
+
+// t0 is when the test world begins; now is when the plugin runs in it.
+var (
+	t0  = time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC)
+	now = t0.Add(10 * time.Minute)
+)
+
+// podBuilder builds test pods, after kube-scheduler's st.MakePod().
+type podBuilder struct{ pod *corev1.Pod }
+
+// makePod builds a gated pod ns/name created at t0, its UID its name.
+func makePod(ns, name string) *podBuilder {
+	return &podBuilder{pod: &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: types.UID(ns + "-" + name), CreationTimestamp: metav1.NewTime(t0)},
+		Spec: corev1.PodSpec{
+			SchedulingGates: []corev1.PodSchedulingGate{{Name: v1alpha1.SchedulingGate}},
+			Containers:      []corev1.Container{{Name: "main", Image: "busybox"}},
+		},
+	}}
+}
+
+func (b *podBuilder) Priority(p int32) *podBuilder { b.pod.Spec.Priority = &p; return b }
+
+// Created sets the creation time to t0 plus s seconds.
+func (b *podBuilder) Created(s int) *podBuilder {
+	b.pod.CreationTimestamp = metav1.NewTime(t0.Add(time.Duration(s) * time.Second))
+	return b
+}
+
+// CPU requests q CPUs.
+func (b *podBuilder) CPU(q string) *podBuilder {
+	b.pod.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(q)}
+	return b
+}
+
+// Ungated drops the gate: the pod ran before quotagate, or was admitted.
+func (b *podBuilder) Ungated() *podBuilder { b.pod.Spec.SchedulingGates = nil; return b }
+
+func (b *podBuilder) Obj() *corev1.Pod { return b.pod }
+
+func budget(ns, name, hard, parent string) *v1alpha1.Budget {
+	return &v1alpha1.Budget{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec:       v1alpha1.BudgetSpec{Hard: parseList(hard), Parent: parent, State: v1alpha1.StateOpen, QueueingStrategy: v1alpha1.BestEffortFIFO},
+	}
+}
+
+func clusterBudget(name, hard string, nsSelector *metav1.LabelSelector) *v1alpha1.ClusterBudget {
+	return &v1alpha1.ClusterBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1alpha1.ClusterBudgetSpec{
+			BudgetSpec:        v1alpha1.BudgetSpec{Hard: parseList(hard), State: v1alpha1.StateOpen, QueueingStrategy: v1alpha1.BestEffortFIFO},
+			NamespaceSelector: nsSelector,
+		},
+	}
+}
+
+func namespace(name string, enabled bool) *corev1.Namespace {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/metadata.name": name}}}
+	if enabled {
+		ns.Labels[v1alpha1.EnabledLabel] = "true"
+	}
+	return ns
+}
+
+// parseList reads "requests.cpu=4,pods=10".
+func parseList(spec string) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for kv := range strings.SplitSeq(spec, ",") {
+		if kv == "" {
+			continue
+		}
+		k, v, _ := strings.Cut(kv, "=")
+		out[corev1.ResourceName(k)] = resource.MustParse(v)
+	}
+	return out
+}
+
+// world is a cluster as the plugin sees it: API objects in a fake client, and the
+// manager's real /debug/queues handler over a real admission core that was fed the
+// same objects and ran Admit, so order, positions and reasons come from the core.
+type world struct {
+	client client.Client
+	core   *quota.AdmissionQueue
+	server *httptest.Server
+	// admitted lists the pods the core admitted, in order.
+	admitted []string
+}
+
+// newWorld feeds the objects to a manager's admission core at t0, admits what fits
+// (ungating those pods and annotating them as the manager does) at admitAt, and
+// writes every budget's status from the core.
+func newWorld(t *testing.T, admitAt time.Time, namespaces []*corev1.Namespace, budgets []*v1alpha1.Budget, clusterBudgets []*v1alpha1.ClusterBudget, pods []*corev1.Pod) *world {
+	t.Helper()
+	clk := clocktesting.NewFakeClock(admitAt)
+	opts := controller.DefaultOptions()
+	opts.Clock = clk
+	ctl, err := controller.New(opts)
+	if err != nil {
+		t.Fatalf("controller.New: %v", err)
+	}
+	core := ctl.Core()
+	for _, ns := range namespaces {
+		core.SetNamespace(ns.Name, ns.Labels)
+	}
+	for _, b := range budgets {
+		core.UpsertBudget(quota.BudgetFromAPI(b))
+	}
+	for _, b := range clusterBudgets {
+		core.UpsertBudget(quota.ClusterBudgetFromAPI(b))
+	}
+	byUID := map[types.UID]*corev1.Pod{}
+	for _, p := range pods {
+		byUID[p.UID] = p
+		core.UpsertPod(quota.NewPod(p, admitAt))
+	}
+	w := &world{core: core}
+	for _, a := range core.Admit() {
+		core.Done(a.Pod.UID, quota.Ungated)
+		p := byUID[a.Pod.UID]
+		p.Spec.SchedulingGates = nil
+		names := make([]string, len(a.Budgets))
+		for i, k := range a.Budgets {
+			names[i] = k.String()
+		}
+		p.Annotations = map[string]string{
+			v1alpha1.AdmittedAtAnnotation: admitAt.UTC().Format(time.RFC3339),
+			v1alpha1.AdmittedByAnnotation: strings.Join(names, ","),
+		}
+		core.UpsertPod(quota.NewPod(p, admitAt))
+		w.admitted = append(w.admitted, a.Pod.String())
+	}
+
+	var objs []client.Object
+	for _, ns := range namespaces {
+		objs = append(objs, ns)
+	}
+	for _, b := range budgets {
+		writeStatus(t, core, quota.BudgetKey{Namespace: b.Namespace, Name: b.Name}, &b.Status)
+		objs = append(objs, b)
+	}
+	for _, b := range clusterBudgets {
+		writeStatus(t, core, quota.BudgetKey{Name: b.Name}, &b.Status)
+		objs = append(objs, b)
+	}
+	for _, p := range pods {
+		objs = append(objs, p)
+	}
+	w.client = fake.NewClientBuilder().WithScheme(newScheme()).WithObjects(objs...).
+		WithStatusSubresource(&v1alpha1.Budget{}, &v1alpha1.ClusterBudget{}).Build()
+	w.server = httptest.NewTLSServer(ctl.DebugHandlers()[debugQueuesPath])
+	t.Cleanup(w.server.Close)
+	return w
+}
+
+// writeStatus copies the core's status of a budget into the API status, as the
+// manager's status writer does.
+func writeStatus(t *testing.T, core *quota.AdmissionQueue, key quota.BudgetKey, status *v1alpha1.BudgetStatus) {
+	t.Helper()
+	st, ok := core.Status(key)
+	if !ok {
+		t.Fatalf("the core has no status for %s", key.Describe())
+	}
+	status.State, status.Hard, status.Used, status.Pending = st.State, st.Hard, st.Used, st.Pending
+	status.AdmittedPods, status.GatedPods = st.AdmittedPods, st.GatedPods
+	ready := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: st.StateReason, Message: st.StateMessage}
+	if st.State != v1alpha1.StateOpen {
+		ready.Status = metav1.ConditionFalse
+	}
+	if st.Problem != nil {
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, st.Problem.Reason, st.Problem.Message
+	}
+	meta.SetStatusCondition(&status.Conditions, ready)
+}
+
+// env returns the plugin's environment in this world: the fake API, and the snapshot
+// from the test server (or from src when it is set).
+func (w *world) env(src SnapshotSource) *env {
+	return &env{
+		client: func() (client.Client, error) { return w.client, nil },
+		snapshots: func() (SnapshotSource, error) {
+			if src != nil {
+				return src, nil
+			}
+			return newURLSource(w.server.URL, "", "", true)
+		},
+		now: func() time.Time { return now },
+	}
+}
+
+// run runs the plugin with args and returns what it wrote to stdout and stderr.
+func run(t *testing.T, e *env, args ...string) (string, string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	e.streams.Out, e.streams.ErrOut = &out, &errOut
+	var ns string
+	e.namespace = func() (string, error) {
+		if ns == "" {
+			return "default", nil
+		}
+		return ns, nil
+	}
+	cmd := newRootCommand(e)
+	cmd.PersistentFlags().StringVarP(&ns, "namespace", "n", "", "namespace")
+	cmd.SetArgs(args)
+	cmd.SetContext(t.Context())
+	err := cmd.Execute()
+	return out.String(), errOut.String(), err
+}

@@ -1,0 +1,151 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/quotagate/quotagate/api/v1alpha1"
+)
+
+// ManagerFlags say where the manager's queue snapshot is read from.
+type ManagerFlags struct {
+	// Namespace, Service, Port and Scheme name the manager's metrics Service, read
+	// through the API server's service proxy.
+	Namespace, Service, Port, Scheme string
+	// URL, when set, is read directly instead (a manager outside the cluster, or a
+	// port-forward), with Token as bearer token (default: the kubeconfig's token).
+	URL                   string
+	Token                 string
+	CAFile                string
+	InsecureSkipTLSVerify bool
+}
+
+// DefaultManagerFlags match the Helm chart installed as release "quotagate" in
+// quotagate-system: Service quotagate-manager-metrics, port 8080, HTTPS.
+func DefaultManagerFlags() ManagerFlags {
+	return ManagerFlags{Namespace: "quotagate-system", Service: "quotagate-manager-metrics", Port: "8080", Scheme: "https"}
+}
+
+// env is what the commands need from the outside world; tests replace it.
+type env struct {
+	client    func() (client.Client, error)
+	snapshots func() (SnapshotSource, error)
+	// namespace is the -n namespace, else the kubeconfig context's namespace.
+	namespace func() (string, error)
+	now       func() time.Time
+	streams   genericiooptions.IOStreams
+}
+
+// NewCommand returns the plugin's root command, reading the cluster from the kubeconfig
+// flags kubectl itself has.
+func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	flags := genericclioptions.NewConfigFlags(true)
+	mf := DefaultManagerFlags()
+	e := &env{streams: streams, now: time.Now}
+	e.client = func() (client.Client, error) {
+		cfg, err := flags.ToRESTConfig()
+		if err != nil {
+			return nil, fmt.Errorf("loading kubeconfig: %w", err)
+		}
+		c, err := client.New(cfg, client.Options{Scheme: newScheme()})
+		if err != nil {
+			return nil, fmt.Errorf("creating the API client: %w", err)
+		}
+		return c, nil
+	}
+	e.snapshots = func() (SnapshotSource, error) {
+		cfg, err := flags.ToRESTConfig()
+		if err != nil {
+			return nil, fmt.Errorf("loading kubeconfig: %w", err)
+		}
+		if mf.URL != "" {
+			token := mf.Token
+			if token == "" {
+				token = cfg.BearerToken
+			}
+			return newURLSource(mf.URL, token, mf.CAFile, mf.InsecureSkipTLSVerify)
+		}
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("creating the API client: %w", err)
+		}
+		return &proxySource{clientset: cs, namespace: mf.Namespace, service: mf.Service, port: mf.Port, scheme: mf.Scheme}, nil
+	}
+	e.namespace = func() (string, error) {
+		ns, _, err := flags.ToRawKubeConfigLoader().Namespace()
+		if err != nil {
+			return "", fmt.Errorf("reading the namespace from kubeconfig: %w", err)
+		}
+		return ns, nil
+	}
+	cmd := newRootCommand(e)
+	flags.AddFlags(cmd.PersistentFlags())
+	addManagerFlags(cmd, &mf)
+	return cmd
+}
+
+func addManagerFlags(cmd *cobra.Command, mf *ManagerFlags) {
+	fs := cmd.PersistentFlags()
+	fs.StringVar(&mf.Namespace, "manager-namespace", mf.Namespace, "Namespace of the quotagate manager's metrics Service.")
+	fs.StringVar(&mf.Service, "manager-service", mf.Service, "Name of the quotagate manager's metrics Service.")
+	fs.StringVar(&mf.Port, "manager-port", mf.Port, "Port (number or name) of the manager's metrics Service.")
+	fs.StringVar(&mf.Scheme, "manager-scheme", mf.Scheme, "Scheme of the manager's metrics endpoint: https (--metrics-secure, the default) or http.")
+	fs.StringVar(&mf.URL, "manager-url", mf.URL, "Read the snapshot from this URL (https://host:port) instead of through the API server's service proxy.")
+	fs.StringVar(&mf.Token, "manager-token", mf.Token, "Bearer token for --manager-url (default: the kubeconfig's token, if it has one).")
+	fs.StringVar(&mf.CAFile, "manager-ca-file", mf.CAFile, "CA certificate that signed the manager's serving certificate, for --manager-url.")
+	fs.BoolVar(&mf.InsecureSkipTLSVerify, "manager-insecure-skip-tls-verify", mf.InsecureSkipTLSVerify, "Do not verify the manager's certificate, for --manager-url (the manager's default certificate is self-signed).")
+}
+
+// newRootCommand builds the command tree on an env; NewCommand and the tests call it.
+func newRootCommand(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:           "kubectl-quotagate",
+		Short:         "Show quotagate budgets and queues, and why a pod waits",
+		Long:          "Show quotagate budgets and admission queues, explain why a pod waits, and open or close budgets.",
+		SilenceUsage:  true,
+		SilenceErrors: false,
+		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl quotagate"},
+	}
+	cmd.SetOut(e.streams.Out)
+	cmd.SetErr(e.streams.ErrOut)
+	cmd.AddCommand(newBudgetsCommand(e), newQueueCommand(e), newWhyCommand(e),
+		newStateCommand(e, v1alpha1.StateOpen), newStateCommand(e, v1alpha1.StateClosed))
+	return cmd
+}
+
+func newScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		panic(fmt.Sprintf("registering client-go types: %v", err))
+	}
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		panic(fmt.Sprintf("registering quotagate types: %v", err))
+	}
+	return s
+}
+
+// snapshot reads the snapshot; an unreachable manager is returned as a note, not an
+// error, for commands that can do without it.
+func (e *env) snapshot(ctx context.Context) (snap *snapshotView, note string, err error) {
+	src, err := e.snapshots()
+	if err != nil {
+		return nil, "", err
+	}
+	s, err := src.Snapshot(ctx)
+	if err != nil {
+		if isUnreachable(err) {
+			return nil, err.Error(), nil
+		}
+		return nil, "", err
+	}
+	return newSnapshotView(s), "", nil
+}

@@ -1,0 +1,204 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/pkg/quota"
+)
+
+func newWhyCommand(e *env) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "why POD",
+		Short: "Explain why a pod waits, or when and by which budgets it was admitted",
+		Long: `Explain a pod: while it is gated, the budgets that hold it, its position in each and the
+reason in one sentence (the same sentence as its Waiting event and the snapshot); once
+admitted, when and by which budgets; in a namespace not opted in, that quotagate does not
+gate it.`,
+		Example: `  kubectl quotagate why trainer-0 -n team-a
+  kubectl quotagate why team-a/trainer-0 -o json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := validateOutput(output); err != nil {
+				return err
+			}
+			ns, err := e.namespace()
+			if err != nil {
+				return err
+			}
+			name := args[0]
+			if n, p, ok := strings.Cut(name, "/"); ok && !strings.EqualFold(n, "pod") && !strings.EqualFold(n, "pods") {
+				ns, name = n, p
+			} else if ok {
+				name = p
+			}
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			res, err := explainPod(cmd.Context(), e, c, client.ObjectKey{Namespace: ns, Name: name})
+			if err != nil {
+				return err
+			}
+			if output == "json" {
+				return writeJSON(e.streams.Out, res)
+			}
+			renderWhy(e.streams.Out, res)
+			writeNotes(e.streams.ErrOut, res.Notes)
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: json, or empty for text.")
+	return cmd
+}
+
+// Pod states as why reports them.
+const (
+	podWaiting             = "Waiting"
+	podAdmitted            = "Admitted"
+	podNotGated            = "NotGated"
+	podNamespaceNotEnabled = "NamespaceNotEnabled"
+)
+
+// whyResult is what why knows about a pod; -o json prints it as is.
+type whyResult struct {
+	Pod   quota.PodRef `json:"pod"`
+	State string       `json:"state"`
+	// Summary is the first line of the text output.
+	Summary string        `json:"summary"`
+	Reason  *quota.Reason `json:"reason,omitempty"`
+	// Budgets are the pod's places in the queues of the budgets that hold it.
+	Budgets    []podPlace `json:"budgets,omitempty"`
+	Created    time.Time  `json:"created"`
+	AdmittedAt *time.Time `json:"admittedAt,omitempty"`
+	AdmittedBy []string   `json:"admittedBy,omitempty"`
+	Notes      []string   `json:"notes,omitempty"`
+}
+
+func explainPod(ctx context.Context, e *env, c client.Client, key client.ObjectKey) (*whyResult, error) {
+	var pod corev1.Pod
+	if err := c.Get(ctx, key, &pod); err != nil {
+		return nil, fmt.Errorf("reading pod %s: %w", key, err)
+	}
+	now := e.now()
+	res := &whyResult{Pod: quota.PodRef{UID: pod.UID, Namespace: pod.Namespace, Name: pod.Name}, Created: pod.CreationTimestamp.Time}
+	gated := hasQuotagateGate(&pod)
+
+	var ns corev1.Namespace
+	nsErr := c.Get(ctx, client.ObjectKey{Name: pod.Namespace}, &ns)
+	switch {
+	case nsErr == nil && ns.Labels[v1alpha1.EnabledLabel] != "true" && !gated:
+		res.State = podNamespaceNotEnabled
+		res.Summary = fmt.Sprintf("Pod %s is not gated by quotagate: namespace %s is not opted in (label %s=true); budgets that cover it still count it as used",
+			res.Pod, pod.Namespace, v1alpha1.EnabledLabel)
+		return res, nil
+	case nsErr != nil && !apierrors.IsForbidden(nsErr) && !apierrors.IsNotFound(nsErr):
+		return nil, fmt.Errorf("reading namespace %s: %w", pod.Namespace, nsErr)
+	}
+
+	if !gated {
+		return explainUngated(res, &pod, now), nil
+	}
+	res.State = podWaiting
+	res.Summary = fmt.Sprintf("Pod %s is waiting for %s (gate %s)", res.Pod, age(now, res.Created), v1alpha1.SchedulingGate)
+	if nsErr == nil && ns.Labels[v1alpha1.EnabledLabel] != "true" {
+		res.Notes = append(res.Notes, fmt.Sprintf("namespace %s is no longer opted in: the manager releases its gated pods", pod.Namespace))
+	}
+	snap, note, err := e.snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if snap == nil {
+		res.Notes = append(res.Notes, note,
+			fmt.Sprintf("the latest reason is in the pod's events: kubectl events -n %s --for pod/%s", pod.Namespace, pod.Name))
+		return res, nil
+	}
+	places := snap.byPod[pod.UID]
+	switch {
+	case len(places) > 0:
+		r := places[0].entry.Reason
+		res.Reason = &r
+		res.Budgets = places
+	default:
+		if h, ok := snap.held[pod.UID]; ok {
+			r := h.Reason
+			res.Reason = &r
+		} else {
+			res.Notes = append(res.Notes, "the manager holds this pod in no queue: it has not seen the pod yet, or is admitting it right now")
+		}
+	}
+	return res, nil
+}
+
+func explainUngated(res *whyResult, pod *corev1.Pod, now time.Time) *whyResult {
+	at, hasAt := pod.Annotations[v1alpha1.AdmittedAtAnnotation]
+	by, hasBy := pod.Annotations[v1alpha1.AdmittedByAnnotation]
+	if !hasAt && !hasBy {
+		res.State = podNotGated
+		res.Summary = fmt.Sprintf("Pod %s was never admitted by quotagate: it was created without the gate (before its namespace opted in, or skipped by the webhook) and counts as used in the budgets that cover it", res.Pod)
+		return res
+	}
+	res.State = podAdmitted
+	when := at
+	if t, err := time.Parse(time.RFC3339, at); err == nil {
+		res.AdmittedAt = &t
+		when = fmt.Sprintf("%s (%s ago, after waiting %s)", t.UTC().Format(time.RFC3339), age(now, t), age(t, res.Created))
+	}
+	byText := "no budget (none covered it)"
+	if by != "" {
+		res.AdmittedBy = strings.Split(by, ",")
+		names := make([]string, len(res.AdmittedBy))
+		for i, b := range res.AdmittedBy {
+			names[i] = describeAdmittedBy(b)
+		}
+		byText = strings.Join(names, ", ")
+	}
+	res.Summary = fmt.Sprintf("Pod %s was admitted at %s by %s", res.Pod, when, byText)
+	return res
+}
+
+// describeAdmittedBy turns an admitted-by entry (ns/name or name) into "Budget ns/name"
+// or "ClusterBudget name".
+func describeAdmittedBy(s string) string {
+	if ns, name, ok := strings.Cut(s, "/"); ok {
+		return quota.BudgetKey{Namespace: ns, Name: name}.Describe()
+	}
+	return quota.BudgetKey{Name: s}.Describe()
+}
+
+func hasQuotagateGate(p *corev1.Pod) bool {
+	for _, g := range p.Spec.SchedulingGates {
+		if g.Name == v1alpha1.SchedulingGate {
+			return true
+		}
+	}
+	return false
+}
+
+// renderWhy writes the explanation: the summary, the reason, and the pod's place in
+// each budget that holds it.
+func renderWhy(w io.Writer, r *whyResult) {
+	fmt.Fprintln(w, r.Summary)
+	if r.Reason != nil {
+		fmt.Fprintf(w, "Reason: %s\n", r.Reason.Message)
+	}
+	if len(r.Budgets) == 0 {
+		return
+	}
+	tw := newTable(w)
+	row(tw, "BUDGET", "POSITION", "QUEUE")
+	for _, p := range r.Budgets {
+		row(tw, p.Budget.Describe(), fmt.Sprintf("%d of %d", p.Position, p.Of), string(p.Queue))
+	}
+	_ = tw.Flush()
+}
