@@ -104,6 +104,9 @@ func (c *Cluster) start(ctx context.Context, o Options, bins binaries) error {
 	if err != nil {
 		return err
 	}
+	if err := os.WriteFile(c.layout.schedulerConfig(), schedulerConfig(c.layout), 0o644); err != nil {
+		return fmt.Errorf("writing scheduler configuration: %w", err)
+	}
 	c.admin = &rest.Config{
 		Host: "https://127.0.0.1:" + strconv.Itoa(p.apiserver),
 		TLSClientConfig: rest.TLSClientConfig{

@@ -42,6 +42,21 @@ func (l layout) etcdData() string              { return l.path("etcd") }
 func (l layout) kwokHome() string              { return l.path("kwok-home") }
 func (l layout) log(name string) string        { return l.path(name + ".log") }
 func (l layout) kubeconfig(user string) string { return l.path(user + ".kubeconfig") }
+func (l layout) schedulerConfig() string       { return l.path("kube-scheduler.yaml") }
+
+// schedulerConfig is kube-scheduler's configuration file: its --kubeconfig and
+// --leader-elect flags are deprecated in favour of these fields.
+func schedulerConfig(l layout) []byte {
+	return []byte(`apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection:
+  kubeconfig: ` + strconv.Quote(l.kubeconfig(KubeScheduler)) + `
+  qps: 100
+  burst: 200
+leaderElection:
+  leaderElect: true
+`)
+}
 
 // adminUser is the kubeconfig (admin.kubeconfig) of the cluster's administrator.
 const adminUser = "admin"
@@ -91,6 +106,9 @@ func commandLines(l layout, p ports, stages []string, extra map[string][]string)
 			"--etcd-servers=" + etcdURL,
 			"--bind-address=127.0.0.1",
 			"--advertise-address=127.0.0.1",
+			// The endpoint reconciler refuses a loopback address, and nothing in a
+			// cluster of fake nodes can reach the kubernetes Service anyway.
+			"--endpoint-reconciler-type=none",
 			"--secure-port=" + strconv.Itoa(p.apiserver),
 			"--tls-cert-file=" + l.servingCert(),
 			"--tls-private-key-file=" + l.servingKey(),
@@ -108,16 +126,14 @@ func commandLines(l layout, p ports, stages []string, extra map[string][]string)
 			"--leader-elect=true",
 			"--controllers=*",
 			"--use-service-account-credentials=true",
-			"--service-account-private-key-file=" + l.saPrivateKey(),
 			"--root-ca-file=" + l.caCert(),
 			"--service-cluster-ip-range=" + serviceClusterIPRange,
 			"--kube-api-qps=100",
 			"--kube-api-burst=200",
 		}},
 		KubeScheduler: {args: []string{
-			"--kubeconfig=" + l.kubeconfig(KubeScheduler),
+			"--config=" + l.schedulerConfig(),
 			"--secure-port=0",
-			"--leader-elect=true",
 		}},
 		Kwok: {
 			args: []string{
