@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	"github.com/google/go-cmp/cmp"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -292,6 +295,45 @@ func TestStartFailsFastWhenAProcessCannotRun(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("a port taken by another process is retried, then reported", func(t *testing.T) {
+		taken, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = taken.Close() }()
+		port := taken.Addr().(*net.TCPAddr).Port
+		var mu sync.Mutex
+		var messages []string
+		log := funcr.New(func(_, args string) {
+			mu.Lock()
+			defer mu.Unlock()
+			messages = append(messages, args)
+		}, funcr.Options{})
+		dir := t.TempDir()
+		// The flag comes after the harness's own --secure-port, so every attempt binds
+		// the taken port.
+		opts := Options{Dir: dir, ExtraArgs: map[string][]string{KubeAPIServer: {fmt.Sprintf("--secure-port=%d", port)}}}
+		_, err = Start(logr.NewContext(t.Context(), log), opts)
+		var exit *ExitError
+		if !errors.As(err, &exit) || exit.Process != KubeAPIServer || !strings.Contains(exit.LogTail, "address already in use") {
+			t.Fatalf("Start with the API server's port taken: got %v, want an *ExitError of %s saying the address is in use", err, KubeAPIServer)
+		}
+		mu.Lock()
+		retries := 0
+		for _, m := range messages {
+			if strings.Contains(m, "retrying with other ports") {
+				retries++
+			}
+		}
+		mu.Unlock()
+		if diff := cmp.Diff(startAttempts-1, retries); diff != "" {
+			t.Errorf("Retries logged (-want +got):\n%s", diff)
+		}
+		if left := processesUsing(t, dir); len(left) > 0 {
+			t.Errorf("Processes still running after a failed Start: %v", left)
+		}
+	})
 
 	t.Run("missing binaries", func(t *testing.T) {
 		empty := t.TempDir()
