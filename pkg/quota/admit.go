@@ -2,6 +2,8 @@ package quota
 
 import (
 	"container/heap"
+	"maps"
+	"slices"
 	"time"
 )
 
@@ -28,7 +30,18 @@ type Admission struct {
 func (q *AdmissionQueue) Admit() []Admission {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	q.deciding = true
+	defer func() { q.deciding = false }()
 	q.runTimers(q.opts.clock.Now())
+	if len(q.immediate) > 0 {
+		pending := slices.SortedFunc(maps.Values(q.immediate), func(a, b *podState) int { return cmpUID(a.pod.UID, b.pod.UID) })
+		clear(q.immediate)
+		for _, p := range pending {
+			if q.pods[p.pod.UID] == p && p.phase == phaseWaiting {
+				q.settleWaiting(p)
+			}
+		}
+	}
 	for len(q.dirty) > 0 {
 		b := q.dirty[0]
 		e := b.active.min()

@@ -147,3 +147,8 @@ func mustStatus(t *testing.T, q *AdmissionQueue, key BudgetKey) BudgetStatus {
 }
 
 func quantity(s string) resource.Quantity { return resource.MustParse(s) }
+
+func resourceMilli(m int64) *resource.Quantity {
+	return resource.NewMilliQuantity(m, resource.DecimalSI)
+}
+func resourceCount(n int64) *resource.Quantity { return resource.NewQuantity(n, resource.DecimalSI) }

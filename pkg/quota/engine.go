@@ -90,7 +90,9 @@ type AdmissionQueue struct {
 	lastFlush time.Time
 	nInadm    int // inadmissible entries, over all budgets
 
-	out          []Admission // decided, not yet returned by Admit
+	out          []Admission             // decided, not yet returned by Admit
+	deciding     bool                    // inside Admit: decisions may be taken
+	immediate    map[types.UID]*podState // pods to admit without quota at the next Admit
 	statusDirty  map[BudgetKey]struct{}
 	seenStatuses map[BudgetKey]struct{}
 }
@@ -115,6 +117,7 @@ func NewAdmissionQueue(opts ...Option) *AdmissionQueue {
 		podsNS:       map[string]map[types.UID]*podState{},
 		groups:       map[groupKey]*group{},
 		held:         map[types.UID]*podState{},
+		immediate:    map[types.UID]*podState{},
 		statusDirty:  map[BudgetKey]struct{}{},
 		seenStatuses: map[BudgetKey]struct{}{},
 	}

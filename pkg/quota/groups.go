@@ -118,20 +118,16 @@ func (q *AdmissionQueue) settleGroup(g *group) {
 			ready = append(ready, m)
 		}
 	}
-	if q.released(g.key.namespace) {
-		if len(ready) > 0 {
-			q.admitUnit(ready, q.releaseReason(g.key.namespace))
-		}
-		for _, m := range waiting {
-			if m.inBackoff {
-				q.place(m, nil)
-			}
-		}
-		return
-	}
 	park := q.groupPark(g, waiting)
-	if park == nil && !q.opts.holdUncovered && allUncovered(waiting) && (len(ready) == len(waiting) || g.started()) {
-		q.admitUnit(ready, noBudgetReason())
+	var reason Reason
+	switch {
+	case len(ready) == 0:
+	case q.released(g.key.namespace):
+		reason = q.releaseReason(g.key.namespace)
+	case park == nil && !q.opts.holdUncovered && allUncovered(waiting) && (len(ready) == len(waiting) || g.started()):
+		reason = noBudgetReason()
+	}
+	if reason.Code != "" && q.admitNow(ready, reason) {
 		for _, m := range waiting {
 			if m.inBackoff {
 				q.place(m, nil)

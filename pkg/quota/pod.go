@@ -2,6 +2,7 @@ package quota
 
 import (
 	"fmt"
+	"maps"
 	"strconv"
 	"time"
 
@@ -55,7 +56,7 @@ type Pod struct {
 func NewPod(p *corev1.Pod, now time.Time) Pod {
 	out := Pod{
 		PodRef:  PodRef{UID: p.UID, Namespace: p.Namespace, Name: p.Name},
-		Labels:  p.Labels,
+		Labels:  maps.Clone(p.Labels), // the core keeps it; informer objects are shared
 		Created: p.CreationTimestamp.Time,
 		Usage:   PodUsage(p),
 		Gated:   hasGate(p),

@@ -154,12 +154,14 @@ func (q *AdmissionQueue) settleWaiting(p *podState) {
 	}
 	p.order = ownKey(&p.pod)
 	if !p.inBackoff {
-		if q.released(p.pod.Namespace) {
-			q.admitUnit([]*podState{p}, q.releaseReason(p.pod.Namespace))
-			return
+		var reason Reason
+		switch {
+		case q.released(p.pod.Namespace):
+			reason = q.releaseReason(p.pod.Namespace)
+		case len(p.cover) == 0 && !q.opts.holdUncovered && p.pod.GroupError == "":
+			reason = noBudgetReason()
 		}
-		if len(p.cover) == 0 && !q.opts.holdUncovered && p.pod.GroupError == "" {
-			q.admitUnit([]*podState{p}, noBudgetReason())
+		if reason.Code != "" && q.admitNow([]*podState{p}, reason) {
 			return
 		}
 	}
@@ -212,6 +214,21 @@ func (q *AdmissionQueue) singlePark(p *podState) *waitInfo {
 func (q *AdmissionQueue) released(namespace string) bool {
 	l, known := q.namespaces[namespace]
 	return known && l[v1alpha1.EnabledLabel] != "true"
+}
+
+// admitNow admits a unit that needs no quota decision: no budget covers it, or its
+// namespace is not opted in. Outside Admit the decision is deferred to the next Admit,
+// which checks again (a budget created in between may cover the pods by then); it then
+// reports false and the caller places the pods as usual meanwhile.
+func (q *AdmissionQueue) admitNow(unit []*podState, reason Reason) bool {
+	if q.deciding {
+		q.admitUnit(unit, reason)
+		return true
+	}
+	for _, p := range unit {
+		q.immediate[p.pod.UID] = p
+	}
+	return false
 }
 
 // admitUnit admits pods in one step: each is charged to every budget that covers it

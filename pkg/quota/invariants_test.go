@@ -1,0 +1,148 @@
+package quota
+
+import (
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// checkInvariants verifies the core's internal bookkeeping, for the randomized test:
+// every gated pod is in exactly one queue of each budget that covers it, every charge
+// is recorded on both sides, and the sums match.
+func (q *AdmissionQueue) checkInvariants() error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	used := map[*budget]corev1.ResourceList{}
+	pending := map[*budget]corev1.ResourceList{}
+	entries := map[*budget]int{}
+	inadm := 0
+	for uid, p := range q.pods {
+		if p.pod.UID != uid {
+			return fmt.Errorf("pod %s filed under %s", p.pod.UID, uid)
+		}
+		switch p.phase {
+		case phaseWaiting:
+			if len(p.chargedTo) > 0 {
+				return fmt.Errorf("waiting pod %s is charged", uid)
+			}
+			if len(p.entries) != 0 && len(p.entries) != len(p.cover) {
+				return fmt.Errorf("pod %s has %d entries for %d budgets", uid, len(p.entries), len(p.cover))
+			}
+			if len(p.entries) == 0 && len(p.cover) > 0 {
+				return fmt.Errorf("covered gated pod %s is in no queue", uid)
+			}
+			for i, e := range p.entries {
+				if e.pod != p || e.budget != p.cover[i] {
+					return fmt.Errorf("pod %s: entry %d points elsewhere", uid, i)
+				}
+				if q.budgets[e.budget.key] != e.budget {
+					return fmt.Errorf("pod %s queued in deleted budget %v", uid, e.budget.key)
+				}
+				switch e.kind {
+				case queueParked:
+					if !p.parked {
+						return fmt.Errorf("pod %s parked in %v but not parked", uid, e.budget.key)
+					}
+					if _, ok := e.budget.parked[e]; !ok {
+						return fmt.Errorf("pod %s not in %v's parked set", uid, e.budget.key)
+					}
+				case queueActive, queueBackoff, queueInadmissible:
+					if p.parked {
+						return fmt.Errorf("parked pod %s is in %s of %v", uid, e.kind.name(), e.budget.key)
+					}
+					if (e.kind == queueBackoff) != p.inBackoff {
+						return fmt.Errorf("pod %s: backoff %v but in %s of %v", uid, p.inBackoff, e.kind.name(), e.budget.key)
+					}
+					h := *e.budget.heapOf(e.kind)
+					if e.index < 0 || e.index >= len(h) || h[e.index] != e {
+						return fmt.Errorf("pod %s: bad heap index in %s of %v", uid, e.kind.name(), e.budget.key)
+					}
+					if e.kind == queueInadmissible {
+						inadm++
+					}
+				default:
+					return fmt.Errorf("pod %s has an entry in no queue of %v", uid, e.budget.key)
+				}
+				entries[e.budget]++
+				if pending[e.budget] == nil {
+					pending[e.budget] = corev1.ResourceList{}
+				}
+				addTo(pending[e.budget], p.pod.Usage)
+			}
+			if p.inBackoff && p.backoffIndex < 0 {
+				return fmt.Errorf("pod %s backs off without a timer", uid)
+			}
+		default:
+			if len(p.entries) > 0 {
+				return fmt.Errorf("admitted pod %s still queued", uid)
+			}
+			for _, b := range p.chargedTo {
+				if b.charged[uid] != p {
+					return fmt.Errorf("pod %s charged to %v, which does not list it", uid, b.key)
+				}
+				if used[b] == nil {
+					used[b] = corev1.ResourceList{}
+				}
+				addTo(used[b], p.chargedUsage)
+			}
+		}
+		if g := p.group; g != nil && g.members[uid] != p {
+			return fmt.Errorf("pod %s not a member of its group", uid)
+		}
+	}
+	if inadm != q.nInadm {
+		return fmt.Errorf("%d inadmissible entries, counter says %d", inadm, q.nInadm)
+	}
+	for key, b := range q.budgets {
+		if b.key != key {
+			return fmt.Errorf("budget %v filed under %v", b.key, key)
+		}
+		if n := b.gated(); n != entries[b] {
+			return fmt.Errorf("budget %v holds %d entries, pods point at %d", key, n, entries[b])
+		}
+		for uid, p := range b.charged {
+			if q.pods[uid] != p || p.phase == phaseWaiting {
+				return fmt.Errorf("budget %v charges pod %s that is not admitted", key, uid)
+			}
+		}
+		if !sameAmounts(used[b], b.used) {
+			return fmt.Errorf("budget %v used %v differs from its charges %v", key, b.used, used[b])
+		}
+		if !sameAmounts(pending[b], b.pending) {
+			return fmt.Errorf("budget %v pending %v differs from its queues %v", key, b.pending, pending[b])
+		}
+		if b.dirtyIndex >= 0 && (b.dirtyIndex >= len(q.dirty) || q.dirty[b.dirtyIndex] != b) {
+			return fmt.Errorf("budget %v: bad dirty index", key)
+		}
+	}
+	return nil
+}
+
+// sameAmounts compares resource lists by value, a missing entry counting as zero.
+func sameAmounts(a, b corev1.ResourceList) bool {
+	for name, q := range a {
+		if q.Cmp(b[name]) != 0 {
+			return false
+		}
+	}
+	for name, q := range b {
+		if q.Cmp(a[name]) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (q *AdmissionQueue) chargedNames(k BudgetKey) []string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var out []string
+	if b := q.budgets[k]; b != nil {
+		for _, p := range b.charged {
+			out = append(out, p.pod.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,631 @@
+package quota
+
+import (
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/quotagate/quotagate/api/v1alpha1"
+)
+
+var (
+	randomSeeds = flag.Int("quota.seeds", 2000, "seeds for TestRandomizedAdmission (go test -run Randomized -args -quota.seeds=N)")
+	randomSteps = flag.Int("quota.steps", 150, "steps per seed for TestRandomizedAdmission")
+	randomSeed0 = flag.Int("quota.seed", -1, "run only this seed of TestRandomizedAdmission")
+)
+
+// TestRandomizedAdmission drives the core with random events (pods added, deleted,
+// finished, relabelled; budgets created, deleted, resized, opened, closed, re-parented;
+// namespaces relabelled; patches that fail, conflict, vanish or are confirmed late)
+// and checks it against an independent model after every step:
+//
+//   - safety: a pod admitted because it fits is charged to exactly the budgets the
+//     model says cover it, all of them admitting, and none of them ends up over hard;
+//     a group that had nothing admitted is admitted with at least group-size members;
+//   - accounting: every budget's used equals the model's sum over the pods the core was
+//     told are admitted or running, and the core's own bookkeeping is consistent;
+//   - liveness: once the world calms down (every budget open and fixed, running pods
+//     finishing), every gated pod is admitted unless it can never fit or its group is
+//     incomplete.
+func TestRandomizedAdmission(t *testing.T) {
+	seeds := make([]int, 0, *randomSeeds)
+	if *randomSeed0 >= 0 {
+		seeds = append(seeds, *randomSeed0)
+	} else {
+		for s := range *randomSeeds {
+			seeds = append(seeds, s)
+		}
+	}
+	for _, seed := range seeds {
+		w := newWorld(seed)
+		if err := w.run(*randomSteps); err != nil {
+			t.Fatalf("seed %d (rerun with -args -quota.seed=%d): %v\nlast events:\n%s", seed, seed, err, strings.Join(w.lastEvents(25), "\n"))
+		}
+	}
+	t.Logf("%d seeds x %d steps", len(seeds), *randomSteps)
+}
+
+type mPodState int
+
+const (
+	mGated    mPodState = iota
+	mInflight           // admitted, Done pending
+	mRunning            // ungated
+)
+
+type mPod struct {
+	obj        *corev1.Pod
+	state      mPodState
+	doneAt     int // step at which Done is reported (in flight)
+	outcome    Result
+	informAt   int // step at which the ungated view is delivered (-1: none pending)
+	usage      corev1.ResourceList
+	groupName  string
+	groupSize  int
+	preexisted bool
+}
+
+type world struct {
+	rng    *rand.Rand
+	clk    *clocktesting.FakeClock
+	q      *AdmissionQueue
+	step   int
+	serial int
+
+	namespaces map[string]map[string]string
+	budgets    map[BudgetKey]Budget
+	pods       map[types.UID]*mPod
+	events     []string
+}
+
+var worldNamespaces = []string{"ns-a", "ns-b", "ns-c"}
+
+func newWorld(seed int) *world {
+	clk := clocktesting.NewFakeClock(t0)
+	w := &world{
+		rng:        rand.New(rand.NewPCG(uint64(seed), 0x9e3779b97f4a7c15)),
+		clk:        clk,
+		q:          NewAdmissionQueue(WithClock(clk)),
+		namespaces: map[string]map[string]string{},
+		budgets:    map[BudgetKey]Budget{},
+		pods:       map[types.UID]*mPod{},
+	}
+	return w
+}
+
+func (w *world) logf(format string, args ...any) {
+	w.events = append(w.events, fmt.Sprintf("%4d ", w.step)+fmt.Sprintf(format, args...))
+}
+
+func (w *world) lastEvents(n int) []string {
+	return w.events[max(0, len(w.events)-n):]
+}
+
+func (w *world) run(steps int) error {
+	for _, ns := range worldNamespaces {
+		w.setNamespace(ns)
+	}
+	for range 2 + w.rng.IntN(3) {
+		w.randomClusterBudget()
+	}
+	for range 2 + w.rng.IntN(4) {
+		w.randomBudget()
+	}
+	for w.step = 0; w.step < steps; w.step++ {
+		for range 1 + w.rng.IntN(4) {
+			w.randomEvent()
+		}
+		if err := w.admitAndCheck(); err != nil {
+			return err
+		}
+	}
+	return w.calmDown()
+}
+
+func (w *world) setNamespace(ns string) {
+	l := map[string]string{v1alpha1.EnabledLabel: "true"}
+	if w.rng.IntN(2) == 0 {
+		l["tier"] = "gold"
+	}
+	w.namespaces[ns] = l
+	w.q.SetNamespace(ns, l)
+	w.logf("namespace %s %v", ns, l)
+}
+
+func (w *world) randomHard() corev1.ResourceList {
+	hard := corev1.ResourceList{}
+	if w.rng.IntN(5) > 0 {
+		hard["cpu"] = *resourceMilli(int64(1000 * (1 + w.rng.IntN(8))))
+	}
+	if w.rng.IntN(3) == 0 {
+		hard["pods"] = *resourceCount(int64(1 + w.rng.IntN(6)))
+	}
+	return hard
+}
+
+func (w *world) randomClusterBudget() {
+	name := fmt.Sprintf("c%d", w.rng.IntN(4))
+	b := Budget{Key: BudgetKey{Name: name}, Hard: w.randomHard()}
+	switch w.rng.IntN(3) {
+	case 0:
+		b.NamespaceSelector = labels.Everything()
+	case 1:
+		b.NamespaceSelector = labels.SelectorFromSet(labels.Set{"tier": "gold"})
+	}
+	if w.rng.IntN(2) == 0 {
+		b.Parent = fmt.Sprintf("c%d", w.rng.IntN(4)) // may be missing, or loop
+	}
+	w.upsertBudget(w.decorate(b))
+}
+
+func (w *world) randomBudget() {
+	ns := worldNamespaces[w.rng.IntN(len(worldNamespaces))]
+	b := Budget{Key: BudgetKey{Namespace: ns, Name: fmt.Sprintf("b%d", w.rng.IntN(2))}, Hard: w.randomHard()}
+	if w.rng.IntN(3) == 0 {
+		b.PodSelector = labels.SelectorFromSet(labels.Set{"app": "web"})
+	}
+	if w.rng.IntN(2) == 0 {
+		b.Parent = fmt.Sprintf("c%d", w.rng.IntN(4))
+	}
+	w.upsertBudget(w.decorate(b))
+}
+
+func (w *world) decorate(b Budget) Budget {
+	if w.rng.IntN(2) == 0 {
+		b.Strategy = v1alpha1.StrictFIFO
+	}
+	if w.rng.IntN(6) == 0 {
+		b.State = v1alpha1.StateClosed
+	}
+	return b
+}
+
+func (w *world) upsertBudget(b Budget) {
+	w.budgets[b.Key] = b
+	w.q.UpsertBudget(b)
+	w.logf("upsert %s hard=%v parent=%q strategy=%s state=%s", b.Key.Describe(), b.Hard, b.Parent, b.Strategy, b.State)
+}
+
+func (w *world) randomPod(gated bool) {
+	w.serial++
+	name := fmt.Sprintf("p%d", w.serial)
+	ns := worldNamespaces[w.rng.IntN(len(worldNamespaces))]
+	cpu := int64(500 * (1 + w.rng.IntN(6)))
+	if w.rng.IntN(25) == 0 {
+		cpu = 100000
+	}
+	b := makePod(name).NS(ns).Created(w.step*10 + w.rng.IntN(10)).Priority(int32(w.rng.IntN(3))).
+		Req(fmt.Sprintf("cpu=%dm", cpu))
+	if w.rng.IntN(3) == 0 {
+		b.Label("app", "web")
+	}
+	mp := &mPod{informAt: -1}
+	if w.rng.IntN(4) == 0 {
+		mp.groupName = fmt.Sprintf("g%d", w.rng.IntN(3))
+		mp.groupSize = 1 + w.rng.IntN(3)
+		b.Group(mp.groupName, mp.groupSize)
+	}
+	if !gated {
+		b.Ungated()
+		mp.state = mRunning
+		mp.preexisted = true
+	}
+	mp.obj = b.Obj()
+	mp.usage = PodUsage(mp.obj)
+	w.pods[mp.obj.UID] = mp
+	w.q.UpsertPod(NewPod(mp.obj, w.clk.Now()))
+	w.logf("create pod %s/%s cpu=%dm gated=%v group=%s/%d labels=%v", ns, name, cpu, gated, mp.groupName, mp.groupSize, mp.obj.Labels)
+}
+
+func (w *world) randomEvent() {
+	switch r := w.rng.IntN(100); {
+	case r < 35:
+		w.randomPod(w.rng.IntN(15) > 0)
+	case r < 55:
+		if p := w.pickPod(func(p *mPod) bool { return p.state == mRunning }); p != nil {
+			w.finish(p)
+		}
+	case r < 62:
+		if p := w.pickPod(nil); p != nil {
+			w.deletePod(p)
+		}
+	case r < 66:
+		if p := w.pickPod(nil); p != nil {
+			w.toggleLabel(p)
+		}
+	case r < 72:
+		w.randomBudget()
+	case r < 77:
+		w.randomClusterBudget()
+	case r < 80:
+		keys := w.budgetKeys()
+		if len(keys) > 0 {
+			k := keys[w.rng.IntN(len(keys))]
+			delete(w.budgets, k)
+			w.q.DeleteBudget(k)
+			w.logf("delete %s", k.Describe())
+		}
+	case r < 83:
+		w.setNamespace(worldNamespaces[w.rng.IntN(len(worldNamespaces))])
+	case r < 93:
+		w.clk.Step(time.Duration(w.rng.IntN(2000)) * time.Millisecond)
+	case r < 94:
+		w.clk.Step(DefaultFlushInterval)
+	}
+	w.deliver()
+}
+
+func (w *world) pickPod(filter func(*mPod) bool) *mPod {
+	var uids []types.UID
+	for uid, p := range w.pods {
+		if filter == nil || filter(p) {
+			uids = append(uids, uid)
+		}
+	}
+	if len(uids) == 0 {
+		return nil
+	}
+	slices.Sort(uids)
+	return w.pods[uids[w.rng.IntN(len(uids))]]
+}
+
+func (w *world) budgetKeys() []BudgetKey {
+	var keys []BudgetKey
+	for k := range w.budgets {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b BudgetKey) int { return strings.Compare(a.String(), b.String()) })
+	return keys
+}
+
+// finish makes a running pod Succeed.
+func (w *world) finish(p *mPod) {
+	p.obj.Status.Phase = corev1.PodSucceeded
+	delete(w.pods, p.obj.UID)
+	w.q.UpsertPod(NewPod(p.obj, w.clk.Now()))
+	w.logf("finish %s", p.obj.Name)
+}
+
+func (w *world) deletePod(p *mPod) {
+	delete(w.pods, p.obj.UID)
+	w.q.DeletePod(p.obj.UID)
+	w.logf("delete pod %s (state %d)", p.obj.Name, p.state)
+}
+
+func (w *world) toggleLabel(p *mPod) {
+	if p.obj.Labels["app"] == "web" {
+		delete(p.obj.Labels, "app")
+	} else {
+		if p.obj.Labels == nil {
+			p.obj.Labels = map[string]string{}
+		}
+		p.obj.Labels["app"] = "web"
+	}
+	view := NewPod(p.obj, w.clk.Now())
+	if p.state == mInflight {
+		// The informer still shows the gate until the patch lands.
+		view.Gated = true
+	}
+	w.q.UpsertPod(view)
+	w.logf("relabel %s %v", p.obj.Name, p.obj.Labels)
+}
+
+// deliver reports due patch outcomes and informer views.
+func (w *world) deliver() {
+	for _, uid := range slices.Sorted(mapsKeys(w.pods)) {
+		p := w.pods[uid]
+		if p.state == mInflight && p.doneAt <= w.step {
+			w.q.Done(uid, p.outcome)
+			w.logf("done %s %d", p.obj.Name, p.outcome)
+			switch p.outcome {
+			case Ungated:
+				p.state = mRunning
+				p.obj.Spec.SchedulingGates = nil
+				p.informAt = w.step + w.rng.IntN(3)
+			case Gone:
+				delete(w.pods, uid)
+			default:
+				p.state = mGated
+			}
+		}
+		if p.informAt >= 0 && p.informAt <= w.step {
+			p.informAt = -1
+			w.q.UpsertPod(NewPod(p.obj, w.clk.Now()))
+			w.logf("informer: %s ungated", p.obj.Name)
+		}
+	}
+}
+
+func mapsKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
+	return func(yield func(K) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// admitAndCheck runs Admit and checks the safety and accounting invariants.
+func (w *world) admitAndCheck() error {
+	startedBefore := map[string]bool{}
+	for _, p := range w.pods {
+		if p.groupName != "" && p.state != mGated {
+			startedBefore[p.obj.Namespace+"/"+p.groupName] = true
+		}
+	}
+	admitted := w.q.Admit()
+	perGroup := map[string]int{}
+	touched := map[BudgetKey]bool{}
+	for _, a := range admitted {
+		p := w.pods[a.Pod.UID]
+		if p == nil || p.state != mGated {
+			return fmt.Errorf("admitted %s, which is not a gated pod", a.Pod)
+		}
+		p.state = mInflight
+		p.doneAt = w.step + w.rng.IntN(3)
+		switch r := w.rng.IntN(100); {
+		case r < 75:
+			p.outcome = Ungated
+		case r < 85:
+			p.outcome = Failed
+		case r < 92:
+			p.outcome = Conflict
+		default:
+			p.outcome = Gone
+		}
+		w.logf("admit %s budgets=%v reason=%s", a.Pod, a.Budgets, a.Reason.Message)
+		wantCover := w.cover(p.obj)
+		var got []string
+		for _, k := range a.Budgets {
+			got = append(got, k.String())
+		}
+		var want []string
+		for _, k := range wantCover {
+			want = append(want, k.String())
+		}
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			return fmt.Errorf("%s admitted against %v, model says it is covered by %v", a.Pod, got, want)
+		}
+		switch a.Reason.Code {
+		case CodeFits:
+			for _, k := range wantCover {
+				if !w.admitting(k) {
+					return fmt.Errorf("%s admitted while %s does not admit", a.Pod, k.Describe())
+				}
+				touched[k] = true
+			}
+		case CodeNoBudget:
+			if len(wantCover) > 0 {
+				return fmt.Errorf("%s admitted as uncovered", a.Pod)
+			}
+		default:
+			return fmt.Errorf("%s admitted with unexpected reason %v", a.Pod, a.Reason)
+		}
+		if p.groupName != "" {
+			perGroup[p.obj.Namespace+"/"+p.groupName]++
+		}
+	}
+	for g, n := range perGroup {
+		size := 0
+		for _, p := range w.pods {
+			if p.obj.Namespace+"/"+p.groupName == g {
+				size = max(size, p.groupSize)
+			}
+		}
+		if !startedBefore[g] && n < size {
+			return fmt.Errorf("group %s: %d members admitted, size %d, none admitted before", g, n, size)
+		}
+	}
+	usedAll := w.usedAll()
+	for k := range touched {
+		used := usedAll[k]
+		hard, _ := NormalizeHard(w.budgets[k].Hard)
+		for name, h := range hard {
+			u := used[name]
+			if u.Cmp(h) > 0 {
+				return fmt.Errorf("%s over hard after admissions: %s used %s > %s", k.Describe(), name, u.String(), h.String())
+			}
+		}
+	}
+	for _, k := range w.budgetKeys() {
+		st, ok := w.q.Status(k)
+		if !ok {
+			return fmt.Errorf("no status for %s", k.Describe())
+		}
+		used := usedAll[k]
+		for name, got := range st.Used {
+			want := used[name]
+			if got.Cmp(want) != 0 {
+				return fmt.Errorf("%s used %s = %s, model says %s; core charges %v, model %v", k.Describe(), name, got.String(), want.String(), w.q.chargedNames(k), w.modelCharged(k))
+			}
+		}
+	}
+	return w.q.checkInvariants()
+}
+
+// cover is the model's coverage: direct budgets and all their existing ancestors.
+func (w *world) cover(pod *corev1.Pod) []BudgetKey {
+	var out []BudgetKey
+	add := func(k BudgetKey) {
+		for !slices.Contains(out, k) {
+			out = append(out, k)
+			b, ok := w.budgets[k]
+			if !ok || b.Parent == "" {
+				return
+			}
+			if _, ok := w.budgets[BudgetKey{Name: b.Parent}]; !ok {
+				return
+			}
+			k = BudgetKey{Name: b.Parent}
+		}
+	}
+	for _, k := range w.budgetKeys() {
+		b := w.budgets[k]
+		direct := false
+		if k.IsCluster() {
+			direct = b.NamespaceSelector != nil && b.NamespaceSelector.Matches(labels.Set(w.namespaces[pod.Namespace]))
+		} else {
+			direct = k.Namespace == pod.Namespace
+		}
+		if direct && (b.PodSelector == nil || b.PodSelector.Matches(labels.Set(pod.Labels))) {
+			add(k)
+		}
+	}
+	return out
+}
+
+// admitting is the model's effective Open: open, parent chain complete, acyclic, open.
+func (w *world) admitting(k BudgetKey) bool {
+	seen := map[BudgetKey]bool{}
+	for {
+		b, ok := w.budgets[k]
+		if !ok || seen[k] || b.State == v1alpha1.StateClosed {
+			return false
+		}
+		seen[k] = true
+		if b.Parent == "" {
+			return true
+		}
+		k = BudgetKey{Name: b.Parent}
+	}
+}
+
+// usedAll is the model's charge of every budget: admitted or running pods it covers.
+func (w *world) usedAll() map[BudgetKey]corev1.ResourceList {
+	out := map[BudgetKey]corev1.ResourceList{}
+	for _, p := range w.pods {
+		if p.state == mGated {
+			continue
+		}
+		usage := p.usage
+		for _, k := range w.cover(p.obj) {
+			if out[k] == nil {
+				out[k] = corev1.ResourceList{}
+			}
+			addTo(out[k], usage)
+		}
+	}
+	return out
+}
+
+// calmDown opens and repairs every budget, then lets running pods finish until nothing
+// moves, and checks that every pod still gated has a reason never to be admitted.
+func (w *world) calmDown() error {
+	w.logf("calm down")
+	for _, k := range w.budgetKeys() {
+		b := w.budgets[k]
+		b.State = v1alpha1.StateOpen
+		w.budgets[k] = b
+	}
+	// Keep the hierarchy, cutting only parent links that are missing or loop.
+	for _, k := range w.budgetKeys() {
+		if b := w.budgets[k]; !w.admitting(k) {
+			b.Parent = ""
+			w.budgets[k] = b
+		}
+	}
+	for _, k := range w.budgetKeys() {
+		w.upsertBudget(w.budgets[k])
+	}
+	for round := 0; round < 200; round++ {
+		w.step++
+		for _, p := range w.pods {
+			p.doneAt = 0
+			if p.outcome == Gone {
+				p.outcome = Ungated // the calm world loses no pods
+			}
+		}
+		w.deliver()
+		for _, uid := range slices.Sorted(mapsKeys(w.pods)) {
+			if p := w.pods[uid]; p.state == mRunning {
+				w.finish(p)
+			}
+		}
+		w.clk.Step(DefaultMaxBackoff)
+		if err := w.admitAndCheck(); err != nil {
+			return err
+		}
+		busy := false
+		for _, p := range w.pods {
+			if p.state != mGated {
+				busy = true // admitted this round, or still to finish
+			}
+		}
+		if !busy {
+			break
+		}
+	}
+	for _, uid := range slices.Sorted(mapsKeys(w.pods)) {
+		p := w.pods[uid]
+		if p.state != mGated {
+			continue
+		}
+		if w.neverAdmissible(p) {
+			continue
+		}
+		r, _ := w.q.WaitReason(uid)
+		return fmt.Errorf("pod %s/%s is still gated in a calm world: %s: %s", p.obj.Namespace, p.obj.Name, r.Code, r.Message)
+	}
+	return nil
+}
+
+// neverAdmissible: the pod (with its gated group mates) exceeds some covering budget's
+// hard, or its group has fewer members than its size.
+func (w *world) neverAdmissible(p *mPod) bool {
+	unit := []*mPod{p}
+	if p.groupName != "" {
+		unit = nil
+		size := 0
+		for _, m := range w.pods {
+			if m.obj.Namespace == p.obj.Namespace && m.groupName == p.groupName {
+				unit = append(unit, m)
+				size = max(size, m.groupSize)
+			}
+		}
+		if len(unit) < size {
+			return true
+		}
+	}
+	sums := map[BudgetKey]corev1.ResourceList{}
+	for _, m := range unit {
+		for _, k := range w.cover(m.obj) {
+			if sums[k] == nil {
+				sums[k] = corev1.ResourceList{}
+			}
+			addTo(sums[k], m.usage)
+		}
+	}
+	for k, sum := range sums {
+		hard, _ := NormalizeHard(w.budgets[k].Hard)
+		for name, h := range hard {
+			s := sum[name]
+			if s.Cmp(h) > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (w *world) modelCharged(k BudgetKey) []string {
+	var out []string
+	for _, p := range w.pods {
+		if p.state != mGated && slices.Contains(w.cover(p.obj), k) {
+			out = append(out, p.obj.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
