@@ -27,7 +27,6 @@ func serve(ctx context.Context, f *clusterFlags) error {
 
 	c, err := localcluster.Start(ctx, f.options())
 	if err != nil {
-		log.Error(err, "Starting the local control plane")
 		return err
 	}
 	defer func() {
