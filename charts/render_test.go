@@ -1,7 +1,6 @@
 package charts_test
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -214,12 +213,17 @@ func into(t testing.TB, obj *unstructured.Unstructured, out any) {
 	}
 }
 
-// readFile reads a file relative to the repository root.
-func readFile(t testing.TB, rel string) []byte {
+// readAbs reads a file or fails the test.
+func readAbs(t testing.TB, path string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repoRoot(t), rel))
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return bytes.TrimSpace(b)
+	return b
+}
+
+// kruntimeFromUnstructured converts u into the typed value out points at.
+func kruntimeFromUnstructured(u *unstructured.Unstructured, out any) error {
+	return kruntime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out)
 }
