@@ -148,10 +148,13 @@ func (s *urlSource) Snapshot(ctx context.Context) (quota.Snapshot, error) {
 	}
 	if resp.StatusCode != http.StatusOK {
 		ue := &UnreachableError{Source: s.String(), Err: fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(raw)))}
-		switch resp.StatusCode {
-		case http.StatusUnauthorized:
+		switch {
+		case resp.StatusCode == http.StatusUnauthorized,
+			// controller-runtime's filter answers 500 when the TokenReview itself
+			// reports an error, as for a token that is not a JWT at all.
+			resp.StatusCode == http.StatusInternalServerError && strings.Contains(string(raw), "Authentication failed"):
 			ue.Hint = hintUnauthorized
-		case http.StatusForbidden:
+		case resp.StatusCode == http.StatusForbidden:
 			ue.Hint = hintForbidden
 		}
 		return quota.Snapshot{}, ue

@@ -1,0 +1,429 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/yaml"
+
+	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/internal/localcluster"
+	"github.com/quotagate/quotagate/pkg/quota"
+	"github.com/quotagate/quotagate/pkg/quota/controller"
+)
+
+const (
+	systemNamespace = "quotagate-system"
+	pollTimeout     = 2 * time.Minute
+)
+
+// TestSnapshotOnAPIServer runs a manager in-process against a real kube-apiserver, with
+// the metrics endpoint secured as the chart runs it (HTTPS, TokenReview and
+// SubjectAccessReview), and checks who may read /debug/queues, then runs the plugin
+// against it, directly and through the API server's service proxy.
+func TestSnapshotOnAPIServer(t *testing.T) {
+	ctrl.SetLogger(logr.Discard())
+	cluster := localcluster.StartForTest(t, localcluster.Options{Nodes: 1})
+	ctx := t.Context()
+	cfg := cluster.Config()
+	root, err := localcluster.RepoRoot(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{
+		Paths: []string{filepath.Join(root, "config", "crd", "bases")}, ErrorIfPathMissing: true,
+	}); err != nil {
+		t.Fatalf("installing CRDs: %v", err)
+	}
+	admin, err := client.New(cfg, client.Options{Scheme: newScheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The manager's ClusterRole from its RBAC markers, and the chart's metrics reader
+	// role, as shipped in config/rbac.
+	managerRole := readClusterRole(t, filepath.Join(root, "config", "rbac", "role.yaml"))
+	readerRole := readClusterRole(t, filepath.Join(root, "config", "rbac", "metrics_reader_role.yaml"))
+	metricsOnly := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "metrics-only"},
+		Rules:      []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}},
+	}
+	create(t, admin,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: systemNamespace}},
+		managerRole, readerRole, metricsOnly,
+		clusterRoleBinding("quotagate-manager", managerRole.Name, "quotagate-manager"),
+		clusterRoleBinding("snapshot-reader", readerRole.Name, "reader"),
+		clusterRoleBinding("metrics-only", metricsOnly.Name, "metrics-only"),
+	)
+	token := func(sa string) string {
+		c, err := cluster.ServiceAccountConfig(ctx, systemNamespace, sa, time.Hour)
+		if err != nil {
+			t.Fatalf("getting a token for %s: %v", sa, err)
+		}
+		return c.BearerToken
+	}
+	managerCfg, err := cluster.ServiceAccountConfig(ctx, systemNamespace, "quotagate-manager", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readerToken, nobodyToken, metricsOnlyToken := token("reader"), token("nobody"), token("metrics-only")
+
+	port := freePort(t)
+	startManager(t, managerCfg, fmt.Sprintf("0.0.0.0:%d", port))
+	base := fmt.Sprintf("https://127.0.0.1:%d", port)
+
+	// One pod runs, one waits: Budget team-a has room for one CPU.
+	teamA := namespace("team-a", true)
+	create(t, admin, teamA, budget("team-a", "team-a", "requests.cpu=1", ""))
+	createPod(t, admin, apiPod("first", "1"))
+	waitFor(t, "pod first to be admitted", func() (bool, error) {
+		var p corev1.Pod
+		err := admin.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "first"}, &p)
+		return err == nil && !hasQuotagateGate(&p), err
+	})
+	createPod(t, admin, apiPod("second", "1"))
+	waitFor(t, "pod second to wait for room", func() (bool, error) {
+		code, body := get(t, base+debugQueuesPath, readerToken)
+		return code == http.StatusOK && strings.Contains(body, string(quota.CodeInsufficient)), nil
+	})
+
+	t.Run("who may read /debug/queues", func(t *testing.T) {
+		tests := map[string]struct {
+			token string
+			want  int
+		}{
+			"no token": {want: http.StatusUnauthorized},
+			// controller-runtime's filter answers 500 "Authentication failed" when the
+			// TokenReview carries an error, as it does for a token that is no JWT.
+			"a token the API server cannot parse":      {token: "not-a-token", want: http.StatusInternalServerError},
+			"a ServiceAccount without RBAC":            {token: nobodyToken, want: http.StatusForbidden},
+			"a ServiceAccount allowed only /metrics":   {token: metricsOnlyToken, want: http.StatusForbidden},
+			"a ServiceAccount bound to metrics-reader": {token: readerToken, want: http.StatusOK},
+		}
+		for name, tc := range tests {
+			t.Run(name, func(t *testing.T) {
+				code, body := get(t, base+debugQueuesPath, tc.token)
+				if code != tc.want {
+					t.Fatalf("GET /debug/queues: HTTP %d, want %d; body: %s", code, tc.want, body)
+				}
+				if code != http.StatusOK {
+					return
+				}
+				var snap quota.Snapshot
+				if err := json.Unmarshal([]byte(body), &snap); err != nil {
+					t.Fatalf("the body is not a snapshot: %v\n%s", err, body)
+				}
+			})
+		}
+		// Authorization is per path: the metrics-only token reads /metrics.
+		if code, body := get(t, base+"/metrics", metricsOnlyToken); code != http.StatusOK {
+			t.Errorf("GET /metrics with the metrics-only token: HTTP %d: %s", code, body)
+		}
+	})
+
+	kubeconfig := cluster.KubeconfigPath()
+	direct := []string{"--kubeconfig", kubeconfig, "--manager-url", base, "--manager-token", readerToken, "--manager-insecure-skip-tls-verify"}
+
+	t.Run("queue from the manager", func(t *testing.T) {
+		out, errOut, err := runReal(t, append(direct, "queue", "team-a/team-a", "-o", "json")...)
+		if err != nil {
+			t.Fatalf("queue: %v\n%s", err, errOut)
+		}
+		var bq quota.BudgetQueue
+		if err := json.Unmarshal([]byte(out), &bq); err != nil {
+			t.Fatalf("decoding: %v\n%s", err, out)
+		}
+		var got []string
+		for _, p := range bq.Pods {
+			got = append(got, fmt.Sprintf("%d %s %s %s", p.Position, p.Pod, p.Queue, p.Reason.Message))
+		}
+		want := []string{"1 team-a/second inadmissible requests.cpu: 1 requested, 0 free in Budget team-a/team-a; position 1 of 1"}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("queue (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("why, waiting and admitted", func(t *testing.T) {
+		out, errOut, err := runReal(t, append(direct, "why", "second", "-n", "team-a")...)
+		if err != nil {
+			t.Fatalf("why: %v\n%s", err, errOut)
+		}
+		t.Logf("kubectl quotagate why second -n team-a:\n%s", out)
+		lines := strings.Split(out, "\n")
+		if len(lines) < 2 || lines[1] != "Reason: requests.cpu: 1 requested, 0 free in Budget team-a/team-a; position 1 of 1" {
+			t.Errorf("why second:\n%s", out)
+		}
+		out, _, err = runReal(t, append(direct, "why", "team-a/first", "-o", "json")...)
+		if err != nil {
+			t.Fatalf("why: %v", err)
+		}
+		var res whyResult
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatalf("decoding: %v\n%s", err, out)
+		}
+		if diff := cmp.Diff([]string{"team-a/team-a"}, res.AdmittedBy); res.State != podAdmitted || diff != "" {
+			t.Errorf("why first: state %s, admitted by (-want +got):\n%s", res.State, diff)
+		}
+	})
+
+	t.Run("budgets and close through the API", func(t *testing.T) {
+		// The manager writes status shortly after it admits.
+		var out string
+		waitFor(t, "budgets to show one admitted and one gated pod", func() (bool, error) {
+			var err error
+			out, _, err = runReal(t, append(direct, "budgets", "-n", "team-a")...)
+			return err == nil && strings.Contains(out, "Budget team-a/team-a   Open    1          1") && strings.Contains(out, "requests.cpu   1/1"), err
+		})
+		t.Logf("kubectl quotagate budgets -n team-a:\n%s", out)
+		if _, errOut, err := runReal(t, append(direct, "close", "team-a", "-n", "team-a")...); err != nil {
+			t.Fatalf("close: %v\n%s", err, errOut)
+		}
+		waitFor(t, "Budget team-a/team-a to report Closing", func() (bool, error) {
+			var b v1alpha1.Budget
+			err := admin.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "team-a"}, &b)
+			return err == nil && b.Status.State == v1alpha1.StateClosing, err
+		})
+		out, _, err = runReal(t, append(direct, "why", "team-a/second")...)
+		if err != nil || !strings.Contains(out, "Reason: Budget team-a/team-a is Closing\n") {
+			t.Errorf("why after close: %v\n%s", err, out)
+		}
+		if _, errOut, err := runReal(t, append(direct, "open", "budget/team-a", "-n", "team-a")...); err != nil {
+			t.Fatalf("open: %v\n%s", err, errOut)
+		}
+	})
+
+	// The API server's service proxy authenticates the caller and then drops the
+	// Authorization header before it forwards the request, so a manager that checks
+	// tokens sees none: the plugin says so, and budgets still works from the API.
+	t.Run("through the service proxy the manager sees no token", func(t *testing.T) {
+		ip := hostIP(t)
+		create(t, admin,
+			&corev1.Service{
+				ObjectMeta: metav1.ObjectMeta{Name: "quotagate-manager-metrics", Namespace: systemNamespace},
+				Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{
+					Name: "https-metrics", Port: 8080, TargetPort: intstr.FromInt32(int32(port)), Protocol: corev1.ProtocolTCP,
+				}}},
+			},
+		)
+		// The proxy only forwards to endpoints that are pods with the endpoint's IP: a
+		// stand-in pod, held unscheduled by a gate of its own, claims this machine's IP.
+		standIn := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "quotagate-manager", Namespace: systemNamespace},
+			Spec: corev1.PodSpec{
+				SchedulingGates: []corev1.PodSchedulingGate{{Name: "test.quotagate.io/stand-in"}},
+				Containers:      []corev1.Container{{Name: "manager", Image: "quotagate/manager"}},
+			},
+		}
+		createPod(t, admin, standIn)
+		waitFor(t, "the stand-in pod to claim "+ip, func() (bool, error) {
+			var p corev1.Pod
+			if err := admin.Get(ctx, client.ObjectKeyFromObject(standIn), &p); err != nil {
+				return false, err
+			}
+			p.Status.PodIP, p.Status.PodIPs = ip, []corev1.PodIP{{IP: ip}}
+			return true, admin.Status().Update(ctx, &p)
+		})
+		create(t, admin, &discoveryv1.EndpointSlice{
+			ObjectMeta: metav1.ObjectMeta{
+				Name: "quotagate-manager-metrics-test", Namespace: systemNamespace,
+				Labels: map[string]string{discoveryv1.LabelServiceName: "quotagate-manager-metrics"},
+			},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Endpoints: []discoveryv1.Endpoint{{
+				Addresses: []string{ip},
+				TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: systemNamespace, Name: standIn.Name},
+			}},
+			Ports: []discoveryv1.EndpointPort{{Name: ptr.To("https-metrics"), Port: ptr.To(int32(port)), Protocol: ptr.To(corev1.ProtocolTCP)}},
+		})
+		_, _, err := runReal(t, "--kubeconfig", kubeconfig, "queue", "team-a/team-a")
+		t.Logf("kubectl quotagate queue team-a/team-a (through the proxy): %v", err)
+		if err == nil || !strings.Contains(err.Error(), hintProxyAuth) {
+			t.Errorf("queue through the proxy: got error %v, want one that says the proxy drops credentials", err)
+		}
+		out, errOut, err := runReal(t, "--kubeconfig", kubeconfig, "budgets", "-n", "team-a")
+		if err != nil || !strings.Contains(out, "Budget team-a/team-a") || !strings.Contains(errOut, "oldest waits are computed from the gated pods' creation times") {
+			t.Errorf("budgets through the proxy: %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
+		}
+	})
+}
+
+func startManager(t *testing.T, cfg *rest.Config, metricsAddr string) {
+	t.Helper()
+	q, err := controller.New(controller.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme: newScheme(),
+		Metrics: metricsserver.Options{
+			BindAddress:    metricsAddr,
+			SecureServing:  true,
+			FilterProvider: filters.WithAuthenticationAndAuthorization,
+			ExtraHandlers:  q.DebugHandlers(),
+		},
+		HealthProbeBindAddress: "0",
+		Cache:                  controller.CacheOptions(),
+	})
+	if err != nil {
+		t.Fatalf("creating the manager: %v", err)
+	}
+	if err := q.SetupWithManager(mgr); err != nil {
+		t.Fatalf("setting up the controller: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+}
+
+// runReal runs the plugin as a user does, kubeconfig flags and all.
+func runReal(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	cmd := NewCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	cmd.SetArgs(args)
+	err := cmd.ExecuteContext(t.Context())
+	return out.String(), errOut.String(), err
+}
+
+// apiPod is a gated pod of team-a to create through the API (which sets UID and
+// creation time).
+func apiPod(name string, cpu string) *corev1.Pod {
+	p := makePod("team-a", name).CPU(cpu).Obj()
+	p.UID, p.CreationTimestamp = "", metav1.Time{}
+	p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](0)
+	return p
+}
+
+// createPod creates a pod, retrying while the namespace's default ServiceAccount does
+// not exist yet.
+func createPod(t *testing.T, c client.Client, p *corev1.Pod) {
+	t.Helper()
+	waitFor(t, "pod "+p.Name+" to be created", func() (bool, error) {
+		err := c.Create(t.Context(), p.DeepCopy())
+		return err == nil, err
+	})
+}
+
+func readClusterRole(t *testing.T, path string) *rbacv1.ClusterRole {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	role := &rbacv1.ClusterRole{}
+	if err := yaml.Unmarshal([]byte(strings.TrimPrefix(string(raw), "---\n")), role); err != nil {
+		t.Fatalf("reading %s: %v", path, err)
+	}
+	return role
+}
+
+func clusterRoleBinding(name, role, serviceAccount string) *rbacv1.ClusterRoleBinding {
+	return &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: serviceAccount, Namespace: systemNamespace}},
+	}
+}
+
+func create(t *testing.T, c client.Client, objs ...client.Object) {
+	t.Helper()
+	for _, o := range objs {
+		if err := c.Create(t.Context(), o); err != nil {
+			t.Fatalf("creating %T %s: %v", o, o.GetName(), err)
+		}
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() (bool, error)) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, pollTimeout, true,
+		func(context.Context) (bool, error) {
+			ok, _ := cond() // transient errors: try again
+			return ok, nil
+		})
+	if err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+// get fetches url with a bearer token (none when empty), trusting any certificate: the
+// manager's is self-signed.
+func get(t *testing.T, url, token string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	c := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // self-signed test server
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// hostIP is a non-loopback IPv4 address of this machine: the API server refuses to
+// proxy to loopback addresses, and Endpoints may not hold them.
+func hostIP(t *testing.T) string {
+	t.Helper()
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() && !n.IP.IsLinkLocalUnicast() {
+			return n.IP.String()
+		}
+	}
+	t.Fatal("this machine has no non-loopback IPv4 address for the service proxy to reach")
+	return ""
+}
