@@ -1,0 +1,468 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/testr"
+	"github.com/google/go-cmp/cmp"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/internal/localcluster"
+	"github.com/quotagate/quotagate/internal/localinstall"
+)
+
+const (
+	teamNS    = "team-a"
+	budgetCPU = "4"
+	budgetPod = 10
+	drainWait = 3 * time.Minute
+)
+
+// env is what every step of the journey works with.
+type env struct {
+	cluster *localcluster.Cluster
+	inst    *localinstall.Installation
+	admin   *rest.Config
+	cs      kubernetes.Interface
+	c       client.Client
+}
+
+func setUp(t *testing.T) env {
+	t.Helper()
+	cluster := localcluster.StartForTest(t, localcluster.Options{})
+	ctx := logr.NewContext(t.Context(), testr.NewWithOptions(t, testr.Options{Verbosity: 1}))
+	inst, err := localinstall.Install(ctx, cluster, localinstall.Options{})
+	if err != nil {
+		t.Fatalf("Installing quotagate: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := inst.Err(); err != nil {
+			t.Errorf("A quotagate process failed during the test: %v", err)
+		}
+		if t.Failed() {
+			for _, p := range inst.LogPaths() {
+				t.Logf("Last lines of %s:\n%s", p, tail(p, 40))
+			}
+		}
+		if err := inst.Stop(); err != nil {
+			t.Errorf("Stopping quotagate: %v", err)
+		}
+	})
+	scheme := runtime.NewScheme()
+	fatalIf(t, clientgoscheme.AddToScheme(scheme), "building scheme")
+	fatalIf(t, v1alpha1.AddToScheme(scheme), "building scheme")
+	admin := cluster.Config()
+	c, err := client.New(admin, client.Options{Scheme: scheme})
+	fatalIf(t, err, "building client")
+	cs, err := kubernetes.NewForConfig(admin)
+	fatalIf(t, err, "building clientset")
+	return env{cluster: cluster, inst: inst, admin: admin, cs: cs, c: c}
+}
+
+// TestUserJourney follows DESIGN.md's user: install the chart, opt a namespace in, give
+// it a Budget, submit a burst of Jobs, watch them queue and drain within the budget,
+// then upgrade and uninstall quotagate without stranding a pod.
+func TestUserJourney(t *testing.T) {
+	began := time.Now()
+	e := setUp(t)
+	t.Logf("Control plane up and quotagate installed in %v", time.Since(began).Round(time.Millisecond))
+	ctx := t.Context()
+
+	fatalIf(t, e.c.Create(ctx, enabledNamespace(teamNS)), "creating namespace")
+	fatalIf(t, e.c.Create(ctx, priorityClass("high", 1000)), "creating PriorityClass")
+	fatalIf(t, e.c.Create(ctx, priorityClass("low", 10)), "creating PriorityClass")
+	// Closed first, so that the whole burst is queued before anything is admitted and
+	// the admission order can be checked.
+	fatalIf(t, e.c.Create(ctx, budget(teamNS, "team-a", v1alpha1.StateClosed, corev1.ResourceList{
+		corev1.ResourceRequestsCPU: resource.MustParse(budgetCPU),
+		corev1.ResourcePods:        *resource.NewQuantity(budgetPod, resource.DecimalSI),
+	})), "creating Budget")
+	w := watchPods(ctx, t, e.cs, teamNS, budgetCPU, budgetPod)
+
+	specs := burst()
+	for _, s := range specs {
+		fatalIf(t, e.c.Create(ctx, job(teamNS, s)), "creating Job "+s.name)
+	}
+
+	steps := []struct {
+		name string
+		run  func(t *testing.T, e env, w *podWatcher)
+	}{
+		{"the webhook gates every new pod", testGatedOnCreation},
+		{"a user cannot remove the gate", testGuard},
+		{"the burst drains within the budget, by priority", testDrain},
+		{"the manager's metrics", testMetrics},
+		{"helm upgrade keeps queued pods queued", testUpgrade},
+		{"helm uninstall releases every gated pod", testUninstall},
+	}
+	for _, s := range steps {
+		if !t.Run(s.name, func(t *testing.T) { s.run(t, e, w) }) {
+			t.FailNow()
+		}
+	}
+	t.Logf("The journey took %v", time.Since(began).Round(time.Millisecond))
+}
+
+func testGatedOnCreation(t *testing.T, e env, _ *podWatcher) {
+	ctx := t.Context()
+	want := len(burst())
+	waitFor(t, "every Job's pod to exist", time.Minute, func() (bool, string) {
+		pods := listPods(t, e, teamNS)
+		return len(pods) == want, fmt.Sprintf("%d pods", len(pods))
+	})
+	for _, pod := range listPods(t, e, teamNS) {
+		var gates []string
+		for _, g := range pod.Spec.SchedulingGates {
+			gates = append(gates, g.Name)
+		}
+		if diff := cmp.Diff([]string{v1alpha1.SchedulingGate}, gates); diff != "" {
+			t.Errorf("pod %s scheduling gates (-want +got):\n%s", pod.Name, diff)
+		}
+	}
+	waitFor(t, "kube-scheduler to report every pod SchedulingGated", time.Minute, func() (bool, string) {
+		for _, pod := range listPods(t, e, teamNS) {
+			if r := scheduledReason(&pod); r != corev1.PodReasonSchedulingGated {
+				return false, fmt.Sprintf("pod %s: PodScheduled reason %q", pod.Name, r)
+			}
+		}
+		rows, err := table(ctx, e.admin, "/api/v1/namespaces/"+teamNS+"/pods")
+		if err != nil {
+			return false, err.Error()
+		}
+		for name, row := range rows {
+			if row["Status"] != "SchedulingGated" {
+				return false, fmt.Sprintf("kubectl get pods shows %s %s", name, row["Status"])
+			}
+		}
+		return true, ""
+	})
+	waitFor(t, "kubectl get budgets to show the queue", time.Minute, func() (bool, string) {
+		return budgetRow(t, e, "Closed", "0", fmt.Sprint(want))
+	})
+	waitFor(t, "every pod to have a Waiting event saying the budget is closed", time.Minute, func() (bool, string) {
+		for _, pod := range listPods(t, e, teamNS) {
+			if !hasEvent(t, e, &pod, "BudgetClosed") {
+				return false, "no BudgetClosed event on pod " + pod.Name
+			}
+		}
+		return true, ""
+	})
+}
+
+// testGuard: a user with RBAC to patch pods still cannot remove quotagate's gate; the
+// gate guard (a ValidatingAdmissionPolicy) answers 403 with a message saying who may.
+func testGuard(t *testing.T, e env, _ *podWatcher) {
+	ctx := t.Context()
+	fatalIf(t, e.c.Create(ctx, &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Namespace: teamNS, Name: "pod-editor"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "patch", "update"}}},
+	}), "creating Role")
+	fatalIf(t, e.c.Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: teamNS, Name: "dev-edits-pods"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "pod-editor"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: teamNS, Name: "dev"}},
+	}), "creating RoleBinding")
+	devCfg, err := e.cluster.ServiceAccountConfig(ctx, teamNS, "dev", 0)
+	fatalIf(t, err, "getting dev's credentials")
+	dev, err := kubernetes.NewForConfig(devCfg)
+	fatalIf(t, err, "building dev's client")
+
+	pod := listPods(t, e, teamNS)[0]
+	removeGate := []byte(`[{"op":"test","path":"/spec/schedulingGates/0/name","value":"` + v1alpha1.SchedulingGate + `"},{"op":"remove","path":"/spec/schedulingGates/0"}]`)
+	// The Role takes a moment to reach the authorizer's cache: poll until the answer is
+	// the guard's, not RBAC's.
+	var last error
+	waitFor(t, "the gate guard to deny dev", 30*time.Second, func() (bool, string) {
+		_, last = dev.CoreV1().Pods(teamNS).Patch(ctx, pod.Name, types.JSONPatchType, removeGate, metav1.PatchOptions{})
+		return last != nil && strings.Contains(last.Error(), "ValidatingAdmissionPolicy"), fmt.Sprint(last)
+	})
+	if !apierrors.IsForbidden(last) {
+		t.Errorf("removing the gate as dev: got %v, want 403 Forbidden", last)
+	}
+	for _, want := range []string{"may only be removed by", e.inst.ManagerUsername(), "system:serviceaccount:" + teamNS + ":dev"} {
+		if !strings.Contains(last.Error(), want) {
+			t.Errorf("denial message %q does not contain %q", last.Error(), want)
+		}
+	}
+	// Other updates of the same pod go through: the guard only blocks removing the gate.
+	if _, err := dev.CoreV1().Pods(teamNS).Patch(ctx, pod.Name, types.MergePatchType,
+		[]byte(`{"metadata":{"labels":{"reviewed":"true"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Errorf("labelling a gated pod as dev: %v", err)
+	}
+	got, err := e.cs.CoreV1().Pods(teamNS).Get(ctx, pod.Name, metav1.GetOptions{})
+	fatalIf(t, err, "reading pod")
+	if !hasGate(got) {
+		t.Errorf("pod %s lost its gate", pod.Name)
+	}
+}
+
+func testDrain(t *testing.T, e env, w *podWatcher) {
+	ctx := t.Context()
+	setBudgetState(t, e, v1alpha1.StateOpen)
+	specs := burst()
+	waitFor(t, "every Job to complete", drainWait, func() (bool, string) {
+		return jobsComplete(t, e, teamNS, len(specs))
+	})
+	states, ungated, peakCPU, peakPods, violations := w.snapshot()
+	for _, v := range violations {
+		t.Errorf("Budget exceeded %s", v)
+	}
+	if peakCPU.Cmp(resource.MustParse(budgetCPU)) != 0 {
+		t.Errorf("peak admitted CPU %s, want the whole budget %s used at some point", peakCPU.String(), budgetCPU)
+	}
+	t.Logf("Peak admitted: %s CPU in %d pods (hard %s CPU, %d pods)", peakCPU.String(), peakPods, budgetCPU, budgetPod)
+
+	// The four high-priority Jobs were created last but are admitted first.
+	if len(ungated) < 4 {
+		t.Fatalf("only %d pods seen ungated", len(ungated))
+	}
+	var first []string
+	for _, name := range ungated[:4] {
+		first = append(first, strings.SplitN(name, "-", 2)[0])
+	}
+	if diff := cmp.Diff([]string{"high", "high", "high", "high"}, first); diff != "" {
+		t.Errorf("first four admitted %v, want the high-priority ones (-want +got):\n%s", ungated[:4], diff)
+	}
+
+	// Every pod went SchedulingGated -> (Pending) -> Running -> Succeeded.
+	order := []string{"SchedulingGated", "Pending", "Running", "Succeeded"}
+	for name, seen := range states {
+		if seen[0] != "SchedulingGated" || seen[len(seen)-1] != "Succeeded" || !slices.Contains(seen, "Running") || !inOrder(seen, order) {
+			t.Errorf("pod %s went %s, want SchedulingGated -> Pending -> Running -> Succeeded", name, strings.Join(seen, " -> "))
+		}
+	}
+
+	// Events: low-priority pods waited for quota; every pod was admitted.
+	for _, pod := range listPods(t, e, teamNS) {
+		if !hasEvent(t, e, &pod, "Admitted") {
+			t.Errorf("pod %s has no Admitted event", pod.Name)
+		}
+		if strings.HasPrefix(pod.Name, "low-") && !hasEvent(t, e, &pod, "InsufficientQuota") {
+			t.Errorf("pod %s waited behind the high-priority pods but has no InsufficientQuota event", pod.Name)
+		}
+		if pod.Annotations[v1alpha1.AdmittedAtAnnotation] == "" || pod.Annotations[v1alpha1.AdmittedByAnnotation] != teamNS+"/team-a" {
+			t.Errorf("pod %s annotations %v, want %s and %s=team-a/team-a", pod.Name, pod.Annotations, v1alpha1.AdmittedAtAnnotation, v1alpha1.AdmittedByAnnotation)
+		}
+	}
+	waitFor(t, "kubectl get budgets to show an empty, open budget", time.Minute, func() (bool, string) {
+		return budgetRow(t, e, "Open", "0", "0")
+	})
+	var b v1alpha1.Budget
+	fatalIf(t, e.c.Get(ctx, client.ObjectKey{Namespace: teamNS, Name: "team-a"}, &b), "reading Budget")
+	if used := b.Status.Used[corev1.ResourceRequestsCPU]; !used.IsZero() {
+		t.Errorf("status.used requests.cpu = %s after the burst, want 0", used.String())
+	}
+}
+
+// testMetrics scrapes the manager as Prometheus would: with a ServiceAccount bound to
+// the chart's metrics-reader ClusterRole.
+func testMetrics(t *testing.T, e env, _ *podWatcher) {
+	ctx := t.Context()
+	url := e.inst.ManagerMetricsURL()
+	if !strings.HasPrefix(url, "https://") {
+		t.Fatalf("manager metrics at %s, want HTTPS (manager.metricsSecure defaults to true)", url)
+	}
+	code, _, err := scrape(ctx, url, "")
+	fatalIf(t, err, "scraping without credentials")
+	if code != 401 && code != 403 {
+		t.Errorf("scraping without credentials: HTTP %d, want 401 or 403", code)
+	}
+	ns := e.inst.Namespace()
+	fatalIf(t, e.c.Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "prometheus-reads-quotagate"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: e.inst.Release() + "-metrics-reader"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "prometheus"}},
+	}), "binding the metrics-reader ClusterRole")
+	promCfg, err := e.cluster.ServiceAccountConfig(ctx, ns, "prometheus", 0)
+	fatalIf(t, err, "getting prometheus's credentials")
+
+	var samples map[string]string
+	waitFor(t, "the manager to serve metrics to the metrics reader", 30*time.Second, func() (bool, string) {
+		code, s, err := scrape(ctx, url, promCfg.BearerToken)
+		samples = s
+		return err == nil && code == 200, fmt.Sprintf("HTTP %d, %v", code, err)
+	})
+	want := float64(len(burst()))
+	if got, ok := sumOf(samples, "quotagate_queue_incoming_pods_total"); !ok || got < want {
+		t.Errorf("quotagate_queue_incoming_pods_total = %v (present: %v), want at least %v", got, ok, want)
+	}
+	if got, ok := sumOf(samples, "quotagate_pod_wait_seconds_count"); !ok || got != want {
+		t.Errorf("quotagate_pod_wait_seconds_count = %v (present: %v), want %v (one per admitted pod)", got, ok, want)
+	}
+}
+
+func testUpgrade(t *testing.T, e env, _ *podWatcher) {
+	ctx := t.Context()
+	setBudgetState(t, e, v1alpha1.StateClosed)
+	waitFor(t, "the budget to be Closed", time.Minute, func() (bool, string) { return budgetRow(t, e, "Closed", "0", "0") })
+	for n := range 3 {
+		fatalIf(t, e.c.Create(ctx, job(teamNS, jobSpec{name: fmt.Sprintf("queued-%d", n), cpu: "1", priority: "low", runFor: time.Second})), "creating Job")
+	}
+	waitFor(t, "the new Jobs to be queued", time.Minute, func() (bool, string) { return budgetRow(t, e, "Closed", "0", "3") })
+
+	fatalIf(t, e.inst.Upgrade(ctx, map[string]any{"manager": map[string]any{"workers": 2}}), "helm upgrade")
+	if !slices.Contains(e.inst.ManagerArgs(), "--workers=2") {
+		t.Errorf("manager runs with %v after the upgrade, want --workers=2", e.inst.ManagerArgs())
+	}
+	// The restarted manager has synced and queued the gated pods...
+	promCfg, err := e.cluster.ServiceAccountConfig(ctx, e.inst.Namespace(), "prometheus", 0)
+	fatalIf(t, err, "getting prometheus's credentials")
+	waitFor(t, "the upgraded manager to queue the gated pods", time.Minute, func() (bool, string) {
+		_, s, err := scrape(ctx, e.inst.ManagerMetricsURL(), promCfg.BearerToken)
+		got, _ := sumOf(s, "quotagate_queue_incoming_pods_total")
+		return got >= 3, fmt.Sprintf("incoming %v, err %v", got, err)
+	})
+	// ...and kept them gated, and the upgraded webhook configuration still gates new pods
+	// (its caBundle survived Helm's apply).
+	fatalIf(t, e.c.Create(ctx, job(teamNS, jobSpec{name: "after-upgrade", cpu: "1", priority: "low", runFor: time.Second})), "creating Job")
+	waitFor(t, "the budget to show four queued pods", time.Minute, func() (bool, string) { return budgetRow(t, e, "Closed", "0", "4") })
+	for _, pod := range listPods(t, e, teamNS) {
+		if pod.Status.Phase != corev1.PodSucceeded && !hasGate(&pod) {
+			t.Errorf("pod %s is no longer gated after the upgrade", pod.Name)
+		}
+	}
+}
+
+func testUninstall(t *testing.T, e env, _ *podWatcher) {
+	ctx := t.Context()
+	fatalIf(t, e.inst.Uninstall(ctx), "helm uninstall")
+	pods, err := e.cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	fatalIf(t, err, "listing pods")
+	for _, pod := range pods.Items {
+		if hasGate(&pod) {
+			t.Errorf("pod %s/%s is still gated after the uninstall", pod.Namespace, pod.Name)
+		}
+	}
+	if hook := tail(e.inst.LogPaths()[2], 5); !strings.Contains(hook, "released 4 pods") {
+		t.Errorf("the pre-delete hook's log does not say it released the 4 gated pods:\n%s", hook)
+	}
+	waitFor(t, "the released Jobs to complete", drainWait, func() (bool, string) {
+		return jobsComplete(t, e, teamNS, len(burst())+4)
+	})
+	hooks, err := e.cs.AdmissionregistrationV1().MutatingWebhookConfigurations().List(ctx, metav1.ListOptions{})
+	fatalIf(t, err, "listing webhook configurations")
+	if len(hooks.Items) != 0 {
+		t.Errorf("%d MutatingWebhookConfigurations left after the uninstall", len(hooks.Items))
+	}
+	fatalIf(t, e.c.Create(ctx, job(teamNS, jobSpec{name: "after-uninstall", cpu: "1", priority: "low", runFor: time.Second})), "creating Job")
+	waitFor(t, "a new pod to run ungated", time.Minute, func() (bool, string) {
+		return jobsComplete(t, e, teamNS, len(burst())+5)
+	})
+}
+
+func listPods(t *testing.T, e env, namespace string) []corev1.Pod {
+	t.Helper()
+	pods, err := e.cs.CoreV1().Pods(namespace).List(t.Context(), metav1.ListOptions{})
+	fatalIf(t, err, "listing pods")
+	return pods.Items
+}
+
+func scheduledReason(pod *corev1.Pod) string {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			return c.Reason
+		}
+	}
+	return ""
+}
+
+func hasEvent(t *testing.T, e env, pod *corev1.Pod, reason string) bool {
+	t.Helper()
+	events, err := podEvents(t.Context(), e.cs, pod)
+	fatalIf(t, err, "listing events")
+	return slices.ContainsFunc(events, func(ev corev1.Event) bool { return ev.Reason == reason })
+}
+
+// budgetRow checks the team-a row of `kubectl get budgets -n team-a`.
+func budgetRow(t *testing.T, e env, state, admitted, gated string) (bool, string) {
+	t.Helper()
+	rows, err := table(t.Context(), e.admin, "/apis/quotagate.io/v1alpha1/namespaces/"+teamNS+"/budgets")
+	if err != nil {
+		return false, err.Error()
+	}
+	row := rows["team-a"]
+	// The manager writes status with a merge patch from the object it read, so a count
+	// that has always been 0 is never written and the API server has no value for the
+	// column (kubectl prints it empty). Read that as 0, which is what it means.
+	for _, col := range []string{"Admitted", "Gated"} {
+		if row[col] == "<nil>" {
+			row[col] = "0"
+		}
+	}
+	got := fmt.Sprintf("State=%s Admitted=%s Gated=%s", row["State"], row["Admitted"], row["Gated"])
+	return got == fmt.Sprintf("State=%s Admitted=%s Gated=%s", state, admitted, gated), "kubectl get budgets shows " + got
+}
+
+func setBudgetState(t *testing.T, e env, s v1alpha1.BudgetState) {
+	t.Helper()
+	b := &v1alpha1.Budget{ObjectMeta: metav1.ObjectMeta{Namespace: teamNS, Name: "team-a"}}
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"state":"`+string(s)+`"}}`))
+	fatalIf(t, e.c.Patch(t.Context(), b, patch), "setting the budget's state")
+}
+
+func jobsComplete(t *testing.T, e env, namespace string, want int) (bool, string) {
+	t.Helper()
+	var jobs batchv1.JobList
+	fatalIf(t, e.c.List(t.Context(), &jobs, client.InNamespace(namespace)), "listing Jobs")
+	done := 0
+	var failed []string
+	for _, j := range jobs.Items {
+		for _, c := range j.Status.Conditions {
+			if c.Status == corev1.ConditionTrue && c.Type == batchv1.JobComplete {
+				done++
+			}
+			if c.Status == corev1.ConditionTrue && c.Type == batchv1.JobFailed {
+				failed = append(failed, j.Name)
+			}
+		}
+	}
+	if len(failed) > 0 {
+		t.Fatalf("Jobs failed: %v", failed)
+	}
+	return done == want && len(jobs.Items) == want, fmt.Sprintf("%d of %d Jobs complete", done, want)
+}
+
+// inOrder reports whether seen follows the order of states in order.
+func inOrder(seen, order []string) bool {
+	last := -1
+	for _, s := range seen {
+		i := slices.Index(order, s)
+		if i < last {
+			return false
+		}
+		last = i
+	}
+	return true
+}
+
+func tail(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Sprintf("(cannot read: %v)", err)
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

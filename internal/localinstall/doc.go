@@ -1,0 +1,29 @@
+// Package localinstall installs quotagate onto a local control plane
+// (internal/localcluster) the way a user's cluster runs it: cert-manager's CRDs, then the
+// Helm chart with the Helm v4 SDK, then the webhook and the manager as processes on this
+// machine under the chart's own ServiceAccount identities, so that the chart's RBAC, its
+// gate guard and its webhook configuration are what gets exercised. The e2e tests and
+// `make demo` both use it.
+//
+// kwok nodes run no containers: the chart's Deployments get pods that kwok reports as
+// Running, but nothing runs in them. Three things stand in for what a real cluster
+// would do:
+//
+//   - cert-manager's controllers are not here (their binaries are separate modules), so
+//     Install issues the webhook's serving certificate itself into the Secret the chart's
+//     Certificate names, and copies its CA into the MutatingWebhookConfiguration's
+//     caBundle the way cert-manager's CA injector does (following the
+//     cert-manager.io/inject-ca-from annotation).
+//   - The webhook process listens on 127.0.0.1, which the API server cannot reach
+//     through the chart's Service, so a Helm post-renderer replaces the webhook's
+//     clientConfig.service with clientConfig.url pointing at the process. Doing it in the
+//     post-renderer (not with a patch after install) keeps it across `helm upgrade`.
+//   - The chart's pre-delete hook Job runs `manager release --all`. kwok would mark its
+//     pod Succeeded without running anything, so the post-renderer tells kwok never to
+//     complete it, and Uninstall runs the same command as a process under the pod's
+//     ServiceAccount, then reports the exit code in the pod's status as a kubelet would.
+//     Helm's uninstall waits for the Job as it would in a real cluster.
+//
+// Each process logs to <Dir>/<name>.log; a process that exits while it should run is
+// reported by Err with its log tail, and Stop kills them all.
+package localinstall

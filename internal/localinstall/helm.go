@@ -1,0 +1,128 @@
+package localinstall
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"helm.sh/helm/v4/pkg/action"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	"helm.sh/helm/v4/pkg/kube"
+	ri "helm.sh/helm/v4/pkg/release"
+	release "helm.sh/helm/v4/pkg/release/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+)
+
+// helmConfig is an action configuration that talks to the cluster as the
+// administrator, the way `helm --kubeconfig <admin> -n <namespace>` would, storing
+// releases in Secrets (Helm's default) and logging to <dir>/helm.log.
+func helmConfig(kubeconfig, namespace, dir string) (*action.Configuration, *os.File, error) {
+	logFile, err := os.OpenFile(filepath.Join(dir, "helm.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, nil, fmt.Errorf("opening helm log: %w", err)
+	}
+	cfg := action.NewConfiguration(action.ConfigurationSetLogger(
+		slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	flags := genericclioptions.NewConfigFlags(false)
+	flags.KubeConfig = &kubeconfig
+	flags.Namespace = &namespace
+	cacheDir := filepath.Join(dir, "kube-cache")
+	flags.CacheDir = &cacheDir
+	if err := cfg.Init(flags, namespace, "secret"); err != nil {
+		_ = logFile.Close()
+		return nil, nil, fmt.Errorf("initialising helm: %w", err)
+	}
+	return cfg, logFile, nil
+}
+
+func (i *Installation) loadChart() (*chart.Chart, error) {
+	chrt, err := loader.Load(filepath.Join(i.opts.RepoRoot, "charts", "quotagate"))
+	if err != nil {
+		return nil, fmt.Errorf("loading the chart: %w", err)
+	}
+	return chrt, nil
+}
+
+// helmInstall is `helm install <release> charts/quotagate -n <ns> --create-namespace`
+// with the local post-renderer.
+func (i *Installation) helmInstall(ctx context.Context) (*release.Release, error) {
+	chrt, err := i.loadChart()
+	if err != nil {
+		return nil, err
+	}
+	in := action.NewInstall(i.helm)
+	in.ReleaseName = i.opts.Release
+	in.Namespace = i.opts.Namespace
+	in.CreateNamespace = true
+	in.WaitStrategy = kube.HookOnlyStrategy
+	in.Timeout = i.opts.Timeout
+	in.PostRenderer = i.renderer
+	rel, err := in.RunWithContext(ctx, chrt, i.values)
+	if err != nil {
+		return nil, fmt.Errorf("helm install %s: %w", i.opts.Release, err)
+	}
+	return asRelease(rel)
+}
+
+// helmUpgrade is `helm upgrade <release> charts/quotagate -n <ns>` with values.
+func (i *Installation) helmUpgrade(ctx context.Context, values map[string]any) (*release.Release, error) {
+	chrt, err := i.loadChart()
+	if err != nil {
+		return nil, err
+	}
+	up := action.NewUpgrade(i.helm)
+	up.Namespace = i.opts.Namespace
+	up.WaitStrategy = kube.HookOnlyStrategy
+	up.Timeout = i.opts.Timeout
+	up.PostRenderer = i.renderer
+	rel, err := up.RunWithContext(ctx, i.opts.Release, chrt, values)
+	if err != nil {
+		return nil, fmt.Errorf("helm upgrade %s: %w", i.opts.Release, err)
+	}
+	return asRelease(rel)
+}
+
+// helmUninstall is `helm uninstall <release> -n <ns>`: Helm runs the pre-delete hook
+// and waits for its Job (up to the timeout) before deleting the release's objects.
+func (i *Installation) helmUninstall() error {
+	un := action.NewUninstall(i.helm)
+	un.WaitStrategy = kube.HookOnlyStrategy
+	un.Timeout = i.opts.Timeout
+	un.DeletionPropagation = "background"
+	if _, err := un.Run(i.opts.Release); err != nil {
+		return fmt.Errorf("helm uninstall %s: %w", i.opts.Release, err)
+	}
+	return nil
+}
+
+func asRelease(r ri.Releaser) (*release.Release, error) {
+	rel, ok := r.(*release.Release)
+	if !ok {
+		return nil, fmt.Errorf("unexpected release type %T", r)
+	}
+	return rel, nil
+}
+
+// releaseObjects decodes the objects of a release's manifest (hooks apart).
+func releaseObjects(rel *release.Release) ([]*unstructured.Unstructured, error) {
+	objs, err := decodeObjects([]byte(rel.Manifest))
+	if err != nil {
+		return nil, fmt.Errorf("release %s: %w", rel.Name, err)
+	}
+	for _, o := range objs {
+		if o.GetNamespace() == "" && !clusterScoped(o.GetKind()) {
+			o.SetNamespace(rel.Namespace)
+		}
+	}
+	return objs, nil
+}
+
+func clusterScoped(kind string) bool {
+	return strings.HasPrefix(kind, "Cluster") || kind == "CustomResourceDefinition" ||
+		strings.HasSuffix(kind, "WebhookConfiguration") || strings.HasPrefix(kind, "ValidatingAdmissionPolicy")
+}

@@ -1,0 +1,323 @@
+package localinstall
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/go-logr/logr"
+	"helm.sh/helm/v4/pkg/action"
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/quotagate/quotagate/internal/localcluster"
+)
+
+// Installation is quotagate installed on a local control plane, with its webhook and
+// manager running as processes. Its methods are not safe for concurrent use, except Err.
+type Installation struct {
+	cluster  *localcluster.Cluster
+	opts     Options
+	values   map[string]any
+	client   kubernetes.Interface
+	dynamic  dynamic.Interface
+	helm     *action.Configuration
+	helmLog  *os.File
+	renderer localRenderer
+
+	webhook, manager *component
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// component is one of the chart's Deployments, run as a process on this machine with
+// the arguments of the Deployment's container and local addresses.
+type component struct {
+	name                   string
+	port, metrics, probes  int // local ports; port is the webhook server's
+	serviceAccount         string
+	args, env              []string
+	binary, logPath, kconf string
+
+	mu   sync.Mutex
+	proc *process
+}
+
+// Install installs quotagate onto c (see the package comment) and returns once the
+// webhook and the manager answer /readyz. On error, the processes it started are
+// stopped; the Helm release, if created, is left for the cluster to be thrown away.
+func Install(ctx context.Context, c *localcluster.Cluster, opts Options) (*Installation, error) {
+	log := logr.FromContextOrDiscard(ctx)
+	o, err := opts.withDefaults(c)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating %s: %w", o.Dir, err)
+	}
+	if opts.BinDir == "" {
+		log.V(1).Info("Building the webhook and manager", "dir", o.BinDir)
+		if err := BuildBinaries(ctx, o.RepoRoot, o.BinDir); err != nil {
+			return nil, err
+		}
+	}
+	i := &Installation{cluster: c, opts: o, values: o.Values}
+	if i.client, err = kubernetes.NewForConfig(c.Config()); err != nil {
+		return nil, err
+	}
+	if i.dynamic, err = dynamic.NewForConfig(c.Config()); err != nil {
+		return nil, err
+	}
+	if i.helm, i.helmLog, err = helmConfig(c.KubeconfigPath(), o.Namespace, o.Dir); err != nil {
+		return nil, err
+	}
+	ports := make([]int, 5)
+	for n := range ports {
+		if ports[n], err = freePort(); err != nil {
+			return nil, err
+		}
+	}
+	i.webhook = &component{name: webhookName, port: ports[0], metrics: ports[1], probes: ports[2]}
+	i.manager = &component{name: managerName, metrics: ports[3], probes: ports[4]}
+	i.renderer = localRenderer{webhookHost: "127.0.0.1:" + strconv.Itoa(i.webhook.port)}
+
+	if err := i.install(ctx); err != nil {
+		return nil, errors.Join(err, i.Stop())
+	}
+	return i, nil
+}
+
+func (i *Installation) install(ctx context.Context) error {
+	log := logr.FromContextOrDiscard(ctx)
+	if err := i.installCertManagerCRDs(ctx); err != nil {
+		return err
+	}
+	log.V(1).Info("Installed cert-manager's CRDs")
+	rel, err := i.helmInstall(ctx)
+	if err != nil {
+		return err
+	}
+	log.V(1).Info("Installed the chart", "release", rel.Name, "namespace", rel.Namespace, "revision", rel.Version)
+	objs, err := releaseObjects(rel)
+	if err != nil {
+		return err
+	}
+	cert, err := find(objs, "cert-manager.io", "Certificate")
+	if err != nil {
+		return err
+	}
+	if err := i.issueWebhookCert(ctx, cert, i.certDir()); err != nil {
+		return err
+	}
+	mwc, err := find(objs, "admissionregistration.k8s.io", "MutatingWebhookConfiguration")
+	if err != nil {
+		return err
+	}
+	if err := i.injectCABundle(ctx, mwc.GetName()); err != nil {
+		return err
+	}
+	for _, comp := range []*component{i.webhook, i.manager} {
+		if err := i.configure(ctx, comp, objs); err != nil {
+			return err
+		}
+		if err := i.start(ctx, comp); err != nil {
+			return err
+		}
+		log.V(1).Info("Started", "component", comp.name, "log", comp.logPath)
+	}
+	return nil
+}
+
+func (i *Installation) certDir() string { return filepath.Join(i.opts.Dir, "webhook-certs") }
+
+// configure derives a component's command line from its Deployment in the release:
+// the container's arguments with local addresses, and a kubeconfig for the pod's
+// ServiceAccount in place of the token a pod would get mounted.
+func (i *Installation) configure(ctx context.Context, comp *component, objs []*unstructured.Unstructured) error {
+	dep, err := deployment(objs, comp.name)
+	if err != nil {
+		return err
+	}
+	ctr := dep.Spec.Template.Spec.Containers[0]
+	if len(ctr.Command) == 0 {
+		return fmt.Errorf("deployment %s: container %s has no command", dep.Name, ctr.Name)
+	}
+	local := func(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
+	set := map[string]string{
+		"metrics-bind-address":      local(comp.metrics),
+		"health-probe-bind-address": local(comp.probes),
+	}
+	if comp.name == webhookName {
+		set["port"] = strconv.Itoa(comp.port)
+		set["host"] = "127.0.0.1"
+		set["cert-dir"] = i.certDir()
+	}
+	comp.args = withFlags(ctr.Args, set)
+	comp.binary = filepath.Join(i.opts.BinDir, path.Base(ctr.Command[0]))
+	comp.logPath = filepath.Join(i.opts.Dir, comp.name+".log")
+	if sa := serviceAccountOf(dep); sa != comp.serviceAccount || comp.kconf == "" {
+		comp.serviceAccount = sa
+		if comp.kconf, err = i.serviceAccountKubeconfig(ctx, comp.name, sa); err != nil {
+			return err
+		}
+	}
+	comp.env = []string{"KUBECONFIG=" + comp.kconf, "POD_NAMESPACE=" + i.opts.Namespace}
+	for _, e := range ctr.Env {
+		if e.ValueFrom == nil {
+			comp.env = append(comp.env, e.Name+"="+e.Value)
+		}
+	}
+	return nil
+}
+
+func serviceAccountOf(dep *appsv1.Deployment) string {
+	if sa := dep.Spec.Template.Spec.ServiceAccountName; sa != "" {
+		return sa
+	}
+	return "default"
+}
+
+// serviceAccountKubeconfig writes <Dir>/<user>.kubeconfig with a token of the
+// ServiceAccount (TokenRequest API), as a pod of user would have mounted, and returns
+// its path.
+func (i *Installation) serviceAccountKubeconfig(ctx context.Context, user, sa string) (string, error) {
+	cfg, err := i.cluster.ServiceAccountConfig(ctx, i.opts.Namespace, sa, tokenTTL)
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(i.opts.Dir, user+".kubeconfig")
+	if err := i.cluster.WriteKubeconfig(cfg, p); err != nil {
+		return "", err
+	}
+	return p, nil
+}
+
+// start runs a component and waits for its /readyz.
+func (i *Installation) start(ctx context.Context, comp *component) error {
+	proc, err := startProcess(comp.name, comp.binary, comp.args, comp.env, comp.logPath)
+	if err != nil {
+		return err
+	}
+	comp.mu.Lock()
+	comp.proc = proc
+	comp.mu.Unlock()
+	wctx, cancel := context.WithTimeout(ctx, i.opts.Timeout)
+	defer cancel()
+	return proc.waitReady(wctx, "http://127.0.0.1:"+strconv.Itoa(comp.probes)+"/readyz")
+}
+
+func (comp *component) stop() error {
+	comp.mu.Lock()
+	p := comp.proc
+	comp.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	return p.stop()
+}
+
+func (comp *component) err() error {
+	comp.mu.Lock()
+	p := comp.proc
+	comp.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	return p.exitError()
+}
+
+// Upgrade is `helm upgrade` with values merged over the current ones (top-level keys
+// replace). A component whose rendered command line changed is restarted, as its
+// Deployment would roll out; the webhook keeps its address.
+func (i *Installation) Upgrade(ctx context.Context, values map[string]any) error {
+	merged := maps.Clone(i.values)
+	maps.Copy(merged, values)
+	rel, err := i.helmUpgrade(ctx, merged)
+	if err != nil {
+		return err
+	}
+	i.values = merged
+	objs, err := releaseObjects(rel)
+	if err != nil {
+		return err
+	}
+	for _, comp := range []*component{i.webhook, i.manager} {
+		args, env := comp.args, comp.env
+		if err := i.configure(ctx, comp, objs); err != nil {
+			return err
+		}
+		if slices.Equal(args, comp.args) && slices.Equal(env, comp.env) {
+			continue
+		}
+		if err := comp.stop(); err != nil {
+			return err
+		}
+		if err := i.start(ctx, comp); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Err returns an *ExitError for the webhook or manager if one has exited although Stop
+// was not called, or nil.
+func (i *Installation) Err() error {
+	return errors.Join(i.webhook.err(), i.manager.err())
+}
+
+// Stop stops the manager and the webhook processes; it does not touch the cluster.
+// It is idempotent.
+func (i *Installation) Stop() error {
+	i.stopOnce.Do(func() {
+		i.stopErr = errors.Join(i.manager.stop(), i.webhook.stop())
+		if i.helmLog != nil {
+			_ = i.helmLog.Close()
+		}
+	})
+	return i.stopErr
+}
+
+// Release and Namespace are the Helm release's name and namespace.
+func (i *Installation) Release() string   { return i.opts.Release }
+func (i *Installation) Namespace() string { return i.opts.Namespace }
+
+// ManagerServiceAccount is the ServiceAccount the manager runs as.
+func (i *Installation) ManagerServiceAccount() string { return i.manager.serviceAccount }
+
+// ManagerUsername is the manager's identity as the API server sees it.
+func (i *Installation) ManagerUsername() string {
+	return "system:serviceaccount:" + i.opts.Namespace + ":" + i.manager.serviceAccount
+}
+
+// ManagerMetricsURL is the manager's /metrics; it is HTTPS with Kubernetes
+// authentication and authorization when the chart's manager.metricsSecure is true.
+func (i *Installation) ManagerMetricsURL() string {
+	scheme := "http"
+	if flagValue(i.manager.args, "metrics-secure") == "true" {
+		scheme = "https"
+	}
+	return scheme + "://127.0.0.1:" + strconv.Itoa(i.manager.metrics) + "/metrics"
+}
+
+// WebhookMetricsURL is the webhook's /metrics (plain HTTP).
+func (i *Installation) WebhookMetricsURL() string {
+	return "http://127.0.0.1:" + strconv.Itoa(i.webhook.metrics) + "/metrics"
+}
+
+// LogPaths are the log files of the webhook, the manager, the release hook and Helm.
+func (i *Installation) LogPaths() []string {
+	return []string{i.webhook.logPath, i.manager.logPath, i.hookLogPath(), filepath.Join(i.opts.Dir, "helm.log")}
+}
+
+// ManagerArgs is the manager's command line as it runs now.
+func (i *Installation) ManagerArgs() []string { return slices.Clone(i.manager.args) }

@@ -1,0 +1,104 @@
+package localinstall
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/quotagate/quotagate/internal/localcluster"
+)
+
+// Defaults of Options.
+const (
+	DefaultRelease   = "quotagate"
+	DefaultNamespace = "quotagate-system"
+	defaultTimeout   = 2 * time.Minute
+)
+
+// tokenTTL is the lifetime of the ServiceAccount tokens the processes run with; they
+// are not refreshed, so it outlasts a long demo.
+const tokenTTL = 24 * time.Hour
+
+// Options configure Install. The zero value installs release "quotagate" into
+// "quotagate-system" with the chart's default values.
+type Options struct {
+	// Release is the Helm release name; empty means "quotagate".
+	Release string
+	// Namespace is the release namespace, created if missing; empty means
+	// "quotagate-system".
+	Namespace string
+	// Values are the chart values, as `helm install --values` would take them.
+	Values map[string]any
+	// BinDir holds the webhook and manager binaries. Empty means build them into
+	// <Dir>/bin with BuildBinaries.
+	BinDir string
+	// Dir holds the logs, kubeconfigs and serving certificate of the processes. Empty
+	// means <cluster dir>/quotagate.
+	Dir string
+	// RepoRoot is the quotagate repository (for the chart, the go command and the
+	// sources of the binaries). Empty means the one containing the working directory.
+	RepoRoot string
+	// Timeout bounds each Helm action (including the pre-delete hook) and each wait
+	// for a process to be ready; 0 means 2 minutes.
+	Timeout time.Duration
+}
+
+func (o Options) withDefaults(c *localcluster.Cluster) (Options, error) {
+	if o.Release == "" {
+		o.Release = DefaultRelease
+	}
+	if o.Namespace == "" {
+		o.Namespace = DefaultNamespace
+	}
+	if o.Timeout == 0 {
+		o.Timeout = defaultTimeout
+	}
+	if o.Dir == "" {
+		o.Dir = filepath.Join(c.Dir(), "quotagate")
+	}
+	o.Values = maps.Clone(o.Values)
+	if o.Values == nil {
+		o.Values = map[string]any{}
+	}
+	if o.RepoRoot == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return o, fmt.Errorf("finding the repository: %w", err)
+		}
+		if o.RepoRoot, err = localcluster.RepoRoot(wd); err != nil {
+			return o, err
+		}
+	}
+	if o.BinDir == "" {
+		o.BinDir = filepath.Join(o.Dir, "bin")
+	}
+	var err error
+	if o.Dir, err = filepath.Abs(o.Dir); err != nil {
+		return o, err
+	}
+	if o.BinDir, err = filepath.Abs(o.BinDir); err != nil {
+		return o, err
+	}
+	return o, nil
+}
+
+// BuildBinaries builds the webhook and manager binaries of the repository at repoRoot
+// into dir. The go command's build cache makes a rebuild of unchanged sources quick.
+func BuildBinaries(ctx context.Context, repoRoot, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("creating %s: %w", dir, err)
+	}
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", dir+string(filepath.Separator), "./cmd/webhook", "./cmd/manager")
+	cmd.Dir = repoRoot
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("building the webhook and manager (go build ./cmd/webhook ./cmd/manager): %w\n%s", err, out.String())
+	}
+	return nil
+}
