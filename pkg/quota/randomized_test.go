@@ -18,7 +18,7 @@ import (
 )
 
 var (
-	randomSeeds = flag.Int("quota.seeds", 2000, "seeds for TestRandomizedAdmission (go test -run Randomized -args -quota.seeds=N)")
+	randomSeeds = flag.Int("quota.seeds", 300, "seeds for TestRandomizedAdmission (go test -run Randomized -args -quota.seeds=N); -short runs 30")
 	randomSteps = flag.Int("quota.steps", 150, "steps per seed for TestRandomizedAdmission")
 	randomSeed0 = flag.Int("quota.seed", -1, "run only this seed of TestRandomizedAdmission")
 )
@@ -37,11 +37,15 @@ var (
 //     finishing), every gated pod is admitted unless it can never fit or its group is
 //     incomplete.
 func TestRandomizedAdmission(t *testing.T) {
-	seeds := make([]int, 0, *randomSeeds)
+	n := *randomSeeds
+	if testing.Short() {
+		n = min(n, 30)
+	}
+	seeds := make([]int, 0, n)
 	if *randomSeed0 >= 0 {
 		seeds = append(seeds, *randomSeed0)
 	} else {
-		for s := range *randomSeeds {
+		for s := range n {
 			seeds = append(seeds, s)
 		}
 	}

@@ -183,7 +183,9 @@ func (q *AdmissionQueue) recover(key BudgetKey) {
 // resolveTopology derives parents, ancestors, problems and effective states of every
 // budget, and wakes the budgets that start admitting.
 func (q *AdmissionQueue) resolveTopology() {
-	all := q.sortedBudgets()
+	// Map order is fine here: nothing below depends on the order of budgets except
+	// selecting, which is sorted.
+	all := slices.Collect(maps.Values(q.budgets))
 	was := make(map[*budget]bool, len(all))
 	q.selecting = q.selecting[:0]
 	for _, b := range all {
@@ -196,6 +198,7 @@ func (q *AdmissionQueue) resolveTopology() {
 			q.selecting = append(q.selecting, b)
 		}
 	}
+	slices.SortFunc(q.selecting, func(a, b *budget) int { return strings.Compare(a.key.Name, b.key.Name) })
 	for _, b := range all {
 		seen := map[*budget]bool{b: true}
 		for a := b.parent; a != nil; a = a.parent {

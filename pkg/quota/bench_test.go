@@ -1,0 +1,110 @@
+package quota
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// benchPod is a gated pod requesting cpu millicores, created at t0 plus seq ms.
+func benchPod(ns string, seq int, milli int64) Pod {
+	name := fmt.Sprintf("%s-p%d", ns, seq)
+	return Pod{
+		PodRef:  PodRef{UID: types.UID(name), Namespace: ns, Name: name},
+		Created: t0.Add(time.Duration(seq) * time.Millisecond),
+		Usage: corev1.ResourceList{
+			"requests.cpu": *resourceMilli(milli),
+			"pods":         *resourceCount(1),
+			"count/pods":   *resourceCount(1),
+		},
+		Gated: true,
+	}
+}
+
+// fill creates budgets ns-0..ns-(budgets-1), each with room for half of its perBudget
+// gated pods, and upserts the pods.
+func fill(q *AdmissionQueue, budgets, perBudget int) {
+	for i := range budgets {
+		ns := fmt.Sprintf("ns-%d", i)
+		q.UpsertBudget(makeBudget(ns, "b").Hard(fmt.Sprintf("cpu=%d", perBudget/2)).Obj())
+	}
+	for j := range perBudget {
+		for i := range budgets {
+			q.UpsertPod(benchPod(fmt.Sprintf("ns-%d", i), j, 1000))
+		}
+	}
+}
+
+// BenchmarkAdmitDecisions: one Admit over 100,000 gated pods in 1,000 budgets, half of
+// which fit. Every pod is decided once (admitted, or found not to fit).
+func BenchmarkAdmitDecisions(b *testing.B) {
+	const budgets, perBudget = 1000, 100
+	var decided int
+	var elapsed time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		q, _ := newTestQueue()
+		fill(q, budgets, perBudget)
+		b.StartTimer()
+		start := time.Now()
+		adm := q.Admit()
+		elapsed += time.Since(start)
+		decided += budgets * perBudget
+		if len(adm) != budgets*perBudget/2 {
+			b.Fatalf("admitted %d, want %d", len(adm), budgets*perBudget/2)
+		}
+	}
+	b.ReportMetric(float64(decided)/elapsed.Seconds(), "decisions/s")
+}
+
+// BenchmarkFreeingEvent: the cost of one pod ending in a full budget (release, wake,
+// admit the next, confirm it), with 1,000 or 100,000 gated pods waiting in other
+// budgets. It must not grow with the pods elsewhere.
+func BenchmarkFreeingEvent(b *testing.B) {
+	for _, others := range []int{1000, 100000} {
+		b.Run(fmt.Sprintf("gated-elsewhere=%d", others), func(b *testing.B) {
+			q, _ := newTestQueue()
+			fill(q, 1000, others/1000*2) // half of them admitted, half gated
+			for _, a := range q.Admit() {
+				q.Done(a.Pod.UID, Ungated)
+			}
+			const room = 10
+			q.UpsertBudget(makeBudget("hot", "b").Hard(fmt.Sprintf("cpu=%d", room)).Obj())
+			seq := 0
+			var running []Pod
+			for range room {
+				p := benchPod("hot", seq, 1000)
+				p.Gated = false
+				q.UpsertPod(p)
+				running = append(running, p)
+				seq++
+			}
+			for range room {
+				q.UpsertPod(benchPod("hot", seq, 1000))
+				seq++
+			}
+			q.Admit()
+			b.ReportAllocs()
+			for b.Loop() {
+				q.DeletePod(running[0].UID)
+				running = running[1:]
+				adm := q.Admit()
+				if len(adm) != 1 {
+					b.Fatalf("admitted %d, want 1", len(adm))
+				}
+				q.Done(adm[0].Pod.UID, Ungated)
+				p := benchPod("hot", 0, 1000)
+				p.PodRef = adm[0].Pod
+				p.Created = adm[0].Created
+				p.Gated = false
+				q.UpsertPod(p)
+				running = append(running, p)
+				q.UpsertPod(benchPod("hot", seq, 1000))
+				seq++
+			}
+		})
+	}
+}
