@@ -54,6 +54,7 @@ type BudgetSpec struct {
 	// ("cpu" is "requests.cpu"; "pods" and "count/pods" count pods).
 	// Only resources named here are limited.
 	// +optional
+	// +kubebuilder:validation:MaxProperties=24
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !string(self[k]).startsWith('-'))",message="hard quantities must not be negative"
 	Hard corev1.ResourceList `json:"hard,omitempty"`
 

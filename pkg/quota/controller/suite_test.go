@@ -1,0 +1,246 @@
+package controller_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/yaml"
+
+	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/internal/localcluster"
+	"github.com/quotagate/quotagate/pkg/quota/controller"
+)
+
+// One local control plane serves every test of this package; each test works in
+// namespaces of its own and runs its own manager, under the manager's ServiceAccount
+// and the ClusterRole generated from the RBAC markers, so RBAC is what is tested.
+
+var (
+	cluster   *localcluster.Cluster
+	admin     client.Client
+	clientset kubernetes.Interface
+	managerSA *rest.Config
+	nsCounter atomic.Int64
+)
+
+const (
+	systemNamespace = "quotagate-system"
+	managerName     = "quotagate-manager"
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	level := zapcore.ErrorLevel // keep test output readable
+	if os.Getenv("QUOTAGATE_TEST_VERBOSE") != "" {
+		level = zapcore.Level(-4)
+	}
+	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.Level(level)))
+	ctx := context.Background()
+	c, err := localcluster.Start(ctx, localcluster.Options{Nodes: 2, Dir: mustTempDir()})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "starting the local control plane: %v\n", err)
+		return 1
+	}
+	defer func() { _ = c.Stop() }()
+	cluster = c
+	if err := setup(ctx); err != nil {
+		fmt.Fprintf(os.Stderr, "setting up: %v\n", err)
+		return 1
+	}
+	return m.Run()
+}
+
+func mustTempDir() string {
+	d, err := os.MkdirTemp("", "quotagate-controller-test-")
+	if err != nil {
+		panic(err)
+	}
+	return d
+}
+
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "..")
+}
+
+func setup(ctx context.Context) error {
+	scheme := clientgoscheme.Scheme
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	cfg := cluster.Config()
+	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{
+		Paths:              []string{filepath.Join(repoRoot(), "config", "crd", "bases")},
+		ErrorIfPathMissing: true,
+	}); err != nil {
+		return fmt.Errorf("installing CRDs: %w", err)
+	}
+	var err error
+	if admin, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+		return err
+	}
+	if clientset, err = kubernetes.NewForConfig(cfg); err != nil {
+		return err
+	}
+	// The manager's identity: the ServiceAccount bound to the generated ClusterRole.
+	role := &rbacv1.ClusterRole{}
+	raw, err := os.ReadFile(filepath.Join(repoRoot(), "config", "rbac", "role.yaml"))
+	if err != nil {
+		return err
+	}
+	if err := yaml.Unmarshal([]byte(strings.TrimPrefix(string(raw), "---\n")), role); err != nil {
+		return fmt.Errorf("reading role.yaml: %w", err)
+	}
+	objs := []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: systemNamespace}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: managerName, Namespace: systemNamespace}},
+		role,
+		&rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: managerName},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: managerName, Namespace: systemNamespace}},
+		},
+		// Leader election, as the chart grants it in the release namespace.
+		&rbacv1.Role{
+			ObjectMeta: metav1.ObjectMeta{Name: managerName + "-leader-election", Namespace: systemNamespace},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"},
+				Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}}},
+		},
+		&rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: managerName + "-leader-election", Namespace: systemNamespace},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: managerName + "-leader-election"},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: managerName, Namespace: systemNamespace}},
+		},
+	}
+	for name, value := range map[string]int32{"qg-high": 1000, "qg-mid": 500, "qg-low": 100} {
+		objs = append(objs, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value})
+	}
+	for _, o := range objs {
+		if err := admin.Create(ctx, o); err != nil {
+			return fmt.Errorf("creating %T %s: %w", o, o.GetName(), err)
+		}
+	}
+	managerSA, err = cluster.ServiceAccountConfig(ctx, systemNamespace, managerName, time.Hour)
+	if err != nil {
+		return fmt.Errorf("getting the manager's token: %w", err)
+	}
+	return nil
+}
+
+// runningManager is one manager process, in-process.
+type runningManager struct {
+	ctrl   *controller.Controller
+	cancel context.CancelFunc
+	done   chan error
+	once   sync.Once
+}
+
+// stop stops the manager and waits for it to return.
+func (m *runningManager) stop(t *testing.T) {
+	t.Helper()
+	m.once.Do(func() {
+		m.cancel()
+		select {
+		case err := <-m.done:
+			if err != nil {
+				t.Errorf("manager returned: %v", err)
+			}
+		case <-time.After(45 * time.Second):
+			t.Errorf("manager did not stop within 45s")
+		}
+	})
+}
+
+// startManager runs a manager as the quotagate-manager ServiceAccount until the test
+// ends (or stop is called). leaderElect uses a Lease in quotagate-system.
+func startManager(t *testing.T, mutate func(*controller.Options), leaderElect bool) *runningManager {
+	t.Helper()
+	opts := controller.DefaultOptions()
+	opts.Workers = 8
+	if mutate != nil {
+		mutate(&opts)
+	}
+	q, err := controller.New(opts)
+	if err != nil {
+		t.Fatalf("controller.New: %v", err)
+	}
+	cfg := rest.CopyConfig(managerSA)
+	cfg.QPS, cfg.Burst = 200, 400
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        clientgoscheme.Scheme,
+		Metrics:                       metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress:        "0",
+		LeaderElection:                leaderElect,
+		LeaderElectionNamespace:       systemNamespace,
+		LeaderElectionID:              "quotagate-test-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")),
+		LeaderElectionReleaseOnCancel: true,
+		Cache:                         controller.CacheOptions(),
+		// The event broadcaster's shutdown waits for queued events that can no longer
+		// be sent; do not let it hold a stopping manager for the default 30 s.
+		GracefulShutdownTimeout: ptr.To(5 * time.Second),
+	})
+	if err != nil {
+		t.Fatalf("creating manager: %v", err)
+	}
+	if err := q.SetupWithManager(mgr); err != nil {
+		t.Fatalf("setting up controller: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &runningManager{ctrl: q, cancel: cancel, done: make(chan error, 1)}
+	go func() { m.done <- mgr.Start(ctx) }()
+	t.Cleanup(func() { m.stop(t) })
+	return m
+}
+
+// newNamespace creates a namespace for the test; enabled opts it in.
+func newNamespace(t *testing.T, enabled bool) string {
+	t.Helper()
+	name := fmt.Sprintf("qg-%d-%s", nsCounter.Add(1), strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")))
+	if len(name) > 63 {
+		name = strings.TrimRight(name[:63], "-")
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if enabled {
+		ns.Labels = map[string]string{v1alpha1.EnabledLabel: "true"}
+	}
+	if err := admin.Create(context.Background(), ns); err != nil {
+		t.Fatalf("creating namespace: %v", err)
+	}
+	return name
+}
+
+// poll waits until cond holds, failing the test with what after timeout.
+func poll(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, timeout, true,
+		func(context.Context) (bool, error) { return cond() })
+	if err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
