@@ -104,7 +104,11 @@ func loadBudgetRows(ctx context.Context, e *env, c client.Client, ns string) ([]
 		if err != nil {
 			notes = append(notes, fmt.Sprintf("oldest waits are not shown: %v", err))
 		} else {
-			notes = append(notes, "oldest waits are computed from the gated pods' creation times")
+			msg := "oldest waits are computed from the gated pods' creation times"
+			if ns != "" && len(clusterBudgets.Items) > 0 {
+				msg += " (for ClusterBudgets, among the pods of namespace " + ns + " only)"
+			}
+			notes = append(notes, msg)
 		}
 	}
 

@@ -108,7 +108,7 @@ func TestBudgetsManagerRefuses(t *testing.T) {
 	}
 	wantNotes := "Note: cannot read the queue snapshot from " + refusing.URL + ": HTTP 403: Authorization denied for user system:serviceaccount:team-a:ci\n" +
 		"  " + hintForbidden + "\n" +
-		"Note: oldest waits are computed from the gated pods' creation times\n"
+		"Note: oldest waits are computed from the gated pods' creation times (for ClusterBudgets, among the pods of namespace team-b only)\n"
 	if diff := cmp.Diff(wantNotes, errOut); diff != "" {
 		t.Errorf("notes (-want +got):\n%s", diff)
 	}
