@@ -9,14 +9,15 @@ import (
 )
 
 type stateView struct {
-	State  v1alpha1.BudgetState
-	Reason string
+	State   v1alpha1.BudgetState
+	Reason  string
+	Message string
 }
 
 func stateOf(t *testing.T, q *AdmissionQueue, key BudgetKey) stateView {
 	t.Helper()
 	st := mustStatus(t, q, key)
-	return stateView{st.State, st.StateReason}
+	return stateView{st.State, st.StateReason, st.StateMessage}
 }
 
 // TestStates walks a parent and a child through Volcano's state machine.
@@ -41,20 +42,20 @@ func TestStates(t *testing.T) {
 		{
 			name:       "closing the child stops admissions; Closing while its pod runs",
 			do:         func() { q.UpsertBudget(makeBudget("team-a", "a").Hard("cpu=10").Parent("ml").Closed().Obj()) },
-			wantParent: stateView{v1alpha1.StateOpen, v1alpha1.ReasonActive},
-			wantChild:  stateView{v1alpha1.StateClosing, v1alpha1.ReasonClosed},
+			wantParent: stateView{v1alpha1.StateOpen, v1alpha1.ReasonActive, "admitting pods that fit"},
+			wantChild:  stateView{v1alpha1.StateClosing, v1alpha1.ReasonClosed, "spec.state is Closed; 1 admitted pods still run"},
 		},
 		{
 			name:       "a new pod waits",
 			do:         func() { q.UpsertPod(makePod("new").Created(1).Req("cpu=1").Pod()) },
-			wantParent: stateView{v1alpha1.StateOpen, v1alpha1.ReasonActive},
-			wantChild:  stateView{v1alpha1.StateClosing, v1alpha1.ReasonClosed},
+			wantParent: stateView{v1alpha1.StateOpen, v1alpha1.ReasonActive, "admitting pods that fit"},
+			wantChild:  stateView{v1alpha1.StateClosing, v1alpha1.ReasonClosed, "spec.state is Closed; 1 admitted pods still run"},
 		},
 		{
 			name:       "Closed once its pods end",
 			do:         func() { q.DeletePod("running") },
-			wantParent: stateView{v1alpha1.StateOpen, v1alpha1.ReasonActive},
-			wantChild:  stateView{v1alpha1.StateClosed, v1alpha1.ReasonClosed},
+			wantParent: stateView{v1alpha1.StateOpen, v1alpha1.ReasonActive, "admitting pods that fit"},
+			wantChild:  stateView{v1alpha1.StateClosed, v1alpha1.ReasonClosed, "spec.state is Closed"},
 		},
 		{
 			name: "closing the parent closes the reopened child",
@@ -62,14 +63,14 @@ func TestStates(t *testing.T) {
 				q.UpsertBudget(makeBudget("", "ml").Hard("cpu=10").Closed().Obj())
 				q.UpsertBudget(makeBudget("team-a", "a").Hard("cpu=10").Parent("ml").Obj())
 			},
-			wantParent: stateView{v1alpha1.StateClosed, v1alpha1.ReasonClosed},
-			wantChild:  stateView{v1alpha1.StateClosed, v1alpha1.ReasonClosedByParent},
+			wantParent: stateView{v1alpha1.StateClosed, v1alpha1.ReasonClosed, "spec.state is Closed"},
+			wantChild:  stateView{v1alpha1.StateClosed, v1alpha1.ReasonClosedByParent, "ClusterBudget ml, an ancestor, admits nothing: its spec.state is Closed"},
 		},
 		{
 			name:       "reopening the parent restores the child to its own Open state and admits",
 			do:         func() { q.UpsertBudget(makeBudget("", "ml").Hard("cpu=10").Obj()) },
-			wantParent: stateView{v1alpha1.StateOpen, v1alpha1.ReasonActive},
-			wantChild:  stateView{v1alpha1.StateOpen, v1alpha1.ReasonActive},
+			wantParent: stateView{v1alpha1.StateOpen, v1alpha1.ReasonActive, "admitting pods that fit"},
+			wantChild:  stateView{v1alpha1.StateOpen, v1alpha1.ReasonActive, "admitting pods that fit"},
 			wantAdmit:  []string{"new"},
 		},
 	}

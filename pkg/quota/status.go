@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -93,11 +94,28 @@ func (q *AdmissionQueue) Status(key BudgetKey) (BudgetStatus, bool) {
 	return st, true
 }
 
+// stateMessage explains the effective state in a sentence for the Ready condition. It
+// does not depend on other budgets' counts, so that it changes only when this budget's
+// status is marked dirty.
 func stateMessage(b *budget) string {
-	if b.admitting {
-		return b.key.Describe() + " is Open"
+	switch {
+	case b.admitting:
+		return "admitting pods that fit"
+	case b.problem != nil:
+		return b.problem.Message
+	case !b.specOpen():
+		if n := len(b.charged); n > 0 {
+			return fmt.Sprintf("spec.state is Closed; %d admitted pods still run", n)
+		}
+		return "spec.state is Closed"
+	case b.closedBy != nil:
+		why := "its spec.state is Closed"
+		if b.closedBy.problem != nil {
+			why = b.closedBy.problem.Message
+		}
+		return fmt.Sprintf("%s, an ancestor, admits nothing: %s", b.closedBy.key.Describe(), why)
 	}
-	return closedMessage(b)
+	return ""
 }
 
 func compareStrings(a, b string) int {

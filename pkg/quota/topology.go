@@ -186,10 +186,22 @@ func (q *AdmissionQueue) resolveTopology() {
 	// Map order is fine here: nothing below depends on the order of budgets except
 	// selecting, which is sorted.
 	all := slices.Collect(maps.Values(q.budgets))
-	was := make(map[*budget]bool, len(all))
+	type view struct {
+		admitting bool
+		problem   problem
+		closedBy  *budget
+	}
+	viewOf := func(b *budget) view {
+		v := view{admitting: b.admitting, closedBy: b.closedBy}
+		if b.problem != nil {
+			v.problem = *b.problem
+		}
+		return v
+	}
+	was := make(map[*budget]view, len(all))
 	q.selecting = q.selecting[:0]
 	for _, b := range all {
-		was[b] = b.admitting
+		was[b] = viewOf(b)
 		b.parent, b.ancestors, b.problem, b.closedBy = nil, nil, nil, nil
 		if b.spec.Parent != "" {
 			b.parent = q.budgets[BudgetKey{Name: b.spec.Parent}]
@@ -231,11 +243,11 @@ func (q *AdmissionQueue) resolveTopology() {
 		}
 	}
 	for _, b := range all {
-		if b.admitting != was[b] {
+		if viewOf(b) != was[b] {
 			q.markStatus(b)
-			if b.admitting {
-				q.wake(b)
-			}
+		}
+		if b.admitting && !was[b].admitting {
+			q.wake(b)
 		}
 	}
 }

@@ -1,0 +1,127 @@
+package quota
+
+import (
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/quotagate/quotagate/api/v1alpha1"
+)
+
+// The model's independent answers for TestRandomizedAdmission: which budgets cover a
+// pod, which admit, what each is charged, and which pods can never be admitted.
+
+// cover is the model's coverage: direct budgets and all their existing ancestors.
+func (w *world) cover(pod *corev1.Pod) []BudgetKey {
+	var out []BudgetKey
+	add := func(k BudgetKey) {
+		for !slices.Contains(out, k) {
+			out = append(out, k)
+			b, ok := w.budgets[k]
+			if !ok || b.Parent == "" {
+				return
+			}
+			if _, ok := w.budgets[BudgetKey{Name: b.Parent}]; !ok {
+				return
+			}
+			k = BudgetKey{Name: b.Parent}
+		}
+	}
+	for _, k := range w.budgetKeys() {
+		b := w.budgets[k]
+		direct := false
+		if k.IsCluster() {
+			direct = b.NamespaceSelector != nil && b.NamespaceSelector.Matches(labels.Set(w.namespaces[pod.Namespace]))
+		} else {
+			direct = k.Namespace == pod.Namespace
+		}
+		if direct && (b.PodSelector == nil || b.PodSelector.Matches(labels.Set(pod.Labels))) {
+			add(k)
+		}
+	}
+	return out
+}
+
+// admitting is the model's effective Open: open, parent chain complete, acyclic, open.
+func (w *world) admitting(k BudgetKey) bool {
+	seen := map[BudgetKey]bool{}
+	for {
+		b, ok := w.budgets[k]
+		if !ok || seen[k] || b.State == v1alpha1.StateClosed {
+			return false
+		}
+		seen[k] = true
+		if b.Parent == "" {
+			return true
+		}
+		k = BudgetKey{Name: b.Parent}
+	}
+}
+
+// usedAll is the model's charge of every budget: admitted or running pods it covers.
+func (w *world) usedAll() map[BudgetKey]corev1.ResourceList {
+	out := map[BudgetKey]corev1.ResourceList{}
+	for _, p := range w.pods {
+		if p.state == mGated {
+			continue
+		}
+		usage := p.usage
+		for _, k := range w.cover(p.obj) {
+			if out[k] == nil {
+				out[k] = corev1.ResourceList{}
+			}
+			addTo(out[k], usage)
+		}
+	}
+	return out
+}
+
+// neverAdmissible: the pod (with its gated group mates) exceeds some covering budget's
+// hard, or its group has fewer members than its size.
+func (w *world) neverAdmissible(p *mPod) bool {
+	unit := []*mPod{p}
+	if p.groupName != "" {
+		unit = nil
+		size := 0
+		for _, m := range w.pods {
+			if m.obj.Namespace == p.obj.Namespace && m.groupName == p.groupName {
+				unit = append(unit, m)
+				size = max(size, m.groupSize)
+			}
+		}
+		if len(unit) < size {
+			return true
+		}
+	}
+	sums := map[BudgetKey]corev1.ResourceList{}
+	for _, m := range unit {
+		for _, k := range w.cover(m.obj) {
+			if sums[k] == nil {
+				sums[k] = corev1.ResourceList{}
+			}
+			addTo(sums[k], m.usage)
+		}
+	}
+	for k, sum := range sums {
+		hard, _ := NormalizeHard(w.budgets[k].Hard)
+		for name, h := range hard {
+			s := sum[name]
+			if s.Cmp(h) > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (w *world) modelCharged(k BudgetKey) []string {
+	var out []string
+	for _, p := range w.pods {
+		if p.state != mGated && slices.Contains(w.cover(p.obj), k) {
+			out = append(out, p.obj.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
