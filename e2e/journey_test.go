@@ -25,6 +25,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
 	"github.com/quotagate/quotagate/internal/localcluster"
@@ -49,6 +50,7 @@ type env struct {
 
 func setUp(t *testing.T) env {
 	t.Helper()
+	ctrllog.SetLogger(testr.New(t)) // for controller-runtime's client
 	cluster := localcluster.StartForTest(t, localcluster.Options{})
 	ctx := logr.NewContext(t.Context(), testr.NewWithOptions(t, testr.Options{Verbosity: 1}))
 	inst, err := localinstall.Install(ctx, cluster, localinstall.Options{})
