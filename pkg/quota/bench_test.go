@@ -108,3 +108,30 @@ func BenchmarkFreeingEvent(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAdmitIdle: Admit when nothing changed, with 100,000 gated pods waiting.
+func BenchmarkAdmitIdle(b *testing.B) {
+	q, _ := newTestQueue()
+	fill(q, 1000, 200)
+	q.Admit()
+	b.ReportAllocs()
+	for b.Loop() {
+		if n := len(q.Admit()); n != 0 {
+			b.Fatalf("admitted %d", n)
+		}
+	}
+}
+
+// BenchmarkWaitCode: the cheap per-pod poll for reason transitions.
+func BenchmarkWaitCode(b *testing.B) {
+	q, _ := newTestQueue()
+	fill(q, 1000, 200)
+	q.Admit()
+	uid := benchPod("ns-7", 150, 1000).UID
+	b.ReportAllocs()
+	for b.Loop() {
+		if code, _ := q.WaitCode(uid); code != CodeInsufficient {
+			b.Fatalf("code %q", code)
+		}
+	}
+}

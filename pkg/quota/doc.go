@@ -3,19 +3,23 @@
 // It knows nothing about the API server. The reconcilers in pkg/quota/controller feed
 // it what the informers see (pods, budgets, namespaces) and act on what it decides:
 //
-//	q := quota.NewAdmissionQueue(quota.WithClock(clk))
-//	q.SetNamespace("team-a", nsLabels)
-//	q.UpsertBudget(quota.BudgetFromAPI(budget))
-//	q.UpsertPod(quota.NewPod(pod, clk.Now()))
-//	for _, a := range q.Admit() {        // already reserved ("assumed")
-//		err := patch(a.Pod)               // remove the gate
-//		q.Done(a.Pod.UID, resultOf(err))  // Done must be called for every admission
+//	q := quota.NewAdmissionQueue(quota.WithClock(clk), quota.WithObserver(metrics))
+//	q.SetNamespace("team-a", ns.Labels)
+//	q.UpsertBudget(quota.BudgetFromAPI(budget))   // or ClusterBudgetFromAPI
+//	q.UpsertPod(quota.NewPod(pod, clk.Now()))      // DeletePod(uid) on delete
+//	for _, a := range q.Admit() {                  // each already reserved ("assumed")
+//		err := patch(a.Pod)                        // test + remove the gate
+//		q.Done(a.Pod.UID, resultOf(err))           // Ungated, Failed, Conflict or Gone
 //	}
-//	if t, ok := q.NextWakeup(); ok { requeueAt(t) }
+//	if t, ok := q.NextWakeup(); ok { requeueAt(t) } // backoffs, grace periods, flush
 //	for _, k := range q.DirtyStatuses() { st, _ := q.Status(k); writeStatus(k, st) }
+//	q.WaitCode(uid) / q.WaitReason(uid)            // why a pod waits, for events
+//	q.Snapshot()                                   // every queue, for /debug/queues
 //
 // Accounting follows ResourceQuota (usage.go): pod usage is computed with
 // k8s.io/component-helpers/resource and keyed by ResourceQuota's names. The queues
-// follow kube-scheduler's scheduling queue (queue.go explains them). Every exported
-// method of AdmissionQueue is safe for concurrent use.
+// follow kube-scheduler's scheduling queue (queue.go explains them and how a pod moves
+// between them); groups are in groups.go. Decisions are taken only inside Admit, so
+// that a batch of informer events is applied before anything is decided. Every
+// exported method of AdmissionQueue is safe for concurrent use: one mutex guards it.
 package quota

@@ -82,7 +82,22 @@ func (q *AdmissionQueue) WaitReason(uid types.UID) (Reason, bool) {
 	return q.waitReason(p), true
 }
 
-func (q *AdmissionQueue) waitReason(p *podState) Reason {
+// WaitCode returns just the code of WaitReason, cheaply (no message, no queue
+// position): callers that announce reasons on transitions only should poll this and
+// ask WaitReason when the code changed.
+func (q *AdmissionQueue) WaitCode(uid types.UID) (ReasonCode, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	p := q.pods[uid]
+	if p == nil || p.phase != phaseWaiting {
+		return "", false
+	}
+	return q.currentWait(p).code, true
+}
+
+// currentWait is why the pod waits now: its park reason, its backoff, a covering budget
+// that admits nothing, the reason its last evaluation gave, or a StrictFIFO head ahead.
+func (q *AdmissionQueue) currentWait(p *podState) waitInfo {
 	w := p.wait
 	switch {
 	case p.parked:
@@ -106,6 +121,14 @@ func (q *AdmissionQueue) waitReason(p *podState) Reason {
 			}
 		}
 	}
+	if w.code == "" {
+		w = waitInfo{code: CodeQueued}
+	}
+	return w
+}
+
+func (q *AdmissionQueue) waitReason(p *podState) Reason {
+	w := q.currentWait(p)
 	prefix := ""
 	if p.group != nil && w.code != CodeGroupIncomplete {
 		prefix = "group " + p.pod.Group + ": "

@@ -57,6 +57,12 @@ func TestWaitReasons(t *testing.T) {
 			ask:  "p",
 			want: Reason{Code: CodeBehindHead, Message: "behind pod team-a/head in StrictFIFO Budget team-a/team-a; position 2 of 2"},
 		},
+		"not evaluated yet": {
+			budgets: []Budget{makeBudget("team-a", "team-a").Hard("cpu=2").Obj()},
+			pods:    []Pod{makePod("p").Req("cpu=1").Pod()},
+			ask:     "p",
+			want:    Reason{Code: CodeQueued, Message: "queued, not evaluated yet; position 1 of 1 in Budget team-a/team-a"},
+		},
 		"never fits": {
 			budgets: []Budget{makeBudget("team-a", "team-a").Hard("nvidia.com/gpu=4").Obj()},
 			pods:    []Pod{makePod("p").Req("nvidia.com/gpu=8").Pod()},
@@ -73,13 +79,18 @@ func TestWaitReasons(t *testing.T) {
 			for _, p := range tc.pods {
 				q.UpsertPod(p)
 			}
-			admitNames(q)
+			if tc.want.Code != CodeQueued {
+				admitNames(q)
+			}
 			got, ok := q.WaitReason(types.UID(tc.ask))
 			if !ok {
 				t.Fatalf("pod %s does not wait", tc.ask)
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("WaitReason (-want +got):\n%s", diff)
+			}
+			if code, _ := q.WaitCode(types.UID(tc.ask)); code != tc.want.Code {
+				t.Errorf("WaitCode = %q, want %q", code, tc.want.Code)
 			}
 		})
 	}
