@@ -134,19 +134,23 @@ func TestChartOnRealAPIServer(t *testing.T) {
 	alice := cluster.Config()
 	alice.Impersonate = rest.ImpersonationConfig{UserName: "alice"}
 
-	// The policy takes effect once the API server has loaded it: poll until the intruder is
-	// refused by it (and not, say, by RBAC).
-	createGatedPod(ctx, t, cs, podNS, "p1")
+	// The policy takes effect once the API server has loaded it: until the intruder is
+	// refused by it (and not, say, by RBAC), try again on a new gated pod.
 	var lastErr error
+	attempt := 0
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		lastErr = removeGate(ctx, intruder, podNS, "p1")
-		if lastErr == nil {
-			return false, fmt.Errorf("the intruder removed the gate")
-		}
-		return apierrors.IsForbidden(lastErr) && strings.Contains(lastErr.Error(), "may only be removed by"), nil
+		attempt++
+		pod := fmt.Sprintf("probe-%d", attempt)
+		createGatedPod(ctx, t, cs, podNS, pod)
+		lastErr = removeGate(ctx, intruder, podNS, pod)
+		return lastErr != nil && apierrors.IsForbidden(lastErr) && strings.Contains(lastErr.Error(), "may only be removed by"), nil
 	})
 	if err != nil {
-		t.Fatalf("the gate guard never refused the intruder: %v (last: %v)", err, lastErr)
+		t.Fatalf("the gate guard never refused the intruder: %v (last answer: %v)", err, lastErr)
+	}
+	createGatedPod(ctx, t, cs, podNS, "p1")
+	if err := removeGate(ctx, intruder, podNS, "p1"); err == nil {
+		t.Error("the intruder removed the gate once the policy was in force")
 	}
 	want := "system:serviceaccount:acme-system:acme-quotagate-manager, alice, not by system:serviceaccount:team-a:intruder"
 	if !strings.Contains(lastErr.Error(), want) {
