@@ -25,8 +25,8 @@ type jobSpec struct {
 	runFor   time.Duration
 }
 
-// kwok's stage annotations: the pod reaches Running after readyAfter and Succeeded
-// runFor later. Delay and jitter are both set: kwok's jitter is an upper bound that
+// kwok's stage annotations: a bound pod is initialised after readyAfter, reaches
+// Running readyAfter later and Succeeded runFor after that. Delay and jitter are both set: kwok's jitter is an upper bound that
 // would otherwise win.
 const readyAfter = 300 * time.Millisecond
 
@@ -40,6 +40,8 @@ func job(namespace string, s jobSpec) *batchv1.Job {
 				ObjectMeta: metav1.ObjectMeta{
 					Labels: map[string]string{"app": "burst", "priority": s.priority},
 					Annotations: map[string]string{
+						"pod-create.stage.kwok.x-k8s.io/delay":          readyAfter.String(),
+						"pod-create.stage.kwok.x-k8s.io/jitter-delay":   readyAfter.String(),
 						"pod-ready.stage.kwok.x-k8s.io/delay":           readyAfter.String(),
 						"pod-ready.stage.kwok.x-k8s.io/jitter-delay":    readyAfter.String(),
 						"pod-complete.stage.kwok.x-k8s.io/delay":        s.runFor.String(),

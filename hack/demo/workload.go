@@ -21,7 +21,8 @@ const (
 
 // burstJob is the n-th Job of the burst: one CPU, every fifth one high priority, and
 // a run time of 1 to 6 seconds that kwok plays out (its pod-complete stage reads it from
-// the annotations; delay and jitter are equal so the time is exact).
+// the annotations; delay and jitter are equal so the time is exact). Without the
+// pod-create and pod-ready annotations kwok would take 1 to 6 s each to start a pod.
 func burstJob(n int) *batchv1.Job {
 	priority := "batch-low"
 	if n%5 == 4 {
@@ -36,6 +37,8 @@ func burstJob(n int) *batchv1.Job {
 				ObjectMeta: metav1.ObjectMeta{
 					Labels: map[string]string{"app": "demo-burst"},
 					Annotations: map[string]string{
+						"pod-create.stage.kwok.x-k8s.io/delay":          "100ms",
+						"pod-create.stage.kwok.x-k8s.io/jitter-delay":   "100ms",
 						"pod-ready.stage.kwok.x-k8s.io/delay":           "200ms",
 						"pod-ready.stage.kwok.x-k8s.io/jitter-delay":    "200ms",
 						"pod-complete.stage.kwok.x-k8s.io/delay":        runFor.String(),

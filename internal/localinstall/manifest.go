@@ -16,10 +16,12 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// The kwok annotations that set how long a pod takes to reach Running and to complete
-// (see kwok's pod-ready and pod-complete stages). A stage's jitter is an upper bound:
+// The kwok annotations that set how long a bound pod takes to be initialised, to reach
+// Running and to complete (see kwok's pod-create, pod-ready and pod-complete stages). A stage's jitter is an upper bound:
 // with only a delay set, the stage's default jitter (5 s) would win, so both are set.
 const (
+	kwokCreateDelay         = "pod-create.stage.kwok.x-k8s.io/delay"
+	kwokCreateJitterDelay   = "pod-create.stage.kwok.x-k8s.io/jitter-delay"
 	kwokReadyDelay          = "pod-ready.stage.kwok.x-k8s.io/delay"
 	kwokReadyJitterDelay    = "pod-ready.stage.kwok.x-k8s.io/jitter-delay"
 	kwokCompleteDelay       = "pod-complete.stage.kwok.x-k8s.io/delay"
@@ -146,6 +148,7 @@ func holdHookPods(job *unstructured.Unstructured) error {
 	if ann == nil {
 		ann = map[string]string{}
 	}
+	ann[kwokCreateDelay], ann[kwokCreateJitterDelay] = "0s", "0s"
 	ann[kwokReadyDelay], ann[kwokReadyJitterDelay] = "0s", "0s"
 	ann[kwokCompleteDelay], ann[kwokCompleteJitterDelay] = kwokNever, kwokNever
 	return unstructured.SetNestedStringMap(job.Object, ann, "spec", "template", "metadata", "annotations")

@@ -71,6 +71,7 @@ func TestLocalRenderer(t *testing.T) {
 
 	ann, _, _ := unstructured.NestedStringMap(objs[1].Object, "spec", "template", "metadata", "annotations")
 	wantAnn := map[string]string{
+		kwokCreateDelay: "0s", kwokCreateJitterDelay: "0s",
 		kwokReadyDelay: "0s", kwokReadyJitterDelay: "0s",
 		kwokCompleteDelay: kwokNever, kwokCompleteJitterDelay: kwokNever,
 	}
