@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
@@ -343,22 +344,31 @@ func TestManagerRestartMidRun(t *testing.T) {
 	}
 }
 
-// waitForWaitingEvent waits for the event that says why a pod waits, with the reason.
+// waitForWaitingEvent waits for the event that says why a pod waits, with the reason
+// ("" for any pod of the namespace).
 func waitForWaitingEvent(t *testing.T, ns, pod, reason string) corev1.Event {
 	t.Helper()
 	var found corev1.Event
-	poll(t, time.Minute, "a "+reason+" event on pod "+pod, func() (bool, error) {
-		evs, err := clientset.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+	var seen []string
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		evs, err := clientset.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
 		}
+		seen = seen[:0]
+		for _, e := range evs.Items {
+			seen = append(seen, e.InvolvedObject.Name+": "+e.Reason+": "+e.Message)
+		}
 		i := slices.IndexFunc(evs.Items, func(e corev1.Event) bool {
-			return e.InvolvedObject.Name == pod && e.Reason == reason
+			return (pod == "" || e.InvolvedObject.Name == pod) && e.Reason == reason
 		})
 		if i >= 0 {
 			found = evs.Items[i]
 		}
 		return i >= 0, nil
 	})
+	if err != nil {
+		t.Fatalf("waiting for a %s event on pod %q: %v; events:\n%s", reason, pod, err, strings.Join(seen, "\n"))
+	}
 	return found
 }
