@@ -2,7 +2,6 @@ package controller
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/quotagate/quotagate/pkg/quota"
 )
@@ -34,30 +33,33 @@ type waitingPod struct {
 }
 
 // announceWaiting emits a Waiting event for every gated pod whose reason code changed
-// since its last event.
+// since its last event. It polls the cheap WaitCode and builds the full sentence (with
+// the queue position) only for the pods whose code changed.
 func (c *Controller) announceWaiting() {
 	c.mu.Lock()
 	var changed []waitingPod
-	var msgs []quota.Reason
 	for uid, w := range c.waiting {
-		r, ok := c.core.WaitReason(uid)
-		if !ok || r.Code == w.code || r.Code == quota.CodeQueued {
+		code, ok := c.core.WaitCode(uid)
+		if !ok || code == w.code || code == quota.CodeQueued {
 			continue
 		}
-		w.code = r.Code
+		w.code = code
 		c.waiting[uid] = w
 		changed = append(changed, w)
-		msgs = append(msgs, r)
 	}
 	c.mu.Unlock()
-	for i, w := range changed {
+	for _, w := range changed {
+		r, ok := c.core.WaitReason(w.ref.UID)
+		if !ok {
+			continue
+		}
 		eventType := corev1.EventTypeNormal
-		if msgs[i].Code == quota.CodeNeverFits || msgs[i].Code == quota.CodeGroupInvalid {
+		if r.Code == quota.CodeNeverFits || r.Code == quota.CodeGroupInvalid {
 			eventType = corev1.EventTypeWarning
 		}
 		ref := &corev1.Pod{}
-		ref.Namespace, ref.Name, ref.UID = w.ref.Namespace, w.ref.Name, types.UID(w.ref.UID)
+		ref.Namespace, ref.Name, ref.UID = w.ref.Namespace, w.ref.Name, w.ref.UID
 		ref.APIVersion, ref.Kind = "v1", "Pod"
-		c.recorder.Eventf(ref, nil, eventType, string(msgs[i].Code), "Queue", "Waiting: %s", msgs[i].Message)
+		c.recorder.Eventf(ref, nil, eventType, string(r.Code), "Queue", "Waiting: %s", r.Message)
 	}
 }
