@@ -153,8 +153,8 @@ func keyLess(a, b orderKey) bool {
 	if a.priority != b.priority {
 		return a.priority > b.priority
 	}
-	if !a.created.Equal(b.created) {
-		return a.created.Before(b.created)
+	if a.created != b.created {
+		return a.created < b.created
 	}
 	return a.uid < b.uid
 }

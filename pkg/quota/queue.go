@@ -77,7 +77,7 @@ func (k queueKind) name() Queue {
 // orderKey is a pod's (or its group's) place in admission order.
 type orderKey struct {
 	priority int32
-	created  time.Time
+	created  int64 // UnixNano: cheaper to compare than time.Time
 	uid      types.UID
 }
 
@@ -88,8 +88,8 @@ func podLess(a, b *podState) bool {
 	if ka.priority != kb.priority {
 		return ka.priority > kb.priority
 	}
-	if !ka.created.Equal(kb.created) {
-		return ka.created.Before(kb.created)
+	if ka.created != kb.created {
+		return ka.created < kb.created
 	}
 	if ka.uid != kb.uid {
 		return ka.uid < kb.uid
@@ -98,7 +98,7 @@ func podLess(a, b *podState) bool {
 }
 
 func ownKey(p *Pod) orderKey {
-	return orderKey{priority: p.Priority, created: p.Created, uid: p.UID}
+	return orderKey{priority: p.Priority, created: p.Created.UnixNano(), uid: p.UID}
 }
 
 // entry is one pod in one budget's queues.
