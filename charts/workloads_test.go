@@ -43,7 +43,7 @@ func TestContainerArgs(t *testing.T) {
 				"--metrics-bind-address=:8080", "--health-probe-bind-address=:8081", "--zap-log-level=info"},
 			wantManager: []string{"--leader-elect=true", "--leader-election-namespace=quotagate-system",
 				"--metrics-bind-address=:8080", "--metrics-secure=true", "--health-probe-bind-address=:8081",
-				"--kube-api-qps=50", "--kube-api-burst=100", "--workers=4", "--hold-uncovered=false", "--zap-log-level=info"},
+				"--kube-api-qps=500", "--kube-api-burst=1000", "--workers=32", "--hold-uncovered=false", "--zap-log-level=info"},
 		},
 		"tuned": {
 			values: map[string]any{
