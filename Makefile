@@ -118,11 +118,13 @@ $(KWOK_BIN)/kwok: hack/tools/kwok/go.mod
 	@mkdir -p $(KWOK_BIN)
 	cd hack/tools/kwok && go build -trimpath -ldflags '-s -w' -o $@ sigs.k8s.io/kwok/cmd/kwok
 
-# kwok's stage files ship in its module: copy them next to the binary.
+# kwok's stage files ship in its module: copy them next to the binary (without the
+# module's Go test files, which `go test ./...` would otherwise pick up).
 $(KWOK_BIN)/stages: hack/tools/kwok/go.mod
 	@rm -rf $@.tmp && mkdir -p $@.tmp
 	cp -r "$$(cd hack/tools/kwok && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage/." $@.tmp/
-	chmod -R u+w $@.tmp && rm -rf $@ && mv $@.tmp $@
+	chmod -R u+w $@.tmp && find $@.tmp -name '*.go' -delete
+	rm -rf $@ && mv $@.tmp $@
 
 $(CONTROLLER_GEN): hack/tools/gen/go.mod
 	cd hack/tools/gen && go build -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen
