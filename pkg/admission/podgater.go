@@ -20,6 +20,12 @@ import (
 // Path is where the webhook server serves PodGater.
 const Path = "/mutate-v1-pod"
 
+// Log levels: what happened, and how it was decided.
+const (
+	logLevelEvents  = 2
+	logLevelDetails = 4
+)
+
 // MirrorPodAnnotation marks a static pod's mirror in the API server; the
 // kubelet runs it whatever the API server says, so gating it would only lie.
 const MirrorPodAnnotation = corev1.MirrorPodAnnotationKey
@@ -120,13 +126,13 @@ func (g *PodGater) handle(ctx context.Context, req admission.Request) (admission
 		return g.skip(ctx, reason), resultSkipped
 	}
 	g.metrics.podsGated.Inc()
-	logger.V(2).Info("Gating pod", "gate", g.gate, "generateName", pod.GenerateName)
+	logger.V(logLevelEvents).Info("Gating pod", "gate", g.gate, "generateName", pod.GenerateName)
 	return admission.Patched("", gates.AddOps(pod, g.gate)...), resultGated
 }
 
 func (g *PodGater) skip(ctx context.Context, reason SkipReason) admission.Response {
 	g.metrics.podsSkipped.WithLabelValues(string(reason)).Inc()
-	log.FromContext(ctx).V(4).Info("Not gating pod", "reason", reason)
+	log.FromContext(ctx).V(logLevelDetails).Info("Not gating pod", "reason", reason)
 	return admission.Allowed(string(reason))
 }
 
