@@ -55,7 +55,7 @@ type env struct {
 }
 
 func TestAgainstAPIServer(t *testing.T) {
-	log.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zap.Options{}.Level)))
+	log.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
 	c := localcluster.StartForTest(t, localcluster.Options{Nodes: 2})
 	cfg := c.Config()
 	cfg.QPS, cfg.Burst = 1000, 1000
