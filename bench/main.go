@@ -1,0 +1,25 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime"
+	"syscall"
+)
+
+func main() {
+	// A finer heap sample than the default 512 KiB, for the manager's heap profile.
+	runtime.MemProfileRate = 16 << 10
+	o := defaultOptions()
+	o.addFlags(flag.CommandLine)
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	"github.com/quotagate/quotagate/cmd/manager/app"
+	"github.com/quotagate/quotagate/pkg/quota/controller"
+)
+
+// runningManager is the quotagate manager running in this process.
+type runningManager struct {
+	ctrl   *controller.Controller
+	cancel context.CancelFunc
+	done   chan error
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// managerSettings are the flags the benchmark runs the manager with: cmd/manager's
+// defaults, so the figures are what an installation gets out of the box.
+type managerSettings struct {
+	QPS     float64 `json:"kubeAPIQPS"`
+	Burst   int     `json:"kubeAPIBurst"`
+	Workers int     `json:"workers"`
+}
+
+func defaultManagerSettings() managerSettings {
+	o := app.DefaultOptions()
+	return managerSettings{QPS: o.QPS, Burst: o.Burst, Workers: o.Controller.Workers}
+}
+
+// startManager runs a manager as the quotagate-manager ServiceAccount, with the
+// settings of cmd/manager's defaults, and returns once its informers have synced.
+// With discardEvents the controller's event recorder drops every event: a diagnostic
+// that measures what the manager's events cost the API server.
+func (e *env) startManager(ctx context.Context, s managerSettings, discardEvents bool) (*runningManager, error) {
+	opts := app.DefaultOptions().Controller
+	opts.Workers = s.Workers
+	q, err := controller.New(opts)
+	if err != nil {
+		return nil, err
+	}
+	cfg := rest.CopyConfig(e.managerSA)
+	cfg.QPS, cfg.Burst = float32(s.QPS), s.Burst
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  clientgoscheme.Scheme,
+		Metrics:                 metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress:  "0",
+		Cache:                   controller.CacheOptions(),
+		GracefulShutdownTimeout: ptr.To(5 * time.Second),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	if discardEvents {
+		mgr = eventlessManager{mgr}
+	}
+	if err := q.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the quota controller: %w", err)
+	}
+	mctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	m := &runningManager{ctrl: q, cancel: cancel, done: make(chan error, 1)}
+	go func() { m.done <- mgr.Start(mctx) }()
+	err = poll(ctx, func(context.Context) (bool, error) {
+		select {
+		case err := <-m.done:
+			m.done <- err // for stop
+			return false, fmt.Errorf("manager stopped: %w", err)
+		default:
+		}
+		return q.ReadyCheck(nil) == nil, nil
+	})
+	if err != nil {
+		m.stop()
+		return nil, fmt.Errorf("waiting for the manager to sync: %w", err)
+	}
+	return m, nil
+}
+
+// stop stops the manager and waits for it to return. It is idempotent.
+func (m *runningManager) stop() error {
+	m.stopOnce.Do(func() {
+		m.cancel()
+		select {
+		case m.stopErr = <-m.done:
+		case <-time.After(time.Minute):
+			m.stopErr = errors.New("the manager did not stop within a minute")
+		}
+	})
+	return m.stopErr
+}
+
+// eventlessManager hands out an event recorder that drops every event.
+type eventlessManager struct{ manager.Manager }
+
+func (eventlessManager) GetEventRecorder(string) recorder.EventRecorder {
+	return &events.FakeRecorder{}
+}
+
+// useManager stops the manager the env runs, if any, and starts one with s (and
+// discardEvents); stopManager stops it.
+func (e *env) useManager(ctx context.Context, s managerSettings, discardEvents bool) error {
+	if err := e.stopManager(); err != nil {
+		return err
+	}
+	m, err := e.startManager(ctx, s, discardEvents)
+	if err != nil {
+		return err
+	}
+	e.manager = m
+	return nil
+}
+
+func (e *env) stopManager() error {
+	if e.manager == nil {
+		return nil
+	}
+	err := e.manager.stop()
+	e.manager = nil
+	if err != nil {
+		return fmt.Errorf("stopping the manager: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// options are the benchmark's flags.
+type options struct {
+	markdown, json, profiles string
+	figures                  intList
+	n, reps                  int
+	reactionReps             int
+	createSamples            int
+	concurrencies            intList
+	memoryLevels             intList
+	endToEndN, endToEndReps  int
+	coreCount                int
+	renderOnly               bool
+	eventless                bool
+}
+
+func defaultOptions() options {
+	return options{
+		markdown:      "docs/benchmarks.md",
+		json:          "docs/benchmarks.json",
+		profiles:      "_output/bench",
+		figures:       intList{1, 2, 3, 4, 5, 6},
+		n:             2000,
+		reps:          3,
+		reactionReps:  500,
+		createSamples: 300,
+		concurrencies: intList{1, 16},
+		memoryLevels:  intList{0, 10000, 50000},
+		endToEndN:     1000,
+		endToEndReps:  2,
+		coreCount:     3,
+		eventless:     true,
+	}
+}
+
+func (o *options) addFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.markdown, "out", o.markdown, "Markdown report to write (relative to the repository root).")
+	fs.StringVar(&o.json, "json", o.json, "JSON report to write (relative to the repository root).")
+	fs.StringVar(&o.profiles, "profiles", o.profiles, "Directory for the pprof profiles (relative to the repository root).")
+	fs.Var(&o.figures, "figures", "Figures to measure, comma-separated: 1 release, 2 reaction, 3 webhook, 4 memory, 5 core, 6 end to end.")
+	fs.IntVar(&o.n, "n", o.n, "Pods per release batch (figure 1).")
+	fs.IntVar(&o.reps, "reps", o.reps, "Repetitions of each release batch (figure 1).")
+	fs.IntVar(&o.reactionReps, "reaction-reps", o.reactionReps, "Repetitions of the reaction chain (figure 2).")
+	fs.IntVar(&o.createSamples, "create-samples", o.createSamples, "Timed pod creates per concurrency and setting (figure 3).")
+	fs.Var(&o.concurrencies, "concurrency", "Create concurrencies (figure 3).")
+	fs.Var(&o.memoryLevels, "memory-levels", "Gated pod counts the heap is read at, ascending (figure 4).")
+	fs.IntVar(&o.endToEndN, "e2e-n", o.endToEndN, "Pods per end-to-end batch (figure 6).")
+	fs.IntVar(&o.endToEndReps, "e2e-reps", o.endToEndReps, "Repetitions of the end-to-end batch (figure 6).")
+	fs.IntVar(&o.coreCount, "core-count", o.coreCount, "go test -count of the admission core's benchmarks (figure 5).")
+	fs.BoolVar(&o.eventless, "eventless", o.eventless, "Also measure figure 1 with the manager's events dropped, to show what they cost.")
+	fs.BoolVar(&o.renderOnly, "render-only", o.renderOnly, "Measure nothing: render the Markdown report again from the JSON one.")
+}
+
+func (o options) want(figure int) bool {
+	for _, f := range o.figures {
+		if f == figure {
+			return true
+		}
+	}
+	return false
+}
+
+// intList is a comma-separated list of integers as a flag.
+type intList []int
+
+func (l *intList) String() string {
+	parts := make([]string, len(*l))
+	for i, v := range *l {
+		parts[i] = strconv.Itoa(v)
+	}
+	return strings.Join(parts, ",")
+}
+
+func (l *intList) Set(s string) error {
+	var out intList
+	for _, part := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(part))
+		if err != nil {
+			return fmt.Errorf("%q is not a comma-separated list of integers", s)
+		}
+		out = append(out, v)
+	}
+	*l = out
+	return nil
+}

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/quotagate/quotagate/api/v1alpha1"
+)
+
+// reactionResult is the reaction figure: latency samples in milliseconds.
+type reactionResult struct {
+	Quotagate []float64 `json:"quotagateMillis"`
+	Baseline  []float64 `json:"baselineMillis"`
+}
+
+// succeed marks a pod Succeeded through the status subresource, as a kubelet would.
+func (e *env) succeed(ctx context.Context, ns, name string) error {
+	_, err := e.client.CoreV1().Pods(ns).Patch(ctx, name, types.MergePatchType,
+		[]byte(`{"status":{"phase":"Succeeded"}}`), metav1.PatchOptions{}, "status")
+	if err != nil {
+		return fmt.Errorf("marking %s/%s Succeeded: %w", ns, name, err)
+	}
+	return nil
+}
+
+// chainLatencies runs reps rounds on a namespace where one pod at a time is admitted:
+// each round marks the admitted pod Succeeded and measures, from the watch, the time
+// from that status event to the next pod's ungate event.
+func (e *env) chainLatencies(ctx context.Context, ns string, pw *podWatch, reps int) ([]time.Duration, error) {
+	var out []time.Duration
+	for i := range reps {
+		pw.mu.Lock()
+		cur := pw.order[i]
+		pw.mu.Unlock()
+		if err := e.succeed(ctx, ns, cur); err != nil {
+			return nil, err
+		}
+		err := pw.waitFor(ctx, "the next pod to be released", func(pw *podWatch) bool {
+			_, done := pw.terminal[cur]
+			return done && len(pw.order) >= i+2
+		})
+		if err != nil {
+			return nil, err
+		}
+		pw.mu.Lock()
+		if n := len(pw.order); n > i+2 {
+			pw.mu.Unlock()
+			return nil, fmt.Errorf("%d pods released after %d ended: the budget admits one at a time", n, i+1)
+		}
+		out = append(out, pw.ungated[pw.order[i+1]].Sub(pw.terminal[cur]))
+		pw.mu.Unlock()
+	}
+	return out, nil
+}
+
+// reactionByQuotagate: a Budget of one CPU, pods of one CPU each, reps+1 of them.
+func (e *env) reactionByQuotagate(ctx context.Context, reps int) ([]time.Duration, error) {
+	ns, err := e.newNamespace(ctx, "reaction-qg", true)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.createBudget(ctx, ns, "1"); err != nil {
+		return nil, err
+	}
+	pw, err := watchPods(ctx, e.client, ns, v1alpha1.SchedulingGate)
+	if err != nil {
+		return nil, err
+	}
+	defer pw.stop()
+	spec := podSpec{prefix: "p", cpu: "1", gates: []string{v1alpha1.SchedulingGate, holdGate}}
+	if err := e.createPods(ctx, ns, spec, 0, reps+1); err != nil {
+		return nil, err
+	}
+	if err := e.waitGated(ctx, ns, reps); err != nil {
+		return nil, err
+	}
+	out, err := e.chainLatencies(ctx, ns, pw, reps)
+	if err != nil {
+		return nil, err
+	}
+	return out, e.deletePods(ctx, ns)
+}
+
+// reactionByBareClient: the same chain, where the reacting controller is a bare watch
+// that ungates the next pod as soon as it reads a pod's terminal status.
+func (e *env) reactionByBareClient(ctx context.Context, reps int) ([]time.Duration, error) {
+	ns, err := e.newNamespace(ctx, "reaction-bare", false)
+	if err != nil {
+		return nil, err
+	}
+	pw, err := watchPods(ctx, e.client, ns, baselineGate)
+	if err != nil {
+		return nil, err
+	}
+	defer pw.stop()
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	reactor, err := e.startReactor(rctx, ns, reps+1)
+	if err != nil {
+		return nil, err
+	}
+	spec := podSpec{prefix: "p", cpu: "1", gates: []string{baselineGate, holdGate}}
+	if err := e.createPods(ctx, ns, spec, 0, reps+1); err != nil {
+		return nil, err
+	}
+	if err := pw.waitFor(ctx, "the first pod to be released", func(pw *podWatch) bool { return len(pw.order) == 1 }); err != nil {
+		return nil, err
+	}
+	out, err := e.chainLatencies(ctx, ns, pw, reps)
+	if err != nil {
+		return nil, err
+	}
+	cancel()
+	if err := <-reactor; err != nil {
+		return nil, err
+	}
+	return out, e.deletePods(ctx, ns)
+}
+
+// startReactor watches ns; once it has seen all n pods it ungates the first, and after
+// that the next one each time a pod turns terminal. It reports its error, or nil when
+// ctx ends, on the returned channel.
+func (e *env) startReactor(ctx context.Context, ns string, n int) (<-chan error, error) {
+	w, err := resumingWatch(ctx, e.client, ns)
+	if err != nil {
+		return nil, err
+	}
+	done := make(chan error, 1)
+	go func() {
+		defer w.Stop()
+		var queue []*corev1.Pod
+		released := 0
+		ended := map[string]bool{}
+		release := func() error {
+			if released >= len(queue) {
+				return nil
+			}
+			released++
+			return bareUngateOne(ctx, e.client, queue[released-1], baselineGate)
+		}
+		for ev := range w.ResultChan() {
+			pod, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			var err error
+			switch {
+			case ev.Type == watch.Added:
+				queue = append(queue, pod)
+				if len(queue) == n {
+					err = release()
+				}
+			case ev.Type == watch.Modified && !ended[pod.Name] &&
+				(pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed):
+				ended[pod.Name] = true
+				err = release()
+			}
+			if err != nil && ctx.Err() == nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	return done, nil
+}
+
+// measureReaction runs the quotagate chain, then the bare client's.
+func (e *env) measureReaction(ctx context.Context, reps int) (reactionResult, error) {
+	q, err := e.reactionByQuotagate(ctx, reps)
+	if err != nil {
+		return reactionResult{}, fmt.Errorf("quotagate: %w", err)
+	}
+	b, err := e.reactionByBareClient(ctx, reps)
+	if err != nil {
+		return reactionResult{}, fmt.Errorf("bare client: %w", err)
+	}
+	return reactionResult{Quotagate: millis(q), Baseline: millis(b)}, nil
+}

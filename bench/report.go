@@ -1,0 +1,194 @@
+package main
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// Report is everything a run measured; docs/benchmarks.json is this, and
+// docs/benchmarks.md is rendered from it.
+type Report struct {
+	Date     string          `json:"date"`
+	Command  string          `json:"command"`
+	Took     string          `json:"took"`
+	Machine  Machine         `json:"machine"`
+	Manager  managerSettings `json:"managerSettings"`
+	Release  *releaseResult  `json:"releaseThroughput,omitempty"`
+	Reaction *reactionResult `json:"reactionLatency,omitempty"`
+	Webhook  *webhookResult  `json:"webhookCost,omitempty"`
+	Memory   *memoryResult   `json:"memory,omitempty"`
+	Core     *coreResult     `json:"core,omitempty"`
+	EndToEnd *releaseResult  `json:"endToEnd,omitempty"`
+	// Profiles are `go tool pprof -top` of the profiles taken, by what they profile.
+	Profiles map[string]string `json:"profiles,omitempty"`
+}
+
+// Machine is where the run happened.
+type Machine struct {
+	NProc       int     `json:"nproc"`
+	MemoryGiB   float64 `json:"memoryGiB"`
+	GoVersion   string  `json:"goVersion"`
+	KubeVersion string  `json:"kubeVersion"`
+	KwokVersion string  `json:"kwokVersion"`
+	LoadBefore  string  `json:"loadAverageBefore"`
+	LoadAfter   string  `json:"loadAverageAfter"`
+}
+
+// Row is one line of the summary table.
+type Row struct {
+	Figure, Quotagate, Baseline, Ratio, Goal, Met string
+}
+
+func yesNo(ok bool) string {
+	if ok {
+		return "yes"
+	}
+	return "**no**"
+}
+
+// rows renders the summary table from the report; figures not measured are left out.
+func (r Report) rows() []Row {
+	var rows []Row
+	if x := r.Release; x != nil {
+		rows = append(rows, releaseRow(fmt.Sprintf("1. Release throughput, %d pods (pods/s)", x.N), *x, 0.9))
+	}
+	if x := r.Reaction; x != nil {
+		q, b := summarize(x.Quotagate), summarize(x.Baseline)
+		rows = append(rows, Row{
+			Figure:    fmt.Sprintf("2. Reaction latency, %d repetitions (ms)", q.N),
+			Quotagate: fmt.Sprintf("p50 %.1f, p99 %.1f", q.P50, q.P99),
+			Baseline:  fmt.Sprintf("p50 %.1f, p99 %.1f", b.P50, b.P99),
+			Ratio:     fmt.Sprintf("%.2f (p99)", ratio(q.P99, b.P99)),
+			Goal:      "p99 < 50 ms",
+			Met:       yesNo(q.N > 0 && q.P99 < 50),
+		})
+	}
+	if x := r.Webhook; x != nil {
+		for _, c := range slices.Sorted(maps.Keys(x.With)) {
+			w, wo := summarize(x.With[c]), summarize(x.Without[c])
+			rows = append(rows, Row{
+				Figure:    fmt.Sprintf("3. Pod create latency, concurrency %d, %d creates (ms)", c, w.N),
+				Quotagate: fmt.Sprintf("p50 %.1f, p99 %.1f", w.P50, w.P99),
+				Baseline:  fmt.Sprintf("p50 %.1f, p99 %.1f", wo.P50, wo.P99),
+				Ratio:     fmt.Sprintf("%.2f (p99)", ratio(w.P99, wo.P99)),
+				Goal:      "p99 ratio <= 1.2",
+				Met:       yesNo(w.N > 0 && ratio(w.P99, wo.P99) <= 1.2),
+			})
+		}
+	}
+	if x := r.Memory; x != nil && len(x.Points) >= 2 {
+		first, last := x.Points[0], x.Points[len(x.Points)-1]
+		per := x.perPod()
+		rows = append(rows, Row{
+			Figure:    fmt.Sprintf("4. Manager heap per gated pod, %d to %d pods (bytes)", first.Pods, last.Pods),
+			Quotagate: fmt.Sprintf("%.0f B/pod (%.1f MiB at %d)", per, mib(last.HeapInuse), last.Pods),
+			Baseline:  fmt.Sprintf("%.1f MiB at %d pods", mib(first.HeapInuse), first.Pods),
+			Ratio:     fmt.Sprintf("%.2f (heap)", ratio(float64(last.HeapInuse), float64(first.HeapInuse))),
+			Goal:      "< 2 KiB/pod",
+			Met:       yesNo(per < 2048),
+		})
+	}
+	if x := r.Core; x != nil {
+		rows = append(rows, coreRows(*x)...)
+	}
+	if x := r.EndToEnd; x != nil {
+		rows = append(rows, releaseRow(fmt.Sprintf("6. Freed capacity to Running on kwok, %d pods (pods/s)", x.N), *x, 0.9))
+	}
+	return rows
+}
+
+func mib(b uint64) float64 { return float64(b) / (1 << 20) }
+
+// releaseRow compares pods/s from the median and slowest repetitions.
+func releaseRow(figure string, x releaseResult, goal float64) Row {
+	q, b := summarize(x.Quotagate), summarize(x.Baseline)
+	rate := func(s Summary) string {
+		return fmt.Sprintf("%.0f (slowest %.0f)", ratio(float64(x.N), s.P50), ratio(float64(x.N), s.Max))
+	}
+	rq := ratio(ratio(float64(x.N), q.P50), ratio(float64(x.N), b.P50))
+	return Row{
+		Figure: figure, Quotagate: rate(q), Baseline: rate(b),
+		Ratio: fmt.Sprintf("%.2f", rq), Goal: fmt.Sprintf(">= %.1f of baseline", goal), Met: yesNo(q.N > 0 && rq >= goal),
+	}
+}
+
+// coreRows: decisions/s of one Admit over 100,000 pods, and the cost of a freeing event
+// with 100,000 pods gated elsewhere against 1,000 (it must not grow).
+func coreRows(x coreResult) []Row {
+	var rows []Row
+	if d := x.Metrics["BenchmarkAdmitDecisions"]["decisions/s"]; len(d) > 0 {
+		s := summarize(d)
+		rows = append(rows, Row{
+			Figure:    fmt.Sprintf("5. Admission core: decisions/s, 100,000 gated pods, 1,000 budgets (%d runs)", s.N),
+			Quotagate: fmt.Sprintf("%.0f (slowest %.0f)", s.P50, s.Min),
+			Baseline:  "—", Ratio: "—", Goal: "none set", Met: "—",
+		})
+	}
+	small := x.Metrics["BenchmarkFreeingEvent/gated-elsewhere=1000"]["ns/op"]
+	large := x.Metrics["BenchmarkFreeingEvent/gated-elsewhere=100000"]["ns/op"]
+	if len(small) > 0 && len(large) > 0 {
+		s, l := summarize(small), summarize(large)
+		rows = append(rows, Row{
+			Figure:    "5. Admission core: one freeing event, 100,000 vs 1,000 pods gated elsewhere (µs)",
+			Quotagate: fmt.Sprintf("%.1f", l.P50/1000),
+			Baseline:  fmt.Sprintf("%.1f", s.P50/1000),
+			Ratio:     fmt.Sprintf("%.2f", ratio(l.P50, s.P50)),
+			Goal:      "does not grow (ratio <= 1.5)",
+			Met:       yesNo(ratio(l.P50, s.P50) <= 1.5),
+		})
+	}
+	return rows
+}
+
+// table renders rows as a Markdown table.
+func table(rows []Row) string {
+	var b strings.Builder
+	b.WriteString("| figure | quotagate | baseline | ratio | goal | met? |\n|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", r.Figure, r.Quotagate, r.Baseline, r.Ratio, r.Goal, r.Met)
+	}
+	return b.String()
+}
+
+// cpuTable renders the CPU seconds each process used while each releaser worked, per
+// 1,000 pods released.
+func cpuTable(x releaseResult) string {
+	reps := len(x.Quotagate)
+	if reps == 0 || x.N == 0 {
+		return ""
+	}
+	per := float64(reps*x.N) / 1000
+	names := slices.Sorted(maps.Keys(x.QuotagateCPU))
+	eventless := len(x.EventlessQuotagate) > 0
+	var b strings.Builder
+	b.WriteString("| process | CPU s per 1,000 pods, quotagate | CPU s per 1,000 pods, bare client |")
+	if eventless {
+		b.WriteString(" CPU s per 1,000 pods, quotagate with events dropped |\n|---|---|---|---|\n")
+	} else {
+		b.WriteString("\n|---|---|---|\n")
+	}
+	for _, n := range names {
+		fmt.Fprintf(&b, "| %s | %.2f | %.2f |", n, x.QuotagateCPU[n]/per, x.BaselineCPU[n]/per)
+		if eventless {
+			fmt.Fprintf(&b, " %.2f |", x.EventlessQuotagateCPU[n]/(float64(len(x.EventlessQuotagate)*x.N)/1000))
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// eventlessLine compares, for figure 1's diagnostic, the release rate with the
+// manager's events dropped to the bare client's.
+func eventlessLine(x releaseResult) string {
+	if len(x.EventlessQuotagate) == 0 {
+		return ""
+	}
+	e, b, q := summarize(x.EventlessQuotagate), summarize(x.Baseline), summarize(x.Quotagate)
+	rate := func(s Summary) float64 { return ratio(float64(x.N), s.P50) }
+	return fmt.Sprintf("Diagnostic, same run: with its event recorder dropping every event, the manager released "+
+		"%.0f pods/s (median of %d), %.2f of the bare client's %.0f pods/s; with events it released %.0f pods/s "+
+		"and wrote %.2f events per pod released.\n",
+		rate(e), e.N, ratio(rate(e), rate(b)), rate(b), rate(q), ratio(float64(x.QuotagateEvents), float64(q.N*x.N)))
+}

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestRows(t *testing.T) {
+	r := Report{
+		Release: &releaseResult{N: 1000, Quotagate: []float64{2, 2.5, 4}, Baseline: []float64{2, 2, 2}},
+		Reaction: &reactionResult{
+			Quotagate: []float64{10, 20, 60},
+			Baseline:  []float64{5, 5, 10},
+		},
+		Webhook: &webhookResult{
+			With:    map[int][]float64{1: {2, 3}, 16: {10, 11}},
+			Without: map[int][]float64{1: {2, 3}, 16: {5, 5}},
+		},
+		Memory: &memoryResult{Points: []memoryPoint{{Pods: 0, HeapInuse: 10 << 20}, {Pods: 1024, HeapInuse: 10<<20 + 1024*1000}}},
+		Core: &coreResult{Metrics: map[string]map[string][]float64{
+			"BenchmarkAdmitDecisions":                      {"decisions/s": {3e5, 2e5, 4e5}},
+			"BenchmarkFreeingEvent/gated-elsewhere=1000":   {"ns/op": {10000}},
+			"BenchmarkFreeingEvent/gated-elsewhere=100000": {"ns/op": {12000}},
+		}},
+	}
+	want := []Row{
+		{Figure: "1. Release throughput, 1000 pods (pods/s)", Quotagate: "400 (slowest 250)", Baseline: "500 (slowest 500)", Ratio: "0.80", Goal: ">= 0.9 of baseline", Met: "**no**"},
+		{Figure: "2. Reaction latency, 3 repetitions (ms)", Quotagate: "p50 20.0, p99 60.0", Baseline: "p50 5.0, p99 10.0", Ratio: "6.00 (p99)", Goal: "p99 < 50 ms", Met: "**no**"},
+		{Figure: "3. Pod create latency, concurrency 1, 2 creates (ms)", Quotagate: "p50 2.0, p99 3.0", Baseline: "p50 2.0, p99 3.0", Ratio: "1.00 (p99)", Goal: "p99 ratio <= 1.2", Met: "yes"},
+		{Figure: "3. Pod create latency, concurrency 16, 2 creates (ms)", Quotagate: "p50 10.0, p99 11.0", Baseline: "p50 5.0, p99 5.0", Ratio: "2.20 (p99)", Goal: "p99 ratio <= 1.2", Met: "**no**"},
+		{Figure: "4. Manager heap per gated pod, 0 to 1024 pods (bytes)", Quotagate: "1000 B/pod (11.0 MiB at 1024)", Baseline: "10.0 MiB at 0 pods", Ratio: "1.10 (heap)", Goal: "< 2 KiB/pod", Met: "yes"},
+		{Figure: "5. Admission core: decisions/s, 100,000 gated pods, 1,000 budgets (3 runs)", Quotagate: "300000 (slowest 200000)", Baseline: "—", Ratio: "—", Goal: "none set", Met: "—"},
+		{Figure: "5. Admission core: one freeing event, 100,000 vs 1,000 pods gated elsewhere (µs)", Quotagate: "12.0", Baseline: "10.0", Ratio: "1.20", Goal: "does not grow (ratio <= 1.5)", Met: "yes"},
+	}
+	if diff := cmp.Diff(want, r.rows()); diff != "" {
+		t.Errorf("rows (-want +got):\n%s", diff)
+	}
+}
+
+func TestRowsLeaveOutWhatWasNotMeasured(t *testing.T) {
+	if got := (Report{}).rows(); len(got) != 0 {
+		t.Errorf("rows of an empty report = %v, want none", got)
+	}
+}
+
+func TestCPUTable(t *testing.T) {
+	x := releaseResult{
+		N: 500, Quotagate: []float64{1, 1},
+		QuotagateCPU: map[string]float64{"kube-apiserver": 4, "etcd": 1},
+		BaselineCPU:  map[string]float64{"kube-apiserver": 3},
+	}
+	want := "| process | CPU s per 1,000 pods, quotagate | CPU s per 1,000 pods, bare client |\n|---|---|---|\n" +
+		"| etcd | 1.00 | 0.00 |\n| kube-apiserver | 4.00 | 3.00 |\n"
+	if diff := cmp.Diff(want, cpuTable(x)); diff != "" {
+		t.Errorf("cpuTable (-want +got):\n%s", diff)
+	}
+}
+
+func TestCPUTableWithEventless(t *testing.T) {
+	x := releaseResult{
+		N: 1000, Quotagate: []float64{1}, EventlessQuotagate: []float64{1, 1},
+		QuotagateCPU:          map[string]float64{"etcd": 2},
+		BaselineCPU:           map[string]float64{"etcd": 1},
+		EventlessQuotagateCPU: map[string]float64{"etcd": 3},
+	}
+	want := "| process | CPU s per 1,000 pods, quotagate | CPU s per 1,000 pods, bare client | CPU s per 1,000 pods, quotagate with events dropped |\n|---|---|---|---|\n" +
+		"| etcd | 2.00 | 1.00 | 1.50 |\n"
+	if diff := cmp.Diff(want, cpuTable(x)); diff != "" {
+		t.Errorf("cpuTable (-want +got):\n%s", diff)
+	}
+}
+
+func TestEventlessLine(t *testing.T) {
+	x := releaseResult{
+		N: 1000, Quotagate: []float64{4, 4}, Baseline: []float64{2, 2}, EventlessQuotagate: []float64{2.5},
+		QuotagateEvents: 1500,
+	}
+	want := "Diagnostic, same run: with its event recorder dropping every event, the manager released 400 pods/s " +
+		"(median of 1), 0.80 of the bare client's 500 pods/s; with events it released 250 pods/s and wrote 0.75 events per pod released.\n"
+	if diff := cmp.Diff(want, eventlessLine(x)); diff != "" {
+		t.Errorf("eventlessLine (-want +got):\n%s", diff)
+	}
+	if got := eventlessLine(releaseResult{N: 1}); got != "" {
+		t.Errorf("eventlessLine without the diagnostic = %q, want empty", got)
+	}
+}

@@ -1,0 +1,245 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/quotagate/quotagate/internal/localcluster"
+)
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+}
+
+// run measures the figures asked for and writes the reports.
+func run(ctx context.Context, o options) error {
+	wd, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	root, err := localcluster.RepoRoot(wd)
+	if err != nil {
+		return err
+	}
+	abs := func(p string) string {
+		if filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(root, p)
+	}
+	if o.renderOnly {
+		return renderAgain(abs(o.json), abs(o.markdown))
+	}
+	// Keep the manager's and the webhook's logs to errors: a log line per pod would be
+	// part of what is measured.
+	ctrl.SetLogger(zap.New(zap.Level(zapcore.ErrorLevel), zap.WriteTo(os.Stderr)))
+
+	began := time.Now()
+	r := Report{
+		Date:    began.UTC().Format("2006-01-02 15:04 MST"),
+		Command: "go run ./bench " + strings.Join(os.Args[1:], " "),
+		Manager: defaultManagerSettings(),
+		Machine: machine(),
+	}
+	if err := os.MkdirAll(abs(o.profiles), 0o755); err != nil {
+		return err
+	}
+	profiles := map[string]string{}
+
+	if o.want(5) {
+		logf("Figure 5: the admission core's benchmarks")
+		c, err := runCoreBenchmarks(ctx, root, o.coreCount)
+		if err != nil {
+			return err
+		}
+		r.Core = &c
+	}
+	if o.want(1) || o.want(2) || o.want(3) || o.want(4) || o.want(6) {
+		if err := measureCluster(ctx, o, root, abs(o.profiles), &r, profiles); err != nil {
+			return err
+		}
+	}
+	for name, file := range profiles {
+		top, err := pprofTop(ctx, root, file)
+		if err != nil {
+			return err
+		}
+		if r.Profiles == nil {
+			r.Profiles = map[string]string{}
+		}
+		r.Profiles[name] = top
+	}
+	r.Machine.LoadAfter = loadAverage()
+	r.Took = time.Since(began).Round(time.Second).String()
+	return write(r, abs(o.json), abs(o.markdown))
+}
+
+func measureCluster(ctx context.Context, o options, root, profileDir string, r *Report, profiles map[string]string) (err error) {
+	logf("Starting the local control plane")
+	dir, err := os.MkdirTemp("", "quotagate-bench-")
+	if err != nil {
+		return err
+	}
+	e, err := startEnv(ctx, root, dir)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		err = errors.Join(err, e.cluster.Stop(), os.RemoveAll(dir))
+	}()
+	if o.want(3) {
+		// Before any manager runs: a manager would admit the webhook's pods, which no
+		// budget covers, and add its writes to what is measured.
+		logf("Figure 3: pod create latency with and without the webhook")
+		w, err := e.measureWebhook(ctx, o.concurrencies, o.createSamples)
+		if err != nil {
+			return fmt.Errorf("figure 3: %w", err)
+		}
+		r.Webhook = &w
+	}
+	defer func() { err = errors.Join(err, e.stopManager()) }()
+	if o.want(1) || o.want(2) || o.want(6) {
+		if err := e.useManager(ctx, r.Manager, false); err != nil {
+			return err
+		}
+		if err := measureWithManager(ctx, e, o, profileDir, r, profiles); err != nil {
+			return err
+		}
+	}
+	if o.want(4) {
+		logf("Figure 4: manager heap with %v gated pods", o.memoryLevels)
+		heap := filepath.Join(profileDir, "manager-heap.pprof")
+		mem, err := e.measureMemory(ctx, o.memoryLevels, heap, logf)
+		if err != nil {
+			return fmt.Errorf("figure 4: %w", err)
+		}
+		r.Memory = &mem
+		profiles["Manager heap (in use) with "+strconv.Itoa(o.memoryLevels[len(o.memoryLevels)-1])+" gated pods"] = heap
+	}
+	return nil
+}
+
+func measureWithManager(ctx context.Context, e *env, o options, profileDir string, r *Report, profiles map[string]string) error {
+	workers := r.Manager.Workers
+	if o.want(1) {
+		logf("Figure 1: release throughput, %d pods, %d repetitions", o.n, o.reps)
+		cpu := filepath.Join(profileDir, "manager-release-cpu.pprof")
+		rel, err := e.measureRelease(ctx, releaseOpts{n: o.n, cpuProfile: cpu}, o.reps, workers, o.eventless, logf)
+		if err != nil {
+			return fmt.Errorf("figure 1: %w", err)
+		}
+		r.Release = &rel
+		profiles["Manager CPU while releasing "+strconv.Itoa(o.n)+" pods (figure 1, first repetition)"] = cpu
+	}
+	if o.want(2) {
+		logf("Figure 2: reaction latency, %d repetitions", o.reactionReps)
+		re, err := e.measureReaction(ctx, o.reactionReps)
+		if err != nil {
+			return fmt.Errorf("figure 2: %w", err)
+		}
+		r.Reaction = &re
+	}
+	if o.want(6) {
+		logf("Figure 6: freed capacity to Running, %d pods, %d repetitions", o.endToEndN, o.endToEndReps)
+		rel, err := e.measureRelease(ctx, releaseOpts{n: o.endToEndN, toRunning: true}, o.endToEndReps, workers, false, logf)
+		if err != nil {
+			return fmt.Errorf("figure 6: %w", err)
+		}
+		r.EndToEnd = &rel
+	}
+	return nil
+}
+
+// pprofTop is `go tool pprof -top` of a profile, trimmed to its first lines.
+func pprofTop(ctx context.Context, root, file string) (string, error) {
+	cmd := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-nodecount=20", file)
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go tool pprof %s: %w\n%s", file, err, out)
+	}
+	// Drop the header lines that name the local file and build.
+	var keep []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(l, "File:") || strings.HasPrefix(l, "Build ID:") || strings.HasPrefix(l, "Time:") {
+			continue
+		}
+		keep = append(keep, l)
+	}
+	return strings.Join(keep, "\n"), nil
+}
+
+func write(r Report, jsonPath, mdPath string) error {
+	raw, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(jsonPath, append(raw, '\n'), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(mdPath, []byte(r.markdown()), 0o644); err != nil {
+		return err
+	}
+	logf("Wrote %s and %s", mdPath, jsonPath)
+	return nil
+}
+
+func renderAgain(jsonPath, mdPath string) error {
+	raw, err := os.ReadFile(jsonPath)
+	if err != nil {
+		return err
+	}
+	var r Report
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return fmt.Errorf("reading %s: %w", jsonPath, err)
+	}
+	return os.WriteFile(mdPath, []byte(r.markdown()), 0o644)
+}
+
+func machine() Machine {
+	m := Machine{
+		NProc:       runtime.NumCPU(),
+		GoVersion:   runtime.Version(),
+		KubeVersion: localcluster.KubeVersion,
+		KwokVersion: localcluster.KwokVersion,
+		LoadBefore:  loadAverage(),
+	}
+	if f, err := os.Open("/proc/meminfo"); err == nil {
+		defer func() { _ = f.Close() }()
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if rest, ok := strings.CutPrefix(sc.Text(), "MemTotal:"); ok {
+				kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+				m.MemoryGiB = kb / (1 << 20)
+			}
+		}
+	}
+	return m
+}
+
+// loadAverage is the 1, 5 and 15 minute load averages.
+func loadAverage() string {
+	raw, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(raw))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}

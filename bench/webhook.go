@@ -1,0 +1,261 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	certutil "k8s.io/client-go/util/cert"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/cmd/webhook/app"
+	"github.com/quotagate/quotagate/pkg/admission"
+	"github.com/quotagate/quotagate/pkg/gates"
+)
+
+// webhookResult is the webhook figure: create latencies in milliseconds, by
+// concurrency, with the webhook registered and not.
+type webhookResult struct {
+	With    map[int][]float64 `json:"withWebhookMillis"`
+	Without map[int][]float64 `json:"withoutWebhookMillis"`
+}
+
+// createWarmup creates are made and not timed before each series, to warm connections.
+const createWarmup = 20
+
+// createLatencies creates samples pods in ns, concurrency at a time, and returns how
+// long each create took. Every pod carries the hold gate, so none adds scheduling load;
+// wantGated checks that each came back with (or without) the quotagate gate.
+func (e *env) createLatencies(ctx context.Context, ns, prefix string, concurrency, samples int, wantGated bool) ([]time.Duration, error) {
+	spec := podSpec{prefix: prefix, cpu: "10m", gates: []string{holdGate}}
+	for i := range createWarmup {
+		if _, err := e.client.CoreV1().Pods(ns).Create(ctx, spec.pod(ns, samples+i), metav1.CreateOptions{}); err != nil {
+			return nil, fmt.Errorf("warm-up create: %w", err)
+		}
+	}
+	took := make([]time.Duration, samples)
+	next := make(chan int)
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+	)
+	for range concurrency {
+		wg.Go(func() {
+			for i := range next {
+				start := time.Now()
+				pod, err := e.client.CoreV1().Pods(ns).Create(ctx, spec.pod(ns, i), metav1.CreateOptions{})
+				took[i] = time.Since(start)
+				if err == nil && gates.HasGate(pod, v1alpha1.SchedulingGate) != wantGated {
+					err = fmt.Errorf("pod %s came back gated=%v, want %v", pod.Name, !wantGated, wantGated)
+				}
+				if err != nil {
+					mu.Lock()
+					first = cmpErr(first, err)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	for i := range samples {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if first != nil {
+		return nil, first
+	}
+	return took, e.deletePods(ctx, ns)
+}
+
+// measureWebhook measures create latency without the webhook, with it, and without it
+// again (pooled with the first series, so drift in the machine's load is shared).
+func (e *env) measureWebhook(ctx context.Context, concurrencies []int, samples int) (webhookResult, error) {
+	r := webhookResult{With: map[int][]float64{}, Without: map[int][]float64{}}
+	ns, err := e.newNamespace(ctx, "webhook", true)
+	if err != nil {
+		return r, err
+	}
+	series := func(into map[int][]float64, gated bool, round int) error {
+		for _, c := range concurrencies {
+			d, err := e.createLatencies(ctx, ns, fmt.Sprintf("c%d-r%d", c, round), c, samples, gated)
+			if err != nil {
+				return fmt.Errorf("concurrency %d, webhook registered %v: %w", c, gated, err)
+			}
+			into[c] = append(into[c], millis(d)...)
+		}
+		return nil
+	}
+	if err := series(r.Without, false, 0); err != nil {
+		return r, err
+	}
+	stop, err := e.startWebhook(ctx, ns)
+	if err != nil {
+		return r, err
+	}
+	defer stop()
+	if err := series(r.With, true, 1); err != nil {
+		return r, err
+	}
+	if err := e.unregisterWebhook(ctx, ns); err != nil {
+		return r, err
+	}
+	if err := series(r.Without, false, 2); err != nil {
+		return r, err
+	}
+	return r, nil
+}
+
+const webhookConfigName = "quotagate-bench"
+
+// startWebhook runs the webhook binary's server in this process on 127.0.0.1 with a
+// certificate made here, registers the shipped webhook configuration pointed at it, and
+// waits until a dry-run create in ns comes back gated. The returned func stops the
+// server.
+func (e *env) startWebhook(ctx context.Context, ns string) (func(), error) {
+	certDir, err := os.MkdirTemp("", "quotagate-bench-webhook-")
+	if err != nil {
+		return nil, err
+	}
+	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("127.0.0.1", []net.IP{net.ParseIP("127.0.0.1")}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("generating serving certificate: %w", err)
+	}
+	for name, b := range map[string][]byte{"tls.crt": certPEM, "tls.key": keyPEM} {
+		if err := os.WriteFile(filepath.Join(certDir, name), b, 0o600); err != nil {
+			return nil, err
+		}
+	}
+	o := app.NewOptions()
+	o.Host = "127.0.0.1"
+	if o.Port, err = freePort(); err != nil {
+		return nil, err
+	}
+	probe, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	o.CertDir = certDir
+	o.MetricsBindAddress = "0"
+	o.HealthProbeBindAddress = net.JoinHostPort("127.0.0.1", strconv.Itoa(probe))
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	served := make(chan error, 1)
+	go func() { served <- app.Serve(sctx, o) }()
+	stop := func() {
+		cancel()
+		<-served
+		_ = os.RemoveAll(certDir)
+	}
+	err = poll(ctx, func(context.Context) (bool, error) {
+		resp, err := http.Get("http://" + o.HealthProbeBindAddress + "/readyz")
+		if err != nil {
+			return false, nil
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		stop()
+		return nil, fmt.Errorf("waiting for the webhook to be ready: %w", err)
+	}
+	mwc, err := shippedWebhookConfiguration(e.root)
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	mwc.Name = webhookConfigName
+	mwc.Webhooks[0].ClientConfig = admissionregistrationv1.WebhookClientConfig{
+		URL:      ptr.To(fmt.Sprintf("https://127.0.0.1:%d%s", o.Port, admission.Path)),
+		CABundle: certPEM,
+	}
+	if _, err := e.client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, mwc, metav1.CreateOptions{}); err != nil {
+		stop()
+		return nil, fmt.Errorf("registering the webhook: %w", err)
+	}
+	if err := e.waitWebhookCalled(ctx, ns, true); err != nil {
+		stop()
+		return nil, err
+	}
+	return stop, nil
+}
+
+// unregisterWebhook deletes the configuration and waits until the API server stops
+// calling the webhook.
+func (e *env) unregisterWebhook(ctx context.Context, ns string) error {
+	err := e.client.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(ctx, webhookConfigName, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("unregistering the webhook: %w", err)
+	}
+	return e.waitWebhookCalled(ctx, ns, false)
+}
+
+// waitWebhookCalled polls dry-run creates in ns until they come back gated (called)
+// or not: the API server picks configurations up from its informer.
+func (e *env) waitWebhookCalled(ctx context.Context, ns string, called bool) error {
+	spec := podSpec{prefix: "probe", cpu: "10m"}
+	err := poll(ctx, func(ctx context.Context) (bool, error) {
+		pod, err := e.client.CoreV1().Pods(ns).Create(ctx, spec.pod(ns, 0), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			return false, nil
+		}
+		return gates.HasGate(pod, v1alpha1.SchedulingGate) == called, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the API server to call the webhook=%v: %w", called, err)
+	}
+	return nil
+}
+
+// shippedWebhookConfiguration is config/webhook as kustomize builds it: the generated
+// manifests.yaml with webhook_patch.yaml applied.
+func shippedWebhookConfiguration(root string) (*admissionregistrationv1.MutatingWebhookConfiguration, error) {
+	read := func(name string) ([]byte, error) {
+		raw, err := os.ReadFile(filepath.Join(root, "config", "webhook", name))
+		if err != nil {
+			return nil, err
+		}
+		return yaml.YAMLToJSON(raw)
+	}
+	doc, err := read("manifests.yaml")
+	if err != nil {
+		return nil, fmt.Errorf("reading manifests.yaml: %w", err)
+	}
+	ops, err := read("webhook_patch.yaml")
+	if err != nil {
+		return nil, fmt.Errorf("reading webhook_patch.yaml: %w", err)
+	}
+	patch, err := jsonpatch.DecodePatch(ops)
+	if err != nil {
+		return nil, fmt.Errorf("decoding webhook_patch.yaml: %w", err)
+	}
+	if doc, err = patch.Apply(doc); err != nil {
+		return nil, fmt.Errorf("applying webhook_patch.yaml: %w", err)
+	}
+	mwc := &admissionregistrationv1.MutatingWebhookConfiguration{}
+	if err := json.Unmarshal(doc, mwc); err != nil {
+		return nil, fmt.Errorf("decoding the webhook configuration: %w", err)
+	}
+	return mwc, nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("finding a free port: %w", err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
