@@ -146,3 +146,61 @@ func BenchmarkWaitCode(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFreeingEventSameBudget: one pod ends in a budget that itself has 10,000
+// gated pods. Pods blocked by capacity are woken only if their request fits in what
+// is free (kube-scheduler's queueing hints); with the uniform 1-CPU pods here every one
+// of them may fit, so this is the worst case: one pass over the budget's queue.
+func BenchmarkFreeingEventSameBudget(b *testing.B) {
+	for _, big := range []bool{false, true} {
+		name := "waiting=1cpu"
+		if big {
+			name = "waiting=4cpu"
+		}
+		b.Run(name, func(b *testing.B) {
+			q, _ := newTestQueue()
+			q.UpsertBudget(makeBudget("hot", "b").Hard("cpu=10").Obj())
+			var running []Pod
+			for i := range 10 {
+				p := benchPod("hot", i, 1000)
+				p.Gated = false
+				q.UpsertPod(p)
+				running = append(running, p)
+			}
+			milli := int64(1000)
+			if big {
+				milli = 4000 // never fits in the 1 CPU one ending pod frees
+			}
+			for i := range 10000 {
+				q.UpsertPod(benchPod("hot", 100+i, milli))
+			}
+			q.Admit()
+			runtime.GC()
+			b.ReportAllocs()
+			startCPU := cpuTime()
+			seq := 100000
+			for b.Loop() {
+				q.DeletePod(running[0].UID)
+				running = running[1:]
+				adm := q.Admit()
+				if !big && len(adm) != 1 || big && len(adm) != 0 {
+					b.Fatalf("admitted %d", len(adm))
+				}
+				p := benchPod("hot", seq, 1000)
+				seq++
+				if len(adm) == 1 {
+					q.Done(adm[0].Pod.UID, Ungated)
+					p.PodRef, p.Created = adm[0].Pod, adm[0].Created
+				}
+				p.Gated = false
+				q.UpsertPod(p) // one running pod replaces the one that ended
+				running = append(running, p)
+				q.UpsertPod(benchPod("hot", seq, milli))
+				seq++
+			}
+			if cpu := cpuTime() - startCPU; cpu > 0 {
+				b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+			}
+		})
+	}
+}

@@ -213,13 +213,48 @@ func (q *AdmissionQueue) markDirty(b *budget) {
 	}
 }
 
-// wake moves the budget's inadmissible pods back to active: something that could
-// change their answer happened in this budget.
+// wake moves back to active the budget's inadmissible pods whose answer an event in
+// this budget may have changed: those it blocked, and for capacity only those whose
+// request now fits in what is free. Pods blocked by another budget stay: that budget's
+// own events wake them. So a freeing event costs one pass over this budget's
+// inadmissible pods plus the evaluation of the few that may fit, never more.
 func (q *AdmissionQueue) wake(b *budget) {
+	var move []*entry
+	for _, e := range b.inadmissible {
+		if q.mayFitNow(e.pod, b) {
+			move = append(move, e)
+		}
+	}
+	for _, e := range move {
+		q.moveEntry(e, queueActive)
+	}
+	q.markDirty(b)
+}
+
+// wakeAll moves every inadmissible pod of the budget back to active (periodic flush).
+func (q *AdmissionQueue) wakeAll(b *budget) {
 	for len(b.inadmissible) > 0 {
 		q.moveEntry(b.inadmissible[0], queueActive)
 	}
 	q.markDirty(b)
+}
+
+// mayFitNow reports whether an event in budget b could change the answer for a pod
+// that was found inadmissible.
+func (q *AdmissionQueue) mayFitNow(p *podState, b *budget) bool {
+	w := &p.wait
+	if w.budget == nil || q.budgets[w.budget.key] != w.budget {
+		return true // no budget to blame (or it is gone): look again
+	}
+	if w.budget != b {
+		return false
+	}
+	if w.code != CodeInsufficient {
+		return true
+	}
+	free := b.hard[w.resource].DeepCopy()
+	free.Sub(b.used[w.resource])
+	return w.requested.Cmp(free) <= 0
 }
 
 // attach creates the pod's entries in its covering budgets, in the given queue.

@@ -322,7 +322,7 @@ func (q *AdmissionQueue) runTimers(now time.Time) {
 	if now.Sub(q.lastFlush) >= q.opts.flushInterval {
 		if q.nInadm > 0 {
 			for _, b := range q.sortedBudgets() {
-				q.wake(b)
+				q.wakeAll(b)
 			}
 		}
 		q.lastFlush = now

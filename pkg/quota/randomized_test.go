@@ -98,7 +98,8 @@ func newWorld(seed int) *world {
 	w := &world{
 		rng:        rand.New(rand.NewPCG(uint64(seed), 0x9e3779b97f4a7c15)),
 		clk:        clk,
-		q:          NewAdmissionQueue(WithClock(clk)),
+		// No periodic flush: liveness must follow from events alone.
+		q:          NewAdmissionQueue(WithClock(clk), WithFlushInterval(1000*time.Hour)),
 		namespaces: map[string]map[string]string{},
 		budgets:    map[BudgetKey]Budget{},
 		pods:       map[types.UID]*mPod{},

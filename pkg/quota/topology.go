@@ -43,7 +43,7 @@ func (q *AdmissionQueue) UpsertBudget(spec Budget) {
 		topology = b.setSpec(spec)
 		hardChanged = !maps.EqualFunc(oldHard, b.hard, func(x, y resource.Quantity) bool { return x.Cmp(y) == 0 })
 		if oldStrict != b.strict() {
-			q.wake(b)
+			q.wakeAll(b)
 		}
 	}
 	q.markStatus(b)
