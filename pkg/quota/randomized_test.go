@@ -96,8 +96,8 @@ var worldNamespaces = []string{"ns-a", "ns-b", "ns-c"}
 func newWorld(seed int) *world {
 	clk := clocktesting.NewFakeClock(t0)
 	w := &world{
-		rng:        rand.New(rand.NewPCG(uint64(seed), 0x9e3779b97f4a7c15)),
-		clk:        clk,
+		rng: rand.New(rand.NewPCG(uint64(seed), 0x9e3779b97f4a7c15)),
+		clk: clk,
 		// No periodic flush: liveness must follow from events alone.
 		q:          NewAdmissionQueue(WithClock(clk), WithFlushInterval(1000*time.Hour)),
 		namespaces: map[string]map[string]string{},
