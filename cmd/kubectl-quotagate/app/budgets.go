@@ -271,27 +271,25 @@ func renderBudgets(w io.Writer, rows []budgetRow) {
 		fmt.Fprintln(w, "No budgets found.")
 		return
 	}
-	{
-		tw := newTable(w)
-		row(tw, "BUDGET", "STATE", "ADMITTED", "GATED", "OLDEST WAIT", "RESOURCE", "USED/HARD", "USAGE")
-		for _, r := range rows {
-			lead := []string{r.Key.Describe(), r.State, strconv.Itoa(int(r.Admitted)), strconv.Itoa(int(r.Gated)), r.OldestWait}
-			names := sortedNames(r.Hard)
-			if len(names) == 0 {
-				row(tw, append(lead, "-", "-", "-")...)
-				continue
-			}
-			for i, n := range names {
-				cells := lead
-				if i > 0 {
-					cells = []string{"", "", "", "", ""}
-				}
-				hard, used := r.Hard[n], r.Used[n]
-				row(tw, append(cells, string(n), used.String()+"/"+hard.String(), usageBar(used, hard))...)
-			}
+	tw := newTable(w)
+	row(tw, "BUDGET", "STATE", "ADMITTED", "GATED", "OLDEST WAIT", "RESOURCE", "USED/HARD", "USAGE")
+	for _, r := range rows {
+		lead := []string{r.Key.Describe(), r.State, strconv.Itoa(int(r.Admitted)), strconv.Itoa(int(r.Gated)), r.OldestWait}
+		names := sortedNames(r.Hard)
+		if len(names) == 0 {
+			row(tw, append(lead, "-", "-", "-")...)
+			continue
 		}
-		_ = tw.Flush()
+		for i, n := range names {
+			cells := slices.Clone(lead)
+			if i > 0 {
+				cells = []string{"", "", "", "", ""}
+			}
+			hard, used := r.Hard[n], r.Used[n]
+			row(tw, append(cells, string(n), used.String()+"/"+hard.String(), usageBar(used, hard))...)
+		}
 	}
+	_ = tw.Flush()
 }
 
 func writeNotes(w io.Writer, notes []string) {
