@@ -355,8 +355,12 @@ func testUninstall(t *testing.T, e env, _ *podWatcher) {
 			t.Errorf("pod %s/%s is still gated after the uninstall", pod.Namespace, pod.Name)
 		}
 	}
-	if hook := tail(e.inst.LogPaths()[2], 5); !strings.Contains(hook, "released 4 pods") {
+	hook := tail(e.inst.LogPaths()[2], 5)
+	if !strings.Contains(hook, "released 4 pods") {
 		t.Errorf("the pre-delete hook's log does not say it released the 4 gated pods:\n%s", hook)
+	}
+	if !strings.Contains(hook, " as "+e.inst.ManagerServiceAccount()+":") {
+		t.Errorf("the pre-delete hook did not run as the manager's ServiceAccount %s:\n%s", e.inst.ManagerServiceAccount(), hook)
 	}
 	waitFor(t, "the released Jobs to complete", drainWait, func() (bool, string) {
 		return jobsComplete(t, e, teamNS, len(burst())+4)
