@@ -50,7 +50,7 @@ type env struct {
 
 func setUp(t *testing.T) env {
 	t.Helper()
-	ctrllog.SetLogger(testr.New(t)) // for controller-runtime's client
+	ctrllog.SetLogger(logr.Discard()) // controller-runtime's client has nothing to say here
 	cluster := localcluster.StartForTest(t, localcluster.Options{})
 	ctx := logr.NewContext(t.Context(), testr.NewWithOptions(t, testr.Options{Verbosity: 1}))
 	inst, err := localinstall.Install(ctx, cluster, localinstall.Options{})
