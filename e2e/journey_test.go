@@ -304,6 +304,11 @@ func testMetrics(t *testing.T, e env, _ *podWatcher) {
 		samples = s
 		return err == nil && code == 200, fmt.Sprintf("HTTP %d, %v", code, err)
 	})
+	// The same reader may read the queue snapshot served beside the metrics.
+	debugURL := strings.TrimSuffix(url, "/metrics") + "/debug/queues"
+	if code, _, err := scrape(ctx, debugURL, promCfg.BearerToken); err != nil || code != 200 {
+		t.Errorf("GET %s as the metrics reader: HTTP %d, %v; want 200", debugURL, code, err)
+	}
 	want := float64(len(burst()))
 	if got, ok := sumOf(samples, "quotagate_queue_incoming_pods_total"); !ok || got < want {
 		t.Errorf("quotagate_queue_incoming_pods_total = %v (present: %v), want at least %v", got, ok, want)
