@@ -6,6 +6,9 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
 )
@@ -15,6 +18,8 @@ type memoryPoint struct {
 	Pods        int    `json:"gatedPods"`
 	HeapInuse   uint64 `json:"heapInuseBytes"`
 	HeapObjects uint64 `json:"heapObjects"`
+	StackInuse  uint64 `json:"stackInuseBytes"`
+	Goroutines  int    `json:"goroutines"`
 }
 
 // memoryResult is the memory figure.
@@ -31,15 +36,34 @@ func (r memoryResult) perPod() float64 {
 	return ratio(float64(b.HeapInuse)-float64(a.HeapInuse), float64(b.Pods-a.Pods))
 }
 
-// heapInuse collects garbage and returns the heap in use and the live objects of this
-// process. Between points the process holds nothing but the manager and the clients,
+// readMemory collects garbage and reads the heap and stacks of this process. Between points the process holds nothing but the manager and the clients,
 // so differences between points are the manager's.
-func heapInuse() (uint64, uint64) {
+func readMemory(pods int) memoryPoint {
 	runtime.GC()
 	runtime.GC()
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
-	return m.HeapInuse, m.HeapObjects
+	return memoryPoint{
+		Pods: pods, HeapInuse: m.HeapInuse, HeapObjects: m.HeapObjects,
+		StackInuse: m.StackInuse, Goroutines: runtime.NumGoroutine(),
+	}
+}
+
+// waitGoroutinesSettled waits until this process's goroutine count holds still for a
+// second. client-go's event broadcaster sends each event from a goroutine of its own,
+// so a manager that has just announced why thousands of pods wait holds thousands of
+// events in flight; once they are sent, what is left is the steady state.
+func waitGoroutinesSettled(ctx context.Context) error {
+	last, stable := -1, 0
+	return wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, waitTimeout, true, func(context.Context) (bool, error) {
+		n := runtime.NumGoroutine()
+		if n == last {
+			stable++
+		} else {
+			last, stable = n, 0
+		}
+		return stable >= 4, nil
+	})
 }
 
 // measureMemory starts a fresh manager with nothing to do, then adds gated pods up to
@@ -71,9 +95,12 @@ func (e *env) measureMemory(ctx context.Context, levels []int, heapProfile strin
 		if err := e.waitGated(ctx, ns, level); err != nil {
 			return r, err
 		}
-		heap, objects := heapInuse()
-		r.Points = append(r.Points, memoryPoint{Pods: level, HeapInuse: heap, HeapObjects: objects})
-		logf("  %d gated pods: heap in use %.1f MiB, %d objects", level, float64(heap)/(1<<20), objects)
+		if err := waitGoroutinesSettled(ctx); err != nil {
+			return r, fmt.Errorf("waiting for the manager's events to be sent: %w", err)
+		}
+		pt := readMemory(level)
+		r.Points = append(r.Points, pt)
+		logf("  %d gated pods: heap in use %.1f MiB, %d objects, %d goroutines", level, mib(pt.HeapInuse), pt.HeapObjects, pt.Goroutines)
 	}
 	if heapProfile != "" {
 		if err := writeHeapProfile(heapProfile); err != nil {

@@ -39,10 +39,13 @@ func (r Report) markdown() string {
 	if r.EndToEnd != nil {
 		p("### CPU used from freed capacity to Running (figure 6)\n\n%s\n", cpuTable(*r.EndToEnd))
 	}
+	if r.Core != nil {
+		p("### Admission core benchmarks (figure 5)\n\n`%s`\n\n%s\n", r.Core.Command, coreTable(*r.Core))
+	}
 	if r.Memory != nil {
-		p("### Heap by gated pods (figure 4)\n\n| gated pods | heap in use | heap objects |\n|---|---|---|\n")
+		p("### Heap by gated pods (figure 4)\n\n| gated pods | heap in use | heap objects | stacks in use | goroutines |\n|---|---|---|---|---|\n")
 		for _, pt := range r.Memory.Points {
-			p("| %d | %.1f MiB | %d |\n", pt.Pods, mib(pt.HeapInuse), pt.HeapObjects)
+			p("| %d | %.1f MiB | %d | %.1f MiB | %d |\n", pt.Pods, mib(pt.HeapInuse), pt.HeapObjects, mib(pt.StackInuse), pt.Goroutines)
 		}
 		p("\n")
 	}

@@ -31,7 +31,7 @@ func TestRows(t *testing.T) {
 		{Figure: "3. Pod create latency, concurrency 16, 2 creates (ms)", Quotagate: "p50 10.0, p99 11.0", Baseline: "p50 5.0, p99 5.0", Ratio: "2.20 (p99)", Goal: "p99 ratio <= 1.2", Met: "**no**"},
 		{Figure: "4. Manager heap per gated pod, 0 to 1024 pods (bytes)", Quotagate: "1000 B/pod (11.0 MiB at 1024)", Baseline: "10.0 MiB at 0 pods", Ratio: "1.10 (heap)", Goal: "< 2 KiB/pod", Met: "yes"},
 		{Figure: "5. Admission core: decisions/s, 100,000 gated pods, 1,000 budgets (3 runs)", Quotagate: "300000 (slowest 200000)", Baseline: "—", Ratio: "—", Goal: "none set", Met: "—"},
-		{Figure: "5. Admission core: one freeing event, 100,000 vs 1,000 pods gated elsewhere (µs)", Quotagate: "12.0", Baseline: "10.0", Ratio: "1.20", Goal: "does not grow (ratio <= 1.5)", Met: "yes"},
+		{Figure: "5. Admission core: one freeing event, 100,000 vs 1,000 pods gated elsewhere (µs, ns)", Quotagate: "12.0", Baseline: "10.0", Ratio: "1.20", Goal: "does not grow (ratio <= 1.5)", Met: "yes"},
 	}
 	if diff := cmp.Diff(want, r.rows()); diff != "" {
 		t.Errorf("rows (-want +got):\n%s", diff)
@@ -83,5 +83,30 @@ func TestEventlessLine(t *testing.T) {
 	}
 	if got := eventlessLine(releaseResult{N: 1}); got != "" {
 		t.Errorf("eventlessLine without the diagnostic = %q, want empty", got)
+	}
+}
+
+func TestCoreRowsPreferCPUTime(t *testing.T) {
+	x := coreResult{Metrics: map[string]map[string][]float64{
+		"BenchmarkFreeingEvent/gated-elsewhere=1000":   {"ns/op": {50000}, "cpu-ns/op": {20000}},
+		"BenchmarkFreeingEvent/gated-elsewhere=100000": {"ns/op": {90000}, "cpu-ns/op": {22000}},
+	}}
+	want := []Row{{
+		Figure:    "5. Admission core: one freeing event, 100,000 vs 1,000 pods gated elsewhere (µs, cpu-ns)",
+		Quotagate: "22.0", Baseline: "20.0", Ratio: "1.10", Goal: "does not grow (ratio <= 1.5)", Met: "yes",
+	}}
+	if diff := cmp.Diff(want, coreRows(x)); diff != "" {
+		t.Errorf("coreRows (-want +got):\n%s", diff)
+	}
+}
+
+func TestCoreTable(t *testing.T) {
+	x := coreResult{Metrics: map[string]map[string][]float64{
+		"BenchmarkB": {"ns/op": {3, 1, 2}, "B/op": {10}},
+		"BenchmarkA": {"decisions/s": {250000}},
+	}}
+	want := "| benchmark | median of each metric |\n|---|---|\n| A | 2.5e+05 decisions/s |\n| B | 10 B/op, 2 ns/op |\n"
+	if diff := cmp.Diff(want, coreTable(x)); diff != "" {
+		t.Errorf("coreTable (-want +got):\n%s", diff)
 	}
 }
