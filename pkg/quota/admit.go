@@ -42,14 +42,19 @@ func (q *AdmissionQueue) Admit() []Admission {
 			}
 		}
 	}
-	for len(q.dirty) > 0 {
-		b := q.dirty[0]
-		e := b.active.min()
-		if e == nil || !b.admitting || (b.strict() && b.strictHead() != e) {
-			heap.Pop(&q.dirty)
-			continue
+	for {
+		for len(q.dirty) > 0 {
+			b := q.dirty[0]
+			e := b.active.min()
+			if e == nil || !b.admitting || (b.strict() && b.strictHead() != e) {
+				heap.Pop(&q.dirty)
+				continue
+			}
+			q.evaluate(e.pod)
 		}
-		q.evaluate(e.pod)
+		if !q.recheckWakes() {
+			break
+		}
 	}
 	out := q.out
 	q.out = nil

@@ -142,6 +142,9 @@ type budget struct {
 	queues
 
 	dirtyIndex int // position in AdmissionQueue.dirty; -1 when not there
+
+	woken     []*podState // moved to active by wake on the assumption they are admitted
+	inRecheck bool        // listed in AdmissionQueue.recheck
 }
 
 // problem is a reason a budget admits nothing, for its Ready condition.

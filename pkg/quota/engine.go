@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
@@ -90,6 +91,7 @@ type AdmissionQueue struct {
 	lastFlush time.Time
 	nInadm    int // inadmissible entries, over all budgets
 
+	recheck      []*budget               // budgets that woke pods for capacity, see wake
 	out          []Admission             // decided, not yet returned by Admit
 	deciding     bool                    // inside Admit: decisions may be taken
 	immediate    map[types.UID]*podState // pods to admit without quota at the next Admit
@@ -214,21 +216,100 @@ func (q *AdmissionQueue) markDirty(b *budget) {
 }
 
 // wake moves back to active the budget's inadmissible pods whose answer an event in
-// this budget may have changed: those it blocked, and for capacity only those whose
-// request now fits in what is free. Pods blocked by another budget stay: that budget's
-// own events wake them. So a freeing event costs one pass over this budget's
-// inadmissible pods plus the evaluation of the few that may fit, never more.
+// this budget may have changed (kube-scheduler's queueing hints): pods it blocked for
+// another reason, and, of those it blocked for capacity, the ones that fit in what is
+// free when the ones before them (in admission order) are admitted first. Pods blocked
+// by another budget stay: that budget's own events wake them. So an event costs a pass
+// over this budget's inadmissible pods and the evaluation of those that may go; the
+// pods it moves on that assumption are checked at the end of Admit (recheckWakes).
 func (q *AdmissionQueue) wake(b *budget) {
-	var move []*entry
+	var capacity []*entry
+	minReq := map[corev1.ResourceName]resource.Quantity{}
+	free := map[corev1.ResourceName]resource.Quantity{}
+	freeOf := func(r corev1.ResourceName) resource.Quantity {
+		f, ok := free[r]
+		if !ok {
+			f = b.hard[r].DeepCopy()
+			f.Sub(b.used[r])
+			free[r] = f
+		}
+		return f
+	}
+	var now []*entry
 	for _, e := range b.inadmissible {
-		if q.mayFitNow(e.pod, b) {
-			move = append(move, e)
+		w := &e.pod.wait
+		switch {
+		case w.budget == nil || q.budgets[w.budget.key] != w.budget:
+			now = append(now, e) // no budget to blame (or it is gone): look again
+		case w.budget != b:
+		case w.code != CodeInsufficient:
+			now = append(now, e)
+		case w.requested.Cmp(freeOf(w.resource)) <= 0:
+			capacity = append(capacity, e)
+			if m, ok := minReq[w.resource]; !ok || w.requested.Cmp(m) < 0 {
+				minReq[w.resource] = w.requested
+			}
 		}
 	}
-	for _, e := range move {
+	for _, e := range now {
 		q.moveEntry(e, queueActive)
 	}
+	if len(capacity) > 0 {
+		// Take them in admission order while they fit in what the ones before leave,
+		// and stop once nothing left could fit.
+		h := orderHeap(capacity)
+		heap.Init(&h)
+		for h.Len() > 0 && anyFits(minReq, free) {
+			e := heap.Pop(&h).(*entry)
+			w := &e.pod.wait
+			left := free[w.resource]
+			if w.requested.Cmp(left) > 0 {
+				continue
+			}
+			left.Sub(w.requested)
+			free[w.resource] = left
+			q.moveEntry(e, queueActive)
+			b.woken = append(b.woken, e.pod)
+		}
+		if len(b.woken) > 0 && !b.inRecheck {
+			b.inRecheck = true
+			q.recheck = append(q.recheck, b)
+		}
+	}
 	q.markDirty(b)
+}
+
+func anyFits(minReq, free map[corev1.ResourceName]resource.Quantity) bool {
+	for r, m := range minReq {
+		if m.Cmp(free[r]) <= 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// recheckWakes runs at the end of Admit: a budget that woke pods for capacity counted
+// on them being admitted; if one was not (blocked elsewhere, deleted), the pods behind
+// it that it held back get their chance now.
+func (q *AdmissionQueue) recheckWakes() bool {
+	woke := false
+	for len(q.recheck) > 0 {
+		b := q.recheck[0]
+		q.recheck = q.recheck[1:]
+		b.inRecheck = false
+		missed := false
+		for _, p := range b.woken {
+			if q.pods[p.pod.UID] != p || p.phase == phaseWaiting {
+				missed = true
+			}
+		}
+		b.woken = b.woken[:0]
+		if missed && q.budgets[b.key] == b {
+			q.wake(b)
+			woke = woke || b.dirtyIndex >= 0
+		}
+	}
+	return woke
 }
 
 // wakeAll moves every inadmissible pod of the budget back to active (periodic flush).
@@ -237,24 +318,6 @@ func (q *AdmissionQueue) wakeAll(b *budget) {
 		q.moveEntry(b.inadmissible[0], queueActive)
 	}
 	q.markDirty(b)
-}
-
-// mayFitNow reports whether an event in budget b could change the answer for a pod
-// that was found inadmissible.
-func (q *AdmissionQueue) mayFitNow(p *podState, b *budget) bool {
-	w := &p.wait
-	if w.budget == nil || q.budgets[w.budget.key] != w.budget {
-		return true // no budget to blame (or it is gone): look again
-	}
-	if w.budget != b {
-		return false
-	}
-	if w.code != CodeInsufficient {
-		return true
-	}
-	free := b.hard[w.resource].DeepCopy()
-	free.Sub(b.used[w.resource])
-	return w.requested.Cmp(free) <= 0
 }
 
 // attach creates the pod's entries in its covering budgets, in the given queue.

@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -277,5 +278,29 @@ func TestFreeingWakesOnlyCoveringBudgets(t *testing.T) {
 	}
 	if diff := cmp.Diff(map[BudgetKey]int{{Namespace: "team-a", Name: "b"}: 1}, moves); diff != "" {
 		t.Errorf("inadmissible->active moves (-want +got):\n%s", diff)
+	}
+}
+
+// TestWokenPodBlockedElsewhereLetsOthersIn: a freeing event wakes the first pod that
+// fits; when that pod turns out to be blocked by another budget, the pod behind it
+// still gets the freed capacity in the same Admit.
+func TestWokenPodBlockedElsewhereLetsOthersIn(t *testing.T) {
+	q, _ := newTestQueue()
+	q.UpsertBudget(makeBudget("team-a", "b").Hard("cpu=2").Obj())
+	q.UpsertBudget(makeBudget("team-a", "gpu").Hard("nvidia.com/gpu=1").Selector("kind", "gpu").Obj())
+	q.UpsertPod(makePod("cpu-user").Req("cpu=2").Ungated().Pod())
+	q.UpsertPod(makePod("gpu-user").Req("nvidia.com/gpu=1").Label("kind", "gpu").Ungated().Pod())
+	q.UpsertPod(makePod("p1").Created(1).Req("cpu=2,nvidia.com/gpu=1").Label("kind", "gpu").Pod())
+	q.UpsertPod(makePod("p2").Created(2).Req("cpu=2").Pod())
+	if got := admitNames(q); len(got) != 0 {
+		t.Fatalf("admitted %v with no room", got)
+	}
+	q.DeletePod("cpu-user")
+	if diff := cmp.Diff([]string{"p2"}, admitNames(q)); diff != "" {
+		t.Errorf("admitted (-want +got):\n%s", diff)
+	}
+	r, _ := q.WaitReason("p1")
+	if r.Code != CodeInsufficient || !strings.Contains(r.Message, "Budget team-a/gpu") {
+		t.Errorf("p1 waits with %+v, want insufficient nvidia.com/gpu in Budget team-a/gpu", r)
 	}
 }

@@ -143,6 +143,23 @@ func (h entryHeap) min() *entry {
 	return h[0]
 }
 
+// orderHeap orders entries for a one-off pass (wake), without touching their
+// positions in the queue heaps they live in.
+type orderHeap []*entry
+
+var _ heap.Interface = (*orderHeap)(nil)
+
+func (h orderHeap) Len() int           { return len(h) }
+func (h orderHeap) Less(i, j int) bool { return podLess(h[i].pod, h[j].pod) }
+func (h orderHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *orderHeap) Push(x any)        { *h = append(*h, x.(*entry)) }
+func (h *orderHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}
+
 // queues are one budget's places for the gated pods it covers.
 type queues struct {
 	active, backoff, inadmissible entryHeap
