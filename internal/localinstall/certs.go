@@ -16,10 +16,12 @@ import (
 	"strings"
 	"time"
 
+	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/retry"
 )
@@ -29,7 +31,7 @@ var certificateGVR = schema.GroupVersionResource{Group: "cert-manager.io", Versi
 
 // injectCAFromAnnotation names the Certificate whose CA cert-manager's CA injector
 // copies into a webhook configuration's caBundle.
-const injectCAFromAnnotation = "cert-manager.io/inject-ca-from"
+const injectCAFromAnnotation = cmapi.WantInjectAnnotation
 
 // cainjectorFieldManager owns the caBundle fields, so that Helm's server-side apply on
 // upgrade (which never sets caBundle) leaves them alone, as it does with cainjector.
@@ -110,23 +112,25 @@ func serial() *big.Int {
 	return n
 }
 
-// certificateRequest reads what the chart's Certificate asks for.
-func certificateRequest(cert *unstructured.Unstructured) (req certRequest, secretName string, err error) {
-	secretName, _, _ = unstructured.NestedString(cert.Object, "spec", "secretName")
-	if secretName == "" {
-		return req, "", fmt.Errorf("certificate %s has no spec.secretName", cert.GetName())
+// certificateRequest reads what the chart's Certificate asks for, through cert-manager's
+// own API types.
+func certificateRequest(obj *unstructured.Unstructured) (req certRequest, secretName string, err error) {
+	cert := &cmapi.Certificate{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, cert); err != nil {
+		return req, "", fmt.Errorf("reading Certificate %s: %w", obj.GetName(), err)
 	}
-	req.commonName, _, _ = unstructured.NestedString(cert.Object, "spec", "commonName")
-	req.dnsNames, _, _ = unstructured.NestedStringSlice(cert.Object, "spec", "dnsNames")
-	req.duration = 90 * 24 * time.Hour
-	if d, _, _ := unstructured.NestedString(cert.Object, "spec", "duration"); d != "" {
-		if req.duration, err = time.ParseDuration(d); err != nil {
-			return req, "", fmt.Errorf("certificate %s: duration %q: %w", cert.GetName(), d, err)
-		}
+	if cert.Spec.SecretName == "" {
+		return req, "", fmt.Errorf("certificate %s has no spec.secretName", cert.Name)
+	}
+	req.commonName = cert.Spec.CommonName
+	req.dnsNames = cert.Spec.DNSNames
+	req.duration = cmapi.DefaultCertificateDuration
+	if cert.Spec.Duration != nil {
+		req.duration = cert.Spec.Duration.Duration
 	}
 	// The API server reaches the local process at 127.0.0.1 (see pointWebhooksAt).
 	req.ips = []net.IP{net.IPv4(127, 0, 0, 1)}
-	return req, secretName, nil
+	return req, cert.Spec.SecretName, nil
 }
 
 // issueWebhookCert stands in for cert-manager: it issues the certificate the chart's
@@ -147,10 +151,10 @@ func (i *Installation) issueWebhookCert(ctx context.Context, cert *unstructured.
 			Name:      secretName,
 			Namespace: cert.GetNamespace(),
 			Annotations: map[string]string{
-				"cert-manager.io/certificate-name": cert.GetName(),
-				"cert-manager.io/common-name":      req.commonName,
-				"cert-manager.io/alt-names":        strings.Join(req.dnsNames, ","),
-				"cert-manager.io/ip-sans":          "127.0.0.1",
+				cmapi.CertificateNameKey:      cert.GetName(),
+				cmapi.CommonNameAnnotationKey: req.commonName,
+				cmapi.AltNamesAnnotationKey:   strings.Join(req.dnsNames, ","),
+				"cert-manager.io/ip-sans":     "127.0.0.1",
 			},
 		},
 		Type: corev1.SecretTypeTLS,
