@@ -101,10 +101,12 @@ type BudgetStatus struct {
 
 	// AdmittedPods counts admitted, non-terminal pods charged to this budget.
 	// +optional
+	// +kubebuilder:default=0
 	AdmittedPods int32 `json:"admittedPods"`
 
 	// GatedPods counts pods still waiting on this budget.
 	// +optional
+	// +kubebuilder:default=0
 	GatedPods int32 `json:"gatedPods"`
 
 	// Conditions say whether the budget is working, and why not.
