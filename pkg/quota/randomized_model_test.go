@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -124,4 +125,45 @@ func (w *world) modelCharged(k BudgetKey) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// workConserving: after an Admit, no gated pod outside any group, covered only by open
+// BestEffortFIFO budgets, fits in all of them now (unless it backs off). Capacity an
+// event freed must not be left unused because a wake was missed.
+func (w *world) workConserving() error {
+	usedAll := w.usedAll()
+	for _, uid := range slices.Sorted(mapsKeys(w.pods)) {
+		p := w.pods[uid]
+		if p.state != mGated || p.groupName != "" {
+			continue
+		}
+		if code, _ := w.q.WaitCode(uid); code == CodeBackoff {
+			continue
+		}
+		cover := w.cover(p.obj)
+		fits := len(cover) > 0
+		for _, k := range cover {
+			if !fits {
+				break
+			}
+			b := w.budgets[k]
+			if b.Strategy == v1alpha1.StrictFIFO || !w.admitting(k) {
+				fits = false
+				break
+			}
+			hard, _ := NormalizeHard(b.Hard)
+			for name, h := range hard {
+				sum := usedAll[k][name].DeepCopy()
+				sum.Add(p.usage[name])
+				if sum.Cmp(h) > 0 {
+					fits = false
+				}
+			}
+		}
+		if fits {
+			r, _ := w.q.WaitReason(uid)
+			return fmt.Errorf("pod %s/%s fits its open BestEffortFIFO budgets %v but waits: %s: %s", p.obj.Namespace, p.obj.Name, cover, r.Code, r.Message)
+		}
+	}
+	return nil
 }

@@ -497,6 +497,9 @@ func (w *world) calmDown() error {
 		if err := w.admitAndCheck(); err != nil {
 			return err
 		}
+		if err := w.workConserving(); err != nil {
+			return err
+		}
 		busy := false
 		for _, p := range w.pods {
 			if p.state != mGated {
