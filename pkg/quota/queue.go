@@ -15,9 +15,11 @@ package quota
 //   - inadmissible: pods that were evaluated and did not fit. They stay there until an
 //     event could change the answer in that budget: a charged pod of the budget ends or
 //     is deleted, its hard changes, it opens, a budget is deleted, or (StrictFIFO) its
-//     head leaves; then the budget's inadmissible pods move back to active. A periodic
-//     flush (5 minutes) moves every inadmissible pod back, as a safety net. Kept in
-//     admission order too, for the StrictFIFO head.
+//     head leaves. Then, like kube-scheduler's queueing hints, only the pods that event
+//     may let in move back to active: those this budget blocked, and of those blocked
+//     for capacity, the ones that fit in what is free, in admission order (see wake).
+//     A periodic flush (5 minutes) moves every inadmissible pod back, as a safety net.
+//     Kept in admission order too, for the StrictFIFO head.
 //   - parked: pods no capacity event can admit: requests above hard ("never fit"),
 //     groups with fewer members than their size or with an unusable size. They are
 //     re-examined when the pod, its group or the budget's hard changes (kube-scheduler
