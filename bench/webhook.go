@@ -33,20 +33,18 @@ type webhookResult struct {
 	Without map[int][]float64 `json:"withoutWebhookMillis"`
 }
 
-// createWarmup creates are made and not timed before each series, to warm connections.
-const createWarmup = 20
+// createWarmup is how many creates per worker are made and not timed before each
+// series, at the series' concurrency, so every connection (the client's, and the API
+// server's to the webhook) is open and warm when timing starts.
+const createWarmup = 5
 
 // createLatencies creates samples pods in ns, concurrency at a time, and returns how
 // long each create took. Every pod carries the hold gate, so none adds scheduling load;
 // wantGated checks that each came back with (or without) the quotagate gate.
 func (e *env) createLatencies(ctx context.Context, ns, prefix string, concurrency, samples int, wantGated bool) ([]time.Duration, error) {
 	spec := podSpec{prefix: prefix, cpu: "10m", gates: []string{holdGate}}
-	for i := range createWarmup {
-		if _, err := e.client.CoreV1().Pods(ns).Create(ctx, spec.pod(ns, samples+i), metav1.CreateOptions{}); err != nil {
-			return nil, fmt.Errorf("warm-up create: %w", err)
-		}
-	}
-	took := make([]time.Duration, samples)
+	warm := createWarmup * concurrency
+	took := make([]time.Duration, warm+samples)
 	next := make(chan int)
 	var (
 		wg    sync.WaitGroup
@@ -70,7 +68,7 @@ func (e *env) createLatencies(ctx context.Context, ns, prefix string, concurrenc
 			}
 		})
 	}
-	for i := range samples {
+	for i := range warm + samples {
 		next <- i
 	}
 	close(next)
@@ -78,7 +76,7 @@ func (e *env) createLatencies(ctx context.Context, ns, prefix string, concurrenc
 	if first != nil {
 		return nil, first
 	}
-	return took, e.deletePods(ctx, ns)
+	return took[warm:], e.deletePods(ctx, ns)
 }
 
 // measureWebhook measures create latency without the webhook, with it, and without it
