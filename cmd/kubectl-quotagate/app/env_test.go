@@ -170,7 +170,7 @@ func newWorld(t *testing.T, admitAt time.Time, namespaces []*corev1.Namespace, b
 	}
 	w.client = fake.NewClientBuilder().WithScheme(newScheme()).WithObjects(objs...).
 		WithStatusSubresource(&v1alpha1.Budget{}, &v1alpha1.ClusterBudget{}).Build()
-	w.server = httptest.NewTLSServer(ctl.DebugHandlers()[debugQueuesPath])
+	w.server = httptest.NewTLSServer(controller.QueuesHandler(ctl.Core()))
 	t.Cleanup(w.server.Close)
 	return w
 }

@@ -77,6 +77,9 @@ type Controller struct {
 
 	registrations []toolscache.ResourceEventHandlerRegistration
 	synced        atomic.Bool
+	// leading is set while this replica runs the admission loop: only the leader's
+	// queues are evaluated, so only its snapshot tells the truth.
+	leading atomic.Bool
 
 	// namespaces remembers which namespaces are opted in, to notice an opt-out.
 	mu      sync.Mutex
@@ -195,6 +198,8 @@ func (c *Controller) run(ctx context.Context) error {
 		return errors.New("informers did not sync")
 	}
 	logger.Info("Informers synced; admitting")
+	c.leading.Store(true)
+	defer c.leading.Store(false)
 
 	work := make(chan quota.Admission, c.opts.Workers*4)
 	var wg sync.WaitGroup

@@ -11,36 +11,47 @@ import (
 // DebugHandlers returns the read-only endpoints served beside /metrics, behind the same
 // authentication and authorization: /debug/queues is a snapshot of every budget's
 // queues in admission order (?budget=ns/name or ?budget=name for one budget). It costs
-// nothing when nobody asks.
+// nothing when nobody asks. Only the leader answers: a standby replica's core is fed by
+// its informers but never evaluates its queues, so its order and reasons would be stale.
 func (c *Controller) DebugHandlers() map[string]http.Handler {
-	return map[string]http.Handler{"/debug/queues": http.HandlerFunc(c.serveQueues)}
-}
-
-func (c *Controller) serveQueues(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet {
-		http.Error(w, "only GET is served", http.StatusMethodNotAllowed)
-		return
-	}
-	snap := c.core.Snapshot()
-	if want := r.URL.Query().Get("budget"); want != "" {
-		key := quota.BudgetKey{Name: want}
-		if ns, name, ok := strings.Cut(want, "/"); ok {
-			key = quota.BudgetKey{Namespace: ns, Name: name}
-		}
-		var found []quota.BudgetQueue
-		for _, b := range snap.Budgets {
-			if b.Budget == key {
-				found = append(found, b)
-			}
-		}
-		if len(found) == 0 {
-			http.Error(w, "no budget "+want, http.StatusNotFound)
+	queues := QueuesHandler(c.core)
+	return map[string]http.Handler{"/debug/queues": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !c.leading.Load() {
+			http.Error(w, "this manager replica is not the leader (or has not synced yet): ask the leader, named by the manager's leader election Lease", http.StatusServiceUnavailable)
 			return
 		}
-		snap = quota.Snapshot{Budgets: found}
-	}
-	w.Header().Set("Content-Type", "application/json")
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(snap)
+		queues.ServeHTTP(w, r)
+	})}
+}
+
+// QueuesHandler serves q's snapshot as JSON.
+func QueuesHandler(q *quota.AdmissionQueue) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			http.Error(w, "only GET is served", http.StatusMethodNotAllowed)
+			return
+		}
+		snap := q.Snapshot()
+		if want := r.URL.Query().Get("budget"); want != "" {
+			key := quota.BudgetKey{Name: want}
+			if ns, name, ok := strings.Cut(want, "/"); ok {
+				key = quota.BudgetKey{Namespace: ns, Name: name}
+			}
+			var found []quota.BudgetQueue
+			for _, b := range snap.Budgets {
+				if b.Budget == key {
+					found = append(found, b)
+				}
+			}
+			if len(found) == 0 {
+				http.Error(w, "no budget "+want, http.StatusNotFound)
+				return
+			}
+			snap = quota.Snapshot{Budgets: found}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(snap)
+	})
 }
