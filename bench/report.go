@@ -159,29 +159,46 @@ func table(rows []Row) string {
 }
 
 // cpuTable renders the CPU seconds each process used while each releaser worked, per
-// 1,000 pods released.
+// 1,000 pods released, then their total and how many cores that kept busy on average.
 func cpuTable(x releaseResult) string {
-	reps := len(x.Quotagate)
-	if reps == 0 || x.N == 0 {
+	if len(x.Quotagate) == 0 || x.N == 0 {
 		return ""
 	}
-	per := float64(reps*x.N) / 1000
-	names := slices.Sorted(maps.Keys(x.QuotagateCPU))
-	eventless := len(x.EventlessQuotagate) > 0
-	var b strings.Builder
-	b.WriteString("| process | CPU s per 1,000 pods, quotagate | CPU s per 1,000 pods, bare client |")
-	if eventless {
-		b.WriteString(" CPU s per 1,000 pods, quotagate with events dropped |\n|---|---|---|---|\n")
-	} else {
-		b.WriteString("\n|---|---|---|\n")
+	type column struct {
+		cpu  map[string]float64
+		runs []float64 // seconds per repetition
 	}
-	for _, n := range names {
-		fmt.Fprintf(&b, "| %s | %.2f | %.2f |", n, x.QuotagateCPU[n]/per, x.BaselineCPU[n]/per)
-		if eventless {
-			fmt.Fprintf(&b, " %.2f |", x.EventlessQuotagateCPU[n]/(float64(len(x.EventlessQuotagate)*x.N)/1000))
+	cols := []column{{x.QuotagateCPU, x.Quotagate}, {x.BaselineCPU, x.Baseline}}
+	header := "| process | CPU s per 1,000 pods, quotagate | CPU s per 1,000 pods, bare client |"
+	if len(x.EventlessQuotagate) > 0 {
+		cols = append(cols, column{x.EventlessQuotagateCPU, x.EventlessQuotagate})
+		header += " CPU s per 1,000 pods, quotagate with events dropped |"
+	}
+	var b strings.Builder
+	b.WriteString(header + "\n|---" + strings.Repeat("|---", len(cols)) + "|\n")
+	totals := make([]float64, len(cols))
+	per := func(c column) float64 { return float64(len(c.runs)*x.N) / 1000 }
+	for _, n := range slices.Sorted(maps.Keys(x.QuotagateCPU)) {
+		b.WriteString("| " + n + " |")
+		for i, c := range cols {
+			fmt.Fprintf(&b, " %.2f |", ratio(c.cpu[n], per(c)))
+			totals[i] += c.cpu[n]
 		}
 		b.WriteString("\n")
 	}
+	b.WriteString("| all of them |")
+	for i, c := range cols {
+		fmt.Fprintf(&b, " %.2f |", ratio(totals[i], per(c)))
+	}
+	b.WriteString("\n| cores kept busy, on average |")
+	for i, c := range cols {
+		var wall float64
+		for _, r := range c.runs {
+			wall += r
+		}
+		fmt.Fprintf(&b, " %.2f |", ratio(totals[i], wall))
+	}
+	b.WriteString("\n")
 	return b.String()
 }
 

@@ -46,12 +46,13 @@ func TestRowsLeaveOutWhatWasNotMeasured(t *testing.T) {
 
 func TestCPUTable(t *testing.T) {
 	x := releaseResult{
-		N: 500, Quotagate: []float64{1, 1},
+		N: 500, Quotagate: []float64{1, 1}, Baseline: []float64{1, 1},
 		QuotagateCPU: map[string]float64{"kube-apiserver": 4, "etcd": 1},
 		BaselineCPU:  map[string]float64{"kube-apiserver": 3},
 	}
 	want := "| process | CPU s per 1,000 pods, quotagate | CPU s per 1,000 pods, bare client |\n|---|---|---|\n" +
-		"| etcd | 1.00 | 0.00 |\n| kube-apiserver | 4.00 | 3.00 |\n"
+		"| etcd | 1.00 | 0.00 |\n| kube-apiserver | 4.00 | 3.00 |\n" +
+		"| all of them | 5.00 | 3.00 |\n| cores kept busy, on average | 2.50 | 1.50 |\n"
 	if diff := cmp.Diff(want, cpuTable(x)); diff != "" {
 		t.Errorf("cpuTable (-want +got):\n%s", diff)
 	}
@@ -59,13 +60,13 @@ func TestCPUTable(t *testing.T) {
 
 func TestCPUTableWithEventless(t *testing.T) {
 	x := releaseResult{
-		N: 1000, Quotagate: []float64{1}, EventlessQuotagate: []float64{1, 1},
+		N: 1000, Quotagate: []float64{1}, Baseline: []float64{2}, EventlessQuotagate: []float64{1, 1},
 		QuotagateCPU:          map[string]float64{"etcd": 2},
 		BaselineCPU:           map[string]float64{"etcd": 1},
 		EventlessQuotagateCPU: map[string]float64{"etcd": 3},
 	}
 	want := "| process | CPU s per 1,000 pods, quotagate | CPU s per 1,000 pods, bare client | CPU s per 1,000 pods, quotagate with events dropped |\n|---|---|---|---|\n" +
-		"| etcd | 2.00 | 1.00 | 1.50 |\n"
+		"| etcd | 2.00 | 1.00 | 1.50 |\n| all of them | 2.00 | 1.00 | 1.50 |\n| cores kept busy, on average | 2.00 | 0.50 | 1.50 |\n"
 	if diff := cmp.Diff(want, cpuTable(x)); diff != "" {
 		t.Errorf("cpuTable (-want +got):\n%s", diff)
 	}
