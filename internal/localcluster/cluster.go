@@ -110,7 +110,7 @@ func (c *Cluster) start(ctx context.Context, o Options, bins binaries) error {
 	c.admin = &rest.Config{
 		Host: "https://127.0.0.1:" + strconv.Itoa(p.apiserver),
 		TLSClientConfig: rest.TLSClientConfig{
-			CAData: creds.caPEM, CertData: creds.admin.certPEM, KeyData: creds.admin.keyPEM,
+			CAData: creds.caPEM, CertData: creds.admin.CertPEM, KeyData: creds.admin.KeyPEM,
 		},
 		QPS:   100,
 		Burst: 200,

@@ -12,7 +12,13 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/quotagate/quotagate/internal/pki"
 )
+
+// certValidity is long enough for any test or demo, short enough to be obviously local.
+// Certificates are backdated an hour, so a clock slightly behind accepts them.
+const certValidity = 365 * 24 * time.Hour
 
 // clusterName and contextName are the names used inside every kubeconfig written here.
 const (
@@ -96,38 +102,41 @@ func writeKubeconfig(cfg *rest.Config, user, path string) error {
 // admin rest.Config without reading them back.
 type credentials struct {
 	caPEM []byte
-	admin keyPair
+	admin pki.KeyPair
 }
 
 // writeCredentials generates the CA, the serving certificate, the ServiceAccount
 // signing key and a client certificate plus kubeconfig for each identity.
 func writeCredentials(l layout, p ports) (credentials, error) {
 	now := time.Now()
-	ca, err := newCertAuthority("quotagate-local-ca", now)
+	notBefore, notAfter := now.Add(-time.Hour), now.Add(certValidity)
+	ca, err := pki.NewCA("quotagate-local-ca", notBefore, notAfter)
 	if err != nil {
 		return credentials{}, err
 	}
-	serving, err := ca.issue(certSpec{
-		commonName: KubeAPIServer,
-		dnsNames: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
+	serving, err := ca.Issue(pki.Spec{
+		CommonName: KubeAPIServer,
+		DNSNames: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
 			"kubernetes.default.svc.cluster.local"},
-		ips:    []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback, net.IPv4(10, 0, 0, 1)},
-		server: true,
-	}, now)
+		IPs:       []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback, net.IPv4(10, 0, 0, 1)},
+		Server:    true,
+		NotBefore: notBefore,
+		NotAfter:  notAfter,
+	})
 	if err != nil {
 		return credentials{}, err
 	}
-	saPrivate, saPublic, err := newSigningKey()
+	saPrivate, saPublic, err := pki.NewSigningKey()
 	if err != nil {
-		return credentials{}, err
+		return credentials{}, fmt.Errorf("service account signing key: %w", err)
 	}
 	if err := os.MkdirAll(l.path("pki"), 0o700); err != nil {
 		return credentials{}, fmt.Errorf("creating pki directory: %w", err)
 	}
 	files := map[string][]byte{
-		l.caCert():       ca.certPEM,
-		l.servingCert():  serving.certPEM,
-		l.servingKey():   serving.keyPEM,
+		l.caCert():       ca.CertPEM,
+		l.servingCert():  serving.CertPEM,
+		l.servingKey():   serving.KeyPEM,
 		l.saPrivateKey(): saPrivate,
 		l.saPublicKey():  saPublic,
 	}
@@ -136,10 +145,10 @@ func writeCredentials(l layout, p ports) (credentials, error) {
 			return credentials{}, fmt.Errorf("writing %s: %w", path, err)
 		}
 	}
-	creds := credentials{caPEM: ca.certPEM}
+	creds := credentials{caPEM: ca.CertPEM}
 	host := "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(p.apiserver))
 	for _, id := range identities {
-		pair, err := ca.issue(certSpec{commonName: id.user, organizations: id.groups}, now)
+		pair, err := ca.Issue(pki.Spec{CommonName: id.user, Organizations: id.groups, NotBefore: notBefore, NotAfter: notAfter})
 		if err != nil {
 			return credentials{}, err
 		}
@@ -147,7 +156,7 @@ func writeCredentials(l layout, p ports) (credentials, error) {
 			creds.admin = pair
 		}
 		cfg := &rest.Config{Host: host, TLSClientConfig: rest.TLSClientConfig{
-			CAData: ca.certPEM, CertData: pair.certPEM, KeyData: pair.keyPEM,
+			CAData: ca.CertPEM, CertData: pair.CertPEM, KeyData: pair.KeyPEM,
 		}}
 		if err := writeKubeconfig(cfg, id.user, l.kubeconfig(id.kubeconfig)); err != nil {
 			return credentials{}, err

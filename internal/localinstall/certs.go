@@ -2,14 +2,7 @@ package localinstall
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -24,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/quotagate/quotagate/internal/pki"
 )
 
 // certificateGVR is cert-manager's Certificate resource.
@@ -54,62 +49,23 @@ type certRequest struct {
 // issueServingCert creates a self-signed CA (like the chart's default self-signed
 // Issuer) and a serving certificate from it.
 func issueServingCert(req certRequest, now time.Time) (servingCert, error) {
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return servingCert{}, fmt.Errorf("generating CA key: %w", err)
-	}
-	caTmpl := &x509.Certificate{
-		SerialNumber:          serial(),
-		Subject:               pkix.Name{CommonName: "quotagate-localinstall-ca"},
-		NotBefore:             now.Add(-time.Minute),
-		NotAfter:              now.Add(req.duration + 24*time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		return servingCert{}, fmt.Errorf("creating CA certificate: %w", err)
-	}
-	ca, err := x509.ParseCertificate(caDER)
+	notBefore := now.Add(-time.Minute)
+	ca, err := pki.NewCA("quotagate-localinstall-ca", notBefore, now.Add(req.duration+24*time.Hour))
 	if err != nil {
 		return servingCert{}, err
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return servingCert{}, fmt.Errorf("generating serving key: %w", err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial(),
-		Subject:      pkix.Name{CommonName: req.commonName},
-		DNSNames:     req.dnsNames,
-		IPAddresses:  req.ips,
-		NotBefore:    now.Add(-time.Minute),
-		NotAfter:     now.Add(req.duration),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		return servingCert{}, fmt.Errorf("creating serving certificate: %w", err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
+	pair, err := ca.Issue(pki.Spec{
+		CommonName: req.commonName,
+		DNSNames:   req.dnsNames,
+		IPs:        req.ips,
+		Server:     true,
+		NotBefore:  notBefore,
+		NotAfter:   now.Add(req.duration),
+	})
 	if err != nil {
 		return servingCert{}, err
 	}
-	return servingCert{
-		caPEM:   pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
-		certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		keyPEM:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
-	}, nil
-}
-
-func serial() *big.Int {
-	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		panic(err) // crypto/rand does not fail on Linux
-	}
-	return n
+	return servingCert{caPEM: ca.CertPEM, certPEM: pair.CertPEM, keyPEM: pair.KeyPEM}, nil
 }
 
 // certificateRequest reads what the chart's Certificate asks for, through cert-manager's
