@@ -14,6 +14,8 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/quotagate/quotagate/internal/supervise"
 )
 
 // pollInterval is how often Start checks readiness and whether a process has exited.
@@ -22,13 +24,20 @@ const pollInterval = 100 * time.Millisecond
 // startAttempts bounds the retries when another process took one of the chosen ports.
 const startAttempts = 3
 
+// stopGrace is how long a process gets to exit after SIGTERM before SIGKILL.
+const stopGrace = 5 * time.Second
+
+// ExitError reports a control plane process that exited while it should have been
+// running: its name (such as KubeAPIServer), how it ended and the end of its log.
+type ExitError = supervise.ExitError
+
 // Cluster is a running local control plane. Its methods are safe for concurrent use.
 type Cluster struct {
 	dir     string
 	ownsDir bool
 	layout  layout
 	admin   *rest.Config
-	procs   []*process // in start order; written only by Start
+	procs   []*supervise.Process // in start order; written only by Start
 
 	stopOnce sync.Once
 	stopErr  error
@@ -121,12 +130,14 @@ func (c *Cluster) start(ctx context.Context, o Options, bins binaries) error {
 	}
 	lines := commandLines(c.layout, p, bins.stages, o.ExtraArgs)
 	run := func(name string) error {
-		proc, err := startProcess(name, bins.paths[name], lines[name].args, append(os.Environ(), lines[name].env...), c.layout.log(name))
+		proc, err := supervise.Start(supervise.Command{
+			Name: name, Binary: bins.paths[name], Args: lines[name].args, Env: lines[name].env, LogPath: c.layout.log(name),
+		})
 		if err != nil {
 			return err
 		}
 		c.procs = append(c.procs, proc)
-		log.V(2).Info("Started process", "process", name, "pid", proc.pid(), "log", proc.logPath)
+		log.V(2).Info("Started process", "process", name, "pid", proc.Pid(), "log", proc.LogPath())
 		return nil
 	}
 
@@ -182,7 +193,7 @@ func (c *Cluster) waitFor(ctx context.Context, what string, cond condition) erro
 		case <-ctx.Done():
 			var tails strings.Builder
 			for _, p := range c.procs {
-				fmt.Fprintf(&tails, "\n--- last lines of %s:\n%s", p.logPath, tailFile(p.logPath, 10))
+				fmt.Fprintf(&tails, "\n--- last lines of %s:\n%s", p.LogPath(), supervise.TailFile(p.LogPath(), 10))
 			}
 			return fmt.Errorf("waiting for %s: %w (last error: %v)%s", what, ctx.Err(), last, tails.String())
 		case <-ticker.C:
@@ -194,8 +205,8 @@ func (c *Cluster) waitFor(ctx context.Context, what string, cond condition) erro
 // not called, or nil while every process runs.
 func (c *Cluster) Err() error {
 	for _, p := range c.procs {
-		if p.exited() {
-			return p.exitError()
+		if err := p.Err(); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -218,7 +229,7 @@ func (c *Cluster) Stop() error {
 func (c *Cluster) stopProcesses() error {
 	var errs []error
 	for i := len(c.procs) - 1; i >= 0; i-- {
-		errs = append(errs, c.procs[i].stop(stopGrace))
+		errs = append(errs, c.procs[i].Stop(stopGrace))
 	}
 	return errors.Join(errs...)
 }
@@ -241,7 +252,7 @@ func (c *Cluster) LogPath(process string) string { return c.layout.log(process) 
 func (c *Cluster) Pids() map[string]int {
 	pids := map[string]int{}
 	for _, p := range c.procs {
-		pids[p.name] = p.pid()
+		pids[p.Name()] = p.Pid()
 	}
 	return pids
 }

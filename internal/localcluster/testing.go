@@ -5,6 +5,8 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/testr"
+
+	"github.com/quotagate/quotagate/internal/supervise"
 )
 
 // StartForTest starts a cluster for a test, in a directory under t.TempDir() unless
@@ -26,7 +28,7 @@ func StartForTest(t testing.TB, opts Options) *Cluster {
 		}
 		if t.Failed() {
 			for _, p := range c.procs {
-				t.Logf("Last lines of %s:\n%s", p.logPath, tailFile(p.logPath, logTailLines))
+				t.Logf("Last lines of %s:\n%s", p.LogPath(), supervise.TailFile(p.LogPath(), supervise.LogTailLines))
 			}
 		}
 		if err := c.Stop(); err != nil {

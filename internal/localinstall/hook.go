@@ -17,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+
+	"github.com/quotagate/quotagate/internal/supervise"
 )
 
 // hookPollInterval is how often Uninstall looks for hook pods to run.
@@ -118,7 +120,7 @@ func (i *Installation) runHookPod(ctx context.Context, pod *corev1.Pod) error {
 		return errors.Join(runErr, err)
 	}
 	if runErr != nil {
-		return &ExitError{Process: "release-hook", Err: runErr, LogPath: i.hookLogPath(), LogTail: tailFile(i.hookLogPath(), logTailLines)}
+		return &ExitError{Process: "release-hook", Err: runErr, LogPath: i.hookLogPath(), LogTail: supervise.TailFile(i.hookLogPath(), supervise.LogTailLines)}
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 	"helm.sh/helm/v4/pkg/action"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/quotagate/quotagate/internal/localcluster"
+	"github.com/quotagate/quotagate/internal/supervise"
 )
 
 // Installation is quotagate installed on a local control plane, with its webhook and
@@ -40,6 +42,14 @@ type Installation struct {
 	stopErr  error
 }
 
+// stopGrace is how long a process gets to exit after SIGTERM before SIGKILL.
+const stopGrace = 10 * time.Second
+
+// ExitError reports a quotagate process ("webhook", "manager" or "release-hook") that
+// exited while it should have been running, or failed: how it ended and the end of its
+// log.
+type ExitError = supervise.ExitError
+
 // component is one of the chart's Deployments, run as a process on this machine with
 // the arguments of the Deployment's container and local addresses.
 type component struct {
@@ -50,7 +60,7 @@ type component struct {
 	binary, logPath, kconf string
 
 	mu   sync.Mutex
-	proc *process
+	proc *supervise.Process
 }
 
 // Install installs quotagate onto c (see the package comment) and returns once the
@@ -204,7 +214,11 @@ func (i *Installation) serviceAccountKubeconfig(ctx context.Context, user, sa st
 
 // start runs a component and waits for its /readyz.
 func (i *Installation) start(ctx context.Context, comp *component) error {
-	proc, err := startProcess(comp.name, comp.binary, comp.args, comp.env, comp.logPath)
+	proc, err := supervise.Start(supervise.Command{
+		Name: comp.name, Binary: comp.binary, Args: comp.args, Env: comp.env, LogPath: comp.logPath,
+		// A restarted component keeps its earlier runs' output in the same log.
+		AppendLog: true,
+	})
 	if err != nil {
 		return err
 	}
@@ -213,7 +227,7 @@ func (i *Installation) start(ctx context.Context, comp *component) error {
 	comp.mu.Unlock()
 	wctx, cancel := context.WithTimeout(ctx, i.opts.Timeout)
 	defer cancel()
-	return proc.waitReady(wctx, "http://127.0.0.1:"+strconv.Itoa(comp.probes)+"/readyz")
+	return waitReady(wctx, proc, "http://127.0.0.1:"+strconv.Itoa(comp.probes)+"/readyz")
 }
 
 func (comp *component) stop() error {
@@ -223,7 +237,7 @@ func (comp *component) stop() error {
 	if p == nil {
 		return nil
 	}
-	return p.stop()
+	return p.Stop(stopGrace)
 }
 
 func (comp *component) err() error {
@@ -233,7 +247,7 @@ func (comp *component) err() error {
 	if p == nil {
 		return nil
 	}
-	return p.exitError()
+	return p.Err()
 }
 
 // Upgrade is `helm upgrade` with values merged over the current ones (top-level keys
