@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -125,6 +126,11 @@ func (e *env) setup(ctx context.Context) error {
 			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: managerName, Namespace: systemNamespace}},
 		},
 	}
+	guard, err := gateGuard(e.root)
+	if err != nil {
+		return err
+	}
+	objs = append(objs, guard...)
 	for _, o := range objs {
 		if err := e.admin.Create(ctx, o); err != nil {
 			return fmt.Errorf("creating %T %s: %w", o, o.GetName(), err)
@@ -134,6 +140,29 @@ func (e *env) setup(ctx context.Context) error {
 		return fmt.Errorf("getting the manager's token: %w", err)
 	}
 	return nil
+}
+
+// gateGuard reads the shipped gate guard (config/policy): the ValidatingAdmissionPolicy
+// that lets only the manager remove the gate, and its binding. It runs on every pod
+// update, so both the manager's and the bare client's patches pay for it, as they would
+// in an installation.
+func gateGuard(root string) ([]client.Object, error) {
+	raw, err := os.ReadFile(filepath.Join(root, "config", "policy", "gate_guard.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	policy, binding := &admissionregistrationv1.ValidatingAdmissionPolicy{}, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+	docs := strings.Split(string(raw), "\n---\n")
+	if len(docs) != 2 {
+		return nil, fmt.Errorf("gate_guard.yaml: %d documents, want the policy and its binding", len(docs))
+	}
+	if err := yaml.UnmarshalStrict([]byte(docs[0]), policy); err != nil {
+		return nil, fmt.Errorf("reading the gate guard policy: %w", err)
+	}
+	if err := yaml.UnmarshalStrict([]byte(docs[1]), binding); err != nil {
+		return nil, fmt.Errorf("reading the gate guard binding: %w", err)
+	}
+	return []client.Object{policy, binding}, nil
 }
 
 // newNamespace creates a namespace named after what it is for; optedIn labels it

@@ -7,6 +7,8 @@ import (
 	"runtime/pprof"
 	"time"
 
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
 	"github.com/quotagate/quotagate/api/v1alpha1"
 )
 
@@ -38,6 +40,13 @@ func (o releaseOpts) done(pw *podWatch) bool {
 		return len(pw.running) == o.n
 	}
 	return len(pw.ungated) == o.n
+}
+
+func (o releaseOpts) first(pw *podWatch) time.Time {
+	if o.toRunning {
+		return firstOf(pw.running)
+	}
+	return firstOf(pw.ungated)
 }
 
 func (o releaseOpts) last(pw *podWatch) time.Time {
@@ -81,6 +90,10 @@ func (e *env) releaseByQuotagate(ctx context.Context, o releaseOpts) (releaseRun
 		}
 		defer stop()
 	}
+	errsBefore, err := ungateErrors()
+	if err != nil {
+		return run, err
+	}
 	before := e.meter.sample()
 	start := time.Now()
 	if err := e.setBudgetCPU(ctx, ns, fmt.Sprintf("%dm", o.n*podCPUMilli)); err != nil {
@@ -95,8 +108,19 @@ func (e *env) releaseByQuotagate(ctx context.Context, o releaseOpts) (releaseRun
 		return run, err
 	}
 	run.events = eventsAfter - eventsBefore
+	errsAfter, err := ungateErrors()
+	if err != nil {
+		return run, err
+	}
+	run.ungateErrors = map[string]float64{}
+	for reason, n := range errsAfter {
+		if d := n - errsBefore[reason]; d > 0 {
+			run.ungateErrors[reason] = d
+		}
+	}
 	pw.mu.Lock()
 	run.took = o.last(pw).Sub(start)
+	run.first = o.first(pw).Sub(start)
 	pw.mu.Unlock()
 	return run, e.deletePods(ctx, ns)
 }
@@ -133,6 +157,7 @@ func (e *env) releaseByBareClient(ctx context.Context, o releaseOpts, workers in
 	run.cpu = e.meter.since(before)
 	pw.mu.Lock()
 	run.took = o.last(pw).Sub(start)
+	run.first = o.first(pw).Sub(start)
 	pw.mu.Unlock()
 	return run, e.deletePods(ctx, ns)
 }
@@ -144,6 +169,10 @@ type releaseRun struct {
 	cpu  map[string]float64
 	// events is how many events were written in the namespace meanwhile.
 	events int
+	// first is the time to the first pod's event.
+	first time.Duration
+	// ungateErrors is the growth of quotagate_ungate_errors_total, by reason.
+	ungateErrors map[string]float64
 }
 
 // releaseResult is a release figure: how long each repetition took, per releaser, and
@@ -157,6 +186,11 @@ type releaseResult struct {
 	// QuotagateEvents counts the events written while quotagate released, summed over
 	// the repetitions (the bare client writes none).
 	QuotagateEvents int `json:"quotagateEvents"`
+	// FirstQuotagate and FirstBaseline are the seconds to the first pod's event.
+	FirstQuotagate []float64 `json:"quotagateFirstSeconds"`
+	FirstBaseline  []float64 `json:"baselineFirstSeconds"`
+	// UngateErrors sums quotagate_ungate_errors_total's growth, by reason.
+	UngateErrors map[string]float64 `json:"ungateErrors,omitempty"`
 	// EventlessQuotagate, a diagnostic, is quotagate with its event recorder dropping
 	// every event, measured after the other repetitions.
 	EventlessQuotagate    []float64          `json:"eventlessQuotagateSeconds,omitempty"`
@@ -189,11 +223,20 @@ func (e *env) measureRelease(ctx context.Context, o releaseOpts, reps, workers i
 			r.QuotagateCPU[name] += s
 		}
 		r.QuotagateEvents += q.events
+		r.FirstQuotagate = append(r.FirstQuotagate, q.first.Seconds())
+		r.FirstBaseline = append(r.FirstBaseline, b.first.Seconds())
+		for reason, n := range q.ungateErrors {
+			if r.UngateErrors == nil {
+				r.UngateErrors = map[string]float64{}
+			}
+			r.UngateErrors[reason] += n
+		}
 		for name, s := range b.cpu {
 			r.BaselineCPU[name] += s
 		}
-		logf("  repetition %d: quotagate %.0f pods/s (%d events), bare client %.0f pods/s", i+1,
-			float64(o.n)/q.took.Seconds(), q.events, float64(o.n)/b.took.Seconds())
+		logf("  repetition %d: quotagate %.0f pods/s (first after %v, %d events, ungate errors %v), bare client %.0f pods/s (first after %v)", i+1,
+			float64(o.n)/q.took.Seconds(), q.first.Round(time.Millisecond), q.events, q.ungateErrors,
+			float64(o.n)/b.took.Seconds(), b.first.Round(time.Millisecond))
 	}
 	if !eventless {
 		return r, nil
@@ -231,4 +274,29 @@ func startCPUProfile(path string) (func(), error) {
 		pprof.StopCPUProfile()
 		_ = f.Close()
 	}, nil
+}
+
+// ungateErrors reads quotagate_ungate_errors_total, by reason, from the registry the
+// in-process manager's metrics are in.
+func ungateErrors() (map[string]float64, error) {
+	families, err := crmetrics.Registry.Gather()
+	if err != nil {
+		return nil, fmt.Errorf("reading the manager's metrics: %w", err)
+	}
+	out := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != "quotagate_ungate_errors_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			reason := ""
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "reason" {
+					reason = l.GetValue()
+				}
+			}
+			out[reason] += m.GetCounter().GetValue()
+		}
+	}
+	return out, nil
 }

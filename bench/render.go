@@ -71,7 +71,9 @@ const methods = `## How each figure is measured
    ungated by a bare client with the same JSON patch (test and remove the gate, set the
    admitted-at/by annotations), as many patches in flight as the manager has workers, no
    client-side rate limit. The two alternate for each repetition. The pods also carry a
-   second gate, so the scheduler does not compete for the API server.
+   second gate, so the scheduler does not compete for the API server. The shipped gate
+   guard (config/policy, CEL in the API server) checks every pod update in both arms.
+   A diagnostic third arm runs the manager with its event recorder dropping events.
 2. **Reaction latency.** A Budget of one CPU, pods of one CPU, one admitted at a time.
    Each repetition writes phase Succeeded on the admitted pod through the status
    subresource, and measures from the arrival of that status event to the arrival of

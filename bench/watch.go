@@ -160,6 +160,17 @@ func lastOf(m map[string]time.Time) time.Time {
 	return last
 }
 
+// firstOf is the earliest time in m; m must not be empty.
+func firstOf(m map[string]time.Time) time.Time {
+	var first time.Time
+	for _, t := range m {
+		if first.IsZero() || t.Before(first) {
+			first = t
+		}
+	}
+	return first
+}
+
 func (pw *podWatch) stop() {
 	pw.cancel()
 	<-pw.done
