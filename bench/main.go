@@ -6,13 +6,10 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"runtime"
 	"syscall"
 )
 
 func main() {
-	// A finer heap sample than the default 512 KiB, for the manager's heap profile.
-	runtime.MemProfileRate = 16 << 10
 	o := defaultOptions()
 	o.addFlags(flag.CommandLine)
 	flag.Parse()

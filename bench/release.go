@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/pprof"
+	"sync"
 	"time"
 
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -83,12 +84,12 @@ func (e *env) releaseByQuotagate(ctx context.Context, o releaseOpts) (releaseRun
 	if err != nil {
 		return run, err
 	}
+	stopProfile := func() {}
 	if o.cpuProfile != "" {
-		stop, err := startCPUProfile(o.cpuProfile)
-		if err != nil {
+		if stopProfile, err = startCPUProfile(o.cpuProfile); err != nil {
 			return run, err
 		}
-		defer stop()
+		defer stopProfile()
 	}
 	errsBefore, err := ungateErrors()
 	if err != nil {
@@ -102,6 +103,7 @@ func (e *env) releaseByQuotagate(ctx context.Context, o releaseOpts) (releaseRun
 	if err := pw.waitFor(ctx, "quotagate to release every pod", o.done); err != nil {
 		return run, err
 	}
+	stopProfile()
 	run.cpu = e.meter.since(before)
 	eventsAfter, err := e.countEvents(ctx, ns)
 	if err != nil {
@@ -260,7 +262,8 @@ func (e *env) measureRelease(ctx context.Context, o releaseOpts, reps, workers i
 	return r, e.useManager(ctx, settings, false)
 }
 
-// startCPUProfile profiles this process into path until the returned func is called.
+// startCPUProfile profiles this process into path until the returned func is first
+// called.
 func startCPUProfile(path string) (func(), error) {
 	f, err := os.Create(path)
 	if err != nil {
@@ -270,9 +273,12 @@ func startCPUProfile(path string) (func(), error) {
 		_ = f.Close()
 		return nil, fmt.Errorf("starting CPU profile: %w", err)
 	}
+	var once sync.Once
 	return func() {
-		pprof.StopCPUProfile()
-		_ = f.Close()
+		once.Do(func() {
+			pprof.StopCPUProfile()
+			_ = f.Close()
+		})
 	}, nil
 }
 
