@@ -46,7 +46,7 @@ func (q *AdmissionQueue) Admit() []Admission {
 		for len(q.dirty) > 0 {
 			b := q.dirty[0]
 			e := b.active.min()
-			if e == nil || !b.admitting || (b.strict() && b.strictHead() != e) {
+			if e == nil || !b.admitting || (b.strict() && !sameUnit(b.strictHead(), e)) {
 				heap.Pop(&q.dirty)
 				continue
 			}
@@ -59,6 +59,12 @@ func (q *AdmissionQueue) Admit() []Admission {
 	out := q.out
 	q.out = nil
 	return out
+}
+
+// sameUnit reports whether two entries are the same pod or members of one group
+// (evaluating one evaluates the whole group).
+func sameUnit(a, b *entry) bool {
+	return a == b || (a != nil && b != nil && a.pod.group != nil && a.pod.group == b.pod.group)
 }
 
 // evaluate decides for the pod at the head of an active queue (with its group, if it

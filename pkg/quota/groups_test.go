@@ -3,6 +3,7 @@ package quota
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -175,5 +176,32 @@ func TestInvalidGroupSizeHolds(t *testing.T) {
 	q.UpsertPod(makePod("p").Group("g", 1).Pod())
 	if diff := cmp.Diff([]string{"p"}, admitNames(q)); diff != "" {
 		t.Errorf("after fixing the annotation (-want +got):\n%s", diff)
+	}
+}
+
+// TestStrictGroupBackoffRecovers: in a StrictFIFO budget, a group whose members come
+// back from backoff at different times is admitted when the last one is back, whichever
+// member heads the queue.
+func TestStrictGroupBackoffRecovers(t *testing.T) {
+	q, clk := newTestQueue()
+	q.UpsertBudget(makeBudget("team-a", "b").Hard("cpu=4").Strict().Obj())
+	q.UpsertPod(member("a", "g", 2, 0).Pod())
+	q.UpsertPod(member("b", "g", 2, 0).Pod())
+	q.UpsertPod(makePod("behind").Created(5).Req("cpu=1").Pod())
+	adm := q.Admit()
+	if len(adm) != 3 {
+		t.Fatalf("admitted %d, want 3", len(adm))
+	}
+	q.Done("behind", Ungated)
+	q.Done("a", Failed) // a is back first, alone: the group waits for b
+	clk.Step(50 * time.Millisecond)
+	q.Done("b", Failed)
+	clk.Step(50 * time.Millisecond)
+	if got := admitNames(q); len(got) != 0 {
+		t.Fatalf("admitted %v with b still backing off", got)
+	}
+	clk.Step(50 * time.Millisecond)
+	if diff := cmp.Diff([]string{"a", "b"}, admitNames(q)); diff != "" {
+		t.Errorf("after both backoffs (-want +got):\n%s", diff)
 	}
 }

@@ -173,8 +173,11 @@ func (q *AdmissionQueue) settleWaiting(p *podState) {
 // held, or wait for their group or their backoff.
 func (q *AdmissionQueue) place(p *podState, park *waitInfo) {
 	p.parked = park != nil
-	if park != nil {
+	switch {
+	case park != nil:
 		p.wait = *park
+	case p.wait.parks():
+		p.wait = waitInfo{} // no longer parked: the next evaluation says why it waits
 	}
 	if len(p.cover) == 0 {
 		if park == nil && q.opts.holdUncovered && !q.released(p.pod.Namespace) {

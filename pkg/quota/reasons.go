@@ -70,6 +70,15 @@ type waitInfo struct {
 	want      int
 }
 
+// parks reports whether the reason keeps a pod parked (out of the queues).
+func (w *waitInfo) parks() bool {
+	switch w.code {
+	case CodeNeverFits, CodeGroupIncomplete, CodeGroupInvalid, CodeUncovered:
+		return true
+	}
+	return false
+}
+
 // WaitReason returns why a gated pod waits, or false when the core does not hold it
 // (unknown, or admitted).
 func (q *AdmissionQueue) WaitReason(uid types.UID) (Reason, bool) {
