@@ -55,12 +55,16 @@ const (
 type env struct {
 	cluster *localcluster.Cluster
 	root    string
-	// client is the administrator without a client-side rate limit: the bare client of
-	// the baselines, and the one that creates and deletes pods.
+	// client is the administrator without a client-side rate limit: it creates, watches
+	// and deletes pods.
 	client kubernetes.Interface
 	admin  client.Client
 	// managerSA is the manager's ServiceAccount, bound to config/rbac/role.yaml.
 	managerSA *rest.Config
+	// bare is the baselines' releaser: the manager's identity, so the API server's
+	// priority and fairness and the gate guard treat it as they treat the manager, with
+	// no client-side rate limit.
+	bare kubernetes.Interface
 	// meter reads the CPU time of the control plane's processes and of this one.
 	meter cpuMeter
 	nsSeq int
@@ -138,6 +142,11 @@ func (e *env) setup(ctx context.Context) error {
 	}
 	if e.managerSA, err = e.cluster.ServiceAccountConfig(ctx, systemNamespace, managerName, 2*time.Hour); err != nil {
 		return fmt.Errorf("getting the manager's token: %w", err)
+	}
+	bare := rest.CopyConfig(e.managerSA)
+	bare.QPS, bare.Burst = -1, 0
+	if e.bare, err = kubernetes.NewForConfig(bare); err != nil {
+		return err
 	}
 	return nil
 }

@@ -142,7 +142,7 @@ func (e *env) startReactor(ctx context.Context, ns string, n int) (<-chan error,
 				return nil
 			}
 			released++
-			return bareUngateOne(ctx, e.client, queue[released-1], baselineGate)
+			return bareUngateOne(ctx, e.bare, queue[released-1], baselineGate)
 		}
 		for ev := range w.ResultChan() {
 			pod, ok := ev.Object.(*corev1.Pod)

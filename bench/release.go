@@ -150,7 +150,7 @@ func (e *env) releaseByBareClient(ctx context.Context, o releaseOpts, workers in
 	}
 	before := e.meter.sample()
 	start := time.Now()
-	if err := bareUngate(ctx, e.client, pods, baselineGate, workers); err != nil {
+	if err := bareUngate(ctx, e.bare, pods, baselineGate, workers); err != nil {
 		return run, err
 	}
 	if err := pw.waitFor(ctx, "the bare client's releases to be seen", o.done); err != nil {

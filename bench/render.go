@@ -34,10 +34,10 @@ func (r Report) markdown() string {
 	p("| manager settings | `--kube-api-qps=%g --kube-api-burst=%d --workers=%d` (the defaults) |\n\n", r.Manager.QPS, r.Manager.Burst, r.Manager.Workers)
 	p("%s\n", methods)
 	if r.Release != nil {
-		p("### CPU used while releasing (figure 1)\n\n%s\n%s\n", cpuTable(*r.Release), eventlessLine(*r.Release))
+		p("### CPU used while releasing (figure 1)\n\n%s\n%s\n%s\n", cpuTable(*r.Release), eventlessLine(*r.Release), firstLine(*r.Release))
 	}
 	if r.EndToEnd != nil {
-		p("### CPU used from freed capacity to Running (figure 6)\n\n%s\n", cpuTable(*r.EndToEnd))
+		p("### CPU used from freed capacity to Running (figure 6)\n\n%s\n%s\n", cpuTable(*r.EndToEnd), firstLine(*r.EndToEnd))
 	}
 	if r.Core != nil {
 		p("### Admission core benchmarks (figure 5)\n\n`%s`\n\n%s\n", r.Core.Command, coreTable(*r.Core))
@@ -70,7 +70,8 @@ const methods = `## How each figure is measured
    Baseline: the same batch, gated with a gate the manager does not own, listed, then
    ungated by a bare client with the same JSON patch (test and remove the gate, set the
    admitted-at/by annotations), as many patches in flight as the manager has workers, no
-   client-side rate limit. The two alternate for each repetition. The pods also carry a
+   client-side rate limit, as the manager's ServiceAccount (so the API server's priority
+   and fairness treats both alike). The two alternate for each repetition. The pods also carry a
    second gate, so the scheduler does not compete for the API server. The shipped gate
    guard (config/policy, CEL in the API server) checks every pod update in both arms.
    A diagnostic third arm runs the manager with its event recorder dropping events.

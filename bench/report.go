@@ -229,3 +229,32 @@ func coreTable(x coreResult) string {
 	}
 	return b.String()
 }
+
+// firstLine says how soon the first pod of a release was seen, per releaser.
+func firstLine(x releaseResult) string {
+	if len(x.FirstQuotagate) == 0 {
+		return ""
+	}
+	q, b := summarize(millis1k(x.FirstQuotagate)), summarize(millis1k(x.FirstBaseline))
+	return fmt.Sprintf("First pod seen released after (median of %d): %.0f ms from the Budget raise with quotagate, "+
+		"%.0f ms from the first patch with the bare client. Ungate errors: %s.\n", q.N, q.P50, b.P50, errorsText(x.UngateErrors))
+}
+
+func millis1k(seconds []float64) []float64 {
+	out := make([]float64, len(seconds))
+	for i, s := range seconds {
+		out[i] = s * 1000
+	}
+	return out
+}
+
+func errorsText(errs map[string]float64) string {
+	if len(errs) == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, reason := range slices.Sorted(maps.Keys(errs)) {
+		parts = append(parts, fmt.Sprintf("%s %.0f", reason, errs[reason]))
+	}
+	return strings.Join(parts, ", ")
+}

@@ -111,3 +111,15 @@ func TestCoreTable(t *testing.T) {
 		t.Errorf("coreTable (-want +got):\n%s", diff)
 	}
 }
+
+func TestFirstLine(t *testing.T) {
+	x := releaseResult{FirstQuotagate: []float64{0.2, 0.1, 0.3}, FirstBaseline: []float64{0.05}, UngateErrors: map[string]float64{"timeout": 2, "conflict": 1}}
+	want := "First pod seen released after (median of 3): 200 ms from the Budget raise with quotagate, " +
+		"50 ms from the first patch with the bare client. Ungate errors: conflict 1, timeout 2.\n"
+	if diff := cmp.Diff(want, firstLine(x)); diff != "" {
+		t.Errorf("firstLine (-want +got):\n%s", diff)
+	}
+	if got := firstLine(releaseResult{}); got != "" {
+		t.Errorf("firstLine of nothing = %q, want empty", got)
+	}
+}
