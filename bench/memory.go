@@ -20,7 +20,13 @@ type memoryPoint struct {
 	HeapObjects uint64 `json:"heapObjects"`
 	StackInuse  uint64 `json:"stackInuseBytes"`
 	Goroutines  int    `json:"goroutines"`
+	// IdleCores is the CPU this process used, in cores, over idleWindow once nothing
+	// changes: the manager's cost of holding the pods.
+	IdleCores float64 `json:"idleCores"`
 }
+
+// idleWindow is how long the idle CPU of the manager is measured at each point.
+const idleWindow = 3 * time.Second
 
 // memoryResult is the memory figure.
 type memoryResult struct {
@@ -99,8 +105,11 @@ func (e *env) measureMemory(ctx context.Context, levels []int, heapProfile strin
 			return r, fmt.Errorf("waiting for the manager's events to be sent: %w", err)
 		}
 		pt := readMemory(level)
+		if pt.IdleCores, err = idleCores(ctx); err != nil {
+			return r, err
+		}
 		r.Points = append(r.Points, pt)
-		logf("  %d gated pods: heap in use %.1f MiB, %d objects, %d goroutines", level, mib(pt.HeapInuse), pt.HeapObjects, pt.Goroutines)
+		logf("  %d gated pods: heap in use %.1f MiB, %d objects, %d goroutines, %.3f cores idle", level, mib(pt.HeapInuse), pt.HeapObjects, pt.Goroutines, pt.IdleCores)
 	}
 	if heapProfile != "" {
 		if err := writeHeapProfile(heapProfile); err != nil {
@@ -123,4 +132,22 @@ func writeHeapProfile(path string) error {
 		return fmt.Errorf("writing heap profile: %w", err)
 	}
 	return nil
+}
+
+// idleCores measures the CPU this process uses over idleWindow, in cores.
+func idleCores(ctx context.Context) (float64, error) {
+	before, err := cpuSeconds(os.Getpid())
+	if err != nil {
+		return 0, err
+	}
+	select {
+	case <-time.After(idleWindow):
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	after, err := cpuSeconds(os.Getpid())
+	if err != nil {
+		return 0, err
+	}
+	return (after - before) / idleWindow.Seconds(), nil
 }

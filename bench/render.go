@@ -43,9 +43,9 @@ func (r Report) markdown() string {
 		p("### Admission core benchmarks (figure 5)\n\n`%s`\n\n%s\n", r.Core.Command, coreTable(*r.Core))
 	}
 	if r.Memory != nil {
-		p("### Heap by gated pods (figure 4)\n\n| gated pods | heap in use | heap objects | stacks in use | goroutines |\n|---|---|---|---|---|\n")
+		p("### Heap by gated pods (figure 4)\n\n| gated pods | heap in use | heap objects | stacks in use | goroutines | manager CPU when idle |\n|---|---|---|---|---|---|\n")
 		for _, pt := range r.Memory.Points {
-			p("| %d | %.1f MiB | %d | %.1f MiB | %d |\n", pt.Pods, mib(pt.HeapInuse), pt.HeapObjects, mib(pt.StackInuse), pt.Goroutines)
+			p("| %d | %.1f MiB | %d | %.1f MiB | %d | %.3f cores |\n", pt.Pods, mib(pt.HeapInuse), pt.HeapObjects, mib(pt.StackInuse), pt.Goroutines, pt.IdleCores)
 		}
 		p("\n")
 	}
