@@ -39,6 +39,13 @@ func (r Report) markdown() string {
 	if r.EndToEnd != nil {
 		p("### CPU used from freed capacity to Running (figure 6)\n\n%s\n%s\n", cpuTable(*r.EndToEnd), firstLine(*r.EndToEnd))
 	}
+	if r.Webhook != nil && len(r.Webhook.WithCPU) > 0 {
+		p("### CPU used by pod creates (figure 3)\n\n| process | CPU s per 1,000 creates, webhook registered | not registered |\n|---|---|---|\n")
+		for _, name := range slices.Sorted(maps.Keys(r.Webhook.WithCPU)) {
+			p("| %s | %.2f | %.2f |\n", name, r.Webhook.WithCPU[name], r.Webhook.WithoutCPU[name])
+		}
+		p("\nCreates include the deletes of each series' pods, the same in both columns.\n\n")
+	}
 	if r.Core != nil {
 		p("### Admission core benchmarks (figure 5)\n\n`%s`\n\n%s\n", r.Core.Command, coreTable(*r.Core))
 	}

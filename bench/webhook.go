@@ -31,6 +31,10 @@ import (
 type webhookResult struct {
 	With    map[int][]float64 `json:"withWebhookMillis"`
 	Without map[int][]float64 `json:"withoutWebhookMillis"`
+	// WithCPU and WithoutCPU are the CPU seconds each process used per 1,000 timed
+	// creates (warm-up included in the CPU, not in the count).
+	WithCPU    map[string]float64 `json:"withWebhookCPUSecondsPer1000"`
+	WithoutCPU map[string]float64 `json:"withoutWebhookCPUSecondsPer1000"`
 }
 
 // createWarmup is how many creates per worker are made and not timed before each
@@ -82,17 +86,27 @@ func (e *env) createLatencies(ctx context.Context, ns, prefix string, concurrenc
 // measureWebhook measures create latency without the webhook, with it, and without it
 // again (pooled with the first series, so drift in the machine's load is shared).
 func (e *env) measureWebhook(ctx context.Context, concurrencies []int, samples int) (webhookResult, error) {
-	r := webhookResult{With: map[int][]float64{}, Without: map[int][]float64{}}
+	r := webhookResult{With: map[int][]float64{}, Without: map[int][]float64{}, WithCPU: map[string]float64{}, WithoutCPU: map[string]float64{}}
+	timed := map[bool]int{}
 	ns, err := e.newNamespace(ctx, "webhook", true)
 	if err != nil {
 		return r, err
 	}
 	series := func(into map[int][]float64, gated bool, round int) error {
+		cpu := r.WithoutCPU
+		if gated {
+			cpu = r.WithCPU
+		}
 		for _, c := range concurrencies {
+			before := e.meter.sample()
 			d, err := e.createLatencies(ctx, ns, fmt.Sprintf("c%d-r%d", c, round), c, samples, gated)
 			if err != nil {
 				return fmt.Errorf("concurrency %d, webhook registered %v: %w", c, gated, err)
 			}
+			for name, s := range e.meter.since(before) {
+				cpu[name] += s
+			}
+			timed[gated] += len(d)
 			into[c] = append(into[c], millis(d)...)
 		}
 		return nil
@@ -113,6 +127,11 @@ func (e *env) measureWebhook(ctx context.Context, concurrencies []int, samples i
 	}
 	if err := series(r.Without, false, 2); err != nil {
 		return r, err
+	}
+	for gated, cpu := range map[bool]map[string]float64{true: r.WithCPU, false: r.WithoutCPU} {
+		for name := range cpu {
+			cpu[name] = ratio(cpu[name]*1000, float64(timed[gated]))
+		}
 	}
 	return r, nil
 }
