@@ -259,8 +259,20 @@ func (q *AdmissionQueue) wake(b *budget) {
 		// and stop once nothing left could fit.
 		h := orderHeap(capacity)
 		heap.Init(&h)
+		var groups map[*group]bool
 		for h.Len() > 0 && anyFits(minReq, free) {
 			e := heap.Pop(&h).(*entry)
+			if g := e.pod.group; g != nil {
+				// One member brings its whole group (and w.requested is the group's
+				// sum): count the group once.
+				if groups[g] {
+					continue
+				}
+				if groups == nil {
+					groups = map[*group]bool{}
+				}
+				groups[g] = true
+			}
 			w := &e.pod.wait
 			left := free[w.resource]
 			if w.requested.Cmp(left) > 0 {
