@@ -205,3 +205,21 @@ func TestStrictGroupBackoffRecovers(t *testing.T) {
 		t.Errorf("after both backoffs (-want +got):\n%s", diff)
 	}
 }
+
+// TestFreedCapacityCountsGroupOnce: when capacity frees up, a waiting group is counted
+// once, so the pod behind it that fits in the rest is admitted in the same round.
+func TestFreedCapacityCountsGroupOnce(t *testing.T) {
+	q, _ := newTestQueue()
+	q.UpsertBudget(makeBudget("team-a", "b").Hard("cpu=4").Obj())
+	q.UpsertPod(makePod("running").Req("cpu=4").Ungated().Pod())
+	q.UpsertPod(member("g-0", "g", 2, 1).Pod())
+	q.UpsertPod(member("g-1", "g", 2, 1).Pod())
+	q.UpsertPod(makePod("p").Created(2).Req("cpu=2").Pod())
+	if got := admitNames(q); len(got) != 0 {
+		t.Fatalf("admitted %v with no room", got)
+	}
+	q.DeletePod("running")
+	if diff := cmp.Diff([]string{"g-0", "g-1", "p"}, admitNames(q)); diff != "" {
+		t.Errorf("admitted (-want +got):\n%s", diff)
+	}
+}
