@@ -200,9 +200,9 @@ type releaseResult struct {
 }
 
 // measureRelease alternates quotagate and the bare client for reps repetitions, so a
-// change in the machine's load touches both alike. With eventless, it then swaps in a
-// manager whose events are dropped for reps more repetitions, and swaps back.
-func (e *env) measureRelease(ctx context.Context, o releaseOpts, reps, workers int, eventless bool, logf func(string, ...any)) (releaseResult, error) {
+// change in the machine's load touches both alike. Then it swaps in a manager whose
+// events are dropped for eventlessReps more repetitions, if any, and swaps back.
+func (e *env) measureRelease(ctx context.Context, o releaseOpts, reps, workers, eventlessReps int, logf func(string, ...any)) (releaseResult, error) {
 	r := releaseResult{N: o.n, QuotagateCPU: map[string]float64{}, BaselineCPU: map[string]float64{}}
 	profile := o.cpuProfile
 	for i := range reps {
@@ -240,7 +240,7 @@ func (e *env) measureRelease(ctx context.Context, o releaseOpts, reps, workers i
 			float64(o.n)/q.took.Seconds(), q.first.Round(time.Millisecond), q.events, q.ungateErrors,
 			float64(o.n)/b.took.Seconds(), b.first.Round(time.Millisecond))
 	}
-	if !eventless {
+	if eventlessReps == 0 {
 		return r, nil
 	}
 	settings := defaultManagerSettings()
@@ -248,7 +248,7 @@ func (e *env) measureRelease(ctx context.Context, o releaseOpts, reps, workers i
 		return r, err
 	}
 	r.EventlessQuotagateCPU = map[string]float64{}
-	for i := range reps {
+	for i := range eventlessReps {
 		q, err := e.releaseByQuotagate(ctx, o)
 		if err != nil {
 			return r, fmt.Errorf("quotagate without events, repetition %d: %w", i+1, err)

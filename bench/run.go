@@ -138,7 +138,7 @@ func measureWithManager(ctx context.Context, e *env, o options, profileDir strin
 	if o.want(1) {
 		logf("Figure 1: release throughput, %d pods, %d repetitions", o.n, o.reps)
 		cpu := filepath.Join(profileDir, "manager-release-cpu.pprof")
-		rel, err := e.measureRelease(ctx, releaseOpts{n: o.n, cpuProfile: cpu}, o.reps, workers, o.eventless, logf)
+		rel, err := e.measureRelease(ctx, releaseOpts{n: o.n, cpuProfile: cpu}, o.reps, workers, o.eventlessReps, logf)
 		if err != nil {
 			return fmt.Errorf("figure 1: %w", err)
 		}
@@ -155,7 +155,7 @@ func measureWithManager(ctx context.Context, e *env, o options, profileDir strin
 	}
 	if o.want(6) {
 		logf("Figure 6: freed capacity to Running, %d pods, %d repetitions", o.endToEndN, o.endToEndReps)
-		rel, err := e.measureRelease(ctx, releaseOpts{n: o.endToEndN, toRunning: true}, o.endToEndReps, workers, false, logf)
+		rel, err := e.measureRelease(ctx, releaseOpts{n: o.endToEndN, toRunning: true}, o.endToEndReps, workers, 0, logf)
 		if err != nil {
 			return fmt.Errorf("figure 6: %w", err)
 		}
