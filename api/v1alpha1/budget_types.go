@@ -185,7 +185,3 @@ type ClusterBudgetList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []ClusterBudget `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&Budget{}, &BudgetList{}, &ClusterBudget{}, &ClusterBudgetList{})
-}

@@ -99,7 +99,9 @@ func TestServe(t *testing.T) {
 
 	t.Run("refuses TLS 1.1", func(t *testing.T) {
 		client := tlsClient(caPEM, tls.VersionTLS11)
-		if _, err := client.Get(webhookURL(o)); err == nil {
+		resp, err := client.Get(webhookURL(o))
+		if err == nil {
+			_ = resp.Body.Close()
 			t.Error("a TLS 1.1 client connected, want the handshake refused")
 		}
 	})
