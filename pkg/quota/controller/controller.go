@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -81,13 +80,9 @@ type Controller struct {
 	// queues are evaluated, so only its snapshot tells the truth.
 	leading atomic.Bool
 
-	// namespaces remembers which namespaces are opted in, to notice an opt-out.
+	// mu guards waiting.
 	mu      sync.Mutex
-	optedIn map[string]bool
 	waiting map[types.UID]waitingPod // gated pods, with the last wait reason announced
-
-	// releases holds pods to ungate without a quota check (namespace opted out).
-	releases workqueue.TypedRateLimitingInterface[client.ObjectKey]
 }
 
 // New returns a Controller; SetupWithManager connects it.
@@ -109,11 +104,7 @@ func New(opts Options) (*Controller, error) {
 		metrics:    newMetrics(),
 		kick:       make(chan struct{}, 1),
 		statusKick: make(chan struct{}, 1),
-		optedIn:    map[string]bool{},
 		waiting:    map[types.UID]waitingPod{},
-		releases: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[client.ObjectKey](100*time.Millisecond, 10*time.Second),
-			workqueue.TypedRateLimitingQueueConfig[client.ObjectKey]{Name: "quotagate_release"}),
 	}
 	c.core = quota.NewAdmissionQueue(
 		quota.WithClock(opts.Clock),
@@ -210,7 +201,6 @@ func (c *Controller) run(ctx context.Context) error {
 			}
 		})
 	}
-	wg.Go(func() { c.runReleases(ctx) })
 	wg.Go(func() { c.runStatus(ctx) })
 	defer wg.Wait()
 	defer close(work)

@@ -3,7 +3,6 @@ package controller
 import (
 	corev1 "k8s.io/api/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
 	"github.com/quotagate/quotagate/pkg/gates"
@@ -35,14 +34,8 @@ func (c *Controller) onPod(obj any) {
 	}
 	p := quota.NewPod(pod, c.opts.Clock.Now())
 	p.Gated = gates.HasGate(pod, c.opts.Gate)
-	if p.Gated && !c.isOptedIn(pod.Namespace) {
-		// A gated pod in a namespace that is not (or no longer) opted in is released
-		// without a quota check. Until the patch lands it is counted as running: it
-		// is about to consume the cluster, and counting it early can only hold
-		// others back, never over-admit.
-		p.Gated = false
-		c.queueRelease(client.ObjectKeyFromObject(pod))
-	}
+	// A gated pod of a namespace that is not (or no longer) opted in is released by the
+	// core itself, in Admit (reason NamespaceNotEnabled), through the same patch path.
 	c.core.UpsertPod(p)
 	if p.Gated && !p.Terminal {
 		c.noteGated(pod)
@@ -58,9 +51,6 @@ func (c *Controller) namespaceHandler() toolscache.ResourceEventHandler {
 		UpdateFunc: func(_, obj any) { c.onNamespace(obj) },
 		DeleteFunc: func(obj any) {
 			if ns, ok := unwrap[*corev1.Namespace](obj); ok {
-				c.mu.Lock()
-				delete(c.optedIn, ns.Name)
-				c.mu.Unlock()
 				c.core.DeleteNamespace(ns.Name)
 				c.wake()
 			}
@@ -69,23 +59,11 @@ func (c *Controller) namespaceHandler() toolscache.ResourceEventHandler {
 }
 
 func (c *Controller) onNamespace(obj any) {
-	ns, ok := obj.(*corev1.Namespace)
-	if !ok {
-		return
+	if ns, ok := obj.(*corev1.Namespace); ok {
+		// The core knows the opt-in label: removing it releases the namespace's pods.
+		c.core.SetNamespace(ns.Name, ns.Labels)
+		c.wake()
 	}
-	enabled := ns.Labels[v1alpha1.EnabledLabel] == "true"
-	c.mu.Lock()
-	was, known := c.optedIn[ns.Name]
-	c.optedIn[ns.Name] = enabled
-	c.mu.Unlock()
-	c.core.SetNamespace(ns.Name, ns.Labels)
-	if !enabled && (!known || was) {
-		// Opt-out (or a first sight of a namespace that is not opted in): its gated
-		// pods are released. Their pod events may have arrived before this one, so
-		// look at every pod of the namespace again.
-		c.requeueNamespacePods(ns.Name)
-	}
-	c.wake()
 }
 
 func (c *Controller) budgetHandler() toolscache.ResourceEventHandler {
@@ -130,16 +108,6 @@ func (c *Controller) onClusterBudget(obj any) {
 		c.core.UpsertBudget(quota.ClusterBudgetFromAPI(b))
 		c.wake()
 	}
-}
-
-// isOptedIn reports whether the namespace carries the opt-in label. A namespace not yet
-// seen counts as opted in: its pods stay gated until the namespace informer says
-// otherwise, which errs on the side of the quota.
-func (c *Controller) isOptedIn(ns string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	enabled, known := c.optedIn[ns]
-	return !known || enabled
 }
 
 // unwrap returns the object of a delete event, which may come as a tombstone.

@@ -53,7 +53,7 @@ func (c *Controller) ungate(ctx context.Context, a quota.Admission) {
 		c.metrics.podWait.Observe(wait.Seconds())
 		c.forgetWaiting(pod)
 		c.recorder.Eventf(pod, nil, corev1.EventTypeNormal, "Admitted", "Ungate",
-			"Admitted after %s: %s", wait.Round(time.Millisecond), admittedBy(a))
+			"Admitted after %s: %s", wait.Round(time.Millisecond), a.Reason.Message)
 		logger.V(2).Info("Ungated pod", "budgets", budgets, "waited", wait)
 	case outcomeGone:
 		c.core.Done(a.Pod.UID, quota.Gone)
@@ -67,17 +67,6 @@ func (c *Controller) ungate(ctx context.Context, a quota.Admission) {
 		logger.Error(err, "Ungate patch failed; backing off", "reason", reason)
 	}
 	c.wake()
-}
-
-func admittedBy(a quota.Admission) string {
-	if len(a.Budgets) == 0 {
-		return "no budget covers it"
-	}
-	names := make([]string, len(a.Budgets))
-	for i, b := range a.Budgets {
-		names[i] = b.Describe()
-	}
-	return "fits in " + strings.Join(names, ", ")
 }
 
 // ungatePatch builds the JSON patch that removes the gate and sets annotations. The pod
