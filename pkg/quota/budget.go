@@ -161,7 +161,7 @@ func newBudget(spec Budget) *budget {
 		charged:    map[types.UID]*podState{},
 		dirtyIndex: -1,
 	}
-	b.queues.init(b)
+	b.init(b)
 	b.setSpec(spec)
 	return b
 }

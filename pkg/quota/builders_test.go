@@ -146,8 +146,6 @@ func mustStatus(t *testing.T, q *AdmissionQueue, key BudgetKey) BudgetStatus {
 	return st
 }
 
-func quantity(s string) resource.Quantity { return resource.MustParse(s) }
-
 func resourceMilli(m int64) *resource.Quantity {
 	return resource.NewMilliQuantity(m, resource.DecimalSI)
 }

@@ -361,9 +361,7 @@ func (q *AdmissionQueue) detach(p *podState) {
 		}
 	}
 	p.entries = nil
-	if _, ok := q.held[p.pod.UID]; ok {
-		delete(q.held, p.pod.UID)
-	}
+	delete(q.held, p.pod.UID)
 }
 
 // moveAll moves every entry of the pod that is in queue from to queue to.

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/pkg/gates"
 )
 
 // PodRef names a pod.
@@ -59,7 +60,7 @@ func NewPod(p *corev1.Pod, now time.Time) Pod {
 		Labels:  maps.Clone(p.Labels), // the core keeps it; informer objects are shared
 		Created: p.CreationTimestamp.Time,
 		Usage:   PodUsage(p),
-		Gated:   hasGate(p),
+		Gated:   gates.HasGate(p, v1alpha1.SchedulingGate),
 	}
 	if p.Spec.Priority != nil {
 		out.Priority = *p.Spec.Priority
@@ -92,13 +93,4 @@ func parseGroupSize(annotations map[string]string) (int, string) {
 		return 0, fmt.Sprintf("annotation %s=%q is not a whole number of at least 1", v1alpha1.GroupSizeAnnotation, raw)
 	}
 	return n, ""
-}
-
-func hasGate(p *corev1.Pod) bool {
-	for _, g := range p.Spec.SchedulingGates {
-		if g.Name == v1alpha1.SchedulingGate {
-			return true
-		}
-	}
-	return false
 }
