@@ -44,7 +44,8 @@ func (r Report) markdown() string {
 		for _, name := range slices.Sorted(maps.Keys(r.Webhook.WithCPU)) {
 			p("| %s | %.2f | %.2f |\n", name, r.Webhook.WithCPU[name], r.Webhook.WithoutCPU[name])
 		}
-		p("\nCreates include the deletes of each series' pods, the same in both columns.\n\n")
+		p("\nCreates include the deletes of each series' pods, the same in both columns. TCP sockets on the\n")
+		p("webhook's port right after the series with it: %s.\n\n", errorsTextInt(r.Webhook.Connections))
 	}
 	if r.Core != nil {
 		p("### Admission core benchmarks (figure 5)\n\n`%s`\n\n%s\n", r.Core.Command, coreTable(*r.Core))

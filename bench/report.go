@@ -258,3 +258,14 @@ func errorsText(errs map[string]float64) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+func errorsTextInt(m map[string]int) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}

@@ -35,6 +35,9 @@ type webhookResult struct {
 	// creates (warm-up included in the CPU, not in the count).
 	WithCPU    map[string]float64 `json:"withWebhookCPUSecondsPer1000"`
 	WithoutCPU map[string]float64 `json:"withoutWebhookCPUSecondsPer1000"`
+	// Connections counts the TCP sockets on the webhook's port, by state, right after
+	// the series with the webhook: the connections the API server opened to it.
+	Connections map[string]int `json:"webhookSockets"`
 }
 
 // createWarmup is how many creates per worker are made and not timed before each
@@ -114,12 +117,15 @@ func (e *env) measureWebhook(ctx context.Context, concurrencies []int, samples i
 	if err := series(r.Without, false, 0); err != nil {
 		return r, err
 	}
-	stop, err := e.startWebhook(ctx, ns)
+	stop, port, err := e.startWebhook(ctx, ns)
 	if err != nil {
 		return r, err
 	}
 	defer stop()
 	if err := series(r.With, true, 1); err != nil {
+		return r, err
+	}
+	if r.Connections, err = tcpStates(port); err != nil {
 		return r, err
 	}
 	if err := e.unregisterWebhook(ctx, ns); err != nil {
@@ -142,28 +148,28 @@ const webhookConfigName = "quotagate-bench"
 // certificate made here, registers the shipped webhook configuration pointed at it, and
 // waits until a dry-run create in ns comes back gated. The returned func stops the
 // server.
-func (e *env) startWebhook(ctx context.Context, ns string) (func(), error) {
+func (e *env) startWebhook(ctx context.Context, ns string) (func(), int, error) {
 	certDir, err := os.MkdirTemp("", "quotagate-bench-webhook-")
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("127.0.0.1", []net.IP{net.ParseIP("127.0.0.1")}, nil)
 	if err != nil {
-		return nil, fmt.Errorf("generating serving certificate: %w", err)
+		return nil, 0, fmt.Errorf("generating serving certificate: %w", err)
 	}
 	for name, b := range map[string][]byte{"tls.crt": certPEM, "tls.key": keyPEM} {
 		if err := os.WriteFile(filepath.Join(certDir, name), b, 0o600); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
 	o := app.NewOptions()
 	o.Host = "127.0.0.1"
 	if o.Port, err = freePort(); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	probe, err := freePort()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	o.CertDir = certDir
 	o.MetricsBindAddress = "0"
@@ -186,12 +192,12 @@ func (e *env) startWebhook(ctx context.Context, ns string) (func(), error) {
 	})
 	if err != nil {
 		stop()
-		return nil, fmt.Errorf("waiting for the webhook to be ready: %w", err)
+		return nil, 0, fmt.Errorf("waiting for the webhook to be ready: %w", err)
 	}
 	mwc, err := shippedWebhookConfiguration(e.root)
 	if err != nil {
 		stop()
-		return nil, err
+		return nil, 0, err
 	}
 	mwc.Name = webhookConfigName
 	mwc.Webhooks[0].ClientConfig = admissionregistrationv1.WebhookClientConfig{
@@ -200,13 +206,13 @@ func (e *env) startWebhook(ctx context.Context, ns string) (func(), error) {
 	}
 	if _, err := e.client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, mwc, metav1.CreateOptions{}); err != nil {
 		stop()
-		return nil, fmt.Errorf("registering the webhook: %w", err)
+		return nil, 0, fmt.Errorf("registering the webhook: %w", err)
 	}
 	if err := e.waitWebhookCalled(ctx, ns, true); err != nil {
 		stop()
-		return nil, err
+		return nil, 0, err
 	}
-	return stop, nil
+	return stop, o.Port, nil
 }
 
 // unregisterWebhook deletes the configuration and waits until the API server stops
