@@ -71,7 +71,11 @@ e2e: tools ## Run the end-to-end user journey (chart, webhook, manager) on the l
 	go test $(GO_TEST_FLAGS) -timeout $(TEST_TIMEOUT) -tags e2e -v ./e2e/...
 
 .PHONY: bench
-bench: tools ## Run the benchmarks and write docs/benchmarks.md.
+bench: tools ## Measure quotagate against its baselines on a local control plane; write docs/benchmarks.{md,json} (~10 min).
+	go run ./bench
+
+.PHONY: bench-unit
+bench-unit: ## Run the in-process Go benchmarks (admission core, webhook handler, gate patches).
 	go test -run '^$$' -bench . -benchmem ./pkg/...
 
 ##@ Build
