@@ -91,11 +91,9 @@ func Install(ctx context.Context, c *localcluster.Cluster, opts Options) (*Insta
 	if i.helm, i.helmLog, err = helmConfig(c.KubeconfigPath(), o.Namespace, o.Dir); err != nil {
 		return nil, err
 	}
-	ports := make([]int, 5)
-	for n := range ports {
-		if ports[n], err = freePort(); err != nil {
-			return nil, err
-		}
+	ports, err := freePorts(5)
+	if err != nil {
+		return nil, err
 	}
 	i.webhook = &component{name: webhookName, port: ports[0], metrics: ports[1], probes: ports[2]}
 	i.manager = &component{name: managerName, metrics: ports[3], probes: ports[4]}

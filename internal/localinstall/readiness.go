@@ -52,12 +52,19 @@ func probe(ctx context.Context, client *http.Client, url string) error {
 	return nil
 }
 
-// freePort returns a port on 127.0.0.1 that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("finding a free port: %w", err)
+// freePorts returns n distinct ports on 127.0.0.1 that were free a moment ago. It holds
+// every listener open until all n are chosen: closing each one at once lets the kernel
+// hand the same port out twice, and then one component fails to bind while the other
+// answers its readiness probe.
+func freePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("finding a free port: %w", err)
+		}
+		defer func() { _ = l.Close() }()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return ports, nil
 }

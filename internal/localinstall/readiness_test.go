@@ -24,10 +24,11 @@ func TestProcessThatExitsIsNamedWithItsLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.Stop(stopGrace) })
-	port, err := freePort()
+	ports, err := freePorts(1)
 	if err != nil {
 		t.Fatal(err)
 	}
+	port := ports[0]
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	err = waitReady(ctx, p, "http://127.0.0.1:"+strconv.Itoa(port)+"/readyz")
@@ -40,5 +41,19 @@ func TestProcessThatExitsIsNamedWithItsLog(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "exit status 3") {
 		t.Errorf("error %q does not give the exit status", err)
+	}
+}
+
+func TestFreePortsAreDistinct(t *testing.T) {
+	ports, err := freePorts(50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int]bool{}
+	for _, p := range ports {
+		if seen[p] {
+			t.Fatalf("port %d handed out twice in %v", p, ports)
+		}
+		seen[p] = true
 	}
 }
