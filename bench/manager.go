@@ -85,8 +85,7 @@ func (e *env) startManager(ctx context.Context, s managerSettings, discardEvents
 		return q.ReadyCheck(nil) == nil, nil
 	})
 	if err != nil {
-		m.stop()
-		return nil, fmt.Errorf("waiting for the manager to sync: %w", err)
+		return nil, errors.Join(fmt.Errorf("waiting for the manager to sync: %w", err), m.stop())
 	}
 	return m, nil
 }
