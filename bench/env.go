@@ -11,7 +11,6 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -20,11 +19,11 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
 	"github.com/quotagate/quotagate/internal/localcluster"
+	"github.com/quotagate/quotagate/internal/testbed"
 )
 
 const (
@@ -101,11 +100,8 @@ func (e *env) setup(ctx context.Context) error {
 	}
 	cfg := e.cluster.Config()
 	cfg.QPS, cfg.Burst = -1, 0 // no client-side throttle
-	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{
-		Paths:              []string{filepath.Join(e.root, "config", "crd", "bases")},
-		ErrorIfPathMissing: true,
-	}); err != nil {
-		return fmt.Errorf("installing CRDs: %w", err)
+	if err := testbed.InstallCRDs(cfg, e.root); err != nil {
+		return err
 	}
 	var err error
 	if e.client, err = kubernetes.NewForConfig(cfg); err != nil {
@@ -114,23 +110,9 @@ func (e *env) setup(ctx context.Context) error {
 	if e.admin, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
 		return err
 	}
-	role := &rbacv1.ClusterRole{}
-	raw, err := os.ReadFile(filepath.Join(e.root, "config", "rbac", "role.yaml"))
+	objs, err := testbed.ManagerIdentity(e.root, systemNamespace, managerName)
 	if err != nil {
 		return err
-	}
-	if err := yaml.Unmarshal([]byte(strings.TrimPrefix(string(raw), "---\n")), role); err != nil {
-		return fmt.Errorf("reading role.yaml: %w", err)
-	}
-	objs := []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: systemNamespace}},
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: managerName, Namespace: systemNamespace}},
-		role,
-		&rbacv1.ClusterRoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: managerName},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: managerName, Namespace: systemNamespace}},
-		},
 	}
 	guard, err := gateGuard(e.root)
 	if err != nil {

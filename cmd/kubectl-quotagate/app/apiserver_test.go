@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 
 	"strings"
@@ -29,13 +28,12 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/yaml"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
 	"github.com/quotagate/quotagate/internal/localcluster"
+	"github.com/quotagate/quotagate/internal/testbed"
 	"github.com/quotagate/quotagate/pkg/quota"
 	"github.com/quotagate/quotagate/pkg/quota/controller"
 )
@@ -58,10 +56,8 @@ func TestSnapshotOnAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{
-		Paths: []string{filepath.Join(root, "config", "crd", "bases")}, ErrorIfPathMissing: true,
-	}); err != nil {
-		t.Fatalf("installing CRDs: %v", err)
+	if err := testbed.InstallCRDs(cfg, root); err != nil {
+		t.Fatal(err)
 	}
 	admin, err := client.New(cfg, client.Options{Scheme: newScheme()})
 	if err != nil {
@@ -340,13 +336,9 @@ func createPod(t *testing.T, c client.Client, p *corev1.Pod) {
 
 func readClusterRole(t *testing.T, path string) *rbacv1.ClusterRole {
 	t.Helper()
-	raw, err := os.ReadFile(path)
+	role, err := testbed.ReadClusterRole(path)
 	if err != nil {
 		t.Fatal(err)
-	}
-	role := &rbacv1.ClusterRole{}
-	if err := yaml.Unmarshal([]byte(strings.TrimPrefix(string(raw), "---\n")), role); err != nil {
-		t.Fatalf("reading %s: %v", path, err)
 	}
 	return role
 }

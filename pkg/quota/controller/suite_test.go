@@ -24,13 +24,12 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/yaml"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
 	"github.com/quotagate/quotagate/internal/localcluster"
+	"github.com/quotagate/quotagate/internal/testbed"
 	"github.com/quotagate/quotagate/pkg/quota/controller"
 )
 
@@ -95,11 +94,8 @@ func setup(ctx context.Context) error {
 		return err
 	}
 	cfg := cluster.Config()
-	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{
-		Paths:              []string{filepath.Join(repoRoot(), "config", "crd", "bases")},
-		ErrorIfPathMissing: true,
-	}); err != nil {
-		return fmt.Errorf("installing CRDs: %w", err)
+	if err := testbed.InstallCRDs(cfg, repoRoot()); err != nil {
+		return err
 	}
 	var err error
 	if admin, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
@@ -109,23 +105,11 @@ func setup(ctx context.Context) error {
 		return err
 	}
 	// The manager's identity: the ServiceAccount bound to the generated ClusterRole.
-	role := &rbacv1.ClusterRole{}
-	raw, err := os.ReadFile(filepath.Join(repoRoot(), "config", "rbac", "role.yaml"))
+	objs, err := testbed.ManagerIdentity(repoRoot(), systemNamespace, managerName)
 	if err != nil {
 		return err
 	}
-	if err := yaml.Unmarshal([]byte(strings.TrimPrefix(string(raw), "---\n")), role); err != nil {
-		return fmt.Errorf("reading role.yaml: %w", err)
-	}
-	objs := []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: systemNamespace}},
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: managerName, Namespace: systemNamespace}},
-		role,
-		&rbacv1.ClusterRoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: managerName},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: managerName, Namespace: systemNamespace}},
-		},
+	objs = append(objs,
 		// Leader election, as the chart grants it in the release namespace.
 		&rbacv1.Role{
 			ObjectMeta: metav1.ObjectMeta{Name: managerName + "-leader-election", Namespace: systemNamespace},
@@ -137,7 +121,7 @@ func setup(ctx context.Context) error {
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: managerName + "-leader-election"},
 			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: managerName, Namespace: systemNamespace}},
 		},
-	}
+	)
 	for name, value := range map[string]int32{"qg-high": 1000, "qg-mid": 500, "qg-low": 100} {
 		objs = append(objs, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value})
 	}
