@@ -57,6 +57,7 @@ func TestBudgetAdmitsUpToHardAndDrainsJobs(t *testing.T) {
 		}
 		return true, nil
 	})
+	w.waitForAdmissions(t, 10)
 	if order := w.check(t); len(order) != 10 {
 		t.Errorf("admitted %d pods, want 10", len(order))
 	}
@@ -88,6 +89,7 @@ func TestAdmissionOrderIsPriorityThenCreationTime(t *testing.T) {
 		_, ungated := countGated(t, ns)
 		return ungated == 5, nil
 	})
+	w.waitForAdmissions(t, 5)
 	var got []string
 	for _, pod := range w.check(t) {
 		got = append(got, pod[:strings.LastIndex(pod, "-")]) // the Job's name
@@ -339,6 +341,7 @@ func TestManagerRestartMidRun(t *testing.T) {
 		}
 		return done == 12, nil
 	})
+	w.waitForAdmissions(t, 12)
 	if order := w.check(t); len(order) != 12 {
 		t.Errorf("admitted %d pods, want 12", len(order))
 	}

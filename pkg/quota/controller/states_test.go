@@ -189,6 +189,7 @@ func TestGroupIsAdmittedAllTogether(t *testing.T) {
 		g, _ := countGated(t, ns)
 		return g == 0, nil
 	})
+	w.waitForAdmissions(t, 5)
 	if order := w.check(t); len(order) != 5 {
 		t.Errorf("admitted %v, want the blocker and the 4 members", order)
 	}

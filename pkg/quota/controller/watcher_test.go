@@ -2,8 +2,10 @@ package controller_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -89,6 +91,17 @@ func (aw *admissionWatcher) observe(typ watch.EventType, pod *corev1.Pod) {
 func (aw *admissionWatcher) stop() {
 	aw.cancel()
 	<-aw.done
+}
+
+// waitForAdmissions waits until the watch has delivered n admissions: a List can show
+// a pod ungated before this watch's event for it has arrived.
+func (aw *admissionWatcher) waitForAdmissions(t *testing.T, n int) {
+	t.Helper()
+	poll(t, time.Minute, fmt.Sprintf("the watch to see %d admissions", n), func() (bool, error) {
+		aw.mu.Lock()
+		defer aw.mu.Unlock()
+		return len(aw.order) >= n, nil
+	})
 }
 
 // check fails the test if the limit was ever exceeded, and returns the admission order.
