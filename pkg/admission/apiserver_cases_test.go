@@ -220,7 +220,21 @@ func testGateGuard(t *testing.T, e *env) {
 	})
 
 	t.Run("the manager removes the gate", func(t *testing.T) {
-		got, err := patch(ctx, manager, types.JSONPatchType, ungate, false)
+		// The manager builds its patch from the pod as it sees it now (the label
+		// update above changed it): a patch built from a stale copy that adds the
+		// whole annotations map is refused by its resourceVersion test.
+		current, err := e.client.CoreV1().Pods(e.gated).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("getting pod: %v", err)
+		}
+		fresh, ok := gates.UngatePatch(current, v1alpha1.SchedulingGate, map[string]string{
+			v1alpha1.AdmittedAtAnnotation: "2026-11-30T03:00:00Z",
+			v1alpha1.AdmittedByAnnotation: "team-a/team-a",
+		})
+		if !ok {
+			t.Fatal("UngatePatch() ok = false for a gated pod")
+		}
+		got, err := patch(ctx, manager, types.JSONPatchType, fresh, false)
 		if err != nil {
 			t.Fatalf("manager's ungate patch: %v", err)
 		}

@@ -87,11 +87,18 @@ func AnnotateOps(pod *corev1.Pod, annotations map[string]string) []Op {
 // no patch, when pod does not carry the gate.
 //
 // The ops are built from pod as the caller last saw it: the `test` op makes the
-// API server refuse the patch if the gate has moved since.
+// API server refuse the patch if the gate has moved since. When pod shows no
+// annotations, AnnotateOps adds the whole /metadata/annotations map, which would
+// replace annotations written since; the patch then also tests pod's
+// resourceVersion (when it has one), so a stale copy is refused rather than
+// clobbering them.
 func UngatePatch(pod *corev1.Pod, gate string, annotations map[string]string) ([]byte, bool) {
 	ops := RemoveOps(pod, gate)
 	if ops == nil {
 		return nil, false
+	}
+	if len(annotations) > 0 && len(pod.Annotations) == 0 && pod.ResourceVersion != "" {
+		ops = append([]Op{{Operation: "test", Path: "/metadata/resourceVersion", Value: pod.ResourceVersion}}, ops...)
 	}
 	ops = append(ops, AnnotateOps(pod, annotations)...)
 	patch, err := json.Marshal(ops)

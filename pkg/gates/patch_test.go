@@ -133,6 +133,27 @@ func TestUngatePatchRefusedWhenGateMoved(t *testing.T) {
 	}
 }
 
+// A pod seen without annotations gets the whole annotations map added; if
+// someone annotated it since, the resourceVersion test refuses the patch rather
+// than replacing their annotations.
+func TestUngatePatchRefusedWhenAnnotatedSince(t *testing.T) {
+	seen := makePod(quotaGate)
+	seen.ResourceVersion = "10"
+	patch, ok := UngatePatch(seen, quotaGate, map[string]string{"quotagate.io/admitted-by": "b"})
+	if !ok {
+		t.Fatal("UngatePatch() ok = false for a gated pod")
+	}
+	if _, err := applyPatch(t, seen.DeepCopy(), patch); err != nil {
+		t.Fatalf("applying the patch to the pod it was built from: %v", err)
+	}
+	now := seen.DeepCopy()
+	now.ResourceVersion = "11"
+	now.Annotations = map[string]string{"someone.io/else": "x"}
+	if _, err := applyPatch(t, now, patch); err == nil {
+		t.Error("applying a patch built before the pod was annotated succeeded, want the resourceVersion test to fail")
+	}
+}
+
 func TestEscapePointer(t *testing.T) {
 	tests := map[string]string{
 		"plain":                    "plain",

@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/quotagate/quotagate/pkg/gates"
 )
 
 // ReleaseAll removes the gate from every gated pod of namespace ("" for all namespaces),
@@ -30,7 +32,7 @@ func ReleaseAll(ctx context.Context, cs kubernetes.Interface, namespace, gate st
 		errs = errs[:0]
 		for i := range list.Items {
 			pod := &list.Items[i]
-			patch, ok := ungatePatch(pod, gate, nil)
+			patch, ok := gates.UngatePatch(pod, gate, nil)
 			if !ok {
 				continue
 			}

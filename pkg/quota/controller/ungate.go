@@ -2,8 +2,6 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"strings"
 	"time"
 
@@ -33,7 +31,9 @@ func (c *Controller) ungate(ctx context.Context, a quota.Admission) {
 		budgets[i] = b.String()
 	}
 	now := c.opts.Clock.Now()
-	patch, ok := ungatePatch(pod, c.opts.Gate, map[string]string{
+	// The stripped pod keeps a marker annotation when the real pod has any (StripPod),
+	// so the patch adds keys one by one then, never the whole map.
+	patch, ok := gates.UngatePatch(pod, c.opts.Gate, map[string]string{
 		v1alpha1.AdmittedAtAnnotation: now.UTC().Format(time.RFC3339),
 		v1alpha1.AdmittedByAnnotation: strings.Join(budgets, ","),
 	})
@@ -67,24 +67,4 @@ func (c *Controller) ungate(ctx context.Context, a quota.Admission) {
 		logger.Error(err, "Ungate patch failed; backing off", "reason", reason)
 	}
 	c.wake()
-}
-
-// ungatePatch builds the JSON patch that removes the gate and sets annotations. The pod
-// comes from the stripped cache: when it shows no annotations at all, the patch adds the
-// whole annotations map, so it also tests the resourceVersion, lest a concurrent writer's
-// annotations be replaced.
-func ungatePatch(pod *corev1.Pod, gate string, annotations map[string]string) ([]byte, bool) {
-	ops := gates.RemoveOps(pod, gate)
-	if ops == nil {
-		return nil, false
-	}
-	if len(pod.Annotations) == 0 {
-		ops = append([]gates.Op{{Operation: "test", Path: "/metadata/resourceVersion", Value: pod.ResourceVersion}}, ops...)
-	}
-	ops = append(ops, gates.AnnotateOps(pod, annotations)...)
-	patch, err := json.Marshal(ops)
-	if err != nil {
-		panic(fmt.Sprintf("marshalling ungate patch: %v", err))
-	}
-	return patch, true
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/pkg/gates"
 	"github.com/quotagate/quotagate/pkg/quota"
 )
 
@@ -84,7 +85,7 @@ func TestUngatePatch(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			got, ok := ungatePatch(tc.pod, v1alpha1.SchedulingGate, ann)
+			got, ok := gates.UngatePatch(tc.pod, v1alpha1.SchedulingGate, ann)
 			if ok != tc.ok {
 				t.Fatalf("ok = %v, want %v", ok, tc.ok)
 			}
