@@ -86,18 +86,20 @@ func AnnotateOps(pod *corev1.Pod, annotations map[string]string) []Op {
 // ready for client.RawPatch(types.JSONPatchType, patch). It returns false, and
 // no patch, when pod does not carry the gate.
 //
-// The ops are built from pod as the caller last saw it: the `test` op makes the
-// API server refuse the patch if the gate has moved since. When pod shows no
-// annotations, AnnotateOps adds the whole /metadata/annotations map, which would
-// replace annotations written since; the patch then also tests pod's
-// resourceVersion (when it has one), so a stale copy is refused rather than
-// clobbering them.
+// The patch is fenced on pod as the caller saw it: it tests pod's
+// resourceVersion (when it has one) before anything else, so it can apply only
+// to that version of the pod. A patch whose answer was lost can therefore never
+// land later on a newer version: once the pod is seen at a newer version, still
+// gated, the patch is known not to have applied. The fence also keeps a stale
+// copy from replacing annotations written since (AnnotateOps adds the whole map
+// when pod shows none), and the gate's `test` refuses the patch if the gate has
+// moved.
 func UngatePatch(pod *corev1.Pod, gate string, annotations map[string]string) ([]byte, bool) {
 	ops := RemoveOps(pod, gate)
 	if ops == nil {
 		return nil, false
 	}
-	if len(annotations) > 0 && len(pod.Annotations) == 0 && pod.ResourceVersion != "" {
+	if pod.ResourceVersion != "" {
 		ops = append([]Op{{Operation: "test", Path: "/metadata/resourceVersion", Value: pod.ResourceVersion}}, ops...)
 	}
 	ops = append(ops, AnnotateOps(pod, annotations)...)

@@ -75,6 +75,10 @@ func TestUngatePatch(t *testing.T) {
 		pod.Annotations = a
 		return pod
 	}
+	withVersion := func(pod *corev1.Pod, rv string) *corev1.Pod {
+		pod.ResourceVersion = rv
+		return pod
+	}
 	tests := map[string]struct {
 		pod         *corev1.Pod
 		annotations map[string]string
@@ -103,6 +107,13 @@ func TestUngatePatch(t *testing.T) {
 			pod:    makePod(quotaGate),
 			wantOK: true,
 			want: `[{"op":"test","path":"/spec/schedulingGates/0/name","value":"quotagate.io/budget"},` +
+				`{"op":"remove","path":"/spec/schedulingGates/0"}]`,
+		},
+		"fenced on the version seen": {
+			pod:    withVersion(makePod(quotaGate), "42"),
+			wantOK: true,
+			want: `[{"op":"test","path":"/metadata/resourceVersion","value":"42"},` +
+				`{"op":"test","path":"/spec/schedulingGates/0/name","value":"quotagate.io/budget"},` +
 				`{"op":"remove","path":"/spec/schedulingGates/0"}]`,
 		},
 	}
@@ -151,6 +162,24 @@ func TestUngatePatchRefusedWhenAnnotatedSince(t *testing.T) {
 	now.Annotations = map[string]string{"someone.io/else": "x"}
 	if _, err := applyPatch(t, now, patch); err == nil {
 		t.Error("applying a patch built before the pod was annotated succeeded, want the resourceVersion test to fail")
+	}
+}
+
+// A patch whose answer was lost must never land later: once the pod has moved
+// on to a newer version (here, only its labels changed), the patch built from
+// the older version is refused although the gate is still where it was.
+func TestUngatePatchFencedOnResourceVersion(t *testing.T) {
+	seen := makePod(quotaGate)
+	seen.ResourceVersion = "10"
+	patch, ok := UngatePatch(seen, quotaGate, nil)
+	if !ok {
+		t.Fatal("UngatePatch() ok = false for a gated pod")
+	}
+	now := seen.DeepCopy()
+	now.ResourceVersion = "11"
+	now.Labels = map[string]string{"relabelled": "true"}
+	if _, err := applyPatch(t, now, patch); err == nil {
+		t.Error("applying a patch built from version 10 to version 11 succeeded, want the resourceVersion test to fail")
 	}
 }
 
