@@ -75,7 +75,7 @@ func BenchmarkFreeingEvent(b *testing.B) {
 			q, _ := newTestQueue()
 			fill(q, 1000, others/1000*2) // half of them admitted, half gated
 			for _, a := range q.Admit() {
-				q.Done(a.Pod.UID, Ungated)
+				q.Done(a.Pod.UID, Ungated, "")
 			}
 			const room = 10
 			q.UpsertBudget(makeBudget("hot", "b").Hard(fmt.Sprintf("cpu=%d", room)).Obj())
@@ -103,7 +103,7 @@ func BenchmarkFreeingEvent(b *testing.B) {
 				if len(adm) != 1 {
 					b.Fatalf("admitted %d, want 1", len(adm))
 				}
-				q.Done(adm[0].Pod.UID, Ungated)
+				q.Done(adm[0].Pod.UID, Ungated, "")
 				p := benchPod("hot", 0, 1000)
 				p.PodRef = adm[0].Pod
 				p.Created = adm[0].Created
@@ -189,7 +189,7 @@ func BenchmarkFreeingEventSameBudget(b *testing.B) {
 				p := benchPod("hot", seq, 1000)
 				seq++
 				if len(adm) == 1 {
-					q.Done(adm[0].Pod.UID, Ungated)
+					q.Done(adm[0].Pod.UID, Ungated, "")
 					p.PodRef, p.Created = adm[0].Pod, adm[0].Created
 				}
 				p.Gated = false

@@ -2,6 +2,7 @@ package quota
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -78,6 +79,9 @@ func (b *podBuilder) Group(name string, n int) *podBuilder {
 }
 
 func (b *podBuilder) Ungated() *podBuilder { b.pod.Spec.SchedulingGates = nil; return b }
+
+// RV sets the resourceVersion the view is read at.
+func (b *podBuilder) RV(rv int) *podBuilder { b.pod.ResourceVersion = strconv.Itoa(rv); return b }
 func (b *podBuilder) Phase(p corev1.PodPhase) *podBuilder {
 	b.pod.Status.Phase = p
 	return b
@@ -132,7 +136,7 @@ func admitNames(q *AdmissionQueue) []string {
 	var names []string
 	for _, a := range q.Admit() {
 		names = append(names, a.Pod.Name)
-		q.Done(a.Pod.UID, Ungated)
+		q.Done(a.Pod.UID, Ungated, "")
 	}
 	return names
 }

@@ -38,7 +38,7 @@ func TestConcurrentUse(t *testing.T) {
 					mu.Lock()
 					admitted[a.Pod.UID]++
 					mu.Unlock()
-					q.Done(a.Pod.UID, Ungated)
+					q.Done(a.Pod.UID, Ungated, "")
 				}
 				q.Snapshot()
 				q.DirtyStatuses()

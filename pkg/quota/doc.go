@@ -8,9 +8,9 @@
 //	q.UpsertBudget(quota.BudgetFromAPI(budget))   // or ClusterBudgetFromAPI
 //	q.UpsertPod(quota.NewPod(pod, clk.Now()))      // DeletePod(uid) on delete
 //	for _, a := range q.Admit() {                  // each already reserved ("assumed")
-//		err := patch(a.Pod)                        // test + remove the gate
-//		q.Done(a.Pod.UID, resultOf(err))           // Ungated, Failed, Conflict or Gone
-//	}
+//		rv, err := patch(a.Pod)                    // fenced on rv: test it, test + remove the gate
+//		q.Done(a.Pod.UID, resultOf(err), rv)       // Ungated, Gone, or Unknown: the charge stays
+//	}                                              // until a view settles it (attempts.go)
 //	if t, ok := q.NextWakeup(); ok { requeueAt(t) } // backoffs, grace periods, flush
 //	for _, k := range q.DirtyStatuses() { st, _ := q.Status(k); writeStatus(k, st) }
 //	q.WaitCode(uid) / q.WaitReason(uid)            // why a pod waits, for events

@@ -2,6 +2,7 @@ package quota
 
 import (
 	"container/heap"
+	"slices"
 	"sync"
 	"time"
 
@@ -158,11 +159,25 @@ type podState struct {
 
 	chargedTo    []*budget // where its usage is charged (phases assumed and charged)
 	chargedUsage corev1.ResourceList
+	// pinned are the budgets that admitted it (at its admission, or as its admitted-by
+	// annotation says): it stays charged to those that exist while it runs, whatever
+	// its labels become.
+	pinned []BudgetKey
+	// admitted is the reason it was admitted, handed out again with a retry.
+	admitted Reason
+
+	// An ungate attempt is fenced on the pod's resourceVersion (the patch tests it),
+	// so it can apply only to that version. attemptRV is the newest version an attempt
+	// was fenced on; unresolved is set while it is not known whether one applied: the
+	// charge stands until the pod is seen ungated, seen gated at a version newer than
+	// attemptRV, or is gone.
+	attemptRV  string
+	unresolved bool
 
 	wait      waitInfo // why it waits, from its latest evaluation or park
 	parked    bool
 	inBackoff bool
-	retryAt   time.Time
+	retryAt   time.Time // end of its backoff (waiting), or when to retry an unresolved ungate
 	attempts  int
 	inFlight  bool // returned by Admit, Done not called yet
 
@@ -376,9 +391,10 @@ func (q *AdmissionQueue) moveAll(p *podState, from, to queueKind) {
 	}
 }
 
-// charge charges the pod's usage to every budget that covers it.
+// charge charges the pod's usage to every budget that covers it, and to those it is
+// pinned to.
 func (q *AdmissionQueue) charge(p *podState) {
-	p.chargedTo = append([]*budget(nil), p.cover...)
+	p.chargedTo = slices.Clone(q.chargeSet(p, p.cover))
 	p.chargedUsage = p.pod.Usage
 	for _, b := range p.chargedTo {
 		addTo(b.used, p.chargedUsage)

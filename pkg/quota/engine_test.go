@@ -194,7 +194,7 @@ func TestReservationsPreventOverAdmission(t *testing.T) {
 	if got := admitNames(q); len(got) != 0 {
 		t.Fatalf("admitted %v while p1's reservation is in flight", got)
 	}
-	q.Done("p1", Ungated)
+	q.Done("p1", Ungated, "")
 	// A stale gated view of p1 (an update older than the patch) changes nothing.
 	q.UpsertPod(makePod("p1").Created(1).Req("cpu=2").Label("late", "update").Pod())
 	if got := admitNames(q); len(got) != 0 {
@@ -208,50 +208,6 @@ func TestReservationsPreventOverAdmission(t *testing.T) {
 	}
 	if st.AdmittedPods != 1 || st.GatedPods != 1 {
 		t.Errorf("admitted, gated = %d, %d; want 1, 1", st.AdmittedPods, st.GatedPods)
-	}
-}
-
-// TestDoneOutcomes: what each patch outcome does to the reservation.
-func TestDoneOutcomes(t *testing.T) {
-	tests := map[string]struct {
-		result       Result
-		wantUsed     string
-		wantGated    int32
-		wantAdmitted int32
-		wantReason   ReasonCode // "" when the pod is no longer waiting
-	}{
-		"ungated keeps the charge":       {result: Ungated, wantUsed: "requests.cpu=2", wantAdmitted: 1},
-		"failed gives back, backs off":   {result: Failed, wantUsed: "requests.cpu=0", wantGated: 1, wantReason: CodeBackoff},
-		"conflict gives back, backs off": {result: Conflict, wantUsed: "requests.cpu=0", wantGated: 1, wantReason: CodeBackoff},
-		"gone forgets the pod":           {result: Gone, wantUsed: "requests.cpu=0"},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			q, _ := newTestQueue()
-			key := BudgetKey{Namespace: "team-a", Name: "b"}
-			q.UpsertBudget(makeBudget("team-a", "b").Hard("cpu=2").Obj())
-			q.UpsertPod(makePod("p").Req("cpu=2").Pod())
-			if n := len(q.Admit()); n != 1 {
-				t.Fatalf("admitted %d pods, want 1", n)
-			}
-			q.Done("p", tc.result)
-			st := mustStatus(t, q, key)
-			if diff := listDiff(parseList(tc.wantUsed), st.Used); diff != "" {
-				t.Errorf("used (-want +got):\n%s", diff)
-			}
-			type counts struct {
-				Gated, Admitted int32
-				Reason          ReasonCode
-			}
-			got := counts{Gated: st.GatedPods, Admitted: st.AdmittedPods}
-			if r, ok := q.WaitReason("p"); ok {
-				got.Reason = r.Code
-			}
-			want := counts{tc.wantGated, tc.wantAdmitted, tc.wantReason}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("after Done (-want +got):\n%s", diff)
-			}
-		})
 	}
 }
 

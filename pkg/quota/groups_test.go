@@ -150,8 +150,8 @@ func TestGroupMemberFailureRetriesAlone(t *testing.T) {
 	if len(adm) != 2 {
 		t.Fatalf("admitted %d, want 2", len(adm))
 	}
-	q.Done("g-0", Ungated)
-	q.Done("g-1", Failed)
+	q.Done("g-0", Ungated, "")
+	q.Done("g-1", Unknown, "")
 	if got := admitNames(q); len(got) != 0 {
 		t.Fatalf("admitted %v during backoff", got)
 	}
@@ -185,17 +185,22 @@ func TestInvalidGroupSizeHolds(t *testing.T) {
 func TestStrictGroupBackoffRecovers(t *testing.T) {
 	q, clk := newTestQueue()
 	q.UpsertBudget(makeBudget("team-a", "b").Hard("cpu=4").Strict().Obj())
-	q.UpsertPod(member("a", "g", 2, 0).Pod())
-	q.UpsertPod(member("b", "g", 2, 0).Pod())
+	q.UpsertPod(member("a", "g", 2, 0).RV(1).Pod())
+	q.UpsertPod(member("b", "g", 2, 0).RV(2).Pod())
 	q.UpsertPod(makePod("behind").Created(5).Req("cpu=1").Pod())
 	adm := q.Admit()
 	if len(adm) != 3 {
 		t.Fatalf("admitted %d, want 3", len(adm))
 	}
-	q.Done("behind", Ungated)
-	q.Done("a", Failed) // a is back first, alone: the group waits for b
+	q.Done("behind", Ungated, "")
+	// Each member's ungate is proven not applied (seen gated past the attempt), so it
+	// goes back to the queues and backs off: a is back first, alone, and the group
+	// waits for b.
+	q.Done("a", Unknown, "1")
+	q.UpsertPod(member("a", "g", 2, 0).RV(3).Pod())
 	clk.Step(50 * time.Millisecond)
-	q.Done("b", Failed)
+	q.Done("b", Unknown, "2")
+	q.UpsertPod(member("b", "g", 2, 0).RV(4).Pod())
 	clk.Step(50 * time.Millisecond)
 	if got := admitNames(q); len(got) != 0 {
 		t.Fatalf("admitted %v with b still backing off", got)

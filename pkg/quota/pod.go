@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"maps"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
 	"github.com/quotagate/quotagate/pkg/gates"
@@ -26,7 +28,12 @@ func (r PodRef) String() string { return r.Namespace + "/" + r.Name }
 // Pod is what the admission core needs to know about a pod. Build it with NewPod.
 type Pod struct {
 	PodRef
-	Labels map[string]string
+	// ResourceVersion is the version of the pod this view was read at. The core
+	// ignores a view older than one it already has (a fresh read may overtake the
+	// informer), and it is how an uncertain ungate attempt is settled: a pod seen
+	// still gated at a version newer than the attempt was not ungated by it.
+	ResourceVersion string
+	Labels          map[string]string
 	// Priority is spec.priority (0 when unset).
 	Priority int32
 	// Created is the creation timestamp; it orders pods of equal priority.
@@ -45,6 +52,10 @@ type Pod struct {
 	Group string
 	// GroupSize is the quotagate.io/group-size annotation (0 when unusable).
 	GroupSize int
+	// AdmittedBy are the budgets named in the quotagate.io/admitted-by annotation: the
+	// ones that admitted the pod. It stays charged to them while it runs, whatever its
+	// labels become (the gate guard lets only the manager write the annotation).
+	AdmittedBy []BudgetKey
 	// GroupError says why GroupSize is unusable. A pod with a group label and an
 	// unusable size is held (never admitted alone, which would break the group's
 	// all-or-nothing promise) until its annotation is fixed; the controller reports
@@ -56,11 +67,12 @@ type Pod struct {
 // is past its grace period.
 func NewPod(p *corev1.Pod, now time.Time) Pod {
 	out := Pod{
-		PodRef:  PodRef{UID: p.UID, Namespace: p.Namespace, Name: p.Name},
-		Labels:  maps.Clone(p.Labels), // the core keeps it; informer objects are shared
-		Created: p.CreationTimestamp.Time,
-		Usage:   PodUsage(p),
-		Gated:   gates.HasGate(p, v1alpha1.SchedulingGate),
+		PodRef:          PodRef{UID: p.UID, Namespace: p.Namespace, Name: p.Name},
+		ResourceVersion: p.ResourceVersion,
+		Labels:          maps.Clone(p.Labels), // the core keeps it; informer objects are shared
+		Created:         p.CreationTimestamp.Time,
+		Usage:           PodUsage(p),
+		Gated:           gates.HasGate(p, v1alpha1.SchedulingGate),
 	}
 	if p.Spec.Priority != nil {
 		out.Priority = *p.Spec.Priority
@@ -76,9 +88,28 @@ func NewPod(p *corev1.Pod, now time.Time) Pod {
 			out.ReleaseAt = release
 		}
 	}
+	if by := p.Annotations[v1alpha1.AdmittedByAnnotation]; by != "" {
+		out.AdmittedBy = parseAdmittedBy(by)
+	}
 	if name := p.Labels[v1alpha1.GroupLabel]; name != "" {
 		out.Group = name
 		out.GroupSize, out.GroupError = parseGroupSize(p.Annotations)
+	}
+	return out
+}
+
+// parseAdmittedBy reads the admitted-by annotation: BudgetKey.String of each budget,
+// comma-separated ("team-a/web,org").
+func parseAdmittedBy(s string) []BudgetKey {
+	var out []BudgetKey
+	for item := range strings.SplitSeq(s, ",") {
+		ns, name, namespaced := strings.Cut(strings.TrimSpace(item), "/")
+		switch {
+		case !namespaced && ns != "":
+			out = append(out, BudgetKey{Name: ns})
+		case namespaced && ns != "" && name != "":
+			out = append(out, BudgetKey{Namespace: ns, Name: name})
+		}
 	}
 	return out
 }
@@ -93,4 +124,12 @@ func parseGroupSize(annotations map[string]string) (int, string) {
 		return 0, fmt.Sprintf("annotation %s=%q is not a whole number of at least 1", v1alpha1.GroupSizeAnnotation, raw)
 	}
 	return n, ""
+}
+
+// newerVersion reports whether resourceVersion a is known to be newer than b. Versions
+// that are not comparable (empty, or not of the API server's integer form) are never
+// known to be newer, so they prove nothing.
+func newerVersion(a, b string) bool {
+	c, err := resourceversion.CompareResourceVersion(a, b)
+	return err == nil && c > 0
 }

@@ -2,6 +2,7 @@ package quota
 
 import (
 	"maps"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -10,10 +11,12 @@ import (
 	"github.com/quotagate/quotagate/api/v1alpha1"
 )
 
-// UpsertPod tells the core the latest view of a pod (informer add or update). A
-// terminal pod is forgotten and its charge released. A pod seen ungated for the first
-// time is charged at once (it runs, whether or not it fits). An upsert never charges a
-// pod twice: the informer's view of a pod the core admitted confirms the reservation.
+// UpsertPod tells the core the latest view of a pod (an informer add or update, or a
+// fresh read from the API server). A terminal pod is forgotten and its charge released.
+// A pod seen ungated for the first time is charged at once (it runs, whether or not it
+// fits). An upsert never charges a pod twice: the view of a pod the core admitted
+// confirms the reservation. A view older than the one the core has is ignored, so a
+// fresh read that overtook the informer is not undone by the informer's late events.
 func (q *AdmissionQueue) UpsertPod(pod Pod) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -25,6 +28,7 @@ func (q *AdmissionQueue) UpsertPod(pod Pod) {
 		}
 	case p == nil:
 		q.addPod(pod)
+	case newerVersion(p.pod.ResourceVersion, pod.ResourceVersion):
 	default:
 		q.updatePod(p, pod)
 	}
@@ -53,6 +57,7 @@ func (q *AdmissionQueue) addPod(pod Pod) {
 	q.joinGroup(p)
 	if !pod.Gated {
 		p.phase = phaseCharged
+		p.pinned = pod.AdmittedBy
 		q.charge(p)
 		if p.group != nil {
 			q.settleGroup(p.group)
@@ -69,6 +74,19 @@ func (q *AdmissionQueue) updatePod(p *podState, pod Pod) {
 	sameLabels := maps.Equal(old.Labels, pod.Labels)
 	sameUsage := equality.Semantic.DeepEqual(old.Usage, pod.Usage)
 
+	if q.provesNotUngated(p, pod) {
+		// Seen still gated at a version newer than every attempt to ungate it: none of
+		// them applied, and none can any more (each was fenced on an older version).
+		p.pod = pod
+		p.cover = q.coverage(&p.pod)
+		if !sameGroup {
+			q.leaveGroup(p)
+			q.joinGroup(p)
+		}
+		q.giveBack(p)
+		return
+	}
+
 	if p.phase == phaseWaiting {
 		if pod.Gated && sameGroup && sameLabels && sameUsage && old.Priority == pod.Priority && old.Created.Equal(pod.Created) {
 			p.pod = pod
@@ -82,6 +100,7 @@ func (q *AdmissionQueue) updatePod(p *podState, pod Pod) {
 			q.backoff.remove(p)
 			p.inBackoff, p.parked, p.wait = false, false, waitInfo{}
 			p.phase = phaseCharged
+			p.pinned = pod.AdmittedBy
 			q.charge(p)
 		}
 		if !sameGroup {
@@ -96,13 +115,18 @@ func (q *AdmissionQueue) updatePod(p *podState, pod Pod) {
 		return
 	}
 
-	// Admitted (assumed or charged). A gated view of an assumed pod is older than the
-	// patch the core sent: it changes nothing (Done or the next view settles it).
+	// Admitted (assumed or charged). A gated view of an assumed pod that does not prove
+	// the attempts failed changes nothing: Done, a retry or a newer view settles it.
 	p.pod = pod
+	p.pinned = union(p.pinned, pod.AdmittedBy)
 	if !pod.Gated && p.phase == phaseAssumed {
 		p.phase = phaseCharged
+		p.unresolved = false
+		q.backoff.remove(p) // a retry of the ungate is no longer needed
 	}
 	if !sameLabels || !sameUsage {
+		// A relabelled pod stays charged where it was admitted (pinned), and is
+		// charged wherever it is covered now as well.
 		q.recharge(p, q.coverage(&p.pod))
 	} else if !pod.ReleaseAt.IsZero() {
 		q.releases.set(p)
@@ -117,11 +141,48 @@ func (q *AdmissionQueue) updatePod(p *podState, pod Pod) {
 }
 
 // recharge moves an admitted pod's charge to a new set of covering budgets (its labels,
-// its usage or the budgets changed).
+// its usage or the budgets changed). It stays charged to the budgets it was pinned to
+// when it was admitted, for as long as they exist: relabelling a running pod does not
+// free what it holds.
 func (q *AdmissionQueue) recharge(p *podState, cover []*budget) {
 	q.release(p)
 	p.cover = cover
 	q.charge(p)
+}
+
+// union returns a with the keys of b it lacks appended.
+func union(a, b []BudgetKey) []BudgetKey {
+	for _, k := range b {
+		if !slices.Contains(a, k) {
+			a = append(slices.Clip(a), k) // a may share its array with a view
+		}
+	}
+	return a
+}
+
+// coverAdmitted records an admitted pod's new coverage, and moves its charge when that
+// changes where it is charged.
+func (q *AdmissionQueue) coverAdmitted(p *podState, cover []*budget) {
+	if sameBudgets(q.chargeSet(p, cover), p.chargedTo) {
+		p.cover = cover
+		return
+	}
+	q.recharge(p, cover)
+}
+
+// chargeSet is where an admitted pod with the given coverage is charged: its covering
+// budgets, then the budgets it is pinned to that still exist.
+func (q *AdmissionQueue) chargeSet(p *podState, cover []*budget) []*budget {
+	out := cover
+	for _, k := range p.pinned {
+		if b := q.budgets[k]; b != nil && !slices.Contains(out, b) {
+			if len(out) == len(cover) {
+				out = slices.Clone(cover)
+			}
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 // forget drops a pod that ended or was deleted.
@@ -133,6 +194,8 @@ func (q *AdmissionQueue) forget(p *podState) {
 	}
 	q.backoff.remove(p)
 	q.releases.remove(p)
+	delete(q.immediate, p.pod.UID)
+	p.pinned = nil
 	delete(q.pods, p.pod.UID)
 	if ns := q.podsNS[p.pod.Namespace]; ns != nil {
 		delete(ns, p.pod.UID)
@@ -242,66 +305,31 @@ func (q *AdmissionQueue) admitUnit(unit []*podState, reason Reason) {
 		q.backoff.remove(p)
 		p.inBackoff, p.parked, p.wait = false, false, waitInfo{}
 		p.phase = phaseAssumed
-		p.inFlight = true
-		q.charge(p)
-		var keys []BudgetKey
+		p.pinned = make([]BudgetKey, 0, len(p.cover))
 		for _, b := range p.cover {
-			keys = append(keys, b.key)
+			p.pinned = append(p.pinned, b.key)
 		}
-		q.out = append(q.out, Admission{
-			Pod:     p.pod.PodRef,
-			Budgets: keys,
-			Group:   p.pod.Group,
-			Reason:  reason,
-			Created: p.pod.Created,
-		})
+		p.admitted = reason
+		q.charge(p)
+		q.handOut(p)
 	}
 }
 
-// Result is the outcome of an ungate patch, reported with Done.
-type Result int
-
-const (
-	// Ungated: the patch succeeded; the charge stays.
-	Ungated Result = iota
-	// Failed: a transient failure (429, 5xx, timeout): the charge is given back and
-	// the pod backs off (100 ms, doubling, at most 10 s).
-	Failed
-	// Conflict: the gate was not where the patch expected (409, or 422 on the test
-	// op). The charge is given back and the pod backs off, so that the informer's view
-	// (gate gone: charged; gate moved: retried) settles it before the next try.
-	Conflict
-	// Gone: the pod no longer exists (404); it is forgotten.
-	Gone
-)
-
-// Done reports the outcome of the ungate patch for a pod Admit returned. Done must be
-// called once for every admission; calls for unknown pods are ignored.
-func (q *AdmissionQueue) Done(uid types.UID, r Result) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	p := q.pods[uid]
-	if p == nil || !p.inFlight {
-		return
+// handOut returns the admission of an assumed pod from this Admit: the first time, or
+// again to retry an ungate whose outcome is not known.
+func (q *AdmissionQueue) handOut(p *podState) {
+	p.inFlight = true
+	var keys []BudgetKey
+	for _, b := range p.chargedTo {
+		keys = append(keys, b.key)
 	}
-	p.inFlight = false
-	switch r {
-	case Ungated:
-		p.attempts = 0
-	case Gone:
-		q.forget(p)
-	case Failed, Conflict:
-		if p.phase != phaseAssumed {
-			return // the informer already shows it ungated: it runs, the charge stays
-		}
-		q.release(p)
-		p.phase = phaseWaiting
-		p.attempts++
-		p.retryAt = q.opts.clock.Now().Add(q.backoffDuration(p.attempts))
-		p.inBackoff = true
-		q.backoff.set(p)
-		q.settleWaiting(p)
-	}
+	q.out = append(q.out, Admission{
+		Pod:     p.pod.PodRef,
+		Budgets: keys,
+		Group:   p.pod.Group,
+		Reason:  p.admitted,
+		Created: p.pod.Created,
+	})
 }
 
 // runTimers applies what the clock says: backoffs that ended, terminating pods past
@@ -309,6 +337,12 @@ func (q *AdmissionQueue) Done(uid types.UID, r Result) {
 func (q *AdmissionQueue) runTimers(now time.Time) {
 	for p := q.backoff.min(); p != nil && !p.retryAt.After(now); p = q.backoff.min() {
 		q.backoff.remove(p)
+		if p.phase == phaseAssumed {
+			if p.unresolved && !p.inFlight {
+				q.handOut(p) // try the ungate again; the charge still stands
+			}
+			continue
+		}
 		p.inBackoff = false
 		if p.phase != phaseWaiting {
 			continue
@@ -353,4 +387,30 @@ func (q *AdmissionQueue) NextWakeup() (time.Time, bool) {
 		consider(q.lastFlush.Add(q.opts.flushInterval))
 	}
 	return next, !next.IsZero()
+}
+
+// CatchUpNamespaces returns, sorted, the namespaces a new leader must read fresh before
+// it admits: those where the core has gated pods, and those that are opted in (a pod
+// the previous leader ungated may not have reached this replica's informer at all).
+func (q *AdmissionQueue) CatchUpNamespaces() []string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	set := map[string]struct{}{}
+	for ns, l := range q.namespaces {
+		if l[v1alpha1.EnabledLabel] == "true" {
+			set[ns] = struct{}{}
+		}
+	}
+	for ns, pods := range q.podsNS {
+		if _, ok := set[ns]; ok {
+			continue
+		}
+		for _, p := range pods {
+			if p.phase == phaseWaiting {
+				set[ns] = struct{}{}
+				break
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(set))
 }

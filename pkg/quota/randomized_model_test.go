@@ -60,6 +60,35 @@ func (w *world) admitting(k BudgetKey) bool {
 	}
 }
 
+// charged is where the model charges an admitted or running pod: the budgets that
+// cover it now, and those that admitted it (pinned) that exist.
+func (w *world) charged(p *mPod) []BudgetKey {
+	out := w.cover(p.obj)
+	for _, k := range p.pinned {
+		if _, ok := w.budgets[k]; ok && !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func sameKeys(got []BudgetKey, want []BudgetKey) error {
+	g := make([]string, 0, len(got))
+	for _, k := range got {
+		g = append(g, k.String())
+	}
+	wt := make([]string, 0, len(want))
+	for _, k := range want {
+		wt = append(wt, k.String())
+	}
+	slices.Sort(g)
+	slices.Sort(wt)
+	if !slices.Equal(g, wt) {
+		return fmt.Errorf("charged to %v, model says %v", g, wt)
+	}
+	return nil
+}
+
 // usedAll is the model's charge of every budget: admitted or running pods it covers.
 func (w *world) usedAll() map[BudgetKey]corev1.ResourceList {
 	out := map[BudgetKey]corev1.ResourceList{}
@@ -68,7 +97,7 @@ func (w *world) usedAll() map[BudgetKey]corev1.ResourceList {
 			continue
 		}
 		usage := p.usage
-		for _, k := range w.cover(p.obj) {
+		for _, k := range w.charged(p) {
 			if out[k] == nil {
 				out[k] = corev1.ResourceList{}
 			}
@@ -119,7 +148,7 @@ func (w *world) neverAdmissible(p *mPod) bool {
 func (w *world) modelCharged(k BudgetKey) []string {
 	var out []string
 	for _, p := range w.pods {
-		if p.state != mGated && slices.Contains(w.cover(p.obj), k) {
+		if p.state != mGated && slices.Contains(w.charged(p), k) {
 			out = append(out, p.obj.Name)
 		}
 	}

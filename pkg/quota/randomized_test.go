@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -25,9 +27,14 @@ var (
 
 // TestRandomizedAdmission drives the core with random events (pods added, deleted,
 // finished, relabelled; budgets created, deleted, resized, opened, closed, re-parented;
-// namespaces relabelled; patches that fail, conflict, vanish or are confirmed late)
-// and checks it against an independent model after every step:
+// namespaces relabelled; ungate patches that apply, apply but are reported failed or
+// lose their response, fail, race a concurrent write, or find the pod gone; informer
+// views confirmed late; fresh reads; failovers to a standby whose cache lags) and
+// checks it against an independent model after every step:
 //
+//   - the promise: a pod the API server shows ungated is never counted as waiting by
+//     the core (its charge is never given back while it runs), whatever the core was
+//     told about the patch;
 //   - safety: a pod admitted because it fits is charged to exactly the budgets the
 //     model says cover it, all of them admitting, and none of them ends up over hard;
 //     a group that had nothing admitted is admitted with at least group-size members;
@@ -61,21 +68,61 @@ func TestRandomizedAdmission(t *testing.T) {
 type mPodState int
 
 const (
-	mGated    mPodState = iota
-	mInflight           // admitted, Done pending
-	mRunning            // ungated
+	mGated      mPodState = iota
+	mInflight             // admitted, Done pending
+	mUnresolved           // Done said Unknown: the core holds the charge
+	mRunning              // ungated, as the core knows
 )
 
+// mPod is the model of one pod: the API server's truth (obj, with its gate and
+// resourceVersion) and what the core was told.
 type mPod struct {
 	obj        *corev1.Pod
+	rv         int // the API server's resourceVersion of the pod
 	state      mPodState
 	doneAt     int // step at which Done is reported (in flight)
 	outcome    Result
-	informAt   int // step at which the ungated view is delivered (-1: none pending)
+	applies    bool // the attempt in flight applies if its fence still holds
+	bump       bool // a concurrent write lands before the attempt
+	fence      int  // resourceVersion the attempt in flight is fenced on
+	informAt   int  // step at which the ungated view is delivered (-1: none pending)
+	lastView   Pod  // the newest view the core was given
+	prevView   Pod  // the one before it
+	pinned     []BudgetKey
 	usage      corev1.ResourceList
 	groupName  string
 	groupSize  int
 	preexisted bool
+}
+
+func (p *mPod) gated() bool { return len(p.obj.Spec.SchedulingGates) > 0 }
+
+// write is an API server write of the pod: a new resourceVersion.
+func (w *world) write(p *mPod) {
+	w.rvSerial++
+	p.rv = w.rvSerial
+	p.obj.ResourceVersion = strconv.Itoa(p.rv)
+}
+
+// view gives the core the pod as the API server has it now.
+func (w *world) view(p *mPod) {
+	p.prevView = p.lastView
+	p.lastView = NewPod(p.obj, w.clk.Now())
+	w.q.UpsertPod(p.lastView)
+	w.sync(p)
+}
+
+// sync follows what the core decided for a pod it was told about: a charge given back
+// (the pod waits again), or confirmed (it runs).
+func (w *world) sync(p *mPod) {
+	if _, waiting := w.q.WaitCode(p.obj.UID); waiting && p.state == mUnresolved {
+		w.logf("core gave back %s", p.obj.Name)
+		p.state = mGated
+		p.pinned = nil
+	}
+	if !p.gated() && (p.state == mUnresolved || p.state == mGated) && p.lastView.ResourceVersion == p.obj.ResourceVersion {
+		p.state = mRunning
+	}
 }
 
 type world struct {
@@ -89,6 +136,7 @@ type world struct {
 	budgets    map[BudgetKey]Budget
 	pods       map[types.UID]*mPod
 	events     []string
+	rvSerial   int
 }
 
 var worldNamespaces = []string{"ns-a", "ns-b", "ns-c"}
@@ -227,7 +275,8 @@ func (w *world) randomPod(gated bool) {
 	mp.obj = b.Obj()
 	mp.usage = PodUsage(mp.obj)
 	w.pods[mp.obj.UID] = mp
-	w.q.UpsertPod(NewPod(mp.obj, w.clk.Now()))
+	w.write(mp)
+	w.view(mp)
 	w.logf("create pod %s/%s cpu=%dm gated=%v group=%s/%d labels=%v", ns, name, cpu, gated, mp.groupName, mp.groupSize, mp.obj.Labels)
 }
 
@@ -261,10 +310,18 @@ func (w *world) randomEvent() {
 		}
 	case r < 83:
 		w.setNamespace(worldNamespaces[w.rng.IntN(len(worldNamespaces))])
-	case r < 93:
+	case r < 90:
 		w.clk.Step(time.Duration(w.rng.IntN(2000)) * time.Millisecond)
-	case r < 94:
+	case r < 91:
 		w.clk.Step(DefaultFlushInterval)
+	case r < 96:
+		// A fresh read of a pod whose ungate is unresolved (the controller's GET).
+		if p := w.pickPod(func(p *mPod) bool { return p.state == mUnresolved }); p != nil {
+			w.logf("fresh read %s rv=%d gated=%v", p.obj.Name, p.rv, p.gated())
+			w.view(p)
+		}
+	case r < 97:
+		w.failover()
 	}
 	w.deliver()
 }
@@ -300,6 +357,53 @@ func (w *world) finish(p *mPod) {
 	w.logf("finish %s", p.obj.Name)
 }
 
+// failover hands the work to a standby whose cache lags: it has every event but the
+// ungated views still on their way, and for some pods the latest view is missing too.
+// The old leader's attempts in flight land or not, the new leader catches up with a
+// fresh read of every pod before it admits, and the informer's late (older) views
+// arrive after that.
+func (w *world) failover() {
+	w.logf("failover")
+	nq := NewAdmissionQueue(WithClock(w.clk), WithFlushInterval(1000*time.Hour))
+	for _, ns := range worldNamespaces {
+		nq.SetNamespace(ns, w.namespaces[ns])
+	}
+	for _, k := range w.budgetKeys() {
+		nq.UpsertBudget(w.budgets[k])
+	}
+	uids := slices.Sorted(mapsKeys(w.pods))
+	for _, uid := range uids {
+		p := w.pods[uid]
+		if p.prevView.UID != "" && w.rng.IntN(2) == 0 {
+			nq.UpsertPod(p.prevView)
+		} else {
+			nq.UpsertPod(p.lastView)
+		}
+	}
+	for _, uid := range uids {
+		p := w.pods[uid]
+		if p.state == mInflight {
+			w.land(p)
+		}
+	}
+	w.q = nq
+	for _, uid := range uids {
+		p := w.pods[uid]
+		stale := p.lastView
+		if p.prevView.UID != "" && w.rng.IntN(2) == 0 {
+			stale = p.prevView
+		}
+		w.view(p) // the catch-up read
+		w.q.UpsertPod(stale)
+		p.informAt = -1
+		if p.gated() {
+			p.state, p.pinned = mGated, nil
+		} else {
+			p.state = mRunning // pinned by its admitted-by annotation
+		}
+	}
+}
+
 func (w *world) deletePod(p *mPod) {
 	delete(w.pods, p.obj.UID)
 	w.q.DeletePod(p.obj.UID)
@@ -315,13 +419,32 @@ func (w *world) toggleLabel(p *mPod) {
 		}
 		p.obj.Labels["app"] = "web"
 	}
-	view := NewPod(p.obj, w.clk.Now())
-	if p.state == mInflight {
-		// The informer still shows the gate until the patch lands.
-		view.Gated = true
+	w.write(p)
+	w.logf("relabel %s %v rv=%d", p.obj.Name, p.obj.Labels, p.rv)
+	w.view(p)
+}
+
+// land carries out the attempt in flight at the API server: it applies only if the pod
+// still has the gate at the version the attempt was fenced on.
+func (w *world) land(p *mPod) bool {
+	if p.bump {
+		w.write(p)
+		w.logf("concurrent write %s rv=%d", p.obj.Name, p.rv)
+		w.view(p)
 	}
-	w.q.UpsertPod(view)
-	w.logf("relabel %s %v", p.obj.Name, p.obj.Labels)
+	if !p.applies || !p.gated() || p.rv != p.fence {
+		return false
+	}
+	p.obj.Spec.SchedulingGates = nil
+	by := make([]string, 0, len(p.pinned))
+	for _, k := range p.pinned {
+		by = append(by, k.String())
+	}
+	metav1.SetMetaDataAnnotation(&p.obj.ObjectMeta, v1alpha1.AdmittedByAnnotation, strings.Join(by, ","))
+	w.write(p)
+	p.informAt = w.step + w.rng.IntN(3)
+	w.logf("ungated %s rv=%d", p.obj.Name, p.rv)
+	return true
 }
 
 // deliver reports due patch outcomes and informer views.
@@ -329,23 +452,34 @@ func (w *world) deliver() {
 	for _, uid := range slices.Sorted(mapsKeys(w.pods)) {
 		p := w.pods[uid]
 		if p.state == mInflight && p.doneAt <= w.step {
-			w.q.Done(uid, p.outcome)
-			w.logf("done %s %d", p.obj.Name, p.outcome)
-			switch p.outcome {
-			case Ungated:
-				p.state = mRunning
-				p.obj.Spec.SchedulingGates = nil
-				p.informAt = w.step + w.rng.IntN(3)
-			case Gone:
+			if p.outcome == Gone {
+				w.q.Done(uid, Gone, "")
+				w.logf("done %s gone", p.obj.Name)
 				delete(w.pods, uid)
-			default:
-				p.state = mGated
+				continue
 			}
+			wasGated := p.gated()
+			applied := w.land(p)
+			report := p.outcome
+			switch {
+			case !wasGated:
+				report = Ungated // the controller saw the pod without the gate
+			case report == Ungated && !applied:
+				report = Unknown // the fence or the gate did not hold: the patch failed
+			}
+			w.q.Done(uid, report, strconv.Itoa(p.fence))
+			w.logf("done %s %d (applied %v, fence %d)", p.obj.Name, report, applied, p.fence)
+			if report == Ungated {
+				p.state = mRunning
+			} else {
+				p.state = mUnresolved
+			}
+			w.sync(p)
 		}
 		if p.informAt >= 0 && p.informAt <= w.step {
 			p.informAt = -1
-			w.q.UpsertPod(NewPod(p.obj, w.clk.Now()))
 			w.logf("informer: %s ungated", p.obj.Name)
+			w.view(p)
 		}
 	}
 }
@@ -373,22 +507,39 @@ func (w *world) admitAndCheck() error {
 	touched := map[BudgetKey]bool{}
 	for _, a := range admitted {
 		p := w.pods[a.Pod.UID]
-		if p == nil || p.state != mGated {
-			return fmt.Errorf("admitted %s, which is not a gated pod", a.Pod)
+		if p == nil || (p.state != mGated && p.state != mUnresolved) {
+			return fmt.Errorf("admitted %s, which is neither gated nor unresolved", a.Pod)
 		}
+		retry := p.state == mUnresolved
 		p.state = mInflight
 		p.doneAt = w.step + w.rng.IntN(3)
+		// The controller fences the patch on the version its cache has: mostly the
+		// newest, sometimes the one the core saw (the cache lags).
+		p.fence = p.rv
+		if w.rng.IntN(5) == 0 {
+			p.fence, _ = strconv.Atoi(p.lastView.ResourceVersion)
+		}
+		p.applies, p.bump = false, false
 		switch r := w.rng.IntN(100); {
-		case r < 75:
-			p.outcome = Ungated
+		case r < 60:
+			p.outcome, p.applies = Ungated, true
+		case r < 70:
+			p.outcome, p.applies = Unknown, true // applied; the response was lost
 		case r < 85:
-			p.outcome = Failed
-		case r < 92:
-			p.outcome = Conflict
+			p.outcome = Unknown // never reached the API server, or refused
+		case r < 93:
+			p.outcome, p.bump = Unknown, true // a concurrent write wins; the test op fails
 		default:
 			p.outcome = Gone
 		}
-		w.logf("admit %s budgets=%v reason=%s", a.Pod, a.Budgets, a.Reason.Message)
+		w.logf("admit %s budgets=%v retry=%v reason=%s", a.Pod, a.Budgets, retry, a.Reason.Message)
+		if retry {
+			if err := sameKeys(a.Budgets, w.charged(p)); err != nil {
+				return fmt.Errorf("retry of %s: %w", a.Pod, err)
+			}
+			continue
+		}
+		p.pinned = w.cover(p.obj)
 		wantCover := w.cover(p.obj)
 		var got []string
 		for _, k := range a.Budgets {
@@ -431,6 +582,12 @@ func (w *world) admitAndCheck() error {
 		}
 		if !startedBefore[g] && n < size {
 			return fmt.Errorf("group %s: %d members admitted, size %d, none admitted before", g, n, size)
+		}
+	}
+	for _, uid := range slices.Sorted(mapsKeys(w.pods)) {
+		p := w.pods[uid]
+		if _, waiting := w.q.WaitCode(uid); waiting && !p.gated() {
+			return fmt.Errorf("pod %s is ungated in the API server (rv %d), but the core counts it as waiting: its charge was given back", p.obj.Name, p.rv)
 		}
 	}
 	usedAll := w.usedAll()
@@ -483,8 +640,9 @@ func (w *world) calmDown() error {
 		w.step++
 		for _, p := range w.pods {
 			p.doneAt = 0
-			if p.outcome == Gone {
-				p.outcome = Ungated // the calm world loses no pods
+			if p.outcome == Gone || (p.state == mInflight && !p.applies) {
+				// The calm world loses no pods and no responses.
+				p.outcome, p.applies, p.bump = Ungated, true, false
 			}
 		}
 		w.deliver()

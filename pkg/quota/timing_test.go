@@ -19,7 +19,7 @@ func TestBackoffTiming(t *testing.T) {
 		if len(adm) != 1 {
 			t.Fatalf("after %v: admitted %d, want 1", waits, len(adm))
 		}
-		q.Done("p", Failed)
+		q.Done("p", Unknown, "")
 		next, ok := q.NextWakeup()
 		if !ok {
 			t.Fatalf("no wakeup during backoff")
@@ -40,7 +40,7 @@ func TestBackoffTiming(t *testing.T) {
 	}
 	// A success resets the backoff.
 	q.Admit()
-	q.Done("p", Ungated)
+	q.Done("p", Ungated, "")
 	if _, ok := q.NextWakeup(); ok {
 		t.Errorf("a wakeup is due with nothing waiting")
 	}

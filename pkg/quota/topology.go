@@ -101,9 +101,7 @@ func (q *AdmissionQueue) SetNamespace(name string, l map[string]string) {
 		cover := q.coverage(&p.pod)
 		switch {
 		case p.phase != phaseWaiting:
-			if !sameBudgets(cover, p.chargedTo) {
-				q.recharge(p, cover)
-			}
+			q.coverAdmitted(p, cover)
 		case !sameBudgets(cover, p.cover) || q.released(name):
 			q.detach(p)
 			p.cover = cover
@@ -166,9 +164,7 @@ func (q *AdmissionQueue) recover(key BudgetKey) {
 		}
 		cover := q.coverage(&p.pod)
 		if p.phase != phaseWaiting {
-			if !sameBudgets(cover, p.chargedTo) {
-				q.recharge(p, cover)
-			}
+			q.coverAdmitted(p, cover)
 			continue
 		}
 		if sameBudgets(cover, p.cover) {

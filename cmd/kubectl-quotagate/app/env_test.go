@@ -138,7 +138,7 @@ func newWorld(t *testing.T, admitAt time.Time, namespaces []*corev1.Namespace, b
 	}
 	w := &world{core: core}
 	for _, a := range core.Admit() {
-		core.Done(a.Pod.UID, quota.Ungated)
+		core.Done(a.Pod.UID, quota.Ungated, "")
 		p := byUID[a.Pod.UID]
 		p.Spec.SchedulingGates = nil
 		names := make([]string, len(a.Budgets))

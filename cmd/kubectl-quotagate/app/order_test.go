@@ -46,7 +46,7 @@ func (p orderPod) pod() *corev1.Pod {
 func admitAll(q *quota.AdmissionQueue) []string {
 	var names []string
 	for _, a := range q.Admit() {
-		q.Done(a.Pod.UID, quota.Ungated)
+		q.Done(a.Pod.UID, quota.Ungated, "")
 		names = append(names, a.Pod.String())
 	}
 	return names

@@ -1,0 +1,99 @@
+package quota
+
+import (
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Ungate attempts and what their outcomes prove (DESIGN: Admission queues). An
+// admission is charged before its patch is sent, like the scheduler's assumed pods. An
+// error does not prove that the patch was not applied: the response may have been lost
+// after the API server applied it, or a retry's `test` may fail because the first try
+// already removed the gate. So the charge is given back only on proof:
+//
+//   - the pod is seen without the gate: it runs, the charge stands (UpsertPod);
+//   - the pod is gone (Done with Gone, or DeletePod);
+//   - the pod is seen still gated at a resourceVersion newer than every attempt. Each
+//     attempt tests the resourceVersion it was built from, so it can apply to that
+//     version only; once the pod has moved past it still gated, no attempt applied and
+//     none ever will. Such a view comes from the informer or from a fresh read that the
+//     controller feeds in with UpsertPod.
+//
+// Until then the pod stays charged ("unresolved"), and Admit hands its admission out
+// again after a backoff, so that the controller tries once more, fenced on the version
+// it sees then.
+
+// Result is the outcome of an ungate attempt, reported with Done.
+type Result int
+
+const (
+	// Ungated: the patch succeeded, or the pod was seen without the gate. The charge
+	// stays.
+	Ungated Result = iota
+	// Unknown: the attempt failed or its response was lost, so whether it applied is
+	// not known. The charge stays; the admission is handed out again after a backoff
+	// (100 ms, doubling, at most 10 s) unless a view of the pod settles it first.
+	Unknown
+	// Gone: the pod no longer exists (404, or another pod now has its name); it is
+	// forgotten.
+	Gone
+)
+
+// Done reports the outcome of the ungate attempt for a pod Admit returned. attemptRV is
+// the resourceVersion the attempt was fenced on (its `test` op); it matters for
+// Unknown only. Done must be called once for every admission; calls for unknown pods
+// are ignored.
+func (q *AdmissionQueue) Done(uid types.UID, r Result, attemptRV string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	p := q.pods[uid]
+	if p == nil || !p.inFlight {
+		return
+	}
+	p.inFlight = false
+	switch r {
+	case Ungated:
+		p.attempts = 0
+		p.unresolved = false
+	case Gone:
+		q.forget(p)
+	case Unknown:
+		if p.phase != phaseAssumed {
+			return // already seen ungated: it runs, the charge stays
+		}
+		if p.attemptRV == "" || newerVersion(attemptRV, p.attemptRV) {
+			p.attemptRV = attemptRV
+		}
+		p.unresolved = true
+		p.attempts++
+		if q.provesNotUngated(p, p.pod) {
+			// The core already holds a view newer than the attempt, still gated.
+			q.giveBack(p)
+			return
+		}
+		p.retryAt = q.opts.clock.Now().Add(q.backoffDuration(p.attempts))
+		q.backoff.set(p)
+	}
+}
+
+// provesNotUngated reports whether view shows that no ungate attempt of the assumed pod
+// applied: gated, at a version newer than every attempt, with no attempt in flight.
+func (q *AdmissionQueue) provesNotUngated(p *podState, view Pod) bool {
+	return p.phase == phaseAssumed && p.unresolved && !p.inFlight && view.Gated &&
+		newerVersion(view.ResourceVersion, p.attemptRV)
+}
+
+// giveBack returns an assumed pod whose attempts are proven not to have applied to the
+// queues: its charge is released and it backs off (by the attempts Done counted) before
+// it is evaluated again.
+func (q *AdmissionQueue) giveBack(p *podState) {
+	q.backoff.remove(p)
+	q.release(p)
+	p.phase = phaseWaiting
+	p.unresolved = false
+	p.attemptRV = ""
+	p.pinned = nil
+	p.retryAt = q.opts.clock.Now().Add(q.backoffDuration(p.attempts))
+	p.inBackoff = true
+	q.backoff.set(p)
+	q.settleWaiting(p)
+}
