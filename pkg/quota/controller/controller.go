@@ -45,9 +45,20 @@ type Options struct {
 	HoldUncovered bool
 	// FlushInterval is how often inadmissible pods are re-evaluated without an event.
 	FlushInterval time.Duration
+	// UngateTimeout bounds one ungate patch and the fresh read that settles a failed
+	// one. Keep it below the leader election's lease duration minus its renew
+	// deadline, so that a leader that lost its lease has no attempt left in flight
+	// when the next one takes over.
+	UngateTimeout time.Duration
 	// Clock is injected by tests.
 	Clock clock.Clock
 }
+
+// Log levels: what happened, and how it was decided.
+const (
+	logLevelEvents  = 2
+	logLevelDetails = 4
+)
 
 // DefaultOptions returns the defaults: enough workers that the API server, not the
 // manager, limits how fast pods are released.
@@ -56,18 +67,24 @@ func DefaultOptions() Options {
 		Gate:          v1alpha1.SchedulingGate,
 		Workers:       32,
 		FlushInterval: quota.DefaultFlushInterval,
+		UngateTimeout: DefaultUngateTimeout,
 		Clock:         clock.RealClock{},
 	}
 }
 
+// DefaultUngateTimeout is below the default lease duration (15 s) minus the renew
+// deadline (10 s).
+const DefaultUngateTimeout = 4 * time.Second
+
 // Controller feeds the admission core from informers and carries out its decisions.
 type Controller struct {
-	opts     Options
-	core     *quota.AdmissionQueue
-	metrics  *metrics
-	client   client.Client
-	reader   client.Reader
-	recorder recorder.EventRecorder
+	opts      Options
+	core      *quota.AdmissionQueue
+	metrics   *metrics
+	client    client.Client
+	reader    client.Reader // the informers' cache
+	apiReader client.Reader // the API server itself, for fresh (quorum) reads
+	recorder  recorder.EventRecorder
 
 	// kick wakes the admission loop; statusKick wakes the status writer. Both hold at
 	// most one pending signal, so a burst of events costs one round.
@@ -80,9 +97,12 @@ type Controller struct {
 	// queues are evaluated, so only its snapshot tells the truth.
 	leading atomic.Bool
 
-	// mu guards waiting.
+	// mu guards waiting and deleted.
 	mu      sync.Mutex
 	waiting map[types.UID]waitingPod // gated pods, with the last wait reason announced
+	// deleted records pods deleted while a catch-up read is under way, so that the
+	// read's older copy of a pod does not bring it back (nil otherwise).
+	deleted map[types.UID]struct{}
 }
 
 // New returns a Controller; SetupWithManager connects it.
@@ -98,6 +118,9 @@ func New(opts Options) (*Controller, error) {
 	}
 	if opts.FlushInterval <= 0 {
 		opts.FlushInterval = quota.DefaultFlushInterval
+	}
+	if opts.UngateTimeout <= 0 {
+		opts.UngateTimeout = DefaultUngateTimeout
 	}
 	c := &Controller{
 		opts:       opts,
@@ -133,6 +156,7 @@ func CacheOptions() cache.Options {
 func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 	c.client = mgr.GetClient()
 	c.reader = mgr.GetCache()
+	c.apiReader = mgr.GetAPIReader()
 	c.recorder = mgr.GetEventRecorder("quotagate-manager")
 
 	ctx := context.Background()
@@ -188,7 +212,13 @@ func (c *Controller) run(ctx context.Context) error {
 	if !toolscache.WaitForCacheSync(ctx.Done(), c.handlersSynced) {
 		return errors.New("informers did not sync")
 	}
-	logger.Info("Informers synced; admitting")
+	// A new leader's cache may not yet show the last ungates of the leader before it
+	// (their patches may have been applied just before it died): read every pod that
+	// matters fresh from the API server first, so that each of them is counted.
+	if err := c.catchUpUntilDone(ctx); err != nil {
+		return nil // stopped while catching up
+	}
+	logger.Info("Informers synced and caught up with the API server; admitting")
 	c.leading.Store(true)
 	defer c.leading.Store(false)
 

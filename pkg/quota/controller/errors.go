@@ -8,50 +8,40 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
-// outcome is what an ungate patch's error means for the pod's place in the queues.
-type outcome int
+// The reasons an ungate patch failed, for the quotagate_ungate_errors_total metric. None
+// of them proves that the patch did not apply, except that the pod is gone: a response
+// can be lost after the API server applied the patch, and a retry's `test` fails when
+// the first try already removed the gate. ungate settles each with a fresh read.
+const reasonNotFound = "not_found"
 
-const (
-	// outcomeOK: the gate is gone; the reservation stands.
-	outcomeOK outcome = iota
-	// outcomeGone: the pod no longer exists (404); forget it.
-	outcomeGone
-	// outcomeConflict: the pod changed under us (the gate moved or was removed, 409/422);
-	// give the reservation back and wait for the informer's view of the pod.
-	outcomeConflict
-	// outcomeRetry: a transient failure (429, 5xx, timeout, connection error, 403 from a
-	// guard that is being fixed); give the reservation back and retry after a backoff.
-	outcomeRetry
-)
-
-// classify maps an API error to an outcome and a short reason for the
-// quotagate_ungate_errors_total metric.
-func classify(err error) (outcome, string) {
+// classify returns the metric reason of an ungate patch's error ("" for success).
+func classify(err error) string {
 	switch {
 	case err == nil:
-		return outcomeOK, ""
+		return ""
 	case apierrors.IsNotFound(err):
-		return outcomeGone, "not_found"
+		return reasonNotFound
 	case apierrors.IsConflict(err):
-		return outcomeConflict, "conflict"
+		return "conflict"
 	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err):
-		// A failed JSON patch `test` op: the gate is no longer where we saw it.
-		return outcomeConflict, "test_failed"
+		// A failed JSON patch `test` op: the gate or the resourceVersion is no longer
+		// what the patch was built from.
+		return "test_failed"
 	case apierrors.IsTooManyRequests(err):
-		return outcomeRetry, "too_many_requests"
+		return "too_many_requests"
 	case apierrors.IsForbidden(err):
-		return outcomeRetry, "forbidden"
+		return "forbidden"
 	case apierrors.IsTimeout(err), apierrors.IsServerTimeout(err), errors.Is(err, context.DeadlineExceeded):
-		return outcomeRetry, "timeout"
+		return "timeout"
 	case apierrors.IsInternalError(err), apierrors.IsServiceUnavailable(err), apierrors.IsUnexpectedServerError(err):
-		return outcomeRetry, "server_error"
+		return "server_error"
 	}
 	var netErr net.Error
 	if errors.As(err, &netErr) {
-		return outcomeRetry, "network"
+		return "network"
 	}
 	if status, ok := err.(apierrors.APIStatus); ok && status.Status().Code >= 500 {
-		return outcomeRetry, "server_error"
+		return "server_error"
 	}
-	return outcomeRetry, "other"
+	return "other"
 }

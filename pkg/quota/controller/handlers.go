@@ -19,6 +19,11 @@ func (c *Controller) podHandler() toolscache.ResourceEventHandler {
 		UpdateFunc: func(_, obj any) { c.onPod(obj) },
 		DeleteFunc: func(obj any) {
 			if pod, ok := unwrap[*corev1.Pod](obj); ok {
+				c.mu.Lock()
+				if c.deleted != nil {
+					c.deleted[pod.UID] = struct{}{}
+				}
+				c.mu.Unlock()
 				c.core.DeletePod(pod.UID)
 				c.forgetWaiting(pod)
 				c.wake()

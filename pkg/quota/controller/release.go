@@ -37,7 +37,7 @@ func ReleaseAll(ctx context.Context, cs kubernetes.Interface, namespace, gate st
 				continue
 			}
 			_, err := cs.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.JSONPatchType, patch, metav1.PatchOptions{})
-			if out, _ := classify(err); out == outcomeOK || out == outcomeGone {
+			if r := classify(err); r == "" || r == reasonNotFound {
 				if err == nil {
 					released++
 				}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,55 +17,125 @@ import (
 	"github.com/quotagate/quotagate/pkg/quota"
 )
 
+// maxFencedTries bounds how often one ungate is re-sent at once, fenced on a newer
+// version, after the pod changed under it; beyond that the pod backs off.
+const maxFencedTries = 3
+
 // ungate removes the gate of one admitted pod and reports the outcome to the core.
+//
+// Each attempt is fenced: the patch tests the pod's resourceVersion as well as the
+// gate, so it can apply only to the version it was built from (gates.UngatePatch).
+// When the answer is anything but success, the patch may still have applied (a lost
+// response, a timeout, a retry whose test fails because the first try removed the
+// gate), so the pod is read fresh from the API server: seen without the gate, it is
+// ungated; seen gated at a newer version, the attempt can never apply and the ungate
+// is sent again on that version; otherwise the outcome stays unknown and the core keeps
+// the charge until it is settled (see pkg/quota/attempts.go).
 func (c *Controller) ungate(ctx context.Context, a quota.Admission) {
+	defer c.wake()
 	logger := log.FromContext(ctx).WithValues("pod", klog.KRef(a.Pod.Namespace, a.Pod.Name))
 	pod := &corev1.Pod{}
 	if err := c.reader.Get(ctx, client.ObjectKey{Namespace: a.Pod.Namespace, Name: a.Pod.Name}, pod); err != nil || pod.UID != a.Pod.UID {
 		// Deleted (and maybe re-created under the same name) since the decision.
-		c.core.Done(a.Pod.UID, quota.Gone)
-		c.wake()
+		c.core.Done(a.Pod.UID, quota.Gone, "")
 		return
 	}
 	budgets := make([]string, len(a.Budgets))
 	for i, b := range a.Budgets {
 		budgets[i] = b.String()
 	}
-	now := c.opts.Clock.Now()
-	// The stripped pod keeps a marker annotation when the real pod has any (StripPod),
-	// so the patch adds keys one by one then, never the whole map.
-	patch, ok := gates.UngatePatch(pod, c.opts.Gate, map[string]string{
-		v1alpha1.AdmittedAtAnnotation: now.UTC().Format(time.RFC3339),
-		v1alpha1.AdmittedByAnnotation: strings.Join(budgets, ","),
-	})
-	if !ok {
-		// The cache already shows the pod without our gate: the informer's update is
-		// on its way, and it will charge the pod as running.
-		c.core.Done(a.Pod.UID, quota.Conflict)
-		c.wake()
+	for try := 1; ; try++ {
+		if !gates.HasGate(pod, c.opts.Gate) {
+			// Seen without the gate: an earlier attempt (or someone else) removed it.
+			// The view reaches the core through the informer, or through observe.
+			c.core.Done(a.Pod.UID, quota.Ungated, "")
+			return
+		}
+		now := c.opts.Clock.Now()
+		// The stripped pod keeps a marker annotation when the real pod has any
+		// (StripPod), so the patch adds keys one by one then, never the whole map.
+		patch, _ := gates.UngatePatch(pod, c.opts.Gate, map[string]string{
+			v1alpha1.AdmittedAtAnnotation: now.UTC().Format(time.RFC3339),
+			v1alpha1.AdmittedByAnnotation: strings.Join(budgets, ","),
+		})
+		attempt := pod.ResourceVersion
+		err := c.patch(ctx, pod, patch)
+		reason := classify(err)
+		switch reason {
+		case "":
+			c.core.Done(a.Pod.UID, quota.Ungated, "")
+			c.admitted(pod, a, now)
+			logger.V(logLevelEvents).Info("Ungated pod", "budgets", budgets, "waited", now.Sub(a.Created))
+			return
+		case reasonNotFound:
+			c.core.Done(a.Pod.UID, quota.Gone, "")
+			return
+		}
+		c.metrics.ungateErrors.WithLabelValues(reason).Inc()
+		fresh, gone, gerr := c.readFresh(ctx, a.Pod)
+		switch {
+		case gone:
+			c.core.Done(a.Pod.UID, quota.Gone, "")
+			return
+		case gerr != nil:
+			c.core.Done(a.Pod.UID, quota.Unknown, attempt)
+			logger.Error(err, "Ungate outcome unknown; the charge stays until it is known", "reason", reason, "readError", gerr.Error())
+			return
+		}
+		c.observe(fresh)
+		if !gates.HasGate(fresh, c.opts.Gate) {
+			c.core.Done(a.Pod.UID, quota.Ungated, "")
+			c.admitted(fresh, a, now)
+			logger.V(logLevelEvents).Info("Ungated pod; the patch applied although its answer was an error", "reason", reason)
+			return
+		}
+		if fresh.ResourceVersion != attempt && try < maxFencedTries {
+			// The pod changed under the patch (usually the answer is a failed test
+			// op), so the patch did not apply and never will: send it again on the
+			// version just read, with the charge still held.
+			pod = fresh
+			continue
+		}
+		// Still gated: when the fresh read is newer than the attempt, the core now
+		// knows the attempt failed and gives the charge back; when it is not, the
+		// attempt may still be in flight, and the core keeps the charge and retries.
+		c.core.Done(a.Pod.UID, quota.Unknown, attempt)
+		logger.V(logLevelDetails).Info("Ungate did not apply; backing off", "reason", reason, "error", err.Error())
 		return
 	}
-	err := c.client.Patch(ctx, pod, client.RawPatch(types.JSONPatchType, patch))
-	out, reason := classify(err)
-	switch out {
-	case outcomeOK:
-		c.core.Done(a.Pod.UID, quota.Ungated)
-		wait := now.Sub(a.Created)
-		c.metrics.podWait.Observe(wait.Seconds())
-		c.forgetWaiting(pod)
-		c.recorder.Eventf(pod, nil, corev1.EventTypeNormal, "Admitted", "Ungate",
-			"Admitted after %s: %s", wait.Round(time.Millisecond), a.Reason.Message)
-		logger.V(2).Info("Ungated pod", "budgets", budgets, "waited", wait)
-	case outcomeGone:
-		c.core.Done(a.Pod.UID, quota.Gone)
-	case outcomeConflict:
-		c.metrics.ungateErrors.WithLabelValues(reason).Inc()
-		c.core.Done(a.Pod.UID, quota.Conflict)
-		logger.V(4).Info("Ungate patch conflicted; waiting for the informer", "reason", reason)
-	default:
-		c.metrics.ungateErrors.WithLabelValues(reason).Inc()
-		c.core.Done(a.Pod.UID, quota.Failed)
-		logger.Error(err, "Ungate patch failed; backing off", "reason", reason)
+}
+
+// patch sends one ungate patch with the controller's timeout, so that a lost response
+// cannot hold a worker (or, across a failover, an attempt in flight) for long.
+func (c *Controller) patch(ctx context.Context, pod *corev1.Pod, patch []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.UngateTimeout)
+	defer cancel()
+	return c.client.Patch(ctx, pod, client.RawPatch(types.JSONPatchType, patch))
+}
+
+// readFresh reads the pod from the API server, not the cache (a quorum read). gone
+// reports that it no longer exists, or that another pod now has its name.
+func (c *Controller) readFresh(ctx context.Context, ref quota.PodRef) (pod *corev1.Pod, gone bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.UngateTimeout)
+	defer cancel()
+	pod = &corev1.Pod{}
+	err = c.apiReader.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, pod)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, true, nil
+	case err != nil:
+		return nil, false, err
+	case pod.UID != ref.UID:
+		return nil, true, nil
 	}
-	c.wake()
+	return pod, false, nil
+}
+
+// admitted records a successful admission: the wait-time metric and the pod's event.
+func (c *Controller) admitted(pod *corev1.Pod, a quota.Admission, now time.Time) {
+	wait := now.Sub(a.Created)
+	c.metrics.podWait.Observe(wait.Seconds())
+	c.forgetWaiting(pod)
+	c.recorder.Eventf(pod, nil, corev1.EventTypeNormal, "Admitted", "Ungate",
+		"Admitted after %s: %s", wait.Round(time.Millisecond), a.Reason.Message)
 }

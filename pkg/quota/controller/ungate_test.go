@@ -1,0 +1,221 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/pkg/gates"
+	"github.com/quotagate/quotagate/pkg/quota"
+)
+
+// TestUngateOutcomes: whatever the API server answers, the controller reports to the
+// core only what it knows, so that a budget is never exceeded. The budget holds 2 CPU;
+// p1 (admitted) and p2 (waiting) want 2 each: p2 may go only when p1's charge is
+// proven free.
+func TestUngateOutcomes(t *testing.T) {
+	timeout := &net.OpError{Op: "read", Net: "tcp", Err: errors.New("i/o timeout")}
+	gr := schema.GroupResource{Resource: "pods"}
+	tests := map[string]struct {
+		// patch answers the ungate patch; apply sends it to the (fake) API server.
+		patch func(ctx context.Context, n int, apply func() error, c client.WithWatch, pod client.Object) error
+		// getFails makes the fresh read fail.
+		getFails    bool
+		wantGated   bool     // p1 still carries the gate in the API server
+		wantAdmit   []string // admitted by an Admit right after (nothing due by the clock)
+		wantWaiting bool     // p1 is back in the queues: its charge was given back
+		wantRetried bool     // after a backoff, p1's admission is handed out again
+		wantEvents  int      // Admitted events
+	}{
+		"applied": {
+			patch: func(_ context.Context, _ int, apply func() error, _ client.WithWatch, _ client.Object) error {
+				return apply()
+			},
+			wantEvents: 1,
+		},
+		"applied, response lost": {
+			patch: func(_ context.Context, _ int, apply func() error, _ client.WithWatch, _ client.Object) error {
+				if err := apply(); err != nil {
+					return err
+				}
+				return timeout
+			},
+			wantEvents: 1,
+		},
+		"applied, then a 500": {
+			patch: func(_ context.Context, _ int, apply func() error, _ client.WithWatch, _ client.Object) error {
+				_ = apply()
+				return apierrors.NewInternalError(errors.New("etcd hiccup"))
+			},
+			wantEvents: 1,
+		},
+		"never reached the server: the charge stands and the ungate is retried": {
+			patch: func(context.Context, int, func() error, client.WithWatch, client.Object) error {
+				return timeout
+			},
+			wantGated:   true,
+			wantRetried: true,
+		},
+		"refused by a guard: the charge stands and the ungate is retried": {
+			patch: func(context.Context, int, func() error, client.WithWatch, client.Object) error {
+				return apierrors.NewForbidden(gr, "p1", errors.New("denied"))
+			},
+			wantGated:   true,
+			wantRetried: true,
+		},
+		"outcome unknown and the fresh read fails: the charge stands": {
+			patch: func(_ context.Context, _ int, apply func() error, _ client.WithWatch, _ client.Object) error {
+				_ = apply()
+				return timeout
+			},
+			getFails:    true,
+			wantRetried: true, // and then finds the gate gone
+		},
+		"the pod changed under the patch: sent again on the new version": {
+			patch: func(ctx context.Context, n int, apply func() error, c client.WithWatch, pod client.Object) error {
+				if n == 1 {
+					if err := relabel(ctx, c, pod); err != nil {
+						return err
+					}
+				}
+				return apply() // the first is fenced on the old version: refused
+			},
+			wantEvents: 1,
+		},
+		"the pod keeps changing: given back, it backs off": {
+			patch: func(ctx context.Context, _ int, apply func() error, c client.WithWatch, pod client.Object) error {
+				if err := relabel(ctx, c, pod); err != nil {
+					return err
+				}
+				return apply()
+			},
+			wantGated:   true,
+			wantAdmit:   []string{"p2"},
+			wantWaiting: true,
+		},
+		"gone": {
+			patch: func(ctx context.Context, _ int, _ func() error, c client.WithWatch, pod client.Object) error {
+				if err := c.Delete(ctx, pod); err != nil {
+					return err
+				}
+				return apierrors.NewNotFound(gr, "p1")
+			},
+			wantAdmit: []string{"p2"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+			p1, p2 := gatedPod("p1", 1), gatedPod("p2", 2)
+			patches := 0
+			base := fake.NewClientBuilder().WithObjects(p1, p2).WithInterceptorFuncs(interceptor.Funcs{
+				Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+					patches++
+					return tc.patch(ctx, patches, func() error { return c.Patch(ctx, obj, patch, opts...) }, c, obj)
+				},
+			}).Build()
+			apiReader := client.Reader(base)
+			if tc.getFails {
+				apiReader = interceptedReader{base, errors.New("connection refused")}
+			}
+			c, err := New(Options{Gate: v1alpha1.SchedulingGate, Workers: 1, Clock: clk})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := events.NewFakeRecorder(10)
+			c.client, c.reader, c.apiReader, c.recorder = base, base, apiReader, rec
+			c.core.UpsertBudget(quota.Budget{Key: quota.BudgetKey{Namespace: "ns", Name: "b"}, Hard: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}})
+			for _, p := range []*corev1.Pod{p1, p2} {
+				fresh := &corev1.Pod{}
+				if err := base.Get(ctx, client.ObjectKeyFromObject(p), fresh); err != nil {
+					t.Fatal(err)
+				}
+				c.core.UpsertPod(quota.NewPod(fresh, clk.Now()))
+			}
+			adm := c.core.Admit()
+			if len(adm) != 1 || adm[0].Pod.Name != "p1" {
+				t.Fatalf("first Admit = %v, want p1", adm)
+			}
+			c.ungate(ctx, adm[0])
+
+			got := &corev1.Pod{}
+			if err := base.Get(ctx, client.ObjectKeyFromObject(p1), got); err == nil {
+				if gated := gates.HasGate(got, v1alpha1.SchedulingGate); gated != tc.wantGated {
+					t.Errorf("p1 gated in the API server = %v, want %v", gated, tc.wantGated)
+				}
+			}
+			var admitted []string
+			for _, a := range c.core.Admit() {
+				admitted = append(admitted, a.Pod.Name)
+			}
+			if diff := cmp.Diff(tc.wantAdmit, admitted); diff != "" {
+				t.Errorf("Admit right after (-want +got):\n%s", diff)
+			}
+			if _, waiting := c.core.WaitCode(p1.UID); waiting != tc.wantWaiting {
+				t.Errorf("p1 waiting in the core = %v, want %v", waiting, tc.wantWaiting)
+			}
+			clk.Step(quota.DefaultInitialBackoff)
+			retried := false
+			for _, a := range c.core.Admit() {
+				retried = retried || (a.Pod.Name == "p1" && !tc.wantWaiting)
+			}
+			if retried != tc.wantRetried {
+				t.Errorf("p1's admission handed out again after a backoff = %v, want %v", retried, tc.wantRetried)
+			}
+			if n := len(rec.Events); n != tc.wantEvents {
+				t.Errorf("%d Admitted events, want %d", n, tc.wantEvents)
+			}
+		})
+	}
+}
+
+func gatedPod(name string, created int) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: "ns", UID: types.UID("uid-" + name),
+			CreationTimestamp: metav1.NewTime(time.Date(2026, 1, 1, 0, 0, created, 0, time.UTC)),
+		},
+		Spec: corev1.PodSpec{
+			SchedulingGates: []corev1.PodSchedulingGate{{Name: v1alpha1.SchedulingGate}},
+			Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
+			}}},
+		},
+	}
+}
+
+// relabel is a concurrent writer's update of the pod: a new resourceVersion.
+func relabel(ctx context.Context, c client.Client, obj client.Object) error {
+	pod := &corev1.Pod{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(obj), pod); err != nil {
+		return err
+	}
+	pod.Labels = map[string]string{"touched": pod.ResourceVersion}
+	return c.Update(ctx, pod)
+}
+
+type interceptedReader struct {
+	client.Reader
+	err error
+}
+
+func (r interceptedReader) Get(context.Context, client.ObjectKey, client.Object, ...client.GetOption) error {
+	return r.err
+}
