@@ -219,3 +219,48 @@ type interceptedReader struct {
 func (r interceptedReader) Get(context.Context, client.ObjectKey, client.Object, ...client.GetOption) error {
 	return r.err
 }
+
+// TestCatchUpCountsTheOldLeadersUngates: a standby's cache still shows p1 gated, but the
+// leader before it ungated p1 just before it died. The new leader reads fresh before it
+// admits, so p1 is charged and p2 does not take its place.
+func TestCatchUpCountsTheOldLeadersUngates(t *testing.T) {
+	ctx := context.Background()
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	p1, p2 := gatedPod("p1", 1), gatedPod("p2", 2)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns", Labels: map[string]string{v1alpha1.EnabledLabel: "true"}}}
+	api := fake.NewClientBuilder().WithObjects(ns, p1, p2).Build()
+	c, err := New(Options{Gate: v1alpha1.SchedulingGate, Workers: 1, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.client, c.reader, c.apiReader, c.recorder = api, api, api, events.NewFakeRecorder(10)
+	c.core.SetNamespace("ns", ns.Labels)
+	c.core.UpsertBudget(quota.Budget{Key: quota.BudgetKey{Namespace: "ns", Name: "b"}, Hard: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}})
+	for _, p := range []*corev1.Pod{p1, p2} {
+		stale := &corev1.Pod{}
+		if err := api.Get(ctx, client.ObjectKeyFromObject(p), stale); err != nil {
+			t.Fatal(err)
+		}
+		c.onPod(stale) // what the standby's informer delivered
+	}
+	// The old leader's last patch, which this replica's informer has not delivered.
+	patched := &corev1.Pod{}
+	if err := api.Get(ctx, client.ObjectKeyFromObject(p1), patched); err != nil {
+		t.Fatal(err)
+	}
+	patch, _ := gates.UngatePatch(patched, v1alpha1.SchedulingGate, nil)
+	if err := api.Patch(ctx, patched, client.RawPatch(types.JSONPatchType, patch)); err != nil {
+		t.Fatal(err)
+	}
+
+	n, err := c.catchUp(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 2 {
+		t.Errorf("caught up with %d pods, want 2", n)
+	}
+	if adm := c.core.Admit(); len(adm) != 0 {
+		t.Errorf("admitted %v into the room p1 holds", adm)
+	}
+}
