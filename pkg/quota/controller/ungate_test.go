@@ -220,9 +220,9 @@ func (r interceptedReader) Get(context.Context, client.ObjectKey, client.Object,
 	return r.err
 }
 
-// TestCatchUpCountsTheOldLeadersUngates: a standby's cache still shows p1 gated, but the
-// leader before it ungated p1 just before it died. The new leader reads fresh before it
-// admits, so p1 is charged and p2 does not take its place.
+// TestCatchUpCountsTheOldLeadersUngates: a standby's cache still shows p2 gated, but the
+// leader before it ungated p2 just before it died. The new leader reads fresh before it
+// admits, so p2 is charged and p1, first in line, does not take the room p2 holds.
 func TestCatchUpCountsTheOldLeadersUngates(t *testing.T) {
 	ctx := context.Background()
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
@@ -245,7 +245,7 @@ func TestCatchUpCountsTheOldLeadersUngates(t *testing.T) {
 	}
 	// The old leader's last patch, which this replica's informer has not delivered.
 	patched := &corev1.Pod{}
-	if err := api.Get(ctx, client.ObjectKeyFromObject(p1), patched); err != nil {
+	if err := api.Get(ctx, client.ObjectKeyFromObject(p2), patched); err != nil {
 		t.Fatal(err)
 	}
 	patch, _ := gates.UngatePatch(patched, v1alpha1.SchedulingGate, nil)
@@ -261,6 +261,6 @@ func TestCatchUpCountsTheOldLeadersUngates(t *testing.T) {
 		t.Errorf("caught up with %d pods, want 2", n)
 	}
 	if adm := c.core.Admit(); len(adm) != 0 {
-		t.Errorf("admitted %v into the room p1 holds", adm)
+		t.Errorf("admitted %v into the room p2 holds", adm)
 	}
 }
