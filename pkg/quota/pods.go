@@ -55,7 +55,7 @@ func (q *AdmissionQueue) addPod(pod Pod) {
 		p.phase = phaseCharged
 		q.charge(p)
 		if p.group != nil {
-			q.settleGroup(p.group)
+			q.settleMember(p)
 		}
 		return
 	}
@@ -91,7 +91,7 @@ func (q *AdmissionQueue) updatePod(p *podState, pod Pod) {
 		if p.phase == phaseWaiting {
 			q.settleWaiting(p)
 		} else if p.group != nil {
-			q.settleGroup(p.group)
+			q.settleMember(p)
 		}
 		return
 	}
@@ -111,7 +111,7 @@ func (q *AdmissionQueue) updatePod(p *podState, pod Pod) {
 		q.leaveGroup(p)
 		q.joinGroup(p)
 		if p.group != nil {
-			q.settleGroup(p.group)
+			q.settleMember(p)
 		}
 	}
 }
@@ -149,7 +149,7 @@ func (q *AdmissionQueue) forget(p *podState) {
 func (q *AdmissionQueue) settleWaiting(p *podState) {
 	q.detach(p)
 	if p.group != nil {
-		q.settleGroup(p.group)
+		q.settleMember(p)
 		return
 	}
 	p.order = ownKey(&p.pod)

@@ -86,7 +86,7 @@ type orderKey struct {
 // podLess is the admission order: priority high first, then creation time, then UID;
 // members of one group share a key and are ordered by their own UID.
 func podLess(a, b *podState) bool {
-	ka, kb := &a.order, &b.order
+	ka, kb := a.key(), b.key()
 	if ka.priority != kb.priority {
 		return ka.priority > kb.priority
 	}
@@ -97,6 +97,15 @@ func podLess(a, b *podState) bool {
 		return ka.uid < kb.uid
 	}
 	return a.pod.UID < b.pod.UID
+}
+
+// key is the pod's place in admission order: its own, or its group's, which every
+// gated member shares (groups.go).
+func (p *podState) key() *orderKey {
+	if g := p.group; g != nil {
+		return &g.order
+	}
+	return &p.order
 }
 
 func ownKey(p *Pod) orderKey {

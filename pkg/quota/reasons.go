@@ -160,7 +160,8 @@ func (q *AdmissionQueue) waitReason(p *podState) Reason {
 		hard := w.budget.hard[w.resource]
 		msg = fmt.Sprintf("%s: %s requested, more than the %s hard of %s: it can never fit", w.resource, w.requested.String(), hard.String(), w.budget.key.Describe())
 	case CodeGroupIncomplete:
-		msg = fmt.Sprintf("group %s: %d of %d members exist", p.pod.Group, w.have, w.want)
+		have, want := groupWaitCounts(p, &w)
+		msg = fmt.Sprintf("group %s: %d of %d members exist", p.pod.Group, have, want)
 	case CodeGroupInvalid:
 		msg = fmt.Sprintf("group %s: %s", p.pod.Group, p.pod.GroupError)
 	case CodeGroupBackoff:
