@@ -198,8 +198,17 @@ func stateSentence(b *budget) string {
 }
 
 // position returns "position k of n": the pod's place among the gated pods of the
-// budget, in admission order.
+// budget, in admission order. Inside Snapshot it reads the place Snapshot assigned,
+// O(budgets covering p); otherwise it counts the budget's pods, O(n): WaitReason is
+// asked on demand (when a pod's reason code changes, or by a user), never per event.
 func (q *AdmissionQueue) position(p *podState, b *budget) string {
+	if b.positioned {
+		for i, e := range p.entries {
+			if p.cover[i] == b {
+				return fmt.Sprintf("position %d of %d", e.position, b.gated())
+			}
+		}
+	}
 	k := 1
 	n := 0
 	count := func(e *entry) {

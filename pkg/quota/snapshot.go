@@ -40,28 +40,36 @@ type QueuedPod struct {
 	Reason   Reason              `json:"reason"`
 }
 
-// Snapshot copies every budget's queues, budgets by key, pods in admission order.
+// Snapshot copies every budget's queues, budgets by key, pods in admission order. It
+// sorts each budget's pods once, O(n log n), and the wait reasons it writes take their
+// "position k of n" from that order.
 func (q *AdmissionQueue) Snapshot() Snapshot {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	budgets := q.sortedBudgets()
+	ordered := make([][]*entry, len(budgets))
+	for i, b := range budgets {
+		ordered[i] = b.inOrder()
+		for k, e := range ordered[i] {
+			e.position = k + 1
+		}
+		b.positioned = true
+	}
+	defer func() {
+		for _, b := range budgets {
+			b.positioned = false
+		}
+	}()
 	var s Snapshot
-	for _, b := range q.sortedBudgets() {
-		var entries []*entry
-		for _, h := range []entryHeap{b.active, b.backoff, b.inadmissible} {
-			entries = append(entries, h...)
-		}
-		for e := range b.parked {
-			entries = append(entries, e)
-		}
-		slices.SortFunc(entries, func(x, y *entry) int { return lessToCmp(podLess(x.pod, y.pod), podLess(y.pod, x.pod)) })
+	for i, b := range budgets {
 		state, _ := b.state()
 		strategy := b.spec.Strategy
 		if strategy == "" {
 			strategy = v1alpha1.BestEffortFIFO
 		}
-		bq := BudgetQueue{Budget: b.key, State: state, Strategy: strategy, Pods: make([]QueuedPod, len(entries))}
-		for i, e := range entries {
-			bq.Pods[i] = q.queuedPod(e.pod, i+1, e.kind.name())
+		bq := BudgetQueue{Budget: b.key, State: state, Strategy: strategy, Pods: make([]QueuedPod, len(ordered[i]))}
+		for k, e := range ordered[i] {
+			bq.Pods[k] = q.queuedPod(e.pod, e.position, e.kind.name())
 		}
 		s.Budgets = append(s.Budgets, bq)
 	}
