@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // BenchmarkGroupFormation: members of one group arrive one by one in a budget with
@@ -111,4 +113,42 @@ func BenchmarkSnapshot(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkWaitReasons: the reasons of 8,000 gated pods in one budget (all changed code
+// in one round, say), asked one by one (each counts the budget) or in one batch (the
+// budget is sorted once).
+func BenchmarkWaitReasons(b *testing.B) {
+	const gated = 8000
+	q, _ := newTestQueue()
+	q.UpsertBudget(makeBudget("ns-0", "b").Hard("cpu=1").Obj())
+	uids := make([]types.UID, gated)
+	for j := range gated {
+		p := benchPod("ns-0", j, 600+int64(j%3)*100)
+		uids[j] = p.UID
+		q.UpsertPod(p)
+	}
+	q.Admit()
+	b.Run("one-by-one", func(b *testing.B) {
+		startCPU := cpuTime()
+		for b.Loop() {
+			for _, uid := range uids {
+				q.WaitReason(uid)
+			}
+		}
+		if cpu := cpuTime() - startCPU; cpu > 0 {
+			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+		}
+	})
+	b.Run("batch", func(b *testing.B) {
+		startCPU := cpuTime()
+		for b.Loop() {
+			if n := len(q.WaitReasons(uids)); n != gated-1 {
+				b.Fatalf("%d reasons, want %d", n, gated-1)
+			}
+		}
+		if cpu := cpuTime() - startCPU; cpu > 0 {
+			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+		}
+	})
 }

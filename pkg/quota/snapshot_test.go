@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 var positionRE = regexp.MustCompile(`position \d+ of \d+`)
@@ -50,6 +51,16 @@ func TestSnapshotPositions(t *testing.T) {
 			q.Admit()
 
 			snap := q.Snapshot()
+			var uids []types.UID
+			for _, bq := range snap.Budgets {
+				for _, p := range bq.Pods {
+					uids = append(uids, p.Pod.UID)
+				}
+			}
+			batch := q.WaitReasons(append(uids, "unknown", "running"))
+			if len(batch) != 8 {
+				t.Errorf("WaitReasons returned %d reasons, want one for each of the 8 gated pods", len(batch))
+			}
 			var order []string
 			for _, bq := range snap.Budgets {
 				for i, p := range bq.Pods {
@@ -62,6 +73,9 @@ func TestSnapshotPositions(t *testing.T) {
 					alone, _ := q.WaitReason(p.Pod.UID)
 					if diff := cmp.Diff(alone, p.Reason); diff != "" {
 						t.Errorf("%s: snapshot reason differs from WaitReason (-alone +snapshot):\n%s", p.Pod.Name, diff)
+					}
+					if diff := cmp.Diff(alone, batch[p.Pod.UID]); diff != "" {
+						t.Errorf("%s: WaitReasons differs from WaitReason (-alone +batch):\n%s", p.Pod.Name, diff)
 					}
 					got := positionRE.FindString(p.Reason.Message)
 					if bq.Budget == key && got != "" && strings.Contains(p.Reason.Message, key.Describe()) {
