@@ -198,9 +198,10 @@ func stateSentence(b *budget) string {
 }
 
 // position returns "position k of n": the pod's place among the gated pods of the
-// budget, in admission order. Inside Snapshot it reads the place Snapshot assigned,
-// O(budgets covering p); otherwise it counts the budget's pods, O(n): WaitReason is
-// asked on demand (when a pod's reason code changes, or by a user), never per event.
+// budget, in admission order. Inside Snapshot and WaitReasons it reads the place they
+// assigned (positionAll), O(budgets covering p); otherwise it counts the budget's pods,
+// O(n): WaitReason is asked on demand only (a pod's reason code changed, a user asks),
+// and WaitReasons serves a round of them.
 func (q *AdmissionQueue) position(p *podState, b *budget) string {
 	if b.positioned {
 		for i, e := range p.entries {
