@@ -60,7 +60,7 @@ func (q *AdmissionQueue) addPod(pod Pod) {
 		p.pinned = pod.AdmittedBy
 		q.charge(p)
 		if p.group != nil {
-			q.settleGroup(p.group)
+			q.settleMember(p)
 		}
 		return
 	}
@@ -110,7 +110,7 @@ func (q *AdmissionQueue) updatePod(p *podState, pod Pod) {
 		if p.phase == phaseWaiting {
 			q.settleWaiting(p)
 		} else if p.group != nil {
-			q.settleGroup(p.group)
+			q.settleMember(p)
 		}
 		return
 	}
@@ -135,7 +135,7 @@ func (q *AdmissionQueue) updatePod(p *podState, pod Pod) {
 		q.leaveGroup(p)
 		q.joinGroup(p)
 		if p.group != nil {
-			q.settleGroup(p.group)
+			q.settleMember(p)
 		}
 	}
 }
@@ -212,7 +212,7 @@ func (q *AdmissionQueue) forget(p *podState) {
 func (q *AdmissionQueue) settleWaiting(p *podState) {
 	q.detach(p)
 	if p.group != nil {
-		q.settleGroup(p.group)
+		q.settleMember(p)
 		return
 	}
 	p.order = ownKey(&p.pod)

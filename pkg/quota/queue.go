@@ -36,6 +36,7 @@ package quota
 
 import (
 	"container/heap"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -86,7 +87,7 @@ type orderKey struct {
 // podLess is the admission order: priority high first, then creation time, then UID;
 // members of one group share a key and are ordered by their own UID.
 func podLess(a, b *podState) bool {
-	ka, kb := &a.order, &b.order
+	ka, kb := a.key(), b.key()
 	if ka.priority != kb.priority {
 		return ka.priority > kb.priority
 	}
@@ -99,6 +100,15 @@ func podLess(a, b *podState) bool {
 	return a.pod.UID < b.pod.UID
 }
 
+// key is the pod's place in admission order: its own, or its group's, which every
+// gated member shares (groups.go).
+func (p *podState) key() *orderKey {
+	if g := p.group; g != nil {
+		return &g.order
+	}
+	return &p.order
+}
+
 func ownKey(p *Pod) orderKey {
 	return orderKey{priority: p.Priority, created: p.Created.UnixNano(), uid: p.UID}
 }
@@ -109,6 +119,10 @@ type entry struct {
 	budget *budget
 	kind   queueKind
 	index  int // in its heap, or -1
+
+	// position is the pod's place among the budget's gated pods in admission order
+	// (1 first), set by Snapshot for its own duration (queues.positioned).
+	position int
 }
 
 // entryHeap is a heap of entries in admission order that tracks positions, so entries
@@ -166,6 +180,10 @@ func (h *orderHeap) Pop() any {
 type queues struct {
 	active, backoff, inadmissible entryHeap
 	parked                        map[*entry]struct{}
+
+	// positioned is set while Snapshot runs: every entry's position is up to date, so
+	// the wait reasons it writes need not count the budget's pods for each of them.
+	positioned bool
 }
 
 func (q *queues) init(*budget) { q.parked = map[*entry]struct{}{} }
@@ -180,6 +198,19 @@ func (q *queues) heapOf(k queueKind) *entryHeap {
 		return &q.inadmissible
 	}
 	return nil
+}
+
+// inOrder returns every entry of the budget's queues, in admission order.
+func (q *queues) inOrder() []*entry {
+	entries := make([]*entry, 0, q.gated())
+	for _, h := range []entryHeap{q.active, q.backoff, q.inadmissible} {
+		entries = append(entries, h...)
+	}
+	for e := range q.parked {
+		entries = append(entries, e)
+	}
+	slices.SortFunc(entries, func(x, y *entry) int { return lessToCmp(podLess(x.pod, y.pod), podLess(y.pod, x.pod)) })
+	return entries
 }
 
 // gated counts the pods waiting in any of the budget's queues.

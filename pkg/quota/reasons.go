@@ -160,7 +160,8 @@ func (q *AdmissionQueue) waitReason(p *podState) Reason {
 		hard := w.budget.hard[w.resource]
 		msg = fmt.Sprintf("%s: %s requested, more than the %s hard of %s: it can never fit", w.resource, w.requested.String(), hard.String(), w.budget.key.Describe())
 	case CodeGroupIncomplete:
-		msg = fmt.Sprintf("group %s: %d of %d members exist", p.pod.Group, w.have, w.want)
+		have, want := groupWaitCounts(p, &w)
+		msg = fmt.Sprintf("group %s: %d of %d members exist", p.pod.Group, have, want)
 	case CodeGroupInvalid:
 		msg = fmt.Sprintf("group %s: %s", p.pod.Group, p.pod.GroupError)
 	case CodeGroupBackoff:
@@ -197,8 +198,18 @@ func stateSentence(b *budget) string {
 }
 
 // position returns "position k of n": the pod's place among the gated pods of the
-// budget, in admission order.
+// budget, in admission order. Inside Snapshot and WaitReasons it reads the place they
+// assigned (positionAll), O(budgets covering p); otherwise it counts the budget's pods,
+// O(n): WaitReason is asked on demand only (a pod's reason code changed, a user asks),
+// and WaitReasons serves a round of them.
 func (q *AdmissionQueue) position(p *podState, b *budget) string {
+	if b.positioned {
+		for i, e := range p.entries {
+			if p.cover[i] == b {
+				return fmt.Sprintf("position %d of %d", e.position, b.gated())
+			}
+		}
+	}
 	k := 1
 	n := 0
 	count := func(e *entry) {

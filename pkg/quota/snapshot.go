@@ -1,10 +1,12 @@
 package quota
 
 import (
+	"math/bits"
 	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
 )
@@ -40,28 +42,28 @@ type QueuedPod struct {
 	Reason   Reason              `json:"reason"`
 }
 
-// Snapshot copies every budget's queues, budgets by key, pods in admission order.
+// Snapshot copies every budget's queues, budgets by key, pods in admission order. It
+// sorts each budget's pods once, O(n log n), and the wait reasons it writes take their
+// "position k of n" from that order.
 func (q *AdmissionQueue) Snapshot() Snapshot {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	budgets := q.sortedBudgets()
+	ordered := make([][]*entry, len(budgets))
+	for i, b := range budgets {
+		ordered[i] = positionAll(b)
+	}
+	defer unposition(budgets)
 	var s Snapshot
-	for _, b := range q.sortedBudgets() {
-		var entries []*entry
-		for _, h := range []entryHeap{b.active, b.backoff, b.inadmissible} {
-			entries = append(entries, h...)
-		}
-		for e := range b.parked {
-			entries = append(entries, e)
-		}
-		slices.SortFunc(entries, func(x, y *entry) int { return lessToCmp(podLess(x.pod, y.pod), podLess(y.pod, x.pod)) })
+	for i, b := range budgets {
 		state, _ := b.state()
 		strategy := b.spec.Strategy
 		if strategy == "" {
 			strategy = v1alpha1.BestEffortFIFO
 		}
-		bq := BudgetQueue{Budget: b.key, State: state, Strategy: strategy, Pods: make([]QueuedPod, len(entries))}
-		for i, e := range entries {
-			bq.Pods[i] = q.queuedPod(e.pod, i+1, e.kind.name())
+		bq := BudgetQueue{Budget: b.key, State: state, Strategy: strategy, Pods: make([]QueuedPod, len(ordered[i]))}
+		for k, e := range ordered[i] {
+			bq.Pods[k] = q.queuedPod(e.pod, e.position, e.kind.name())
 		}
 		s.Budgets = append(s.Budgets, bq)
 	}
@@ -77,6 +79,57 @@ func (q *AdmissionQueue) Snapshot() Snapshot {
 		s.Held = append(s.Held, q.queuedPod(p, i+1, QueueParked))
 	}
 	return s
+}
+
+// WaitReasons is WaitReason for many pods at once, for callers that announce reasons
+// in rounds: a budget that many of the pods wait in is sorted once, O(n log n), rather
+// than counted for each of them. Pods the core does not hold as gated are left out.
+func (q *AdmissionQueue) WaitReasons(uids []types.UID) map[types.UID]Reason {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var pods []*podState
+	asked := map[*budget]int{}
+	for _, uid := range uids {
+		p := q.pods[uid]
+		if p == nil || p.phase != phaseWaiting {
+			continue
+		}
+		pods = append(pods, p)
+		for _, b := range p.cover {
+			asked[b]++
+		}
+	}
+	var sorted []*budget
+	for b, k := range asked {
+		// Counting costs n per pod asked, sorting n log n once.
+		if k > bits.Len(uint(b.gated())) {
+			positionAll(b)
+			sorted = append(sorted, b)
+		}
+	}
+	defer unposition(sorted)
+	out := make(map[types.UID]Reason, len(pods))
+	for _, p := range pods {
+		out[p.pod.UID] = q.waitReason(p)
+	}
+	return out
+}
+
+// positionAll returns the budget's entries in admission order and gives each its
+// position, for position() to read until unposition.
+func positionAll(b *budget) []*entry {
+	entries := b.inOrder()
+	for k, e := range entries {
+		e.position = k + 1
+	}
+	b.positioned = true
+	return entries
+}
+
+func unposition(budgets []*budget) {
+	for _, b := range budgets {
+		b.positioned = false
+	}
 }
 
 func (q *AdmissionQueue) queuedPod(p *podState, pos int, queue Queue) QueuedPod {

@@ -1,0 +1,154 @@
+package quota
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// BenchmarkGroupFormation: members of one group arrive one by one in a budget with
+// room for all of them, then one Admit admits the whole group. Every member's arrival
+// holds the core's lock, so this is how long one group stalls every other namespace.
+// It must grow about linearly with the group's size.
+func BenchmarkGroupFormation(b *testing.B) {
+	for _, size := range []int{1000, 4000, 10000} {
+		b.Run(fmt.Sprintf("members=%d", size), func(b *testing.B) {
+			pods := make([]Pod, size)
+			for i := range pods {
+				p := benchPod("team-a", i, 100)
+				p.Group, p.GroupSize = "g", size
+				pods[i] = p
+			}
+			var cpu time.Duration
+			b.ReportAllocs()
+			for b.Loop() {
+				b.StopTimer()
+				q, _ := newTestQueue()
+				q.UpsertBudget(makeBudget("team-a", "b").Hard(fmt.Sprintf("cpu=%d", size)).Obj())
+				runtime.GC()
+				b.StartTimer()
+				startCPU := cpuTime()
+				for _, p := range pods {
+					q.UpsertPod(p)
+				}
+				adm := q.Admit()
+				cpu += cpuTime() - startCPU
+				if len(adm) != size {
+					b.Fatalf("admitted %d, want %d", len(adm), size)
+				}
+			}
+			if cpu > 0 {
+				b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+			}
+		})
+	}
+}
+
+// BenchmarkGroupFormationInterleaved: Admit runs after every member's arrival, as the
+// controller does when members arrive slower than a round, so an incomplete group is
+// looked at again and again while it forms.
+func BenchmarkGroupFormationInterleaved(b *testing.B) {
+	for _, size := range []int{1000, 4000} {
+		b.Run(fmt.Sprintf("members=%d", size), func(b *testing.B) {
+			pods := make([]Pod, size)
+			for i := range pods {
+				p := benchPod("team-a", i, 100)
+				p.Group, p.GroupSize = "g", size
+				pods[i] = p
+			}
+			var cpu time.Duration
+			b.ReportAllocs()
+			for b.Loop() {
+				b.StopTimer()
+				q, _ := newTestQueue()
+				q.UpsertBudget(makeBudget("team-a", "b").Hard(fmt.Sprintf("cpu=%d", size)).Obj())
+				runtime.GC()
+				b.StartTimer()
+				startCPU := cpuTime()
+				admitted := 0
+				for _, p := range pods {
+					q.UpsertPod(p)
+					admitted += len(q.Admit())
+				}
+				cpu += cpuTime() - startCPU
+				if admitted != size {
+					b.Fatalf("admitted %d, want %d", admitted, size)
+				}
+			}
+			if cpu > 0 {
+				b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+			}
+		})
+	}
+}
+
+// BenchmarkSnapshot: one Snapshot of 8,000 gated pods, in one budget or spread over
+// ten; all but the first of each budget wait for room, so every reason names a position.
+func BenchmarkSnapshot(b *testing.B) {
+	for _, budgets := range []int{1, 10} {
+		b.Run(fmt.Sprintf("budgets=%d", budgets), func(b *testing.B) {
+			const gated = 8000
+			q, _ := newTestQueue()
+			for i := range budgets {
+				q.UpsertBudget(makeBudget(fmt.Sprintf("ns-%d", i), "b").Hard("cpu=1").Obj())
+			}
+			for j := range gated {
+				q.UpsertPod(benchPod(fmt.Sprintf("ns-%d", j%budgets), j, 600+int64(j%3)*100))
+			}
+			q.Admit()
+			runtime.GC()
+			b.ReportAllocs()
+			startCPU := cpuTime()
+			for b.Loop() {
+				s := q.Snapshot()
+				if n := len(s.Budgets[0].Pods); n != gated/budgets-1 {
+					b.Fatalf("%d pods in the first budget, want %d", n, gated/budgets-1)
+				}
+			}
+			if cpu := cpuTime() - startCPU; cpu > 0 {
+				b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+			}
+		})
+	}
+}
+
+// BenchmarkWaitReasons: the reasons of 8,000 gated pods in one budget (all changed code
+// in one round, say), asked one by one (each counts the budget) or in one batch (the
+// budget is sorted once).
+func BenchmarkWaitReasons(b *testing.B) {
+	const gated = 8000
+	q, _ := newTestQueue()
+	q.UpsertBudget(makeBudget("ns-0", "b").Hard("cpu=1").Obj())
+	uids := make([]types.UID, gated)
+	for j := range gated {
+		p := benchPod("ns-0", j, 600+int64(j%3)*100)
+		uids[j] = p.UID
+		q.UpsertPod(p)
+	}
+	q.Admit()
+	b.Run("one-by-one", func(b *testing.B) {
+		startCPU := cpuTime()
+		for b.Loop() {
+			for _, uid := range uids {
+				q.WaitReason(uid)
+			}
+		}
+		if cpu := cpuTime() - startCPU; cpu > 0 {
+			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+		}
+	})
+	b.Run("batch", func(b *testing.B) {
+		startCPU := cpuTime()
+		for b.Loop() {
+			if n := len(q.WaitReasons(uids)); n != gated-1 {
+				b.Fatalf("%d reasons, want %d", n, gated-1)
+			}
+		}
+		if cpu := cpuTime() - startCPU; cpu > 0 {
+			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+		}
+	})
+}
