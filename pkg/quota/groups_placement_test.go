@@ -174,14 +174,16 @@ func TestGroupPlacementFollowsChanges(t *testing.T) {
 		q, clk := newTestQueue()
 		q.UpsertBudget(makeBudget("team-a", "b").Hard("cpu=10").Obj())
 		for i := range 3 {
-			q.UpsertPod(member(fmt.Sprintf("g-%d", i), "g", 3, i).Pod())
+			q.UpsertPod(member(fmt.Sprintf("g-%d", i), "g", 3, i).RV(1).Pod())
 		}
 		for _, a := range q.Admit() {
-			r := Ungated
-			if a.Pod.Name == "g-1" {
-				r = Failed
+			if a.Pod.Name != "g-1" {
+				q.Done(a.Pod.UID, Ungated, "")
+				continue
 			}
-			q.Done(a.Pod.UID, r)
+			// g-1's ungate did not apply: seen gated past the attempt, it is given back.
+			q.Done(a.Pod.UID, Unknown, "1")
+			q.UpsertPod(member("g-1", "g", 3, 1).RV(2).Pod())
 		}
 		// A late fourth member of the started group is admitted without waiting for
 		// size again; the failed one waits for its backoff.
