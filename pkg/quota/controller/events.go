@@ -2,6 +2,7 @@ package controller
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/quotagate/quotagate/pkg/quota"
 )
@@ -33,8 +34,8 @@ type waitingPod struct {
 }
 
 // announceWaiting emits a Waiting event for every gated pod whose reason code changed
-// since its last event. It polls the cheap WaitCode and builds the full sentence (with
-// the queue position) only for the pods whose code changed.
+// since its last event. It polls the cheap WaitCode and builds the full sentences (with
+// the queue positions) only for the pods whose code changed, in one WaitReasons call.
 func (c *Controller) announceWaiting() {
 	c.mu.Lock()
 	var changed []waitingPod
@@ -48,8 +49,18 @@ func (c *Controller) announceWaiting() {
 		changed = append(changed, w)
 	}
 	c.mu.Unlock()
+	if len(changed) == 0 {
+		return
+	}
+	uids := make([]types.UID, len(changed))
+	for i, w := range changed {
+		uids[i] = w.ref.UID
+	}
+	// One call for the round: a budget many of them wait in is sorted once for their
+	// positions, not counted again for each pod.
+	reasons := c.core.WaitReasons(uids)
 	for _, w := range changed {
-		r, ok := c.core.WaitReason(w.ref.UID)
+		r, ok := reasons[w.ref.UID]
 		if !ok {
 			continue
 		}
