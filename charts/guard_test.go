@@ -24,9 +24,9 @@ var celWhitespace = cmp.Transformer("collapseWhitespace", func(s string) string 
 func TestGateGuardMatchesConfigPolicy(t *testing.T) {
 	cfg := kustomizeBuild(t, "config/policy")
 	var wantPolicy admissionregistrationv1.ValidatingAdmissionPolicy
-	into(t, cfg.find(t, "ValidatingAdmissionPolicy", ""), &wantPolicy)
+	into(t, cfg.find(t, "ValidatingAdmissionPolicy", "quotagate-gate-guard"), &wantPolicy)
 	var wantBinding admissionregistrationv1.ValidatingAdmissionPolicyBinding
-	into(t, cfg.find(t, "ValidatingAdmissionPolicyBinding", ""), &wantBinding)
+	into(t, cfg.find(t, "ValidatingAdmissionPolicyBinding", "quotagate-gate-guard"), &wantBinding)
 
 	for name, tc := range map[string]struct {
 		release, namespace string
@@ -47,9 +47,9 @@ func TestGateGuardMatchesConfigPolicy(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			m := mustInstall(t, tc.release, tc.namespace, tc.values)
 			var policy admissionregistrationv1.ValidatingAdmissionPolicy
-			into(t, m.find(t, "ValidatingAdmissionPolicy", ""), &policy)
+			into(t, m.find(t, "ValidatingAdmissionPolicy", fullname(tc.release)+"-gate-guard"), &policy)
 			var binding admissionregistrationv1.ValidatingAdmissionPolicyBinding
-			into(t, m.find(t, "ValidatingAdmissionPolicyBinding", ""), &binding)
+			into(t, m.find(t, "ValidatingAdmissionPolicyBinding", fullname(tc.release)+"-gate-guard"), &binding)
 
 			want := wantPolicy.Spec.DeepCopy()
 			for i, v := range want.Variables {
@@ -75,7 +75,7 @@ func TestGateGuardAllowsExactlyTheManagerAndExtraUsers(t *testing.T) {
 		"guard": map[string]any{"extraAllowedUsers": []any{"alice"}},
 	})
 	var policy admissionregistrationv1.ValidatingAdmissionPolicy
-	into(t, m.find(t, "ValidatingAdmissionPolicy", ""), &policy)
+	into(t, m.find(t, "ValidatingAdmissionPolicy", "acme-quotagate-gate-guard"), &policy)
 
 	// The manager's identity is the ServiceAccount its Deployment and the uninstall hook run as.
 	manager := "system:serviceaccount:batch-system:" + podSpecOf(t, m, "Deployment", "acme-quotagate-manager").ServiceAccountName

@@ -31,6 +31,8 @@ func testGating(t *testing.T, e *env) {
 		gates     []string
 		nodeName  string
 		want      []string
+		// wantRefused: the webhook refuses the create.
+		wantRefused bool
 	}{
 		"pod in an opted-in namespace is gated": {
 			namespace: e.gated, want: []string{v1alpha1.SchedulingGate},
@@ -42,7 +44,10 @@ func testGating(t *testing.T, e *env) {
 		"pod with another gate gets ours appended": {
 			namespace: e.gated, gates: []string{otherGate}, want: []string{otherGate, v1alpha1.SchedulingGate},
 		},
-		"pod bound to a node is untouched": {namespace: e.gated, nodeName: "no-such-node"},
+		// Only a node may create a bound pod in an opted-in namespace (see
+		// testEscapes); elsewhere anyone may.
+		"pod bound to a node by an administrator is refused": {namespace: e.gated, nodeName: "no-such-node", wantRefused: true},
+		"pod bound to a node elsewhere is untouched":         {namespace: e.plain, nodeName: "no-such-node"},
 	}
 	i := 0
 	for name, tc := range tests {
@@ -54,6 +59,12 @@ func testGating(t *testing.T, e *env) {
 				pod.Spec.SchedulingGates = append(pod.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: g})
 			}
 			got, err := e.client.CoreV1().Pods(tc.namespace).Create(t.Context(), pod, metav1.CreateOptions{})
+			if tc.wantRefused {
+				if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "may only be set on a new pod by a node") {
+					t.Errorf("create = %v, want 403 from the webhook", err)
+				}
+				return
+			}
 			if err != nil {
 				t.Fatalf("creating pod: %v", err)
 			}
@@ -151,9 +162,9 @@ func testWorkloads(t *testing.T, e *env) {
 
 func testGateGuard(t *testing.T, e *env) {
 	ctx := t.Context()
-	e.applyShippedPolicy(t)
+	e.applyShippedPolicy(t, "gate_guard.yaml")
 	intruder := e.serviceAccountClient(t, e.gated, "intruder")
-	manager := e.serviceAccountClient(t, "quotagate-system", "quotagate-manager")
+	manager := e.managerClient(t)
 
 	pod, err := e.client.CoreV1().Pods(e.gated).Create(ctx, newPod("guarded"), metav1.CreateOptions{})
 	if err != nil {
@@ -275,13 +286,13 @@ func testFailClosed(t *testing.T, e *env) {
 	})
 }
 
-// applyShippedPolicy creates the objects in config/policy/gate_guard.yaml.
-func (e *env) applyShippedPolicy(t *testing.T) {
+// applyShippedPolicy creates the objects in config/policy/<file>.
+func (e *env) applyShippedPolicy(t *testing.T, file string) {
 	t.Helper()
-	for _, doc := range strings.Split(string(readFile(t, "../../config/policy/gate_guard.yaml")), "\n---\n") {
+	for _, doc := range strings.Split(string(readFile(t, "../../config/policy/"+file)), "\n---\n") {
 		var meta metav1.TypeMeta
 		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
-			t.Fatalf("reading gate_guard.yaml: %v", err)
+			t.Fatalf("reading %s: %v", file, err)
 		}
 		var err error
 		switch meta.Kind {
@@ -296,12 +307,22 @@ func (e *env) applyShippedPolicy(t *testing.T) {
 				_, err = e.client.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(t.Context(), &b, metav1.CreateOptions{})
 			}
 		default:
-			t.Fatalf("gate_guard.yaml holds an unexpected %q", meta.Kind)
+			t.Fatalf("%s holds an unexpected %q", file, meta.Kind)
 		}
 		if err != nil {
 			t.Fatalf("creating %s: %v", meta.Kind, err)
 		}
 	}
+}
+
+// managerClient returns a client acting as quotagate's manager
+// (quotagate-system/quotagate-manager), which may get and patch pods.
+func (e *env) managerClient(t *testing.T) kubernetes.Interface {
+	t.Helper()
+	if e.manager == nil {
+		e.manager = e.serviceAccountClient(t, "quotagate-system", "quotagate-manager")
+	}
+	return e.manager
 }
 
 // serviceAccountClient returns a client acting as the ServiceAccount

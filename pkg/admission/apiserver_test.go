@@ -2,8 +2,8 @@ package admission_test
 
 // Tests against a real kube-apiserver (internal/localcluster): the webhook
 // binary's server runs in this process on 127.0.0.1, registered with the
-// shipped webhook configuration (config/webhook) and gate guard policy
-// (config/policy), read from their files.
+// shipped webhook configuration (config/webhook) and the gate and resize
+// guard policies (config/policy), read from their files.
 
 import (
 	"context"
@@ -52,6 +52,8 @@ type env struct {
 	gated, plain string
 	// stopWebhook stops the in-process webhook server and waits for it.
 	stopWebhook func()
+	// tenant and manager are made once, by tenantClient and managerClient.
+	tenant, manager kubernetes.Interface
 }
 
 func TestAgainstAPIServer(t *testing.T) {
@@ -78,6 +80,8 @@ func TestAgainstAPIServer(t *testing.T) {
 	t.Run("gating", func(t *testing.T) { testGating(t, e) })
 	t.Run("workloads", func(t *testing.T) { testWorkloads(t, e) })
 	t.Run("gate guard", func(t *testing.T) { testGateGuard(t, e) })
+	t.Run("escapes", func(t *testing.T) { testEscapes(t, e) })
+	t.Run("resize guard", func(t *testing.T) { testResizeGuard(t, e) })
 	// Last: it stops the webhook.
 	t.Run("fail closed", func(t *testing.T) { testFailClosed(t, e) })
 }

@@ -5,13 +5,16 @@
 //
 // The handler is stateless and never calls the API server: which namespaces
 // are gated is decided by the webhook configuration's namespaceSelector, and
-// which pods are skipped (bound, mirror and DaemonSet pods, pods already
-// gated) is decided from the pod in the request alone. The same skips are
-// written as CEL matchConditions in config/webhook, so the API server does not
-// call the webhook for those pods at all; the handler checks them again for
-// installs without matchConditions.
+// which pods are skipped from the pod in the request and the identity that
+// sends it. Mirror pods and pods with spec.nodeName are skipped only when a
+// node creates them, DaemonSet pods only when the DaemonSet controller does;
+// anyone else gets the gate, and a pod with spec.nodeName (which cannot carry
+// a gate) is refused. The same skips are written as CEL matchConditions in
+// config/webhook, so the API server does not call the webhook for those pods
+// at all; the handler checks them again for installs without matchConditions.
+// docs/admission.md states the rule for users.
 //
-// Removing the gate is guarded in the API server, not here: see
-// config/policy for the ValidatingAdmissionPolicy that only lets the manager
-// do it.
+// Removing the gate, and raising an admitted pod's resources with
+// pods/resize, are guarded in the API server, not here: see config/policy for
+// the ValidatingAdmissionPolicies.
 package admission

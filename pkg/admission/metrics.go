@@ -12,6 +12,7 @@ import (
 const (
 	resultGated   = "gated"
 	resultSkipped = "skipped"
+	resultDenied  = "denied"
 	resultErrored = "errored"
 )
 
@@ -31,7 +32,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "quotagate_webhook_requests_total",
-			Help: "Pod admission requests answered by the quotagate webhook, by result (gated, skipped, errored).",
+			Help: "Pod admission requests answered by the quotagate webhook, by result (gated, skipped, denied, errored).",
 		}, []string{"result"}),
 		podsGated: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "quotagate_webhook_pods_gated_total",

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -34,32 +35,41 @@ const MirrorPodAnnotation = corev1.MirrorPodAnnotationKey
 // quotagate_webhook_pods_skipped_total.
 type SkipReason string
 
-// The reasons PodGater lets a pod through without a gate.
+// The reasons PodGater lets a pod through without a gate. The three shapes
+// (mirror, bound, DaemonSet) are skipped only for the identity that creates
+// them legitimately (see identity.go): anyone can write an annotation, a
+// nodeName or an ownerReference, and a tenant must not use them to run
+// outside the queue.
 const (
 	// SkipNotCreate: the request is not a CREATE.
 	SkipNotCreate SkipReason = "not-create"
 	// SkipNotPod: the request is not for a core/v1 Pod.
 	SkipNotPod SkipReason = "not-pod"
-	// SkipNodeName: the pod is already bound to a node; a gate would be refused.
-	SkipNodeName SkipReason = "node-name"
-	// SkipMirrorPod: the pod is a static pod's mirror.
+	// SkipMirrorPod: a node created a static pod's mirror.
 	SkipMirrorPod SkipReason = "mirror-pod"
-	// SkipDaemonSet: the pod is controlled by a DaemonSet, which places one pod
-	// per node and must not be starved by a budget.
+	// SkipNodeName: a node created a pod already bound to a node; a gate
+	// would be refused.
+	SkipNodeName SkipReason = "node-name"
+	// SkipDaemonSet: the DaemonSet controller created a pod it controls; it
+	// places one pod per node and must not be starved by a budget.
 	SkipDaemonSet SkipReason = "daemonset"
 	// SkipAlreadyGated: the pod carries the gate already.
 	SkipAlreadyGated SkipReason = "already-gated"
 )
 
-// SkipReasonFor returns why pod must not be gated with gate, or "" when it
-// must be.
-func SkipReasonFor(pod *corev1.Pod, gate string) SkipReason {
+// SkipReasonFor returns why pod, created by user, must not be gated with
+// gate, or "" when it must be. A pod with spec.nodeName that is not skipped
+// cannot be gated either: PodGater refuses it (see boundPodRefusal).
+//
+// Keep it equivalent to the matchConditions in config/webhook and the chart:
+// the API server does not call the webhook for the pods skipped here.
+func SkipReasonFor(pod *corev1.Pod, user authenticationv1.UserInfo, gate string) SkipReason {
 	switch {
-	case pod.Spec.NodeName != "":
-		return SkipNodeName
-	case hasKey(pod.Annotations, MirrorPodAnnotation):
+	case hasKey(pod.Annotations, MirrorPodAnnotation) && isNode(user):
 		return SkipMirrorPod
-	case isDaemonSetPod(pod):
+	case pod.Spec.NodeName != "" && isNode(user):
+		return SkipNodeName
+	case isDaemonSetPod(pod) && isDaemonSetController(user):
 		return SkipDaemonSet
 	case gates.HasGate(pod, gate):
 		return SkipAlreadyGated
@@ -87,7 +97,9 @@ func isDaemonSetPod(pod *corev1.Pod) bool {
 // +kubebuilder:webhook:path=/mutate-v1-pod,mutating=true,failurePolicy=fail,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=gate.quotagate.io,admissionReviewVersions=v1,matchPolicy=Equivalent,reinvocationPolicy=IfNeeded,timeoutSeconds=5,serviceName=quotagate-webhook,serviceNamespace=quotagate-system
 
 // PodGater adds the quotagate scheduling gate to new pods. It is a raw
-// admission.Handler: its answer is the explicit patch ops from gates.AddOps.
+// admission.Handler: its answer is the explicit patch ops from gates.AddOps,
+// or a refusal for a pod it cannot gate (one bound to a node by an identity
+// that is not a node).
 type PodGater struct {
 	gate    string
 	metrics *Metrics
@@ -122,8 +134,15 @@ func (g *PodGater) handle(ctx context.Context, req admission.Request) (admission
 		logger.Error(err, "Refusing undecodable pod")
 		return admission.Errored(http.StatusBadRequest, err), resultErrored
 	}
-	if reason := SkipReasonFor(pod, g.gate); reason != "" {
+	if reason := SkipReasonFor(pod, req.UserInfo, g.gate); reason != "" {
 		return g.skip(ctx, reason), resultSkipped
+	}
+	if pod.Spec.NodeName != "" {
+		// The API server refuses a scheduling gate beside spec.nodeName, and
+		// a pod bound by anyone but a node must not run outside the queue.
+		logger.V(logLevelEvents).Info("Refusing pod bound to a node by another identity",
+			"nodeName", pod.Spec.NodeName, "user", req.UserInfo.Username)
+		return admission.Denied(boundPodRefusal(pod, req.Namespace, req.UserInfo.Username, g.gate)), resultDenied
 	}
 	g.metrics.podsGated.Inc()
 	logger.V(logLevelEvents).Info("Gating pod", "gate", g.gate, "generateName", pod.GenerateName)

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -61,27 +62,77 @@ func (b *podBuilder) Owner(apiVersion, kind string, controller bool) *podBuilder
 
 func (b *podBuilder) Obj() *corev1.Pod { return b.pod }
 
-func TestSkipReasonFor(t *testing.T) {
-	tests := map[string]struct {
+// The identities the tests send requests as.
+var (
+	tenant = authenticationv1.UserInfo{
+		Username: "system:serviceaccount:team-a:tenant",
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:team-a", "system:authenticated"},
+	}
+	node                = authenticationv1.UserInfo{Username: "system:node:n1", Groups: []string{NodesGroup, "system:authenticated"}}
+	daemonSetController = authenticationv1.UserInfo{
+		Username: DaemonSetControllerUser,
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"},
+	}
+	controllerManager = authenticationv1.UserInfo{Username: ControllerManagerUser, Groups: []string{"system:authenticated"}}
+	clusterAdmin      = authenticationv1.UserInfo{Username: "kubernetes-admin", Groups: []string{"system:masters", "system:authenticated"}}
+	// Half a node's identity is not a node.
+	nodeNameOnly  = authenticationv1.UserInfo{Username: "system:node:n1", Groups: []string{"system:authenticated"}}
+	nodeGroupOnly = authenticationv1.UserInfo{Username: "mallory", Groups: []string{NodesGroup}}
+	noGroups      = authenticationv1.UserInfo{Username: "system:node:n1"}
+)
+
+// skipCases are the pod shapes and identities that TestSkipReasonFor checks
+// against SkipReasonFor and TestMatchConditions against the shipped CEL.
+func skipCases() map[string]struct {
+	pod  *corev1.Pod
+	user authenticationv1.UserInfo
+	want SkipReason
+} {
+	mirror := func() *podBuilder { return makePod().NodeName("n1").Annotation(corev1.MirrorPodAnnotationKey, "x") }
+	daemon := func() *podBuilder { return makePod().Owner("apps/v1", "DaemonSet", true) }
+	return map[string]struct {
 		pod  *corev1.Pod
+		user authenticationv1.UserInfo
 		want SkipReason
 	}{
-		"plain pod":            {pod: makePod().Obj(), want: ""},
-		"other gate":           {pod: makePod().Gates("a.io/x").Obj(), want: ""},
-		"deployment pod":       {pod: makePod().Owner("apps/v1", "ReplicaSet", true).Obj(), want: ""},
-		"job pod":              {pod: makePod().Owner("batch/v1", "Job", true).Obj(), want: ""},
-		"bound":                {pod: makePod().NodeName("n1").Obj(), want: SkipNodeName},
-		"mirror":               {pod: makePod().Annotation(corev1.MirrorPodAnnotationKey, "x").Obj(), want: SkipMirrorPod},
-		"daemonset controller": {pod: makePod().Owner("apps/v1", "DaemonSet", true).Obj(), want: SkipDaemonSet},
+		"plain pod":                          {pod: makePod().Obj(), user: tenant, want: ""},
+		"other gate":                         {pod: makePod().Gates("a.io/x").Obj(), user: tenant, want: ""},
+		"deployment pod":                     {pod: makePod().Owner("apps/v1", "ReplicaSet", true).Obj(), user: tenant, want: ""},
+		"job pod":                            {pod: makePod().Owner("batch/v1", "Job", true).Obj(), user: tenant, want: ""},
+		"already gated":                      {pod: makePod().Gates("a.io/x", quotaGate).Obj(), user: tenant, want: SkipAlreadyGated},
+		"mirror pod from a node":             {pod: mirror().Obj(), user: node, want: SkipMirrorPod},
+		"mirror pod from another node":       {pod: mirror().NodeName("n2").Obj(), user: node, want: SkipMirrorPod},
+		"mirror pod from a tenant":           {pod: mirror().Obj(), user: tenant, want: ""},
+		"mirror pod without nodeName":        {pod: makePod().Annotation(corev1.MirrorPodAnnotationKey, "x").Obj(), user: tenant, want: ""},
+		"mirror pod from a cluster admin":    {pod: mirror().Obj(), user: clusterAdmin, want: ""},
+		"mirror pod from a node-like user":   {pod: mirror().Obj(), user: nodeNameOnly, want: ""},
+		"mirror pod from the nodes group":    {pod: mirror().Obj(), user: nodeGroupOnly, want: ""},
+		"mirror pod from a user w/o groups":  {pod: mirror().Obj(), user: noGroups, want: ""},
+		"bound pod from a node":              {pod: makePod().NodeName("n1").Obj(), user: node, want: SkipNodeName},
+		"bound pod from a tenant":            {pod: makePod().NodeName("n1").Obj(), user: tenant, want: ""},
+		"bound pod from the DS controller":   {pod: daemon().NodeName("n1").Obj(), user: daemonSetController, want: SkipDaemonSet},
+		"bound pod from a node-like user":    {pod: makePod().NodeName("n1").Obj(), user: nodeNameOnly, want: ""},
+		"daemonset pod from its controller":  {pod: daemon().Obj(), user: daemonSetController, want: SkipDaemonSet},
+		"daemonset pod from the shared kcm":  {pod: daemon().Obj(), user: controllerManager, want: SkipDaemonSet},
+		"daemonset pod from a tenant":        {pod: daemon().Obj(), user: tenant, want: ""},
+		"daemonset pod from a node":          {pod: daemon().Obj(), user: node, want: ""},
+		"daemonset pod from a cluster admin": {pod: daemon().Obj(), user: clusterAdmin, want: ""},
 		"daemonset owner that is not the controller": {
-			pod:  makePod().Owner("apps/v1", "DaemonSet", false).Obj(),
-			want: "",
+			pod: makePod().Owner("apps/v1", "DaemonSet", false).Obj(), user: daemonSetController, want: "",
 		},
-		"already gated": {pod: makePod().Gates("a.io/x", quotaGate).Obj(), want: SkipAlreadyGated},
+		"replicaset pod from the DS controller": {
+			pod: makePod().Owner("apps/v1", "ReplicaSet", true).Obj(), user: daemonSetController, want: "",
+		},
+		"daemonset pod from a tenant, already gated": {
+			pod: daemon().Gates(quotaGate).Obj(), user: tenant, want: SkipAlreadyGated,
+		},
 	}
-	for name, tc := range tests {
+}
+
+func TestSkipReasonFor(t *testing.T) {
+	for name, tc := range skipCases() {
 		t.Run(name, func(t *testing.T) {
-			if got := SkipReasonFor(tc.pod, quotaGate); got != tc.want {
+			if got := SkipReasonFor(tc.pod, tc.user, quotaGate); got != tc.want {
 				t.Errorf("SkipReasonFor() = %q, want %q", got, tc.want)
 			}
 		})
@@ -116,17 +167,39 @@ func TestPodGaterServeHTTP(t *testing.T) {
 			body: review(t, admissionv1.Create, makePod().Gates(quotaGate).Obj()),
 			want: answer{Allowed: true, Code: 200, Message: "already-gated"},
 		},
-		"bound pod is skipped": {
-			body: review(t, admissionv1.Create, makePod().NodeName("n1").Obj()),
-			want: answer{Allowed: true, Code: 200, Message: "node-name"},
-		},
-		"mirror pod is skipped": {
-			body: review(t, admissionv1.Create, makePod().Annotation(corev1.MirrorPodAnnotationKey, "abc").Obj()),
+		"mirror pod from a node is skipped": {
+			body: reviewAs(t, admissionv1.Create, makePod().NodeName("n1").Annotation(corev1.MirrorPodAnnotationKey, "abc").Obj(), node),
 			want: answer{Allowed: true, Code: 200, Message: "mirror-pod"},
 		},
-		"daemonset pod is skipped": {
-			body: review(t, admissionv1.Create, makePod().Owner("apps/v1", "DaemonSet", true).Obj()),
+		"bound pod from a node is skipped": {
+			body: reviewAs(t, admissionv1.Create, makePod().NodeName("n1").Obj(), node),
+			want: answer{Allowed: true, Code: 200, Message: "node-name"},
+		},
+		"daemonset pod from its controller is skipped": {
+			body: reviewAs(t, admissionv1.Create, makePod().Owner("apps/v1", "DaemonSet", true).Obj(), daemonSetController),
 			want: answer{Allowed: true, Code: 200, Message: "daemonset"},
+		},
+		"daemonset pod from a tenant is gated": {
+			body: review(t, admissionv1.Create, makePod().Owner("apps/v1", "DaemonSet", true).Obj()),
+			want: answer{Allowed: true, Code: 200,
+				Patch: `[{"op":"add","path":"/spec/schedulingGates","value":[{"name":"quotagate.io/budget"}]}]`},
+		},
+		"mirror-annotated pod from a tenant is gated": {
+			body: review(t, admissionv1.Create, makePod().Annotation(corev1.MirrorPodAnnotationKey, "abc").Obj()),
+			want: answer{Allowed: true, Code: 200,
+				Patch: `[{"op":"add","path":"/spec/schedulingGates","value":[{"name":"quotagate.io/budget"}]}]`},
+		},
+		"bound pod from a tenant is refused": {
+			body: review(t, admissionv1.Create, makePod().NodeName("n1").Annotation(corev1.MirrorPodAnnotationKey, "abc").Obj()),
+			want: answer{Code: 403, Message: "spec.nodeName (n1) may only be set on a new pod by a node " +
+				"(user system:node:<name> in group system:nodes), not by system:serviceaccount:team-a:tenant: " +
+				"in namespace team-a, labelled quotagate.io/enabled=true, pods wait for their budget behind " +
+				"the scheduling gate quotagate.io/budget, which cannot be combined with spec.nodeName; " +
+				"leave spec.nodeName empty and choose the node with a nodeSelector on kubernetes.io/hostname"},
+		},
+		"bound pod from a tenant that carries the gate is left to the API server": {
+			body: review(t, admissionv1.Create, makePod().NodeName("n1").Gates(quotaGate).Obj()),
+			want: answer{Allowed: true, Code: 200, Message: "already-gated"},
 		},
 		"update is skipped": {
 			body: review(t, admissionv1.Update, makePod().Obj()),
@@ -219,8 +292,9 @@ func TestPodGaterMetrics(t *testing.T) {
 		review(t, admissionv1.Create, makePod().Obj()),
 		review(t, admissionv1.Create, makePod().Gates("a.io/x").Obj()),
 		review(t, admissionv1.Create, makePod().Gates(quotaGate).Obj()),
-		review(t, admissionv1.Create, makePod().Owner("apps/v1", "DaemonSet", true).Obj()),
-		review(t, admissionv1.Create, makePod().Owner("apps/v1", "DaemonSet", true).Obj()),
+		reviewAs(t, admissionv1.Create, makePod().Owner("apps/v1", "DaemonSet", true).Obj(), daemonSetController),
+		reviewAs(t, admissionv1.Create, makePod().Owner("apps/v1", "DaemonSet", true).Obj(), controllerManager),
+		review(t, admissionv1.Create, makePod().NodeName("n1").Obj()),
 		reviewRaw(t, admissionv1.Create, podKind, []byte(`[]`)),
 	} {
 		serve(t, h, body, "application/json")
@@ -229,6 +303,7 @@ func TestPodGaterMetrics(t *testing.T) {
 	got := map[string]float64{
 		"requests gated":        testutil.ToFloat64(m.requests.WithLabelValues(resultGated)),
 		"requests skipped":      testutil.ToFloat64(m.requests.WithLabelValues(resultSkipped)),
+		"requests denied":       testutil.ToFloat64(m.requests.WithLabelValues(resultDenied)),
 		"requests errored":      testutil.ToFloat64(m.requests.WithLabelValues(resultErrored)),
 		"pods gated":            testutil.ToFloat64(m.podsGated),
 		"skipped already-gated": testutil.ToFloat64(m.podsSkipped.WithLabelValues(string(SkipAlreadyGated))),
@@ -237,6 +312,7 @@ func TestPodGaterMetrics(t *testing.T) {
 	want := map[string]float64{
 		"requests gated":        2,
 		"requests skipped":      3,
+		"requests denied":       1,
 		"requests errored":      1,
 		"pods gated":            2,
 		"skipped already-gated": 1,
@@ -245,8 +321,8 @@ func TestPodGaterMetrics(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("metrics (-want +got):\n%s", diff)
 	}
-	if n := histogramCount(t, m.duration); n != 6 {
-		t.Errorf("handler latency histogram has %d observations, want 6", n)
+	if n := histogramCount(t, m.duration); n != 7 {
+		t.Errorf("handler latency histogram has %d observations, want 7", n)
 	}
 }
 
@@ -288,16 +364,27 @@ func histogramCount(t *testing.T, h prometheus.Histogram) uint64 {
 
 var podKind = metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}
 
+// review is an AdmissionReview of pod from tenant, an ordinary user.
 func review(t testing.TB, op admissionv1.Operation, pod *corev1.Pod) []byte {
+	t.Helper()
+	return reviewAs(t, op, pod, tenant)
+}
+
+func reviewAs(t testing.TB, op admissionv1.Operation, pod *corev1.Pod, user authenticationv1.UserInfo) []byte {
 	t.Helper()
 	raw, err := json.Marshal(pod)
 	if err != nil {
 		t.Fatalf("marshalling pod: %v", err)
 	}
-	return reviewRaw(t, op, podKind, raw)
+	return reviewRawAs(t, op, podKind, raw, user)
 }
 
 func reviewRaw(t testing.TB, op admissionv1.Operation, kind metav1.GroupVersionKind, object []byte) []byte {
+	t.Helper()
+	return reviewRawAs(t, op, kind, object, tenant)
+}
+
+func reviewRawAs(t testing.TB, op admissionv1.Operation, kind metav1.GroupVersionKind, object []byte, user authenticationv1.UserInfo) []byte {
 	t.Helper()
 	ar := admissionv1.AdmissionReview{
 		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
@@ -307,6 +394,7 @@ func reviewRaw(t testing.TB, op admissionv1.Operation, kind metav1.GroupVersionK
 			Resource:  metav1.GroupVersionResource{Version: "v1", Resource: "pods"},
 			Namespace: "team-a",
 			Operation: op,
+			UserInfo:  user,
 			Object:    runtime.RawExtension{Raw: object},
 		},
 	}
