@@ -100,6 +100,11 @@ func TestGateGuardAllowsExactlyTheManagerAndExtraUsers(t *testing.T) {
 		"a pod that never had the gate":       {withoutGate, withoutGate, "bob", true},
 		"a pod without any scheduling gates":  {podWithGates(), podWithGates(), "bob", true},
 		"adding the gate back is not removal": {withoutGate, withGate, "bob", true},
+		"manager records admitted-by":         {withGate, admittedBy(withoutGate, "team-a/b"), manager, true},
+		"tenant removes admitted-by":          {admittedBy(withoutGate, "team-a/b"), withoutGate, "bob", false},
+		"tenant rewrites admitted-by":         {admittedBy(withoutGate, "team-a/b"), admittedBy(withoutGate, "x"), "bob", false},
+		"tenant adds admitted-by":             {withoutGate, admittedBy(withoutGate, "team-a/b"), "bob", false},
+		"tenant keeps admitted-by":            {admittedBy(withoutGate, "team-a/b"), admittedBy(withoutGate, "team-a/b"), "bob", true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			got, msg := evaluatePolicy(t, policy.Spec, tc.old, tc.new, tc.user)
@@ -120,6 +125,20 @@ func podWithGates(names ...string) map[string]any {
 		spec["schedulingGates"] = gates
 	}
 	return map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "p", "namespace": "team-a"}, "spec": spec}
+}
+
+// admittedBy returns a copy of pod with the admitted-by annotation set.
+func admittedBy(pod map[string]any, budgets string) map[string]any {
+	meta := map[string]any{"annotations": map[string]any{"quotagate.io/admitted-by": budgets}}
+	for k, v := range pod["metadata"].(map[string]any) {
+		meta[k] = v
+	}
+	out := map[string]any{}
+	for k, v := range pod {
+		out[k] = v
+	}
+	out["metadata"] = meta
+	return out
 }
 
 // evaluatePolicy runs the policy's variables and validations with plain CEL: it reports

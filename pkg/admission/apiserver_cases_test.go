@@ -256,6 +256,25 @@ func testGateGuard(t *testing.T, e *env) {
 			t.Errorf("annotations %v, want %s set", got.Annotations, v1alpha1.AdmittedByAnnotation)
 		}
 	})
+
+	t.Run("a user who rewrites or removes the admitted-by record gets 403", func(t *testing.T) {
+		for _, p := range []string{
+			`[{"op":"replace","path":"/metadata/annotations/quotagate.io~1admitted-by","value":"elsewhere"}]`,
+			`[{"op":"remove","path":"/metadata/annotations/quotagate.io~1admitted-by"}]`,
+		} {
+			_, err := patch(ctx, intruder, types.JSONPatchType, []byte(p), false)
+			if !apierrors.IsForbidden(err) || !containsAll(err.Error(), v1alpha1.AdmittedByAnnotation, "system:serviceaccount:"+e.gated+":intruder") {
+				t.Errorf("patch %s = %v, want 403 naming the annotation and the user", p, err)
+			}
+		}
+		got, err := e.client.CoreV1().Pods(e.gated).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("getting pod: %v", err)
+		}
+		if got.Annotations[v1alpha1.AdmittedByAnnotation] != "team-a/team-a" {
+			t.Errorf("admitted-by is %q, want it untouched", got.Annotations[v1alpha1.AdmittedByAnnotation])
+		}
+	})
 }
 
 func testFailClosed(t *testing.T, e *env) {
