@@ -188,7 +188,7 @@ type ClusterBudgetSpec struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=cbdg,categories=quotagate
-// +kubebuilder:validation:XValidation:rule="!has(self.spec.parent) || self.spec.parent != self.metadata.name",message="a ClusterBudget cannot name itself as parent"
+// +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.parent) || self.spec.parent != self.metadata.name",message="a ClusterBudget cannot name itself as parent"
 // +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`
 // +kubebuilder:printcolumn:name="Admitted",type=integer,JSONPath=`.status.admittedPods`
 // +kubebuilder:printcolumn:name="Gated",type=integer,JSONPath=`.status.gatedPods`

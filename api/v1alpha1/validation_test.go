@@ -194,7 +194,10 @@ func TestCRDValidationOnRealAPIServer(t *testing.T) {
 	}
 	add("too many names", object(t, "Budget", "bad-many", `{hard: {`+strings.Join(many, ", ")+`}}`),
 		`spec.hard: Too many: 25: must have at most 24 items`)
-	good = append(good, object(t, "Budget", "good-zero", `{hard: {cpu: "0", pods: "0"}}`), object(t, "Budget", "good-empty", `{}`))
+	add("negative integer", object(t, "Budget", "bad-negative-int", `{hard: {pods: -1}}`),
+		`spec.hard: Invalid value: "object": hard quantities must not be negative`)
+	good = append(good, object(t, "Budget", "good-zero", `{hard: {cpu: "0", pods: "0"}}`), object(t, "Budget", "good-integers", `{hard: {cpu: 2, pods: 10}}`),
+		object(t, "Budget", "good-empty", `{}`))
 
 	// parent, queueingStrategy, state.
 	const parentPattern = `'^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$'`
