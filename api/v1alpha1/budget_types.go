@@ -39,6 +39,9 @@ const (
 	ReasonParentNotFound = "ParentNotFound"
 	ReasonParentCycle    = "ParentCycle"
 	ReasonInvalidSpec    = "InvalidSpec"
+	// ReasonInvalidSelector: a selector does not parse (it got past an older CRD without
+	// the validation rules). The budget admits nothing and holds every pod it might cover.
+	ReasonInvalidSelector = "InvalidSelector"
 
 	// ConditionPodsNeverFit is True when some gated pod requests more than hard allows,
 	// so it can never be admitted while hard stays as it is.
@@ -52,20 +55,32 @@ const (
 type BudgetSpec struct {
 	// Hard is the limit per resource, with ResourceQuota's names and meanings
 	// ("cpu" is "requests.cpu"; "pods" and "count/pods" count pods).
-	// Only resources named here are limited.
+	// Only resources named here are limited. Names that pods do not consume (services,
+	// limits.nvidia.com/gpu, typos) are refused: a limit that cannot be accounted would
+	// limit nothing.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=24
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['pods', 'count/pods', 'cpu', 'memory', 'ephemeral-storage', 'requests.cpu', 'requests.memory', 'requests.ephemeral-storage', 'limits.cpu', 'limits.memory', 'limits.ephemeral-storage'] || k.matches('^(requests[.])?hugepages-[0-9]+([KMGTPE]i|[kMGTPE])?$') || (k.matches('^(requests[.])?[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && !k.startsWith('limits.') && !k.matches('^(requests[.])?count/') && !k.contains('kubernetes.io/') && !k.matches('(^|[.])k8s[.]io/')))",messageExpression="'unsupported resource name in hard: ' + self.filter(k, !(k in ['pods', 'count/pods', 'cpu', 'memory', 'ephemeral-storage', 'requests.cpu', 'requests.memory', 'requests.ephemeral-storage', 'limits.cpu', 'limits.memory', 'limits.ephemeral-storage'] || k.matches('^(requests[.])?hugepages-[0-9]+([KMGTPE]i|[kMGTPE])?$') || (k.matches('^(requests[.])?[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && !k.startsWith('limits.') && !k.matches('^(requests[.])?count/') && !k.contains('kubernetes.io/') && !k.matches('(^|[.])k8s[.]io/'))))[0] + ' (supported: cpu, memory, ephemeral-storage, their requests.* and limits.* forms, hugepages-<size> and requests.hugepages-<size>, extended resources as <domain>/<name> or requests.<domain>/<name> outside kubernetes.io and k8s.io, pods, count/pods)'"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !string(self[k]).startsWith('-'))",message="hard quantities must not be negative"
 	Hard corev1.ResourceList `json:"hard,omitempty"`
 
 	// PodSelector narrows the budget to the pods it matches. Unset or empty: every pod.
+	// The API server refuses operators other than In, NotIn, Exists and DoesNotExist, In
+	// and NotIn without values, Exists and DoesNotExist with values, and keys and values
+	// of impossible lengths; the manager's own parse catches the rest of the label
+	// syntax (see docs/validation.md).
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="matchExpressions: operator must be In, NotIn, Exists or DoesNotExist"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, !(e.operator in ['In', 'NotIn']) || (has(e.values) && size(e.values) > 0))",message="matchExpressions: operators In and NotIn need at least one value"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, !(e.operator in ['Exists', 'DoesNotExist']) || !has(e.values) || size(e.values) == 0)",message="matchExpressions: operators Exists and DoesNotExist take no values"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, size(e.key) > 0 && size(e.key) <= 317)",message="matchExpressions: key must be a label key: 1 to 317 characters, an optional DNS subdomain prefix and '/', then a name of at most 63"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchLabels) || self.matchLabels.all(k, size(k) > 0 && size(k) <= 317 && size(self.matchLabels[k]) <= 63)",message="matchLabels: keys must be label keys (1 to 317 characters) and values label values (at most 63 characters)"
 	PodSelector *metav1.LabelSelector `json:"podSelector,omitempty"`
 
 	// Parent names a ClusterBudget that every pod admitted here must also fit in.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	Parent string `json:"parent,omitempty"`
 
 	// QueueingStrategy orders admission when the queue head does not fit.
@@ -84,6 +99,7 @@ type BudgetSpec struct {
 type BudgetStatus struct {
 	// State is the effective state: Open, Closing or Closed.
 	// +optional
+	// +kubebuilder:validation:Enum=Open;Closing;Closed
 	State BudgetState `json:"state,omitempty"`
 
 	// Hard is the limit being enforced.
@@ -102,11 +118,13 @@ type BudgetStatus struct {
 	// AdmittedPods counts admitted, non-terminal pods charged to this budget.
 	// +optional
 	// +kubebuilder:default=0
+	// +kubebuilder:validation:Minimum=0
 	AdmittedPods int32 `json:"admittedPods"`
 
 	// GatedPods counts pods still waiting on this budget.
 	// +optional
 	// +kubebuilder:default=0
+	// +kubebuilder:validation:Minimum=0
 	GatedPods int32 `json:"gatedPods"`
 
 	// Conditions say whether the budget is working, and why not.
@@ -117,6 +135,7 @@ type BudgetStatus struct {
 
 	// ObservedGeneration is the generation this status was computed from.
 	// +optional
+	// +kubebuilder:validation:Minimum=0
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 }
 
@@ -148,13 +167,19 @@ type BudgetList struct {
 }
 
 // ClusterBudgetSpec is the spec of a ClusterBudget.
+// +kubebuilder:validation:XValidation:rule="!has(self.podSelector) || has(self.namespaceSelector)",message="podSelector needs namespaceSelector: it narrows the pods of the selected namespaces, and a ClusterBudget without namespaceSelector covers exactly the pods of the budgets that name it as parent"
 type ClusterBudgetSpec struct {
 	BudgetSpec `json:",inline"`
 
 	// NamespaceSelector chooses the namespaces whose pods this budget covers directly.
 	// Unset: it covers pods only through the budgets that name it as parent.
-	// Empty ({}): every namespace.
+	// Empty ({}): every namespace. Validated like podSelector.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="matchExpressions: operator must be In, NotIn, Exists or DoesNotExist"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, !(e.operator in ['In', 'NotIn']) || (has(e.values) && size(e.values) > 0))",message="matchExpressions: operators In and NotIn need at least one value"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, !(e.operator in ['Exists', 'DoesNotExist']) || !has(e.values) || size(e.values) == 0)",message="matchExpressions: operators Exists and DoesNotExist take no values"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, size(e.key) > 0 && size(e.key) <= 317)",message="matchExpressions: key must be a label key: 1 to 317 characters, an optional DNS subdomain prefix and '/', then a name of at most 63"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchLabels) || self.matchLabels.all(k, size(k) > 0 && size(k) <= 317 && size(self.matchLabels[k]) <= 63)",message="matchLabels: keys must be label keys (1 to 317 characters) and values label values (at most 63 characters)"
 	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
 }
 
@@ -163,7 +188,7 @@ type ClusterBudgetSpec struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=cbdg,categories=quotagate
-// +kubebuilder:validation:XValidation:rule="!has(self.spec.parent) || self.spec.parent != self.metadata.name",message="a ClusterBudget cannot name itself as parent"
+// +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.parent) || self.spec.parent != self.metadata.name",message="a ClusterBudget cannot name itself as parent"
 // +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`
 // +kubebuilder:printcolumn:name="Admitted",type=integer,JSONPath=`.status.admittedPods`
 // +kubebuilder:printcolumn:name="Gated",type=integer,JSONPath=`.status.gatedPods`

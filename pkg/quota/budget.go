@@ -1,13 +1,20 @@
 package quota
 
 import (
+	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
 )
@@ -64,49 +71,135 @@ type Budget struct {
 	Strategy v1alpha1.QueueingStrategy
 	// State is the desired state; "" means Open.
 	State v1alpha1.BudgetState
-	// SpecError is a problem found while building the Budget (an unparsable selector).
-	// An invalid budget admits nothing (fail closed: no pod escapes the quota because
-	// of a typo); the error shows in its status.
+	// SpecError is a problem found while building the Budget: a selector that does not
+	// parse (a *SelectorError). An invalid budget admits nothing (fail closed: no pod
+	// escapes the quota because of a typo); the error shows in its status.
 	SpecError error
 }
 
-// BudgetFromAPI converts a Budget. An unparsable podSelector is reported in SpecError
-// and replaced by "every pod of the namespace", so that the pods it meant to cover are
-// held rather than let through.
+// BudgetFromAPI converts a Budget. A podSelector that does not parse is reported in
+// SpecError and widened (see parseSelector), so that the pods it meant to cover are held
+// rather than let through.
 func BudgetFromAPI(b *v1alpha1.Budget) Budget {
 	out := fromSpec(BudgetKey{Namespace: b.Namespace, Name: b.Name}, &b.Spec)
-	if b.Spec.PodSelector != nil {
-		sel, err := metav1.LabelSelectorAsSelector(b.Spec.PodSelector)
-		if err != nil {
-			out.SpecError = fmt.Errorf("parsing podSelector: %w", err)
-			sel = labels.Everything()
-		}
-		out.PodSelector = sel
+	var err error
+	out.PodSelector, err = parseSelector("podSelector", b.Spec.PodSelector, "every pod of its namespace", "the pods of its namespace matching %q")
+	out.SpecError = err
+	return out
+}
+
+// ClusterBudgetFromAPI converts a ClusterBudget. A selector that does not parse is
+// reported in SpecError and widened (see parseSelector): the budget holds every pod it
+// might cover, and admits none.
+func ClusterBudgetFromAPI(b *v1alpha1.ClusterBudget) Budget {
+	out := fromSpec(BudgetKey{Name: b.Name}, &b.Spec.BudgetSpec)
+	podSel, podErr := parseSelector("podSelector", b.Spec.PodSelector, "every pod of the namespaces it selects", "the pods matching %q in the namespaces it selects")
+	nsSel, nsErr := parseSelector("namespaceSelector", b.Spec.NamespaceSelector, "every namespace", "the namespaces matching %q")
+	out.PodSelector, out.NamespaceSelector = podSel, nsSel
+	switch {
+	case podErr != nil && nsErr != nil:
+		out.SpecError = fmt.Errorf("%w; %w", podErr, nsErr)
+	case podErr != nil:
+		out.SpecError = podErr
+	case nsErr != nil:
+		out.SpecError = nsErr
 	}
 	return out
 }
 
-// ClusterBudgetFromAPI converts a ClusterBudget. An unparsable selector is reported in
-// SpecError; the budget then covers pods only through its children (and admits none).
-func ClusterBudgetFromAPI(b *v1alpha1.ClusterBudget) Budget {
-	out := fromSpec(BudgetKey{Name: b.Name}, &b.Spec.BudgetSpec)
-	if b.Spec.PodSelector != nil {
-		sel, err := metav1.LabelSelectorAsSelector(b.Spec.PodSelector)
-		if err != nil {
-			out.SpecError = fmt.Errorf("parsing podSelector: %w", err)
-			sel = labels.Everything()
-		}
-		out.PodSelector = sel
+// SelectorError is a podSelector or namespaceSelector that does not parse. It gets past
+// the API server only through a CRD older than its validation rules, or through a label
+// syntax error that CEL cannot afford to check; the budget then reports InvalidSelector.
+type SelectorError struct {
+	// Field is "podSelector" or "namespaceSelector".
+	Field string
+	// Err lists what does not parse, by field path.
+	Err error
+	// Holds says what the budget covers until the selector is fixed: the widened
+	// selector, in words.
+	Holds string
+}
+
+func (e *SelectorError) Error() string {
+	return fmt.Sprintf("invalid %s: %v; until it is fixed the budget covers %s, and admits nothing", e.Field, e.Err, e.Holds)
+}
+
+func (e *SelectorError) Unwrap() error { return e.Err }
+
+// parseSelector converts a label selector; nil stays nil (the field is unset). A
+// selector that does not parse is replaced by a wider one that still matches everything
+// its author could have meant, trusting its keys and operators, and a *SelectorError
+// says so (all and some describe what the wider selector covers: all when it is empty,
+// some, formatted with its string, otherwise):
+//
+//   - a requirement that parses is kept as written;
+//   - a requirement whose key and operator are valid but whose values are not keeps what
+//     the operator asks of the key whatever the values: In (and a matchLabels entry)
+//     becomes Exists, since every In needs the key; Exists and DoesNotExist stay; NotIn,
+//     which matches objects without the key too, is dropped;
+//   - a requirement with an invalid key or an unknown operator is dropped.
+//
+// Requirements are ANDed, so dropping or widening one only widens the selector: every
+// object the author could have meant is still matched, and so held by a budget that
+// admits nothing until it is fixed. A ClusterBudget whose namespaceSelector names no
+// valid requirement at all holds every namespace.
+func parseSelector(name string, ls *metav1.LabelSelector, all, some string) (labels.Selector, error) {
+	if ls == nil {
+		return nil, nil
 	}
-	if b.Spec.NamespaceSelector != nil {
-		sel, err := metav1.LabelSelectorAsSelector(b.Spec.NamespaceSelector)
-		if err != nil {
-			out.SpecError = fmt.Errorf("parsing namespaceSelector: %w", err)
-		} else {
-			out.NamespaceSelector = sel
+	sel, parseErr := metav1.LabelSelectorAsSelector(ls)
+	if parseErr == nil {
+		return sel, nil
+	}
+	var reqs []labels.Requirement
+	keep := func(key string, op selection.Operator, values []string) {
+		if r, err := labels.NewRequirement(key, op, values); err == nil {
+			reqs = append(reqs, *r)
+			return
+		}
+		if len(validation.IsQualifiedName(key)) > 0 {
+			return
+		}
+		switch op {
+		case selection.Equals, selection.In, selection.Exists:
+			op = selection.Exists
+		case selection.DoesNotExist:
+		default:
+			return
+		}
+		if r, err := labels.NewRequirement(key, op, nil); err == nil {
+			reqs = append(reqs, *r)
 		}
 	}
-	return out
+	for _, k := range slices.Sorted(maps.Keys(ls.MatchLabels)) {
+		keep(k, selection.Equals, []string{ls.MatchLabels[k]})
+	}
+	for _, e := range ls.MatchExpressions {
+		if op, ok := selectorOperators[e.Operator]; ok {
+			keep(e.Key, op, slices.Clone(e.Values))
+		}
+	}
+	sel = labels.NewSelector().Add(reqs...)
+	holds := all
+	if !sel.Empty() {
+		holds = fmt.Sprintf(some, sel.String())
+	}
+	// The API server's own wording for selectors of built-in kinds, with field paths.
+	var msgs []string
+	for _, e := range metav1validation.ValidateLabelSelector(ls, metav1validation.LabelSelectorValidationOptions{}, field.NewPath(name)) {
+		msgs = append(msgs, e.Error())
+	}
+	if len(msgs) == 0 {
+		msgs = append(msgs, parseErr.Error())
+	}
+	return sel, &SelectorError{Field: name, Err: errors.New(strings.Join(msgs, "; ")), Holds: holds}
+}
+
+var selectorOperators = map[metav1.LabelSelectorOperator]selection.Operator{
+	metav1.LabelSelectorOpIn:           selection.In,
+	metav1.LabelSelectorOpNotIn:        selection.NotIn,
+	metav1.LabelSelectorOpExists:       selection.Exists,
+	metav1.LabelSelectorOpDoesNotExist: selection.DoesNotExist,
 }
 
 func fromSpec(key BudgetKey, s *v1alpha1.BudgetSpec) Budget {
@@ -127,6 +220,9 @@ type budget struct {
 	hard      corev1.ResourceList
 	hardNames []corev1.ResourceName // sorted, for deterministic reasons
 	specErr   string
+	// specReason is the Ready reason for specErr: InvalidSelector when a selector does
+	// not parse, else InvalidSpec.
+	specReason string
 
 	// Derived by AdmissionQueue.resolveTopology.
 	parent    *budget
@@ -181,9 +277,12 @@ func (b *budget) setSpec(spec Budget) (topologyChanged bool) {
 		b.hardNames = append(b.hardNames, name)
 	}
 	slices.Sort(b.hardNames)
-	b.specErr = ""
+	b.specErr, b.specReason = "", v1alpha1.ReasonInvalidSpec
 	if spec.SpecError != nil {
 		b.specErr = spec.SpecError.Error()
+		if selErr := (*SelectorError)(nil); errors.As(spec.SpecError, &selErr) {
+			b.specReason = v1alpha1.ReasonInvalidSelector
+		}
 	}
 	if err != nil {
 		if b.specErr != "" {

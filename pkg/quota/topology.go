@@ -17,10 +17,12 @@ import (
 // budget or fixing its parent wakes its inadmissible pods; changing selectors or the
 // parent re-computes which budgets cover which pods.
 //
-// A budget that cannot work admits nothing and says why in its status: an invalid spec
-// (InvalidSpec), a parent that does not exist (ParentNotFound), a parent chain that
-// loops (ParentCycle, for every budget on the loop). Its pods stay gated, and its
-// descendants are Closed with ClosedByParent, until it is fixed.
+// A budget that cannot work admits nothing and says why in its status: a selector that
+// does not parse (InvalidSelector; it then covers every pod it might have meant, see
+// parseSelector), another invalid spec (InvalidSpec), a parent that does not exist
+// (ParentNotFound), a parent chain that loops (ParentCycle, for every budget on the
+// loop). Its pods stay gated, and its descendants are Closed with ClosedByParent, until
+// it is fixed.
 func (q *AdmissionQueue) UpsertBudget(spec Budget) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -222,7 +224,7 @@ func (q *AdmissionQueue) resolveTopology() {
 		switch {
 		case b.problem != nil:
 		case b.specErr != "":
-			b.problem = &problem{Reason: v1alpha1.ReasonInvalidSpec, Message: b.specErr}
+			b.problem = &problem{Reason: b.specReason, Message: b.specErr}
 		case b.spec.Parent != "" && b.parent == nil:
 			b.problem = &problem{Reason: v1alpha1.ReasonParentNotFound, Message: fmt.Sprintf("parent ClusterBudget %s not found", b.spec.Parent)}
 		}

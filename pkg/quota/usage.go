@@ -110,19 +110,36 @@ func quotaName(name corev1.ResourceName) (corev1.ResourceName, bool) {
 		return name, slices.Contains(computeResources, corev1.ResourceName(strings.TrimPrefix(s, limitsPrefix)))
 	case strings.HasPrefix(s, requestsPrefix):
 		rest := corev1.ResourceName(strings.TrimPrefix(s, requestsPrefix))
-		ok := slices.Contains(computeResources, rest) || strings.HasPrefix(string(rest), hugePagesPrefix) || isExtendedResourceName(rest)
+		ok := slices.Contains(computeResources, rest) || isHugePagesName(rest) || isExtendedResourceName(rest)
 		return name, ok
-	case strings.HasPrefix(s, hugePagesPrefix), isExtendedResourceName(name):
+	case isHugePagesName(name), isExtendedResourceName(name):
 		return requestsPrefix + name, true
 	}
 	return "", false
 }
 
+// isHugePagesName reports whether name is hugepages-<size>, with a size that parses as a
+// positive quantity, as the pods that request it must have it.
+func isHugePagesName(name corev1.ResourceName) bool {
+	size, ok := strings.CutPrefix(string(name), hugePagesPrefix)
+	if !ok {
+		return false
+	}
+	q, err := resource.ParseQuantity(size)
+	return err == nil && q.Sign() > 0
+}
+
 // isExtendedResourceName follows Kubernetes' helper of the same name: a domain-prefixed
-// name outside kubernetes.io whose requests.* form is a valid qualified name.
+// name outside kubernetes.io whose requests.* form is a valid qualified name. Unlike
+// that helper it also refuses ResourceQuota's names that only look like one, which pods
+// do not consume as extended resources: object counts (count/services) and names in
+// k8s.io (gold.storageclass.storage.k8s.io/requests.storage, DRA's devices).
 func isExtendedResourceName(name corev1.ResourceName) bool {
 	s := string(name)
 	if !strings.Contains(s, "/") || strings.Contains(s, corev1.ResourceDefaultNamespacePrefix) || strings.HasPrefix(s, requestsPrefix) {
+		return false
+	}
+	if domain, _, _ := strings.Cut(s, "/"); domain == "count" || domain == "k8s.io" || strings.HasSuffix(domain, ".k8s.io") {
 		return false
 	}
 	return len(validation.IsQualifiedName(requestsPrefix+s)) == 0
