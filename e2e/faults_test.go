@@ -40,7 +40,7 @@ import (
 //
 // Sizes are small for CI and can be raised for a soak run:
 //
-//	QUOTAGATE_FAULT_JOBS=40     Jobs per test (1 CPU each, 1-2 s of run time)
+//	QUOTAGATE_FAULT_JOBS=80     Jobs per test (1 CPU each, 1-2 s of run time)
 //	QUOTAGATE_FAULT_RATE=0.2    share of pod PATCHes faulted (every fault kind)
 //	QUOTAGATE_FAULT_SEED=1      the proxies' seed
 //	QUOTAGATE_FAULT_DELAY=10s   how long a delayed response is held
@@ -78,7 +78,7 @@ func setUpFaults(t *testing.T) *faultEnv {
 	t.Helper()
 	ctrllog.SetLogger(logr.Discard())
 	e := &faultEnv{
-		jobs: envInt(t, "QUOTAGATE_FAULT_JOBS", 40), rate: envFloat(t, "QUOTAGATE_FAULT_RATE", 0.2),
+		jobs: envInt(t, "QUOTAGATE_FAULT_JOBS", 80), rate: envFloat(t, "QUOTAGATE_FAULT_RATE", 0.2),
 		seed: uint64(envInt(t, "QUOTAGATE_FAULT_SEED", 1)), delay: envDuration(t, "QUOTAGATE_FAULT_DELAY", 10*time.Second),
 		failovers: envInt(t, "QUOTAGATE_FAILOVERS", 3),
 	}
