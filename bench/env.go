@@ -4,12 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,7 +16,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
 	"github.com/quotagate/quotagate/internal/localcluster"
@@ -114,7 +110,9 @@ func (e *env) setup(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	guard, err := gateGuard(e.root)
+	// The shipped gate guard runs on every pod update, so both the manager's and the
+	// bare client's patches pay for it, as they would in an installation.
+	guard, err := testbed.GateGuard(e.root)
 	if err != nil {
 		return err
 	}
@@ -133,29 +131,6 @@ func (e *env) setup(ctx context.Context) error {
 		return err
 	}
 	return nil
-}
-
-// gateGuard reads the shipped gate guard (config/policy): the ValidatingAdmissionPolicy
-// that lets only the manager remove the gate, and its binding. It runs on every pod
-// update, so both the manager's and the bare client's patches pay for it, as they would
-// in an installation.
-func gateGuard(root string) ([]client.Object, error) {
-	raw, err := os.ReadFile(filepath.Join(root, "config", "policy", "gate_guard.yaml"))
-	if err != nil {
-		return nil, err
-	}
-	policy, binding := &admissionregistrationv1.ValidatingAdmissionPolicy{}, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
-	docs := strings.Split(string(raw), "\n---\n")
-	if len(docs) != 2 {
-		return nil, fmt.Errorf("gate_guard.yaml: %d documents, want the policy and its binding", len(docs))
-	}
-	if err := yaml.UnmarshalStrict([]byte(docs[0]), policy); err != nil {
-		return nil, fmt.Errorf("reading the gate guard policy: %w", err)
-	}
-	if err := yaml.UnmarshalStrict([]byte(docs[1]), binding); err != nil {
-		return nil, fmt.Errorf("reading the gate guard binding: %w", err)
-	}
-	return []client.Object{policy, binding}, nil
 }
 
 // newNamespace creates a namespace named after what it is for; optedIn labels it

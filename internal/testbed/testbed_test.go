@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 )
 
@@ -50,3 +51,48 @@ func TestReadClusterRoleRefusesUnknownFields(t *testing.T) {
 }
 
 func writeFile(path, content string) error { return os.WriteFile(path, []byte(content), 0o644) }
+
+func TestGateGuardReadsTheShippedPolicy(t *testing.T) {
+	objs, err := GateGuard(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatalf("GateGuard: %v", err)
+	}
+	if len(objs) != 2 {
+		t.Fatalf("GateGuard returned %d objects, want the policy and its binding", len(objs))
+	}
+	policy, ok := objs[0].(*admissionregistrationv1.ValidatingAdmissionPolicy)
+	if !ok || len(policy.Spec.Validations) == 0 {
+		t.Errorf("first object %#v is not a policy with validations", objs[0])
+	}
+	binding, ok := objs[1].(*admissionregistrationv1.ValidatingAdmissionPolicyBinding)
+	if !ok || binding.Spec.PolicyName != policy.Name {
+		t.Errorf("second object %#v is not a binding of policy %s", objs[1], policy.Name)
+	}
+}
+
+func TestLeaderElectionBindsTheManager(t *testing.T) {
+	objs, err := LeaderElection(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatalf("LeaderElection: %v", err)
+	}
+	role, ok := objs[0].(*rbacv1.Role)
+	if !ok || !slices.ContainsFunc(role.Rules, func(r rbacv1.PolicyRule) bool {
+		return slices.Contains(r.Resources, "leases") && slices.Contains(r.Verbs, "update")
+	}) {
+		t.Errorf("first object %#v is not a Role that may update leases", objs[0])
+	}
+	binding, ok := objs[1].(*rbacv1.RoleBinding)
+	if !ok || binding.RoleRef.Name != role.Name || binding.Subjects[0].Name != "quotagate-manager" {
+		t.Errorf("second object %#v does not bind %s to quotagate-manager", objs[1], role.Name)
+	}
+}
+
+func TestReadObjectsCountsDocuments(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "two.yaml")
+	if err := writeFile(path, "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: a}\n---\napiVersion: v1\nkind: ServiceAccount\nmetadata: {name: b}\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := readObjects(path, &rbacv1.Role{}); err == nil {
+		t.Errorf("two documents were read into one object without error")
+	}
+}

@@ -29,10 +29,15 @@ type Options struct {
 	LeaderElect             bool
 	LeaderElectionNamespace string
 	LeaderElectionID        string
-	QPS                     float64
-	Burst                   int
-	Controller              controller.Options
-	Zap                     crzap.Options
+	// LeaseDuration, RenewDeadline and RetryPeriod time the leader election, with
+	// kube-controller-manager's flag names and meanings.
+	LeaseDuration time.Duration
+	RenewDeadline time.Duration
+	RetryPeriod   time.Duration
+	QPS           float64
+	Burst         int
+	Controller    controller.Options
+	Zap           crzap.Options
 }
 
 // DefaultOptions are chosen so that the quota layer, not the client, is never what
@@ -45,6 +50,9 @@ func DefaultOptions() Options {
 		LeaderElect:             true,
 		LeaderElectionNamespace: envOr("POD_NAMESPACE", "quotagate-system"),
 		LeaderElectionID:        "quotagate-manager",
+		LeaseDuration:           15 * time.Second,
+		RenewDeadline:           10 * time.Second,
+		RetryPeriod:             2 * time.Second,
 		QPS:                     500,
 		Burst:                   1000,
 		Controller:              controller.DefaultOptions(),
@@ -77,6 +85,9 @@ func NewCommand() *cobra.Command {
 	f.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader with a Lease, so only one replica admits pods.")
 	f.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the leader election Lease.")
 	f.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "Name of the leader election Lease.")
+	f.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration, "How long a standby waits after the leader's last renewal before it takes the lease.")
+	f.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "How long the leader keeps trying to renew before it gives up leading; less than the lease duration.")
+	f.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "How often candidates try to acquire or renew the lease.")
 	f.IntVar(&o.Controller.Workers, "workers", o.Controller.Workers, "How many ungate patches may be in flight at once.")
 	f.BoolVar(&o.Controller.HoldUncovered, "hold-uncovered", o.Controller.HoldUncovered, "Keep gated the pods of opted-in namespaces that no budget covers (default: admit them at once).")
 	f.DurationVar(&o.Controller.FlushInterval, "flush-interval", o.Controller.FlushInterval, "How often pods found not to fit are re-evaluated even without an event.")
@@ -120,7 +131,6 @@ func Run(ctx context.Context, o Options) error {
 	if o.MetricsSecure {
 		metrics.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
-	renew := 10 * time.Second
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
 		Metrics:                       metrics,
@@ -129,7 +139,9 @@ func Run(ctx context.Context, o Options) error {
 		LeaderElectionNamespace:       o.LeaderElectionNamespace,
 		LeaderElectionID:              o.LeaderElectionID,
 		LeaderElectionReleaseOnCancel: true,
-		RenewDeadline:                 &renew,
+		LeaseDuration:                 &o.LeaseDuration,
+		RenewDeadline:                 &o.RenewDeadline,
+		RetryPeriod:                   &o.RetryPeriod,
 		Cache:                         controller.CacheOptions(),
 	})
 	if err != nil {

@@ -1,0 +1,257 @@
+package testbed
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	resourcehelper "k8s.io/component-helpers/resource"
+
+	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/pkg/gates"
+)
+
+// UsageWatcher follows every pod of a namespace through one watch, which delivers
+// changes in the order etcd made them: after each event its view is the namespace at
+// that revision. At every event it checks that the admitted pods (no quotagate gate,
+// not terminal, not deleted) fit in hard, as DESIGN.md defines used; and it records
+// each pod's states and when each pod was first seen admitted.
+//
+// The watch resumes from the last resourceVersion seen if the API server ends it, so
+// no revision goes unchecked; a watch that cannot resume is reported as a violation.
+type UsageWatcher struct {
+	cs        kubernetes.Interface
+	namespace string
+	hard      corev1.ResourceList
+	cancel    context.CancelFunc
+	done      chan struct{}
+
+	mu         sync.Mutex
+	pods       map[types.UID]*corev1.Pod
+	charged    map[types.UID]corev1.ResourceList
+	used       corev1.ResourceList
+	peak       corev1.ResourceList
+	states     map[string][]string
+	admitted   []Admission
+	admittedBy map[types.UID]bool
+	violations []string
+	events     int
+	lastRV     string
+}
+
+// Admission is a pod seen without the quotagate gate for the first time.
+type Admission struct {
+	Pod string
+	// At is when the watch delivered it (this process's clock).
+	At time.Time
+	// ResourceVersion is the pod's at that event.
+	ResourceVersion string
+}
+
+// UsageReport is what a UsageWatcher saw so far.
+type UsageReport struct {
+	// States maps each pod name to the distinct states it went through in order:
+	// SchedulingGated while it has the quotagate gate, then its phase.
+	States map[string][]string
+	// Admitted lists the pods in the order they were first seen without the gate.
+	Admitted []Admission
+	// Used is the admitted usage now; Peak the most ever seen, per resource of hard.
+	Used, Peak corev1.ResourceList
+	// Gated counts the pods that still carry the gate.
+	Gated int
+	// Violations describes every revision at which the admitted usage exceeded hard.
+	Violations []string
+	// Events counts the watch events checked.
+	Events int
+}
+
+// WatchUsage starts a UsageWatcher on namespace. hard names what must hold, in
+// ResourceQuota's names: "pods" (or "count/pods") counts pods, "requests.X" (or a bare
+// "cpu", "memory") sums requests of X as Kubernetes computes them. Start it before the
+// pods exist, or it sees the existing ones at their current state. It stops with ctx or
+// Stop.
+func WatchUsage(ctx context.Context, cs kubernetes.Interface, namespace string, hard corev1.ResourceList) (*UsageWatcher, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	w := &UsageWatcher{
+		cs: cs, namespace: namespace, hard: hard.DeepCopy(), cancel: cancel, done: make(chan struct{}),
+		pods: map[types.UID]*corev1.Pod{}, charged: map[types.UID]corev1.ResourceList{},
+		used: corev1.ResourceList{}, peak: corev1.ResourceList{},
+		states: map[string][]string{}, admittedBy: map[types.UID]bool{},
+	}
+	watcher, err := cs.CoreV1().Pods(namespace).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("watching pods in %s: %w", namespace, err)
+	}
+	go w.run(ctx, watcher)
+	return w, nil
+}
+
+func (w *UsageWatcher) run(ctx context.Context, watcher watch.Interface) {
+	defer close(w.done)
+	for {
+		select {
+		case <-ctx.Done():
+			watcher.Stop()
+			return
+		case ev, ok := <-watcher.ResultChan():
+			if ok {
+				w.handle(ev)
+				continue
+			}
+		}
+		// The API server ended the watch: resume where it was.
+		watcher.Stop()
+		w.mu.Lock()
+		rv := w.lastRV
+		w.mu.Unlock()
+		var err error
+		watcher, err = w.cs.CoreV1().Pods(w.namespace).Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
+		if err != nil {
+			if ctx.Err() == nil {
+				w.fail(fmt.Sprintf("resuming the watch at resourceVersion %s: %v", rv, err))
+			}
+			return
+		}
+	}
+}
+
+func (w *UsageWatcher) handle(ev watch.Event) {
+	if ev.Type == watch.Error {
+		w.fail(fmt.Sprintf("the watch failed: %v", ev.Object))
+		return
+	}
+	if pod, ok := ev.Object.(*corev1.Pod); ok {
+		w.observe(ev.Type, pod)
+	}
+}
+
+func (w *UsageWatcher) fail(msg string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.violations = append(w.violations, msg)
+}
+
+// State is what `kubectl get pods` summarises: SchedulingGated while the pod carries
+// the quotagate gate, then its phase.
+func State(pod *corev1.Pod) string {
+	if hasGate(pod) {
+		return "SchedulingGated"
+	}
+	return string(pod.Status.Phase)
+}
+
+func hasGate(pod *corev1.Pod) bool { return gates.HasGate(pod, v1alpha1.SchedulingGate) }
+
+// charges reports whether the pod counts as used: admitted, not terminal, not deleted.
+func charges(typ watch.EventType, pod *corev1.Pod) bool {
+	terminal := pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+	return typ != watch.Deleted && !hasGate(pod) && !terminal
+}
+
+// usage is what pod counts against each resource of hard.
+func (w *UsageWatcher) usage(pod *corev1.Pod) corev1.ResourceList {
+	reqs := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	out := corev1.ResourceList{}
+	for name := range w.hard {
+		switch name {
+		case corev1.ResourcePods, "count/pods":
+			out[name] = *resource.NewQuantity(1, resource.DecimalSI)
+		default:
+			out[name] = reqs[corev1.ResourceName(strings.TrimPrefix(string(name), "requests."))]
+		}
+	}
+	return out
+}
+
+func (w *UsageWatcher) observe(typ watch.EventType, pod *corev1.Pod) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.events++
+	w.lastRV = pod.ResourceVersion
+	if typ == watch.Deleted {
+		delete(w.pods, pod.UID)
+	} else {
+		w.pods[pod.UID] = pod
+		s := State(pod)
+		if seen := w.states[pod.Name]; len(seen) == 0 || seen[len(seen)-1] != s {
+			w.states[pod.Name] = append(seen, s)
+		}
+		if !hasGate(pod) && !w.admittedBy[pod.UID] {
+			w.admittedBy[pod.UID] = true
+			w.admitted = append(w.admitted, Admission{Pod: pod.Name, At: time.Now(), ResourceVersion: pod.ResourceVersion})
+		}
+	}
+	if old, ok := w.charged[pod.UID]; ok {
+		for name, q := range old {
+			u := w.used[name]
+			u.Sub(q)
+			w.used[name] = u
+		}
+		delete(w.charged, pod.UID)
+	}
+	if charges(typ, pod) {
+		c := w.usage(pod)
+		w.charged[pod.UID] = c
+		for name, q := range c {
+			u := w.used[name]
+			u.Add(q)
+			w.used[name] = u
+		}
+	}
+	var over []string
+	for name, limit := range w.hard {
+		u := w.used[name]
+		if p := w.peak[name]; u.Cmp(p) > 0 {
+			w.peak[name] = u.DeepCopy()
+		}
+		if u.Cmp(limit) > 0 {
+			over = append(over, fmt.Sprintf("%s %s > %s", name, u.String(), limit.String()))
+		}
+	}
+	if len(over) > 0 {
+		var names []string
+		for uid := range w.charged {
+			names = append(names, w.pods[uid].Name)
+		}
+		slices.Sort(over)
+		slices.Sort(names)
+		w.violations = append(w.violations, fmt.Sprintf("at resourceVersion %s (%s %s): %s, admitted pods %s",
+			pod.ResourceVersion, typ, pod.Name, strings.Join(over, ", "), strings.Join(names, ", ")))
+	}
+}
+
+// Report returns copies of what the watcher saw so far.
+func (w *UsageWatcher) Report() UsageReport {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	r := UsageReport{
+		States: map[string][]string{}, Admitted: slices.Clone(w.admitted),
+		Used: w.used.DeepCopy(), Peak: w.peak.DeepCopy(),
+		Violations: slices.Clone(w.violations), Events: w.events,
+	}
+	for k, v := range w.states {
+		r.States[k] = slices.Clone(v)
+	}
+	for _, p := range w.pods {
+		if hasGate(p) {
+			r.Gated++
+		}
+	}
+	return r
+}
+
+// Stop ends the watch and waits for the watcher to return. It may be called again.
+func (w *UsageWatcher) Stop() {
+	w.cancel()
+	<-w.done
+}

@@ -1,0 +1,107 @@
+package testbed
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/quotagate/quotagate/api/v1alpha1"
+)
+
+func gatedPod(name, cpu string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(name)},
+		Spec: corev1.PodSpec{
+			SchedulingGates: []corev1.PodSchedulingGate{{Name: v1alpha1.SchedulingGate}},
+			Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)},
+			}}},
+		},
+		Status: corev1.PodStatus{Phase: corev1.PodPending},
+	}
+}
+
+func TestUsageWatcherChecksEveryRevision(t *testing.T) {
+	ctx := t.Context()
+	cs := fake.NewClientset()
+	w, err := WatchUsage(ctx, cs, "ns", corev1.ResourceList{
+		corev1.ResourceRequestsCPU: resource.MustParse("2"),
+		corev1.ResourcePods:        resource.MustParse("2"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	pods := cs.CoreV1().Pods("ns")
+	events := 0
+	step := func(what string, do func() error) {
+		t.Helper()
+		if err := do(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		events++
+		deadline := time.Now().Add(10 * time.Second)
+		for w.Report().Events < events {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the watcher saw %d events, want %d", what, w.Report().Events, events)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	create := func(p *corev1.Pod) func() error {
+		return func() error { _, err := pods.Create(ctx, p, metav1.CreateOptions{}); return err }
+	}
+	update := func(p *corev1.Pod) func() error {
+		return func() error { _, err := pods.Update(ctx, p, metav1.UpdateOptions{}); return err }
+	}
+	p1, p2 := gatedPod("p1", "1"), gatedPod("p2", "2")
+	step("create p1", create(p1))
+	step("create p2", create(p2))
+	p1.Spec.SchedulingGates = nil
+	step("admit p1", update(p1))
+	p2.Spec.SchedulingGates = nil
+	step("admit p2: 3 CPU of 2", update(p2))
+	p1.Status.Phase = corev1.PodSucceeded
+	step("p1 succeeds", update(p1))
+	step("delete p2", func() error { return pods.Delete(ctx, "p2", metav1.DeleteOptions{}) })
+
+	r := w.Report()
+	if len(r.Violations) != 1 || !strings.Contains(r.Violations[0], "requests.cpu 3 > 2") || !strings.Contains(r.Violations[0], "p1, p2") {
+		t.Errorf("violations %q, want one naming 3 CPU over 2 in p1 and p2", r.Violations)
+	}
+	var admitted []string
+	for _, a := range r.Admitted {
+		admitted = append(admitted, a.Pod)
+	}
+	if diff := cmp.Diff([]string{"p1", "p2"}, admitted); diff != "" {
+		t.Errorf("admission order (-want +got):\n%s", diff)
+	}
+	peak, used := r.Peak[corev1.ResourceRequestsCPU], r.Used[corev1.ResourceRequestsCPU]
+	if peak.String() != "3" || !used.IsZero() || r.Gated != 0 {
+		t.Errorf("peak %s, used %s, gated %d; want peak 3, nothing used or gated at the end", peak.String(), used.String(), r.Gated)
+	}
+	if diff := cmp.Diff([]string{"SchedulingGated", "Pending", "Succeeded"}, r.States["p1"]); diff != "" {
+		t.Errorf("p1's states (-want +got):\n%s", diff)
+	}
+}
+
+func TestUsageWatcherStopsWithItsContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	w, err := WatchUsage(ctx, fake.NewClientset(), "ns", corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	w.Stop() // returns: the watcher ended with ctx
+	if v := w.Report().Violations; len(v) != 0 {
+		t.Errorf("a watcher stopped on purpose reported %v", v)
+	}
+}
