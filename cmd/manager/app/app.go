@@ -102,8 +102,26 @@ func NewCommand() *cobra.Command {
 	return cmd
 }
 
+// Validate checks the flags that only make sense together.
+func (o Options) Validate() error {
+	if o.RenewDeadline >= o.LeaseDuration {
+		return fmt.Errorf("--leader-elect-renew-deadline (%s) must be less than --leader-elect-lease-duration (%s)", o.RenewDeadline, o.LeaseDuration)
+	}
+	// A leader that cannot renew stops admitting within the renew deadline; another
+	// takes over after the lease duration. An ungate it sent must have timed out by
+	// then, or it could land after the new leader's catch-up read.
+	if o.LeaderElect && o.Controller.UngateTimeout >= o.LeaseDuration-o.RenewDeadline {
+		return fmt.Errorf("--ungate-timeout (%s) must be less than --leader-elect-lease-duration minus --leader-elect-renew-deadline (%s), so that no ungate of a leader that lost its lease is still in flight when the next one starts",
+			o.Controller.UngateTimeout, o.LeaseDuration-o.RenewDeadline)
+	}
+	return nil
+}
+
 // Run starts the manager and blocks until ctx is done.
 func Run(ctx context.Context, o Options) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
 	log := ctrl.Log.WithName("setup")
 	cfg, err := ctrl.GetConfig()
 	if err != nil {

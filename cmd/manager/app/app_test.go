@@ -1,0 +1,44 @@
+package app
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestValidate(t *testing.T) {
+	tests := map[string]struct {
+		mutate  func(*Options)
+		wantErr string
+	}{
+		"defaults":                         {mutate: func(*Options) {}},
+		"defaults without leader election": {mutate: func(o *Options) { o.LeaderElect = false }},
+		"renew deadline not below the lease": {
+			mutate:  func(o *Options) { o.RenewDeadline = o.LeaseDuration },
+			wantErr: "--leader-elect-renew-deadline (15s) must be less than --leader-elect-lease-duration (15s)",
+		},
+		"an ungate could outlive the lease gap": {
+			mutate: func(o *Options) {
+				o.LeaderElect = true
+				o.Controller.UngateTimeout = 5 * time.Second
+			},
+			wantErr: "--ungate-timeout (5s) must be less than --leader-elect-lease-duration minus --leader-elect-renew-deadline (5s)",
+		},
+		"a long ungate timeout is fine without leader election": {
+			mutate: func(o *Options) { o.LeaderElect, o.Controller.UngateTimeout = false, time.Minute },
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			o := DefaultOptions()
+			tc.mutate(&o)
+			err := o.Validate()
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Errorf("Validate() = %v, want nil", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Errorf("Validate() = %v, want an error containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}
