@@ -159,6 +159,19 @@ func TestReleaseAllPaginates(t *testing.T) {
 	if n != wantReleased {
 		t.Errorf("ReleaseAll released %d pods, want %d", n, wantReleased)
 	}
+	// Every List ReleaseAll made asked for a page, and no page was larger: memory holds 4 pods.
+	cs.mu.Lock()
+	limits, maxPage, lists := cs.limits, cs.maxPage, cs.lists
+	cs.mu.Unlock()
+	for _, l := range limits {
+		if l != 4 {
+			t.Errorf("a List asked for %d pods, want pages of 4", l)
+		}
+	}
+	if maxPage != 4 || lists < 2*6 {
+		t.Errorf("largest page %d and %d Lists for 23 pods in two passes, want 4 and at least 12", maxPage, lists)
+	}
+
 	if left := gatedNames(t, cs); len(left) != 0 {
 		t.Errorf("pods still gated: %v", left)
 	}
@@ -188,19 +201,6 @@ func TestReleaseAllPaginates(t *testing.T) {
 	if len(hooks.Items) != 1 || hooks.Items[0].Name != "someone-elses" {
 		t.Errorf("webhook configurations left: %v, want only someone-elses", hooks.Items)
 	}
-	// Every List asked for a page, and no page was larger: memory holds 4 pods.
-	cs.mu.Lock()
-	limits, maxPage, lists := cs.limits, cs.maxPage, cs.lists
-	cs.mu.Unlock()
-	for _, l := range limits {
-		if l != 4 {
-			t.Errorf("a List asked for %d pods, want pages of 4", l)
-		}
-	}
-	if maxPage != 4 || lists < 2*6 {
-		t.Errorf("largest page %d and %d Lists for 23 pods in two passes, want 4 and at least 12", maxPage, lists)
-	}
-
 	// Idempotent: a re-run (the hook Job's retry) finds nothing and succeeds.
 	n, err = controller.ReleaseAll(t.Context(), cs, releaseOptions(nil))
 	if err != nil || n != 0 {
@@ -218,8 +218,8 @@ func TestReleaseAllFinalPassCatchesLateGatedPods(t *testing.T) {
 	cs := newPagedClientset(objs...)
 	cs.beforeList = func(call int, _ string) error {
 		if call == 2 { // the first pass is past the first page: p00 sorts before it
-			_, err := cs.CoreV1().Pods("team").Create(context.Background(), gatedPodIn("team", "a-late", releaseGate), metav1.CreateOptions{})
-			return err
+			// The tracker directly: the fake clientset's lock is held while reacting.
+			return cs.Tracker().Create(podsResource, gatedPodIn("team", "a-late", releaseGate), "team")
 		}
 		return nil
 	}
@@ -284,10 +284,11 @@ func TestReleaseAllRetriesChangedPodsAndReportsFailures(t *testing.T) {
 		switch {
 		case name == "changes" && n == 1:
 			// Another controller adds its gate in front of ours: the gate moves.
-			pod, err := cs.CoreV1().Pods("team").Get(context.Background(), name, metav1.GetOptions{})
+			obj, err := cs.Tracker().Get(podsResource, "team", name)
 			if err != nil {
 				return true, nil, err
 			}
+			pod := obj.(*corev1.Pod)
 			pod.Spec.SchedulingGates = append([]corev1.PodSchedulingGate{{Name: otherGate}}, pod.Spec.SchedulingGates...)
 			if err := cs.Tracker().Update(podsResource, pod, "team"); err != nil {
 				return true, nil, err
