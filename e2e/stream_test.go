@@ -30,6 +30,7 @@ const streamPause = 50 * time.Millisecond
 // what each create returned.
 type podStream struct {
 	stop, done chan struct{}
+	stopOnce   sync.Once
 
 	mu       sync.Mutex
 	created  int
@@ -71,9 +72,9 @@ func startPodStream(ctx context.Context, cs kubernetes.Interface, namespace, pre
 	return s
 }
 
-// Stop stops the stream and waits for its last create.
+// Stop stops the stream and waits for its last create; it may be called again.
 func (s *podStream) Stop() {
-	close(s.stop)
+	s.stopOnce.Do(func() { close(s.stop) })
 	<-s.done
 }
 
