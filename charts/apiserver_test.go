@@ -171,6 +171,20 @@ func TestChartOnRealAPIServer(t *testing.T) {
 			create(o)
 		}
 	}
+
+	// The uninstall hook's RBAC (created here with the rest), on the real authorizer: the
+	// identity the hook runs as may delete the release's webhook configuration, and not
+	// read it, nor delete anyone else's (here config/default's).
+	hooks := kubernetes.NewForConfigOrDie(manager).AdmissionregistrationV1().MutatingWebhookConfigurations()
+	if err := hooks.Delete(ctx, "quotagate-webhook", metav1.DeleteOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("the release's manager deleting another webhook configuration: %v, want forbidden", err)
+	}
+	if _, err := hooks.Get(ctx, release+"-quotagate-webhook", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("the release's manager reading its webhook configuration: %v, want forbidden", err)
+	}
+	if err := hooks.Delete(ctx, release+"-quotagate-webhook", metav1.DeleteOptions{}); err != nil {
+		t.Errorf("the release's manager could not delete its webhook configuration: %v", err)
+	}
 }
 
 func certManagerCRDs(t *testing.T) []*unstructured.Unstructured {

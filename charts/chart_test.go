@@ -10,8 +10,6 @@ import (
 	"helm.sh/helm/v4/pkg/chart/v2/lint"
 	"helm.sh/helm/v4/pkg/chart/v2/lint/support"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
@@ -127,63 +125,6 @@ func TestWebhookConfiguration(t *testing.T) {
 	}
 	if diff := cmp.Diff(fromConfig, wh, celWhitespace); diff != "" {
 		t.Errorf("webhook differs from config/default's (-config +chart):\n%s", diff)
-	}
-}
-
-func TestWebhookTLSFromCertManager(t *testing.T) {
-	for name, tc := range map[string]struct {
-		values     map[string]any
-		wantIssuer map[string]any
-		wantOwn    bool
-	}{
-		"self-signed by default": {
-			wantIssuer: map[string]any{"name": "quotagate-selfsigned", "kind": "Issuer", "group": "cert-manager.io"},
-			wantOwn:    true,
-		},
-		"the user's issuer": {
-			values:     map[string]any{"certManager": map[string]any{"issuerRef": map[string]any{"name": "corp-ca", "kind": "ClusterIssuer"}}},
-			wantIssuer: map[string]any{"name": "corp-ca", "kind": "ClusterIssuer", "group": "cert-manager.io"},
-		},
-	} {
-		t.Run(name, func(t *testing.T) {
-			m := mustInstall(t, defaultRelease, defaultNamespace, tc.values)
-			mwc := m.find(t, "MutatingWebhookConfiguration", "")
-			ref := mwc.GetAnnotations()["cert-manager.io/inject-ca-from"]
-			ns, certName, _ := strings.Cut(ref, "/")
-			if ns != defaultNamespace {
-				t.Errorf("inject-ca-from %q: namespace %q, want the release namespace %q", ref, ns, defaultNamespace)
-			}
-			cert := m.find(t, "Certificate", certName)
-			if cert.GetNamespace() != defaultNamespace {
-				t.Errorf("Certificate %s in %q, want %q", certName, cert.GetNamespace(), defaultNamespace)
-			}
-			dnsNames, _, _ := unstructured.NestedStringSlice(cert.Object, "spec", "dnsNames")
-			wantDNS := []string{"quotagate-webhook.quotagate-system.svc", "quotagate-webhook.quotagate-system.svc.cluster.local"}
-			if diff := cmp.Diff(wantDNS, dnsNames); diff != "" {
-				t.Errorf("Certificate dnsNames (-want +got):\n%s", diff)
-			}
-			issuer, _, _ := unstructured.NestedMap(cert.Object, "spec", "issuerRef")
-			if diff := cmp.Diff(tc.wantIssuer, issuer); diff != "" {
-				t.Errorf("Certificate issuerRef (-want +got):\n%s", diff)
-			}
-			if got := len(m.all("Issuer")) == 1; got != tc.wantOwn {
-				t.Errorf("chart renders its own Issuer: %v, want %v", got, tc.wantOwn)
-			}
-
-			// The webhook mounts the Secret cert-manager writes, read-only, at its cert dir.
-			secret, _, _ := unstructured.NestedString(cert.Object, "spec", "secretName")
-			var dep appsv1.Deployment
-			into(t, m.find(t, "Deployment", "quotagate-webhook"), &dep)
-			pod := dep.Spec.Template.Spec
-			if diff := cmp.Diff([]corev1.Volume{{Name: "serving-cert", VolumeSource: corev1.VolumeSource{
-				Secret: &corev1.SecretVolumeSource{SecretName: secret}}}}, pod.Volumes); diff != "" {
-				t.Errorf("webhook volumes (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff([]corev1.VolumeMount{{Name: "serving-cert", ReadOnly: true,
-				MountPath: "/tmp/k8s-webhook-server/serving-certs"}}, pod.Containers[0].VolumeMounts); diff != "" {
-				t.Errorf("webhook volume mounts (-want +got):\n%s", diff)
-			}
-		})
 	}
 }
 

@@ -44,10 +44,11 @@ func TestReleaseNameAndNamespace(t *testing.T) {
 
 	// The references between objects follow the new names.
 	mwc := m.find(t, "MutatingWebhookConfiguration", prefix+"-webhook")
-	if got, want := mwc.GetAnnotations()["cert-manager.io/inject-ca-from"], namespace+"/"+prefix+"-webhook-cert"; got != want {
+	if got, want := mwc.GetAnnotations()["cert-manager.io/inject-ca-from"], namespace+"/"+prefix+"-ca"; got != want {
 		t.Errorf("inject-ca-from = %q, want %q", got, want)
 	}
 	m.find(t, "Certificate", prefix+"-webhook-cert")
+	m.find(t, "Certificate", prefix+"-ca")
 	webhooks, _, _ := unstructured.NestedSlice(mwc.Object, "webhooks")
 	svc, _, _ := unstructured.NestedMap(webhooks[0].(map[string]any), "clientConfig", "service")
 	if svc["name"] != prefix+"-webhook" || svc["namespace"] != namespace {

@@ -222,44 +222,6 @@ func TestPDBThatBlocksDrainsIsRefused(t *testing.T) {
 	}
 }
 
-// Uninstalling must not strand gated pods: a pre-delete hook releases them all, as the
-// manager (the only identity the gate guard lets remove the gate).
-func TestPreDeleteHookReleasesGatedPods(t *testing.T) {
-	m := mustInstall(t, defaultRelease, defaultNamespace, nil)
-	if len(m.Hooks) != 1 {
-		t.Fatalf("want one hook, got %d", len(m.Hooks))
-	}
-	var job batchv1.Job
-	into(t, m.Hooks[0], &job)
-	wantAnnotations := map[string]string{
-		"helm.sh/hook":               "pre-delete",
-		"helm.sh/hook-weight":        "0",
-		"helm.sh/hook-delete-policy": "before-hook-creation,hook-succeeded",
-	}
-	if diff := cmp.Diff(wantAnnotations, job.Annotations); diff != "" {
-		t.Errorf("hook annotations (-want +got):\n%s", diff)
-	}
-	if job.Spec.BackoffLimit == nil || job.Spec.ActiveDeadlineSeconds == nil {
-		t.Errorf("hook Job needs a backoffLimit and an activeDeadlineSeconds, got %v and %v", job.Spec.BackoffLimit, job.Spec.ActiveDeadlineSeconds)
-	}
-	spec := job.Spec.Template.Spec
-	managerSA := podSpecOf(t, m, "Deployment", "quotagate-manager").ServiceAccountName
-	if spec.ServiceAccountName != managerSA {
-		t.Errorf("hook runs as %q, want the manager's ServiceAccount %q", spec.ServiceAccountName, managerSA)
-	}
-	if spec.RestartPolicy != corev1.RestartPolicyNever {
-		t.Errorf("restartPolicy = %s, want Never", spec.RestartPolicy)
-	}
-	c := spec.Containers[0]
-	if diff := cmp.Diff([]string{"/manager", "release", "--all"}, append(c.Command, c.Args...)); diff != "" {
-		t.Errorf("hook command (-want +got):\n%s", diff)
-	}
-
-	if off := mustInstall(t, defaultRelease, defaultNamespace, map[string]any{"releaseOnUninstall": map[string]any{"enabled": false}}); len(off.Hooks) != 0 {
-		t.Errorf("releaseOnUninstall.enabled=false still renders %d hooks", len(off.Hooks))
-	}
-}
-
 func TestServiceMonitors(t *testing.T) {
 	if n := len(mustInstall(t, defaultRelease, defaultNamespace, nil).all("ServiceMonitor")); n != 0 {
 		t.Errorf("ServiceMonitors rendered by default: %d, want none", n)

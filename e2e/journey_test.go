@@ -5,7 +5,9 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -114,6 +116,7 @@ func TestUserJourney(t *testing.T) {
 		{"a user cannot remove the gate", testGuard},
 		{"the burst drains within the budget, by priority", testDrain},
 		{"the manager's metrics", testMetrics},
+		{"the serving certificate renews with no failed create", testCertificateRenewal},
 		{"helm upgrade keeps queued pods queued", testUpgrade},
 		{"helm uninstall releases every gated pod", testUninstall},
 	}
@@ -350,9 +353,31 @@ func testUpgrade(t *testing.T, e env, _ *podWatcher) {
 	}
 }
 
+// The uninstall runs while pods are created all the time in an opted-in namespace: no
+// create fails (the hook deletes the webhook configuration before Helm deletes the
+// webhook), and afterwards no pod anywhere carries the gate, including the pods the
+// webhook gated while the hook was at work.
 func testUninstall(t *testing.T, e env, _ *podWatcher) {
 	ctx := t.Context()
+	s := startPodStream(ctx, e.cs, streamNS, "uninstall")
+	defer s.Stop()
+	waitFor(t, "pods created through the webhook before the uninstall", time.Minute, func() (bool, string) {
+		_, gated, _, _ := s.counts()
+		return gated >= 5, fmt.Sprintf("%d gated", gated)
+	})
 	fatalIf(t, e.inst.Uninstall(ctx), "helm uninstall")
+	_, _, ungatedAtUninstall, _ := s.counts()
+	waitFor(t, "pods created after the uninstall", time.Minute, func() (bool, string) {
+		_, _, ungated, _ := s.counts()
+		return ungated >= ungatedAtUninstall+5, fmt.Sprintf("%d created without the webhook", ungated)
+	})
+	s.Stop()
+	created, gated, ungated, failures := s.counts()
+	t.Logf("%d pods created during the uninstall: %d gated by the webhook, %d after it was gone, %d failed", created, gated, ungated, len(failures))
+	for _, err := range failures {
+		t.Errorf("a create failed during the uninstall: %v", err)
+	}
+
 	pods, err := e.cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
 	fatalIf(t, err, "listing pods")
 	for _, pod := range pods.Items {
@@ -360,9 +385,15 @@ func testUninstall(t *testing.T, e env, _ *podWatcher) {
 			t.Errorf("pod %s/%s is still gated after the uninstall", pod.Namespace, pod.Name)
 		}
 	}
-	hook := tail(e.inst.LogPaths()[2], 5)
-	if !strings.Contains(hook, "released 4 pods") {
-		t.Errorf("the pre-delete hook's log does not say it released the 4 gated pods:\n%s", hook)
+	hook := tail(e.inst.LogPaths()[2], 20)
+	m := regexp.MustCompile(`released (\d+) pods`).FindStringSubmatch(hook)
+	if m == nil {
+		t.Errorf("the pre-delete hook's log does not say how many pods it released:\n%s", hook)
+	} else if n, _ := strconv.Atoi(m[1]); n < 4 {
+		t.Errorf("the pre-delete hook released %d pods, want at least the 4 queued in %s:\n%s", n, teamNS, hook)
+	}
+	if !strings.Contains(hook, "--webhook-configuration="+e.inst.WebhookConfiguration()) {
+		t.Errorf("the pre-delete hook did not take out the webhook configuration %s:\n%s", e.inst.WebhookConfiguration(), hook)
 	}
 	if !strings.Contains(hook, " as "+e.inst.ManagerServiceAccount()+":") {
 		t.Errorf("the pre-delete hook did not run as the manager's ServiceAccount %s:\n%s", e.inst.ManagerServiceAccount(), hook)

@@ -10,18 +10,23 @@
 // would do:
 //
 //   - cert-manager's controllers are not here (their binaries are separate modules), so
-//     Install issues the webhook's serving certificate itself into the Secret the chart's
-//     Certificate names, and copies its CA into the MutatingWebhookConfiguration's
+//     Install issues the chart's Certificates itself, each through the Issuer it names
+//     (the self-signed Issuer signs the CA, the CA Issuer signs the serving certificate
+//     with the CA's Secret), writes the webhook's Secret into its cert dir as the kubelet
+//     updates a Secret volume, and copies the CA into the MutatingWebhookConfiguration's
 //     caBundle the way cert-manager's CA injector does (following the
-//     cert-manager.io/inject-ca-from annotation).
+//     cert-manager.io/inject-ca-from annotation). RenewWebhookCert renews the serving
+//     certificate as cert-manager would at renewBefore.
 //   - The webhook process listens on 127.0.0.1, which the API server cannot reach
 //     through the chart's Service, so a Helm post-renderer replaces the webhook's
 //     clientConfig.service with clientConfig.url pointing at the process. Doing it in the
 //     post-renderer (not with a patch after install) keeps it across `helm upgrade`.
-//   - The chart's pre-delete hook Job runs `manager release --all`. kwok would mark its
-//     pod Succeeded without running anything, so the post-renderer tells kwok never to
-//     complete it, and Uninstall runs the same command as a process under the pod's
-//     ServiceAccount, then reports the exit code in the pod's status as a kubelet would.
+//   - The chart's pre-delete hook Job runs `manager release --all --webhook-configuration
+//     <release>-webhook`. kwok would mark its pod Succeeded without running anything, so
+//     the post-renderer tells kwok never to complete it, and Uninstall runs the same
+//     command as a process under the pod's ServiceAccount (bound, while the hook runs, to
+//     the hook's ClusterRole), then reports the exit code in the pod's status as a
+//     kubelet would.
 //     Helm's uninstall waits for the Job as it would in a real cluster.
 //
 // Each process logs to <Dir>/<name>.log; a process that exits while it should run is

@@ -28,10 +28,10 @@ func (i *Installation) hookLogPath() string { return filepath.Join(i.opts.Dir, "
 
 // Uninstall is `helm uninstall`. While Helm waits for the chart's pre-delete hook Job,
 // Uninstall plays the kubelet for the Job's pods (see the package comment): it runs
-// each pod's command (`manager release --all`) as a process under the pod's
-// ServiceAccount and reports its exit in the pod's status, so the Job succeeds or fails
-// as it would in a cluster and Helm proceeds, or fails, accordingly. Then it stops the
-// webhook and manager processes, whose Deployments Helm has deleted.
+// each pod's command (`manager release --all --webhook-configuration ...`) as a process
+// under the pod's ServiceAccount and reports its exit in the pod's status, so the Job
+// succeeds or fails as it would in a cluster and Helm proceeds, or fails, accordingly.
+// Then it stops the webhook and manager processes, whose Deployments Helm has deleted.
 func (i *Installation) Uninstall(ctx context.Context) error {
 	hookCtx, cancel := context.WithCancel(ctx)
 	hookErr := make(chan error, 1)

@@ -37,6 +37,9 @@ type Installation struct {
 	renderer localRenderer
 
 	webhook, manager *component
+	// servingCert and webhookConfiguration name the release's serving Certificate and
+	// MutatingWebhookConfiguration, for RenewWebhookCert.
+	servingCert, webhookConfiguration string
 
 	stopOnce sync.Once
 	stopErr  error
@@ -120,18 +123,26 @@ func (i *Installation) install(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cert, err := find(objs, "cert-manager.io", "Certificate")
+	if err := i.issueCertificates(ctx, objs); err != nil {
+		return err
+	}
+	dep, err := deployment(objs, webhookName)
 	if err != nil {
 		return err
 	}
-	if err := i.issueWebhookCert(ctx, cert, i.certDir()); err != nil {
+	secretName := servingSecretOf(dep)
+	if i.servingCert, err = certificateFor(objs, secretName); err != nil {
+		return err
+	}
+	if err := i.syncCertDir(ctx, i.opts.Namespace, secretName, i.certDir()); err != nil {
 		return err
 	}
 	mwc, err := find(objs, "admissionregistration.k8s.io", "MutatingWebhookConfiguration")
 	if err != nil {
 		return err
 	}
-	if err := i.injectCABundle(ctx, mwc.GetName()); err != nil {
+	i.webhookConfiguration = mwc.GetName()
+	if err := i.injectCABundle(ctx, i.webhookConfiguration); err != nil {
 		return err
 	}
 	for _, comp := range []*component{i.webhook, i.manager} {
@@ -186,6 +197,29 @@ func (i *Installation) configure(ctx context.Context, comp *component, objs []*u
 		}
 	}
 	return nil
+}
+
+// servingSecretOf is the Secret the webhook Deployment mounts: its serving certificate.
+func servingSecretOf(dep *appsv1.Deployment) string {
+	for _, v := range dep.Spec.Template.Spec.Volumes {
+		if v.Secret != nil {
+			return v.Secret.SecretName
+		}
+	}
+	return ""
+}
+
+// certificateFor is the name of the release's Certificate that writes secretName.
+func certificateFor(objs []*unstructured.Unstructured, secretName string) (string, error) {
+	for _, o := range objs {
+		if o.GetKind() != "Certificate" {
+			continue
+		}
+		if s, _, _ := unstructured.NestedString(o.Object, "spec", "secretName"); s == secretName && s != "" {
+			return o.GetName(), nil
+		}
+	}
+	return "", fmt.Errorf("no Certificate of the release writes the webhook's Secret %q", secretName)
 }
 
 func serviceAccountOf(dep *appsv1.Deployment) string {
@@ -320,6 +354,12 @@ func (i *Installation) ManagerMetricsURL() string {
 	}
 	return scheme + "://127.0.0.1:" + strconv.Itoa(i.manager.metrics) + "/metrics"
 }
+
+// WebhookAddress is where the webhook process serves TLS (host:port).
+func (i *Installation) WebhookAddress() string { return "127.0.0.1:" + strconv.Itoa(i.webhook.port) }
+
+// WebhookConfiguration is the name of the release's MutatingWebhookConfiguration.
+func (i *Installation) WebhookConfiguration() string { return i.webhookConfiguration }
 
 // WebhookMetricsURL is the webhook's /metrics (plain HTTP).
 func (i *Installation) WebhookMetricsURL() string {

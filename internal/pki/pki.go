@@ -71,6 +71,44 @@ func NewCA(commonName string, notBefore, notAfter time.Time) (*CA, error) {
 	return &CA{cert: cert, key: key, CertPEM: encodeCert(der)}, nil
 }
 
+// KeyPEM is the CA's private key, PEM-encoded ("EC PRIVATE KEY"), for keeping a CA where
+// a later process can load it with ParseCA (as cert-manager keeps one in a Secret).
+func (ca *CA) KeyPEM() ([]byte, error) {
+	key, ok := ca.key.(*ecdsa.PrivateKey)
+	if !ok {
+		return nil, fmt.Errorf("CA %s: key of type %T cannot be encoded", ca.cert.Subject.CommonName, ca.key)
+	}
+	return encodeKey(key)
+}
+
+// ParseCA loads a CA from its PEM certificate and PEM "EC PRIVATE KEY", as written by
+// NewCA's CertPEM and KeyPEM.
+func ParseCA(certPEM, keyPEM []byte) (*CA, error) {
+	certBlock, _ := pem.Decode(certPEM)
+	if certBlock == nil || certBlock.Type != "CERTIFICATE" {
+		return nil, fmt.Errorf("parsing CA: no PEM CERTIFICATE block")
+	}
+	cert, err := x509.ParseCertificate(certBlock.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("parsing CA certificate: %w", err)
+	}
+	if !cert.IsCA {
+		return nil, fmt.Errorf("parsing CA: certificate %s is not a CA", cert.Subject.CommonName)
+	}
+	keyBlock, _ := pem.Decode(keyPEM)
+	if keyBlock == nil || keyBlock.Type != "EC PRIVATE KEY" {
+		return nil, fmt.Errorf("parsing CA %s: no PEM EC PRIVATE KEY block", cert.Subject.CommonName)
+	}
+	key, err := x509.ParseECPrivateKey(keyBlock.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("parsing CA %s key: %w", cert.Subject.CommonName, err)
+	}
+	if !key.PublicKey.Equal(cert.PublicKey) {
+		return nil, fmt.Errorf("parsing CA %s: the key does not match the certificate", cert.Subject.CommonName)
+	}
+	return &CA{cert: cert, key: key, CertPEM: certPEM}, nil
+}
+
 // Issue generates a key and a certificate for it signed by the CA.
 func (ca *CA) Issue(spec Spec) (KeyPair, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)

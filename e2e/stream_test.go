@@ -1,0 +1,132 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// streamNS is an opted-in namespace that no budget covers: the webhook gates its pods
+// and the manager admits them at once. The certificate renewal and the uninstall steps
+// create pods there all the time, as a cluster's controllers would.
+const streamNS = "churn"
+
+// streamPause paces a podStream: enough creates to straddle every step of a renewal
+// or an uninstall, few enough to leave the machine's two cores to the control plane.
+const streamPause = 50 * time.Millisecond
+
+// podStream creates pods in a namespace one after another until stopped, and records
+// what each create returned.
+type podStream struct {
+	stop, done chan struct{}
+	stopOnce   sync.Once
+
+	mu       sync.Mutex
+	created  int
+	gated    []string // pods the API server returned with the quotagate gate
+	ungated  int      // pods created without it (the webhook was not called)
+	failures []error
+}
+
+func startPodStream(ctx context.Context, cs kubernetes.Interface, namespace, prefix string) *podStream {
+	s := &podStream{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		for n := 0; ; n++ {
+			pod, err := cs.CoreV1().Pods(namespace).Create(ctx, streamPod(namespace, fmt.Sprintf("%s-%d", prefix, n)), metav1.CreateOptions{})
+			s.mu.Lock()
+			switch {
+			case err != nil:
+				s.failures = append(s.failures, fmt.Errorf("creating pod %s-%d at %s: %w", prefix, n, time.Now().Format(time.StampMilli), err))
+			case hasGate(pod):
+				s.created++
+				s.gated = append(s.gated, pod.Name)
+			default:
+				s.created++
+				s.ungated++
+			}
+			s.mu.Unlock()
+			t := time.NewTimer(streamPause)
+			select {
+			case <-s.stop:
+				t.Stop()
+				return
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return s
+}
+
+// Stop stops the stream and waits for its last create; it may be called again.
+func (s *podStream) Stop() {
+	s.stopOnce.Do(func() { close(s.stop) })
+	<-s.done
+}
+
+// counts returns how many pods were created, how many came back gated, and the errors.
+func (s *podStream) counts() (created, gated, ungated int, failures []error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.created, len(s.gated), s.ungated, append([]error(nil), s.failures...)
+}
+
+// gatedNames are the pods created with the gate.
+func (s *podStream) gatedNames() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.gated...)
+}
+
+// streamPod is a small bare pod that kwok runs for a second.
+func streamPod(namespace, name string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: namespace, Name: name,
+			Labels: map[string]string{"app": "churn"},
+			Annotations: map[string]string{
+				"pod-complete.stage.kwok.x-k8s.io/delay":        "1s",
+				"pod-complete.stage.kwok.x-k8s.io/jitter-delay": "1s",
+			},
+		},
+		Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{
+				Name: "work", Image: "registry.example/churn:1.0",
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+					corev1.ResourceCPU: resource.MustParse("1m"), corev1.ResourceMemory: resource.MustParse("1Mi"),
+				}},
+			}},
+		},
+	}
+}
+
+// servedCert is the certificate the webhook presents at addr, verified against caBundle
+// as the API server verifies it.
+func servedCert(ctx context.Context, addr string, caBundle []byte) (*x509.Certificate, error) {
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(caBundle) {
+		return nil, errors.New("the caBundle holds no certificate")
+	}
+	d := tls.Dialer{Config: &tls.Config{RootCAs: roots, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12}}
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = conn.Close() }()
+	return conn.(*tls.Conn).ConnectionState().PeerCertificates[0], nil
+}
