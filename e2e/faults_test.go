@@ -53,6 +53,7 @@ const (
 	leaseDuration = 6 * time.Second
 	renewDeadline = 4 * time.Second
 	retryPeriod   = time.Second
+	ungateTimeout = 1500 * time.Millisecond
 )
 
 // faultEnv is a local control plane with quotagate's CRDs, the manager's identity and
@@ -252,6 +253,8 @@ func testFailoverUnderLoad(t *testing.T, e *faultEnv) {
 		"--leader-elect=true", "--leader-election-namespace=" + localinstall.DefaultNamespace, "--leader-election-id=quotagate-failover",
 		"--leader-elect-lease-duration=" + leaseDuration.String(), "--leader-elect-renew-deadline=" + renewDeadline.String(),
 		"--leader-elect-retry-period=" + retryPeriod.String(),
+		// Below the lease duration minus the renew deadline (the manager refuses more).
+		"--ungate-timeout=" + ungateTimeout.String(),
 	}
 	managers := []*faultedManager{
 		e.newManager(t, "manager-a", e.seed, args...),
