@@ -294,7 +294,6 @@ func testFailoverUnderLoad(t *testing.T, e *faultEnv) {
 		inFlight := leader.proxy.InFlight()
 		killedAt := time.Now()
 		leader.kill(t)
-		e.start(t, leader) // the new standby
 
 		// The gap: from the kill to the first pod the watcher sees ungated after the
 		// survivor, now leading, sent its first patch (a straggler of the dead leader's
@@ -321,6 +320,8 @@ func testFailoverUnderLoad(t *testing.T, e *faultEnv) {
 			t.Fatalf("Failover %d: no pod left to release; raise QUOTAGATE_FAULT_JOBS", k+1)
 		}
 		gaps = append(gaps, gap)
+		// Only now: a manager restarted at once may win the lease itself.
+		e.start(t, leader) // the new standby
 		t.Logf("Failover %d: killed %s with %d patches in flight; %s patched %v after the kill; next pod released %v after the kill",
 			k+1, leader.name, inFlight, survivor.name, tookOver.Sub(killedAt).Round(time.Millisecond), gap.Round(time.Millisecond))
 	}
