@@ -10,78 +10,57 @@ import (
 )
 
 // BenchmarkGroupFormation: members of one group arrive one by one in a budget with
-// room for all of them, then one Admit admits the whole group. Every member's arrival
-// holds the core's lock, so this is how long one group stalls every other namespace.
-// It must grow about linearly with the group's size.
+// room for all of them. Every member's arrival holds the core's lock, so this is how
+// long one group stalls every other namespace. It must grow about linearly with the
+// group's size.
+//
+//   - once: one Admit after the last member admits the whole group;
+//   - interleaved: Admit runs after every arrival, as the controller does when members
+//     arrive slower than a round, so an incomplete group is looked at again and again.
 func BenchmarkGroupFormation(b *testing.B) {
-	for _, size := range []int{1000, 4000, 10000} {
-		b.Run(fmt.Sprintf("members=%d", size), func(b *testing.B) {
-			pods := make([]Pod, size)
-			for i := range pods {
-				p := benchPod("team-a", i, 100)
-				p.Group, p.GroupSize = "g", size
-				pods[i] = p
-			}
-			var cpu time.Duration
-			b.ReportAllocs()
-			for b.Loop() {
-				b.StopTimer()
-				q, _ := newTestQueue()
-				q.UpsertBudget(makeBudget("team-a", "b").Hard(fmt.Sprintf("cpu=%d", size)).Obj())
-				runtime.GC()
-				b.StartTimer()
-				startCPU := cpuTime()
-				for _, p := range pods {
-					q.UpsertPod(p)
-				}
-				adm := q.Admit()
-				cpu += cpuTime() - startCPU
-				if len(adm) != size {
-					b.Fatalf("admitted %d, want %d", len(adm), size)
-				}
-			}
-			if cpu > 0 {
-				b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
-			}
-		})
+	for _, tc := range []struct {
+		mode  string
+		sizes []int
+	}{{"once", []int{1000, 4000, 10000}}, {"interleaved", []int{1000, 4000}}} {
+		for _, size := range tc.sizes {
+			b.Run(fmt.Sprintf("%s/members=%d", tc.mode, size), func(b *testing.B) {
+				benchGroupFormation(b, size, tc.mode == "interleaved")
+			})
+		}
 	}
 }
 
-// BenchmarkGroupFormationInterleaved: Admit runs after every member's arrival, as the
-// controller does when members arrive slower than a round, so an incomplete group is
-// looked at again and again while it forms.
-func BenchmarkGroupFormationInterleaved(b *testing.B) {
-	for _, size := range []int{1000, 4000} {
-		b.Run(fmt.Sprintf("members=%d", size), func(b *testing.B) {
-			pods := make([]Pod, size)
-			for i := range pods {
-				p := benchPod("team-a", i, 100)
-				p.Group, p.GroupSize = "g", size
-				pods[i] = p
+func benchGroupFormation(b *testing.B, size int, interleaved bool) {
+	pods := make([]Pod, size)
+	for i := range pods {
+		p := benchPod("team-a", i, 100)
+		p.Group, p.GroupSize = "g", size
+		pods[i] = p
+	}
+	var cpu time.Duration
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		q, _ := newTestQueue()
+		q.UpsertBudget(makeBudget("team-a", "b").Hard(fmt.Sprintf("cpu=%d", size)).Obj())
+		runtime.GC()
+		b.StartTimer()
+		startCPU := cpuTime()
+		admitted := 0
+		for _, p := range pods {
+			q.UpsertPod(p)
+			if interleaved {
+				admitted += len(q.Admit())
 			}
-			var cpu time.Duration
-			b.ReportAllocs()
-			for b.Loop() {
-				b.StopTimer()
-				q, _ := newTestQueue()
-				q.UpsertBudget(makeBudget("team-a", "b").Hard(fmt.Sprintf("cpu=%d", size)).Obj())
-				runtime.GC()
-				b.StartTimer()
-				startCPU := cpuTime()
-				admitted := 0
-				for _, p := range pods {
-					q.UpsertPod(p)
-					admitted += len(q.Admit())
-				}
-				cpu += cpuTime() - startCPU
-				if admitted != size {
-					b.Fatalf("admitted %d, want %d", admitted, size)
-				}
-			}
-			if cpu > 0 {
-				b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
-			}
-		})
+		}
+		admitted += len(q.Admit())
+		cpu += cpuTime() - startCPU
+		if admitted != size {
+			b.Fatalf("admitted %d, want %d", admitted, size)
+		}
+	}
+	if cpu > 0 {
+		b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
 	}
 }
 
