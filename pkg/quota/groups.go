@@ -427,35 +427,3 @@ func (q *AdmissionQueue) evaluateGroup(g *group) {
 		g.sync(m)
 	}
 }
-
-// memberHeap orders a group's gated members by their own order key, tracking each
-// one's position so that any member can be removed.
-type memberHeap []*memberRec
-
-var _ heap.Interface = (*memberHeap)(nil)
-
-func (h memberHeap) Len() int { return len(h) }
-func (h memberHeap) Less(i, j int) bool {
-	if h[i].key != h[j].key {
-		return keyLess(h[i].key, h[j].key)
-	}
-	return h[i].pod.pod.UID < h[j].pod.pod.UID
-}
-func (h memberHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].index = i
-	h[j].index = j
-}
-func (h *memberHeap) Push(x any) {
-	r := x.(*memberRec)
-	r.index = len(*h)
-	*h = append(*h, r)
-}
-func (h *memberHeap) Pop() any {
-	old := *h
-	r := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	r.index = -1
-	return r
-}
