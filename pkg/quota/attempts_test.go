@@ -5,6 +5,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/quotagate/quotagate/api/v1alpha1"
 )
 
 // TestUncertainUngate: what an ungate attempt's outcome, and the views of the pod that
@@ -156,6 +158,22 @@ func TestRelabelKeepsCharge(t *testing.T) {
 	q.DeletePod("p1")
 	if diff := cmp.Diff([]string{"p2"}, admitNames(q)); diff != "" {
 		t.Errorf("after p1 ended (-want +got):\n%s", diff)
+	}
+}
+
+// TestPinsAreNotReadFromThePod: the budgets a running pod stays charged to are the
+// core's own record. A pod that names another team's budget in its admitted-by
+// annotation charges nothing there.
+func TestPinsAreNotReadFromThePod(t *testing.T) {
+	q, _ := newTestQueue()
+	other := BudgetKey{Namespace: "team-b", Name: "b"}
+	q.UpsertBudget(makeBudget("team-b", "b").Hard("cpu=2").Obj())
+	forged := makePod("p").Req("cpu=2").Ungated()
+	forged.pod.Annotations = map[string]string{v1alpha1.AdmittedByAnnotation: "team-b/b"}
+	q.UpsertPod(forged.Pod())
+	q.UpsertPod(makePod("p").Req("cpu=2").Ungated().Label("x", "y").Pod())
+	if diff := listDiff(parseList("requests.cpu=0"), mustStatus(t, q, other).Used); diff != "" {
+		t.Errorf("%s used (-want +got):\n%s", other.Describe(), diff)
 	}
 }
 

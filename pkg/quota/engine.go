@@ -159,9 +159,10 @@ type podState struct {
 
 	chargedTo    []*budget // where its usage is charged (phases assumed and charged)
 	chargedUsage corev1.ResourceList
-	// pinned are the budgets that admitted it (at its admission, or as its admitted-by
-	// annotation says): it stays charged to those that exist while it runs, whatever
-	// its labels become.
+	// pinned are the budgets that admitted it, or that covered it when the core first
+	// saw it running: it stays charged to those that exist while it runs, whatever its
+	// labels become. They are the core's own record, never read from the pod, so a
+	// tenant cannot charge a budget by writing its name on a pod.
 	pinned []BudgetKey
 	// admitted is the reason it was admitted, handed out again with a retry.
 	admitted Reason

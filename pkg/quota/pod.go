@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"strconv"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -52,10 +51,6 @@ type Pod struct {
 	Group string
 	// GroupSize is the quotagate.io/group-size annotation (0 when unusable).
 	GroupSize int
-	// AdmittedBy are the budgets named in the quotagate.io/admitted-by annotation: the
-	// ones that admitted the pod. It stays charged to them while it runs, whatever its
-	// labels become (the gate guard lets only the manager write the annotation).
-	AdmittedBy []BudgetKey
 	// GroupError says why GroupSize is unusable. A pod with a group label and an
 	// unusable size is held (never admitted alone, which would break the group's
 	// all-or-nothing promise) until its annotation is fixed; the controller reports
@@ -88,28 +83,9 @@ func NewPod(p *corev1.Pod, now time.Time) Pod {
 			out.ReleaseAt = release
 		}
 	}
-	if by := p.Annotations[v1alpha1.AdmittedByAnnotation]; by != "" {
-		out.AdmittedBy = parseAdmittedBy(by)
-	}
 	if name := p.Labels[v1alpha1.GroupLabel]; name != "" {
 		out.Group = name
 		out.GroupSize, out.GroupError = parseGroupSize(p.Annotations)
-	}
-	return out
-}
-
-// parseAdmittedBy reads the admitted-by annotation: BudgetKey.String of each budget,
-// comma-separated ("team-a/web,org").
-func parseAdmittedBy(s string) []BudgetKey {
-	var out []BudgetKey
-	for item := range strings.SplitSeq(s, ",") {
-		ns, name, namespaced := strings.Cut(strings.TrimSpace(item), "/")
-		switch {
-		case !namespaced && ns != "":
-			out = append(out, BudgetKey{Name: ns})
-		case namespaced && ns != "" && name != "":
-			out = append(out, BudgetKey{Namespace: ns, Name: name})
-		}
 	}
 	return out
 }

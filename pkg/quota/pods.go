@@ -57,7 +57,7 @@ func (q *AdmissionQueue) addPod(pod Pod) {
 	q.joinGroup(p)
 	if !pod.Gated {
 		p.phase = phaseCharged
-		p.pinned = pod.AdmittedBy
+		p.pinned = keysOf(p.cover)
 		q.charge(p)
 		if p.group != nil {
 			q.settleMember(p)
@@ -100,7 +100,7 @@ func (q *AdmissionQueue) updatePod(p *podState, pod Pod) {
 			q.backoff.remove(p)
 			p.inBackoff, p.parked, p.wait = false, false, waitInfo{}
 			p.phase = phaseCharged
-			p.pinned = pod.AdmittedBy
+			p.pinned = keysOf(p.cover)
 			q.charge(p)
 		}
 		if !sameGroup {
@@ -118,7 +118,6 @@ func (q *AdmissionQueue) updatePod(p *podState, pod Pod) {
 	// Admitted (assumed or charged). A gated view of an assumed pod that does not prove
 	// the attempts failed changes nothing: Done, a retry or a newer view settles it.
 	p.pod = pod
-	p.pinned = union(p.pinned, pod.AdmittedBy)
 	if !pod.Gated && p.phase == phaseAssumed {
 		p.phase = phaseCharged
 		p.unresolved = false
@@ -150,14 +149,13 @@ func (q *AdmissionQueue) recharge(p *podState, cover []*budget) {
 	q.charge(p)
 }
 
-// union returns a with the keys of b it lacks appended.
-func union(a, b []BudgetKey) []BudgetKey {
-	for _, k := range b {
-		if !slices.Contains(a, k) {
-			a = append(slices.Clip(a), k) // a may share its array with a view
-		}
+// keysOf returns the keys of budgets.
+func keysOf(budgets []*budget) []BudgetKey {
+	out := make([]BudgetKey, len(budgets))
+	for i, b := range budgets {
+		out[i] = b.key
 	}
-	return a
+	return out
 }
 
 // coverAdmitted records an admitted pod's new coverage, and moves its charge when that
@@ -305,10 +303,7 @@ func (q *AdmissionQueue) admitUnit(unit []*podState, reason Reason) {
 		q.backoff.remove(p)
 		p.inBackoff, p.parked, p.wait = false, false, waitInfo{}
 		p.phase = phaseAssumed
-		p.pinned = make([]BudgetKey, 0, len(p.cover))
-		for _, b := range p.cover {
-			p.pinned = append(p.pinned, b.key)
-		}
+		p.pinned = keysOf(p.cover)
 		p.admitted = reason
 		q.charge(p)
 		q.handOut(p)

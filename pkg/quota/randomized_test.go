@@ -276,6 +276,9 @@ func (w *world) randomPod(gated bool) {
 	mp.usage = PodUsage(mp.obj)
 	w.pods[mp.obj.UID] = mp
 	w.write(mp)
+	if !gated {
+		mp.pinned = w.cover(mp.obj) // first seen running: pinned where it is covered
+	}
 	w.view(mp)
 	w.logf("create pod %s/%s cpu=%dm gated=%v group=%s/%d labels=%v", ns, name, cpu, gated, mp.groupName, mp.groupSize, mp.obj.Labels)
 }
@@ -372,13 +375,15 @@ func (w *world) failover() {
 		nq.UpsertBudget(w.budgets[k])
 	}
 	uids := slices.Sorted(mapsKeys(w.pods))
+	firstSeen := map[types.UID]Pod{}
 	for _, uid := range uids {
 		p := w.pods[uid]
+		v := p.lastView
 		if p.prevView.UID != "" && w.rng.IntN(2) == 0 {
-			nq.UpsertPod(p.prevView)
-		} else {
-			nq.UpsertPod(p.lastView)
+			v = p.prevView
 		}
+		firstSeen[uid] = v
+		nq.UpsertPod(v)
 	}
 	for _, uid := range uids {
 		p := w.pods[uid]
@@ -396,10 +401,17 @@ func (w *world) failover() {
 		w.view(p) // the catch-up read
 		w.q.UpsertPod(stale)
 		p.informAt = -1
-		if p.gated() {
+		switch first := firstSeen[uid]; {
+		case p.gated():
 			p.state, p.pinned = mGated, nil
-		} else {
-			p.state = mRunning // pinned by its admitted-by annotation
+		case first.Gated:
+			// First seen gated, then running (the catch-up read): pinned where it is
+			// covered now.
+			p.state, p.pinned = mRunning, w.cover(p.obj)
+		default:
+			// First seen running, with the labels of that view.
+			p.state = mRunning
+			p.pinned = w.cover(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: first.Namespace, Labels: first.Labels}})
 		}
 	}
 }
@@ -436,11 +448,6 @@ func (w *world) land(p *mPod) bool {
 		return false
 	}
 	p.obj.Spec.SchedulingGates = nil
-	by := make([]string, 0, len(p.pinned))
-	for _, k := range p.pinned {
-		by = append(by, k.String())
-	}
-	metav1.SetMetaDataAnnotation(&p.obj.ObjectMeta, v1alpha1.AdmittedByAnnotation, strings.Join(by, ","))
 	w.write(p)
 	p.informAt = w.step + w.rng.IntN(3)
 	w.logf("ungated %s rv=%d", p.obj.Name, p.rv)
