@@ -149,11 +149,11 @@ func (q *AdmissionQueue) recharge(p *podState, cover []*budget) {
 	q.charge(p)
 }
 
-// keysOf returns the keys of budgets.
+// keysOf returns the keys of budgets (nil for none).
 func keysOf(budgets []*budget) []BudgetKey {
-	out := make([]BudgetKey, len(budgets))
-	for i, b := range budgets {
-		out[i] = b.key
+	var out []BudgetKey
+	for _, b := range budgets {
+		out = append(out, b.key)
 	}
 	return out
 }
@@ -314,13 +314,9 @@ func (q *AdmissionQueue) admitUnit(unit []*podState, reason Reason) {
 // again to retry an ungate whose outcome is not known.
 func (q *AdmissionQueue) handOut(p *podState) {
 	p.inFlight = true
-	var keys []BudgetKey
-	for _, b := range p.chargedTo {
-		keys = append(keys, b.key)
-	}
 	q.out = append(q.out, Admission{
 		Pod:     p.pod.PodRef,
-		Budgets: keys,
+		Budgets: keysOf(p.chargedTo),
 		Group:   p.pod.Group,
 		Reason:  p.admitted,
 		Created: p.pod.Created,
