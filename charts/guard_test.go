@@ -23,10 +23,7 @@ var celWhitespace = cmp.Transformer("collapseWhitespace", func(s string) string 
 // users) as the only identities that may remove the gate.
 func TestGateGuardMatchesConfigPolicy(t *testing.T) {
 	cfg := kustomizeBuild(t, "config/policy")
-	var wantPolicy admissionregistrationv1.ValidatingAdmissionPolicy
-	into(t, cfg.find(t, "ValidatingAdmissionPolicy", "quotagate-gate-guard"), &wantPolicy)
-	var wantBinding admissionregistrationv1.ValidatingAdmissionPolicyBinding
-	into(t, cfg.find(t, "ValidatingAdmissionPolicyBinding", "quotagate-gate-guard"), &wantBinding)
+	wantPolicy, wantBinding := cfg.policy(t, "quotagate-gate-guard")
 
 	for name, tc := range map[string]struct {
 		release, namespace string
@@ -46,10 +43,7 @@ func TestGateGuardMatchesConfigPolicy(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			m := mustInstall(t, tc.release, tc.namespace, tc.values)
-			var policy admissionregistrationv1.ValidatingAdmissionPolicy
-			into(t, m.find(t, "ValidatingAdmissionPolicy", fullname(tc.release)+"-gate-guard"), &policy)
-			var binding admissionregistrationv1.ValidatingAdmissionPolicyBinding
-			into(t, m.find(t, "ValidatingAdmissionPolicyBinding", fullname(tc.release)+"-gate-guard"), &binding)
+			policy, binding := m.policy(t, fullname(tc.release)+"-gate-guard")
 
 			want := wantPolicy.Spec.DeepCopy()
 			for i, v := range want.Variables {
@@ -125,6 +119,17 @@ func podWithGates(names ...string) map[string]any {
 		spec["schedulingGates"] = gates
 	}
 	return map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "p", "namespace": "team-a"}, "spec": spec}
+}
+
+// policy decodes the ValidatingAdmissionPolicy named name and its binding of the same
+// name.
+func (m manifests) policy(t testing.TB, name string) (admissionregistrationv1.ValidatingAdmissionPolicy, admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+	t.Helper()
+	var policy admissionregistrationv1.ValidatingAdmissionPolicy
+	into(t, m.find(t, "ValidatingAdmissionPolicy", name), &policy)
+	var binding admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	into(t, m.find(t, "ValidatingAdmissionPolicyBinding", name), &binding)
+	return policy, binding
 }
 
 // admittedBy returns a copy of pod with the admitted-by annotation set.

@@ -20,10 +20,7 @@ func fullname(release string) string {
 // webhook gates: the pkg/admission tests run config/policy's on a real API server.
 func TestResizeGuardMatchesConfigPolicy(t *testing.T) {
 	cfg := kustomizeBuild(t, "config/policy")
-	var wantPolicy admissionregistrationv1.ValidatingAdmissionPolicy
-	into(t, cfg.find(t, "ValidatingAdmissionPolicy", "quotagate-resize-guard"), &wantPolicy)
-	var wantBinding admissionregistrationv1.ValidatingAdmissionPolicyBinding
-	into(t, cfg.find(t, "ValidatingAdmissionPolicyBinding", "quotagate-resize-guard"), &wantBinding)
+	wantPolicy, wantBinding := cfg.policy(t, "quotagate-resize-guard")
 	if wantBinding.Spec.PolicyName != wantPolicy.Name {
 		t.Errorf("config/policy: binding names policy %q, want %q", wantBinding.Spec.PolicyName, wantPolicy.Name)
 	}
@@ -34,10 +31,7 @@ func TestResizeGuardMatchesConfigPolicy(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			m := mustInstall(t, tc.release, tc.namespace, nil)
-			var policy admissionregistrationv1.ValidatingAdmissionPolicy
-			into(t, m.find(t, "ValidatingAdmissionPolicy", fullname(tc.release)+"-resize-guard"), &policy)
-			var binding admissionregistrationv1.ValidatingAdmissionPolicyBinding
-			into(t, m.find(t, "ValidatingAdmissionPolicyBinding", fullname(tc.release)+"-resize-guard"), &binding)
+			policy, binding := m.policy(t, fullname(tc.release)+"-resize-guard")
 			var mwc admissionregistrationv1.MutatingWebhookConfiguration
 			into(t, m.find(t, "MutatingWebhookConfiguration", fullname(tc.release)+"-webhook"), &mwc)
 
