@@ -2,7 +2,6 @@ package quota
 
 import (
 	"container/heap"
-	"slices"
 	"sync"
 	"time"
 
@@ -390,35 +389,6 @@ func (q *AdmissionQueue) moveAll(p *podState, from, to queueKind) {
 			}
 		}
 	}
-}
-
-// charge charges the pod's usage to every budget that covers it, and to those it is
-// pinned to.
-func (q *AdmissionQueue) charge(p *podState) {
-	p.chargedTo = slices.Clone(q.chargeSet(p, p.cover))
-	p.chargedUsage = p.pod.Usage
-	for _, b := range p.chargedTo {
-		addTo(b.used, p.chargedUsage)
-		b.charged[p.pod.UID] = p
-		q.markStatus(b)
-	}
-	if !p.pod.ReleaseAt.IsZero() {
-		q.releases.set(p)
-	}
-}
-
-// release gives the pod's charge back and wakes only the budgets it was charged to.
-func (q *AdmissionQueue) release(p *podState) {
-	for _, b := range p.chargedTo {
-		subtractFrom(b.used, p.chargedUsage)
-		delete(b.charged, p.pod.UID)
-		q.markStatus(b)
-		if _, alive := q.budgets[b.key]; alive {
-			q.wake(b)
-		}
-	}
-	p.chargedTo, p.chargedUsage = nil, nil
-	q.releases.remove(p)
 }
 
 // backoffDuration is the wait before retry number attempts (1 for the first failure).

@@ -139,50 +139,6 @@ func (q *AdmissionQueue) updatePod(p *podState, pod Pod) {
 	}
 }
 
-// recharge moves an admitted pod's charge to a new set of covering budgets (its labels,
-// its usage or the budgets changed). It stays charged to the budgets it was pinned to
-// when it was admitted, for as long as they exist: relabelling a running pod does not
-// free what it holds.
-func (q *AdmissionQueue) recharge(p *podState, cover []*budget) {
-	q.release(p)
-	p.cover = cover
-	q.charge(p)
-}
-
-// keysOf returns the keys of budgets (nil for none).
-func keysOf(budgets []*budget) []BudgetKey {
-	var out []BudgetKey
-	for _, b := range budgets {
-		out = append(out, b.key)
-	}
-	return out
-}
-
-// coverAdmitted records an admitted pod's new coverage, and moves its charge when that
-// changes where it is charged.
-func (q *AdmissionQueue) coverAdmitted(p *podState, cover []*budget) {
-	if sameBudgets(q.chargeSet(p, cover), p.chargedTo) {
-		p.cover = cover
-		return
-	}
-	q.recharge(p, cover)
-}
-
-// chargeSet is where an admitted pod with the given coverage is charged: its covering
-// budgets, then the budgets it is pinned to that still exist.
-func (q *AdmissionQueue) chargeSet(p *podState, cover []*budget) []*budget {
-	out := cover
-	for _, k := range p.pinned {
-		if b := q.budgets[k]; b != nil && !slices.Contains(out, b) {
-			if len(out) == len(cover) {
-				out = slices.Clone(cover)
-			}
-			out = append(out, b)
-		}
-	}
-	return out
-}
-
 // forget drops a pod that ended or was deleted.
 func (q *AdmissionQueue) forget(p *podState) {
 	if p.phase == phaseWaiting {

@@ -1,0 +1,81 @@
+package quota
+
+import "slices"
+
+// Charges: what each admitted or running pod is charged to. A pod is charged to every
+// budget that covers it and to the budgets it is pinned to (the ones that admitted it),
+// from the moment it is admitted until it ends; release gives the charge back and wakes
+// only those budgets.
+
+// charge charges the pod's usage to every budget that covers it, and to those it is
+// pinned to.
+func (q *AdmissionQueue) charge(p *podState) {
+	p.chargedTo = slices.Clone(q.chargeSet(p, p.cover))
+	p.chargedUsage = p.pod.Usage
+	for _, b := range p.chargedTo {
+		addTo(b.used, p.chargedUsage)
+		b.charged[p.pod.UID] = p
+		q.markStatus(b)
+	}
+	if !p.pod.ReleaseAt.IsZero() {
+		q.releases.set(p)
+	}
+}
+
+// release gives the pod's charge back and wakes only the budgets it was charged to.
+func (q *AdmissionQueue) release(p *podState) {
+	for _, b := range p.chargedTo {
+		subtractFrom(b.used, p.chargedUsage)
+		delete(b.charged, p.pod.UID)
+		q.markStatus(b)
+		if _, alive := q.budgets[b.key]; alive {
+			q.wake(b)
+		}
+	}
+	p.chargedTo, p.chargedUsage = nil, nil
+	q.releases.remove(p)
+}
+
+// recharge moves an admitted pod's charge to a new set of covering budgets (its labels,
+// its usage or the budgets changed). It stays charged to the budgets it was pinned to
+// when it was admitted, for as long as they exist: relabelling a running pod does not
+// free what it holds.
+func (q *AdmissionQueue) recharge(p *podState, cover []*budget) {
+	q.release(p)
+	p.cover = cover
+	q.charge(p)
+}
+
+// keysOf returns the keys of budgets (nil for none).
+func keysOf(budgets []*budget) []BudgetKey {
+	var out []BudgetKey
+	for _, b := range budgets {
+		out = append(out, b.key)
+	}
+	return out
+}
+
+// coverAdmitted records an admitted pod's new coverage, and moves its charge when that
+// changes where it is charged.
+func (q *AdmissionQueue) coverAdmitted(p *podState, cover []*budget) {
+	if sameBudgets(q.chargeSet(p, cover), p.chargedTo) {
+		p.cover = cover
+		return
+	}
+	q.recharge(p, cover)
+}
+
+// chargeSet is where an admitted pod with the given coverage is charged: its covering
+// budgets, then the budgets it is pinned to that still exist.
+func (q *AdmissionQueue) chargeSet(p *podState, cover []*budget) []*budget {
+	out := cover
+	for _, k := range p.pinned {
+		if b := q.budgets[k]; b != nil && !slices.Contains(out, b) {
+			if len(out) == len(cover) {
+				out = slices.Clone(cover)
+			}
+			out = append(out, b)
+		}
+	}
+	return out
+}
