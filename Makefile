@@ -19,6 +19,12 @@ KWOK_BINARIES := $(KWOK_BIN)/kwok $(KWOK_BIN)/stages
 export QUOTAGATE_KUBE_BIN := $(KUBE_BIN)
 export QUOTAGATE_KWOK_BIN := $(KWOK_BIN)
 
+# One version for the binaries, the image tag and the chart's appVersion: by default the
+# chart's appVersion; `make release VERSION=vX.Y.Z` sets it for a release.
+VERSION  ?= $(shell sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$$/\1/p' charts/quotagate/Chart.yaml)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+GO_LDFLAGS := -s -w -X github.com/quotagate/quotagate/internal/version.version=$(VERSION) -X github.com/quotagate/quotagate/internal/version.revision=$(REVISION)
+
 GO_TEST_FLAGS ?= -count=1
 TEST_TIMEOUT  ?= 30m
 
@@ -80,9 +86,13 @@ bench-unit: ## Run the in-process Go benchmarks (admission core, webhook handler
 
 ##@ Build
 
+.PHONY: version
+version: ## Print the version the build targets stamp into the binaries.
+	@echo $(VERSION)
+
 .PHONY: build
-build: ## Build the quotagate binaries into bin/.
-	go build -o $(BIN)/ ./cmd/...
+build: ## Build the quotagate binaries into bin/ (webhook, manager, kubectl-quotagate).
+	CGO_ENABLED=0 go build -trimpath -ldflags '$(GO_LDFLAGS)' -o $(BIN)/ ./cmd/webhook ./cmd/manager ./cmd/kubectl-quotagate
 
 ##@ Local control plane
 

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/internal/version"
 )
 
 // ManagerFlags say where the manager's queue snapshot is read from.
@@ -118,7 +119,8 @@ func newRootCommand(e *env) *cobra.Command {
 	cmd.SetOut(e.streams.Out)
 	cmd.SetErr(e.streams.ErrOut)
 	cmd.AddCommand(newBudgetsCommand(e), newQueueCommand(e), newWhyCommand(e),
-		newStateCommand(e, v1alpha1.StateOpen), newStateCommand(e, v1alpha1.StateClosed))
+		newStateCommand(e, v1alpha1.StateOpen), newStateCommand(e, v1alpha1.StateClosed),
+		version.NewCommand())
 	return cmd
 }
 

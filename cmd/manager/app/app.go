@@ -14,10 +14,12 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	crzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/internal/version"
 	"github.com/quotagate/quotagate/pkg/quota/controller"
 )
 
@@ -98,7 +100,7 @@ func NewCommand() *cobra.Command {
 	ctrl.RegisterFlags(gofs)
 	fs.AddGoFlagSet(gofs)
 
-	cmd.AddCommand(newReleaseCommand(&o))
+	cmd.AddCommand(newReleaseCommand(&o), version.NewCommand())
 	return cmd
 }
 
@@ -137,6 +139,9 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 
+	if err := version.Register(crmetrics.Registry); err != nil {
+		return err
+	}
 	q, err := controller.New(o.Controller)
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -18,6 +19,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/quotagate/quotagate/internal/version"
 	"github.com/quotagate/quotagate/pkg/admission"
 )
 
@@ -31,11 +33,15 @@ func Run(ctx context.Context, args []string) error {
 	o := NewOptions()
 	fs := flag.NewFlagSet("webhook", flag.ContinueOnError)
 	o.AddFlags(fs)
+	showVersion := fs.Bool("version", false, "Print the version and exit.")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
 		return err
+	}
+	if *showVersion {
+		return version.Print(os.Stdout, "")
 	}
 	if err := o.Validate(); err != nil {
 		return err
@@ -56,6 +62,9 @@ func serve(ctx context.Context, o *Options, extra map[string]http.Handler) error
 	logger := log.FromContext(ctx)
 	m, err := admission.NewMetrics(metrics.Registry)
 	if err != nil {
+		return err
+	}
+	if err := version.Register(metrics.Registry); err != nil {
 		return err
 	}
 
