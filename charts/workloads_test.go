@@ -198,30 +198,6 @@ func TestWebhookAvailability(t *testing.T) {
 	}
 }
 
-// A PodDisruptionBudget that no eviction can satisfy would hang every node drain.
-func TestPDBThatBlocksDrainsIsRefused(t *testing.T) {
-	for name, tc := range map[string]struct {
-		webhook map[string]any
-		wantErr string
-	}{
-		"one replica, default minAvailable": {map[string]any{"replicas": 1}, "webhook.podDisruptionBudget.minAvailable (1) must be below webhook.replicas (1)"},
-		"minAvailable equal to replicas":    {map[string]any{"replicas": 3, "podDisruptionBudget": map[string]any{"minAvailable": 3}}, "minAvailable (3) must be below webhook.replicas (3)"},
-		"one replica without a PDB":         {map[string]any{"replicas": 1, "podDisruptionBudget": map[string]any{"enabled": false}}, ""},
-		"three replicas, two available":     {map[string]any{"replicas": 3, "podDisruptionBudget": map[string]any{"minAvailable": 2}}, ""},
-		"a percentage is left to the user":  {map[string]any{"replicas": 1, "podDisruptionBudget": map[string]any{"minAvailable": "50%"}}, ""},
-	} {
-		t.Run(name, func(t *testing.T) {
-			_, err := install(defaultRelease, defaultNamespace, map[string]any{"webhook": tc.webhook})
-			switch {
-			case tc.wantErr == "" && err != nil:
-				t.Errorf("install failed: %v", err)
-			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
-				t.Errorf("err = %v, want one containing %q", err, tc.wantErr)
-			}
-		})
-	}
-}
-
 func TestServiceMonitors(t *testing.T) {
 	if n := len(mustInstall(t, defaultRelease, defaultNamespace, nil).all("ServiceMonitor")); n != 0 {
 		t.Errorf("ServiceMonitors rendered by default: %d, want none", n)

@@ -51,8 +51,16 @@ quotagate.manager.metricsPort names the manager's metrics port after its scheme.
 {{- if .Values.manager.metricsSecure }}https-metrics{{ else }}metrics{{ end }}
 {{- end }}
 
+{{/*
+quotagate.image is repository@digest when image.digest is set (it wins over the tag), else
+repository:tag, the tag defaulting to appVersion.
+*/}}
 {{- define "quotagate.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
 {{- end }}
 
 {{- define "quotagate.selectorLabels" -}}
@@ -66,6 +74,9 @@ helm.sh/chart: {{ include "quotagate.chart" . }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/part-of: quotagate
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
 {{- end }}
 
 {{/*
