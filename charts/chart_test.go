@@ -25,15 +25,7 @@ func TestLint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, values := range map[string]map[string]any{
-		"defaults": nil,
-		"everything optional on": {
-			"metrics":     map[string]any{"serviceMonitor": map[string]any{"enabled": true}},
-			"certManager": map[string]any{"issuerRef": map[string]any{"name": "ca", "kind": "ClusterIssuer"}},
-			"manager":     map[string]any{"metricsSecure": false, "replicas": 2},
-			"guard":       map[string]any{"extraAllowedUsers": []any{"admin"}},
-		},
-	} {
+	for name, values := range lintMatrix() {
 		t.Run(name, func(t *testing.T) {
 			result := lint.RunAll(chartDir(t), values, defaultNamespace, lint.WithKubeVersion(kv))
 			for _, m := range result.Messages {
@@ -116,10 +108,9 @@ func TestWebhookConfiguration(t *testing.T) {
 		t.Error("no matchConditions: bound, mirror and DaemonSet pods would reach the webhook")
 	}
 
-	// The kustomize install has the same webhook, but for its timeout (a chart value) and
-	// the Service port it leaves to the default (443).
+	// The kustomize install has the same webhook (timeoutSeconds included), but for the
+	// Service port it leaves to the default (443).
 	fromConfig := configWebhook(t).Webhooks[0]
-	fromConfig.TimeoutSeconds = wh.TimeoutSeconds
 	if fromConfig.ClientConfig.Service != nil && fromConfig.ClientConfig.Service.Port == nil {
 		fromConfig.ClientConfig.Service.Port = ptr.To[int32](443)
 	}

@@ -146,4 +146,3 @@ func minSpec(v intstr.IntOrString) *policyv1.PodDisruptionBudgetSpec {
 func maxSpec(v intstr.IntOrString) *policyv1.PodDisruptionBudgetSpec {
 	return &policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &v}
 }
-
