@@ -48,6 +48,7 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook manifests into c
 	$(CONTROLLER_GEN) rbac:roleName=quotagate-manager paths=./pkg/quota/... output:rbac:artifacts:config=config/rbac
 	$(CONTROLLER_GEN) webhook paths=./pkg/admission/... output:webhook:artifacts:config=config/webhook
 	go run ./hack/chartsync
+	go run ./hack/chartdocs
 
 .PHONY: fmt
 fmt: ## Run gofmt on the code.
