@@ -97,6 +97,24 @@ func TestPodAnnotationsAndLabels(t *testing.T) {
 	}
 }
 
+// A label set twice (commonLabels, podLabels, the chart's own) appears once on the pods:
+// the chart's selector labels first, then podLabels, then commonLabels.
+func TestPodLabelsSetTwice(t *testing.T) {
+	m := mustInstall(t, defaultRelease, defaultNamespace, map[string]any{
+		"commonLabels": map[string]any{"team": "everyone", "tier": "platform"},
+		"webhook":      map[string]any{"podLabels": map[string]any{"team": "webhook-owners", "app.kubernetes.io/component": "other"}},
+	})
+	labels := podTemplateOf(t, m, "quotagate-webhook").Labels
+	for k, want := range map[string]string{"team": "webhook-owners", "tier": "platform", "app.kubernetes.io/component": "webhook"} {
+		if labels[k] != want {
+			t.Errorf("webhook pod label %s = %q, want %q", k, labels[k], want)
+		}
+	}
+	if got := podTemplateOf(t, m, "quotagate-manager").Labels["team"]; got != "everyone" {
+		t.Errorf("manager pod label team = %q, want the common label", got)
+	}
+}
+
 func podTemplateOf(t *testing.T, m manifests, name string) corev1.PodTemplateSpec {
 	t.Helper()
 	var out struct {

@@ -76,3 +76,16 @@ topologySpreadConstraints:
   {{- toYaml . | nindent 2 }}
 {{- end }}
 {{- end }}
+
+{{/*
+quotagate.podLabels takes a list: the root context and a component. It is the labels of the
+component's pod template, each key once: the selector labels, then <component>.podLabels,
+then the chart's labels and commonLabels (a key set twice keeps the first).
+*/}}
+{{- define "quotagate.podLabels" -}}
+{{- $root := index . 0 }}
+{{- $component := index . 1 }}
+{{- $selector := include "quotagate.componentSelectorLabels" (list $root $component) | fromYaml }}
+{{- $all := include "quotagate.componentLabels" (list $root $component) | fromYaml }}
+{{- toYaml (merge $selector ((index $root.Values $component).podLabels | default dict) $all) }}
+{{- end }}
