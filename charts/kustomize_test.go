@@ -75,7 +75,10 @@ func TestKustomizeDefaultMatchesChart(t *testing.T) {
 		t.Errorf("objects (-chart +config/default):\n%s", diff)
 	}
 
-	// The pieces that must agree field by field.
+	// The pieces that must agree field by field: the whole pod spec of each Deployment
+	// (args, ports, securityContext, probes, priorityClassName, resources, affinity, ...);
+	// the webhook (failurePolicy, timeoutSeconds, namespaceSelector, ...) is compared in
+	// TestWebhookConfiguration.
 	for _, name := range []string{"quotagate-webhook", "quotagate-manager"} {
 		var want, got appsv1.Deployment
 		into(t, chart.find(t, "Deployment", name), &want)
