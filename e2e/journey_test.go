@@ -50,12 +50,15 @@ type env struct {
 	c       client.Client
 }
 
-func setUp(t *testing.T) env {
+func setUp(t *testing.T) env { t.Helper(); return setUpWith(t, localinstall.Options{}) }
+
+// setUpWith starts a control plane and installs quotagate with opts.
+func setUpWith(t *testing.T, opts localinstall.Options) env {
 	t.Helper()
 	ctrllog.SetLogger(logr.Discard()) // controller-runtime's client has nothing to say here
 	cluster := localcluster.StartForTest(t, localcluster.Options{})
 	ctx := logr.NewContext(t.Context(), testr.NewWithOptions(t, testr.Options{Verbosity: 1}))
-	inst, err := localinstall.Install(ctx, cluster, localinstall.Options{})
+	inst, err := localinstall.Install(ctx, cluster, opts)
 	if err != nil {
 		t.Fatalf("Installing quotagate: %v", err)
 	}

@@ -319,6 +319,9 @@ func (i *Installation) injectCABundle(ctx context.Context, mwcName string) error
 // the webhook's mounted files (the webhook process reloads them) and re-injects the
 // caBundle, which the chart's CA chain leaves unchanged.
 func (i *Installation) RenewWebhookCert(ctx context.Context) error {
+	if SelfManagedCerts(i.values) {
+		return errors.New("certManager.enabled=false: the manager renews the certificate; empty the Secret's tls.crt to force it")
+	}
 	obj, err := i.dynamic.Resource(certificateGVR).Namespace(i.opts.Namespace).Get(ctx, i.servingCert, metav1.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("reading the webhook's Certificate: %w", err)

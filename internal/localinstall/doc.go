@@ -17,6 +17,13 @@
 //     caBundle the way cert-manager's CA injector does (following the
 //     cert-manager.io/inject-ca-from annotation). RenewWebhookCert renews the serving
 //     certificate as cert-manager would at renewBefore.
+//   - With the values' certManager.enabled=false (SelfManagedCerts), none of that: no
+//     cert-manager CRDs, and the manager's own rotator issues the certificate and injects
+//     the caBundle under the chart's RBAC. Only the kubelet's Secret volume is stood in
+//     for (selfmanaged.go): the Secret is copied into the cert dir that the webhook and
+//     the manager share whenever it changes. The rotator's certificate has DNS names
+//     only, so the webhook URL names localhost and the manager gets
+//     --webhook-cert-extra-dns-names=localhost.
 //   - The webhook process listens on 127.0.0.1, which the API server cannot reach
 //     through the chart's Service, so a Helm post-renderer replaces the webhook's
 //     clientConfig.service with clientConfig.url pointing at the process. Doing it in the

@@ -40,6 +40,10 @@ type Installation struct {
 	// servingCert and webhookConfiguration name the release's serving Certificate and
 	// MutatingWebhookConfiguration, for RenewWebhookCert.
 	servingCert, webhookConfiguration string
+	// certSecret is the webhook's Secret; volume copies it into the cert dir when the
+	// manager manages the certificate (selfmanaged.go).
+	certSecret string
+	volume     *secretVolume
 
 	stopOnce sync.Once
 	stopErr  error
@@ -100,7 +104,11 @@ func Install(ctx context.Context, c *localcluster.Cluster, opts Options) (*Insta
 	}
 	i.webhook = &component{name: webhookName, port: ports[0], metrics: ports[1], probes: ports[2]}
 	i.manager = &component{name: managerName, metrics: ports[3], probes: ports[4]}
-	i.renderer = localRenderer{webhookHost: "127.0.0.1:" + strconv.Itoa(i.webhook.port)}
+	host := "127.0.0.1"
+	if SelfManagedCerts(o.Values) {
+		host = selfManagedHost
+	}
+	i.renderer = localRenderer{webhookHost: host + ":" + strconv.Itoa(i.webhook.port)}
 
 	if err := i.install(ctx); err != nil {
 		return nil, errors.Join(err, i.Stop())
@@ -110,10 +118,13 @@ func Install(ctx context.Context, c *localcluster.Cluster, opts Options) (*Insta
 
 func (i *Installation) install(ctx context.Context) error {
 	log := logr.FromContextOrDiscard(ctx)
-	if err := i.installCertManagerCRDs(ctx); err != nil {
-		return err
+	selfManaged := SelfManagedCerts(i.values)
+	if !selfManaged {
+		if err := i.installCertManagerCRDs(ctx); err != nil {
+			return err
+		}
+		log.V(1).Info("Installed cert-manager's CRDs")
 	}
-	log.V(1).Info("Installed cert-manager's CRDs")
 	rel, err := i.helmInstall(ctx)
 	if err != nil {
 		return err
@@ -123,6 +134,9 @@ func (i *Installation) install(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if selfManaged {
+		return i.installSelfManaged(ctx, objs)
+	}
 	if err := i.issueCertificates(ctx, objs); err != nil {
 		return err
 	}
@@ -131,6 +145,7 @@ func (i *Installation) install(ctx context.Context) error {
 		return err
 	}
 	secretName := servingSecretOf(dep)
+	i.certSecret = secretName
 	if i.servingCert, err = certificateFor(objs, secretName); err != nil {
 		return err
 	}
@@ -180,6 +195,9 @@ func (i *Installation) configure(ctx context.Context, comp *component, objs []*u
 		set["port"] = strconv.Itoa(comp.port)
 		set["host"] = "127.0.0.1"
 		set["cert-dir"] = i.certDir()
+	}
+	if comp.name == managerName && SelfManagedCerts(i.values) {
+		i.selfManagedFlags(set)
 	}
 	comp.args = withFlags(ctr.Args, set)
 	comp.binary = filepath.Join(i.opts.BinDir, path.Base(ctr.Command[0]))
@@ -318,7 +336,7 @@ func (i *Installation) Upgrade(ctx context.Context, values map[string]any) error
 // Err returns an *ExitError for the webhook or manager if one has exited although Stop
 // was not called, or nil.
 func (i *Installation) Err() error {
-	return errors.Join(i.webhook.err(), i.manager.err())
+	return errors.Join(i.webhook.err(), i.manager.err(), i.volume.Err())
 }
 
 // Stop stops the manager and the webhook processes; it does not touch the cluster.
@@ -326,6 +344,7 @@ func (i *Installation) Err() error {
 func (i *Installation) Stop() error {
 	i.stopOnce.Do(func() {
 		i.stopErr = errors.Join(i.manager.stop(), i.webhook.stop())
+		i.volume.stop()
 		if i.helmLog != nil {
 			_ = i.helmLog.Close()
 		}

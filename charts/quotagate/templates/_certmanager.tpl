@@ -16,3 +16,18 @@ serving Certificate's Secret carries the user's issuer's CA in its ca.crt.
 {{- define "quotagate.caInjectFrom" -}}
 {{ .Release.Namespace }}/{{ if .Values.certManager.issuerRef }}{{ include "quotagate.certificate.name" . }}{{ else }}{{ include "quotagate.ca.name" . }}{{ end }}
 {{- end }}
+
+{{/*
+certManager.enabled=false: the manager's leader keeps the webhook's CA and serving
+certificate in the chart's empty Secret and the CA in the webhook configuration's caBundle
+(cert-rotator.yaml). It sees the Secret mounted where the webhook does: the rotator counts
+the certificate as delivered once the kubelet has put it there.
+*/}}
+{{- define "quotagate.certRotatorDir" -}}/tmp/k8s-webhook-server/serving-certs{{- end }}
+{{- define "quotagate.certRotatorArgs" -}}
+- --webhook-cert-secret={{ include "quotagate.certificate.secret" . }}
+- --webhook-cert-namespace={{ .Release.Namespace }}
+- --webhook-configuration={{ include "quotagate.webhook.name" . }}
+- --webhook-service={{ include "quotagate.webhook.name" . }}
+- --webhook-cert-dir={{ include "quotagate.certRotatorDir" . }}
+{{- end }}

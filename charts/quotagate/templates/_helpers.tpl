@@ -33,7 +33,8 @@ Names of the components and of the objects that refer to each other.
 {{- define "quotagate.webhook.name" -}}{{ include "quotagate.fullname" . }}-webhook{{- end }}
 {{- define "quotagate.manager.name" -}}{{ include "quotagate.fullname" . }}-manager{{- end }}
 {{- define "quotagate.certificate.name" -}}{{ include "quotagate.fullname" . }}-webhook-cert{{- end }}
-{{- define "quotagate.certificate.secret" -}}{{ include "quotagate.fullname" . }}-webhook-tls{{- end }}
+{{- /* cert-manager writes <fullname>-webhook-tls; the manager's rotator fills <fullname>-webhook-internal-tls, which the chart creates empty (cert-rotator.yaml). Distinct names let a release switch modes in one upgrade. */}}
+{{- define "quotagate.certificate.secret" -}}{{ include "quotagate.fullname" . }}-webhook-{{ if .Values.certManager.enabled }}tls{{ else }}internal-tls{{ end }}{{- end }}
 {{- define "quotagate.issuer.name" -}}{{ include "quotagate.fullname" . }}-selfsigned{{- end }}
 
 {{/*

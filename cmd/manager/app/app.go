@@ -19,6 +19,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/internal/certrotation"
 	"github.com/quotagate/quotagate/internal/version"
 	"github.com/quotagate/quotagate/pkg/quota/controller"
 )
@@ -40,6 +41,8 @@ type Options struct {
 	Burst         int
 	Controller    controller.Options
 	Zap           crzap.Options
+	// Certs, when Certs.SecretName is set, has the leader manage the webhook's certificate.
+	Certs certrotation.Config
 }
 
 // DefaultOptions are chosen so that the quota layer, not the client, is never what
@@ -59,6 +62,7 @@ func DefaultOptions() Options {
 		Burst:                   1000,
 		Controller:              controller.DefaultOptions(),
 		Zap:                     crzap.Options{Development: false},
+		Certs:                   defaultCertConfig(),
 	}
 }
 
@@ -94,6 +98,8 @@ func NewCommand() *cobra.Command {
 	f.BoolVar(&o.Controller.HoldUncovered, "hold-uncovered", o.Controller.HoldUncovered, "Keep gated the pods of opted-in namespaces that no budget covers (default: admit them at once).")
 	f.DurationVar(&o.Controller.FlushInterval, "flush-interval", o.Controller.FlushInterval, "How often pods found not to fit are re-evaluated even without an event.")
 	f.DurationVar(&o.Controller.UngateTimeout, "ungate-timeout", o.Controller.UngateTimeout, "Timeout of one ungate patch; keep it below the lease duration minus the renew deadline.")
+
+	addCertFlags(f, &o.Certs)
 
 	gofs := flag.NewFlagSet("", flag.ExitOnError)
 	o.Zap.BindFlags(gofs)
@@ -172,6 +178,9 @@ func Run(ctx context.Context, o Options) error {
 	}
 	if err := q.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the quota controller: %w", err)
+	}
+	if err := addCertRotation(mgr, o.Certs); err != nil {
+		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err

@@ -91,6 +91,9 @@ func serve(ctx context.Context, o *Options, extra map[string]http.Handler) error
 
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
+		if !waitForCert(ctx, o.CertDir) {
+			return nil
+		}
 		if err := hooks.Start(ctx); err != nil {
 			return fmt.Errorf("serving webhook on port %d: %w", o.Port, err)
 		}

@@ -67,11 +67,44 @@ func TestRunRejectsUnknownFlag(t *testing.T) {
 	}
 }
 
-func TestServeFailsWithoutCertificate(t *testing.T) {
-	o := testOptions(t, t.TempDir())
-	err := Serve(t.Context(), o)
-	if err == nil || !strings.Contains(err.Error(), "tls.crt") {
-		t.Errorf("Serve() = %v, want an error naming tls.crt", err)
+// An empty cert dir (the chart's Secret before the manager issues the certificate):
+// the webhook does not serve and is not ready; once the files appear it serves them.
+func TestServeWaitsForCertificate(t *testing.T) {
+	certDir := t.TempDir()
+	o := testOptions(t, certDir)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- Serve(ctx, o) }()
+
+	readyz := "http://" + o.HealthProbeBindAddress + "/readyz"
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		resp, err := http.Get(readyz)
+		if err != nil {
+			return false, nil
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			return false, fmt.Errorf("/readyz is OK without a certificate")
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("/readyz before the certificate: %v", err)
+	}
+	if c, err := net.Dial("tcp", net.JoinHostPort(o.Host, strconv.Itoa(o.Port))); err == nil {
+		_ = c.Close()
+		t.Fatal("the webhook port accepts connections without a certificate")
+	}
+
+	caPEM := writeCert(t, certDir, "gen1")
+	waitReady(t, o)
+	if got := postPod(t, tlsClient(caPEM, 0), o); !strings.Contains(got, "example.com/test-gate") {
+		t.Errorf("patch = %s, want the gate", got)
+	}
+	cancel()
+	if err := <-served; err != nil {
+		t.Errorf("Serve() after cancel = %v, want nil", err)
 	}
 }
 

@@ -1,0 +1,163 @@
+package certrotation
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/open-policy-agent/cert-controller/pkg/rotator"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+)
+
+// FieldOwner is the field manager of the caBundle fields the rotator writes; `helm
+// upgrade` leaves fields of other managers alone.
+const FieldOwner = "quotagate-cert-rotator"
+
+// Config names what the rotator manages.
+type Config struct {
+	// Namespace and SecretName are the Secret holding the CA and serving certificate.
+	Namespace, SecretName string
+	// WebhookConfiguration is the MutatingWebhookConfiguration whose caBundle is the CA.
+	WebhookConfiguration string
+	// APIServices are APIServices whose caBundle is the CA too (served by the same
+	// certificate).
+	APIServices []string
+	// Service is the webhook's Service: the certificate is for <Service>.<Namespace>.svc
+	// and <Service>.<Namespace>.svc.cluster.local.
+	Service string
+	// ExtraDNSNames are more names the certificate is valid for.
+	ExtraDNSNames []string
+	// CertDir is where this process sees the Secret mounted.
+	CertDir string
+	// ServerCertValidity and RenewBefore time the serving certificate; 0 means one year
+	// and 90 days. The CA is valid for ten years.
+	ServerCertValidity, RenewBefore time.Duration
+	// CheckInterval is how often the certificate is checked; 0 means 12 hours. A change
+	// of the Secret or the webhook configuration is acted on at once.
+	CheckInterval time.Duration
+}
+
+// Validate reports every missing or inconsistent setting at once.
+func (c Config) Validate() error {
+	var errs []error
+	for flag, v := range map[string]string{
+		"namespace": c.Namespace, "secret": c.SecretName, "webhook configuration": c.WebhookConfiguration,
+		"service": c.Service, "cert dir": c.CertDir,
+	} {
+		if v == "" {
+			errs = append(errs, fmt.Errorf("certificate rotation: the %s must be set", flag))
+		}
+	}
+	if c.ServerCertValidity != 0 && c.RenewBefore >= c.ServerCertValidity {
+		errs = append(errs, fmt.Errorf("certificate rotation: renew-before (%s) must be less than the validity (%s)", c.RenewBefore, c.ServerCertValidity))
+	}
+	return errors.Join(errs...)
+}
+
+// DNSNames are the names the serving certificate is valid for.
+func (c Config) DNSNames() []string {
+	svc := c.Service + "." + c.Namespace + ".svc"
+	return append([]string{svc, svc + ".cluster.local"}, c.ExtraDNSNames...)
+}
+
+// Add registers the rotator with mgr; it runs while mgr leads. ready is closed once the
+// certificate is in the Secret, visible in CertDir and its CA injected.
+func Add(mgr manager.Manager, c Config) (ready <-chan struct{}, err error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	names := c.DNSNames()
+	isReady := make(chan struct{})
+	webhooks := []rotator.WebhookInfo{{Name: c.WebhookConfiguration, Type: rotator.Mutating}}
+	for _, a := range c.APIServices {
+		webhooks = append(webhooks, rotator.WebhookInfo{Name: a, Type: rotator.APIService})
+	}
+	scope, err := newScope(c)
+	if err != nil {
+		return nil, err
+	}
+	renew := c.RenewBefore
+	if c.ServerCertValidity != 0 && renew == 0 {
+		renew = c.ServerCertValidity / 4
+	}
+	cr := &rotator.CertRotator{
+		SecretKey:              types.NamespacedName{Namespace: c.Namespace, Name: c.SecretName},
+		CertDir:                c.CertDir,
+		CAName:                 "quotagate-webhook-ca",
+		CAOrganization:         "quotagate",
+		DNSName:                names[0],
+		ExtraDNSNames:          names[1:],
+		IsReady:                isReady,
+		Webhooks:               webhooks,
+		FieldOwner:             FieldOwner,
+		RequireLeaderElection:  true,
+		ServerCertDuration:     c.ServerCertValidity,
+		LookaheadInterval:      renew,
+		RotationCheckFrequency: c.CheckInterval,
+		ControllerName:         "webhook-cert-rotator",
+	}
+	if err := rotator.AddRotator(scopedManager{Manager: mgr, scope: scope}, cr); err != nil {
+		return nil, fmt.Errorf("adding the certificate rotator: %w", err)
+	}
+	return isReady, nil
+}
+
+// scopedManager hands the rotator a rest.Config whose list and watch requests ask only
+// for the objects it manages, so that its RBAC can name them.
+type scopedManager struct {
+	manager.Manager
+	scope map[string]string
+}
+
+func (m scopedManager) GetConfig() *rest.Config {
+	cfg := rest.CopyConfig(m.Manager.GetConfig())
+	scope := m.scope
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &scopedTransport{next: rt, scope: scope} })
+	return cfg
+}
+
+// newScope maps the collection path of each kind the rotator watches to the one name it
+// needs from it.
+func newScope(c Config) (map[string]string, error) {
+	scope := map[string]string{
+		"/api/v1/namespaces/" + c.Namespace + "/secrets":                      c.SecretName,
+		"/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations": c.WebhookConfiguration,
+	}
+	switch len(c.APIServices) {
+	case 0:
+	case 1:
+		scope["/apis/apiregistration.k8s.io/v1/apiservices"] = c.APIServices[0]
+	default:
+		return nil, fmt.Errorf("certificate rotation: at most one APIService, got %d", len(c.APIServices))
+	}
+	return scope, nil
+}
+
+// scopedTransport adds fieldSelector=metadata.name=<name> to list and watch requests of
+// the collections in scope. The API server authorizes such requests against RBAC rules
+// with resourceNames.
+type scopedTransport struct {
+	next  http.RoundTripper
+	scope map[string]string
+}
+
+func (t *scopedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	name, ok := t.scope[path.Clean(req.URL.Path)]
+	if !ok || req.Method != http.MethodGet {
+		return t.next.RoundTrip(req)
+	}
+	q := req.URL.Query()
+	sel := "metadata.name=" + name
+	if old := q.Get("fieldSelector"); old != "" && !strings.Contains(old, sel) {
+		sel = old + "," + sel
+	}
+	q.Set("fieldSelector", sel)
+	r := req.Clone(req.Context())
+	r.URL.RawQuery = q.Encode()
+	return t.next.RoundTrip(r)
+}

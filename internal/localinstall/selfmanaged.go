@@ -1,0 +1,179 @@
+package localinstall
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// With the chart's certManager.enabled=false (docs/certificates.md) nothing emulates
+// cert-manager: the manager's own rotator issues the certificate into the chart's Secret
+// and injects the caBundle, under the manager's ServiceAccount and the chart's RBAC. The
+// one stand-in left is the kubelet's Secret volume: secretVolume copies the Secret into the
+// cert dir the webhook and the manager both read, whenever it changes.
+
+// selfManagedHost is the host in the webhook configuration's URL in self-managed mode:
+// the rotator's certificate carries DNS names only, so the API server reaches the
+// process by a name (localinstall adds it with --webhook-cert-extra-dns-names).
+const selfManagedHost = "localhost"
+
+// secretSyncInterval is how often the emulated kubelet looks at the Secret; a real
+// kubelet takes up to its sync period plus its cache TTL (about a minute).
+const secretSyncInterval = 500 * time.Millisecond
+
+// SelfManagedCerts reports whether values ask quotagate to manage the webhook's
+// certificate itself (certManager.enabled=false).
+func SelfManagedCerts(values map[string]any) bool {
+	cm, _ := values["certManager"].(map[string]any)
+	enabled, ok := cm["enabled"].(bool)
+	return ok && !enabled
+}
+
+// installSelfManaged starts the manager (its rotator fills the Secret), the emulated
+// Secret volume, then the webhook, and waits for the caBundle.
+func (i *Installation) installSelfManaged(ctx context.Context, objs []*unstructured.Unstructured) error {
+	log := logr.FromContextOrDiscard(ctx)
+	dep, err := deployment(objs, webhookName)
+	if err != nil {
+		return err
+	}
+	i.certSecret = servingSecretOf(dep)
+	if i.certSecret == "" {
+		return fmt.Errorf("deployment %s mounts no Secret", dep.Name)
+	}
+	mwc, err := find(objs, "admissionregistration.k8s.io", "MutatingWebhookConfiguration")
+	if err != nil {
+		return err
+	}
+	i.webhookConfiguration = mwc.GetName()
+	i.volume = startSecretVolume(i, i.opts.Namespace, i.certSecret, i.certDir())
+	for _, comp := range []*component{i.manager, i.webhook} {
+		if err := i.configure(ctx, comp, objs); err != nil {
+			return err
+		}
+		if err := i.start(ctx, comp); err != nil {
+			return err
+		}
+		log.V(1).Info("Started", "component", comp.name, "log", comp.logPath)
+	}
+	return i.waitCABundle(ctx)
+}
+
+// selfManagedFlags are the manager's flags that point the rotator at the local cert dir
+// and add the name the API server dials.
+func (i *Installation) selfManagedFlags(set map[string]string) {
+	set["webhook-cert-dir"] = i.certDir()
+	set["webhook-cert-extra-dns-names"] = selfManagedHost
+}
+
+// waitCABundle waits until every webhook of the configuration has a caBundle.
+func (i *Installation) waitCABundle(ctx context.Context) error {
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, i.opts.Timeout, true, func(ctx context.Context) (bool, error) {
+		mwc, err := i.client.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, i.webhookConfiguration, metav1.GetOptions{})
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		for _, w := range mwc.Webhooks {
+			if len(w.ClientConfig.CABundle) == 0 {
+				last = "webhook " + w.Name + " has no caBundle"
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the manager to inject the caBundle into %s (%s): %w; see %s", i.webhookConfiguration, last, err, i.manager.logPath)
+	}
+	return nil
+}
+
+// WebhookCertSecret is the Secret the webhook's certificate is in.
+func (i *Installation) WebhookCertSecret() string {
+	return i.certSecret
+}
+
+// WebhookServerName is the name the API server checks the webhook's certificate against.
+func (i *Installation) WebhookServerName() string {
+	if SelfManagedCerts(i.values) {
+		return selfManagedHost
+	}
+	return "127.0.0.1"
+}
+
+// secretVolume stands in for the kubelet's Secret volume: it copies the Secret into dir
+// (atomically, as the kubelet does) each time its data changes, until stopped.
+type secretVolume struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu  sync.Mutex
+	err error
+}
+
+func startSecretVolume(i *Installation, namespace, name, dir string) *secretVolume {
+	ctx, cancel := context.WithCancel(context.Background())
+	v := &secretVolume{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(v.done)
+		var synced map[string][]byte
+		first := true
+		_ = wait.PollUntilContextCancel(ctx, secretSyncInterval, true, func(ctx context.Context) (bool, error) {
+			s, err := i.client.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return false, nil // uninstalled: a kubelet keeps the last files
+			}
+			if err != nil {
+				if ctx.Err() == nil {
+					v.setErr(fmt.Errorf("the kubelet's stand-in reading Secret %s/%s: %w", namespace, name, err))
+				}
+				return false, nil
+			}
+			if !first && maps.EqualFunc(s.Data, synced, slices.Equal) {
+				return false, nil
+			}
+			if err := writeAtomically(dir, s.Data); err != nil {
+				v.setErr(err)
+				return false, nil
+			}
+			v.setErr(nil)
+			synced, first = s.Data, false
+			return false, nil
+		})
+	}()
+	return v
+}
+
+func (v *secretVolume) setErr(err error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.err = err
+}
+
+// Err is the last failure to update the files, if it has not recovered since.
+func (v *secretVolume) Err() error {
+	if v == nil {
+		return nil
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.err
+}
+
+func (v *secretVolume) stop() {
+	if v == nil {
+		return
+	}
+	v.cancel()
+	<-v.done
+}
