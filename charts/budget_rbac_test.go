@@ -46,6 +46,14 @@ func TestBudgetViewerIsAggregatedReadOnly(t *testing.T) {
 	if diff := cmp.Diff(want, viewer.Rules); diff != "" {
 		t.Errorf("quotagate-budget-viewer rules (-want +got):\n%s", diff)
 	}
+	// config/default aggregates it too (TestKustomizeDefaultMatchesChart compares the rules).
+	var fromConfig rbacv1.ClusterRole
+	into(t, kustomizeBuild(t, "config/default").find(t, "ClusterRole", "quotagate-budget-viewer"), &fromConfig)
+	for _, l := range aggregateLabels {
+		if fromConfig.Labels[l] != "true" {
+			t.Errorf("config/default quotagate-budget-viewer label %s = %q, want \"true\"", l, fromConfig.Labels[l])
+		}
+	}
 	for name, r := range roles {
 		if !slices.ContainsFunc(aggregateLabels, func(l string) bool { return r.Labels[l] == "true" }) {
 			continue
