@@ -4,6 +4,10 @@ import (
 	"strings"
 	"testing"
 
+	"helm.sh/helm/v4/pkg/chart/common"
+	"helm.sh/helm/v4/pkg/chart/v2/lint"
+	"helm.sh/helm/v4/pkg/chart/v2/lint/support"
+
 	"github.com/google/go-cmp/cmp"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -129,5 +133,56 @@ func TestNotesSayHowPrometheusScrapes(t *testing.T) {
 	notes = mustInstall(t, defaultRelease, defaultNamespace, map[string]any{"manager": map[string]any{"metricsSecure": false}}).Notes
 	if !strings.Contains(notes, "plain HTTP") {
 		t.Errorf("NOTES.txt with metricsSecure=false does not say the metrics are plain HTTP:\n%s", notes)
+	}
+}
+
+// The new values are checked like the others: a wrong one fails the install, naming it.
+func TestSchemaRejectsBadRoleValues(t *testing.T) {
+	for name, tc := range map[string]struct {
+		values   map[string]any
+		wantPath string
+	}{
+		"aggregation as a string": {map[string]any{"rbac": map[string]any{"aggregateToDefaultRoles": "yes"}}, "/rbac/aggregateToDefaultRoles"},
+		"misspelt rbac value":     {map[string]any{"rbac": map[string]any{"aggregate": true}}, "/rbac"},
+		"unknown prometheus ServiceAccount field": {
+			map[string]any{"metrics": map[string]any{"prometheus": map[string]any{"serviceAccount": map[string]any{"account": "prom"}}}},
+			"/metrics/prometheus/serviceAccount",
+		},
+		"tlsConfig as a string": {map[string]any{"metrics": map[string]any{"serviceMonitor": map[string]any{"tlsConfig": "insecure"}}}, "/metrics/serviceMonitor/tlsConfig"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := install(defaultRelease, defaultNamespace, tc.values)
+			if err == nil {
+				t.Fatal("install succeeded, want a schema error")
+			}
+			if !strings.Contains(err.Error(), "'"+tc.wantPath+"'") {
+				t.Errorf("error does not name %s:\n%v", tc.wantPath, err)
+			}
+		})
+	}
+}
+
+// helm lint is clean with secure metrics scraped through a ServiceMonitor, a custom
+// Prometheus, a token from a Secret and the aggregation off.
+func TestLintRoleValues(t *testing.T) {
+	kv, err := common.ParseKubeVersion(kubeVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	values := map[string]any{
+		"rbac": map[string]any{"aggregateToDefaultRoles": false},
+		"metrics": map[string]any{
+			"serviceMonitor": map[string]any{
+				"enabled":       true,
+				"labels":        map[string]any{"release": "kube-prometheus-stack"},
+				"authorization": map[string]any{"type": "Bearer", "credentials": map[string]any{"name": "prom-token", "key": "token"}},
+			},
+			"prometheus": map[string]any{"serviceAccount": map[string]any{"name": "prometheus-k8s", "namespace": "monitoring"}},
+		},
+	}
+	for _, m := range lint.RunAll(chartDir(t), values, defaultNamespace, lint.WithKubeVersion(kv)).Messages {
+		if m.Severity >= support.WarningSev {
+			t.Errorf("lint: %v", m)
+		}
 	}
 }
