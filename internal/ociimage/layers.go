@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
@@ -95,7 +96,7 @@ func writeEntry(tw *tar.Writer, e entry, m Metadata) error {
 	hdr := &tar.Header{
 		Name:    e.name,
 		Mode:    e.mode,
-		ModTime: m.Created.UTC().Truncate(1e9),
+		ModTime: m.Created.UTC().Truncate(time.Second),
 	}
 	if e.dir {
 		hdr.Typeflag = tar.TypeDir
