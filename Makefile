@@ -95,6 +95,17 @@ version: ## Print the version the build targets stamp into the binaries.
 build: ## Build the quotagate binaries into bin/ (webhook, manager, kubectl-quotagate).
 	CGO_ENABLED=0 go build -trimpath -ldflags '$(GO_LDFLAGS)' -o $(BIN)/ ./cmd/webhook ./cmd/manager ./cmd/kubectl-quotagate
 
+# The image, built with no Docker engine (internal/ociimage; docs/images.md): an OCI layout
+# directory and a tar of it (an oci-archive), at paths `make release` relies on. The created
+# time is the commit's, or SOURCE_DATE_EPOCH, so one commit always gives the same digests.
+IMAGE_LAYOUT  := _output/image/oci
+IMAGE_ARCHIVE := _output/image/quotagate-$(VERSION).oci.tar
+
+.PHONY: image
+image: ## Build the linux/amd64+arm64 image, no Docker: OCI layout _output/image/oci and tar _output/image/quotagate-$(VERSION).oci.tar.
+	go run ./hack/image --version '$(VERSION)' --revision '$(REVISION)' --ldflags '$(GO_LDFLAGS)' \
+		--bin-dir _output/image/bin --layout $(IMAGE_LAYOUT) --archive $(IMAGE_ARCHIVE)
+
 ##@ Local control plane
 
 .PHONY: tools
