@@ -94,6 +94,16 @@ version: ## Print the version the build targets stamp into the binaries.
 build: ## Build the quotagate binaries into bin/ (webhook, manager, kubectl-quotagate).
 	CGO_ENABLED=0 go build -trimpath -ldflags '$(GO_LDFLAGS)' -o $(BIN)/ ./cmd/webhook ./cmd/manager ./cmd/kubectl-quotagate
 
+##@ Release
+
+# The release ships the image `make image` builds; until the Makefile has that target,
+# the release takes whatever image tarball _output/image/ holds.
+RELEASE_PREREQUISITES := $(if $(shell grep -s '^image:' $(firstword $(MAKEFILE_LIST))),image)
+
+.PHONY: release
+release: $(RELEASE_PREREQUISITES) ## Write the release for VERSION=vX.Y.Z to _output/release/ (chart, CRDs, install.yaml, kubectl plugin, krew manifest, image, checksums).
+	go run ./hack/release -version '$(VERSION)' -revision '$(REVISION)' -out _output/release
+
 ##@ Local control plane
 
 .PHONY: tools
