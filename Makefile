@@ -106,6 +106,18 @@ image: ## Build the linux/amd64+arm64 image, no Docker: OCI layout _output/image
 	go run ./hack/image --version '$(VERSION)' --revision '$(REVISION)' --ldflags '$(GO_LDFLAGS)' \
 		--bin-dir _output/image/bin --layout $(IMAGE_LAYOUT) --archive $(IMAGE_ARCHIVE)
 
+##@ Release
+
+# The release ships the image `make image` builds. VERSION is checked first, so a bad one
+# fails before anything is built (hack/release checks it again, as semver).
+.PHONY: release
+release: release-version image ## Write the release for VERSION=vX.Y.Z to _output/release/ (chart, CRDs, install.yaml, kubectl plugin, krew manifest, image, checksums).
+	go run ./hack/release -version '$(VERSION)' -revision '$(REVISION)' -out _output/release
+
+.PHONY: release-version
+release-version:
+	@echo '$(VERSION)' | grep -Eq '^v[0-9]+\.[0-9]+\.[0-9]+([-+][0-9A-Za-z.+-]+)?$$' || { echo "VERSION=$(VERSION): must be vMAJOR.MINOR.PATCH, as in v0.2.0"; exit 1; }
+
 ##@ Local control plane
 
 .PHONY: tools

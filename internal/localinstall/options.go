@@ -8,9 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/quotagate/quotagate/internal/localcluster"
+	"github.com/quotagate/quotagate/internal/version"
 )
 
 // Defaults of Options.
@@ -88,12 +92,31 @@ func (o Options) withDefaults(c *localcluster.Cluster) (Options, error) {
 }
 
 // BuildBinaries builds the webhook and manager binaries of the repository at repoRoot
-// into dir. The go command's build cache makes a rebuild of unchanged sources quick.
+// into dir, stamped (version.LDFlags) with the chart's appVersion and the checkout's
+// commit, as `make build` stamps them. The go command's build cache makes a rebuild of
+// unchanged sources quick.
 func BuildBinaries(ctx context.Context, repoRoot, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("creating %s: %w", dir, err)
 	}
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", dir+string(filepath.Separator), "./cmd/webhook", "./cmd/manager")
+	b, err := os.ReadFile(filepath.Join(repoRoot, "charts", "quotagate", "Chart.yaml"))
+	if err != nil {
+		return fmt.Errorf("reading the chart's appVersion: %w", err)
+	}
+	var chart struct {
+		AppVersion string `json:"appVersion"`
+	}
+	if err := yaml.Unmarshal(b, &chart); err != nil || chart.AppVersion == "" {
+		return fmt.Errorf("reading the chart's appVersion from charts/quotagate/Chart.yaml: %v", err)
+	}
+	revision := "unknown"
+	git := exec.CommandContext(ctx, "git", "rev-parse", "HEAD")
+	git.Dir = repoRoot
+	if out, err := git.Output(); err == nil {
+		revision = strings.TrimSpace(string(out))
+	}
+	cmd := exec.CommandContext(ctx, "go", "build", "-ldflags", version.LDFlags(chart.AppVersion, revision),
+		"-o", dir+string(filepath.Separator), "./cmd/webhook", "./cmd/manager")
 	cmd.Dir = repoRoot
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

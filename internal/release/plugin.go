@@ -1,0 +1,112 @@
+package release
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/quotagate/quotagate/internal/version"
+)
+
+// PluginName is the kubectl plugin's binary, and the krew plugin's bin.
+const PluginName = "kubectl-quotagate"
+
+// Platform is one GOOS/GOARCH the plugin is built for.
+type Platform struct {
+	OS, Arch string
+}
+
+func (p Platform) String() string { return p.OS + "/" + p.Arch }
+
+// PluginPlatforms are the platforms a release builds the plugin for.
+var PluginPlatforms = []Platform{
+	{"linux", "amd64"}, {"linux", "arm64"}, {"darwin", "amd64"}, {"darwin", "arm64"},
+}
+
+// PluginArchiveName is the archive of the plugin for p, as the release and the krew
+// manifest name it.
+func PluginArchiveName(p Platform) string {
+	return fmt.Sprintf("%s_%s_%s.tar.gz", PluginName, p.OS, p.Arch)
+}
+
+// LDFlags are the linker flags of every release binary: stripped, with the version and
+// revision stamped, as the Makefile's GO_LDFLAGS.
+func LDFlags(v, rev string) string {
+	return "-s -w " + version.LDFlags(v, rev)
+}
+
+// buildPlugin cross-compiles cmd/kubectl-quotagate for p into dir (static, -trimpath,
+// stamped with v and rev) and returns the binary's path.
+func buildPlugin(ctx context.Context, repoRoot, dir string, p Platform, v, rev string) (string, error) {
+	bin := filepath.Join(dir, p.OS+"_"+p.Arch, PluginName)
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", LDFlags(v, rev), "-o", bin, "./cmd/kubectl-quotagate")
+	cmd.Dir = repoRoot
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+p.OS, "GOARCH="+p.Arch)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("building %s for %s: %w\n%s", PluginName, p, err, out.String())
+	}
+	return bin, nil
+}
+
+// writePluginArchive packs the binary (and the repository's LICENSE, if it has one) into
+// a .tar.gz at path, with modTime on every entry so that the same binary packs to the
+// same bytes.
+func writePluginArchive(repoRoot, bin, path string, modTime time.Time) error {
+	files := []struct{ name, src string }{{PluginName, bin}}
+	if _, err := os.Stat(filepath.Join(repoRoot, "LICENSE")); err == nil {
+		files = append(files, struct{ name, src string }{"LICENSE", filepath.Join(repoRoot, "LICENSE")})
+	}
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	gz.ModTime = modTime
+	tw := tar.NewWriter(gz)
+	for _, f := range files {
+		b, err := os.ReadFile(f.src)
+		if err != nil {
+			return err
+		}
+		mode := int64(0o644)
+		if f.name == PluginName {
+			mode = 0o755
+		}
+		hdr := &tar.Header{Name: f.name, Mode: mode, Size: int64(len(b)), ModTime: modTime, Format: tar.FormatPAX}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return err
+		}
+		if _, err := tw.Write(b); err != nil {
+			return err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	if err := gz.Close(); err != nil {
+		return err
+	}
+	return os.WriteFile(path, buf.Bytes(), 0o644)
+}
+
+// fileSHA256 is the hex sha256 of the file at path.
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("hashing %s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
