@@ -4,10 +4,12 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/quotagate/quotagate/internal/localinstall"
@@ -60,10 +62,11 @@ func (e *gitError) Error() string {
 	return "git " + strings.Join(e.args, " ") + ": " + e.err.Error() + ": " + e.stderr
 }
 
-// previousVersion extracts the tree of ref with `git archive` into work, builds its
-// webhook and manager there (the module's dependencies come from the Go module cache or
-// proxy) and packages its chart, as its release did.
-func previousVersion(t *testing.T, root, ref, work string) version {
+// versions extracts the tree of the previous release (ref) with `git archive` into
+// work, then builds its webhook and manager there (the module's dependencies come from
+// the Go module cache or proxy) and packages its chart, as its release did; and the same
+// for the working tree. The two builds run side by side.
+func versions(t *testing.T, root, ref, work string) (prev, next version) {
 	t.Helper()
 	if _, err := git(root, "cat-file", "-e", ref+"^{commit}"); err != nil {
 		t.Fatalf("The upgrade test installs the previous release first, from git commit %s (%s), "+
@@ -79,28 +82,33 @@ func previousVersion(t *testing.T, root, ref, work string) version {
 	if out, err := exec.Command("tar", "-xf", archive, "-C", tree).CombinedOutput(); err != nil {
 		t.Fatalf("Unpacking %s: %v\n%s", archive, err, out)
 	}
-	return buildVersion(t, tree, ref, filepath.Join(work, "previous-bin"), filepath.Join(work, "charts"))
-}
-
-// workingTreeVersion builds and packages the working tree.
-func workingTreeVersion(t *testing.T, root, work string) version {
-	t.Helper()
 	rev, err := git(root, "rev-parse", "HEAD")
 	if err != nil {
 		rev = "unknown"
 	}
-	return buildVersion(t, root, rev, filepath.Join(work, "bin"), filepath.Join(work, "charts"))
+	charts := filepath.Join(work, "charts")
+	var prevErr, nextErr error
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		prev, prevErr = buildVersion(t.Context(), tree, ref, filepath.Join(work, "previous-bin"), charts)
+	})
+	wg.Go(func() { next, nextErr = buildVersion(t.Context(), root, rev, filepath.Join(work, "bin"), charts) })
+	wg.Wait()
+	fatalIf(t, prevErr, "the previous release "+ref)
+	fatalIf(t, nextErr, "the working tree")
+	return prev, next
 }
 
 // buildVersion packages the chart of tree into charts and builds its binaries into
 // binDir, stamped with the chart's appVersion as `make build` stamps them.
-func buildVersion(t *testing.T, tree, revision, binDir, charts string) version {
-	t.Helper()
+func buildVersion(ctx context.Context, tree, revision, binDir, charts string) (version, error) {
 	chart, err := localinstall.PackageChart(filepath.Join(tree, "charts", "quotagate"), charts)
-	fatalIf(t, err, "packaging the chart of "+tree)
+	if err != nil {
+		return version{}, err
+	}
 	v := version{chart: chart, binDir: binDir}
-	v.chartVersion, v.appVersion, err = localinstall.ChartVersions(chart)
-	fatalIf(t, err, "reading "+chart)
-	fatalIf(t, localinstall.BuildRelease(t.Context(), tree, binDir, v.appVersion, revision), "building "+v.appVersion)
-	return v
+	if v.chartVersion, v.appVersion, err = localinstall.ChartVersions(chart); err != nil {
+		return v, err
+	}
+	return v, localinstall.BuildRelease(ctx, tree, binDir, v.appVersion, revision)
 }

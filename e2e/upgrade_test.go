@@ -71,8 +71,7 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 	root, err := localcluster.RepoRoot(wd)
 	fatalIf(t, err, "finding the repository")
 	work := t.TempDir()
-	prev := previousVersion(t, root, previousRef(t, root), work)
-	next := workingTreeVersion(t, root, work)
+	prev, next := versions(t, root, previousRef(t, root), work)
 	t.Logf("Built %s (chart %s) and %s (chart %s) in %v", prev.appVersion, prev.chartVersion,
 		next.appVersion, next.chartVersion, time.Since(began).Round(time.Millisecond))
 
