@@ -59,29 +59,26 @@ type gitError struct {
 }
 
 func (e *gitError) Error() string {
-	return "git " + strings.Join(e.args, " ") + ": " + e.err.Error() + ": " + e.stderr
+	msg := "git " + strings.Join(e.args, " ") + ": " + e.err.Error()
+	if e.stderr != "" {
+		msg += ": " + e.stderr
+	}
+	return msg
 }
 
-// versions extracts the tree of the previous release (ref) with `git archive` into
-// work, then builds its webhook and manager there (the module's dependencies come from
-// the Go module cache or proxy) and packages its chart, as its release did; and the same
-// for the working tree. The two builds run side by side.
+// versions extracts the tree of the previous release (ref) with `git archive`, builds
+// its webhook and manager there (the module's dependencies come from the Go module cache
+// or proxy) and packages its chart, as its release did; and the same for the working
+// tree. The two builds run side by side.
 func versions(t *testing.T, root, ref, work string) (prev, next version) {
 	t.Helper()
-	if _, err := git(root, "cat-file", "-e", ref+"^{commit}"); err != nil {
+	commit, err := git(root, "rev-parse", "--verify", "--quiet", ref+"^{commit}")
+	if err != nil {
 		t.Fatalf("The upgrade test installs the previous release first, from git commit %s (%s), "+
 			"which this clone does not have (a shallow clone?): run `git fetch --unshallow` or "+
 			"`git fetch origin %s`. %v", ref, upgradeFromFile, ref, err)
 	}
-	tree := filepath.Join(work, "previous")
-	fatalIf(t, os.MkdirAll(tree, 0o755), "creating "+tree)
-	archive := filepath.Join(work, "previous.tar")
-	if _, err := git(root, "archive", "--format=tar", "-o", archive, ref); err != nil {
-		t.Fatalf("Extracting the previous release: %v", err)
-	}
-	if out, err := exec.Command("tar", "-xf", archive, "-C", tree).CombinedOutput(); err != nil {
-		t.Fatalf("Unpacking %s: %v\n%s", archive, err, out)
-	}
+	tree := extract(t, root, commit)
 	rev, err := git(root, "rev-parse", "HEAD")
 	if err != nil {
 		rev = "unknown"
@@ -90,13 +87,49 @@ func versions(t *testing.T, root, ref, work string) (prev, next version) {
 	var prevErr, nextErr error
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		prev, prevErr = buildVersion(t.Context(), tree, ref, filepath.Join(work, "previous-bin"), charts)
+		prev, prevErr = buildVersion(t.Context(), tree, commit, filepath.Join(work, "previous-bin"), charts)
 	})
 	wg.Go(func() { next, nextErr = buildVersion(t.Context(), root, rev, filepath.Join(work, "bin"), charts) })
 	wg.Wait()
 	fatalIf(t, prevErr, "the previous release "+ref)
 	fatalIf(t, nextErr, "the working tree")
 	return prev, next
+}
+
+// extract writes the tree of a commit with `git archive` into a directory of the user's
+// cache named after it, once: the go command's build cache keys packages by their directory,
+// so the same directory lets the next run reuse the previous release's compiled packages.
+func extract(t *testing.T, root, commit string) string {
+	t.Helper()
+	cache, err := os.UserCacheDir()
+	fatalIf(t, err, "finding the user's cache directory")
+	tree := filepath.Join(cache, "quotagate", "upgrade-from", commit)
+	if _, err := os.Stat(filepath.Join(tree, "go.mod")); err == nil {
+		return tree
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(tree), commit+".tmp")
+	if os.IsNotExist(err) {
+		fatalIf(t, os.MkdirAll(filepath.Dir(tree), 0o755), "creating "+filepath.Dir(tree))
+		tmp, err = os.MkdirTemp(filepath.Dir(tree), commit+".tmp")
+	}
+	fatalIf(t, err, "creating a directory for the previous release")
+	defer func() { _ = os.RemoveAll(tmp) }()
+	archive := filepath.Join(tmp, "tree.tar")
+	if _, err := git(root, "archive", "--format=tar", "-o", archive, commit); err != nil {
+		t.Fatalf("Extracting the previous release: %v", err)
+	}
+	dir := filepath.Join(tmp, "tree")
+	fatalIf(t, os.Mkdir(dir, 0o755), "creating "+dir)
+	if out, err := exec.Command("tar", "-xf", archive, "-C", dir).CombinedOutput(); err != nil {
+		t.Fatalf("Unpacking %s: %v\n%s", archive, err, out)
+	}
+	// A concurrent run may have won the rename: its tree is the same.
+	if err := os.Rename(dir, tree); err != nil {
+		if _, statErr := os.Stat(filepath.Join(tree, "go.mod")); statErr != nil {
+			t.Fatalf("Moving the previous release into %s: %v", tree, err)
+		}
+	}
+	return tree
 }
 
 // buildVersion packages the chart of tree into charts and builds its binaries into
