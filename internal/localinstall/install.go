@@ -109,7 +109,7 @@ func Install(ctx context.Context, c *localcluster.Cluster, opts Options) (*Insta
 	if i.svc, err = listenService(); err != nil {
 		return nil, err
 	}
-	i.renderer = localRenderer{webhookHost: i.svc.addr()}
+	i.renderer = localRenderer{webhookHost: "127.0.0.1:" + i.svc.port()}
 
 	if err := i.install(ctx); err != nil {
 		return nil, errors.Join(err, i.Stop())

@@ -38,6 +38,12 @@ func listenService() (*service, error) {
 // addr is host:port of the service.
 func (s *service) addr() string { return s.ln.Addr().String() }
 
+// port is the service's port, for a URL that names the host otherwise.
+func (s *service) port() string {
+	_, port, _ := net.SplitHostPort(s.addr())
+	return port
+}
+
 // route sends the connections accepted from now on to backend (host:port).
 func (s *service) route(backend string) {
 	s.mu.Lock()
