@@ -1,6 +1,8 @@
 // Package localinstall installs quotagate onto a local control plane
 // (internal/localcluster) the way a user's cluster runs it: cert-manager's CRDs, then the
-// Helm chart with the Helm v4 SDK, then the webhook and the manager as processes on this
+// packaged Helm chart with the Helm v4 SDK (the working tree's charts/quotagate packaged
+// into quotagate-<version>.tgz by PackageChart, as `helm package` does, or the archive
+// Options.ChartPath names), then the webhook and the manager as processes on this
 // machine under the chart's own ServiceAccount identities, so that the chart's RBAC, its
 // gate guard and its webhook configuration are what gets exercised. The e2e tests and
 // `make demo` both use it.
@@ -26,8 +28,10 @@
 //     --webhook-cert-extra-dns-names=localhost.
 //   - The webhook process listens on 127.0.0.1, which the API server cannot reach
 //     through the chart's Service, so a Helm post-renderer replaces the webhook's
-//     clientConfig.service with clientConfig.url pointing at the process. Doing it in the
-//     post-renderer (not with a patch after install) keeps it across `helm upgrade`.
+//     clientConfig.service with clientConfig.url pointing at a local stand-in for the
+//     Service (service.go), which forwards each connection to the webhook process that is
+//     ready. Doing it in the post-renderer (not with a patch after install) keeps it
+//     across `helm upgrade`.
 //   - The chart's pre-delete hook Job runs `manager release --all --webhook-configuration
 //     <release>-webhook`. kwok would mark its pod Succeeded without running anything, so
 //     the post-renderer tells kwok never to complete it, and Uninstall runs the same
@@ -35,6 +39,16 @@
 //     the hook's ClusterRole), then reports the exit code in the pod's status as a
 //     kubelet would.
 //     Helm's uninstall waits for the Job as it would in a real cluster.
+//
+// Upgrade and UpgradeTo are `helm upgrade`, to the same chart with other values or to
+// another packaged chart with that version's binaries (the images a real upgrade pulls),
+// with the same post-renderer. Then, as cert-manager would, a Certificate that did not
+// change keeps its Secret (one that did is issued again) and the caBundle is injected
+// again; and each component whose binary or arguments changed rolls out as its
+// Deployment would: the new process starts on new local ports, becomes ready (the
+// webhook's Service then sends new connections to it), and only then is the old one
+// stopped, so pod creates keep passing the webhook; the manager's leader election hands
+// over when the old manager releases its Lease.
 //
 // Each process logs to <Dir>/<name>.log; a process that exits while it should run is
 // reported by Err with its log tail, and Stop kills them all.

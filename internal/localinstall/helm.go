@@ -9,8 +9,6 @@ import (
 	"strings"
 
 	"helm.sh/helm/v4/pkg/action"
-	chart "helm.sh/helm/v4/pkg/chart/v2"
-	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	"helm.sh/helm/v4/pkg/kube"
 	ri "helm.sh/helm/v4/pkg/release"
 	release "helm.sh/helm/v4/pkg/release/v1"
@@ -40,18 +38,10 @@ func helmConfig(kubeconfig, namespace, dir string) (*action.Configuration, *os.F
 	return cfg, logFile, nil
 }
 
-func (i *Installation) loadChart() (*chart.Chart, error) {
-	chrt, err := loader.Load(filepath.Join(i.opts.RepoRoot, "charts", "quotagate"))
-	if err != nil {
-		return nil, fmt.Errorf("loading the chart: %w", err)
-	}
-	return chrt, nil
-}
-
-// helmInstall is `helm install <release> charts/quotagate -n <ns> --create-namespace`
-// with the local post-renderer.
+// helmInstall is `helm install <release> quotagate-<version>.tgz -n <ns>
+// --create-namespace` with the local post-renderer.
 func (i *Installation) helmInstall(ctx context.Context) (*release.Release, error) {
-	chrt, err := i.loadChart()
+	chrt, err := loadPackagedChart(i.chartPath)
 	if err != nil {
 		return nil, err
 	}
@@ -69,9 +59,10 @@ func (i *Installation) helmInstall(ctx context.Context) (*release.Release, error
 	return asRelease(rel)
 }
 
-// helmUpgrade is `helm upgrade <release> charts/quotagate -n <ns>` with values.
-func (i *Installation) helmUpgrade(ctx context.Context, values map[string]any) (*release.Release, error) {
-	chrt, err := i.loadChart()
+// helmUpgrade is `helm upgrade <release> <chartPath> -n <ns>` with values and the local
+// post-renderer.
+func (i *Installation) helmUpgrade(ctx context.Context, chartPath string, values map[string]any) (*release.Release, error) {
+	chrt, err := loadPackagedChart(chartPath)
 	if err != nil {
 		return nil, err
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -35,6 +34,10 @@ type Installation struct {
 	helm     *action.Configuration
 	helmLog  *os.File
 	renderer localRenderer
+	// chartPath is the packaged chart the release runs; svc is the webhook's Service
+	// (service.go).
+	chartPath string
+	svc       *service
 
 	webhook, manager *component
 	// servingCert and webhookConfiguration name the release's serving Certificate and
@@ -89,6 +92,9 @@ func Install(ctx context.Context, c *localcluster.Cluster, opts Options) (*Insta
 		}
 	}
 	i := &Installation{cluster: c, opts: o, values: o.Values}
+	if i.chartPath, err = chartToInstall(o); err != nil {
+		return nil, err
+	}
 	if i.client, err = kubernetes.NewForConfig(c.Config()); err != nil {
 		return nil, err
 	}
@@ -104,11 +110,14 @@ func Install(ctx context.Context, c *localcluster.Cluster, opts Options) (*Insta
 	}
 	i.webhook = &component{name: webhookName, port: ports[0], metrics: ports[1], probes: ports[2]}
 	i.manager = &component{name: managerName, metrics: ports[3], probes: ports[4]}
+	if i.svc, err = listenService(); err != nil {
+		return nil, err
+	}
 	host := "127.0.0.1"
 	if SelfManagedCerts(o.Values) {
 		host = selfManagedHost
 	}
-	i.renderer = localRenderer{webhookHost: host + ":" + strconv.Itoa(i.webhook.port)}
+	i.renderer = localRenderer{webhookHost: host + ":" + i.svc.port()}
 
 	if err := i.install(ctx); err != nil {
 		return nil, errors.Join(err, i.Stop())
@@ -277,7 +286,13 @@ func (i *Installation) start(ctx context.Context, comp *component) error {
 	comp.mu.Unlock()
 	wctx, cancel := context.WithTimeout(ctx, i.opts.Timeout)
 	defer cancel()
-	return waitReady(wctx, proc, "http://127.0.0.1:"+strconv.Itoa(comp.probes)+"/readyz")
+	if err := waitReady(wctx, proc, "http://127.0.0.1:"+strconv.Itoa(comp.probes)+"/readyz"); err != nil {
+		return err
+	}
+	if comp.name == webhookName {
+		i.svc.route("127.0.0.1:" + strconv.Itoa(comp.port))
+	}
+	return nil
 }
 
 func (comp *component) stop() error {
@@ -300,39 +315,6 @@ func (comp *component) err() error {
 	return p.Err()
 }
 
-// Upgrade is `helm upgrade` with values merged over the current ones (top-level keys
-// replace). A component whose rendered command line changed is restarted, as its
-// Deployment would roll out; the webhook keeps its address.
-func (i *Installation) Upgrade(ctx context.Context, values map[string]any) error {
-	merged := maps.Clone(i.values)
-	maps.Copy(merged, values)
-	rel, err := i.helmUpgrade(ctx, merged)
-	if err != nil {
-		return err
-	}
-	i.values = merged
-	objs, err := releaseObjects(rel)
-	if err != nil {
-		return err
-	}
-	for _, comp := range []*component{i.webhook, i.manager} {
-		args, env := comp.args, comp.env
-		if err := i.configure(ctx, comp, objs); err != nil {
-			return err
-		}
-		if slices.Equal(args, comp.args) && slices.Equal(env, comp.env) {
-			continue
-		}
-		if err := comp.stop(); err != nil {
-			return err
-		}
-		if err := i.start(ctx, comp); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // Err returns an *ExitError for the webhook or manager if one has exited although Stop
 // was not called, or nil.
 func (i *Installation) Err() error {
@@ -343,7 +325,7 @@ func (i *Installation) Err() error {
 // It is idempotent.
 func (i *Installation) Stop() error {
 	i.stopOnce.Do(func() {
-		i.stopErr = errors.Join(i.manager.stop(), i.webhook.stop())
+		i.stopErr = errors.Join(i.manager.stop(), i.webhook.stop(), i.svc.close())
 		i.volume.stop()
 		if i.helmLog != nil {
 			_ = i.helmLog.Close()
@@ -374,8 +356,9 @@ func (i *Installation) ManagerMetricsURL() string {
 	return scheme + "://127.0.0.1:" + strconv.Itoa(i.manager.metrics) + "/metrics"
 }
 
-// WebhookAddress is where the webhook process serves TLS (host:port).
-func (i *Installation) WebhookAddress() string { return "127.0.0.1:" + strconv.Itoa(i.webhook.port) }
+// WebhookAddress is where the API server reaches the webhook (host:port): its Service,
+// which forwards to the webhook process that is ready now.
+func (i *Installation) WebhookAddress() string { return i.svc.addr() }
 
 // WebhookConfiguration is the name of the release's MutatingWebhookConfiguration.
 func (i *Installation) WebhookConfiguration() string { return i.webhookConfiguration }

@@ -36,6 +36,10 @@ type Options struct {
 	// Namespace is the release namespace, created if missing; empty means
 	// "quotagate-system".
 	Namespace string
+	// ChartPath is a packaged chart (.tgz) to install, as `helm install <release>
+	// <ChartPath>` would. Empty means the working tree's charts/quotagate, packaged with
+	// PackageChart into Dir.
+	ChartPath string
 	// Values are the chart values, as `helm install --values` would take them.
 	Values map[string]any
 	// BinDir holds the webhook and manager binaries. Empty means build them into
@@ -87,6 +91,11 @@ func (o Options) withDefaults(c *localcluster.Cluster) (Options, error) {
 	}
 	if o.BinDir, err = filepath.Abs(o.BinDir); err != nil {
 		return o, err
+	}
+	if o.ChartPath != "" {
+		if o.ChartPath, err = filepath.Abs(o.ChartPath); err != nil {
+			return o, err
+		}
 	}
 	return o, nil
 }

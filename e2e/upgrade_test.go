@@ -1,0 +1,338 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/testr"
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/internal/localcluster"
+	"github.com/quotagate/quotagate/internal/localinstall"
+)
+
+// envFor is the env of an installation, as setUp builds it.
+func envFor(t *testing.T, cluster *localcluster.Cluster, inst *localinstall.Installation) env {
+	t.Helper()
+	ctrllog.SetLogger(logr.Discard())
+	scheme := runtime.NewScheme()
+	fatalIf(t, clientgoscheme.AddToScheme(scheme), "building scheme")
+	fatalIf(t, v1alpha1.AddToScheme(scheme), "building scheme")
+	admin := cluster.Config()
+	c, err := client.New(admin, client.Options{Scheme: scheme})
+	fatalIf(t, err, "building client")
+	cs, err := kubernetes.NewForConfig(admin)
+	fatalIf(t, err, "building clientset")
+	return env{cluster: cluster, inst: inst, admin: admin, cs: cs, c: c}
+}
+
+const (
+	upgradeNS      = "upgrade-team"
+	upgradeChurnNS = "upgrade-churn"
+	upgradeBudget  = "team"
+	upgradeHard    = 3 // pods the Budget admits before the upgrade
+	upgradePods    = 5 // pods created: upgradeHard admitted, the rest gated
+)
+
+// TestUpgradeFromPreviousRelease is `helm upgrade` from the previous release
+// (hack/upgrade-from: its packaged chart and its binaries) to the working tree's packaged
+// chart and binaries, with a full Budget, admitted pods and gated pods, and pods created
+// through the webhook all along. The upgrade keeps the Budgets, keeps gated pods gated
+// (none released early, none stranded), leaves admitted pods alone, keeps the webhook's
+// certificates and caBundle, and fails no pod create; afterwards the release and the
+// manager say they are the new version.
+func TestUpgradeFromPreviousRelease(t *testing.T) {
+	began := time.Now()
+	ctx := logr.NewContext(t.Context(), testr.NewWithOptions(t, testr.Options{Verbosity: 1}))
+	wd, err := os.Getwd()
+	fatalIf(t, err, "finding the repository")
+	root, err := localcluster.RepoRoot(wd)
+	fatalIf(t, err, "finding the repository")
+	work := t.TempDir()
+	prev, next := versions(t, root, previousRef(t, root), work)
+	t.Logf("Built %s (chart %s) and %s (chart %s) in %v", prev.appVersion, prev.chartVersion,
+		next.appVersion, next.chartVersion, time.Since(began).Round(time.Millisecond))
+
+	cluster := localcluster.StartForTest(t, localcluster.Options{})
+	inst, err := localinstall.Install(ctx, cluster, localinstall.Options{ChartPath: prev.chart, BinDir: prev.binDir, RepoRoot: root})
+	fatalIf(t, err, "installing "+filepath.Base(prev.chart))
+	t.Cleanup(func() {
+		if err := inst.Err(); err != nil {
+			t.Errorf("A quotagate process failed during the test: %v", err)
+		}
+		if t.Failed() {
+			for _, p := range inst.LogPaths() {
+				t.Logf("Last lines of %s:\n%s", p, tail(p, 40))
+			}
+		}
+		fatalIf(t, inst.Stop(), "stopping quotagate")
+	})
+	checkRelease(t, inst, prev, 1)
+	e := envFor(t, cluster, inst)
+	t.Logf("Control plane up and %s installed at %v", filepath.Base(prev.chart), time.Since(began).Round(time.Millisecond))
+
+	// A full Budget: upgradeHard pods admitted, the rest gated.
+	fatalIf(t, e.c.Create(ctx, enabledNamespace(upgradeNS)), "creating namespace")
+	fatalIf(t, e.c.Create(ctx, enabledNamespace(upgradeChurnNS)), "creating namespace")
+	fatalIf(t, e.c.Create(ctx, budget(upgradeNS, upgradeBudget, v1alpha1.StateOpen, corev1.ResourceList{
+		corev1.ResourcePods: *resource.NewQuantity(upgradeHard, resource.DecimalSI),
+	})), "creating Budget")
+	for n := range upgradePods {
+		fatalIf(t, e.c.Create(ctx, longPod(upgradeNS, fmt.Sprintf("pod-%d", n))), "creating a pod")
+	}
+	var admitted, gated []corev1.Pod
+	waitFor(t, "the Budget to be full", time.Minute, func() (bool, string) {
+		admitted, gated = admittedAndGated(t, e, upgradeNS)
+		return len(admitted) == upgradeHard && len(gated) == upgradePods-upgradeHard,
+			fmt.Sprintf("%d admitted and running, %d gated", len(admitted), len(gated))
+	})
+	budgets := budgetSpecs(t, e)
+	certs := webhookCerts(t, e, inst)
+
+	// Pods are created through the webhook before, during and after the upgrade; the
+	// watcher notes any gated pod that loses its gate.
+	released := watchReleases(ctx, t, e, upgradeNS, gated)
+	stream := startPodStream(ctx, e.cs, upgradeChurnNS, "upgrade")
+	defer stream.Stop()
+	waitFor(t, "pods created through the old webhook", time.Minute, func() (bool, string) {
+		created, _, _, _ := stream.counts()
+		return created >= 10, fmt.Sprintf("%d created", created)
+	})
+	upgradeBegan := time.Now()
+	fatalIf(t, inst.UpgradeTo(ctx, next.chart, next.binDir, nil), "helm upgrade to "+filepath.Base(next.chart))
+	t.Logf("Upgraded to %s in %v", filepath.Base(next.chart), time.Since(upgradeBegan).Round(time.Millisecond))
+	createdAtUpgrade, _, _, _ := stream.counts()
+	// The new manager leads once it admits the new churn pods.
+	waitFor(t, "pods created through the new webhook to be admitted", time.Minute, func() (bool, string) {
+		created, _, _, _ := stream.counts()
+		a, g := admittedAndGated(t, e, upgradeChurnNS)
+		return created >= createdAtUpgrade+10 && len(a) > createdAtUpgrade, fmt.Sprintf("%d created, %d admitted, %d gated", created, len(a), len(g))
+	})
+	stream.Stop()
+	created, _, ungated, failures := stream.counts()
+	t.Logf("%d pods created through the webhook around the upgrade, %d failed", created, len(failures))
+	for _, err := range failures {
+		t.Errorf("A pod create failed around the upgrade: %v", err)
+	}
+	if ungated != 0 {
+		t.Errorf("%d pods were created without the gate: the webhook was not called", ungated)
+	}
+
+	checkRelease(t, inst, next, 2)
+	checkVersion(t, e, inst, next.appVersion)
+	if diff := cmp.Diff(budgets, budgetSpecs(t, e)); diff != "" {
+		t.Errorf("The upgrade changed the Budgets (-before +after):\n%s", diff)
+	}
+	if diff := cmp.Diff(certs, webhookCerts(t, e, inst)); diff != "" {
+		t.Errorf("The upgrade changed the webhook's certificates (-before +after):\n%s", diff)
+	}
+	nowAdmitted, nowGated := admittedAndGated(t, e, upgradeNS)
+	if diff := cmp.Diff(podFacts(admitted), podFacts(nowAdmitted)); diff != "" {
+		t.Errorf("The upgrade touched the admitted pods (-before +after):\n%s", diff)
+	}
+	if diff := cmp.Diff(podFacts(gated), podFacts(nowGated)); diff != "" {
+		t.Errorf("The upgrade changed the gated pods (-before +after):\n%s", diff)
+	}
+	if r := released(); len(r) > 0 {
+		t.Errorf("Gated pods were released while the Budget was full: %v", r)
+	}
+
+	// Nothing is stranded: with room in the Budget, the new manager admits every pod.
+	patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"spec":{"hard":{"pods":"%d"}}}`, upgradePods)))
+	fatalIf(t, e.c.Patch(ctx, &v1alpha1.Budget{ObjectMeta: metav1.ObjectMeta{Namespace: upgradeNS, Name: upgradeBudget}}, patch), "raising the Budget")
+	waitFor(t, "every pod to be admitted once the Budget has room", time.Minute, func() (bool, string) {
+		a, g := admittedAndGated(t, e, upgradeNS)
+		return len(a) == upgradePods, fmt.Sprintf("%d admitted and running, %d gated", len(a), len(g))
+	})
+	t.Logf("Done in %v", time.Since(began).Round(time.Millisecond))
+}
+
+// checkRelease checks what `helm status` says: the version's chart, deployed, at
+// revision.
+func checkRelease(t *testing.T, inst *localinstall.Installation, v version, revision int) {
+	t.Helper()
+	got, err := inst.ReleaseStatus()
+	fatalIf(t, err, "reading the release")
+	want := localinstall.ReleaseInfo{Revision: revision, Status: "deployed", Chart: "quotagate", ChartVersion: v.chartVersion, AppVersion: v.appVersion}
+	if got != want {
+		t.Errorf("helm status: %+v, want %+v", got, want)
+	}
+}
+
+// checkVersion checks that the running manager and webhook are version v: by
+// quotagate_build_info, and by `manager version` of the binary the manager runs.
+func checkVersion(t *testing.T, e env, inst *localinstall.Installation, v string) {
+	t.Helper()
+	ctx := t.Context()
+	out, err := exec.CommandContext(ctx, inst.ManagerBinary(), "version").CombinedOutput()
+	fatalIf(t, err, "manager version")
+	if !strings.HasPrefix(string(out), v+" ") {
+		t.Errorf("manager version: %q, want %s", out, v)
+	}
+	fatalIf(t, e.c.Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "prometheus-reads-quotagate"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: inst.Release() + "-metrics-reader"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: inst.Namespace(), Name: "prometheus"}},
+	}), "binding the metrics-reader ClusterRole")
+	prom, err := e.cluster.ServiceAccountConfig(ctx, inst.Namespace(), "prometheus", 0)
+	fatalIf(t, err, "getting prometheus's credentials")
+	for _, target := range []struct{ name, url, token string }{
+		{"manager", inst.ManagerMetricsURL(), prom.BearerToken},
+		{"webhook", inst.WebhookMetricsURL(), ""},
+	} {
+		series := fmt.Sprintf("quotagate_build_info{version=%q}", v)
+		waitFor(t, "the "+target.name+" to report "+v, 30*time.Second, func() (bool, string) {
+			code, samples, err := scrape(ctx, target.url, target.token)
+			for s, val := range samples {
+				if strings.HasPrefix(s, "quotagate_build_info{") && strings.Contains(s, fmt.Sprintf("version=%q", v)) && val == "1" {
+					return true, ""
+				}
+			}
+			return false, fmt.Sprintf("HTTP %d, %v: no %s 1", code, err, series)
+		})
+	}
+}
+
+// longPod is a small bare pod that kwok runs until it is deleted.
+func longPod(namespace, name string) *corev1.Pod {
+	pod := streamPod(namespace, name)
+	pod.Labels = map[string]string{"app": "upgrade"}
+	pod.Annotations = nil
+	return pod
+}
+
+// admittedAndGated are the pods of namespace that are admitted (no gate, Running) and
+// those that carry the gate.
+func admittedAndGated(t *testing.T, e env, namespace string) (admitted, gated []corev1.Pod) {
+	t.Helper()
+	for _, pod := range listPods(t, e, namespace) {
+		switch {
+		case hasGate(&pod):
+			gated = append(gated, pod)
+		case pod.Status.Phase == corev1.PodRunning || pod.Status.Phase == corev1.PodSucceeded:
+			admitted = append(admitted, pod)
+		}
+	}
+	return admitted, gated
+}
+
+// podFact is what the upgrade must leave as it was on a pod.
+type podFact struct {
+	UID         types.UID
+	Node        string
+	Phase       corev1.PodPhase
+	Gates       []corev1.PodSchedulingGate
+	Labels      map[string]string
+	Annotations map[string]string
+}
+
+func podFacts(pods []corev1.Pod) map[string]podFact {
+	out := map[string]podFact{}
+	for _, p := range pods {
+		out[p.Name] = podFact{UID: p.UID, Node: p.Spec.NodeName, Phase: p.Status.Phase, Gates: p.Spec.SchedulingGates, Labels: p.Labels, Annotations: p.Annotations}
+	}
+	return out
+}
+
+// budgetSpecs are the specs of every Budget, by namespace/name.
+func budgetSpecs(t *testing.T, e env) map[string]v1alpha1.BudgetSpec {
+	t.Helper()
+	var list v1alpha1.BudgetList
+	fatalIf(t, e.c.List(t.Context(), &list), "listing Budgets")
+	out := map[string]v1alpha1.BudgetSpec{}
+	for _, b := range list.Items {
+		out[b.Namespace+"/"+b.Name] = b.Spec
+	}
+	return out
+}
+
+// webhookCerts is what the webhook is trusted by and serves: the caBundle, the data of
+// every TLS Secret of the release namespace, and the certificate the webhook presents.
+func webhookCerts(t *testing.T, e env, inst *localinstall.Installation) map[string][]byte {
+	t.Helper()
+	ctx := t.Context()
+	mwc, err := e.cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, inst.WebhookConfiguration(), metav1.GetOptions{})
+	fatalIf(t, err, "reading the webhook configuration")
+	out := map[string][]byte{}
+	for _, w := range mwc.Webhooks {
+		out["caBundle of "+w.Name] = w.ClientConfig.CABundle
+	}
+	secrets, err := e.cs.CoreV1().Secrets(inst.Namespace()).List(ctx, metav1.ListOptions{})
+	fatalIf(t, err, "listing Secrets")
+	for _, s := range secrets.Items {
+		if s.Type != corev1.SecretTypeTLS {
+			continue
+		}
+		for k, v := range s.Data {
+			out["Secret "+s.Name+" "+k] = v
+		}
+	}
+	served, err := servedCert(ctx, inst.WebhookAddress(), mwc.Webhooks[0].ClientConfig.CABundle)
+	fatalIf(t, err, "connecting to the webhook with the caBundle")
+	out["served certificate"] = served.Raw
+	if len(out) < 4 {
+		t.Fatalf("The webhook's certificates: found only %v", keys(out))
+	}
+	return out
+}
+
+func keys(m map[string][]byte) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// watchReleases watches namespace and returns a function that lists the pods of gated
+// that have been seen without the gate since.
+func watchReleases(ctx context.Context, t *testing.T, e env, namespace string, gated []corev1.Pod) func() []string {
+	t.Helper()
+	watched := map[string]bool{}
+	for _, p := range gated {
+		watched[p.Name] = true
+	}
+	w, err := e.cs.CoreV1().Pods(namespace).Watch(ctx, metav1.ListOptions{})
+	fatalIf(t, err, "watching pods")
+	t.Cleanup(w.Stop)
+	var mu sync.Mutex
+	var released []string
+	go func() {
+		for ev := range w.ResultChan() {
+			pod, ok := ev.Object.(*corev1.Pod)
+			if !ok || ev.Type == watch.Error || !watched[pod.Name] || hasGate(pod) {
+				continue
+			}
+			mu.Lock()
+			released = append(released, fmt.Sprintf("%s at %s", pod.Name, time.Now().Format(time.StampMilli)))
+			mu.Unlock()
+		}
+	}()
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), released...)
+	}
+}
