@@ -89,9 +89,30 @@ func setUpWith(t *testing.T, opts localinstall.Options) env {
 // TestUserJourney follows DESIGN.md's user: install the chart, opt a namespace in, give
 // it a Budget, submit a burst of Jobs, watch them queue and drain within the budget,
 // then upgrade and uninstall quotagate without stranding a pod.
+//
+// It runs in both certificate modes: cert-manager's (emulated, see internal/localinstall)
+// and quotagate's own (the manager's rotator, for real). The renewal step is
+// cert-manager's; TestSelfManagedCertificates renews and rotates the self-managed one.
 func TestUserJourney(t *testing.T) {
+	modes := []struct {
+		name   string
+		values map[string]any
+	}{
+		{"cert-manager", nil},
+		{"self-managed certificates", map[string]any{"certManager": map[string]any{"enabled": false}}},
+	}
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) { journey(t, localinstall.Options{Values: m.values}) })
+	}
+}
+
+// renewalStep renews the serving certificate through cert-manager's Certificate.
+const renewalStep = "the serving certificate renews with no failed create"
+
+func journey(t *testing.T, opts localinstall.Options) {
 	began := time.Now()
-	e := setUp(t)
+	e := setUpWith(t, opts)
+	selfManaged := localinstall.SelfManagedCerts(opts.Values)
 	t.Logf("Control plane up and quotagate installed in %v", time.Since(began).Round(time.Millisecond))
 	ctx := t.Context()
 
@@ -119,11 +140,14 @@ func TestUserJourney(t *testing.T) {
 		{"a user cannot remove the gate", testGuard},
 		{"the burst drains within the budget, by priority", testDrain},
 		{"the manager's metrics", testMetrics},
-		{"the serving certificate renews with no failed create", testCertificateRenewal},
+		{renewalStep, testCertificateRenewal},
 		{"helm upgrade keeps queued pods queued", testUpgrade},
 		{"helm uninstall releases every gated pod", testUninstall},
 	}
 	for _, s := range steps {
+		if selfManaged && s.name == renewalStep {
+			continue
+		}
 		if !t.Run(s.name, func(t *testing.T) { s.run(t, e, w) }) {
 			t.FailNow()
 		}
