@@ -20,7 +20,6 @@ const renewals = 3
 // the new certificate from disk, and not one create fails.
 func testCertificateRenewal(t *testing.T, e env, _ *podWatcher) {
 	ctx := t.Context()
-	fatalIf(t, e.c.Create(ctx, enabledNamespace(streamNS)), "creating namespace "+streamNS)
 	caBundle := func() []byte {
 		mwc, err := e.cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, e.inst.WebhookConfiguration(), metav1.GetOptions{})
 		fatalIf(t, err, "reading the webhook configuration")
