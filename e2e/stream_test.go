@@ -85,13 +85,6 @@ func (s *podStream) counts() (created, gated, ungated int, failures []error) {
 	return s.created, len(s.gated), s.ungated, append([]error(nil), s.failures...)
 }
 
-// gatedNames are the pods created with the gate.
-func (s *podStream) gatedNames() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.gated...)
-}
-
 // streamPod is a small bare pod that kwok runs for a second.
 func streamPod(namespace, name string) *corev1.Pod {
 	return &corev1.Pod{
