@@ -21,10 +21,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -75,15 +73,7 @@ func setUpWith(t *testing.T, opts localinstall.Options) env {
 			t.Errorf("Stopping quotagate: %v", err)
 		}
 	})
-	scheme := runtime.NewScheme()
-	fatalIf(t, clientgoscheme.AddToScheme(scheme), "building scheme")
-	fatalIf(t, v1alpha1.AddToScheme(scheme), "building scheme")
-	admin := cluster.Config()
-	c, err := client.New(admin, client.Options{Scheme: scheme})
-	fatalIf(t, err, "building client")
-	cs, err := kubernetes.NewForConfig(admin)
-	fatalIf(t, err, "building clientset")
-	return env{cluster: cluster, inst: inst, admin: admin, cs: cs, c: c}
+	return envFor(t, cluster, inst)
 }
 
 // TestUserJourney follows DESIGN.md's user: install the chart, opt a namespace in, give

@@ -149,6 +149,25 @@ func (i *Installation) install(ctx context.Context) error {
 	if err := i.issueCertificates(ctx, objs); err != nil {
 		return err
 	}
+	if err := i.wireIssuedCert(ctx, objs); err != nil {
+		return err
+	}
+	for _, comp := range []*component{i.webhook, i.manager} {
+		if err := i.configure(ctx, comp, objs); err != nil {
+			return err
+		}
+		if err := i.start(ctx, comp); err != nil {
+			return err
+		}
+		log.V(1).Info("Started", "component", comp.name, "log", comp.logPath)
+	}
+	return nil
+}
+
+// wireIssuedCert does, for the release's objects, what the kubelet and cert-manager's CA
+// injector do with an issued serving certificate: its Secret into the webhook's cert dir
+// (and kept there), its CA into the webhook configuration's caBundle.
+func (i *Installation) wireIssuedCert(ctx context.Context, objs []*unstructured.Unstructured) error {
 	dep, err := deployment(objs, webhookName)
 	if err != nil {
 		return err
@@ -166,19 +185,7 @@ func (i *Installation) install(ctx context.Context) error {
 		return err
 	}
 	i.webhookConfiguration = mwc.GetName()
-	if err := i.injectCABundle(ctx, i.webhookConfiguration); err != nil {
-		return err
-	}
-	for _, comp := range []*component{i.webhook, i.manager} {
-		if err := i.configure(ctx, comp, objs); err != nil {
-			return err
-		}
-		if err := i.start(ctx, comp); err != nil {
-			return err
-		}
-		log.V(1).Info("Started", "component", comp.name, "log", comp.logPath)
-	}
-	return nil
+	return i.injectCABundle(ctx, i.webhookConfiguration)
 }
 
 func (i *Installation) certDir() string { return filepath.Join(i.opts.Dir, "webhook-certs") }

@@ -97,23 +97,7 @@ func (i *Installation) keepCertificates(ctx context.Context, objs []*unstructure
 	if i.servingCert == "" {
 		return nil // the certificate is not cert-manager's
 	}
-	dep, err := deployment(objs, webhookName)
-	if err != nil {
-		return err
-	}
-	secretName := servingSecretOf(dep)
-	if i.servingCert, err = certificateFor(objs, secretName); err != nil {
-		return err
-	}
-	if err := i.syncCertDir(ctx, i.opts.Namespace, secretName, i.certDir()); err != nil {
-		return err
-	}
-	mwc, err := find(objs, "admissionregistration.k8s.io", "MutatingWebhookConfiguration")
-	if err != nil {
-		return err
-	}
-	i.webhookConfiguration = mwc.GetName()
-	return i.injectCABundle(ctx, i.webhookConfiguration)
+	return i.wireIssuedCert(ctx, objs)
 }
 
 // rollout restarts comp on the release's Deployment if its binary or command line
