@@ -94,7 +94,7 @@ func isDaemonSetPod(pod *corev1.Pod) bool {
 // the API server asks again and the gate is put back.
 //
 // +kubebuilder:webhookconfiguration:mutating=true,name=quotagate-webhook
-// +kubebuilder:webhook:path=/mutate-v1-pod,mutating=true,failurePolicy=fail,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=gate.quotagate.io,admissionReviewVersions=v1,matchPolicy=Equivalent,reinvocationPolicy=IfNeeded,timeoutSeconds=5,serviceName=quotagate-webhook,serviceNamespace=quotagate-system
+// +kubebuilder:webhook:path=/mutate-v1-pod,mutating=true,failurePolicy=fail,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=gate.quotagate.io,admissionReviewVersions=v1,matchPolicy=Equivalent,reinvocationPolicy=IfNeeded,timeoutSeconds=10,serviceName=quotagate-webhook,serviceNamespace=quotagate-system
 
 // PodGater adds the quotagate scheduling gate to new pods. It is a raw
 // admission.Handler: its answer is the explicit patch ops from gates.AddOps,
