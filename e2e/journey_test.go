@@ -4,16 +4,11 @@ package e2e
 
 import (
 	"fmt"
-	"os"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/testr"
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -23,12 +18,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
-	"github.com/quotagate/quotagate/internal/localcluster"
 	"github.com/quotagate/quotagate/internal/localinstall"
 )
 
@@ -38,43 +30,6 @@ const (
 	budgetPod = 10
 	drainWait = 3 * time.Minute
 )
-
-// env is what every step of the journey works with.
-type env struct {
-	cluster *localcluster.Cluster
-	inst    *localinstall.Installation
-	admin   *rest.Config
-	cs      kubernetes.Interface
-	c       client.Client
-}
-
-func setUp(t *testing.T) env { t.Helper(); return setUpWith(t, localinstall.Options{}) }
-
-// setUpWith starts a control plane and installs quotagate with opts.
-func setUpWith(t *testing.T, opts localinstall.Options) env {
-	t.Helper()
-	ctrllog.SetLogger(logr.Discard()) // controller-runtime's client has nothing to say here
-	cluster := localcluster.StartForTest(t, localcluster.Options{})
-	ctx := logr.NewContext(t.Context(), testr.NewWithOptions(t, testr.Options{Verbosity: 1}))
-	inst, err := localinstall.Install(ctx, cluster, opts)
-	if err != nil {
-		t.Fatalf("Installing quotagate: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := inst.Err(); err != nil {
-			t.Errorf("A quotagate process failed during the test: %v", err)
-		}
-		if t.Failed() {
-			for _, p := range inst.LogPaths() {
-				t.Logf("Last lines of %s:\n%s", p, tail(p, 40))
-			}
-		}
-		if err := inst.Stop(); err != nil {
-			t.Errorf("Stopping quotagate: %v", err)
-		}
-	})
-	return envFor(t, cluster, inst)
-}
 
 // TestUserJourney follows DESIGN.md's user: install the chart, opt a namespace in, give
 // it a Budget, submit a burst of Jobs, watch them queue and drain within the budget,
@@ -340,97 +295,6 @@ func testMetrics(t *testing.T, e env, _ *podWatcher) {
 	}
 }
 
-func testUpgrade(t *testing.T, e env, _ *podWatcher) {
-	ctx := t.Context()
-	setBudgetState(t, e, v1alpha1.StateClosed)
-	waitFor(t, "the budget to be Closed", time.Minute, func() (bool, string) { return budgetRow(t, e, "Closed", "0", "0") })
-	for n := range 3 {
-		fatalIf(t, e.c.Create(ctx, job(teamNS, jobSpec{name: fmt.Sprintf("queued-%d", n), cpu: "1", priority: "low", runFor: time.Second})), "creating Job")
-	}
-	waitFor(t, "the new Jobs to be queued", time.Minute, func() (bool, string) { return budgetRow(t, e, "Closed", "0", "3") })
-
-	fatalIf(t, e.inst.Upgrade(ctx, map[string]any{"manager": map[string]any{"workers": 2}}), "helm upgrade")
-	if !slices.Contains(e.inst.ManagerArgs(), "--workers=2") {
-		t.Errorf("manager runs with %v after the upgrade, want --workers=2", e.inst.ManagerArgs())
-	}
-	// The restarted manager has synced and queued the gated pods...
-	promCfg, err := e.cluster.ServiceAccountConfig(ctx, e.inst.Namespace(), "prometheus", 0)
-	fatalIf(t, err, "getting prometheus's credentials")
-	waitFor(t, "the upgraded manager to queue the gated pods", time.Minute, func() (bool, string) {
-		_, s, err := scrape(ctx, e.inst.ManagerMetricsURL(), promCfg.BearerToken)
-		got, _ := sumOf(s, "quotagate_queue_incoming_pods_total")
-		return got >= 3, fmt.Sprintf("incoming %v, err %v", got, err)
-	})
-	// ...and kept them gated, and the upgraded webhook configuration still gates new pods
-	// (its caBundle survived Helm's apply).
-	fatalIf(t, e.c.Create(ctx, job(teamNS, jobSpec{name: "after-upgrade", cpu: "1", priority: "low", runFor: time.Second})), "creating Job")
-	waitFor(t, "the budget to show four queued pods", time.Minute, func() (bool, string) { return budgetRow(t, e, "Closed", "0", "4") })
-	for _, pod := range listPods(t, e, teamNS) {
-		if pod.Status.Phase != corev1.PodSucceeded && !hasGate(&pod) {
-			t.Errorf("pod %s is no longer gated after the upgrade", pod.Name)
-		}
-	}
-}
-
-// The uninstall runs while pods are created all the time in an opted-in namespace: no
-// create fails (the hook deletes the webhook configuration before Helm deletes the
-// webhook), and afterwards no pod anywhere carries the gate, including the pods the
-// webhook gated while the hook was at work.
-func testUninstall(t *testing.T, e env, _ *podWatcher) {
-	ctx := t.Context()
-	s := startPodStream(ctx, e.cs, streamNS, "uninstall")
-	defer s.Stop()
-	waitFor(t, "pods created through the webhook before the uninstall", time.Minute, func() (bool, string) {
-		_, gated, _, _ := s.counts()
-		return gated >= 5, fmt.Sprintf("%d gated", gated)
-	})
-	fatalIf(t, e.inst.Uninstall(ctx), "helm uninstall")
-	_, _, ungatedAtUninstall, _ := s.counts()
-	waitFor(t, "pods created after the uninstall", time.Minute, func() (bool, string) {
-		_, _, ungated, _ := s.counts()
-		return ungated >= ungatedAtUninstall+5, fmt.Sprintf("%d created without the webhook", ungated)
-	})
-	s.Stop()
-	created, gated, ungated, failures := s.counts()
-	t.Logf("%d pods created during the uninstall: %d gated by the webhook, %d after it was gone, %d failed", created, gated, ungated, len(failures))
-	for _, err := range failures {
-		t.Errorf("a create failed during the uninstall: %v", err)
-	}
-
-	pods, err := e.cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
-	fatalIf(t, err, "listing pods")
-	for _, pod := range pods.Items {
-		if hasGate(&pod) {
-			t.Errorf("pod %s/%s is still gated after the uninstall", pod.Namespace, pod.Name)
-		}
-	}
-	hook := tail(e.inst.LogPaths()[2], 20)
-	m := regexp.MustCompile(`released (\d+) pods`).FindStringSubmatch(hook)
-	if m == nil {
-		t.Errorf("the pre-delete hook's log does not say how many pods it released:\n%s", hook)
-	} else if n, _ := strconv.Atoi(m[1]); n < 4 {
-		t.Errorf("the pre-delete hook released %d pods, want at least the 4 queued in %s:\n%s", n, teamNS, hook)
-	}
-	if !strings.Contains(hook, "--webhook-configuration="+e.inst.WebhookConfiguration()) {
-		t.Errorf("the pre-delete hook did not take out the webhook configuration %s:\n%s", e.inst.WebhookConfiguration(), hook)
-	}
-	if !strings.Contains(hook, " as "+e.inst.ManagerServiceAccount()+":") {
-		t.Errorf("the pre-delete hook did not run as the manager's ServiceAccount %s:\n%s", e.inst.ManagerServiceAccount(), hook)
-	}
-	waitFor(t, "the released Jobs to complete", drainWait, func() (bool, string) {
-		return jobsComplete(t, e, teamNS, len(burst())+4)
-	})
-	hooks, err := e.cs.AdmissionregistrationV1().MutatingWebhookConfigurations().List(ctx, metav1.ListOptions{})
-	fatalIf(t, err, "listing webhook configurations")
-	if len(hooks.Items) != 0 {
-		t.Errorf("%d MutatingWebhookConfigurations left after the uninstall", len(hooks.Items))
-	}
-	fatalIf(t, e.c.Create(ctx, job(teamNS, jobSpec{name: "after-uninstall", cpu: "1", priority: "low", runFor: time.Second})), "creating Job")
-	waitFor(t, "a new pod to run ungated", time.Minute, func() (bool, string) {
-		return jobsComplete(t, e, teamNS, len(burst())+5)
-	})
-}
-
 func listPods(t *testing.T, e env, namespace string) []corev1.Pod {
 	t.Helper()
 	pods, err := e.cs.CoreV1().Pods(namespace).List(t.Context(), metav1.ListOptions{})
@@ -514,16 +378,4 @@ func inOrder(seen, order []string) bool {
 		last = i
 	}
 	return true
-}
-
-func tail(path string, n int) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Sprintf("(cannot read: %v)", err)
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

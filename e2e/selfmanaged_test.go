@@ -84,14 +84,7 @@ func TestSelfManagedCertificates(t *testing.T) {
 		if got := injectedCA(t, e); !got.Equal(ca) {
 			t.Errorf("the caBundle changed to %s, want the CA kept", got.Subject)
 		}
-		created, _, ungated, failures := s.counts()
-		t.Logf("%d pods created through the renewal, %d failed", created, len(failures))
-		for _, err := range failures {
-			t.Errorf("a create failed during the renewal: %v", err)
-		}
-		if ungated != 0 {
-			t.Errorf("%d pods were created without the gate", ungated)
-		}
+		s.checkAllGated(t, "the renewal")
 		serving = served(t, e, ca)
 	})
 	t.Run("a new CA is injected and pod creates keep working", func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -83,6 +84,20 @@ func (s *podStream) counts() (created, gated, ungated int, failures []error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.created, len(s.gated), s.ungated, append([]error(nil), s.failures...)
+}
+
+// checkAllGated reports every create of the stream that failed, and any pod it created
+// without the gate (the webhook was not called), during what ("the renewals", ...).
+func (s *podStream) checkAllGated(t *testing.T, what string) {
+	t.Helper()
+	created, gated, ungated, failures := s.counts()
+	t.Logf("%d pods created during %s, %d gated by the webhook, %d failed", created, what, gated, len(failures))
+	for _, err := range failures {
+		t.Errorf("a create failed during %s: %v", what, err)
+	}
+	if ungated != 0 {
+		t.Errorf("%d pods were created without the gate during %s: the webhook was not called", ungated, what)
+	}
 }
 
 // streamPod is a small bare pod that kwok runs for a second.

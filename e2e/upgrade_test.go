@@ -20,33 +20,14 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
 	"github.com/quotagate/quotagate/internal/localcluster"
 	"github.com/quotagate/quotagate/internal/localinstall"
 )
-
-// envFor is the env of an installation, as setUp builds it.
-func envFor(t *testing.T, cluster *localcluster.Cluster, inst *localinstall.Installation) env {
-	t.Helper()
-	ctrllog.SetLogger(logr.Discard())
-	scheme := runtime.NewScheme()
-	fatalIf(t, clientgoscheme.AddToScheme(scheme), "building scheme")
-	fatalIf(t, v1alpha1.AddToScheme(scheme), "building scheme")
-	admin := cluster.Config()
-	c, err := client.New(admin, client.Options{Scheme: scheme})
-	fatalIf(t, err, "building client")
-	cs, err := kubernetes.NewForConfig(admin)
-	fatalIf(t, err, "building clientset")
-	return env{cluster: cluster, inst: inst, admin: admin, cs: cs, c: c}
-}
 
 const (
 	upgradeNS      = "upgrade-team"
@@ -78,17 +59,7 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 	cluster := localcluster.StartForTest(t, localcluster.Options{})
 	inst, err := localinstall.Install(ctx, cluster, localinstall.Options{ChartPath: prev.chart, BinDir: prev.binDir, RepoRoot: root})
 	fatalIf(t, err, "installing "+filepath.Base(prev.chart))
-	t.Cleanup(func() {
-		if err := inst.Err(); err != nil {
-			t.Errorf("A quotagate process failed during the test: %v", err)
-		}
-		if t.Failed() {
-			for _, p := range inst.LogPaths() {
-				t.Logf("Last lines of %s:\n%s", p, tail(p, 40))
-			}
-		}
-		fatalIf(t, inst.Stop(), "stopping quotagate")
-	})
+	cleanUpInstall(t, inst)
 	checkRelease(t, inst, prev, 1)
 	e := envFor(t, cluster, inst)
 	t.Logf("Control plane up and %s installed at %v", filepath.Base(prev.chart), time.Since(began).Round(time.Millisecond))
@@ -131,14 +102,7 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 		return created >= createdAtUpgrade+10 && len(a) > createdAtUpgrade, fmt.Sprintf("%d created, %d admitted, %d gated", created, len(a), len(g))
 	})
 	stream.Stop()
-	created, _, ungated, failures := stream.counts()
-	t.Logf("%d pods created through the webhook around the upgrade, %d failed", created, len(failures))
-	for _, err := range failures {
-		t.Errorf("A pod create failed around the upgrade: %v", err)
-	}
-	if ungated != 0 {
-		t.Errorf("%d pods were created without the gate: the webhook was not called", ungated)
-	}
+	stream.checkAllGated(t, "the upgrade")
 
 	checkRelease(t, inst, next, 2)
 	checkVersion(t, e, inst, next.appVersion)
