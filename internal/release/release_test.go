@@ -138,15 +138,7 @@ func TestChart(t *testing.T) {
 	}
 
 	objs := render(t, c)
-	images := deploymentImages(t, objs)
-	if len(images) != 2 {
-		t.Fatalf("want the webhook and manager Deployments, got images %v", images)
-	}
-	for name, img := range images {
-		if img != rel.ImageRepository+":"+testVersion {
-			t.Errorf("chart Deployment %s: image %s, want %s:%s", name, img, rel.ImageRepository, testVersion)
-		}
-	}
+	checkReleaseImages(t, "chart", objs)
 }
 
 // render is `helm template quotagate <chart> -n quotagate-system` with default values.
@@ -190,6 +182,21 @@ func decode(t *testing.T, stream string) []*unstructured.Unstructured {
 	}
 }
 
+// checkReleaseImages checks that objs (from what) hold the webhook and manager
+// Deployments, each running the release's image.
+func checkReleaseImages(t *testing.T, what string, objs []*unstructured.Unstructured) {
+	t.Helper()
+	images := deploymentImages(t, objs)
+	if len(images) != 2 {
+		t.Fatalf("%s: want the webhook and manager Deployments, got images %v", what, images)
+	}
+	for name, img := range images {
+		if img != rel.ImageRepository+":"+testVersion {
+			t.Errorf("%s Deployment %s: image %s, want %s:%s", what, name, img, rel.ImageRepository, testVersion)
+		}
+	}
+}
+
 // deploymentImages maps each Deployment to the image of its one container.
 func deploymentImages(t *testing.T, objs []*unstructured.Unstructured) map[string]string {
 	t.Helper()
@@ -225,15 +232,7 @@ func TestInstallYAML(t *testing.T) {
 	if kinds["CustomResourceDefinition"] != 2 || kinds["Deployment"] != 2 || kinds["MutatingWebhookConfiguration"] != 1 {
 		t.Errorf("install.yaml kinds %v: want 2 CRDs, 2 Deployments and the webhook configuration", kinds)
 	}
-	images := deploymentImages(t, objs)
-	if len(images) != 2 {
-		t.Fatalf("want the webhook and manager containers, got %v", images)
-	}
-	for name, img := range images {
-		if img != rel.ImageRepository+":"+testVersion {
-			t.Errorf("install.yaml Deployment %s: image %s, want %s:%s", name, img, rel.ImageRepository, testVersion)
-		}
-	}
+	checkReleaseImages(t, "install.yaml", objs)
 }
 
 // quotagate-crds.yaml holds each CRD of config/crd/bases once.
