@@ -19,53 +19,6 @@ const (
 	DefaultFlushInterval  = 5 * time.Minute
 )
 
-// Observer is told about queue moves, for metrics. It is called with the
-// AdmissionQueue's lock held, so it must be quick and must not call back into it.
-type Observer interface {
-	// Moved reports that a pod moved between queues of one budget. from is "" when
-	// the pod enters the budget's queues (incoming), to is "" when it leaves them
-	// (admitted, deleted, no longer covered). A pod covered by two budgets moves in
-	// both.
-	Moved(budget BudgetKey, from, to Queue)
-}
-
-// ObserverFunc adapts a function to Observer.
-type ObserverFunc func(budget BudgetKey, from, to Queue)
-
-// Moved calls f.
-func (f ObserverFunc) Moved(budget BudgetKey, from, to Queue) { f(budget, from, to) }
-
-var _ Observer = ObserverFunc(nil)
-
-type options struct {
-	clock          clock.PassiveClock
-	holdUncovered  bool
-	observer       Observer
-	initialBackoff time.Duration
-	maxBackoff     time.Duration
-	flushInterval  time.Duration
-}
-
-// Option configures an AdmissionQueue.
-type Option func(*options)
-
-// WithClock injects the clock (tests use k8s.io/utils/clock/testing).
-func WithClock(c clock.PassiveClock) Option { return func(o *options) { o.clock = c } }
-
-// WithHoldUncovered holds gated pods that no budget covers instead of admitting them.
-func WithHoldUncovered(hold bool) Option { return func(o *options) { o.holdUncovered = hold } }
-
-// WithObserver reports queue moves to obs.
-func WithObserver(obs Observer) Option { return func(o *options) { o.observer = obs } }
-
-// WithBackoff sets the first and the longest backoff after a failed ungate.
-func WithBackoff(initial, maxBackoff time.Duration) Option {
-	return func(o *options) { o.initialBackoff, o.maxBackoff = initial, maxBackoff }
-}
-
-// WithFlushInterval sets how often every inadmissible pod is evaluated again.
-func WithFlushInterval(d time.Duration) Option { return func(o *options) { o.flushInterval = d } }
-
 // AdmissionQueue is the admission core: it accounts pods against budgets and decides,
 // in order, which gated pods to admit. Feed it with UpsertPod, DeletePod, UpsertBudget,
 // DeleteBudget and SetNamespace; take decisions with Admit and report each patch with

@@ -1,0 +1,262 @@
+package quota
+
+// How the queue places a group's gated members and admits a group (DESIGN: Groups); the
+// group's own accounting is in groups.go.
+
+import (
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+func (q *AdmissionQueue) joinGroup(p *podState) {
+	if p.pod.Group == "" || p.pod.GroupError != "" {
+		return
+	}
+	k := groupKey{namespace: p.pod.Namespace, name: p.pod.Group}
+	g := q.groups[k]
+	if g == nil {
+		g = newGroup(k)
+		q.groups[k] = g
+	}
+	g.members[p.pod.UID] = p
+	p.group = g
+	g.sizeOf[p] = p.pod.GroupSize
+	g.sizes[p.pod.GroupSize]++
+	g.size = max(g.size, p.pod.GroupSize)
+}
+
+// leaveGroup takes the pod out of its group and re-settles the members left behind.
+func (q *AdmissionQueue) leaveGroup(p *podState) {
+	g := p.group
+	if g == nil {
+		return
+	}
+	delete(g.members, p.pod.UID)
+	p.group = nil
+	// The size it gave when it joined: its spec may have changed since.
+	size := g.sizeOf[p]
+	delete(g.sizeOf, p)
+	if g.sizes[size]--; g.sizes[size] == 0 {
+		delete(g.sizes, size)
+		if size == g.size {
+			g.size = 0
+			for s := range g.sizes {
+				g.size = max(g.size, s)
+			}
+		}
+	}
+	if len(g.members) == 0 {
+		delete(q.groups, g.key)
+		return
+	}
+	q.settleChange(g, p)
+}
+
+// settleMember re-places a group member after anything about it changed: it came,
+// was seen running, or is gated again (after a failed ungate, a changed spec, a
+// changed coverage).
+func (q *AdmissionQueue) settleMember(p *podState) { q.settleChange(p.group, p) }
+
+// settleChange brings the group up to date after p (a member, or one that just left)
+// changed: only p is placed when the group's placement stays as it was, else every
+// gated member is re-placed (settleGroup).
+func (q *AdmissionQueue) settleChange(g *group, p *podState) {
+	g.sync(p)
+	if !q.keepPlacement(g) {
+		q.settleGroup(g)
+		return
+	}
+	if p.group == g && p.phase == phaseWaiting {
+		q.detach(p)
+		q.place(p, q.groupPark(g))
+	}
+	if g.placed == placedQueued {
+		q.kick(g)
+	}
+}
+
+// keepPlacement reports whether the group's gated members may stay where they are
+// after a change to one of them: settleGroup would place them the same way (an
+// incomplete group stays incomplete; a queued group stays queued under the same key).
+// It costs O(budgets the group touches), not a pass over the members.
+func (q *AdmissionQueue) keepPlacement(g *group) bool {
+	best, ok := g.best()
+	if !ok || q.released(g.key.namespace) {
+		return false
+	}
+	park := q.groupPark(g)
+	switch g.placed {
+	case placedIncomplete:
+		if park == nil || park.code != CodeGroupIncomplete {
+			return false
+		}
+		g.order = best // every gated member is parked: no heap compares them
+		return true
+	case placedQueued:
+		// A group no budget covers may be admitted at once: settleGroup decides.
+		return park == nil && g.covered > 0 && best == g.order && !g.mayNeverFit()
+	}
+	return false
+}
+
+// kick makes sure a queued group gets evaluated again after a change: settleGroup would
+// move every gated member back to active, but evaluateGroup looks at all of them
+// whichever queue they are in, so one member in active is enough.
+func (q *AdmissionQueue) kick(g *group) {
+	for _, r := range g.waiting {
+		m := r.pod
+		if m.inBackoff || m.parked || len(m.entries) == 0 {
+			continue
+		}
+		q.moveAll(m, queueInadmissible, queueActive)
+		return
+	}
+}
+
+// settleGroup re-places every gated member of the group: parked while the group is
+// incomplete or can never fit, queued otherwise; admitted at once when no budget
+// covers any of them or their namespace is not opted in.
+func (q *AdmissionQueue) settleGroup(g *group) {
+	g.placed = placedAnyhow
+	waiting := g.waitingByUID()
+	for _, m := range waiting {
+		q.detach(m)
+	}
+	if len(waiting) == 0 {
+		return
+	}
+	g.order, _ = g.best()
+
+	var ready []*podState
+	for _, m := range waiting {
+		if !m.inBackoff {
+			ready = append(ready, m)
+		}
+	}
+	park := q.groupPark(g)
+	if park == nil && g.mayNeverFit() {
+		park = neverFits(waiting)
+	}
+	var reason Reason
+	switch {
+	case len(ready) == 0:
+	case q.released(g.key.namespace):
+		reason = q.releaseReason(g.key.namespace)
+	case park == nil && !q.opts.holdUncovered && g.covered == 0 && (len(ready) == len(waiting) || g.started()):
+		reason = noBudgetReason()
+	}
+	if reason.Code != "" && q.admitNow(ready, reason) {
+		for _, m := range ready {
+			g.sync(m)
+		}
+		for _, m := range waiting {
+			if m.inBackoff {
+				q.place(m, nil)
+			}
+		}
+		return
+	}
+	for _, m := range waiting {
+		q.place(m, park)
+	}
+	switch {
+	case park == nil:
+		g.placed = placedQueued
+	case park.code == CodeGroupIncomplete:
+		g.placed = placedIncomplete
+	}
+}
+
+func keyLess(a, b orderKey) bool {
+	if a.priority != b.priority {
+		return a.priority > b.priority
+	}
+	if a.created != b.created {
+		return a.created < b.created
+	}
+	return a.uid < b.uid
+}
+
+// groupPark returns why the group's gated members wait for members: fewer of them
+// exist than the group's size (and none runs). A group that can never fit is found
+// by settleGroup (neverFits).
+func (q *AdmissionQueue) groupPark(g *group) *waitInfo {
+	if !g.started() && len(g.waiting) < g.size {
+		return &waitInfo{code: CodeGroupIncomplete, have: len(g.members), want: g.size}
+	}
+	return nil
+}
+
+// neverFits returns why a group whose members' sum exceeds a covering budget's hard
+// can never be admitted: the first such budget, the budgets taken in the order the
+// members (by UID) name them.
+func neverFits(waiting []*podState) *waitInfo {
+	budgets, sums := unitCharges(waiting)
+	for _, b := range budgets {
+		if r, over := firstExcess(b.hardNames, b.hard, nil, sums[b]); over {
+			return &waitInfo{code: CodeNeverFits, budget: b, resource: r, requested: sums[b][r]}
+		}
+	}
+	return nil
+}
+
+// groupWaitCounts returns how many members the group of a pod parked as incomplete
+// has and wants, now: members that come and go do not re-park the others.
+func groupWaitCounts(p *podState, w *waitInfo) (have, want int) {
+	if g := p.group; g != nil {
+		return len(g.members), g.size
+	}
+	return w.have, w.want
+}
+
+// unitCharges returns the budgets that cover any of the pods, in first-seen order, and
+// the sum each of them would be charged.
+func unitCharges(pods []*podState) ([]*budget, map[*budget]corev1.ResourceList) {
+	var order []*budget
+	sums := map[*budget]corev1.ResourceList{}
+	for _, p := range pods {
+		for _, b := range p.cover {
+			sum, ok := sums[b]
+			if !ok {
+				sum = corev1.ResourceList{}
+				sums[b] = sum
+				order = append(order, b)
+			}
+			addTo(sum, p.pod.Usage)
+		}
+	}
+	return order, sums
+}
+
+// evaluateGroup decides for the whole group that p belongs to: all its ready gated
+// members are admitted in one step, or none is. It runs once per evaluation of the
+// group, not once per member.
+func (q *AdmissionQueue) evaluateGroup(g *group) {
+	var cands []*podState
+	for _, r := range g.waiting {
+		if m := r.pod; !m.inBackoff && !m.parked {
+			cands = append(cands, m)
+		}
+	}
+	slices.SortFunc(cands, func(a, b *podState) int { return cmpUID(a.pod.UID, b.pod.UID) })
+	if !g.started() && len(cands) < g.size {
+		q.fail(cands, waitInfo{code: CodeGroupBackoff})
+		return
+	}
+	budgets, sums := unitCharges(cands)
+	if w, blocked := q.blocked(budgets, func(h *podState) bool { return h.group == g }); blocked {
+		q.fail(cands, w)
+		return
+	}
+	for _, b := range budgets {
+		if r, over := firstExcess(b.hardNames, b.hard, b.used, sums[b]); over {
+			q.fail(cands, waitInfo{code: CodeInsufficient, budget: b, resource: r, requested: sums[b][r]})
+			return
+		}
+	}
+	q.admitUnit(cands, Reason{Code: CodeFits, Message: fitsMessage(g, budgets)})
+	for _, m := range cands {
+		g.sync(m)
+	}
+}
