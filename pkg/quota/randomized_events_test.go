@@ -1,0 +1,326 @@
+package quota
+
+// What happens in the randomized world: budgets, pods and namespaces change, managers fail over,
+// and the API server delivers late.
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/quotagate/quotagate/api/v1alpha1"
+)
+
+func (w *world) randomHard() corev1.ResourceList {
+	hard := corev1.ResourceList{}
+	if w.rng.IntN(5) > 0 {
+		hard["cpu"] = *resourceMilli(int64(1000 * (1 + w.rng.IntN(8))))
+	}
+	if w.rng.IntN(3) == 0 {
+		hard["pods"] = *resourceCount(int64(1 + w.rng.IntN(6)))
+	}
+	return hard
+}
+
+func (w *world) randomClusterBudget() {
+	name := fmt.Sprintf("c%d", w.rng.IntN(4))
+	b := Budget{Key: BudgetKey{Name: name}, Hard: w.randomHard()}
+	switch w.rng.IntN(3) {
+	case 0:
+		b.NamespaceSelector = labels.Everything()
+	case 1:
+		b.NamespaceSelector = labels.SelectorFromSet(labels.Set{"tier": "gold"})
+	}
+	if w.rng.IntN(2) == 0 {
+		b.Parent = fmt.Sprintf("c%d", w.rng.IntN(4)) // may be missing, or loop
+	}
+	w.upsertBudget(w.decorate(b))
+}
+
+func (w *world) randomBudget() {
+	ns := worldNamespaces[w.rng.IntN(len(worldNamespaces))]
+	b := Budget{Key: BudgetKey{Namespace: ns, Name: fmt.Sprintf("b%d", w.rng.IntN(2))}, Hard: w.randomHard()}
+	if w.rng.IntN(3) == 0 {
+		b.PodSelector = labels.SelectorFromSet(labels.Set{"app": "web"})
+	}
+	if w.rng.IntN(2) == 0 {
+		b.Parent = fmt.Sprintf("c%d", w.rng.IntN(4))
+	}
+	w.upsertBudget(w.decorate(b))
+}
+
+func (w *world) decorate(b Budget) Budget {
+	if w.rng.IntN(2) == 0 {
+		b.Strategy = v1alpha1.StrictFIFO
+	}
+	if w.rng.IntN(6) == 0 {
+		b.State = v1alpha1.StateClosed
+	}
+	return b
+}
+
+func (w *world) upsertBudget(b Budget) {
+	w.budgets[b.Key] = b
+	w.q.UpsertBudget(b)
+	w.logf("upsert %s hard=%v parent=%q strategy=%s state=%s", b.Key.Describe(), b.Hard, b.Parent, b.Strategy, b.State)
+}
+
+func (w *world) randomPod(gated bool) {
+	w.serial++
+	name := fmt.Sprintf("p%d", w.serial)
+	ns := worldNamespaces[w.rng.IntN(len(worldNamespaces))]
+	cpu := int64(500 * (1 + w.rng.IntN(6)))
+	if w.rng.IntN(25) == 0 {
+		cpu = 100000
+	}
+	b := makePod(name).NS(ns).Created(w.step*10 + w.rng.IntN(10)).Priority(int32(w.rng.IntN(3))).
+		Req(fmt.Sprintf("cpu=%dm", cpu))
+	if w.rng.IntN(3) == 0 {
+		b.Label("app", "web")
+	}
+	mp := &mPod{informAt: -1}
+	if w.rng.IntN(4) == 0 {
+		mp.groupName = fmt.Sprintf("g%d", w.rng.IntN(3))
+		mp.groupSize = 1 + w.rng.IntN(3)
+		b.Group(mp.groupName, mp.groupSize)
+	}
+	if !gated {
+		b.Ungated()
+		mp.state = mRunning
+		mp.preexisted = true
+	}
+	mp.obj = b.Obj()
+	mp.usage = PodUsage(mp.obj)
+	w.pods[mp.obj.UID] = mp
+	w.write(mp)
+	if !gated {
+		mp.pinned = w.cover(mp.obj) // first seen running: pinned where it is covered
+	}
+	w.view(mp)
+	w.logf("create pod %s/%s cpu=%dm gated=%v group=%s/%d labels=%v", ns, name, cpu, gated, mp.groupName, mp.groupSize, mp.obj.Labels)
+}
+
+func (w *world) randomEvent() {
+	switch r := w.rng.IntN(100); {
+	case r < 35:
+		w.randomPod(w.rng.IntN(15) > 0)
+	case r < 55:
+		if p := w.pickPod(func(p *mPod) bool { return p.state == mRunning }); p != nil {
+			w.finish(p)
+		}
+	case r < 62:
+		if p := w.pickPod(nil); p != nil {
+			w.deletePod(p)
+		}
+	case r < 66:
+		if p := w.pickPod(nil); p != nil {
+			w.toggleLabel(p)
+		}
+	case r < 72:
+		w.randomBudget()
+	case r < 77:
+		w.randomClusterBudget()
+	case r < 80:
+		keys := w.budgetKeys()
+		if len(keys) > 0 {
+			k := keys[w.rng.IntN(len(keys))]
+			delete(w.budgets, k)
+			w.q.DeleteBudget(k)
+			w.logf("delete %s", k.Describe())
+		}
+	case r < 83:
+		w.setNamespace(worldNamespaces[w.rng.IntN(len(worldNamespaces))])
+	case r < 90:
+		w.clk.Step(time.Duration(w.rng.IntN(2000)) * time.Millisecond)
+	case r < 91:
+		w.clk.Step(DefaultFlushInterval)
+	case r < 96:
+		// A fresh read of a pod whose ungate is unresolved (the controller's GET).
+		if p := w.pickPod(func(p *mPod) bool { return p.state == mUnresolved }); p != nil {
+			w.logf("fresh read %s rv=%d gated=%v", p.obj.Name, p.rv, p.gated())
+			w.view(p)
+		}
+	case r < 97:
+		w.failover()
+	}
+	w.deliver()
+}
+
+func (w *world) pickPod(filter func(*mPod) bool) *mPod {
+	var uids []types.UID
+	for uid, p := range w.pods {
+		if filter == nil || filter(p) {
+			uids = append(uids, uid)
+		}
+	}
+	if len(uids) == 0 {
+		return nil
+	}
+	slices.Sort(uids)
+	return w.pods[uids[w.rng.IntN(len(uids))]]
+}
+
+func (w *world) budgetKeys() []BudgetKey {
+	var keys []BudgetKey
+	for k := range w.budgets {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b BudgetKey) int { return strings.Compare(a.String(), b.String()) })
+	return keys
+}
+
+// finish makes a running pod Succeed.
+func (w *world) finish(p *mPod) {
+	p.obj.Status.Phase = corev1.PodSucceeded
+	delete(w.pods, p.obj.UID)
+	w.q.UpsertPod(NewPod(p.obj, w.clk.Now()))
+	w.logf("finish %s", p.obj.Name)
+}
+
+// failover hands the work to a standby whose cache lags: it has every event but the
+// ungated views still on their way, and for some pods the latest view is missing too.
+// The old leader's attempts in flight land or not, the new leader catches up with a
+// fresh read of every pod before it admits, and the informer's late (older) views
+// arrive after that.
+func (w *world) failover() {
+	w.logf("failover")
+	nq := NewAdmissionQueue(WithClock(w.clk), WithFlushInterval(1000*time.Hour))
+	for _, ns := range worldNamespaces {
+		nq.SetNamespace(ns, w.namespaces[ns])
+	}
+	for _, k := range w.budgetKeys() {
+		nq.UpsertBudget(w.budgets[k])
+	}
+	uids := slices.Sorted(mapsKeys(w.pods))
+	firstSeen := map[types.UID]Pod{}
+	for _, uid := range uids {
+		p := w.pods[uid]
+		v := p.lastView
+		if p.prevView.UID != "" && w.rng.IntN(2) == 0 {
+			v = p.prevView
+		}
+		firstSeen[uid] = v
+		nq.UpsertPod(v)
+	}
+	for _, uid := range uids {
+		p := w.pods[uid]
+		if p.state == mInflight {
+			w.land(p)
+		}
+	}
+	w.q = nq
+	for _, uid := range uids {
+		p := w.pods[uid]
+		stale := p.lastView
+		if p.prevView.UID != "" && w.rng.IntN(2) == 0 {
+			stale = p.prevView
+		}
+		w.view(p) // the catch-up read
+		w.q.UpsertPod(stale)
+		p.informAt = -1
+		switch first := firstSeen[uid]; {
+		case p.gated():
+			p.state, p.pinned = mGated, nil
+		case first.Gated:
+			// First seen gated, then running (the catch-up read): pinned where it is
+			// covered now.
+			p.state, p.pinned = mRunning, w.cover(p.obj)
+		default:
+			// First seen running, with the labels of that view.
+			p.state = mRunning
+			p.pinned = w.cover(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: first.Namespace, Labels: first.Labels}})
+		}
+	}
+}
+
+func (w *world) deletePod(p *mPod) {
+	delete(w.pods, p.obj.UID)
+	w.q.DeletePod(p.obj.UID)
+	w.logf("delete pod %s (state %d)", p.obj.Name, p.state)
+}
+
+func (w *world) toggleLabel(p *mPod) {
+	if p.obj.Labels["app"] == "web" {
+		delete(p.obj.Labels, "app")
+	} else {
+		if p.obj.Labels == nil {
+			p.obj.Labels = map[string]string{}
+		}
+		p.obj.Labels["app"] = "web"
+	}
+	w.write(p)
+	w.logf("relabel %s %v rv=%d", p.obj.Name, p.obj.Labels, p.rv)
+	w.view(p)
+}
+
+// land carries out the attempt in flight at the API server: it applies only if the pod
+// still has the gate at the version the attempt was fenced on.
+func (w *world) land(p *mPod) bool {
+	if p.bump {
+		w.write(p)
+		w.logf("concurrent write %s rv=%d", p.obj.Name, p.rv)
+		w.view(p)
+	}
+	if !p.applies || !p.gated() || p.rv != p.fence {
+		return false
+	}
+	p.obj.Spec.SchedulingGates = nil
+	w.write(p)
+	p.informAt = w.step + w.rng.IntN(3)
+	w.logf("ungated %s rv=%d", p.obj.Name, p.rv)
+	return true
+}
+
+// deliver reports due patch outcomes and informer views.
+func (w *world) deliver() {
+	for _, uid := range slices.Sorted(mapsKeys(w.pods)) {
+		p := w.pods[uid]
+		if p.state == mInflight && p.doneAt <= w.step {
+			if p.outcome == Gone {
+				w.q.Done(uid, Gone, "")
+				w.logf("done %s gone", p.obj.Name)
+				delete(w.pods, uid)
+				continue
+			}
+			wasGated := p.gated()
+			applied := w.land(p)
+			report := p.outcome
+			switch {
+			case !wasGated:
+				report = Ungated // the controller saw the pod without the gate
+			case report == Ungated && !applied:
+				report = Unknown // the fence or the gate did not hold: the patch failed
+			}
+			w.q.Done(uid, report, strconv.Itoa(p.fence))
+			w.logf("done %s %d (applied %v, fence %d)", p.obj.Name, report, applied, p.fence)
+			if report == Ungated {
+				p.state = mRunning
+			} else {
+				p.state = mUnresolved
+			}
+			w.sync(p)
+		}
+		if p.informAt >= 0 && p.informAt <= w.step {
+			p.informAt = -1
+			w.logf("informer: %s ungated", p.obj.Name)
+			w.view(p)
+		}
+	}
+}
+
+func mapsKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
+	return func(yield func(K) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
