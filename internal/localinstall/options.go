@@ -1,7 +1,6 @@
 package localinstall
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"maps"
@@ -14,7 +13,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/quotagate/quotagate/internal/localcluster"
-	"github.com/quotagate/quotagate/internal/version"
 )
 
 // Defaults of Options.
@@ -105,9 +103,6 @@ func (o Options) withDefaults(c *localcluster.Cluster) (Options, error) {
 // commit, as `make build` stamps them. The go command's build cache makes a rebuild of
 // unchanged sources quick.
 func BuildBinaries(ctx context.Context, repoRoot, dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("creating %s: %w", dir, err)
-	}
 	b, err := os.ReadFile(filepath.Join(repoRoot, "charts", "quotagate", "Chart.yaml"))
 	if err != nil {
 		return fmt.Errorf("reading the chart's appVersion: %w", err)
@@ -124,13 +119,5 @@ func BuildBinaries(ctx context.Context, repoRoot, dir string) error {
 	if out, err := git.Output(); err == nil {
 		revision = strings.TrimSpace(string(out))
 	}
-	cmd := exec.CommandContext(ctx, "go", "build", "-ldflags", version.LDFlags(chart.AppVersion, revision),
-		"-o", dir+string(filepath.Separator), "./cmd/webhook", "./cmd/manager")
-	cmd.Dir = repoRoot
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("building the webhook and manager (go build ./cmd/webhook ./cmd/manager): %w\n%s", err, out.String())
-	}
-	return nil
+	return BuildRelease(ctx, repoRoot, dir, chart.AppVersion, revision)
 }

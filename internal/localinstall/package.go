@@ -51,11 +51,10 @@ func ChartVersions(path string) (chartVersion, appVersion string, err error) {
 }
 
 // BuildRelease builds the webhook and manager of the repository at repoRoot into dir,
-// as BuildBinaries does, stripped (-s -w) and stamped with version and revision
-// (version.LDFlags) as `make build` builds them, so that `manager version` and quotagate_build_info say which
+// stripped (-s -w) and stamped with version and revision (version.LDFlags) as `make
+// build` builds them, so that `manager version` and quotagate_build_info say which
 // release runs. A tree whose binaries predate package version builds the same way: the
-// linker ignores the stamp. The compiler flags are BuildBinaries', so the go command's
-// cache serves both.
+// linker ignores the stamp. BuildBinaries builds the working tree through it.
 func BuildRelease(ctx context.Context, repoRoot, dir, ver, revision string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("creating %s: %w", dir, err)

@@ -3,6 +3,7 @@ package version
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 )
@@ -24,7 +25,7 @@ func NewCommand() *cobra.Command {
 }
 
 // Print writes Get() to w as one line (output "") or as JSON (output "json").
-func Print(w interface{ Write([]byte) (int, error) }, output string) error {
+func Print(w io.Writer, output string) error {
 	i := Get()
 	switch output {
 	case "":
