@@ -59,7 +59,7 @@ func BuildRelease(ctx context.Context, repoRoot, dir, ver, revision string) erro
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("creating %s: %w", dir, err)
 	}
-	cmd := exec.CommandContext(ctx, "go", "build", "-ldflags", "-s -w "+version.LDFlags(ver, revision),
+	cmd := exec.CommandContext(ctx, "go", "build", "-ldflags", version.LDFlags(ver, revision),
 		"-o", dir+string(filepath.Separator), "./cmd/webhook", "./cmd/manager")
 	cmd.Dir = repoRoot
 	var out bytes.Buffer

@@ -141,7 +141,7 @@ func TestDockerfileBuildsWhatMakeImageBuilds(t *testing.T) {
 	if i := slices.Index(w, "-ldflags"); i < 0 || i+1 >= len(w) {
 		t.Errorf("the Dockerfile's go build has no -ldflags: %s", goBuild)
 	} else {
-		want := "-s -w " + version.LDFlags("${VERSION}", "${REVISION}")
+		want := version.LDFlags("${VERSION}", "${REVISION}")
 		if w[i+1] != want {
 			t.Errorf("Dockerfile ldflags\n  %s\nwant (version.LDFlags)\n  %s", w[i+1], want)
 		}

@@ -50,7 +50,7 @@ func buildImage(t *testing.T) (ociimage.Options, *ociimage.Result) {
 		built.opts = ociimage.Options{
 			Metadata:  testMeta,
 			Root:      repoRoot(t),
-			LDFlags:   "-s -w " + version.LDFlags(testMeta.Version, testMeta.Revision),
+			LDFlags:   version.LDFlags(testMeta.Version, testMeta.Revision),
 			BinDir:    filepath.Join(built.dir, "bin"),
 			LayoutDir: filepath.Join(built.dir, "oci"),
 			Archive:   filepath.Join(built.dir, "quotagate.oci.tar"),

@@ -38,17 +38,11 @@ func PluginArchiveName(p Platform) string {
 	return fmt.Sprintf("%s_%s_%s.tar.gz", PluginName, p.OS, p.Arch)
 }
 
-// LDFlags are the linker flags of every release binary: stripped, with the version and
-// revision stamped, as the Makefile's GO_LDFLAGS.
-func LDFlags(v, rev string) string {
-	return "-s -w " + version.LDFlags(v, rev)
-}
-
 // buildPlugin cross-compiles cmd/kubectl-quotagate for p into dir (static, -trimpath,
 // stamped with v and rev) and returns the binary's path.
 func buildPlugin(ctx context.Context, repoRoot, dir string, p Platform, v, rev string) (string, error) {
 	bin := filepath.Join(dir, p.OS+"_"+p.Arch, PluginName)
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", LDFlags(v, rev), "-o", bin, "./cmd/kubectl-quotagate")
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", version.LDFlags(v, rev), "-o", bin, "./cmd/kubectl-quotagate")
 	cmd.Dir = repoRoot
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+p.OS, "GOARCH="+p.Arch)
 	var out bytes.Buffer

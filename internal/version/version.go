@@ -1,11 +1,13 @@
 // Package version holds quotagate's one version string and the commit it was built
 // from. Both are set at build time by the linker, for every binary and the image alike:
+// `make build` (and `make image`, `make release`, the Dockerfile) pass the Makefile's
+// GO_LDFLAGS, which are LDFlags(VERSION, REVISION):
 //
-//	go build -ldflags "$(go run ./hack/ldflags)" ./cmd/...
+//	go build -ldflags "-s -w -X github.com/quotagate/quotagate/internal/version.version=v0.2.0 ..." ./cmd/...
 //
-// or by hand, with LDFlags. The same version is the chart's appVersion and the image's
-// tag, so `manager version`, `webhook --version`, `kubectl quotagate version` and the
-// quotagate_build_info metric all say which release runs.
+// The same version is the chart's appVersion and the image's tag, so `manager version`,
+// `webhook --version`, `kubectl quotagate version` and the quotagate_build_info metric
+// all say which release runs.
 package version
 
 import (
@@ -68,9 +70,10 @@ func (i Info) String() string {
 	return fmt.Sprintf("%s (revision %s, %s, %s)", i.Version, i.Revision, i.GoVersion, i.Platform)
 }
 
-// LDFlags are the linker flags that stamp v and rev into a binary.
+// LDFlags are the linker flags of every quotagate build (the Makefile's GO_LDFLAGS, the
+// Dockerfile's, the release's): stripped (-s -w), with v and rev stamped in.
 func LDFlags(v, rev string) string {
-	return fmt.Sprintf("-X %s.version=%s -X %s.revision=%s", importPath, v, importPath, rev)
+	return fmt.Sprintf("-s -w -X %s.version=%s -X %s.revision=%s", importPath, v, importPath, rev)
 }
 
 // NewBuildInfoCollector is the quotagate_build_info gauge: always 1, with the

@@ -23,7 +23,7 @@ quotagate_build_info{go_version="` + Get().GoVersion + `",revision="` + Revision
 
 func TestLDFlagsNameThisPackage(t *testing.T) {
 	got := LDFlags("v1.2.3", "abc")
-	want := "-X github.com/quotagate/quotagate/internal/version.version=v1.2.3 -X github.com/quotagate/quotagate/internal/version.revision=abc"
+	want := "-s -w -X github.com/quotagate/quotagate/internal/version.version=v1.2.3 -X github.com/quotagate/quotagate/internal/version.revision=abc"
 	if got != want {
 		t.Errorf("LDFlags = %q, want %q", got, want)
 	}
