@@ -51,17 +51,19 @@ func ChartVersions(path string) (chartVersion, appVersion string, err error) {
 }
 
 // BuildRelease builds the webhook and manager of the repository at repoRoot into dir,
-// stripped (-s -w) and stamped with version and revision (version.LDFlags) as `make
-// build` builds them, so that `manager version` and quotagate_build_info say which
+// static, -trimpath, stripped and stamped with version and revision (version.LDFlags)
+// exactly as `make build` and the image build them (so the go command's cache serves
+// all three), so that `manager version` and quotagate_build_info say which
 // release runs. A tree whose binaries predate package version builds the same way: the
 // linker ignores the stamp. BuildBinaries builds the working tree through it.
 func BuildRelease(ctx context.Context, repoRoot, dir, ver, revision string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("creating %s: %w", dir, err)
 	}
-	cmd := exec.CommandContext(ctx, "go", "build", "-ldflags", version.LDFlags(ver, revision),
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", version.LDFlags(ver, revision),
 		"-o", dir+string(filepath.Separator), "./cmd/webhook", "./cmd/manager")
 	cmd.Dir = repoRoot
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
