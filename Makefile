@@ -108,11 +108,13 @@ image: ## Build the linux/amd64+arm64 image, no Docker: OCI layout _output/image
 
 ##@ Release
 
+# RELEASE_PLATFORMS (os/arch,...) narrows the plugin's platforms, e.g. for a quick dry
+# run; a release builds all four.
 # The release ships the image `make image` builds. VERSION is checked first, so a bad one
 # fails before anything is built (hack/release checks it again, as semver).
 .PHONY: release
 release: release-version image ## Write the release for VERSION=vX.Y.Z to _output/release/ (chart, CRDs, install.yaml, kubectl plugin, krew manifest, image, checksums).
-	go run ./hack/release -version '$(VERSION)' -revision '$(REVISION)' -out _output/release
+	go run ./hack/release -version '$(VERSION)' -revision '$(REVISION)' -out _output/release $(if $(RELEASE_PLATFORMS),-platforms '$(RELEASE_PLATFORMS)')
 
 .PHONY: release-version
 release-version:

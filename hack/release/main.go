@@ -32,7 +32,14 @@ func run() error {
 	flag.StringVar(&o.Revision, "revision", "", "The git commit stamped into the binaries; empty means HEAD.")
 	flag.StringVar(&o.OutDir, "out", "_output/release", "The directory to write the artifacts to (emptied first).")
 	flag.StringVar(&o.RepoRoot, "repo", ".", "The quotagate repository to release.")
+	platforms := flag.String("platforms", "", "The plugin's platforms, os/arch comma-separated (default: all of a release's).")
 	flag.Parse()
+	if *platforms != "" {
+		var err error
+		if o.Platforms, err = release.ParsePlatforms(*platforms); err != nil {
+			return fmt.Errorf("-platforms: %w", err)
+		}
+	}
 	if _, err := release.ParseVersion(o.Version); err != nil {
 		return fmt.Errorf("%w (run make release VERSION=vX.Y.Z)", err)
 	}

@@ -12,6 +12,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/quotagate/quotagate/internal/version"
@@ -26,6 +28,19 @@ type Platform struct {
 }
 
 func (p Platform) String() string { return p.OS + "/" + p.Arch }
+
+// ParsePlatforms reads a comma-separated list of os/arch, each one of PluginPlatforms.
+func ParsePlatforms(list string) ([]Platform, error) {
+	var out []Platform
+	for _, s := range strings.Split(list, ",") {
+		i := slices.IndexFunc(PluginPlatforms, func(p Platform) bool { return p.String() == strings.TrimSpace(s) })
+		if i < 0 {
+			return nil, fmt.Errorf("platform %q: must be one of %v", s, PluginPlatforms)
+		}
+		out = append(out, PluginPlatforms[i])
+	}
+	return out, nil
+}
 
 // PluginPlatforms are the platforms a release builds the plugin for.
 var PluginPlatforms = []Platform{
