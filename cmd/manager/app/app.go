@@ -96,6 +96,7 @@ func NewCommand() *cobra.Command {
 	f.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "How often candidates try to acquire or renew the lease.")
 	f.IntVar(&o.Controller.Workers, "workers", o.Controller.Workers, "How many ungate patches may be in flight at once.")
 	f.BoolVar(&o.Controller.HoldUncovered, "hold-uncovered", o.Controller.HoldUncovered, "Keep gated the pods of opted-in namespaces that no budget covers (default: admit them at once).")
+	f.BoolVar(&o.Controller.PodAdmittedEvents, "pod-admitted-events", o.Controller.PodAdmittedEvents, "Emit an Admitted event on every pod admitted, a second API write per admission (default: one event per budget at most every 10s that sums up its admissions).")
 	f.DurationVar(&o.Controller.FlushInterval, "flush-interval", o.Controller.FlushInterval, "How often pods found not to fit are re-evaluated even without an event.")
 	f.DurationVar(&o.Controller.UngateTimeout, "ungate-timeout", o.Controller.UngateTimeout, "Timeout of one ungate patch; keep it below the lease duration minus the renew deadline.")
 

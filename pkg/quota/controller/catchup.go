@@ -79,5 +79,5 @@ func (c *Controller) observe(pod *corev1.Pod) {
 	if err != nil {
 		return
 	}
-	c.onPod(stripped)
+	c.onPod(stripped, false)
 }

@@ -50,6 +50,13 @@ type Options struct {
 	// deadline, so that a leader that lost its lease has no attempt left in flight
 	// when the next one takes over.
 	UngateTimeout time.Duration
+	// PodAdmittedEvents emits an Admitted event on every pod the manager ungates: a
+	// second API write per admission. Off by default: each budget gets one Admitted
+	// event per AdmittedEventInterval that sums up its admissions instead.
+	PodAdmittedEvents bool
+	// AdmittedEventInterval is the least time between two Admitted events of one
+	// budget.
+	AdmittedEventInterval time.Duration
 	// Clock is injected by tests.
 	Clock clock.Clock
 }
@@ -69,8 +76,14 @@ func DefaultOptions() Options {
 		FlushInterval: quota.DefaultFlushInterval,
 		UngateTimeout: DefaultUngateTimeout,
 		Clock:         clock.RealClock{},
+
+		AdmittedEventInterval: DefaultAdmittedEventInterval,
 	}
 }
+
+// DefaultAdmittedEventInterval bounds the Admitted events of one budget to one every
+// ten seconds.
+const DefaultAdmittedEventInterval = 10 * time.Second
 
 // DefaultUngateTimeout is below the default lease duration (15 s) minus the renew
 // deadline (10 s).
@@ -103,6 +116,11 @@ type Controller struct {
 	// deleted records pods deleted while a catch-up read is under way, so that the
 	// read's older copy of a pod does not bring it back (nil otherwise).
 	deleted map[types.UID]struct{}
+
+	// talliesMu guards tallies: per budget, the admissions since its last Admitted
+	// event (admitted.go).
+	talliesMu sync.Mutex
+	tallies   map[quota.BudgetKey]*admittedTally
 }
 
 // New returns a Controller; SetupWithManager connects it.
@@ -122,12 +140,16 @@ func New(opts Options) (*Controller, error) {
 	if opts.UngateTimeout <= 0 {
 		opts.UngateTimeout = DefaultUngateTimeout
 	}
+	if opts.AdmittedEventInterval <= 0 {
+		opts.AdmittedEventInterval = DefaultAdmittedEventInterval
+	}
 	c := &Controller{
 		opts:       opts,
 		metrics:    newMetrics(),
 		kick:       make(chan struct{}, 1),
 		statusKick: make(chan struct{}, 1),
 		waiting:    map[types.UID]waitingPod{},
+		tallies:    map[quota.BudgetKey]*admittedTally{},
 	}
 	c.core = quota.NewAdmissionQueue(
 		quota.WithClock(opts.Clock),

@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -12,13 +14,32 @@ import (
 // or queue position move.
 
 // noteGated marks a gated pod whose wait reason should be announced after the next
-// admission round.
-func (c *Controller) noteGated(pod *corev1.Pod) {
+// admission round, and records when this manager first saw it gated: the start of the
+// wait it reports (waitStart). A pod of the informer's initial list (initialList) was
+// there before the manager started, so its wait starts at its creationTimestamp.
+func (c *Controller) noteGated(pod *corev1.Pod, initialList bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, seen := c.waiting[pod.UID]; !seen {
-		c.waiting[pod.UID] = waitingPod{ref: quota.PodRef{UID: pod.UID, Namespace: pod.Namespace, Name: pod.Name}}
+		w := waitingPod{ref: quota.PodRef{UID: pod.UID, Namespace: pod.Namespace, Name: pod.Name}}
+		if !initialList {
+			w.firstSeen = c.opts.Clock.Now().UnixNano()
+		}
+		c.waiting[pod.UID] = w
 	}
+}
+
+// waitStart is when the wait of an admitted pod began: when this manager first saw it
+// gated, or, for a pod it found gated at startup (or no longer knows as waiting), its
+// creationTimestamp, which has a resolution of one second.
+func (c *Controller) waitStart(a quota.Admission) time.Time {
+	c.mu.Lock()
+	w, ok := c.waiting[a.Pod.UID]
+	c.mu.Unlock()
+	if !ok || w.firstSeen == 0 {
+		return a.Created
+	}
+	return time.Unix(0, w.firstSeen)
 }
 
 func (c *Controller) forgetWaiting(pod *corev1.Pod) {
@@ -27,10 +48,12 @@ func (c *Controller) forgetWaiting(pod *corev1.Pod) {
 	delete(c.waiting, pod.UID)
 }
 
-// waitingPod is the last wait reason announced for a pod.
+// waitingPod is the last wait reason announced for a pod, and when the manager first
+// saw it gated (Unix nanoseconds; 0 when that was at startup).
 type waitingPod struct {
-	ref  quota.PodRef
-	code quota.ReasonCode
+	ref       quota.PodRef
+	code      quota.ReasonCode
+	firstSeen int64
 }
 
 // announceWaiting emits a Waiting event for every gated pod whose reason code changed

@@ -14,9 +14,9 @@ import (
 // leader starts with a warm core.
 
 func (c *Controller) podHandler() toolscache.ResourceEventHandler {
-	return toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.onPod(obj) },
-		UpdateFunc: func(_, obj any) { c.onPod(obj) },
+	return toolscache.ResourceEventHandlerDetailedFuncs{
+		AddFunc:    func(obj any, initialList bool) { c.onPod(obj, initialList) },
+		UpdateFunc: func(_, obj any) { c.onPod(obj, false) },
 		DeleteFunc: func(obj any) {
 			if pod, ok := unwrap[*corev1.Pod](obj); ok {
 				c.mu.Lock()
@@ -32,7 +32,10 @@ func (c *Controller) podHandler() toolscache.ResourceEventHandler {
 	}
 }
 
-func (c *Controller) onPod(obj any) {
+// onPod gives the core a pod. initialList says the pod came with the informer's first
+// list, so it existed before this manager started watching: its wait is then measured
+// from its creationTimestamp, the only record of when it arrived (see noteGated).
+func (c *Controller) onPod(obj any, initialList bool) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return
@@ -43,7 +46,7 @@ func (c *Controller) onPod(obj any) {
 	// core itself, in Admit (reason NamespaceNotEnabled), through the same patch path.
 	c.core.UpsertPod(p)
 	if p.Gated && !p.Terminal {
-		c.noteGated(pod)
+		c.noteGated(pod, initialList)
 	} else {
 		c.forgetWaiting(pod)
 	}

@@ -21,8 +21,8 @@ import (
 // becomes one status write per budget, not one per pod.
 const statusRoundInterval = 200 * time.Millisecond
 
-// runStatus writes the status of every budget the core marked dirty, and the pod events
-// that say why pods wait. It runs on the leader only.
+// runStatus writes the status of every budget the core marked dirty, the pod events
+// that say why pods wait and the budgets' Admitted events. It runs on the leader only.
 func (c *Controller) runStatus(ctx context.Context) {
 	logger := log.FromContext(ctx)
 	var retry []quota.BudgetKey
@@ -43,6 +43,7 @@ func (c *Controller) runStatus(ctx context.Context) {
 			}
 		}
 		c.announceWaiting()
+		c.announceAdmitted(ctx)
 		select {
 		case <-ctx.Done():
 			return

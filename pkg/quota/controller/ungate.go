@@ -40,6 +40,9 @@ func (c *Controller) ungate(ctx context.Context, a quota.Admission) {
 		c.core.Done(a.Pod.UID, quota.Gone, "")
 		return
 	}
+	// Read before the patch: once the informer shows the pod ungated, it is no longer
+	// known as waiting.
+	since := c.waitStart(a)
 	budgets := make([]string, len(a.Budgets))
 	for i, b := range a.Budgets {
 		budgets[i] = b.String()
@@ -64,8 +67,8 @@ func (c *Controller) ungate(ctx context.Context, a quota.Admission) {
 		switch reason {
 		case "":
 			c.core.Done(a.Pod.UID, quota.Ungated, "")
-			c.admitted(pod, a, now)
-			logger.V(logLevelEvents).Info("Ungated pod", "budgets", budgets, "waited", now.Sub(a.Created))
+			c.admitted(pod, a, since, now)
+			logger.V(logLevelEvents).Info("Ungated pod", "budgets", budgets, "waited", now.Sub(since))
 			return
 		case reasonNotFound:
 			c.core.Done(a.Pod.UID, quota.Gone, "")
@@ -85,7 +88,7 @@ func (c *Controller) ungate(ctx context.Context, a quota.Admission) {
 		c.observe(fresh)
 		if !gates.HasGate(fresh, c.opts.Gate) {
 			c.core.Done(a.Pod.UID, quota.Ungated, "")
-			c.admitted(fresh, a, now)
+			c.admitted(fresh, a, since, now)
 			logger.V(logLevelEvents).Info("Ungated pod; the patch applied although its answer was an error", "reason", reason)
 			return
 		}
@@ -131,11 +134,16 @@ func (c *Controller) readFresh(ctx context.Context, ref quota.PodRef) (pod *core
 	return pod, false, nil
 }
 
-// admitted records a successful admission: the wait-time metric and the pod's event.
-func (c *Controller) admitted(pod *corev1.Pod, a quota.Admission, now time.Time) {
-	wait := now.Sub(a.Created)
+// admitted records a successful admission: the wait-time metric, the tally of its
+// budgets' next Admitted event and, only with PodAdmittedEvents, an event on the pod.
+// By default the ungate patch is the admission's only API write.
+func (c *Controller) admitted(pod *corev1.Pod, a quota.Admission, since, now time.Time) {
+	wait := max(now.Sub(since), 0)
 	c.metrics.podWait.Observe(wait.Seconds())
 	c.forgetWaiting(pod)
-	c.recorder.Eventf(pod, nil, corev1.EventTypeNormal, "Admitted", "Ungate",
-		"Admitted after %s: %s", wait.Round(time.Millisecond), a.Reason.Message)
+	c.tally(a.Budgets, wait, now)
+	if c.opts.PodAdmittedEvents {
+		c.recorder.Eventf(pod, nil, corev1.EventTypeNormal, "Admitted", "Ungate",
+			"Admitted after %s: %s", wait.Round(time.Millisecond), a.Reason.Message)
+	}
 }

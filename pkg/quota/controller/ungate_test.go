@@ -41,7 +41,7 @@ func TestUngateOutcomes(t *testing.T) {
 		wantAdmit   []string // admitted by an Admit right after (nothing due by the clock)
 		wantWaiting bool     // p1 is back in the queues: its charge was given back
 		wantRetried bool     // after a backoff, p1's admission is handed out again
-		wantEvents  int      // Admitted events
+		wantEvents  int      // Admitted events on the pod (PodAdmittedEvents on)
 	}{
 		"applied": {
 			patch: func(_ context.Context, _ int, apply func() error, _ client.WithWatch, _ client.Object) error {
@@ -135,7 +135,7 @@ func TestUngateOutcomes(t *testing.T) {
 			if tc.getFails {
 				apiReader = interceptedReader{base, errors.New("connection refused")}
 			}
-			c, err := New(Options{Gate: v1alpha1.SchedulingGate, Workers: 1, Clock: clk})
+			c, err := New(Options{Gate: v1alpha1.SchedulingGate, Workers: 1, Clock: clk, PodAdmittedEvents: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -241,7 +241,7 @@ func TestCatchUpCountsTheOldLeadersUngates(t *testing.T) {
 		if err := api.Get(ctx, client.ObjectKeyFromObject(p), stale); err != nil {
 			t.Fatal(err)
 		}
-		c.onPod(stale) // what the standby's informer delivered
+		c.onPod(stale, false) // what the standby's informer delivered
 	}
 	// The old leader's last patch, which this replica's informer has not delivered.
 	patched := &corev1.Pod{}
