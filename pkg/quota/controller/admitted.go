@@ -4,19 +4,23 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
 	"github.com/quotagate/quotagate/pkg/quota"
 )
 
 // Admitted events are per budget, not per pod: an event is an API write, and one per
-// admitted pod doubled the cost of every admission. The status writer emits, at most
+// admitted pod doubled the cost of every admission. The status writer writes, at most
 // once per AdmittedEventInterval for each budget, one Normal event on the Budget (or
 // ClusterBudget) that sums up its admissions since the last one:
 //
@@ -87,19 +91,76 @@ func (c *Controller) dueAdmittedEvents(now time.Time) []admittedEvent {
 	return due
 }
 
-// announceAdmitted emits the Admitted events that are due. It runs in the status
-// writer, off the path of the ungate patches.
-func (c *Controller) announceAdmitted(ctx context.Context) {
-	for _, ev := range c.dueAdmittedEvents(c.opts.Clock.Now()) {
-		var obj client.Object = &v1alpha1.Budget{}
-		if ev.key.IsCluster() {
-			obj = &v1alpha1.ClusterBudget{}
+// nextAdmittedEvent is how long until the next Admitted event is due, at most limit.
+func (c *Controller) nextAdmittedEvent(limit time.Duration) time.Duration {
+	now := c.opts.Clock.Now()
+	c.talliesMu.Lock()
+	defer c.talliesMu.Unlock()
+	for _, t := range c.tallies {
+		if t.pods > 0 {
+			limit = min(limit, max(t.last.Add(c.opts.AdmittedEventInterval).Sub(now), 0))
 		}
-		if err := c.reader.Get(ctx, client.ObjectKey{Namespace: ev.key.Namespace, Name: ev.key.Name}, obj); err != nil {
-			continue // deleted since: nobody reads its events any more
-		}
-		c.recorder.Eventf(obj, nil, corev1.EventTypeNormal, "Admitted", "Ungate", "%s", ev.message)
 	}
+	return limit
+}
+
+// announceAdmitted writes the Admitted events that are due. It runs in the status
+// writer, off the path of the ungate patches.
+//
+// They are written directly, not through the event recorder: the recorder folds events
+// with the same reason on the same object into a series that keeps the first note and
+// counts the rest, and these notes are what matters. One event per budget per interval
+// needs no folding.
+func (c *Controller) announceAdmitted(ctx context.Context) {
+	logger := log.FromContext(ctx)
+	for _, ev := range c.dueAdmittedEvents(c.opts.Clock.Now()) {
+		if err := c.writeAdmittedEvent(ctx, ev); err != nil {
+			logger.Error(err, "Writing an Admitted event failed", "budget", ev.key.String())
+		}
+	}
+}
+
+func (c *Controller) writeAdmittedEvent(ctx context.Context, ev admittedEvent) error {
+	var obj client.Object = &v1alpha1.Budget{}
+	kind, ns := "Budget", ev.key.Namespace
+	if ev.key.IsCluster() {
+		obj, kind, ns = &v1alpha1.ClusterBudget{}, "ClusterBudget", metav1.NamespaceDefault
+	}
+	if err := c.reader.Get(ctx, client.ObjectKey{Namespace: ev.key.Namespace, Name: ev.key.Name}, obj); err != nil {
+		return client.IgnoreNotFound(err) // deleted since: nobody reads its events any more
+	}
+	now := c.opts.Clock.Now()
+	e := &eventsv1.Event{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("%s.%x", ev.key.Name, now.UnixNano())},
+		EventTime:  metav1.NewMicroTime(now),
+		Regarding: corev1.ObjectReference{
+			APIVersion: v1alpha1.GroupVersion.String(), Kind: kind,
+			Namespace: obj.GetNamespace(), Name: obj.GetName(), UID: obj.GetUID(), ResourceVersion: obj.GetResourceVersion(),
+		},
+		ReportingController: eventSource,
+		ReportingInstance:   reportingInstance(),
+		Action:              "Ungate",
+		Reason:              "Admitted",
+		Type:                corev1.EventTypeNormal,
+		Note:                ev.message,
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.opts.UngateTimeout)
+	defer cancel()
+	if err := c.client.Create(ctx, e); err != nil {
+		return fmt.Errorf("creating event %s/%s: %w", ns, e.Name, err)
+	}
+	return nil
+}
+
+// eventSource is the name the manager's events are reported under.
+const eventSource = "quotagate-manager"
+
+// reportingInstance names this replica in its events, as the event recorder does.
+func reportingInstance() string {
+	if h, err := os.Hostname(); err == nil && h != "" {
+		return eventSource + "-" + h
+	}
+	return eventSource
 }
 
 // roundWait rounds a duration for an event's message: milliseconds below a second,

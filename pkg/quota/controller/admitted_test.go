@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -24,10 +25,11 @@ import (
 // admittedFixture is a controller on a fake API server holding Budget ns/b (10 CPUs)
 // and the given pods, in an opted-in namespace, at 00:00:10 on a fake clock.
 type admittedFixture struct {
-	c   *Controller
-	api client.Client
-	clk *clocktesting.FakeClock
-	rec *events.FakeRecorder
+	c    *Controller
+	api  client.Client
+	clk  *clocktesting.FakeClock
+	rec  *events.FakeRecorder
+	seen map[string]bool // the events already read from the API server
 }
 
 func newAdmittedFixture(t *testing.T, podEvents bool, pods ...*corev1.Pod) *admittedFixture {
@@ -53,7 +55,7 @@ func newAdmittedFixture(t *testing.T, podEvents bool, pods ...*corev1.Pod) *admi
 	c.client, c.reader, c.apiReader, c.recorder = api, api, api, rec
 	c.core.SetNamespace("ns", map[string]string{v1alpha1.EnabledLabel: "true"})
 	c.core.UpsertBudget(quota.Budget{Key: quota.BudgetKey{Namespace: "ns", Name: "b"}, Hard: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10")}})
-	return &admittedFixture{c: c, api: api, clk: clk, rec: rec}
+	return &admittedFixture{c: c, api: api, clk: clk, rec: rec, seen: map[string]bool{}}
 }
 
 // deliver hands a pod to the controller as the informer would; initialList marks the
@@ -79,11 +81,28 @@ func (f *admittedFixture) admitAll(t *testing.T, want int) []string {
 		f.c.ungate(context.Background(), a)
 	}
 	f.c.announceAdmitted(context.Background())
-	return f.events()
+	return f.events(t)
 }
 
-func (f *admittedFixture) events() []string {
+// events returns the events emitted since the last call: the recorder's, and those
+// written to the API server, as "type reason note".
+func (f *admittedFixture) events(t *testing.T) []string {
+	t.Helper()
 	var got []string
+	list := &eventsv1.EventList{}
+	if err := f.api.List(context.Background(), list); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range list.Items {
+		if f.seen[e.Name] {
+			continue
+		}
+		f.seen[e.Name] = true
+		if e.Regarding.Kind != "Budget" || e.Regarding.Name != "b" || e.ReportingController != eventSource || e.ReportingInstance == "" {
+			t.Errorf("event %s is about %s %s, reported by %q (%q)", e.Name, e.Regarding.Kind, e.Regarding.Name, e.ReportingController, e.ReportingInstance)
+		}
+		got = append(got, e.Type+" "+e.Reason+" "+e.Note)
+	}
 	for {
 		select {
 		case e := <-f.rec.Events:
@@ -136,6 +155,9 @@ func TestAdmittedEventsSumUpPerBudget(t *testing.T) {
 	if got := f.admitAll(t, 1); len(got) != 0 {
 		t.Errorf("events within the interval: %q, want none", got)
 	}
+	if got, want := f.c.nextAdmittedEvent(time.Hour), DefaultAdmittedEventInterval-time.Second; got != want {
+		t.Errorf("the status writer would wake for the next Admitted event in %s, want %s", got, want)
+	}
 	f.deliver(t, pods[2], false)
 	f.clk.Step(2 * time.Second)
 	if got := f.admitAll(t, 1); len(got) != 0 {
@@ -144,13 +166,13 @@ func TestAdmittedEventsSumUpPerBudget(t *testing.T) {
 
 	f.clk.Step(DefaultAdmittedEventInterval - 3*time.Second)
 	f.c.announceAdmitted(context.Background())
-	if diff := cmp.Diff([]string{"Normal Admitted Admitted 2 pods in the last 9s; longest wait 2s"}, f.events()); diff != "" {
+	if diff := cmp.Diff([]string{"Normal Admitted Admitted 2 pods in the last 9s; longest wait 2s"}, f.events(t)); diff != "" {
 		t.Errorf("events one interval after the first (-want +got):\n%s", diff)
 	}
 
 	f.clk.Step(DefaultAdmittedEventInterval)
 	f.c.announceAdmitted(context.Background())
-	if got := f.events(); len(got) != 0 {
+	if got := f.events(t); len(got) != 0 {
 		t.Errorf("events after an interval without admissions: %q, want none", got)
 	}
 	if n := len(f.c.tallies); n != 0 {

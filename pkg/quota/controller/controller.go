@@ -179,7 +179,7 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 	c.client = mgr.GetClient()
 	c.reader = mgr.GetCache()
 	c.apiReader = mgr.GetAPIReader()
-	c.recorder = mgr.GetEventRecorder("quotagate-manager")
+	c.recorder = mgr.GetEventRecorder(eventSource)
 
 	ctx := context.Background()
 	for _, h := range []struct {

@@ -21,6 +21,10 @@ import (
 // becomes one status write per budget, not one per pod.
 const statusRoundInterval = 200 * time.Millisecond
 
+// statusRetryInterval is how long the status writer sleeps without a signal before it
+// retries failed writes.
+const statusRetryInterval = 10 * time.Second
+
 // runStatus writes the status of every budget the core marked dirty, the pod events
 // that say why pods wait and the budgets' Admitted events. It runs on the leader only.
 func (c *Controller) runStatus(ctx context.Context) {
@@ -31,8 +35,9 @@ func (c *Controller) runStatus(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-c.statusKick:
-		case <-time.After(10 * time.Second):
-			// A failed write is retried even when nothing else changes.
+		case <-time.After(c.nextAdmittedEvent(statusRetryInterval)):
+			// A failed write is retried even when nothing else changes, and a budget's
+			// Admitted event is written when due.
 		}
 		keys := append(retry, c.core.DirtyStatuses()...)
 		retry = nil

@@ -165,6 +165,13 @@ func (m *runningManager) stop(t *testing.T) {
 // ends (or stop is called). leaderElect uses a Lease in quotagate-system.
 func startManager(t *testing.T, mutate func(*controller.Options), leaderElect bool) *runningManager {
 	t.Helper()
+	return startManagerWithConfig(t, rest.CopyConfig(managerSA), mutate, leaderElect)
+}
+
+// startManagerWithConfig is startManager with the manager's rest config, a copy of
+// managerSA's (a test may wrap its transport).
+func startManagerWithConfig(t *testing.T, cfg *rest.Config, mutate func(*controller.Options), leaderElect bool) *runningManager {
+	t.Helper()
 	opts := controller.DefaultOptions()
 	opts.Workers = 8
 	if mutate != nil {
@@ -174,7 +181,6 @@ func startManager(t *testing.T, mutate func(*controller.Options), leaderElect bo
 	if err != nil {
 		t.Fatalf("controller.New: %v", err)
 	}
-	cfg := rest.CopyConfig(managerSA)
 	cfg.QPS, cfg.Burst = 200, 400
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        clientgoscheme.Scheme,
