@@ -20,6 +20,7 @@ type options struct {
 	coreCount                int
 	renderOnly               bool
 	eventlessReps            int
+	ungateN, ungateBacklog   int
 }
 
 func defaultOptions() options {
@@ -27,7 +28,7 @@ func defaultOptions() options {
 		markdown:      "docs/benchmarks.md",
 		json:          "docs/benchmarks.json",
 		profiles:      "_output/bench",
-		figures:       intList{1, 2, 3, 4, 5, 6},
+		figures:       intList{1, 2, 3, 4, 5, 6, 7},
 		n:             2000,
 		reps:          3,
 		reactionReps:  500,
@@ -38,6 +39,8 @@ func defaultOptions() options {
 		endToEndReps:  2,
 		coreCount:     3,
 		eventlessReps: 1,
+		ungateN:       200,
+		ungateBacklog: 2000,
 	}
 }
 
@@ -45,7 +48,7 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.markdown, "out", o.markdown, "Markdown report to write (relative to the repository root).")
 	fs.StringVar(&o.json, "json", o.json, "JSON report to write (relative to the repository root).")
 	fs.StringVar(&o.profiles, "profiles", o.profiles, "Directory for the pprof profiles (relative to the repository root).")
-	fs.Var(&o.figures, "figures", "Figures to measure, comma-separated: 1 release, 2 reaction, 3 webhook, 4 memory, 5 core, 6 end to end.")
+	fs.Var(&o.figures, "figures", "Figures to measure, comma-separated: 1 release, 2 reaction, 3 webhook, 4 memory, 5 core, 6 end to end, 7 create to ungate.")
 	fs.IntVar(&o.n, "n", o.n, "Pods per release batch (figure 1).")
 	fs.IntVar(&o.reps, "reps", o.reps, "Repetitions of each release batch (figure 1).")
 	fs.IntVar(&o.reactionReps, "reaction-reps", o.reactionReps, "Repetitions of the reaction chain (figure 2).")
@@ -56,6 +59,8 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.endToEndReps, "e2e-reps", o.endToEndReps, "Repetitions of the end-to-end batch (figure 6).")
 	fs.IntVar(&o.coreCount, "core-count", o.coreCount, "go test -count of the admission core's benchmarks (figure 5).")
 	fs.IntVar(&o.eventlessReps, "eventless-reps", o.eventlessReps, "Repetitions of figure 1 with the manager's events dropped, a diagnostic of what they cost; 0 skips it.")
+	fs.IntVar(&o.ungateN, "ungate-n", o.ungateN, "Pods created one at a time per series (figure 7).")
+	fs.IntVar(&o.ungateBacklog, "ungate-backlog", o.ungateBacklog, "Pods of the backlog binding while figure 7's loaded series run.")
 	fs.BoolVar(&o.renderOnly, "render-only", o.renderOnly, "Measure nothing: render the Markdown report again from the JSON one.")
 }
 

@@ -57,6 +57,9 @@ func (r Report) markdown() string {
 		}
 		p("\n")
 	}
+	if r.CreateToUngate != nil {
+		p("%s\n", ungateSection(*r.CreateToUngate))
+	}
 	p("%s\n", strings.TrimSpace(analysis))
 	if len(r.Profiles) > 0 {
 		p("\n## Profiles\n\nThe top of each profile this run took (`go tool pprof -top`); the files are under\n`_output/bench/`.\n")

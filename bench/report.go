@@ -21,6 +21,8 @@ type Report struct {
 	Memory   *memoryResult   `json:"memory,omitempty"`
 	Core     *coreResult     `json:"core,omitempty"`
 	EndToEnd *releaseResult  `json:"endToEnd,omitempty"`
+	// CreateToUngate is figure 7 (ungate.go).
+	CreateToUngate *ungateResult `json:"createToUngate,omitempty"`
 	// Profiles are `go tool pprof -top` of the profiles taken, by what they profile.
 	Profiles map[string]string `json:"profiles,omitempty"`
 }
@@ -95,6 +97,9 @@ func (r Report) rows() []Row {
 	}
 	if x := r.EndToEnd; x != nil {
 		rows = append(rows, releaseRow(fmt.Sprintf("6. Freed capacity to Running on kwok, %d pods (pods/s)", x.N), *x, 0.9))
+	}
+	if x := r.CreateToUngate; x != nil {
+		rows = append(rows, ungateRows(*x)...)
 	}
 	return rows
 }

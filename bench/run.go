@@ -68,7 +68,7 @@ func run(ctx context.Context, o options) error {
 		}
 		r.Core = &c
 	}
-	if o.want(1) || o.want(2) || o.want(3) || o.want(4) || o.want(6) {
+	if o.want(1) || o.want(2) || o.want(3) || o.want(4) || o.want(6) || o.want(7) {
 		if err := measureCluster(ctx, o, root, abs(o.profiles), &r, profiles); err != nil {
 			return err
 		}
@@ -112,7 +112,7 @@ func measureCluster(ctx context.Context, o options, root, profileDir string, r *
 		r.Webhook = &w
 	}
 	defer func() { err = errors.Join(err, e.stopManager()) }()
-	if o.want(1) || o.want(2) || o.want(6) {
+	if o.want(1) || o.want(2) || o.want(6) || o.want(7) {
 		if err := e.useManager(ctx, r.Manager, false); err != nil {
 			return err
 		}
@@ -160,6 +160,13 @@ func measureWithManager(ctx context.Context, e *env, o options, profileDir strin
 			return fmt.Errorf("figure 6: %w", err)
 		}
 		r.EndToEnd = &rel
+	}
+	if o.want(7) {
+		u, err := e.measureCreateToUngate(ctx, o.ungateN, o.ungateBacklog, logf)
+		if err != nil {
+			return fmt.Errorf("figure 7: %w", err)
+		}
+		r.CreateToUngate = &u
 	}
 	return nil
 }

@@ -1,0 +1,257 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/quotagate/quotagate/api/v1alpha1"
+)
+
+// Figure 7, create → ungate: pods created one at a time in an opted-in namespace whose
+// Budget has room; each sample is the time from the create call's return to the
+// arrival, on a watch in this process, of the event that shows the pod without the
+// gate. Baseline: a bare watcher in this process that removes its own gate with the
+// same JSON patch as soon as its watch shows a gated pod. Both are measured on an idle
+// cluster and while a backlog of pods, ungated just before, binds through
+// kube-scheduler to the kwok nodes.
+
+// admissionMode is how the gate gets on new pods of opted-in namespaces: the webhook
+// today; a MutatingAdmissionPolicy is another mode. register puts it in place for ns
+// and returns once new pods of ns come back gated; undo takes it out again.
+type admissionMode struct {
+	Name     string
+	register func(ctx context.Context, e *env, ns string) (undo func() error, err error)
+}
+
+// admissionModes are the modes figure 7 measures, in order.
+func admissionModes() []admissionMode {
+	return []admissionMode{webhookMode()}
+}
+
+// webhookMode registers the shipped webhook configuration, served in this process
+// (startWebhook).
+func webhookMode() admissionMode {
+	return admissionMode{Name: "webhook", register: func(ctx context.Context, e *env, ns string) (func() error, error) {
+		stop, _, err := e.startWebhook(ctx, ns)
+		if err != nil {
+			return nil, err
+		}
+		return func() error {
+			defer stop()
+			return e.unregisterWebhook(ctx, ns)
+		}, nil
+	}}
+}
+
+// ungateResult is figure 7: per admission mode and load, the samples of quotagate and
+// of the bare watcher, in milliseconds.
+type ungateResult struct {
+	N       int           `json:"n"`
+	Backlog int           `json:"backlog"`
+	Series  []ungateSerie `json:"series"`
+}
+
+type ungateSerie struct {
+	Mode string `json:"mode"`
+	// Load is "idle" or "backlog".
+	Load      string    `json:"load"`
+	Quotagate []float64 `json:"quotagateMillis"`
+	Baseline  []float64 `json:"baselineMillis"`
+	// BacklogBound is how long after its ungate began the backlog took to bind
+	// entirely, per arm (quotagate, baseline): the measured creates overlap it when
+	// they end sooner.
+	BacklogBound []float64 `json:"backlogBoundMillis,omitempty"`
+}
+
+// measureCreateToUngate runs figure 7 with the running manager: for every admission
+// mode, idle then with a backlog, quotagate then the bare watcher.
+func (e *env) measureCreateToUngate(ctx context.Context, n, backlog int, logf func(string, ...any)) (ungateResult, error) {
+	r := ungateResult{N: n, Backlog: backlog}
+	for _, m := range admissionModes() {
+		for _, load := range []int{0, backlog} {
+			s := ungateSerie{Mode: m.Name, Load: "idle"}
+			if load > 0 {
+				s.Load = "backlog"
+			}
+			logf("Figure 7: create → ungate, %s, %s", m.Name, s.Load)
+			q, bound, err := e.withBacklog(ctx, load, func() ([]time.Duration, error) { return e.createToUngateByQuotagate(ctx, m, n) })
+			if err != nil {
+				return r, fmt.Errorf("quotagate, %s, %s: %w", m.Name, s.Load, err)
+			}
+			s.Quotagate = millis(q)
+			if load > 0 {
+				s.BacklogBound = append(s.BacklogBound, millis([]time.Duration{bound})...)
+			}
+			b, bound, err := e.withBacklog(ctx, load, func() ([]time.Duration, error) { return e.createToUngateByBareWatcher(ctx, n) })
+			if err != nil {
+				return r, fmt.Errorf("bare watcher, %s: %w", s.Load, err)
+			}
+			s.Baseline = millis(b)
+			if load > 0 {
+				s.BacklogBound = append(s.BacklogBound, millis([]time.Duration{bound})...)
+			}
+			r.Series = append(r.Series, s)
+		}
+	}
+	return r, nil
+}
+
+// withBacklog creates backlog gated pods in a namespace of their own, ungates them all
+// with the bare client, and runs measure while they bind; it returns how long after
+// the ungate began every backlog pod was bound, then deletes them.
+func (e *env) withBacklog(ctx context.Context, backlog int, measure func() ([]time.Duration, error)) ([]time.Duration, time.Duration, error) {
+	if backlog == 0 {
+		out, err := measure()
+		return out, 0, err
+	}
+	ns, err := e.newNamespace(ctx, "backlog", false)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := e.createPods(ctx, ns, podSpec{prefix: "b", cpu: "10m", gates: []string{baselineGate}}, 0, backlog); err != nil {
+		return nil, 0, err
+	}
+	pods, err := listGated(ctx, e.client, ns, backlog)
+	if err != nil {
+		return nil, 0, err
+	}
+	start := time.Now()
+	ungated := make(chan error, 1)
+	go func() { ungated <- bareUngate(ctx, e.bare, pods, baselineGate, createWorkers) }()
+	out, err := measure()
+	if uerr := <-ungated; err == nil && uerr != nil {
+		err = fmt.Errorf("ungating the backlog: %w", uerr)
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	err = poll(ctx, func(ctx context.Context) (bool, error) {
+		l, err := e.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName="})
+		return err == nil && len(l.Items) == 0, nil
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("waiting for the backlog to bind: %w", err)
+	}
+	bound := time.Since(start)
+	return out, bound, e.deletePods(ctx, ns)
+}
+
+// createToUngateByQuotagate: an opted-in namespace with a Budget that has room, the
+// admission mode registered, n pods created one after the other.
+func (e *env) createToUngateByQuotagate(ctx context.Context, m admissionMode, n int) ([]time.Duration, error) {
+	ns, err := e.newNamespace(ctx, "ungate-qg", true)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.createBudget(ctx, ns, "1000"); err != nil {
+		return nil, err
+	}
+	undo, err := m.register(ctx, e, ns)
+	if err != nil {
+		return nil, err
+	}
+	out, err := e.createAndTime(ctx, ns, v1alpha1.SchedulingGate, []string{holdGate}, n)
+	if uerr := undo(); err == nil {
+		err = uerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out, e.deletePods(ctx, ns)
+}
+
+// createToUngateByBareWatcher: pods created with the baseline gate, which a watch in
+// this process removes as soon as it shows a gated pod.
+func (e *env) createToUngateByBareWatcher(ctx context.Context, n int) ([]time.Duration, error) {
+	ns, err := e.newNamespace(ctx, "ungate-bare", false)
+	if err != nil {
+		return nil, err
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	watcher, err := e.startBareWatcher(wctx, ns)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	out, err := e.createAndTime(ctx, ns, baselineGate, []string{baselineGate, holdGate}, n)
+	cancel()
+	if werr := <-watcher; err == nil {
+		err = werr
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out, e.deletePods(ctx, ns)
+}
+
+// createAndTime creates n pods in ns one at a time (each with gates, plus whatever
+// admission adds) and returns, for each, the time from its create call's return to the
+// arrival of the watch event that shows it without gate.
+func (e *env) createAndTime(ctx context.Context, ns, gate string, gates []string, n int) ([]time.Duration, error) {
+	pw, err := watchPods(ctx, e.client, ns, gate)
+	if err != nil {
+		return nil, err
+	}
+	defer pw.stop()
+	spec := podSpec{prefix: "u", cpu: "10m", gates: gates}
+	out := make([]time.Duration, 0, n)
+	for i := range n {
+		pod, err := e.client.CoreV1().Pods(ns).Create(ctx, spec.pod(ns, i), metav1.CreateOptions{})
+		returned := time.Now()
+		if err != nil {
+			return nil, fmt.Errorf("creating pod %d in %s: %w", i, ns, err)
+		}
+		err = pw.waitFor(ctx, "pod "+pod.Name+" to lose "+gate, func(pw *podWatch) bool {
+			_, ok := pw.ungated[pod.Name]
+			return ok
+		})
+		if err != nil {
+			return nil, err
+		}
+		pw.mu.Lock()
+		out = append(out, pw.ungated[pod.Name].Sub(returned))
+		pw.mu.Unlock()
+	}
+	return out, nil
+}
+
+// startBareWatcher watches ns and ungates every pod that shows up with the baseline
+// gate, each patch on a goroutine of its own so none waits for another. It reports its
+// first error, or nil once ctx ends, on the returned channel.
+func (e *env) startBareWatcher(ctx context.Context, ns string) (<-chan error, error) {
+	w, err := resumingWatch(ctx, e.client, ns)
+	if err != nil {
+		return nil, err
+	}
+	done := make(chan error, 1)
+	go func() {
+		defer w.Stop()
+		var (
+			wg    sync.WaitGroup
+			mu    sync.Mutex
+			first error
+		)
+		for ev := range w.ResultChan() {
+			pod, ok := ev.Object.(*corev1.Pod)
+			if !ok || ev.Type != watch.Added {
+				continue
+			}
+			wg.Go(func() {
+				if err := bareUngateOne(ctx, e.bare, pod, baselineGate); err != nil && ctx.Err() == nil {
+					mu.Lock()
+					first = cmpErr(first, err)
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		done <- first
+	}()
+	return done, nil
+}
