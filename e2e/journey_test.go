@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -231,10 +232,15 @@ func testDrain(t *testing.T, e env, w *podWatcher) {
 		}
 	}
 
-	// Events: low-priority pods waited for quota; every pod was admitted.
-	for _, pod := range listPods(t, e, teamNS) {
-		if !hasEvent(t, e, &pod, "Admitted") {
-			t.Errorf("pod %s has no Admitted event", pod.Name)
+	// Events: low-priority pods waited for quota; the Budget's Admitted events (one per
+	// 10 s at most, no event on the admitted pods) count every pod.
+	pods := listPods(t, e, teamNS)
+	waitFor(t, "the Budget's Admitted events to count every pod", time.Minute, func() (bool, string) {
+		return budgetAdmittedEvents(t, e, len(pods))
+	})
+	for _, pod := range pods {
+		if hasEvent(t, e, &pod, "Admitted") {
+			t.Errorf("pod %s has an Admitted event; pods get none by default", pod.Name)
 		}
 		if strings.HasPrefix(pod.Name, "low-") && !hasEvent(t, e, &pod, "InsufficientQuota") {
 			t.Errorf("pod %s waited behind the high-priority pods but has no InsufficientQuota event", pod.Name)
@@ -309,6 +315,27 @@ func scheduledReason(pod *corev1.Pod) string {
 		}
 	}
 	return ""
+}
+
+// budgetAdmittedEvents reports whether the Admitted events of Budget team-a/team-a sum up
+// to want pods ("Admitted N pods in the last ...").
+func budgetAdmittedEvents(t *testing.T, e env, want int) (bool, string) {
+	t.Helper()
+	list, err := e.cs.CoreV1().Events(teamNS).List(t.Context(), metav1.ListOptions{
+		FieldSelector: fields.Set{"involvedObject.name": "team-a", "involvedObject.kind": "Budget", "reason": "Admitted"}.String(),
+	})
+	fatalIf(t, err, "listing the Budget's events")
+	sum := 0
+	var notes []string
+	for _, ev := range list.Items {
+		var n int
+		if _, err := fmt.Sscanf(ev.Message, "Admitted %d", &n); err != nil {
+			return false, fmt.Sprintf("Admitted event %q does not say how many pods", ev.Message)
+		}
+		sum += n
+		notes = append(notes, ev.Message)
+	}
+	return sum == want, fmt.Sprintf("%d pods in the Admitted events %q, want %d", sum, notes, want)
 }
 
 func hasEvent(t *testing.T, e env, pod *corev1.Pod, reason string) bool {

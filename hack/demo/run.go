@@ -121,7 +121,7 @@ func run(ctx context.Context, o options) error {
 		fmt.Printf("The control plane and quotagate keep running. In another shell:\n")
 	}
 	fmt.Printf("  export KUBECONFIG=%s\n", cluster.KubeconfigPath())
-	fmt.Printf("  kubectl get budgets -A\n  kubectl get pods -n %s\n  kubectl describe pod -n %s job-00-<tab>    # the Waiting and Admitted events\n", demoNamespace, demoNamespace)
+	fmt.Printf("  kubectl get budgets -A\n  kubectl get pods -n %s\n  kubectl describe pod -n %s job-00-<tab>    # the Waiting events; kubectl describe budget: the Admitted events\n", demoNamespace, demoNamespace)
 	fmt.Printf("Logs of the webhook, manager and Helm: %s\n", filepath.Join(o.dir, "quotagate"))
 	if !o.keep {
 		step("Stopping quotagate and the control plane")

@@ -114,7 +114,7 @@ func (c *Controller) nextAdmittedEvent(limit time.Duration) time.Duration {
 func (c *Controller) announceAdmitted(ctx context.Context) {
 	logger := log.FromContext(ctx)
 	for _, ev := range c.dueAdmittedEvents(c.opts.Clock.Now()) {
-		if err := c.writeAdmittedEvent(ctx, ev); err != nil {
+		if err := c.writeAdmittedEvent(ctx, ev); err != nil && ctx.Err() == nil {
 			logger.Error(err, "Writing an Admitted event failed", "budget", ev.key.String())
 		}
 	}
