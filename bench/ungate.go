@@ -154,7 +154,13 @@ func (e *env) withBacklog(ctx context.Context, backlog int, measure func() ([]ti
 		return nil, 0, fmt.Errorf("waiting for the backlog to bind: %w", err)
 	}
 	bound := time.Since(start)
-	return out, bound, e.deletePods(ctx, ns)
+	// Deleting a large backlog on a busy machine may outlast one request: try again.
+	for try := 1; ; try++ {
+		err := e.deletePods(ctx, ns)
+		if err == nil || try == 3 {
+			return out, bound, err
+		}
+	}
 }
 
 // createToUngateByQuotagate: an opted-in namespace with a Budget that has room, the
