@@ -2,7 +2,6 @@ package quota
 
 import (
 	"fmt"
-	"maps"
 	"strconv"
 	"time"
 
@@ -64,9 +63,9 @@ func NewPod(p *corev1.Pod, now time.Time) Pod {
 	out := Pod{
 		PodRef:          PodRef{UID: p.UID, Namespace: p.Namespace, Name: p.Name},
 		ResourceVersion: p.ResourceVersion,
-		Labels:          maps.Clone(p.Labels), // the core keeps it; informer objects are shared
+		Labels:          ShareLabels(p.Labels), // a copy of its own: informer objects may change
 		Created:         p.CreationTimestamp.Time,
-		Usage:           PodUsage(p),
+		Usage:           ShareResourceList(PodUsage(p)),
 		Gated:           gates.HasGate(p, v1alpha1.SchedulingGate),
 	}
 	if p.Spec.Priority != nil {

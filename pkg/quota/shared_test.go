@@ -1,0 +1,81 @@
+package quota
+
+import (
+	"fmt"
+	"maps"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+func TestEqualLabelsAndListsAreSharedAndUnchanged(t *testing.T) {
+	a := map[string]string{"app": "web", "tier": "front"}
+	b := map[string]string{"tier": "front", "app": "web"}
+	sa, sb := ShareLabels(a), ShareLabels(b)
+	if fmt.Sprintf("%p", sa) != fmt.Sprintf("%p", sb) {
+		t.Errorf("equal label maps are not shared")
+	}
+	if !equality.Semantic.DeepEqual(sa, a) {
+		t.Errorf("shared labels %v, want %v", sa, a)
+	}
+	if other := ShareLabels(map[string]string{"app": "web", "tier": "back"}); other["tier"] != "back" {
+		t.Errorf("different labels got %v", other)
+	}
+	if ShareLabels(map[string]string{}) != nil || ShareLabels(nil) != nil {
+		t.Errorf("empty labels should give nil")
+	}
+
+	l1 := corev1.ResourceList{"requests.cpu": resource.MustParse("1000m"), "pods": resource.MustParse("1")}
+	l2 := corev1.ResourceList{"requests.cpu": resource.MustParse("1"), "pods": resource.MustParse("1")}
+	s1, s2 := ShareResourceList(l1), ShareResourceList(l2)
+	if fmt.Sprintf("%p", s1) != fmt.Sprintf("%p", s2) {
+		t.Errorf("equal resource lists are not shared")
+	}
+	if !equality.Semantic.DeepEqual(s1, l1) {
+		t.Errorf("shared list %v, want %v", s1, l1)
+	}
+	two := resource.MustParse("2")
+	if s := ShareResourceList(corev1.ResourceList{"requests.cpu": two}); len(s) != 1 || s.Name("requests.cpu", resource.DecimalSI).Cmp(two) != 0 {
+		t.Errorf("a different list got %v", s)
+	}
+}
+
+func TestSharingStopsAtTheTableLimit(t *testing.T) {
+	var last map[string]string
+	for i := range maxShared + 10 {
+		last = ShareLabels(map[string]string{"limit-test": fmt.Sprint(i)})
+	}
+	if last["limit-test"] != fmt.Sprint(maxShared+9) {
+		t.Errorf("past the limit the labels are %v", last)
+	}
+	sharedLabels.mu.Lock()
+	n := len(sharedLabels.m)
+	sharedLabels.mu.Unlock()
+	if n > maxShared {
+		t.Errorf("the table holds %d maps, more than %d", n, maxShared)
+	}
+}
+
+// BenchmarkNewPodLabelsAndUsage compares, in one run, the part of NewPod that changed:
+// shared labels and usage against a clone of the labels and a usage map of its own.
+func BenchmarkNewPodLabelsAndUsage(b *testing.B) {
+	pod := &corev1.Pod{}
+	pod.Labels = map[string]string{"app": "web", "tier": "front"}
+	pod.Spec.Containers = []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("1Mi")},
+	}}}
+	b.Run("shared", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			_, _ = ShareLabels(pod.Labels), ShareResourceList(PodUsage(pod))
+		}
+	})
+	b.Run("copied", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			_, _ = maps.Clone(pod.Labels), PodUsage(pod)
+		}
+	})
+}
