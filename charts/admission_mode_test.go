@@ -14,6 +14,8 @@ import (
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 )
 
 // mapVersion is what `.Capabilities.APIVersions` holds on a cluster that serves
@@ -59,8 +61,18 @@ func installAPI(values map[string]any, apiVersions ...string) (manifests, error)
 	if !ok {
 		return manifests{}, fmt.Errorf("unexpected release type %T", rel)
 	}
-	objs, err := decodeAll(r.Manifest)
-	return manifests{Objects: objs}, err
+	m := manifests{}
+	if m.Objects, err = decodeAll(r.Manifest); err != nil {
+		return m, err
+	}
+	for _, h := range r.Hooks {
+		objs, err := decodeAll(h.Manifest)
+		if err != nil {
+			return m, err
+		}
+		m.Hooks = append(m.Hooks, objs...)
+	}
+	return m, nil
 }
 
 func has(m manifests, kindName string) bool {
@@ -194,5 +206,35 @@ func TestLintAdmissionModes(t *testing.T) {
 	}
 	if _, err := install(defaultRelease, defaultNamespace, map[string]any{"admission": map[string]any{"mode": "both"}}); err == nil {
 		t.Error("admission.mode=both was accepted, want the schema to refuse it")
+	}
+}
+
+// The uninstall hook takes out the admission step of the release's mode before it
+// releases gated pods, and may delete that object only.
+func TestReleaseHookTakesOutTheAdmissionStep(t *testing.T) {
+	tests := map[string]struct {
+		mode, wantArg, wantResource, wantName string
+	}{
+		"policy":  {"policy", "--admission-policy-binding=quotagate-gate", "mutatingadmissionpolicybindings", "quotagate-gate"},
+		"webhook": {"webhook", "--webhook-configuration=quotagate-webhook", "mutatingwebhookconfigurations", "quotagate-webhook"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			m, err := installAPI(map[string]any{"admission": map[string]any{"mode": tc.mode}})
+			if err != nil {
+				t.Fatalf("rendering: %v", err)
+			}
+			var job batchv1.Job
+			into(t, m.find(t, "Job", "quotagate-release-gated-pods"), &job)
+			if args := job.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, tc.wantArg) {
+				t.Errorf("hook args %v, want %s", args, tc.wantArg)
+			}
+			var role rbacv1.ClusterRole
+			into(t, m.find(t, "ClusterRole", "quotagate-release-hook"), &role)
+			if len(role.Rules) != 1 || !slices.Equal(role.Rules[0].Resources, []string{tc.wantResource}) ||
+				!slices.Equal(role.Rules[0].ResourceNames, []string{tc.wantName}) || !slices.Equal(role.Rules[0].Verbs, []string{"delete"}) {
+				t.Errorf("hook rules %+v, want delete on %s %s only", role.Rules, tc.wantResource, tc.wantName)
+			}
+		})
 	}
 }
