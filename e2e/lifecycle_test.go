@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/internal/localinstall"
 )
 
 // testUpgrade: `helm upgrade` (new manager arguments) restarts the manager, which
@@ -90,8 +91,12 @@ func testUninstall(t *testing.T, e env, _ *podWatcher) {
 	} else if n, _ := strconv.Atoi(m[1]); n < 4 {
 		t.Errorf("the pre-delete hook released %d pods, want at least the 4 queued in %s:\n%s", n, teamNS, hook)
 	}
-	if !strings.Contains(hook, "--webhook-configuration="+e.inst.WebhookConfiguration()) {
-		t.Errorf("the pre-delete hook did not take out the webhook configuration %s:\n%s", e.inst.WebhookConfiguration(), hook)
+	takeOut := "--webhook-configuration=" + e.inst.WebhookConfiguration()
+	if e.inst.AdmissionMode() == localinstall.AdmissionPolicy {
+		takeOut = "--admission-policy-binding=" + e.inst.Release() + "-gate"
+	}
+	if !strings.Contains(hook, takeOut) {
+		t.Errorf("the pre-delete hook did not take out the admission step (%s):\n%s", takeOut, hook)
 	}
 	if !strings.Contains(hook, " as "+e.inst.ManagerServiceAccount()+":") {
 		t.Errorf("the pre-delete hook did not run as the manager's ServiceAccount %s:\n%s", e.inst.ManagerServiceAccount(), hook)
@@ -103,6 +108,11 @@ func testUninstall(t *testing.T, e env, _ *podWatcher) {
 	fatalIf(t, err, "listing webhook configurations")
 	if len(hooks.Items) != 0 {
 		t.Errorf("%d MutatingWebhookConfigurations left after the uninstall", len(hooks.Items))
+	}
+	policies, err := e.cs.AdmissionregistrationV1().MutatingAdmissionPolicies().List(ctx, metav1.ListOptions{})
+	fatalIf(t, err, "listing admission policies")
+	if len(policies.Items) != 0 {
+		t.Errorf("%d MutatingAdmissionPolicies left after the uninstall", len(policies.Items))
 	}
 	fatalIf(t, e.c.Create(ctx, job(teamNS, jobSpec{name: "after-uninstall", cpu: "1", priority: "low", runFor: time.Second})), "creating Job")
 	waitFor(t, "a new pod to run ungated", time.Minute, func() (bool, string) {
