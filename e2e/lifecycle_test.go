@@ -60,7 +60,7 @@ func testUninstall(t *testing.T, e env, _ *podWatcher) {
 	ctx := t.Context()
 	s := startPodStream(ctx, e.cs, streamNS, "uninstall")
 	defer s.Stop()
-	waitFor(t, "pods created through the webhook before the uninstall", time.Minute, func() (bool, string) {
+	waitFor(t, "pods gated on creation before the uninstall", time.Minute, func() (bool, string) {
 		_, gated, _, _ := s.counts()
 		return gated >= 5, fmt.Sprintf("%d gated", gated)
 	})
@@ -68,11 +68,11 @@ func testUninstall(t *testing.T, e env, _ *podWatcher) {
 	_, _, ungatedAtUninstall, _ := s.counts()
 	waitFor(t, "pods created after the uninstall", time.Minute, func() (bool, string) {
 		_, _, ungated, _ := s.counts()
-		return ungated >= ungatedAtUninstall+5, fmt.Sprintf("%d created without the webhook", ungated)
+		return ungated >= ungatedAtUninstall+5, fmt.Sprintf("%d created ungated", ungated)
 	})
 	s.Stop()
 	created, gated, ungated, failures := s.counts()
-	t.Logf("%d pods created during the uninstall: %d gated by the webhook, %d after it was gone, %d failed", created, gated, ungated, len(failures))
+	t.Logf("%d pods created during the uninstall: %d gated by the admission step, %d after it was gone, %d failed", created, gated, ungated, len(failures))
 	for _, err := range failures {
 		t.Errorf("a create failed during the uninstall: %v", err)
 	}
