@@ -40,9 +40,9 @@ func (r Report) markdown() string {
 		p("### CPU used from freed capacity to Running (figure 6)\n\n%s\n%s\n", cpuTable(*r.EndToEnd), firstLine(*r.EndToEnd))
 	}
 	if r.Webhook != nil && len(r.Webhook.WithCPU) > 0 {
-		p("### CPU used by pod creates (figure 3)\n\n| process | CPU s per 1,000 creates, webhook registered | not registered |\n|---|---|---|\n")
+		p("### CPU used by pod creates (figure 3)\n\n| process | CPU s per 1,000 creates, webhook registered | gate policy registered | neither |\n|---|---|---|---|\n")
 		for _, name := range slices.Sorted(maps.Keys(r.Webhook.WithCPU)) {
-			p("| %s | %.2f | %.2f |\n", name, r.Webhook.WithCPU[name], r.Webhook.WithoutCPU[name])
+			p("| %s | %.2f | %.2f | %.2f |\n", name, r.Webhook.WithCPU[name], r.Webhook.PolicyCPU[name], r.Webhook.WithoutCPU[name])
 		}
 		p("\nCreates include the deletes of each series' pods, the same in both columns. TCP sockets on the\n")
 		p("webhook's port right after the series with it: %s.\n\n", errorsTextInt(r.Webhook.Connections))
@@ -93,7 +93,9 @@ const methods = `## How each figure is measured
    chain, where a bare watch ungates the next pod as soon as it reads the terminal status.
 3. **Webhook cost.** Pod creates in an opted-in namespace, timed at the client, at
    concurrency 1 and 16, with the shipped webhook configuration registered (the webhook
-   server in this process on 127.0.0.1) and without it, before and after (pooled).
+   server in this process on 127.0.0.1), with the shipped gate policy registered instead
+   (config/policy/admission: the API server adds the gate with CEL), and with neither,
+   before, between and after (pooled).
 4. **Memory.** A fresh manager; gated pods created directly with the gate, behind a
    Budget they never fit; heap in use (runtime.ReadMemStats after two GCs) once the
    Budget's status counts them all. The marginal bytes per pod are from the first and

@@ -79,6 +79,17 @@ func (r Report) rows() []Row {
 				Met:       yesNo(w.N > 0 && ratio(w.P99, wo.P99) <= 1.2),
 			})
 		}
+		for _, c := range slices.Sorted(maps.Keys(x.Policy)) {
+			p, wo := summarize(x.Policy[c]), summarize(x.Without[c])
+			rows = append(rows, Row{
+				Figure:    fmt.Sprintf("3. Pod create latency with the gate policy, concurrency %d, %d creates (ms)", c, p.N),
+				Quotagate: fmt.Sprintf("p50 %.1f, p99 %.1f", p.P50, p.P99),
+				Baseline:  fmt.Sprintf("p50 %.1f, p99 %.1f", wo.P50, wo.P99),
+				Ratio:     fmt.Sprintf("%.2f (p99)", ratio(p.P99, wo.P99)),
+				Goal:      "p99 ratio <= 1.1",
+				Met:       yesNo(p.N > 0 && ratio(p.P99, wo.P99) <= 1.1),
+			})
+		}
 	}
 	if x := r.Memory; x != nil && len(x.Points) >= 2 {
 		first, last := x.Points[0], x.Points[len(x.Points)-1]

@@ -104,7 +104,7 @@ func measureCluster(ctx context.Context, o options, root, profileDir string, r *
 	if o.want(3) {
 		// Before any manager runs: a manager would admit the webhook's pods, which no
 		// budget covers, and add its writes to what is measured.
-		logf("Figure 3: pod create latency with and without the webhook")
+		logf("Figure 3: pod create latency with the webhook, with the gate policy, and with neither")
 		w, err := e.measureWebhook(ctx, o.concurrencies, o.createSamples)
 		if err != nil {
 			return fmt.Errorf("figure 3: %w", err)

@@ -26,15 +26,20 @@ import (
 	"github.com/quotagate/quotagate/pkg/gates"
 )
 
-// webhookResult is the webhook figure: create latencies in milliseconds, by
-// concurrency, with the webhook registered and not.
+// webhookResult is the admission figure: create latencies in milliseconds, by
+// concurrency, with the webhook registered, with the MutatingAdmissionPolicy
+// registered instead (the chart's admission.mode policy), and with neither.
 type webhookResult struct {
 	With    map[int][]float64 `json:"withWebhookMillis"`
 	Without map[int][]float64 `json:"withoutWebhookMillis"`
+	// Policy are the create latencies with the shipped gate policy
+	// (config/policy/admission) registered and no webhook.
+	Policy map[int][]float64 `json:"withPolicyMillis,omitempty"`
 	// WithCPU and WithoutCPU are the CPU seconds each process used per 1,000 timed
 	// creates (warm-up included in the CPU, not in the count).
 	WithCPU    map[string]float64 `json:"withWebhookCPUSecondsPer1000"`
 	WithoutCPU map[string]float64 `json:"withoutWebhookCPUSecondsPer1000"`
+	PolicyCPU  map[string]float64 `json:"withPolicyCPUSecondsPer1000,omitempty"`
 	// Connections counts the TCP sockets on the webhook's port, by state, right after
 	// the series with the webhook: the connections the API server opened to it.
 	Connections map[string]int `json:"webhookSockets"`
@@ -86,35 +91,36 @@ func (e *env) createLatencies(ctx context.Context, ns, prefix string, concurrenc
 	return took[warm:], e.deletePods(ctx, ns)
 }
 
-// measureWebhook measures create latency without the webhook, with it, and without it
-// again (pooled with the first series, so drift in the machine's load is shared).
+// measureWebhook measures create latency with neither admission step, with the
+// webhook, with neither again, with the gate policy, and with neither a third time (the
+// three baseline series pooled, so drift in the machine's load is shared by both arms).
 func (e *env) measureWebhook(ctx context.Context, concurrencies []int, samples int) (webhookResult, error) {
-	r := webhookResult{With: map[int][]float64{}, Without: map[int][]float64{}, WithCPU: map[string]float64{}, WithoutCPU: map[string]float64{}}
-	timed := map[bool]int{}
+	r := webhookResult{With: map[int][]float64{}, Without: map[int][]float64{}, Policy: map[int][]float64{},
+		WithCPU: map[string]float64{}, WithoutCPU: map[string]float64{}, PolicyCPU: map[string]float64{}}
+	timed := map[string]int{}
 	ns, err := e.newNamespace(ctx, "webhook", true)
 	if err != nil {
 		return r, err
 	}
-	series := func(into map[int][]float64, gated bool, round int) error {
-		cpu := r.WithoutCPU
-		if gated {
-			cpu = r.WithCPU
-		}
+	round := 0
+	series := func(arm string, into map[int][]float64, cpu map[string]float64, gated bool) error {
+		round++
 		for _, c := range concurrencies {
 			before := e.meter.sample()
 			d, err := e.createLatencies(ctx, ns, fmt.Sprintf("c%d-r%d", c, round), c, samples, gated)
 			if err != nil {
-				return fmt.Errorf("concurrency %d, webhook registered %v: %w", c, gated, err)
+				return fmt.Errorf("concurrency %d, %s: %w", c, arm, err)
 			}
 			for name, s := range e.meter.since(before) {
 				cpu[name] += s
 			}
-			timed[gated] += len(d)
+			timed[arm] += len(d)
 			into[c] = append(into[c], millis(d)...)
 		}
 		return nil
 	}
-	if err := series(r.Without, false, 0); err != nil {
+	const none, webhook, policy = "no admission step", "webhook", "policy"
+	if err := series(none, r.Without, r.WithoutCPU, false); err != nil {
 		return r, err
 	}
 	stop, port, err := e.startWebhook(ctx, ns)
@@ -122,7 +128,7 @@ func (e *env) measureWebhook(ctx context.Context, concurrencies []int, samples i
 		return r, err
 	}
 	defer stop()
-	if err := series(r.With, true, 1); err != nil {
+	if err := series(webhook, r.With, r.WithCPU, true); err != nil {
 		return r, err
 	}
 	if r.Connections, err = tcpStates(port); err != nil {
@@ -131,12 +137,25 @@ func (e *env) measureWebhook(ctx context.Context, concurrencies []int, samples i
 	if err := e.unregisterWebhook(ctx, ns); err != nil {
 		return r, err
 	}
-	if err := series(r.Without, false, 2); err != nil {
+	if err := series(none, r.Without, r.WithoutCPU, false); err != nil {
 		return r, err
 	}
-	for gated, cpu := range map[bool]map[string]float64{true: r.WithCPU, false: r.WithoutCPU} {
+	unregister, err := e.registerPolicy(ctx, ns)
+	if err != nil {
+		return r, err
+	}
+	if err := series(policy, r.Policy, r.PolicyCPU, true); err != nil {
+		return r, err
+	}
+	if err := unregister(ctx); err != nil {
+		return r, err
+	}
+	if err := series(none, r.Without, r.WithoutCPU, false); err != nil {
+		return r, err
+	}
+	for arm, cpu := range map[string]map[string]float64{webhook: r.WithCPU, none: r.WithoutCPU, policy: r.PolicyCPU} {
 		for name := range cpu {
-			cpu[name] = ratio(cpu[name]*1000, float64(timed[gated]))
+			cpu[name] = ratio(cpu[name]*1000, float64(timed[arm]))
 		}
 	}
 	return r, nil
@@ -229,7 +248,7 @@ func (e *env) unregisterWebhook(ctx context.Context, ns string) error {
 }
 
 // waitWebhookCalled polls dry-run creates in ns until they come back gated (called)
-// or not: the API server picks configurations up from its informer.
+// or not: the API server picks configurations and policies up from its informers.
 func (e *env) waitWebhookCalled(ctx context.Context, ns string, called bool) error {
 	spec := podSpec{prefix: "probe", cpu: "10m"}
 	err := poll(ctx, func(ctx context.Context) (bool, error) {
@@ -240,7 +259,7 @@ func (e *env) waitWebhookCalled(ctx context.Context, ns string, called bool) err
 		return gates.HasGate(pod, v1alpha1.SchedulingGate) == called, nil
 	})
 	if err != nil {
-		return fmt.Errorf("waiting for the API server to call the webhook=%v: %w", called, err)
+		return fmt.Errorf("waiting for the API server to gate pods=%v: %w", called, err)
 	}
 	return nil
 }

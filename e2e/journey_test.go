@@ -36,9 +36,10 @@ const (
 // it a Budget, submit a burst of Jobs, watch them queue and drain within the budget,
 // then upgrade and uninstall quotagate without stranding a pod.
 //
-// It runs in both certificate modes: cert-manager's (emulated, see internal/localinstall)
-// and quotagate's own (the manager's rotator, for real). The renewal step is
-// cert-manager's; TestSelfManagedCertificates renews and rotates the self-managed one.
+// It runs with the webhook in both certificate modes: cert-manager's (emulated, see
+// internal/localinstall) and quotagate's own (the manager's rotator, for real); and with
+// the admission policy, which auto picks here, and which has no certificate. The renewal
+// step is cert-manager's; TestSelfManagedCertificates renews and rotates the self-managed one.
 func TestUserJourney(t *testing.T) {
 	modes := []struct {
 		name   string
@@ -46,6 +47,9 @@ func TestUserJourney(t *testing.T) {
 	}{
 		{"cert-manager", nil},
 		{"self-managed certificates", map[string]any{"certManager": map[string]any{"enabled": false}}},
+		// The chart's default admission mode, auto, on a control plane that serves
+		// MutatingAdmissionPolicy: the API server gates, no webhook runs.
+		{"admission policy", map[string]any{"admission": map[string]any{"mode": "auto"}}},
 	}
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) { journey(t, localinstall.Options{Values: m.values}) })
@@ -59,7 +63,11 @@ func journey(t *testing.T, opts localinstall.Options) {
 	began := time.Now()
 	e := setUpWith(t, opts)
 	selfManaged := localinstall.SelfManagedCerts(opts.Values)
-	t.Logf("Control plane up and quotagate installed in %v", time.Since(began).Round(time.Millisecond))
+	policy := e.inst.AdmissionMode() == localinstall.AdmissionPolicy
+	if auto := opts.Values["admission"] != nil; auto != policy {
+		t.Fatalf("admission mode %q installed with values %v, want policy exactly when auto", e.inst.AdmissionMode(), opts.Values)
+	}
+	t.Logf("Control plane up and quotagate installed (admission mode %s) in %v", e.inst.AdmissionMode(), time.Since(began).Round(time.Millisecond))
 	ctx := t.Context()
 
 	fatalIf(t, e.c.Create(ctx, enabledNamespace(teamNS)), "creating namespace")
@@ -84,7 +92,7 @@ func journey(t *testing.T, opts localinstall.Options) {
 		name string
 		run  func(t *testing.T, e env, w *podWatcher)
 	}{
-		{"the webhook gates every new pod", testGatedOnCreation},
+		{"the admission step gates every new pod", testGatedOnCreation},
 		{"a user cannot remove the gate", testGuard},
 		{"the burst drains within the budget, by priority", testDrain},
 		{"the manager's metrics", testMetrics},
@@ -93,7 +101,7 @@ func journey(t *testing.T, opts localinstall.Options) {
 		{"helm uninstall releases every gated pod", testUninstall},
 	}
 	for _, s := range steps {
-		if selfManaged && s.name == renewalStep {
+		if (selfManaged || policy) && s.name == renewalStep {
 			continue
 		}
 		if !t.Run(s.name, func(t *testing.T) { s.run(t, e, w) }) {

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/internal/localinstall"
 )
 
 // testUpgrade: `helm upgrade` (new manager arguments) restarts the manager, which
@@ -59,7 +60,7 @@ func testUninstall(t *testing.T, e env, _ *podWatcher) {
 	ctx := t.Context()
 	s := startPodStream(ctx, e.cs, streamNS, "uninstall")
 	defer s.Stop()
-	waitFor(t, "pods created through the webhook before the uninstall", time.Minute, func() (bool, string) {
+	waitFor(t, "pods gated on creation before the uninstall", time.Minute, func() (bool, string) {
 		_, gated, _, _ := s.counts()
 		return gated >= 5, fmt.Sprintf("%d gated", gated)
 	})
@@ -67,11 +68,11 @@ func testUninstall(t *testing.T, e env, _ *podWatcher) {
 	_, _, ungatedAtUninstall, _ := s.counts()
 	waitFor(t, "pods created after the uninstall", time.Minute, func() (bool, string) {
 		_, _, ungated, _ := s.counts()
-		return ungated >= ungatedAtUninstall+5, fmt.Sprintf("%d created without the webhook", ungated)
+		return ungated >= ungatedAtUninstall+5, fmt.Sprintf("%d created ungated", ungated)
 	})
 	s.Stop()
 	created, gated, ungated, failures := s.counts()
-	t.Logf("%d pods created during the uninstall: %d gated by the webhook, %d after it was gone, %d failed", created, gated, ungated, len(failures))
+	t.Logf("%d pods created during the uninstall: %d gated by the admission step, %d after it was gone, %d failed", created, gated, ungated, len(failures))
 	for _, err := range failures {
 		t.Errorf("a create failed during the uninstall: %v", err)
 	}
@@ -90,8 +91,12 @@ func testUninstall(t *testing.T, e env, _ *podWatcher) {
 	} else if n, _ := strconv.Atoi(m[1]); n < 4 {
 		t.Errorf("the pre-delete hook released %d pods, want at least the 4 queued in %s:\n%s", n, teamNS, hook)
 	}
-	if !strings.Contains(hook, "--webhook-configuration="+e.inst.WebhookConfiguration()) {
-		t.Errorf("the pre-delete hook did not take out the webhook configuration %s:\n%s", e.inst.WebhookConfiguration(), hook)
+	takeOut := "--webhook-configuration=" + e.inst.WebhookConfiguration()
+	if e.inst.AdmissionMode() == localinstall.AdmissionPolicy {
+		takeOut = "--admission-policy-binding=" + e.inst.Release() + "-gate"
+	}
+	if !strings.Contains(hook, takeOut) {
+		t.Errorf("the pre-delete hook did not take out the admission step (%s):\n%s", takeOut, hook)
 	}
 	if !strings.Contains(hook, " as "+e.inst.ManagerServiceAccount()+":") {
 		t.Errorf("the pre-delete hook did not run as the manager's ServiceAccount %s:\n%s", e.inst.ManagerServiceAccount(), hook)
@@ -103,6 +108,11 @@ func testUninstall(t *testing.T, e env, _ *podWatcher) {
 	fatalIf(t, err, "listing webhook configurations")
 	if len(hooks.Items) != 0 {
 		t.Errorf("%d MutatingWebhookConfigurations left after the uninstall", len(hooks.Items))
+	}
+	policies, err := e.cs.AdmissionregistrationV1().MutatingAdmissionPolicies().List(ctx, metav1.ListOptions{})
+	fatalIf(t, err, "listing admission policies")
+	if len(policies.Items) != 0 {
+		t.Errorf("%d MutatingAdmissionPolicies left after the uninstall", len(policies.Items))
 	}
 	fatalIf(t, e.c.Create(ctx, job(teamNS, jobSpec{name: "after-uninstall", cpu: "1", priority: "low", runFor: time.Second})), "creating Job")
 	waitFor(t, "a new pod to run ungated", time.Minute, func() (bool, string) {

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"strings"
 	"testing"
@@ -51,9 +52,19 @@ func cleanUpInstall(t *testing.T, inst *localinstall.Installation) {
 	})
 }
 
-// setUpWith starts a control plane and installs quotagate with opts.
+// setUpWith starts a control plane and installs quotagate with opts. Unless opts set
+// admission.mode, the release runs the webhook: the suites test the webhook's
+// certificates, faults and metrics, and TestUserJourney runs the admission policy too
+// (the chart's default, auto, picks it on this control plane).
 func setUpWith(t *testing.T, opts localinstall.Options) env {
 	t.Helper()
+	if _, set := opts.Values["admission"]; !set {
+		opts.Values = maps.Clone(opts.Values)
+		if opts.Values == nil {
+			opts.Values = map[string]any{}
+		}
+		opts.Values["admission"] = map[string]any{"mode": localinstall.AdmissionWebhook}
+	}
 	ctrllog.SetLogger(logr.Discard()) // controller-runtime's client has nothing to say here
 	cluster := localcluster.StartForTest(t, localcluster.Options{})
 	ctx := logr.NewContext(t.Context(), testr.NewWithOptions(t, testr.Options{Verbosity: 1}))

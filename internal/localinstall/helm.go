@@ -115,5 +115,5 @@ func releaseObjects(rel *release.Release) ([]*unstructured.Unstructured, error) 
 
 func clusterScoped(kind string) bool {
 	return strings.HasPrefix(kind, "Cluster") || kind == "CustomResourceDefinition" ||
-		strings.HasSuffix(kind, "WebhookConfiguration") || strings.HasPrefix(kind, "ValidatingAdmissionPolicy")
+		strings.HasSuffix(kind, "WebhookConfiguration") || strings.HasPrefix(kind, "ValidatingAdmissionPolicy") || strings.HasPrefix(kind, "MutatingAdmissionPolicy")
 }

@@ -43,6 +43,8 @@ type Installation struct {
 	// servingCert and webhookConfiguration name the release's serving Certificate and
 	// MutatingWebhookConfiguration, for RenewWebhookCert.
 	servingCert, webhookConfiguration string
+	// mode is the release's admission mode: AdmissionPolicy or AdmissionWebhook.
+	mode string
 	// certSecret is the webhook's Secret; volume copies it into the cert dir when the
 	// manager manages the certificate (selfmanaged.go).
 	certSecret string
@@ -142,6 +144,9 @@ func (i *Installation) install(ctx context.Context) error {
 	objs, err := releaseObjects(rel)
 	if err != nil {
 		return err
+	}
+	if i.mode = admissionModeOf(objs); i.mode == AdmissionPolicy {
+		return i.installPolicy(ctx, objs)
 	}
 	if selfManaged {
 		return i.installSelfManaged(ctx, objs)

@@ -65,7 +65,15 @@ func (i *Installation) upgrade(ctx context.Context, chartPath, binDir string, va
 	if err := i.keepCertificates(ctx, objs); err != nil {
 		return err
 	}
-	for _, comp := range []*component{i.webhook, i.manager} {
+	comps := []*component{i.webhook, i.manager}
+	if i.mode = admissionModeOf(objs); i.mode == AdmissionPolicy {
+		// No webhook to roll: one that ran before the upgrade is gone with its Deployment.
+		if err := i.webhook.stop(); err != nil {
+			return err
+		}
+		comps = []*component{i.manager}
+	}
+	for _, comp := range comps {
 		if err := i.rollout(ctx, comp, objs); err != nil {
 			return err
 		}

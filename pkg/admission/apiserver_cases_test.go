@@ -31,7 +31,7 @@ func testGating(t *testing.T, e *env) {
 		gates     []string
 		nodeName  string
 		want      []string
-		// wantRefused: the webhook refuses the create.
+		// wantRefused: the admission step refuses the create.
 		wantRefused bool
 	}{
 		"pod in an opted-in namespace is gated": {
@@ -61,7 +61,7 @@ func testGating(t *testing.T, e *env) {
 			got, err := e.client.CoreV1().Pods(tc.namespace).Create(t.Context(), pod, metav1.CreateOptions{})
 			if tc.wantRefused {
 				if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "may only be set on a new pod by a node") {
-					t.Errorf("create = %v, want 403 from the webhook", err)
+					t.Errorf("create = %v, want 403 from the %s", err, e.mode)
 				}
 				return
 			}
@@ -305,7 +305,7 @@ func testFailClosed(t *testing.T, e *env) {
 	})
 }
 
-// applyShippedPolicy creates the objects in config/policy/<file>.
+// applyShippedPolicy creates the admission policies in config/policy/<file>.
 func (e *env) applyShippedPolicy(t *testing.T, file string) {
 	t.Helper()
 	for _, doc := range strings.Split(string(readFile(t, "../../config/policy/"+file)), "\n---\n") {
@@ -319,6 +319,16 @@ func (e *env) applyShippedPolicy(t *testing.T, file string) {
 			var p admissionregistrationv1.ValidatingAdmissionPolicy
 			if err = yaml.UnmarshalStrict([]byte(doc), &p); err == nil {
 				_, err = e.client.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(t.Context(), &p, metav1.CreateOptions{})
+			}
+		case "MutatingAdmissionPolicy":
+			var p admissionregistrationv1.MutatingAdmissionPolicy
+			if err = yaml.UnmarshalStrict([]byte(doc), &p); err == nil {
+				_, err = e.client.AdmissionregistrationV1().MutatingAdmissionPolicies().Create(t.Context(), &p, metav1.CreateOptions{})
+			}
+		case "MutatingAdmissionPolicyBinding":
+			var b admissionregistrationv1.MutatingAdmissionPolicyBinding
+			if err = yaml.UnmarshalStrict([]byte(doc), &b); err == nil {
+				_, err = e.client.AdmissionregistrationV1().MutatingAdmissionPolicyBindings().Create(t.Context(), &b, metav1.CreateOptions{})
 			}
 		case "ValidatingAdmissionPolicyBinding":
 			var b admissionregistrationv1.ValidatingAdmissionPolicyBinding

@@ -1,9 +1,12 @@
 package admission_test
 
-// Tests against a real kube-apiserver (internal/localcluster): the webhook
-// binary's server runs in this process on 127.0.0.1, registered with the
-// shipped webhook configuration (config/webhook) and the gate and resize
-// guard policies (config/policy), read from their files.
+// Tests against a real kube-apiserver (internal/localcluster), once for each
+// admission mode, with the same cases: in mode webhook the webhook binary's
+// server runs in this process on 127.0.0.1, registered with the shipped
+// webhook configuration (config/webhook); in mode policy the API server adds
+// the gate itself with the shipped MutatingAdmissionPolicy
+// (config/policy/admission). Both run with the gate and resize guard policies
+// (config/policy), read from their files.
 
 import (
 	"context"
@@ -44,13 +47,23 @@ const waitTimeout = 2 * time.Minute
 // latencySamples is how many pods each latency measurement creates.
 const latencySamples = 200
 
-// env is what the cases share: one cluster, the webhook, two namespaces.
+// admissionMode is what adds the gate: the chart's admission.mode.
+type admissionMode string
+
+const (
+	modeWebhook admissionMode = "webhook"
+	modePolicy  admissionMode = "policy"
+)
+
+// env is what the cases share: one cluster, the admission step, two namespaces.
 type env struct {
+	mode    admissionMode
 	cluster *localcluster.Cluster
 	client  kubernetes.Interface
 	// gated is labelled quotagate.io/enabled=true; plain is not.
 	gated, plain string
-	// stopWebhook stops the in-process webhook server and waits for it.
+	// stopWebhook stops the in-process webhook server and waits for it
+	// (mode webhook only).
 	stopWebhook func()
 	// tenant and manager are made once, by tenantClient and managerClient.
 	tenant, manager kubernetes.Interface
@@ -58,23 +71,33 @@ type env struct {
 
 func TestAgainstAPIServer(t *testing.T) {
 	log.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
+	for _, mode := range []admissionMode{modeWebhook, modePolicy} {
+		t.Run(string(mode), func(t *testing.T) { testAgainstAPIServer(t, mode) })
+	}
+}
+
+func testAgainstAPIServer(t *testing.T, mode admissionMode) {
 	c := localcluster.StartForTest(t, localcluster.Options{Nodes: 2})
 	cfg := c.Config()
 	cfg.QPS, cfg.Burst = 1000, 1000
-	e := &env{cluster: c, client: kubernetes.NewForConfigOrDie(cfg), gated: "team-a", plain: "team-b"}
+	e := &env{mode: mode, cluster: c, client: kubernetes.NewForConfigOrDie(cfg), gated: "team-a", plain: "team-b"}
 	e.createNamespace(t, e.gated, map[string]string{v1alpha1.EnabledLabel: "true"})
 	e.createNamespace(t, e.plain, nil)
 	e.createNamespace(t, "quotagate-system", nil)
 
 	without, _ := e.createLatency(t, e.gated)
 
-	e.stopWebhook = e.startWebhook(t)
+	if mode == modeWebhook {
+		e.stopWebhook = e.startWebhook(t)
+	} else {
+		e.startPolicy(t)
+	}
 
 	with, gated := e.createLatency(t, e.gated)
-	t.Logf("Pod create latency over %d creates: without the webhook p50 %v p99 %v; with it p50 %v p99 %v",
-		latencySamples, percentile(without, 50), percentile(without, 99), percentile(with, 50), percentile(with, 99))
+	t.Logf("Pod create latency over %d creates: without the %s p50 %v p99 %v; with it p50 %v p99 %v",
+		latencySamples, mode, percentile(without, 50), percentile(without, 99), percentile(with, 50), percentile(with, 99))
 	if gated != latencySamples {
-		t.Errorf("%d of the %d pods created with the webhook registered came back gated, want all", gated, latencySamples)
+		t.Errorf("%d of the %d pods created with the %s registered came back gated, want all", gated, latencySamples, mode)
 	}
 
 	t.Run("gating", func(t *testing.T) { testGating(t, e) })
@@ -82,8 +105,12 @@ func TestAgainstAPIServer(t *testing.T) {
 	t.Run("gate guard", func(t *testing.T) { testGateGuard(t, e) })
 	t.Run("escapes", func(t *testing.T) { testEscapes(t, e) })
 	t.Run("resize guard", func(t *testing.T) { testResizeGuard(t, e) })
-	// Last: it stops the webhook.
-	t.Run("fail closed", func(t *testing.T) { testFailClosed(t, e) })
+	// Last: it takes the admission step away.
+	if mode == modeWebhook {
+		t.Run("fail closed", func(t *testing.T) { testFailClosed(t, e) })
+	} else {
+		t.Run("policy removed", func(t *testing.T) { testPolicyRemoved(t, e) })
+	}
 }
 
 func (e *env) createNamespace(t *testing.T, name string, labels map[string]string) {

@@ -26,7 +26,7 @@ func newReleaseCommand(o *Options) *cobra.Command {
 		WebhookDrain: controller.DefaultReleaseWebhookDrain,
 	}
 	cmd := &cobra.Command{
-		Use:   "release (--all | --namespace NS) [--webhook-configuration NAME]",
+		Use:   "release (--all | --namespace NS) [--webhook-configuration NAME] [--admission-policy-binding NAME]",
 		Short: "Remove the quotagate gate from every gated pod, ignoring budgets",
 		Long: `Remove the quotagate gate from every gated pod, ignoring budgets.
 
@@ -34,6 +34,8 @@ With --webhook-configuration, the MutatingWebhookConfiguration is deleted first,
 that no new pod is gated, then every gated pod is released (pods are listed
 --page-size at a time), and once --webhook-drain has passed since the deletion, a
 final pass releases the pods the webhook gated while the API server still called it.
+--admission-policy-binding does the same for the gate policy's
+MutatingAdmissionPolicyBinding (admission mode policy).
 Running the command again after a partial failure finishes the job.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -65,6 +67,7 @@ Running the command again after a partial failure finishes the job.`,
 	f.BoolVar(&all, "all", false, "Release gated pods in every namespace.")
 	f.StringVar(&ro.Namespace, "namespace", "", "Release gated pods in this namespace only.")
 	f.StringVar(&ro.WebhookConfiguration, "webhook-configuration", "", "Delete this MutatingWebhookConfiguration (quotagate's) before releasing; a missing one is not an error.")
+	f.StringVar(&ro.AdmissionPolicyBinding, "admission-policy-binding", "", "Delete this MutatingAdmissionPolicyBinding (quotagate's gate policy) before releasing; a missing one is not an error.")
 	f.Int64Var(&ro.PageSize, "page-size", ro.PageSize, "Pods listed per request: memory holds one page.")
 	f.IntVar(&ro.Workers, "workers", ro.Workers, "Pods released concurrently.")
 	f.DurationVar(&ro.WebhookDrain, "webhook-drain", ro.WebhookDrain, "How long after deleting the webhook configuration API servers may still call the webhook; the final pass starts no earlier.")

@@ -68,6 +68,10 @@ type ReleaseOptions struct {
 	// WebhookConfiguration, if set, is the MutatingWebhookConfiguration deleted before
 	// anything is released, and the reason for a final pass.
 	WebhookConfiguration string
+	// AdmissionPolicyBinding, if set, is the MutatingAdmissionPolicyBinding of the gate
+	// policy (admission mode policy), deleted like WebhookConfiguration and for the same
+	// reason.
+	AdmissionPolicyBinding string
 	// PageSize is the number of pods listed per request.
 	PageSize int64
 	// Workers is the number of pods released concurrently within a page.
@@ -118,11 +122,23 @@ func ReleaseAll(ctx context.Context, cs kubernetes.Interface, opts ReleaseOption
 		}
 		removedAt = time.Now()
 	}
+	if name := opts.AdmissionPolicyBinding; name != "" {
+		err := cs.AdmissionregistrationV1().MutatingAdmissionPolicyBindings().Delete(ctx, name, metav1.DeleteOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			log.Info("Gate policy binding already gone", "mutatingAdmissionPolicyBinding", name)
+		case err != nil:
+			return 0, fmt.Errorf("deleting MutatingAdmissionPolicyBinding %s: %w", name, err)
+		default:
+			log.Info("Deleted the gate policy binding", "mutatingAdmissionPolicyBinding", name)
+		}
+		removedAt = time.Now()
+	}
 
 	r := &releaser{cs: cs, opts: opts}
 	released, err := r.pass(ctx)
 	log.Info("Released gated pods", "pass", 1, "released", released)
-	if opts.WebhookConfiguration == "" {
+	if opts.WebhookConfiguration == "" && opts.AdmissionPolicyBinding == "" {
 		return released, err
 	}
 	if wait := time.Until(removedAt.Add(opts.WebhookDrain)); wait > 0 {
