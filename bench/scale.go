@@ -23,6 +23,7 @@ import (
 type scaleOptions struct {
 	enabled            bool
 	markdown, json     string
+	profiles           string
 	sizes              intList
 	budgetsPer1000Pods int
 	namespaces         int
@@ -36,6 +37,7 @@ func defaultScaleOptions() scaleOptions {
 	return scaleOptions{
 		markdown:           "docs/benchmarks-scale.md",
 		json:               "docs/benchmarks-scale.json",
+		profiles:           "_output/bench",
 		sizes:              intList{1000, 10000, 50000, 100000},
 		budgetsPer1000Pods: 10,
 		namespaces:         10,
@@ -49,6 +51,7 @@ func (o *scaleOptions) addFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.enabled, "scale", o.enabled, "Run the scale benchmark instead of the figures: gated pods in many budgets, one fresh control plane per size.")
 	fs.StringVar(&o.markdown, "scale-out", o.markdown, "Markdown report of the scale benchmark (relative to the repository root).")
 	fs.StringVar(&o.json, "scale-json", o.json, "JSON report of the scale benchmark (relative to the repository root).")
+	fs.StringVar(&o.profiles, "scale-profiles", o.profiles, "Directory for the manager's heap profile at each size, scale-heap-<pods>.pprof (relative to the repository root).")
 	fs.Var(&o.sizes, "sizes", "Gated pod counts of the scale benchmark, comma-separated, ascending.")
 	fs.IntVar(&o.budgetsPer1000Pods, "budgets-per-1000-pods", o.budgetsPer1000Pods, "Budgets per 1,000 pods in the scale benchmark (10: 100 pods a budget).")
 	fs.IntVar(&o.namespaces, "namespaces", o.namespaces, "Namespaces the scale benchmark spreads its Budgets over (fewer if there are fewer budgets).")
@@ -108,6 +111,10 @@ func runScale(ctx context.Context, o scaleOptions, renderOnly bool) error {
 		return renderScaleAgain(abs(o.json), abs(o.markdown))
 	}
 	ctrl.SetLogger(zap.New(zap.Level(zapcore.ErrorLevel), zap.WriteTo(os.Stderr)))
+	o.profiles = abs(o.profiles)
+	if err := os.MkdirAll(o.profiles, 0o755); err != nil {
+		return err
+	}
 	began := time.Now()
 	r := scaleReport{
 		Date:               began.UTC().Format("2006-01-02 15:04 MST"),

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -80,7 +81,8 @@ func measureScale(ctx context.Context, root string, o scaleOptions, pt *scalePoi
 	if err := step("starting the manager and counting the pods", func() error { return e.syncScale(ctx, w, pt) }); err != nil {
 		return err
 	}
-	if err := step("reading memory", func() error { return e.readScaleMemory(ctx, pt) }); err != nil {
+	heap := filepath.Join(o.profiles, fmt.Sprintf("scale-heap-%d.pprof", pt.Pods))
+	if err := step("reading memory", func() error { return e.readScaleMemory(ctx, pt, heap) }); err != nil {
 		return err
 	}
 	if err := step("measuring reaction beside the backlog", func() error {
@@ -228,13 +230,18 @@ func (e *env) syncScale(ctx context.Context, w *scaleWorld, pt *scalePoint) erro
 }
 
 // readScaleMemory reads, once the manager's events are sent, this process's heap and
-// RSS, the control plane's RSS, the idle CPU and the etcd database.
-func (e *env) readScaleMemory(ctx context.Context, pt *scalePoint) error {
+// RSS, the control plane's RSS, the idle CPU and the etcd database, and writes the
+// heap profile to heapProfile.
+func (e *env) readScaleMemory(ctx context.Context, pt *scalePoint, heapProfile string) error {
 	if err := waitGoroutinesSettled(ctx); err != nil {
 		pt.Notes = append(pt.Notes, "the manager's goroutines had not settled when memory was read")
 	}
 	m := readMemory(pt.Pods)
 	pt.HeapInuseBytes, pt.HeapObjects, pt.Goroutines = m.HeapInuse, m.HeapObjects, m.Goroutines
+	if err := writeHeapProfile(heapProfile); err != nil {
+		return err
+	}
+	pt.HeapProfile = filepath.Base(heapProfile)
 	pt.RSSBytes = map[string]uint64{}
 	for name, pid := range e.meter {
 		if rss, err := rssBytes(pid); err == nil {

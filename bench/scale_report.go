@@ -49,13 +49,15 @@ type scalePoint struct {
 	CountedSeconds float64            `json:"countedSeconds"`
 	SyncCPU        map[string]float64 `json:"syncCPUSeconds,omitempty"`
 
-	HeapBaseBytes  uint64            `json:"heapBaseBytes"`
-	HeapInuseBytes uint64            `json:"heapInuseBytes"`
-	HeapObjects    uint64            `json:"heapObjects"`
-	Goroutines     int               `json:"goroutines"`
-	RSSBytes       map[string]uint64 `json:"rssBytes,omitempty"`
-	IdleCores      float64           `json:"idleCores"`
-	Events         int               `json:"events"`
+	HeapBaseBytes  uint64 `json:"heapBaseBytes"`
+	HeapInuseBytes uint64 `json:"heapInuseBytes"`
+	HeapObjects    uint64 `json:"heapObjects"`
+	Goroutines     int    `json:"goroutines"`
+	// HeapProfile is the file name of the heap profile, in the -scale-profiles directory.
+	HeapProfile string            `json:"heapProfile,omitempty"`
+	RSSBytes    map[string]uint64 `json:"rssBytes,omitempty"`
+	IdleCores   float64           `json:"idleCores"`
+	Events      int               `json:"events"`
 
 	EtcdDBBytes      uint64 `json:"etcdDBBytes"`
 	EtcdDBAfterBytes uint64 `json:"etcdDBAfterReleaseBytes"`
@@ -172,18 +174,22 @@ func (r scaleReport) timeTable() string {
 
 func (r scaleReport) memoryTable() string {
 	var b strings.Builder
-	b.WriteString("| pods | heap in use (MiB) | heap per pod (B) | marginal heap per pod (B) | heap objects | RSS: bench / kube-apiserver / etcd (MiB) | etcd db before / after release (MiB) | events | manager idle (cores) |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| pods | heap in use (MiB) | heap per pod (B) | marginal heap per pod (B) | heap objects | goroutines | RSS: bench / kube-apiserver / etcd (MiB) | etcd db before / after release (MiB) | events | manager idle (cores) |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
 	for i, s := range r.Sizes {
 		marginal := "–"
 		if i > 0 && s.HeapInuseBytes > 0 && r.Sizes[i-1].HeapInuseBytes > 0 {
 			prev := r.Sizes[i-1]
 			marginal = fmt.Sprintf("%.0f", ratio(float64(s.HeapInuseBytes)-float64(prev.HeapInuseBytes), float64(s.Pods-prev.Pods)))
 		}
-		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s / %s / %s | %s / %s | %d | %s |\n", s.Pods,
-			num("%.1f", mib(s.HeapInuseBytes)), num("%.0f", s.heapPerPod()), marginal, num("%.0f", float64(s.HeapObjects)),
+		idle := "–" // 0 is a reading once the memory step ran
+		if s.HeapInuseBytes > 0 {
+			idle = fmt.Sprintf("%.3f", s.IdleCores)
+		}
+		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s / %s / %s | %s / %s | %d | %s |\n", s.Pods,
+			num("%.1f", mib(s.HeapInuseBytes)), num("%.0f", s.heapPerPod()), marginal, num("%.0f", float64(s.HeapObjects)), num("%.0f", float64(s.Goroutines)),
 			s.rssMiB(thisProcess), s.rssMiB(localcluster.KubeAPIServer), s.rssMiB(localcluster.Etcd),
-			num("%.1f", mib(s.EtcdDBBytes)), num("%.1f", mib(s.EtcdDBAfterBytes)), s.Events, num("%.3f", s.IdleCores))
+			num("%.1f", mib(s.EtcdDBBytes)), num("%.1f", mib(s.EtcdDBAfterBytes)), s.Events, idle)
 	}
 	return b.String()
 }
