@@ -67,7 +67,10 @@ func measureScale(ctx context.Context, root string, o scaleOptions, pt *scalePoi
 	defer func() { err = errors.Join(err, e.stopManager(), e.cluster.Stop()) }()
 	step := func(name string, f func() error) error {
 		if err := f(); err != nil {
-			return fmt.Errorf("%s: %w (control plane: %v)", name, err, e.cluster.Err())
+			if cerr := e.cluster.Err(); cerr != nil {
+				return fmt.Errorf("%s: %w (meanwhile %s)", name, err, errorHead(cerr))
+			}
+			return fmt.Errorf("%s: %w", name, err)
 		}
 		return nil
 	}
@@ -100,8 +103,7 @@ func measureScale(ctx context.Context, root string, o scaleOptions, pt *scalePoi
 	if err := e.cluster.Err(); err != nil {
 		// A process that exited while the figures were measured (kube-controller-manager
 		// losing its lease to a slow API server, say) did not stop them, but is worth saying.
-		line, _, _ := strings.Cut(err.Error(), "\n")
-		pt.Notes = append(pt.Notes, "a control-plane process exited during the run: "+line)
+		pt.Notes = append(pt.Notes, "a control-plane process exited during the run: "+errorHead(err))
 	}
 	return nil
 }
@@ -254,12 +256,21 @@ func (e *env) readScaleMemory(ctx context.Context, pt *scalePoint, heapProfile s
 	}
 	pt.EtcdDBBytes = etcdDBSize(e.cluster.Dir())
 	if pt.Events, err = e.countAllEvents(ctx); err != nil {
-		return err
+		// A count, not a figure the size stands on: an API server too busy to answer
+		// it is noted, and the size goes on.
+		pt.Notes = append(pt.Notes, err.Error())
 	}
 	logf("  heap in use %.1f MiB (%.0f B a pod over the empty manager), RSS %.1f MiB, kube-apiserver %.1f MiB, etcd %.1f MiB, db %.1f MiB, %d events",
 		mib(pt.HeapInuseBytes), pt.heapPerPod(), mib(pt.RSSBytes[thisProcess]), mib(pt.RSSBytes[localcluster.KubeAPIServer]),
 		mib(pt.RSSBytes[localcluster.Etcd]), mib(pt.EtcdDBBytes), pt.Events)
 	return nil
+}
+
+// errorHead is the first line of err: a control-plane process's error carries the end
+// of its log.
+func errorHead(err error) string {
+	line, _, _ := strings.Cut(err.Error(), "\n")
+	return strings.TrimSuffix(line, ":")
 }
 
 // countAllEvents counts the events of every namespace from a list of one item.

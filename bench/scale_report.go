@@ -210,6 +210,10 @@ func (r scaleReport) cpuTable(cpu func(scalePoint) map[string]float64, seconds f
 		for _, name := range scaleProcesses {
 			fmt.Fprintf(&b, " %s |", s.per1000(c, name))
 		}
+		if len(c) == 0 {
+			b.WriteString(" – | – |\n")
+			continue
+		}
 		total := 0.0
 		for _, v := range c {
 			total += v
@@ -248,7 +252,10 @@ func (r scaleReport) broken() string {
 	var b strings.Builder
 	for _, s := range r.Sizes {
 		if s.Error != "" {
-			fmt.Fprintf(&b, "- **%d pods in %d budgets** (load %s → %s): %s\n", s.Pods, s.Budgets, s.LoadBefore, s.LoadAfter, s.Error)
+			// The first line: a control-plane process's error goes on with its log's tail,
+			// which the JSON report keeps.
+			line, _, _ := strings.Cut(s.Error, "\n")
+			fmt.Fprintf(&b, "- **%d pods in %d budgets** (load %s → %s): %s\n", s.Pods, s.Budgets, s.LoadBefore, s.LoadAfter, strings.TrimSuffix(line, ":"))
 		}
 		for _, n := range s.Notes {
 			fmt.Fprintf(&b, "- %d pods: %s\n", s.Pods, n)
