@@ -128,7 +128,8 @@ func (r scaleReport) markdown() string {
 	p("manager starts (in the benchmark's process, as its ServiceAccount, with cmd/manager's defaults:\n")
 	p("`--kube-api-qps=%g --kube-api-burst=%d --workers=%d`) and the steps below run in order.\n\n", r.Manager.QPS, r.Manager.Burst, r.Manager.Workers)
 	p("1. **Sync**: from starting the manager to its informers synced, then to the budgets' status counting every pod gated.\n")
-	p("2. **Memory**: once the manager's events are sent, this process's heap in use (after GC) and RSS; the\n")
+	p("2. **Memory**: once this process's goroutine count holds still for a second (the manager's events are\n")
+	p("   sent, or wait to retry: see the goroutines column), this process's heap in use (after GC) and RSS; the\n")
 	p("   heap per pod over the same process before the manager started (so it includes the manager's fixed\n")
 	p("   cost, which dominates small sizes) and the marginal heap per pod between one size and the one before\n")
 	p("   (the same process, so the figure closest to the manager's cost of one more pod); the RSS of kube-apiserver and etcd,\n")
@@ -138,7 +139,7 @@ func (r scaleReport) markdown() string {
 	p("4. **Release**: every budget is raised to fit its pods (16 patches in flight); a watch of all\n")
 	p("   namespaces, in the benchmark's process, times the first and the last ungate from the first raise.\n")
 	p("   CPU is counted from the first raise until the status counts every pod admitted.\n\n")
-	p("The benchmark's process (\"%s\" below) holds the manager, the clients and the watch.\n", thisProcess)
+	p("The benchmark's process (\"%s\" below) holds the manager, the clients and the watch.\n", scaleProcessName(thisProcess))
 	p("The machine is shared with other work: read absolute figures beside the load average.\n\n")
 	m := r.Machine
 	p("| | |\n|---|---|\n| CPUs (nproc) | %d |\n| memory | %.1f GiB |\n| Go | %s |\n| Kubernetes | %s |\n| kwok | %s |\n| load average before / after the run | %s / %s |\n\n",
