@@ -26,6 +26,8 @@ REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 GO_LDFLAGS := -s -w -X github.com/quotagate/quotagate/internal/version.version=$(VERSION) -X github.com/quotagate/quotagate/internal/version.revision=$(REVISION)
 
 GO_TEST_FLAGS ?= -count=1
+# SCALE_SIZES are the gated pod counts make bench-scale measures, ascending.
+SCALE_SIZES ?= 1000,10000,50000,100000
 TEST_TIMEOUT  ?= 30m
 
 .DEFAULT_GOAL := help
@@ -80,6 +82,10 @@ e2e: tools ## Run the end-to-end user journey (chart, webhook, manager) on the l
 .PHONY: bench
 bench: tools ## Measure quotagate against its baselines on a local control plane; write docs/benchmarks.{md,json} (~10 min).
 	go run ./bench
+
+.PHONY: bench-scale
+bench-scale: tools ## Measure quotagate with up to 100,000 gated pods in 1,000 budgets; write docs/benchmarks-scale.{md,json} (SCALE_SIZES=1000,10000 for a quick run).
+	go run ./bench -scale -sizes $(SCALE_SIZES)
 
 .PHONY: bench-unit
 bench-unit: ## Run the in-process Go benchmarks (admission core, webhook handler, gate patches).
