@@ -130,7 +130,7 @@ func measureGatedPods(b *testing.B) {
 	c.core.Admit()
 	core := heapInUse()
 	for _, pod := range objs {
-		c.noteGated(pod)
+		c.noteGated(pod, false)
 	}
 	waiting := heapInUse()
 	if path := os.Getenv("QUOTAGATE_HEAP_PROFILE"); path != "" {
