@@ -99,6 +99,9 @@ func runPeers(ctx context.Context, o peerOptions) (err error) {
 	if err != nil {
 		return err
 	}
+	if _, err := os.Stat(kueueBin); err != nil {
+		return fmt.Errorf("-kueue: %w (make bench-peers builds it)", err)
+	}
 	ctrl.SetLogger(zap.New(zap.Level(zapcore.ErrorLevel), zap.WriteTo(os.Stderr)))
 	began := time.Now()
 	r := PeersReport{

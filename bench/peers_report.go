@@ -14,6 +14,9 @@ const (
 	peerMemoryGoal     = 0.25 // quotagate's RSS ≤ 1/4 of Kueue's
 )
 
+// peersLink is docs/benchmarks.md's line pointing at docs/benchmarks-peers.md.
+const peersLink = "Beside Kueue v0.17's plain-pod integration: [benchmarks-peers.md](benchmarks-peers.md) (`make bench-peers`).\n\n"
+
 // PeerRow is one line of the peers table.
 type PeerRow struct {
 	Figure, Quotagate, Kueue, Bare, Ratio, Goal, Met string
