@@ -36,6 +36,8 @@ const (
 	kueueLocalQueue  = "lq"
 	kueueFlavor      = "default"
 	kueueMemoryQuota = "4Ti"
+	// kueueMetricsCertDir is fixed in Kueue's cmd/kueue/main.go.
+	kueueMetricsCertDir = "/etc/kueue/metrics/certs"
 )
 
 // kueueModuleDir is where the Go module cache holds the Kueue module hack/tools/kueue
@@ -158,9 +160,16 @@ func (e *env) startKueue(ctx context.Context, bin, root, dir string) (*peerProce
 	if err != nil {
 		return nil, fmt.Errorf("generating Kueue's serving certificate: %w", err)
 	}
-	for name, b := range map[string][]byte{"tls.crt": certPEM, "tls.key": keyPEM} {
-		if err := os.WriteFile(filepath.Join(certDir, name), b, 0o600); err != nil {
-			return nil, err
+	// Without internal cert management Kueue also reads its metrics server's certificate
+	// from a fixed path (cmd/kueue/main.go), where its Deployment mounts one.
+	for _, d := range []string{certDir, kueueMetricsCertDir} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, fmt.Errorf("Kueue's certificate directory: %w", err)
+		}
+		for name, b := range map[string][]byte{"tls.crt": certPEM, "tls.key": keyPEM} {
+			if err := os.WriteFile(filepath.Join(d, name), b, 0o600); err != nil {
+				return nil, err
+			}
 		}
 	}
 	ports := make([]int, 3) // health, webhook, visibility
@@ -194,7 +203,11 @@ func (e *env) startKueue(ctx context.Context, bin, root, dir string) (*peerProce
 		return nil, err
 	}
 	args := []string{"--config", cfgPath, "--kubeconfig", filepath.Join(dir, "kueue.kubeconfig"),
-		"--visibility-server-port", fmt.Sprint(ports[2]), "--zap-log-level", "error"}
+		"--visibility-server-port", fmt.Sprint(ports[2]), "--zap-log-level", "error",
+		// The on-demand visibility API server reads its certificate from /visibility,
+		// where the Deployment mounts one; it serves kubectl's pending-workload listing,
+		// no part of admission, so it is off here.
+		"--feature-gates", "VisibilityOnDemand=false"}
 	p, err := startPeerProcess(ctx, "Kueue manager", bin, args, nil, filepath.Join(dir, "kueue-manager.log"), "http://"+health+"/readyz")
 	if err != nil {
 		return nil, err
