@@ -129,7 +129,8 @@ in one run:
 - **Kueue %[1]s**: its manager built from its Go module (hack/tools/kueue), run as a process with
   the configuration it ships (config/components/manager) changed only where a local process needs
   it: addresses, no leader election, a certificate given to it (internal cert management off), the
-  `+"`pod`"+` integration alone, the bench's namespaces as its managed ones. Its CRDs and webhooks come
+  `+"`pod`"+` integration alone, the bench's namespaces as its managed ones, its on-demand
+  visibility server off (VisibilityOnDemand=false: it is not part of admission). Its CRDs and webhooks come
   from the same module; each figure has its own ClusterQueue (one flavor, cpu and memory) and
   LocalQueue, and plain pods labelled `+"`kueue.x-k8s.io/queue-name`"+`, gated by Kueue's webhook.
 - **bare client**: no quota logic: a client that removes a gate with the same patch (the release
