@@ -4,6 +4,7 @@ KUBE_VERSION   ?= v1.37.2
 KWOK_VERSION   ?= v0.8.0
 CONTROLLER_GEN_VERSION ?= v0.23.0
 GOLANGCI_LINT_VERSION  ?= v2.15.0
+KUEUE_VERSION  ?= v0.17.0
 
 ROOT      := $(abspath .)
 BIN       := $(ROOT)/bin
@@ -11,6 +12,7 @@ KUBE_BIN  := $(BIN)/kube-$(KUBE_VERSION)
 KWOK_BIN  := $(BIN)/kwok-$(KWOK_VERSION)
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 GOLANGCI_LINT  := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+KUEUE_MANAGER  := $(BIN)/kueue-$(KUEUE_VERSION)/manager
 
 # The local control plane's binaries, keyed by version so a bump rebuilds.
 KUBE_BINARIES := $(KUBE_BIN)/kube-apiserver $(KUBE_BIN)/kube-scheduler $(KUBE_BIN)/kube-controller-manager $(KUBE_BIN)/etcd
@@ -86,6 +88,10 @@ bench: tools ## Measure quotagate against its baselines on a local control plane
 .PHONY: bench-scale
 bench-scale: tools ## Measure quotagate with up to 100,000 gated pods in 1,000 budgets; write docs/benchmarks-scale.{md,json} (SCALE_SIZES=1000,10000 for a quick run).
 	go run ./bench -scale -sizes $(SCALE_SIZES)
+
+.PHONY: bench-peers
+bench-peers: tools $(KUEUE_MANAGER) ## Measure quotagate beside Kueue $(KUEUE_VERSION) (plain pods) and the bare client in one run; write docs/benchmarks-peers.{md,json}.
+	go run ./bench -peers -kueue $(KUEUE_MANAGER) -kueue-version $(KUEUE_VERSION)
 
 .PHONY: bench-unit
 bench-unit: ## Run the in-process Go benchmarks (admission core, webhook handler, gate patches).
@@ -171,6 +177,11 @@ $(KWOK_BIN)/stages: hack/tools/kwok/go.mod
 	cp -r "$$(cd hack/tools/kwok && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage/." $@.tmp/
 	chmod -R u+w $@.tmp && find $@.tmp -name '*.go' -delete
 	rm -rf $@ && mv $@.tmp $@
+
+# Kueue's manager for `make bench-peers`, built from its Go module like the control plane.
+$(KUEUE_MANAGER): hack/tools/kueue/go.mod
+	@mkdir -p $(dir $@)
+	cd hack/tools/kueue && go build -trimpath -ldflags '-s -w' -o $@ sigs.k8s.io/kueue/cmd/kueue
 
 $(CONTROLLER_GEN): hack/tools/gen/go.mod
 	cd hack/tools/gen && go build -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen

@@ -230,6 +230,8 @@ type podSpec struct {
 	prefix string
 	cpu    string
 	gates  []string
+	// labels are added to the bench's own label.
+	labels map[string]string
 }
 
 func (s podSpec) pod(ns string, i int) *corev1.Pod {
@@ -249,6 +251,9 @@ func (s podSpec) pod(ns string, i int) *corev1.Pod {
 				}},
 			}},
 		},
+	}
+	for k, v := range s.labels {
+		pod.Labels[k] = v
 	}
 	for _, g := range s.gates {
 		pod.Spec.SchedulingGates = append(pod.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: g})

@@ -25,6 +25,7 @@ func (r Report) markdown() string {
 	p("on a real local control plane (`internal/localcluster`: etcd, kube-apiserver, kube-scheduler,\n")
 	p("kube-controller-manager and kwok as processes), with the manager and the webhook in the\n")
 	p("benchmark's process, the manager as its ServiceAccount under the generated ClusterRole.\n\n")
+	p("%s", peersLink)
 	p("## Summary\n\n%s\n", table(r.rows()))
 	p("Percentiles are nearest-rank. For throughput, \"slowest\" is the slowest repetition.\n\n")
 	m := r.Machine

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+)
+
+func TestKueueConfigurationKeepsShippedDefaults(t *testing.T) {
+	shipped := []byte(`apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+health:
+  healthProbeBindAddress: :8081
+webhook:
+  port: 9443
+leaderElection:
+  leaderElect: true
+controller:
+  groupKindConcurrency:
+    Pod: 5
+clientConnection:
+  qps: 50
+  burst: 100
+integrations:
+  frameworks:
+  - "batch/job"
+  - "pod"
+`)
+	out, err := kueueConfiguration(shipped, "127.0.0.1:1234", 5678, "/certs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		Kind             string
+		ClientConnection struct{ QPS, Burst int }
+		Controller       struct {
+			GroupKindConcurrency map[string]int `json:"groupKindConcurrency"`
+		}
+		Webhook struct {
+			Host    string
+			Port    int
+			CertDir string `json:"certDir"`
+		}
+		LeaderElection               struct{ LeaderElect bool }
+		InternalCertManagement       struct{ Enable *bool }
+		Integrations                 struct{ Frameworks []string }
+		ManagedJobsNamespaceSelector struct {
+			MatchLabels map[string]string `json:"matchLabels"`
+		} `json:"managedJobsNamespaceSelector"`
+	}
+	if err := yaml.Unmarshal(out, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Kind != "Configuration" || cfg.ClientConnection.QPS != 50 || cfg.ClientConnection.Burst != 100 || cfg.Controller.GroupKindConcurrency["Pod"] != 5 {
+		t.Errorf("the shipped settings were not kept:\n%s", out)
+	}
+	if cfg.Webhook.Host != "127.0.0.1" || cfg.Webhook.Port != 5678 || cfg.Webhook.CertDir != "/certs" {
+		t.Errorf("webhook = %+v, want 127.0.0.1:5678 serving from /certs", cfg.Webhook)
+	}
+	if cfg.LeaderElection.LeaderElect || cfg.InternalCertManagement.Enable == nil || *cfg.InternalCertManagement.Enable {
+		t.Errorf("want leader election and internal cert management off:\n%s", out)
+	}
+	if strings.Join(cfg.Integrations.Frameworks, ",") != "pod" {
+		t.Errorf("frameworks = %v, want [pod]", cfg.Integrations.Frameworks)
+	}
+	if cfg.ManagedJobsNamespaceSelector.MatchLabels[kueueNamespaceLabel] != "true" {
+		t.Errorf("managedJobsNamespaceSelector = %+v, want the bench's label", cfg.ManagedJobsNamespaceSelector)
+	}
+}
+
+func TestKueueWebhooksPointAtTheLocalProcess(t *testing.T) {
+	manifests := []byte(`---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata:
+  name: mutating-webhook-configuration
+webhooks:
+- admissionReviewVersions: [v1]
+  clientConfig:
+    service: {name: webhook-service, namespace: system, path: /mutate--v1-pod}
+  failurePolicy: Fail
+  name: mpod.kb.io
+  rules:
+  - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}
+  sideEffects: None
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata:
+  name: validating-webhook-configuration
+webhooks:
+- admissionReviewVersions: [v1]
+  clientConfig:
+    service: {name: webhook-service, namespace: system, path: /validate--v1-pod}
+  failurePolicy: Fail
+  name: vpod.kb.io
+  rules:
+  - {apiGroups: [""], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [pods]}
+  sideEffects: None
+`)
+	muts, vals, err := kueueWebhooks(manifests, "https://127.0.0.1:9443", []byte("CA"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(muts) != 1 || len(vals) != 1 {
+		t.Fatalf("got %d mutating and %d validating configurations, want 1 and 1", len(muts), len(vals))
+	}
+	m, v := muts[0], vals[0]
+	if m.Name != "kueue-mutating-webhook-configuration" || v.Name != "kueue-validating-webhook-configuration" {
+		t.Errorf("names = %s, %s", m.Name, v.Name)
+	}
+	cc := m.Webhooks[0].ClientConfig
+	if cc.Service != nil || cc.URL == nil || *cc.URL != "https://127.0.0.1:9443/mutate--v1-pod" || string(cc.CABundle) != "CA" {
+		t.Errorf("mutating clientConfig = %+v", cc)
+	}
+	if u := v.Webhooks[0].ClientConfig.URL; u == nil || *u != "https://127.0.0.1:9443/validate--v1-pod" {
+		t.Errorf("validating URL = %v", u)
+	}
+	if sel := m.Webhooks[0].NamespaceSelector; sel == nil || sel.MatchLabels[kueueNamespaceLabel] != "true" {
+		t.Errorf("namespaceSelector = %v, want only the bench's Kueue namespaces", sel)
+	}
+}
+
+func TestPeerRowsJudgeTheGoals(t *testing.T) {
+	r := PeersReport{N: 1000,
+		// 1000 pods in 1 s vs 100 s: 100× the throughput.
+		Quotagate: system{ReleaseSeconds: []float64{1}, FirstUngateSeconds: []float64{0.01},
+			ReactionMillis: []float64{10}, CreateToUngateMilli: []float64{20}, GatedRSS: 30 << 20, IdleRSS: 20 << 20},
+		// Reaction 15× slower (goal missed), create → ungate 30× (met), RSS 0.2× (met).
+		Kueue: system{ReleaseSeconds: []float64{100}, FirstUngateSeconds: []float64{4},
+			ReactionMillis: []float64{150}, CreateToUngateMilli: []float64{600}, GatedRSS: 150 << 20, IdleRSS: 60 << 20},
+		Bare: system{ReleaseSeconds: []float64{0.8}, FirstUngateSeconds: []float64{0.005},
+			ReactionMillis: []float64{5}, CreateToUngateMilli: []float64{8}},
+	}
+	met := map[string]string{}
+	for _, row := range r.rows() {
+		met[row.Figure] = row.Met
+	}
+	want := map[string]string{
+		"Release throughput, 1000 pods, median of 1 (pods/s)":         "yes",
+		"Reaction: a pod finishes → next ungate, p50, 1 samples (ms)": "**no**",
+		"Reaction: a pod finishes → next ungate, p99, 1 samples (ms)": "**no**",
+		"Create → ungate with room, p50, 1 samples (ms)":              "yes",
+		"Manager RSS with 1000 gated pods (MiB)":                      "yes",
+	}
+	for fig, w := range want {
+		if met[fig] != w {
+			t.Errorf("%s: met = %q, want %q (rows: %v)", fig, met[fig], w, met)
+		}
+	}
+	if md := r.markdown(); !strings.Contains(md, "| Release throughput, 1000 pods, median of 1 (pods/s) | 1000 | 10.0 | 1250 | 100.0× | ≥ 15× | yes |") {
+		t.Errorf("markdown table row not found:\n%s", md)
+	}
+}
