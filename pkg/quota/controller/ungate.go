@@ -134,7 +134,7 @@ func (c *Controller) readFresh(ctx context.Context, ref quota.PodRef) (pod *core
 // admitted records a successful admission: the wait-time metric and the pod's event.
 func (c *Controller) admitted(pod *corev1.Pod, a quota.Admission, now time.Time) {
 	wait := now.Sub(a.Created)
-	c.metrics.podWait.Observe(wait.Seconds())
+	c.metrics.admitted(a.Budgets, wait)
 	c.forgetWaiting(pod)
 	c.recorder.Eventf(pod, nil, corev1.EventTypeNormal, "Admitted", "Ungate",
 		"Admitted after %s: %s", wait.Round(time.Millisecond), a.Reason.Message)
