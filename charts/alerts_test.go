@@ -20,9 +20,11 @@ var promParser = parser.NewParser(parser.Options{})
 
 // renderedRule is one alerting rule of the chart's PrometheusRule.
 type renderedRule struct {
-	Alert, Expr, For string
-	Labels           map[string]string
-	Annotations      map[string]string
+	Alert       string            `json:"alert"`
+	Expr        string            `json:"expr"`
+	For         string            `json:"for"`
+	Labels      map[string]string `json:"labels"`
+	Annotations map[string]string `json:"annotations"`
 }
 
 // chartRules renders the chart with the PrometheusRule on and returns its rules by alert.
