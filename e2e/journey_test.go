@@ -307,6 +307,9 @@ func testMetrics(t *testing.T, e env, _ *podWatcher) {
 	if got, ok := sumOf(samples, "quotagate_pod_wait_seconds_count"); !ok || got != want {
 		t.Errorf("quotagate_pod_wait_seconds_count = %v (present: %v), want %v (one per admitted pod)", got, ok, want)
 	}
+	if got, ok := sumOf(samples, "quotagate_budget_admissions_total"); !ok || got != want {
+		t.Errorf("quotagate_budget_admissions_total = %v (present: %v), want %v (the journey's one Budget admitted every pod)", got, ok, want)
+	}
 }
 
 func listPods(t *testing.T, e env, namespace string) []corev1.Pod {

@@ -60,14 +60,14 @@ func testEscapes(t *testing.T, e *env) {
 		// spec.nodeName, but only after the webhook has been called and gated
 		// it: the pod never exists ungated.
 		// Only the webhook counts what it gates; the policy leaves no trace.
-		before := webhookCount(t, "quotagate_webhook_pods_gated_total", "")
+		before := webhookCount(t, "quotagate_webhook_requests_total", "gated")
 		pod := newPod("fake-mirror")
 		pod.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "fake"}
 		_, err := tenant.CoreV1().Pods(e.gated).Create(ctx, pod, metav1.CreateOptions{})
 		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "must set spec.nodeName if mirror pod annotation is set") {
 			t.Fatalf("create = %v, want 422 for the mirror annotation without spec.nodeName", err)
 		}
-		if got := webhookCount(t, "quotagate_webhook_pods_gated_total", "") - before; e.mode == modeWebhook && got != 1 {
+		if got := webhookCount(t, "quotagate_webhook_requests_total", "gated") - before; e.mode == modeWebhook && got != 1 {
 			t.Errorf("the webhook gated %v pods during the create, want 1", got)
 		}
 	})
@@ -368,7 +368,7 @@ func webhookCount(t *testing.T, name, reason string) float64 {
 		for _, m := range f.GetMetric() {
 			match := reason == ""
 			for _, l := range m.GetLabel() {
-				match = match || (l.GetName() == "reason" && l.GetValue() == reason)
+				match = match || ((l.GetName() == "reason" || l.GetName() == "result") && l.GetValue() == reason)
 			}
 			if match {
 				sum += m.GetCounter().GetValue()

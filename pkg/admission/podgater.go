@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -115,9 +114,8 @@ func NewPodGater(gate string, m *Metrics) *PodGater {
 
 // Handle answers one admission request.
 func (g *PodGater) Handle(ctx context.Context, req admission.Request) admission.Response {
-	start := time.Now()
 	resp, result := g.handle(ctx, req)
-	g.metrics.observe(result, time.Since(start))
+	g.metrics.observe(result)
 	return resp
 }
 
@@ -144,7 +142,6 @@ func (g *PodGater) handle(ctx context.Context, req admission.Request) (admission
 			"nodeName", pod.Spec.NodeName, "user", req.UserInfo.Username)
 		return admission.Denied(boundPodRefusal(pod, req.Namespace, req.UserInfo.Username, g.gate)), resultDenied
 	}
-	g.metrics.podsGated.Inc()
 	logger.V(logLevelEvents).Info("Gating pod", "gate", g.gate, "generateName", pod.GenerateName)
 	return admission.Patched("", gates.AddOps(pod, g.gate)...), resultGated
 }

@@ -149,6 +149,7 @@ func Run(ctx context.Context, o Options) error {
 	if err := version.Register(crmetrics.Registry); err != nil {
 		return err
 	}
+	o.Controller.Registerer = crmetrics.Registry
 	q, err := controller.New(o.Controller)
 	if err != nil {
 		return err

@@ -143,8 +143,7 @@ func TestServe(t *testing.T) {
 		body := get(t, http.DefaultClient, "http://"+o.MetricsBindAddress+"/metrics")
 		for _, want := range []string{
 			`quotagate_webhook_requests_total{result="gated"}`,
-			`quotagate_webhook_pods_gated_total`,
-			`quotagate_webhook_handler_duration_seconds_count`,
+			`controller_runtime_webhook_latency_seconds_count{webhook="/mutate-v1-pod"}`,
 			`controller_runtime_webhook_requests_total{code="200",webhook="/mutate-v1-pod"}`,
 		} {
 			if !strings.Contains(body, want) {

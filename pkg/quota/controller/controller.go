@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -59,6 +60,9 @@ type Options struct {
 	AdmittedEventInterval time.Duration
 	// Clock is injected by tests.
 	Clock clock.Clock
+	// Registerer gets the manager's metrics (the binary passes controller-runtime's
+	// metrics.Registry); nil keeps them in a registry of their own that nothing serves.
+	Registerer prometheus.Registerer
 }
 
 // Log levels: what happened, and how it was decided.
@@ -143,9 +147,16 @@ func New(opts Options) (*Controller, error) {
 	if opts.AdmittedEventInterval <= 0 {
 		opts.AdmittedEventInterval = DefaultAdmittedEventInterval
 	}
+	if opts.Registerer == nil {
+		opts.Registerer = prometheus.NewRegistry()
+	}
+	m, err := newMetrics(opts.Registerer)
+	if err != nil {
+		return nil, err
+	}
 	c := &Controller{
 		opts:       opts,
-		metrics:    newMetrics(),
+		metrics:    m,
 		kick:       make(chan struct{}, 1),
 		statusKick: make(chan struct{}, 1),
 		waiting:    map[types.UID]waitingPod{},

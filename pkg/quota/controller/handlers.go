@@ -82,7 +82,7 @@ func (c *Controller) budgetHandler() toolscache.ResourceEventHandler {
 			if b, ok := unwrap[*v1alpha1.Budget](obj); ok {
 				key := quota.BudgetKey{Namespace: b.Namespace, Name: b.Name}
 				c.core.DeleteBudget(key)
-				forgetBudget(key)
+				c.metrics.forgetBudget(key)
 				c.wake()
 			}
 		},
@@ -104,7 +104,7 @@ func (c *Controller) clusterBudgetHandler() toolscache.ResourceEventHandler {
 			if b, ok := unwrap[*v1alpha1.ClusterBudget](obj); ok {
 				key := quota.BudgetKey{Name: b.Name}
 				c.core.DeleteBudget(key)
-				forgetBudget(key)
+				c.metrics.forgetBudget(key)
 				c.wake()
 			}
 		},

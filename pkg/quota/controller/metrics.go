@@ -1,100 +1,211 @@
 package controller
 
 import (
-	"github.com/prometheus/client_golang/prometheus"
-	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"errors"
+	"fmt"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/quotagate/quotagate/api/v1alpha1"
 	"github.com/quotagate/quotagate/pkg/quota"
 )
 
-// The manager's metrics, named after kube-scheduler's queue metrics. They are served by
-// controller-runtime's metrics server (registry crmetrics.Registry).
-var (
-	incomingPods = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "quotagate_queue_incoming_pods_total",
-		Help: "Gated pods added to a budget's admission queues, by the queue they entered.",
-	}, []string{"queue"})
-	queueDepth = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "quotagate_queue_depth",
-		Help: "Gated pods in each queue of each budget.",
-	}, []string{"budget", "queue"})
-	queueMoves = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "quotagate_queue_moves_total",
-		Help: "Pods moved between admission queues; to=\"\" is a pod leaving the queues (admitted or gone).",
-	}, []string{"from", "to"})
-	podWait = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name:    "quotagate_pod_wait_seconds",
-		Help:    "Time from a pod's creation to the removal of its gate.",
-		Buckets: prometheus.ExponentialBuckets(0.01, 2, 20),
-	})
-	budgetHard = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "quotagate_budget_hard",
-		Help: "A budget's hard limit per resource.",
-	}, []string{"budget", "resource"})
-	budgetUsed = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "quotagate_budget_used",
-		Help: "Requests of the admitted, non-terminal pods charged to a budget, per resource.",
-	}, []string{"budget", "resource"})
-	budgetPending = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "quotagate_budget_pending",
-		Help: "Requests of the pods gated on a budget, per resource.",
-	}, []string{"budget", "resource"})
-	ungateErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "quotagate_ungate_errors_total",
-		Help: "Failed ungate patches, by reason.",
-	}, []string{"reason"})
+// The label values of quotagate_queue_moves_total for a pod entering a budget's queues
+// (from) and leaving them, admitted, deleted or no longer covered (to).
+const (
+	moveIncoming = "incoming"
+	moveRemoved  = "removed"
 )
 
-func init() {
-	crmetrics.Registry.MustRegister(incomingPods, queueDepth, queueMoves, podWait,
-		budgetHard, budgetUsed, budgetPending, ungateErrors)
-}
+// The kind label of the per-budget series; uncovered pods are observed under kindNone.
+const (
+	kindBudget        = "Budget"
+	kindClusterBudget = "ClusterBudget"
+	kindNone          = "None"
+)
 
-// metrics feeds the queue metrics from the core's moves. It is a quota.Observer.
+// budgetLabels are the labels naming one budget, kube-state-metrics style: a
+// ClusterBudget has namespace="".
+var budgetLabels = []string{"kind", "namespace", "name"}
+
+// waitBuckets go from 50ms to a day: a healthy queue admits in well under a second, a
+// full budget holds pods for hours.
+var waitBuckets = []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600,
+	1800, 3600, 7200, 14400, 28800, 57600, 86400}
+
+// metrics are the manager's Prometheus metrics, named after kube-scheduler's queue
+// metrics. It is a quota.Observer. Per-budget series are dropped when the budget is.
 type metrics struct {
-	podWait      prometheus.Observer
-	ungateErrors *prometheus.CounterVec
+	incomingPods  *prometheus.CounterVec
+	queueDepth    *prometheus.GaugeVec
+	queueMoves    *prometheus.CounterVec
+	podWait       *prometheus.HistogramVec
+	admissions    *prometheus.CounterVec
+	budgetHard    *prometheus.GaugeVec
+	budgetUsed    *prometheus.GaugeVec
+	budgetPending *prometheus.GaugeVec
+	budgetState   *prometheus.GaugeVec
+	budgetReady   *prometheus.GaugeVec
+	gatedPods     *prometheus.GaugeVec
+	admittedPods  *prometheus.GaugeVec
+	neverFitPods  *prometheus.GaugeVec
+	ungateErrors  *prometheus.CounterVec
 }
 
 var _ quota.Observer = (*metrics)(nil)
 
-func newMetrics() *metrics {
-	return &metrics{podWait: podWait, ungateErrors: ungateErrors}
+func perBudget(extra ...string) []string {
+	return append(append([]string{}, budgetLabels...), extra...)
+}
+
+func gauge(name, help string, labels []string) *prometheus.GaugeVec {
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
+}
+
+// newMetrics creates the manager's metrics and registers them with reg (the binary
+// passes controller-runtime's metrics.Registry). A collector already registered under
+// the same name is reused, so two controllers in one process share their series.
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		incomingPods: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "quotagate_queue_incoming_pods_total",
+			Help: "Gated pods added to a budget's admission queues, by the queue they entered.",
+		}, []string{"queue"}),
+		queueDepth: gauge("quotagate_queue_depth", "Gated pods in each queue of each budget.", perBudget("queue")),
+		queueMoves: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "quotagate_queue_moves_total",
+			Help: "Pods moved between admission queues; from=\"incoming\" is a pod entering a budget's queues, to=\"removed\" one leaving them (admitted, deleted or no longer covered).",
+		}, []string{"from", "to"}),
+		podWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "quotagate_pod_wait_seconds",
+			Help:    "Time from when the manager first saw a pod gated (its creationTimestamp for pods already gated at startup) to the removal of its gate, per budget charged (kind=\"None\" for pods no budget covers).",
+			Buckets: waitBuckets,
+		}, budgetLabels),
+		admissions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "quotagate_budget_admissions_total",
+			Help: "Pods ungated while charged to a budget (kind=\"None\" for pods no budget covers).",
+		}, budgetLabels),
+		budgetHard:    gauge("quotagate_budget_hard", "A budget's hard limit per resource.", perBudget("resource")),
+		budgetUsed:    gauge("quotagate_budget_used", "Requests of the admitted, non-terminal pods charged to a budget, per resource.", perBudget("resource")),
+		budgetPending: gauge("quotagate_budget_pending", "Requests of the pods gated on a budget, per resource.", perBudget("resource")),
+		budgetState:   gauge("quotagate_budget_state", "1 for a budget's effective state (Open, Closing, Closed), 0 for the others.", perBudget("state")),
+		budgetReady:   gauge("quotagate_budget_ready", "1 when a budget's Ready condition is True, 0 when it has a problem (invalid spec, missing parent, cycle).", budgetLabels),
+		gatedPods:     gauge("quotagate_budget_gated_pods", "Gated pods a budget covers.", budgetLabels),
+		admittedPods:  gauge("quotagate_budget_admitted_pods", "Admitted, non-terminal pods charged to a budget.", budgetLabels),
+		neverFitPods:  gauge("quotagate_budget_never_fit_pods", "Gated pods that request more than the budget's hard limit, so can never be admitted.", budgetLabels),
+		ungateErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "quotagate_ungate_errors_total",
+			Help: "Failed ungate patches, by reason.",
+		}, []string{"reason"}),
+	}
+	var err error
+	for _, p := range []**prometheus.CounterVec{&m.incomingPods, &m.queueMoves, &m.admissions, &m.ungateErrors} {
+		if *p, err = register(reg, *p); err != nil {
+			return nil, err
+		}
+	}
+	for _, p := range []**prometheus.GaugeVec{&m.queueDepth, &m.budgetHard, &m.budgetUsed, &m.budgetPending,
+		&m.budgetState, &m.budgetReady, &m.gatedPods, &m.admittedPods, &m.neverFitPods} {
+		if *p, err = register(reg, *p); err != nil {
+			return nil, err
+		}
+	}
+	if m.podWait, err = register(reg, m.podWait); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	err := reg.Register(c)
+	if err == nil {
+		return c, nil
+	}
+	if are, ok := errors.AsType[prometheus.AlreadyRegisteredError](err); ok {
+		if existing, ok := are.ExistingCollector.(C); ok {
+			return existing, nil
+		}
+	}
+	return c, fmt.Errorf("registering manager metrics: %w", err)
+}
+
+// labelsOf names a budget: kind, namespace ("" for a ClusterBudget), name.
+func labelsOf(key quota.BudgetKey) []string {
+	if key.IsCluster() {
+		return []string{kindClusterBudget, "", key.Name}
+	}
+	return []string{kindBudget, key.Namespace, key.Name}
 }
 
 // Moved is called by the core, under its lock, for every queue move.
 func (m *metrics) Moved(budget quota.BudgetKey, from, to quota.Queue) {
-	b := budget.String()
+	b := labelsOf(budget)
+	moveFrom, moveTo := string(from), string(to)
 	if from == "" {
-		incomingPods.WithLabelValues(string(to)).Inc()
+		moveFrom = moveIncoming
+		m.incomingPods.WithLabelValues(string(to)).Inc()
 	} else {
-		queueDepth.WithLabelValues(b, string(from)).Dec()
+		m.queueDepth.WithLabelValues(append(b, string(from))...).Dec()
 	}
-	if to != "" {
-		queueDepth.WithLabelValues(b, string(to)).Inc()
+	if to == "" {
+		moveTo = moveRemoved
+	} else {
+		m.queueDepth.WithLabelValues(append(b, string(to))...).Inc()
 	}
-	queueMoves.WithLabelValues(string(from), string(to)).Inc()
+	m.queueMoves.WithLabelValues(moveFrom, moveTo).Inc()
 }
 
-// setBudget publishes a budget's hard, used and pending amounts.
-func setBudget(key quota.BudgetKey, st quota.BudgetStatus) {
-	b := key.String()
+// admitted records one ungated pod: an admission and its wait in every budget it is
+// charged to, or under kind="None" when no budget covers it.
+func (m *metrics) admitted(budgets []quota.BudgetKey, wait time.Duration) {
+	if len(budgets) == 0 {
+		m.admissions.WithLabelValues(kindNone, "", "").Inc()
+		m.podWait.WithLabelValues(kindNone, "", "").Observe(wait.Seconds())
+		return
+	}
+	for _, key := range budgets {
+		b := labelsOf(key)
+		m.admissions.WithLabelValues(b...).Inc()
+		m.podWait.WithLabelValues(b...).Observe(wait.Seconds())
+	}
+}
+
+// setBudget publishes a budget's state, readiness, pod counts and hard, used and
+// pending amounts.
+func (m *metrics) setBudget(key quota.BudgetKey, st quota.BudgetStatus) {
+	b := labelsOf(key)
 	for name, q := range st.Hard {
-		budgetHard.WithLabelValues(b, string(name)).Set(q.AsApproximateFloat64())
+		r := append(b, string(name))
+		used, pending := st.Used[name], st.Pending[name]
+		m.budgetHard.WithLabelValues(r...).Set(q.AsApproximateFloat64())
+		m.budgetUsed.WithLabelValues(r...).Set(used.AsApproximateFloat64())
+		m.budgetPending.WithLabelValues(r...).Set(pending.AsApproximateFloat64())
 	}
-	for name := range st.Hard {
-		used := st.Used[name]
-		pending := st.Pending[name]
-		budgetUsed.WithLabelValues(b, string(name)).Set(used.AsApproximateFloat64())
-		budgetPending.WithLabelValues(b, string(name)).Set(pending.AsApproximateFloat64())
+	for _, s := range []v1alpha1.BudgetState{v1alpha1.StateOpen, v1alpha1.StateClosing, v1alpha1.StateClosed} {
+		m.budgetState.WithLabelValues(append(b, string(s))...).Set(boolFloat(st.State == s))
 	}
+	m.budgetReady.WithLabelValues(b...).Set(boolFloat(st.Problem == nil))
+	m.gatedPods.WithLabelValues(b...).Set(float64(st.GatedPods))
+	m.admittedPods.WithLabelValues(b...).Set(float64(st.AdmittedPods))
+	m.neverFitPods.WithLabelValues(b...).Set(float64(len(st.NeverFit)))
 }
 
-// forgetBudget drops a deleted budget's series.
-func forgetBudget(key quota.BudgetKey) {
-	l := prometheus.Labels{"budget": key.String()}
-	budgetHard.DeletePartialMatch(l)
-	budgetUsed.DeletePartialMatch(l)
-	budgetPending.DeletePartialMatch(l)
-	queueDepth.DeletePartialMatch(l)
+// forgetBudget drops every series of a deleted budget.
+func (m *metrics) forgetBudget(key quota.BudgetKey) {
+	b := labelsOf(key)
+	l := prometheus.Labels{"kind": b[0], "namespace": b[1], "name": b[2]}
+	for _, v := range []*prometheus.GaugeVec{m.queueDepth, m.budgetHard, m.budgetUsed, m.budgetPending,
+		m.budgetState, m.budgetReady, m.gatedPods, m.admittedPods, m.neverFitPods} {
+		v.DeletePartialMatch(l)
+	}
+	m.admissions.DeletePartialMatch(l)
+	m.podWait.DeletePartialMatch(l)
+}
+
+func boolFloat(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

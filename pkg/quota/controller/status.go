@@ -62,7 +62,7 @@ func (c *Controller) writeStatus(ctx context.Context, key quota.BudgetKey) error
 	if !ok {
 		return nil
 	}
-	setBudget(key, st)
+	c.metrics.setBudget(key, st)
 	var obj client.Object
 	var status *v1alpha1.BudgetStatus
 	if key.IsCluster() {

@@ -139,7 +139,7 @@ func (c *Controller) readFresh(ctx context.Context, ref quota.PodRef) (pod *core
 // By default the ungate patch is the admission's only API write.
 func (c *Controller) admitted(pod *corev1.Pod, a quota.Admission, since, now time.Time) {
 	wait := max(now.Sub(since), 0)
-	c.metrics.podWait.Observe(wait.Seconds())
+	c.metrics.admitted(a.Budgets, wait)
 	c.forgetWaiting(pod)
 	c.tally(a.Budgets, wait, now)
 	if c.opts.PodAdmittedEvents {
