@@ -217,7 +217,7 @@ func measureKueue(ctx context.Context, e *env, o peerOptions, bin, root, dir str
 		}
 		k, err := e.releaseByKueue(ctx, releaseOpts{n: o.n}, rss)
 		if err != nil {
-			return fmt.Errorf("Kueue release, repetition %d: %w", i+1, err)
+			return fmt.Errorf("kueue release, repetition %d: %w", i+1, err)
 		}
 		r.Kueue.add(k)
 		logf("  release %d: Kueue %.1f pods/s (first after %v)", i+1, float64(o.n)/k.took.Seconds(), k.first.Round(time.Millisecond))
@@ -225,12 +225,12 @@ func measureKueue(ctx context.Context, e *env, o peerOptions, bin, root, dir str
 	logf("Kueue: reaction, %d repetitions", o.reactionReps)
 	k, err := e.reactionByKueue(ctx, o.reactionReps)
 	if err != nil {
-		return fmt.Errorf("Kueue reaction: %w", err)
+		return fmt.Errorf("kueue reaction: %w", err)
 	}
 	r.Kueue.ReactionMillis = millis(k)
 	logf("Kueue: create→ungate, %d samples", o.createSamples)
 	if k, err = e.createToUngateKueue(ctx, o.createSamples); err != nil {
-		return fmt.Errorf("Kueue create→ungate: %w", err)
+		return fmt.Errorf("kueue create→ungate: %w", err)
 	}
 	r.Kueue.CreateToUngateMilli = millis(k)
 	return nil

@@ -164,7 +164,7 @@ func (e *env) startKueue(ctx context.Context, bin, root, dir string) (*peerProce
 	// from a fixed path (cmd/kueue/main.go), where its Deployment mounts one.
 	for _, d := range []string{certDir, kueueMetricsCertDir} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
-			return nil, fmt.Errorf("Kueue's certificate directory: %w", err)
+			return nil, fmt.Errorf("kueue's certificate directory: %w", err)
 		}
 		for name, b := range map[string][]byte{"tls.crt": certPEM, "tls.key": keyPEM} {
 			if err := os.WriteFile(filepath.Join(d, name), b, 0o600); err != nil {

@@ -9,7 +9,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	dto "github.com/prometheus/client_model/go"
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -332,15 +331,4 @@ func newTestMetrics(t testing.TB) *Metrics {
 		t.Fatalf("NewMetrics: %v", err)
 	}
 	return m
-}
-
-func histogramCount(t *testing.T, h prometheus.Histogram) uint64 {
-	t.Helper()
-	ch := make(chan prometheus.Metric, 1)
-	h.Collect(ch)
-	var out dto.Metric
-	if err := (<-ch).Write(&out); err != nil {
-		t.Fatalf("reading histogram: %v", err)
-	}
-	return out.GetHistogram().GetSampleCount()
 }
