@@ -22,8 +22,8 @@ import (
 // cluster and while a backlog of pods, ungated just before, binds through
 // kube-scheduler to the kwok nodes.
 
-// admissionMode is how the gate gets on new pods of opted-in namespaces: the webhook
-// today; a MutatingAdmissionPolicy is another mode. register puts it in place for ns
+// admissionMode is how the gate gets on new pods of opted-in namespaces: the webhook,
+// or the MutatingAdmissionPolicy in the API server. register puts it in place for ns
 // and returns once new pods of ns come back gated; undo takes it out again.
 type admissionMode struct {
 	Name     string
@@ -32,7 +32,19 @@ type admissionMode struct {
 
 // admissionModes are the modes figure 7 measures, in order.
 func admissionModes() []admissionMode {
-	return []admissionMode{webhookMode()}
+	return []admissionMode{webhookMode(), policyMode()}
+}
+
+// policyMode creates the shipped gate policy (registerPolicy), as admission.mode policy
+// does: no webhook round trip.
+func policyMode() admissionMode {
+	return admissionMode{Name: "policy", register: func(ctx context.Context, e *env, ns string) (func() error, error) {
+		undo, err := e.registerPolicy(ctx, ns)
+		if err != nil {
+			return nil, err
+		}
+		return func() error { return undo(ctx) }, nil
+	}}
 }
 
 // webhookMode registers the shipped webhook configuration, served in this process

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
@@ -176,3 +177,28 @@ func evalRule(t *testing.T, r renderedRule, series string, at int) bool {
 }
 
 func indent(s string) string { return "  " + strings.ReplaceAll(s, "\n", "\n  ") }
+
+// In policy mode there is no webhook: its three alerts would fire for ever, so the
+// chart leaves them out and keeps the others.
+func TestPolicyModeHasNoWebhookAlerts(t *testing.T) {
+	m, err := installAPI(map[string]any{
+		"metrics": map[string]any{"prometheusRule": map[string]any{"enabled": true}},
+	}, mapVersion)
+	if err != nil {
+		t.Fatalf("rendering in admission.mode auto on a cluster with MutatingAdmissionPolicy: %v", err)
+	}
+	pr := m.find(t, "PrometheusRule", "quotagate")
+	groups, _, err := unstructured.NestedSlice(pr.Object, "spec", "groups")
+	if err != nil || len(groups) != 1 {
+		t.Fatalf("PrometheusRule groups %v (%v), want one", groups, err)
+	}
+	var got []string
+	for _, r := range groups[0].(map[string]any)["rules"].([]any) {
+		got = append(got, r.(map[string]any)["alert"].(string))
+	}
+	want := []string{"QuotagateManagerDown", "QuotagateNoLeader", "QuotagateQueueStuck",
+		"QuotagateBudgetNeverFit", "QuotagateUngateErrors"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("alerts in policy mode (-want +got):\n%s", diff)
+	}
+}
