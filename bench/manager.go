@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
@@ -50,6 +51,8 @@ func defaultManagerSettings() managerSettings {
 func (e *env) startManager(ctx context.Context, s managerSettings, discardEvents bool) (*runningManager, error) {
 	opts := app.DefaultOptions().Controller
 	opts.Workers = s.Workers
+	// As cmd/manager does: the figures read the manager's metrics from this registry.
+	opts.Registerer = crmetrics.Registry
 	q, err := controller.New(opts)
 	if err != nil {
 		return nil, err
