@@ -91,8 +91,10 @@ func TestServiceMonitorCarriesTokenAndTLS(t *testing.T) {
 		values map[string]any
 		want   map[string]any
 	}{
+		// honorLabels: a budget's own namespace label must not become exported_namespace.
 		"default": {monitor(nil), map[string]any{
-			"port": "https-metrics", "path": "/metrics", "interval": "30s", "scheme": "https",
+			"honorLabels": true,
+			"port":        "https-metrics", "path": "/metrics", "interval": "30s", "scheme": "https",
 			"bearerTokenFile": "/var/run/secrets/kubernetes.io/serviceaccount/token",
 			"tlsConfig":       map[string]any{"insecureSkipVerify": true},
 		}},
@@ -102,7 +104,8 @@ func TestServiceMonitorCarriesTokenAndTLS(t *testing.T) {
 			"tlsConfig": map[string]any{"ca": map[string]any{"secret": map[string]any{"name": "metrics-ca", "key": "ca.crt"}},
 				"serverName": "quotagate-manager-metrics.quotagate-system.svc", "insecureSkipVerify": false},
 		}), map[string]any{
-			"port": "https-metrics", "path": "/metrics", "interval": "30s", "scheme": "https",
+			"honorLabels": true,
+			"port":        "https-metrics", "path": "/metrics", "interval": "30s", "scheme": "https",
 			"authorization": map[string]any{"type": "Bearer", "credentials": map[string]any{"name": "prom-token", "key": "token"}},
 			"tlsConfig": map[string]any{"ca": map[string]any{"secret": map[string]any{"name": "metrics-ca", "key": "ca.crt"}},
 				"serverName": "quotagate-manager-metrics.quotagate-system.svc", "insecureSkipVerify": false},
@@ -110,7 +113,7 @@ func TestServiceMonitorCarriesTokenAndTLS(t *testing.T) {
 		"plain-http metrics": {map[string]any{
 			"metrics": map[string]any{"serviceMonitor": map[string]any{"enabled": true}},
 			"manager": map[string]any{"metricsSecure": false},
-		}, map[string]any{"port": "metrics", "path": "/metrics", "interval": "30s"}},
+		}, map[string]any{"honorLabels": true, "port": "metrics", "path": "/metrics", "interval": "30s"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, managerEndpoint(t, tc.values)); diff != "" {
