@@ -92,7 +92,11 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 		return created >= 10, fmt.Sprintf("%d created", created)
 	})
 	upgradeBegan := time.Now()
-	fatalIf(t, inst.UpgradeTo(ctx, next.chart, next.binDir, nil), "helm upgrade to "+filepath.Base(next.chart))
+	// The upgrade keeps the webhook: this test follows its certificates and pods across
+	// the upgrade. With admission.mode auto a 1.36+ cluster would switch to the policy
+	// (docs/admission.md says how that switch goes).
+	keepWebhook := map[string]any{"admission": map[string]any{"mode": localinstall.AdmissionWebhook}}
+	fatalIf(t, inst.UpgradeTo(ctx, next.chart, next.binDir, keepWebhook), "helm upgrade to "+filepath.Base(next.chart))
 	t.Logf("Upgraded to %s in %v", filepath.Base(next.chart), time.Since(upgradeBegan).Round(time.Millisecond))
 	createdAtUpgrade, _, _, _ := stream.counts()
 	// The new manager leads once it admits the new churn pods.
