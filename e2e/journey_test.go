@@ -12,13 +12,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
@@ -157,53 +154,6 @@ func testGatedOnCreation(t *testing.T, e env, _ *podWatcher) {
 	})
 }
 
-// testGuard: a user with RBAC to patch pods still cannot remove quotagate's gate; the
-// gate guard (a ValidatingAdmissionPolicy) answers 403 with a message saying who may.
-func testGuard(t *testing.T, e env, _ *podWatcher) {
-	ctx := t.Context()
-	fatalIf(t, e.c.Create(ctx, &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Namespace: teamNS, Name: "pod-editor"},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "patch", "update"}}},
-	}), "creating Role")
-	fatalIf(t, e.c.Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: teamNS, Name: "dev-edits-pods"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "pod-editor"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: teamNS, Name: "dev"}},
-	}), "creating RoleBinding")
-	devCfg, err := e.cluster.ServiceAccountConfig(ctx, teamNS, "dev", 0)
-	fatalIf(t, err, "getting dev's credentials")
-	dev, err := kubernetes.NewForConfig(devCfg)
-	fatalIf(t, err, "building dev's client")
-
-	pod := listPods(t, e, teamNS)[0]
-	removeGate := []byte(`[{"op":"test","path":"/spec/schedulingGates/0/name","value":"` + v1alpha1.SchedulingGate + `"},{"op":"remove","path":"/spec/schedulingGates/0"}]`)
-	// The Role takes a moment to reach the authorizer's cache: poll until the answer is
-	// the guard's, not RBAC's.
-	var last error
-	waitFor(t, "the gate guard to deny dev", 30*time.Second, func() (bool, string) {
-		_, last = dev.CoreV1().Pods(teamNS).Patch(ctx, pod.Name, types.JSONPatchType, removeGate, metav1.PatchOptions{})
-		return last != nil && strings.Contains(last.Error(), "ValidatingAdmissionPolicy"), fmt.Sprint(last)
-	})
-	if !apierrors.IsForbidden(last) {
-		t.Errorf("removing the gate as dev: got %v, want 403 Forbidden", last)
-	}
-	for _, want := range []string{"may only be removed by", e.inst.ManagerUsername(), "system:serviceaccount:" + teamNS + ":dev"} {
-		if !strings.Contains(last.Error(), want) {
-			t.Errorf("denial message %q does not contain %q", last.Error(), want)
-		}
-	}
-	// Other updates of the same pod go through: the guard only blocks removing the gate.
-	if _, err := dev.CoreV1().Pods(teamNS).Patch(ctx, pod.Name, types.MergePatchType,
-		[]byte(`{"metadata":{"labels":{"reviewed":"true"}}}`), metav1.PatchOptions{}); err != nil {
-		t.Errorf("labelling a gated pod as dev: %v", err)
-	}
-	got, err := e.cs.CoreV1().Pods(teamNS).Get(ctx, pod.Name, metav1.GetOptions{})
-	fatalIf(t, err, "reading pod")
-	if !hasGate(got) {
-		t.Errorf("pod %s lost its gate", pod.Name)
-	}
-}
-
 func testDrain(t *testing.T, e env, w *podWatcher) {
 	ctx := t.Context()
 	setBudgetState(t, e, v1alpha1.StateOpen)
@@ -264,51 +214,6 @@ func testDrain(t *testing.T, e env, w *podWatcher) {
 	fatalIf(t, e.c.Get(ctx, client.ObjectKey{Namespace: teamNS, Name: "team-a"}, &b), "reading Budget")
 	if used := b.Status.Used[corev1.ResourceRequestsCPU]; !used.IsZero() {
 		t.Errorf("status.used requests.cpu = %s after the burst, want 0", used.String())
-	}
-}
-
-// testMetrics scrapes the manager as Prometheus would: with a ServiceAccount bound to
-// the chart's metrics-reader ClusterRole.
-func testMetrics(t *testing.T, e env, _ *podWatcher) {
-	ctx := t.Context()
-	url := e.inst.ManagerMetricsURL()
-	if !strings.HasPrefix(url, "https://") {
-		t.Fatalf("manager metrics at %s, want HTTPS (manager.metricsSecure defaults to true)", url)
-	}
-	code, _, err := scrape(ctx, url, "")
-	fatalIf(t, err, "scraping without credentials")
-	if code != 401 && code != 403 {
-		t.Errorf("scraping without credentials: HTTP %d, want 401 or 403", code)
-	}
-	ns := e.inst.Namespace()
-	fatalIf(t, e.c.Create(ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "prometheus-reads-quotagate"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: e.inst.Release() + "-metrics-reader"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "prometheus"}},
-	}), "binding the metrics-reader ClusterRole")
-	promCfg, err := e.cluster.ServiceAccountConfig(ctx, ns, "prometheus", 0)
-	fatalIf(t, err, "getting prometheus's credentials")
-
-	var samples map[string]string
-	waitFor(t, "the manager to serve metrics to the metrics reader", 30*time.Second, func() (bool, string) {
-		code, s, err := scrape(ctx, url, promCfg.BearerToken)
-		samples = s
-		return err == nil && code == 200, fmt.Sprintf("HTTP %d, %v", code, err)
-	})
-	// The same reader may read the queue snapshot served beside the metrics.
-	debugURL := strings.TrimSuffix(url, "/metrics") + "/debug/queues"
-	if code, _, err := scrape(ctx, debugURL, promCfg.BearerToken); err != nil || code != 200 {
-		t.Errorf("GET %s as the metrics reader: HTTP %d, %v; want 200", debugURL, code, err)
-	}
-	want := float64(len(burst()))
-	if got, ok := sumOf(samples, "quotagate_queue_incoming_pods_total"); !ok || got < want {
-		t.Errorf("quotagate_queue_incoming_pods_total = %v (present: %v), want at least %v", got, ok, want)
-	}
-	if got, ok := sumOf(samples, "quotagate_pod_wait_seconds_count"); !ok || got != want {
-		t.Errorf("quotagate_pod_wait_seconds_count = %v (present: %v), want %v (one per admitted pod)", got, ok, want)
-	}
-	if got, ok := sumOf(samples, "quotagate_budget_admissions_total"); !ok || got != want {
-		t.Errorf("quotagate_budget_admissions_total = %v (present: %v), want %v (the journey's one Budget admitted every pod)", got, ok, want)
 	}
 }
 
