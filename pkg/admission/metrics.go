@@ -1,8 +1,9 @@
 package admission
 
 import (
-	"errors"
 	"fmt"
+
+	"github.com/quotagate/quotagate/internal/promreg"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -49,16 +50,11 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 }
 
 func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	err := reg.Register(c)
-	if err == nil {
-		return c, nil
+	c, err := promreg.Register(reg, c)
+	if err != nil {
+		return c, fmt.Errorf("registering webhook metrics: %w", err)
 	}
-	if are, ok := errors.AsType[prometheus.AlreadyRegisteredError](err); ok {
-		if existing, ok := are.ExistingCollector.(C); ok {
-			return existing, nil
-		}
-	}
-	return c, fmt.Errorf("registering webhook metrics: %w", err)
+	return c, nil
 }
 
 func (m *Metrics) observe(result string) {

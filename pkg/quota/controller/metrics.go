@@ -1,9 +1,10 @@
 package controller
 
 import (
-	"errors"
 	"fmt"
 	"time"
+
+	"github.com/quotagate/quotagate/internal/promreg"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -118,16 +119,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 }
 
 func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	err := reg.Register(c)
-	if err == nil {
-		return c, nil
+	c, err := promreg.Register(reg, c)
+	if err != nil {
+		return c, fmt.Errorf("registering manager metrics: %w", err)
 	}
-	if are, ok := errors.AsType[prometheus.AlreadyRegisteredError](err); ok {
-		if existing, ok := are.ExistingCollector.(C); ok {
-			return existing, nil
-		}
-	}
-	return c, fmt.Errorf("registering manager metrics: %w", err)
+	return c, nil
 }
 
 // labelsOf names a budget: kind, namespace ("" for a ClusterBudget), name.
