@@ -14,8 +14,6 @@ import (
 	"go.uber.org/zap/zapcore"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-
-	"github.com/quotagate/quotagate/internal/localcluster"
 )
 
 // peerOptions are the flags of `go run ./bench -peers` (make bench-peers).
@@ -81,19 +79,9 @@ func runPeers(ctx context.Context, o peerOptions) (err error) {
 	if o.kueue == "" {
 		return errors.New("-kueue: the path of Kueue's manager binary is needed (make bench-peers builds it)")
 	}
-	wd, err := os.Getwd()
+	root, abs, err := repoPaths()
 	if err != nil {
 		return err
-	}
-	root, err := localcluster.RepoRoot(wd)
-	if err != nil {
-		return err
-	}
-	abs := func(p string) string {
-		if filepath.IsAbs(p) {
-			return p
-		}
-		return filepath.Join(root, p)
 	}
 	kueueBin, err := filepath.Abs(o.kueue)
 	if err != nil {

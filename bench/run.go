@@ -27,19 +27,9 @@ func logf(format string, args ...any) {
 
 // run measures the figures asked for and writes the reports.
 func run(ctx context.Context, o options) error {
-	wd, err := os.Getwd()
+	root, abs, err := repoPaths()
 	if err != nil {
 		return err
-	}
-	root, err := localcluster.RepoRoot(wd)
-	if err != nil {
-		return err
-	}
-	abs := func(p string) string {
-		if filepath.IsAbs(p) {
-			return p
-		}
-		return filepath.Join(root, p)
 	}
 	if o.renderOnly {
 		return renderAgain(abs(o.json), abs(o.markdown))
@@ -249,4 +239,22 @@ func loadAverage() string {
 		return "unknown"
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// repoPaths finds the repository's root from the working directory and returns it with a
+// func that resolves a flag's path: absolute as given, relative to the root otherwise.
+func repoPaths() (root string, abs func(string) string, err error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", nil, err
+	}
+	if root, err = localcluster.RepoRoot(wd); err != nil {
+		return "", nil, err
+	}
+	return root, func(p string) string {
+		if filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(root, p)
+	}, nil
 }

@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -15,8 +14,6 @@ import (
 	"go.uber.org/zap/zapcore"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-
-	"github.com/quotagate/quotagate/internal/localcluster"
 )
 
 // scaleOptions are the flags of the scale benchmark (`go run ./bench -scale`).
@@ -93,19 +90,9 @@ func runScale(ctx context.Context, o scaleOptions, renderOnly bool) error {
 	if err := o.validate(); err != nil {
 		return err
 	}
-	wd, err := os.Getwd()
+	root, abs, err := repoPaths()
 	if err != nil {
 		return err
-	}
-	root, err := localcluster.RepoRoot(wd)
-	if err != nil {
-		return err
-	}
-	abs := func(p string) string {
-		if filepath.IsAbs(p) {
-			return p
-		}
-		return filepath.Join(root, p)
 	}
 	if renderOnly {
 		return renderScaleAgain(abs(o.json), abs(o.markdown))
