@@ -43,6 +43,8 @@ type Options struct {
 	Zap           crzap.Options
 	// Certs, when Certs.SecretName is set, has the leader manage the webhook's certificate.
 	Certs certrotation.Config
+	// Visibility configures the visibility.quotagate.io API server.
+	Visibility VisibilityOptions
 }
 
 // DefaultOptions are chosen so that the quota layer, not the client, is never what
@@ -63,6 +65,7 @@ func DefaultOptions() Options {
 		Controller:              controller.DefaultOptions(),
 		Zap:                     crzap.Options{Development: false},
 		Certs:                   defaultCertConfig(),
+		Visibility:              defaultVisibilityOptions(),
 	}
 }
 
@@ -101,6 +104,7 @@ func NewCommand() *cobra.Command {
 	f.DurationVar(&o.Controller.UngateTimeout, "ungate-timeout", o.Controller.UngateTimeout, "Timeout of one ungate patch; keep it below the lease duration minus the renew deadline.")
 
 	addCertFlags(f, &o.Certs)
+	addVisibilityFlags(f, &o.Visibility)
 
 	gofs := flag.NewFlagSet("", flag.ExitOnError)
 	o.Zap.BindFlags(gofs)
@@ -180,6 +184,12 @@ func Run(ctx context.Context, o Options) error {
 	}
 	if err := q.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the quota controller: %w", err)
+	}
+	if err := addVisibility(mgr, cfg, q, o); err != nil {
+		return fmt.Errorf("setting up the visibility API: %w", err)
+	}
+	if o.Visibility.APIService != "" {
+		o.Certs.APIServices = append(o.Certs.APIServices, o.Visibility.APIService)
 	}
 	if err := addCertRotation(mgr, o.Certs); err != nil {
 		return err

@@ -1,0 +1,113 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// GroupName is the API group of the visibility API.
+const GroupName = "visibility.quotagate.io"
+
+// GroupVersion is the group and version of every type in this package.
+var GroupVersion = schema.GroupVersion{Group: GroupName, Version: "v1alpha1"}
+
+// Resource and subresource names, as RBAC rules name them.
+const (
+	ResourceBudgets        = "budgets"
+	ResourceClusterBudgets = "clusterbudgets"
+	SubresourcePendingPods = "pendingpods"
+	KindPendingPodList     = "PendingPodList"
+)
+
+// Paging defaults: a page is DefaultLimit pods unless the request asks for another
+// size, and never more than MaxLimit.
+const (
+	DefaultLimit = 1000
+	MaxLimit     = 10000
+)
+
+// Queue names, as the admission core calls them.
+const (
+	QueueActive       = "active"
+	QueueBackoff      = "backoff"
+	QueueInadmissible = "inadmissible"
+	QueueParked       = "parked"
+)
+
+// PendingPodList is one page of a budget's gated pods in admission order.
+//
+// +kubebuilder:object:root=true
+type PendingPodList struct {
+	metav1.TypeMeta `json:",inline"`
+	// ObjectMeta names the budget: its namespace (empty for a ClusterBudget) and name.
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Kind of the budget: Budget or ClusterBudget.
+	BudgetKind string `json:"budgetKind"`
+	// State is the budget's state (Active, Suspended, ...), as its status shows it.
+	State string `json:"state,omitempty"`
+	// Strategy is the budget's queueing strategy.
+	Strategy string `json:"strategy,omitempty"`
+	// Total is how many pods the budget keeps gated, on every page.
+	Total int64 `json:"total"`
+	// Offset is how many pods in admission order come before this page.
+	Offset int64 `json:"offset"`
+	// Items are the pods of this page, position Offset+1 first.
+	Items []PendingPod `json:"items"`
+}
+
+// PendingPod is one gated pod and why it waits.
+type PendingPod struct {
+	// Namespace and Name of the pod.
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// UID of the pod.
+	UID string `json:"uid,omitempty"`
+	// Position is 1 for the next pod the budget admits.
+	Position int64 `json:"position"`
+	// Priority is the pod's priority, which orders the queue before creation time.
+	Priority int32 `json:"priority"`
+	// Group is the pod group the pod is admitted with, if any.
+	Group string `json:"group,omitempty"`
+	// Requests are what the pod charges the budget.
+	Requests corev1.ResourceList `json:"requests,omitempty"`
+	// CreationTimestamp is when the pod was created: it has waited since.
+	CreationTimestamp metav1.Time `json:"creationTimestamp"`
+	// WaitingSeconds is how long the pod has waited when the page was made.
+	WaitingSeconds int64 `json:"waitingSeconds"`
+	// Queue is the admission queue the pod is in: active, backoff, inadmissible or
+	// parked.
+	Queue string `json:"queue"`
+	// RetryAt is when a pod in backoff is tried again.
+	RetryAt *metav1.Time `json:"retryAt,omitempty"`
+	// ReasonCode is the machine-readable reason the pod waits.
+	ReasonCode string `json:"reasonCode"`
+	// Reason is the sentence that explains why the pod waits.
+	Reason string `json:"reason"`
+}
+
+// PendingPodsOptions are the query parameters of a pendingpods request.
+//
+// +kubebuilder:object:root=true
+type PendingPodsOptions struct {
+	metav1.TypeMeta `json:",inline"`
+	// Limit is the most pods a page holds; 0 means DefaultLimit.
+	Limit int64 `json:"limit,omitempty"`
+	// Offset is how many pods in admission order to skip.
+	Offset int64 `json:"offset,omitempty"`
+}
+
+var (
+	// SchemeBuilder registers this package's types with a scheme.
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
+	// AddToScheme adds this package's types to a scheme.
+	AddToScheme = SchemeBuilder.AddToScheme
+)
+
+func addKnownTypes(scheme *runtime.Scheme) error {
+	scheme.AddKnownTypes(GroupVersion, &PendingPodList{}, &PendingPodsOptions{})
+	metav1.AddToGroupVersion(scheme, GroupVersion)
+	return nil
+}

@@ -1,0 +1,19 @@
+// Package visibility serves visibility.quotagate.io/v1alpha1, the read-only view of a
+// budget's gated pods, from the manager through kube-apiserver's aggregation layer.
+//
+// kube-apiserver authenticates the user and proxies the request here with the user's
+// name and groups in front-proxy headers; this server trusts those headers only from
+// the front-proxy client certificate named in kube-system's
+// extension-apiserver-authentication ConfigMap, or authenticates a bearer token with a
+// TokenReview, and asks kube-apiserver whether the user may get the resource with a
+// SubjectAccessReview. So a pendingpods request is authorized by ordinary RBAC rules on
+// budgets/pendingpods and clusterbudgets/pendingpods in this group, namespaced as the
+// budget is (k8s.io/apiserver's delegated authentication and authorization).
+//
+// The API is not backed by storage: every page is computed from the admission core
+// (quota.AdmissionQueue.Page), which orders the budget's pods and copies only the page.
+// Only the leader's queues are evaluated, so a standby replica does not answer from its
+// own core: it forwards the request, under its own identity, to the address the leader
+// publishes in a Lease (leader.go). The request reaching the leader is authorized
+// again, as the manager's ServiceAccount, which the chart allows to read every queue.
+package visibility
