@@ -30,4 +30,8 @@ the certificate as delivered once the kubelet has put it there.
 - --webhook-configuration={{ include "quotagate.webhook.name" . }}
 - --webhook-service={{ include "quotagate.webhook.name" . }}
 - --webhook-cert-dir={{ include "quotagate.certRotatorDir" . }}
+{{- if .Values.visibility.enabled }}
+- --webhook-cert-extra-dns-names={{ include "quotagate.visibility.name" . }}.{{ .Release.Namespace }}.svc
+- --visibility-apiservice={{ include "quotagate.visibility.apiservice" . }}
+{{- end }}
 {{- end }}

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strconv"
@@ -21,7 +22,9 @@ priority, requests, how long it has waited, which queue it is in (active, backof
 inadmissible, parked) and the reason it waits.
 
 BUDGET is NAME or budget/NAME (a Budget in the current namespace, or -n), NAMESPACE/NAME,
-or clusterbudget/NAME. The queue comes from the manager's /debug/queues snapshot.`,
+or clusterbudget/NAME. The queue comes from the visibility API
+(visibility.quotagate.io, docs/visibility.md) with your own credentials: the view role
+in the budget's namespace is enough; with --manager-url, from the manager's /debug/queues.`,
 		Example: `  kubectl quotagate queue team-a -n team-a
   kubectl quotagate queue team-a/team-a -o json
   kubectl quotagate queue clusterbudget/ml-department`,
@@ -38,17 +41,9 @@ or clusterbudget/NAME. The queue comes from the manager's /debug/queues snapshot
 			if err != nil {
 				return err
 			}
-			src, err := e.snapshots()
+			bq, err := readQueue(cmd.Context(), e, key)
 			if err != nil {
 				return err
-			}
-			snap, err := src.Snapshot(cmd.Context())
-			if err != nil {
-				return err
-			}
-			bq, ok := newSnapshotView(snap).byBudget[key]
-			if !ok {
-				return fmt.Errorf("the manager has no queue for %s: no such budget, or the manager has not seen it yet", key.Describe())
 			}
 			if output == "json" {
 				return writeJSON(e.streams.Out, bq)
@@ -59,6 +54,33 @@ or clusterbudget/NAME. The queue comes from the manager's /debug/queues snapshot
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: json, or empty for a table.")
 	return cmd
+}
+
+// readQueue reads key's queue from the visibility API, or, with --manager-url (and in
+// tests that give no visibility reader), from the manager's snapshot.
+func readQueue(ctx context.Context, e *env, key quota.BudgetKey) (quota.BudgetQueue, error) {
+	if e.queues != nil {
+		read, err := e.queues()
+		if err != nil {
+			return quota.BudgetQueue{}, err
+		}
+		if read != nil {
+			return read(ctx, key)
+		}
+	}
+	src, err := e.snapshots()
+	if err != nil {
+		return quota.BudgetQueue{}, err
+	}
+	snap, err := src.Snapshot(ctx)
+	if err != nil {
+		return quota.BudgetQueue{}, err
+	}
+	bq, ok := newSnapshotView(snap).byBudget[key]
+	if !ok {
+		return quota.BudgetQueue{}, fmt.Errorf("the manager has no queue for %s: no such budget, or the manager has not seen it yet", key.Describe())
+	}
+	return bq, nil
 }
 
 // renderQueue writes one budget's queue as a table, headed by the budget's state and

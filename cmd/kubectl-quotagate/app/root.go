@@ -40,6 +40,9 @@ func DefaultManagerFlags() ManagerFlags {
 type env struct {
 	client    func() (client.Client, error)
 	snapshots func() (SnapshotSource, error)
+	// queues, when set, reads one budget's queue (the visibility API); queue prefers it
+	// to the snapshot.
+	queues func() (queueSource, error)
 	// namespace is the -n namespace, else the kubeconfig context's namespace.
 	namespace func() (string, error)
 	now       func() time.Time
@@ -80,6 +83,20 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 			return nil, fmt.Errorf("creating the API client: %w", err)
 		}
 		return &proxySource{clientset: cs, namespace: mf.Namespace, service: mf.Service, port: mf.Port, scheme: mf.Scheme}, nil
+	}
+	e.queues = func() (queueSource, error) {
+		if mf.URL != "" {
+			return nil, nil
+		}
+		cfg, err := flags.ToRESTConfig()
+		if err != nil {
+			return nil, fmt.Errorf("loading kubeconfig: %w", err)
+		}
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("creating the API client: %w", err)
+		}
+		return visibilityQueues(cs.CoreV1().RESTClient()), nil
 	}
 	e.namespace = func() (string, error) {
 		ns, _, err := flags.ToRawKubeConfigLoader().Namespace()

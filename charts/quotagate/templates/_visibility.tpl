@@ -1,0 +1,7 @@
+{{/*
+The visibility API (visibility.yaml, docs/visibility.md): the manager serves
+visibility.quotagate.io on visibility.port behind a Service and an APIService, with the
+webhook's certificate, which names the visibility Service too.
+*/}}
+{{- define "quotagate.visibility.name" -}}{{ include "quotagate.fullname" . }}-visibility{{- end }}
+{{- define "quotagate.visibility.apiservice" -}}v1alpha1.visibility.quotagate.io{{- end }}

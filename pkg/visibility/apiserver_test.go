@@ -1,0 +1,259 @@
+package visibility
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	visv1 "github.com/quotagate/quotagate/api/visibility/v1alpha1"
+	"github.com/quotagate/quotagate/internal/localcluster"
+	"github.com/quotagate/quotagate/internal/pki"
+	"github.com/quotagate/quotagate/pkg/quota"
+)
+
+const serviceName, serviceNamespace = "quotagate-visibility", "quotagate-system"
+
+// frontProxy writes the aggregation layer's front-proxy CA and client certificate, and
+// the visibility server's serving certificate, into dir; it returns kube-apiserver's
+// flags and the serving CA.
+func frontProxy(t *testing.T, dir string) ([]string, []byte) {
+	t.Helper()
+	now := time.Now()
+	nb, na := now.Add(-time.Hour), now.Add(24*time.Hour)
+	front, err := pki.NewCA("front-proxy-ca", nb, na)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := front.Issue(pki.Spec{CommonName: "front-proxy-client", NotBefore: nb, NotAfter: na})
+	if err != nil {
+		t.Fatal(err)
+	}
+	servingCA, err := pki.NewCA("visibility-ca", nb, na)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serving, err := servingCA.Issue(pki.Spec{CommonName: serviceName, DNSNames: []string{serviceName + "." + serviceNamespace + ".svc"}, Server: true, NotBefore: nb, NotAfter: na})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{
+		"front-proxy-ca.crt": front.CertPEM, "front-proxy-client.crt": client.CertPEM, "front-proxy-client.key": client.KeyPEM,
+		"certs/tls.crt": serving.CertPEM, "certs/tls.key": serving.KeyPEM, "certs/ca.crt": servingCA.CertPEM,
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return []string{
+		"--requestheader-client-ca-file=" + filepath.Join(dir, "front-proxy-ca.crt"),
+		"--requestheader-allowed-names=front-proxy-client",
+		"--requestheader-username-headers=X-Remote-User",
+		"--requestheader-group-headers=X-Remote-Group",
+		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+		"--proxy-client-cert-file=" + filepath.Join(dir, "front-proxy-client.crt"),
+		"--proxy-client-key-file=" + filepath.Join(dir, "front-proxy-client.key"),
+	}, servingCA.CertPEM
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = ln.Close() }()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// register creates the Service (ExternalName localhost: the aggregator dials it, as a
+// cluster without kube-proxy has no ClusterIP to reach) and the APIService, and waits
+// until the aggregator finds the API available.
+func register(ctx context.Context, t *testing.T, cfg *rest.Config, port int, caPEM []byte) {
+	t.Helper()
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	for _, ns := range []string{serviceNamespace, "team-a", "team-b"} {
+		if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: serviceNamespace, Name: serviceName},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "localhost",
+			Ports: []corev1.ServicePort{{Name: "visibility", Port: int32(port)}}},
+	}
+	if _, err := cs.CoreV1().Services(serviceNamespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	apiservices := dynamic.NewForConfigOrDie(cfg).Resource(schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"})
+	name := "v1alpha1." + visv1.GroupName
+	apisvc := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+		"metadata": map[string]any{"name": name},
+		"spec": map[string]any{
+			"group": visv1.GroupName, "version": "v1alpha1", "groupPriorityMinimum": int64(100), "versionPriority": int64(100),
+			"caBundle": base64.StdEncoding.EncodeToString(caPEM),
+			"service":  map[string]any{"namespace": serviceNamespace, "name": serviceName, "port": int64(port)},
+		},
+	}}
+	if _, err := apiservices.Create(ctx, apisvc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
+		got, err := apiservices.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
+		for _, c := range conds {
+			m, _ := c.(map[string]any)
+			if m["type"] == "Available" {
+				last = fmt.Sprint(m["reason"], ": ", m["message"])
+				return m["status"] == "True", nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("the APIService never became available (%s): %v", last, err)
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// roles are the chart's visibility roles (charts/quotagate/templates/budget-rbac.yaml).
+func roles(ctx context.Context, t *testing.T, cs kubernetes.Interface) {
+	t.Helper()
+	for _, r := range []*rbacv1.ClusterRole{
+		{
+			ObjectMeta: metav1.ObjectMeta{Name: "quotagate-queue-viewer", Labels: map[string]string{"rbac.authorization.k8s.io/aggregate-to-view": "true"}},
+			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{visv1.GroupName}, Resources: []string{"budgets/pendingpods"}, Verbs: []string{"get"}}},
+		},
+		{
+			ObjectMeta: metav1.ObjectMeta{Name: "quotagate-clusterqueue-viewer"},
+			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{visv1.GroupName}, Resources: []string{"budgets/pendingpods", "clusterbudgets/pendingpods"}, Verbs: []string{"get"}}},
+		},
+	} {
+		if _, err := cs.RbacV1().ClusterRoles().Create(ctx, r, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bind := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "tenant-view"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: "team-a", Name: "tenant"}},
+	}
+	if _, err := cs.RbacV1().RoleBindings("team-a").Create(ctx, bind, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func as(cfg *rest.Config, user string, groups ...string) kubernetes.Interface {
+	c := rest.CopyConfig(cfg)
+	c.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: append(groups, "system:authenticated")}
+	return kubernetes.NewForConfigOrDie(c)
+}
+
+func get(ctx context.Context, cs kubernetes.Interface, path string) (*visv1.PendingPodList, error) {
+	body, err := cs.CoreV1().RESTClient().Get().AbsPath(path).DoRaw(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var list visv1.PendingPodList
+	return &list, json.Unmarshal(body, &list)
+}
+
+// TestVisibilityOnRealAPIServer serves the API through a real kube-apiserver's
+// aggregation layer and checks that ordinary RBAC decides who sees which queue.
+func TestVisibilityOnRealAPIServer(t *testing.T) {
+	dir := t.TempDir()
+	flags, caPEM := frontProxy(t, dir)
+	cluster := localcluster.StartForTest(t, localcluster.Options{Nodes: 1, ExtraArgs: map[string][]string{localcluster.KubeAPIServer: flags}})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	port := freePort(t)
+	queues := fakeQueues{created: time.Now(), n: map[quota.BudgetKey]int{
+		{Namespace: "team-a", Name: "gpu"}: 5, {Namespace: "team-b", Name: "gpu"}: 2, {Name: "org"}: 3,
+	}}
+	srv, err := New(Options{BindAddress: net.IPv4(127, 0, 0, 1), Port: port, CertDir: filepath.Join(dir, "certs"), Kubeconfig: cluster.KubeconfigPath()}, queues, leading(true), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Start(ctx) }()
+	cfg := cluster.Config()
+	register(ctx, t, cfg, port, caPEM)
+	roles(ctx, t, kubernetes.NewForConfigOrDie(cfg))
+
+	tenant := as(cfg, "system:serviceaccount:team-a:tenant", "system:serviceaccounts", "system:serviceaccounts:team-a")
+	nobody := as(cfg, "nobody")
+	admin := as(cfg, "platform-admin")
+	teamA := GroupVersionPath + "/namespaces/team-a/budgets/gpu/pendingpods"
+	teamB := GroupVersionPath + "/namespaces/team-b/budgets/gpu/pendingpods"
+	org := GroupVersionPath + "/clusterbudgets/org/pendingpods"
+
+	list, err := get(ctx, tenant, teamA)
+	if err != nil {
+		t.Fatalf("a tenant with view in team-a reads team-a's queue: %v", err)
+	}
+	if list.Total != 5 || len(list.Items) != 5 || list.Items[0].Reason == "" {
+		t.Errorf("team-a's queue: total %d, %d items", list.Total, len(list.Items))
+	}
+	page, err := get(ctx, tenant, teamA+"?limit=2&offset=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var positions []int64
+	for _, p := range page.Items {
+		positions = append(positions, p.Position)
+	}
+	if diff := cmp.Diff([]int64{2, 3}, positions); diff != "" {
+		t.Errorf("page limit=2 offset=1 (-want +got):\n%s", diff)
+	}
+	for what, call := range map[string]func() error{
+		"the tenant reads team-b's queue":                                 func() error { _, err := get(ctx, tenant, teamB); return err },
+		"the tenant reads a ClusterBudget's queue":                        func() error { _, err := get(ctx, tenant, org); return err },
+		"a user with no rights reads team-a's queue":                      func() error { _, err := get(ctx, nobody, teamA); return err },
+		"an admin without the cluster role reads a ClusterBudget's queue": func() error { _, err := get(ctx, admin, org); return err },
+	} {
+		if err := call(); !apierrors.IsForbidden(err) {
+			t.Errorf("%s: got %v, want 403 Forbidden", what, err)
+		}
+	}
+	crb := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "platform-admin-queues"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "quotagate-clusterqueue-viewer"},
+		Subjects:   []rbacv1.Subject{{Kind: "User", APIGroup: rbacv1.GroupName, Name: "platform-admin"}},
+	}
+	if _, err := kubernetes.NewForConfigOrDie(cfg).RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The server caches a denial for ten seconds (DelegatingAuthorizationOptions).
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		list, err := get(ctx, admin, org)
+		return err == nil && list.Total == 3 && list.BudgetKind == "ClusterBudget", nil
+	})
+	if err != nil {
+		t.Errorf("the cluster role does not let an admin read a ClusterBudget's queue: %v", err)
+	}
+}
