@@ -22,13 +22,15 @@ const FieldOwner = "quotagate-cert-rotator"
 type Config struct {
 	// Namespace and SecretName are the Secret holding the CA and serving certificate.
 	Namespace, SecretName string
-	// WebhookConfiguration is the MutatingWebhookConfiguration whose caBundle is the CA.
+	// WebhookConfiguration is the MutatingWebhookConfiguration whose caBundle is the CA;
+	// empty when there is no webhook (admission by the policy) and only APIServices use
+	// the certificate.
 	WebhookConfiguration string
 	// APIServices are APIServices whose caBundle is the CA too (served by the same
 	// certificate).
 	APIServices []string
 	// Service is the webhook's Service: the certificate is for <Service>.<Namespace>.svc
-	// and <Service>.<Namespace>.svc.cluster.local.
+	// and <Service>.<Namespace>.svc.cluster.local. Empty with WebhookConfiguration.
 	Service string
 	// ExtraDNSNames are more names the certificate is valid for.
 	ExtraDNSNames []string
@@ -45,13 +47,19 @@ type Config struct {
 // Validate reports every missing or inconsistent setting at once.
 func (c Config) Validate() error {
 	var errs []error
-	for flag, v := range map[string]string{
-		"namespace": c.Namespace, "secret": c.SecretName, "webhook configuration": c.WebhookConfiguration,
-		"service": c.Service, "cert dir": c.CertDir,
-	} {
+	for flag, v := range map[string]string{"namespace": c.Namespace, "secret": c.SecretName, "cert dir": c.CertDir} {
 		if v == "" {
 			errs = append(errs, fmt.Errorf("certificate rotation: the %s must be set", flag))
 		}
+	}
+	if (c.WebhookConfiguration == "") != (c.Service == "") {
+		errs = append(errs, errors.New("certificate rotation: the webhook configuration and the webhook service go together: set both or neither"))
+	}
+	if c.WebhookConfiguration == "" && len(c.APIServices) == 0 {
+		errs = append(errs, errors.New("certificate rotation: nothing uses the certificate: set the webhook configuration or an APIService"))
+	}
+	if len(c.DNSNames()) == 0 {
+		errs = append(errs, errors.New("certificate rotation: the certificate needs a DNS name: set the webhook service or extra DNS names"))
 	}
 	if c.ServerCertValidity != 0 && c.RenewBefore >= c.ServerCertValidity {
 		errs = append(errs, fmt.Errorf("certificate rotation: renew-before (%s) must be less than the validity (%s)", c.RenewBefore, c.ServerCertValidity))
@@ -61,8 +69,12 @@ func (c Config) Validate() error {
 
 // DNSNames are the names the serving certificate is valid for.
 func (c Config) DNSNames() []string {
-	svc := c.Service + "." + c.Namespace + ".svc"
-	return append([]string{svc, svc + ".cluster.local"}, c.ExtraDNSNames...)
+	var names []string
+	if c.Service != "" {
+		svc := c.Service + "." + c.Namespace + ".svc"
+		names = append(names, svc, svc+".cluster.local")
+	}
+	return append(names, c.ExtraDNSNames...)
 }
 
 // Add registers the rotator with mgr; it runs while mgr leads. ready is closed once the
@@ -73,7 +85,10 @@ func Add(mgr manager.Manager, c Config) (ready <-chan struct{}, err error) {
 	}
 	names := c.DNSNames()
 	isReady := make(chan struct{})
-	webhooks := []rotator.WebhookInfo{{Name: c.WebhookConfiguration, Type: rotator.Mutating}}
+	var webhooks []rotator.WebhookInfo
+	if c.WebhookConfiguration != "" {
+		webhooks = append(webhooks, rotator.WebhookInfo{Name: c.WebhookConfiguration, Type: rotator.Mutating})
+	}
 	for _, a := range c.APIServices {
 		webhooks = append(webhooks, rotator.WebhookInfo{Name: a, Type: rotator.APIService})
 	}
@@ -124,9 +139,9 @@ func (m scopedManager) GetConfig() *rest.Config {
 // newScope maps the collection path of each kind the rotator watches to the one name it
 // needs from it.
 func newScope(c Config) (map[string]string, error) {
-	scope := map[string]string{
-		"/api/v1/namespaces/" + c.Namespace + "/secrets":                      c.SecretName,
-		"/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations": c.WebhookConfiguration,
+	scope := map[string]string{"/api/v1/namespaces/" + c.Namespace + "/secrets": c.SecretName}
+	if c.WebhookConfiguration != "" {
+		scope["/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"] = c.WebhookConfiguration
 	}
 	switch len(c.APIServices) {
 	case 0:

@@ -73,10 +73,32 @@ func TestConfig(t *testing.T) {
 	}
 	bad := Config{ServerCertValidity: time.Hour, RenewBefore: 2 * time.Hour}
 	err := bad.Validate()
-	for _, want := range []string{"namespace", "secret", "webhook configuration", "service", "cert dir", "renew-before"} {
+	for _, want := range []string{"namespace", "secret", "nothing uses", "DNS name", "cert dir", "renew-before"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate() = %v, want it to name %s", err, want)
 		}
+	}
+	apiOnly := Config{Namespace: "qg", SecretName: "s", CertDir: "/d", APIServices: []string{"v1alpha1.visibility.quotagate.io"}, ExtraDNSNames: []string{"qg-visibility.qg.svc"}}
+	if err := apiOnly.Validate(); err != nil {
+		t.Errorf("Validate() of a certificate for an APIService alone (policy admission) = %v", err)
+	}
+	if diff := cmp.Diff([]string{"qg-visibility.qg.svc"}, apiOnly.DNSNames()); diff != "" {
+		t.Errorf("DNSNames of the APIService-only certificate (-want +got):\n%s", diff)
+	}
+	scope, err := newScope(apiOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := scope["/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"]; ok {
+		t.Error("the scope names a webhook configuration the APIService-only rotator has none of")
+	}
+	if err := (Config{Namespace: "qg", SecretName: "s", CertDir: "/d"}).Validate(); err == nil || !strings.Contains(err.Error(), "nothing uses the certificate") {
+		t.Errorf("Validate() of a certificate nothing uses = %v", err)
+	}
+	half := config()
+	half.Service = ""
+	if err := half.Validate(); err == nil || !strings.Contains(err.Error(), "set both or neither") {
+		t.Errorf("Validate() of a webhook configuration without its Service = %v", err)
 	}
 	two := config()
 	two.APIServices = []string{"a", "b"}

@@ -175,8 +175,12 @@ func as(cfg *rest.Config, user string, groups ...string) kubernetes.Interface {
 	return kubernetes.NewForConfigOrDie(c)
 }
 
-func get(ctx context.Context, cs kubernetes.Interface, path string) (*visv1.PendingPodList, error) {
-	body, err := cs.CoreV1().RESTClient().Get().AbsPath(path).DoRaw(ctx)
+func get(ctx context.Context, cs kubernetes.Interface, path string, params map[string]string) (*visv1.PendingPodList, error) {
+	req := cs.CoreV1().RESTClient().Get().AbsPath(path)
+	for k, v := range params {
+		req = req.Param(k, v)
+	}
+	body, err := req.DoRaw(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -212,14 +216,21 @@ func TestVisibilityOnRealAPIServer(t *testing.T) {
 	teamB := GroupVersionPath + "/namespaces/team-b/budgets/gpu/pendingpods"
 	org := GroupVersionPath + "/clusterbudgets/org/pendingpods"
 
-	list, err := get(ctx, tenant, teamA)
+	// kube-controller-manager aggregates the chart's queue-viewer role into view shortly
+	// after it is created; until then the tenant is refused, as a user would be.
+	var list *visv1.PendingPodList
+	var getErr error
+	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		list, getErr = get(ctx, tenant, teamA, nil)
+		return getErr == nil, nil
+	})
 	if err != nil {
-		t.Fatalf("a tenant with view in team-a reads team-a's queue: %v", err)
+		t.Fatalf("a tenant with view in team-a reads team-a's queue: %v", getErr)
 	}
 	if list.Total != 5 || len(list.Items) != 5 || list.Items[0].Reason == "" {
 		t.Errorf("team-a's queue: total %d, %d items", list.Total, len(list.Items))
 	}
-	page, err := get(ctx, tenant, teamA+"?limit=2&offset=1")
+	page, err := get(ctx, tenant, teamA, map[string]string{"limit": "2", "offset": "1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,10 +242,10 @@ func TestVisibilityOnRealAPIServer(t *testing.T) {
 		t.Errorf("page limit=2 offset=1 (-want +got):\n%s", diff)
 	}
 	for what, call := range map[string]func() error{
-		"the tenant reads team-b's queue":                                 func() error { _, err := get(ctx, tenant, teamB); return err },
-		"the tenant reads a ClusterBudget's queue":                        func() error { _, err := get(ctx, tenant, org); return err },
-		"a user with no rights reads team-a's queue":                      func() error { _, err := get(ctx, nobody, teamA); return err },
-		"an admin without the cluster role reads a ClusterBudget's queue": func() error { _, err := get(ctx, admin, org); return err },
+		"the tenant reads team-b's queue":                                 func() error { _, err := get(ctx, tenant, teamB, nil); return err },
+		"the tenant reads a ClusterBudget's queue":                        func() error { _, err := get(ctx, tenant, org, nil); return err },
+		"a user with no rights reads team-a's queue":                      func() error { _, err := get(ctx, nobody, teamA, nil); return err },
+		"an admin without the cluster role reads a ClusterBudget's queue": func() error { _, err := get(ctx, admin, org, nil); return err },
 	} {
 		if err := call(); !apierrors.IsForbidden(err) {
 			t.Errorf("%s: got %v, want 403 Forbidden", what, err)
@@ -250,7 +261,7 @@ func TestVisibilityOnRealAPIServer(t *testing.T) {
 	}
 	// The server caches a denial for ten seconds (DelegatingAuthorizationOptions).
 	err = wait.PollUntilContextTimeout(ctx, time.Second, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		list, err := get(ctx, admin, org)
+		list, err := get(ctx, admin, org, nil)
 		return err == nil && list.Total == 3 && list.BudgetKind == "ClusterBudget", nil
 	})
 	if err != nil {

@@ -27,11 +27,31 @@ the certificate as delivered once the kubelet has put it there.
 {{- define "quotagate.certRotatorArgs" -}}
 - --webhook-cert-secret={{ include "quotagate.certificate.secret" . }}
 - --webhook-cert-namespace={{ .Release.Namespace }}
+- --webhook-cert-dir={{ include "quotagate.certRotatorDir" . }}
+{{- if include "quotagate.admission.webhook" . }}
 - --webhook-configuration={{ include "quotagate.webhook.name" . }}
 - --webhook-service={{ include "quotagate.webhook.name" . }}
-- --webhook-cert-dir={{ include "quotagate.certRotatorDir" . }}
+{{- end }}
 {{- if .Values.visibility.enabled }}
-- --webhook-cert-extra-dns-names={{ include "quotagate.visibility.name" . }}.{{ .Release.Namespace }}.svc
+- --webhook-cert-extra-dns-names={{ include "quotagate.visibility.dnsNames" . | fromYamlArray | join "," }}
 - --visibility-apiservice={{ include "quotagate.visibility.apiservice" . }}
 {{- end }}
+{{- end }}
+
+{{/*
+quotagate.servingCert is "true" when the release needs the serving certificate: for the
+webhook (admission.mode webhook) and for the visibility API's APIService. In policy mode
+without the visibility API there is no certificate at all.
+*/}}
+{{- define "quotagate.servingCert" -}}
+{{- if or (include "quotagate.admission.webhook" .) .Values.visibility.enabled -}}true{{- end -}}
+{{- end }}
+
+{{/*
+quotagate.manager.mountsCert is "true" when the manager's pod mounts the serving
+certificate's Secret: the rotator watches it delivered (certManager.enabled=false), and the
+visibility server serves with it.
+*/}}
+{{- define "quotagate.manager.mountsCert" -}}
+{{- if or (and (not .Values.certManager.enabled) (include "quotagate.servingCert" .)) .Values.visibility.enabled -}}true{{- end -}}
 {{- end }}

@@ -40,10 +40,10 @@ func addCertRotation(mgr manager.Manager, c certrotation.Config) error {
 		return err
 	}
 	log := ctrl.Log.WithName("cert-rotation")
-	log.Info("Managing the webhook's certificate", "secret", c.Namespace+"/"+c.SecretName, "webhookConfiguration", c.WebhookConfiguration, "dnsNames", c.DNSNames())
+	log.Info("Managing the serving certificate", "secret", c.Namespace+"/"+c.SecretName, "webhookConfiguration", c.WebhookConfiguration, "apiServices", c.APIServices, "dnsNames", c.DNSNames())
 	go func() {
 		<-ready
-		log.Info("The webhook's certificate is issued, mounted and its CA injected")
+		log.Info("The serving certificate is issued, mounted and its CA injected")
 	}()
 	return nil
 }
