@@ -16,6 +16,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // mapVersion is what `.Capabilities.APIVersions` holds on a cluster that serves
@@ -26,7 +27,6 @@ const mapVersion = "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy"
 var webhookObjects = []string{
 	"Deployment quotagate-webhook", "Service quotagate-webhook", "ServiceAccount quotagate-webhook",
 	"MutatingWebhookConfiguration quotagate-webhook", "PodDisruptionBudget quotagate-webhook",
-	"Certificate quotagate-webhook-cert",
 }
 
 // policyObjects are the objects only the policy needs.
@@ -122,10 +122,10 @@ func TestAdmissionModes(t *testing.T) {
 	}
 }
 
-// In mode policy with the manager's own certificates (certManager.enabled=false) neither
-// the certificate Secret nor the manager's rotator is rendered: nothing serves TLS.
-func TestPolicyModeHasNoCertificate(t *testing.T) {
-	m, err := installAPI(map[string]any{"admission": map[string]any{"mode": "policy"}, "certManager": map[string]any{"enabled": false}})
+// In mode policy without the visibility API nothing serves TLS: neither the certificate
+// Secret nor the manager's rotator is rendered.
+func TestPolicyModeWithoutVisibilityHasNoCertificate(t *testing.T) {
+	m, err := installAPI(map[string]any{"admission": map[string]any{"mode": "policy"}, "certManager": map[string]any{"enabled": false}, "visibility": map[string]any{"enabled": false}})
 	if err != nil {
 		t.Fatalf("rendering: %v", err)
 	}
@@ -143,6 +143,51 @@ func TestPolicyModeHasNoCertificate(t *testing.T) {
 	if len(c.VolumeMounts) != 0 || len(d.Spec.Template.Spec.Volumes) != 0 {
 		t.Errorf("manager volumes %v, mounts %v; want none in mode policy", d.Spec.Template.Spec.Volumes, c.VolumeMounts)
 	}
+}
+
+// In mode policy the visibility API still needs a serving certificate: it names the
+// visibility Service only, and the rotator injects its CA into the APIService alone.
+func TestPolicyModeCertificateIsTheVisibilityAPIs(t *testing.T) {
+	visibilityNames := []string{"quotagate-visibility.quotagate-system.svc", "quotagate-visibility.quotagate-system.svc.cluster.local"}
+	t.Run("cert-manager", func(t *testing.T) {
+		m, err := installAPI(map[string]any{"admission": map[string]any{"mode": "policy"}})
+		if err != nil {
+			t.Fatalf("rendering: %v", err)
+		}
+		names, _, _ := unstructured.NestedStringSlice(m.find(t, "Certificate", "quotagate-webhook-cert").Object, "spec", "dnsNames")
+		if diff := cmp.Diff(visibilityNames, names); diff != "" {
+			t.Errorf("serving certificate dnsNames in mode policy (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("self-managed", func(t *testing.T) {
+		m, err := installAPI(map[string]any{"admission": map[string]any{"mode": "policy"}, "certManager": map[string]any{"enabled": false}})
+		if err != nil {
+			t.Fatalf("rendering: %v", err)
+		}
+		var d appsv1.Deployment
+		into(t, m.find(t, "Deployment", "quotagate-manager"), &d)
+		args := strings.Join(d.Spec.Template.Spec.Containers[0].Args, " ")
+		for _, want := range []string{"--webhook-cert-secret=quotagate-webhook-internal-tls", "--visibility-apiservice=v1alpha1.visibility.quotagate.io",
+			"--webhook-cert-extra-dns-names=" + strings.Join(visibilityNames, ",")} {
+			if !strings.Contains(args, want) {
+				t.Errorf("manager args %q lack %s", args, want)
+			}
+		}
+		for _, unwanted := range []string{"--webhook-configuration", "--webhook-service"} {
+			if strings.Contains(args, unwanted) {
+				t.Errorf("manager args %q name %s, which mode policy does not have", args, unwanted)
+			}
+		}
+		var role rbacv1.ClusterRole
+		into(t, m.find(t, "ClusterRole", "quotagate-manager-cert-rotator"), &role)
+		var resources []string
+		for _, r := range role.Rules {
+			resources = append(resources, r.Resources...)
+		}
+		if diff := cmp.Diff([]string{"apiservices"}, resources); diff != "" {
+			t.Errorf("the rotator's ClusterRole in mode policy (-want +got):\n%s", diff)
+		}
+	})
 }
 
 // The chart's policy is config/policy/admission's, field by field, for release quotagate

@@ -65,9 +65,15 @@ func TestWebhookCertificateChain(t *testing.T) {
 		}
 	}
 	dnsNames, _, _ := unstructured.NestedStringSlice(serving.Object, "spec", "dnsNames")
-	wantDNS := []string{"quotagate-webhook.quotagate-system.svc", "quotagate-webhook.quotagate-system.svc.cluster.local"}
+	wantDNS := []string{"quotagate-webhook.quotagate-system.svc", "quotagate-webhook.quotagate-system.svc.cluster.local",
+		"quotagate-visibility.quotagate-system.svc", "quotagate-visibility.quotagate-system.svc.cluster.local"}
 	if diff := cmp.Diff(wantDNS, dnsNames); diff != "" {
 		t.Errorf("serving certificate dnsNames (-want +got):\n%s", diff)
+	}
+	// The visibility API's APIService trusts the same CA as the webhook.
+	apiService := m.find(t, "APIService", "v1alpha1.visibility.quotagate.io")
+	if got, want := apiService.GetAnnotations()["cert-manager.io/inject-ca-from"], mwc.GetAnnotations()["cert-manager.io/inject-ca-from"]; got != want {
+		t.Errorf("the APIService's inject-ca-from = %q, want the webhook's %q", got, want)
 	}
 	webhookMountsSecret(t, m, str(serving, "spec", "secretName"))
 

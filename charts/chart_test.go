@@ -43,8 +43,12 @@ func TestRenderedObjectsAreValid(t *testing.T) {
 	m := mustInstall(t, defaultRelease, defaultNamespace, map[string]any{
 		"metrics": map[string]any{"serviceMonitor": map[string]any{"enabled": true}},
 	})
-	clusterScoped := []string{"CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding",
-		"MutatingWebhookConfiguration", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
+	clusterScoped := []string{"CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding", "APIService",
+		"MutatingWebhookConfiguration", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
+		"MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"}
+	// Delegated authentication reads kube-apiserver's extension-apiserver-authentication
+	// ConfigMap, which lives in kube-system, so its RoleBinding must too.
+	elsewhere := map[string]string{"RoleBinding quotagate-visibility-auth-reader": "kube-system"}
 	for _, o := range append(append([]*unstructured.Unstructured{}, m.Objects...), m.Hooks...) {
 		switch o.GetAPIVersion() {
 		case "cert-manager.io/v1", "monitoring.coreos.com/v1":
@@ -56,6 +60,10 @@ func TestRenderedObjectsAreValid(t *testing.T) {
 		if slices.Contains(clusterScoped, o.GetKind()) {
 			if o.GetNamespace() != "" {
 				t.Errorf("cluster-scoped %s %s has namespace %q", o.GetKind(), o.GetName(), o.GetNamespace())
+			}
+		} else if want, ok := elsewhere[o.GetKind()+" "+o.GetName()]; ok {
+			if o.GetNamespace() != want {
+				t.Errorf("%s %s is in namespace %q, want %q", o.GetKind(), o.GetName(), o.GetNamespace(), want)
 			}
 		} else if o.GetNamespace() != defaultNamespace {
 			t.Errorf("%s %s is in namespace %q, want %q", o.GetKind(), o.GetName(), o.GetNamespace(), defaultNamespace)

@@ -140,6 +140,7 @@ func resourceOf(t *testing.T, o *unstructured.Unstructured) schema.GroupVersionR
 		"MutatingWebhookConfiguration":     "mutatingwebhookconfigurations",
 		"ValidatingAdmissionPolicy":        "validatingadmissionpolicies",
 		"ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybindings",
+		"APIService":                       "apiservices",
 	}[gvk.Kind]
 	if plural == "" {
 		t.Fatalf("no resource known for kind %s", gvk.Kind)

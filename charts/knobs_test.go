@@ -142,17 +142,23 @@ func TestExtraArgsAndEnv(t *testing.T) {
 	for key, name := range components {
 		base := podSpecOf(t, defaults, "Deployment", name).Containers[0]
 		c := podSpecOf(t, m, "Deployment", name).Containers[0]
-		if len(base.Env) != 0 {
-			t.Errorf("%s: env %v by default, want none", key, base.Env)
+		// The manager's only env of its own is POD_IP, the address a standby forwards
+		// visibility requests to when this replica leads.
+		var wantBase []corev1.EnvVar
+		if key == "manager" {
+			wantBase = []corev1.EnvVar{{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}}}
+		}
+		if diff := cmp.Diff(wantBase, base.Env); diff != "" {
+			t.Errorf("%s: env by default (-want +got):\n%s", key, diff)
 		}
 		wantArgs := append(append([]string{}, base.Args...), "--zap-encoder=console", "--zap-stacktrace-level=panic")
 		if diff := cmp.Diff(wantArgs, c.Args); diff != "" {
 			t.Errorf("%s args: the extra args must follow the chart's (-want +got):\n%s", key, diff)
 		}
-		wantEnv := []corev1.EnvVar{
-			{Name: "GOMEMLIMIT", Value: "400MiB"},
-			{Name: "NODE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}},
-		}
+		wantEnv := append(wantBase,
+			corev1.EnvVar{Name: "GOMEMLIMIT", Value: "400MiB"},
+			corev1.EnvVar{Name: "NODE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}},
+		)
 		if diff := cmp.Diff(wantEnv, c.Env); diff != "" {
 			t.Errorf("%s env (-want +got):\n%s", key, diff)
 		}

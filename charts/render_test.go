@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
+
 	"helm.sh/helm/v4/pkg/action"
 	"helm.sh/helm/v4/pkg/chart/common"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
@@ -185,7 +187,7 @@ func decodeAll(stream string) ([]*unstructured.Unstructured, error) {
 var strictScheme = func() *kruntime.Scheme {
 	s := kruntime.NewScheme()
 	for _, add := range []func(*kruntime.Scheme) error{
-		clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme,
+		clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, apiregistrationv1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			panic(err)
