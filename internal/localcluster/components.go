@@ -38,6 +38,9 @@ func (l layout) servingCert() string           { return l.path("pki", "apiserver
 func (l layout) servingKey() string            { return l.path("pki", "apiserver.key") }
 func (l layout) saPrivateKey() string          { return l.path("pki", "sa.key") }
 func (l layout) saPublicKey() string           { return l.path("pki", "sa.pub") }
+func (l layout) frontProxyCA() string          { return l.path("pki", "front-proxy-ca.crt") }
+func (l layout) frontProxyClientCert() string  { return l.path("pki", "front-proxy-client.crt") }
+func (l layout) frontProxyClientKey() string   { return l.path("pki", "front-proxy-client.key") }
 func (l layout) etcdData() string              { return l.path("etcd") }
 func (l layout) kwokHome() string              { return l.path("kwok-home") }
 func (l layout) log(name string) string        { return l.path(name + ".log") }
@@ -119,6 +122,17 @@ func commandLines(l layout, p ports, stages []string, extra map[string][]string)
 			"--service-cluster-ip-range=" + serviceClusterIPRange,
 			"--authorization-mode=Node,RBAC",
 			"--allow-privileged=true",
+			// The aggregation layer, as kubeadm sets it up: kube-apiserver proxies to an
+			// APIService's server with the front-proxy client certificate and the user in
+			// X-Remote-* headers, which the server trusts through the front-proxy CA
+			// published in kube-system's extension-apiserver-authentication ConfigMap.
+			"--requestheader-client-ca-file=" + l.frontProxyCA(),
+			"--requestheader-allowed-names=" + frontProxyClient,
+			"--requestheader-username-headers=X-Remote-User",
+			"--requestheader-group-headers=X-Remote-Group",
+			"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+			"--proxy-client-cert-file=" + l.frontProxyClientCert(),
+			"--proxy-client-key-file=" + l.frontProxyClientKey(),
 		}},
 		KubeControllerManager: {args: []string{
 			"--kubeconfig=" + l.kubeconfig(KubeControllerManager),

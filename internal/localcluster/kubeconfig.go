@@ -98,6 +98,10 @@ func writeKubeconfig(cfg *rest.Config, user, path string) error {
 	return nil
 }
 
+// frontProxyClient is the common name of the client certificate kube-apiserver's
+// aggregation layer proxies with.
+const frontProxyClient = "front-proxy-client"
+
 // credentials are the files written for a cluster, returned so Start can build the
 // admin rest.Config without reading them back.
 type credentials struct {
@@ -126,6 +130,14 @@ func writeCredentials(l layout, p ports) (credentials, error) {
 	if err != nil {
 		return credentials{}, err
 	}
+	frontCA, err := pki.NewCA("front-proxy-ca", notBefore, notAfter)
+	if err != nil {
+		return credentials{}, err
+	}
+	frontClient, err := frontCA.Issue(pki.Spec{CommonName: frontProxyClient, NotBefore: notBefore, NotAfter: notAfter})
+	if err != nil {
+		return credentials{}, err
+	}
 	saPrivate, saPublic, err := pki.NewSigningKey()
 	if err != nil {
 		return credentials{}, fmt.Errorf("service account signing key: %w", err)
@@ -139,6 +151,10 @@ func writeCredentials(l layout, p ports) (credentials, error) {
 		l.servingKey():   serving.KeyPEM,
 		l.saPrivateKey(): saPrivate,
 		l.saPublicKey():  saPublic,
+
+		l.frontProxyCA():         frontCA.CertPEM,
+		l.frontProxyClientCert(): frontClient.CertPEM,
+		l.frontProxyClientKey():  frontClient.KeyPEM,
 	}
 	for path, data := range files {
 		if err := os.WriteFile(path, data, 0o600); err != nil {

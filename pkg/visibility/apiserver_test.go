@@ -31,21 +31,13 @@ import (
 
 const serviceName, serviceNamespace = "quotagate-visibility", "quotagate-system"
 
-// frontProxy writes the aggregation layer's front-proxy CA and client certificate, and
-// the visibility server's serving certificate, into dir; it returns kube-apiserver's
-// flags and the serving CA.
-func frontProxy(t *testing.T, dir string) ([]string, []byte) {
+// servingCert writes the visibility server's serving certificate into dir/certs and
+// returns the CA that signed it. (The local control plane sets up the aggregation layer's
+// front proxy itself, as kubeadm does.)
+func servingCert(t *testing.T, dir string) []byte {
 	t.Helper()
 	now := time.Now()
 	nb, na := now.Add(-time.Hour), now.Add(24*time.Hour)
-	front, err := pki.NewCA("front-proxy-ca", nb, na)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client, err := front.Issue(pki.Spec{CommonName: "front-proxy-client", NotBefore: nb, NotAfter: na})
-	if err != nil {
-		t.Fatal(err)
-	}
 	servingCA, err := pki.NewCA("visibility-ca", nb, na)
 	if err != nil {
 		t.Fatal(err)
@@ -54,26 +46,15 @@ func frontProxy(t *testing.T, dir string) ([]string, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, data := range map[string][]byte{
-		"front-proxy-ca.crt": front.CertPEM, "front-proxy-client.crt": client.CertPEM, "front-proxy-client.key": client.KeyPEM,
-		"certs/tls.crt": serving.CertPEM, "certs/tls.key": serving.KeyPEM, "certs/ca.crt": servingCA.CertPEM,
-	} {
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o700); err != nil {
+	for name, data := range map[string][]byte{"tls.crt": serving.CertPEM, "tls.key": serving.KeyPEM, "ca.crt": servingCA.CertPEM} {
+		if err := os.MkdirAll(filepath.Join(dir, "certs"), 0o700); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, "certs", name), data, 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return []string{
-		"--requestheader-client-ca-file=" + filepath.Join(dir, "front-proxy-ca.crt"),
-		"--requestheader-allowed-names=front-proxy-client",
-		"--requestheader-username-headers=X-Remote-User",
-		"--requestheader-group-headers=X-Remote-Group",
-		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
-		"--proxy-client-cert-file=" + filepath.Join(dir, "front-proxy-client.crt"),
-		"--proxy-client-key-file=" + filepath.Join(dir, "front-proxy-client.key"),
-	}, servingCA.CertPEM
+	return servingCA.CertPEM
 }
 
 func freePort(t *testing.T) int {
@@ -192,8 +173,8 @@ func get(ctx context.Context, cs kubernetes.Interface, path string, params map[s
 // aggregation layer and checks that ordinary RBAC decides who sees which queue.
 func TestVisibilityOnRealAPIServer(t *testing.T) {
 	dir := t.TempDir()
-	flags, caPEM := frontProxy(t, dir)
-	cluster := localcluster.StartForTest(t, localcluster.Options{Nodes: 1, ExtraArgs: map[string][]string{localcluster.KubeAPIServer: flags}})
+	caPEM := servingCert(t, dir)
+	cluster := localcluster.StartForTest(t, localcluster.Options{Nodes: 1})
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	port := freePort(t)
