@@ -35,9 +35,14 @@ func visibilityQueues(rc rest.Interface) queueSource {
 		path := pendingPodsPath(key)
 		var all *visv1.PendingPodList
 		for offset := 0; ; {
-			body, err := rc.Get().AbsPath(path).
+			res := rc.Get().AbsPath(path).
 				Param("limit", strconv.Itoa(visv1.DefaultLimit)).Param("offset", strconv.Itoa(offset)).
-				DoRaw(ctx)
+				Do(ctx)
+			// Error, unlike DoRaw, keeps the message of the Status the API answers.
+			if err := res.Error(); err != nil {
+				return nil, explainVisibilityError(key, path, err)
+			}
+			body, err := res.Raw()
 			if err != nil {
 				return nil, explainVisibilityError(key, path, err)
 			}

@@ -2,6 +2,7 @@ package app
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -43,7 +44,12 @@ func (w *world) visibilityEnv(t *testing.T, c client.Client, forbidden ...quota.
 			writeAPIStatus(rw, apierrors.NewNotFound(schema.GroupResource{Group: visv1.GroupName}, r.URL.Path))
 			return
 		case slices.Contains(forbidden, key):
-			writeAPIStatus(rw, apierrors.NewForbidden(schema.GroupResource{Group: visv1.GroupName, Resource: "budgets/pendingpods"}, key.Name, nil))
+			resource := "budgets"
+			if key.IsCluster() {
+				resource = "clusterbudgets"
+			}
+			writeAPIStatus(rw, apierrors.NewForbidden(schema.GroupResource{Group: visv1.GroupName, Resource: resource}, key.Name,
+				fmt.Errorf("User \"tenant\" cannot get resource \"%s/pendingpods\" in API group \"%s\"", resource, visv1.GroupName)))
 			return
 		case !held:
 			writeAPIStatus(rw, apierrors.NewNotFound(schema.GroupResource{Group: "quotagate.io", Resource: "budgets"}, key.Name))
