@@ -105,6 +105,9 @@ func printQueue(w io.Writer, out *outputFlags, p printers.ResourcePrinter, l *vi
 // printQueues prints several budgets' queues: as one table with a BUDGET column, or
 // with p (a v1 List of PendingPodLists; names once each).
 func printQueues(w, errOut io.Writer, out *outputFlags, p printers.ResourcePrinter, lists []*visv1.PendingPodList, all bool, now time.Time) error {
+	if len(lists) == 0 {
+		fmt.Fprintln(errOut, "No budgets found.")
+	}
 	if p != nil && out.isName() {
 		var pods []runtime.Object
 		qualify := all
@@ -125,12 +128,10 @@ func printQueues(w, errOut io.Writer, out *outputFlags, p printers.ResourcePrint
 	for _, l := range lists {
 		rows = append(rows, queueRows(l, out.wide(), true, now)...)
 	}
-	switch {
-	case len(lists) == 0:
-		fmt.Fprintln(errOut, "No budgets found.")
-		return nil
-	case len(rows) == 0:
-		fmt.Fprintf(errOut, "No gated pods found in the queues of %d budgets.\n", len(lists))
+	if len(rows) == 0 {
+		if len(lists) > 0 {
+			fmt.Fprintf(errOut, "No gated pods found in the queues of %d budgets.\n", len(lists))
+		}
 		return nil
 	}
 	return out.printTable(w, queueColumns(true), rows)

@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
 
 	"github.com/quotagate/quotagate/internal/version"
+	"github.com/quotagate/quotagate/pkg/quota"
 )
 
 // why -o json|yaml print a PodExplanation: why's fields with apiVersion and kind.
@@ -113,5 +115,26 @@ func TestVersion(t *testing.T) {
 	}
 	if diff := cmp.Diff(version.Get(), got); diff != "" {
 		t.Errorf("version -o json (-want +got):\n%s", diff)
+	}
+}
+
+// A PodExplanation's copy prints as the original does and shares nothing with it.
+func TestPodExplanationDeepCopy(t *testing.T) {
+	at := t0.Add(time.Minute)
+	orig := newPodExplanation(&whyResult{
+		Pod: quota.PodRef{UID: "u", Namespace: "team-a", Name: "p"}, State: podAdmitted, Summary: "admitted",
+		Reason: &quota.Reason{Code: quota.CodeInsufficient, Message: "waited"}, Created: t0, AdmittedAt: &at,
+		AdmittedBy: []string{"team-a/team-a", "org"}, Notes: []string{"a note"},
+	})
+	cp := orig.DeepCopyObject().(*PodExplanation)
+	a, _ := json.Marshal(orig)
+	b, _ := json.Marshal(cp)
+	if diff := cmp.Diff(string(a), string(b)); diff != "" {
+		t.Errorf("the copy prints differently (-original +copy):\n%s", diff)
+	}
+	cp.Reason.Message, cp.AdmittedBy[0], cp.Notes[0] = "changed", "changed", "changed"
+	*cp.AdmittedAt = t0
+	if orig.Reason.Message == "changed" || orig.AdmittedBy[0] == "changed" || orig.Notes[0] == "changed" || !orig.AdmittedAt.Equal(at) {
+		t.Errorf("the copy shares data with the original: %+v", orig.whyResult)
 	}
 }

@@ -1,7 +1,8 @@
 package app
 
 import (
-	"slices"
+	"encoding/json"
+	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -28,35 +29,21 @@ var _ runtime.Object = (*PodExplanation)(nil)
 func newPodExplanation(r *whyResult) *PodExplanation {
 	return &PodExplanation{
 		TypeMeta:  metav1.TypeMeta{APIVersion: explanationGroupVersion.String(), Kind: kindPodExplanation},
-		whyResult: copyWhyResult(*r),
+		whyResult: *r,
 	}
 }
 
-// DeepCopyObject implements runtime.Object.
+// DeepCopyObject implements runtime.Object. The copy is made through JSON, so it holds
+// what the object prints (every exported field of whyResult, whatever fields it
+// gains) and nothing that it does not print.
 func (p *PodExplanation) DeepCopyObject() runtime.Object {
-	return &PodExplanation{TypeMeta: p.TypeMeta, whyResult: copyWhyResult(p.whyResult)}
-}
-
-// copyWhyResult copies r and what its pointers and slices hold.
-func copyWhyResult(r whyResult) whyResult {
-	if r.Reason != nil {
-		reason := *r.Reason
-		r.Reason = &reason
+	raw, err := json.Marshal(p)
+	if err != nil {
+		panic(fmt.Sprintf("copying a PodExplanation: %v", err))
 	}
-	if r.AdmittedAt != nil {
-		at := *r.AdmittedAt
-		r.AdmittedAt = &at
+	var out PodExplanation
+	if err := json.Unmarshal(raw, &out); err != nil {
+		panic(fmt.Sprintf("copying a PodExplanation: %v", err))
 	}
-	r.AdmittedBy = slices.Clone(r.AdmittedBy)
-	r.Notes = slices.Clone(r.Notes)
-	r.Budgets = slices.Clone(r.Budgets)
-	for i := range r.Budgets {
-		e := &r.Budgets[i].entry
-		e.Requests = e.Requests.DeepCopy()
-		if e.RetryAt != nil {
-			at := *e.RetryAt
-			e.RetryAt = &at
-		}
-	}
-	return r
+	return &out
 }
