@@ -52,7 +52,7 @@ func TestQueueOfSeveralBudgets(t *testing.T) {
 		wantNotes string
 	}{
 		"-A as an admin": {
-			env:  w.visibilityEnv(t, nil),
+			env:  w.queuesEnv(t, nil),
 			args: []string{"queue", "-A"},
 			want: `BUDGET                 POSITION   POD              PRIORITY   REQUESTS   WAITING   QUEUE          REASON
 Budget team-a/team-a   1          team-a/huge      0          cpu=6      9m30s     parked         requests.cpu: 6 requested, more than the 4 hard of Budget team-a/team-a: it can never fit
@@ -66,12 +66,12 @@ ClusterBudget org      4          team-a/train-3   0          cpu=1      6m     
 `,
 		},
 		"no BUDGET: the namespace's Budgets": {
-			env:  w.visibilityEnv(t, nil),
+			env:  w.queuesEnv(t, nil),
 			args: []string{"queue", "-n", "team-b", "--no-headers"},
 			want: "Budget team-b/team-b   1     team-b/batch-3   0     cpu=2   8m20s   inadmissible   requests.cpu: 2 requested, 0 free in Budget team-b/team-b; position 1 of 1\n",
 		},
 		"-A skips the queues the user may not read": {
-			env:  w.visibilityEnv(t, nil, teamB, org),
+			env:  w.queuesEnv(t, nil, teamB, org),
 			args: []string{"queue", "-A", "-o", "name"},
 			want: "team-a/pod/huge\nteam-a/pod/train-1\nteam-a/pod/train-3\n",
 			wantNotes: `Note: skipped Budget team-b/team-b: you may not see Budget team-b/team-b's queue: it needs get on budgets/pendingpods in visibility.quotagate.io in namespace team-b (the view role has it when the chart aggregates it): budgets.visibility.quotagate.io "team-b" is forbidden: User "tenant" cannot get resource "budgets/pendingpods" in API group "visibility.quotagate.io"
@@ -79,18 +79,18 @@ Note: skipped ClusterBudget org: you may not see ClusterBudget org's queue: it n
 `,
 		},
 		"-A without the right to list ClusterBudgets": {
-			env:       w.visibilityEnv(t, refusing(w, false)),
+			env:       w.queuesEnv(t, refusing(w, false)),
 			args:      []string{"queue", "-A", "-o", "name"},
 			want:      "team-a/pod/huge\nteam-a/pod/train-1\nteam-a/pod/train-3\nteam-b/pod/batch-3\n",
 			wantNotes: "Note: ClusterBudgets' queues are not shown: you may not list ClusterBudgets\n",
 		},
 		"-o name lists each pod once": {
-			env:  w.visibilityEnv(t, nil),
+			env:  w.queuesEnv(t, nil),
 			args: []string{"queue", "-A", "-o", "name"},
 			want: "team-a/pod/huge\nteam-a/pod/train-1\nteam-a/pod/train-3\nteam-b/pod/batch-3\n",
 		},
 		"a namespace without budgets": {
-			env:       w.visibilityEnv(t, nil),
+			env:       w.queuesEnv(t, nil),
 			args:      []string{"queue", "-n", "legacy"},
 			wantNotes: "No budgets found.\n",
 		},
@@ -119,7 +119,7 @@ Note: skipped ClusterBudget org: you may not see ClusterBudget org's queue: it n
 // -A -o json prints a v1 List of the queues' PendingPodLists.
 func TestQueueAllJSON(t *testing.T) {
 	w := teamsWorld(t)
-	out, _, err := run(t, w.visibilityEnv(t, nil), "queue", "-A", "-o", "json")
+	out, _, err := run(t, w.queuesEnv(t, nil), "queue", "-A", "-o", "json")
 	if err != nil {
 		t.Fatalf("queue: %v", err)
 	}
@@ -149,7 +149,7 @@ func TestQueueAllJSON(t *testing.T) {
 
 func TestQueueAllRefused(t *testing.T) {
 	w := teamsWorld(t)
-	_, _, err := run(t, w.visibilityEnv(t, refusing(w, true)), "queue", "-A")
+	_, _, err := run(t, w.queuesEnv(t, refusing(w, true)), "queue", "-A")
 	want := `listing budgets in every namespace (-A needs list on budgets.quotagate.io cluster-wide; without -A, queue shows the queues of one namespace's budgets): budgets.quotagate.io is forbidden: User "tenant" cannot list resource "budgets" in API group "quotagate.io" at the cluster scope`
 	if err == nil || err.Error() != want {
 		t.Errorf("queue -A without the right to list budgets: got %v, want %q", err, want)

@@ -55,7 +55,7 @@ POSITION   POD              PRIORITY   REQUESTS   WAITING   QUEUE          RETRY
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			out, errOut, err := run(t, w.visibilityEnv(t, nil), tc.args...)
+			out, errOut, err := run(t, w.queuesEnv(t, nil), tc.args...)
 			if err != nil {
 				t.Fatalf("queue: %v\n%s", err, errOut)
 			}
@@ -69,7 +69,7 @@ POSITION   POD              PRIORITY   REQUESTS   WAITING   QUEUE          RETRY
 // -o yaml is the same PendingPodList as -o json.
 func TestQueueYAML(t *testing.T) {
 	w := teamsWorld(t)
-	e := w.visibilityEnv(t, nil)
+	e := w.queuesEnv(t, nil)
 	var fromJSON, fromYAML visv1.PendingPodList
 	out, _, err := run(t, e, "queue", "clusterbudget/org", "-o", "json")
 	if err != nil {

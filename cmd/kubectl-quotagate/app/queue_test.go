@@ -61,7 +61,7 @@ POSITION   POD              PRIORITY   REQUESTS   WAITING   QUEUE          REASO
 // with the core's order, positions and reasons.
 func TestQueueJSON(t *testing.T) {
 	w := teamsWorld(t)
-	out, _, err := run(t, w.visibilityEnv(t, nil), "queue", "team-a/team-a", "-o", "json")
+	out, _, err := run(t, w.queuesEnv(t, nil), "queue", "team-a/team-a", "-o", "json")
 	if err != nil {
 		t.Fatalf("queue: %v", err)
 	}

@@ -25,12 +25,12 @@ import (
 // for, so that every queue of more than two pods takes several pages to read.
 const visibilityPageSize = 2
 
-// visibilityEnv is the world's env with queues read through the plugin's real
+// queuesEnv is the world's env with queues read through the plugin's real
 // visibility client from a test server that answers the visibility API's paths from
 // the world's core: pages of visibilityPageSize, 403 for the budgets in forbidden (as
 // the API server answers a user without get on their pendingpods), 404 for a budget
 // the core does not hold. c, when set, replaces the world's API client.
-func (w *world) visibilityEnv(t *testing.T, c client.Client, forbidden ...quota.BudgetKey) *env {
+func (w *world) queuesEnv(t *testing.T, c client.Client, forbidden ...quota.BudgetKey) *env {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		key, ok := budgetOfPath(r.URL.Path)
