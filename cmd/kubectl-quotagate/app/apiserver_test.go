@@ -32,6 +32,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+	visv1 "github.com/quotagate/quotagate/api/visibility/v1alpha1"
 	"github.com/quotagate/quotagate/internal/localcluster"
 	"github.com/quotagate/quotagate/internal/testbed"
 	"github.com/quotagate/quotagate/pkg/quota"
@@ -153,13 +154,13 @@ func TestSnapshotOnAPIServer(t *testing.T) {
 		if err != nil {
 			t.Fatalf("queue: %v\n%s", err, errOut)
 		}
-		var bq quota.BudgetQueue
-		if err := json.Unmarshal([]byte(out), &bq); err != nil {
+		var list visv1.PendingPodList
+		if err := json.Unmarshal([]byte(out), &list); err != nil {
 			t.Fatalf("decoding: %v\n%s", err, out)
 		}
 		var got []string
-		for _, p := range bq.Pods {
-			got = append(got, fmt.Sprintf("%d %s %s %s", p.Position, p.Pod, p.Queue, p.Reason.Message))
+		for _, p := range list.Items {
+			got = append(got, fmt.Sprintf("%d %s/%s %s %s", p.Position, p.Namespace, p.Name, p.Queue, p.Reason))
 		}
 		want := []string{"1 team-a/second inadmissible requests.cpu: 1 requested, 0 free in Budget team-a/team-a; position 1 of 1"}
 		if diff := cmp.Diff(want, got); diff != "" {

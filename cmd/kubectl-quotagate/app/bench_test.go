@@ -41,7 +41,9 @@ func BenchmarkQueueOf10kPods(b *testing.B) {
 		if len(bq.Pods) != n {
 			b.Fatalf("queue has %d pods, want %d", len(bq.Pods), n)
 		}
-		renderQueue(io.Discard, bq, now)
+		if err := printQueue(io.Discard, newOutputFlags(true, formatWide), nil, pendingPodList(bq, now), now); err != nil {
+			b.Fatal(err)
+		}
 	}
 	b.ReportMetric(float64(len(raw))/n, "snapshot-bytes/pod")
 }

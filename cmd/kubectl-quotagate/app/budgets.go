@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -21,6 +20,7 @@ import (
 )
 
 func newBudgetsCommand(e *env) *cobra.Command {
+	out := newOutputFlags(true, formatWide)
 	var all bool
 	cmd := &cobra.Command{
 		Use:     "budgets [-A | -n NAMESPACE]",
@@ -28,9 +28,21 @@ func newBudgetsCommand(e *env) *cobra.Command {
 		Short:   "List budgets with their usage, admitted and gated pods, and the oldest wait",
 		Long: `List the Budgets of a namespace (with the ClusterBudgets above them), or with -A every
 Budget and ClusterBudget: state, each hard resource as used/hard with a bar, admitted and
-gated pods, and how long the oldest gated pod has waited.`,
+gated pods, and how long the oldest gated pod has waited.
+
+-o wide adds STRATEGY, PARENT and each resource's PENDING (requests of gated pods);
+-o json|yaml print the Budget and ClusterBudget objects as the API has them, in a v1
+List (the oldest wait is the table's only); -o name prints budget.quotagate.io/NAME and
+clusterbudget.quotagate.io/NAME, as NAMESPACE/budget.quotagate.io/NAME with -A.`,
+		Example: `  kubectl quotagate budgets -n team-a
+  kubectl quotagate budgets -A -o wide
+  kubectl quotagate budgets -n team-a -o yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			p, err := out.printer()
+			if err != nil {
+				return err
+			}
 			c, err := e.client()
 			if err != nil {
 				return err
@@ -41,15 +53,16 @@ gated pods, and how long the oldest gated pod has waited.`,
 					return err
 				}
 			}
-			rows, notes, err := loadBudgetRows(cmd.Context(), e, c, ns)
+			rows, notes, err := loadBudgetRows(cmd.Context(), e, c, ns, p == nil)
 			if err != nil {
 				return err
 			}
-			renderBudgets(e.streams.Out, rows)
+			err = printBudgets(e.streams.Out, e.streams.ErrOut, out, p, rows, all)
 			writeNotes(e.streams.ErrOut, notes)
-			return nil
+			return err
 		},
 	}
+	out.addFlags(cmd, true)
 	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "List budgets of every namespace and every ClusterBudget.")
 	return cmd
 }
@@ -64,12 +77,19 @@ type budgetRow struct {
 	Gated    int32
 	// OldestWait is how long the oldest gated pod has waited, or "-".
 	OldestWait string
+	// Strategy, Parent and Pending are the wide table's.
+	Strategy string
+	Parent   string
+	Pending  corev1.ResourceList
+	// Object is the Budget or ClusterBudget, its apiVersion and kind set, for -o
+	// json|yaml|name.
+	Object client.Object
 }
 
 // loadBudgetRows reads the budgets of namespace ns ("" for all, with every
-// ClusterBudget), and the oldest wait of each from the snapshot, or, when the manager
-// cannot be reached, from the gated pods it covers.
-func loadBudgetRows(ctx context.Context, e *env, c client.Client, ns string) ([]budgetRow, []string, error) {
+// ClusterBudget), and, with oldestWaits, the oldest wait of each from the snapshot, or,
+// when the manager cannot be reached, from the gated pods it covers.
+func loadBudgetRows(ctx context.Context, e *env, c client.Client, ns string, oldestWaits bool) ([]budgetRow, []string, error) {
 	var notes []string
 	var budgets v1alpha1.BudgetList
 	if err := c.List(ctx, &budgets, client.InNamespace(ns)); err != nil {
@@ -91,25 +111,14 @@ func loadBudgetRows(ctx context.Context, e *env, c client.Client, ns string) ([]
 		clusterBudgets.Items = clusterBudgetsAbove(ns, nsLabels, budgets.Items, clusterBudgets.Items)
 	}
 
-	snap, note, err := e.snapshot(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
 	var oldest map[quota.BudgetKey]time.Time
-	if snap != nil {
-		oldest = oldestFromSnapshot(snap.raw)
-	} else {
-		notes = append(notes, note)
-		oldest, err = oldestFromPods(ctx, c, ns, budgets.Items, clusterBudgets.Items)
-		if err != nil {
-			notes = append(notes, fmt.Sprintf("oldest waits are not shown: %v", err))
-		} else {
-			msg := "oldest waits are computed from the gated pods' creation times"
-			if ns != "" && len(clusterBudgets.Items) > 0 {
-				msg += " (for ClusterBudgets, among the pods of namespace " + ns + " only)"
-			}
-			notes = append(notes, msg)
+	if oldestWaits {
+		var more []string
+		var err error
+		if oldest, more, err = loadOldestWaits(ctx, e, c, ns, budgets.Items, clusterBudgets.Items); err != nil {
+			return nil, nil, err
 		}
+		notes = append(notes, more...)
 	}
 
 	now := e.now()
@@ -117,14 +126,38 @@ func loadBudgetRows(ctx context.Context, e *env, c client.Client, ns string) ([]
 	for i := range budgets.Items {
 		b := &budgets.Items[i]
 		key := quota.BudgetKey{Namespace: b.Namespace, Name: b.Name}
-		rows = append(rows, newBudgetRow(key, &b.Spec, &b.Status, oldest, now))
+		b.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("Budget"))
+		rows = append(rows, newBudgetRow(key, b, &b.Spec, &b.Status, oldest, now))
 	}
 	for i := range clusterBudgets.Items {
 		b := &clusterBudgets.Items[i]
-		rows = append(rows, newBudgetRow(quota.BudgetKey{Name: b.Name}, &b.Spec.BudgetSpec, &b.Status, oldest, now))
+		b.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("ClusterBudget"))
+		rows = append(rows, newBudgetRow(quota.BudgetKey{Name: b.Name}, b, &b.Spec.BudgetSpec, &b.Status, oldest, now))
 	}
 	slices.SortFunc(rows, func(a, b budgetRow) int { return compareKeys(a.Key, b.Key) })
 	return rows, notes, nil
+}
+
+// loadOldestWaits finds the oldest wait of each budget from the snapshot, or, when the
+// manager cannot be reached, from the gated pods it covers; the notes say which.
+func loadOldestWaits(ctx context.Context, e *env, c client.Client, ns string, budgets []v1alpha1.Budget, clusterBudgets []v1alpha1.ClusterBudget) (map[quota.BudgetKey]time.Time, []string, error) {
+	snap, note, err := e.snapshot(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if snap != nil {
+		return oldestFromSnapshot(snap.raw), nil, nil
+	}
+	notes := []string{note}
+	oldest, err := oldestFromPods(ctx, c, ns, budgets, clusterBudgets)
+	if err != nil {
+		return nil, append(notes, fmt.Sprintf("oldest waits are not shown: %v", err)), nil
+	}
+	msg := "oldest waits are computed from the gated pods' creation times"
+	if ns != "" && len(clusterBudgets) > 0 {
+		msg += " (for ClusterBudgets, among the pods of namespace " + ns + " only)"
+	}
+	return oldest, append(notes, msg), nil
 }
 
 // compareKeys orders Budgets (by namespace, name) before ClusterBudgets (by name).
@@ -150,8 +183,11 @@ func compareKeys(a, b quota.BudgetKey) int {
 	return 0
 }
 
-func newBudgetRow(key quota.BudgetKey, spec *v1alpha1.BudgetSpec, st *v1alpha1.BudgetStatus, oldest map[quota.BudgetKey]time.Time, now time.Time) budgetRow {
-	r := budgetRow{Key: key, State: string(st.State), Hard: st.Hard, Used: st.Used, Admitted: st.AdmittedPods, Gated: st.GatedPods, OldestWait: "-"}
+func newBudgetRow(key quota.BudgetKey, obj client.Object, spec *v1alpha1.BudgetSpec, st *v1alpha1.BudgetStatus, oldest map[quota.BudgetKey]time.Time, now time.Time) budgetRow {
+	r := budgetRow{
+		Key: key, State: string(st.State), Hard: st.Hard, Used: st.Used, Admitted: st.AdmittedPods, Gated: st.GatedPods, OldestWait: "-",
+		Strategy: string(spec.QueueingStrategy), Parent: spec.Parent, Pending: st.Pending, Object: obj,
+	}
 	if r.State == "" {
 		r.State = "Unknown"
 	}
@@ -262,34 +298,6 @@ func oldestFromPods(ctx context.Context, c client.Client, ns string, budgets []v
 		}
 	}
 	return oldestFromSnapshot(core.Snapshot()), nil
-}
-
-// renderBudgets writes the budgets table: one line per hard resource, the budget's
-// own columns on its first line.
-func renderBudgets(w io.Writer, rows []budgetRow) {
-	if len(rows) == 0 {
-		fmt.Fprintln(w, "No budgets found.")
-		return
-	}
-	tw := newTable(w)
-	row(tw, "BUDGET", "STATE", "ADMITTED", "GATED", "OLDEST WAIT", "RESOURCE", "USED/HARD", "USAGE")
-	for _, r := range rows {
-		lead := []string{r.Key.Describe(), r.State, strconv.Itoa(int(r.Admitted)), strconv.Itoa(int(r.Gated)), r.OldestWait}
-		names := sortedNames(r.Hard)
-		if len(names) == 0 {
-			row(tw, append(lead, "-", "-", "-")...)
-			continue
-		}
-		for i, n := range names {
-			cells := slices.Clone(lead)
-			if i > 0 {
-				cells = []string{"", "", "", "", ""}
-			}
-			hard, used := r.Hard[n], r.Used[n]
-			row(tw, append(cells, string(n), used.String()+"/"+hard.String(), usageBar(used, hard))...)
-		}
-	}
-	_ = tw.Flush()
 }
 
 func writeNotes(w io.Writer, notes []string) {

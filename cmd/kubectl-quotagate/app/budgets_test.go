@@ -34,10 +34,6 @@ Budget team-b/team-b   Open    2          1       8m20s         requests.cpu   4
 ClusterBudget org      Open    5          4       9m30s         requests.cpu   8/8         [██████████]
 `,
 		},
-		"a namespace without budgets": {
-			args: []string{"budgets", "-n", "legacy"},
-			want: "No budgets found.\n",
-		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -87,22 +86,4 @@ func newTable(w io.Writer) *tabwriter.Writer {
 // row writes one table row.
 func row(w io.Writer, cells ...string) {
 	fmt.Fprintln(w, strings.Join(cells, "\t"))
-}
-
-// writeJSON writes v indented, as kubectl -o json does.
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "    ")
-	if err := enc.Encode(v); err != nil {
-		return fmt.Errorf("writing JSON: %w", err)
-	}
-	return nil
-}
-
-// validateOutput checks the -o flag of commands that offer JSON.
-func validateOutput(o string) error {
-	if o != "" && o != "json" {
-		return fmt.Errorf("unsupported output format %q: use -o json, or nothing for a table", o)
-	}
-	return nil
 }

@@ -1,104 +1,206 @@
 package app
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/cli-runtime/pkg/printers"
 
-	"github.com/quotagate/quotagate/pkg/quota"
+	visv1 "github.com/quotagate/quotagate/api/visibility/v1alpha1"
 )
 
 func newQueueCommand(e *env) *cobra.Command {
-	var output string
+	out := newOutputFlags(true, formatWide)
+	var all bool
 	cmd := &cobra.Command{
-		Use:   "queue BUDGET",
+		Use:   "queue [BUDGET | -A]",
 		Short: "Show a budget's gated pods in admission order, with why each waits",
 		Long: `Show a budget's gated pods in the order the manager will admit them: position, pod,
 priority, requests, how long it has waited, which queue it is in (active, backoff,
 inadmissible, parked) and the reason it waits.
 
 BUDGET is NAME or budget/NAME (a Budget in the current namespace, or -n), NAMESPACE/NAME,
-or clusterbudget/NAME. The queue comes from the visibility API
-(visibility.quotagate.io, docs/visibility.md) with your own credentials: the view role
-in the budget's namespace is enough; with --manager-url, from the manager's /debug/queues.`,
+or clusterbudget/NAME. Without BUDGET, the queues of every Budget of the namespace; with
+-A, of every Budget you may list in every namespace and of every ClusterBudget (queues
+you may not read are skipped with a note on stderr).
+
+The queue comes from the visibility API (visibility.quotagate.io, docs/visibility.md)
+with your own credentials: the view role in the budget's namespace is enough; with
+--manager-url, from the manager's /debug/queues.
+
+-o json|yaml print the visibility API's PendingPodList (a v1 List of them without
+BUDGET); -o name prints pod/NAME, as NAMESPACE/pod/NAME where the output spans
+namespaces (a ClusterBudget's queue, -A); -o wide adds RETRY IN, GROUP, UID and
+REASON CODE.`,
 		Example: `  kubectl quotagate queue team-a -n team-a
-  kubectl quotagate queue team-a/team-a -o json
-  kubectl quotagate queue clusterbudget/ml-department`,
-		Args: cobra.ExactArgs(1),
+  kubectl quotagate queue team-a/team-a -o yaml
+  kubectl quotagate queue clusterbudget/ml-department -o wide
+  kubectl quotagate queue -A --no-headers
+  kubectl quotagate queue team-a -n team-a -o name`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := validateOutput(output); err != nil {
-				return err
-			}
-			ns, err := e.namespace()
+			p, err := out.printer()
 			if err != nil {
 				return err
 			}
-			key, err := parseBudgetRef(args[0], ns)
+			if all && len(args) > 0 {
+				return fmt.Errorf("a budget cannot be named with --all-namespaces: give BUDGET or -A, not both")
+			}
+			ns := ""
+			if !all {
+				if ns, err = e.namespace(); err != nil {
+					return err
+				}
+			}
+			read, err := e.queueReader(cmd.Context())
 			if err != nil {
 				return err
 			}
-			bq, err := readQueue(cmd.Context(), e, key)
+			if len(args) == 1 {
+				key, err := parseBudgetRef(args[0], ns)
+				if err != nil {
+					return err
+				}
+				l, err := read(cmd.Context(), key)
+				if err != nil {
+					return err
+				}
+				return printQueue(e.streams.Out, out, p, l, e.now())
+			}
+			lists, notes, err := readQueues(cmd.Context(), e, read, ns)
 			if err != nil {
 				return err
 			}
-			if output == "json" {
-				return writeJSON(e.streams.Out, bq)
-			}
-			renderQueue(e.streams.Out, bq, e.now())
-			return nil
+			err = printQueues(e.streams.Out, e.streams.ErrOut, out, p, lists, all, e.now())
+			writeNotes(e.streams.ErrOut, notes)
+			return err
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: json, or empty for a table.")
+	out.addFlags(cmd, true)
+	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "Show the queues of every Budget in every namespace and of every ClusterBudget.")
 	return cmd
 }
 
-// readQueue reads key's queue from the visibility API, or, with --manager-url (and in
-// tests that give no visibility reader), from the manager's snapshot.
-func readQueue(ctx context.Context, e *env, key quota.BudgetKey) (quota.BudgetQueue, error) {
-	if e.queues != nil {
-		read, err := e.queues()
-		if err != nil {
-			return quota.BudgetQueue{}, err
-		}
-		if read != nil {
-			return read(ctx, key)
-		}
+// printQueue prints one budget's queue: as a table headed by the budget's state and
+// strategy, or with p.
+func printQueue(w io.Writer, out *outputFlags, p printers.ResourcePrinter, l *visv1.PendingPodList, now time.Time) error {
+	switch {
+	case p != nil && out.isName():
+		return printNames(w, podObjects(l), l.BudgetKind == "ClusterBudget")
+	case p != nil:
+		return p.PrintObj(l, w)
 	}
-	src, err := e.snapshots()
-	if err != nil {
-		return quota.BudgetQueue{}, err
+	if !out.noHeaders {
+		fmt.Fprintf(w, "%s: %s, %s, %d gated\n", budgetKeyOf(l).Describe(), l.State, l.Strategy, l.Total)
 	}
-	snap, err := src.Snapshot(ctx)
-	if err != nil {
-		return quota.BudgetQueue{}, err
-	}
-	bq, ok := newSnapshotView(snap).byBudget[key]
-	if !ok {
-		return quota.BudgetQueue{}, fmt.Errorf("the manager has no queue for %s: no such budget, or the manager has not seen it yet", key.Describe())
-	}
-	return bq, nil
+	return out.printTable(w, queueColumns(false), queueRows(l, out.wide(), false, now))
 }
 
-// renderQueue writes one budget's queue as a table, headed by the budget's state and
-// strategy.
-func renderQueue(w io.Writer, bq quota.BudgetQueue, now time.Time) {
-	fmt.Fprintf(w, "%s: %s, %s, %d gated\n", bq.Budget.Describe(), bq.State, bq.Strategy, len(bq.Pods))
-	if len(bq.Pods) == 0 {
-		return
+// printQueues prints several budgets' queues: as one table with a BUDGET column, or
+// with p (a v1 List of PendingPodLists; names once each).
+func printQueues(w, errOut io.Writer, out *outputFlags, p printers.ResourcePrinter, lists []*visv1.PendingPodList, all bool, now time.Time) error {
+	if len(lists) == 0 {
+		fmt.Fprintln(errOut, "No budgets found.")
 	}
-	tw := newTable(w)
-	row(tw, "POSITION", "POD", "PRIORITY", "REQUESTS", "WAITING", "QUEUE", "REASON")
-	for _, p := range bq.Pods {
-		pod := p.Pod.String()
-		if p.Group != "" {
+	if p != nil && out.isName() {
+		var pods []runtime.Object
+		qualify := all
+		for _, l := range lists {
+			pods = append(pods, podObjects(l)...)
+			qualify = qualify || l.BudgetKind == "ClusterBudget"
+		}
+		return printNames(w, pods, qualify)
+	}
+	if p != nil {
+		objs := make([]runtime.Object, len(lists))
+		for i, l := range lists {
+			objs[i] = l
+		}
+		return printObjects(w, p, objs, true)
+	}
+	var rows []metav1.TableRow
+	for _, l := range lists {
+		rows = append(rows, queueRows(l, out.wide(), true, now)...)
+	}
+	if len(rows) == 0 {
+		if len(lists) > 0 {
+			fmt.Fprintf(errOut, "No gated pods found in the queues of %d budgets.\n", len(lists))
+		}
+		return nil
+	}
+	return out.printTable(w, queueColumns(true), rows)
+}
+
+// podObjects are the queue's pods as objects for -o name.
+func podObjects(l *visv1.PendingPodList) []runtime.Object {
+	objs := make([]runtime.Object, len(l.Items))
+	for i, p := range l.Items {
+		objs[i] = &metav1.PartialObjectMetadata{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name},
+		}
+	}
+	return objs
+}
+
+// queueColumns are the queue table's columns, the budget's first when the table holds
+// several queues; the wide-only ones come before REASON, the longest.
+func queueColumns(withBudget bool) []metav1.TableColumnDefinition {
+	var cols []metav1.TableColumnDefinition
+	if withBudget {
+		cols = append(cols, column("Budget", false))
+	}
+	return append(cols,
+		column("Position", false), column("Pod", false), column("Priority", false), column("Requests", false),
+		column("Waiting", false), column("Queue", false),
+		column("Retry In", true), column("Group", true), column("UID", true), column("Reason Code", true),
+		column("Reason", false))
+}
+
+// queueRows are one queue's rows. Without wide, a pod's group follows its name.
+func queueRows(l *visv1.PendingPodList, wide, withBudget bool, now time.Time) []metav1.TableRow {
+	rows := make([]metav1.TableRow, 0, len(l.Items))
+	for _, p := range l.Items {
+		pod := p.Namespace + "/" + p.Name
+		if p.Group != "" && !wide {
 			pod += " (group " + p.Group + ")"
 		}
-		row(tw, strconv.Itoa(p.Position), pod, strconv.Itoa(int(p.Priority)), requestsString(p.Requests),
-			age(now, p.Created), string(p.Queue), p.Reason.Message)
+		var cells []string
+		if withBudget {
+			cells = append(cells, budgetKeyOf(l).Describe())
+		}
+		cells = append(cells, strconv.FormatInt(p.Position, 10), pod, strconv.Itoa(int(p.Priority)), requestsString(p.Requests),
+			waiting(p), p.Queue, retryIn(p.RetryAt, now), orDash(p.Group), orDash(p.UID), orDash(p.ReasonCode), p.Reason)
+		rows = append(rows, tableRow(cells...))
 	}
-	_ = tw.Flush()
+	return rows
+}
+
+// waiting is how long the pod had waited when the page was made, as kubectl's AGE.
+func waiting(p visv1.PendingPod) string {
+	if p.CreationTimestamp.IsZero() {
+		return "-"
+	}
+	return duration.HumanDuration(time.Duration(p.WaitingSeconds) * time.Second)
+}
+
+// retryIn is how long until a pod in backoff is tried again.
+func retryIn(at *metav1.Time, now time.Time) string {
+	if at == nil {
+		return "-"
+	}
+	return duration.HumanDuration(max(0, at.Sub(now)))
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

@@ -2,10 +2,12 @@ package app
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	visv1 "github.com/quotagate/quotagate/api/visibility/v1alpha1"
 	"github.com/quotagate/quotagate/pkg/quota"
 )
 
@@ -55,25 +57,37 @@ POSITION   POD              PRIORITY   REQUESTS   WAITING   QUEUE          REASO
 	}
 }
 
-// -o json prints the budget's queue exactly as the manager's snapshot has it.
+// -o json prints the visibility API's PendingPodList, read page by page from the API,
+// with the core's order, positions and reasons.
 func TestQueueJSON(t *testing.T) {
 	w := teamsWorld(t)
-	out, _, err := run(t, w.env(nil), "queue", "team-b/team-b", "-o", "json")
+	out, _, err := run(t, w.queuesEnv(t, nil), "queue", "team-a/team-a", "-o", "json")
 	if err != nil {
 		t.Fatalf("queue: %v", err)
 	}
-	var got quota.BudgetQueue
+	var got visv1.PendingPodList
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("decoding the output: %v\n%s", err, out)
 	}
-	var want quota.BudgetQueue
+	key := quota.BudgetKey{Namespace: "team-a", Name: "team-a"}
+	var want []string
 	for _, b := range w.core.Snapshot().Budgets {
-		if b.Budget == (quota.BudgetKey{Namespace: "team-b", Name: "team-b"}) {
-			want = b
+		if b.Budget == key {
+			for _, p := range b.Pods {
+				want = append(want, fmt.Sprintf("%d %s %s %s %s %s", p.Position, p.Pod, p.Pod.UID, p.Queue, p.Reason.Code, p.Reason.Message))
+			}
 		}
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("queue -o json (-want +got):\n%s", diff)
+	var pods []string
+	for _, p := range got.Items {
+		pods = append(pods, fmt.Sprintf("%d %s/%s %s %s %s %s", p.Position, p.Namespace, p.Name, p.UID, p.Queue, p.ReasonCode, p.Reason))
+	}
+	if diff := cmp.Diff(want, pods); diff != "" {
+		t.Errorf("queue -o json pods (-core +plugin):\n%s", diff)
+	}
+	head := fmt.Sprintf("%s %s %s/%s %s %s %s total=%d offset=%d", got.APIVersion, got.Kind, got.Namespace, got.Name, got.BudgetKind, got.State, got.Strategy, got.Total, got.Offset)
+	if diff := cmp.Diff("visibility.quotagate.io/v1alpha1 PendingPodList team-a/team-a Budget Open BestEffortFIFO total=3 offset=0", head); diff != "" {
+		t.Errorf("queue -o json list (-want +got):\n%s", diff)
 	}
 }
 
@@ -94,8 +108,13 @@ func TestQueueErrors(t *testing.T) {
 			wantErr: "cannot read the queue snapshot from the test manager: connection refused",
 		},
 		"bad output format": {
-			args:    []string{"queue", "team-a/team-a", "-o", "yaml"},
-			wantErr: `unsupported output format "yaml": use -o json, or nothing for a table`,
+			args: []string{"queue", "team-a/team-a", "-o", "table"},
+			wantErr: `unable to match a printer suitable for the output format "table", allowed formats are: ` +
+				`go-template,go-template-file,json,jsonpath,jsonpath-as-json,jsonpath-file,kyaml,name,template,templatefile,wide,yaml`,
+		},
+		"a budget and -A": {
+			args:    []string{"queue", "team-a/team-a", "-A"},
+			wantErr: "a budget cannot be named with --all-namespaces: give BUDGET or -A, not both",
 		},
 	}
 	for name, tc := range tests {

@@ -5,19 +5,19 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
-	"github.com/quotagate/quotagate/api/v1alpha1"
 	visv1 "github.com/quotagate/quotagate/api/visibility/v1alpha1"
 	"github.com/quotagate/quotagate/pkg/quota"
 )
 
-// queueSource reads one budget's whole queue, in admission order.
-type queueSource func(ctx context.Context, key quota.BudgetKey) (quota.BudgetQueue, error)
+// queueSource reads one budget's whole queue, in admission order, as the visibility
+// API answers it: one PendingPodList with every page's pods.
+type queueSource func(ctx context.Context, key quota.BudgetKey) (*visv1.PendingPodList, error)
 
 // pendingPodsPath is the visibility API's path for key's queue.
 func pendingPodsPath(key quota.BudgetKey) string {
@@ -28,52 +28,89 @@ func pendingPodsPath(key quota.BudgetKey) string {
 }
 
 // visibilityQueues reads queues from visibility.quotagate.io through the API server,
-// with the user's own credentials, a page of visv1.DefaultLimit pods at a time.
+// with the user's own credentials, a page of visv1.DefaultLimit pods at a time, and
+// joins the pages into one list (offset 0, total as the last page says).
 func visibilityQueues(rc rest.Interface) queueSource {
-	return func(ctx context.Context, key quota.BudgetKey) (quota.BudgetQueue, error) {
+	return func(ctx context.Context, key quota.BudgetKey) (*visv1.PendingPodList, error) {
 		path := pendingPodsPath(key)
-		var bq quota.BudgetQueue
+		var all *visv1.PendingPodList
 		for offset := 0; ; {
-			body, err := rc.Get().AbsPath(path).
+			res := rc.Get().AbsPath(path).
 				Param("limit", strconv.Itoa(visv1.DefaultLimit)).Param("offset", strconv.Itoa(offset)).
-				DoRaw(ctx)
+				Do(ctx)
+			// Error, unlike DoRaw, keeps the message of the Status the API answers.
+			if err := res.Error(); err != nil {
+				return nil, explainVisibilityError(key, path, err)
+			}
+			body, err := res.Raw()
 			if err != nil {
-				return bq, explainVisibilityError(key, path, err)
+				return nil, explainVisibilityError(key, path, err)
 			}
-			var list visv1.PendingPodList
-			if err := json.Unmarshal(body, &list); err != nil {
-				return bq, fmt.Errorf("reading %s: %w", path, err)
+			var page visv1.PendingPodList
+			if err := json.Unmarshal(body, &page); err != nil {
+				return nil, fmt.Errorf("reading %s: %w", path, err)
 			}
-			if offset == 0 {
-				bq = quota.BudgetQueue{Budget: key, State: v1alpha1.BudgetState(list.State), Strategy: v1alpha1.QueueingStrategy(list.Strategy), Pods: []quota.QueuedPod{}}
+			if all == nil {
+				all = &page
+				if all.Items == nil {
+					all.Items = []visv1.PendingPod{}
+				}
+			} else {
+				all.Items = append(all.Items, page.Items...)
+				all.Total = page.Total
 			}
-			for _, p := range list.Items {
-				bq.Pods = append(bq.Pods, fromPendingPod(p))
-			}
-			offset += len(list.Items)
-			if len(list.Items) == 0 || int64(offset) >= list.Total {
-				return bq, nil
+			offset += len(page.Items)
+			if len(page.Items) == 0 || int64(offset) >= page.Total {
+				all.TypeMeta = metav1.TypeMeta{APIVersion: visv1.GroupVersion.String(), Kind: visv1.KindPendingPodList}
+				return all, nil
 			}
 		}
 	}
 }
 
-func fromPendingPod(p visv1.PendingPod) quota.QueuedPod {
-	qp := quota.QueuedPod{
-		Position: int(p.Position),
-		Pod:      quota.PodRef{UID: types.UID(p.UID), Namespace: p.Namespace, Name: p.Name},
-		Group:    p.Group,
-		Priority: p.Priority,
-		Requests: corev1.ResourceList(p.Requests),
-		Created:  p.CreationTimestamp.Time,
-		Queue:    quota.Queue(p.Queue),
-		Reason:   quota.Reason{Code: quota.ReasonCode(p.ReasonCode), Message: p.Reason},
+// pendingPodList is a budget's queue from the manager's snapshot as the visibility
+// API would answer it at now, so that both sources print alike.
+func pendingPodList(bq quota.BudgetQueue, now time.Time) *visv1.PendingPodList {
+	kind := "Budget"
+	if bq.Budget.IsCluster() {
+		kind = "ClusterBudget"
 	}
-	if p.RetryAt != nil {
-		t := p.RetryAt.Time
-		qp.RetryAt = &t
+	list := &visv1.PendingPodList{
+		TypeMeta:   metav1.TypeMeta{APIVersion: visv1.GroupVersion.String(), Kind: visv1.KindPendingPodList},
+		ObjectMeta: metav1.ObjectMeta{Namespace: bq.Budget.Namespace, Name: bq.Budget.Name},
+		BudgetKind: kind,
+		State:      string(bq.State),
+		Strategy:   string(bq.Strategy),
+		Total:      int64(len(bq.Pods)),
+		Items:      make([]visv1.PendingPod, 0, len(bq.Pods)),
 	}
-	return qp
+	for _, p := range bq.Pods {
+		item := visv1.PendingPod{
+			Namespace:         p.Pod.Namespace,
+			Name:              p.Pod.Name,
+			UID:               string(p.Pod.UID),
+			Position:          int64(p.Position),
+			Priority:          p.Priority,
+			Group:             p.Group,
+			Requests:          p.Requests,
+			CreationTimestamp: metav1.NewTime(p.Created),
+			WaitingSeconds:    int64(max(0, now.Sub(p.Created)/time.Second)),
+			Queue:             string(p.Queue),
+			ReasonCode:        string(p.Reason.Code),
+			Reason:            p.Reason.Message,
+		}
+		if p.RetryAt != nil {
+			t := metav1.NewTime(*p.RetryAt)
+			item.RetryAt = &t
+		}
+		list.Items = append(list.Items, item)
+	}
+	return list
+}
+
+// budgetKeyOf is the budget a PendingPodList names.
+func budgetKeyOf(l *visv1.PendingPodList) quota.BudgetKey {
+	return quota.BudgetKey{Namespace: l.Namespace, Name: l.Name}
 }
 
 // explainVisibilityError says what a refusal means for the user.

@@ -17,19 +17,24 @@ import (
 )
 
 func newWhyCommand(e *env) *cobra.Command {
-	var output string
+	out := newOutputFlags(false)
 	cmd := &cobra.Command{
 		Use:   "why POD",
 		Short: "Explain why a pod waits, or when and by which budgets it was admitted",
 		Long: `Explain a pod: while it is gated, the budgets that hold it, its position in each and the
 reason in one sentence (the same sentence as its Waiting event and the snapshot); once
 admitted, when and by which budgets; in a namespace not opted in, that quotagate does not
-gate it.`,
+gate it.
+
+-o json|yaml print the explanation as a PodExplanation (cli.quotagate.io/v1alpha1, a
+client-side kind that no API serves); the notes are in it instead of on stderr.`,
 		Example: `  kubectl quotagate why trainer-0 -n team-a
-  kubectl quotagate why team-a/trainer-0 -o json`,
+  kubectl quotagate why team-a/trainer-0 -o yaml
+  kubectl quotagate why team-a/trainer-0 -o jsonpath='{.reason.message}'`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := validateOutput(output); err != nil {
+			p, err := out.printer()
+			if err != nil {
 				return err
 			}
 			ns, err := e.namespace()
@@ -50,15 +55,15 @@ gate it.`,
 			if err != nil {
 				return err
 			}
-			if output == "json" {
-				return writeJSON(e.streams.Out, res)
+			if p != nil {
+				return p.PrintObj(newPodExplanation(res), e.streams.Out)
 			}
 			renderWhy(e.streams.Out, res)
 			writeNotes(e.streams.ErrOut, res.Notes)
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: json, or empty for text.")
+	out.addFlags(cmd, false)
 	return cmd
 }
 

@@ -1,0 +1,104 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/quotagate/quotagate/api/v1alpha1"
+	visv1 "github.com/quotagate/quotagate/api/visibility/v1alpha1"
+	"github.com/quotagate/quotagate/pkg/quota"
+)
+
+// noQueueError says that the manager's snapshot holds no queue for a budget.
+type noQueueError struct{ key quota.BudgetKey }
+
+func (e *noQueueError) Error() string {
+	return fmt.Sprintf("the manager has no queue for %s: no such budget, or the manager has not seen it yet", e.key.Describe())
+}
+
+// queueReader returns the reader of budgets' queues: the visibility API, or, with
+// --manager-url (and in tests that give no visibility reader), the manager's snapshot,
+// read once for every budget the command shows.
+func (e *env) queueReader(ctx context.Context) (queueSource, error) {
+	if e.queues != nil {
+		read, err := e.queues()
+		if err != nil {
+			return nil, err
+		}
+		if read != nil {
+			return read, nil
+		}
+	}
+	src, err := e.snapshots()
+	if err != nil {
+		return nil, err
+	}
+	snap, err := src.Snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	view, now := newSnapshotView(snap), e.now()
+	return func(_ context.Context, key quota.BudgetKey) (*visv1.PendingPodList, error) {
+		bq, ok := view.byBudget[key]
+		if !ok {
+			return nil, &noQueueError{key: key}
+		}
+		return pendingPodList(bq, now), nil
+	}, nil
+}
+
+// readQueues reads the queues of the Budgets of namespace ns, or with ns "" of every
+// Budget and every ClusterBudget, as the user may list them. A queue the user may not
+// read, or that the manager does not hold yet, is skipped with a note; so are
+// ClusterBudgets when the user may not list them. Listing Budgets is the one thing that
+// must work: without it there is nothing to show.
+func readQueues(ctx context.Context, e *env, read queueSource, ns string) ([]*visv1.PendingPodList, []string, error) {
+	c, err := e.client()
+	if err != nil {
+		return nil, nil, err
+	}
+	var budgets v1alpha1.BudgetList
+	if err := c.List(ctx, &budgets, client.InNamespace(ns)); err != nil {
+		if apierrors.IsForbidden(err) && ns == "" {
+			return nil, nil, fmt.Errorf("listing budgets in every namespace (-A needs list on budgets.quotagate.io cluster-wide; without -A, queue shows the queues of one namespace's budgets): %w", err)
+		}
+		return nil, nil, fmt.Errorf("listing budgets: %w", err)
+	}
+	var keys []quota.BudgetKey
+	for _, b := range budgets.Items {
+		keys = append(keys, quota.BudgetKey{Namespace: b.Namespace, Name: b.Name})
+	}
+	var notes []string
+	if ns == "" {
+		var cbs v1alpha1.ClusterBudgetList
+		switch err := c.List(ctx, &cbs); {
+		case apierrors.IsForbidden(err):
+			notes = append(notes, "ClusterBudgets' queues are not shown: you may not list ClusterBudgets")
+		case err != nil:
+			return nil, nil, fmt.Errorf("listing clusterbudgets: %w", err)
+		}
+		for _, b := range cbs.Items {
+			keys = append(keys, quota.BudgetKey{Name: b.Name})
+		}
+	}
+	slices.SortFunc(keys, compareKeys)
+	lists := make([]*visv1.PendingPodList, 0, len(keys))
+	for _, key := range keys {
+		l, err := read(ctx, key)
+		var noQueue *noQueueError
+		switch {
+		case apierrors.IsForbidden(err) || apierrors.IsNotFound(err) || errors.As(err, &noQueue):
+			notes = append(notes, fmt.Sprintf("skipped %s: %v", key.Describe(), err))
+		case err != nil:
+			return nil, nil, err
+		default:
+			lists = append(lists, l)
+		}
+	}
+	return lists, notes, nil
+}
