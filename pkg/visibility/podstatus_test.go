@@ -71,8 +71,8 @@ func TestPodStatus(t *testing.T) {
 		"a held pod no budget covers": {
 			path: "/namespaces/team-a/pendingpods/lonely", wantCode: 200,
 			want: &visv1.PendingPodStatus{
-				TypeMeta:   metav1.TypeMeta{APIVersion: "visibility.quotagate.io/v1alpha1", Kind: "PendingPodStatus"},
-				ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "lonely", UID: "u-lonely", CreationTimestamp: metav1.NewTime(created)},
+				TypeMeta:       metav1.TypeMeta{APIVersion: "visibility.quotagate.io/v1alpha1", Kind: "PendingPodStatus"},
+				ObjectMeta:     metav1.ObjectMeta{Namespace: "team-a", Name: "lonely", UID: "u-lonely", CreationTimestamp: metav1.NewTime(created)},
 				WaitingSeconds: 90, ReasonCode: "Uncovered", Reason: "no Budget or ClusterBudget covers it, and uncovered pods are held",
 				Held: true, Budgets: []visv1.BudgetPlace{},
 			},
