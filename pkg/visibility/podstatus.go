@@ -15,9 +15,11 @@ import (
 	"github.com/quotagate/quotagate/pkg/quota"
 )
 
-// newAPI serves every path under GroupVersionPath: one pod's PendingPodStatus
-// (/namespaces/NS/pendingpods/NAME) and the pendingpods subresources of budgets.
-func newAPI(queues Queues, clk clock.PassiveClock) http.Handler {
+// NewHandler serves every path under GroupVersionPath from queues: one pod's
+// PendingPodStatus (/namespaces/NS/pendingpods/NAME) and the pendingpods subresources
+// of budgets. It neither authenticates nor authorizes: New serves it behind delegated
+// authentication and authorization, and only on the leader; tests serve it bare.
+func NewHandler(queues Queues, clk clock.PassiveClock) http.Handler {
 	pods := pendingPods{queues: queues, clock: clk}
 	status := podStatus{queues: queues, clock: clk}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -47,7 +47,7 @@ func podWaits(created time.Time) map[string]quota.PodWait {
 func TestPodStatus(t *testing.T) {
 	created := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	queues := fakeQueues{created: created, waits: podWaits(created), n: map[quota.BudgetKey]int{{Namespace: "team-a", Name: "gpu"}: 5}}
-	h := newAPI(queues, clocktesting.NewFakePassiveClock(created.Add(90*time.Second)))
+	h := NewHandler(queues, clocktesting.NewFakePassiveClock(created.Add(90*time.Second)))
 	retry := metav1.NewTime(created.Add(time.Minute))
 	tests := map[string]struct {
 		method, path string
@@ -127,7 +127,7 @@ func TestPodStatus(t *testing.T) {
 // The whole API, pod status included, is the leader's: a standby forwards it.
 func TestPodStatusLeaderOnly(t *testing.T) {
 	created := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	api := newAPI(fakeQueues{waits: podWaits(created)}, clocktesting.NewFakePassiveClock(created))
+	api := NewHandler(fakeQueues{waits: podWaits(created)}, clocktesting.NewFakePassiveClock(created))
 	forwarded := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusAccepted) })
 	for lead, want := range map[bool]int{true: http.StatusOK, false: http.StatusAccepted} {
 		rec := httptest.NewRecorder()

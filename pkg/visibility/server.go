@@ -92,7 +92,7 @@ func New(o Options, queues Queues, lead Leadership, standby http.Handler) (*Serv
 		return nil, fmt.Errorf("creating the visibility server: %w", err)
 	}
 	installDiscovery(generic)
-	generic.Handler.NonGoRestfulMux.HandlePrefix(GroupVersionPath+"/", leaderOnly(lead, newAPI(queues, clock.RealClock{}), standby))
+	generic.Handler.NonGoRestfulMux.HandlePrefix(GroupVersionPath+"/", leaderOnly(lead, NewHandler(queues, clock.RealClock{}), standby))
 	return &Server{generic: generic}, nil
 }
 
