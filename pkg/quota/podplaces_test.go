@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 )
 
@@ -181,5 +182,56 @@ func TestPodWaitByNameNewerTwin(t *testing.T) {
 	}
 	if diff := cmp.Diff([]PodPlace{{Budget: BudgetKey{Namespace: "team-a", Name: "b"}, Position: 2, Total: 2, Queue: QueueActive}}, got.Places); diff != "" {
 		t.Errorf("places (-want +got):\n%s", diff)
+	}
+}
+
+// BenchmarkPodWait: where one pod waits in a budget of 50,000 gated pods, by counting
+// (PodWaitByName), against the first page of that queue (Page, which sorts it).
+func BenchmarkPodWait(b *testing.B) {
+	q, _ := newTestQueue()
+	fill(q, 1, 50000)
+	q.Admit()
+	pod := benchPod("ns-0", 40000, 1000)
+	b.Run("PodWaitByName", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if w, ok := q.PodWaitByName(pod.Namespace, pod.Name); !ok || len(w.Places) != 1 {
+				b.Fatalf("%s: found %v, places %v", pod.Name, ok, w.Places)
+			}
+		}
+	})
+	b.Run("Page limit 1", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if p, ok := q.Page(BudgetKey{Namespace: "ns-0", Name: "b"}, 0, 1); !ok || len(p.Pods) != 1 {
+				b.Fatalf("page: %v %v", ok, len(p.Pods))
+			}
+		}
+	})
+}
+
+// Twins that come and go: whichever of them is forgotten first, the other is still
+// found, and neither once both are gone.
+func TestPodWaitByNameAfterDeletes(t *testing.T) {
+	for _, first := range []string{"old", "new"} {
+		t.Run("forget "+first+" first", func(t *testing.T) {
+			q, _ := newTestQueue()
+			q.UpsertBudget(makeBudget("team-a", "b").Hard("cpu=1").Obj())
+			q.UpsertPod(makePod("running").Req("cpu=1").Ungated().Pod())
+			for i, uid := range []string{"old", "new"} {
+				p := makePod("twin").Created(i).Req("cpu=1").Obj()
+				p.UID = types.UID(uid)
+				q.UpsertPod(NewPod(p, t0))
+			}
+			q.DeletePod(types.UID(first))
+			got, ok := q.PodWaitByName("team-a", "twin")
+			if !ok || got.Pod.UID == types.UID(first) {
+				t.Fatalf("after forgetting %s: got %v (found %v)", first, got.Pod, ok)
+			}
+			q.DeletePod(got.Pod.UID)
+			if _, ok := q.PodWaitByName("team-a", "twin"); ok {
+				t.Fatal("found a pod after both twins were deleted")
+			}
+		})
 	}
 }
