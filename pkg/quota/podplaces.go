@@ -38,7 +38,7 @@ type PodPlace struct {
 }
 
 // PodWaitByName returns where the gated pod namespace/name waits, and false when the
-// core holds no gated pod by that name. Should the core hold two gated pods of that
+// core holds no gated pod by that name in a queue or held (as Snapshot shows them). Should the core hold two gated pods of that
 // name (a pod deleted and created again before the deletion was seen), the newer one
 // answers. It looks through the namespace's pods, O(pods in the namespace), and counts
 // each budget that holds the pod, O(n) in that budget's gated pods: no queue is copied
@@ -57,7 +57,7 @@ func (q *AdmissionQueue) PodWaitByName(namespace, name string) (PodWait, bool) {
 			found = p
 		}
 	}
-	if found == nil {
+	if found == nil || !q.waitsSomewhere(found) {
 		return PodWait{}, false
 	}
 	return q.podWait(found), true
@@ -68,10 +68,17 @@ func (q *AdmissionQueue) PodWait(uid types.UID) (PodWait, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	p := q.pods[uid]
-	if p == nil || p.phase != phaseWaiting {
+	if p == nil || p.phase != phaseWaiting || !q.waitsSomewhere(p) {
 		return PodWait{}, false
 	}
 	return q.podWait(p), true
+}
+
+// waitsSomewhere reports whether a gated pod is in a budget's queues or held, as a
+// snapshot would show it; a gated pod in neither is about to be let go without quota.
+func (q *AdmissionQueue) waitsSomewhere(p *podState) bool {
+	_, held := q.held[p.pod.UID]
+	return held || len(p.entries) > 0
 }
 
 func (q *AdmissionQueue) podWait(p *podState) PodWait {

@@ -164,6 +164,22 @@ func TestPodWaitAgreesWithSnapshot(t *testing.T) {
 	}
 }
 
+// A gated pod no budget covers, in a core that does not hold uncovered pods, waits in
+// no queue: the next Admit lets it go. It is not found, as a snapshot does not show it.
+func TestPodWaitUncoveredNotHeld(t *testing.T) {
+	q, _ := newTestQueue()
+	q.UpsertPod(makePod("free").Req("cpu=1").Pod())
+	if w, ok := q.PodWaitByName("team-a", "free"); ok {
+		t.Errorf("found %+v", w)
+	}
+	if w, ok := q.PodWait("free"); ok {
+		t.Errorf("found by UID %+v", w)
+	}
+	if s := q.Snapshot(); len(s.Held) != 0 || len(s.Budgets) != 0 {
+		t.Errorf("the snapshot shows it: %+v", s)
+	}
+}
+
 // A pod deleted and created again under the same name before the deletion was seen:
 // the newer one answers.
 func TestPodWaitByNameNewerTwin(t *testing.T) {
