@@ -203,29 +203,7 @@ func stateSentence(b *budget) string {
 // O(n): WaitReason is asked on demand only (a pod's reason code changed, a user asks),
 // and WaitReasons serves a round of them.
 func (q *AdmissionQueue) position(p *podState, b *budget) string {
-	if b.positioned {
-		for i, e := range p.entries {
-			if p.cover[i] == b {
-				return fmt.Sprintf("position %d of %d", e.position, b.gated())
-			}
-		}
-	}
-	k := 1
-	n := 0
-	count := func(e *entry) {
-		n++
-		if e.pod != p && podLess(e.pod, p) {
-			k++
-		}
-	}
-	for _, h := range []entryHeap{b.active, b.backoff, b.inadmissible} {
-		for _, e := range h {
-			count(e)
-		}
-	}
-	for e := range b.parked {
-		count(e)
-	}
+	k, n := rank(p, b)
 	return fmt.Sprintf("position %d of %d", k, n)
 }
 

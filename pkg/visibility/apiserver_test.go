@@ -129,11 +129,11 @@ func roles(ctx context.Context, t *testing.T, cs kubernetes.Interface) {
 	for _, r := range []*rbacv1.ClusterRole{
 		{
 			ObjectMeta: metav1.ObjectMeta{Name: "quotagate-queue-viewer", Labels: map[string]string{"rbac.authorization.k8s.io/aggregate-to-view": "true"}},
-			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{visv1.GroupName}, Resources: []string{"budgets/pendingpods"}, Verbs: []string{"get"}}},
+			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{visv1.GroupName}, Resources: []string{"budgets/pendingpods", "pendingpods"}, Verbs: []string{"get"}}},
 		},
 		{
 			ObjectMeta: metav1.ObjectMeta{Name: "quotagate-clusterqueue-viewer"},
-			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{visv1.GroupName}, Resources: []string{"budgets/pendingpods", "clusterbudgets/pendingpods"}, Verbs: []string{"get"}}},
+			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{visv1.GroupName}, Resources: []string{"budgets/pendingpods", "clusterbudgets/pendingpods", "pendingpods"}, Verbs: []string{"get"}}},
 		},
 	} {
 		if _, err := cs.RbacV1().ClusterRoles().Create(ctx, r, metav1.CreateOptions{}); err != nil {
@@ -169,6 +169,52 @@ func get(ctx context.Context, cs kubernetes.Interface, path string, params map[s
 	return &list, json.Unmarshal(body, &list)
 }
 
+func getPodStatus(ctx context.Context, cs kubernetes.Interface, namespace, name string) (*visv1.PendingPodStatus, error) {
+	body, err := cs.CoreV1().RESTClient().Get().AbsPath(GroupVersionPath, "namespaces", namespace, "pendingpods", name).DoRaw(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var st visv1.PendingPodStatus
+	return &st, json.Unmarshal(body, &st)
+}
+
+// podStatusOnRealAPIServer: discovery lists pendingpods (get only), and a tenant with
+// view in team-a reads a team-a pod's place in its Budget and in a ClusterBudget, and
+// gets 404 for a pod the manager does not hold.
+func podStatusOnRealAPIServer(ctx context.Context, t *testing.T, tenant kubernetes.Interface) {
+	t.Helper()
+	list, err := tenant.Discovery().ServerResourcesForGroupVersion(visv1.GroupVersion.String())
+	if err != nil {
+		t.Fatalf("discovery of %s: %v", visv1.GroupVersion, err)
+	}
+	var verbs []string
+	for _, r := range list.APIResources {
+		if r.Name == visv1.ResourcePendingPods {
+			verbs = r.Verbs
+			if !r.Namespaced || r.Kind != visv1.KindPendingPodStatus {
+				t.Errorf("discovery lists pendingpods as namespaced %v, kind %q", r.Namespaced, r.Kind)
+			}
+		}
+	}
+	if diff := cmp.Diff([]string{"get"}, verbs); diff != "" {
+		t.Errorf("discovery's verbs of pendingpods (-want +got):\n%s", diff)
+	}
+	st, err := getPodStatus(ctx, tenant, "team-a", "train-0")
+	if err != nil {
+		t.Fatalf("a tenant with view in team-a reads train-0's status: %v", err)
+	}
+	want := []visv1.BudgetPlace{
+		{BudgetKind: "Budget", Namespace: "team-a", Name: "gpu", Position: 2, Total: 5, Queue: "backoff"},
+		{BudgetKind: "ClusterBudget", Name: "org", Position: 7, Total: 40, Queue: "backoff"},
+	}
+	if diff := cmp.Diff(want, st.Budgets); diff != "" || st.Kind != visv1.KindPendingPodStatus || st.Reason == "" {
+		t.Errorf("train-0's status: kind %q, reason %q, places (-want +got):\n%s", st.Kind, st.Reason, diff)
+	}
+	if _, err := getPodStatus(ctx, tenant, "team-a", "web"); !apierrors.IsNotFound(err) {
+		t.Errorf("a pod the manager does not hold: got %v, want 404 NotFound", err)
+	}
+}
+
 // TestVisibilityOnRealAPIServer serves the API through a real kube-apiserver's
 // aggregation layer and checks that ordinary RBAC decides who sees which queue.
 func TestVisibilityOnRealAPIServer(t *testing.T) {
@@ -178,7 +224,9 @@ func TestVisibilityOnRealAPIServer(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	port := freePort(t)
-	queues := fakeQueues{created: time.Now(), n: map[quota.BudgetKey]int{
+	waits := podWaits(time.Now())
+	waits["team-b/batch-0"] = quota.PodWait{Pod: quota.PodRef{Namespace: "team-b", Name: "batch-0"}, Created: time.Now()}
+	queues := fakeQueues{created: time.Now(), waits: waits, n: map[quota.BudgetKey]int{
 		{Namespace: "team-a", Name: "gpu"}: 5, {Namespace: "team-b", Name: "gpu"}: 2, {Name: "org"}: 3,
 	}}
 	srv, err := New(Options{BindAddress: net.IPv4(127, 0, 0, 1), Port: port, CertDir: filepath.Join(dir, "certs"), Kubeconfig: cluster.KubeconfigPath()}, queues, leading(true), nil)
@@ -222,7 +270,16 @@ func TestVisibilityOnRealAPIServer(t *testing.T) {
 	if diff := cmp.Diff([]int64{2, 3}, positions); diff != "" {
 		t.Errorf("page limit=2 offset=1 (-want +got):\n%s", diff)
 	}
+	podStatusOnRealAPIServer(ctx, t, tenant)
 	for what, call := range map[string]func() error{
+		"the tenant reads a pod's status in team-b": func() error {
+			_, err := getPodStatus(ctx, tenant, "team-b", "batch-0")
+			return err
+		},
+		"a user with no rights reads a pod's status in team-a": func() error {
+			_, err := getPodStatus(ctx, nobody, "team-a", "train-0")
+			return err
+		},
 		"the tenant reads team-b's queue":                                 func() error { _, err := get(ctx, tenant, teamB, nil); return err },
 		"the tenant reads a ClusterBudget's queue":                        func() error { _, err := get(ctx, tenant, org, nil); return err },
 		"a user with no rights reads team-a's queue":                      func() error { _, err := get(ctx, nobody, teamA, nil); return err },

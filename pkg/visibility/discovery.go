@@ -9,9 +9,11 @@ import (
 	visv1 "github.com/quotagate/quotagate/api/visibility/v1alpha1"
 )
 
-// resources are the API's resources as discovery lists them: subresources only, so
-// that `kubectl get budgets` keeps naming quotagate.io's Budgets.
+// resources are the API's resources as discovery lists them: subresources of budgets
+// only, so that `kubectl get budgets` keeps naming quotagate.io's Budgets, and
+// pendingpods, one gated pod's place by the pod's name.
 var resources = []metav1.APIResource{
+	{Name: visv1.ResourcePendingPods, SingularName: "pendingpod", Namespaced: true, Kind: visv1.KindPendingPodStatus, Verbs: metav1.Verbs{"get"}},
 	{Name: visv1.ResourceBudgets + "/" + visv1.SubresourcePendingPods, Namespaced: true, Kind: visv1.KindPendingPodList, Verbs: metav1.Verbs{"get"}},
 	{Name: visv1.ResourceClusterBudgets + "/" + visv1.SubresourcePendingPods, Namespaced: false, Kind: visv1.KindPendingPodList, Verbs: metav1.Verbs{"get"}},
 }

@@ -17,9 +17,11 @@ import (
 	"github.com/quotagate/quotagate/pkg/quota"
 )
 
-// Queues pages a budget's gated pods; *quota.AdmissionQueue is one.
+// Queues pages a budget's gated pods and finds one gated pod's places;
+// *quota.AdmissionQueue is one.
 type Queues interface {
 	Page(key quota.BudgetKey, offset, limit int) (quota.BudgetPage, bool)
+	PodWaitByName(namespace, name string) (quota.PodWait, bool)
 }
 
 var _ Queues = (*quota.AdmissionQueue)(nil)

@@ -18,10 +18,17 @@ import (
 	"github.com/quotagate/quotagate/pkg/quota"
 )
 
-// fakeQueues holds n pods per budget, position k named pod-k, and pages them as the core.
+// fakeQueues holds n pods per budget, position k named pod-k, and pages them as the
+// core; waits are the gated pods PodWaitByName finds, by namespace/name.
 type fakeQueues struct {
 	n       map[quota.BudgetKey]int
 	created time.Time
+	waits   map[string]quota.PodWait
+}
+
+func (f fakeQueues) PodWaitByName(namespace, name string) (quota.PodWait, bool) {
+	w, ok := f.waits[namespace+"/"+name]
+	return w, ok
 }
 
 func (f fakeQueues) Page(key quota.BudgetKey, offset, limit int) (quota.BudgetPage, bool) {

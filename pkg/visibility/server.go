@@ -92,8 +92,7 @@ func New(o Options, queues Queues, lead Leadership, standby http.Handler) (*Serv
 		return nil, fmt.Errorf("creating the visibility server: %w", err)
 	}
 	installDiscovery(generic)
-	pods := pendingPods{queues: queues, clock: clock.RealClock{}}
-	generic.Handler.NonGoRestfulMux.HandlePrefix(GroupVersionPath+"/", leaderOnly(lead, pods, standby))
+	generic.Handler.NonGoRestfulMux.HandlePrefix(GroupVersionPath+"/", leaderOnly(lead, NewHandler(queues, clock.RealClock{}), standby))
 	return &Server{generic: generic}, nil
 }
 

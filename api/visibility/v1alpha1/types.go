@@ -19,6 +19,10 @@ const (
 	ResourceClusterBudgets = "clusterbudgets"
 	SubresourcePendingPods = "pendingpods"
 	KindPendingPodList     = "PendingPodList"
+	// ResourcePendingPods is the namespaced resource that answers one gated pod's
+	// PendingPodStatus by the pod's name.
+	ResourcePendingPods  = "pendingpods"
+	KindPendingPodStatus = "PendingPodStatus"
 )
 
 // Paging defaults: a page is DefaultLimit pods unless the request asks for another
@@ -88,6 +92,55 @@ type PendingPod struct {
 	Reason string `json:"reason"`
 }
 
+// PendingPodStatus is where one gated pod waits and why: its place in the queue of
+// every budget that holds it, or, for a pod no budget covers, that the manager holds
+// it. It is about the pod, so a tenant who may see the pod's status sees its place in
+// a ClusterBudget's queue too, but no other pod of that queue.
+//
+// +kubebuilder:object:root=true
+type PendingPodStatus struct {
+	metav1.TypeMeta `json:",inline"`
+	// ObjectMeta names the pod: namespace, name, uid and creationTimestamp.
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Priority is the pod's priority, which orders the queues before creation time.
+	Priority int32 `json:"priority"`
+	// Group is the pod group the pod is admitted with, if any.
+	Group string `json:"group,omitempty"`
+	// Requests are what the pod charges the budgets.
+	Requests corev1.ResourceList `json:"requests,omitempty"`
+	// WaitingSeconds is how long the pod has waited when the answer was made.
+	WaitingSeconds int64 `json:"waitingSeconds"`
+	// RetryAt is when a pod in backoff is tried again.
+	RetryAt *metav1.Time `json:"retryAt,omitempty"`
+	// ReasonCode is the machine-readable reason the pod waits.
+	ReasonCode string `json:"reasonCode"`
+	// Reason is the sentence that explains why the pod waits, as its Waiting event.
+	Reason string `json:"reason"`
+	// Held is true for a pod no budget covers that the manager holds (uncovered pods
+	// are held, or a group member waits for its group); Budgets is empty then.
+	Held bool `json:"held,omitempty"`
+	// Budgets are the pod's places in the queues of the budgets that hold it, in the
+	// order the manager evaluates them (Budgets, then ClusterBudgets, then parents).
+	Budgets []BudgetPlace `json:"budgets"`
+}
+
+// BudgetPlace is a pod's place in one budget's queue.
+type BudgetPlace struct {
+	// BudgetKind is Budget or ClusterBudget.
+	BudgetKind string `json:"budgetKind"`
+	// Namespace (empty for a ClusterBudget) and Name of the budget.
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+	// Position is 1 when the budget admits this pod next.
+	Position int64 `json:"position"`
+	// Total is how many pods the budget keeps gated.
+	Total int64 `json:"total"`
+	// Queue is the admission queue the pod is in in this budget: active, backoff,
+	// inadmissible or parked.
+	Queue string `json:"queue"`
+}
+
 // PendingPodsOptions are the query parameters of a pendingpods request.
 //
 // +kubebuilder:object:root=true
@@ -107,7 +160,7 @@ var (
 )
 
 func addKnownTypes(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(GroupVersion, &PendingPodList{}, &PendingPodsOptions{})
+	scheme.AddKnownTypes(GroupVersion, &PendingPodList{}, &PendingPodStatus{}, &PendingPodsOptions{})
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil
 }

@@ -43,6 +43,9 @@ type env struct {
 	// queues, when set, reads one budget's queue (the visibility API); queue prefers it
 	// to the snapshot.
 	queues func() (queueSource, error)
+	// podStatus, when set, reads where one gated pod waits (the visibility API); why
+	// prefers it to the snapshot.
+	podStatus func() (podStatusSource, error)
 	// namespace is the -n namespace, else the kubeconfig context's namespace.
 	namespace func() (string, error)
 	now       func() time.Time
@@ -98,6 +101,7 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		}
 		return visibilityQueues(cs.CoreV1().RESTClient()), nil
 	}
+	e.podStatus = podStatusFromFlags(flags, &mf)
 	e.namespace = func() (string, error) {
 		ns, _, err := flags.ToRawKubeConfigLoader().Namespace()
 		if err != nil {

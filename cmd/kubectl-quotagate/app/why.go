@@ -119,6 +119,14 @@ func explainPod(ctx context.Context, e *env, c client.Client, key client.ObjectK
 	if nsErr == nil && ns.Labels[v1alpha1.EnabledLabel] != "true" {
 		res.Notes = append(res.Notes, fmt.Sprintf("namespace %s is no longer opted in: the manager releases its gated pods", pod.Namespace))
 	}
+	read, err := e.podStatusReader()
+	if err != nil {
+		return nil, err
+	}
+	if read != nil {
+		explainFromVisibility(ctx, read, &pod, res)
+		return res, nil
+	}
 	snap, note, err := e.snapshot(ctx)
 	if err != nil {
 		return nil, err
