@@ -97,6 +97,9 @@ func Install(ctx context.Context, c *localcluster.Cluster, opts Options) (*Insta
 	if i.chartPath, err = chartToInstall(o); err != nil {
 		return nil, err
 	}
+	if i.values, err = withoutVisibility(i.chartPath, i.values); err != nil {
+		return nil, err
+	}
 	if i.client, err = kubernetes.NewForConfig(c.Config()); err != nil {
 		return nil, err
 	}

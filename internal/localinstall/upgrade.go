@@ -52,6 +52,10 @@ func (i *Installation) upgrade(ctx context.Context, chartPath, binDir string, va
 	log := logr.FromContextOrDiscard(ctx)
 	merged := maps.Clone(i.values)
 	maps.Copy(merged, values)
+	merged, err := withoutVisibility(chartPath, merged)
+	if err != nil {
+		return err
+	}
 	rel, err := i.helmUpgrade(ctx, chartPath, merged)
 	if err != nil {
 		return err

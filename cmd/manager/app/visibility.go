@@ -33,11 +33,11 @@ type VisibilityOptions struct {
 }
 
 func defaultVisibilityOptions() VisibilityOptions {
-	return VisibilityOptions{BindAddress: ":8443", AdvertiseHost: os.Getenv("POD_IP")}
+	return VisibilityOptions{BindAddress: "0", AdvertiseHost: os.Getenv("POD_IP")}
 }
 
 func addVisibilityFlags(f *pflag.FlagSet, v *VisibilityOptions) {
-	f.StringVar(&v.BindAddress, "visibility-bind-address", v.BindAddress, "Address of the visibility.quotagate.io API server (HTTPS, served through kube-apiserver); 0 disables it.")
+	f.StringVar(&v.BindAddress, "visibility-bind-address", v.BindAddress, "Address of the visibility.quotagate.io API server (HTTPS, served through kube-apiserver), e.g. :8443; 0 (the default) disables it.")
 	f.StringVar(&v.CertDir, "visibility-cert-dir", v.CertDir, "Directory with the visibility server's tls.crt, tls.key and ca.crt (default: --webhook-cert-dir).")
 	f.StringVar(&v.AdvertiseHost, "visibility-advertise-host", v.AdvertiseHost, "Host (the pod's IP) that standby replicas forward visibility requests to when this replica leads (default $POD_IP).")
 	f.StringVar(&v.Lease, "visibility-lease", v.Lease, "Lease the leader publishes its visibility address in (default <leader-election-id>-visibility).")
