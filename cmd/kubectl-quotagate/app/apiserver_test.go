@@ -65,10 +65,10 @@ func TestSnapshotOnAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The manager's ClusterRole from its RBAC markers, and the chart's metrics reader
+	// The manager's ClusterRole from its RBAC markers, and the chart's /debug/queues reader
 	// role, as shipped in config/rbac.
 	managerRole := readClusterRole(t, filepath.Join(root, "config", "rbac", "role.yaml"))
-	readerRole := readClusterRole(t, filepath.Join(root, "config", "rbac", "metrics_reader_role.yaml"))
+	readerRole := readClusterRole(t, filepath.Join(root, "config", "rbac", "debug_queues_role.yaml"))
 	metricsOnly := &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: "metrics-only"},
 		Rules:      []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}},
@@ -123,7 +123,7 @@ func TestSnapshotOnAPIServer(t *testing.T) {
 			"a token the API server cannot parse":      {token: "not-a-token", want: http.StatusInternalServerError},
 			"a ServiceAccount without RBAC":            {token: nobodyToken, want: http.StatusForbidden},
 			"a ServiceAccount allowed only /metrics":   {token: metricsOnlyToken, want: http.StatusForbidden},
-			"a ServiceAccount bound to metrics-reader": {token: readerToken, want: http.StatusOK},
+			"a ServiceAccount bound to debug-queues-reader": {token: readerToken, want: http.StatusOK},
 		}
 		for name, tc := range tests {
 			t.Run(name, func(t *testing.T) {
