@@ -48,7 +48,7 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code (zz_generated.*).
 
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook manifests into config/ and the chart.
-	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) crd paths=./api/v1alpha1/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=quotagate-manager paths=./pkg/quota/... output:rbac:artifacts:config=config/rbac
 	$(CONTROLLER_GEN) webhook paths=./pkg/admission/... output:webhook:artifacts:config=config/webhook
 	go run ./hack/chartsync

@@ -121,8 +121,6 @@ func register(ctx context.Context, t *testing.T, cfg *rest.Config, port int, caP
 	}
 }
 
-func ptrTo[T any](v T) *T { return &v }
-
 // roles are the chart's visibility roles (charts/quotagate/templates/budget-rbac.yaml).
 func roles(ctx context.Context, t *testing.T, cs kubernetes.Interface) {
 	t.Helper()

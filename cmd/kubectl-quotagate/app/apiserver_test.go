@@ -120,9 +120,9 @@ func TestSnapshotOnAPIServer(t *testing.T) {
 			"no token": {want: http.StatusUnauthorized},
 			// controller-runtime's filter answers 500 "Authentication failed" when the
 			// TokenReview carries an error, as it does for a token that is no JWT.
-			"a token the API server cannot parse":      {token: "not-a-token", want: http.StatusInternalServerError},
-			"a ServiceAccount without RBAC":            {token: nobodyToken, want: http.StatusForbidden},
-			"a ServiceAccount allowed only /metrics":   {token: metricsOnlyToken, want: http.StatusForbidden},
+			"a token the API server cannot parse":           {token: "not-a-token", want: http.StatusInternalServerError},
+			"a ServiceAccount without RBAC":                 {token: nobodyToken, want: http.StatusForbidden},
+			"a ServiceAccount allowed only /metrics":        {token: metricsOnlyToken, want: http.StatusForbidden},
 			"a ServiceAccount bound to debug-queues-reader": {token: readerToken, want: http.StatusOK},
 		}
 		for name, tc := range tests {
