@@ -40,11 +40,23 @@ func testMetrics(t *testing.T, e env, _ *podWatcher) {
 		samples = s
 		return err == nil && code == 200, fmt.Sprintf("HTTP %d, %v", code, err)
 	})
-	// The same reader may read the queue snapshot served beside the metrics.
+	// The queue snapshot beside the metrics names every tenant's pods: the metrics
+	// reader is refused, an operator bound to the debug-queues-reader role reads it.
 	debugURL := strings.TrimSuffix(url, "/metrics") + "/debug/queues"
-	if code, _, err := scrape(ctx, debugURL, promCfg.BearerToken); err != nil || code != 200 {
-		t.Errorf("GET %s as the metrics reader: HTTP %d, %v; want 200", debugURL, code, err)
+	if code, _, err := scrape(ctx, debugURL, promCfg.BearerToken); err != nil || code != 403 {
+		t.Errorf("GET %s as the metrics reader: HTTP %d, %v; want 403", debugURL, code, err)
 	}
+	fatalIf(t, e.c.Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "operator-reads-queues"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: e.inst.Release() + "-debug-queues-reader"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "operator"}},
+	}), "binding the debug-queues-reader ClusterRole")
+	opCfg, err := e.cluster.ServiceAccountConfig(ctx, ns, "operator", 0)
+	fatalIf(t, err, "getting the operator's credentials")
+	waitFor(t, "the manager to serve /debug/queues to the operator", 30*time.Second, func() (bool, string) {
+		code, _, err := scrape(ctx, debugURL, opCfg.BearerToken)
+		return err == nil && code == 200, fmt.Sprintf("HTTP %d, %v", code, err)
+	})
 	want := float64(len(burst()))
 	if got, ok := sumOf(samples, "quotagate_queue_incoming_pods_total"); !ok || got < want {
 		t.Errorf("quotagate_queue_incoming_pods_total = %v (present: %v), want at least %v", got, ok, want)
