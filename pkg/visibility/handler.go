@@ -133,25 +133,7 @@ func toList(page quota.BudgetPage, offset int, now time.Time) *visv1.PendingPodL
 		Items:      make([]visv1.PendingPod, 0, len(page.Pods)),
 	}
 	for _, p := range page.Pods {
-		item := visv1.PendingPod{
-			Namespace:         p.Pod.Namespace,
-			Name:              p.Pod.Name,
-			UID:               string(p.Pod.UID),
-			Position:          int64(p.Position),
-			Priority:          p.Priority,
-			Group:             p.Group,
-			Requests:          p.Requests,
-			CreationTimestamp: metav1.NewTime(p.Created),
-			WaitingSeconds:    int64(max(0, now.Sub(p.Created)/time.Second)),
-			Queue:             string(p.Queue),
-			ReasonCode:        string(p.Reason.Code),
-			Reason:            p.Reason.Message,
-		}
-		if p.RetryAt != nil {
-			t := metav1.NewTime(*p.RetryAt)
-			item.RetryAt = &t
-		}
-		list.Items = append(list.Items, item)
+		list.Items = append(list.Items, PendingPodOf(p, now))
 	}
 	return list
 }
@@ -174,4 +156,27 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// PendingPodOf is the API's view of a queued pod at time now.
+func PendingPodOf(p quota.QueuedPod, now time.Time) visv1.PendingPod {
+	item := visv1.PendingPod{
+		Namespace:         p.Pod.Namespace,
+		Name:              p.Pod.Name,
+		UID:               string(p.Pod.UID),
+		Position:          int64(p.Position),
+		Priority:          p.Priority,
+		Group:             p.Group,
+		Requests:          p.Requests,
+		CreationTimestamp: metav1.NewTime(p.Created),
+		WaitingSeconds:    int64(max(0, now.Sub(p.Created)/time.Second)),
+		Queue:             string(p.Queue),
+		ReasonCode:        string(p.Reason.Code),
+		Reason:            p.Reason.Message,
+	}
+	if p.RetryAt != nil {
+		t := metav1.NewTime(*p.RetryAt)
+		item.RetryAt = &t
+	}
+	return item
 }

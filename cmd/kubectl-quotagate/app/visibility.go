@@ -13,6 +13,7 @@ import (
 
 	visv1 "github.com/quotagate/quotagate/api/visibility/v1alpha1"
 	"github.com/quotagate/quotagate/pkg/quota"
+	"github.com/quotagate/quotagate/pkg/visibility"
 )
 
 // queueSource reads one budget's whole queue, in admission order, as the visibility
@@ -85,25 +86,7 @@ func pendingPodList(bq quota.BudgetQueue, now time.Time) *visv1.PendingPodList {
 		Items:      make([]visv1.PendingPod, 0, len(bq.Pods)),
 	}
 	for _, p := range bq.Pods {
-		item := visv1.PendingPod{
-			Namespace:         p.Pod.Namespace,
-			Name:              p.Pod.Name,
-			UID:               string(p.Pod.UID),
-			Position:          int64(p.Position),
-			Priority:          p.Priority,
-			Group:             p.Group,
-			Requests:          p.Requests,
-			CreationTimestamp: metav1.NewTime(p.Created),
-			WaitingSeconds:    int64(max(0, now.Sub(p.Created)/time.Second)),
-			Queue:             string(p.Queue),
-			ReasonCode:        string(p.Reason.Code),
-			Reason:            p.Reason.Message,
-		}
-		if p.RetryAt != nil {
-			t := metav1.NewTime(*p.RetryAt)
-			item.RetryAt = &t
-		}
-		list.Items = append(list.Items, item)
+		list.Items = append(list.Items, visibility.PendingPodOf(p, now))
 	}
 	return list
 }
