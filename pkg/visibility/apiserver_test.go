@@ -214,10 +214,11 @@ func podStatusOnRealAPIServer(ctx context.Context, t *testing.T, tenant kubernet
 }
 
 // TestVisibilityOnRealAPIServer serves the API through a real kube-apiserver's
-// aggregation layer and checks that ordinary RBAC decides who sees which queue.
+// aggregation layer and checks that ordinary RBAC decides who sees which queue. The
+// server starts before its certificate exists, as a manager does whose own rotator
+// writes it (certManager.enabled=false), and serves once the files appear.
 func TestVisibilityOnRealAPIServer(t *testing.T) {
 	dir := t.TempDir()
-	caPEM := servingCert(t, dir)
 	cluster := localcluster.StartForTest(t, localcluster.Options{Nodes: 1})
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
@@ -231,7 +232,15 @@ func TestVisibilityOnRealAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() { _ = srv.Start(ctx) }()
+	srv.certPoll = 50 * time.Millisecond
+	served := make(chan error, 1)
+	go func() { served <- srv.Start(ctx) }()
+	select {
+	case err := <-served:
+		t.Fatalf("the server stopped while waiting for its certificate: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	caPEM := servingCert(t, dir)
 	cfg := cluster.Config()
 	register(ctx, t, cfg, port, caPEM)
 	roles(ctx, t, kubernetes.NewForConfigOrDie(cfg))

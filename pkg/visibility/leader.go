@@ -106,24 +106,25 @@ func NewForwarder(cfg *rest.Config, reader client.Reader, namespace, name, self,
 	return &Forwarder{reader: reader, namespace: namespace, name: name, self: self, transport: rt}, nil
 }
 
+// peerTLS trusts certDir's ca.crt and checks the leader's certificate for the first
+// name in certDir's tls.crt. Both are read for each connection: the rotator may write
+// them after the process starts (certManager.enabled=false) and renews them later.
 func peerTLS(certDir string) (*tls.Config, error) {
 	if certDir == "" {
 		return nil, errors.New("a standby forwards to the leader only with a serving certificate directory (its ca.crt and tls.crt)")
 	}
-	caPEM, err := os.ReadFile(filepath.Join(certDir, "ca.crt"))
-	if err != nil {
-		return nil, fmt.Errorf("reading the CA the leader's certificate is checked with: %w", err)
-	}
-	roots := x509.NewCertPool()
-	if !roots.AppendCertsFromPEM(caPEM) {
-		return nil, fmt.Errorf("no certificate in %s", filepath.Join(certDir, "ca.crt"))
-	}
-	// The name is read when a connection is made, so a renewed certificate is followed.
 	return &tls.Config{
 		MinVersion:         tls.VersionTLS12,
-		RootCAs:            roots,
 		InsecureSkipVerify: true, // the chain and the name are verified below
 		VerifyConnection: func(cs tls.ConnectionState) error {
+			caPEM, err := os.ReadFile(filepath.Join(certDir, "ca.crt"))
+			if err != nil {
+				return fmt.Errorf("reading the CA the leader's certificate is checked with: %w", err)
+			}
+			roots := x509.NewCertPool()
+			if !roots.AppendCertsFromPEM(caPEM) {
+				return fmt.Errorf("no certificate in %s", filepath.Join(certDir, "ca.crt"))
+			}
 			own, err := tls.LoadX509KeyPair(filepath.Join(certDir, "tls.crt"), filepath.Join(certDir, "tls.key"))
 			if err != nil || len(own.Certificate) == 0 {
 				return fmt.Errorf("reading this replica's serving certificate: %w", err)

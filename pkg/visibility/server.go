@@ -5,16 +5,20 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/util/wait"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/component-base/compatibility"
 	baseversion "k8s.io/component-base/version"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	visv1 "github.com/quotagate/quotagate/api/visibility/v1alpha1"
 )
@@ -35,7 +39,12 @@ type Options struct {
 
 // Server is the visibility API server.
 type Server struct {
-	generic *genericapiserver.GenericAPIServer
+	opts    Options
+	handler http.Handler
+	codecs  serializer.CodecFactory
+
+	// certPoll is how often Start looks for the serving certificate's files.
+	certPoll time.Duration
 }
 
 // Leadership tells whether this replica's queues are the truth, and how to reach the
@@ -46,15 +55,64 @@ type Leadership interface {
 }
 
 // New configures a server that answers from queues while lead.Leading(), and hands
-// other requests to standby (nil answers 503).
+// other requests to standby (nil answers 503). The server is built when it starts: with
+// certManager.enabled=false the manager's own rotator writes the certificate, so at
+// process start the mounted Secret may still be empty.
 func New(o Options, queues Queues, lead Leadership, standby http.Handler) (*Server, error) {
+	if o.Port <= 0 || o.Port > 65535 {
+		return nil, fmt.Errorf("the visibility server's port %d is not in 1-65535", o.Port)
+	}
 	scheme := runtime.NewScheme()
 	if err := visv1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
 	metav1.AddToGroupVersion(scheme, metav1.SchemeGroupVersion)
-	codecs := serializer.NewCodecFactory(scheme)
+	return &Server{
+		opts:     o,
+		handler:  leaderOnly(lead, NewHandler(queues, clock.RealClock{}), standby),
+		codecs:   serializer.NewCodecFactory(scheme),
+		certPoll: time.Second,
+	}, nil
+}
 
+// Start waits for the serving certificate's files, then serves until ctx is done; it
+// implements controller-runtime's Runnable.
+func (s *Server) Start(ctx context.Context) error {
+	if err := s.waitForCert(ctx); err != nil {
+		return err
+	}
+	generic, err := s.build()
+	if err != nil {
+		return err
+	}
+	return generic.PrepareRun().RunWithContext(ctx)
+}
+
+// waitForCert returns once CertDir holds tls.crt and tls.key, logging once while it
+// waits; nil at once without a CertDir.
+func (s *Server) waitForCert(ctx context.Context) error {
+	if s.opts.CertDir == "" {
+		return nil
+	}
+	logged := false
+	return wait.PollUntilContextCancel(ctx, s.certPoll, true, func(context.Context) (bool, error) {
+		_, errCrt := os.Stat(filepath.Join(s.opts.CertDir, "tls.crt"))
+		_, errKey := os.Stat(filepath.Join(s.opts.CertDir, "tls.key"))
+		if errCrt == nil && errKey == nil {
+			return true, nil
+		}
+		if !logged {
+			log.FromContext(ctx).WithName("visibility").Info("Waiting for the serving certificate before serving visibility.quotagate.io", "dir", s.opts.CertDir)
+			logged = true
+		}
+		return false, nil
+	})
+}
+
+// build configures the generic API server: the serving certificate, delegated
+// authentication and authorization, discovery and the handler.
+func (s *Server) build() (*genericapiserver.GenericAPIServer, error) {
+	o := s.opts
 	secure := genericoptions.NewSecureServingOptions().WithLoopback()
 	secure.BindAddress, secure.BindPort = o.BindAddress, o.Port
 	if o.CertDir != "" {
@@ -73,7 +131,7 @@ func New(o Options, queues Queues, lead Leadership, standby http.Handler) (*Serv
 	authz := genericoptions.NewDelegatingAuthorizationOptions()
 	authz.RemoteKubeConfigFile = o.Kubeconfig
 
-	cfg := genericapiserver.NewRecommendedConfig(codecs)
+	cfg := genericapiserver.NewRecommendedConfig(s.codecs)
 	cfg.EffectiveVersion = compatibility.NewEffectiveVersionFromString(baseversion.DefaultKubeBinaryVersion, "", "")
 	if err := secure.ApplyTo(&cfg.SecureServing, &cfg.LoopbackClientConfig); err != nil {
 		return nil, fmt.Errorf("configuring serving: %w", err)
@@ -92,13 +150,8 @@ func New(o Options, queues Queues, lead Leadership, standby http.Handler) (*Serv
 		return nil, fmt.Errorf("creating the visibility server: %w", err)
 	}
 	installDiscovery(generic)
-	generic.Handler.NonGoRestfulMux.HandlePrefix(GroupVersionPath+"/", leaderOnly(lead, NewHandler(queues, clock.RealClock{}), standby))
-	return &Server{generic: generic}, nil
-}
-
-// Start serves until ctx is done; it implements controller-runtime's Runnable.
-func (s *Server) Start(ctx context.Context) error {
-	return s.generic.PrepareRun().RunWithContext(ctx)
+	generic.Handler.NonGoRestfulMux.HandlePrefix(GroupVersionPath+"/", s.handler)
+	return generic, nil
 }
 
 // NeedLeaderElection is false: every replica serves, a standby by forwarding.
