@@ -2,6 +2,7 @@ package localinstall
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net"
@@ -26,6 +27,7 @@ import (
 var (
 	certificateGVR = schema.GroupVersionResource{Group: "cert-manager.io", Version: "v1", Resource: "certificates"}
 	issuerGVR      = schema.GroupVersionResource{Group: "cert-manager.io", Version: "v1", Resource: "issuers"}
+	apiServiceGVR  = schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
 )
 
 // injectCAFromAnnotation names the Certificate whose CA cert-manager's CA injector
@@ -287,23 +289,9 @@ func (i *Installation) injectCABundle(ctx context.Context, mwcName string) error
 		if err != nil {
 			return fmt.Errorf("reading MutatingWebhookConfiguration %s: %w", mwcName, err)
 		}
-		ref := mwc.Annotations[injectCAFromAnnotation]
-		ns, name, ok := strings.Cut(ref, "/")
-		if !ok {
-			return fmt.Errorf("MutatingWebhookConfiguration %s: annotation %s=%q is not namespace/name", mwcName, injectCAFromAnnotation, ref)
-		}
-		cert, err := i.dynamic.Resource(certificateGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		ca, err := i.injectedCA(ctx, "MutatingWebhookConfiguration "+mwcName, mwc.Annotations)
 		if err != nil {
-			return fmt.Errorf("reading Certificate %s: %w", ref, err)
-		}
-		secretName, _, _ := unstructured.NestedString(cert.Object, "spec", "secretName")
-		secret, err := i.client.CoreV1().Secrets(ns).Get(ctx, secretName, metav1.GetOptions{})
-		if err != nil {
-			return fmt.Errorf("reading the Secret of Certificate %s: %w", ref, err)
-		}
-		ca := secret.Data[cmmetaCAKey]
-		if len(ca) == 0 {
-			return fmt.Errorf("secret %s/%s has no ca.crt", ns, secretName)
+			return err
 		}
 		for w := range mwc.Webhooks {
 			mwc.Webhooks[w].ClientConfig.CABundle = ca
@@ -311,6 +299,50 @@ func (i *Installation) injectCABundle(ctx context.Context, mwcName string) error
 		_, err = hooks.Update(ctx, mwc, metav1.UpdateOptions{FieldManager: cainjectorFieldManager})
 		return err
 	})
+}
+
+// injectAPIServiceCABundle does the same for an APIService: its spec.caBundle.
+func (i *Installation) injectAPIServiceCABundle(ctx context.Context, name string) error {
+	apiservices := i.dynamic.Resource(apiServiceGVR)
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		svc, err := apiservices.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("reading APIService %s: %w", name, err)
+		}
+		ca, err := i.injectedCA(ctx, "APIService "+name, svc.GetAnnotations())
+		if err != nil {
+			return err
+		}
+		if err := unstructured.SetNestedField(svc.Object, base64.StdEncoding.EncodeToString(ca), "spec", "caBundle"); err != nil {
+			return err
+		}
+		_, err = apiservices.Update(ctx, svc, metav1.UpdateOptions{FieldManager: cainjectorFieldManager})
+		return err
+	})
+}
+
+// injectedCA is the CA that an object's cert-manager.io/inject-ca-from annotation
+// points to: ca.crt of the named Certificate's Secret.
+func (i *Installation) injectedCA(ctx context.Context, what string, annotations map[string]string) ([]byte, error) {
+	ref := annotations[injectCAFromAnnotation]
+	ns, name, ok := strings.Cut(ref, "/")
+	if !ok {
+		return nil, fmt.Errorf("%s: annotation %s=%q is not namespace/name", what, injectCAFromAnnotation, ref)
+	}
+	cert, err := i.dynamic.Resource(certificateGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("reading Certificate %s: %w", ref, err)
+	}
+	secretName, _, _ := unstructured.NestedString(cert.Object, "spec", "secretName")
+	secret, err := i.client.CoreV1().Secrets(ns).Get(ctx, secretName, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("reading the Secret of Certificate %s: %w", ref, err)
+	}
+	ca := secret.Data[cmmetaCAKey]
+	if len(ca) == 0 {
+		return nil, fmt.Errorf("secret %s/%s has no ca.crt", ns, secretName)
+	}
+	return ca, nil
 }
 
 // RenewWebhookCert renews the webhook's serving certificate as cert-manager does when
@@ -332,6 +364,11 @@ func (i *Installation) RenewWebhookCert(ctx context.Context) error {
 	secretName, _, _ := unstructured.NestedString(obj.Object, "spec", "secretName")
 	if err := i.syncCertDir(ctx, i.opts.Namespace, secretName, i.certDir()); err != nil {
 		return err
+	}
+	if i.apiService != "" {
+		if err := i.injectAPIServiceCABundle(ctx, i.apiService); err != nil {
+			return err
+		}
 	}
 	return i.injectCABundle(ctx, i.webhookConfiguration)
 }

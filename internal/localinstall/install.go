@@ -35,14 +35,15 @@ type Installation struct {
 	helmLog  *os.File
 	renderer localRenderer
 	// chartPath is the packaged chart the release runs; svc is the webhook's Service
-	// (service.go).
-	chartPath string
-	svc       *service
+	// and visSvc the visibility API's (service.go).
+	chartPath   string
+	svc, visSvc *service
 
 	webhook, manager *component
 	// servingCert and webhookConfiguration name the release's serving Certificate and
-	// MutatingWebhookConfiguration, for RenewWebhookCert.
-	servingCert, webhookConfiguration string
+	// MutatingWebhookConfiguration, for RenewWebhookCert; apiService is the visibility
+	// API's APIService, "" when the release does not serve it.
+	servingCert, webhookConfiguration, apiService string
 	// mode is the release's admission mode: AdmissionPolicy or AdmissionWebhook.
 	mode string
 	// certSecret is the webhook's Secret; volume copies it into the cert dir when the
@@ -67,6 +68,7 @@ type ExitError = supervise.ExitError
 type component struct {
 	name                   string
 	port, metrics, probes  int // local ports; port is the webhook server's
+	visibility             int // the manager's visibility server's local port
 	serviceAccount         string
 	args, env              []string
 	binary, logPath, kconf string
@@ -97,9 +99,6 @@ func Install(ctx context.Context, c *localcluster.Cluster, opts Options) (*Insta
 	if i.chartPath, err = chartToInstall(o); err != nil {
 		return nil, err
 	}
-	if i.values, err = withoutVisibility(i.chartPath, i.values); err != nil {
-		return nil, err
-	}
 	if i.client, err = kubernetes.NewForConfig(c.Config()); err != nil {
 		return nil, err
 	}
@@ -109,20 +108,23 @@ func Install(ctx context.Context, c *localcluster.Cluster, opts Options) (*Insta
 	if i.helm, i.helmLog, err = helmConfig(c.KubeconfigPath(), o.Namespace, o.Dir); err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(5)
+	ports, err := freePorts(6)
 	if err != nil {
 		return nil, err
 	}
 	i.webhook = &component{name: webhookName, port: ports[0], metrics: ports[1], probes: ports[2]}
-	i.manager = &component{name: managerName, metrics: ports[3], probes: ports[4]}
-	if i.svc, err = listenService(); err != nil {
+	i.manager = &component{name: managerName, metrics: ports[3], probes: ports[4], visibility: ports[5]}
+	if i.svc, err = listenService("webhook"); err != nil {
 		return nil, err
+	}
+	if i.visSvc, err = listenService("visibility API"); err != nil {
+		return nil, errors.Join(err, i.svc.close())
 	}
 	host := "127.0.0.1"
 	if SelfManagedCerts(o.Values) {
 		host = selfManagedHost
 	}
-	i.renderer = localRenderer{webhookHost: host + ":" + i.svc.port()}
+	i.renderer = localRenderer{webhookHost: host + ":" + i.svc.port(), visibilityPort: int64(i.visSvc.portNumber())}
 
 	if err := i.install(ctx); err != nil {
 		return nil, errors.Join(err, i.Stop())
@@ -148,19 +150,28 @@ func (i *Installation) install(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if i.mode = admissionModeOf(objs); i.mode == AdmissionPolicy {
-		return i.installPolicy(ctx, objs)
-	}
+	i.mode = admissionModeOf(objs)
 	if selfManaged {
-		return i.installSelfManaged(ctx, objs)
+		err = i.wireSelfManagedCert(objs)
+	} else {
+		err = i.issueCertificates(ctx, objs)
+		if err == nil {
+			err = i.wireIssuedCert(ctx, objs)
+		}
 	}
-	if err := i.issueCertificates(ctx, objs); err != nil {
+	if err != nil {
 		return err
 	}
-	if err := i.wireIssuedCert(ctx, objs); err != nil {
-		return err
+	// In self-managed mode the manager's rotator writes the certificate the webhook
+	// serves with, so the manager starts first.
+	comps := []*component{i.webhook, i.manager}
+	switch {
+	case i.mode == AdmissionPolicy:
+		comps = []*component{i.manager}
+	case selfManaged:
+		comps = []*component{i.manager, i.webhook}
 	}
-	for _, comp := range []*component{i.webhook, i.manager} {
+	for _, comp := range comps {
 		if err := i.configure(ctx, comp, objs); err != nil {
 			return err
 		}
@@ -169,31 +180,72 @@ func (i *Installation) install(ctx context.Context) error {
 		}
 		log.V(1).Info("Started", "component", comp.name, "log", comp.logPath)
 	}
-	return nil
+	if i.mode == AdmissionPolicy {
+		if err := i.waitPolicyApplied(ctx); err != nil {
+			return err
+		}
+	} else if selfManaged {
+		if err := i.waitCABundle(ctx); err != nil {
+			return err
+		}
+	}
+	return i.waitVisibilityAvailable(ctx)
+}
+
+// servingSecret is the Secret with the release's serving certificate, as the
+// webhook's or the manager's pod mounts it; "" when the release has no certificate
+// (admission policy without the visibility API).
+func servingSecret(objs []*unstructured.Unstructured) string {
+	for _, name := range []string{webhookName, managerName} {
+		if dep, err := deployment(objs, name); err == nil {
+			if s := servingSecretOf(dep); s != "" {
+				return s
+			}
+		}
+	}
+	return ""
 }
 
 // wireIssuedCert does, for the release's objects, what the kubelet and cert-manager's CA
-// injector do with an issued serving certificate: its Secret into the webhook's cert dir
-// (and kept there), its CA into the webhook configuration's caBundle.
+// injector do with an issued serving certificate: its Secret into the cert dir of the
+// webhook and the manager (and kept there), its CA into the caBundle of the webhook
+// configuration and of the visibility APIService.
 func (i *Installation) wireIssuedCert(ctx context.Context, objs []*unstructured.Unstructured) error {
-	dep, err := deployment(objs, webhookName)
-	if err != nil {
-		return err
+	secretName := servingSecret(objs)
+	if secretName == "" {
+		return nil
 	}
-	secretName := servingSecretOf(dep)
 	i.certSecret = secretName
+	var err error
 	if i.servingCert, err = certificateFor(objs, secretName); err != nil {
 		return err
 	}
 	if err := i.syncCertDir(ctx, i.opts.Namespace, secretName, i.certDir()); err != nil {
 		return err
 	}
-	mwc, err := find(objs, "admissionregistration.k8s.io", "MutatingWebhookConfiguration")
-	if err != nil {
-		return err
+	i.webhookConfiguration, i.apiService = nameOf(objs, "admissionregistration.k8s.io", "MutatingWebhookConfiguration"), nameOf(objs, "apiregistration.k8s.io", "APIService")
+	if i.webhookConfiguration != "" {
+		if err := i.injectCABundle(ctx, i.webhookConfiguration); err != nil {
+			return err
+		}
 	}
-	i.webhookConfiguration = mwc.GetName()
-	return i.injectCABundle(ctx, i.webhookConfiguration)
+	if i.apiService != "" {
+		return i.injectAPIServiceCABundle(ctx, i.apiService)
+	}
+	return nil
+}
+
+// wireSelfManagedCert starts the kubelet's stand-in for the Secret the manager's
+// rotator writes (selfmanaged.go), when the release has a certificate.
+func (i *Installation) wireSelfManagedCert(objs []*unstructured.Unstructured) error {
+	i.webhookConfiguration, i.apiService = nameOf(objs, "admissionregistration.k8s.io", "MutatingWebhookConfiguration"), nameOf(objs, "apiregistration.k8s.io", "APIService")
+	secretName := servingSecret(objs)
+	if secretName == "" || i.volume != nil {
+		return nil
+	}
+	i.certSecret = secretName
+	i.volume = startSecretVolume(i, i.opts.Namespace, secretName, i.certDir())
+	return nil
 }
 
 func (i *Installation) certDir() string { return filepath.Join(i.opts.Dir, "webhook-certs") }
@@ -220,8 +272,17 @@ func (i *Installation) configure(ctx context.Context, comp *component, objs []*u
 		set["host"] = "127.0.0.1"
 		set["cert-dir"] = i.certDir()
 	}
-	if comp.name == managerName && SelfManagedCerts(i.values) {
-		i.selfManagedFlags(set)
+	if comp.name == managerName {
+		if v := flagValue(ctr.Args, "visibility-bind-address"); v != "" && v != "0" {
+			// Standbys forward to the leader at the address it advertises; every
+			// replica here is on 127.0.0.1.
+			set["visibility-bind-address"] = local(comp.visibility)
+			set["visibility-cert-dir"] = i.certDir()
+			set["visibility-advertise-host"] = "127.0.0.1"
+		}
+		if SelfManagedCerts(i.values) {
+			i.selfManagedFlags(set, ctr.Args)
+		}
 	}
 	comp.args = withFlags(ctr.Args, set)
 	comp.binary = filepath.Join(i.opts.BinDir, path.Base(ctr.Command[0]))
@@ -304,8 +365,11 @@ func (i *Installation) start(ctx context.Context, comp *component) error {
 	if err := waitReady(wctx, proc, "http://127.0.0.1:"+strconv.Itoa(comp.probes)+"/readyz"); err != nil {
 		return err
 	}
-	if comp.name == webhookName {
+	switch comp.name {
+	case webhookName:
 		i.svc.route("127.0.0.1:" + strconv.Itoa(comp.port))
+	case managerName:
+		i.visSvc.route("127.0.0.1:" + strconv.Itoa(comp.visibility))
 	}
 	return nil
 }
@@ -340,7 +404,7 @@ func (i *Installation) Err() error {
 // It is idempotent.
 func (i *Installation) Stop() error {
 	i.stopOnce.Do(func() {
-		i.stopErr = errors.Join(i.manager.stop(), i.webhook.stop(), i.svc.close())
+		i.stopErr = errors.Join(i.manager.stop(), i.webhook.stop(), i.svc.close(), i.visSvc.close())
 		i.volume.stop()
 		if i.helmLog != nil {
 			_ = i.helmLog.Close()

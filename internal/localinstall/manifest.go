@@ -40,6 +40,8 @@ const (
 	componentLabel = "app.kubernetes.io/component"
 	webhookName    = "webhook"
 	managerName    = "manager"
+	// visibilityName labels the visibility API's Service.
+	visibilityName = "visibility"
 )
 
 // decodeObjects splits a multi-document YAML stream into objects; empty documents are
@@ -82,6 +84,9 @@ func encodeObjects(objs []*unstructured.Unstructured) ([]byte, error) {
 type localRenderer struct {
 	// webhookHost is host:port of the local webhook process.
 	webhookHost string
+	// visibilityPort is the port on localhost of the stand-in for the visibility
+	// API's Service.
+	visibilityPort int64
 }
 
 // Run implements helm's postrenderer.PostRenderer.
@@ -95,6 +100,16 @@ func (r localRenderer) Run(rendered *bytes.Buffer) (*bytes.Buffer, error) {
 		case "MutatingWebhookConfiguration.admissionregistration.k8s.io":
 			if err := pointWebhooksAt(o, r.webhookHost); err != nil {
 				return nil, err
+			}
+		case "Service":
+			if o.GetLabels()[componentLabel] == visibilityName {
+				if err := pointServiceAtLocalhost(o, r.visibilityPort); err != nil {
+					return nil, err
+				}
+			}
+		case "APIService.apiregistration.k8s.io":
+			if err := unstructured.SetNestedField(o.Object, r.visibilityPort, "spec", "service", "port"); err != nil {
+				return nil, fmt.Errorf("APIService %s: %w", o.GetName(), err)
 			}
 		case "Job.batch":
 			if _, ok := o.GetAnnotations()[hookAnnotation]; ok {
@@ -136,6 +151,21 @@ func pointWebhooksAt(mwc *unstructured.Unstructured, host string) error {
 		hooks[i] = hook
 	}
 	return unstructured.SetNestedSlice(mwc.Object, hooks, "webhooks")
+}
+
+// pointServiceAtLocalhost turns the visibility API's Service into an ExternalName
+// Service for localhost on port, where the local stand-in listens (service.go). The
+// aggregation layer dials an ExternalName Service's name on the APIService's port (which
+// the post-renderer sets to the same port) and still checks the serving certificate for
+// <service>.<namespace>.svc, so the certificate the chart asks for is what gets tested.
+// A ClusterIP would need kube-proxy, which the local control plane does not run.
+func pointServiceAtLocalhost(svc *unstructured.Unstructured, port int64) error {
+	spec := map[string]any{
+		"type":         "ExternalName",
+		"externalName": "localhost",
+		"ports":        []any{map[string]any{"name": visibilityName, "port": port, "protocol": "TCP"}},
+	}
+	return unstructured.SetNestedMap(svc.Object, spec, "spec")
 }
 
 // holdHookPods tells kwok to bring a hook Job's pods to Running at once and never to
@@ -185,6 +215,15 @@ func find(objs []*unstructured.Unstructured, group, kind string) (*unstructured.
 		return nil, fmt.Errorf("want exactly one %s.%s in the release, found %d", kind, group, len(found))
 	}
 	return found[0], nil
+}
+
+// nameOf is the name of the release's one object with this group and kind, "" when it
+// has none.
+func nameOf(objs []*unstructured.Unstructured, group, kind string) string {
+	if o, err := find(objs, group, kind); err == nil {
+		return o.GetName()
+	}
+	return ""
 }
 
 // withFlags returns args with each flag in set given the value in set: replaced in

@@ -2,10 +2,13 @@ package localinstall
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 const rendered = `
@@ -41,10 +44,37 @@ spec:
   template:
     spec:
       containers: [{name: c, image: q}]
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: quotagate-visibility
+  labels: {app.kubernetes.io/component: visibility}
+spec:
+  type: ClusterIP
+  selector: {app.kubernetes.io/component: manager}
+  ports: [{name: visibility, port: 443, targetPort: visibility, protocol: TCP}]
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: quotagate-webhook
+  labels: {app.kubernetes.io/component: webhook}
+spec:
+  type: ClusterIP
+  ports: [{name: https, port: 443, targetPort: webhook}]
+---
+apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata:
+  name: v1alpha1.visibility.quotagate.io
+spec:
+  group: visibility.quotagate.io
+  service: {name: quotagate-visibility, namespace: quotagate-system, port: 443}
 `
 
 func TestLocalRenderer(t *testing.T) {
-	out, err := localRenderer{webhookHost: "127.0.0.1:9443"}.Run(bytes.NewBufferString(rendered))
+	out, err := localRenderer{webhookHost: "127.0.0.1:9443", visibilityPort: 18443}.Run(bytes.NewBufferString(rendered))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,8 +82,8 @@ func TestLocalRenderer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(objs) != 3 {
-		t.Fatalf("got %d objects, want 3", len(objs))
+	if len(objs) != 6 {
+		t.Fatalf("got %d objects, want 6", len(objs))
 	}
 
 	hooks, _, _ := unstructured.NestedSlice(objs[0].Object, "webhooks")
@@ -80,6 +110,31 @@ func TestLocalRenderer(t *testing.T) {
 	}
 	if _, found, _ := unstructured.NestedMap(objs[2].Object, "spec", "template", "metadata"); found {
 		t.Errorf("a Job that is not a hook was changed: %v", objs[2].Object)
+	}
+
+	// The visibility API's Service names localhost on the stand-in's port, and the
+	// APIService that port; the webhook's Service (not reached through the aggregator)
+	// is left alone.
+	var vis, hook corev1.Service
+	for o, into := range map[*unstructured.Unstructured]*corev1.Service{objs[3]: &vis, objs[4]: &hook} {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, into); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantVisibility := corev1.ServiceSpec{
+		Type: corev1.ServiceTypeExternalName, ExternalName: "localhost",
+		Ports: []corev1.ServicePort{{Name: "visibility", Port: 18443, Protocol: corev1.ProtocolTCP}},
+	}
+	if diff := cmp.Diff(wantVisibility, vis.Spec); diff != "" {
+		t.Errorf("visibility Service spec (-want +got):\n%s", diff)
+	}
+	if hook.Spec.Type != corev1.ServiceTypeClusterIP {
+		t.Errorf("the webhook's Service became %q, want it left ClusterIP", hook.Spec.Type)
+	}
+	port, _, _ := unstructured.NestedFieldNoCopy(objs[5].Object, "spec", "service", "port")
+	name, _, _ := unstructured.NestedString(objs[5].Object, "spec", "service", "name")
+	if fmt.Sprint(port) != "18443" || name != "quotagate-visibility" {
+		t.Errorf("APIService spec.service names %s port %v, want quotagate-visibility port 18443", name, port)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -80,28 +79,4 @@ func chartToInstall(o Options) (string, error) {
 		return o.ChartPath, nil
 	}
 	return PackageChart(filepath.Join(o.RepoRoot, "charts", "quotagate"), o.Dir)
-}
-
-// withoutVisibility returns values with the visibility API turned off when the chart at
-// chartPath has it and values do not set it. Nothing here stands in for the visibility
-// Service yet, and an APIService kube-apiserver cannot reach would hold up every
-// namespace deletion; the API's own tests run it behind a real aggregation layer
-// (pkg/visibility, cmd/kubectl-quotagate). Charts from before the API refuse the key.
-func withoutVisibility(chartPath string, values map[string]any) (map[string]any, error) {
-	if _, set := values["visibility"]; set {
-		return values, nil
-	}
-	chrt, err := loadPackagedChart(chartPath)
-	if err != nil {
-		return nil, err
-	}
-	if _, has := chrt.Values["visibility"]; !has {
-		return values, nil
-	}
-	out := maps.Clone(values)
-	if out == nil {
-		out = map[string]any{}
-	}
-	out["visibility"] = map[string]any{"enabled": false}
-	return out, nil
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -33,20 +32,6 @@ func admissionModeOf(objs []*unstructured.Unstructured) string {
 // AdmissionMode is the admission step the installed release runs, as the chart chose
 // it: AdmissionPolicy or AdmissionWebhook.
 func (i *Installation) AdmissionMode() string { return i.mode }
-
-// installPolicy starts what a release in admission mode policy runs: the manager only
-// (there is no webhook, certificate or rotator), and waits until the API server applies
-// the gate policy.
-func (i *Installation) installPolicy(ctx context.Context, objs []*unstructured.Unstructured) error {
-	if err := i.configure(ctx, i.manager, objs); err != nil {
-		return err
-	}
-	if err := i.start(ctx, i.manager); err != nil {
-		return err
-	}
-	logr.FromContextOrDiscard(ctx).V(1).Info("Started", "component", i.manager.name, "log", i.manager.logPath)
-	return i.waitPolicyApplied(ctx)
-}
 
 // waitPolicyApplied waits until a dry-run pod create in an opted-in namespace comes back
 // gated: the API server loads policies from its informer, a moment after they exist.

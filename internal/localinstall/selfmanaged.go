@@ -8,10 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
@@ -38,45 +36,24 @@ func SelfManagedCerts(values map[string]any) bool {
 	return ok && !enabled
 }
 
-// installSelfManaged starts the manager (its rotator fills the Secret), the emulated
-// Secret volume, then the webhook, and waits for the caBundle.
-func (i *Installation) installSelfManaged(ctx context.Context, objs []*unstructured.Unstructured) error {
-	log := logr.FromContextOrDiscard(ctx)
-	dep, err := deployment(objs, webhookName)
-	if err != nil {
-		return err
-	}
-	i.certSecret = servingSecretOf(dep)
-	if i.certSecret == "" {
-		return fmt.Errorf("deployment %s mounts no Secret", dep.Name)
-	}
-	mwc, err := find(objs, "admissionregistration.k8s.io", "MutatingWebhookConfiguration")
-	if err != nil {
-		return err
-	}
-	i.webhookConfiguration = mwc.GetName()
-	i.volume = startSecretVolume(i, i.opts.Namespace, i.certSecret, i.certDir())
-	for _, comp := range []*component{i.manager, i.webhook} {
-		if err := i.configure(ctx, comp, objs); err != nil {
-			return err
-		}
-		if err := i.start(ctx, comp); err != nil {
-			return err
-		}
-		log.V(1).Info("Started", "component", comp.name, "log", comp.logPath)
-	}
-	return i.waitCABundle(ctx)
-}
-
 // selfManagedFlags are the manager's flags that point the rotator at the local cert dir
-// and add the name the API server dials.
-func (i *Installation) selfManagedFlags(set map[string]string) {
+// and add the name the API server dials the webhook at to the names the chart's args
+// (the manager's container args) ask for.
+func (i *Installation) selfManagedFlags(set map[string]string, args []string) {
 	set["webhook-cert-dir"] = i.certDir()
-	set["webhook-cert-extra-dns-names"] = selfManagedHost
+	names := selfManagedHost
+	if extra := flagValue(args, "webhook-cert-extra-dns-names"); extra != "" {
+		names = extra + "," + selfManagedHost
+	}
+	set["webhook-cert-extra-dns-names"] = names
 }
 
-// waitCABundle waits until every webhook of the configuration has a caBundle.
+// waitCABundle waits until every webhook of the configuration has a caBundle (at once
+// without a webhook configuration).
 func (i *Installation) waitCABundle(ctx context.Context) error {
+	if i.webhookConfiguration == "" {
+		return nil
+	}
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, i.opts.Timeout, true, func(ctx context.Context) (bool, error) {
 		mwc, err := i.client.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, i.webhookConfiguration, metav1.GetOptions{})

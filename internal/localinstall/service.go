@@ -8,9 +8,10 @@ import (
 	"sync"
 )
 
-// service stands in for the webhook's Service: the API server reaches the webhook at
-// one stable address (the post-renderer's clientConfig.url), and service forwards each
-// connection to the webhook process that is ready now. A rollout starts the new process,
+// service stands in for the webhook's Service (and the visibility API's): the API
+// server reaches the webhook at one stable address (the post-renderer's clientConfig.url,
+// or the visibility Service's ExternalName and port), and service forwards each
+// connection to the process that is ready now. A rollout starts the new process,
 // routes new connections to it, then stops the old one, which finishes what its open
 // connections carry (an HTTP/2 GOAWAY lets the API server move to a new connection), as
 // a Deployment's rolling update does behind a Service's endpoints.
@@ -23,11 +24,11 @@ type service struct {
 	wg sync.WaitGroup
 }
 
-// listenService opens the service's address on 127.0.0.1.
-func listenService() (*service, error) {
+// listenService opens the address of the Service of what ("webhook") on 127.0.0.1.
+func listenService(what string) (*service, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, fmt.Errorf("opening the webhook's service address: %w", err)
+		return nil, fmt.Errorf("opening the %s's service address: %w", what, err)
 	}
 	s := &service{ln: ln}
 	s.wg.Add(1)
@@ -43,6 +44,9 @@ func (s *service) port() string {
 	_, port, _ := net.SplitHostPort(s.addr())
 	return port
 }
+
+// portNumber is the service's port as a number.
+func (s *service) portNumber() int { return s.ln.Addr().(*net.TCPAddr).Port }
 
 // route sends the connections accepted from now on to backend (host:port).
 func (s *service) route(backend string) {

@@ -18,7 +18,7 @@ func TestServiceRoutesNewConnectionsToTheLatestBackend(t *testing.T) {
 		return s
 	}
 	oldProc, newProc := backend("old"), backend("new")
-	svc, err := listenService()
+	svc, err := listenService("webhook")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,10 +52,6 @@ func (i *Installation) upgrade(ctx context.Context, chartPath, binDir string, va
 	log := logr.FromContextOrDiscard(ctx)
 	merged := maps.Clone(i.values)
 	maps.Copy(merged, values)
-	merged, err := withoutVisibility(chartPath, merged)
-	if err != nil {
-		return err
-	}
 	rel, err := i.helmUpgrade(ctx, chartPath, merged)
 	if err != nil {
 		return err
@@ -82,7 +78,12 @@ func (i *Installation) upgrade(ctx context.Context, chartPath, binDir string, va
 			return err
 		}
 	}
-	return nil
+	if SelfManagedCerts(i.values) {
+		if err := i.waitCABundle(ctx); err != nil {
+			return err
+		}
+	}
+	return i.waitVisibilityAvailable(ctx)
 }
 
 // keepCertificates does what cert-manager does when Helm applies the release's
@@ -106,8 +107,8 @@ func (i *Installation) keepCertificates(ctx context.Context, objs []*unstructure
 	if err := i.issueCertificates(ctx, stale); err != nil {
 		return err
 	}
-	if i.servingCert == "" {
-		return nil // the certificate is not cert-manager's
+	if SelfManagedCerts(i.values) {
+		return i.wireSelfManagedCert(objs)
 	}
 	return i.wireIssuedCert(ctx, objs)
 }
@@ -129,9 +130,10 @@ func (i *Installation) rollout(ctx context.Context, comp *component, objs []*uns
 	if err != nil {
 		return err
 	}
-	comp.port, comp.metrics, comp.probes = ports[0], ports[1], ports[2]
-	if comp.name != webhookName {
-		comp.port = 0
+	if comp.name == webhookName {
+		comp.port, comp.metrics, comp.probes = ports[0], ports[1], ports[2]
+	} else {
+		comp.visibility, comp.metrics, comp.probes = ports[0], ports[1], ports[2]
 	}
 	// Configured again for the new ports.
 	if err := i.configure(ctx, comp, objs); err != nil {
