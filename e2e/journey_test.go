@@ -91,6 +91,7 @@ func journey(t *testing.T, opts localinstall.Options) {
 	}{
 		{"the admission step gates every new pod", testGatedOnCreation},
 		{"a user cannot remove the gate", testGuard},
+		{"a tenant sees the queue with their own credentials", testTenantSeesQueue},
 		{"the burst drains within the budget, by priority", testDrain},
 		{"the manager's metrics", testMetrics},
 		{renewalStep, testCertificateRenewal},
