@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -18,6 +19,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -33,33 +35,64 @@ const forwardedHeader = "X-Quotagate-Visibility-Forwarded"
 // leader; the manager's own leader election Lease stays untouched, since its holder
 // identity is a host name and a UUID, not an address.
 type Publisher struct {
-	Client    client.Client
+	// Reader reads the Lease from the API server, not from the manager's cache: a
+	// cached read would start a cluster-wide watch of Leases, which the manager's
+	// Role (Leases in its own namespace) does not allow.
+	Reader client.Reader
+	Writer client.Writer
+	// Namespace and Name are the Lease's.
 	Namespace string
 	Name      string
 	// URL is this replica's visibility address, https://POD_IP:PORT.
 	URL string
+	// Backoff paces the retries of a failed write; zero means 200 ms doubling to 30 s.
+	Backoff wait.Backoff
 }
 
 // NeedLeaderElection is true: only the leader publishes.
 func (p *Publisher) NeedLeaderElection() bool { return true }
 
-// Start publishes the address and returns; it implements controller-runtime's Runnable.
+// Start publishes the address, retrying until it is written or ctx ends (a failed
+// write is logged: the leader keeps admitting, and standbys answer 503 "try again"
+// until it is written); it implements controller-runtime's Runnable.
 func (p *Publisher) Start(ctx context.Context) error {
+	logger := log.FromContext(ctx).WithValues("lease", p.Namespace+"/"+p.Name)
+	b := p.Backoff
+	if b.Duration == 0 {
+		b = wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Steps: math.MaxInt32, Cap: 30 * time.Second}
+	}
+	err := wait.ExponentialBackoffWithContext(ctx, b, func(ctx context.Context) (bool, error) {
+		if err := p.publish(ctx); err != nil {
+			logger.Error(err, "Publishing the visibility address; retrying")
+			return false, nil
+		}
+		return true, nil
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped, or no longer the leader
+		}
+		return err
+	}
+	logger.Info("Published the visibility address", "url", p.URL)
+	return nil
+}
+
+func (p *Publisher) publish(ctx context.Context) error {
 	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name}}
 	now := metav1.NewMicroTime(time.Now())
-	err := p.Client.Get(ctx, client.ObjectKeyFromObject(lease), lease)
+	err := p.Reader.Get(ctx, client.ObjectKeyFromObject(lease), lease)
 	switch {
 	case apierrors.IsNotFound(err):
 		lease.Spec = coordinationv1.LeaseSpec{HolderIdentity: ptr.To(p.URL), AcquireTime: &now, RenewTime: &now}
-		err = p.Client.Create(ctx, lease)
+		err = p.Writer.Create(ctx, lease)
 	case err == nil:
 		lease.Spec.HolderIdentity, lease.Spec.AcquireTime, lease.Spec.RenewTime = ptr.To(p.URL), &now, &now
-		err = p.Client.Update(ctx, lease)
+		err = p.Writer.Update(ctx, lease)
 	}
 	if err != nil {
 		return fmt.Errorf("publishing the visibility address in Lease %s/%s: %w", p.Namespace, p.Name, err)
 	}
-	log.FromContext(ctx).Info("Published the visibility address", "url", p.URL)
 	return nil
 }
 

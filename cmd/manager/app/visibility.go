@@ -69,7 +69,7 @@ func addVisibility(mgr manager.Manager, cfg *rest.Config, q *controller.Controll
 	self := ""
 	if v.AdvertiseHost != "" {
 		self = "https://" + net.JoinHostPort(v.AdvertiseHost, portStr)
-		if err := mgr.Add(&visibility.Publisher{Client: mgr.GetClient(), Namespace: o.LeaderElectionNamespace, Name: v.Lease, URL: self}); err != nil {
+		if err := mgr.Add(&visibility.Publisher{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Namespace: o.LeaderElectionNamespace, Name: v.Lease, URL: self}); err != nil {
 			return err
 		}
 		if standby, err = visibility.NewForwarder(cfg, mgr.GetAPIReader(), o.LeaderElectionNamespace, v.Lease, self, v.CertDir); err != nil {
