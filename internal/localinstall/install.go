@@ -40,6 +40,8 @@ type Installation struct {
 	svc, visSvc *service
 
 	webhook, manager *component
+	// replicas are manager processes added by AddManagerReplica.
+	replicas []*component
 	// servingCert and webhookConfiguration name the release's serving Certificate and
 	// MutatingWebhookConfiguration, for RenewWebhookCert; apiService is the visibility
 	// API's APIService, "" when the release does not serve it.
@@ -369,7 +371,11 @@ func (i *Installation) start(ctx context.Context, comp *component) error {
 	case webhookName:
 		i.svc.route("127.0.0.1:" + strconv.Itoa(comp.port))
 	case managerName:
-		i.visSvc.route("127.0.0.1:" + strconv.Itoa(comp.visibility))
+		if comp == i.manager {
+			i.visSvc.route("127.0.0.1:" + strconv.Itoa(comp.visibility))
+		} else {
+			i.visSvc.add("127.0.0.1:" + strconv.Itoa(comp.visibility)) // a replica
+		}
 	}
 	return nil
 }
@@ -397,14 +403,22 @@ func (comp *component) err() error {
 // Err returns an *ExitError for the webhook or manager if one has exited although Stop
 // was not called, or nil.
 func (i *Installation) Err() error {
-	return errors.Join(i.webhook.err(), i.manager.err(), i.volume.Err())
+	errs := []error{i.webhook.err(), i.manager.err(), i.volume.Err()}
+	for _, r := range i.replicas {
+		errs = append(errs, r.err())
+	}
+	return errors.Join(errs...)
 }
 
 // Stop stops the manager and the webhook processes; it does not touch the cluster.
 // It is idempotent.
 func (i *Installation) Stop() error {
 	i.stopOnce.Do(func() {
-		i.stopErr = errors.Join(i.manager.stop(), i.webhook.stop(), i.svc.close(), i.visSvc.close())
+		errs := []error{i.manager.stop()}
+		for _, r := range i.replicas {
+			errs = append(errs, r.stop())
+		}
+		i.stopErr = errors.Join(append(errs, i.webhook.stop(), i.svc.close(), i.visSvc.close())...)
 		i.volume.stop()
 		if i.helmLog != nil {
 			_ = i.helmLog.Close()

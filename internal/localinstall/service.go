@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"sync"
 )
 
@@ -18,8 +19,11 @@ import (
 type service struct {
 	ln net.Listener
 
-	mu      sync.Mutex
-	backend string // host:port of the ready webhook process; "" before the first
+	mu sync.Mutex
+	// backends are host:port of the ready processes, none before the first; each new
+	// connection goes to the next, round robin, as kube-proxy spreads them.
+	backends []string
+	next     int
 
 	wg sync.WaitGroup
 }
@@ -48,11 +52,37 @@ func (s *service) port() string {
 // portNumber is the service's port as a number.
 func (s *service) portNumber() int { return s.ln.Addr().(*net.TCPAddr).Port }
 
-// route sends the connections accepted from now on to backend (host:port).
-func (s *service) route(backend string) {
+// route sends the connections accepted from now on to backends (host:port), in turn.
+func (s *service) route(backends ...string) {
 	s.mu.Lock()
-	s.backend = backend
+	s.backends = slices.Clone(backends)
 	s.mu.Unlock()
+}
+
+// add adds backend to those the service sends connections to.
+func (s *service) add(backend string) {
+	s.mu.Lock()
+	s.backends = append(s.backends, backend)
+	s.mu.Unlock()
+}
+
+// remove stops sending new connections to backend, as the endpoints controller drops
+// a pod that is gone.
+func (s *service) remove(backend string) {
+	s.mu.Lock()
+	s.backends = slices.DeleteFunc(s.backends, func(b string) bool { return b == backend })
+	s.mu.Unlock()
+}
+
+// pick is every backend, starting with the one whose turn it is.
+func (s *service) pick() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.backends) == 0 {
+		return nil
+	}
+	s.next = (s.next + 1) % len(s.backends)
+	return append(slices.Clone(s.backends[s.next:]), s.backends[:s.next]...)
 }
 
 func (s *service) serve() {
@@ -65,23 +95,24 @@ func (s *service) serve() {
 		if err != nil {
 			continue
 		}
-		s.mu.Lock()
-		backend := s.backend
-		s.mu.Unlock()
-		go forward(conn, backend)
+		go forward(conn, s.pick())
 	}
 }
 
-// forward copies conn to and from a new connection to backend until either side
-// closes. With no backend, or none listening, conn is closed: the API server sees the
-// connection refused, as with a Service that has no ready endpoint.
-func forward(conn net.Conn, backend string) {
+// forward copies conn to and from a new connection to the first of backends that
+// accepts one, until either side closes. With no backend, or none listening, conn is
+// closed: the API server sees the connection refused, as with a Service that has no
+// ready endpoint.
+func forward(conn net.Conn, backends []string) {
 	defer func() { _ = conn.Close() }()
-	if backend == "" {
-		return
+	var up net.Conn
+	for _, b := range backends {
+		var err error
+		if up, err = net.Dial("tcp", b); err == nil {
+			break
+		}
 	}
-	up, err := net.Dial("tcp", backend)
-	if err != nil {
+	if up == nil {
 		return
 	}
 	defer func() { _ = up.Close() }()

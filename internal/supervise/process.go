@@ -136,6 +136,23 @@ func (p *Process) Stop(grace time.Duration) error {
 	return nil
 }
 
+// Kill ends the process group with SIGKILL at once, as a node failure or an OOM kill
+// would: the process gets no chance to clean up (a leader does not release its Lease).
+// Like Stop, it makes Err report nothing for the exit.
+func (p *Process) Kill() error {
+	p.stopping.Store(true)
+	select {
+	case <-p.done:
+		return nil
+	default:
+	}
+	if err := killGroup(p.Pid(), syscall.SIGKILL); err != nil {
+		return fmt.Errorf("killing %s: %w", p.name, err)
+	}
+	<-p.done
+	return nil
+}
+
 // killGroup signals every process in the group; a group already empty is not an error.
 func killGroup(pgid int, sig syscall.Signal) error {
 	if err := syscall.Kill(-pgid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
