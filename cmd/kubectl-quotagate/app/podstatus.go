@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	visv1 "github.com/quotagate/quotagate/api/visibility/v1alpha1"
@@ -32,13 +31,9 @@ func podStatusFromFlags(flags *genericclioptions.ConfigFlags, mf *ManagerFlags) 
 		if mf.URL != "" {
 			return nil, nil
 		}
-		cfg, err := flags.ToRESTConfig()
+		cs, err := clientsetFromFlags(flags)
 		if err != nil {
-			return nil, fmt.Errorf("loading kubeconfig: %w", err)
-		}
-		cs, err := kubernetes.NewForConfig(cfg)
-		if err != nil {
-			return nil, fmt.Errorf("creating the API client: %w", err)
+			return nil, err
 		}
 		return visibilityPodStatus(cs.CoreV1().RESTClient()), nil
 	}

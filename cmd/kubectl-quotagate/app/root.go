@@ -52,6 +52,20 @@ type env struct {
 	streams   genericiooptions.IOStreams
 }
 
+// clientsetFromFlags is a clientset for the kubeconfig the flags name, with the user's
+// own credentials.
+func clientsetFromFlags(flags *genericclioptions.ConfigFlags) (kubernetes.Interface, error) {
+	cfg, err := flags.ToRESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating the API client: %w", err)
+	}
+	return cs, nil
+}
+
 // NewCommand returns the plugin's root command, reading the cluster from the kubeconfig
 // flags kubectl itself has.
 func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
@@ -70,20 +84,20 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		return c, nil
 	}
 	e.snapshots = func() (SnapshotSource, error) {
-		cfg, err := flags.ToRESTConfig()
-		if err != nil {
-			return nil, fmt.Errorf("loading kubeconfig: %w", err)
-		}
 		if mf.URL != "" {
+			cfg, err := flags.ToRESTConfig()
+			if err != nil {
+				return nil, fmt.Errorf("loading kubeconfig: %w", err)
+			}
 			token := mf.Token
 			if token == "" {
 				token = cfg.BearerToken
 			}
 			return newURLSource(mf.URL, token, mf.CAFile, mf.InsecureSkipTLSVerify)
 		}
-		cs, err := kubernetes.NewForConfig(cfg)
+		cs, err := clientsetFromFlags(flags)
 		if err != nil {
-			return nil, fmt.Errorf("creating the API client: %w", err)
+			return nil, err
 		}
 		return &proxySource{clientset: cs, namespace: mf.Namespace, service: mf.Service, port: mf.Port, scheme: mf.Scheme}, nil
 	}
@@ -91,13 +105,9 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		if mf.URL != "" {
 			return nil, nil
 		}
-		cfg, err := flags.ToRESTConfig()
+		cs, err := clientsetFromFlags(flags)
 		if err != nil {
-			return nil, fmt.Errorf("loading kubeconfig: %w", err)
-		}
-		cs, err := kubernetes.NewForConfig(cfg)
-		if err != nil {
-			return nil, fmt.Errorf("creating the API client: %w", err)
+			return nil, err
 		}
 		return visibilityQueues(cs.CoreV1().RESTClient()), nil
 	}
