@@ -95,7 +95,7 @@ func run(ctx context.Context, o options) error {
 		}
 	}
 	drainStart := time.Now()
-	if err := follow(ctx, c, tr, events, o.jobs); err != nil {
+	if err := follow(ctx, c, cs, tr, events, o.jobs); err != nil {
 		return withCause(ctx, err)
 	}
 	drained := time.Since(drainStart)
@@ -121,6 +121,7 @@ func run(ctx context.Context, o options) error {
 		fmt.Printf("The control plane and quotagate keep running. In another shell:\n")
 	}
 	fmt.Printf("  export KUBECONFIG=%s\n", cluster.KubeconfigPath())
+	fmt.Printf("  go run ./cmd/kubectl-quotagate queue -A          # every queue, through the visibility API\n")
 	fmt.Printf("  kubectl get budgets -A\n  kubectl get pods -n %s\n  kubectl describe pod -n %s job-00-<tab>    # the Waiting events; kubectl describe budget: the Admitted events\n", demoNamespace, demoNamespace)
 	fmt.Printf("Logs of the webhook, manager and Helm: %s\n", filepath.Join(o.dir, "quotagate"))
 	if !o.keep {
@@ -170,9 +171,11 @@ func watchBurst(ctx context.Context, cs kubernetes.Interface) (*tracker, <-chan 
 
 // follow prints pod transitions as they come and a budget line every tick, until
 // every pod of the burst has succeeded, one has failed, or ctx ends.
-func follow(ctx context.Context, c client.Client, tr *tracker, events <-chan *corev1.Pod, jobs int) error {
+// Once, at the first tick with pods gated, it prints the head of the queue.
+func follow(ctx context.Context, c client.Client, cs kubernetes.Interface, tr *tracker, events <-chan *corev1.Pod, jobs int) error {
 	ticker := time.NewTicker(tick)
 	defer ticker.Stop()
+	queueShown := false
 	for tr.done < jobs {
 		select {
 		case <-ctx.Done():
@@ -190,6 +193,12 @@ func follow(ctx context.Context, c client.Client, tr *tracker, events <-chan *co
 				return fmt.Errorf("reading the budget: %w", err)
 			}
 			fmt.Println(budgetLine(now, &b, tr.done, jobs))
+			if !queueShown && b.Status.GatedPods > 0 {
+				if err := printQueueHead(ctx, cs); err != nil {
+					return err
+				}
+				queueShown = true
+			}
 		}
 	}
 	return nil
