@@ -18,6 +18,13 @@ import (
 // upgrade` leaves fields of other managers alone.
 const FieldOwner = "quotagate-cert-rotator"
 
+// The CA's subject. cert-controller keeps a CA only while it is valid for the name
+// caName, so a CA of another name would be replaced, and the caBundle with it.
+const (
+	caName         = "quotagate-webhook-ca"
+	caOrganization = "quotagate"
+)
+
 // Config names what the rotator manages.
 type Config struct {
 	// Namespace and SecretName are the Secret holding the CA and serving certificate.
@@ -78,7 +85,8 @@ func (c Config) DNSNames() []string {
 }
 
 // Add registers the rotator with mgr; it runs while mgr leads. ready is closed once the
-// certificate is in the Secret, visible in CertDir and its CA injected.
+// certificate is in the Secret, visible in CertDir and its CA injected. When mgr starts
+// leading, a certificate that lacks one of DNSNames is replaced (nameCheck).
 func Add(mgr manager.Manager, c Config) (ready <-chan struct{}, err error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
@@ -103,8 +111,8 @@ func Add(mgr manager.Manager, c Config) (ready <-chan struct{}, err error) {
 	cr := &rotator.CertRotator{
 		SecretKey:              types.NamespacedName{Namespace: c.Namespace, Name: c.SecretName},
 		CertDir:                c.CertDir,
-		CAName:                 "quotagate-webhook-ca",
-		CAOrganization:         "quotagate",
+		CAName:                 caName,
+		CAOrganization:         caOrganization,
 		DNSName:                names[0],
 		ExtraDNSNames:          names[1:],
 		IsReady:                isReady,
@@ -118,6 +126,11 @@ func Add(mgr manager.Manager, c Config) (ready <-chan struct{}, err error) {
 	}
 	if err := rotator.AddRotator(scopedManager{Manager: mgr, scope: scope}, cr); err != nil {
 		return nil, fmt.Errorf("adding the certificate rotator: %w", err)
+	}
+	check := &nameCheck{reader: mgr.GetAPIReader(), writer: mgr.GetClient(), secret: cr.SecretKey, names: names,
+		log: mgr.GetLogger().WithName("cert-rotation")}
+	if err := mgr.Add(check); err != nil {
+		return nil, fmt.Errorf("adding the certificate's DNS name check: %w", err)
 	}
 	return isReady, nil
 }

@@ -10,6 +10,10 @@
 // certificate before the old one expires (the CA stays, so the caBundle does not change).
 // If the Secret is emptied or the CA nears its end, it issues a new CA and certificate
 // and injects the new CA.
+// cert-controller verifies the certificate for its first DNS name only, so when the
+// leader starts, a check (nameCheck) removes a serving certificate that lacks one of the
+// wanted names, and the rotator issues one for them all from the same CA: a release that
+// adds a name (the visibility API's Service) gets it at the upgrade, not at expiry.
 //
 // The webhook replicas mount that Secret as a volume, as they mount cert-manager's, and
 // reload the files when the kubelet updates them (controller-runtime's certwatcher). The
