@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -28,14 +27,15 @@ import (
 // kubeVersion is the version of the local control plane the chart is installed into.
 const kubeVersion = "v1.37.2"
 
-// repoRoot is the repository's root directory, found from this file's location.
+// repoRoot is the repository's root directory: go test runs a package's tests in its
+// directory.
 func repoRoot(t testing.TB) string {
 	t.Helper()
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Fatal("cannot locate the test file")
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
 	}
-	return filepath.Dir(filepath.Dir(file))
+	return root
 }
 
 func chartDir(t testing.TB) string { return filepath.Join(repoRoot(t), "charts", "quotagate") }
@@ -146,8 +146,11 @@ type releaseV1 = release.Release
 
 // chartDirPath is chartDir for code that has no testing.TB at hand.
 func chartDirPath() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "quotagate")
+	dir, err := filepath.Abs("quotagate")
+	if err != nil {
+		panic(err)
+	}
+	return dir
 }
 
 // mustInstall is install for renderings that must succeed.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -63,12 +62,12 @@ func buildImage(t *testing.T) (ociimage.Options, *ociimage.Result) {
 	return built.opts, built.result
 }
 
-// repoRoot is the module's root, found from this file's location.
+// repoRoot is the module's root: go test runs a package's tests in its directory.
 func repoRoot(t testing.TB) string {
 	t.Helper()
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Fatal("cannot locate the test file")
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
 	}
-	return filepath.Join(filepath.Dir(file), "..", "..")
+	return root
 }

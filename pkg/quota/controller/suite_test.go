@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -83,9 +82,13 @@ func mustTempDir() string {
 	return d
 }
 
+// repoRoot is the module's root: go test runs a package's tests in its directory.
 func repoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..")
+	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
+	if err != nil {
+		panic(err)
+	}
+	return root
 }
 
 func setup(ctx context.Context) error {
