@@ -2,7 +2,7 @@ package localinstall
 
 import (
 	"context"
-	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/quotagate/quotagate/internal/pki"
@@ -301,24 +302,27 @@ func (i *Installation) injectCABundle(ctx context.Context, mwcName string) error
 	})
 }
 
-// injectAPIServiceCABundle does the same for an APIService: its spec.caBundle.
+// injectAPIServiceCABundle does the same for an APIService: its spec.caBundle, with a
+// merge patch (the aggregator writes the APIService's status all the time, so an update
+// of the whole object would keep losing to it).
 func (i *Installation) injectAPIServiceCABundle(ctx context.Context, name string) error {
 	apiservices := i.dynamic.Resource(apiServiceGVR)
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		svc, err := apiservices.Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return fmt.Errorf("reading APIService %s: %w", name, err)
-		}
-		ca, err := i.injectedCA(ctx, "APIService "+name, svc.GetAnnotations())
-		if err != nil {
-			return err
-		}
-		if err := unstructured.SetNestedField(svc.Object, base64.StdEncoding.EncodeToString(ca), "spec", "caBundle"); err != nil {
-			return err
-		}
-		_, err = apiservices.Update(ctx, svc, metav1.UpdateOptions{FieldManager: cainjectorFieldManager})
+	svc, err := apiservices.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("reading APIService %s: %w", name, err)
+	}
+	ca, err := i.injectedCA(ctx, "APIService "+name, svc.GetAnnotations())
+	if err != nil {
 		return err
-	})
+	}
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"caBundle": ca}})
+	if err != nil {
+		return err
+	}
+	if _, err := apiservices.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: cainjectorFieldManager}); err != nil {
+		return fmt.Errorf("injecting the CA into APIService %s: %w", name, err)
+	}
+	return nil
 }
 
 // injectedCA is the CA that an object's cert-manager.io/inject-ca-from annotation
