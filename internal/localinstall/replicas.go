@@ -38,15 +38,7 @@ func (i *Installation) AddManagerReplica(ctx context.Context) (*ManagerProcess, 
 		serviceAccount: i.manager.serviceAccount, binary: base.binary, env: base.env, kconf: i.manager.kconf,
 		logPath: filepath.Join(i.opts.Dir, "manager-"+strconv.Itoa(n)+".log"),
 	}
-	local := func(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
-	set := map[string]string{
-		"metrics-bind-address":      local(comp.metrics),
-		"health-probe-bind-address": local(comp.probes),
-	}
-	if v := flagValue(base.args, "visibility-bind-address"); v != "" && v != "0" {
-		set["visibility-bind-address"] = local(comp.visibility)
-	}
-	comp.args = withFlags(base.args, set)
+	comp.args = withFlags(base.args, comp.localAddresses(base.args))
 	i.replicas = append(i.replicas, comp)
 	if err := i.start(ctx, comp); err != nil {
 		return nil, err
@@ -67,7 +59,7 @@ func (i *Installation) ManagerProcesses() []*ManagerProcess {
 // VisibilityURL is the address this process advertises as the visibility API's
 // leader (https://127.0.0.1:port); "" when the release does not serve the API.
 func (p *ManagerProcess) VisibilityURL() string {
-	if flagValue(p.comp.args, "visibility-bind-address") == "" {
+	if !servesVisibility(p.comp.args) {
 		return ""
 	}
 	return "https://127.0.0.1:" + strconv.Itoa(p.comp.visibility)
