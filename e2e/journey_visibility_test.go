@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"bytes"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,7 +17,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
 	visv1 "github.com/quotagate/quotagate/api/visibility/v1alpha1"
@@ -87,14 +85,8 @@ func testTenantSeesQueue(t *testing.T, e env, _ *podWatcher) {
 	// kubectl get --raw, with the tenant's credentials.
 	cfg, err := clientcmd.BuildConfigFromFlags("", viewer)
 	fatalIf(t, err, "reading the tenant's kubeconfig")
-	cs, err := kubernetes.NewForConfig(cfg)
-	fatalIf(t, err, "building the tenant's client")
-	raw, err := cs.Discovery().RESTClient().Get().
-		AbsPath("/apis/visibility.quotagate.io/v1alpha1/namespaces", teamNS, "budgets", "team-a", "pendingpods").
-		Param("limit", "2").DoRaw(ctx)
+	page, err := pendingPodsVia(ctx, cfg, map[string]string{"limit": "2"})
 	fatalIf(t, err, "kubectl get --raw .../budgets/team-a/pendingpods?limit=2")
-	var page visv1.PendingPodList
-	fatalIf(t, json.Unmarshal(raw, &page), "decoding the PendingPodList")
 	if page.Total != int64(len(gated)) || len(page.Items) != 2 || page.Items[0].Name != head {
 		t.Errorf("get --raw ?limit=2: total %d with %d items, first %q; want total %d, 2 items, first %s",
 			page.Total, len(page.Items), firstName(page.Items), len(gated), head)

@@ -59,7 +59,13 @@ func TestVisibilityFollowsTheLeader(t *testing.T) {
 	viewerCfg, err := clientcmd.BuildConfigFromFlags("", tenantKubeconfig(t, e, "queue-viewer", "view"))
 	fatalIf(t, err, "reading the tenant's kubeconfig")
 	direct := replicaClient(t, e, viewerCfg.BearerToken)
-	viaAPIServer := func() (int64, error) { return queueTotalVia(ctx, viewerCfg) }
+	viaAPIServer := func() (int64, error) {
+		l, err := pendingPodsVia(ctx, viewerCfg, nil)
+		if err != nil {
+			return 0, err
+		}
+		return l.Total, nil
+	}
 
 	// The standby, asked directly (as the Service may route any request to it),
 	// answers with the leader's queue. kube-controller-manager aggregates the chart's
@@ -92,23 +98,27 @@ func TestVisibilityFollowsTheLeader(t *testing.T) {
 	}
 }
 
-// queueTotalVia reads team-a's Budget queue through kube-apiserver with cfg, as
-// `kubectl get --raw` does, and returns its total.
-func queueTotalVia(ctx context.Context, cfg *rest.Config) (int64, error) {
+// pendingPodsVia reads team-a's Budget queue through kube-apiserver with cfg and the
+// query params, as `kubectl get --raw` does.
+func pendingPodsVia(ctx context.Context, cfg *rest.Config, params map[string]string) (*visv1.PendingPodList, error) {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	raw, err := cs.Discovery().RESTClient().Get().
-		AbsPath("/apis/visibility.quotagate.io/v1alpha1/namespaces", teamNS, "budgets", "team-a", "pendingpods").DoRaw(ctx)
+	req := cs.Discovery().RESTClient().Get().
+		AbsPath("/apis/visibility.quotagate.io/v1alpha1/namespaces", teamNS, "budgets", "team-a", "pendingpods")
+	for k, v := range params {
+		req = req.Param(k, v)
+	}
+	raw, err := req.DoRaw(ctx)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	var l visv1.PendingPodList
 	if err := json.Unmarshal(raw, &l); err != nil {
-		return 0, err
+		return nil, err
 	}
-	return l.Total, nil
+	return &l, nil
 }
 
 // replicaClient asks one manager process directly, with a bearer token (the server
