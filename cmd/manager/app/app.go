@@ -100,6 +100,7 @@ func NewCommand() *cobra.Command {
 	f.IntVar(&o.Controller.Workers, "workers", o.Controller.Workers, "How many ungate patches may be in flight at once.")
 	f.BoolVar(&o.Controller.HoldUncovered, "hold-uncovered", o.Controller.HoldUncovered, "Keep gated the pods of opted-in namespaces that no budget covers (default: admit them at once).")
 	f.BoolVar(&o.Controller.PodAdmittedEvents, "pod-admitted-events", o.Controller.PodAdmittedEvents, "Emit an Admitted event on every pod admitted, a second API write per admission (default: one event per budget at most every 10s that sums up its admissions).")
+	f.IntVar(&o.Controller.WaitingEventsPerBudget, "waiting-events-per-budget", o.Controller.WaitingEventsPerBudget, "Send a Waiting event (why a pod waits, on each change) to the first this many gated pods of each budget's queue; the pods behind get theirs when they reach the head. 0 sends none.")
 	f.DurationVar(&o.Controller.FlushInterval, "flush-interval", o.Controller.FlushInterval, "How often pods found not to fit are re-evaluated even without an event.")
 	f.DurationVar(&o.Controller.UngateTimeout, "ungate-timeout", o.Controller.UngateTimeout, "Timeout of one ungate patch; keep it below the lease duration minus the renew deadline.")
 
@@ -117,6 +118,9 @@ func NewCommand() *cobra.Command {
 
 // Validate checks the flags that only make sense together.
 func (o Options) Validate() error {
+	if o.Controller.WaitingEventsPerBudget < 0 {
+		return fmt.Errorf("--waiting-events-per-budget (%d) must be 0 (no Waiting events) or more", o.Controller.WaitingEventsPerBudget)
+	}
 	if o.RenewDeadline >= o.LeaseDuration {
 		return fmt.Errorf("--leader-elect-renew-deadline (%s) must be less than --leader-elect-lease-duration (%s)", o.RenewDeadline, o.LeaseDuration)
 	}

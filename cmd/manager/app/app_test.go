@@ -24,6 +24,10 @@ func TestValidate(t *testing.T) {
 			},
 			wantErr: "--ungate-timeout (5s) must be less than --leader-elect-lease-duration minus --leader-elect-renew-deadline (5s)",
 		},
+		"negative Waiting events": {
+			mutate:  func(o *Options) { o.Controller.WaitingEventsPerBudget = -1 },
+			wantErr: "--waiting-events-per-budget (-1) must be 0 (no Waiting events) or more",
+		},
 		"a long ungate timeout is fine without leader election": {
 			mutate: func(o *Options) { o.LeaderElect, o.Controller.UngateTimeout = false, time.Minute },
 		},

@@ -58,6 +58,10 @@ type Options struct {
 	// AdmittedEventInterval is the least time between two Admitted events of one
 	// budget.
 	AdmittedEventInterval time.Duration
+	// WaitingEventsPerBudget: only the first this many gated pods of each budget's
+	// queue, in admission order, get a Waiting event when their reason changes (the
+	// pods behind them get theirs when they reach the head). 0 sends none.
+	WaitingEventsPerBudget int
 	// Clock is injected by tests.
 	Clock clock.Clock
 	// Registerer gets the manager's metrics (the binary passes controller-runtime's
@@ -81,13 +85,18 @@ func DefaultOptions() Options {
 		UngateTimeout: DefaultUngateTimeout,
 		Clock:         clock.RealClock{},
 
-		AdmittedEventInterval: DefaultAdmittedEventInterval,
+		AdmittedEventInterval:  DefaultAdmittedEventInterval,
+		WaitingEventsPerBudget: DefaultWaitingEventsPerBudget,
 	}
 }
 
 // DefaultAdmittedEventInterval bounds the Admitted events of one budget to one every
 // ten seconds.
 const DefaultAdmittedEventInterval = 10 * time.Second
+
+// DefaultWaitingEventsPerBudget: the head of a queue, as far as `kubectl describe pod`
+// users look, without one event per pod of a queue of thousands.
+const DefaultWaitingEventsPerBudget = 20
 
 // DefaultUngateTimeout is below the default lease duration (15 s) minus the renew
 // deadline (10 s).

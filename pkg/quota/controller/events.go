@@ -56,37 +56,55 @@ type waitingPod struct {
 	firstSeen int64
 }
 
-// announceWaiting emits a Waiting event for every gated pod whose reason code changed
-// since its last event. It polls the cheap WaitCode and builds the full sentences (with
-// the queue positions) only for the pods whose code changed, in one WaitReasons call.
+// announceWaiting emits a Waiting event for the gated pods whose reason code changed
+// since their last event, when they are among the first Options.WaitingEventsPerBudget
+// pods of a budget's queue (quota.AtHead): a queue of 50,000 pods costs a few events, not
+// 50,000 writes and the events client-go keeps of them. A pod further back gets its
+// event once it reaches the head; until then its reason is in the visibility API and
+// `kubectl quotagate why`. It polls the cheap WaitCode and builds the full sentences
+// (with the queue positions) only for the pods it announces, in one WaitReasons call.
 func (c *Controller) announceWaiting() {
 	c.mu.Lock()
-	var changed []waitingPod
+	var changed []types.UID
 	for uid, w := range c.waiting {
 		code, ok := c.core.WaitCode(uid)
 		if !ok || code == w.code || code == quota.CodeQueued {
 			continue
 		}
-		w.code = code
-		c.waiting[uid] = w
-		changed = append(changed, w)
+		changed = append(changed, uid)
 	}
 	c.mu.Unlock()
 	if len(changed) == 0 {
 		return
 	}
-	uids := make([]types.UID, len(changed))
-	for i, w := range changed {
-		uids[i] = w.ref.UID
+	heads := c.core.AtHead(changed, c.opts.WaitingEventsPerBudget)
+	uids := changed[:0]
+	for _, uid := range changed {
+		if heads[uid] {
+			uids = append(uids, uid)
+		}
+	}
+	if len(uids) == 0 {
+		return
 	}
 	// One call for the round: a budget many of them wait in is sorted once for their
 	// positions, not counted again for each pod.
 	reasons := c.core.WaitReasons(uids)
-	for _, w := range changed {
-		r, ok := reasons[w.ref.UID]
-		if !ok {
+	var announce []waitingPod
+	c.mu.Lock()
+	for _, uid := range uids {
+		w, known := c.waiting[uid]
+		r, waits := reasons[uid]
+		if !known || !waits || r.Code == quota.CodeQueued {
 			continue
 		}
+		w.code = r.Code
+		c.waiting[uid] = w
+		announce = append(announce, w)
+	}
+	c.mu.Unlock()
+	for _, w := range announce {
+		r := reasons[w.ref.UID]
 		eventType := corev1.EventTypeNormal
 		if r.Code == quota.CodeNeverFits || r.Code == quota.CodeGroupInvalid {
 			eventType = corev1.EventTypeWarning
