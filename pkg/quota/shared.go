@@ -49,6 +49,7 @@ func (t *sharedTable[V]) get(key string, fresh func() V) (v V, ok bool) {
 var (
 	sharedLabels sharedTable[map[string]string]
 	sharedLists  sharedTable[corev1.ResourceList]
+	sharedGates  sharedTable[[]corev1.PodSchedulingGate]
 )
 
 // ShareString returns s, backed by one copy per distinct value in the process.
@@ -105,6 +106,30 @@ func ShareResourceList(l corev1.ResourceList) corev1.ResourceList {
 	})
 	if !ok {
 		return l
+	}
+	return v
+}
+
+// ShareGates returns a list of scheduling gates equal to gates that pods with the same
+// gates share. The result must not be modified; nil and empty lists give nil.
+func ShareGates(gates []corev1.PodSchedulingGate) []corev1.PodSchedulingGate {
+	if len(gates) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	for _, g := range gates {
+		b.WriteString(g.Name)
+		b.WriteByte(0)
+	}
+	v, ok := sharedGates.get(b.String(), func() []corev1.PodSchedulingGate {
+		out := make([]corev1.PodSchedulingGate, len(gates))
+		for i, g := range gates {
+			out[i] = corev1.PodSchedulingGate{Name: ShareString(g.Name)}
+		}
+		return out
+	})
+	if !ok {
+		return slices.Clone(gates)
 	}
 	return v
 }

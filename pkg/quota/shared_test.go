@@ -42,6 +42,25 @@ func TestEqualLabelsAndListsAreSharedAndUnchanged(t *testing.T) {
 	}
 }
 
+func TestEqualGatesAreSharedInOrder(t *testing.T) {
+	a := []corev1.PodSchedulingGate{{Name: "quotagate.io/budget"}, {Name: "example.com/hold"}}
+	b := []corev1.PodSchedulingGate{{Name: "quotagate.io/budget"}, {Name: "example.com/hold"}}
+	sa, sb := ShareGates(a), ShareGates(b)
+	if &sa[0] != &sb[0] {
+		t.Errorf("equal gate lists are not shared")
+	}
+	if !equality.Semantic.DeepEqual(sa, a) {
+		t.Errorf("shared gates %v, want %v", sa, a)
+	}
+	swapped := ShareGates([]corev1.PodSchedulingGate{{Name: "example.com/hold"}, {Name: "quotagate.io/budget"}})
+	if swapped[0].Name != "example.com/hold" {
+		t.Errorf("gates in another order got %v: the order is the patch's index", swapped)
+	}
+	if ShareGates(nil) != nil || ShareGates([]corev1.PodSchedulingGate{}) != nil {
+		t.Errorf("no gates should give nil")
+	}
+}
+
 func TestSharingStopsAtTheTableLimit(t *testing.T) {
 	var last map[string]string
 	for i := range maxShared + 10 {

@@ -53,6 +53,7 @@ func newAdmittedFixture(t *testing.T, podEvents bool, pods ...*corev1.Pod) *admi
 	}
 	rec := events.NewFakeRecorder(100)
 	c.client, c.reader, c.apiReader, c.recorder = api, api, api, rec
+	c.pods = readerPods{api}
 	c.core.SetNamespace("ns", map[string]string{v1alpha1.EnabledLabel: "true"})
 	c.core.UpsertBudget(quota.Budget{Key: quota.BudgetKey{Namespace: "ns", Name: "b"}, Hard: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10")}})
 	return &admittedFixture{c: c, api: api, clk: clk, rec: rec, seen: map[string]bool{}}

@@ -75,9 +75,5 @@ func (c *Controller) catchUp(ctx context.Context) (int, error) {
 
 // observe gives the core a pod read from the API server, as the informer would.
 func (c *Controller) observe(pod *corev1.Pod) {
-	stripped, err := StripPod(pod)
-	if err != nil {
-		return
-	}
-	c.onPod(stripped, false)
+	c.onPod(pod, false)
 }

@@ -109,6 +109,7 @@ type Controller struct {
 	metrics   *metrics
 	client    client.Client
 	reader    client.Reader // the informers' cache
+	pods      podStore      // the pod informer's cache, of cachedPods
 	apiReader client.Reader // the API server itself, for fresh (quorum) reads
 	recorder  recorder.EventRecorder
 
@@ -183,15 +184,23 @@ func New(opts Options) (*Controller, error) {
 // Core exposes the admission core, for the queue snapshot and tests.
 func (c *Controller) Core() *quota.AdmissionQueue { return c.core }
 
-// CacheOptions returns the cache settings the controller needs: pods stripped to what
-// accounting reads, managed fields dropped from everything.
+// CacheOptions returns the cache settings the controller needs: pods kept as the
+// little the manager reads of them (CompactPod), managed fields dropped from
+// everything else. The pod cache then holds no *corev1.Pod: read pods through the API
+// reader, never through the manager's cached client.
 func CacheOptions() cache.Options {
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}: {Transform: StripPod},
+			&corev1.Pod{}: {Transform: CompactPod},
 		},
 	}
+}
+
+// podStore is where the controller finds pods by key ("namespace/name"): the pod
+// informer's store.
+type podStore interface {
+	GetByKey(key string) (item any, exists bool, err error)
 }
 
 // SetupWithManager registers the informer handlers and the leader-only admission loop.
@@ -214,6 +223,13 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 		inf, err := mgr.GetCache().GetInformer(ctx, h.obj)
 		if err != nil {
 			return fmt.Errorf("getting informer for %T: %w", h.obj, err)
+		}
+		if _, isPod := h.obj.(*corev1.Pod); isPod {
+			withStore, ok := inf.(interface{ GetStore() toolscache.Store })
+			if !ok {
+				return fmt.Errorf("the pod informer (%T) has no store to read", inf)
+			}
+			c.pods = withStore.GetStore()
 		}
 		reg, err := inf.AddEventHandler(h.handler)
 		if err != nil {

@@ -17,11 +17,11 @@ import (
 // admission round, and records when this manager first saw it gated: the start of the
 // wait it reports (waitStart). A pod of the informer's initial list (initialList) was
 // there before the manager started, so its wait starts at its creationTimestamp.
-func (c *Controller) noteGated(pod *corev1.Pod, initialList bool) {
+func (c *Controller) noteGated(pod quota.PodRef, initialList bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, seen := c.waiting[pod.UID]; !seen {
-		w := waitingPod{ref: quota.PodRef{UID: pod.UID, Namespace: pod.Namespace, Name: pod.Name}}
+		w := waitingPod{ref: pod}
 		if !initialList {
 			w.firstSeen = c.opts.Clock.Now().UnixNano()
 		}
@@ -42,10 +42,10 @@ func (c *Controller) waitStart(a quota.Admission) time.Time {
 	return time.Unix(0, w.firstSeen)
 }
 
-func (c *Controller) forgetWaiting(pod *corev1.Pod) {
+func (c *Controller) forgetWaiting(uid types.UID) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.waiting, pod.UID)
+	delete(c.waiting, uid)
 }
 
 // waitingPod is the last wait reason announced for a pod, and when the manager first

@@ -5,7 +5,6 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
-	"github.com/quotagate/quotagate/pkg/gates"
 	"github.com/quotagate/quotagate/pkg/quota"
 )
 
@@ -18,37 +17,44 @@ func (c *Controller) podHandler() toolscache.ResourceEventHandler {
 		AddFunc:    func(obj any, initialList bool) { c.onPod(obj, initialList) },
 		UpdateFunc: func(_, obj any) { c.onPod(obj, false) },
 		DeleteFunc: func(obj any) {
-			if pod, ok := unwrap[*corev1.Pod](obj); ok {
+			if pod, ok := unwrap[*cachedPod](obj); ok {
+				uid := pod.view.UID
 				c.mu.Lock()
 				if c.deleted != nil {
-					c.deleted[pod.UID] = struct{}{}
+					c.deleted[uid] = struct{}{}
 				}
 				c.mu.Unlock()
-				c.core.DeletePod(pod.UID)
-				c.forgetWaiting(pod)
+				c.core.DeletePod(uid)
+				c.forgetWaiting(uid)
 				c.wake()
 			}
 		},
 	}
 }
 
-// onPod gives the core a pod. initialList says the pod came with the informer's first
-// list, so it existed before this manager started watching: its wait is then measured
-// from its creationTimestamp, the only record of when it arrived (see noteGated).
+// onPod gives the core a pod: a cachedPod from the informer, or a *corev1.Pod read
+// from the API server (observe). initialList says the pod came with the informer's
+// first list, so it existed before this manager started watching: its wait is then
+// measured from its creationTimestamp, the only record of when it arrived (see
+// noteGated).
 func (c *Controller) onPod(obj any, initialList bool) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
+	var cp *cachedPod
+	switch pod := obj.(type) {
+	case *cachedPod:
+		cp = pod
+	case *corev1.Pod:
+		cp = compactPod(pod)
+	default:
 		return
 	}
-	p := quota.NewPod(pod, c.opts.Clock.Now())
-	p.Gated = gates.HasGate(pod, c.opts.Gate)
+	p := cp.at(c.opts.Clock.Now(), c.opts.Gate)
 	// A gated pod of a namespace that is not (or no longer) opted in is released by the
 	// core itself, in Admit (reason NamespaceNotEnabled), through the same patch path.
 	c.core.UpsertPod(p)
 	if p.Gated && !p.Terminal {
-		c.noteGated(pod, initialList)
+		c.noteGated(p.PodRef, initialList)
 	} else {
-		c.forgetWaiting(pod)
+		c.forgetWaiting(p.UID)
 	}
 	c.wake()
 }

@@ -16,7 +16,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
-	"github.com/quotagate/quotagate/pkg/quota"
 )
 
 // memoryPods is how many gated pods BenchmarkGatedPodMemory holds.
@@ -105,7 +104,7 @@ func measureGatedPods(b *testing.B) {
 	})
 	store := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc,
 		toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
-	objs := make([]*corev1.Pod, memoryPods)
+	objs := make([]*cachedPod, memoryPods)
 
 	base := heapInUse()
 	for i, raw := range raws {
@@ -113,24 +112,24 @@ func measureGatedPods(b *testing.B) {
 		if err := json.Unmarshal(raw, pod); err != nil {
 			b.Fatal(err)
 		}
-		obj, err := StripPod(pod)
+		obj, err := CompactPod(pod)
 		if err != nil {
 			b.Fatal(err)
 		}
 		if err := store.Add(obj); err != nil {
 			b.Fatal(err)
 		}
-		objs[i] = obj.(*corev1.Pod)
+		objs[i] = obj.(*cachedPod)
 	}
 	cached := heapInUse()
 	now := c.opts.Clock.Now()
 	for _, pod := range objs {
-		c.core.UpsertPod(quota.NewPod(pod, now))
+		c.core.UpsertPod(pod.at(now, c.opts.Gate))
 	}
 	c.core.Admit()
 	core := heapInUse()
 	for _, pod := range objs {
-		c.noteGated(pod, false)
+		c.noteGated(pod.view.PodRef, false)
 	}
 	waiting := heapInUse()
 	if path := os.Getenv("QUOTAGATE_HEAP_PROFILE"); path != "" {

@@ -34,12 +34,13 @@ const maxFencedTries = 3
 func (c *Controller) ungate(ctx context.Context, a quota.Admission) {
 	defer c.wake()
 	logger := log.FromContext(ctx).WithValues("pod", klog.KRef(a.Pod.Namespace, a.Pod.Name))
-	pod := &corev1.Pod{}
-	if err := c.reader.Get(ctx, client.ObjectKey{Namespace: a.Pod.Namespace, Name: a.Pod.Name}, pod); err != nil || pod.UID != a.Pod.UID {
+	cached, ok := c.cachedPod(a.Pod)
+	if !ok {
 		// Deleted (and maybe re-created under the same name) since the decision.
 		c.core.Done(a.Pod.UID, quota.Gone, "")
 		return
 	}
+	pod := cached.patchTarget()
 	// Read before the patch: once the informer shows the pod ungated, it is no longer
 	// known as waiting.
 	since := c.waitStart(a)
@@ -55,8 +56,8 @@ func (c *Controller) ungate(ctx context.Context, a quota.Admission) {
 			return
 		}
 		now := c.opts.Clock.Now()
-		// The stripped pod keeps a marker annotation when the real pod has any
-		// (StripPod), so the patch adds keys one by one then, never the whole map.
+		// The cached pod knows whether the real pod has annotations (patchTarget),
+		// so the patch adds keys one by one then, never the whole map.
 		patch, _ := gates.UngatePatch(pod, c.opts.Gate, map[string]string{
 			v1alpha1.AdmittedAtAnnotation: now.UTC().Format(time.RFC3339),
 			v1alpha1.AdmittedByAnnotation: strings.Join(budgets, ","),
@@ -108,6 +109,20 @@ func (c *Controller) ungate(ctx context.Context, a quota.Admission) {
 	}
 }
 
+// cachedPod finds the pod in the pod informer's cache; false when it is not there, or
+// another pod has its name now.
+func (c *Controller) cachedPod(ref quota.PodRef) (*cachedPod, bool) {
+	obj, ok, err := c.pods.GetByKey(ref.Namespace + "/" + ref.Name)
+	if err != nil || !ok {
+		return nil, false
+	}
+	pod, ok := obj.(*cachedPod)
+	if !ok || pod.view.UID != ref.UID {
+		return nil, false
+	}
+	return pod, true
+}
+
 // patch sends one ungate patch with the controller's timeout, so that a lost response
 // cannot hold a worker (or, across a failover, an attempt in flight) for long.
 func (c *Controller) patch(ctx context.Context, pod *corev1.Pod, patch []byte) error {
@@ -140,7 +155,7 @@ func (c *Controller) readFresh(ctx context.Context, ref quota.PodRef) (pod *core
 func (c *Controller) admitted(pod *corev1.Pod, a quota.Admission, since, now time.Time) {
 	wait := max(now.Sub(since), 0)
 	c.metrics.admitted(a.Budgets, wait)
-	c.forgetWaiting(pod)
+	c.forgetWaiting(a.Pod.UID)
 	c.tally(a.Budgets, wait, now)
 	if c.opts.PodAdmittedEvents {
 		c.recorder.Eventf(pod, nil, corev1.EventTypeNormal, "Admitted", "Ungate",

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -141,6 +142,7 @@ func TestUngateOutcomes(t *testing.T) {
 			}
 			rec := events.NewFakeRecorder(10)
 			c.client, c.reader, c.apiReader, c.recorder = base, base, apiReader, rec
+			c.pods = readerPods{base}
 			c.core.UpsertBudget(quota.Budget{Key: quota.BudgetKey{Namespace: "ns", Name: "b"}, Hard: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}})
 			for _, p := range []*corev1.Pod{p1, p2} {
 				fresh := &corev1.Pod{}
@@ -234,6 +236,7 @@ func TestCatchUpCountsTheOldLeadersUngates(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.client, c.reader, c.apiReader, c.recorder = api, api, api, events.NewFakeRecorder(10)
+	c.pods = readerPods{api}
 	c.core.SetNamespace("ns", ns.Labels)
 	c.core.UpsertBudget(quota.Budget{Key: quota.BudgetKey{Namespace: "ns", Name: "b"}, Hard: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}})
 	for _, p := range []*corev1.Pod{p1, p2} {
@@ -263,4 +266,20 @@ func TestCatchUpCountsTheOldLeadersUngates(t *testing.T) {
 	if adm := c.core.Admit(); len(adm) != 0 {
 		t.Errorf("admitted %v into the room p2 holds", adm)
 	}
+}
+
+// readerPods is the pod informer's store over a client, for tests without informers:
+// each lookup reads the pod and keeps what the transform would.
+type readerPods struct{ client.Reader }
+
+func (r readerPods) GetByKey(key string) (any, bool, error) {
+	ns, name, _ := strings.Cut(key, "/")
+	pod := &corev1.Pod{}
+	if err := r.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, pod); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, false, nil
+		}
+		return nil, false, err
+	}
+	return compactPod(pod), true, nil
 }
