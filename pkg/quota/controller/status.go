@@ -43,6 +43,9 @@ func (c *Controller) runStatus(ctx context.Context) {
 		retry = nil
 		for _, key := range keys {
 			if err := c.writeStatus(ctx, key); err != nil {
+				if ctx.Err() != nil {
+					return // stopping: the next leader writes it
+				}
 				logger.Error(err, "Writing budget status failed; will retry", "budget", key.String())
 				retry = append(retry, key)
 			}
