@@ -20,7 +20,8 @@ import (
 // gate. Baseline: a bare watcher in this process that removes its own gate with the
 // same JSON patch as soon as its watch shows a gated pod. Both are measured on an idle
 // cluster and while a backlog of pods, ungated just before, binds through
-// kube-scheduler to the kwok nodes.
+// kube-scheduler to the kwok nodes. The two arms alternate pod by pod in one series
+// (createToUngatePaired), so that they meet the same load.
 
 // admissionMode is how the gate gets on new pods of opted-in namespaces: the webhook,
 // or the MutatingAdmissionPolicy in the API server. register puts it in place for ns
@@ -77,8 +78,8 @@ type ungateSerie struct {
 	Quotagate []float64 `json:"quotagateMillis"`
 	Baseline  []float64 `json:"baselineMillis"`
 	// BacklogBound is how long after its ungate began the backlog took to bind
-	// entirely, per arm (quotagate, baseline): the measured creates overlap it when
-	// they end sooner.
+	// entirely: the measured creates of both arms overlap it when they end sooner.
+	// (Reports written before the arms were paired have one value per arm.)
 	BacklogBound []float64 `json:"backlogBoundMillis,omitempty"`
 	// ManagerWaitMillis is the mean of the manager's own part of the quotagate samples:
 	// quotagate_pod_wait_seconds, from the manager's first sight of a pod to its ungate
@@ -102,26 +103,22 @@ func (e *env) measureCreateToUngate(ctx context.Context, n, backlog int, logf fu
 			if err != nil {
 				return r, err
 			}
-			q, bound, err := e.withBacklog(ctx, load, func() ([]time.Duration, error) { return e.createToUngateByQuotagate(ctx, m, n) })
+			var q, b []time.Duration
+			bound, err := e.withBacklog(ctx, load, func() (err error) {
+				q, b, err = e.createToUngatePaired(ctx, m, n)
+				return err
+			})
 			if err != nil {
-				return r, fmt.Errorf("quotagate, %s, %s: %w", m.Name, s.Load, err)
+				return r, fmt.Errorf("%s, %s: %w", m.Name, s.Load, err)
 			}
 			sum, count, err := podWaitTotals()
 			if err != nil {
 				return r, err
 			}
 			s.ManagerWaitMillis = ratio((sum-sumBefore)*1000, count-countBefore)
-			s.Quotagate = millis(q)
+			s.Quotagate, s.Baseline = millis(q), millis(b)
 			if load > 0 {
-				s.BacklogBound = append(s.BacklogBound, millis([]time.Duration{bound})...)
-			}
-			b, bound, err := e.withBacklog(ctx, load, func() ([]time.Duration, error) { return e.createToUngateByBareWatcher(ctx, n) })
-			if err != nil {
-				return r, fmt.Errorf("bare watcher, %s: %w", s.Load, err)
-			}
-			s.Baseline = millis(b)
-			if load > 0 {
-				s.BacklogBound = append(s.BacklogBound, millis([]time.Duration{bound})...)
+				s.BacklogBound = millis([]time.Duration{bound})
 			}
 			r.Series = append(r.Series, s)
 		}
@@ -132,126 +129,159 @@ func (e *env) measureCreateToUngate(ctx context.Context, n, backlog int, logf fu
 // withBacklog creates backlog gated pods in a namespace of their own, ungates them all
 // with the bare client, and runs measure while they bind; it returns how long after
 // the ungate began every backlog pod was bound, then deletes them.
-func (e *env) withBacklog(ctx context.Context, backlog int, measure func() ([]time.Duration, error)) ([]time.Duration, time.Duration, error) {
+func (e *env) withBacklog(ctx context.Context, backlog int, measure func() error) (time.Duration, error) {
 	if backlog == 0 {
-		out, err := measure()
-		return out, 0, err
+		return 0, measure()
 	}
 	ns, err := e.newNamespace(ctx, "backlog", false)
 	if err != nil {
-		return nil, 0, err
+		return 0, err
 	}
 	if err := e.createPods(ctx, ns, podSpec{prefix: "b", cpu: "10m", gates: []string{baselineGate}}, 0, backlog); err != nil {
-		return nil, 0, err
+		return 0, err
 	}
 	pods, err := listGated(ctx, e.client, ns, backlog)
 	if err != nil {
-		return nil, 0, err
+		return 0, err
 	}
 	start := time.Now()
 	ungated := make(chan error, 1)
 	go func() { ungated <- bareUngate(ctx, e.bare, pods, baselineGate, createWorkers) }()
-	out, err := measure()
+	err = measure()
 	if uerr := <-ungated; err == nil && uerr != nil {
 		err = fmt.Errorf("ungating the backlog: %w", uerr)
 	}
 	if err != nil {
-		return nil, 0, err
+		return 0, err
 	}
 	err = poll(ctx, func(ctx context.Context) (bool, error) {
 		l, err := e.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName="})
 		return err == nil && len(l.Items) == 0, nil
 	})
 	if err != nil {
-		return nil, 0, fmt.Errorf("waiting for the backlog to bind: %w", err)
+		return 0, fmt.Errorf("waiting for the backlog to bind: %w", err)
 	}
 	bound := time.Since(start)
 	// Deleting a large backlog on a busy machine may outlast one request: try again.
 	for try := 1; ; try++ {
 		err := e.deletePods(ctx, ns)
 		if err == nil || try == 3 {
-			return out, bound, err
+			return bound, err
 		}
 	}
 }
 
-// createToUngateByQuotagate: an opted-in namespace with a Budget that has room, the
-// admission mode registered, n pods created one after the other.
-func (e *env) createToUngateByQuotagate(ctx context.Context, m admissionMode, n int) ([]time.Duration, error) {
-	ns, err := e.newNamespace(ctx, "ungate-qg", true)
+// createToUngatePaired measures quotagate and the bare watcher side by side: pods are
+// created one at a time, alternately in quotagate's namespace (an opted-in namespace
+// whose Budget has room, the admission mode registered) and in the bare watcher's
+// (pods created with the baseline gate, which a watch in this process removes as soon
+// as it shows a gated pod), which of the two goes first alternating too. Both arms so
+// see the same moments of the backlog and of the machine's load, and the difference
+// of their percentiles is quotagate's.
+func (e *env) createToUngatePaired(ctx context.Context, m admissionMode, n int) (q, b []time.Duration, err error) {
+	qns, err := e.newNamespace(ctx, "ungate-qg", true)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if err := e.createBudget(ctx, ns, "1000"); err != nil {
-		return nil, err
+	if err := e.createBudget(ctx, qns, "1000"); err != nil {
+		return nil, nil, err
 	}
-	undo, err := m.register(ctx, e, ns)
+	undo, err := m.register(ctx, e, qns)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	out, err := e.createAndTime(ctx, ns, v1alpha1.SchedulingGate, []string{holdGate}, n)
-	if uerr := undo(); err == nil {
-		err = uerr
-	}
+	defer func() {
+		if uerr := undo(); err == nil {
+			err = uerr
+		}
+	}()
+	bns, err := e.newNamespace(ctx, "ungate-bare", false)
 	if err != nil {
-		return nil, err
-	}
-	return out, e.deletePods(ctx, ns)
-}
-
-// createToUngateByBareWatcher: pods created with the baseline gate, which a watch in
-// this process removes as soon as it shows a gated pod.
-func (e *env) createToUngateByBareWatcher(ctx context.Context, n int) ([]time.Duration, error) {
-	ns, err := e.newNamespace(ctx, "ungate-bare", false)
-	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	wctx, cancel := context.WithCancel(ctx)
-	watcher, err := e.startBareWatcher(wctx, ns)
+	watcher, err := e.startBareWatcher(wctx, bns)
 	if err != nil {
 		cancel()
-		return nil, err
+		return nil, nil, err
 	}
-	out, err := e.createAndTime(ctx, ns, baselineGate, []string{baselineGate, holdGate}, n)
-	cancel()
-	if werr := <-watcher; err == nil {
-		err = werr
-	}
+	defer func() {
+		cancel()
+		if werr := <-watcher; err == nil {
+			err = werr
+		}
+	}()
+	qt, err := e.newCreateTimer(ctx, qns, v1alpha1.SchedulingGate, []string{holdGate})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return out, e.deletePods(ctx, ns)
+	defer qt.pw.stop()
+	bt, err := e.newCreateTimer(ctx, bns, baselineGate, []string{baselineGate, holdGate})
+	if err != nil {
+		return nil, nil, err
+	}
+	defer bt.pw.stop()
+	q, b = make([]time.Duration, 0, n), make([]time.Duration, 0, n)
+	for i := range n {
+		first, second := qt, bt
+		if i%2 == 1 {
+			first, second = bt, qt
+		}
+		for _, t := range []*createTimer{first, second} {
+			d, err := t.createAndTime(ctx, i)
+			if err != nil {
+				return nil, nil, err
+			}
+			if t == qt {
+				q = append(q, d)
+			} else {
+				b = append(b, d)
+			}
+		}
+	}
+	for _, ns := range []string{qns, bns} {
+		if err := e.deletePods(ctx, ns); err != nil {
+			return nil, nil, err
+		}
+	}
+	return q, b, nil
 }
 
-// createAndTime creates n pods in ns one at a time (each with gates, plus whatever
-// admission adds) and returns, for each, the time from its create call's return to the
-// arrival of the watch event that shows it without gate.
-func (e *env) createAndTime(ctx context.Context, ns, gate string, gates []string, n int) ([]time.Duration, error) {
+// createTimer creates pods in one namespace (each with gates, plus whatever admission
+// adds) and times, for each, from its create call's return to the arrival of the watch
+// event that shows it without gate.
+type createTimer struct {
+	e    *env
+	ns   string
+	gate string
+	spec podSpec
+	pw   *podWatch
+}
+
+func (e *env) newCreateTimer(ctx context.Context, ns, gate string, gates []string) (*createTimer, error) {
 	pw, err := watchPods(ctx, e.client, ns, gate)
 	if err != nil {
 		return nil, err
 	}
-	defer pw.stop()
-	spec := podSpec{prefix: "u", cpu: "10m", gates: gates}
-	out := make([]time.Duration, 0, n)
-	for i := range n {
-		pod, err := e.client.CoreV1().Pods(ns).Create(ctx, spec.pod(ns, i), metav1.CreateOptions{})
-		returned := time.Now()
-		if err != nil {
-			return nil, fmt.Errorf("creating pod %d in %s: %w", i, ns, err)
-		}
-		err = pw.waitFor(ctx, "pod "+pod.Name+" to lose "+gate, func(pw *podWatch) bool {
-			_, ok := pw.ungated[pod.Name]
-			return ok
-		})
-		if err != nil {
-			return nil, err
-		}
-		pw.mu.Lock()
-		out = append(out, pw.ungated[pod.Name].Sub(returned))
-		pw.mu.Unlock()
+	return &createTimer{e: e, ns: ns, gate: gate, spec: podSpec{prefix: "u", cpu: "10m", gates: gates}, pw: pw}, nil
+}
+
+func (t *createTimer) createAndTime(ctx context.Context, i int) (time.Duration, error) {
+	pod, err := t.e.client.CoreV1().Pods(t.ns).Create(ctx, t.spec.pod(t.ns, i), metav1.CreateOptions{})
+	returned := time.Now()
+	if err != nil {
+		return 0, fmt.Errorf("creating pod %d in %s: %w", i, t.ns, err)
 	}
-	return out, nil
+	err = t.pw.waitFor(ctx, "pod "+pod.Name+" to lose "+t.gate, func(pw *podWatch) bool {
+		_, ok := pw.ungated[pod.Name]
+		return ok
+	})
+	if err != nil {
+		return 0, err
+	}
+	t.pw.mu.Lock()
+	defer t.pw.mu.Unlock()
+	return t.pw.ungated[pod.Name].Sub(returned), nil
 }
 
 // startBareWatcher watches ns and ungates every pod that shows up with the baseline
