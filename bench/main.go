@@ -27,7 +27,7 @@ func main() {
 	case s.enabled:
 		measure = func() error { return runScale(ctx, s, o.renderOnly) }
 	case po.enabled:
-		measure = func() error { return runPeers(ctx, po) }
+		measure = func() error { return runPeers(ctx, po, o.renderOnly) }
 	}
 	if err := measure(); err != nil {
 		fmt.Fprintf(os.Stderr, "bench: %v\n", err)

@@ -75,7 +75,22 @@ type PeersReport struct {
 // runPeers starts a local control plane and measures quotagate's manager, Kueue's
 // manager (each a process of its own, at its defaults) and the bare client with the
 // same pods, then writes the report.
-func runPeers(ctx context.Context, o peerOptions) (err error) {
+func runPeers(ctx context.Context, o peerOptions, renderOnly bool) (err error) {
+	if renderOnly {
+		_, abs, err := repoPaths()
+		if err != nil {
+			return err
+		}
+		raw, err := os.ReadFile(abs(o.json))
+		if err != nil {
+			return err
+		}
+		var r PeersReport
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return fmt.Errorf("%s: %w", o.json, err)
+		}
+		return os.WriteFile(abs(o.markdown), []byte(r.markdown()), 0o644)
+	}
 	if o.kueue == "" {
 		return errors.New("-kueue: the path of Kueue's manager binary is needed (make bench-peers builds it)")
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	_ "embed"
 	"fmt"
 	"maps"
 	"slices"
@@ -13,6 +14,12 @@ const (
 	peerLatencyGoal    = 20   // Kueue's reaction and create→ungate ≥ 20× quotagate's
 	peerMemoryGoal     = 0.25 // quotagate's RSS ≤ 1/4 of Kueue's
 )
+
+// peersAnalysis is the hand-written reading of the run the report was last written
+// for; a rerun regenerates the numbers above it, not this text.
+//
+//go:embed peers-analysis.md
+var peersAnalysis string
 
 // peersLink is docs/benchmarks.md's line pointing at docs/benchmarks-peers.md.
 const peersLink = "Beside Kueue v0.17's plain-pod integration: [benchmarks-peers.md](benchmarks-peers.md) (`make bench-peers`).\n\n"
@@ -85,12 +92,39 @@ func (r PeersReport) rows() []PeerRow {
 		Quotagate: fmt.Sprintf("%.0f", mib(q.GatedRSS)), Kueue: fmt.Sprintf("%.0f", mib(k.GatedRSS)), Bare: "—",
 		Ratio: fmtRatio(x), Goal: "≤ 0.25×", Met: yesNo(x > 0 && x <= peerMemoryGoal),
 	})
+	qp, kp := perGatedPod(q, r.N), perGatedPod(k, r.N)
+	x = ratio(qp, kp)
+	rows = append(rows, PeerRow{
+		Figure:    fmt.Sprintf("Manager RSS per gated pod, idle to %d gated (KiB)", r.N),
+		Quotagate: fmt.Sprintf("%.1f", qp/1024), Kueue: fmt.Sprintf("%.1f", kp/1024), Bare: "—",
+		Ratio: fmtRatio(x), Goal: "≤ 0.25×", Met: yesNo(x > 0 && x <= peerMemoryGoal),
+	})
 	rows = append(rows, PeerRow{
 		Figure:    "Manager RSS idle, after start (MiB)",
 		Quotagate: fmt.Sprintf("%.0f", mib(q.IdleRSS)), Kueue: fmt.Sprintf("%.0f", mib(k.IdleRSS)), Bare: "—",
 		Ratio: fmtRatio(ratio(float64(q.IdleRSS), float64(k.IdleRSS))), Goal: "—", Met: "—",
 	})
 	return rows
+}
+
+// perGatedPod is the RSS a manager added per gated pod, from idle to n gated pods
+// (bytes; 0 when it did not grow).
+func perGatedPod(s system, n int) float64 {
+	if s.GatedRSS <= s.IdleRSS || n == 0 {
+		return 0
+	}
+	return float64(s.GatedRSS-s.IdleRSS) / float64(n)
+}
+
+// bareBound says how far the bare client, with no quota logic, is ahead of Kueue: no
+// quota manager on this control plane can beat those ratios.
+func (r PeersReport) bareBound() string {
+	q, k, b := r.Quotagate, r.Kueue, r.Bare
+	qt, kt, bt := throughput(r.N, q.ReleaseSeconds), throughput(r.N, k.ReleaseSeconds), throughput(r.N, b.ReleaseSeconds)
+	kc, bc, qc := summarize(k.CreateToUngateMilli), summarize(b.CreateToUngateMilli), summarize(q.CreateToUngateMilli)
+	return fmt.Sprintf("The bare client, with no quota logic at all, released %s Kueue's throughput and was %s faster from create to ungate (p50) in this run: "+
+		"no quota manager on this control plane can exceed those ratios. quotagate reached %s of the bare client's throughput and %s of its create → ungate speed.\n",
+		fmtRatio(ratio(bt, kt)), fmtRatio(ratio(kc.P50, bc.P50)), fmtRatio(ratio(qt, bt)), fmtRatio(ratio(bc.P50, qc.P50)))
 }
 
 func peerTable(rows []PeerRow) string {
@@ -152,7 +186,9 @@ Machine: %[7]d CPUs, %.1[8]f GiB, shared with other work; load average (1, 5, 15
 
 `, r.KueueVersion, r.Command, r.Date, r.Took, r.Machine.KubeVersion, r.N, r.Machine.NProc, r.Machine.MemoryGiB, r.Machine.LoadBefore, r.Machine.LoadAfter)
 	b.WriteString(peerTable(r.rows()))
+	b.WriteString("\n" + r.bareBound())
 	fmt.Fprintf(&b, "\nCPU milliseconds per released pod, by process, over the releases: quotagate: %s. Kueue: %s. Bare client: %s.\n",
 		cpuPerPod(r.Quotagate, r.N), cpuPerPod(r.Kueue, r.N), cpuPerPod(r.Bare, r.N))
+	b.WriteString("\n" + peersAnalysis)
 	return b.String()
 }

@@ -143,6 +143,8 @@ func TestPeerRowsJudgeTheGoals(t *testing.T) {
 		"Reaction: a pod finishes → next ungate, p99, 1 samples (ms)": "**no**",
 		"Create → ungate with room, p50, 1 samples (ms)":              "yes",
 		"Manager RSS with 1000 gated pods (MiB)":                      "yes",
+		// 10 MiB over 1000 pods against 90 MiB: 0.11×.
+		"Manager RSS per gated pod, idle to 1000 gated (KiB)": "yes",
 	}
 	for fig, w := range want {
 		if met[fig] != w {
@@ -151,5 +153,8 @@ func TestPeerRowsJudgeTheGoals(t *testing.T) {
 	}
 	if md := r.markdown(); !strings.Contains(md, "| Release throughput, 1000 pods, median of 1 (pods/s) | 1000 | 10.0 | 1250 | 100.0× | ≥ 15× | yes |") {
 		t.Errorf("markdown table row not found:\n%s", md)
+	}
+	if md := r.markdown(); !strings.Contains(md, "The bare client, with no quota logic at all, released 125.0× Kueue's throughput and was 75.0× faster") {
+		t.Errorf("the bare client's bound not found:\n%s", md)
 	}
 }
