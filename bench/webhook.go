@@ -22,6 +22,7 @@ import (
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
 	"github.com/quotagate/quotagate/cmd/webhook/app"
+	"github.com/quotagate/quotagate/internal/localcluster"
 	"github.com/quotagate/quotagate/pkg/admission"
 	"github.com/quotagate/quotagate/pkg/gates"
 )
@@ -296,11 +297,11 @@ func shippedWebhookConfiguration(root string) (*admissionregistrationv1.Mutating
 	return mwc, nil
 }
 
+// freePort is one port of localcluster.FreePorts.
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := localcluster.FreePorts(1)
 	if err != nil {
-		return 0, fmt.Errorf("finding a free port: %w", err)
+		return 0, err
 	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return ports[0], nil
 }

@@ -97,7 +97,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 
 func (c *Cluster) start(ctx context.Context, o Options, bins binaries) error {
 	log := logr.FromContextOrDiscard(ctx)
-	free, err := freePorts(3)
+	free, err := FreePorts(3)
 	if err != nil {
 		return err
 	}

@@ -16,8 +16,10 @@ var (
 	handedOut   = map[int]bool{}
 )
 
-// freePorts returns n distinct ports on 127.0.0.1 that were free a moment ago.
-func freePorts(n int) ([]int, error) {
+// FreePorts returns n distinct ports on 127.0.0.1 that were free a moment ago, never
+// one this process handed out before. Every local server of this repository (the
+// control plane, the chart's components, test servers) picks its ports here.
+func FreePorts(n int) ([]int, error) {
 	handedOutMu.Lock()
 	defer handedOutMu.Unlock()
 	var listeners []net.Listener

@@ -95,7 +95,7 @@ func Install(ctx context.Context, c *localcluster.Cluster, opts Options) (*Insta
 	if i.helm, i.helmLog, err = helmConfig(c.KubeconfigPath(), o.Namespace, o.Dir); err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(6)
+	ports, err := localcluster.FreePorts(6)
 	if err != nil {
 		return nil, err
 	}

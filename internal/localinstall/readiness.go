@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"time"
 
@@ -50,21 +49,4 @@ func probe(ctx context.Context, client *http.Client, url string) error {
 		return fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(body))
 	}
 	return nil
-}
-
-// freePorts returns n distinct ports on 127.0.0.1 that were free a moment ago. It holds
-// every listener open until all n are chosen: closing each one at once lets the kernel
-// hand the same port out twice, and then one component fails to bind while the other
-// answers its readiness probe.
-func freePorts(n int) ([]int, error) {
-	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("finding a free port: %w", err)
-		}
-		defer func() { _ = l.Close() }()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }

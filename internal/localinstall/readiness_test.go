@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quotagate/quotagate/internal/localcluster"
 	"github.com/quotagate/quotagate/internal/supervise"
 )
 
@@ -24,7 +25,7 @@ func TestProcessThatExitsIsNamedWithItsLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.Stop(stopGrace) })
-	ports, err := freePorts(1)
+	ports, err := localcluster.FreePorts(1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,19 +42,5 @@ func TestProcessThatExitsIsNamedWithItsLog(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "exit status 3") {
 		t.Errorf("error %q does not give the exit status", err)
-	}
-}
-
-func TestFreePortsAreDistinct(t *testing.T) {
-	ports, err := freePorts(50)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := map[int]bool{}
-	for _, p := range ports {
-		if seen[p] {
-			t.Fatalf("port %d handed out twice in %v", p, ports)
-		}
-		seen[p] = true
 	}
 }

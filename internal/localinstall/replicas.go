@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/quotagate/quotagate/internal/localcluster"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
@@ -28,7 +29,7 @@ func (i *Installation) AddManagerReplica(ctx context.Context) (*ManagerProcess, 
 	if base.binary == "" {
 		return nil, errors.New("the manager is not running")
 	}
-	ports, err := freePorts(3)
+	ports, err := localcluster.FreePorts(3)
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 
 	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	"github.com/go-logr/logr"
+	"github.com/quotagate/quotagate/internal/localcluster"
 	"helm.sh/helm/v4/pkg/action"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -126,7 +127,7 @@ func (i *Installation) rollout(ctx context.Context, comp *component, objs []*uns
 	if comp.binary == before.binary && slices.Equal(comp.args, before.args) && slices.Equal(comp.env, before.env) {
 		return nil
 	}
-	ports, err := freePorts(3)
+	ports, err := localcluster.FreePorts(3)
 	if err != nil {
 		return err
 	}

@@ -22,6 +22,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quotagate/quotagate/internal/testbed"
+
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -143,10 +145,10 @@ func (e *env) startWebhook(t *testing.T) func() {
 
 	o := app.NewOptions()
 	o.Host = "127.0.0.1"
-	o.Port = freePort(t)
+	o.Port = testbed.FreePort(t)
 	o.CertDir = certDir
 	o.MetricsBindAddress = "0"
-	o.HealthProbeBindAddress = net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
+	o.HealthProbeBindAddress = net.JoinHostPort("127.0.0.1", strconv.Itoa(testbed.FreePort(t)))
 	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
 	served := make(chan error, 1)
 	go func() { served <- app.Serve(ctx, o) }()
@@ -272,16 +274,6 @@ func (e *env) poll(t *testing.T, what string, cond wait.ConditionWithContextFunc
 	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, waitTimeout, true, cond); err != nil {
 		t.Fatalf("waiting for %s: %v", what, err)
 	}
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("finding a free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 func readFile(t *testing.T, path string) []byte {

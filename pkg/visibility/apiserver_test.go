@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quotagate/quotagate/internal/testbed"
+
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -55,16 +57,6 @@ func servingCert(t *testing.T, dir string) []byte {
 		}
 	}
 	return servingCA.CertPEM
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = ln.Close() }()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // register creates the Service (ExternalName localhost: the aggregator dials it, as a
@@ -222,7 +214,7 @@ func TestVisibilityOnRealAPIServer(t *testing.T) {
 	cluster := localcluster.StartForTest(t, localcluster.Options{Nodes: 1})
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	port := freePort(t)
+	port := testbed.FreePort(t)
 	waits := podWaits(time.Now())
 	waits["team-b/batch-0"] = quota.PodWait{Pod: quota.PodRef{Namespace: "team-b", Name: "batch-0"}, Created: time.Now()}
 	queues := fakeQueues{created: time.Now(), waits: waits, n: map[quota.BudgetKey]int{

@@ -153,16 +153,6 @@ func get(t *testing.T, url, token string) (int, string) {
 	return resp.StatusCode, string(body)
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // hostIP is a non-loopback IPv4 address of this machine: the API server refuses to
 // proxy to loopback addresses, and Endpoints may not hold them.
 func hostIP(t *testing.T) string {

@@ -82,7 +82,7 @@ func TestSnapshotOnAPIServer(t *testing.T) {
 	}
 	readerToken, nobodyToken, metricsOnlyToken := token("reader"), token("nobody"), token("metrics-only")
 
-	port := freePort(t)
+	port := testbed.FreePort(t)
 	startManager(t, managerCfg, fmt.Sprintf("0.0.0.0:%d", port))
 	base := fmt.Sprintf("https://127.0.0.1:%d", port)
 

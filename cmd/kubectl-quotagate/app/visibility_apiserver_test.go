@@ -53,7 +53,7 @@ func TestQueueOnRealAPIServer(t *testing.T) {
 	}
 
 	w := teamsWorld(t)
-	port := freePort(t)
+	port := testbed.FreePort(t)
 	srv, err := visibility.New(visibility.Options{BindAddress: net.IPv4(127, 0, 0, 1), Port: port, CertDir: filepath.Join(dir, "certs"), Kubeconfig: cluster.KubeconfigPath()},
 		w.core, alwaysLeading{}, nil)
 	if err != nil {

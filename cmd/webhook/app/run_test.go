@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quotagate/quotagate/internal/testbed"
+
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -231,22 +233,12 @@ func testOptions(t *testing.T, certDir string) *Options {
 	t.Helper()
 	o := NewOptions()
 	o.Host = "127.0.0.1"
-	o.Port = freePort(t)
+	o.Port = testbed.FreePort(t)
 	o.CertDir = certDir
-	o.MetricsBindAddress = net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
-	o.HealthProbeBindAddress = net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
+	o.MetricsBindAddress = net.JoinHostPort("127.0.0.1", strconv.Itoa(testbed.FreePort(t)))
+	o.HealthProbeBindAddress = net.JoinHostPort("127.0.0.1", strconv.Itoa(testbed.FreePort(t)))
 	o.Gate = "example.com/test-gate"
 	return o
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("finding a free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // writeCert writes a new self-signed serving certificate for 127.0.0.1 into
