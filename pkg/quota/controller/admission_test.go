@@ -113,13 +113,13 @@ func TestStrictFIFOBlocksAndBestEffortOvertakes(t *testing.T) {
 		t.Run(string(tc.strategy), func(t *testing.T) {
 			ns := newNamespace(t, true)
 			mustCreate(t, budget(ns, "b", cpu("3"), tc.strategy))
-			running := gatedPod(ns, "running", "2", 0)
+			running := gatedPod(ns, "running", "2")
 			startManager(t, nil, false)
 			mustCreate(t, running)
 			poll(t, time.Minute, "the first pod admitted", func() (bool, error) { return !isGated(t, ns, "running"), nil })
-			head := gatedPod(ns, "head", "2", 0)
+			head := gatedPod(ns, "head", "2")
 			head.Spec.PriorityClassName = "qg-high" // ahead of small, whatever the timestamps
-			small := gatedPod(ns, "small", "1", 0)
+			small := gatedPod(ns, "small", "1")
 			mustCreate(t, head, small)
 			if tc.smallAdmitted {
 				poll(t, time.Minute, "small admitted past the head", func() (bool, error) { return !isGated(t, ns, "small"), nil })
@@ -149,7 +149,7 @@ func TestPodOverWholeBudgetStaysGatedAndIsReported(t *testing.T) {
 	ns := newNamespace(t, true)
 	mustCreate(t, budget(ns, "b", cpu("2"), ""))
 	startManager(t, nil, false)
-	mustCreate(t, gatedPod(ns, "huge", "4", 0), gatedPod(ns, "fits", "1", 0))
+	mustCreate(t, gatedPod(ns, "huge", "4"), gatedPod(ns, "fits", "1"))
 	poll(t, time.Minute, "the small pod admitted", func() (bool, error) { return !isGated(t, ns, "fits"), nil })
 	poll(t, time.Minute, "the PodsNeverFit condition", func() (bool, error) {
 		b := &v1alpha1.Budget{}
@@ -175,7 +175,7 @@ func TestRaisingHardAdmitsMore(t *testing.T) {
 	mustCreate(t, b)
 	startManager(t, nil, false)
 	for i := range 3 {
-		mustCreate(t, gatedPod(ns, podName(i), "1", 0))
+		mustCreate(t, gatedPod(ns, podName(i), "1"))
 	}
 	poll(t, time.Minute, "one admitted", func() (bool, error) {
 		g, u := countGated(t, ns)
@@ -200,7 +200,7 @@ func TestDeletingBudgetReevaluatesItsPods(t *testing.T) {
 	mustCreate(t, b)
 	startManager(t, nil, false)
 	for i := range 3 {
-		mustCreate(t, gatedPod(ns, podName(i), "1", 0))
+		mustCreate(t, gatedPod(ns, podName(i), "1"))
 	}
 	waitForWaitingEvent(t, ns, podName(0), "RequestsExceedHard") // 1 CPU can never fit in 0
 	if g, _ := countGated(t, ns); g != 3 {
@@ -219,7 +219,7 @@ func TestDeletingBudgetReevaluatesItsPods(t *testing.T) {
 func TestHoldUncovered(t *testing.T) {
 	ns := newNamespace(t, true)
 	startManager(t, func(o *controller.Options) { o.HoldUncovered = true }, false)
-	mustCreate(t, gatedPod(ns, "lonely", "1", 0))
+	mustCreate(t, gatedPod(ns, "lonely", "1"))
 	waitForWaitingEvent(t, ns, "lonely", "Uncovered")
 	if !isGated(t, ns, "lonely") {
 		t.Errorf("an uncovered pod was admitted although uncovered pods are held")
@@ -232,7 +232,7 @@ func TestOptOutReleasesGatedPods(t *testing.T) {
 	mustCreate(t, budget(ns, "b", cpu("0"), ""))
 	startManager(t, nil, false)
 	for i := range 3 {
-		mustCreate(t, gatedPod(ns, podName(i), "1", 0))
+		mustCreate(t, gatedPod(ns, podName(i), "1"))
 	}
 	waitForWaitingEvent(t, ns, podName(2), "RequestsExceedHard")
 	n := &corev1.Namespace{}
@@ -255,10 +255,10 @@ func TestDeletingPodFreesCapacity(t *testing.T) {
 	ns := newNamespace(t, true)
 	mustCreate(t, budget(ns, "b", cpu("1"), ""))
 	startManager(t, nil, false)
-	first := gatedPod(ns, "first", "1", 0)
+	first := gatedPod(ns, "first", "1")
 	mustCreate(t, first)
 	poll(t, time.Minute, "first admitted", func() (bool, error) { return !isGated(t, ns, "first"), nil })
-	mustCreate(t, gatedPod(ns, "second", "1", 0))
+	mustCreate(t, gatedPod(ns, "second", "1"))
 	waitForWaitingEvent(t, ns, "second", "InsufficientQuota")
 	if err := admin.Delete(context.Background(), first, client.GracePeriodSeconds(0)); err != nil {
 		t.Fatal(err)
@@ -292,7 +292,7 @@ func TestClusterBudgetAcrossNamespaces(t *testing.T) {
 	startManager(t, nil, false)
 	for _, ns := range nss {
 		for i := range 2 {
-			mustCreate(t, gatedPod(ns, podName(i), "1", 0))
+			mustCreate(t, gatedPod(ns, podName(i), "1"))
 		}
 	}
 	poll(t, time.Minute, "the ClusterBudget's status to show 2 admitted and 2 gated", func() (bool, error) {

@@ -26,12 +26,11 @@ func kwokRunFor(d string) map[string]string {
 }
 
 // gatedPod is a pod as the webhook would have admitted it: carrying the quotagate gate.
-func gatedPod(ns, name string, cpu string, prio int32) *corev1.Pod {
+func gatedPod(ns, name string, cpu string) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: corev1.PodSpec{
 			SchedulingGates: []corev1.PodSchedulingGate{{Name: v1alpha1.SchedulingGate}},
-			Priority:        nil,
 			Containers: []corev1.Container{{
 				Name:  "c",
 				Image: "registry.invalid/app",
@@ -47,7 +46,7 @@ func gatedPod(ns, name string, cpu string, prio int32) *corev1.Pod {
 
 // gatedJob is a Job whose pods carry the gate and run for runFor on kwok.
 func gatedJob(ns, name, cpu string, completions int32, runFor string, priorityClass string) *batchv1.Job {
-	pod := gatedPod(ns, "", cpu, 0)
+	pod := gatedPod(ns, "", cpu)
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: batchv1.JobSpec{

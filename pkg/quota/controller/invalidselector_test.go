@@ -43,7 +43,7 @@ func TestInvalidSelectorFailsClosed(t *testing.T) {
 	}
 	createClusterBudgets(t, cb)
 	startManager(t, nil, false)
-	mustCreate(t, gatedPod(covered, "held", "1", 0), gatedPod(other, "free", "1", 0))
+	mustCreate(t, gatedPod(covered, "held", "1"), gatedPod(other, "free", "1"))
 
 	ev := waitForWaitingEvent(t, covered, "held", "BudgetClosed")
 	wantMsg := fmt.Sprintf("Waiting: ClusterBudget %s cannot admit pods: invalid namespaceSelector: namespaceSelector.matchExpressions[0].values[0]: Invalid value: \"x y\"", key)

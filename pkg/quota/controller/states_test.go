@@ -106,7 +106,7 @@ func TestParentIsTheBindingLimit(t *testing.T) {
 	mustCreate(t, child)
 	startManager(t, nil, false)
 	for i := range 4 {
-		mustCreate(t, gatedPod(ns, podName(i), "1", 0))
+		mustCreate(t, gatedPod(ns, podName(i), "1"))
 	}
 	poll(t, time.Minute, "the parent's status: 2 admitted, 2 gated", func() (bool, error) {
 		st := getStatus(t, "", parent)
@@ -169,7 +169,7 @@ func TestGroupIsAdmittedAllTogether(t *testing.T) {
 	w := watchAdmissions(t, ns, "4")
 	mustCreate(t, budget(ns, "b", cpu("4"), ""))
 	startManager(t, nil, false)
-	blocker := gatedPod(ns, "blocker", "1", 0)
+	blocker := gatedPod(ns, "blocker", "1")
 	mustCreate(t, blocker)
 	poll(t, time.Minute, "the blocker admitted", func() (bool, error) { return !isGated(t, ns, "blocker"), nil })
 	for i := range 4 {
@@ -237,7 +237,7 @@ func TestTwoHalfFittingGroupsDoNotDeadlock(t *testing.T) {
 }
 
 func groupPod(ns, name, group string, size int) *corev1.Pod {
-	p := gatedPod(ns, name, "1", 0)
+	p := gatedPod(ns, name, "1")
 	p.Labels = map[string]string{v1alpha1.GroupLabel: group}
 	p.Annotations = map[string]string{v1alpha1.GroupSizeAnnotation: fmt.Sprint(size)}
 	return p

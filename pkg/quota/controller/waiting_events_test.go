@@ -19,11 +19,11 @@ func TestWaitingEventsAtTheHeadOnly(t *testing.T) {
 	ns := newNamespace(t, true)
 	mustCreate(t, budget(ns, "b", cpu("1"), ""))
 	startManager(t, func(o *controller.Options) { o.WaitingEventsPerBudget = 2 }, false)
-	mustCreate(t, gatedPod(ns, podName(0), "1", 0))
+	mustCreate(t, gatedPod(ns, podName(0), "1"))
 	poll(t, time.Minute, "p00 admitted", func() (bool, error) { return !isGated(t, ns, podName(0)), nil })
 	// Then four that wait, in this order whatever their timestamps.
 	for i, class := range []string{"qg-high", "qg-mid", "qg-low", ""} {
-		pod := gatedPod(ns, podName(i+1), "1", 0)
+		pod := gatedPod(ns, podName(i+1), "1")
 		pod.Spec.PriorityClassName = class
 		mustCreate(t, pod)
 	}

@@ -72,7 +72,7 @@ func TestAdmissionIsOneWrite(t *testing.T) {
 	ns := newNamespace(t, true)
 	mustCreate(t, budget(ns, "team", cpu("100"), ""))
 	for i := range pods {
-		mustCreate(t, gatedPod(ns, podName(i), "1", 0))
+		mustCreate(t, gatedPod(ns, podName(i), "1"))
 	}
 	counter := &writeCounter{ns: ns, n: map[string]int{}}
 	cfg := rest.CopyConfig(managerSA)
