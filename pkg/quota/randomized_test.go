@@ -3,6 +3,7 @@ package quota
 import (
 	"flag"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -312,7 +313,35 @@ func (w *world) admitAndCheck() error {
 			}
 		}
 	}
+	if err := w.checkAtHead(1 + w.rng.IntN(4)); err != nil {
+		return err
+	}
 	return w.q.checkInvariants()
+}
+
+// checkAtHead: AtHead picks exactly the pods the snapshot places among the first n of
+// some budget's queue, or holds with no budget, whichever queue they wait in.
+func (w *world) checkAtHead(n int) error {
+	s := w.q.Snapshot()
+	want := map[types.UID]bool{}
+	var asked []types.UID
+	for _, bq := range s.Budgets {
+		for _, qp := range bq.Pods {
+			asked = append(asked, qp.Pod.UID)
+			if qp.Position <= n {
+				want[qp.Pod.UID] = true
+			}
+		}
+	}
+	for _, qp := range s.Held {
+		asked = append(asked, qp.Pod.UID)
+		want[qp.Pod.UID] = true
+	}
+	got := w.q.AtHead(asked, n)
+	if !maps.Equal(got, want) {
+		return fmt.Errorf("AtHead(n=%d) = %v, the snapshot's first %d = %v", n, slices.Sorted(maps.Keys(got)), n, slices.Sorted(maps.Keys(want)))
+	}
+	return nil
 }
 
 // calmDown opens and repairs every budget, then lets running pods finish until nothing
