@@ -6,7 +6,13 @@ import (
 
 // HasGate reports whether pod carries the scheduling gate named gate.
 func HasGate(pod *corev1.Pod, gate string) bool {
-	return index(pod, gate) >= 0
+	return Contains(pod.Spec.SchedulingGates, gate)
+}
+
+// Contains reports whether the scheduling gates gs include the one named gate, for
+// callers that keep a pod's gates without the pod.
+func Contains(gs []corev1.PodSchedulingGate, gate string) bool {
+	return indexIn(gs, gate) >= 0
 }
 
 // Gate appends the scheduling gate named gate to pod, and reports whether it
@@ -40,7 +46,11 @@ func Ungate(pod *corev1.Pod, gate string) bool {
 // or -1. The API server rejects duplicate gate names, so the first match is the
 // only one.
 func index(pod *corev1.Pod, gate string) int {
-	for i, g := range pod.Spec.SchedulingGates {
+	return indexIn(pod.Spec.SchedulingGates, gate)
+}
+
+func indexIn(gs []corev1.PodSchedulingGate, gate string) int {
+	for i, g := range gs {
 		if g.Name == gate {
 			return i
 		}

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/quotagate/quotagate/pkg/gates"
 	"github.com/quotagate/quotagate/pkg/quota"
 )
 
@@ -52,17 +53,8 @@ func (p *cachedPod) at(now time.Time, gate string) quota.Pod {
 	if !v.ReleaseAt.IsZero() && now.After(v.ReleaseAt) {
 		v.Terminal, v.ReleaseAt = true, time.Time{}
 	}
-	v.Gated = p.gated(gate)
+	v.Gated = gates.Contains(p.gates, gate)
 	return v
-}
-
-func (p *cachedPod) gated(gate string) bool {
-	for _, g := range p.gates {
-		if g.Name == gate {
-			return true
-		}
-	}
-	return false
 }
 
 // someAnnotations stands for a pod's annotations in patchTarget: that there are some
