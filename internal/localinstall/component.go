@@ -150,22 +150,23 @@ func (i *Installation) start(ctx context.Context, comp *component) error {
 	return nil
 }
 
-func (comp *component) stop() error {
+// process is the component's current process, nil before its first start.
+func (comp *component) process() *supervise.Process {
 	comp.mu.Lock()
-	p := comp.proc
-	comp.mu.Unlock()
-	if p == nil {
-		return nil
+	defer comp.mu.Unlock()
+	return comp.proc
+}
+
+func (comp *component) stop() error {
+	if p := comp.process(); p != nil {
+		return p.Stop(stopGrace)
 	}
-	return p.Stop(stopGrace)
+	return nil
 }
 
 func (comp *component) err() error {
-	comp.mu.Lock()
-	p := comp.proc
-	comp.mu.Unlock()
-	if p == nil {
-		return nil
+	if p := comp.process(); p != nil {
+		return p.Err()
 	}
-	return p.Err()
+	return nil
 }

@@ -73,9 +73,7 @@ func (p *ManagerProcess) LogPath() string { return p.comp.logPath }
 // Lease, so a standby takes over only when the Lease expires. The visibility Service
 // stops sending it connections.
 func (p *ManagerProcess) Kill() error {
-	p.comp.mu.Lock()
-	proc := p.comp.proc
-	p.comp.mu.Unlock()
+	proc := p.comp.process()
 	if proc == nil {
 		return fmt.Errorf("manager process %s was never started", p.comp.logPath)
 	}

@@ -140,9 +140,7 @@ func (i *Installation) rollout(ctx context.Context, comp *component, objs []*uns
 	if err := i.configure(ctx, comp, objs); err != nil {
 		return err
 	}
-	comp.mu.Lock()
-	old := comp.proc
-	comp.mu.Unlock()
+	old := comp.process()
 	startErr := i.start(ctx, comp)
 	if old == nil {
 		return startErr
