@@ -61,7 +61,7 @@ type Pod struct {
 // is past its grace period.
 func NewPod(p *corev1.Pod, now time.Time) Pod {
 	out := Pod{
-		PodRef:          PodRef{UID: p.UID, Namespace: p.Namespace, Name: p.Name},
+		PodRef:          PodRef{UID: p.UID, Namespace: ShareString(p.Namespace), Name: p.Name},
 		ResourceVersion: p.ResourceVersion,
 		Labels:          ShareLabels(p.Labels), // a copy of its own: informer objects may change
 		Created:         p.CreationTimestamp.Time,
@@ -83,7 +83,7 @@ func NewPod(p *corev1.Pod, now time.Time) Pod {
 		}
 	}
 	if name := p.Labels[v1alpha1.GroupLabel]; name != "" {
-		out.Group = name
+		out.Group = ShareString(name)
 		out.GroupSize, out.GroupError = parseGroupSize(p.Annotations)
 	}
 	return out

@@ -94,11 +94,8 @@ func CompactPod(obj any) (any, error) {
 }
 
 func compactPod(pod *corev1.Pod) *cachedPod {
-	v := quota.NewPod(pod, time.Time{})
-	v.Namespace = quota.ShareString(v.Namespace)
-	v.Group = quota.ShareString(v.Group)
 	return &cachedPod{
-		view:           v,
+		view:           quota.NewPod(pod, time.Time{}),
 		gates:          quota.ShareGates(pod.Spec.SchedulingGates),
 		hasAnnotations: len(pod.Annotations) > 0,
 	}
