@@ -111,20 +111,23 @@ func TestKnobsOnRealAPIServer(t *testing.T) {
 		}
 	}
 
-	// Both PodDisruptionBudgets let the disruption controller evict a pod: one of three
-	// webhook pods (34% rounds up to 2, 3-2=1), one of two managers (50% of 2 is 1).
+	// Both PodDisruptionBudgets let the disruption controller evict pods once every pod is
+	// healthy: two of three webhook pods (maxUnavailable 34% of 3 rounds up to 2, so 1
+	// must stay), one of two managers (minAvailable 50% of 2 is 1). Counted with every
+	// pod healthy: while one is still starting, fewer are allowed.
 	pdbs := cs.PolicyV1().PodDisruptionBudgets(namespace)
-	for _, name := range []string{release + "-quotagate-webhook", release + "-quotagate-manager"} {
+	for name, want := range map[string]int32{release + "-quotagate-webhook": 2, release + "-quotagate-manager": 1} {
 		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 			pdb, err := pdbs.Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				return false, err
 			}
-			return pdb.Status.ObservedGeneration == pdb.Generation && pdb.Status.ExpectedPods > 0 && pdb.Status.DisruptionsAllowed == 1, nil
+			st := pdb.Status
+			return st.ObservedGeneration == pdb.Generation && st.ExpectedPods > 0 && st.CurrentHealthy == st.ExpectedPods && st.DisruptionsAllowed == want, nil
 		})
 		if err != nil {
 			pdb, _ := pdbs.Get(ctx, name, metav1.GetOptions{})
-			t.Errorf("PodDisruptionBudget %s: want 1 disruption allowed, status %+v: %v", name, pdb.Status, err)
+			t.Errorf("PodDisruptionBudget %s: want %d disruptions allowed with every pod healthy, status %+v: %v", name, want, pdb.Status, err)
 		}
 	}
 }
