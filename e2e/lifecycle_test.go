@@ -16,6 +16,7 @@ import (
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
 	"github.com/quotagate/quotagate/internal/localinstall"
+	"github.com/quotagate/quotagate/internal/supervise"
 )
 
 // testUpgrade: `helm upgrade` (new manager arguments) restarts the manager, which
@@ -84,7 +85,7 @@ func testUninstall(t *testing.T, e env, _ *podWatcher) {
 			t.Errorf("pod %s/%s is still gated after the uninstall", pod.Namespace, pod.Name)
 		}
 	}
-	hook := tail(e.inst.LogPaths()[2], 20)
+	hook := supervise.TailFile(e.inst.LogPaths()[2], 20)
 	m := regexp.MustCompile(`released (\d+) pods`).FindStringSubmatch(hook)
 	if m == nil {
 		t.Errorf("the pre-delete hook's log does not say how many pods it released:\n%s", hook)

@@ -3,10 +3,7 @@
 package e2e
 
 import (
-	"fmt"
 	"maps"
-	"os"
-	"strings"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -21,6 +18,7 @@ import (
 	"github.com/quotagate/quotagate/api/v1alpha1"
 	"github.com/quotagate/quotagate/internal/localcluster"
 	"github.com/quotagate/quotagate/internal/localinstall"
+	"github.com/quotagate/quotagate/internal/supervise"
 )
 
 // env is what every step of the journey works with.
@@ -43,7 +41,7 @@ func cleanUpInstall(t *testing.T, inst *localinstall.Installation) {
 		}
 		if t.Failed() {
 			for _, p := range inst.LogPaths() {
-				t.Logf("Last lines of %s:\n%s", p, tail(p, 40))
+				t.Logf("Last lines of %s:\n%s", p, supervise.TailFile(p, 40))
 			}
 		}
 		if err := inst.Stop(); err != nil {
@@ -89,16 +87,4 @@ func envFor(t *testing.T, cluster *localcluster.Cluster, inst *localinstall.Inst
 	cs, err := kubernetes.NewForConfig(admin)
 	fatalIf(t, err, "building clientset")
 	return env{cluster: cluster, inst: inst, admin: admin, cs: cs, c: c}
-}
-
-func tail(path string, n int) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Sprintf("(cannot read: %v)", err)
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/quotagate/quotagate/internal/supervise"
 )
 
 // up starts `localcluster serve` in a session of its own, so it outlives this process
@@ -71,10 +73,10 @@ func up(ctx context.Context, out io.Writer, f *clusterFlags) error {
 		}
 		select {
 		case err := <-exited:
-			return fmt.Errorf("the background control plane exited (%v); end of %s:\n%s", err, logPath, tail(logPath, 40))
+			return fmt.Errorf("the background control plane exited (%v); end of %s:\n%s", err, logPath, supervise.TailFile(logPath, 40))
 		case <-ctx.Done():
 			_ = syscall.Kill(-pid, syscall.SIGTERM)
-			return fmt.Errorf("waiting for the local control plane: %w; end of %s:\n%s", ctx.Err(), logPath, tail(logPath, 40))
+			return fmt.Errorf("waiting for the local control plane: %w; end of %s:\n%s", ctx.Err(), logPath, supervise.TailFile(logPath, 40))
 		case <-ticker.C:
 		}
 	}
@@ -82,17 +84,4 @@ func up(ctx context.Context, out io.Writer, f *clusterFlags) error {
 
 func printKubeconfig(out io.Writer, path string) {
 	fmt.Fprintf(out, "Kubeconfig: %s\n\n    export KUBECONFIG=%s\n    kubectl get nodes\n", path, path)
-}
-
-// tail returns the last n lines of a file, or a note saying why it cannot.
-func tail(path string, n int) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Sprintf("(cannot read: %v)", err)
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
