@@ -15,7 +15,7 @@ import (
 
 // registerPolicy creates the shipped gate policy (config/policy/admission: the
 // MutatingAdmissionPolicy, the bound-pod guard and their bindings), as the chart does in
-// admission.mode policy, and waits until a dry-run create in ns comes back gated. The
+// admission.mode policy, with both bindings narrowed to ns (onlyNamespace), and waits until a dry-run create in ns comes back gated. The
 // returned func deletes them and waits until creates come back ungated.
 func (e *env) registerPolicy(ctx context.Context, ns string) (func(context.Context) error, error) {
 	path := filepath.Join(e.root, "config", "policy", "admission", "gate_policy.yaml")
@@ -44,6 +44,7 @@ func (e *env) registerPolicy(ctx context.Context, ns string) (func(context.Conte
 		case "MutatingAdmissionPolicyBinding":
 			var o admissionregistrationv1.MutatingAdmissionPolicyBinding
 			if err = yaml.UnmarshalStrict([]byte(doc), &o); err == nil {
+				o.Spec.MatchResources.NamespaceSelector = onlyNamespace(o.Spec.MatchResources.NamespaceSelector, ns)
 				_, err = api.MutatingAdmissionPolicyBindings().Create(ctx, &o, metav1.CreateOptions{})
 			}
 			name = o.Name
@@ -62,6 +63,7 @@ func (e *env) registerPolicy(ctx context.Context, ns string) (func(context.Conte
 		case "ValidatingAdmissionPolicyBinding":
 			var o admissionregistrationv1.ValidatingAdmissionPolicyBinding
 			if err = yaml.UnmarshalStrict([]byte(doc), &o); err == nil {
+				o.Spec.MatchResources.NamespaceSelector = onlyNamespace(o.Spec.MatchResources.NamespaceSelector, ns)
 				_, err = api.ValidatingAdmissionPolicyBindings().Create(ctx, &o, metav1.CreateOptions{})
 			}
 			name = o.Name

@@ -45,8 +45,9 @@ func (r Report) markdown() string {
 		for _, name := range slices.Sorted(maps.Keys(r.Webhook.WithCPU)) {
 			p("| %s | %.2f | %.2f | %.2f |\n", name, r.Webhook.WithCPU[name], r.Webhook.PolicyCPU[name], r.Webhook.WithoutCPU[name])
 		}
-		p("\nCreates include the deletes of each series' pods, the same in both columns. TCP sockets on the\n")
-		p("webhook's port right after the series with it: %s.\n\n", errorsTextInt(r.Webhook.Connections))
+		p("\nMeasured one namespace at a time after the paired latency series, the baseline before and after\n")
+		p("(pooled). Creates include the deletes of each block's pods, the same in every column. TCP sockets on\n")
+		p("the webhook's port right after the paired series: %s.\n\n", errorsTextInt(r.Webhook.Connections))
 	}
 	if r.Core != nil {
 		p("### Admission core benchmarks (figure 5)\n\n`%s`\n\n%s\n", r.Core.Command, coreTable(*r.Core))
@@ -92,11 +93,14 @@ const methods = `## How each figure is measured
    subresource, and measures from the arrival of that status event to the arrival of
    the next pod's ungate event, both on one watch in this process. Baseline: the same
    chain, where a bare watch ungates the next pod as soon as it reads the terminal status.
-3. **Webhook cost.** Pod creates in an opted-in namespace, timed at the client, at
-   concurrency 1 and 16, with the shipped webhook configuration registered (the webhook
-   server in this process on 127.0.0.1), with the shipped gate policy registered instead
-   (config/policy/admission: the API server adds the gate with CEL), and with neither,
-   before, between and after (pooled).
+3. **Webhook cost.** Pod creates, timed at the client, at concurrency 1 and 16, in three
+   opted-in namespaces side by side: the shipped webhook configuration (the webhook
+   server in this process on 127.0.0.1) is registered for the first only, the shipped
+   gate policy (config/policy/admission: the API server adds the gate with CEL) for the
+   second only, and neither matches the third, the baseline. Each registration's
+   namespaceSelector is the shipped one plus the namespace's name. The creates alternate
+   across the three (create i of each before create i+1 of any; which goes first
+   rotates), so all three meet the same moments of the machine.
 4. **Memory.** A fresh manager; gated pods created directly with the gate, behind a
    Budget they never fit; heap in use (runtime.ReadMemStats after two GCs) once the
    Budget's status counts them all. The marginal bytes per pod are from the first and

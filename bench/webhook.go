@@ -14,6 +14,7 @@ import (
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	certutil "k8s.io/client-go/util/cert"
@@ -29,7 +30,10 @@ import (
 
 // webhookResult is the admission figure: create latencies in milliseconds, by
 // concurrency, with the webhook registered, with the MutatingAdmissionPolicy
-// registered instead (the chart's admission.mode policy), and with neither.
+// registered instead (the chart's admission.mode policy), and with neither. The three
+// are measured side by side: creates alternate across three namespaces, one that only
+// the webhook's configuration matches, one that only the policy's bindings match, and
+// one that neither matches (pairedCreates).
 type webhookResult struct {
 	With    map[int][]float64 `json:"withWebhookMillis"`
 	Without map[int][]float64 `json:"withoutWebhookMillis"`
@@ -37,28 +41,46 @@ type webhookResult struct {
 	// (config/policy/admission) registered and no webhook.
 	Policy map[int][]float64 `json:"withPolicyMillis,omitempty"`
 	// WithCPU and WithoutCPU are the CPU seconds each process used per 1,000 timed
-	// creates (warm-up included in the CPU, not in the count).
+	// creates (warm-up included in the CPU, not in the count), from a block of creates
+	// in one namespace at a time after the paired series (CPU cannot be told apart when
+	// the arms alternate).
 	WithCPU    map[string]float64 `json:"withWebhookCPUSecondsPer1000"`
 	WithoutCPU map[string]float64 `json:"withoutWebhookCPUSecondsPer1000"`
 	PolicyCPU  map[string]float64 `json:"withPolicyCPUSecondsPer1000,omitempty"`
 	// Connections counts the TCP sockets on the webhook's port, by state, right after
-	// the series with the webhook: the connections the API server opened to it.
+	// the paired series: the connections the API server opened to it.
 	Connections map[string]int `json:"webhookSockets"`
 }
 
-// createWarmup is how many creates per worker are made and not timed before each
-// series, at the series' concurrency, so every connection (the client's, and the API
-// server's to the webhook) is open and warm when timing starts.
+// createWarmup is how many creates per worker and arm are made and not timed before
+// each series, at the series' concurrency, so every connection (the client's, and the
+// API server's to the webhook) is open and warm when timing starts.
 const createWarmup = 5
 
-// createLatencies creates samples pods in ns, concurrency at a time, and returns how
-// long each create took. Every pod carries the hold gate, so none adds scheduling load;
-// wantGated checks that each came back with (or without) the quotagate gate.
-func (e *env) createLatencies(ctx context.Context, ns, prefix string, concurrency, samples int, wantGated bool) ([]time.Duration, error) {
+// createArm is one setting of figure 3: a namespace, and whether the admission step
+// registered for it gates its pods.
+type createArm struct {
+	name  string
+	ns    string
+	gated bool
+}
+
+// pairedCreates creates samples pods in each arm's namespace, concurrency at a time,
+// and returns how long each create took, by arm. The creates alternate across the arms
+// (create i of every arm is queued before create i+1 of any, and which arm goes first
+// rotates), so the arms share the machine's moments and their difference is the
+// admission step's, not the load's drift. Every pod carries the hold gate, so none adds
+// scheduling load; each must come back with (or without) the quotagate gate as its arm
+// says. The pods are deleted afterwards.
+func (e *env) pairedCreates(ctx context.Context, arms []createArm, prefix string, concurrency, samples int) ([][]time.Duration, error) {
 	spec := podSpec{prefix: prefix, cpu: "10m", gates: []string{holdGate}}
 	warm := createWarmup * concurrency
-	took := make([]time.Duration, warm+samples)
-	next := make(chan int)
+	took := make([][]time.Duration, len(arms))
+	for a := range arms {
+		took[a] = make([]time.Duration, warm+samples)
+	}
+	type job struct{ arm, i int }
+	next := make(chan job)
 	var (
 		wg    sync.WaitGroup
 		mu    sync.Mutex
@@ -66,12 +88,13 @@ func (e *env) createLatencies(ctx context.Context, ns, prefix string, concurrenc
 	)
 	for range concurrency {
 		wg.Go(func() {
-			for i := range next {
+			for j := range next {
+				arm := arms[j.arm]
 				start := time.Now()
-				pod, err := e.client.CoreV1().Pods(ns).Create(ctx, spec.pod(ns, i), metav1.CreateOptions{})
-				took[i] = time.Since(start)
-				if err == nil && gates.HasGate(pod, v1alpha1.SchedulingGate) != wantGated {
-					err = fmt.Errorf("pod %s came back gated=%v, want %v", pod.Name, !wantGated, wantGated)
+				pod, err := e.client.CoreV1().Pods(arm.ns).Create(ctx, spec.pod(arm.ns, j.i), metav1.CreateOptions{})
+				took[j.arm][j.i] = time.Since(start)
+				if err == nil && gates.HasGate(pod, v1alpha1.SchedulingGate) != arm.gated {
+					err = fmt.Errorf("%s: pod %s/%s came back gated=%v, want %v", arm.name, pod.Namespace, pod.Name, !arm.gated, arm.gated)
 				}
 				if err != nil {
 					mu.Lock()
@@ -82,91 +105,104 @@ func (e *env) createLatencies(ctx context.Context, ns, prefix string, concurrenc
 		})
 	}
 	for i := range warm + samples {
-		next <- i
+		for k := range arms {
+			next <- job{arm: (i + k) % len(arms), i: i}
+		}
 	}
 	close(next)
 	wg.Wait()
 	if first != nil {
 		return nil, first
 	}
-	return took[warm:], e.deletePods(ctx, ns)
+	for a, arm := range arms {
+		took[a] = took[a][warm:]
+		if err := e.deletePods(ctx, arm.ns); err != nil {
+			return nil, err
+		}
+	}
+	return took, nil
 }
 
-// measureWebhook measures create latency with neither admission step, with the
-// webhook, with neither again, with the gate policy, and with neither a third time (the
-// three baseline series pooled, so drift in the machine's load is shared by both arms).
+// measureWebhook measures create latency with the webhook, with the gate policy and
+// with neither, side by side (pairedCreates), in three opted-in namespaces: the webhook
+// configuration is registered for the first only, the policy's bindings for the second
+// only, and the third is matched by neither. Then it measures what each costs in CPU,
+// one namespace at a time.
 func (e *env) measureWebhook(ctx context.Context, concurrencies []int, samples int) (webhookResult, error) {
 	r := webhookResult{With: map[int][]float64{}, Without: map[int][]float64{}, Policy: map[int][]float64{},
 		WithCPU: map[string]float64{}, WithoutCPU: map[string]float64{}, PolicyCPU: map[string]float64{}}
-	timed := map[string]int{}
-	ns, err := e.newNamespace(ctx, "webhook", true)
-	if err != nil {
-		return r, err
-	}
-	round := 0
-	series := func(arm string, into map[int][]float64, cpu map[string]float64, gated bool) error {
-		round++
-		for _, c := range concurrencies {
-			before := e.meter.sample()
-			d, err := e.createLatencies(ctx, ns, fmt.Sprintf("c%d-r%d", c, round), c, samples, gated)
-			if err != nil {
-				return fmt.Errorf("concurrency %d, %s: %w", c, arm, err)
-			}
-			for name, s := range e.meter.since(before) {
-				cpu[name] += s
-			}
-			timed[arm] += len(d)
-			into[c] = append(into[c], millis(d)...)
+	arms := []createArm{{name: "webhook", gated: true}, {name: "policy", gated: true}, {name: "no admission step"}}
+	for i, what := range []string{"create-webhook", "create-policy", "create-none"} {
+		ns, err := e.newNamespace(ctx, what, true)
+		if err != nil {
+			return r, err
 		}
-		return nil
+		arms[i].ns = ns
 	}
-	const none, webhook, policy = "no admission step", "webhook", "policy"
-	if err := series(none, r.Without, r.WithoutCPU, false); err != nil {
-		return r, err
-	}
-	stop, port, err := e.startWebhook(ctx, ns)
+	webhook, policy, none := arms[0], arms[1], arms[2]
+	stop, port, err := e.startWebhook(ctx, webhook.ns)
 	if err != nil {
 		return r, err
 	}
 	defer stop()
-	if err := series(webhook, r.With, r.WithCPU, true); err != nil {
+	unregister, err := e.registerPolicy(ctx, policy.ns)
+	if err != nil {
 		return r, err
+	}
+	if err := e.waitWebhookCalled(ctx, none.ns, false); err != nil {
+		return r, fmt.Errorf("the baseline namespace: %w", err)
+	}
+	into := []map[int][]float64{r.With, r.Policy, r.Without}
+	for _, c := range concurrencies {
+		took, err := e.pairedCreates(ctx, arms, fmt.Sprintf("c%d", c), c, samples)
+		if err != nil {
+			return r, fmt.Errorf("concurrency %d: %w", c, err)
+		}
+		for a := range arms {
+			into[a][c] = millis(took[a])
+		}
 	}
 	if r.Connections, err = tcpStates(port); err != nil {
 		return r, err
 	}
-	if err := e.unregisterWebhook(ctx, ns); err != nil {
-		return r, err
+	// CPU, arm by arm: the baseline before and after, pooled.
+	timed := map[string]int{}
+	for _, b := range []struct {
+		arm createArm
+		cpu map[string]float64
+	}{{none, r.WithoutCPU}, {webhook, r.WithCPU}, {policy, r.PolicyCPU}, {none, r.WithoutCPU}} {
+		for _, c := range concurrencies {
+			before := e.meter.sample()
+			took, err := e.pairedCreates(ctx, []createArm{b.arm}, fmt.Sprintf("cpu-c%d-%d", c, timed[b.arm.name]), c, samples)
+			if err != nil {
+				return r, fmt.Errorf("CPU, concurrency %d: %w", c, err)
+			}
+			for name, s := range e.meter.since(before) {
+				b.cpu[name] += s
+			}
+			timed[b.arm.name] += len(took[0])
+		}
 	}
-	if err := series(none, r.Without, r.WithoutCPU, false); err != nil {
-		return r, err
-	}
-	unregister, err := e.registerPolicy(ctx, ns)
-	if err != nil {
-		return r, err
-	}
-	if err := series(policy, r.Policy, r.PolicyCPU, true); err != nil {
-		return r, err
+	for _, b := range []struct {
+		arm createArm
+		cpu map[string]float64
+	}{{none, r.WithoutCPU}, {webhook, r.WithCPU}, {policy, r.PolicyCPU}} {
+		for name := range b.cpu {
+			b.cpu[name] = ratio(b.cpu[name]*1000, float64(timed[b.arm.name]))
+		}
 	}
 	if err := unregister(ctx); err != nil {
 		return r, err
 	}
-	if err := series(none, r.Without, r.WithoutCPU, false); err != nil {
-		return r, err
-	}
-	for arm, cpu := range map[string]map[string]float64{webhook: r.WithCPU, none: r.WithoutCPU, policy: r.PolicyCPU} {
-		for name := range cpu {
-			cpu[name] = ratio(cpu[name]*1000, float64(timed[arm]))
-		}
-	}
-	return r, nil
+	return r, e.unregisterWebhook(ctx, webhook.ns)
 }
 
 const webhookConfigName = "quotagate-bench"
 
 // startWebhook runs the webhook binary's server in this process on 127.0.0.1 with a
-// certificate made here, registers the shipped webhook configuration pointed at it, and
-// waits until a dry-run create in ns comes back gated. The returned func stops the
+// certificate made here, registers the shipped webhook configuration pointed at it and
+// narrowed to ns (onlyNamespace), and waits until a dry-run create in ns comes back
+// gated. The returned func stops the
 // server.
 func (e *env) startWebhook(ctx context.Context, ns string) (func(), int, error) {
 	certDir, err := os.MkdirTemp("", "quotagate-bench-webhook-")
@@ -227,6 +263,7 @@ func (e *env) startWebhook(ctx context.Context, ns string) (func(), int, error) 
 		URL:      ptr.To(fmt.Sprintf("https://127.0.0.1:%d%s", o.Port, admission.Path)),
 		CABundle: certPEM,
 	}
+	mwc.Webhooks[0].NamespaceSelector = onlyNamespace(mwc.Webhooks[0].NamespaceSelector, ns)
 	if _, err := e.client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, mwc, metav1.CreateOptions{}); err != nil {
 		stop()
 		return nil, 0, fmt.Errorf("registering the webhook: %w", err)
@@ -295,6 +332,20 @@ func shippedWebhookConfiguration(root string) (*admissionregistrationv1.Mutating
 		return nil, fmt.Errorf("decoding the webhook configuration: %w", err)
 	}
 	return mwc, nil
+}
+
+// onlyNamespace is sel (a shipped namespaceSelector) narrowed to the namespace ns, so a
+// benchmark can register an admission step for one namespace while another opted-in
+// namespace, matched by nothing, is the baseline.
+func onlyNamespace(sel *metav1.LabelSelector, ns string) *metav1.LabelSelector {
+	out := sel.DeepCopy()
+	if out == nil {
+		out = &metav1.LabelSelector{}
+	}
+	out.MatchExpressions = append(out.MatchExpressions, metav1.LabelSelectorRequirement{
+		Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpIn, Values: []string{ns},
+	})
+	return out
 }
 
 // freePort is one port of localcluster.FreePorts.
