@@ -32,7 +32,7 @@ func defaultOptions() options {
 		n:             2000,
 		reps:          3,
 		reactionReps:  500,
-		createSamples: 300,
+		createSamples: 1000,
 		concurrencies: intList{1, 16},
 		memoryLevels:  intList{0, 10000, 50000},
 		endToEndN:     500,

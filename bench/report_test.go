@@ -123,3 +123,16 @@ func TestFirstLine(t *testing.T) {
 		t.Errorf("firstLine of nothing = %q, want empty", got)
 	}
 }
+
+func TestShortenShapes(t *testing.T) {
+	for in, want := range map[string]string{
+		"0.44s  6.76%  k8s.io/apiserver/pkg/admission/plugin/policy/generic.(*Plugin[go.shape.struct { Policy *v1.MutatingAdmissionPolicy; Bindings []*v1.MutatingAdmissionPolicyBinding }]).Dispatch": "0.44s  6.76%  k8s.io/apiserver/pkg/admission/plugin/policy/generic.(*Plugin[…]).Dispatch",
+		"generic.(*policyDispatcher[go.shape.*uint8,go.shape.*uint8]).Dispatch and x[go.shape.int]":                                                                                                    "generic.(*policyDispatcher[…]).Dispatch and x[…]",
+		"slices.Sort[[]int] has no shape":        "slices.Sort[[]int] has no shape",
+		"an unclosed [go.shape.struct { a []int": "an unclosed […]",
+	} {
+		if got := shortenShapes(in); got != want {
+			t.Errorf("shortenShapes(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -48,7 +48,7 @@ func run(ctx context.Context, o options) error {
 	if err := os.MkdirAll(abs(o.profiles), 0o755); err != nil {
 		return err
 	}
-	profiles := map[string]string{}
+	profiles := map[string]profile{}
 
 	if o.want(5) {
 		logf("Figure 5: the admission core's benchmarks")
@@ -63,8 +63,8 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 	}
-	for name, file := range profiles {
-		top, err := pprofTop(ctx, root, file)
+	for name, prof := range profiles {
+		top, err := pprofTop(ctx, root, prof)
 		if err != nil {
 			return err
 		}
@@ -78,7 +78,7 @@ func run(ctx context.Context, o options) error {
 	return write(r, abs(o.json), abs(o.markdown))
 }
 
-func measureCluster(ctx context.Context, o options, root, profileDir string, r *Report, profiles map[string]string) (err error) {
+func measureCluster(ctx context.Context, o options, root, profileDir string, r *Report, profiles map[string]profile) (err error) {
 	logf("Starting the local control plane")
 	dir, err := os.MkdirTemp("", "quotagate-bench-")
 	if err != nil {
@@ -95,11 +95,14 @@ func measureCluster(ctx context.Context, o options, root, profileDir string, r *
 		// Before any manager runs: a manager would admit the webhook's pods, which no
 		// budget covers, and add its writes to what is measured.
 		logf("Figure 3: pod create latency with the webhook, with the gate policy, and with neither")
-		w, err := e.measureWebhook(ctx, o.concurrencies, o.createSamples)
+		cpu := filepath.Join(profileDir, "apiserver-create-cpu.pprof")
+		w, err := e.measureWebhook(ctx, o.concurrencies, o.createSamples, cpu)
 		if err != nil {
 			return fmt.Errorf("figure 3: %w", err)
 		}
 		r.Webhook = &w
+		profiles[fmt.Sprintf("kube-apiserver CPU in admission, %d s of figure 3's paired creates at concurrency %d (all three arms; cumulative, admission plugins only)", apiserverProfileSeconds, o.concurrencies[0])] =
+			profile{file: cpu, args: []string{"-cum", "-focus=admission/plugin", "-show=admission|cel-go|json-patch|encoding/json|sigs.k8s.io/json|webhook|policy"}}
 	}
 	defer func() { err = errors.Join(err, e.stopManager()) }()
 	if o.want(1) || o.want(2) || o.want(6) || o.want(7) {
@@ -118,12 +121,12 @@ func measureCluster(ctx context.Context, o options, root, profileDir string, r *
 			return fmt.Errorf("figure 4: %w", err)
 		}
 		r.Memory = &mem
-		profiles["Manager heap (in use) with "+strconv.Itoa(o.memoryLevels[len(o.memoryLevels)-1])+" gated pods"] = heap
+		profiles["Manager heap (in use) with "+strconv.Itoa(o.memoryLevels[len(o.memoryLevels)-1])+" gated pods"] = profile{file: heap}
 	}
 	return nil
 }
 
-func measureWithManager(ctx context.Context, e *env, o options, profileDir string, r *Report, profiles map[string]string) error {
+func measureWithManager(ctx context.Context, e *env, o options, profileDir string, r *Report, profiles map[string]profile) error {
 	workers := r.Manager.Workers
 	if o.want(1) {
 		logf("Figure 1: release throughput, %d pods, %d repetitions", o.n, o.reps)
@@ -133,7 +136,7 @@ func measureWithManager(ctx context.Context, e *env, o options, profileDir strin
 			return fmt.Errorf("figure 1: %w", err)
 		}
 		r.Release = &rel
-		profiles["Manager CPU while releasing "+strconv.Itoa(o.n)+" pods (figure 1, first repetition)"] = cpu
+		profiles["Manager CPU while releasing "+strconv.Itoa(o.n)+" pods (figure 1, first repetition)"] = profile{file: cpu}
 	}
 	if o.want(2) {
 		logf("Figure 2: reaction latency, %d repetitions", o.reactionReps)
@@ -162,12 +165,19 @@ func measureWithManager(ctx context.Context, e *env, o options, profileDir strin
 }
 
 // pprofTop is `go tool pprof -top` of a profile, trimmed to its first lines.
-func pprofTop(ctx context.Context, root, file string) (string, error) {
-	cmd := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-nodecount=20", file)
+// profile is a pprof file and the options its top is shown with.
+type profile struct {
+	file string
+	args []string
+}
+
+func pprofTop(ctx context.Context, root string, p profile) (string, error) {
+	args := append([]string{"tool", "pprof", "-top", "-nodecount=20"}, p.args...)
+	cmd := exec.CommandContext(ctx, "go", append(args, p.file)...)
 	cmd.Dir = root
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("go tool pprof %s: %w\n%s", file, err, out)
+		return "", fmt.Errorf("go tool pprof %s: %w\n%s", p.file, err, out)
 	}
 	// Drop the header lines that name the local file and build.
 	var keep []string
@@ -175,9 +185,39 @@ func pprofTop(ctx context.Context, root, file string) (string, error) {
 		if strings.HasPrefix(l, "File:") || strings.HasPrefix(l, "Build ID:") || strings.HasPrefix(l, "Time:") {
 			continue
 		}
-		keep = append(keep, l)
+		keep = append(keep, shortenShapes(l))
 	}
 	return strings.Join(keep, "\n"), nil
+}
+
+// shortenShapes replaces the type arguments of generic functions in a pprof line
+// ("Plugin[go.shape.struct { Policy *...; Bindings []*... }]") with "[…]": they run to
+// hundreds of characters and say nothing the function's name does not.
+func shortenShapes(line string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(line, "[go.shape.")
+		if i < 0 {
+			b.WriteString(line)
+			return b.String()
+		}
+		b.WriteString(line[:i])
+		depth, end := 0, len(line)
+		for j := i; j < len(line); j++ {
+			switch line[j] {
+			case '[':
+				depth++
+			case ']':
+				depth--
+			}
+			if depth == 0 {
+				end = j + 1
+				break
+			}
+		}
+		b.WriteString("[…]")
+		line = line[end:]
+	}
 }
 
 func write(r Report, jsonPath, mdPath string) error {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -126,9 +127,10 @@ func (e *env) pairedCreates(ctx context.Context, arms []createArm, prefix string
 // measureWebhook measures create latency with the webhook, with the gate policy and
 // with neither, side by side (pairedCreates), in three opted-in namespaces: the webhook
 // configuration is registered for the first only, the policy's bindings for the second
-// only, and the third is matched by neither. Then it measures what each costs in CPU,
-// one namespace at a time.
-func (e *env) measureWebhook(ctx context.Context, concurrencies []int, samples int) (webhookResult, error) {
+// only, and the third is matched by neither. During the first concurrency's series it
+// takes a CPU profile of kube-apiserver into cpuProfile. Then it measures what each arm
+// costs in CPU, one namespace at a time.
+func (e *env) measureWebhook(ctx context.Context, concurrencies []int, samples int, cpuProfile string) (webhookResult, error) {
 	r := webhookResult{With: map[int][]float64{}, Without: map[int][]float64{}, Policy: map[int][]float64{},
 		WithCPU: map[string]float64{}, WithoutCPU: map[string]float64{}, PolicyCPU: map[string]float64{}}
 	arms := []createArm{{name: "webhook", gated: true}, {name: "policy", gated: true}, {name: "no admission step"}}
@@ -153,9 +155,15 @@ func (e *env) measureWebhook(ctx context.Context, concurrencies []int, samples i
 		return r, fmt.Errorf("the baseline namespace: %w", err)
 	}
 	into := []map[int][]float64{r.With, r.Policy, r.Without}
-	for _, c := range concurrencies {
+	for i, c := range concurrencies {
+		profiled := make(chan error, 1)
+		if i == 0 {
+			go func() { profiled <- e.apiserverProfile(ctx, apiserverProfileSeconds, cpuProfile) }()
+		} else {
+			profiled <- nil
+		}
 		took, err := e.pairedCreates(ctx, arms, fmt.Sprintf("c%d", c), c, samples)
-		if err != nil {
+		if err = errors.Join(err, <-profiled); err != nil {
 			return r, fmt.Errorf("concurrency %d: %w", c, err)
 		}
 		for a := range arms {
@@ -195,6 +203,22 @@ func (e *env) measureWebhook(ctx context.Context, concurrencies []int, samples i
 		return r, err
 	}
 	return r, e.unregisterWebhook(ctx, webhook.ns)
+}
+
+// apiserverProfileSeconds is how long the API server is profiled from the start of
+// figure 3's first paired series: about as long as 1,000 creates per arm take at
+// concurrency 1 on a quiet machine.
+const apiserverProfileSeconds = 8
+
+// apiserverProfile writes a CPU profile of kube-apiserver over the next seconds to path
+// (its /debug/pprof/profile, which the admin may read).
+func (e *env) apiserverProfile(ctx context.Context, seconds int, path string) error {
+	raw, err := e.client.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").
+		Param("seconds", strconv.Itoa(seconds)).Timeout(time.Duration(seconds+30) * time.Second).DoRaw(ctx)
+	if err != nil {
+		return fmt.Errorf("profiling kube-apiserver: %w", err)
+	}
+	return os.WriteFile(path, raw, 0o644)
 }
 
 const webhookConfigName = "quotagate-bench"
