@@ -7,15 +7,12 @@ import (
 	"sync"
 	"time"
 
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/quotagate/quotagate/cmd/manager/app"
 	"github.com/quotagate/quotagate/pkg/quota/controller"
@@ -53,27 +50,18 @@ func (e *env) startManager(ctx context.Context, s managerSettings, discardEvents
 	opts.Workers = s.Workers
 	// As cmd/manager does: the figures read the manager's metrics from this registry.
 	opts.Registerer = crmetrics.Registry
-	q, err := controller.New(opts)
-	if err != nil {
-		return nil, err
+	if discardEvents {
+		opts.Recorder = &events.FakeRecorder{}
 	}
 	cfg := rest.CopyConfig(e.managerSA)
 	cfg.QPS, cfg.Burst = float32(s.QPS), s.Burst
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                  clientgoscheme.Scheme,
+	q, mgr, err := controller.NewManager(cfg, opts, ctrl.Options{
 		Metrics:                 metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress:  "0",
-		Cache:                   controller.CacheOptions(),
 		GracefulShutdownTimeout: ptr.To(5 * time.Second),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("creating manager: %w", err)
-	}
-	if discardEvents {
-		mgr = eventlessManager{mgr}
-	}
-	if err := q.SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("setting up the quota controller: %w", err)
+		return nil, err
 	}
 	mctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	m := &runningManager{ctrl: q, cancel: cancel, done: make(chan error, 1)}
@@ -104,13 +92,6 @@ func (m *runningManager) stop() error {
 		}
 	})
 	return m.stopErr
-}
-
-// eventlessManager hands out an event recorder that drops every event.
-type eventlessManager struct{ manager.Manager }
-
-func (eventlessManager) GetEventRecorder(string) recorder.EventRecorder {
-	return &events.FakeRecorder{}
 }
 
 // useManager stops the manager the env runs, if any, and starts one with s (and

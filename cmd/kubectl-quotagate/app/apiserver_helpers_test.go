@@ -33,26 +33,16 @@ import (
 
 func startManager(t *testing.T, cfg *rest.Config, metricsAddr string) {
 	t.Helper()
-	q, err := controller.New(controller.DefaultOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme: newScheme(),
+	_, mgr, err := controller.NewManager(cfg, controller.DefaultOptions(), ctrl.Options{
 		Metrics: metricsserver.Options{
 			BindAddress:    metricsAddr,
 			SecureServing:  true,
 			FilterProvider: filters.WithAuthenticationAndAuthorization,
-			ExtraHandlers:  q.DebugHandlers(),
 		},
 		HealthProbeBindAddress: "0",
-		Cache:                  controller.CacheOptions(),
 	})
 	if err != nil {
-		t.Fatalf("creating the manager: %v", err)
-	}
-	if err := q.SetupWithManager(mgr); err != nil {
-		t.Fatalf("setting up the controller: %v", err)
+		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -9,16 +9,12 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	crzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/quotagate/quotagate/api/v1alpha1"
 	"github.com/quotagate/quotagate/internal/certrotation"
 	"github.com/quotagate/quotagate/internal/version"
 	"github.com/quotagate/quotagate/pkg/quota/controller"
@@ -146,32 +142,18 @@ func Run(ctx context.Context, o Options) error {
 	}
 	cfg.QPS, cfg.Burst = float32(o.QPS), o.Burst
 
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return err
-	}
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		return err
-	}
-
 	if err := version.Register(crmetrics.Registry); err != nil {
 		return err
 	}
 	o.Controller.Registerer = crmetrics.Registry
-	q, err := controller.New(o.Controller)
-	if err != nil {
-		return err
-	}
 	metrics := metricsserver.Options{
 		BindAddress:   o.MetricsAddr,
 		SecureServing: o.MetricsSecure,
-		ExtraHandlers: q.DebugHandlers(),
 	}
 	if o.MetricsSecure {
 		metrics.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                        scheme,
+	q, mgr, err := controller.NewManager(cfg, o.Controller, ctrl.Options{
 		Metrics:                       metrics,
 		HealthProbeBindAddress:        o.ProbeAddr,
 		LeaderElection:                o.LeaderElect,
@@ -181,13 +163,9 @@ func Run(ctx context.Context, o Options) error {
 		LeaseDuration:                 &o.LeaseDuration,
 		RenewDeadline:                 &o.RenewDeadline,
 		RetryPeriod:                   &o.RetryPeriod,
-		Cache:                         controller.CacheOptions(),
 	})
 	if err != nil {
-		return fmt.Errorf("creating manager: %w", err)
-	}
-	if err := q.SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up the quota controller: %w", err)
+		return err
 	}
 	if err := addVisibility(mgr, cfg, q, o); err != nil {
 		return fmt.Errorf("setting up the visibility API: %w", err)
@@ -196,12 +174,6 @@ func Run(ctx context.Context, o Options) error {
 		o.Certs.APIServices = append(o.Certs.APIServices, o.Visibility.APIService)
 	}
 	if err := addCertRotation(mgr, o.Certs); err != nil {
-		return err
-	}
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return err
-	}
-	if err := mgr.AddReadyzCheck("readyz", q.ReadyCheck); err != nil {
 		return err
 	}
 	log.Info("Starting manager", "leaderElect", o.LeaderElect, "workers", o.Controller.Workers, "qps", o.QPS, "burst", o.Burst)

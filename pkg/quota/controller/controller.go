@@ -62,8 +62,11 @@ type Options struct {
 	// queue, in admission order, get a Waiting event when their reason changes (the
 	// pods behind them get theirs when they reach the head). 0 sends none.
 	WaitingEventsPerBudget int
-	// Clock is injected by tests.
+	// Clock is where the controller reads the time and waits (tests inject a fake one).
 	Clock clock.Clock
+	// Recorder, when set, takes the controller's events instead of the manager's
+	// recorder (the benchmark drops them this way, to measure what they cost).
+	Recorder recorder.EventRecorder
 	// Registerer gets the manager's metrics (the binary passes controller-runtime's
 	// metrics.Registry); nil keeps them in a registry of their own that nothing serves.
 	Registerer prometheus.Registerer
@@ -208,7 +211,10 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 	c.client = mgr.GetClient()
 	c.reader = mgr.GetCache()
 	c.apiReader = mgr.GetAPIReader()
-	c.recorder = mgr.GetEventRecorder(eventSource)
+	c.recorder = c.opts.Recorder
+	if c.recorder == nil {
+		c.recorder = mgr.GetEventRecorder(eventSource)
+	}
 
 	ctx := context.Background()
 	for _, h := range []struct {

@@ -35,7 +35,7 @@ func (c *Controller) runStatus(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-c.statusKick:
-		case <-time.After(c.nextAdmittedEvent(statusRetryInterval)):
+		case <-c.opts.Clock.After(c.nextAdmittedEvent(statusRetryInterval)):
 			// A failed write is retried even when nothing else changes, and a budget's
 			// Admitted event is written when due.
 		}
@@ -55,7 +55,7 @@ func (c *Controller) runStatus(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(statusRoundInterval):
+		case <-c.opts.Clock.After(statusRoundInterval):
 		}
 	}
 }

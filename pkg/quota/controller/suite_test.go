@@ -180,29 +180,20 @@ func startManagerWithConfig(t *testing.T, cfg *rest.Config, mutate func(*control
 	if mutate != nil {
 		mutate(&opts)
 	}
-	q, err := controller.New(opts)
-	if err != nil {
-		t.Fatalf("controller.New: %v", err)
-	}
 	cfg.QPS, cfg.Burst = 200, 400
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                        clientgoscheme.Scheme,
+	q, mgr, err := controller.NewManager(cfg, opts, ctrl.Options{
 		Metrics:                       metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress:        "0",
 		LeaderElection:                leaderElect,
 		LeaderElectionNamespace:       systemNamespace,
 		LeaderElectionID:              "quotagate-test-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")),
 		LeaderElectionReleaseOnCancel: true,
-		Cache:                         controller.CacheOptions(),
 		// The event broadcaster's shutdown waits for queued events that can no longer
 		// be sent; do not let it hold a stopping manager for the default 30 s.
 		GracefulShutdownTimeout: ptr.To(5 * time.Second),
 	})
 	if err != nil {
-		t.Fatalf("creating manager: %v", err)
-	}
-	if err := q.SetupWithManager(mgr); err != nil {
-		t.Fatalf("setting up controller: %v", err)
+		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &runningManager{ctrl: q, cancel: cancel, done: make(chan error, 1)}
