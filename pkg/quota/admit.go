@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"cmp"
 	"container/heap"
 	"maps"
 	"slices"
@@ -34,7 +35,7 @@ func (q *AdmissionQueue) Admit() []Admission {
 	defer func() { q.deciding = false }()
 	q.runTimers(q.opts.clock.Now())
 	if len(q.immediate) > 0 {
-		pending := slices.SortedFunc(maps.Values(q.immediate), func(a, b *podState) int { return cmpUID(a.pod.UID, b.pod.UID) })
+		pending := slices.SortedFunc(maps.Values(q.immediate), func(a, b *podState) int { return cmp.Compare(a.pod.UID, b.pod.UID) })
 		clear(q.immediate)
 		for _, p := range pending {
 			if q.pods[p.pod.UID] == p && p.phase == phaseWaiting {

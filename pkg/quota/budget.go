@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -47,11 +48,17 @@ func (k BudgetKey) String() string {
 // Describe returns the kind and name, as messages show it: "Budget team-a/team-a".
 func (k BudgetKey) Describe() string { return k.Kind() + " " + k.String() }
 
-func (k BudgetKey) less(o BudgetKey) bool {
-	if k.Namespace != o.Namespace {
-		return k.Namespace < o.Namespace
+// Compare orders budget keys as users read them: Budgets by namespace and name, then
+// ClusterBudgets by name. Every list of budgets the core or the plugin returns is in
+// this order.
+func (k BudgetKey) Compare(o BudgetKey) int {
+	if k.IsCluster() != o.IsCluster() {
+		if k.IsCluster() {
+			return 1
+		}
+		return -1
 	}
-	return k.Name < o.Name
+	return cmp.Or(cmp.Compare(k.Namespace, o.Namespace), cmp.Compare(k.Name, o.Name))
 }
 
 // Budget is the spec of a Budget or ClusterBudget as the core uses it. Build it with

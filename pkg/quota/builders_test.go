@@ -87,7 +87,7 @@ func (b *podBuilder) Phase(p corev1.PodPhase) *podBuilder {
 	return b
 }
 func (b *podBuilder) Obj() *corev1.Pod { return b.pod }
-func (b *podBuilder) Pod() Pod         { return NewPod(b.pod, t0) }
+func (b *podBuilder) Pod() Pod         { return NewPod(b.pod, v1alpha1.SchedulingGate, t0) }
 
 func parseList(spec string) corev1.ResourceList {
 	out := corev1.ResourceList{}

@@ -6,7 +6,7 @@
 //	q := quota.NewAdmissionQueue(quota.WithClock(clk), quota.WithObserver(metrics))
 //	q.SetNamespace("team-a", ns.Labels)
 //	q.UpsertBudget(quota.BudgetFromAPI(budget))   // or ClusterBudgetFromAPI
-//	q.UpsertPod(quota.NewPod(pod, clk.Now()))      // DeletePod(uid) on delete
+//	q.UpsertPod(quota.NewPod(pod, gate, clk.Now())) // DeletePod(uid) on delete
 //	for _, a := range q.Admit() {                  // each already reserved ("assumed")
 //		rv, err := patch(a.Pod)                    // fenced on rv: test it, test + remove the gate
 //		q.Done(a.Pod.UID, resultOf(err), rv)       // Ungated, Gone, or Unknown: the charge stays

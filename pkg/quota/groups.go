@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"cmp"
 	"container/heap"
 	"slices"
 
@@ -102,7 +103,7 @@ func (g *group) waitingByUID() []*podState {
 	for i, r := range g.waiting {
 		out[i] = r.pod
 	}
-	slices.SortFunc(out, func(a, b *podState) int { return cmpUID(a.pod.UID, b.pod.UID) })
+	slices.SortFunc(out, func(a, b *podState) int { return cmp.Compare(a.pod.UID, b.pod.UID) })
 	return out
 }
 
@@ -164,14 +165,4 @@ func (g *group) mayNeverFit() bool {
 		}
 	}
 	return false
-}
-
-func cmpUID(a, b types.UID) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

@@ -4,6 +4,7 @@ package quota
 // group's own accounting is in groups.go.
 
 import (
+	"cmp"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -168,16 +169,6 @@ func (q *AdmissionQueue) settleGroup(g *group) {
 	}
 }
 
-func keyLess(a, b orderKey) bool {
-	if a.priority != b.priority {
-		return a.priority > b.priority
-	}
-	if a.created != b.created {
-		return a.created < b.created
-	}
-	return a.uid < b.uid
-}
-
 // groupPark returns why the group's gated members wait for members: fewer of them
 // exist than the group's size (and none runs). A group that can never fit is found
 // by settleGroup (neverFits).
@@ -239,7 +230,7 @@ func (q *AdmissionQueue) evaluateGroup(g *group) {
 			cands = append(cands, m)
 		}
 	}
-	slices.SortFunc(cands, func(a, b *podState) int { return cmpUID(a.pod.UID, b.pod.UID) })
+	slices.SortFunc(cands, func(a, b *podState) int { return cmp.Compare(a.pod.UID, b.pod.UID) })
 	if !g.started() && len(cands) < g.size {
 		q.fail(cands, waitInfo{code: CodeGroupBackoff})
 		return

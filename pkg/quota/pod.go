@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
 	"time"
@@ -18,6 +19,11 @@ type PodRef struct {
 	UID       types.UID `json:"uid"`
 	Namespace string    `json:"namespace"`
 	Name      string    `json:"name"`
+}
+
+// Compare orders pods by namespace, then name.
+func (r PodRef) Compare(o PodRef) int {
+	return cmp.Or(cmp.Compare(r.Namespace, o.Namespace), cmp.Compare(r.Name, o.Name))
 }
 
 // String returns namespace/name.
@@ -38,7 +44,8 @@ type Pod struct {
 	Created time.Time
 	// Usage is PodUsage of the pod.
 	Usage corev1.ResourceList
-	// Gated is true while the pod carries the quotagate scheduling gate.
+	// Gated is true while the pod carries the scheduling gate quotagate owns (NewPod's
+	// gate).
 	Gated bool
 	// Terminal is true for Succeeded and Failed pods and for pods past their deletion
 	// grace period (ResourceQuota stops charging those too).
@@ -57,16 +64,17 @@ type Pod struct {
 	GroupError string
 }
 
-// NewPod extracts what the core needs from a pod; now decides whether a terminating pod
-// is past its grace period.
-func NewPod(p *corev1.Pod, now time.Time) Pod {
+// NewPod extracts what the core needs from a pod: gate is the scheduling gate quotagate
+// owns (the manager's --gate, v1alpha1.SchedulingGate by default), and now decides
+// whether a terminating pod is past its grace period.
+func NewPod(p *corev1.Pod, gate string, now time.Time) Pod {
 	out := Pod{
 		PodRef:          PodRef{UID: p.UID, Namespace: ShareString(p.Namespace), Name: p.Name},
 		ResourceVersion: p.ResourceVersion,
 		Labels:          ShareLabels(p.Labels), // a copy of its own: informer objects may change
 		Created:         p.CreationTimestamp.Time,
 		Usage:           ShareResourceList(PodUsage(p)),
-		Gated:           gates.HasGate(p, v1alpha1.SchedulingGate),
+		Gated:           gates.HasGate(p, gate),
 	}
 	if p.Spec.Priority != nil {
 		out.Priority = *p.Spec.Priority

@@ -77,10 +77,26 @@ func TestNewPod(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			got := NewPod(tc.pod, t0)
+			got := NewPod(tc.pod, v1alpha1.SchedulingGate, t0)
 			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(Pod{}, "Usage")); diff != "" {
 				t.Errorf("NewPod (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// A manager run with --gate owns that gate only: the default one on a pod is someone
+// else's.
+func TestNewPodReadsTheGateItIsGiven(t *testing.T) {
+	p := makePod("p").Ungated().Obj()
+	p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/hold"}, {Name: "batch.example.com/quota"}}
+	for gate, want := range map[string]bool{
+		"batch.example.com/quota": true,
+		"example.com/hold":        true,
+		v1alpha1.SchedulingGate:   false,
+	} {
+		if got := NewPod(p, gate, t0).Gated; got != want {
+			t.Errorf("NewPod(gate %s).Gated = %v, want %v", gate, got, want)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/quotagate/quotagate/api/v1alpha1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 )
@@ -188,10 +189,10 @@ func TestPodWaitByNameNewerTwin(t *testing.T) {
 	q.UpsertPod(makePod("running").Req("cpu=1").Ungated().Pod())
 	old := makePod("twin").Created(0).Req("cpu=1").Obj()
 	old.UID = "old"
-	q.UpsertPod(NewPod(old, t0))
+	q.UpsertPod(NewPod(old, v1alpha1.SchedulingGate, t0))
 	newer := makePod("twin").Created(5).Req("cpu=1").Obj()
 	newer.UID = "new"
-	q.UpsertPod(NewPod(newer, t0))
+	q.UpsertPod(NewPod(newer, v1alpha1.SchedulingGate, t0))
 	got, ok := q.PodWaitByName("team-a", "twin")
 	if !ok || got.Pod.UID != "new" {
 		t.Fatalf("got %v (found %v), want the pod with UID new", got.Pod, ok)
@@ -237,7 +238,7 @@ func TestPodWaitByNameAfterDeletes(t *testing.T) {
 			for i, uid := range []string{"old", "new"} {
 				p := makePod("twin").Created(i).Req("cpu=1").Obj()
 				p.UID = types.UID(uid)
-				q.UpsertPod(NewPod(p, t0))
+				q.UpsertPod(NewPod(p, v1alpha1.SchedulingGate, t0))
 			}
 			q.DeletePod(types.UID(first))
 			got, ok := q.PodWaitByName("team-a", "twin")

@@ -35,6 +35,7 @@ package quota
 // budgets it was charged to.
 
 import (
+	"cmp"
 	"container/heap"
 	"slices"
 	"time"
@@ -84,20 +85,31 @@ type orderKey struct {
 	uid      types.UID
 }
 
-// podLess is the admission order: priority high first, then creation time, then UID;
-// members of one group share a key and are ordered by their own UID.
+// compare is the admission order of keys: priority high first, then creation time,
+// then UID. (Early returns, not cmp.Or: this runs in every heap operation, and cmp.Or
+// would compare the UIDs every time.)
+func (k *orderKey) compare(o *orderKey) int {
+	if c := cmp.Compare(o.priority, k.priority); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(k.created, o.created); c != 0 {
+		return c
+	}
+	return cmp.Compare(k.uid, o.uid)
+}
+
+// comparePods is the admission order of pods: by key (a group's members share their
+// group's), then by the pod's own UID.
+func comparePods(a, b *podState) int {
+	if c := a.key().compare(b.key()); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.pod.UID, b.pod.UID)
+}
+
+// podLess is comparePods as a heap's Less.
 func podLess(a, b *podState) bool {
-	ka, kb := a.key(), b.key()
-	if ka.priority != kb.priority {
-		return ka.priority > kb.priority
-	}
-	if ka.created != kb.created {
-		return ka.created < kb.created
-	}
-	if ka.uid != kb.uid {
-		return ka.uid < kb.uid
-	}
-	return a.pod.UID < b.pod.UID
+	return comparePods(a, b) < 0
 }
 
 // key is the pod's place in admission order: its own, or its group's, which every
@@ -209,7 +221,7 @@ func (q *queues) inOrder() []*entry {
 	for e := range q.parked {
 		entries = append(entries, e)
 	}
-	slices.SortFunc(entries, func(x, y *entry) int { return lessToCmp(podLess(x.pod, y.pod), podLess(y.pod, x.pod)) })
+	slices.SortFunc(entries, func(x, y *entry) int { return comparePods(x.pod, y.pod) })
 	return entries
 }
 
@@ -299,7 +311,7 @@ func (h budgetHeap) Less(i, j int) bool {
 	case a.pod != b.pod:
 		return podLess(a.pod, b.pod)
 	}
-	return h[i].key.less(h[j].key)
+	return h[i].key.Compare(h[j].key) < 0
 }
 func (h budgetHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
@@ -328,8 +340,8 @@ var _ heap.Interface = (*memberHeap)(nil)
 
 func (h memberHeap) Len() int { return len(h) }
 func (h memberHeap) Less(i, j int) bool {
-	if h[i].key != h[j].key {
-		return keyLess(h[i].key, h[j].key)
+	if c := h[i].key.compare(&h[j].key); c != 0 {
+		return c < 0
 	}
 	return h[i].pod.pod.UID < h[j].pod.pod.UID
 }

@@ -180,7 +180,7 @@ func (w *world) budgetKeys() []BudgetKey {
 func (w *world) finish(p *mPod) {
 	p.obj.Status.Phase = corev1.PodSucceeded
 	delete(w.pods, p.obj.UID)
-	w.q.UpsertPod(NewPod(p.obj, w.clk.Now()))
+	w.q.UpsertPod(NewPod(p.obj, v1alpha1.SchedulingGate, w.clk.Now()))
 	w.logf("finish %s", p.obj.Name)
 }
 

@@ -106,7 +106,7 @@ func (w *world) write(p *mPod) {
 // view gives the core the pod as the API server has it now.
 func (w *world) view(p *mPod) {
 	p.prevView = p.lastView
-	p.lastView = NewPod(p.obj, w.clk.Now())
+	p.lastView = NewPod(p.obj, v1alpha1.SchedulingGate, w.clk.Now())
 	w.q.UpsertPod(p.lastView)
 	w.sync(p)
 }

@@ -74,7 +74,7 @@ func (q *AdmissionQueue) Snapshot() Snapshot {
 			}
 		}
 	})
-	slices.SortFunc(held, func(x, y *podState) int { return lessToCmp(podLess(x, y), podLess(y, x)) })
+	slices.SortFunc(held, comparePods)
 	for i, p := range held {
 		s.Held = append(s.Held, q.queuedPod(p, i+1, QueueParked))
 	}
@@ -148,14 +148,4 @@ func (q *AdmissionQueue) queuedPod(p *podState, pos int, queue Queue) QueuedPod 
 		qp.RetryAt = &t
 	}
 	return qp
-}
-
-func lessToCmp(less, greater bool) int {
-	switch {
-	case less:
-		return -1
-	case greater:
-		return 1
-	}
-	return 0
 }

@@ -85,12 +85,7 @@ func (q *AdmissionQueue) Status(key BudgetKey) (BudgetStatus, bool) {
 			Hard:      b.hard[w.resource].DeepCopy(),
 		})
 	}
-	slices.SortFunc(st.NeverFit, func(a, b NeverFitPod) int {
-		if c := compareStrings(a.Pod.Namespace, b.Pod.Namespace); c != 0 {
-			return c
-		}
-		return compareStrings(a.Pod.Name, b.Pod.Name)
-	})
+	slices.SortFunc(st.NeverFit, func(a, b NeverFitPod) int { return a.Pod.Compare(b.Pod) })
 	return st, true
 }
 
@@ -118,16 +113,6 @@ func stateMessage(b *budget) string {
 	return ""
 }
 
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
 // DirtyStatuses returns, and forgets, the budgets whose status may have changed since
 // the last call, so the controller writes status only then.
 func (q *AdmissionQueue) DirtyStatuses() []BudgetKey {
@@ -140,11 +125,6 @@ func (q *AdmissionQueue) DirtyStatuses() []BudgetKey {
 		}
 	}
 	clear(q.statusDirty)
-	slices.SortFunc(out, func(a, b BudgetKey) int {
-		if c := compareStrings(a.Namespace, b.Namespace); c != 0 {
-			return c
-		}
-		return compareStrings(a.Name, b.Name)
-	})
+	slices.SortFunc(out, BudgetKey.Compare)
 	return out
 }

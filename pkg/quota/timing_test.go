@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/quotagate/quotagate/api/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -88,7 +89,7 @@ func TestStuckTerminatingPodStopsCounting(t *testing.T) {
 	stuck := makePod("stuck").Req("cpu=1").Ungated().Obj()
 	now := metav1.NewTime(t0)
 	stuck.DeletionTimestamp, stuck.DeletionGracePeriodSeconds = &now, &grace
-	q.UpsertPod(NewPod(stuck, clk.Now()))
+	q.UpsertPod(NewPod(stuck, v1alpha1.SchedulingGate, clk.Now()))
 	q.UpsertPod(makePod("p").Req("cpu=1").Pod())
 	if got := admitNames(q); len(got) != 0 {
 		t.Fatalf("admitted %v while the terminating pod counts", got)

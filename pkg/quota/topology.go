@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"cmp"
 	"container/heap"
 	"fmt"
 	"maps"
@@ -129,7 +130,7 @@ func (q *AdmissionQueue) coverage(p *Pod) []*budget {
 			out = append(out, b)
 		}
 	}
-	slices.SortFunc(out, func(a, b *budget) int { return strings.Compare(a.key.Name, b.key.Name) })
+	slices.SortFunc(out, func(a, b *budget) int { return a.key.Compare(b.key) })
 	if len(q.selecting) > 0 {
 		nsLabels := q.namespaces[p.Namespace]
 		for _, b := range q.selecting {
@@ -208,7 +209,7 @@ func (q *AdmissionQueue) resolveTopology() {
 			q.selecting = append(q.selecting, b)
 		}
 	}
-	slices.SortFunc(q.selecting, func(a, b *budget) int { return strings.Compare(a.key.Name, b.key.Name) })
+	slices.SortFunc(q.selecting, func(a, b *budget) int { return a.key.Compare(b.key) })
 	for _, b := range all {
 		seen := map[*budget]bool{b: true}
 		for a := b.parent; a != nil; a = a.parent {
@@ -259,15 +260,7 @@ func cycleString(b *budget) string {
 }
 
 func (q *AdmissionQueue) sortedBudgets() []*budget {
-	keys := slices.SortedFunc(maps.Keys(q.budgets), func(a, b BudgetKey) int {
-		if a.less(b) {
-			return -1
-		}
-		if b.less(a) {
-			return 1
-		}
-		return 0
-	})
+	keys := slices.SortedFunc(maps.Keys(q.budgets), BudgetKey.Compare)
 	out := make([]*budget, len(keys))
 	for i, k := range keys {
 		out[i] = q.budgets[k]
@@ -277,13 +270,13 @@ func (q *AdmissionQueue) sortedBudgets() []*budget {
 
 func (q *AdmissionQueue) sortedPods() []*podState {
 	out := slices.Collect(maps.Values(q.pods))
-	slices.SortFunc(out, func(a, b *podState) int { return cmpUID(a.pod.UID, b.pod.UID) })
+	slices.SortFunc(out, func(a, b *podState) int { return cmp.Compare(a.pod.UID, b.pod.UID) })
 	return out
 }
 
 func (q *AdmissionQueue) sortedPodsIn(ns string) []*podState {
 	out := slices.Collect(maps.Values(q.podsNS[ns]))
-	slices.SortFunc(out, func(a, b *podState) int { return cmpUID(a.pod.UID, b.pod.UID) })
+	slices.SortFunc(out, func(a, b *podState) int { return cmp.Compare(a.pod.UID, b.pod.UID) })
 	return out
 }
 
@@ -298,6 +291,6 @@ func (q *AdmissionQueue) waitingIn(b *budget) []*podState {
 	for e := range b.parked {
 		out = append(out, e.pod)
 	}
-	slices.SortFunc(out, func(a, b *podState) int { return cmpUID(a.pod.UID, b.pod.UID) })
+	slices.SortFunc(out, func(a, b *podState) int { return cmp.Compare(a.pod.UID, b.pod.UID) })
 	return out
 }

@@ -134,7 +134,7 @@ func loadBudgetRows(ctx context.Context, e *env, c client.Client, ns string, old
 		b.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("ClusterBudget"))
 		rows = append(rows, newBudgetRow(quota.BudgetKey{Name: b.Name}, b, &b.Spec.BudgetSpec, &b.Status, oldest, now))
 	}
-	slices.SortFunc(rows, func(a, b budgetRow) int { return compareKeys(a.Key, b.Key) })
+	slices.SortFunc(rows, func(a, b budgetRow) int { return a.Key.Compare(b.Key) })
 	return rows, notes, nil
 }
 
@@ -160,28 +160,6 @@ func loadOldestWaits(ctx context.Context, e *env, c client.Client, ns string, bu
 	return oldest, append(notes, msg), nil
 }
 
-// compareKeys orders Budgets (by namespace, name) before ClusterBudgets (by name).
-func compareKeys(a, b quota.BudgetKey) int {
-	if a.IsCluster() != b.IsCluster() {
-		if a.IsCluster() {
-			return 1
-		}
-		return -1
-	}
-	if a.Namespace != b.Namespace {
-		if a.Namespace < b.Namespace {
-			return -1
-		}
-		return 1
-	}
-	switch {
-	case a.Name < b.Name:
-		return -1
-	case a.Name > b.Name:
-		return 1
-	}
-	return 0
-}
 
 func newBudgetRow(key quota.BudgetKey, obj client.Object, spec *v1alpha1.BudgetSpec, st *v1alpha1.BudgetStatus, oldest map[quota.BudgetKey]time.Time, now time.Time) budgetRow {
 	r := budgetRow{
@@ -292,7 +270,7 @@ func oldestFromPods(ctx context.Context, c client.Client, ns string, budgets []v
 		return nil, fmt.Errorf("listing pods: %w", err)
 	}
 	for i := range pods.Items {
-		p := quota.NewPod(&pods.Items[i], time.Time{})
+		p := quota.NewPod(&pods.Items[i], v1alpha1.SchedulingGate, time.Time{})
 		if p.Gated && !p.Terminal {
 			core.UpsertPod(p)
 		}

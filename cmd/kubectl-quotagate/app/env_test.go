@@ -134,7 +134,7 @@ func newWorld(t *testing.T, admitAt time.Time, namespaces []*corev1.Namespace, b
 	byUID := map[types.UID]*corev1.Pod{}
 	for _, p := range pods {
 		byUID[p.UID] = p
-		core.UpsertPod(quota.NewPod(p, admitAt))
+		core.UpsertPod(quota.NewPod(p, v1alpha1.SchedulingGate, admitAt))
 	}
 	w := &world{core: core}
 	for _, a := range core.Admit() {
@@ -149,7 +149,7 @@ func newWorld(t *testing.T, admitAt time.Time, namespaces []*corev1.Namespace, b
 			v1alpha1.AdmittedAtAnnotation: admitAt.UTC().Format(time.RFC3339),
 			v1alpha1.AdmittedByAnnotation: strings.Join(names, ","),
 		}
-		core.UpsertPod(quota.NewPod(p, admitAt))
+		core.UpsertPod(quota.NewPod(p, v1alpha1.SchedulingGate, admitAt))
 		w.admitted = append(w.admitted, a.Pod.String())
 	}
 

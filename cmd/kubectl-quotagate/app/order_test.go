@@ -133,7 +133,7 @@ func TestSnapshotOrderIsAdmissionOrder(t *testing.T) {
 				q.UpsertBudget(b)
 			}
 			for _, p := range tc.pods {
-				q.UpsertPod(quota.NewPod(p.pod(), now))
+				q.UpsertPod(quota.NewPod(p.pod(), v1alpha1.SchedulingGate, now))
 			}
 			admitted := admitAll(q)
 			if diff := cmp.Diff(tc.wantFirst, admitted); diff != "" {
@@ -180,7 +180,7 @@ func TestSnapshotReasonsNameResourceAmountsAndBudget(t *testing.T) {
 		{name: "needs-cpu-in-org", ns: "team-a", priority: 0, created: 20, cpu: "3", memory: "1Gi"},
 		{name: "never", ns: "team-a", priority: 0, created: 30, cpu: "5", memory: "1Gi"},
 	} {
-		q.UpsertPod(quota.NewPod(p.pod(), now))
+		q.UpsertPod(quota.NewPod(p.pod(), v1alpha1.SchedulingGate, now))
 	}
 	if diff := cmp.Diff([]string{"team-a/runs"}, admitAll(q)); diff != "" {
 		t.Fatalf("first Admit (-want +got):\n%s", diff)

@@ -104,7 +104,7 @@ func placesOf(st *visv1.PendingPodStatus) []podPlace {
 			Queue:    quota.Queue(b.Queue),
 		})
 	}
-	slices.SortFunc(places, func(a, b podPlace) int { return compareKeys(a.Budget, b.Budget) })
+	slices.SortFunc(places, func(a, b podPlace) int { return a.Budget.Compare(b.Budget) })
 	return places
 }
 

@@ -86,7 +86,7 @@ func readQueues(ctx context.Context, e *env, read queueSource, ns string) ([]*vi
 			keys = append(keys, quota.BudgetKey{Name: b.Name})
 		}
 	}
-	slices.SortFunc(keys, compareKeys)
+	slices.SortFunc(keys, quota.BudgetKey.Compare)
 	lists := make([]*visv1.PendingPodList, 0, len(keys))
 	for _, key := range keys {
 		l, err := read(ctx, key)

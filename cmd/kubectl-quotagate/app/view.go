@@ -42,7 +42,7 @@ func newSnapshotView(s quota.Snapshot) *snapshotView {
 		}
 	}
 	for _, places := range v.byPod {
-		slices.SortFunc(places, func(a, b podPlace) int { return compareKeys(a.Budget, b.Budget) })
+		slices.SortFunc(places, func(a, b podPlace) int { return a.Budget.Compare(b.Budget) })
 	}
 	for _, p := range s.Held {
 		v.held[p.Pod.UID] = p

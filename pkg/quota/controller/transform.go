@@ -95,7 +95,9 @@ func CompactPod(obj any) (any, error) {
 
 func compactPod(pod *corev1.Pod) *cachedPod {
 	return &cachedPod{
-		view:           quota.NewPod(pod, time.Time{}),
+		// Gated and Terminal are decided when the view is read (at), with the
+		// controller's gate and the time of reading.
+		view:           quota.NewPod(pod, "", time.Time{}),
 		gates:          quota.ShareGates(pod.Spec.SchedulingGates),
 		hasAnnotations: len(pod.Annotations) > 0,
 	}

@@ -149,7 +149,7 @@ func TestUngateOutcomes(t *testing.T) {
 				if err := base.Get(ctx, client.ObjectKeyFromObject(p), fresh); err != nil {
 					t.Fatal(err)
 				}
-				c.core.UpsertPod(quota.NewPod(fresh, clk.Now()))
+				c.core.UpsertPod(quota.NewPod(fresh, v1alpha1.SchedulingGate, clk.Now()))
 			}
 			adm := c.core.Admit()
 			if len(adm) != 1 || adm[0].Pod.Name != "p1" {

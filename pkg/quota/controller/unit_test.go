@@ -54,7 +54,7 @@ func TestCompactPodKeepsWhatTheManagerReads(t *testing.T) {
 	}
 	cached := obj.(*cachedPod)
 	now := time.Unix(1_700_000_100, 0)
-	if diff := cmp.Diff(quota.NewPod(full, now), cached.at(now, v1alpha1.SchedulingGate)); diff != "" {
+	if diff := cmp.Diff(quota.NewPod(full, v1alpha1.SchedulingGate, now), cached.at(now, v1alpha1.SchedulingGate)); diff != "" {
 		t.Errorf("the core's view changed by caching (-full +cached):\n%s", diff)
 	}
 	if cached.at(now, "example.com/other").Gated {
@@ -92,7 +92,7 @@ func TestCompactPodPastItsGracePeriod(t *testing.T) {
 	}}
 	cached := compactPod(pod)
 	for _, now := range []time.Time{deleted.Add(10 * time.Second), deleted.Add(31 * time.Second)} {
-		if diff := cmp.Diff(quota.NewPod(pod, now), cached.at(now, v1alpha1.SchedulingGate)); diff != "" {
+		if diff := cmp.Diff(quota.NewPod(pod, v1alpha1.SchedulingGate, now), cached.at(now, v1alpha1.SchedulingGate)); diff != "" {
 			t.Errorf("at %s (-full +cached):\n%s", now.Sub(deleted.Time), diff)
 		}
 	}
