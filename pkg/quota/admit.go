@@ -82,7 +82,7 @@ func (q *AdmissionQueue) evaluate(p *podState) {
 		return
 	}
 	for _, b := range p.cover {
-		if r, over := firstExcess(b.hardNames, b.hard, b.used, p.pod.Usage); over {
+		if r, over := b.excess(p.pod.Usage); over {
 			q.fail(unit, waitInfo{code: CodeInsufficient, budget: b, resource: r, requested: p.pod.Usage[r]})
 			return
 		}

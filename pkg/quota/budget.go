@@ -13,7 +13,6 @@ import (
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -222,11 +221,9 @@ func fromSpec(key BudgetKey, s *v1alpha1.BudgetSpec) Budget {
 // budget is the core's live view of one budget: its spec, its derived topology, what is
 // charged to it and its queues.
 type budget struct {
-	key       BudgetKey
-	spec      Budget
-	hard      corev1.ResourceList
-	hardNames []corev1.ResourceName // sorted, for deterministic reasons
-	specErr   string
+	key     BudgetKey
+	spec    Budget
+	specErr string
 	// specReason is the Ready reason for specErr: InvalidSelector when a selector does
 	// not parse, else InvalidSpec.
 	specReason string
@@ -238,10 +235,7 @@ type budget struct {
 	admitting bool      // open, fine, and every ancestor admitting
 	closedBy  *budget   // the ancestor that stops it, when its own spec is fine
 
-	used    corev1.ResourceList // charged: admitted (incl. reserved) non-terminal pods
-	pending corev1.ResourceList // gated pods waiting here
-	charged map[types.UID]*podState
-
+	ledger // hard, used (admitted, reservations included) and pending
 	queues
 
 	dirtyIndex int // position in AdmissionQueue.dirty; -1 when not there
@@ -259,9 +253,7 @@ type problem struct {
 func newBudget(spec Budget) *budget {
 	b := &budget{
 		key:        spec.Key,
-		used:       corev1.ResourceList{},
-		pending:    corev1.ResourceList{},
-		charged:    map[types.UID]*podState{},
+		ledger:     newLedger(),
 		dirtyIndex: -1,
 	}
 	b.init(b)
@@ -270,20 +262,15 @@ func newBudget(spec Budget) *budget {
 }
 
 // setSpec applies a new spec and reports whether anything that decides coverage
-// (selectors, parent) changed.
-func (b *budget) setSpec(spec Budget) (topologyChanged bool) {
+// (selectors, parent) changed, and whether the hard limits did.
+func (b *budget) setSpec(spec Budget) (topologyChanged, hardChanged bool) {
 	old := b.spec
 	topologyChanged = selectorString(old.PodSelector) != selectorString(spec.PodSelector) ||
 		selectorString(old.NamespaceSelector) != selectorString(spec.NamespaceSelector) ||
 		old.Parent != spec.Parent
 	b.spec = spec
 	hard, err := NormalizeHard(spec.Hard)
-	b.hard = hard
-	b.hardNames = make([]corev1.ResourceName, 0, len(hard))
-	for name := range hard {
-		b.hardNames = append(b.hardNames, name)
-	}
-	slices.Sort(b.hardNames)
+	hardChanged = b.setHard(hard)
 	b.specErr, b.specReason = "", v1alpha1.ReasonInvalidSpec
 	if spec.SpecError != nil {
 		b.specErr = spec.SpecError.Error()
@@ -297,7 +284,7 @@ func (b *budget) setSpec(spec Budget) (topologyChanged bool) {
 		}
 		b.specErr += err.Error()
 	}
-	return topologyChanged
+	return topologyChanged, hardChanged
 }
 
 func selectorString(s labels.Selector) string {
@@ -335,7 +322,7 @@ func (b *budget) state() (v1alpha1.BudgetState, string) {
 	if b.problem != nil {
 		reason = b.problem.Reason
 	}
-	if len(b.charged) > 0 {
+	if b.admitted() > 0 {
 		return v1alpha1.StateClosing, reason
 	}
 	return v1alpha1.StateClosed, reason

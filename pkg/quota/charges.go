@@ -13,8 +13,7 @@ func (q *AdmissionQueue) charge(p *podState) {
 	p.chargedTo = slices.Clone(q.chargeSet(p, p.cover))
 	p.chargedUsage = p.pod.Usage
 	for _, b := range p.chargedTo {
-		addTo(b.used, p.chargedUsage)
-		b.charged[p.pod.UID] = p
+		b.charge(p, p.chargedUsage)
 		q.markStatus(b)
 	}
 	if !p.pod.ReleaseAt.IsZero() {
@@ -25,8 +24,7 @@ func (q *AdmissionQueue) charge(p *podState) {
 // release gives the pod's charge back and wakes only the budgets it was charged to.
 func (q *AdmissionQueue) release(p *podState) {
 	for _, b := range p.chargedTo {
-		subtractFrom(b.used, p.chargedUsage)
-		delete(b.charged, p.pod.UID)
+		b.release(p, p.chargedUsage)
 		q.markStatus(b)
 		if _, alive := q.budgets[b.key]; alive {
 			q.wake(b)

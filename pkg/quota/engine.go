@@ -197,8 +197,7 @@ func (q *AdmissionQueue) wake(b *budget) {
 	freeOf := func(r corev1.ResourceName) resource.Quantity {
 		f, ok := free[r]
 		if !ok {
-			f = b.hard[r].DeepCopy()
-			f.Sub(b.used[r])
+			f = b.free(r)
 			free[r] = f
 		}
 		return f
@@ -307,7 +306,7 @@ func (q *AdmissionQueue) attach(p *podState, to queueKind) {
 		e := &entry{pod: p, budget: b, index: -1}
 		p.entries[i] = e
 		q.moveEntry(e, to)
-		addTo(b.pending, p.pod.Usage)
+		b.wait(p.pod.Usage)
 		q.markStatus(b)
 		if to == queueActive {
 			q.markDirty(b)
@@ -322,7 +321,7 @@ func (q *AdmissionQueue) detach(p *podState) {
 		b := e.budget
 		wasHead := b.strict() && e.kind != queueParked && b.strictHead() == e
 		q.moveEntry(e, queueNone)
-		subtractFrom(b.pending, p.pod.Usage)
+		b.unwait(p.pod.Usage)
 		q.markStatus(b)
 		if wasHead {
 			q.wake(b)

@@ -160,7 +160,7 @@ func (g *group) account(r *memberRec, sign int) {
 // the reason itself.
 func (g *group) mayNeverFit() bool {
 	for b, c := range g.charges {
-		if _, over := firstExcess(b.hardNames, b.hard, nil, c.sum); over {
+		if _, over := b.neverFits(c.sum); over {
 			return true
 		}
 	}

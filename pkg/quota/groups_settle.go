@@ -185,7 +185,7 @@ func (q *AdmissionQueue) groupPark(g *group) *waitInfo {
 func neverFits(waiting []*podState) *waitInfo {
 	budgets, sums := unitCharges(waiting)
 	for _, b := range budgets {
-		if r, over := firstExcess(b.hardNames, b.hard, nil, sums[b]); over {
+		if r, over := b.neverFits(sums[b]); over {
 			return &waitInfo{code: CodeNeverFits, budget: b, resource: r, requested: sums[b][r]}
 		}
 	}
@@ -241,7 +241,7 @@ func (q *AdmissionQueue) evaluateGroup(g *group) {
 		return
 	}
 	for _, b := range budgets {
-		if r, over := firstExcess(b.hardNames, b.hard, b.used, sums[b]); over {
+		if r, over := b.excess(sums[b]); over {
 			q.fail(cands, waitInfo{code: CodeInsufficient, budget: b, resource: r, requested: sums[b][r]})
 			return
 		}

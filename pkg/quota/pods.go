@@ -222,7 +222,7 @@ func (q *AdmissionQueue) singlePark(p *podState) *waitInfo {
 		return &waitInfo{code: CodeGroupInvalid}
 	}
 	for _, b := range p.cover {
-		if r, over := firstExcess(b.hardNames, b.hard, nil, p.pod.Usage); over {
+		if r, over := b.neverFits(p.pod.Usage); over {
 			return &waitInfo{code: CodeNeverFits, budget: b, resource: r, requested: p.pod.Usage[r]}
 		}
 	}

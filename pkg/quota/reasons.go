@@ -146,8 +146,7 @@ func (q *AdmissionQueue) waitReason(p *podState) Reason {
 	switch w.code {
 	case CodeInsufficient:
 		b := w.budget
-		free := b.hard[w.resource].DeepCopy()
-		free.Sub(b.used[w.resource])
+		free := b.free(w.resource)
 		if free.Sign() < 0 {
 			free = resource.Quantity{}
 		}
@@ -157,7 +156,7 @@ func (q *AdmissionQueue) waitReason(p *podState) Reason {
 	case CodeBehindHead:
 		msg = fmt.Sprintf("behind pod %s in StrictFIFO %s; %s", w.ahead, w.budget.key.Describe(), q.position(p, w.budget))
 	case CodeNeverFits:
-		hard := w.budget.hard[w.resource]
+		hard := w.budget.hardOf(w.resource)
 		msg = fmt.Sprintf("%s: %s requested, more than the %s hard of %s: it can never fit", w.resource, w.requested.String(), hard.String(), w.budget.key.Describe())
 	case CodeGroupIncomplete:
 		have, want := groupWaitCounts(p, &w)

@@ -59,14 +59,15 @@ func (q *AdmissionQueue) Status(key BudgetKey) (BudgetStatus, bool) {
 		return BudgetStatus{}, false
 	}
 	state, reason := b.state()
+	hard, used, pending := b.totals()
 	st := BudgetStatus{
 		State:        state,
 		StateReason:  reason,
 		StateMessage: stateMessage(b),
-		Hard:         restrictTo(b.hard, b.hardNames),
-		Used:         restrictTo(b.used, b.hardNames),
-		Pending:      restrictTo(b.pending, b.hardNames),
-		AdmittedPods: int32(len(b.charged)),
+		Hard:         hard,
+		Used:         used,
+		Pending:      pending,
+		AdmittedPods: int32(b.admitted()),
 		GatedPods:    int32(b.gated()),
 	}
 	if b.problem != nil {
@@ -82,7 +83,7 @@ func (q *AdmissionQueue) Status(key BudgetKey) (BudgetStatus, bool) {
 			Group:     e.pod.pod.Group,
 			Resource:  w.resource,
 			Requested: w.requested.DeepCopy(),
-			Hard:      b.hard[w.resource].DeepCopy(),
+			Hard:      b.hardOf(w.resource),
 		})
 	}
 	slices.SortFunc(st.NeverFit, func(a, b NeverFitPod) int { return a.Pod.Compare(b.Pod) })
@@ -99,7 +100,7 @@ func stateMessage(b *budget) string {
 	case b.problem != nil:
 		return b.problem.Message
 	case !b.specOpen():
-		if n := len(b.charged); n > 0 {
+		if n := b.admitted(); n > 0 {
 			return fmt.Sprintf("spec.state is Closed; %d admitted pods still run", n)
 		}
 		return "spec.state is Closed"

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
@@ -41,10 +40,8 @@ func (q *AdmissionQueue) UpsertBudget(spec Budget) {
 			ns[spec.Key.Name] = b
 		}
 	} else {
-		oldHard := b.hard
 		oldStrict := b.strict()
-		topology = b.setSpec(spec)
-		hardChanged = !maps.EqualFunc(oldHard, b.hard, func(x, y resource.Quantity) bool { return x.Cmp(y) == 0 })
+		topology, hardChanged = b.setSpec(spec)
 		if oldStrict != b.strict() {
 			q.wakeAll(b)
 		}

@@ -1,0 +1,119 @@
+package quota
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// The ledger alone: a budget of requests.cpu=4 and requests.memory=4Gi, with pods
+// charged and released, and what fits asked along the way.
+func TestLedger(t *testing.T) {
+	type step struct {
+		do        string // "charge", "release", "wait", "unwait" or "hard"
+		pod       string
+		usage     string
+		wantUsed  string
+		wantTotal string // pending after the step
+		// excess asks whether excessOf fits beside what is used.
+		excessOf   string
+		wantExcess corev1.ResourceName
+	}
+	l := newLedger()
+	if !l.setHard(parseList("requests.memory=4Gi,requests.cpu=4")) {
+		t.Fatal("setHard on an empty ledger reported no change")
+	}
+	if got, want := l.hardNames, []corev1.ResourceName{"requests.cpu", "requests.memory"}; len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("hardNames = %v, want %v (sorted)", got, want)
+	}
+	pods := map[string]*podState{}
+	podOf := func(name string) *podState {
+		if pods[name] == nil {
+			pods[name] = &podState{pod: makePod(name).Pod()}
+		}
+		return pods[name]
+	}
+	for i, s := range []step{
+		{do: "charge", pod: "a", usage: "requests.cpu=3", wantUsed: "requests.cpu=3", excessOf: "requests.cpu=1", wantExcess: ""},
+		{do: "wait", usage: "requests.cpu=2", wantUsed: "requests.cpu=3", wantTotal: "requests.cpu=2", excessOf: "requests.cpu=1001m", wantExcess: "requests.cpu"},
+		{do: "charge", pod: "b", usage: "requests.cpu=1,requests.memory=5Gi", wantUsed: "requests.cpu=4,requests.memory=5Gi", wantTotal: "requests.cpu=2",
+			excessOf: "requests.memory=1", wantExcess: "requests.memory"},
+		// A resource hard does not limit is never in excess.
+		{do: "release", pod: "b", usage: "requests.cpu=1,requests.memory=5Gi", wantUsed: "requests.cpu=3", wantTotal: "requests.cpu=2", excessOf: "requests.nvidia.com/gpu=8", wantExcess: ""},
+		{do: "unwait", usage: "requests.cpu=2", wantUsed: "requests.cpu=3", excessOf: "requests.cpu=1,requests.memory=4Gi", wantExcess: ""},
+		{do: "hard", usage: "requests.cpu=2", wantUsed: "requests.cpu=3", excessOf: "requests.cpu=1m", wantExcess: "requests.cpu"},
+		{do: "release", pod: "a", usage: "requests.cpu=3", excessOf: "requests.cpu=2", wantExcess: ""},
+	} {
+		u := parseList(s.usage)
+		switch s.do {
+		case "charge":
+			l.charge(podOf(s.pod), u)
+		case "release":
+			l.release(podOf(s.pod), u)
+		case "wait":
+			l.wait(u)
+		case "unwait":
+			l.unwait(u)
+		case "hard":
+			if !l.setHard(u) {
+				t.Fatalf("step %d: setHard(%v) reported no change", i, u)
+			}
+		}
+		if diff := listDiff(parseList(s.wantUsed), l.used); diff != "" {
+			t.Errorf("step %d (%s %s): used (-want +got):\n%s", i, s.do, s.pod, diff)
+		}
+		if diff := listDiff(parseList(s.wantTotal), l.pending); diff != "" {
+			t.Errorf("step %d (%s): pending (-want +got):\n%s", i, s.do, diff)
+		}
+		if got, over := l.excess(parseList(s.excessOf)); got != s.wantExcess || over != (s.wantExcess != "") {
+			t.Errorf("step %d: excess(%s) = %q, %v; want %q", i, s.excessOf, got, over, s.wantExcess)
+		}
+	}
+	if l.admitted() != 0 {
+		t.Errorf("admitted = %d after every pod was released, want 0", l.admitted())
+	}
+}
+
+func TestLedgerNeverFitsFreeAndTotals(t *testing.T) {
+	l := newLedger()
+	l.setHard(parseList("requests.cpu=2,pods=3"))
+	if l.setHard(parseList("requests.cpu=2000m,pods=3")) {
+		t.Error("setHard with equal amounts written differently reported a change")
+	}
+	l.charge(&podState{pod: makePod("a").Pod()}, parseList("requests.cpu=1500m,pods=1,requests.memory=1Gi"))
+	l.wait(parseList("requests.cpu=1,pods=1"))
+
+	if r, never := l.neverFits(parseList("requests.cpu=2")); never {
+		t.Errorf("neverFits(cpu=2) in a budget of 2 = %q, want it to fit an empty budget", r)
+	}
+	if r, never := l.neverFits(parseList("requests.cpu=2001m")); !never || r != "requests.cpu" {
+		t.Errorf("neverFits(cpu=2001m) = %q, %v; want requests.cpu", r, never)
+	}
+	if f := l.free("requests.cpu"); f.String() != "500m" {
+		t.Errorf("free cpu = %s, want 500m", f.String())
+	}
+	l.setHard(parseList("requests.cpu=1,pods=3"))
+	if f := l.free("requests.cpu"); f.String() != "-500m" {
+		t.Errorf("free cpu after hard was lowered below use = %s, want -500m", f.String())
+	}
+	hard, used, pending := l.totals()
+	for name, tc := range map[string]struct{ want, got corev1.ResourceList }{
+		"hard":    {parseList("requests.cpu=1,pods=3"), hard},
+		"used":    {parseList("requests.cpu=1500m,pods=1"), used}, // memory is not limited
+		"pending": {parseList("requests.cpu=1,pods=1"), pending},
+	} {
+		if diff := listDiff(tc.want, tc.got); diff != "" {
+			t.Errorf("totals %s (-want +got):\n%s", name, diff)
+		}
+	}
+	// totals are copies: a status writer may keep them.
+	q := used["requests.cpu"]
+	q.Add(parseList("requests.cpu=1")["requests.cpu"])
+	used["requests.cpu"] = q
+	if f := l.free("requests.cpu"); f.String() != "-500m" {
+		t.Errorf("changing totals changed the ledger: free cpu = %s", f.String())
+	}
+	if hl := l.hardOf("requests.memory"); !hl.IsZero() {
+		t.Errorf("hardOf an unlimited resource = %s, want 0", hl.String())
+	}
+}
