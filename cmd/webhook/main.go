@@ -3,7 +3,6 @@
 package main
 
 import (
-	"fmt"
 	"os"
 
 	"sigs.k8s.io/controller-runtime/pkg/manager/signals"
@@ -12,8 +11,7 @@ import (
 )
 
 func main() {
-	if err := app.Run(signals.SetupSignalHandler(), os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+	if err := app.NewCommand().ExecuteContext(signals.SetupSignalHandler()); err != nil {
+		os.Exit(1) // cobra has printed it
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/spf13/pflag"
 )
 
 // Options are the webhook's settings, one flag each.
@@ -48,7 +49,7 @@ func NewOptions() *Options {
 }
 
 // AddFlags binds o to fs.
-func (o *Options) AddFlags(fs *flag.FlagSet) {
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Port, "port", o.Port, "Port the webhook server listens on.")
 	fs.StringVar(&o.CertDir, "cert-dir", o.CertDir,
 		"Directory with the serving certificate (tls.crt) and key (tls.key); re-read when they change.")
@@ -60,7 +61,9 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Gate, "gate", o.Gate, "Scheduling gate added to new pods.")
 	fs.BoolVar(&o.EnableHTTP2, "enable-http2", o.EnableHTTP2,
 		"Let clients use HTTP/2 for the webhook server (off: HTTP/1.1 only).")
-	o.Zap.BindFlags(fs)
+	gofs := flag.NewFlagSet("", flag.ExitOnError)
+	o.Zap.BindFlags(gofs)
+	fs.AddGoFlagSet(gofs)
 }
 
 // Validate reports every invalid setting at once.

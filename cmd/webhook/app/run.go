@@ -4,11 +4,9 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"flag"
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -21,34 +19,41 @@ import (
 
 	"github.com/quotagate/quotagate/internal/version"
 	"github.com/quotagate/quotagate/pkg/admission"
+	"github.com/spf13/cobra"
 )
 
 // shutdownTimeout bounds how long the health server waits for its requests
 // in flight; the webhook and metrics servers wait up to a minute.
 const shutdownTimeout = 30 * time.Second
 
-// Run parses args, sets up logging and serves until ctx ends. It returns nil
-// for --help.
-func Run(ctx context.Context, args []string) error {
+// NewCommand returns the webhook's root command, flags and `version` subcommand as
+// the manager's: it validates the flags, sets up logging and serves until the
+// command's context ends.
+func NewCommand() *cobra.Command {
 	o := NewOptions()
-	fs := flag.NewFlagSet("webhook", flag.ContinueOnError)
-	o.AddFlags(fs)
-	showVersion := fs.Bool("version", false, "Print the version and exit.")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return err
+	var showVersion bool
+	cmd := &cobra.Command{
+		Use:           "webhook",
+		Short:         "quotagate's admission webhook: adds the scheduling gate to new pods of opted-in namespaces",
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: false,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if showVersion {
+				return version.Print(cmd.OutOrStdout(), "")
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			logger := zap.New(zap.UseFlagOptions(&o.Zap))
+			log.SetLogger(logger)
+			return Serve(log.IntoContext(cmd.Context(), logger), o)
+		},
 	}
-	if *showVersion {
-		return version.Print(os.Stdout, "")
-	}
-	if err := o.Validate(); err != nil {
-		return err
-	}
-	logger := zap.New(zap.UseFlagOptions(&o.Zap))
-	log.SetLogger(logger)
-	return Serve(log.IntoContext(ctx, logger), o)
+	o.AddFlags(cmd.Flags())
+	cmd.Flags().BoolVar(&showVersion, "version", false, "Print the version and exit (as the version subcommand does).")
+	cmd.AddCommand(version.NewCommand())
+	return cmd
 }
 
 // Serve runs the webhook, metrics and health servers until ctx ends or one

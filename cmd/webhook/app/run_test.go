@@ -7,7 +7,6 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -20,6 +19,7 @@ import (
 	"time"
 
 	"github.com/quotagate/quotagate/internal/testbed"
+	"github.com/spf13/pflag"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,7 +43,7 @@ func TestValidate(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			o := NewOptions()
-			fs := flag.NewFlagSet("webhook", flag.ContinueOnError)
+			fs := pflag.NewFlagSet("webhook", pflag.ContinueOnError)
 			o.AddFlags(fs)
 			if err := fs.Parse(tc.args); err != nil {
 				t.Fatalf("parsing %v: %v", tc.args, err)
@@ -62,10 +62,42 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-func TestRunRejectsUnknownFlag(t *testing.T) {
-	err := Run(t.Context(), []string{"--no-such-flag"})
-	if err == nil || !strings.Contains(err.Error(), "no-such-flag") {
-		t.Errorf("Run() = %v, want an error naming the flag", err)
+// The command as a user runs it: a flag it does not know, or an invalid one, is an
+// error that names it, before anything is served; --version and the version
+// subcommand print the same line.
+func TestCommand(t *testing.T) {
+	run := func(args ...string) (string, error) {
+		cmd := NewCommand()
+		var out bytes.Buffer
+		cmd.SetOut(&out)
+		cmd.SetErr(io.Discard)
+		cmd.SetArgs(args)
+		err := cmd.ExecuteContext(t.Context())
+		return out.String(), err
+	}
+	for _, tc := range []struct {
+		args    []string
+		wantErr string
+	}{
+		{args: []string{"--no-such-flag"}, wantErr: "no-such-flag"},
+		{args: []string{"--gate", "not a gate!"}, wantErr: `--gate "not a gate!"`},
+		{args: []string{"-port", "1"}, wantErr: "unknown shorthand flag: 'p'"},
+		{args: []string{"serve"}, wantErr: `unknown command "serve"`},
+	} {
+		if _, err := run(tc.args...); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+			t.Errorf("webhook %v: error %v, want one containing %q", tc.args, err, tc.wantErr)
+		}
+	}
+	flagOut, err := run("--version")
+	if err != nil {
+		t.Fatalf("webhook --version: %v", err)
+	}
+	subOut, err := run("version")
+	if err != nil {
+		t.Fatalf("webhook version: %v", err)
+	}
+	if flagOut == "" || flagOut != subOut {
+		t.Errorf("webhook --version printed %q and webhook version %q, want the same line", flagOut, subOut)
 	}
 }
 
