@@ -228,7 +228,7 @@ type budget struct {
 	// not parse, else InvalidSpec.
 	specReason string
 
-	// Derived by AdmissionQueue.resolveTopology.
+	// Derived by topology.resolve.
 	parent    *budget
 	ancestors []*budget // parent first; stops before repeating in a cycle
 	problem   *problem  // why this budget itself cannot admit (nil when fine)

@@ -16,6 +16,19 @@
 //	q.WaitCode(uid) / q.WaitReason(uid)            // why a pod waits, for events
 //	q.Snapshot()                                   // every queue, for /debug/queues
 //
+// The parts, each with its own state and table tests, composed by AdmissionQueue (which
+// owns the one lock and reads as the algorithm: on an event, update the ledgers and the
+// queues, wake the budgets that could now admit, then Admit takes decisions in order):
+//
+//   - ledger (ledger.go): one budget's accounts: hard, used (reservations included),
+//     pending, the pods charged; charge, release, excess, neverFits, free.
+//   - queues (queue.go): one budget's active, backoff, inadmissible and parked heaps, in
+//     admission order (orderKey.compare).
+//   - topology (topology.go): the budgets, namespaces and selectors; which budgets cover
+//     a pod (coverage); parents, ancestors, problems and states (resolve).
+//   - groups (groups.go, groups_settle.go): membership, readiness, and one decision for
+//     the whole group.
+//
 // Accounting follows ResourceQuota (usage.go): pod usage is computed with
 // k8s.io/component-helpers/resource and keyed by ResourceQuota's names. The queues
 // follow kube-scheduler's scheduling queue (queue.go explains them and how a pod moves

@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 )
@@ -28,10 +27,7 @@ type AdmissionQueue struct {
 	mu   sync.Mutex
 	opts options
 
-	budgets    map[BudgetKey]*budget
-	byNS       map[string]map[string]*budget // namespaced budgets by namespace, name
-	selecting  []*budget                     // ClusterBudgets with a namespaceSelector, by name
-	namespaces map[string]labels.Set         // namespaces seen, with their labels
+	topology // budgets, namespaces and what covers what
 
 	pods   map[types.UID]*podState
 	podsNS map[string]map[types.UID]*podState
@@ -65,9 +61,7 @@ func NewAdmissionQueue(opts ...Option) *AdmissionQueue {
 	}
 	q := &AdmissionQueue{
 		opts:         o,
-		budgets:      map[BudgetKey]*budget{},
-		byNS:         map[string]map[string]*budget{},
-		namespaces:   map[string]labels.Set{},
+		topology:     newTopology(),
 		pods:         map[types.UID]*podState{},
 		podsNS:       map[string]map[types.UID]*podState{},
 		groups:       map[groupKey]*group{},
@@ -206,7 +200,7 @@ func (q *AdmissionQueue) wake(b *budget) {
 	for _, e := range b.inadmissible {
 		w := &e.pod.wait
 		switch {
-		case w.budget == nil || q.budgets[w.budget.key] != w.budget:
+		case !q.alive(w.budget):
 			now = append(now, e) // no budget to blame (or it is gone): look again
 		case w.budget != b:
 		case w.code != CodeInsufficient:
@@ -283,7 +277,7 @@ func (q *AdmissionQueue) recheckWakes() bool {
 			}
 		}
 		b.woken = b.woken[:0]
-		if missed && q.budgets[b.key] == b {
+		if missed && q.alive(b) {
 			q.wake(b)
 			woke = woke || b.dirtyIndex >= 0
 		}

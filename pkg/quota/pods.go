@@ -305,7 +305,7 @@ func (q *AdmissionQueue) runTimers(now time.Time) {
 	}
 	if now.Sub(q.lastFlush) >= q.opts.flushInterval {
 		if q.nInadm > 0 {
-			for _, b := range q.sortedBudgets() {
+			for _, b := range q.sorted() {
 				q.wakeAll(b)
 			}
 		}

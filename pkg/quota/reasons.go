@@ -121,7 +121,7 @@ func (q *AdmissionQueue) currentWait(p *podState) waitInfo {
 				break
 			}
 		}
-		if w.budget != nil && (q.budgets[w.budget.key] != w.budget || (w.code == CodeBudgetClosed && w.budget.admitting)) {
+		if w.budget != nil && (!q.alive(w.budget) || (w.code == CodeBudgetClosed && w.budget.admitting)) {
 			w = waitInfo{} // that budget is gone; the next Admit looks again
 		}
 		if w.code == "" {

@@ -48,7 +48,7 @@ type QueuedPod struct {
 func (q *AdmissionQueue) Snapshot() Snapshot {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	budgets := q.sortedBudgets()
+	budgets := q.sorted()
 	ordered := make([][]*entry, len(budgets))
 	for i, b := range budgets {
 		ordered[i] = positionAll(b)

@@ -1,0 +1,166 @@
+package quota
+
+import (
+	"cmp"
+	"container/heap"
+	"maps"
+	"slices"
+)
+
+// The queue's side of budget and namespace events: the topology changes (topology.go),
+// then the pods it covers differently are moved and the budgets that may admit now are
+// woken.
+
+// UpsertBudget adds or changes a Budget or ClusterBudget. Changing hard, opening the
+// budget or fixing its parent wakes its inadmissible pods; changing selectors or the
+// parent re-computes which budgets cover which pods.
+//
+// A budget that cannot work admits nothing and says why in its status: a selector that
+// does not parse (InvalidSelector; it then covers every pod it might have meant, see
+// parseSelector), another invalid spec (InvalidSpec), a parent that does not exist
+// (ParentNotFound), a parent chain that loops (ParentCycle, for every budget on the
+// loop). Its pods stay gated, and its descendants are Closed with ClosedByParent, until
+// it is fixed.
+func (q *AdmissionQueue) UpsertBudget(spec Budget) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	b := q.budgets[spec.Key]
+	topology, hardChanged := true, false
+	if b == nil {
+		b = q.add(spec)
+	} else {
+		oldStrict := b.strict()
+		topology, hardChanged = b.setSpec(spec)
+		if oldStrict != b.strict() {
+			q.wakeAll(b)
+		}
+	}
+	q.markStatus(b)
+	q.resolveTopology()
+	if topology {
+		q.recover(spec.Key)
+	}
+	if hardChanged {
+		// Pods may start or stop never fitting; the rest get another look.
+		for _, p := range q.waitingIn(b) {
+			if q.pods[p.pod.UID] == p && p.phase == phaseWaiting {
+				q.settleWaiting(p)
+			}
+		}
+		q.wake(b)
+	}
+}
+
+// DeleteBudget removes a budget: its charges vanish with it, and the pods it covered
+// are re-evaluated against the budgets that remain. Budgets naming it as parent report
+// ParentNotFound.
+func (q *AdmissionQueue) DeleteBudget(key BudgetKey) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	b := q.remove(key)
+	if b == nil {
+		return
+	}
+	delete(q.statusDirty, key)
+	q.resolveTopology()
+	q.recover(key)
+	if b.dirtyIndex >= 0 {
+		heap.Remove(&q.dirty, b.dirtyIndex)
+	}
+}
+
+// SetNamespace records a namespace's labels (for namespaceSelectors and the opt-in
+// label). A namespace whose opt-in label is removed has its gated pods released.
+func (q *AdmissionQueue) SetNamespace(name string, l map[string]string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !q.setNamespace(name, l) {
+		return
+	}
+	for _, p := range q.sortedPodsIn(name) {
+		cover := q.coverage(&p.pod)
+		switch {
+		case p.phase != phaseWaiting:
+			q.coverAdmitted(p, cover)
+		case !sameBudgets(cover, p.cover) || q.released(name):
+			q.detach(p)
+			p.cover = cover
+			q.settleWaiting(p)
+		}
+	}
+}
+
+// DeleteNamespace forgets a namespace's labels.
+func (q *AdmissionQueue) DeleteNamespace(name string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	delete(q.namespaces, name)
+}
+
+func sameBudgets(a, b []*budget) bool { return slices.Equal(a, b) }
+
+// resolveTopology resolves the topology again, marks the status of every budget whose
+// state changed, and wakes those that start admitting.
+func (q *AdmissionQueue) resolveTopology() {
+	changed, started := q.resolve()
+	for _, b := range changed {
+		q.markStatus(b)
+	}
+	for _, b := range started {
+		q.wake(b)
+	}
+}
+
+// recover re-computes coverage after a budget's selectors, parent or existence changed:
+// the pods of its namespace for a Budget, every pod for a ClusterBudget.
+func (q *AdmissionQueue) recover(key BudgetKey) {
+	var pods []*podState
+	if key.IsCluster() {
+		pods = q.sortedPods()
+	} else {
+		pods = q.sortedPodsIn(key.Namespace)
+	}
+	for _, p := range pods {
+		if q.pods[p.pod.UID] != p {
+			continue // forgotten while settling an earlier pod's group
+		}
+		cover := q.coverage(&p.pod)
+		if p.phase != phaseWaiting {
+			q.coverAdmitted(p, cover)
+			continue
+		}
+		if sameBudgets(cover, p.cover) {
+			continue
+		}
+		q.detach(p)
+		p.cover = cover
+		q.settleWaiting(p)
+	}
+}
+
+func (q *AdmissionQueue) sortedPods() []*podState {
+	out := slices.Collect(maps.Values(q.pods))
+	slices.SortFunc(out, func(a, b *podState) int { return cmp.Compare(a.pod.UID, b.pod.UID) })
+	return out
+}
+
+func (q *AdmissionQueue) sortedPodsIn(ns string) []*podState {
+	out := slices.Collect(maps.Values(q.podsNS[ns]))
+	slices.SortFunc(out, func(a, b *podState) int { return cmp.Compare(a.pod.UID, b.pod.UID) })
+	return out
+}
+
+// waitingIn returns the gated pods a budget covers, by UID.
+func (q *AdmissionQueue) waitingIn(b *budget) []*podState {
+	var out []*podState
+	for _, h := range []entryHeap{b.active, b.backoff, b.inadmissible} {
+		for _, e := range h {
+			out = append(out, e.pod)
+		}
+	}
+	for e := range b.parked {
+		out = append(out, e.pod)
+	}
+	slices.SortFunc(out, func(a, b *podState) int { return cmp.Compare(a.pod.UID, b.pod.UID) })
+	return out
+}
