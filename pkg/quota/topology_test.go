@@ -1,0 +1,145 @@
+package quota
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/quotagate/quotagate/api/v1alpha1"
+)
+
+// The topology alone, with no pods queued: which budgets cover a pod, and what resolve
+// derives (parents, ancestors, problems, states) and reports.
+func TestTopologyCoverage(t *testing.T) {
+	tp := newTopology()
+	for _, b := range []Budget{
+		makeBudget("team-a", "all").Parent("org").Obj(),
+		makeBudget("team-a", "gpu").Selector("kind", "gpu").Obj(),
+		makeBudget("team-b", "all").Obj(),
+		makeBudget("", "org").Obj(),
+		makeBudget("", "prod").Namespaces(labels.SelectorFromSet(labels.Set{"env": "prod"})).Parent("org").Obj(),
+		makeBudget("", "everything").Namespaces(labels.Everything()).Obj(),
+	} {
+		tp.add(b)
+	}
+	tp.resolve()
+	tp.setNamespace("team-a", map[string]string{"env": "prod"})
+	tp.setNamespace("team-b", map[string]string{"env": "dev"})
+
+	keysOf := func(bs []*budget) []string {
+		var out []string
+		for _, b := range bs {
+			out = append(out, b.key.String())
+		}
+		return out
+	}
+	for name, tc := range map[string]struct {
+		pod  Pod
+		want []string
+	}{
+		// Budgets of its namespace by name, then ClusterBudgets selecting it by name,
+		// then the ancestors not yet listed.
+		"a gpu pod of team-a": {makePod("p").Label("kind", "gpu").Pod(), []string{"team-a/all", "team-a/gpu", "everything", "prod", "org"}},
+		"a cpu pod of team-a": {makePod("p").Pod(), []string{"team-a/all", "everything", "prod", "org"}},
+		"a pod of team-b":     {makePod("p").NS("team-b").Pod(), []string{"team-b/all", "everything"}},
+		"a pod elsewhere":     {makePod("p").NS("team-c").Pod(), []string{"everything"}},
+	} {
+		if diff := cmp.Diff(tc.want, keysOf(tp.coverage(&tc.pod))); diff != "" {
+			t.Errorf("%s: coverage (-want +got):\n%s", name, diff)
+		}
+	}
+	if tp.setNamespace("team-a", map[string]string{"env": "prod"}) {
+		t.Error("setNamespace with the same labels reported a change")
+	}
+	removed := tp.remove(BudgetKey{Namespace: "team-a", Name: "gpu"})
+	if removed == nil || tp.alive(removed) || tp.byNS["team-a"]["gpu"] != nil {
+		t.Errorf("remove left team-a/gpu behind (alive %v)", tp.alive(removed))
+	}
+	if got := keysOf(tp.sorted()); !slices.IsSortedFunc(tp.sorted(), func(a, b *budget) int { return a.key.Compare(b.key) }) || len(got) != 5 {
+		t.Errorf("sorted = %v, want the five budgets left in key order", got)
+	}
+}
+
+func TestTopologyResolve(t *testing.T) {
+	tp := newTopology()
+	keysOf := func(bs []*budget) []string { // sorted as strings
+		var out []string
+		for _, b := range bs {
+			out = append(out, b.key.String())
+		}
+		slices.Sort(out)
+		return out
+	}
+	// A loop (a -> b -> a), a child of the loop, a missing parent, and a closed parent
+	// with an open child.
+	for _, b := range []Budget{
+		makeBudget("", "a").Parent("b").Obj(),
+		makeBudget("", "b").Parent("a").Obj(),
+		makeBudget("team-a", "under-loop").Parent("a").Obj(),
+		makeBudget("team-a", "orphan").Parent("gone").Obj(),
+		makeBudget("", "closed").Closed().Obj(),
+		makeBudget("team-a", "under-closed").Parent("closed").Obj(),
+		makeBudget("team-a", "fine").Obj(),
+	} {
+		tp.add(b)
+	}
+	changed, started := tp.resolve()
+	// Every budget changes from the zero view of a new one, except "closed": closed by
+	// its own spec, with no problem, it was not admitting before either.
+	if diff := cmp.Diff([]string{"a", "b", "team-a/fine", "team-a/orphan", "team-a/under-closed", "team-a/under-loop"}, keysOf(changed)); diff != "" {
+		t.Errorf("changed (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"team-a/fine"}, keysOf(started)); diff != "" {
+		t.Errorf("started admitting (-want +got):\n%s", diff)
+	}
+	get := func(ns, name string) *budget { return tp.budgets[BudgetKey{Namespace: ns, Name: name}] }
+	for _, tc := range []struct {
+		b         *budget
+		reason    string // the problem's reason, "" for none
+		admitting bool
+		closedBy  string
+	}{
+		{get("", "a"), v1alpha1.ReasonParentCycle, false, ""},
+		{get("", "b"), v1alpha1.ReasonParentCycle, false, ""},
+		{get("team-a", "under-loop"), "", false, "a"},
+		{get("team-a", "orphan"), v1alpha1.ReasonParentNotFound, false, ""},
+		{get("", "closed"), "", false, ""},
+		{get("team-a", "under-closed"), "", false, "closed"},
+		{get("team-a", "fine"), "", true, ""},
+	} {
+		reason := ""
+		if tc.b.problem != nil {
+			reason = tc.b.problem.Reason
+		}
+		closedBy := ""
+		if tc.b.closedBy != nil {
+			closedBy = tc.b.closedBy.key.Name
+		}
+		if reason != tc.reason || tc.b.admitting != tc.admitting || closedBy != tc.closedBy {
+			t.Errorf("%s: problem %q, admitting %v, closed by %q; want %q, %v, %q",
+				tc.b.key, reason, tc.b.admitting, closedBy, tc.reason, tc.admitting, tc.closedBy)
+		}
+	}
+	if got := get("", "a").problem; got == nil || got.Message != "parent chain loops: a -> b -> a" {
+		t.Errorf("a's problem = %+v, want the loop spelled out", got)
+	}
+
+	// Fixing the loop and opening the parent: what changes is reported, and what may
+	// now admit is started.
+	tp.remove(BudgetKey{Name: "a"})
+	tp.add(makeBudget("", "a").Obj())
+	get("", "closed").setSpec(makeBudget("", "closed").Obj())
+	changed, started = tp.resolve()
+	if diff := cmp.Diff([]string{"a", "b", "closed", "team-a/under-closed", "team-a/under-loop"}, keysOf(changed)); diff != "" {
+		t.Errorf("changed after the fixes (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"a", "b", "closed", "team-a/under-closed", "team-a/under-loop"}, keysOf(started)); diff != "" {
+		t.Errorf("started after the fixes (-want +got):\n%s", diff)
+	}
+	changed, started = tp.resolve()
+	if len(changed)+len(started) != 0 {
+		t.Errorf("resolving again with nothing changed reported changed %v, started %v", keysOf(changed), keysOf(started))
+	}
+}
