@@ -21,6 +21,7 @@ type options struct {
 	renderOnly               bool
 	eventlessReps            int
 	ungateN, ungateBacklog   int
+	ungateReps               int
 }
 
 func defaultOptions() options {
@@ -41,6 +42,7 @@ func defaultOptions() options {
 		eventlessReps: 1,
 		ungateN:       200,
 		ungateBacklog: 2000,
+		ungateReps:    3,
 	}
 }
 
@@ -61,6 +63,7 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.eventlessReps, "eventless-reps", o.eventlessReps, "Repetitions of figure 1 with the manager's events dropped, a diagnostic of what they cost; 0 skips it.")
 	fs.IntVar(&o.ungateN, "ungate-n", o.ungateN, "Pods created one at a time per series (figure 7).")
 	fs.IntVar(&o.ungateBacklog, "ungate-backlog", o.ungateBacklog, "Pods of the backlog binding while figure 7's loaded series run.")
+	fs.IntVar(&o.ungateReps, "ungate-reps", o.ungateReps, "Repetitions of each figure 7 series (each loaded one with a backlog of its own), samples pooled.")
 	fs.BoolVar(&o.renderOnly, "render-only", o.renderOnly, "Measure nothing: render the Markdown report again from the JSON one.")
 }
 

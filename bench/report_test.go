@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -133,6 +134,27 @@ func TestShortenShapes(t *testing.T) {
 	} {
 		if got := shortenShapes(in); got != want {
 			t.Errorf("shortenShapes(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestUngateSectionBacklogTimes(t *testing.T) {
+	serie := func(bound ...float64) []ungateSerie {
+		return []ungateSerie{{Mode: "policy", Load: "backlog", Quotagate: []float64{1}, Baseline: []float64{1}, BacklogBound: bound}}
+	}
+	for name, tc := range map[string]struct {
+		x    ungateResult
+		want string
+	}{
+		"three repetitions": {ungateResult{N: 200, Reps: 3, Series: serie(1000, 2500, 3000)},
+			"The backlog was bound 1.0, 2.5, 3.0 s after its ungate began, in each repetition."},
+		"one repetition": {ungateResult{N: 200, Reps: 1, Series: serie(1500)},
+			"The backlog was bound 1.5 s after its ungate began."},
+		"a report from before the pairing": {ungateResult{N: 200, Series: serie(1000, 2000)},
+			"bound 1.0 s (quotagate arm) and 2.0 s (baseline arm)"},
+	} {
+		if got := ungateSection(tc.x); !strings.Contains(got, tc.want) {
+			t.Errorf("%s: ungateSection says\n%s\nwant it to contain %q", name, got, tc.want)
 		}
 	}
 }

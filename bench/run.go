@@ -155,7 +155,7 @@ func measureWithManager(ctx context.Context, e *env, o options, profileDir strin
 		r.EndToEnd = &rel
 	}
 	if o.want(7) {
-		u, err := e.measureCreateToUngate(ctx, o.ungateN, o.ungateBacklog, logf)
+		u, err := e.measureCreateToUngate(ctx, o.ungateN, o.ungateBacklog, o.ungateReps, logf)
 		if err != nil {
 			return fmt.Errorf("figure 7: %w", err)
 		}

@@ -66,9 +66,12 @@ func webhookMode() admissionMode {
 // ungateResult is figure 7: per admission mode and load, the samples of quotagate and
 // of the bare watcher, in milliseconds.
 type ungateResult struct {
-	N       int           `json:"n"`
-	Backlog int           `json:"backlog"`
-	Series  []ungateSerie `json:"series"`
+	N       int `json:"n"`
+	Backlog int `json:"backlog"`
+	// Reps is how many times each series ran (each with a backlog of its own, when
+	// loaded), its samples pooled; 0 in reports written before it was counted (one).
+	Reps   int           `json:"reps,omitempty"`
+	Series []ungateSerie `json:"series"`
 }
 
 type ungateSerie struct {
@@ -78,8 +81,9 @@ type ungateSerie struct {
 	Quotagate []float64 `json:"quotagateMillis"`
 	Baseline  []float64 `json:"baselineMillis"`
 	// BacklogBound is how long after its ungate began the backlog took to bind
-	// entirely: the measured creates of both arms overlap it when they end sooner.
-	// (Reports written before the arms were paired have one value per arm.)
+	// entirely, one value per repetition: the measured creates of both arms overlap it
+	// when they end sooner. (Reports written before the arms were paired have one value
+	// per arm, and Reps 0.)
 	BacklogBound []float64 `json:"backlogBoundMillis,omitempty"`
 	// ManagerWaitMillis is the mean of the manager's own part of the quotagate samples:
 	// quotagate_pod_wait_seconds, from the manager's first sight of a pod to its ungate
@@ -90,8 +94,8 @@ type ungateSerie struct {
 
 // measureCreateToUngate runs figure 7 with the running manager: for every admission
 // mode, idle then with a backlog, quotagate then the bare watcher.
-func (e *env) measureCreateToUngate(ctx context.Context, n, backlog int, logf func(string, ...any)) (ungateResult, error) {
-	r := ungateResult{N: n, Backlog: backlog}
+func (e *env) measureCreateToUngate(ctx context.Context, n, backlog, reps int, logf func(string, ...any)) (ungateResult, error) {
+	r := ungateResult{N: n, Backlog: backlog, Reps: reps}
 	for _, m := range admissionModes() {
 		for _, load := range []int{0, backlog} {
 			s := ungateSerie{Mode: m.Name, Load: "idle"}
@@ -103,13 +107,17 @@ func (e *env) measureCreateToUngate(ctx context.Context, n, backlog int, logf fu
 			if err != nil {
 				return r, err
 			}
-			var q, b []time.Duration
-			bound, err := e.withBacklog(ctx, load, func() (err error) {
-				q, b, err = e.createToUngatePaired(ctx, m, n)
-				return err
-			})
-			if err != nil {
-				return r, fmt.Errorf("%s, %s: %w", m.Name, s.Load, err)
+			var q, b, bounds []time.Duration
+			for range reps {
+				bound, err := e.withBacklog(ctx, load, func() error {
+					rq, rb, err := e.createToUngatePaired(ctx, m, n)
+					q, b = append(q, rq...), append(b, rb...)
+					return err
+				})
+				if err != nil {
+					return r, fmt.Errorf("%s, %s: %w", m.Name, s.Load, err)
+				}
+				bounds = append(bounds, bound)
 			}
 			sum, count, err := podWaitTotals()
 			if err != nil {
@@ -118,7 +126,7 @@ func (e *env) measureCreateToUngate(ctx context.Context, n, backlog int, logf fu
 			s.ManagerWaitMillis = ratio((sum-sumBefore)*1000, count-countBefore)
 			s.Quotagate, s.Baseline = millis(q), millis(b)
 			if load > 0 {
-				s.BacklogBound = millis([]time.Duration{bound})
+				s.BacklogBound = millis(bounds)
 			}
 			r.Series = append(r.Series, s)
 		}

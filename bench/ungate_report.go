@@ -35,6 +35,9 @@ func ungateSection(x ungateResult) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "### Create → ungate (figure 7)\n\n")
 	fmt.Fprintf(&b, "%d pods are created one after the other in an opted-in namespace whose Budget has room,\n", x.N)
+	if x.Reps > 1 {
+		fmt.Fprintf(&b, "in each of %d repetitions of every series (samples pooled; a loaded series has a backlog of its own each time),\n", x.Reps)
+	}
 	fmt.Fprintf(&b, "with the gate added at admission (the mode named in the row). Each sample is the time from the\n")
 	fmt.Fprintf(&b, "create call's return to the arrival, on a watch in this process, of the event that shows the\n")
 	fmt.Fprintf(&b, "pod without the gate. Baseline: pods created with a gate of the benchmark's, which a bare\n")
@@ -48,10 +51,17 @@ func ungateSection(x ungateResult) string {
 	for _, s := range x.Series {
 		fmt.Fprintf(&b, "- %s, %s: of quotagate's mean of %.1f ms, %.1f ms were the manager's own (first sight of the pod to its ungate patch sent, `quotagate_pod_wait_seconds`); the rest is the API server and the two watch deliveries.\n",
 			s.Mode, s.Load, mean(s.Quotagate), s.ManagerWaitMillis)
-		switch len(s.BacklogBound) {
-		case 1:
+		switch {
+		case len(s.BacklogBound) == 0:
+		case x.Reps > 1:
+			secs := make([]string, len(s.BacklogBound))
+			for i, ms := range s.BacklogBound {
+				secs[i] = fmt.Sprintf("%.1f", ms/1000)
+			}
+			fmt.Fprintf(&b, "  The backlog was bound %s s after its ungate began, in each repetition.\n", strings.Join(secs, ", "))
+		case len(s.BacklogBound) == 1:
 			fmt.Fprintf(&b, "  The backlog was bound %.1f s after its ungate began.\n", s.BacklogBound[0]/1000)
-		case 2: // reports of runs that measured the arms one after the other
+		case len(s.BacklogBound) == 2: // reports of runs that measured the arms one after the other
 			fmt.Fprintf(&b, "  The backlog was bound %.1f s (quotagate arm) and %.1f s (baseline arm) after its ungate began.\n",
 				s.BacklogBound[0]/1000, s.BacklogBound[1]/1000)
 		}
