@@ -157,4 +157,9 @@ func TestUngateSectionBacklogTimes(t *testing.T) {
 			t.Errorf("%s: ungateSection says\n%s\nwant it to contain %q", name, got, tc.want)
 		}
 	}
+	x := ungateResult{N: 2, Reps: 1, Series: []ungateSerie{{Mode: "webhook", Load: "idle",
+		Quotagate: []float64{1, 9}, Baseline: []float64{1, 2}, BaselineAllPods: []float64{1, 5}}}}
+	if want := "A bare watcher of every pod (a third arm, in a namespace of its own: the manager's view of the cluster, backlog events included): p50 1.0, p99 5.0 ms; quotagate's p99 +4.0 ms from it."; !strings.Contains(ungateSection(x), want) {
+		t.Errorf("ungateSection says\n%s\nwant it to contain %q", ungateSection(x), want)
+	}
 }

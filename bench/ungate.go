@@ -80,6 +80,11 @@ type ungateSerie struct {
 	Load      string    `json:"load"`
 	Quotagate []float64 `json:"quotagateMillis"`
 	Baseline  []float64 `json:"baselineMillis"`
+	// BaselineAllPods is a third arm, a diagnostic: the bare watcher again, but
+	// watching every pod of the cluster as the manager must (pods of every namespace
+	// count against the budgets that cover them), and picking its own namespace's out.
+	// Its watch stream carries the backlog's events too.
+	BaselineAllPods []float64 `json:"baselineAllPodsMillis,omitempty"`
 	// BacklogBound is how long after its ungate began the backlog took to bind
 	// entirely, one value per repetition: the measured creates of both arms overlap it
 	// when they end sooner. (Reports written before the arms were paired have one value
@@ -107,11 +112,11 @@ func (e *env) measureCreateToUngate(ctx context.Context, n, backlog, reps int, l
 			if err != nil {
 				return r, err
 			}
-			var q, b, bounds []time.Duration
+			var q, b, ball, bounds []time.Duration
 			for range reps {
 				bound, err := e.withBacklog(ctx, load, func() error {
-					rq, rb, err := e.createToUngatePaired(ctx, m, n)
-					q, b = append(q, rq...), append(b, rb...)
+					arms, err := e.createToUngatePaired(ctx, m, n)
+					q, b, ball = append(q, arms[0]...), append(b, arms[1]...), append(ball, arms[2]...)
 					return err
 				})
 				if err != nil {
@@ -124,7 +129,7 @@ func (e *env) measureCreateToUngate(ctx context.Context, n, backlog, reps int, l
 				return r, err
 			}
 			s.ManagerWaitMillis = ratio((sum-sumBefore)*1000, count-countBefore)
-			s.Quotagate, s.Baseline = millis(q), millis(b)
+			s.Quotagate, s.Baseline, s.BaselineAllPods = millis(q), millis(b), millis(ball)
 			if load > 0 {
 				s.BacklogBound = millis(bounds)
 			}
@@ -179,80 +184,86 @@ func (e *env) withBacklog(ctx context.Context, backlog int, measure func() error
 	}
 }
 
-// createToUngatePaired measures quotagate and the bare watcher side by side: pods are
-// created one at a time, alternately in quotagate's namespace (an opted-in namespace
-// whose Budget has room, the admission mode registered) and in the bare watcher's
-// (pods created with the baseline gate, which a watch in this process removes as soon
-// as it shows a gated pod), which of the two goes first alternating too. Both arms so
-// see the same moments of the backlog and of the machine's load, and the difference
-// of their percentiles is quotagate's.
-func (e *env) createToUngatePaired(ctx context.Context, m admissionMode, n int) (q, b []time.Duration, err error) {
+// createToUngatePaired measures quotagate and the bare watchers side by side: pods are
+// created one at a time, in turn in quotagate's namespace (an opted-in namespace whose
+// Budget has room, the admission mode registered), in the bare watcher's (pods created
+// with the baseline gate, which a watch of that namespace in this process removes as
+// soon as it shows a gated pod) and in the namespace of the bare watcher of every pod
+// (the same, watching the whole cluster), which of them goes first rotating too. All
+// arms so see the same moments of the backlog and of the machine's load, and the
+// difference of their percentiles is quotagate's. It returns the samples of the three
+// arms in that order.
+func (e *env) createToUngatePaired(ctx context.Context, m admissionMode, n int) (_ [3][]time.Duration, err error) {
+	var out [3][]time.Duration
 	qns, err := e.newNamespace(ctx, "ungate-qg", true)
 	if err != nil {
-		return nil, nil, err
+		return out, err
 	}
 	if err := e.createBudget(ctx, qns, "1000"); err != nil {
-		return nil, nil, err
+		return out, err
 	}
 	undo, err := m.register(ctx, e, qns)
 	if err != nil {
-		return nil, nil, err
+		return out, err
 	}
 	defer func() {
 		if uerr := undo(); err == nil {
 			err = uerr
 		}
 	}()
-	bns, err := e.newNamespace(ctx, "ungate-bare", false)
-	if err != nil {
-		return nil, nil, err
-	}
-	wctx, cancel := context.WithCancel(ctx)
-	watcher, err := e.startBareWatcher(wctx, bns)
-	if err != nil {
-		cancel()
-		return nil, nil, err
-	}
-	defer func() {
-		cancel()
-		if werr := <-watcher; err == nil {
-			err = werr
-		}
-	}()
 	qt, err := e.newCreateTimer(ctx, qns, v1alpha1.SchedulingGate, []string{holdGate})
 	if err != nil {
-		return nil, nil, err
+		return out, err
 	}
 	defer qt.pw.stop()
-	bt, err := e.newCreateTimer(ctx, bns, baselineGate, []string{baselineGate, holdGate})
-	if err != nil {
-		return nil, nil, err
+	timers := []*createTimer{qt}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for _, allPods := range []bool{false, true} {
+		what := "ungate-bare"
+		if allPods {
+			what = "ungate-bare-all"
+		}
+		ns, err := e.newNamespace(ctx, what, false)
+		if err != nil {
+			return out, err
+		}
+		watcher, err := e.startBareWatcher(wctx, ns, allPods)
+		if err != nil {
+			return out, err
+		}
+		defer func() {
+			cancel()
+			if werr := <-watcher; err == nil {
+				err = werr
+			}
+		}()
+		t, err := e.newCreateTimer(ctx, ns, baselineGate, []string{baselineGate, holdGate})
+		if err != nil {
+			return out, err
+		}
+		defer t.pw.stop()
+		timers = append(timers, t)
 	}
-	defer bt.pw.stop()
-	q, b = make([]time.Duration, 0, n), make([]time.Duration, 0, n)
+	for a := range out {
+		out[a] = make([]time.Duration, 0, n)
+	}
 	for i := range n {
-		first, second := qt, bt
-		if i%2 == 1 {
-			first, second = bt, qt
-		}
-		for _, t := range []*createTimer{first, second} {
-			d, err := t.createAndTime(ctx, i)
+		for k := range timers {
+			a := (i + k) % len(timers)
+			d, err := timers[a].createAndTime(ctx, i)
 			if err != nil {
-				return nil, nil, err
+				return out, err
 			}
-			if t == qt {
-				q = append(q, d)
-			} else {
-				b = append(b, d)
-			}
+			out[a] = append(out[a], d)
 		}
 	}
-	for _, ns := range []string{qns, bns} {
-		if err := e.deletePods(ctx, ns); err != nil {
-			return nil, nil, err
+	for _, t := range timers {
+		if err := e.deletePods(ctx, t.ns); err != nil {
+			return out, err
 		}
 	}
-	return q, b, nil
+	return out, nil
 }
 
 // createTimer creates pods in one namespace (each with gates, plus whatever admission
@@ -292,11 +303,15 @@ func (t *createTimer) createAndTime(ctx context.Context, i int) (time.Duration, 
 	return t.pw.ungated[pod.Name].Sub(returned), nil
 }
 
-// startBareWatcher watches ns and ungates every pod that shows up with the baseline
-// gate, each patch on a goroutine of its own so none waits for another. It reports its
+// startBareWatcher watches ns (with allPods, every namespace, picking the pods of ns
+// out) and ungates every pod of ns that shows up with the baseline gate, each patch on a goroutine of its own so none waits for another. It reports its
 // first error, or nil once ctx ends, on the returned channel.
-func (e *env) startBareWatcher(ctx context.Context, ns string) (<-chan error, error) {
-	w, err := resumingWatch(ctx, e.client, ns)
+func (e *env) startBareWatcher(ctx context.Context, ns string, allPods bool) (<-chan error, error) {
+	watched := ns
+	if allPods {
+		watched = metav1.NamespaceAll
+	}
+	w, err := resumingWatch(ctx, e.client, watched)
 	if err != nil {
 		return nil, err
 	}
@@ -310,7 +325,7 @@ func (e *env) startBareWatcher(ctx context.Context, ns string) (<-chan error, er
 		)
 		for ev := range w.ResultChan() {
 			pod, ok := ev.Object.(*corev1.Pod)
-			if !ok || ev.Type != watch.Added {
+			if !ok || ev.Type != watch.Added || pod.Namespace != ns {
 				continue
 			}
 			wg.Go(func() {
