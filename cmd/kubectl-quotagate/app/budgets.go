@@ -160,7 +160,6 @@ func loadOldestWaits(ctx context.Context, e *env, c client.Client, ns string, bu
 	return oldest, append(notes, msg), nil
 }
 
-
 func newBudgetRow(key quota.BudgetKey, obj client.Object, spec *v1alpha1.BudgetSpec, st *v1alpha1.BudgetStatus, oldest map[quota.BudgetKey]time.Time, now time.Time) budgetRow {
 	r := budgetRow{
 		Key: key, State: string(st.State), Hard: st.Hard, Used: st.Used, Admitted: st.AdmittedPods, Gated: st.GatedPods, OldestWait: "-",
