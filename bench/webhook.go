@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -13,18 +12,17 @@ import (
 	"sync"
 	"time"
 
-	jsonpatch "github.com/evanphx/json-patch/v5"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
 	"github.com/quotagate/quotagate/cmd/webhook/app"
 	"github.com/quotagate/quotagate/internal/localcluster"
+	"github.com/quotagate/quotagate/internal/testbed"
 	"github.com/quotagate/quotagate/pkg/admission"
 	"github.com/quotagate/quotagate/pkg/gates"
 )
@@ -277,7 +275,7 @@ func (e *env) startWebhook(ctx context.Context, ns string) (func(), int, error) 
 		stop()
 		return nil, 0, fmt.Errorf("waiting for the webhook to be ready: %w", err)
 	}
-	mwc, err := shippedWebhookConfiguration(e.root)
+	mwc, err := testbed.ShippedWebhookConfiguration(e.root)
 	if err != nil {
 		stop()
 		return nil, 0, err
@@ -324,38 +322,6 @@ func (e *env) waitWebhookCalled(ctx context.Context, ns string, called bool) err
 		return fmt.Errorf("waiting for the API server to gate pods=%v: %w", called, err)
 	}
 	return nil
-}
-
-// shippedWebhookConfiguration is config/webhook as kustomize builds it: the generated
-// manifests.yaml with webhook_patch.yaml applied.
-func shippedWebhookConfiguration(root string) (*admissionregistrationv1.MutatingWebhookConfiguration, error) {
-	read := func(name string) ([]byte, error) {
-		raw, err := os.ReadFile(filepath.Join(root, "config", "webhook", name))
-		if err != nil {
-			return nil, err
-		}
-		return yaml.YAMLToJSON(raw)
-	}
-	doc, err := read("manifests.yaml")
-	if err != nil {
-		return nil, fmt.Errorf("reading manifests.yaml: %w", err)
-	}
-	ops, err := read("webhook_patch.yaml")
-	if err != nil {
-		return nil, fmt.Errorf("reading webhook_patch.yaml: %w", err)
-	}
-	patch, err := jsonpatch.DecodePatch(ops)
-	if err != nil {
-		return nil, fmt.Errorf("decoding webhook_patch.yaml: %w", err)
-	}
-	if doc, err = patch.Apply(doc); err != nil {
-		return nil, fmt.Errorf("applying webhook_patch.yaml: %w", err)
-	}
-	mwc := &admissionregistrationv1.MutatingWebhookConfiguration{}
-	if err := json.Unmarshal(doc, mwc); err != nil {
-		return nil, fmt.Errorf("decoding the webhook configuration: %w", err)
-	}
-	return mwc, nil
 }
 
 // onlyNamespace is sel (a shipped namespaceSelector) narrowed to the namespace ns, so a

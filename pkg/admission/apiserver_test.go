@@ -10,7 +10,6 @@ package admission_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -24,7 +23,6 @@ import (
 
 	"github.com/quotagate/quotagate/internal/testbed"
 
-	jsonpatch "github.com/evanphx/json-patch/v5"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,7 +32,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	"sigs.k8s.io/yaml"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
 	"github.com/quotagate/quotagate/cmd/webhook/app"
@@ -173,7 +170,10 @@ func (e *env) startWebhook(t *testing.T) func() {
 		return resp.StatusCode == http.StatusOK, nil
 	})
 
-	mwc := shippedWebhookConfiguration(t)
+	mwc, err := testbed.ShippedWebhookConfiguration("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
 	mwc.Webhooks[0].ClientConfig = admissionregistrationv1.WebhookClientConfig{
 		URL:      ptr.To(fmt.Sprintf("https://127.0.0.1:%d%s", o.Port, admission.Path)),
 		CABundle: certPEM,
@@ -191,32 +191,6 @@ func (e *env) startWebhook(t *testing.T) func() {
 		return gates.HasGate(pod, v1alpha1.SchedulingGate), nil
 	})
 	return stop
-}
-
-// shippedWebhookConfiguration is config/webhook as kustomize builds it: the
-// generated manifests.yaml with webhook_patch.yaml applied.
-func shippedWebhookConfiguration(t *testing.T) *admissionregistrationv1.MutatingWebhookConfiguration {
-	t.Helper()
-	doc, err := yaml.YAMLToJSON(readFile(t, "../../config/webhook/manifests.yaml"))
-	if err != nil {
-		t.Fatalf("reading manifests.yaml: %v", err)
-	}
-	ops, err := yaml.YAMLToJSON(readFile(t, "../../config/webhook/webhook_patch.yaml"))
-	if err != nil {
-		t.Fatalf("reading webhook_patch.yaml: %v", err)
-	}
-	patch, err := jsonpatch.DecodePatch(ops)
-	if err != nil {
-		t.Fatalf("decoding webhook_patch.yaml: %v", err)
-	}
-	if doc, err = patch.Apply(doc); err != nil {
-		t.Fatalf("applying webhook_patch.yaml: %v", err)
-	}
-	mwc := &admissionregistrationv1.MutatingWebhookConfiguration{}
-	if err := json.Unmarshal(doc, mwc); err != nil {
-		t.Fatalf("decoding the webhook configuration: %v", err)
-	}
-	return mwc
 }
 
 // createLatency creates latencySamples pods in namespace one after another,

@@ -25,6 +25,7 @@ import (
 	visv1 "github.com/quotagate/quotagate/api/visibility/v1alpha1"
 	"github.com/quotagate/quotagate/internal/localcluster"
 	"github.com/quotagate/quotagate/internal/testbed"
+	"github.com/quotagate/quotagate/pkg/gates"
 	"github.com/quotagate/quotagate/pkg/quota"
 )
 
@@ -93,7 +94,7 @@ func TestSnapshotOnAPIServer(t *testing.T) {
 	waitFor(t, "pod first to be admitted", func() (bool, error) {
 		var p corev1.Pod
 		err := admin.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "first"}, &p)
-		return err == nil && !hasQuotagateGate(&p), err
+		return err == nil && !gates.HasGate(&p, v1alpha1.SchedulingGate), err
 	})
 	createPod(t, admin, apiPod("second", "1"))
 	waitFor(t, "pod second to wait for room", func() (bool, error) {

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/pkg/gates"
 	"github.com/quotagate/quotagate/pkg/quota"
 )
 
@@ -97,7 +98,7 @@ func explainPod(ctx context.Context, e *env, c client.Client, key client.ObjectK
 	}
 	now := e.now()
 	res := &whyResult{Pod: quota.PodRef{UID: pod.UID, Namespace: pod.Namespace, Name: pod.Name}, Created: pod.CreationTimestamp.Time}
-	gated := hasQuotagateGate(&pod)
+	gated := gates.HasGate(&pod, v1alpha1.SchedulingGate)
 
 	var ns corev1.Namespace
 	nsErr := c.Get(ctx, client.ObjectKey{Name: pod.Namespace}, &ns)
@@ -187,15 +188,6 @@ func describeAdmittedBy(s string) string {
 		return quota.BudgetKey{Namespace: ns, Name: name}.Describe()
 	}
 	return quota.BudgetKey{Name: s}.Describe()
-}
-
-func hasQuotagateGate(p *corev1.Pod) bool {
-	for _, g := range p.Spec.SchedulingGates {
-		if g.Name == v1alpha1.SchedulingGate {
-			return true
-		}
-	}
-	return false
 }
 
 // renderWhy writes the explanation: the summary, the reason, and the pod's place in
