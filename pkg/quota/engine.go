@@ -142,27 +142,14 @@ func (q *AdmissionQueue) moveEntry(e *entry, to queueKind) {
 		return
 	}
 	b := e.budget
-	headBefore := b.active.min()
-	switch from {
-	case queueParked:
-		delete(b.parked, e)
-	case queueActive, queueBackoff, queueInadmissible:
-		heap.Remove(b.heapOf(from), e.index)
-	}
+	headChanged := b.move(e, to)
 	if from == queueInadmissible {
 		q.nInadm--
-	}
-	e.kind = to
-	switch to {
-	case queueParked:
-		b.parked[e] = struct{}{}
-	case queueActive, queueBackoff, queueInadmissible:
-		heap.Push(b.heapOf(to), e)
 	}
 	if to == queueInadmissible {
 		q.nInadm++
 	}
-	if b.dirtyIndex >= 0 && b.active.min() != headBefore {
+	if b.dirtyIndex >= 0 && headChanged {
 		heap.Fix(&q.dirty, b.dirtyIndex)
 	}
 	if q.opts.observer != nil {

@@ -200,6 +200,30 @@ type queues struct {
 
 func (q *queues) init(*budget) { q.parked = map[*entry]struct{}{} }
 
+// move takes e out of the queue it is in and puts it in to (queueNone: out of every
+// queue), and reports whether the active head changed.
+func (q *queues) move(e *entry, to queueKind) (headChanged bool) {
+	from := e.kind
+	if from == to {
+		return false
+	}
+	headBefore := q.active.min()
+	switch from {
+	case queueParked:
+		delete(q.parked, e)
+	case queueActive, queueBackoff, queueInadmissible:
+		heap.Remove(q.heapOf(from), e.index)
+	}
+	e.kind = to
+	switch to {
+	case queueParked:
+		q.parked[e] = struct{}{}
+	case queueActive, queueBackoff, queueInadmissible:
+		heap.Push(q.heapOf(to), e)
+	}
+	return q.active.min() != headBefore
+}
+
 func (q *queues) heapOf(k queueKind) *entryHeap {
 	switch k {
 	case queueActive:
