@@ -23,7 +23,7 @@
 //   - ledger (ledger.go): one budget's accounts: hard, used (reservations included),
 //     pending, the pods charged; charge, release, excess, neverFits, free.
 //   - queues (queue.go): one budget's active, backoff, inadmissible and parked heaps, in
-//     admission order (orderKey.compare).
+//     admission order (orderKey.compare); move, strictHead, inOrder.
 //   - topology (topology.go): the budgets, namespaces and selectors; which budgets cover
 //     a pod (coverage); parents, ancestors, problems and states (resolve).
 //   - groups (groups.go, groups_settle.go): membership, readiness, and one decision for
