@@ -44,7 +44,7 @@ func TestQueues(t *testing.T) {
 		{"low-new", queueActive, true, "low-new", "low-new"},
 		{"low-old", queueActive, true, "low-old", "low-old"},
 		{"huge", queueParked, false, "low-old", "low-old"}, // parked pods never block
-		{"high", queueBackoff, false, "low-old", "high"},  // the StrictFIFO head is in backoff
+		{"high", queueBackoff, false, "low-old", "high"},   // the StrictFIFO head is in backoff
 		{"low-old", queueInadmissible, true, "low-new", "high"},
 		{"high", queueActive, true, "high", "high"},
 		{"high", queueActive, false, "high", "high"}, // already there: no move
