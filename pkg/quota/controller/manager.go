@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"reflect"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -17,14 +18,14 @@ import (
 )
 
 // NewManager is the one way to build a quota manager: the controller (New(opts)), a
-// controller-runtime manager for cfg with mo, and the controller set up with it. Of
-// mo it sets Cache to CacheOptions (the controller depends on it; a caller's Cache is
-// refused), Scheme when nil (client-go's types and quotagate's), and adds the
-// controller's debug handlers to the metrics server's. The manager serves the
-// controller's ReadyCheck as readyz and a ping as healthz. Start the manager to run
-// the controller.
+// controller-runtime manager for cfg with mo, and the controller set up with it. Of mo
+// it sets Cache to CacheOptions (the controller depends on it: a caller's Cache, any
+// field of it, is refused rather than quietly replaced), Scheme when nil (client-go's
+// types and quotagate's), and adds the controller's debug handlers to the metrics
+// server's. The manager serves the controller's ReadyCheck as readyz and a ping as
+// healthz. Start the manager to run the controller.
 func NewManager(cfg *rest.Config, opts Options, mo ctrl.Options) (*Controller, manager.Manager, error) {
-	if mo.Cache.ByObject != nil || mo.Cache.DefaultTransform != nil {
+	if !reflect.ValueOf(mo.Cache).IsZero() {
 		return nil, nil, errors.New("the manager's cache options are the controller's own (CacheOptions); leave them unset")
 	}
 	c, err := New(opts)

@@ -27,6 +27,10 @@ func TestNewManagerRefuses(t *testing.T) {
 		mo:      ctrl.Options{Cache: cache.Options{DefaultTransform: cache.TransformStripManagedFields()}},
 		wantErr: "cache options are the controller's own",
 	}, {
+		name:    "a cache field the controller's options leave unset",
+		mo:      ctrl.Options{Cache: cache.Options{DefaultNamespaces: map[string]cache.Config{"team-a": {}}}},
+		wantErr: "cache options are the controller's own",
+	}, {
 		name: "an extra handler on the controller's path",
 		mo: ctrl.Options{Metrics: metricsserver.Options{ExtraHandlers: map[string]http.Handler{
 			"/debug/queues": http.NotFoundHandler(),
