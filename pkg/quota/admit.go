@@ -1,7 +1,6 @@
 package quota
 
 import (
-	"cmp"
 	"container/heap"
 	"maps"
 	"slices"
@@ -35,7 +34,7 @@ func (q *AdmissionQueue) Admit() []Admission {
 	defer func() { q.deciding = false }()
 	q.runTimers(q.opts.clock.Now())
 	if len(q.immediate) > 0 {
-		pending := slices.SortedFunc(maps.Values(q.immediate), func(a, b *podState) int { return cmp.Compare(a.pod.UID, b.pod.UID) })
+		pending := slices.SortedFunc(maps.Values(q.immediate), compareUIDs)
 		clear(q.immediate)
 		for _, p := range pending {
 			if q.pods[p.pod.UID] == p && p.phase == phaseWaiting {

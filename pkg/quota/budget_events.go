@@ -1,7 +1,6 @@
 package quota
 
 import (
-	"cmp"
 	"container/heap"
 	"maps"
 	"slices"
@@ -140,27 +139,23 @@ func (q *AdmissionQueue) recover(key BudgetKey) {
 
 func (q *AdmissionQueue) sortedPods() []*podState {
 	out := slices.Collect(maps.Values(q.pods))
-	slices.SortFunc(out, func(a, b *podState) int { return cmp.Compare(a.pod.UID, b.pod.UID) })
+	slices.SortFunc(out, compareUIDs)
 	return out
 }
 
 func (q *AdmissionQueue) sortedPodsIn(ns string) []*podState {
 	out := slices.Collect(maps.Values(q.podsNS[ns]))
-	slices.SortFunc(out, func(a, b *podState) int { return cmp.Compare(a.pod.UID, b.pod.UID) })
+	slices.SortFunc(out, compareUIDs)
 	return out
 }
 
 // waitingIn returns the gated pods a budget covers, by UID.
 func (q *AdmissionQueue) waitingIn(b *budget) []*podState {
-	var out []*podState
-	for _, h := range []entryHeap{b.active, b.backoff, b.inadmissible} {
-		for _, e := range h {
-			out = append(out, e.pod)
-		}
+	entries := b.entries()
+	out := make([]*podState, len(entries))
+	for i, e := range entries {
+		out[i] = e.pod
 	}
-	for e := range b.parked {
-		out = append(out, e.pod)
-	}
-	slices.SortFunc(out, func(a, b *podState) int { return cmp.Compare(a.pod.UID, b.pod.UID) })
+	slices.SortFunc(out, compareUIDs)
 	return out
 }

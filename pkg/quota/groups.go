@@ -1,7 +1,6 @@
 package quota
 
 import (
-	"cmp"
 	"container/heap"
 	"slices"
 
@@ -103,7 +102,7 @@ func (g *group) waitingByUID() []*podState {
 	for i, r := range g.waiting {
 		out[i] = r.pod
 	}
-	slices.SortFunc(out, func(a, b *podState) int { return cmp.Compare(a.pod.UID, b.pod.UID) })
+	slices.SortFunc(out, compareUIDs)
 	return out
 }
 

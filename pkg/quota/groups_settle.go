@@ -4,7 +4,6 @@ package quota
 // group's own accounting is in groups.go.
 
 import (
-	"cmp"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -230,7 +229,7 @@ func (q *AdmissionQueue) evaluateGroup(g *group) {
 			cands = append(cands, m)
 		}
 	}
-	slices.SortFunc(cands, func(a, b *podState) int { return cmp.Compare(a.pod.UID, b.pod.UID) })
+	slices.SortFunc(cands, compareUIDs)
 	if !g.started() && len(cands) < g.size {
 		q.fail(cands, waitInfo{code: CodeGroupBackoff})
 		return

@@ -104,8 +104,12 @@ func comparePods(a, b *podState) int {
 	if c := a.key().compare(b.key()); c != 0 {
 		return c
 	}
-	return cmp.Compare(a.pod.UID, b.pod.UID)
+	return compareUIDs(a, b)
 }
+
+// compareUIDs orders pods by UID: the order of every walk over pods that must not
+// depend on map order.
+func compareUIDs(a, b *podState) int { return cmp.Compare(a.pod.UID, b.pod.UID) }
 
 // podLess is comparePods as a heap's Less.
 func podLess(a, b *podState) bool {
@@ -236,8 +240,8 @@ func (q *queues) heapOf(k queueKind) *entryHeap {
 	return nil
 }
 
-// inOrder returns every entry of the budget's queues, in admission order.
-func (q *queues) inOrder() []*entry {
+// entries returns every entry of the budget's queues, in no particular order.
+func (q *queues) entries() []*entry {
 	entries := make([]*entry, 0, q.gated())
 	for _, h := range []entryHeap{q.active, q.backoff, q.inadmissible} {
 		entries = append(entries, h...)
@@ -245,6 +249,12 @@ func (q *queues) inOrder() []*entry {
 	for e := range q.parked {
 		entries = append(entries, e)
 	}
+	return entries
+}
+
+// inOrder returns every entry of the budget's queues, in admission order.
+func (q *queues) inOrder() []*entry {
+	entries := q.entries()
 	slices.SortFunc(entries, func(x, y *entry) int { return comparePods(x.pod, y.pod) })
 	return entries
 }
@@ -367,7 +377,7 @@ func (h memberHeap) Less(i, j int) bool {
 	if c := h[i].key.compare(&h[j].key); c != 0 {
 		return c < 0
 	}
-	return h[i].pod.pod.UID < h[j].pod.pod.UID
+	return compareUIDs(h[i].pod, h[j].pod) < 0
 }
 func (h memberHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
