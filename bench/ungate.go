@@ -217,8 +217,18 @@ func (e *env) createToUngatePaired(ctx context.Context, m admissionMode, n int) 
 	}
 	defer qt.pw.stop()
 	timers := []*createTimer{qt}
+	// The bare watchers report their first error once stopped: into the named result,
+	// which the loop's own err variables would shadow.
+	var watchers []<-chan error
 	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	defer func() {
+		cancel()
+		for _, w := range watchers {
+			if werr := <-w; err == nil {
+				err = werr
+			}
+		}
+	}()
 	for _, allPods := range []bool{false, true} {
 		what := "ungate-bare"
 		if allPods {
@@ -232,12 +242,7 @@ func (e *env) createToUngatePaired(ctx context.Context, m admissionMode, n int) 
 		if err != nil {
 			return out, err
 		}
-		defer func() {
-			cancel()
-			if werr := <-watcher; err == nil {
-				err = werr
-			}
-		}()
+		watchers = append(watchers, watcher)
 		t, err := e.newCreateTimer(ctx, ns, baselineGate, []string{baselineGate, holdGate})
 		if err != nil {
 			return out, err
@@ -304,8 +309,9 @@ func (t *createTimer) createAndTime(ctx context.Context, i int) (time.Duration, 
 }
 
 // startBareWatcher watches ns (with allPods, every namespace, picking the pods of ns
-// out) and ungates every pod of ns that shows up with the baseline gate, each patch on a goroutine of its own so none waits for another. It reports its
-// first error, or nil once ctx ends, on the returned channel.
+// out) and ungates every pod of ns that shows up with the baseline gate, each patch on
+// a goroutine of its own so none waits for another. It reports its first error, or nil
+// once ctx ends, on the returned channel.
 func (e *env) startBareWatcher(ctx context.Context, ns string, allPods bool) (<-chan error, error) {
 	watched := ns
 	if allPods {
