@@ -15,8 +15,9 @@ import (
 
 // registerPolicy creates the shipped gate policy (config/policy/admission: the
 // MutatingAdmissionPolicy, the bound-pod guard and their bindings), as the chart does in
-// admission.mode policy, with both bindings narrowed to ns (onlyNamespace), and waits until a dry-run create in ns comes back gated. The
-// returned func deletes them and waits until creates come back ungated.
+// admission.mode policy, with both bindings narrowed to ns (onlyNamespace), and waits
+// until a dry-run create in ns comes back gated. The returned func deletes them and
+// waits until creates come back ungated.
 func (e *env) registerPolicy(ctx context.Context, ns string) (func(context.Context) error, error) {
 	path := filepath.Join(e.root, "config", "policy", "admission", "gate_policy.yaml")
 	raw, err := os.ReadFile(path)

@@ -164,13 +164,13 @@ func measureWithManager(ctx context.Context, e *env, o options, profileDir strin
 	return nil
 }
 
-// pprofTop is `go tool pprof -top` of a profile, trimmed to its first lines.
 // profile is a pprof file and the options its top is shown with.
 type profile struct {
 	file string
 	args []string
 }
 
+// pprofTop is `go tool pprof -top` of a profile, trimmed to its first lines.
 func pprofTop(ctx context.Context, root string, p profile) (string, error) {
 	args := append([]string{"tool", "pprof", "-top", "-nodecount=20"}, p.args...)
 	cmd := exec.CommandContext(ctx, "go", append(args, p.file)...)

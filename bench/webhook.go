@@ -172,11 +172,13 @@ func (e *env) measureWebhook(ctx context.Context, concurrencies []int, samples i
 		return r, err
 	}
 	// CPU, arm by arm: the baseline before and after, pooled.
-	timed := map[string]int{}
-	for _, b := range []struct {
+	type cpuArm struct {
 		arm createArm
 		cpu map[string]float64
-	}{{none, r.WithoutCPU}, {webhook, r.WithCPU}, {policy, r.PolicyCPU}, {none, r.WithoutCPU}} {
+	}
+	webhookCPU, policyCPU, noneCPU := cpuArm{webhook, r.WithCPU}, cpuArm{policy, r.PolicyCPU}, cpuArm{none, r.WithoutCPU}
+	timed := map[string]int{}
+	for _, b := range []cpuArm{noneCPU, webhookCPU, policyCPU, noneCPU} {
 		for _, c := range concurrencies {
 			before := e.meter.sample()
 			took, err := e.pairedCreates(ctx, []createArm{b.arm}, fmt.Sprintf("cpu-c%d-%d", c, timed[b.arm.name]), c, samples)
@@ -189,10 +191,7 @@ func (e *env) measureWebhook(ctx context.Context, concurrencies []int, samples i
 			timed[b.arm.name] += len(took[0])
 		}
 	}
-	for _, b := range []struct {
-		arm createArm
-		cpu map[string]float64
-	}{{none, r.WithoutCPU}, {webhook, r.WithCPU}, {policy, r.PolicyCPU}} {
+	for _, b := range []cpuArm{webhookCPU, policyCPU, noneCPU} {
 		for name := range b.cpu {
 			b.cpu[name] = ratio(b.cpu[name]*1000, float64(timed[b.arm.name]))
 		}
