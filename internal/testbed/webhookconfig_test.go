@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -24,9 +25,11 @@ func TestShippedWebhookConfiguration(t *testing.T) {
 		t.Errorf("webhook %q, want gate.quotagate.io", w.Name)
 	}
 	optIn := metav1.LabelSelectorRequirement{Key: "quotagate.io/enabled", Operator: metav1.LabelSelectorOpIn, Values: []string{"true"}}
-	if w.NamespaceSelector == nil || len(w.NamespaceSelector.MatchExpressions) == 0 ||
-		w.NamespaceSelector.MatchExpressions[0].Key != optIn.Key || w.NamespaceSelector.MatchExpressions[0].Values[0] != "true" {
-		t.Errorf("namespaceSelector %+v, want the opt-in label first", w.NamespaceSelector)
+	if w.NamespaceSelector == nil || len(w.NamespaceSelector.MatchExpressions) == 0 {
+		t.Fatalf("namespaceSelector %+v, want the opt-in label first", w.NamespaceSelector)
+	}
+	if diff := cmp.Diff(optIn, w.NamespaceSelector.MatchExpressions[0]); diff != "" {
+		t.Errorf("namespaceSelector's first requirement (-want +got):\n%s", diff)
 	}
 	if len(w.MatchConditions) == 0 {
 		t.Error("no matchConditions: webhook_patch.yaml was not applied")

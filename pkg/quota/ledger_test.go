@@ -10,11 +10,11 @@ import (
 // charged and released, and what fits asked along the way.
 func TestLedger(t *testing.T) {
 	type step struct {
-		do        string // "charge", "release", "wait", "unwait" or "hard"
-		pod       string
-		usage     string
-		wantUsed  string
-		wantTotal string // pending after the step
+		do          string // "charge", "release", "wait", "unwait" or "hard"
+		pod         string
+		usage       string
+		wantUsed    string
+		wantPending string // pending after the step
 		// excess asks whether excessOf fits beside what is used.
 		excessOf   string
 		wantExcess corev1.ResourceName
@@ -35,11 +35,11 @@ func TestLedger(t *testing.T) {
 	}
 	for i, s := range []step{
 		{do: "charge", pod: "a", usage: "requests.cpu=3", wantUsed: "requests.cpu=3", excessOf: "requests.cpu=1", wantExcess: ""},
-		{do: "wait", usage: "requests.cpu=2", wantUsed: "requests.cpu=3", wantTotal: "requests.cpu=2", excessOf: "requests.cpu=1001m", wantExcess: "requests.cpu"},
-		{do: "charge", pod: "b", usage: "requests.cpu=1,requests.memory=5Gi", wantUsed: "requests.cpu=4,requests.memory=5Gi", wantTotal: "requests.cpu=2",
+		{do: "wait", usage: "requests.cpu=2", wantUsed: "requests.cpu=3", wantPending: "requests.cpu=2", excessOf: "requests.cpu=1001m", wantExcess: "requests.cpu"},
+		{do: "charge", pod: "b", usage: "requests.cpu=1,requests.memory=5Gi", wantUsed: "requests.cpu=4,requests.memory=5Gi", wantPending: "requests.cpu=2",
 			excessOf: "requests.memory=1", wantExcess: "requests.memory"},
 		// A resource hard does not limit is never in excess.
-		{do: "release", pod: "b", usage: "requests.cpu=1,requests.memory=5Gi", wantUsed: "requests.cpu=3", wantTotal: "requests.cpu=2", excessOf: "requests.nvidia.com/gpu=8", wantExcess: ""},
+		{do: "release", pod: "b", usage: "requests.cpu=1,requests.memory=5Gi", wantUsed: "requests.cpu=3", wantPending: "requests.cpu=2", excessOf: "requests.nvidia.com/gpu=8", wantExcess: ""},
 		{do: "unwait", usage: "requests.cpu=2", wantUsed: "requests.cpu=3", excessOf: "requests.cpu=1,requests.memory=4Gi", wantExcess: ""},
 		{do: "hard", usage: "requests.cpu=2", wantUsed: "requests.cpu=3", excessOf: "requests.cpu=1m", wantExcess: "requests.cpu"},
 		{do: "release", pod: "a", usage: "requests.cpu=3", excessOf: "requests.cpu=2", wantExcess: ""},
@@ -62,7 +62,7 @@ func TestLedger(t *testing.T) {
 		if diff := listDiff(parseList(s.wantUsed), l.used); diff != "" {
 			t.Errorf("step %d (%s %s): used (-want +got):\n%s", i, s.do, s.pod, diff)
 		}
-		if diff := listDiff(parseList(s.wantTotal), l.pending); diff != "" {
+		if diff := listDiff(parseList(s.wantPending), l.pending); diff != "" {
 			t.Errorf("step %d (%s): pending (-want +got):\n%s", i, s.do, diff)
 		}
 		if got, over := l.excess(parseList(s.excessOf)); got != s.wantExcess || over != (s.wantExcess != "") {

@@ -57,8 +57,8 @@ func TestTopologyCoverage(t *testing.T) {
 	if removed == nil || tp.alive(removed) || tp.byNS["team-a"]["gpu"] != nil {
 		t.Errorf("remove left team-a/gpu behind (alive %v)", tp.alive(removed))
 	}
-	if got := keysOf(tp.sorted()); !slices.IsSortedFunc(tp.sorted(), func(a, b *budget) int { return a.key.Compare(b.key) }) || len(got) != 5 {
-		t.Errorf("sorted = %v, want the five budgets left in key order", got)
+	if diff := cmp.Diff([]string{"team-a/all", "team-b/all", "everything", "org", "prod"}, keysOf(tp.sorted())); diff != "" {
+		t.Errorf("sorted: the budgets left, Budgets then ClusterBudgets (-want +got):\n%s", diff)
 	}
 }
 
