@@ -1,0 +1,232 @@
+package quota
+
+// What TestRandomizedAdmission checks: after every step, the safety and accounting
+// invariants of Admit against the model (admitAndCheck, checkAtHead); at the end of a
+// seed, that a calm world leaves no pod gated without a reason (calmDown).
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/quotagate/quotagate/api/v1alpha1"
+)
+
+// admitAndCheck runs Admit and checks the safety and accounting invariants.
+func (w *world) admitAndCheck() error {
+	startedBefore := map[string]bool{}
+	for _, p := range w.pods {
+		if p.groupName != "" && p.state != mGated {
+			startedBefore[p.obj.Namespace+"/"+p.groupName] = true
+		}
+	}
+	admitted := w.q.Admit()
+	perGroup := map[string]int{}
+	touched := map[BudgetKey]bool{}
+	for _, a := range admitted {
+		p := w.pods[a.Pod.UID]
+		if p == nil || (p.state != mGated && p.state != mUnresolved) {
+			return fmt.Errorf("admitted %s, which is neither gated nor unresolved", a.Pod)
+		}
+		retry := p.state == mUnresolved
+		p.state = mInflight
+		p.doneAt = w.step + w.rng.IntN(3)
+		// The controller fences the patch on the version its cache has: mostly the
+		// newest, sometimes the one the core saw (the cache lags).
+		p.fence = p.rv
+		if w.rng.IntN(5) == 0 {
+			p.fence, _ = strconv.Atoi(p.lastView.ResourceVersion)
+		}
+		p.applies, p.bump = false, false
+		switch r := w.rng.IntN(100); {
+		case r < 60:
+			p.outcome, p.applies = Ungated, true
+		case r < 70:
+			p.outcome, p.applies = Unknown, true // applied; the response was lost
+		case r < 85:
+			p.outcome = Unknown // never reached the API server, or refused
+		case r < 93:
+			p.outcome, p.bump = Unknown, true // a concurrent write wins; the test op fails
+		default:
+			p.outcome = Gone
+		}
+		w.logf("admit %s budgets=%v retry=%v reason=%s", a.Pod, a.Budgets, retry, a.Reason.Message)
+		if retry {
+			if err := sameKeys(a.Budgets, w.charged(p)); err != nil {
+				return fmt.Errorf("retry of %s: %w", a.Pod, err)
+			}
+			continue
+		}
+		p.pinned = w.cover(p.obj)
+		wantCover := w.cover(p.obj)
+		var got []string
+		for _, k := range a.Budgets {
+			got = append(got, k.String())
+		}
+		var want []string
+		for _, k := range wantCover {
+			want = append(want, k.String())
+		}
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			return fmt.Errorf("%s admitted against %v, model says it is covered by %v", a.Pod, got, want)
+		}
+		switch a.Reason.Code {
+		case CodeFits:
+			for _, k := range wantCover {
+				if !w.admitting(k) {
+					return fmt.Errorf("%s admitted while %s does not admit", a.Pod, k.Describe())
+				}
+				touched[k] = true
+			}
+		case CodeNoBudget:
+			if len(wantCover) > 0 {
+				return fmt.Errorf("%s admitted as uncovered", a.Pod)
+			}
+		default:
+			return fmt.Errorf("%s admitted with unexpected reason %v", a.Pod, a.Reason)
+		}
+		if p.groupName != "" {
+			perGroup[p.obj.Namespace+"/"+p.groupName]++
+		}
+	}
+	for g, n := range perGroup {
+		size := 0
+		for _, p := range w.pods {
+			if p.obj.Namespace+"/"+p.groupName == g {
+				size = max(size, p.groupSize)
+			}
+		}
+		if !startedBefore[g] && n < size {
+			return fmt.Errorf("group %s: %d members admitted, size %d, none admitted before", g, n, size)
+		}
+	}
+	for _, uid := range slices.Sorted(mapsKeys(w.pods)) {
+		p := w.pods[uid]
+		if _, waiting := w.q.WaitCode(uid); waiting && !p.gated() {
+			return fmt.Errorf("pod %s is ungated in the API server (rv %d), but the core counts it as waiting: its charge was given back", p.obj.Name, p.rv)
+		}
+	}
+	usedAll := w.usedAll()
+	for k := range touched {
+		used := usedAll[k]
+		hard, _ := NormalizeHard(w.budgets[k].Hard)
+		for name, h := range hard {
+			u := used[name]
+			if u.Cmp(h) > 0 {
+				return fmt.Errorf("%s over hard after admissions: %s used %s > %s", k.Describe(), name, u.String(), h.String())
+			}
+		}
+	}
+	for _, k := range w.budgetKeys() {
+		st, ok := w.q.Status(k)
+		if !ok {
+			return fmt.Errorf("no status for %s", k.Describe())
+		}
+		used := usedAll[k]
+		for name, got := range st.Used {
+			want := used[name]
+			if got.Cmp(want) != 0 {
+				return fmt.Errorf("%s used %s = %s, model says %s; core charges %v, model %v", k.Describe(), name, got.String(), want.String(), w.q.chargedNames(k), w.modelCharged(k))
+			}
+		}
+	}
+	if err := w.checkAtHead(1 + w.rng.IntN(4)); err != nil {
+		return err
+	}
+	return w.q.checkInvariants()
+}
+
+// checkAtHead: AtHead picks exactly the pods the snapshot places among the first n of
+// some budget's queue, or holds with no budget, whichever queue they wait in.
+func (w *world) checkAtHead(n int) error {
+	s := w.q.Snapshot()
+	want := map[types.UID]bool{}
+	var asked []types.UID
+	for _, bq := range s.Budgets {
+		for _, qp := range bq.Pods {
+			asked = append(asked, qp.Pod.UID)
+			if qp.Position <= n {
+				want[qp.Pod.UID] = true
+			}
+		}
+	}
+	for _, qp := range s.Held {
+		asked = append(asked, qp.Pod.UID)
+		want[qp.Pod.UID] = true
+	}
+	got := w.q.AtHead(asked, n)
+	if !maps.Equal(got, want) {
+		return fmt.Errorf("AtHead(n=%d) = %v, the snapshot's first %d = %v", n, slices.Sorted(maps.Keys(got)), n, slices.Sorted(maps.Keys(want)))
+	}
+	return nil
+}
+
+// calmDown opens and repairs every budget, then lets running pods finish until nothing
+// moves, and checks that every pod still gated has a reason never to be admitted.
+func (w *world) calmDown() error {
+	w.logf("calm down")
+	for _, k := range w.budgetKeys() {
+		b := w.budgets[k]
+		b.State = v1alpha1.StateOpen
+		w.budgets[k] = b
+	}
+	// Keep the hierarchy, cutting only parent links that are missing or loop.
+	for _, k := range w.budgetKeys() {
+		if b := w.budgets[k]; !w.admitting(k) {
+			b.Parent = ""
+			w.budgets[k] = b
+		}
+	}
+	for _, k := range w.budgetKeys() {
+		w.upsertBudget(w.budgets[k])
+	}
+	for round := 0; round < 200; round++ {
+		w.step++
+		for _, p := range w.pods {
+			p.doneAt = 0
+			if p.outcome == Gone || (p.state == mInflight && !p.applies) {
+				// The calm world loses no pods and no responses.
+				p.outcome, p.applies, p.bump = Ungated, true, false
+			}
+		}
+		w.deliver()
+		for _, uid := range slices.Sorted(mapsKeys(w.pods)) {
+			if p := w.pods[uid]; p.state == mRunning {
+				w.finish(p)
+			}
+		}
+		w.clk.Step(DefaultMaxBackoff)
+		if err := w.admitAndCheck(); err != nil {
+			return err
+		}
+		if err := w.workConserving(); err != nil {
+			return err
+		}
+		busy := false
+		for _, p := range w.pods {
+			if p.state != mGated {
+				busy = true // admitted this round, or still to finish
+			}
+		}
+		if !busy {
+			break
+		}
+	}
+	for _, uid := range slices.Sorted(mapsKeys(w.pods)) {
+		p := w.pods[uid]
+		if p.state != mGated {
+			continue
+		}
+		if w.neverAdmissible(p) {
+			continue
+		}
+		r, _ := w.q.WaitReason(uid)
+		return fmt.Errorf("pod %s/%s is still gated in a calm world: %s: %s", p.obj.Namespace, p.obj.Name, r.Code, r.Message)
+	}
+	return nil
+}
