@@ -84,7 +84,7 @@ func sameKeys(got []BudgetKey, want []BudgetKey) error {
 	slices.Sort(g)
 	slices.Sort(wt)
 	if !slices.Equal(g, wt) {
-		return fmt.Errorf("charged to %v, model says %v", g, wt)
+		return fmt.Errorf("%v, model says %v", g, wt)
 	}
 	return nil
 }
