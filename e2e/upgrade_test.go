@@ -139,9 +139,9 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 	patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"spec":{"hard":{"pods":"%d"}}}`, upgradePods)))
 	fatalIf(t, e.c.Patch(ctx, &v1alpha1.Budget{ObjectMeta: metav1.ObjectMeta{Namespace: upgradeNS, Name: upgradeBudget}}, patch), "raising the Budget")
 	waitFor(t, "every pod to be admitted once the Budget has room", time.Minute, func() (bool, string) {
-		a, g := admittedAndGated(t, e, upgradeNS)
-		all := len(listPods(t, e, upgradeNS))
-		return len(a) == upgradePods, fmt.Sprintf("%d admitted and running, %d gated, %d ungated and not running yet", len(a), len(g), all-len(a)-len(g))
+		pods := listPods(t, e, upgradeNS)
+		a, g := splitAdmitted(pods)
+		return len(a) == upgradePods, fmt.Sprintf("%d admitted and running, %d gated, %d ungated and not running yet", len(a), len(g), len(pods)-len(a)-len(g))
 	})
 	t.Logf("Done in %v", time.Since(began).Round(time.Millisecond))
 }
@@ -204,7 +204,13 @@ func longPod(namespace, name string) *corev1.Pod {
 // those that carry the gate.
 func admittedAndGated(t *testing.T, e env, namespace string) (admitted, gated []corev1.Pod) {
 	t.Helper()
-	for _, pod := range listPods(t, e, namespace) {
+	return splitAdmitted(listPods(t, e, namespace))
+}
+
+// splitAdmitted picks out of pods the gated ones and the admitted ones that run (or
+// ran); the rest are ungated and not running yet.
+func splitAdmitted(pods []corev1.Pod) (admitted, gated []corev1.Pod) {
+	for _, pod := range pods {
 		switch {
 		case hasGate(&pod):
 			gated = append(gated, pod)
