@@ -70,7 +70,7 @@ func (q *AdmissionQueue) Done(uid types.UID, r Result, attemptRV string) {
 			q.giveBack(p)
 			return
 		}
-		p.retryAt = q.opts.clock.Now().Add(q.backoffDuration(p.attempts))
+		p.retryAt = q.opts.clock.Now().Add(q.opts.backoff(p.attempts))
 		q.backoff.set(p)
 	}
 }
@@ -92,7 +92,7 @@ func (q *AdmissionQueue) giveBack(p *podState) {
 	p.unresolved = false
 	p.attemptRV = ""
 	p.pinned = nil
-	p.retryAt = q.opts.clock.Now().Add(q.backoffDuration(p.attempts))
+	p.retryAt = q.opts.clock.Now().Add(q.opts.backoff(p.attempts))
 	p.inBackoff = true
 	q.backoff.set(p)
 	q.settleWaiting(p)

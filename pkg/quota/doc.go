@@ -22,12 +22,17 @@
 //
 //   - ledger (ledger.go): one budget's accounts: hard, used (reservations included),
 //     pending, the pods charged; charge, release, excess, neverFits, free.
-//   - queues (queue.go): one budget's active, backoff, inadmissible and parked heaps, in
-//     admission order (orderKey.compare); move, strictHead, inOrder.
+//   - queues (queue.go, wake.go): one budget's active, backoff, inadmissible and parked
+//     heaps, in admission order (orderKey.compare); move, strictHead, inOrder; wakeable
+//     picks the inadmissible pods an event in the budget may let in.
 //   - topology (topology.go): the budgets, namespaces and selectors; which budgets cover
 //     a pod (coverage); parents, ancestors, problems and states (resolve).
-//   - groups (groups.go, groups_settle.go): membership, readiness, and one decision for
-//     the whole group.
+//   - groups (groups.go, groups_settle.go): the index of groups (join, leave), each
+//     group's gated members and what they would charge (sync), readiness, and one
+//     decision for the whole group.
+//
+// AdmissionQueue itself (engine.go, with the pod record in podstate.go) holds the parts
+// and the pods, and moves a pod's entries between its budgets' queues (attach, detach).
 //
 // Accounting follows ResourceQuota (usage.go): pod usage is computed with
 // k8s.io/component-helpers/resource and keyed by ResourceQuota's names. The queues

@@ -92,6 +92,57 @@ func newGroup(k groupKey) *group {
 	}
 }
 
+// groupIndex holds the groups with at least one non-terminal member, by key.
+type groupIndex map[groupKey]*group
+
+// join adds p to the group its labels name, creating the group, unless it names none
+// or an unusable one.
+func (gi groupIndex) join(p *podState) {
+	if p.pod.Group == "" || p.pod.GroupError != "" {
+		return
+	}
+	k := groupKey{namespace: p.pod.Namespace, name: p.pod.Group}
+	g := gi[k]
+	if g == nil {
+		g = newGroup(k)
+		gi[k] = g
+	}
+	g.members[p.pod.UID] = p
+	p.group = g
+	g.sizeOf[p] = p.pod.GroupSize
+	g.sizes[p.pod.GroupSize]++
+	g.size = max(g.size, p.pod.GroupSize)
+}
+
+// leave takes p out of its group. It returns the group when members are left behind
+// (their placement may change), nil when p had no group or was its last member (the
+// group is dropped).
+func (gi groupIndex) leave(p *podState) *group {
+	g := p.group
+	if g == nil {
+		return nil
+	}
+	delete(g.members, p.pod.UID)
+	p.group = nil
+	// The size it gave when it joined: its spec may have changed since.
+	size := g.sizeOf[p]
+	delete(g.sizeOf, p)
+	if g.sizes[size]--; g.sizes[size] == 0 {
+		delete(g.sizes, size)
+		if size == g.size {
+			g.size = 0
+			for s := range g.sizes {
+				g.size = max(g.size, s)
+			}
+		}
+	}
+	if len(g.members) == 0 {
+		delete(gi, g.key)
+		return nil
+	}
+	return g
+}
+
 // started reports whether some member is admitted or running.
 func (g *group) started() bool { return len(g.recs) < len(g.members) }
 

@@ -9,48 +9,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-func (q *AdmissionQueue) joinGroup(p *podState) {
-	if p.pod.Group == "" || p.pod.GroupError != "" {
-		return
-	}
-	k := groupKey{namespace: p.pod.Namespace, name: p.pod.Group}
-	g := q.groups[k]
-	if g == nil {
-		g = newGroup(k)
-		q.groups[k] = g
-	}
-	g.members[p.pod.UID] = p
-	p.group = g
-	g.sizeOf[p] = p.pod.GroupSize
-	g.sizes[p.pod.GroupSize]++
-	g.size = max(g.size, p.pod.GroupSize)
-}
+func (q *AdmissionQueue) joinGroup(p *podState) { q.groups.join(p) }
 
 // leaveGroup takes the pod out of its group and re-settles the members left behind.
 func (q *AdmissionQueue) leaveGroup(p *podState) {
-	g := p.group
-	if g == nil {
-		return
+	if g := q.groups.leave(p); g != nil {
+		q.settleChange(g, p)
 	}
-	delete(g.members, p.pod.UID)
-	p.group = nil
-	// The size it gave when it joined: its spec may have changed since.
-	size := g.sizeOf[p]
-	delete(g.sizeOf, p)
-	if g.sizes[size]--; g.sizes[size] == 0 {
-		delete(g.sizes, size)
-		if size == g.size {
-			g.size = 0
-			for s := range g.sizes {
-				g.size = max(g.size, s)
-			}
-		}
-	}
-	if len(g.members) == 0 {
-		delete(q.groups, g.key)
-		return
-	}
-	q.settleChange(g, p)
 }
 
 // settleMember re-places a group member after anything about it changed: it came,

@@ -52,3 +52,13 @@ func WithBackoff(initial, maxBackoff time.Duration) Option {
 
 // WithFlushInterval sets how often every inadmissible pod is evaluated again.
 func WithFlushInterval(d time.Duration) Option { return func(o *options) { o.flushInterval = d } }
+
+// backoff is the wait before retry number attempts (1 for the first failure): the
+// initial backoff, doubling, at most the longest.
+func (o *options) backoff(attempts int) time.Duration {
+	d := o.initialBackoff
+	for i := 1; i < attempts && d < o.maxBackoff; i++ {
+		d *= 2
+	}
+	return min(d, o.maxBackoff)
+}

@@ -1,0 +1,60 @@
+package quota
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// The core's record of one pod: where it waits, what it is charged, how its ungate
+// attempts went.
+
+type podPhase uint8
+
+const (
+	// phaseWaiting: gated, in queues (or held).
+	phaseWaiting podPhase = iota
+	// phaseAssumed: admitted by the core, charged, the ungate patch not yet seen.
+	phaseAssumed
+	// phaseCharged: the informer shows it ungated; charged until it ends.
+	phaseCharged
+)
+
+// podState is the core's record of one non-terminal pod.
+type podState struct {
+	pod   Pod
+	phase podPhase
+	order orderKey
+	group *group
+
+	cover   []*budget // covering budgets: direct ones (Budgets, then ClusterBudgets), then ancestors
+	entries []*entry  // parallel to cover while waiting
+
+	chargedTo    []*budget // where its usage is charged (phases assumed and charged)
+	chargedUsage corev1.ResourceList
+	// pinned are the budgets that admitted it, or that covered it when the core first
+	// saw it running: it stays charged to those that exist while it runs, whatever its
+	// labels become. They are the core's own record, never read from the pod, so a
+	// tenant cannot charge a budget by writing its name on a pod.
+	pinned []BudgetKey
+	// admitted is the reason it was admitted, handed out again with a retry.
+	admitted Reason
+
+	// An ungate attempt is fenced on the pod's resourceVersion (the patch tests it),
+	// so it can apply only to that version. attemptRV is the newest version an attempt
+	// was fenced on; unresolved is set while it is not known whether one applied: the
+	// charge stands until the pod is seen ungated, seen gated at a version newer than
+	// attemptRV, or is gone.
+	attemptRV  string
+	unresolved bool
+
+	wait      waitInfo // why it waits, from its latest evaluation or park
+	parked    bool
+	inBackoff bool
+	retryAt   time.Time // end of its backoff (waiting), or when to retry an unresolved ungate
+	attempts  int
+	inFlight  bool // returned by Admit, Done not called yet
+
+	backoffIndex int
+	releaseIndex int
+}

@@ -1,0 +1,136 @@
+package quota
+
+import (
+	"container/heap"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// Waking (kube-scheduler's queueing hints): an event in a budget (a charged pod ends,
+// hard grows, it opens, a StrictFIFO head leaves) moves back to active only the
+// inadmissible pods whose answer the event may have changed. Pods blocked by another
+// budget stay: that budget's own events wake them. So an event costs a pass over this
+// budget's inadmissible pods and the evaluation of those that may go.
+
+// wakeable picks the budget's inadmissible entries that an event in it may let in:
+//
+//   - retry: those it blocked for another reason than capacity, and those no live budget
+//     blocks (alive reports whether a budget still exists and resolves);
+//   - fit: of those it blocked for capacity, the ones that fit in what is free when the
+//     ones before them (in admission order) are admitted first, in that order. A group
+//     is counted once: one member brings its whole group, and its wait names the
+//     group's sum. Picking stops once nothing left could fit.
+//
+// It changes nothing; wake moves what it picks.
+func wakeable(b *budget, alive func(*budget) bool) (retry, fit []*entry) {
+	var capacity []*entry
+	minReq := map[corev1.ResourceName]resource.Quantity{}
+	free := map[corev1.ResourceName]resource.Quantity{}
+	for _, e := range b.inadmissible {
+		w := &e.pod.wait
+		switch {
+		case !alive(w.budget):
+			retry = append(retry, e)
+		case w.budget != b:
+		case w.code != CodeInsufficient:
+			retry = append(retry, e)
+		default:
+			f, ok := free[w.resource]
+			if !ok {
+				f = b.free(w.resource)
+				free[w.resource] = f
+			}
+			if w.requested.Cmp(f) > 0 {
+				continue
+			}
+			capacity = append(capacity, e)
+			if m, ok := minReq[w.resource]; !ok || w.requested.Cmp(m) < 0 {
+				minReq[w.resource] = w.requested
+			}
+		}
+	}
+	h := orderHeap(capacity)
+	heap.Init(&h)
+	var groups map[*group]bool
+	for h.Len() > 0 && anyFits(minReq, free) {
+		e := heap.Pop(&h).(*entry)
+		if g := e.pod.group; g != nil {
+			if groups[g] {
+				continue
+			}
+			if groups == nil {
+				groups = map[*group]bool{}
+			}
+			groups[g] = true
+		}
+		w := &e.pod.wait
+		left := free[w.resource]
+		if w.requested.Cmp(left) > 0 {
+			continue
+		}
+		left.Sub(w.requested)
+		free[w.resource] = left
+		fit = append(fit, e)
+	}
+	return retry, fit
+}
+
+func anyFits(minReq, free map[corev1.ResourceName]resource.Quantity) bool {
+	for r, m := range minReq {
+		if m.Cmp(free[r]) <= 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// wake moves back to active what wakeable picks. The pods it moves for capacity are
+// assumed to be admitted; recheckWakes checks that at the end of Admit.
+func (q *AdmissionQueue) wake(b *budget) {
+	retry, fit := wakeable(b, q.alive)
+	for _, e := range retry {
+		q.moveEntry(e, queueActive)
+	}
+	for _, e := range fit {
+		q.moveEntry(e, queueActive)
+		b.woken = append(b.woken, e.pod)
+	}
+	if len(b.woken) > 0 && !b.inRecheck {
+		b.inRecheck = true
+		q.recheck = append(q.recheck, b)
+	}
+	q.markDirty(b)
+}
+
+// recheckWakes runs at the end of Admit: a budget that woke pods for capacity counted
+// on them being admitted; if one was not (blocked elsewhere, deleted), the pods behind
+// it that it held back get their chance now.
+func (q *AdmissionQueue) recheckWakes() bool {
+	woke := false
+	for len(q.recheck) > 0 {
+		b := q.recheck[0]
+		q.recheck = q.recheck[1:]
+		b.inRecheck = false
+		missed := false
+		for _, p := range b.woken {
+			if q.pods[p.pod.UID] != p || p.phase == phaseWaiting {
+				missed = true
+			}
+		}
+		b.woken = b.woken[:0]
+		if missed && q.alive(b) {
+			q.wake(b)
+			woke = woke || b.dirtyIndex >= 0
+		}
+	}
+	return woke
+}
+
+// wakeAll moves every inadmissible pod of the budget back to active (periodic flush).
+func (q *AdmissionQueue) wakeAll(b *budget) {
+	for len(b.inadmissible) > 0 {
+		q.moveEntry(b.inadmissible[0], queueActive)
+	}
+	q.markDirty(b)
+}
