@@ -119,3 +119,46 @@ func (q *AdmissionQueue) fail(unit []*podState, w waitInfo) {
 		q.moveAll(p, queueActive, queueInadmissible)
 	}
 }
+
+// admitNow admits a unit that needs no quota decision: no budget covers it, or its
+// namespace is not opted in. Outside Admit the decision is deferred to the next Admit,
+// which checks again (a budget created in between may cover the pods by then); it then
+// reports false and the caller places the pods as usual meanwhile.
+func (q *AdmissionQueue) admitNow(unit []*podState, reason Reason) bool {
+	if q.deciding {
+		q.admitUnit(unit, reason)
+		return true
+	}
+	for _, p := range unit {
+		q.immediate[p.pod.UID] = p
+	}
+	return false
+}
+
+// admitUnit admits pods in one step: each is charged to every budget that covers it
+// (reserved before its patch is sent) and leaves every queue.
+func (q *AdmissionQueue) admitUnit(unit []*podState, reason Reason) {
+	for _, p := range unit {
+		q.detach(p)
+		q.backoff.remove(p)
+		p.inBackoff, p.parked, p.wait = false, false, waitInfo{}
+		p.phase = phaseAssumed
+		p.pinned = keysOf(p.cover)
+		p.admitted = reason
+		q.charge(p)
+		q.handOut(p)
+	}
+}
+
+// handOut returns the admission of an assumed pod from this Admit: the first time, or
+// again to retry an ungate whose outcome is not known.
+func (q *AdmissionQueue) handOut(p *podState) {
+	p.inFlight = true
+	q.out = append(q.out, Admission{
+		Pod:     p.pod.PodRef,
+		Budgets: keysOf(p.chargedTo),
+		Group:   p.pod.Group,
+		Reason:  p.admitted,
+		Created: p.pod.Created,
+	})
+}

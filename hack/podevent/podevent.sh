@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The path of one pod event through the admission core (pkg/quota), from the event to
+# the next ungate: a charged pod ends, which frees room for a gated pod, which Admit
+# admits and Done confirms. Every function of pkg/quota is given a first statement that
+# records its file and name (in a throwaway worktree), and the program prints what the
+# event ran: the files and functions, and how often the path moved from one file to
+# another and came back to a file it had left.
+#
+#   hack/podevent/podevent.sh [commit]   (default: HEAD)
+set -euo pipefail
+root=$(git rev-parse --show-toplevel)
+work=$(mktemp -d)
+src=$work/src
+cleanup() {
+	git -C "$root" worktree remove --force "$src" >/dev/null 2>&1 || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+git -C "$root" worktree add --detach "$src" "${1:-HEAD}" >/dev/null 2>&1
+
+for f in "$src"/pkg/quota/*.go; do
+	case $f in *_test.go) continue ;; esac
+	base=$(basename "$f")
+	awk -v file="$base" '
+	function name(line,   s) {
+		s = line; sub(/^func /, "", s); sub(/^\([^)]*\) /, "", s); sub(/[([].*/, "", s); return s
+	}
+	/^func .*\{$/ { print; printf "\tzzTrace(\"%s\", \"%s\")\n", file, name($0); next }
+	/^func .*\{ .*\}$/ { sub(/\{ /, "{ zzTrace(\"" file "\", \"" name($0) "\"); ") }
+	{ print }' "$f" >"$f.new"
+	mv "$f.new" "$f"
+done
+cat >"$src/pkg/quota/zz_trace.go" <<'GO'
+package quota
+
+// ZZCalls records the functions entered while ZZOn is set (hack/podevent).
+var (
+	ZZCalls []string
+	ZZOn    bool
+)
+
+func zzTrace(file, fn string) {
+	if ZZOn {
+		ZZCalls = append(ZZCalls, file+" "+fn)
+	}
+}
+GO
+# NewPod takes the gate as its second argument since the core's reshape.
+gate='v1alpha1.SchedulingGate, '
+if grep -q '^func NewPod(p \*corev1.Pod, now' "$src/pkg/quota/pod.go"; then gate=''; fi
+mkdir -p "$src/zz_podevent"
+sed "s/GATE/$gate/" "$root/hack/podevent/main.go.tmpl" >"$src/zz_podevent/main.go"
+(cd "$src" && go run ./zz_podevent) | awk '
+{
+	calls++
+	if (!($0 in seenFn)) { seenFn[$0] = 1; funcs++; fnList = fnList sprintf("  %-18s %s\n", $1, $2) }
+	if ($1 != cur) {
+		if (cur != "") { switches++; left[cur] = 1 }
+		if ($1 in left) returns++
+		if (!($1 in seenFile)) { seenFile[$1] = 1; files++ }
+		path = path (path == "" ? "" : " > ") $1
+		cur = $1
+	}
+}
+END {
+	printf "calls: %d, functions: %d, files: %d, moves between files: %d, of them back to a file left before: %d\n", calls, funcs, files, switches, returns
+	printf "path: %s\nfunctions, in the order first entered:\n%s", path, fnList
+}'
