@@ -4,7 +4,8 @@
 # admits and Done confirms. Every function of pkg/quota is given a first statement that
 # records its file and name (in a throwaway worktree), and the program prints what the
 # event ran: the files and functions, and how often the path moved from one file to
-# another and came back to a file it had left.
+# another and came back to a file it had left; then the same for the calls of
+# AdmissionQueue's own methods alone (the composing layer, the parts' calls left out).
 #
 #   hack/podevent/podevent.sh [commit]   (default: HEAD)
 set -euo pipefail
@@ -22,8 +23,13 @@ for f in "$src"/pkg/quota/*.go; do
 	case $f in *_test.go) continue ;; esac
 	base=$(basename "$f")
 	awk -v file="$base" '
-	function name(line,   s) {
-		s = line; sub(/^func /, "", s); sub(/^\([^)]*\) /, "", s); sub(/[([].*/, "", s); return s
+	function name(line,   s, recv) {
+		s = line; sub(/^func /, "", s); recv = ""
+		if (s ~ /^\(/) {
+			recv = s; sub(/\).*/, "", recv); sub(/.* \*?/, "", recv); recv = recv "."
+			sub(/^\([^)]*\) /, "", s)
+		}
+		sub(/[([].*/, "", s); return recv s
 	}
 	/^func .*\{$/ { print; printf "\tzzTrace(\"%s\", \"%s\")\n", file, name($0); next }
 	/^func .*\{ .*\}$/ { sub(/\{ /, "{ zzTrace(\"" file "\", \"" name($0) "\"); ") }
@@ -54,6 +60,16 @@ sed "s/GATE/$gate/" "$root/hack/podevent/main.go.tmpl" >"$src/zz_podevent/main.g
 {
 	calls++
 	if (!($0 in seenFn)) { seenFn[$0] = 1; funcs++; fnList = fnList sprintf("  %-18s %s\n", $1, $2) }
+	if ($2 ~ /^AdmissionQueue\./) {
+		qcalls++
+		if ($1 != qcur) {
+			if (qcur != "") { qswitches++; qleft[qcur] = 1 }
+			if ($1 in qleft) qreturns++
+			if (!($1 in qseen)) { qseen[$1] = 1; qfiles++ }
+			qpath = qpath (qpath == "" ? "" : " > ") $1
+			qcur = $1
+		}
+	}
 	if ($1 != cur) {
 		if (cur != "") { switches++; left[cur] = 1 }
 		if ($1 in left) returns++
@@ -64,5 +80,6 @@ sed "s/GATE/$gate/" "$root/hack/podevent/main.go.tmpl" >"$src/zz_podevent/main.g
 }
 END {
 	printf "calls: %d, functions: %d, files: %d, moves between files: %d, of them back to a file left before: %d\n", calls, funcs, files, switches, returns
-	printf "path: %s\nfunctions, in the order first entered:\n%s", path, fnList
+	printf "AdmissionQueue methods alone: calls: %d, files: %d, moves between files: %d, of them back to a file left before: %d\n", qcalls, qfiles, qswitches, qreturns
+	printf "path: %s\nAdmissionQueue path: %s\nfunctions, in the order first entered:\n%s", path, qpath, fnList
 }'

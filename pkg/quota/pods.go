@@ -3,7 +3,6 @@ package quota
 import (
 	"maps"
 	"slices"
-	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
@@ -234,63 +233,6 @@ func (q *AdmissionQueue) singlePark(p *podState) *waitInfo {
 func (q *AdmissionQueue) released(namespace string) bool {
 	l, known := q.namespaces[namespace]
 	return known && l[v1alpha1.EnabledLabel] != "true"
-}
-
-// runTimers applies what the clock says: backoffs that ended, terminating pods past
-// their grace period, and the periodic flush of inadmissible pods.
-func (q *AdmissionQueue) runTimers(now time.Time) {
-	for p := q.backoff.min(); p != nil && !p.retryAt.After(now); p = q.backoff.min() {
-		q.backoff.remove(p)
-		if p.phase == phaseAssumed {
-			if p.unresolved && !p.inFlight {
-				q.handOut(p) // try the ungate again; the charge still stands
-			}
-			continue
-		}
-		p.inBackoff = false
-		if p.phase != phaseWaiting {
-			continue
-		}
-		if len(p.entries) > 0 && !p.parked {
-			q.moveAll(p, queueBackoff, queueActive)
-		} else {
-			q.settleWaiting(p)
-		}
-	}
-	for p := q.releases.min(); p != nil && !p.pod.ReleaseAt.After(now); p = q.releases.min() {
-		q.forget(p)
-	}
-	if now.Sub(q.lastFlush) >= q.opts.flushInterval {
-		if q.nInadm > 0 {
-			for _, b := range q.sorted() {
-				q.wakeAll(b)
-			}
-		}
-		q.lastFlush = now
-	}
-}
-
-// NextWakeup returns when Admit should run again even if no event arrives: the first
-// backoff end, grace-period end or flush, if any is due.
-func (q *AdmissionQueue) NextWakeup() (time.Time, bool) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	var next time.Time
-	consider := func(t time.Time) {
-		if next.IsZero() || t.Before(next) {
-			next = t
-		}
-	}
-	if p := q.backoff.min(); p != nil {
-		consider(p.retryAt)
-	}
-	if p := q.releases.min(); p != nil {
-		consider(p.pod.ReleaseAt)
-	}
-	if q.nInadm > 0 {
-		consider(q.lastFlush.Add(q.opts.flushInterval))
-	}
-	return next, !next.IsZero()
 }
 
 // CatchUpNamespaces returns, sorted, the namespaces a new leader must read fresh before
