@@ -57,29 +57,26 @@ if grep -q '^func NewPod(p \*corev1.Pod, now' "$src/pkg/quota/pod.go"; then gate
 mkdir -p "$src/zz_podevent"
 sed "s/GATE/$gate/" "$root/hack/podevent/main.go.tmpl" >"$src/zz_podevent/main.go"
 (cd "$src" && go run ./zz_podevent) | awk '
+# step follows a path k (all: every call; q: AdmissionQueue methods alone) into file f.
+function step(k, f) {
+	calls[k]++
+	if (f == cur[k]) return
+	if (cur[k] != "") { moves[k]++; left[k, cur[k]] = 1 }
+	if ((k, f) in left) back[k]++
+	if (!((k, f) in seen)) { seen[k, f] = 1; files[k]++ }
+	path[k] = path[k] (path[k] == "" ? "" : " > ") f
+	cur[k] = f
+}
+function summary(k) {
+	return sprintf("calls: %d, files: %d, moves between files: %d, of them back to a file left before: %d", calls[k], files[k], moves[k] + 0, back[k] + 0)
+}
 {
-	calls++
 	if (!($0 in seenFn)) { seenFn[$0] = 1; funcs++; fnList = fnList sprintf("  %-18s %s\n", $1, $2) }
-	if ($2 ~ /^AdmissionQueue\./) {
-		qcalls++
-		if ($1 != qcur) {
-			if (qcur != "") { qswitches++; qleft[qcur] = 1 }
-			if ($1 in qleft) qreturns++
-			if (!($1 in qseen)) { qseen[$1] = 1; qfiles++ }
-			qpath = qpath (qpath == "" ? "" : " > ") $1
-			qcur = $1
-		}
-	}
-	if ($1 != cur) {
-		if (cur != "") { switches++; left[cur] = 1 }
-		if ($1 in left) returns++
-		if (!($1 in seenFile)) { seenFile[$1] = 1; files++ }
-		path = path (path == "" ? "" : " > ") $1
-		cur = $1
-	}
+	step("all", $1)
+	if ($2 ~ /^AdmissionQueue\./) step("q", $1)
 }
 END {
-	printf "calls: %d, functions: %d, files: %d, moves between files: %d, of them back to a file left before: %d\n", calls, funcs, files, switches, returns
-	printf "AdmissionQueue methods alone: calls: %d, files: %d, moves between files: %d, of them back to a file left before: %d\n", qcalls, qfiles, qswitches, qreturns
-	printf "path: %s\nAdmissionQueue path: %s\nfunctions, in the order first entered:\n%s", path, qpath, fnList
+	printf "every call: %s, functions: %d\n", summary("all"), funcs
+	printf "AdmissionQueue methods alone: %s\n", summary("q")
+	printf "path: %s\nAdmissionQueue path: %s\nfunctions, in the order first entered:\n%s", path["all"], path["q"], fnList
 }'
