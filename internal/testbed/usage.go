@@ -38,6 +38,7 @@ type UsageWatcher struct {
 	mu         sync.Mutex
 	pods       map[types.UID]*corev1.Pod
 	charged    map[types.UID]corev1.ResourceList
+	releaseAt  map[types.UID]time.Time // charged pods being deleted: when their grace period ends
 	used       corev1.ResourceList
 	peak       corev1.ResourceList
 	states     map[string][]string
@@ -83,7 +84,7 @@ func WatchUsage(ctx context.Context, cs kubernetes.Interface, namespace string, 
 	ctx, cancel := context.WithCancel(ctx)
 	w := &UsageWatcher{
 		cs: cs, namespace: namespace, hard: hard.DeepCopy(), cancel: cancel, done: make(chan struct{}),
-		pods: map[types.UID]*corev1.Pod{}, charged: map[types.UID]corev1.ResourceList{},
+		pods: map[types.UID]*corev1.Pod{}, charged: map[types.UID]corev1.ResourceList{}, releaseAt: map[types.UID]time.Time{},
 		used: corev1.ResourceList{}, peak: corev1.ResourceList{},
 		states: map[string][]string{}, admittedBy: map[types.UID]bool{},
 	}
@@ -152,10 +153,32 @@ func State(pod *corev1.Pod) string {
 
 func hasGate(pod *corev1.Pod) bool { return gates.HasGate(pod, v1alpha1.SchedulingGate) }
 
-// charges reports whether the pod counts as used: admitted, not terminal, not deleted.
-func charges(typ watch.EventType, pod *corev1.Pod) bool {
+// charges reports whether the pod counts as used at now, as ResourceQuota counts it
+// (DESIGN: Accounting): admitted, not terminal, not deleted, and not past its deletion
+// grace period. releaseAt is when that period ends, zero while it is not being deleted.
+func charges(typ watch.EventType, pod *corev1.Pod, now time.Time) (ok bool, releaseAt time.Time) {
 	terminal := pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
-	return typ != watch.Deleted && !hasGate(pod) && !terminal
+	if typ == watch.Deleted || hasGate(pod) || terminal {
+		return false, time.Time{}
+	}
+	if pod.DeletionTimestamp != nil && pod.DeletionGracePeriodSeconds != nil {
+		releaseAt = pod.DeletionTimestamp.Add(time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second)
+		if now.After(releaseAt) {
+			return false, releaseAt
+		}
+	}
+	return true, releaseAt
+}
+
+// uncharge takes the pod's charge off the admitted usage.
+func (w *UsageWatcher) uncharge(uid types.UID) {
+	for name, q := range w.charged[uid] {
+		u := w.used[name]
+		u.Sub(q)
+		w.used[name] = u
+	}
+	delete(w.charged, uid)
+	delete(w.releaseAt, uid)
 }
 
 // usage is what pod counts against each resource of hard.
@@ -191,15 +214,19 @@ func (w *UsageWatcher) observe(typ watch.EventType, pod *corev1.Pod) {
 			w.admitted = append(w.admitted, Admission{Pod: pod.Name, At: time.Now(), ResourceVersion: pod.ResourceVersion})
 		}
 	}
-	if old, ok := w.charged[pod.UID]; ok {
-		for name, q := range old {
-			u := w.used[name]
-			u.Sub(q)
-			w.used[name] = u
+	w.uncharge(pod.UID)
+	// Pods being deleted stop counting when their grace period ends, with or without
+	// an event of their own then.
+	now := time.Now()
+	for uid, at := range w.releaseAt {
+		if now.After(at) {
+			w.uncharge(uid)
 		}
-		delete(w.charged, pod.UID)
 	}
-	if charges(typ, pod) {
+	if ok, releaseAt := charges(typ, pod, now); ok {
+		if !releaseAt.IsZero() {
+			w.releaseAt[pod.UID] = releaseAt
+		}
 		c := w.usage(pod)
 		w.charged[pod.UID] = c
 		for name, q := range c {

@@ -93,6 +93,62 @@ func TestUsageWatcherChecksEveryRevision(t *testing.T) {
 	}
 }
 
+// A pod being deleted counts until its grace period ends, as in ResourceQuota (DESIGN:
+// Accounting): the manager may admit into its room from then on, before the pod is gone.
+func TestUsageWatcherStopsCountingPastTheGracePeriod(t *testing.T) {
+	ctx := t.Context()
+	cs := fake.NewClientset()
+	w, err := WatchUsage(ctx, cs, "ns", corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse("2")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	pods := cs.CoreV1().Pods("ns")
+	events := 0
+	apply := func(what string, p *corev1.Pod, create bool) {
+		t.Helper()
+		if create {
+			_, err = pods.Create(ctx, p, metav1.CreateOptions{})
+		} else {
+			_, err = pods.Update(ctx, p, metav1.UpdateOptions{})
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		events++
+		deadline := time.Now().Add(10 * time.Second)
+		for w.Report().Events < events {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the watcher saw %d events, want %d", what, w.Report().Events, events)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	deleting := func(p *corev1.Pod, at time.Time, grace int64) {
+		p.DeletionTimestamp, p.DeletionGracePeriodSeconds = &metav1.Time{Time: at}, &grace
+	}
+	p1, p2, p3, p4 := gatedPod("p1", "1"), gatedPod("p2", "1"), gatedPod("p3", "1"), gatedPod("p4", "1")
+	for _, p := range []*corev1.Pod{p1, p3} {
+		p.Spec.SchedulingGates = nil
+		apply("create "+p.Name+" admitted", p, true)
+	}
+	deleting(p3, time.Now().Add(time.Hour), 30)
+	apply("p3 deleted, its grace period running", p3, false)
+	deleting(p1, time.Now().Add(-time.Second), 0)
+	apply("p1 deleted, its grace period over", p1, false)
+	p2.Spec.SchedulingGates = nil
+	apply("p2 admitted into p1's room", p2, true)
+	if r := w.Report(); len(r.Violations) != 0 {
+		t.Fatalf("violations %q, want none: p1 is past its grace period", r.Violations)
+	}
+	p4.Spec.SchedulingGates = nil
+	apply("p4 admitted: 3 CPU of 2", p4, true)
+	r := w.Report()
+	if len(r.Violations) != 1 || !strings.Contains(r.Violations[0], "requests.cpu 3 > 2") || !strings.Contains(r.Violations[0], "p2, p3, p4") {
+		t.Errorf("violations %q, want one naming 3 CPU over 2 in p2, p3 (still in its grace period) and p4", r.Violations)
+	}
+}
+
 func TestUsageWatcherStopsWithItsContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	w, err := WatchUsage(ctx, fake.NewClientset(), "ns", corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")})
