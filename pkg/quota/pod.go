@@ -73,7 +73,7 @@ func NewPod(p *corev1.Pod, gate string, now time.Time) Pod {
 		ResourceVersion: p.ResourceVersion,
 		Labels:          ShareLabels(p.Labels), // a copy of its own: informer objects may change
 		Created:         p.CreationTimestamp.Time,
-		Usage:           ShareResourceList(PodUsage(p)),
+		Usage:           SharedPodUsage(p),
 		Gated:           gates.HasGate(p, gate),
 	}
 	if p.Spec.Priority != nil {

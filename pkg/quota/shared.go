@@ -3,11 +3,12 @@ package quota
 import (
 	"maps"
 	"slices"
-	"strings"
+	"strconv"
 	"sync"
 	"unique"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // Tens of thousands of gated pods are usually a few templates: their label maps and
@@ -28,11 +29,12 @@ type sharedTable[V any] struct {
 }
 
 // get returns the shared value for key, storing fresh() the first time; ok is false
-// when the table is full and key is not in it.
-func (t *sharedTable[V]) get(key string, fresh func() V) (v V, ok bool) {
+// when the table is full and key is not in it. A key that is found costs no
+// allocation: only a stored key is copied to a string.
+func (t *sharedTable[V]) get(key []byte, fresh func() V) (v V, ok bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if v, ok := t.m[key]; ok {
+	if v, ok := t.m[string(key)]; ok {
 		return v, true
 	}
 	if len(t.m) >= maxShared {
@@ -42,7 +44,7 @@ func (t *sharedTable[V]) get(key string, fresh func() V) (v V, ok bool) {
 		t.m = map[string]V{}
 	}
 	v = fresh()
-	t.m[key] = v
+	t.m[string(key)] = v
 	return v, true
 }
 
@@ -61,15 +63,19 @@ func ShareLabels(labels map[string]string) map[string]string {
 	if len(labels) == 0 {
 		return nil
 	}
-	keys := slices.Sorted(maps.Keys(labels))
-	var b strings.Builder
-	for _, k := range keys {
-		b.WriteString(k)
-		b.WriteByte(0)
-		b.WriteString(labels[k])
-		b.WriteByte(0)
+	var keysBuf [16]string
+	keys := keysBuf[:0]
+	for k := range labels {
+		keys = append(keys, k)
 	}
-	v, ok := sharedLabels.get(b.String(), func() map[string]string {
+	slices.Sort(keys)
+	var buf [512]byte
+	key := buf[:0]
+	for _, k := range keys {
+		key = append(append(key, k...), 0)
+		key = append(append(key, labels[k]...), 0)
+	}
+	v, ok := sharedLabels.get(key, func() map[string]string {
 		out := make(map[string]string, len(labels))
 		for k, v := range labels {
 			out[ShareString(k)] = ShareString(v)
@@ -88,16 +94,7 @@ func ShareResourceList(l corev1.ResourceList) corev1.ResourceList {
 	if len(l) == 0 {
 		return nil
 	}
-	names := slices.Sorted(maps.Keys(l))
-	var b strings.Builder
-	for _, name := range names {
-		q := l[name]
-		b.WriteString(string(name))
-		b.WriteByte(0)
-		b.WriteString(q.String())
-		b.WriteByte(0)
-	}
-	v, ok := sharedLists.get(b.String(), func() corev1.ResourceList {
+	v, ok := sharedLists.get(appendList(nil, l), func() corev1.ResourceList {
 		out := make(corev1.ResourceList, len(l))
 		for name, q := range l {
 			out[corev1.ResourceName(ShareString(string(name)))] = q.DeepCopy()
@@ -116,12 +113,11 @@ func ShareGates(gates []corev1.PodSchedulingGate) []corev1.PodSchedulingGate {
 	if len(gates) == 0 {
 		return nil
 	}
-	var b strings.Builder
+	var key []byte
 	for _, g := range gates {
-		b.WriteString(g.Name)
-		b.WriteByte(0)
+		key = append(append(key, g.Name...), 0)
 	}
-	v, ok := sharedGates.get(b.String(), func() []corev1.PodSchedulingGate {
+	v, ok := sharedGates.get(key, func() []corev1.PodSchedulingGate {
 		out := make([]corev1.PodSchedulingGate, len(gates))
 		for i, g := range gates {
 			out[i] = corev1.PodSchedulingGate{Name: ShareString(g.Name)}
@@ -132,4 +128,80 @@ func ShareGates(gates []corev1.PodSchedulingGate) []corev1.PodSchedulingGate {
 		return slices.Clone(gates)
 	}
 	return v
+}
+
+// appendList appends an exact, order-free form of l to key: its names in order, each
+// with its quantity's canonical mantissa, exponent and format. Equal lists give equal
+// keys (a quantity written two ways at most gives two keys for one value). The format
+// is part of the key: it is how the quantity prints in statuses and messages.
+func appendList(key []byte, l corev1.ResourceList) []byte {
+	var buf [8]corev1.ResourceName
+	names := buf[:0]
+	for name := range l {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		q := l[name]
+		key = append(append(key, name...), 0)
+		var exp int32
+		key, exp = q.AsCanonicalBytes(key)
+		key = append(strconv.AppendInt(append(key, 'e'), int64(exp), 10), formatCode(q.Format))
+	}
+	return append(key, 1)
+}
+
+// formatCode is one byte for each format a quantity is written in.
+func formatCode(f resource.Format) byte {
+	switch f {
+	case resource.BinarySI:
+		return 'b'
+	case resource.DecimalExponent:
+		return 'x'
+	case resource.DecimalSI:
+		return 'd'
+	}
+	return '?'
+}
+
+// sharedUsages holds PodUsage by what it is computed from (usageKey).
+var sharedUsages sharedTable[corev1.ResourceList]
+
+// SharedPodUsage returns PodUsage of the pod, shared as ShareResourceList shares it.
+// Pods with equal inputs (usageKey) have equal usage, so it is computed once per
+// distinct input: the informer transform runs for every event of every pod, and
+// adding up requests and limits is most of its cost.
+func SharedPodUsage(p *corev1.Pod) corev1.ResourceList {
+	var buf [512]byte
+	usage, ok := sharedUsages.get(usageKey(buf[:0], p), func() corev1.ResourceList {
+		return ShareResourceList(PodUsage(p))
+	})
+	if !ok {
+		return ShareResourceList(PodUsage(p))
+	}
+	return usage
+}
+
+// usageKey appends to key everything PodUsage reads from a pod, and nothing else: each
+// init container's restart policy, requests and limits, in order (a sidecar's place
+// matters); each container's requests and limits; the pod-level resources; the
+// overhead. PodUsage asks k8s.io/component-helpers for the spec's resources only (no
+// status resources, no DRA claims); TestSharedPodUsage fails if that changes.
+func usageKey(key []byte, p *corev1.Pod) []byte {
+	for i := range p.Spec.InitContainers {
+		c := &p.Spec.InitContainers[i]
+		key = append(key, 'i')
+		if c.RestartPolicy != nil {
+			key = append(key, *c.RestartPolicy...)
+		}
+		key = appendList(append(appendList(append(key, 0), c.Resources.Requests), 'l'), c.Resources.Limits)
+	}
+	for i := range p.Spec.Containers {
+		c := &p.Spec.Containers[i]
+		key = appendList(append(appendList(append(key, 'c'), c.Resources.Requests), 'l'), c.Resources.Limits)
+	}
+	if r := p.Spec.Resources; r != nil {
+		key = appendList(append(appendList(append(key, 'p'), r.Requests), 'l'), r.Limits)
+	}
+	return appendList(append(key, 'o'), p.Spec.Overhead)
 }
