@@ -25,7 +25,9 @@ func TestSharedPodUsage(t *testing.T) {
 		}
 		return l
 	}
-	req := func(kv ...string) corev1.ResourceRequirements { return corev1.ResourceRequirements{Requests: list(kv...)} }
+	req := func(kv ...string) corev1.ResourceRequirements {
+		return corev1.ResourceRequirements{Requests: list(kv...)}
+	}
 	ctr := func(name string, r corev1.ResourceRequirements) corev1.Container {
 		return corev1.Container{Name: name, Resources: r}
 	}
