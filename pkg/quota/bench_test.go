@@ -3,6 +3,7 @@ package quota
 import (
 	"fmt"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,19 +11,31 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// benchPod is a gated pod requesting cpu millicores, created at t0 plus seq ms.
+// benchPod is a gated pod requesting cpu millicores, created at t0 plus seq ms. Its
+// usage is shared by every pod of the same size, as NewPod shares it in the manager
+// (SharedPodUsage), so a benchmark counts the core's allocations, not the pod views'.
 func benchPod(ns string, seq int, milli int64) Pod {
 	name := fmt.Sprintf("%s-p%d", ns, seq)
 	return Pod{
 		PodRef:  PodRef{UID: types.UID(name), Namespace: ns, Name: name},
 		Created: t0.Add(time.Duration(seq) * time.Millisecond),
-		Usage: corev1.ResourceList{
-			"requests.cpu": *resourceMilli(milli),
-			"pods":         *resourceCount(1),
-			"count/pods":   *resourceCount(1),
-		},
-		Gated: true,
+		Usage:   benchUsage(milli),
+		Gated:   true,
 	}
+}
+
+var benchUsages sync.Map // milli → corev1.ResourceList
+
+func benchUsage(milli int64) corev1.ResourceList {
+	if u, ok := benchUsages.Load(milli); ok {
+		return u.(corev1.ResourceList)
+	}
+	u, _ := benchUsages.LoadOrStore(milli, ShareResourceList(corev1.ResourceList{
+		"requests.cpu": *resourceMilli(milli),
+		"pods":         *resourceCount(1),
+		"count/pods":   *resourceCount(1),
+	}))
+	return u.(corev1.ResourceList)
 }
 
 // fill creates budgets ns-0..ns-(budgets-1), each with room for half of its perBudget

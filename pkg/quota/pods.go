@@ -4,7 +4,6 @@ import (
 	"maps"
 	"slices"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
@@ -71,7 +70,7 @@ func (q *AdmissionQueue) updatePod(p *podState, pod Pod) {
 	old := p.pod
 	sameGroup := old.Group == pod.Group && old.GroupSize == pod.GroupSize && old.GroupError == pod.GroupError
 	sameLabels := maps.Equal(old.Labels, pod.Labels)
-	sameUsage := equality.Semantic.DeepEqual(old.Usage, pod.Usage)
+	sameUsage := equalLists(old.Usage, pod.Usage)
 
 	if q.provesNotUngated(p, pod) {
 		// Seen still gated at a version newer than every attempt to ungate it: none of

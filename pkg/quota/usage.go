@@ -163,6 +163,22 @@ func firstExcess(names []corev1.ResourceName, hard, used, add corev1.ResourceLis
 }
 
 // addTo adds src into dst, entry by entry.
+// equalLists reports whether two lists hold equal quantities under the same names, as
+// equality.Semantic does (nil and empty are equal), without its reflection: it runs on
+// every update of a waiting pod.
+func equalLists(a, b corev1.ResourceList) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for name, q := range a {
+		o, ok := b[name]
+		if !ok || q.Cmp(o) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
 func addTo(dst, src corev1.ResourceList) {
 	for name, q := range src {
 		cur := dst[name].DeepCopy()

@@ -126,3 +126,25 @@ func TestNormalizeHard(t *testing.T) {
 		})
 	}
 }
+
+// equalLists compares as equality.Semantic does: by value, nil and empty alike.
+func TestEqualLists(t *testing.T) {
+	for _, c := range []struct {
+		a, b corev1.ResourceList
+		want bool
+	}{
+		{nil, corev1.ResourceList{}, true},
+		{parseList("requests.cpu=1"), parseList("requests.cpu=1000m"), true},
+		{parseList("requests.cpu=1"), parseList("requests.cpu=2"), false},
+		{parseList("requests.cpu=1"), parseList("requests.memory=1"), false},
+		{parseList("requests.cpu=1"), parseList("requests.cpu=1,pods=1"), false},
+		{nil, parseList("pods=1"), false},
+	} {
+		if got := equalLists(c.a, c.b); got != c.want {
+			t.Errorf("equalLists(%v, %v) = %v, want %v", c.a, c.b, got, c.want)
+		}
+		if got := equalLists(c.b, c.a); got != c.want {
+			t.Errorf("equalLists(%v, %v) = %v, want %v", c.b, c.a, got, c.want)
+		}
+	}
+}
