@@ -33,6 +33,7 @@
 //
 // AdmissionQueue itself (engine.go, with the pod record in podstate.go) holds the parts
 // and the pods, and moves a pod's entries between its budgets' queues (attach, detach).
+// hack/podevent/podevent.sh prints the path of one pod event through these files.
 //
 // Accounting follows ResourceQuota (usage.go): pod usage is computed with
 // k8s.io/component-helpers/resource and keyed by ResourceQuota's names. The queues
