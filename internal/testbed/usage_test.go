@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
 )
@@ -41,27 +42,8 @@ func TestUsageWatcherChecksEveryRevision(t *testing.T) {
 	}
 	defer w.Stop()
 	pods := cs.CoreV1().Pods("ns")
-	events := 0
-	step := func(what string, do func() error) {
-		t.Helper()
-		if err := do(); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		events++
-		deadline := time.Now().Add(10 * time.Second)
-		for w.Report().Events < events {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: the watcher saw %d events, want %d", what, w.Report().Events, events)
-			}
-			time.Sleep(time.Millisecond)
-		}
-	}
-	create := func(p *corev1.Pod) func() error {
-		return func() error { _, err := pods.Create(ctx, p, metav1.CreateOptions{}); return err }
-	}
-	update := func(p *corev1.Pod) func() error {
-		return func() error { _, err := pods.Update(ctx, p, metav1.UpdateOptions{}); return err }
-	}
+	step := stepper(t, w)
+	create, update := podWrites(ctx, pods)
 	p1, p2 := gatedPod("p1", "1"), gatedPod("p2", "2")
 	step("create p1", create(p1))
 	step("create p2", create(p2))
@@ -103,46 +85,27 @@ func TestUsageWatcherStopsCountingPastTheGracePeriod(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Stop()
-	pods := cs.CoreV1().Pods("ns")
-	events := 0
-	apply := func(what string, p *corev1.Pod, create bool) {
-		t.Helper()
-		if create {
-			_, err = pods.Create(ctx, p, metav1.CreateOptions{})
-		} else {
-			_, err = pods.Update(ctx, p, metav1.UpdateOptions{})
-		}
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		events++
-		deadline := time.Now().Add(10 * time.Second)
-		for w.Report().Events < events {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: the watcher saw %d events, want %d", what, w.Report().Events, events)
-			}
-			time.Sleep(time.Millisecond)
-		}
-	}
+	step := stepper(t, w)
+	create, update := podWrites(ctx, cs.CoreV1().Pods("ns"))
 	deleting := func(p *corev1.Pod, at time.Time, grace int64) {
 		p.DeletionTimestamp, p.DeletionGracePeriodSeconds = &metav1.Time{Time: at}, &grace
 	}
 	p1, p2, p3, p4 := gatedPod("p1", "1"), gatedPod("p2", "1"), gatedPod("p3", "1"), gatedPod("p4", "1")
 	for _, p := range []*corev1.Pod{p1, p3} {
 		p.Spec.SchedulingGates = nil
-		apply("create "+p.Name+" admitted", p, true)
+		step("create "+p.Name+" admitted", create(p))
 	}
 	deleting(p3, time.Now().Add(time.Hour), 30)
-	apply("p3 deleted, its grace period running", p3, false)
+	step("p3 deleted, its grace period running", update(p3))
 	deleting(p1, time.Now().Add(-time.Second), 0)
-	apply("p1 deleted, its grace period over", p1, false)
+	step("p1 deleted, its grace period over", update(p1))
 	p2.Spec.SchedulingGates = nil
-	apply("p2 admitted into p1's room", p2, true)
+	step("p2 admitted into p1's room", create(p2))
 	if r := w.Report(); len(r.Violations) != 0 {
 		t.Fatalf("violations %q, want none: p1 is past its grace period", r.Violations)
 	}
 	p4.Spec.SchedulingGates = nil
-	apply("p4 admitted: 3 CPU of 2", p4, true)
+	step("p4 admitted: 3 CPU of 2", create(p4))
 	r := w.Report()
 	if len(r.Violations) != 1 || !strings.Contains(r.Violations[0], "requests.cpu 3 > 2") || !strings.Contains(r.Violations[0], "p2, p3, p4") {
 		t.Errorf("violations %q, want one naming 3 CPU over 2 in p2, p3 (still in its grace period) and p4", r.Violations)
@@ -160,4 +123,35 @@ func TestUsageWatcherStopsWithItsContext(t *testing.T) {
 	if v := w.Report().Violations; len(v) != 0 {
 		t.Errorf("a watcher stopped on purpose reported %v", v)
 	}
+}
+
+// stepper returns step: it makes one change and waits until the watcher has seen the
+// event it causes.
+func stepper(t *testing.T, w *UsageWatcher) func(what string, do func() error) {
+	events := 0
+	return func(what string, do func() error) {
+		t.Helper()
+		if err := do(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		events++
+		deadline := time.Now().Add(10 * time.Second)
+		for w.Report().Events < events {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the watcher saw %d events, want %d", what, w.Report().Events, events)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+}
+
+// podWrites returns changes for stepper: create a pod, update a pod.
+func podWrites(ctx context.Context, pods typedcorev1.PodInterface) (create, update func(*corev1.Pod) func() error) {
+	create = func(p *corev1.Pod) func() error {
+		return func() error { _, err := pods.Create(ctx, p, metav1.CreateOptions{}); return err }
+	}
+	update = func(p *corev1.Pod) func() error {
+		return func() error { _, err := pods.Update(ctx, p, metav1.UpdateOptions{}); return err }
+	}
+	return create, update
 }
