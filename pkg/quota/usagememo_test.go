@@ -70,6 +70,7 @@ func TestSharedPodUsage(t *testing.T) {
 		{"two containers", pod(nil, app, ctr("log", req("cpu", "10m")))},
 		{"a GPU", pod(nil, ctr("train", req("cpu", "1", "nvidia.com/gpu", "2")))},
 		{"no requests", pod(nil, ctr("app", corev1.ResourceRequirements{}))},
+		{"a zero request", pod(nil, ctr("app", req("cpu", "0", "memory", "1Gi")))},
 	}
 	// Random pods as well, from a few values, so that many share their inputs.
 	r := rand.New(rand.NewPCG(1, 2))
