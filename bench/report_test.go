@@ -163,3 +163,33 @@ func TestUngateSectionBacklogTimes(t *testing.T) {
 		t.Errorf("ungateSection says\n%s\nwant it to contain %q", ungateSection(x), want)
 	}
 }
+
+// Figure 7 gives the p99 difference with its bootstrap interval, and says what the
+// interval tells about the goal: met, missed, or not decided by the run.
+func TestUngateDifferenceInterval(t *testing.T) {
+	flat := func(v float64, n int) []float64 {
+		out := make([]float64, n)
+		for i := range out {
+			out[i] = v
+		}
+		return out
+	}
+	for name, tc := range map[string]struct {
+		q, b []float64
+		want string
+	}{
+		"met":  {flat(5.5, 100), flat(5, 100), "+0.5 ms from the bare watcher's; 95% interval +0.5 to +0.5 ms (bootstrap, 2000 resamples of each arm): within the goal of 2 ms even at the interval's top."},
+		"miss": {flat(15, 100), flat(5, 100), "+10.0 ms from the bare watcher's; 95% interval +10.0 to +10.0 ms (bootstrap, 2000 resamples of each arm): beyond the goal of 2 ms even at the interval's bottom."},
+		// One slow sample in 100 in quotagate's arm: some resamples leave it out.
+		"undecided": {append(flat(5, 99), 50), flat(5, 100), "the interval holds 2 ms, so this run cannot tell whether the goal is met."},
+	} {
+		x := ungateResult{N: len(tc.q), Reps: 1, Series: []ungateSerie{{Mode: "policy", Load: "idle", Quotagate: tc.q, Baseline: tc.b}}}
+		if got := ungateSection(x); !strings.Contains(got, tc.want) {
+			t.Errorf("%s: ungateSection says\n%s\nwant it to contain %q", name, got, tc.want)
+		}
+	}
+	x := ungateResult{N: 2, Series: []ungateSerie{{Mode: "policy", Load: "idle", Quotagate: flat(7, 10), Baseline: flat(5, 10)}}}
+	if got, want := ungateRows(x)[0].Ratio, "+2.0 ms (p99; 95% interval +2.0 to +2.0)"; got != want {
+		t.Errorf("summary ratio %q, want %q", got, want)
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"math"
+	"math/rand/v2"
 	"slices"
 	"time"
 )
@@ -47,4 +48,33 @@ func ratio(a, b float64) float64 {
 		return 0
 	}
 	return a / b
+}
+
+// bootstrapResamples is how many resamples diffInterval draws.
+const bootstrapResamples = 2000
+
+// diffInterval is the 95% bootstrap interval of p(a) − p(b), p the nearest-rank p-th
+// percentile, for two independent sets of samples: each set is resampled with
+// replacement, bootstrapResamples times, and the interval runs from the 2.5th to the
+// 97.5th percentile of the resampled differences. The seed is fixed, so a report
+// renders the same every time. ok is false when either set is empty.
+func diffInterval(a, b []float64, p float64) (lo, hi float64, ok bool) {
+	if len(a) == 0 || len(b) == 0 {
+		return 0, 0, false
+	}
+	r := rand.New(rand.NewPCG(7, 7))
+	resample := func(xs, into []float64) float64 {
+		for i := range into {
+			into[i] = xs[r.IntN(len(xs))]
+		}
+		slices.Sort(into)
+		return percentile(into, p)
+	}
+	ra, rb := make([]float64, len(a)), make([]float64, len(b))
+	diffs := make([]float64, bootstrapResamples)
+	for i := range diffs {
+		diffs[i] = resample(a, ra) - resample(b, rb)
+	}
+	slices.Sort(diffs)
+	return percentile(diffs, 2.5), percentile(diffs, 97.5), true
 }

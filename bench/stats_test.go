@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -59,5 +60,33 @@ func TestRatio(t *testing.T) {
 				t.Errorf("ratio(%v, %v) = %v, want %v", tc.a, tc.b, got, tc.want)
 			}
 		})
+	}
+}
+
+// diffInterval: a difference the samples show is inside the interval and zero is not;
+// for two sets from one distribution the interval holds zero; and a render is the same
+// every time.
+func TestDiffInterval(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 1))
+	draw := func(n int, shift float64) []float64 {
+		out := make([]float64, n)
+		for i := range out {
+			out[i] = shift + r.ExpFloat64()*5
+		}
+		return out
+	}
+	base, same, slower := draw(600, 0), draw(600, 0), draw(600, 30)
+	if lo, hi, ok := diffInterval(same, base, 99); !ok || lo > 0 || hi < 0 {
+		t.Errorf("one distribution: interval [%.1f, %.1f], want it to hold 0", lo, hi)
+	}
+	lo, hi, _ := diffInterval(slower, base, 99)
+	if lo <= 0 || hi < 30 || lo > 30 {
+		t.Errorf("30 ms slower: interval [%.1f, %.1f], want it above 0 and around 30", lo, hi)
+	}
+	if lo2, hi2, _ := diffInterval(slower, base, 99); lo2 != lo || hi2 != hi {
+		t.Errorf("two renders differ: [%.1f, %.1f] then [%.1f, %.1f]", lo, hi, lo2, hi2)
+	}
+	if _, _, ok := diffInterval(nil, base, 99); ok {
+		t.Errorf("no samples: ok, want not ok")
 	}
 }

@@ -22,7 +22,7 @@ func ungateRows(x ungateResult) []Row {
 			Figure:    fmt.Sprintf("7. Create → ungate, %s, %s, %d pods (ms)", s.Mode, load, q.N),
 			Quotagate: fmt.Sprintf("p50 %.1f, p99 %.1f", q.P50, q.P99),
 			Baseline:  fmt.Sprintf("p50 %.1f, p99 %.1f", b.P50, b.P99),
-			Ratio:     fmt.Sprintf("%+.1f ms (p99)", q.P99-b.P99),
+			Ratio:     ungateDiff(s, q.P99-b.P99),
 			Goal:      fmt.Sprintf("p99 within %g ms of baseline", ungateGoalMillis),
 			Met:       yesNo(q.N > 0 && q.P99-b.P99 <= ungateGoalMillis),
 		})
@@ -52,6 +52,11 @@ func ungateSection(x ungateResult) string {
 	for _, s := range x.Series {
 		fmt.Fprintf(&b, "- %s, %s: of quotagate's mean of %.1f ms, %.1f ms were the manager's own (first sight of the pod to its ungate patch sent, `quotagate_pod_wait_seconds`); the rest is the API server and the two watch deliveries.\n",
 			s.Mode, s.Load, mean(s.Quotagate), s.ManagerWaitMillis)
+		if lo, hi, ok := diffInterval(s.Quotagate, s.Baseline, 99); ok {
+			d := summarize(s.Quotagate).P99 - summarize(s.Baseline).P99
+			fmt.Fprintf(&b, "  quotagate's p99 is %+.1f ms from the bare watcher's; 95%% interval %+.1f to %+.1f ms (bootstrap, %d resamples of each arm): %s.\n",
+				d, lo, hi, bootstrapResamples, ungateVerdict(lo, hi))
+		}
 		if len(s.BaselineAllPods) > 0 {
 			q, all := summarize(s.Quotagate), summarize(s.BaselineAllPods)
 			fmt.Fprintf(&b, "  A bare watcher of every pod (a third arm, in a namespace of its own: the manager's view of the cluster, backlog events included): p50 %.1f, p99 %.1f ms; quotagate's p99 %+.1f ms from it.\n",
@@ -73,6 +78,26 @@ func ungateSection(x ungateResult) string {
 		}
 	}
 	return b.String()
+}
+
+// ungateDiff is the summary's p99 difference, with its 95% bootstrap interval.
+func ungateDiff(s ungateSerie, d float64) string {
+	lo, hi, ok := diffInterval(s.Quotagate, s.Baseline, 99)
+	if !ok {
+		return fmt.Sprintf("%+.1f ms (p99)", d)
+	}
+	return fmt.Sprintf("%+.1f ms (p99; 95%% interval %+.1f to %+.1f)", d, lo, hi)
+}
+
+// ungateVerdict says what an interval of the p99 difference tells about the goal.
+func ungateVerdict(lo, hi float64) string {
+	switch {
+	case hi <= ungateGoalMillis:
+		return fmt.Sprintf("within the goal of %g ms even at the interval's top", ungateGoalMillis)
+	case lo > ungateGoalMillis:
+		return fmt.Sprintf("beyond the goal of %g ms even at the interval's bottom", ungateGoalMillis)
+	}
+	return fmt.Sprintf("the interval holds %g ms, so this run cannot tell whether the goal is met", ungateGoalMillis)
 }
 
 func mean(xs []float64) float64 {
