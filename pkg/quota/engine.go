@@ -39,6 +39,7 @@ type AdmissionQueue struct {
 	nInadm    int // inadmissible entries, over all budgets
 
 	recheck      []*budget               // budgets that woke pods for capacity, see wake
+	wakeBuf      []*entry                // wake's reused list of the pods it wakes for capacity
 	out          []Admission             // decided, not yet returned by Admit
 	deciding     bool                    // inside Admit: decisions may be taken
 	immediate    map[types.UID]*podState // pods to admit without quota at the next Admit

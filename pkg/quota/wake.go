@@ -22,8 +22,10 @@ import (
 //     is counted once: one member brings its whole group, and its wait names the
 //     group's sum. Picking stops once nothing left could fit.
 //
-// It changes nothing; wake moves what it picks.
-func wakeable(b *budget, alive func(*budget) bool) (retry, fit []*entry) {
+// It changes nothing; wake moves what it picks. fit is appended to buf (a buffer the
+// caller reuses, so that an event allocates no list of its own).
+func wakeable(b *budget, alive func(*budget) bool, buf []*entry) (retry, fit []*entry) {
+	fit = buf
 	var capacity []*entry
 	minReq := map[corev1.ResourceName]resource.Quantity{}
 	free := map[corev1.ResourceName]resource.Quantity{}
@@ -88,7 +90,7 @@ func anyFits(minReq, free map[corev1.ResourceName]resource.Quantity) bool {
 // wake moves back to active what wakeable picks. The pods it moves for capacity are
 // assumed to be admitted; recheckWakes checks that at the end of Admit.
 func (q *AdmissionQueue) wake(b *budget) {
-	retry, fit := wakeable(b, q.alive)
+	retry, fit := wakeable(b, q.alive, q.wakeBuf[:0])
 	for _, e := range retry {
 		q.moveEntry(e, queueActive)
 	}
@@ -96,6 +98,8 @@ func (q *AdmissionQueue) wake(b *budget) {
 		q.moveEntry(e, queueActive)
 		b.woken = append(b.woken, e.pod)
 	}
+	clear(fit) // hold no entries beyond the event
+	q.wakeBuf = fit[:0]
 	if len(b.woken) > 0 && !b.inRecheck {
 		b.inRecheck = true
 		q.recheck = append(q.recheck, b)
