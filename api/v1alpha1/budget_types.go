@@ -77,6 +77,27 @@ type BudgetSpec struct {
 	// +kubebuilder:validation:XValidation:rule="!has(self.matchLabels) || self.matchLabels.all(k, size(k) > 0 && size(k) <= 317 && size(self.matchLabels[k]) <= 63)",message="matchLabels: keys must be label keys (1 to 317 characters) and values label values (at most 63 characters)"
 	PodSelector *metav1.LabelSelector `json:"podSelector,omitempty"`
 
+	// BorrowingLimit lets this budget use more than hard, per resource, by borrowing
+	// what the other budgets under the same parent do not use: at most this much more.
+	// Names as in hard. Unset, or a resource it does not name: no borrowing. It has no
+	// effect without a parent. Capacity lent is not taken back from a borrower: it
+	// returns as the borrowing pods end (docs/budgets.md, "Borrowing").
+	// +optional
+	// +kubebuilder:validation:MaxProperties=24
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['pods', 'count/pods', 'cpu', 'memory', 'ephemeral-storage', 'requests.cpu', 'requests.memory', 'requests.ephemeral-storage', 'limits.cpu', 'limits.memory', 'limits.ephemeral-storage'] || k.matches('^(requests[.])?hugepages-[0-9]+([KMGTPE]i|[kMGTPE])?$') || (k.matches('^(requests[.])?[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && !k.startsWith('limits.') && !k.matches('^(requests[.])?count/') && !k.contains('kubernetes.io/') && !k.matches('(^|[.])k8s[.]io/')))",messageExpression="'unsupported resource name in borrowingLimit: ' + self.filter(k, !(k in ['pods', 'count/pods', 'cpu', 'memory', 'ephemeral-storage', 'requests.cpu', 'requests.memory', 'requests.ephemeral-storage', 'limits.cpu', 'limits.memory', 'limits.ephemeral-storage'] || k.matches('^(requests[.])?hugepages-[0-9]+([KMGTPE]i|[kMGTPE])?$') || (k.matches('^(requests[.])?[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && !k.startsWith('limits.') && !k.matches('^(requests[.])?count/') && !k.contains('kubernetes.io/') && !k.matches('(^|[.])k8s[.]io/'))))[0] + ' (supported: cpu, memory, ephemeral-storage, their requests.* and limits.* forms, hugepages-<size> and requests.hugepages-<size>, extended resources as <domain>/<name> or requests.<domain>/<name> outside kubernetes.io and k8s.io, pods, count/pods)'"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !string(self[k]).startsWith('-'))",message="borrowingLimit quantities must not be negative"
+	BorrowingLimit corev1.ResourceList `json:"borrowingLimit,omitempty"`
+
+	// LendingLimit is how much of hard, per resource, the other budgets under the same
+	// parent may borrow while this budget does not use it; the rest is kept for its own
+	// pods. Names as in hard. Unset, or a resource it does not name: all of hard may be
+	// lent (to budgets that have a borrowingLimit).
+	// +optional
+	// +kubebuilder:validation:MaxProperties=24
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['pods', 'count/pods', 'cpu', 'memory', 'ephemeral-storage', 'requests.cpu', 'requests.memory', 'requests.ephemeral-storage', 'limits.cpu', 'limits.memory', 'limits.ephemeral-storage'] || k.matches('^(requests[.])?hugepages-[0-9]+([KMGTPE]i|[kMGTPE])?$') || (k.matches('^(requests[.])?[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && !k.startsWith('limits.') && !k.matches('^(requests[.])?count/') && !k.contains('kubernetes.io/') && !k.matches('(^|[.])k8s[.]io/')))",messageExpression="'unsupported resource name in lendingLimit: ' + self.filter(k, !(k in ['pods', 'count/pods', 'cpu', 'memory', 'ephemeral-storage', 'requests.cpu', 'requests.memory', 'requests.ephemeral-storage', 'limits.cpu', 'limits.memory', 'limits.ephemeral-storage'] || k.matches('^(requests[.])?hugepages-[0-9]+([KMGTPE]i|[kMGTPE])?$') || (k.matches('^(requests[.])?[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && !k.startsWith('limits.') && !k.matches('^(requests[.])?count/') && !k.contains('kubernetes.io/') && !k.matches('(^|[.])k8s[.]io/'))))[0] + ' (supported: cpu, memory, ephemeral-storage, their requests.* and limits.* forms, hugepages-<size> and requests.hugepages-<size>, extended resources as <domain>/<name> or requests.<domain>/<name> outside kubernetes.io and k8s.io, pods, count/pods)'"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !string(self[k]).startsWith('-'))",message="lendingLimit quantities must not be negative"
+	LendingLimit corev1.ResourceList `json:"lendingLimit,omitempty"`
+
 	// Parent names a ClusterBudget that every pod admitted here must also fit in.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
@@ -110,6 +131,11 @@ type BudgetStatus struct {
 	// the pods of its whole subtree).
 	// +optional
 	Used corev1.ResourceList `json:"used,omitempty"`
+
+	// Borrowed is what this budget uses beyond hard, per resource, by borrowing from
+	// the budgets under the same parent (see spec.borrowingLimit).
+	// +optional
+	Borrowed corev1.ResourceList `json:"borrowed,omitempty"`
 
 	// Pending is the sum of the requests of pods still gated on this budget.
 	// +optional

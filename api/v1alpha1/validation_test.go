@@ -202,6 +202,16 @@ func TestCRDValidationOnRealAPIServer(t *testing.T) {
 	good = append(good, object(t, "Budget", "good-zero", `{hard: {cpu: "0", pods: "0"}}`), object(t, "Budget", "good-integers", `{hard: {cpu: 2, pods: 10}}`),
 		object(t, "Budget", "good-empty", `{}`))
 
+	// borrowingLimit and lendingLimit: named and bounded as hard is.
+	for _, field := range []string{"borrowingLimit", "lendingLimit"} {
+		add(field+" name", object(t, "Budget", "bad-"+strings.ToLower(field)+"-name", fmt.Sprintf(`{hard: {cpu: "1"}, parent: org, %s: {services: "1"}}`, field)),
+			fmt.Sprintf(`spec.%s: Invalid value: unsupported resource name in %s: services%s`, field, field, hardMessage))
+		add(field+" negative", object(t, "Budget", "bad-"+strings.ToLower(field)+"-negative", fmt.Sprintf(`{hard: {cpu: "1"}, parent: org, %s: {cpu: "-1"}}`, field)),
+			fmt.Sprintf(`spec.%s: Invalid value: %s quantities must not be negative`, field, field))
+		good = append(good, object(t, "Budget", "good-"+strings.ToLower(field), fmt.Sprintf(`{hard: {cpu: "4", memory: 8Gi}, parent: org, %s: {cpu: "2", requests.memory: 4Gi}}`, field)),
+			object(t, "ClusterBudget", "good-"+strings.ToLower(field), fmt.Sprintf(`{hard: {cpu: "4"}, parent: org, %s: {cpu: "2"}}`, field)))
+	}
+
 	// parent, queueingStrategy, state.
 	const parentPattern = `'^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$'`
 	for i, parent := range []string{"Team", "a..b", "-a", "a_b", "."} {
