@@ -5,6 +5,8 @@ import (
 	"maps"
 	"slices"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // Admission is one decision: the pod may be ungated. Its usage is already charged to
@@ -86,6 +88,10 @@ func (q *AdmissionQueue) evaluate(p *podState) {
 			return
 		}
 	}
+	if w, over := familyExcess(p.cover, func(*budget) corev1.ResourceList { return p.pod.Usage }, q.stuck); over {
+		q.fail(unit, w)
+		return
+	}
 	q.admitUnit(unit, Reason{Code: CodeFits, Message: fitsMessage(nil, p.cover)})
 }
 
@@ -111,11 +117,27 @@ func (q *AdmissionQueue) blocked(cover []*budget, inUnit func(*podState) bool) (
 	return waitInfo{}, false
 }
 
+// stuck reports whether a waiting pod may not be admitted now regardless of capacity
+// (blocked): a covering budget does not admit, or a StrictFIFO head of another unit is
+// ahead of it.
+func (q *AdmissionQueue) stuck(p *podState) bool {
+	_, blocked := q.blocked(p.cover, func(h *podState) bool { return h == p || (p.group != nil && h.group == p.group) })
+	return blocked
+}
+
 // fail records why the unit waits and moves it from active to inadmissible in every
 // budget: only an event in the budget that blocks it can change the answer.
 func (q *AdmissionQueue) fail(unit []*podState, w waitInfo) {
 	for _, p := range unit {
+		if old := p.wait; old.code == CodeNoLendable && (w.code != CodeNoLendable || w.budget != old.budget) && q.alive(old.budget) {
+			// It no longer claims lendable quota in that family: borrowers it held back
+			// look again.
+			defer q.wake(old.budget)
+		}
 		p.wait = w
+		if w.code == CodeNoLendable {
+			w.budget.noteLendWaiter(p)
+		}
 		q.moveAll(p, queueActive, queueInadmissible)
 	}
 }

@@ -72,6 +72,10 @@ type Budget struct {
 	// NamespaceSelector (ClusterBudget only) chooses the namespaces whose pods it
 	// covers directly; nil covers pods only through the budgets naming it as parent.
 	NamespaceSelector labels.Selector
+	// BorrowingLimit and LendingLimit are spec.borrowingLimit and spec.lendingLimit as
+	// written; the core normalizes them as hard (see ledger.go).
+	BorrowingLimit corev1.ResourceList
+	LendingLimit   corev1.ResourceList
 	// Parent names a ClusterBudget ("" for none).
 	Parent   string
 	Strategy v1alpha1.QueueingStrategy
@@ -210,11 +214,13 @@ var selectorOperators = map[metav1.LabelSelectorOperator]selection.Operator{
 
 func fromSpec(key BudgetKey, s *v1alpha1.BudgetSpec) Budget {
 	return Budget{
-		Key:      key,
-		Hard:     s.Hard,
-		Parent:   s.Parent,
-		Strategy: s.QueueingStrategy,
-		State:    s.State,
+		Key:            key,
+		Hard:           s.Hard,
+		BorrowingLimit: s.BorrowingLimit,
+		LendingLimit:   s.LendingLimit,
+		Parent:         s.Parent,
+		Strategy:       s.QueueingStrategy,
+		State:          s.State,
 	}
 }
 
@@ -230,10 +236,19 @@ type budget struct {
 
 	// Derived by topology.resolve.
 	parent    *budget
-	ancestors []*budget // parent first; stops before repeating in a cycle
-	problem   *problem  // why this budget itself cannot admit (nil when fine)
-	admitting bool      // open, fine, and every ancestor admitting
-	closedBy  *budget   // the ancestor that stops it, when its own spec is fine
+	children  []*budget // the budgets naming it as parent: the family that borrows and lends
+	borrowers int       // how many of its children have a borrowingLimit
+
+	// lendWaiters are pods that waited on this budget's family for lendable quota when
+	// last evaluated (borrowing.go; checked and pruned when read).
+	lendWaiters map[*podState]struct{}
+	// familyParks is set once a pod was parked as never fitting in its family: a change
+	// to the family must then look at its pods again, even when nobody borrows.
+	familyParks bool
+	ancestors   []*budget // parent first; stops before repeating in a cycle
+	problem     *problem  // why this budget itself cannot admit (nil when fine)
+	admitting   bool      // open, fine, and every ancestor admitting
+	closedBy    *budget   // the ancestor that stops it, when its own spec is fine
 
 	ledger // hard, used (admitted, reservations included) and pending
 	queues
@@ -270,7 +285,9 @@ func (b *budget) setSpec(spec Budget) (topologyChanged, hardChanged bool) {
 		old.Parent != spec.Parent
 	b.spec = spec
 	hard, err := NormalizeHard(spec.Hard)
-	hardChanged = b.setHard(hard)
+	borrow, borrowErr := NormalizeHard(spec.BorrowingLimit)
+	lend, lendErr := NormalizeHard(spec.LendingLimit)
+	hardChanged = b.setLimits(hard, borrow, lend)
 	b.specErr, b.specReason = "", v1alpha1.ReasonInvalidSpec
 	if spec.SpecError != nil {
 		b.specErr = spec.SpecError.Error()
@@ -278,11 +295,17 @@ func (b *budget) setSpec(spec Budget) (topologyChanged, hardChanged bool) {
 			b.specReason = v1alpha1.ReasonInvalidSelector
 		}
 	}
-	if err != nil {
+	for _, e := range []struct {
+		field string
+		err   error
+	}{{"", err}, {"borrowingLimit: ", borrowErr}, {"lendingLimit: ", lendErr}} {
+		if e.err == nil {
+			continue
+		}
 		if b.specErr != "" {
 			b.specErr += "; "
 		}
-		b.specErr += err.Error()
+		b.specErr += e.field + e.err.Error()
 	}
 	return topologyChanged, hardChanged
 }

@@ -40,13 +40,7 @@ func (q *AdmissionQueue) UpsertBudget(spec Budget) {
 		q.recover(spec.Key)
 	}
 	if hardChanged {
-		// Pods may start or stop never fitting; the rest get another look.
-		for _, p := range q.waitingIn(b) {
-			if q.pods[p.pod.UID] == p && p.phase == phaseWaiting {
-				q.settleWaiting(p)
-			}
-		}
-		q.wake(b)
+		q.limitsChanged(b)
 	}
 }
 
@@ -63,6 +57,9 @@ func (q *AdmissionQueue) DeleteBudget(key BudgetKey) {
 	delete(q.statusDirty, key)
 	q.resolveTopology()
 	q.recover(key)
+	if p := b.parent; p != nil && q.alive(p) {
+		q.familyChanged(p) // resolve does not see a member that is gone
+	}
 	if b.dirtyIndex >= 0 {
 		heap.Remove(&q.dirty, b.dirtyIndex)
 	}
@@ -101,13 +98,52 @@ func sameBudgets(a, b []*budget) bool { return slices.Equal(a, b) }
 // resolveTopology resolves the topology again, marks the status of every budget whose
 // state changed, and wakes those that start admitting.
 func (q *AdmissionQueue) resolveTopology() {
-	changed, started := q.resolve()
+	changed, started, limits, families := q.resolve()
 	for _, b := range changed {
 		q.markStatus(b)
 	}
 	for _, b := range started {
 		q.wake(b)
 	}
+	for _, b := range limits {
+		q.limitsChanged(b)
+	}
+	for _, p := range families {
+		if q.alive(p) {
+			q.familyChanged(p)
+		}
+	}
+}
+
+// limitsChanged looks again at the pods of a budget whose hard, borrowing or lending
+// limit changed: they may start or stop never fitting, and the rest get another look,
+// as do the pods that wait on its family.
+func (q *AdmissionQueue) limitsChanged(b *budget) {
+	q.markStatus(b)
+	for _, p := range q.waitingIn(b) {
+		if q.pods[p.pod.UID] == p && p.phase == phaseWaiting {
+			q.settleWaiting(p)
+		}
+	}
+	q.wake(b)
+	if p := b.parent; p != nil && q.alive(p) {
+		q.familyChanged(p)
+	}
+}
+
+// familyChanged looks again at the pods waiting on p's family after a member came,
+// went, or changed its limits: what the family lends changed, so its pods may start or
+// stop never fitting (familyNeverFits), and those waiting for lendable quota look again.
+func (q *AdmissionQueue) familyChanged(p *budget) {
+	if p.borrowers == 0 && len(p.lendWaiters) == 0 && !p.familyParks {
+		return
+	}
+	for _, w := range q.waitingIn(p) {
+		if q.pods[w.pod.UID] == w && w.phase == phaseWaiting {
+			q.settleWaiting(w)
+		}
+	}
+	q.wake(p)
 }
 
 // recover re-computes coverage after a budget's selectors, parent or existence changed:

@@ -110,6 +110,14 @@ func makeBudget(ns, name string) *budgetBuilder {
 }
 func (b *budgetBuilder) Hard(spec string) *budgetBuilder { b.b.Hard = parseList(spec); return b }
 func (b *budgetBuilder) Parent(p string) *budgetBuilder  { b.b.Parent = p; return b }
+func (b *budgetBuilder) Borrow(spec string) *budgetBuilder {
+	b.b.BorrowingLimit = parseList(spec)
+	return b
+}
+func (b *budgetBuilder) Lend(spec string) *budgetBuilder {
+	b.b.LendingLimit = parseList(spec)
+	return b
+}
 func (b *budgetBuilder) Strict() *budgetBuilder {
 	b.b.Strategy = v1alpha1.StrictFIFO
 	return b

@@ -29,6 +29,11 @@ func (q *AdmissionQueue) release(p *podState) {
 		if _, alive := q.budgets[b.key]; alive {
 			q.wake(b)
 		}
+		// A pod charged to a member of a borrowing family need not be charged to the
+		// family's parent (it may be pinned to a budget that changed parents since).
+		if f := b.parent; f != nil && f.borrowers > 0 && q.alive(f) && !slices.Contains(p.chargedTo, f) {
+			q.wake(f)
+		}
 	}
 	p.chargedTo, p.chargedUsage = nil, nil
 	q.releases.remove(p)

@@ -20,13 +20,17 @@
 // owns the one lock and reads as the algorithm: on an event, update the ledgers and the
 // queues, wake the budgets that could now admit, then Admit takes decisions in order):
 //
-//   - ledger (ledger.go): one budget's accounts: hard, used (reservations included),
-//     pending, the pods charged; charge, release, excess, neverFits, free.
+//   - ledger (ledger.go): one budget's accounts: hard, its ceiling (hard plus
+//     borrowingLimit) and what it lends, used (reservations included), pending, the pods
+//     charged; charge, release, excess, neverFits, free, borrowed.
 //   - queues (queue.go, wake.go): one budget's active, backoff, inadmissible and parked
 //     heaps, in admission order (orderKey.compare); move, strictHead, inOrder; wakeable
 //     picks the inadmissible pods an event in the budget may let in.
 //   - topology (topology.go): the budgets, namespaces and selectors; which budgets cover
-//     a pod (coverage); parents, ancestors, problems and states (resolve).
+//     a pod (coverage); parents, children, ancestors, problems and states (resolve).
+//   - families (borrowing.go): the budgets under one parent, which may borrow what the
+//     others leave idle (borrowingLimit) and keep part of hard (lendingLimit):
+//     familyExcess, familyNeverFits, and the claims of lenders' waiting pods.
 //   - groups (groups.go, groups_settle.go): the index of groups (join, leave), each
 //     group's gated members and what they would charge (sync), readiness, and one
 //     decision for the whole group.

@@ -140,6 +140,9 @@ func (q *AdmissionQueue) detach(p *podState) {
 		if wasHead {
 			q.wake(b)
 		}
+		if f := b.parent; f != nil && f.borrowers > 0 && q.alive(f) {
+			q.wake(f) // a pod that waited on the family may have left it (borrowing.go)
+		}
 	}
 	p.entries = nil
 	delete(q.held, p.pod.UID)

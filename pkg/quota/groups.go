@@ -209,10 +209,13 @@ func (g *group) account(r *memberRec, sign int) {
 // covers some of them. It is a quick check on the running sums; settleGroup computes
 // the reason itself.
 func (g *group) mayNeverFit() bool {
+	var cover []*budget
 	for b, c := range g.charges {
 		if _, over := b.neverFits(c.sum); over {
 			return true
 		}
+		cover = append(cover, b)
 	}
-	return false
+	_, never := familyNeverFits(cover, func(b *budget) corev1.ResourceList { return g.charges[b].sum })
+	return never
 }

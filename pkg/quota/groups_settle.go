@@ -153,6 +153,9 @@ func neverFits(waiting []*podState) *waitInfo {
 			return &waitInfo{code: CodeNeverFits, budget: b, resource: r, requested: sums[b][r]}
 		}
 	}
+	if w, never := familyNeverFits(budgets, func(b *budget) corev1.ResourceList { return sums[b] }); never {
+		return &w
+	}
 	return nil
 }
 
@@ -209,6 +212,10 @@ func (q *AdmissionQueue) evaluateGroup(g *group) {
 			q.fail(cands, waitInfo{code: CodeInsufficient, budget: b, resource: r, requested: sums[b][r]})
 			return
 		}
+	}
+	if w, over := familyExcess(budgets, func(b *budget) corev1.ResourceList { return sums[b] }, q.stuck); over {
+		q.fail(cands, w)
+		return
 	}
 	q.admitUnit(cands, Reason{Code: CodeFits, Message: fitsMessage(g, budgets)})
 	for _, m := range cands {

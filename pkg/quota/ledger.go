@@ -13,9 +13,18 @@ import (
 // non-terminal pods, reservations included) and what waits on it. It knows nothing of
 // queues, coverage or states: the AdmissionQueue decides what to charge where, and
 // asks the ledger whether it fits.
+//
+// Borrowing (DESIGN: borrowing between budgets under one parent). A budget may use up to
+// its ceiling, hard plus its borrowingLimit, of each resource hard limits; lend is how
+// much of hard its siblings may borrow (all of it by default), so hard minus lend is
+// guaranteed to its own pods. Without a borrowingLimit the ceiling is hard.
 type ledger struct {
 	hard      corev1.ResourceList
 	hardNames []corev1.ResourceName // sorted, for deterministic reasons
+	borrow    corev1.ResourceList   // spec.borrowingLimit, normalized
+	lend      corev1.ResourceList   // spec.lendingLimit, normalized
+	ceiling   corev1.ResourceList   // hard plus borrow, for the resources hard limits
+	inFamily  bool                  // it has a parent: borrow applies
 	used      corev1.ResourceList
 	pending   corev1.ResourceList
 	charged   map[types.UID]*podState
@@ -25,12 +34,77 @@ func newLedger() ledger {
 	return ledger{used: corev1.ResourceList{}, pending: corev1.ResourceList{}, charged: map[types.UID]*podState{}}
 }
 
-// setHard replaces the hard limits (normalized) and reports whether any changed.
-func (l *ledger) setHard(hard corev1.ResourceList) (changed bool) {
-	changed = !maps.EqualFunc(l.hard, hard, func(x, y resource.Quantity) bool { return x.Cmp(y) == 0 })
-	l.hard = hard
+// setHard replaces the hard limits (normalized), with no borrowing or lending limit, and
+// reports whether any changed.
+func (l *ledger) setHard(hard corev1.ResourceList) (changed bool) { return l.setLimits(hard, nil, nil) }
+
+// setLimits replaces hard and the borrowing and lending limits (normalized) and reports
+// whether any changed. Limits on resources hard does not limit are ignored: such a
+// resource is not limited at all.
+func (l *ledger) setLimits(hard, borrow, lend corev1.ResourceList) (changed bool) {
+	same := func(a, b corev1.ResourceList) bool {
+		return maps.EqualFunc(a, b, func(x, y resource.Quantity) bool { return x.Cmp(y) == 0 })
+	}
+	limited := func(l corev1.ResourceList) corev1.ResourceList {
+		out := corev1.ResourceList{}
+		for r, q := range l {
+			if _, ok := hard[r]; ok {
+				out[r] = q
+			}
+		}
+		return out
+	}
+	borrow, lend = limited(borrow), limited(lend)
+	changed = !same(l.hard, hard) || !same(l.borrow, borrow) || !same(l.lend, lend)
+	l.hard, l.borrow, l.lend = hard, borrow, lend
 	l.hardNames = slices.Sorted(maps.Keys(hard))
+	l.setCeiling()
 	return changed
+}
+
+// setFamily says whether the budget has a parent to borrow under (topology.resolve
+// calls it): without one, a borrowingLimit has no effect.
+// It reports whether the ceiling changed.
+func (l *ledger) setFamily(in bool) (changed bool) {
+	changed = in != l.inFamily && len(l.borrow) > 0
+	l.inFamily = in
+	l.setCeiling()
+	return changed
+}
+
+func (l *ledger) setCeiling() {
+	l.ceiling = l.hard
+	if l.borrows() {
+		l.ceiling = maps.Clone(l.hard)
+		addTo(l.ceiling, l.borrow)
+	}
+}
+
+// borrows reports whether the budget may use more than hard: it has a borrowingLimit
+// and a parent.
+func (l *ledger) borrows() bool { return l.inFamily && len(l.borrow) > 0 }
+
+// lendable is how much of hard r its siblings may borrow: lend, at most hard.
+func (l *ledger) lendable(r corev1.ResourceName) resource.Quantity {
+	h := l.hard[r]
+	if q, ok := l.lend[r]; ok && q.Cmp(h) < 0 {
+		return q.DeepCopy()
+	}
+	return h.DeepCopy()
+}
+
+// borrowed is what is used beyond hard, for the resources hard limits (empty when
+// nothing is).
+func (l *ledger) borrowed() corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for _, r := range l.hardNames {
+		over := l.used[r].DeepCopy()
+		over.Sub(l.hard[r])
+		if over.Sign() > 0 {
+			out[r] = over
+		}
+	}
+	return out
 }
 
 // charge adds an admitted pod's usage.
@@ -53,15 +127,15 @@ func (l *ledger) wait(usage corev1.ResourceList)   { addTo(l.pending, usage) }
 func (l *ledger) unwait(usage corev1.ResourceList) { subtractFrom(l.pending, usage) }
 
 // excess is the first resource (in name order) of which add does not fit beside what
-// is used; ok is false when it all fits.
+// is used, under the ceiling; ok is false when it all fits.
 func (l *ledger) excess(add corev1.ResourceList) (corev1.ResourceName, bool) {
-	return firstExcess(l.hardNames, l.hard, l.used, add)
+	return firstExcess(l.hardNames, l.ceiling, l.used, add)
 }
 
-// neverFits is the first resource of which add is more than hard: it cannot fit even
-// in an empty budget.
+// neverFits is the first resource of which add is more than the ceiling: it cannot fit
+// even in an empty budget.
 func (l *ledger) neverFits(add corev1.ResourceList) (corev1.ResourceName, bool) {
-	return firstExcess(l.hardNames, l.hard, nil, add)
+	return firstExcess(l.hardNames, l.ceiling, nil, add)
 }
 
 // totals are hard, used and pending for the limited resources (a resource of used or
@@ -74,10 +148,10 @@ func (l *ledger) totals() (hard, used, pending corev1.ResourceList) {
 // hardOf is the hard limit of r (a copy; zero when r is not limited).
 func (l *ledger) hardOf(r corev1.ResourceName) resource.Quantity { return l.hard[r].DeepCopy() }
 
-// free is what is left of r: hard minus used (negative when hard was lowered below
-// use).
+// free is what is left of r: the ceiling minus used (negative when hard was lowered
+// below use).
 func (l *ledger) free(r corev1.ResourceName) resource.Quantity {
-	f := l.hard[r].DeepCopy()
+	f := l.ceiling[r].DeepCopy()
 	f.Sub(l.used[r])
 	return f
 }

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
@@ -223,6 +224,9 @@ func (q *AdmissionQueue) singlePark(p *podState) *waitInfo {
 		if r, over := b.neverFits(p.pod.Usage); over {
 			return &waitInfo{code: CodeNeverFits, budget: b, resource: r, requested: p.pod.Usage[r]}
 		}
+	}
+	if w, never := familyNeverFits(p.cover, func(*budget) corev1.ResourceList { return p.pod.Usage }); never {
+		return &w
 	}
 	return nil
 }

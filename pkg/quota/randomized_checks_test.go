@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
@@ -23,6 +24,7 @@ func (w *world) admitAndCheck() error {
 			startedBefore[p.obj.Namespace+"/"+p.groupName] = true
 		}
 	}
+	usedBefore := w.usedAll()
 	admitted := w.q.Admit()
 	perGroup := map[string]int{}
 	touched := map[BudgetKey]bool{}
@@ -104,11 +106,21 @@ func (w *world) admitAndCheck() error {
 	usedAll := w.usedAll()
 	for k := range touched {
 		used := usedAll[k]
-		hard, _ := NormalizeHard(w.budgets[k].Hard)
-		for name, h := range hard {
+		for name, h := range w.ceiling(k) {
 			u := used[name]
 			if u.Cmp(h) > 0 {
-				return fmt.Errorf("%s over hard after admissions: %s used %s > %s", k.Describe(), name, u.String(), h.String())
+				return fmt.Errorf("%s over hard (plus borrowingLimit) after admissions: %s used %s > %s", k.Describe(), name, u.String(), h.String())
+			}
+		}
+	}
+	// A family that borrows uses above its guaranteed parts no more than it lends, or, if
+	// it did before (a lendingLimit lowered, pods ungated by others), no more than before.
+	for _, p := range w.borrowingParents(slices.Collect(maps.Keys(touched))) {
+		for _, name := range []corev1.ResourceName{"requests.cpu", "pods"} {
+			after, pool := w.familyAbove(p, name, usedAll)
+			before, _ := w.familyAbove(p, name, usedBefore)
+			if after.Cmp(pool) > 0 && after.Cmp(before) > 0 {
+				return fmt.Errorf("the family of %s uses %s %s above its guaranteed parts, more than the %s it lends (and than the %s before)", p.Describe(), name, after.String(), pool.String(), before.String())
 			}
 		}
 	}

@@ -40,6 +40,7 @@ func (w *world) randomClusterBudget() {
 	}
 	if w.rng.IntN(2) == 0 {
 		b.Parent = fmt.Sprintf("c%d", w.rng.IntN(4)) // may be missing, or loop
+		w.borrowing(&b)
 	}
 	w.upsertBudget(w.decorate(b))
 }
@@ -52,8 +53,20 @@ func (w *world) randomBudget() {
 	}
 	if w.rng.IntN(2) == 0 {
 		b.Parent = fmt.Sprintf("c%d", w.rng.IntN(4))
+		w.borrowing(&b)
 	}
 	w.upsertBudget(w.decorate(b))
+}
+
+// borrowing gives a budget with a parent a borrowingLimit, a lendingLimit, both or
+// neither.
+func (w *world) borrowing(b *Budget) {
+	if w.rng.IntN(2) == 0 {
+		b.BorrowingLimit = corev1.ResourceList{"cpu": *resourceMilli(int64(500 * (1 + w.rng.IntN(8))))}
+	}
+	if w.rng.IntN(3) == 0 {
+		b.LendingLimit = corev1.ResourceList{"cpu": *resourceMilli(int64(500 * w.rng.IntN(8)))}
+	}
 }
 
 func (w *world) decorate(b Budget) Budget {
@@ -69,7 +82,7 @@ func (w *world) decorate(b Budget) Budget {
 func (w *world) upsertBudget(b Budget) {
 	w.budgets[b.Key] = b
 	w.q.UpsertBudget(b)
-	w.logf("upsert %s hard=%v parent=%q strategy=%s state=%s", b.Key.Describe(), b.Hard, b.Parent, b.Strategy, b.State)
+	w.logf("upsert %s hard=%v borrow=%v lend=%v parent=%q strategy=%s state=%s", b.Key.Describe(), b.Hard, b.BorrowingLimit, b.LendingLimit, b.Parent, b.Strategy, b.State)
 }
 
 func (w *world) randomPod(gated bool) {

@@ -2,9 +2,11 @@ package quota
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
@@ -134,10 +136,18 @@ func (w *world) neverAdmissible(p *mPod) bool {
 		}
 	}
 	for k, sum := range sums {
-		hard, _ := NormalizeHard(w.budgets[k].Hard)
-		for name, h := range hard {
+		for name, h := range w.ceiling(k) {
 			s := sum[name]
 			if s.Cmp(h) > 0 {
+				return true
+			}
+		}
+	}
+	// In an empty family the unit must fit in what its members lend, above their
+	// guaranteed parts.
+	for _, p := range w.borrowingParents(slices.Collect(maps.Keys(sums))) {
+		for name := range sums[p] {
+			if above, pool := w.familyAbove(p, name, sums); above.Cmp(pool) > 0 {
 				return true
 			}
 		}
@@ -157,7 +167,8 @@ func (w *world) modelCharged(k BudgetKey) []string {
 }
 
 // workConserving: after an Admit, no gated pod outside any group, covered only by open
-// BestEffortFIFO budgets, fits in all of them now (unless it backs off). Capacity an
+// BestEffortFIFO budgets, fits in all of them now (unless it backs off), within their
+// hard and in the families it belongs to. Capacity an
 // event freed must not be left unused because a wake was missed.
 func (w *world) workConserving() error {
 	usedAll := w.usedAll()
@@ -189,10 +200,111 @@ func (w *world) workConserving() error {
 				}
 			}
 		}
+		// It fits within every hard, so it borrows nothing: its families must still have
+		// room above their guaranteed parts for it (lenders do not get what they lent
+		// back while borrowers run).
+		with := map[BudgetKey]corev1.ResourceList{}
+		for k, u := range usedAll {
+			with[k] = u
+		}
+		for _, k := range cover {
+			sum := corev1.ResourceList{}
+			addTo(sum, usedAll[k])
+			addTo(sum, p.usage)
+			with[k] = sum
+		}
+		for _, f := range w.borrowingParents(cover) {
+			for name := range p.usage {
+				if above, pool := w.familyAbove(f, name, with); above.Cmp(pool) > 0 {
+					fits = false
+				}
+			}
+		}
 		if fits {
 			r, _ := w.q.WaitReason(uid)
 			return fmt.Errorf("pod %s/%s fits its open BestEffortFIFO budgets %v but waits: %s: %s", p.obj.Namespace, p.obj.Name, cover, r.Code, r.Message)
 		}
 	}
 	return nil
+}
+
+// ceiling is the model's limit of a budget: hard, plus its borrowingLimit when its
+// parent exists (restricted to what hard limits).
+func (w *world) ceiling(k BudgetKey) corev1.ResourceList {
+	b := w.budgets[k]
+	hard, _ := NormalizeHard(b.Hard)
+	if _, ok := w.budgets[BudgetKey{Name: b.Parent}]; b.Parent == "" || !ok {
+		return hard
+	}
+	borrow, _ := NormalizeHard(b.BorrowingLimit)
+	out := corev1.ResourceList{}
+	for name, h := range hard {
+		c := h.DeepCopy()
+		c.Add(borrow[name])
+		out[name] = c
+	}
+	return out
+}
+
+// family is the model's children of parent p, and whether one of them borrows.
+func (w *world) family(p BudgetKey) (children []BudgetKey, borrows bool) {
+	for _, k := range w.budgetKeys() {
+		if b := w.budgets[k]; b.Parent != "" && b.Parent == p.Name && p.IsCluster() {
+			children = append(children, k)
+			hard, _ := NormalizeHard(b.Hard)
+			borrow, _ := NormalizeHard(b.BorrowingLimit)
+			for name := range borrow {
+				if _, ok := hard[name]; ok {
+					borrows = true
+				}
+			}
+		}
+	}
+	return children, borrows
+}
+
+// familyAbove is, for resource r of parent p's family, what the children use above
+// their guaranteed parts (hard minus what they lend) with used, and what they lend.
+func (w *world) familyAbove(p BudgetKey, r corev1.ResourceName, used map[BudgetKey]corev1.ResourceList) (above, pool resource.Quantity) {
+	children, _ := w.family(p)
+	for _, c := range children {
+		hard, _ := NormalizeHard(w.budgets[c].Hard)
+		h, ok := hard[r]
+		if !ok {
+			continue
+		}
+		lend, _ := NormalizeHard(w.budgets[c].LendingLimit)
+		lendable := h.DeepCopy()
+		if l, ok := lend[r]; ok && l.Cmp(h) < 0 {
+			lendable = l.DeepCopy()
+		}
+		pool.Add(lendable)
+		u := used[c][r].DeepCopy()
+		u.Sub(h)
+		u.Add(lendable)
+		if u.Sign() > 0 {
+			above.Add(u)
+		}
+	}
+	return above, pool
+}
+
+// borrowingParents are the existing parents of the budgets in keys whose family
+// borrows.
+func (w *world) borrowingParents(keys []BudgetKey) []BudgetKey {
+	var out []BudgetKey
+	for _, k := range keys {
+		b := w.budgets[k]
+		if b.Parent == "" {
+			continue
+		}
+		p := BudgetKey{Name: b.Parent}
+		if _, ok := w.budgets[p]; !ok || slices.Contains(out, p) {
+			continue
+		}
+		if _, borrows := w.family(p); borrows {
+			out = append(out, p)
+		}
+	}
+	return out
 }

@@ -39,6 +39,9 @@ const (
 	CodeBackoff ReasonCode = "Backoff"
 	// CodeUncovered: no budget covers it, and uncovered pods are held.
 	CodeUncovered ReasonCode = "Uncovered"
+	// CodeNoLendable: the budgets under a parent, some of which borrow from the others,
+	// have no unused lendable quota left for it (borrowing.go).
+	CodeNoLendable ReasonCode = "NoLendableQuota"
 )
 
 // Why a pod was admitted.
@@ -68,6 +71,8 @@ type waitInfo struct {
 	ahead     PodRef
 	have      int
 	want      int
+	// family: CodeNeverFits because the budgets under budget lend less than it needs.
+	family bool
 }
 
 // parks reports whether the reason keeps a pod parked (out of the queues).
@@ -156,8 +161,21 @@ func (q *AdmissionQueue) waitReason(p *podState) Reason {
 	case CodeBehindHead:
 		msg = fmt.Sprintf("behind pod %s in StrictFIFO %s; %s", w.ahead, w.budget.key.Describe(), q.position(p, w.budget))
 	case CodeNeverFits:
+		if w.family {
+			pool, _ := w.budget.familyStatus(w.resource)
+			msg = fmt.Sprintf("%s: %s requested, more than the budgets under %s keep for it and lend together (%s lent): it can never fit", w.resource, w.requested.String(), w.budget.key.Describe(), pool.String())
+			break
+		}
 		hard := w.budget.hardOf(w.resource)
-		msg = fmt.Sprintf("%s: %s requested, more than the %s hard of %s: it can never fit", w.resource, w.requested.String(), hard.String(), w.budget.key.Describe())
+		limit := hard.String() + " hard"
+		if borrow, ok := w.budget.borrow[w.resource]; ok {
+			limit = fmt.Sprintf("%s hard plus %s borrowingLimit", hard.String(), borrow.String())
+		}
+		msg = fmt.Sprintf("%s: %s requested, more than the %s of %s: it can never fit", w.resource, w.requested.String(), limit, w.budget.key.Describe())
+	case CodeNoLendable:
+		pool, above := w.budget.familyStatus(w.resource)
+		msg = fmt.Sprintf("%s: %s requested; the budgets under %s use %s beyond what they keep for themselves, of the %s they lend: waiting for borrowed quota to be returned",
+			w.resource, w.requested.String(), w.budget.key.Describe(), above.String(), pool.String())
 	case CodeGroupIncomplete:
 		have, want := groupWaitCounts(p, &w)
 		msg = fmt.Sprintf("group %s: %d of %d members exist", p.pod.Group, have, want)

@@ -27,6 +27,9 @@ type BudgetStatus struct {
 	Hard    corev1.ResourceList `json:"hard"`
 	Used    corev1.ResourceList `json:"used"`
 	Pending corev1.ResourceList `json:"pending"`
+	// Borrowed is what it uses beyond Hard, by borrowing from the budgets under its
+	// parent (nil when nothing is).
+	Borrowed corev1.ResourceList `json:"borrowed,omitempty"`
 	// AdmittedPods counts charged pods (admitted or running, not terminal).
 	AdmittedPods int32 `json:"admittedPods"`
 	// GatedPods counts the gated pods it covers.
@@ -72,6 +75,9 @@ func (q *AdmissionQueue) Status(key BudgetKey) (BudgetStatus, bool) {
 	}
 	if b.problem != nil {
 		st.Problem = &Problem{Reason: b.problem.Reason, Message: b.problem.Message}
+	}
+	if borrowed := b.borrowed(); len(borrowed) > 0 {
+		st.Borrowed = borrowed
 	}
 	for e := range b.parked {
 		w := e.pod.wait

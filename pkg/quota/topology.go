@@ -106,10 +106,13 @@ func (t *topology) coverage(p *Pod) []*budget {
 	return out
 }
 
-// resolve derives parents, ancestors, problems and effective states of every budget.
-// It returns the budgets whose state or problem changed (their status must be written)
-// and those that started admitting (their pods may go now).
-func (t *topology) resolve() (changed, started []*budget) {
+// resolve derives parents, children, ancestors, problems and effective states of every
+// budget.
+// It returns the budgets whose state or problem changed (their status must be written),
+// those that started admitting (their pods may go now), those whose ceiling changed
+// because they gained or lost a parent to borrow under, and the parents that gained or
+// lost a child (their families changed; a parent that is gone may be among them).
+func (t *topology) resolve() (changed, started, limits, families []*budget) {
 	// Map order is fine here: nothing below depends on the order of budgets except
 	// selecting, which is sorted.
 	all := slices.Collect(maps.Values(t.budgets))
@@ -126,10 +129,12 @@ func (t *topology) resolve() (changed, started []*budget) {
 		return v
 	}
 	was := make(map[*budget]view, len(all))
+	wasParent := make(map[*budget]*budget, len(all))
 	t.selecting = t.selecting[:0]
 	for _, b := range all {
-		was[b] = viewOf(b)
+		was[b], wasParent[b] = viewOf(b), b.parent
 		b.parent, b.ancestors, b.problem, b.closedBy = nil, nil, nil, nil
+		b.children, b.borrowers = b.children[:0], 0
 		if b.spec.Parent != "" {
 			b.parent = t.budgets[BudgetKey{Name: b.spec.Parent}]
 		}
@@ -138,6 +143,29 @@ func (t *topology) resolve() (changed, started []*budget) {
 		}
 	}
 	slices.SortFunc(t.selecting, func(a, b *budget) int { return a.key.Compare(b.key) })
+	for _, b := range all {
+		if b.setFamily(b.parent != nil) {
+			limits = append(limits, b)
+		}
+		if old := wasParent[b]; old != b.parent {
+			for _, p := range []*budget{old, b.parent} {
+				if p != nil && !slices.Contains(families, p) {
+					families = append(families, p)
+				}
+			}
+		}
+	}
+	for _, b := range all {
+		if p := b.parent; p != nil {
+			p.children = append(p.children, b)
+			if b.borrows() {
+				p.borrowers++
+			}
+		}
+	}
+	for _, b := range all {
+		slices.SortFunc(b.children, func(x, y *budget) int { return x.key.Compare(y.key) })
+	}
 	for _, b := range all {
 		seen := map[*budget]bool{b: true}
 		for a := b.parent; a != nil; a = a.parent {
@@ -177,7 +205,9 @@ func (t *topology) resolve() (changed, started []*budget) {
 			started = append(started, b)
 		}
 	}
-	return changed, started
+	slices.SortFunc(limits, func(x, y *budget) int { return x.key.Compare(y.key) })
+	slices.SortFunc(families, func(x, y *budget) int { return x.key.Compare(y.key) })
+	return changed, started, limits, families
 }
 
 func cycleString(b *budget) string {

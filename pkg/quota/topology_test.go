@@ -85,7 +85,7 @@ func TestTopologyResolve(t *testing.T) {
 	} {
 		tp.add(b)
 	}
-	changed, started := tp.resolve()
+	changed, started, _, _ := tp.resolve()
 	// Every budget changes from the zero view of a new one, except "closed": closed by
 	// its own spec, with no problem, it was not admitting before either.
 	if diff := cmp.Diff([]string{"a", "b", "team-a/fine", "team-a/orphan", "team-a/under-closed", "team-a/under-loop"}, keysOf(changed)); diff != "" {
@@ -131,15 +131,48 @@ func TestTopologyResolve(t *testing.T) {
 	tp.remove(BudgetKey{Name: "a"})
 	tp.add(makeBudget("", "a").Obj())
 	get("", "closed").setSpec(makeBudget("", "closed").Obj())
-	changed, started = tp.resolve()
+	changed, started, _, _ = tp.resolve()
 	if diff := cmp.Diff([]string{"a", "b", "closed", "team-a/under-closed", "team-a/under-loop"}, keysOf(changed)); diff != "" {
 		t.Errorf("changed after the fixes (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff([]string{"a", "b", "closed", "team-a/under-closed", "team-a/under-loop"}, keysOf(started)); diff != "" {
 		t.Errorf("started after the fixes (-want +got):\n%s", diff)
 	}
-	changed, started = tp.resolve()
+	changed, started, _, _ = tp.resolve()
 	if len(changed)+len(started) != 0 {
 		t.Errorf("resolving again with nothing changed reported changed %v, started %v", keysOf(changed), keysOf(started))
+	}
+}
+
+// A budget with a borrowingLimit borrows only under a parent: gaining or losing one
+// changes its ceiling, and resolve says so (its waiting pods need another look).
+func TestResolveReportsCeilingsThatChange(t *testing.T) {
+	tp := newTopology()
+	child := tp.add(makeBudget("team-a", "a").Hard("cpu=2").Borrow("cpu=3").Parent("org").Obj())
+	plain := tp.add(makeBudget("team-b", "b").Hard("cpu=2").Parent("org").Obj())
+	if _, _, limits, _ := tp.resolve(); len(limits) != 0 {
+		t.Errorf("no parent yet: limits %v, want none", limits)
+	}
+	ceiling := func() string { c := child.ceiling["requests.cpu"]; return c.String() }
+	if got := ceiling(); got != "2" {
+		t.Errorf("without its parent the ceiling is %s, want hard (2)", got)
+	}
+	org := tp.add(makeBudget("", "org").Hard("cpu=10").Obj())
+	_, _, limits, families := tp.resolve()
+	if len(limits) != 1 || limits[0] != child {
+		t.Errorf("the parent appeared: limits %v, want only the borrowing child", limits)
+	}
+	if got := ceiling(); got != "5" {
+		t.Errorf("under its parent the ceiling is %s, want hard plus borrowingLimit (5)", got)
+	}
+	if len(families) != 1 || families[0] != org {
+		t.Errorf("the parent appeared: families %v, want the parent's", families)
+	}
+	if org.borrowers != 1 || len(org.children) != 2 || org.children[0] != child || org.children[1] != plain {
+		t.Errorf("the parent has %d borrowers and children %v, want 1 and [a b]", org.borrowers, org.children)
+	}
+	tp.remove(org.key)
+	if _, _, limits, _ := tp.resolve(); len(limits) != 1 || ceiling() != "2" {
+		t.Errorf("the parent went: limits %v and ceiling %s, want the child and 2", limits, ceiling())
 	}
 }

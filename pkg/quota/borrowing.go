@@ -1,0 +1,249 @@
+package quota
+
+import (
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// Borrowing between the budgets that name the same parent (their family; DESIGN:
+// Budgets, "Borrowing"). A budget with a borrowingLimit may use more than its hard, up
+// to its ceiling (the ledger's), out of what its siblings do not use. What each member
+// lends is its lendable part of hard (lendingLimit, all of hard by default); the rest,
+// hard minus lendable, is guaranteed to its own pods. The family must fit:
+//
+//	sum over members of max(0, used - guaranteed)  <=  sum over members of lendable
+//
+// for every resource, counting the members whose hard limits it. While nobody borrows
+// this holds by itself (each member stays within its hard), so it is checked only in
+// families with a borrower. The parent's own hard stays the ceiling of the whole family.
+//
+// Capacity lent is not taken back from a borrower while it runs (no preemption): a
+// member that needs its lent capacity again waits, with reason NoLendableQuota, until
+// borrowing pods end. Every pod of the family is charged to the parent too, so each
+// release wakes the parent, and with it the pods that wait on the family.
+
+// familyExcess returns why a unit that adds add(b) to each budget b of cover does not
+// fit in the family of a borrowing parent: the first parent (in cover's order) and
+// resource (in name order) the sum would exceed. ok is false when it fits.
+//
+// stuck reports whether a pod cannot be admitted now for a reason other than capacity
+// (a covering budget closed, a StrictFIFO head ahead of it): such a pod claims nothing.
+func familyExcess(cover []*budget, add func(*budget) corev1.ResourceList, stuck func(*podState) bool) (waitInfo, bool) {
+	var seen map[*budget]bool
+	for _, b := range cover {
+		p := b.parent
+		if p == nil || p.borrowers == 0 || seen[p] {
+			continue
+		}
+		if seen == nil {
+			seen = map[*budget]bool{}
+		}
+		seen[p] = true
+		adds := map[*budget]corev1.ResourceList{}
+		for _, c := range cover {
+			if c.parent == p {
+				adds[c] = add(c)
+			}
+		}
+		if r, requested, over := p.familyExcess(adds, stuck); over {
+			return waitInfo{code: CodeNoLendable, budget: p, resource: r, requested: requested}, true
+		}
+	}
+	return waitInfo{}, false
+}
+
+// familyExcess is the first resource of which the children of p, with adds charged to
+// some of them, use more above their guaranteed parts than they lend together, and
+// what the unit adds of it. A unit that borrows (takes a member beyond its hard) also
+// leaves room for what the other members' pods waiting on the family ask within their
+// own hard (lenderClaims): a borrower does not take quota its lender waits for, so a
+// lender gets its share back as soon as borrowed pods end.
+func (p *budget) familyExcess(adds map[*budget]corev1.ResourceList, stuck func(*podState) bool) (corev1.ResourceName, resource.Quantity, bool) {
+	names := map[corev1.ResourceName]bool{}
+	for _, a := range adds {
+		for r, q := range a {
+			if !q.IsZero() {
+				names[r] = true
+			}
+		}
+	}
+	var claims map[*budget]corev1.ResourceList
+	for _, r := range slices.Sorted(maps.Keys(names)) {
+		var added resource.Quantity
+		borrows := false
+		for c, a := range adds {
+			q, ok := a[r]
+			h, limited := c.hard[r]
+			if !ok || !limited {
+				continue
+			}
+			added.Add(q)
+			use := c.used[r].DeepCopy()
+			use.Add(q)
+			borrows = borrows || use.Cmp(h) > 0
+		}
+		if borrows && claims == nil {
+			claims = p.lenderClaims(stuck)
+		}
+		var pool, above resource.Quantity
+		for _, c := range p.children {
+			h, limited := c.hard[r]
+			if !limited {
+				continue
+			}
+			lendable := c.lendable(r)
+			pool.Add(lendable)
+			use := c.used[r].DeepCopy()
+			if a, ok := adds[c]; ok {
+				if q, ok := a[r]; ok {
+					use.Add(q)
+				}
+			} else if borrows {
+				// What its pods waiting on the family ask, up to its hard, is its own.
+				if claim, ok := claims[c]; ok {
+					want := use.DeepCopy()
+					want.Add(claim[r])
+					if want.Cmp(h) > 0 {
+						want = h.DeepCopy()
+					}
+					if want.Cmp(use) > 0 {
+						use = want
+					}
+				}
+			}
+			use.Sub(h)
+			use.Add(lendable) // use minus the guaranteed part, hard - lendable
+			if use.Sign() > 0 {
+				above.Add(use)
+			}
+		}
+		if added.Sign() > 0 && above.Cmp(pool) > 0 {
+			return r, added, true
+		}
+	}
+	return "", resource.Quantity{}, false
+}
+
+// familyStatus is what the family of p lends and uses above its guaranteed parts, for
+// r: for messages.
+func (p *budget) familyStatus(r corev1.ResourceName) (pool, above resource.Quantity) {
+	for _, c := range p.children {
+		h, limited := c.hard[r]
+		if !limited {
+			continue
+		}
+		lendable := c.lendable(r)
+		pool.Add(lendable)
+		use := c.used[r].DeepCopy()
+		use.Sub(h)
+		use.Add(lendable)
+		if use.Sign() > 0 {
+			above.Add(use)
+		}
+	}
+	return pool, above
+}
+
+// noteLendWaiter records that p waits on p's family parent f for lendable quota.
+func (f *budget) noteLendWaiter(p *podState) {
+	if f.lendWaiters == nil {
+		f.lendWaiters = map[*podState]struct{}{}
+	}
+	f.lendWaiters[p] = struct{}{}
+}
+
+// lenderClaims sums, for each child, what its pods that wait on the family
+// (NoLendableQuota) ask within the child's own hard, leaving out the pods that are stuck
+// for another reason (their claim would hold borrowers back for nothing, and a
+// borrower that is a StrictFIFO head ahead of them would wait on them forever). Pods
+// that no longer wait so are dropped here: only fail records them, and nothing else
+// needs to forget them.
+func (f *budget) lenderClaims(stuck func(*podState) bool) map[*budget]corev1.ResourceList {
+	out := map[*budget]corev1.ResourceList{}
+	for p := range f.lendWaiters {
+		if p.phase != phaseWaiting || p.wait.code != CodeNoLendable || p.wait.budget != f || len(p.entries) == 0 {
+			delete(f.lendWaiters, p)
+			continue
+		}
+		if stuck(p) || p.inBackoff {
+			continue // it could not take what it claims now
+		}
+		for _, c := range p.cover {
+			if c.parent != f {
+				continue
+			}
+			// Only what fits within c's own hard is c's to claim: a pod that would
+			// borrow is a borrower, and borrowers do not hold each other back.
+			for r, q := range p.pod.Usage {
+				h, limited := c.hard[r]
+				if !limited {
+					continue
+				}
+				use := c.used[r].DeepCopy()
+				use.Add(q)
+				if use.Cmp(h) > 0 {
+					continue
+				}
+				if out[c] == nil {
+					out[c] = corev1.ResourceList{}
+				}
+				sum := out[c][r]
+				sum.Add(q)
+				out[c][r] = sum
+			}
+		}
+	}
+	return out
+}
+
+// familyNeverFits returns why a unit that adds add(b) to each budget b of cover can
+// never be admitted by a borrowing family, even an empty one: what it needs above its
+// budgets' guaranteed parts is more than the family lends.
+func familyNeverFits(cover []*budget, add func(*budget) corev1.ResourceList) (waitInfo, bool) {
+	for _, b := range cover {
+		p := b.parent
+		if p == nil || p.borrowers == 0 {
+			continue
+		}
+		adds := map[*budget]corev1.ResourceList{}
+		for _, c := range cover {
+			if c.parent == p {
+				adds[c] = add(c)
+			}
+		}
+		names := map[corev1.ResourceName]bool{}
+		for _, a := range adds {
+			for r := range a {
+				names[r] = true
+			}
+		}
+		for _, r := range slices.Sorted(maps.Keys(names)) {
+			var pool, above, added resource.Quantity
+			for _, c := range p.children {
+				h, limited := c.hard[r]
+				if !limited {
+					continue
+				}
+				lendable := c.lendable(r)
+				pool.Add(lendable)
+				if q, ok := adds[c][r]; ok {
+					added.Add(q)
+					need := q.DeepCopy()
+					need.Sub(h)
+					need.Add(lendable)
+					if need.Sign() > 0 {
+						above.Add(need)
+					}
+				}
+			}
+			if added.Sign() > 0 && above.Cmp(pool) > 0 {
+				p.familyParks = true
+				return waitInfo{code: CodeNeverFits, budget: p, resource: r, requested: added, family: true}, true
+			}
+		}
+	}
+	return waitInfo{}, false
+}

@@ -1,0 +1,133 @@
+package quota
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// Borrowing between two teams under one parent: team-a may borrow up to 4 CPU beyond
+// its hard of 4 from team-b, which lends what it does not use (all of its hard, or its
+// lendingLimit). Lent quota is not taken back: team-b waits for it.
+func TestBorrowing(t *testing.T) {
+	pods := func(ns string, from, n, created int) []Pod {
+		var out []Pod
+		for i := range n {
+			out = append(out, makePod(ns+"-"+string(rune('a'+from+i))).NS(ns).Created(created+i).Req("cpu=1").Pod())
+		}
+		return out
+	}
+	for name, tc := range map[string]struct {
+		parent, b Budget
+		first     []Pod // admitted, or not, first
+		wantFirst int
+		then      []Pod // created after, admitted, or not, next
+		wantThen  []string
+		code      ReasonCode // why the first of then that waits waits
+	}{
+		"a borrows all its limit from an idle sibling; the sibling waits for it": {
+			parent:    makeBudget("", "org").Hard("cpu=100").Obj(),
+			b:         makeBudget("team-b", "b").Hard("cpu=4").Parent("org").Obj(),
+			first:     pods("team-a", 0, 9, 0),
+			wantFirst: 8, // hard 4 + borrowingLimit 4
+			then:      pods("team-b", 0, 1, 100),
+			wantThen:  nil,
+			code:      CodeNoLendable,
+		},
+		"a lendingLimit keeps part of hard for the lender": {
+			parent:    makeBudget("", "org").Hard("cpu=100").Obj(),
+			b:         makeBudget("team-b", "b").Hard("cpu=4").Lend("cpu=2").Parent("org").Obj(),
+			first:     pods("team-a", 0, 9, 0),
+			wantFirst: 6, // its own 4 and the 2 b lends
+			then:      pods("team-b", 0, 3, 100),
+			wantThen:  []string{"team-b-a", "team-b-b"}, // b's 2 kept; the third waits
+			code:      CodeNoLendable,
+		},
+		"the parent's hard stays the ceiling": {
+			parent:    makeBudget("", "org").Hard("cpu=5").Obj(),
+			b:         makeBudget("team-b", "b").Hard("cpu=4").Parent("org").Obj(),
+			first:     pods("team-a", 0, 9, 0),
+			wantFirst: 5,
+			then:      pods("team-b", 0, 1, 100),
+			code:      CodeInsufficient,
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			q, _ := newTestQueue()
+			q.UpsertBudget(tc.parent)
+			q.UpsertBudget(makeBudget("team-a", "a").Hard("cpu=4").Borrow("cpu=4").Parent("org").Obj())
+			q.UpsertBudget(tc.b)
+			for _, p := range tc.first {
+				q.UpsertPod(p)
+			}
+			if got := admitNames(q); len(got) != tc.wantFirst {
+				t.Fatalf("team-a: admitted %d (%v), want %d", len(got), got, tc.wantFirst)
+			}
+			st := mustStatus(t, q, BudgetKey{Namespace: "team-a", Name: "a"})
+			if want := tc.wantFirst - 4; want > 0 {
+				if b := st.Borrowed["requests.cpu"]; b.Value() != int64(want) {
+					t.Errorf("team-a's status borrows %s, want %d", b.String(), want)
+				}
+			}
+			for _, p := range tc.then {
+				q.UpsertPod(p)
+			}
+			if diff := cmp.Diff(tc.wantThen, admitNames(q)); diff != "" {
+				t.Errorf("team-b admitted (-want +got):\n%s", diff)
+			}
+			waiting := tc.then[len(tc.wantThen)]
+			if code, _ := q.WaitCode(waiting.UID); code != tc.code {
+				r, _ := q.WaitReason(waiting.UID)
+				t.Errorf("%s waits with %s (%s), want %s", waiting.Name, code, r.Message, tc.code)
+			}
+			if tc.code != CodeNoLendable {
+				return
+			}
+			r, _ := q.WaitReason(waiting.UID)
+			if !strings.Contains(r.Message, "ClusterBudget org") || !strings.Contains(r.Message, "borrowed quota to be returned") {
+				t.Errorf("the reason does not name the family and what it waits for: %s", r.Message)
+			}
+			// A borrowing pod of team-a ends: the lent quota returns to team-b, whose pod
+			// waits for it, even though team-a's last pod is older and would borrow it.
+			q.DeletePod(tc.first[0].UID)
+			if diff := cmp.Diff([]string{waiting.Name}, admitNames(q)); diff != "" {
+				t.Errorf("after a borrower ended (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// Without a borrower in the family, a lendingLimit changes nothing: every budget is a
+// hard wall, as before borrowing existed.
+func TestLendingAloneChangesNothing(t *testing.T) {
+	q, _ := newTestQueue()
+	q.UpsertBudget(makeBudget("", "org").Hard("cpu=100").Obj())
+	q.UpsertBudget(makeBudget("team-a", "a").Hard("cpu=2").Lend("cpu=1").Parent("org").Obj())
+	q.UpsertBudget(makeBudget("team-b", "b").Hard("cpu=2").Lend("cpu=0").Parent("org").Obj())
+	for i, ns := range []string{"team-a", "team-a", "team-a", "team-b", "team-b", "team-b"} {
+		q.UpsertPod(makePod(ns + string(rune('0'+i))).NS(ns).Created(i).Req("cpu=1").Pod())
+	}
+	if diff := cmp.Diff([]string{"team-a0", "team-a1", "team-b3", "team-b4"}, admitNames(q)); diff != "" {
+		t.Errorf("admitted (-want +got):\n%s", diff)
+	}
+}
+
+// A borrowingLimit or lendingLimit the manager cannot account (past an older CRD) makes
+// the budget admit nothing, and its status says which field is wrong.
+func TestInvalidBorrowingLimits(t *testing.T) {
+	q, _ := newTestQueue()
+	q.UpsertBudget(makeBudget("", "org").Hard("cpu=10").Obj())
+	bad := makeBudget("team-a", "a").Hard("cpu=2").Parent("org").Obj()
+	bad.BorrowingLimit = parseList("services=1")
+	bad.LendingLimit = parseList("cpu=-1")
+	q.UpsertBudget(bad)
+	st := mustStatus(t, q, bad.Key)
+	if st.Problem == nil || !strings.Contains(st.Problem.Message, "borrowingLimit: unsupported resource names in hard: services") || !strings.Contains(st.Problem.Message, "lendingLimit: negative quantities in hard: cpu") {
+		t.Fatalf("status problem %+v, want both fields named", st.Problem)
+	}
+	q.UpsertPod(makePod("p").Req("cpu=1").Pod())
+	if got := admitNames(q); len(got) != 0 {
+		t.Errorf("a budget with invalid limits admitted %v", got)
+	}
+}
