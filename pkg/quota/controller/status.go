@@ -104,6 +104,7 @@ func applyStatus(status *v1alpha1.BudgetStatus, st quota.BudgetStatus, generatio
 	status.Hard = st.Hard
 	status.Used = st.Used
 	status.Pending = st.Pending
+	status.Borrowed = st.Borrowed
 	status.AdmittedPods = st.AdmittedPods
 	status.GatedPods = st.GatedPods
 	status.ObservedGeneration = generation
