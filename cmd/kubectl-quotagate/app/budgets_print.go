@@ -57,7 +57,11 @@ func budgetTableRows(rows []budgetRow) []metav1.TableRow {
 				cells = make([]string, len(lead))
 			}
 			hard, used, pending := r.Hard[n], r.Used[n], r.Pending[n]
-			out = append(out, tableRow(append(cells, string(n), used.String()+"/"+hard.String(), pending.String(), usageBar(used, hard))...))
+			usedHard := used.String() + "/" + hard.String()
+			if b, ok := r.Borrowed[n]; ok && b.Sign() > 0 {
+				usedHard += " (" + b.String() + " borrowed)"
+			}
+			out = append(out, tableRow(append(cells, string(n), usedHard, pending.String(), usageBar(used, hard))...))
 		}
 	}
 	return out

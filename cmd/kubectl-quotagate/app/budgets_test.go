@@ -3,11 +3,15 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/quotagate/quotagate/pkg/quota"
 )
@@ -107,5 +111,23 @@ func TestBudgetsManagerRefuses(t *testing.T) {
 		"Note: oldest waits are computed from the gated pods' creation times (for ClusterBudgets, among the pods of namespace team-b only)\n"
 	if diff := cmp.Diff(wantNotes, errOut); diff != "" {
 		t.Errorf("notes (-want +got):\n%s", diff)
+	}
+}
+
+// A budget that borrows under its parent shows it beside its use.
+func TestBudgetRowShowsBorrowed(t *testing.T) {
+	q := func(s string) resource.Quantity { return resource.MustParse(s) }
+	rows := budgetTableRows([]budgetRow{{
+		Key: quota.BudgetKey{Namespace: "team-a", Name: "a"}, State: "Open", OldestWait: "-",
+		Hard:     corev1.ResourceList{"requests.cpu": q("4"), "pods": q("10")},
+		Used:     corev1.ResourceList{"requests.cpu": q("6"), "pods": q("6")},
+		Borrowed: corev1.ResourceList{"requests.cpu": q("2")},
+	}})
+	var cells []string
+	for _, r := range rows {
+		cells = append(cells, fmt.Sprint(r.Cells[8]))
+	}
+	if want := []string{"6/10", "6/4 (2 borrowed)"}; !slices.Equal(cells, want) {
+		t.Errorf("USED/HARD cells %q, want %q", cells, want)
 	}
 }
