@@ -88,9 +88,11 @@ func (q *AdmissionQueue) evaluate(p *podState) {
 			return
 		}
 	}
-	if w, over := familyExcess(p.cover, func(*budget) corev1.ResourceList { return p.pod.Usage }, q.stuck); over {
-		q.fail(unit, w)
-		return
+	if inBorrowingFamily(p.cover) {
+		if w, over := familyExcess(p.cover, func(*budget) corev1.ResourceList { return p.pod.Usage }, q.stuck); over {
+			q.fail(unit, w)
+			return
+		}
 	}
 	q.admitUnit(unit, Reason{Code: CodeFits, Message: fitsMessage(nil, p.cover)})
 }

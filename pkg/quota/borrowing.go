@@ -25,6 +25,18 @@ import (
 // borrowing pods end. Every pod of the family is charged to the parent too, so each
 // release wakes the parent, and with it the pods that wait on the family.
 
+// inBorrowingFamily reports whether a budget of cover has a parent whose family
+// borrows: only then are the family checks needed (cheap, and it spares the callers'
+// closures an allocation on every decision).
+func inBorrowingFamily(cover []*budget) bool {
+	for _, b := range cover {
+		if p := b.parent; p != nil && p.borrowers > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // familyExcess returns why a unit that adds add(b) to each budget b of cover does not
 // fit in the family of a borrowing parent: the first parent (in cover's order) and
 // resource (in name order) the sum would exceed. ok is false when it fits.

@@ -209,11 +209,18 @@ func (g *group) account(r *memberRec, sign int) {
 // covers some of them. It is a quick check on the running sums; settleGroup computes
 // the reason itself.
 func (g *group) mayNeverFit() bool {
-	var cover []*budget
+	family := false
 	for b, c := range g.charges {
 		if _, over := b.neverFits(c.sum); over {
 			return true
 		}
+		family = family || (b.parent != nil && b.parent.borrowers > 0)
+	}
+	if !family {
+		return false
+	}
+	cover := make([]*budget, 0, len(g.charges))
+	for b := range g.charges {
 		cover = append(cover, b)
 	}
 	_, never := familyNeverFits(cover, func(b *budget) corev1.ResourceList { return g.charges[b].sum })

@@ -153,6 +153,9 @@ func neverFits(waiting []*podState) *waitInfo {
 			return &waitInfo{code: CodeNeverFits, budget: b, resource: r, requested: sums[b][r]}
 		}
 	}
+	if !inBorrowingFamily(budgets) {
+		return nil
+	}
 	if w, never := familyNeverFits(budgets, func(b *budget) corev1.ResourceList { return sums[b] }); never {
 		return &w
 	}
@@ -213,9 +216,11 @@ func (q *AdmissionQueue) evaluateGroup(g *group) {
 			return
 		}
 	}
-	if w, over := familyExcess(budgets, func(b *budget) corev1.ResourceList { return sums[b] }, q.stuck); over {
-		q.fail(cands, w)
-		return
+	if inBorrowingFamily(budgets) {
+		if w, over := familyExcess(budgets, func(b *budget) corev1.ResourceList { return sums[b] }, q.stuck); over {
+			q.fail(cands, w)
+			return
+		}
 	}
 	q.admitUnit(cands, Reason{Code: CodeFits, Message: fitsMessage(g, budgets)})
 	for _, m := range cands {

@@ -225,6 +225,9 @@ func (q *AdmissionQueue) singlePark(p *podState) *waitInfo {
 			return &waitInfo{code: CodeNeverFits, budget: b, resource: r, requested: p.pod.Usage[r]}
 		}
 	}
+	if !inBorrowingFamily(p.cover) {
+		return nil
+	}
 	if w, never := familyNeverFits(p.cover, func(*budget) corev1.ResourceList { return p.pod.Usage }); never {
 		return &w
 	}
