@@ -100,38 +100,30 @@ func (p *budget) familyExcess(adds map[*budget]corev1.ResourceList, stuck func(*
 		if borrows && claims == nil {
 			claims = p.lenderClaims(stuck)
 		}
-		var pool, above resource.Quantity
-		for _, c := range p.children {
-			h, limited := c.hard[r]
-			if !limited {
-				continue
-			}
-			lendable := c.lendable(r)
-			pool.Add(lendable)
+		pool, above := p.familySum(r, func(c *budget) resource.Quantity {
 			use := c.used[r].DeepCopy()
 			if a, ok := adds[c]; ok {
 				if q, ok := a[r]; ok {
 					use.Add(q)
 				}
-			} else if borrows {
-				// What its pods waiting on the family ask, up to its hard, is its own.
-				if claim, ok := claims[c]; ok {
-					want := use.DeepCopy()
-					want.Add(claim[r])
-					if want.Cmp(h) > 0 {
-						want = h.DeepCopy()
-					}
-					if want.Cmp(use) > 0 {
-						use = want
-					}
+				return use
+			}
+			if !borrows {
+				return use
+			}
+			// What its pods waiting on the family ask, up to its hard, is its own.
+			if claim, ok := claims[c]; ok {
+				want := use.DeepCopy()
+				want.Add(claim[r])
+				if h := c.hard[r]; want.Cmp(h) > 0 {
+					want = h.DeepCopy()
+				}
+				if want.Cmp(use) > 0 {
+					use = want
 				}
 			}
-			use.Sub(h)
-			use.Add(lendable) // use minus the guaranteed part, hard - lendable
-			if use.Sign() > 0 {
-				above.Add(use)
-			}
-		}
+			return use
+		})
 		if added.Sign() > 0 && above.Cmp(pool) > 0 {
 			return r, added, true
 		}
@@ -142,6 +134,13 @@ func (p *budget) familyExcess(adds map[*budget]corev1.ResourceList, stuck func(*
 // familyStatus is what the family of p lends and uses above its guaranteed parts, for
 // r: for messages.
 func (p *budget) familyStatus(r corev1.ResourceName) (pool, above resource.Quantity) {
+	return p.familySum(r, func(c *budget) resource.Quantity { return c.used[r] })
+}
+
+// familySum adds up, over the children of p whose hard limits r, what they lend (pool)
+// and how much of use(c) is above each one's guaranteed part, hard minus what it lends
+// (above).
+func (p *budget) familySum(r corev1.ResourceName, use func(c *budget) resource.Quantity) (pool, above resource.Quantity) {
 	for _, c := range p.children {
 		h, limited := c.hard[r]
 		if !limited {
@@ -149,11 +148,11 @@ func (p *budget) familyStatus(r corev1.ResourceName) (pool, above resource.Quant
 		}
 		lendable := c.lendable(r)
 		pool.Add(lendable)
-		use := c.used[r].DeepCopy()
-		use.Sub(h)
-		use.Add(lendable)
-		if use.Sign() > 0 {
-			above.Add(use)
+		over := use(c).DeepCopy()
+		over.Sub(h)
+		over.Add(lendable)
+		if over.Sign() > 0 {
+			above.Add(over)
 		}
 	}
 	return pool, above
@@ -233,24 +232,13 @@ func familyNeverFits(cover []*budget, add func(*budget) corev1.ResourceList) (wa
 			}
 		}
 		for _, r := range slices.Sorted(maps.Keys(names)) {
-			var pool, above, added resource.Quantity
-			for _, c := range p.children {
-				h, limited := c.hard[r]
-				if !limited {
-					continue
-				}
-				lendable := c.lendable(r)
-				pool.Add(lendable)
-				if q, ok := adds[c][r]; ok {
-					added.Add(q)
-					need := q.DeepCopy()
-					need.Sub(h)
-					need.Add(lendable)
-					if need.Sign() > 0 {
-						above.Add(need)
-					}
+			var added resource.Quantity
+			for c, a := range adds {
+				if _, limited := c.hard[r]; limited {
+					added.Add(a[r])
 				}
 			}
+			pool, above := p.familySum(r, func(c *budget) resource.Quantity { return adds[c][r] })
 			if added.Sign() > 0 && above.Cmp(pool) > 0 {
 				p.familyParks = true
 				return waitInfo{code: CodeNeverFits, budget: p, resource: r, requested: added, family: true}, true
