@@ -12,6 +12,10 @@ const (
 	AdmittedAtAnnotation = "quotagate.io/admitted-at"
 	// AdmittedByAnnotation lists the budgets a pod was charged to, comma-separated.
 	AdmittedByAnnotation = "quotagate.io/admitted-by"
+	// BorrowingAnnotation lists, comma-separated, the budgets a pod was admitted beyond
+	// the hard of, by borrowing what the budgets under the same parent did not use
+	// (spec.borrowingLimit). Set with admitted-by; absent when it borrowed nothing.
+	BorrowingAnnotation = "quotagate.io/borrowing"
 
 	// GroupLabel names the group a pod belongs to; a group is admitted all together.
 	GroupLabel = "quotagate.io/group"

@@ -17,6 +17,9 @@ type Admission struct {
 	// Budgets the pod is charged to (for the admitted-by annotation); empty when no
 	// budget covers it.
 	Budgets []BudgetKey `json:"budgets,omitempty"`
+	// Borrowing are the budgets of Budgets it is admitted beyond the hard of, by
+	// borrowing under their parent (for the borrowing annotation); empty when none.
+	Borrowing []BudgetKey `json:"borrowing,omitempty"`
 	// Group is the pod's group, if any; a group's admissions come in one batch.
 	Group  string `json:"group,omitempty"`
 	Reason Reason `json:"reason"`
@@ -170,6 +173,7 @@ func (q *AdmissionQueue) admitUnit(unit []*podState, reason Reason) {
 		p.pinned = keysOf(p.cover)
 		p.admitted = reason
 		q.charge(p)
+		p.borrowing = borrowingIn(p)
 		q.handOut(p)
 	}
 }
@@ -179,11 +183,12 @@ func (q *AdmissionQueue) admitUnit(unit []*podState, reason Reason) {
 func (q *AdmissionQueue) handOut(p *podState) {
 	p.inFlight = true
 	q.out = append(q.out, Admission{
-		Pod:     p.pod.PodRef,
-		Budgets: keysOf(p.chargedTo),
-		Group:   p.pod.Group,
-		Reason:  p.admitted,
-		Created: p.pod.Created,
+		Pod:       p.pod.PodRef,
+		Budgets:   keysOf(p.chargedTo),
+		Borrowing: p.borrowing,
+		Group:     p.pod.Group,
+		Reason:    p.admitted,
+		Created:   p.pod.Created,
 	})
 }
 

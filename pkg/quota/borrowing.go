@@ -247,3 +247,22 @@ func familyNeverFits(cover []*budget, add func(*budget) corev1.ResourceList) (wa
 	}
 	return waitInfo{}, false
 }
+
+// borrowingIn returns the budgets a just-charged pod takes beyond their hard: those that
+// borrow and now use more than hard of a resource the pod asks for.
+func borrowingIn(p *podState) []BudgetKey {
+	var out []BudgetKey
+	for _, b := range p.chargedTo {
+		if !b.borrows() {
+			continue
+		}
+		for r, q := range p.chargedUsage {
+			h, limited := b.hard[r]
+			if u := b.used[r]; limited && !q.IsZero() && u.Cmp(h) > 0 {
+				out = append(out, b.key)
+				break
+			}
+		}
+	}
+	return out
+}

@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -129,5 +130,25 @@ func TestInvalidBorrowingLimits(t *testing.T) {
 	q.UpsertPod(makePod("p").Req("cpu=1").Pod())
 	if got := admitNames(q); len(got) != 0 {
 		t.Errorf("a budget with invalid limits admitted %v", got)
+	}
+}
+
+// Admission names the budgets a pod is admitted beyond the hard of, for the pod's
+// borrowing annotation; the pods within hard borrow nothing.
+func TestAdmissionSaysWhatBorrows(t *testing.T) {
+	q, _ := newTestQueue()
+	q.UpsertBudget(makeBudget("", "org").Hard("cpu=100").Obj())
+	q.UpsertBudget(makeBudget("team-a", "a").Hard("cpu=2").Borrow("cpu=2").Parent("org").Obj())
+	q.UpsertBudget(makeBudget("team-b", "b").Hard("cpu=2").Parent("org").Obj())
+	for i := range 3 {
+		q.UpsertPod(makePod(fmt.Sprint("p", i)).Created(i).Req("cpu=1").Pod())
+	}
+	got := map[string][]BudgetKey{}
+	for _, a := range q.Admit() {
+		got[a.Pod.Name] = a.Borrowing
+	}
+	want := map[string][]BudgetKey{"p0": nil, "p1": nil, "p2": {{Namespace: "team-a", Name: "a"}}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("borrowing by pod (-want +got):\n%s", diff)
 	}
 }

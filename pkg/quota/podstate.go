@@ -37,8 +37,10 @@ type podState struct {
 	// labels become. They are the core's own record, never read from the pod, so a
 	// tenant cannot charge a budget by writing its name on a pod.
 	pinned []BudgetKey
-	// admitted is the reason it was admitted, handed out again with a retry.
-	admitted Reason
+	// admitted is the reason it was admitted, handed out again with a retry, and
+	// borrowing the budgets it was admitted beyond the hard of (borrowingIn).
+	admitted  Reason
+	borrowing []BudgetKey
 
 	// An ungate attempt is fenced on the pod's resourceVersion (the patch tests it),
 	// so it can apply only to that version. attemptRV is the newest version an attempt

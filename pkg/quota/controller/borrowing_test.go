@@ -6,13 +6,16 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
 )
 
 // Two teams under one parent, as a user sets them up: team A may borrow 2 CPU beyond its
-// hard of 2 from team B while B is idle; its Budget's status says what it borrows. B's
+// hard of 2 from team B while B is idle; its Budget's status says what it borrows, and
+// the 2 pods admitted beyond its hard carry the borrowing annotation. B's
 // pod then waits for its lent quota (NoLendableQuota) and gets it as soon as a
 // borrowing pod of A ends, though A has an older pod waiting to borrow it. A never uses
 // more than hard plus borrowingLimit.
@@ -43,6 +46,19 @@ func TestBorrowingBetweenTeams(t *testing.T) {
 		q := got.Status.Borrowed["requests.cpu"]
 		return q.String() == "2", nil
 	})
+	var podsA corev1.PodList
+	if err := admin.List(context.Background(), &podsA, client.InNamespace(nsA)); err != nil {
+		t.Fatal(err)
+	}
+	borrowing := 0
+	for _, p := range podsA.Items {
+		if p.Annotations[v1alpha1.BorrowingAnnotation] == nsA+"/a" {
+			borrowing++
+		}
+	}
+	if borrowing != 2 {
+		t.Errorf("%d of team A's pods carry %s=%s/a, want the 2 admitted beyond hard", borrowing, v1alpha1.BorrowingAnnotation, nsA)
+	}
 	mustCreate(t, gatedPod(nsA, "late", "1")) // over A's ceiling: waits
 	mustCreate(t, gatedPod(nsB, "lender", "1"))
 	ev := waitForWaitingEvent(t, nsB, "lender", "NoLendableQuota")

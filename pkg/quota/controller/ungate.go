@@ -58,10 +58,18 @@ func (c *Controller) ungate(ctx context.Context, a quota.Admission) {
 		now := c.opts.Clock.Now()
 		// The cached pod knows whether the real pod has annotations (patchTarget),
 		// so the patch adds keys one by one then, never the whole map.
-		patch, _ := gates.UngatePatch(pod, c.opts.Gate, map[string]string{
+		annotations := map[string]string{
 			v1alpha1.AdmittedAtAnnotation: now.UTC().Format(time.RFC3339),
 			v1alpha1.AdmittedByAnnotation: strings.Join(budgets, ","),
-		})
+		}
+		if len(a.Borrowing) > 0 {
+			borrowing := make([]string, len(a.Borrowing))
+			for i, b := range a.Borrowing {
+				borrowing[i] = b.String()
+			}
+			annotations[v1alpha1.BorrowingAnnotation] = strings.Join(borrowing, ",")
+		}
+		patch, _ := gates.UngatePatch(pod, c.opts.Gate, annotations)
 		attempt := pod.ResourceVersion
 		err := c.patch(ctx, pod, patch)
 		reason := classify(err)
