@@ -25,12 +25,49 @@ import (
 // borrowing pods end. Every pod of the family is charged to the parent too, so each
 // release wakes the parent, and with it the pods that wait on the family.
 
+// borrowingParent is b's parent when some child of it has a borrowingLimit (its family
+// borrows), else nil.
+func (b *budget) borrowingParent() *budget {
+	if p := b.parent; p != nil && p.borrowers > 0 {
+		return p
+	}
+	return nil
+}
+
 // inBorrowingFamily reports whether a budget of cover has a parent whose family
 // borrows: only then are the family checks needed (cheap, and it spares the callers'
 // closures an allocation on every decision).
 func inBorrowingFamily(cover []*budget) bool {
+	return slices.ContainsFunc(cover, func(b *budget) bool { return b.borrowingParent() != nil })
+}
+
+// borrowingFamilies calls f with each distinct borrowing parent of the budgets of
+// cover, in cover's order, with what the unit adds (add) to each of its children in
+// cover, and the resources the unit adds a non-zero amount of, in name order; it stops
+// at the first f that returns true, and reports whether one did.
+func borrowingFamilies(cover []*budget, add func(*budget) corev1.ResourceList,
+	f func(p *budget, adds map[*budget]corev1.ResourceList, names []corev1.ResourceName) bool) bool {
+	var seen []*budget
 	for _, b := range cover {
-		if p := b.parent; p != nil && p.borrowers > 0 {
+		p := b.borrowingParent()
+		if p == nil || slices.Contains(seen, p) {
+			continue
+		}
+		seen = append(seen, p)
+		adds := map[*budget]corev1.ResourceList{}
+		names := map[corev1.ResourceName]bool{}
+		for _, c := range cover {
+			if c.parent != p {
+				continue
+			}
+			adds[c] = add(c)
+			for r, q := range adds[c] {
+				if !q.IsZero() {
+					names[r] = true
+				}
+			}
+		}
+		if f(p, adds, slices.Sorted(maps.Keys(names))) {
 			return true
 		}
 	}
@@ -43,28 +80,15 @@ func inBorrowingFamily(cover []*budget) bool {
 //
 // stuck reports whether a pod cannot be admitted now for a reason other than capacity
 // (a covering budget closed, a StrictFIFO head ahead of it): such a pod claims nothing.
-func familyExcess(cover []*budget, add func(*budget) corev1.ResourceList, stuck func(*podState) bool) (waitInfo, bool) {
-	var seen map[*budget]bool
-	for _, b := range cover {
-		p := b.parent
-		if p == nil || p.borrowers == 0 || seen[p] {
-			continue
+func familyExcess(cover []*budget, add func(*budget) corev1.ResourceList, stuck func(*podState) bool) (w waitInfo, over bool) {
+	over = borrowingFamilies(cover, add, func(p *budget, adds map[*budget]corev1.ResourceList, names []corev1.ResourceName) bool {
+		r, requested, over := p.familyExcess(adds, names, stuck)
+		if over {
+			w = waitInfo{code: CodeNoLendable, budget: p, resource: r, requested: requested}
 		}
-		if seen == nil {
-			seen = map[*budget]bool{}
-		}
-		seen[p] = true
-		adds := map[*budget]corev1.ResourceList{}
-		for _, c := range cover {
-			if c.parent == p {
-				adds[c] = add(c)
-			}
-		}
-		if r, requested, over := p.familyExcess(adds, stuck); over {
-			return waitInfo{code: CodeNoLendable, budget: p, resource: r, requested: requested}, true
-		}
-	}
-	return waitInfo{}, false
+		return over
+	})
+	return w, over
 }
 
 // familyExcess is the first resource of which the children of p, with adds charged to
@@ -73,17 +97,9 @@ func familyExcess(cover []*budget, add func(*budget) corev1.ResourceList, stuck 
 // leaves room for what the other members' pods waiting on the family ask within their
 // own hard (lenderClaims): a borrower does not take quota its lender waits for, so a
 // lender gets its share back as soon as borrowed pods end.
-func (p *budget) familyExcess(adds map[*budget]corev1.ResourceList, stuck func(*podState) bool) (corev1.ResourceName, resource.Quantity, bool) {
-	names := map[corev1.ResourceName]bool{}
-	for _, a := range adds {
-		for r, q := range a {
-			if !q.IsZero() {
-				names[r] = true
-			}
-		}
-	}
+func (p *budget) familyExcess(adds map[*budget]corev1.ResourceList, names []corev1.ResourceName, stuck func(*podState) bool) (corev1.ResourceName, resource.Quantity, bool) {
 	var claims map[*budget]corev1.ResourceList
-	for _, r := range slices.Sorted(maps.Keys(names)) {
+	for _, r := range names {
 		var added resource.Quantity
 		borrows := false
 		for c, a := range adds {
@@ -213,25 +229,9 @@ func (f *budget) lenderClaims(stuck func(*podState) bool) map[*budget]corev1.Res
 // familyNeverFits returns why a unit that adds add(b) to each budget b of cover can
 // never be admitted by a borrowing family, even an empty one: what it needs above its
 // budgets' guaranteed parts is more than the family lends.
-func familyNeverFits(cover []*budget, add func(*budget) corev1.ResourceList) (waitInfo, bool) {
-	for _, b := range cover {
-		p := b.parent
-		if p == nil || p.borrowers == 0 {
-			continue
-		}
-		adds := map[*budget]corev1.ResourceList{}
-		for _, c := range cover {
-			if c.parent == p {
-				adds[c] = add(c)
-			}
-		}
-		names := map[corev1.ResourceName]bool{}
-		for _, a := range adds {
-			for r := range a {
-				names[r] = true
-			}
-		}
-		for _, r := range slices.Sorted(maps.Keys(names)) {
+func familyNeverFits(cover []*budget, add func(*budget) corev1.ResourceList) (w waitInfo, never bool) {
+	never = borrowingFamilies(cover, add, func(p *budget, adds map[*budget]corev1.ResourceList, names []corev1.ResourceName) bool {
+		for _, r := range names {
 			var added resource.Quantity
 			for c, a := range adds {
 				if _, limited := c.hard[r]; limited {
@@ -241,11 +241,13 @@ func familyNeverFits(cover []*budget, add func(*budget) corev1.ResourceList) (wa
 			pool, above := p.familySum(r, func(c *budget) resource.Quantity { return adds[c][r] })
 			if added.Sign() > 0 && above.Cmp(pool) > 0 {
 				p.familyParks = true
-				return waitInfo{code: CodeNeverFits, budget: p, resource: r, requested: added, family: true}, true
+				w = waitInfo{code: CodeNeverFits, budget: p, resource: r, requested: added, family: true}
+				return true
 			}
 		}
-	}
-	return waitInfo{}, false
+		return false
+	})
+	return w, never
 }
 
 // borrowingIn returns the budgets a just-charged pod takes beyond their hard: those that

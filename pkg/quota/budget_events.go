@@ -120,15 +120,21 @@ func (q *AdmissionQueue) resolveTopology() {
 // as do the pods that wait on its family.
 func (q *AdmissionQueue) limitsChanged(b *budget) {
 	q.markStatus(b)
+	q.resettle(b)
+	if p := b.parent; p != nil && q.alive(p) {
+		q.familyChanged(p)
+	}
+}
+
+// resettle places every gated pod of b again (each may start or stop never fitting)
+// and wakes b.
+func (q *AdmissionQueue) resettle(b *budget) {
 	for _, p := range q.waitingIn(b) {
 		if q.pods[p.pod.UID] == p && p.phase == phaseWaiting {
 			q.settleWaiting(p)
 		}
 	}
 	q.wake(b)
-	if p := b.parent; p != nil && q.alive(p) {
-		q.familyChanged(p)
-	}
 }
 
 // familyChanged looks again at the pods waiting on p's family after a member came,
@@ -138,12 +144,7 @@ func (q *AdmissionQueue) familyChanged(p *budget) {
 	if p.borrowers == 0 && len(p.lendWaiters) == 0 && !p.familyParks {
 		return
 	}
-	for _, w := range q.waitingIn(p) {
-		if q.pods[w.pod.UID] == w && w.phase == phaseWaiting {
-			q.settleWaiting(w)
-		}
-	}
-	q.wake(p)
+	q.resettle(p)
 }
 
 // recover re-computes coverage after a budget's selectors, parent or existence changed:

@@ -31,7 +31,7 @@ func (q *AdmissionQueue) release(p *podState) {
 		}
 		// A pod charged to a member of a borrowing family need not be charged to the
 		// family's parent (it may be pinned to a budget that changed parents since).
-		if f := b.parent; f != nil && f.borrowers > 0 && q.alive(f) && !slices.Contains(p.chargedTo, f) {
+		if f := b.borrowingParent(); f != nil && q.alive(f) && !slices.Contains(p.chargedTo, f) {
 			q.wake(f)
 		}
 	}

@@ -140,7 +140,7 @@ func (q *AdmissionQueue) detach(p *podState) {
 		if wasHead {
 			q.wake(b)
 		}
-		if f := b.parent; f != nil && f.borrowers > 0 && q.alive(f) {
+		if f := b.borrowingParent(); f != nil && q.alive(f) {
 			q.wake(f) // a pod that waited on the family may have left it (borrowing.go)
 		}
 	}

@@ -214,7 +214,7 @@ func (g *group) mayNeverFit() bool {
 		if _, over := b.neverFits(c.sum); over {
 			return true
 		}
-		family = family || (b.parent != nil && b.parent.borrowers > 0)
+		family = family || b.borrowingParent() != nil
 	}
 	if !family {
 		return false

@@ -42,9 +42,6 @@ func (l *ledger) setHard(hard corev1.ResourceList) (changed bool) { return l.set
 // whether any changed. Limits on resources hard does not limit are ignored: such a
 // resource is not limited at all.
 func (l *ledger) setLimits(hard, borrow, lend corev1.ResourceList) (changed bool) {
-	same := func(a, b corev1.ResourceList) bool {
-		return maps.EqualFunc(a, b, func(x, y resource.Quantity) bool { return x.Cmp(y) == 0 })
-	}
 	limited := func(l corev1.ResourceList) corev1.ResourceList {
 		out := corev1.ResourceList{}
 		for r, q := range l {
@@ -55,7 +52,7 @@ func (l *ledger) setLimits(hard, borrow, lend corev1.ResourceList) (changed bool
 		return out
 	}
 	borrow, lend = limited(borrow), limited(lend)
-	changed = !same(l.hard, hard) || !same(l.borrow, borrow) || !same(l.lend, lend)
+	changed = !equalLists(l.hard, hard) || !equalLists(l.borrow, borrow) || !equalLists(l.lend, lend)
 	l.hard, l.borrow, l.lend = hard, borrow, lend
 	l.hardNames = slices.Sorted(maps.Keys(hard))
 	l.setCeiling()

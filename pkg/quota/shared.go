@@ -194,14 +194,18 @@ func usageKey(key []byte, p *corev1.Pod) []byte {
 		if c.RestartPolicy != nil {
 			key = append(key, *c.RestartPolicy...)
 		}
-		key = appendList(append(appendList(append(key, 0), c.Resources.Requests), 'l'), c.Resources.Limits)
+		key = appendRequirements(append(key, 0), &c.Resources)
 	}
 	for i := range p.Spec.Containers {
-		c := &p.Spec.Containers[i]
-		key = appendList(append(appendList(append(key, 'c'), c.Resources.Requests), 'l'), c.Resources.Limits)
+		key = appendRequirements(append(key, 'c'), &p.Spec.Containers[i].Resources)
 	}
 	if r := p.Spec.Resources; r != nil {
-		key = appendList(append(appendList(append(key, 'p'), r.Requests), 'l'), r.Limits)
+		key = appendRequirements(append(key, 'p'), r)
 	}
 	return appendList(append(key, 'o'), p.Spec.Overhead)
+}
+
+// appendRequirements appends requests, then limits, as appendList writes them.
+func appendRequirements(key []byte, r *corev1.ResourceRequirements) []byte {
+	return appendList(append(appendList(key, r.Requests), 'l'), r.Limits)
 }

@@ -86,7 +86,7 @@ func (t *topology) coverage(p *Pod) []*budget {
 			out = append(out, b)
 		}
 	}
-	slices.SortFunc(out, func(a, b *budget) int { return a.key.Compare(b.key) })
+	slices.SortFunc(out, compareBudgets)
 	if len(t.selecting) > 0 {
 		nsLabels := t.namespaces[p.Namespace]
 		for _, b := range t.selecting {
@@ -142,7 +142,7 @@ func (t *topology) resolve() (changed, started, limits, families []*budget) {
 			t.selecting = append(t.selecting, b)
 		}
 	}
-	slices.SortFunc(t.selecting, func(a, b *budget) int { return a.key.Compare(b.key) })
+	slices.SortFunc(t.selecting, compareBudgets)
 	for _, b := range all {
 		if b.setFamily(b.parent != nil) {
 			limits = append(limits, b)
@@ -164,7 +164,7 @@ func (t *topology) resolve() (changed, started, limits, families []*budget) {
 		}
 	}
 	for _, b := range all {
-		slices.SortFunc(b.children, func(x, y *budget) int { return x.key.Compare(y.key) })
+		slices.SortFunc(b.children, compareBudgets)
 	}
 	for _, b := range all {
 		seen := map[*budget]bool{b: true}
@@ -205,8 +205,8 @@ func (t *topology) resolve() (changed, started, limits, families []*budget) {
 			started = append(started, b)
 		}
 	}
-	slices.SortFunc(limits, func(x, y *budget) int { return x.key.Compare(y.key) })
-	slices.SortFunc(families, func(x, y *budget) int { return x.key.Compare(y.key) })
+	slices.SortFunc(limits, compareBudgets)
+	slices.SortFunc(families, compareBudgets)
 	return changed, started, limits, families
 }
 
