@@ -44,10 +44,7 @@ func (c *Controller) ungate(ctx context.Context, a quota.Admission) {
 	// Read before the patch: once the informer shows the pod ungated, it is no longer
 	// known as waiting.
 	since := c.waitStart(a)
-	budgets := make([]string, len(a.Budgets))
-	for i, b := range a.Budgets {
-		budgets[i] = b.String()
-	}
+	budgets, borrowing := keyStrings(a.Budgets), keyStrings(a.Borrowing)
 	for try := 1; ; try++ {
 		if !gates.HasGate(pod, c.opts.Gate) {
 			// Seen without the gate: an earlier attempt (or someone else) removed it.
@@ -62,11 +59,7 @@ func (c *Controller) ungate(ctx context.Context, a quota.Admission) {
 			v1alpha1.AdmittedAtAnnotation: now.UTC().Format(time.RFC3339),
 			v1alpha1.AdmittedByAnnotation: strings.Join(budgets, ","),
 		}
-		if len(a.Borrowing) > 0 {
-			borrowing := make([]string, len(a.Borrowing))
-			for i, b := range a.Borrowing {
-				borrowing[i] = b.String()
-			}
+		if len(borrowing) > 0 {
 			annotations[v1alpha1.BorrowingAnnotation] = strings.Join(borrowing, ",")
 		}
 		patch, _ := gates.UngatePatch(pod, c.opts.Gate, annotations)
@@ -169,4 +162,14 @@ func (c *Controller) admitted(pod *corev1.Pod, a quota.Admission, since, now tim
 		c.recorder.Eventf(pod, nil, corev1.EventTypeNormal, "Admitted", "Ungate",
 			"Admitted after %s: %s", wait.Round(time.Millisecond), a.Reason.Message)
 	}
+}
+
+// keyStrings are the budgets' keys as the annotations write them: namespace/name, or
+// name for a ClusterBudget.
+func keyStrings(keys []quota.BudgetKey) []string {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = k.String()
+	}
+	return out
 }
