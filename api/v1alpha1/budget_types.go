@@ -16,6 +16,50 @@ const (
 	BestEffortFIFO QueueingStrategy = "BestEffortFIFO"
 )
 
+// ReclaimPolicy says which pods a budget may evict to get back the quota it lent.
+// +kubebuilder:validation:Enum=Any;LowerPriority;Never
+type ReclaimPolicy string
+
+const (
+	// ReclaimAny takes lent quota back from any pod of a budget that borrows it.
+	ReclaimAny ReclaimPolicy = "Any"
+	// ReclaimLowerPriority takes it back only from pods of lower priority than the pod
+	// that needs it.
+	ReclaimLowerPriority ReclaimPolicy = "LowerPriority"
+	// ReclaimNever never evicts: lent quota returns as the borrowing pods end.
+	ReclaimNever ReclaimPolicy = "Never"
+)
+
+// WithinBudgetPolicy says whether a pod that does not fit may evict pods of its own
+// budget.
+// +kubebuilder:validation:Enum=Never;LowerPriority
+type WithinBudgetPolicy string
+
+const (
+	// WithinBudgetNever never evicts a pod of the same budget.
+	WithinBudgetNever WithinBudgetPolicy = "Never"
+	// WithinBudgetLowerPriority evicts admitted pods of lower priority of the same
+	// budget to make room.
+	WithinBudgetLowerPriority WithinBudgetPolicy = "LowerPriority"
+)
+
+// Preemption says when quotagate evicts admitted pods to make room for a gated one.
+// Eviction goes through the Eviction API, so PodDisruptionBudgets are honoured.
+type Preemption struct {
+	// Reclaim: which pods of the budgets that borrow under the same parent this budget
+	// may evict when one of its pods needs its guaranteed share (hard) back. Any by
+	// default; it matters only in a family where some budget has a borrowingLimit.
+	// +optional
+	// +kubebuilder:default=Any
+	Reclaim ReclaimPolicy `json:"reclaim,omitempty"`
+
+	// WithinBudget: LowerPriority lets a pod that does not fit evict admitted pods of
+	// lower priority of this budget; Never (the default) does not.
+	// +optional
+	// +kubebuilder:default=Never
+	WithinBudget WithinBudgetPolicy `json:"withinBudget,omitempty"`
+}
+
 // BudgetState is the desired (spec) or effective (status) state of a budget.
 type BudgetState string
 
@@ -80,8 +124,8 @@ type BudgetSpec struct {
 	// BorrowingLimit lets this budget use more than hard, per resource, by borrowing
 	// what the other budgets under the same parent do not use: at most this much more.
 	// Names as in hard. Unset, or a resource it does not name: no borrowing. It has no
-	// effect without a parent. Capacity lent is not taken back from a borrower: it
-	// returns as the borrowing pods end (docs/budgets.md, "Borrowing").
+	// effect without a parent. A sibling that needs its lent capacity back may evict
+	// this budget's pods beyond hard (preemption.reclaim; docs/budgets.md, "Borrowing").
 	// +optional
 	// +kubebuilder:validation:MaxProperties=24
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['pods', 'count/pods', 'cpu', 'memory', 'ephemeral-storage', 'requests.cpu', 'requests.memory', 'requests.ephemeral-storage', 'limits.cpu', 'limits.memory', 'limits.ephemeral-storage'] || k.matches('^(requests[.])?hugepages-[0-9]+([KMGTPE]i|[kMGTPE])?$') || (k.matches('^(requests[.])?[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && !k.startsWith('limits.') && !k.matches('^(requests[.])?count/') && !k.contains('kubernetes.io/') && !k.matches('(^|[.])k8s[.]io/')))",messageExpression="'unsupported resource name in borrowingLimit: ' + self.filter(k, !(k in ['pods', 'count/pods', 'cpu', 'memory', 'ephemeral-storage', 'requests.cpu', 'requests.memory', 'requests.ephemeral-storage', 'limits.cpu', 'limits.memory', 'limits.ephemeral-storage'] || k.matches('^(requests[.])?hugepages-[0-9]+([KMGTPE]i|[kMGTPE])?$') || (k.matches('^(requests[.])?[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && !k.startsWith('limits.') && !k.matches('^(requests[.])?count/') && !k.contains('kubernetes.io/') && !k.matches('(^|[.])k8s[.]io/'))))[0] + ' (supported: cpu, memory, ephemeral-storage, their requests.* and limits.* forms, hugepages-<size> and requests.hugepages-<size>, extended resources as <domain>/<name> or requests.<domain>/<name> outside kubernetes.io and k8s.io, pods, count/pods)'"
@@ -97,6 +141,12 @@ type BudgetSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['pods', 'count/pods', 'cpu', 'memory', 'ephemeral-storage', 'requests.cpu', 'requests.memory', 'requests.ephemeral-storage', 'limits.cpu', 'limits.memory', 'limits.ephemeral-storage'] || k.matches('^(requests[.])?hugepages-[0-9]+([KMGTPE]i|[kMGTPE])?$') || (k.matches('^(requests[.])?[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && !k.startsWith('limits.') && !k.matches('^(requests[.])?count/') && !k.contains('kubernetes.io/') && !k.matches('(^|[.])k8s[.]io/')))",messageExpression="'unsupported resource name in lendingLimit: ' + self.filter(k, !(k in ['pods', 'count/pods', 'cpu', 'memory', 'ephemeral-storage', 'requests.cpu', 'requests.memory', 'requests.ephemeral-storage', 'limits.cpu', 'limits.memory', 'limits.ephemeral-storage'] || k.matches('^(requests[.])?hugepages-[0-9]+([KMGTPE]i|[kMGTPE])?$') || (k.matches('^(requests[.])?[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && !k.startsWith('limits.') && !k.matches('^(requests[.])?count/') && !k.contains('kubernetes.io/') && !k.matches('(^|[.])k8s[.]io/'))))[0] + ' (supported: cpu, memory, ephemeral-storage, their requests.* and limits.* forms, hugepages-<size> and requests.hugepages-<size>, extended resources as <domain>/<name> or requests.<domain>/<name> outside kubernetes.io and k8s.io, pods, count/pods)'"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !string(self[k]).startsWith('-'))",message="lendingLimit quantities must not be negative"
 	LendingLimit corev1.ResourceList `json:"lendingLimit,omitempty"`
+
+	// Preemption says when quotagate evicts admitted pods to make room for this
+	// budget's gated pods (docs/budgets.md, "Preemption"). Unset: it takes back
+	// quota it lent (reclaim: Any), and never evicts its own pods.
+	// +optional
+	Preemption *Preemption `json:"preemption,omitempty"`
 
 	// Parent names a ClusterBudget that every pod admitted here must also fit in.
 	// +optional

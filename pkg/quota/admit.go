@@ -85,19 +85,48 @@ func (q *AdmissionQueue) evaluate(p *podState) {
 		q.fail(unit, w)
 		return
 	}
-	for _, b := range p.cover {
-		if r, over := b.excess(p.pod.Usage); over {
-			q.fail(unit, waitInfo{code: CodeInsufficient, budget: b, resource: r, requested: p.pod.Usage[r]})
-			return
-		}
-	}
-	if inBorrowingFamily(p.cover) {
-		if w, over := familyExcess(p.cover, func(*budget) corev1.ResourceList { return p.pod.Usage }, q.stuck); over {
-			q.fail(unit, w)
-			return
-		}
+	add := func(*budget) corev1.ResourceList { return p.pod.Usage }
+	if w, over := q.capacityWait(p.cover, add); over {
+		q.fail(unit, w)
+		q.preempt(unit, p.cover, add, w)
+		return
 	}
 	q.admitUnit(unit, Reason{Code: CodeFits, Message: fitsMessage(nil, p.cover)})
+}
+
+// capacityWait returns why a unit that adds add(b) to each budget b of budgets does not
+// fit (over is false when it fits): the first budget that has no room for it, in the
+// order of budgets, or its borrowing family. A family is checked before its parent's own
+// hard: when borrowers fill the parent, the pod of a lender that asks for no more than
+// its own hard waits for lent quota (NoLendableQuota, a claim borrowers respect, and
+// what reclaim answers), not for the parent.
+func (q *AdmissionQueue) capacityWait(budgets []*budget, add func(*budget) corev1.ResourceList) (w waitInfo, over bool) {
+	family := inBorrowingFamily(budgets)
+	insufficient := func(b *budget) bool {
+		a := add(b)
+		r, over := b.excess(a)
+		if over {
+			w = waitInfo{code: CodeInsufficient, budget: b, resource: r, requested: a[r]}
+		}
+		return over
+	}
+	for _, b := range budgets {
+		if (!family || b.borrowers == 0) && insufficient(b) {
+			return w, true
+		}
+	}
+	if !family {
+		return waitInfo{}, false
+	}
+	if w, over := familyExcess(budgets, add, q.stuck); over {
+		return w, true
+	}
+	for _, b := range budgets {
+		if b.borrowers > 0 && insufficient(b) {
+			return w, true
+		}
+	}
+	return waitInfo{}, false
 }
 
 // blocked returns why a unit may not be admitted now regardless of capacity: a
@@ -172,6 +201,7 @@ func (q *AdmissionQueue) admitUnit(unit []*podState, reason Reason) {
 		p.phase = phaseAssumed
 		p.pinned = keysOf(p.cover)
 		p.admitted = reason
+		p.admittedAt = q.opts.clock.Now()
 		q.charge(p)
 		p.borrowing = borrowingIn(p)
 		q.handOut(p)

@@ -76,6 +76,10 @@ type Budget struct {
 	// written; the core normalizes them as hard (see ledger.go).
 	BorrowingLimit corev1.ResourceList
 	LendingLimit   corev1.ResourceList
+	// Reclaim and WithinBudget are spec.preemption ("" means the defaults: Any and
+	// Never; preempt.go).
+	Reclaim      v1alpha1.ReclaimPolicy
+	WithinBudget v1alpha1.WithinBudgetPolicy
 	// Parent names a ClusterBudget ("" for none).
 	Parent   string
 	Strategy v1alpha1.QueueingStrategy
@@ -213,7 +217,7 @@ var selectorOperators = map[metav1.LabelSelectorOperator]selection.Operator{
 }
 
 func fromSpec(key BudgetKey, s *v1alpha1.BudgetSpec) Budget {
-	return Budget{
+	out := Budget{
 		Key:            key,
 		Hard:           s.Hard,
 		BorrowingLimit: s.BorrowingLimit,
@@ -222,6 +226,10 @@ func fromSpec(key BudgetKey, s *v1alpha1.BudgetSpec) Budget {
 		Strategy:       s.QueueingStrategy,
 		State:          s.State,
 	}
+	if s.Preemption != nil {
+		out.Reclaim, out.WithinBudget = s.Preemption.Reclaim, s.Preemption.WithinBudget
+	}
+	return out
 }
 
 // budget is the core's live view of one budget: its spec, its derived topology, what is

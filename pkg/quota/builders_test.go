@@ -122,6 +122,14 @@ func (b *budgetBuilder) Strict() *budgetBuilder {
 	b.b.Strategy = v1alpha1.StrictFIFO
 	return b
 }
+func (b *budgetBuilder) Reclaim(p v1alpha1.ReclaimPolicy) *budgetBuilder {
+	b.b.Reclaim = p
+	return b
+}
+func (b *budgetBuilder) PreemptLowerPriority() *budgetBuilder {
+	b.b.WithinBudget = v1alpha1.WithinBudgetLowerPriority
+	return b
+}
 func (b *budgetBuilder) Closed() *budgetBuilder { b.b.State = v1alpha1.StateClosed; return b }
 func (b *budgetBuilder) Selector(k, v string) *budgetBuilder {
 	b.b.PodSelector = labels.SelectorFromSet(labels.Set{k: v})

@@ -41,6 +41,8 @@ type AdmissionQueue struct {
 	recheck      []*budget               // budgets that woke pods for capacity, see wake
 	wakeBuf      []*entry                // wake's reused list of the pods it wakes for capacity
 	out          []Admission             // decided, not yet returned by Admit
+	victims      map[*podState]*victim   // pods chosen for preemption (preempt.go)
+	preemptions  []Preemption            // decided, not yet returned by Preemptions
 	deciding     bool                    // inside Admit: decisions may be taken
 	immediate    map[types.UID]*podState // pods to admit without quota at the next Admit
 	statusDirty  map[BudgetKey]struct{}
@@ -66,6 +68,7 @@ func NewAdmissionQueue(opts ...Option) *AdmissionQueue {
 		groups:       groupIndex{},
 		held:         map[types.UID]*podState{},
 		immediate:    map[types.UID]*podState{},
+		victims:      map[*podState]*victim{},
 		statusDirty:  map[BudgetKey]struct{}{},
 		seenStatuses: map[BudgetKey]struct{}{},
 	}

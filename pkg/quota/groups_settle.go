@@ -210,17 +210,11 @@ func (q *AdmissionQueue) evaluateGroup(g *group) {
 		q.fail(cands, w)
 		return
 	}
-	for _, b := range budgets {
-		if r, over := b.excess(sums[b]); over {
-			q.fail(cands, waitInfo{code: CodeInsufficient, budget: b, resource: r, requested: sums[b][r]})
-			return
-		}
-	}
-	if inBorrowingFamily(budgets) {
-		if w, over := familyExcess(budgets, func(b *budget) corev1.ResourceList { return sums[b] }, q.stuck); over {
-			q.fail(cands, w)
-			return
-		}
+	add := func(b *budget) corev1.ResourceList { return sums[b] }
+	if w, over := q.capacityWait(budgets, add); over {
+		q.fail(cands, w)
+		q.preempt(cands, budgets, add, w)
+		return
 	}
 	q.admitUnit(cands, Reason{Code: CodeFits, Message: fitsMessage(g, budgets)})
 	for _, m := range cands {

@@ -148,6 +148,7 @@ func (q *AdmissionQueue) forget(p *podState) {
 	q.backoff.remove(p)
 	q.releases.remove(p)
 	delete(q.immediate, p.pod.UID)
+	delete(q.victims, p)
 	p.pinned = nil
 	delete(q.pods, p.pod.UID)
 	if ns := q.podsNS[p.pod.Namespace]; ns != nil {

@@ -41,6 +41,9 @@ type podState struct {
 	// borrowing the budgets it was admitted beyond the hard of (borrowingIn).
 	admitted  Reason
 	borrowing []BudgetKey
+	// admittedAt is when the core admitted it (zero when first seen running): the
+	// most recently admitted are preempted first.
+	admittedAt time.Time
 
 	// An ungate attempt is fenced on the pod's resourceVersion (the patch tests it),
 	// so it can apply only to that version. attemptRV is the newest version an attempt

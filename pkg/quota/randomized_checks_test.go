@@ -140,6 +140,9 @@ func (w *world) admitAndCheck() error {
 	if err := w.checkAtHead(1 + w.rng.IntN(4)); err != nil {
 		return err
 	}
+	if err := w.checkPreemptions(); err != nil {
+		return err
+	}
 	return w.q.checkInvariants()
 }
 
@@ -197,6 +200,7 @@ func (w *world) calmDown() error {
 			}
 		}
 		w.deliver()
+		w.evict(true)
 		for _, uid := range slices.Sorted(mapsKeys(w.pods)) {
 			if p := w.pods[uid]; p.state == mRunning {
 				w.finish(p)

@@ -32,11 +32,15 @@ func (w *world) randomHard() corev1.ResourceList {
 func (w *world) randomClusterBudget() {
 	name := fmt.Sprintf("c%d", w.rng.IntN(4))
 	b := Budget{Key: BudgetKey{Name: name}, Hard: w.randomHard()}
-	switch w.rng.IntN(3) {
+	switch w.rng.IntN(4) {
 	case 0:
 		b.NamespaceSelector = labels.Everything()
 	case 1:
 		b.NamespaceSelector = labels.SelectorFromSet(labels.Set{"tier": "gold"})
+	case 2:
+		// A parent as tall as its children together: lenders get their hard back by
+		// reclaim, not by the parent's limit.
+		b.Hard = corev1.ResourceList{"cpu": *resourceMilli(int64(1000 * (12 + w.rng.IntN(9))))}
 	}
 	if w.rng.IntN(2) == 0 {
 		b.Parent = fmt.Sprintf("c%d", w.rng.IntN(4)) // may be missing, or loop
@@ -76,13 +80,14 @@ func (w *world) decorate(b Budget) Budget {
 	if w.rng.IntN(6) == 0 {
 		b.State = v1alpha1.StateClosed
 	}
+	w.randomPreemption(&b)
 	return b
 }
 
 func (w *world) upsertBudget(b Budget) {
 	w.budgets[b.Key] = b
 	w.q.UpsertBudget(b)
-	w.logf("upsert %s hard=%v borrow=%v lend=%v parent=%q strategy=%s state=%s", b.Key.Describe(), b.Hard, b.BorrowingLimit, b.LendingLimit, b.Parent, b.Strategy, b.State)
+	w.logf("upsert %s hard=%v borrow=%v lend=%v parent=%q strategy=%s state=%s reclaim=%q within=%q", b.Key.Describe(), b.Hard, b.BorrowingLimit, b.LendingLimit, b.Parent, b.Strategy, b.State, b.Reclaim, b.WithinBudget)
 }
 
 func (w *world) randomPod(gated bool) {
@@ -162,6 +167,8 @@ func (w *world) randomEvent() {
 		}
 	case r < 97:
 		w.failover()
+	case r < 99:
+		w.evict(false)
 	}
 	w.deliver()
 }

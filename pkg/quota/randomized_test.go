@@ -134,6 +134,7 @@ type world struct {
 	pods       map[types.UID]*mPod
 	events     []string
 	rvSerial   int
+	evicting   []types.UID // preemption victims to evict (randomized_preempt_test.go)
 }
 
 var worldNamespaces = []string{"ns-a", "ns-b", "ns-c"}

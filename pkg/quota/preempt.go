@@ -1,0 +1,432 @@
+package quota
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/quotagate/quotagate/api/v1alpha1"
+)
+
+// Preemption (DESIGN: Budgets, "Preemption"; docs/budgets.md). When a unit does not fit,
+// the core may decide that admitted pods must go to make room for it:
+//
+//   - Reclaim: the unit waits for lent quota (NoLendableQuota) and asks for no more than
+//     its budgets' own hard. Pods of the siblings that use more than their hard of what
+//     it needs are taken back, while their budget still borrows.
+//   - WithinBudget (opt-in, preemption.withinBudget: LowerPriority): the unit does not
+//     fit in such a budget; its admitted pods of lower priority are taken.
+//
+// Victims are chosen lowest priority first, then most recently admitted first, a group
+// as a whole; the choice stops at the first set that makes room, and then drops every
+// victim that is not needed (each victim left is needed: the set is minimal, though not
+// always the smallest possible). The core only decides: Preemptions hands the decisions
+// to the controller, which evicts through the Eviction API and asks PreemptionNeeded
+// before each try, so an eviction that a PodDisruptionBudget blocks is retried only
+// while the preemptor still waits. Pods already on their way out (terminating, or
+// chosen before and still needed) count as gone before anything new is chosen, so the
+// same room is never taken twice. The preemptor keeps waiting, with its claim on the
+// family (lenderClaims), until the victims end and release their charge; what they free
+// is then not lent back before it is admitted.
+
+// PreemptionReason says why a pod is preempted.
+type PreemptionReason string
+
+const (
+	// PreemptReclaim: the victim's budget borrows quota the preemptor's budget lent.
+	PreemptReclaim PreemptionReason = "Reclaim"
+	// PreemptWithinBudget: the victim has a lower priority, in the same budget.
+	PreemptWithinBudget PreemptionReason = "WithinBudget"
+)
+
+// Preemption is one decision to evict an admitted pod to make room for a gated one.
+type Preemption struct {
+	Victim    PodRef           `json:"victim"`
+	Preemptor PodRef           `json:"preemptor"`
+	Reason    PreemptionReason `json:"reason"`
+	// Budget is where the room is made: the preemptor's budget that lent the quota
+	// (Reclaim), or the budget both pods are in (WithinBudget).
+	Budget BudgetKey `json:"budget"`
+	// From is the victim's budget the quota is taken from: the borrower (Reclaim), or
+	// Budget (WithinBudget).
+	From BudgetKey `json:"from"`
+	// Message says it in words, for events.
+	Message string `json:"message"`
+}
+
+// victim is a pod the core decided to preempt, while that is still needed: for the
+// unit whose first pod is preemptor.
+type victim struct {
+	preemptor *podState
+	unit      []*podState
+}
+
+// Preemptions returns the preemptions decided since the last call, in the order they
+// were decided. Before each eviction, ask PreemptionNeeded.
+func (q *AdmissionQueue) Preemptions() []Preemption {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := q.preemptions
+	q.preemptions = nil
+	return out
+}
+
+// PreemptionNeeded reports whether the pod is still to be evicted: it was chosen as a
+// victim, it still runs and is not already terminating, and the pod it makes room for
+// still waits. Once it reports false for a pod, the pod is no longer a victim.
+func (q *AdmissionQueue) PreemptionNeeded(uid types.UID) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	p := q.pods[uid]
+	if p == nil {
+		return false
+	}
+	if !q.stillVictim(p) {
+		delete(q.victims, p)
+		return false
+	}
+	return true
+}
+
+func (q *AdmissionQueue) stillVictim(p *podState) bool {
+	v, ok := q.victims[p]
+	if !ok || !p.running() || !p.pod.ReleaseAt.IsZero() {
+		return false
+	}
+	w := v.preemptor
+	return q.pods[w.pod.UID] == w && w.phase == phaseWaiting
+}
+
+// preempt decides whether admitted pods must go to make room for a unit that failed
+// with w; see the comment at the top of the file.
+func (q *AdmissionQueue) preempt(unit []*podState, budgets []*budget, add func(*budget) corev1.ResourceList, w waitInfo) {
+	reason, candidates := q.preemptionCandidates(unit, budgets, add, w)
+	if len(candidates) == 0 {
+		return
+	}
+	// What is on its way out counts as gone already.
+	going := slices.Clone(q.releases.pods)
+	for p := range q.victims {
+		if !q.stillVictim(p) {
+			delete(q.victims, p)
+		} else if p.pod.ReleaseAt.IsZero() {
+			going = append(going, p)
+		}
+	}
+	hide(going)
+	defer show(going)
+	// What leaves is first for the pods that wait for it already: they count as
+	// admitted, while asking whether the unit fits (only then: a budget whose pods
+	// wait does not borrow because of them).
+	claims := q.preemptionClaims(unit, w)
+	fits := func() bool {
+		claim(claims)
+		defer unclaim(claims)
+		_, over := q.capacityWait(budgets, add)
+		return !over
+	}
+	if fits() {
+		return // it waits for pods already leaving
+	}
+	var chosen [][]*podState
+	for _, c := range candidates {
+		if slices.ContainsFunc(c, func(p *podState) bool { return q.victims[p] != nil || !p.pod.ReleaseAt.IsZero() }) {
+			continue // counted as gone already
+		}
+		if reason == PreemptReclaim && !stillBorrows(c[0], budgets, add) {
+			continue // its budget is within its hard now: nothing of it is borrowed
+		}
+		hide(c)
+		chosen = append(chosen, c)
+		if fits() {
+			break
+		}
+	}
+	defer func() {
+		for _, c := range chosen {
+			show(c)
+		}
+	}()
+	if !fits() {
+		return // even all of them would not make room: evict nobody
+	}
+	// Drop every victim the others make room without, latest choice kept.
+	for i := len(chosen) - 2; i >= 0; i-- {
+		show(chosen[i])
+		if fits() {
+			chosen = slices.Delete(chosen, i, i+1)
+			continue
+		}
+		hide(chosen[i])
+	}
+	for _, c := range chosen {
+		for _, v := range c {
+			q.victims[v] = &victim{preemptor: unit[0], unit: unit}
+			q.preemptions = append(q.preemptions, preemption(reason, v, unit[0], w, budgets))
+		}
+	}
+}
+
+// preemptionClaims are the pods that wait for room already being made, other than
+// unit's: the units of live preemptions, and for a reclaim the family's pods ahead of
+// the unit in admission order that wait for lent quota within their own hard (each,
+// in turn, while it still fits there). Pods behind it claim nothing: what is taken
+// back goes to the first in order, as every admission does.
+func (q *AdmissionQueue) preemptionClaims(unit []*podState, w waitInfo) []*podState {
+	var out []*podState
+	seen := map[*podState]bool{}
+	for _, p := range unit {
+		seen[p] = true
+	}
+	for _, v := range q.victims {
+		for _, p := range v.unit {
+			if !seen[p] && p.phase == phaseWaiting && q.pods[p.pod.UID] == p {
+				seen[p] = true
+				out = append(out, p)
+			}
+		}
+	}
+	if w.code == CodeNoLendable {
+		f := w.budget
+		claim(out)
+		defer func() { unclaim(out) }()
+		for _, p := range slices.SortedFunc(maps.Keys(f.lendWaiters), func(a, b *podState) int { return a.order.compare(&b.order) }) {
+			if seen[p] || p.order.compare(&unit[0].order) >= 0 || p.phase != phaseWaiting || p.wait.code != CodeNoLendable || p.wait.budget != f || p.inBackoff || q.stuck(p) {
+				continue
+			}
+			within := true
+			for _, c := range p.cover {
+				if _, over := firstExcess(c.hardNames, c.hard, c.used, p.pod.Usage); c.parent == f && over {
+					within = false
+				}
+			}
+			if within {
+				seen[p] = true
+				out = append(out, p)
+				claim(out[len(out)-1:]) // the next is tested after it
+			}
+		}
+	}
+	return slices.Clip(out)
+}
+
+// claim charges waiting pods to the ledgers of their budgets as if admitted, and
+// unclaim takes that back: to ask whether a unit would fit after them.
+func claim(pods []*podState) {
+	for _, p := range pods {
+		for _, b := range p.cover {
+			b.charge(p, p.pod.Usage)
+		}
+	}
+}
+
+func unclaim(pods []*podState) {
+	for _, p := range pods {
+		for _, b := range p.cover {
+			b.release(p, p.pod.Usage)
+		}
+	}
+}
+
+// preemptionCandidates returns what may be preempted for the unit, as units (a group's
+// running members together), in the order they are to be chosen; none when the unit's
+// wait is not one preemption answers or its budgets do not allow it.
+func (q *AdmissionQueue) preemptionCandidates(unit []*podState, budgets []*budget, add func(*budget) corev1.ResourceList, w waitInfo) (PreemptionReason, [][]*podState) {
+	prio := slices.MinFunc(unit, func(a, b *podState) int { return cmp.Compare(a.pod.Priority, b.pod.Priority) }).pod.Priority
+	var reason PreemptionReason
+	var pods []*podState
+	switch {
+	case w.code == CodeNoLendable:
+		f := w.budget
+		lowerOnly := false
+		for _, c := range budgets {
+			if c.parent != f {
+				continue
+			}
+			if _, over := firstExcess(c.hardNames, c.hard, c.used, add(c)); over {
+				return "", nil // it would borrow itself: borrowers do not reclaim
+			}
+			switch c.spec.Reclaim {
+			case v1alpha1.ReclaimNever:
+				return "", nil
+			case v1alpha1.ReclaimLowerPriority:
+				lowerOnly = true
+			}
+		}
+		reason = PreemptReclaim
+		for _, s := range f.children {
+			if slices.Contains(budgets, s) || !s.borrows() {
+				continue
+			}
+			for _, p := range s.charged {
+				if !lowerOnly || p.pod.Priority < prio {
+					pods = append(pods, p)
+				}
+			}
+		}
+	case w.code == CodeInsufficient && w.budget.spec.WithinBudget == v1alpha1.WithinBudgetLowerPriority:
+		reason = PreemptWithinBudget
+		for _, p := range w.budget.charged {
+			if p.pod.Priority < prio {
+				pods = append(pods, p)
+			}
+		}
+	default:
+		return "", nil
+	}
+	return reason, victimUnits(pods, unit)
+}
+
+// victimUnits groups running pods into what is evicted together (a group's running
+// members, all of them, when each of them may be preempted), leaving out the pods not
+// known to run and any unit with a member of the preemptor's own unit, in the order they are taken: units admitted by
+// borrowing (quotagate.io/borrowing) first, then lowest priority first, then most
+// recently admitted first.
+func victimUnits(pods []*podState, preemptor []*podState) [][]*podState {
+	var out [][]*podState
+	seen := map[*group]bool{}
+	candidate := map[*podState]bool{}
+	for _, p := range pods {
+		candidate[p] = true
+	}
+	for _, p := range pods {
+		if !p.running() {
+			continue
+		}
+		u := []*podState{p}
+		if g := p.group; g != nil {
+			if seen[g] {
+				continue
+			}
+			seen[g] = true
+			u = u[:0]
+			for _, m := range g.members {
+				if m.running() {
+					u = append(u, m)
+				}
+			}
+			if slices.ContainsFunc(u, func(m *podState) bool { return !candidate[m] }) {
+				continue // a member may not be preempted: none is
+			}
+			slices.SortFunc(u, compareUIDs)
+		}
+		if slices.ContainsFunc(u, func(m *podState) bool { return slices.Contains(preemptor, m) }) {
+			continue
+		}
+		out = append(out, u)
+	}
+	// A unit ranks by its most valuable member: the highest priority, the earliest
+	// admitted; it borrows when any member was admitted by borrowing.
+	type rank struct {
+		notBorrowing int
+		prio         int32
+		at           time.Time
+	}
+	key := func(u []*podState) rank {
+		r := rank{notBorrowing: 1, prio: u[0].pod.Priority, at: u[0].admittedTime()}
+		for _, m := range u {
+			r.prio = max(r.prio, m.pod.Priority)
+			if t := m.admittedTime(); t.Before(r.at) {
+				r.at = t
+			}
+			if len(m.borrowing) > 0 {
+				r.notBorrowing = 0
+			}
+		}
+		return r
+	}
+	slices.SortStableFunc(out, func(a, b []*podState) int {
+		ka, kb := key(a), key(b)
+		return cmp.Or(cmp.Compare(ka.notBorrowing, kb.notBorrowing), cmp.Compare(ka.prio, kb.prio), kb.at.Compare(ka.at), compareUIDs(a[0], b[0]))
+	})
+	return out
+}
+
+// running reports whether the pod is known to be ungated: seen so, or its ungate
+// reported applied.
+func (p *podState) running() bool {
+	return p.phase == phaseCharged || (p.phase == phaseAssumed && !p.inFlight && !p.unresolved)
+}
+
+// admittedTime is when the pod was admitted, or created when the core first saw it
+// running.
+func (p *podState) admittedTime() time.Time {
+	if !p.admittedAt.IsZero() {
+		return p.admittedAt
+	}
+	return p.pod.Created
+}
+
+// stillBorrows reports whether a candidate's budgets in the unit's families still use
+// more than their hard of a resource the unit needs (with the victims chosen so far
+// hidden).
+func stillBorrows(p *podState, budgets []*budget, add func(*budget) corev1.ResourceList) bool {
+	for _, s := range p.chargedTo {
+		if !s.borrows() {
+			continue
+		}
+		for _, c := range budgets {
+			if c.parent == nil || c.parent != s.parent {
+				continue
+			}
+			for r, q := range add(c) {
+				h, limited := s.hard[r]
+				mine := p.chargedUsage[r]
+				if u := s.used[r]; limited && !q.IsZero() && u.Cmp(h) > 0 && !mine.IsZero() {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// hide takes pods' charges out of the ledgers, and show puts them back: to ask whether
+// a unit would fit without them.
+func hide(pods []*podState) {
+	for _, p := range pods {
+		for _, b := range p.chargedTo {
+			b.release(p, p.chargedUsage)
+		}
+	}
+}
+
+func show(pods []*podState) {
+	for _, p := range pods {
+		for _, b := range p.chargedTo {
+			b.charge(p, p.chargedUsage)
+		}
+	}
+}
+
+func preemption(reason PreemptionReason, v, by *podState, w waitInfo, budgets []*budget) Preemption {
+	out := Preemption{Victim: v.pod.PodRef, Preemptor: by.pod.PodRef, Reason: reason}
+	switch reason {
+	case PreemptReclaim:
+		f := w.budget
+		for _, b := range budgets {
+			if b.parent == f {
+				out.Budget = b.key
+				break
+			}
+		}
+		for _, b := range v.chargedTo {
+			if b.parent == f && b.borrows() {
+				out.From = b.key // the member it borrows through
+				break
+			}
+		}
+		out.Message = fmt.Sprintf("%s borrows quota under %s that %s lent; %s needs it back for pod %s",
+			out.From.Describe(), f.key.Describe(), out.Budget.Describe(), out.Budget.Describe(), by.pod.PodRef)
+	case PreemptWithinBudget:
+		out.Budget, out.From = w.budget.key, w.budget.key
+		out.Message = fmt.Sprintf("pod %s (priority %d) does not fit in %s; pods of lower priority (%d) make room for it",
+			by.pod.PodRef, by.pod.Priority, w.budget.key.Describe(), v.pod.Priority)
+	}
+	return out
+}

@@ -1,0 +1,118 @@
+package quota
+
+import (
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/quotagate/quotagate/api/v1alpha1"
+)
+
+// Preemption in TestRandomizedAdmission: budgets get random preemption policies; every
+// preemption the core decides is checked against the model when it is handed out, and
+// evicted later (or blocked for a while, as a PodDisruptionBudget would) only while the
+// core still says it is needed.
+
+func (w *world) randomPreemption(b *Budget) {
+	b.Reclaim = []v1alpha1.ReclaimPolicy{"", v1alpha1.ReclaimAny, v1alpha1.ReclaimLowerPriority, v1alpha1.ReclaimNever}[w.rng.IntN(4)]
+	if w.rng.IntN(3) == 0 {
+		b.WithinBudget = v1alpha1.WithinBudgetLowerPriority
+	}
+}
+
+// checkPreemptions checks what the last Admit decided to preempt, and queues the
+// evictions:
+//
+//   - the victim is ungated in the API server and charged to the budget it gives room back from; the pod it
+//     makes room for is gated and waits;
+//   - Reclaim: both budgets have the same parent, the victim's budget may borrow and uses
+//     more than its hard, and the preemptor's budget allows it (LowerPriority: only a
+//     victim of lower priority);
+//   - WithinBudget: the budget allows it and the victim's priority is lower;
+//   - a group is preempted whole: every running member is a victim at once.
+func (w *world) checkPreemptions() error {
+	ps := w.q.Preemptions()
+	batch := map[types.UID]bool{}
+	for _, p := range ps {
+		batch[p.Victim.UID] = true
+	}
+	used := w.usedAll()
+	for _, p := range ps {
+		v, by := w.pods[p.Victim.UID], w.pods[p.Preemptor.UID]
+		if v == nil || v.gated() {
+			return fmt.Errorf("preempting %s, which the API server does not show ungated", p.Victim)
+		}
+		if by == nil || by.state != mGated {
+			return fmt.Errorf("preempting %s for %s, which is not gated", p.Victim, p.Preemptor)
+		}
+		if code, waiting := w.q.WaitCode(p.Preemptor.UID); !waiting || (code != CodeNoLendable && code != CodeInsufficient) {
+			return fmt.Errorf("preempting %s for %s, which does not wait for capacity (%s)", p.Victim, p.Preemptor, code)
+		}
+		if !slices.Contains(w.charged(v), p.From) {
+			return fmt.Errorf("preempting %s, which is not charged to %s", p.Victim, p.From.Describe())
+		}
+		lower := v.obj.Spec.Priority != nil && by.obj.Spec.Priority != nil && *v.obj.Spec.Priority < *by.obj.Spec.Priority
+		b, from := w.budgets[p.Budget], w.budgets[p.From]
+		switch p.Reason {
+		case PreemptReclaim:
+			if from.Parent == "" || from.Parent != b.Parent || len(from.BorrowingLimit) == 0 {
+				return fmt.Errorf("reclaim for %s from %s: not a borrower under the same parent", p.Budget.Describe(), p.From.Describe())
+			}
+			if b.Reclaim == v1alpha1.ReclaimNever || (b.Reclaim == v1alpha1.ReclaimLowerPriority && !lower) {
+				return fmt.Errorf("reclaim of %s for %s against %s's policy %q", p.Victim, p.Preemptor, p.Budget.Describe(), b.Reclaim)
+			}
+			if !w.usesBeyondHard(p.From, used) {
+				return fmt.Errorf("reclaim of %s: %s does not use more than its hard", p.Victim, p.From.Describe())
+			}
+		case PreemptWithinBudget:
+			if b.WithinBudget != v1alpha1.WithinBudgetLowerPriority || !lower || p.Budget != p.From {
+				return fmt.Errorf("%s preempted within %s for %s: not allowed, or not of lower priority", p.Victim, p.Budget.Describe(), p.Preemptor)
+			}
+		default:
+			return fmt.Errorf("preemption with unknown reason %q", p.Reason)
+		}
+		if v.groupName != "" {
+			for _, m := range w.pods {
+				if m.groupName == v.groupName && m.obj.Namespace == v.obj.Namespace && m.state == mRunning && m.lastView.UID != "" && !m.lastView.Gated && !batch[m.obj.UID] {
+					return fmt.Errorf("preempting %s of group %s but not its running member %s", p.Victim, v.groupName, m.obj.Name)
+				}
+			}
+		}
+		w.logf("preempt %s for %s (%s, %s from %s)", p.Victim, p.Preemptor, p.Reason, p.Budget.Describe(), p.From.Describe())
+		if !slices.Contains(w.evicting, p.Victim.UID) {
+			w.evicting = append(w.evicting, p.Victim.UID)
+		}
+	}
+	return nil
+}
+
+func (w *world) usesBeyondHard(k BudgetKey, used map[BudgetKey]corev1.ResourceList) bool {
+	hard, _ := NormalizeHard(w.budgets[k].Hard)
+	for r, h := range hard {
+		if u := used[k][r]; u.Cmp(h) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// evict carries out the evictions the core still needs; unless all is true, some are
+// blocked this time (a PodDisruptionBudget) and tried again later.
+func (w *world) evict(all bool) {
+	var keep []types.UID
+	for _, uid := range w.evicting {
+		p := w.pods[uid]
+		if p == nil || !w.q.PreemptionNeeded(uid) {
+			continue
+		}
+		if !all && w.rng.IntN(3) == 0 {
+			keep = append(keep, uid)
+			continue
+		}
+		w.logf("evict %s", p.obj.Name)
+		w.deletePod(p)
+	}
+	w.evicting = keep
+}
