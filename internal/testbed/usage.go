@@ -81,6 +81,12 @@ type UsageReport struct {
 // pods exist, or it sees the existing ones at their current state. It stops with ctx or
 // Stop.
 func WatchUsage(ctx context.Context, cs kubernetes.Interface, namespace string, hard corev1.ResourceList) (*UsageWatcher, error) {
+	return WatchUsageSelected(ctx, cs, namespace, "", hard)
+}
+
+// WatchUsageSelected is WatchUsage for the pods matching a label selector, in namespace
+// or, when it is "", in every namespace (what a parent ClusterBudget sums up).
+func WatchUsageSelected(ctx context.Context, cs kubernetes.Interface, namespace, selector string, hard corev1.ResourceList) (*UsageWatcher, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	w := &UsageWatcher{
 		cs: cs, namespace: namespace, hard: hard.DeepCopy(), cancel: cancel, done: make(chan struct{}),
@@ -88,7 +94,7 @@ func WatchUsage(ctx context.Context, cs kubernetes.Interface, namespace string, 
 		used: corev1.ResourceList{}, peak: corev1.ResourceList{},
 		states: map[string][]string{}, admittedBy: map[types.UID]bool{},
 	}
-	watcher, err := cs.CoreV1().Pods(namespace).Watch(ctx, metav1.ListOptions{})
+	watcher, err := cs.CoreV1().Pods(namespace).Watch(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("watching pods in %s: %w", namespace, err)

@@ -25,7 +25,7 @@ import (
 )
 
 // RBAC of the manager, generated into config/rbac/role.yaml. No update or delete on
-// pods: the gate is removed with patch only.
+// pods: the gate is removed with patch only, and preemption evicts (evict.go).
 //
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
@@ -127,12 +127,14 @@ type Controller struct {
 	// queues are evaluated, so only its snapshot tells the truth.
 	leading atomic.Bool
 
-	// mu guards waiting and deleted.
+	// mu guards waiting, deleted and evicting.
 	mu      sync.Mutex
 	waiting map[types.UID]waitingPod // gated pods, with the last wait reason announced
 	// deleted records pods deleted while a catch-up read is under way, so that the
 	// read's older copy of a pod does not bring it back (nil otherwise).
 	deleted map[types.UID]struct{}
+	// evicting are the preemption victims whose eviction is under way (evict.go).
+	evicting map[types.UID]bool
 
 	// talliesMu guards tallies: per budget, the admissions since its last Admitted
 	// event (admitted.go).
@@ -173,6 +175,7 @@ func New(opts Options) (*Controller, error) {
 		kick:       make(chan struct{}, 1),
 		statusKick: make(chan struct{}, 1),
 		waiting:    map[types.UID]waitingPod{},
+		evicting:   map[types.UID]bool{},
 		tallies:    map[quota.BudgetKey]*admittedTally{},
 	}
 	c.core = quota.NewAdmissionQueue(
@@ -309,6 +312,7 @@ func (c *Controller) run(ctx context.Context) error {
 				return nil
 			}
 		}
+		c.startPreemptions(ctx, &wg)
 		c.signalStatus()
 		next := time.Hour
 		if t, ok := c.core.NextWakeup(); ok {

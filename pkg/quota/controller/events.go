@@ -109,9 +109,6 @@ func (c *Controller) announceWaiting() {
 		if r.Code == quota.CodeNeverFits || r.Code == quota.CodeGroupInvalid {
 			eventType = corev1.EventTypeWarning
 		}
-		ref := &corev1.Pod{}
-		ref.Namespace, ref.Name, ref.UID = w.ref.Namespace, w.ref.Name, w.ref.UID
-		ref.APIVersion, ref.Kind = "v1", "Pod"
-		c.recorder.Eventf(ref, nil, eventType, string(r.Code), "Queue", "Waiting: %s", r.Message)
+		c.recorder.Eventf(podRef(w.ref), nil, eventType, string(r.Code), "Queue", "Waiting: %s", r.Message)
 	}
 }

@@ -52,6 +52,9 @@ type metrics struct {
 	admittedPods  *prometheus.GaugeVec
 	neverFitPods  *prometheus.GaugeVec
 	ungateErrors  *prometheus.CounterVec
+
+	preemptions        *prometheus.CounterVec
+	preemptionsBlocked *prometheus.CounterVec
 }
 
 var _ quota.Observer = (*metrics)(nil)
@@ -99,9 +102,17 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "quotagate_ungate_errors_total",
 			Help: "Failed ungate patches, by reason.",
 		}, []string{"reason"}),
+		preemptions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "quotagate_preemptions_total",
+			Help: "Pods evicted to make room for a gated pod, by reason: Reclaim (quota lent to a sibling taken back) or WithinBudget (a pod of lower priority).",
+		}, []string{"reason"}),
+		preemptionsBlocked: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "quotagate_preemption_attempts_failed_total",
+			Help: "Evictions of preemption victims refused (a PodDisruptionBudget) or failed, each retried later, by reason.",
+		}, []string{"reason"}),
 	}
 	var err error
-	for _, p := range []**prometheus.CounterVec{&m.incomingPods, &m.queueMoves, &m.admissions, &m.ungateErrors} {
+	for _, p := range []**prometheus.CounterVec{&m.incomingPods, &m.queueMoves, &m.admissions, &m.ungateErrors, &m.preemptions, &m.preemptionsBlocked} {
 		if *p, err = register(reg, *p); err != nil {
 			return nil, err
 		}

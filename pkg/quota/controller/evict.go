@@ -1,0 +1,132 @@
+package controller
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/quotagate/quotagate/pkg/quota"
+)
+
+// Preemption: the core decides which admitted pods must go (pkg/quota/preempt.go); the
+// controller evicts them through the Eviction API, so PodDisruptionBudgets are
+// honoured. The manager never deletes a pod itself: its RBAC on pods is patch, and
+// create on pods/eviction.
+//
+// +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
+
+// Event reasons of preemption.
+const (
+	eventPreempted         = "Preempted"
+	eventPreempting        = "Preempting"
+	eventPreemptionBlocked = "PreemptionBlocked"
+)
+
+// The tries of an eviction that failed are spaced from evictRetryFirst, doubling up to
+// evictRetryMax: a PodDisruptionBudget that allows no disruption now may allow one once
+// another of its pods is ready again.
+const (
+	evictRetryFirst = time.Second
+	evictRetryMax   = time.Minute
+)
+
+// startPreemptions starts an eviction for each preemption the core decided, unless one
+// for the same victim is still under way.
+func (c *Controller) startPreemptions(ctx context.Context, wg *sync.WaitGroup) {
+	for _, p := range c.core.Preemptions() {
+		c.mu.Lock()
+		busy := c.evicting[p.Victim.UID]
+		c.evicting[p.Victim.UID] = true
+		c.mu.Unlock()
+		if busy {
+			continue
+		}
+		wg.Go(func() {
+			defer func() {
+				c.mu.Lock()
+				delete(c.evicting, p.Victim.UID)
+				c.mu.Unlock()
+			}()
+			c.preempt(ctx, p)
+		})
+	}
+}
+
+// preempt evicts the victim of one preemption, trying again while the core still needs
+// it (PreemptionNeeded): until the eviction is accepted, the victim or the pod it makes
+// room for is gone, or the manager stops leading. An eviction is never forced: one that
+// a PodDisruptionBudget refuses is reported (events on both pods, a metric) and tried
+// again later.
+func (c *Controller) preempt(ctx context.Context, p quota.Preemption) {
+	logger := log.FromContext(ctx).WithValues("pod", klog.KRef(p.Victim.Namespace, p.Victim.Name),
+		"preemptor", klog.KRef(p.Preemptor.Namespace, p.Preemptor.Name), "reason", p.Reason)
+	reported := false
+	for retry := evictRetryFirst; ; retry = min(2*retry, evictRetryMax) {
+		if !c.core.PreemptionNeeded(p.Victim.UID) {
+			logger.V(logLevelDetails).Info("Preemption no longer needed")
+			return
+		}
+		err := c.evict(ctx, p.Victim)
+		switch {
+		case err == nil:
+			c.metrics.preemptions.WithLabelValues(string(p.Reason)).Inc()
+			logger.V(logLevelEvents).Info("Preempted", "budget", p.Budget.String(), "from", p.From.String())
+			c.recorder.Eventf(podRef(p.Victim), nil, corev1.EventTypeNormal, eventPreempted, "Evict",
+				"Evicted to make room for pod %s: %s", p.Preemptor, p.Message)
+			c.recorder.Eventf(podRef(p.Preemptor), nil, corev1.EventTypeNormal, eventPreempting, "Evict",
+				"Evicted pod %s to make room: %s", p.Victim, p.Message)
+			c.wake()
+			return
+		case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+			// Gone, or another pod has its name now (the UID precondition): nothing to evict.
+			return
+		case apierrors.IsTooManyRequests(err):
+			c.metrics.preemptionsBlocked.WithLabelValues(string(p.Reason)).Inc()
+			if !reported {
+				reported = true
+				msg := err.Error()
+				c.recorder.Eventf(podRef(p.Victim), nil, corev1.EventTypeWarning, eventPreemptionBlocked, "Evict",
+					"Eviction to make room for pod %s refused, will retry: %s", p.Preemptor, msg)
+				c.recorder.Eventf(podRef(p.Preemptor), nil, corev1.EventTypeWarning, eventPreemptionBlocked, "Evict",
+					"Eviction of pod %s refused, will retry: %s", p.Victim, msg)
+			}
+			logger.V(logLevelEvents).Info("Eviction refused, will retry", "err", err.Error())
+		default:
+			c.metrics.preemptionsBlocked.WithLabelValues(string(p.Reason)).Inc()
+			logger.Error(err, "Eviction failed, will retry")
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.opts.Clock.After(retry):
+		}
+	}
+}
+
+// evict asks the API server to evict the pod, only if it is still the pod the core
+// chose (a UID precondition: never a new pod that took its name).
+func (c *Controller) evict(ctx context.Context, ref quota.PodRef) error {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.UngateTimeout)
+	defer cancel()
+	pod := podRef(ref)
+	uid := ref.UID
+	return c.client.SubResource("eviction").Create(ctx, pod, &policyv1.Eviction{
+		ObjectMeta:    metav1.ObjectMeta{Namespace: ref.Namespace, Name: ref.Name},
+		DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}},
+	})
+}
+
+// podRef is a pod object that names the pod, for events and subresources.
+func podRef(ref quota.PodRef) *corev1.Pod {
+	pod := &corev1.Pod{}
+	pod.Namespace, pod.Name, pod.UID = ref.Namespace, ref.Name, ref.UID
+	pod.APIVersion, pod.Kind = "v1", "Pod"
+	return pod
+}

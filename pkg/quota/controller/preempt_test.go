@@ -1,0 +1,172 @@
+package controller_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/internal/testbed"
+	"github.com/quotagate/quotagate/pkg/quota"
+	"github.com/quotagate/quotagate/pkg/quota/controller"
+)
+
+// Two teams under a parent ClusterBudget of 4 CPU, each with a hard of 2, as a user sets
+// them up. Team B may borrow 2 and runs 4 pods while team A is idle, 2 of them beyond
+// its hard; a PodDisruptionBudget keeps 3 of B's pods available. Team A then asks for
+// its share: quotagate evicts B's two borrowing pods through the Eviction API, the
+// first at once, the second refused by the PDB (an event on both pods, the metric),
+// retried, never forced, and evicted once the PDB allows it. A's pods are admitted as
+// the victims go; B's pods within its hard are never touched. Watchers check at every
+// event that the parent, A and B stay within 4, 2 and 4 CPU.
+func TestReclaimEvictsBorrowedPods(t *testing.T) {
+	ctx := context.Background()
+	parent := fmt.Sprintf("org-%d", nsCounter.Add(1))
+	createClusterBudgets(t, clusterBudget(parent, "", cpu("4")))
+	nsA, nsB := newNamespace(t, true), newNamespace(t, true)
+	family, err := testbed.WatchUsageSelected(ctx, clientset, "", "family="+parent, corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse("4")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(family.Stop)
+	watchA, watchB := watchAdmissions(t, nsA, "2"), watchAdmissions(t, nsB, "4")
+
+	a := budget(nsA, "a", cpu("2"), "")
+	a.Spec.Parent = parent
+	b := budget(nsB, "b", cpu("2"), "")
+	b.Spec.Parent, b.Spec.BorrowingLimit = parent, cpu("2")
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: nsB},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MinAvailable: new(intstr.FromInt32(3)),
+			Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": "b"}},
+		},
+	}
+	mustCreate(t, a, b, pdb)
+	reg := prometheus.NewRegistry()
+	startManager(t, func(o *controller.Options) { o.Registerer = reg }, false)
+
+	pod := func(ns, name, app string) *corev1.Pod {
+		p := gatedPod(ns, name, "1")
+		p.Labels = map[string]string{"app": app, "family": parent}
+		return p
+	}
+	// One at a time, so that the order of admission is known: b2 and b3 borrow.
+	for i := range 4 {
+		mustCreate(t, pod(nsB, fmt.Sprintf("b%d", i), "b"))
+		poll(t, time.Minute, fmt.Sprintf("b%d admitted", i), func() (bool, error) {
+			return !isGated(t, nsB, fmt.Sprintf("b%d", i)), nil
+		})
+	}
+	for _, name := range []string{"b2", "b3"} {
+		var p corev1.Pod
+		if err := admin.Get(ctx, client.ObjectKey{Namespace: nsB, Name: name}, &p); err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Annotations[v1alpha1.BorrowingAnnotation]; got != nsB+"/b" {
+			t.Errorf("%s carries %s=%q, want %s/b", name, v1alpha1.BorrowingAnnotation, got, nsB)
+		}
+	}
+	poll(t, time.Minute, "B's pods ready and the PDB allowing one disruption", func() (bool, error) {
+		var got policyv1.PodDisruptionBudget
+		if err := admin.Get(ctx, client.ObjectKeyFromObject(pdb), &got); err != nil {
+			return false, err
+		}
+		return got.Status.CurrentHealthy == 4 && got.Status.DisruptionsAllowed == 1, nil
+	})
+
+	mustCreate(t, pod(nsA, "a0", "a"), pod(nsA, "a1", "a"))
+	blocked := waitForWaitingEvent(t, nsB, "", "PreemptionBlocked")
+	t.Logf("%s: %s", blocked.InvolvedObject.Name, blocked.Message)
+	waitForWaitingEvent(t, nsA, "", "PreemptionBlocked")
+	preempted := waitForWaitingEvent(t, nsB, "", "Preempted")
+	t.Logf("%s: %s", preempted.InvolvedObject.Name, preempted.Message)
+	waitForWaitingEvent(t, nsA, "", "Preempting")
+	victims := []string{blocked.InvolvedObject.Name, preempted.InvolvedObject.Name}
+	slices.Sort(victims)
+	if !slices.Equal(victims, []string{"b2", "b3"}) {
+		t.Fatalf("the victims are %v, want B's borrowing pods b2 and b3", victims)
+	}
+	poll(t, time.Minute, "one of A's pods admitted in the room the first eviction made", func() (bool, error) {
+		_, ungated := countGated(t, nsA)
+		return ungated == 1, nil
+	})
+	// Blocked, it is tried again, and never forced: the second victim still runs.
+	time.Sleep(3 * time.Second)
+	if _, ungated := countGated(t, nsA); ungated != 1 {
+		t.Errorf("%d of A's pods admitted while the PDB refuses the second eviction, want 1", ungated)
+	}
+	var still corev1.Pod
+	if err := admin.Get(ctx, client.ObjectKey{Namespace: nsB, Name: blocked.InvolvedObject.Name}, &still); err != nil || still.DeletionTimestamp != nil {
+		t.Errorf("the victim the PDB protects was removed anyway (err %v)", err)
+	}
+	evicted, refused := reclaimCounter(t, reg, "quotagate_preemptions_total"), reclaimCounter(t, reg, "quotagate_preemption_attempts_failed_total")
+	if evicted != 1 || refused < 1 {
+		t.Errorf("%v preemptions and %v refused attempts counted, want 1 and at least 1", evicted, refused)
+	}
+
+	// The PDB allows one more disruption: the retry evicts it, and A gets its share.
+	var relaxed policyv1.PodDisruptionBudget
+	if err := admin.Get(ctx, client.ObjectKeyFromObject(pdb), &relaxed); err != nil {
+		t.Fatal(err)
+	}
+	relaxed.Spec.MinAvailable = new(intstr.FromInt32(2))
+	if err := admin.Update(ctx, &relaxed); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, 2*time.Minute, "both of A's pods admitted", func() (bool, error) {
+		_, ungated := countGated(t, nsA)
+		return ungated == 2, nil
+	})
+	var left []string
+	for _, p := range podsOf(t, nsB) {
+		if p.DeletionTimestamp == nil {
+			left = append(left, p.Name)
+		}
+	}
+	slices.Sort(left)
+	if !slices.Equal(left, []string{"b0", "b1"}) {
+		t.Errorf("team B runs %v after the reclaim, want its pods within hard, b0 and b1", left)
+	}
+	if got := reclaimCounter(t, reg, "quotagate_preemptions_total"); got != 2 {
+		t.Errorf("quotagate_preemptions_total{reason=Reclaim} = %v, want 2", got)
+	}
+	watchA.waitForAdmissions(t, 2)
+	watchA.check(t)
+	watchB.check(t)
+	if r := family.Report(); len(r.Violations) > 0 {
+		t.Errorf("the family exceeded the parent's 4 CPU: %v", r.Violations)
+	}
+}
+
+// reclaimCounter is the value of the named counter's reason="Reclaim" series.
+func reclaimCounter(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "reason" && l.GetValue() == string(quota.PreemptReclaim) {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
