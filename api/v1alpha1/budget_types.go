@@ -187,6 +187,12 @@ type BudgetStatus struct {
 	// +optional
 	Borrowed corev1.ResourceList `json:"borrowed,omitempty"`
 
+	// Lent is the part of hard, per resource, that budgets under the same parent use
+	// by borrowing while this budget does not: what they borrow is attributed to the
+	// lenders in proportion to what each leaves unused of what it lends.
+	// +optional
+	Lent corev1.ResourceList `json:"lent,omitempty"`
+
 	// Pending is the sum of the requests of pods still gated on this budget.
 	// +optional
 	Pending corev1.ResourceList `json:"pending,omitempty"`

@@ -139,6 +139,13 @@ func (in *BudgetStatus) DeepCopyInto(out *BudgetStatus) {
 			(*out)[key] = val.DeepCopy()
 		}
 	}
+	if in.Lent != nil {
+		in, out := &in.Lent, &out.Lent
+		*out = make(v1.ResourceList, len(*in))
+		for key, val := range *in {
+			(*out)[key] = val.DeepCopy()
+		}
+	}
 	if in.Pending != nil {
 		in, out := &in.Pending, &out.Pending
 		*out = make(v1.ResourceList, len(*in))

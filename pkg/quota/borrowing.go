@@ -2,6 +2,7 @@ package quota
 
 import (
 	"maps"
+	"math/big"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -265,6 +266,47 @@ func borrowingIn(p *podState) []BudgetKey {
 				break
 			}
 		}
+	}
+	return out
+}
+
+// lent is the part of b's hard its siblings use by borrowing, per resource (empty when
+// none): the family's borrowing (what its members use beyond their hard) shared among
+// the members that leave some of what they lend unused, in proportion to that unused
+// part. Rounded down to the milli-unit, so the shares may add up to a little less.
+func (b *budget) lent() corev1.ResourceList {
+	out := corev1.ResourceList{}
+	f := b.borrowingParent()
+	if f == nil {
+		return out
+	}
+	for _, r := range b.hardNames {
+		var borrowed, idle, mine int64
+		for _, c := range f.children {
+			h, limited := c.hard[r]
+			if !limited {
+				continue
+			}
+			u := c.used[r]
+			if over := u.MilliValue() - h.MilliValue(); over > 0 {
+				borrowed += over
+				continue
+			}
+			lend := c.lendable(r)
+			unused := min(lend.MilliValue(), h.MilliValue()-u.MilliValue())
+			if unused > 0 {
+				idle += unused
+				if c == b {
+					mine = unused
+				}
+			}
+		}
+		if borrowed <= 0 || mine <= 0 {
+			continue
+		}
+		share := new(big.Int).Mul(big.NewInt(min(borrowed, idle)), big.NewInt(mine))
+		share.Quo(share, big.NewInt(idle))
+		out[r] = *resource.NewMilliQuantity(share.Int64(), b.hard[r].Format)
 	}
 	return out
 }

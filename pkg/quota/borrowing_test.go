@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // Borrowing between two teams under one parent: team-a may borrow up to 4 CPU beyond
@@ -69,6 +70,11 @@ func TestBorrowing(t *testing.T) {
 			if want := tc.wantFirst - 4; want > 0 {
 				if b := st.Borrowed["requests.cpu"]; b.Value() != int64(want) {
 					t.Errorf("team-a's status borrows %s, want %d", b.String(), want)
+				}
+				// team-b, idle, is the only lender: all of it is lent by team-b.
+				lender := mustStatus(t, q, BudgetKey{Namespace: "team-b", Name: "b"})
+				if l := lender.Lent["requests.cpu"]; l.Value() != int64(want) {
+					t.Errorf("team-b's status lends %s, want %d", l.String(), want)
 				}
 			}
 			for _, p := range tc.then {
@@ -150,5 +156,30 @@ func TestAdmissionSaysWhatBorrows(t *testing.T) {
 	want := map[string][]BudgetKey{"p0": nil, "p1": nil, "p2": {{Namespace: "team-a", Name: "a"}}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("borrowing by pod (-want +got):\n%s", diff)
+	}
+}
+
+// What a family borrows is shown as lent by the members that leave some of what they
+// lend unused, in proportion to that part.
+func TestLentIsShared(t *testing.T) {
+	q, _ := newTestQueue()
+	q.UpsertBudget(makeBudget("", "org").Hard("cpu=100").Obj())
+	q.UpsertBudget(makeBudget("team-a", "a").Hard("cpu=2").Borrow("cpu=4").Parent("org").Obj())
+	q.UpsertBudget(makeBudget("team-b", "b").Hard("cpu=4").Parent("org").Obj())
+	q.UpsertBudget(makeBudget("team-c", "c").Hard("cpu=4").Lend("cpu=1").Parent("org").Obj())
+	q.UpsertPod(makePod("b1").NS("team-b").Req("cpu=1").Pod())
+	q.UpsertPod(makePod("a1").NS("team-a").Created(1).Req("cpu=5").Pod())
+	if got := admitNames(q); len(got) != 2 {
+		t.Fatalf("admitted %v, want b1 and a1", got)
+	}
+	for key, want := range map[BudgetKey]string{
+		{Namespace: "team-a", Name: "a"}: "",      // it borrows 3
+		{Namespace: "team-b", Name: "b"}: "2250m", // 3 of 4 unused: 3/4 of the 3 borrowed
+		{Namespace: "team-c", Name: "c"}: "750m",  // lends 1 at most: 1/4
+	} {
+		got := mustStatus(t, q, key).Lent["requests.cpu"]
+		if want == "" && !got.IsZero() || want != "" && got.Cmp(resource.MustParse(want)) != 0 {
+			t.Errorf("%s lends %s, want %q", key, got.String(), want)
+		}
 	}
 }

@@ -30,6 +30,8 @@ type BudgetStatus struct {
 	// Borrowed is what it uses beyond Hard, by borrowing from the budgets under its
 	// parent (nil when nothing is).
 	Borrowed corev1.ResourceList `json:"borrowed,omitempty"`
+	// Lent is the part of Hard its siblings use by borrowing (nil when none; lent).
+	Lent corev1.ResourceList `json:"lent,omitempty"`
 	// AdmittedPods counts charged pods (admitted or running, not terminal).
 	AdmittedPods int32 `json:"admittedPods"`
 	// GatedPods counts the gated pods it covers.
@@ -78,6 +80,9 @@ func (q *AdmissionQueue) Status(key BudgetKey) (BudgetStatus, bool) {
 	}
 	if borrowed := b.borrowed(); len(borrowed) > 0 {
 		st.Borrowed = borrowed
+	}
+	if lent := b.lent(); len(lent) > 0 {
+		st.Lent = lent
 	}
 	for e := range b.parked {
 		w := e.pod.wait

@@ -83,6 +83,8 @@ type budgetRow struct {
 	Pending  corev1.ResourceList
 	// Borrowed is what it uses beyond hard, borrowed under its parent (status.borrowed).
 	Borrowed corev1.ResourceList
+	// Lent is the part of hard its siblings use by borrowing (status.lent).
+	Lent corev1.ResourceList
 	// Object is the Budget or ClusterBudget, its apiVersion and kind set, for -o
 	// json|yaml|name.
 	Object client.Object
@@ -165,7 +167,7 @@ func loadOldestWaits(ctx context.Context, e *env, c client.Client, ns string, bu
 func newBudgetRow(key quota.BudgetKey, obj client.Object, spec *v1alpha1.BudgetSpec, st *v1alpha1.BudgetStatus, oldest map[quota.BudgetKey]time.Time, now time.Time) budgetRow {
 	r := budgetRow{
 		Key: key, State: string(st.State), Hard: st.Hard, Used: st.Used, Admitted: st.AdmittedPods, Gated: st.GatedPods, OldestWait: "-",
-		Strategy: string(spec.QueueingStrategy), Parent: spec.Parent, Pending: st.Pending, Borrowed: st.Borrowed, Object: obj,
+		Strategy: string(spec.QueueingStrategy), Parent: spec.Parent, Pending: st.Pending, Borrowed: st.Borrowed, Lent: st.Lent, Object: obj,
 	}
 	if r.State == "" {
 		r.State = "Unknown"

@@ -61,6 +61,9 @@ func budgetTableRows(rows []budgetRow) []metav1.TableRow {
 			if b, ok := r.Borrowed[n]; ok && b.Sign() > 0 {
 				usedHard += " (" + b.String() + " borrowed)"
 			}
+			if l, ok := r.Lent[n]; ok && l.Sign() > 0 {
+				usedHard += " (" + l.String() + " lent)"
+			}
 			out = append(out, tableRow(append(cells, string(n), usedHard, pending.String(), usageBar(used, hard))...))
 		}
 	}

@@ -114,7 +114,8 @@ func TestBudgetsManagerRefuses(t *testing.T) {
 	}
 }
 
-// A budget that borrows under its parent shows it beside its use.
+// A budget that borrows under its parent shows it beside its use, and one that lends
+// shows what its siblings use of its hard.
 func TestBudgetRowShowsBorrowed(t *testing.T) {
 	q := func(s string) resource.Quantity { return resource.MustParse(s) }
 	rows := budgetTableRows([]budgetRow{{
@@ -122,12 +123,17 @@ func TestBudgetRowShowsBorrowed(t *testing.T) {
 		Hard:     corev1.ResourceList{"requests.cpu": q("4"), "pods": q("10")},
 		Used:     corev1.ResourceList{"requests.cpu": q("6"), "pods": q("6")},
 		Borrowed: corev1.ResourceList{"requests.cpu": q("2")},
+	}, {
+		Key: quota.BudgetKey{Namespace: "team-b", Name: "b"}, State: "Open", OldestWait: "-",
+		Hard: corev1.ResourceList{"requests.cpu": q("4")},
+		Used: corev1.ResourceList{"requests.cpu": q("1")},
+		Lent: corev1.ResourceList{"requests.cpu": q("2")},
 	}})
 	var cells []string
 	for _, r := range rows {
 		cells = append(cells, fmt.Sprint(r.Cells[8]))
 	}
-	if want := []string{"6/10", "6/4 (2 borrowed)"}; !slices.Equal(cells, want) {
+	if want := []string{"6/10", "6/4 (2 borrowed)", "1/4 (2 lent)"}; !slices.Equal(cells, want) {
 		t.Errorf("USED/HARD cells %q, want %q", cells, want)
 	}
 }

@@ -105,6 +105,7 @@ func applyStatus(status *v1alpha1.BudgetStatus, st quota.BudgetStatus, generatio
 	status.Used = st.Used
 	status.Pending = st.Pending
 	status.Borrowed = st.Borrowed
+	status.Lent = st.Lent
 	status.AdmittedPods = st.AdmittedPods
 	status.GatedPods = st.GatedPods
 	status.ObservedGeneration = generation
