@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -58,6 +59,17 @@ type Preemption struct {
 	// +optional
 	// +kubebuilder:default=Never
 	WithinBudget WithinBudgetPolicy `json:"withinBudget,omitempty"`
+}
+
+// FairSharing is a budget's weight when the budgets under one parent compete for what
+// they may borrow: the one whose borrowing would be the smallest share of what the
+// family lends, divided by its weight, goes first.
+type FairSharing struct {
+	// Weight: 2 borrows twice as much as a sibling of weight 1 before it yields to it;
+	// 0 borrows only what no sibling of positive weight waits for. 1 when unset.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).compareTo(quantity('0')) >= 0",message="weight must not be negative"
+	Weight *resource.Quantity `json:"weight,omitempty"`
 }
 
 // BudgetState is the desired (spec) or effective (status) state of a budget.
@@ -147,6 +159,11 @@ type BudgetSpec struct {
 	// quota it lent (reclaim: Any), and never evicts its own pods.
 	// +optional
 	Preemption *Preemption `json:"preemption,omitempty"`
+
+	// FairSharing weighs this budget against the others under the same parent when
+	// they compete for quota to borrow (docs/budgets.md, "Fair sharing").
+	// +optional
+	FairSharing *FairSharing `json:"fairSharing,omitempty"`
 
 	// Parent names a ClusterBudget that every pod admitted here must also fit in.
 	// +optional

@@ -91,6 +91,12 @@ func (q *AdmissionQueue) evaluate(p *podState) {
 		q.preempt(unit, p.cover, add, w)
 		return
 	}
+	if inBorrowingFamily(p.cover) {
+		if w, yield := q.yieldsTo(p, p.cover, add); yield {
+			q.fail(unit, w)
+			return
+		}
+	}
 	q.admitUnit(unit, Reason{Code: CodeFits, Message: fitsMessage(nil, p.cover)})
 }
 
@@ -169,10 +175,16 @@ func (q *AdmissionQueue) fail(unit []*podState, w waitInfo) {
 			defer q.wake(old.budget)
 		}
 		p.wait = w
-		if w.code == CodeNoLendable {
+		switch w.code {
+		case CodeNoLendable:
 			w.budget.noteLendWaiter(p)
+		case CodeFairShare:
+			w.budget.noteFairWaiter(p)
 		}
 		q.moveAll(p, queueActive, queueInadmissible)
+		if w.code != CodeFairShare {
+			q.wakeFairWaiters(p) // the pod they yielded to may have been this one
+		}
 	}
 }
 
@@ -204,6 +216,7 @@ func (q *AdmissionQueue) admitUnit(unit []*podState, reason Reason) {
 		p.admittedAt = q.opts.clock.Now()
 		q.charge(p)
 		p.borrowing = borrowingIn(p)
+		q.wakeFairWaiters(p)
 		q.handOut(p)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/labels"
@@ -80,6 +81,8 @@ type Budget struct {
 	// Never; preempt.go).
 	Reclaim      v1alpha1.ReclaimPolicy
 	WithinBudget v1alpha1.WithinBudgetPolicy
+	// Weight is spec.fairSharing.weight (nil means 1; fairshare.go).
+	Weight *resource.Quantity
 	// Parent names a ClusterBudget ("" for none).
 	Parent   string
 	Strategy v1alpha1.QueueingStrategy
@@ -229,6 +232,9 @@ func fromSpec(key BudgetKey, s *v1alpha1.BudgetSpec) Budget {
 	if s.Preemption != nil {
 		out.Reclaim, out.WithinBudget = s.Preemption.Reclaim, s.Preemption.WithinBudget
 	}
+	if s.FairSharing != nil {
+		out.Weight = s.FairSharing.Weight
+	}
 	return out
 }
 
@@ -250,6 +256,9 @@ type budget struct {
 	// lendWaiters are pods that waited on this budget's family for lendable quota when
 	// last evaluated (borrowing.go; checked and pruned when read).
 	lendWaiters map[*podState]struct{}
+	// fairWaiters are pods that yielded to a sibling's pod by fair sharing
+	// (fairshare.go), woken once it was decided.
+	fairWaiters map[*podState]struct{}
 	// familyParks is set once a pod was parked as never fitting in its family: a change
 	// to the family must then look at its pods again, even when nobody borrows.
 	familyParks bool

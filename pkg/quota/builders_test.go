@@ -126,6 +126,11 @@ func (b *budgetBuilder) Reclaim(p v1alpha1.ReclaimPolicy) *budgetBuilder {
 	b.b.Reclaim = p
 	return b
 }
+func (b *budgetBuilder) Weight(w string) *budgetBuilder {
+	q := resource.MustParse(w)
+	b.b.Weight = &q
+	return b
+}
 func (b *budgetBuilder) PreemptLowerPriority() *budgetBuilder {
 	b.b.WithinBudget = v1alpha1.WithinBudgetLowerPriority
 	return b

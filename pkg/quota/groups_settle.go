@@ -216,6 +216,12 @@ func (q *AdmissionQueue) evaluateGroup(g *group) {
 		q.preempt(cands, budgets, add, w)
 		return
 	}
+	if inBorrowingFamily(budgets) {
+		if w, yield := q.yieldsTo(cands[0], budgets, add); yield {
+			q.fail(cands, w)
+			return
+		}
+	}
 	q.admitUnit(cands, Reason{Code: CodeFits, Message: fitsMessage(g, budgets)})
 	for _, m := range cands {
 		g.sync(m)

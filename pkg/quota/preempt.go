@@ -134,12 +134,15 @@ func (q *AdmissionQueue) preempt(unit []*podState, budgets []*budget, add func(*
 		return // it waits for pods already leaving
 	}
 	var chosen [][]*podState
+	from := map[*podState]*budget{} // Reclaim: the member a victim unit borrows through
 	for _, c := range candidates {
 		if slices.ContainsFunc(c, func(p *podState) bool { return q.victims[p] != nil || !p.pod.ReleaseAt.IsZero() }) {
 			continue // counted as gone already
 		}
-		if reason == PreemptReclaim && !stillBorrows(c[0], budgets, add) {
-			continue // its budget is within its hard now: nothing of it is borrowed
+		if reason == PreemptReclaim {
+			if from[c[0]] = borrowsThrough(c[0], w.budget, budgets, add); from[c[0]] == nil {
+				continue // its budget is within its hard now: nothing of it is borrowed
+			}
 		}
 		hide(c)
 		chosen = append(chosen, c)
@@ -167,7 +170,7 @@ func (q *AdmissionQueue) preempt(unit []*podState, budgets []*budget, add func(*
 	for _, c := range chosen {
 		for _, v := range c {
 			q.victims[v] = &victim{preemptor: unit[0], unit: unit}
-			q.preemptions = append(q.preemptions, preemption(reason, v, unit[0], w, budgets))
+			q.preemptions = append(q.preemptions, preemption(reason, v, unit[0], w, budgets, from[c[0]]))
 		}
 	}
 }
@@ -362,28 +365,28 @@ func (p *podState) admittedTime() time.Time {
 	return p.pod.Created
 }
 
-// stillBorrows reports whether a candidate's budgets in the unit's families still use
-// more than their hard of a resource the unit needs (with the victims chosen so far
-// hidden).
-func stillBorrows(p *podState, budgets []*budget, add func(*budget) corev1.ResourceList) bool {
+// borrowsThrough returns the budget under f through which a candidate still borrows
+// what the unit needs (with the victims chosen so far hidden): a member it is charged
+// to that uses more than its hard of a resource both ask for; nil when there is none.
+func borrowsThrough(p *podState, f *budget, budgets []*budget, add func(*budget) corev1.ResourceList) *budget {
 	for _, s := range p.chargedTo {
-		if !s.borrows() {
+		if s.parent != f || !s.borrows() {
 			continue
 		}
 		for _, c := range budgets {
-			if c.parent == nil || c.parent != s.parent {
+			if c.parent != f {
 				continue
 			}
 			for r, q := range add(c) {
 				h, limited := s.hard[r]
 				mine := p.chargedUsage[r]
 				if u := s.used[r]; limited && !q.IsZero() && u.Cmp(h) > 0 && !mine.IsZero() {
-					return true
+					return s
 				}
 			}
 		}
 	}
-	return false
+	return nil
 }
 
 // hide takes pods' charges out of the ledgers, and show puts them back: to ask whether
@@ -404,7 +407,7 @@ func show(pods []*podState) {
 	}
 }
 
-func preemption(reason PreemptionReason, v, by *podState, w waitInfo, budgets []*budget) Preemption {
+func preemption(reason PreemptionReason, v, by *podState, w waitInfo, budgets []*budget, from *budget) Preemption {
 	out := Preemption{Victim: v.pod.PodRef, Preemptor: by.pod.PodRef, Reason: reason}
 	switch reason {
 	case PreemptReclaim:
@@ -415,14 +418,9 @@ func preemption(reason PreemptionReason, v, by *podState, w waitInfo, budgets []
 				break
 			}
 		}
-		for _, b := range v.chargedTo {
-			if b.parent == f && b.borrows() {
-				out.From = b.key // the member it borrows through
-				break
-			}
-		}
-		out.Message = fmt.Sprintf("%s borrows quota under %s that %s lent; %s needs it back for pod %s",
-			out.From.Describe(), f.key.Describe(), out.Budget.Describe(), out.Budget.Describe(), by.pod.PodRef)
+		out.From = from.key
+		out.Message = fmt.Sprintf("%s borrows quota under %s that %s lent, and takes it back for pod %s",
+			out.From.Describe(), f.key.Describe(), out.Budget.Describe(), by.pod.PodRef)
 	case PreemptWithinBudget:
 		out.Budget, out.From = w.budget.key, w.budget.key
 		out.Message = fmt.Sprintf("pod %s (priority %d) does not fit in %s; pods of lower priority (%d) make room for it",

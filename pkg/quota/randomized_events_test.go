@@ -87,7 +87,7 @@ func (w *world) decorate(b Budget) Budget {
 func (w *world) upsertBudget(b Budget) {
 	w.budgets[b.Key] = b
 	w.q.UpsertBudget(b)
-	w.logf("upsert %s hard=%v borrow=%v lend=%v parent=%q strategy=%s state=%s reclaim=%q within=%q", b.Key.Describe(), b.Hard, b.BorrowingLimit, b.LendingLimit, b.Parent, b.Strategy, b.State, b.Reclaim, b.WithinBudget)
+	w.logf("upsert %s hard=%v borrow=%v lend=%v parent=%q strategy=%s state=%s reclaim=%q within=%q weight=%v", b.Key.Describe(), b.Hard, b.BorrowingLimit, b.LendingLimit, b.Parent, b.Strategy, b.State, b.Reclaim, b.WithinBudget, b.Weight)
 }
 
 func (w *world) randomPod(gated bool) {

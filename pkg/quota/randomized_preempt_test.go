@@ -5,12 +5,14 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
 )
 
-// Preemption in TestRandomizedAdmission: budgets get random preemption policies; every
+// Preemption in TestRandomizedAdmission: budgets get random preemption policies and
+// fair-sharing weights; every
 // preemption the core decides is checked against the model when it is handed out, and
 // evicted later (or blocked for a while, as a PodDisruptionBudget would) only while the
 // core still says it is needed.
@@ -19,6 +21,10 @@ func (w *world) randomPreemption(b *Budget) {
 	b.Reclaim = []v1alpha1.ReclaimPolicy{"", v1alpha1.ReclaimAny, v1alpha1.ReclaimLowerPriority, v1alpha1.ReclaimNever}[w.rng.IntN(4)]
 	if w.rng.IntN(3) == 0 {
 		b.WithinBudget = v1alpha1.WithinBudgetLowerPriority
+	}
+	if w.rng.IntN(2) == 0 {
+		q := resource.MustParse([]string{"0", "0.5", "1", "3"}[w.rng.IntN(4)])
+		b.Weight = &q
 	}
 }
 

@@ -17,7 +17,7 @@ import (
 
 // TestRandomizedReclaim runs one family under a random load and checks, after every
 // step, the promise of borrowing with reclaim: three teams of hard cpu=4 under a parent
-// of cpu=12, two of them borrowing up to 8; pods of 1 or 2 cpu and random priority
+// of cpu=12, two of them borrowing up to 8 (with random fair-sharing weights); pods of 1 or 2 cpu and random priority
 // arrive, finish and are evicted as the core decides (some evictions blocked for a
 // while, as by a PodDisruptionBudget). After every step:
 //
@@ -65,6 +65,8 @@ func runReclaimWorld(seed, steps int) (err error) {
 		b := Budget{Key: BudgetKey{Namespace: ns, Name: "quota"}, Hard: parseList("cpu=4"), Parent: "org"}
 		if i > 0 {
 			b.BorrowingLimit = parseList("cpu=8")
+			weight := resource.MustParse([]string{"0", "1", "2"}[w.rng.IntN(3)])
+			b.Weight = &weight
 		}
 		w.upsertBudget(b)
 	}

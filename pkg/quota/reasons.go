@@ -42,6 +42,9 @@ const (
 	// CodeNoLendable: the budgets under a parent, some of which borrow from the others,
 	// have no unused lendable quota left for it (borrowing.go).
 	CodeNoLendable ReasonCode = "NoLendableQuota"
+	// CodeFairShare: it would borrow, and a budget under the same parent whose
+	// borrowing is a smaller share of what the family lends goes first (fairshare.go).
+	CodeFairShare ReasonCode = "FairSharing"
 )
 
 // Why a pod was admitted.
@@ -172,6 +175,9 @@ func (q *AdmissionQueue) waitReason(p *podState) Reason {
 			limit = fmt.Sprintf("%s hard plus %s borrowingLimit", hard.String(), borrow.String())
 		}
 		msg = fmt.Sprintf("%s: %s requested, more than the %s of %s: it can never fit", w.resource, w.requested.String(), limit, w.budget.key.Describe())
+	case CodeFairShare:
+		msg = fmt.Sprintf("it would borrow under %s, and pod %s goes first: its budget's borrowing is a smaller share of what the family lends (fair sharing)",
+			w.budget.key.Describe(), w.ahead)
 	case CodeNoLendable:
 		pool, above := w.budget.familyStatus(w.resource)
 		msg = fmt.Sprintf("%s: %s requested; the budgets under %s use %s beyond what they keep for themselves, of the %s they lend: waiting for borrowed quota to be returned",

@@ -1,0 +1,136 @@
+package quota
+
+import (
+	"math"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Fair sharing (DESIGN: Budgets, "Borrowing"; docs/budgets.md, "Fair sharing"). When
+// the budgets under a borrowing parent compete for what the family lends, the one
+// whose borrowing would be the smallest share of it goes first, whatever the
+// priorities across budgets; within a budget, admission order stands.
+//
+// A budget's share is its dominant share, after Kueue's: over the resources, the most
+// it uses beyond its hard, as a fraction of what the family lends of that resource,
+// divided by its weight (spec.fairSharing.weight, 1 by default; weight 0 borrows only
+// what no sibling of positive weight waits for). A unit that would borrow yields to
+// the head of a sibling that would borrow too, would end with a smaller share (or the
+// same share, and is ahead in admission order), and fits now: the unit waits
+// (CodeFairShare) and the sibling's head is evaluated in the same Admit. When that head
+// is admitted or fails, the units that yielded to it are evaluated again. Yielding
+// follows the shares strictly, so no two units yield to each other, and an Admit ends.
+
+// yieldsTo returns why a unit that fits, adding add(b) to each budget b of budgets,
+// waits for a sibling with a smaller share, and wakes that sibling's head; ok is false
+// when it goes now. first is the unit's first pod (its admission order).
+func (q *AdmissionQueue) yieldsTo(first *podState, budgets []*budget, add func(*budget) corev1.ResourceList) (waitInfo, bool) {
+	var w waitInfo
+	yield := borrowingFamilies(budgets, add, func(f *budget, adds map[*budget]corev1.ResourceList, _ []corev1.ResourceName) bool {
+		mine, borrows := -1.0, false
+		for c, a := range adds {
+			if s, b := c.shareWith(f, a); b {
+				borrows = true
+				mine = max(mine, s)
+			}
+		}
+		if !borrows {
+			return false
+		}
+		for _, d := range f.children {
+			if _, in := adds[d]; in || !d.borrows() {
+				continue
+			}
+			h := q.fairHead(d)
+			if h == nil {
+				continue
+			}
+			theirs, b := d.shareWith(f, h.pod.Usage)
+			if !b || theirs > mine || (theirs == mine && h.order.compare(&first.order) >= 0) {
+				continue
+			}
+			if _, over := q.capacityWait(h.cover, func(*budget) corev1.ResourceList { return h.pod.Usage }); over {
+				continue // it cannot go now either: nothing to yield to
+			}
+			q.moveAll(h, queueInadmissible, queueActive)
+			w = waitInfo{code: CodeFairShare, budget: f, ahead: h.pod.PodRef}
+			return true
+		}
+		return false
+	})
+	return w, yield
+}
+
+// fairHead is the first gated pod of d in admission order that could be admitted now
+// for all that order and state say: not in backoff, not parked, not stuck, not in a
+// group (a group's turn is its own); nil when there is none.
+func (q *AdmissionQueue) fairHead(d *budget) *podState {
+	var h *entry
+	for _, e := range []*entry{d.active.min(), d.inadmissible.min()} {
+		if e != nil && (h == nil || e.pod.order.compare(&h.pod.order) < 0) {
+			h = e
+		}
+	}
+	if h == nil || h.pod.group != nil || h.pod.inBackoff || q.stuck(h.pod) {
+		return nil
+	}
+	return h.pod
+}
+
+// shareWith is b's dominant share of what the family of f lends, with add charged to
+// it, over its weight, and whether it would borrow at all (use beyond its hard).
+func (b *budget) shareWith(f *budget, add corev1.ResourceList) (share float64, borrows bool) {
+	for _, r := range b.hardNames {
+		u := b.used[r].DeepCopy()
+		if q, ok := add[r]; ok {
+			u.Add(q)
+		}
+		u.Sub(b.hard[r])
+		if u.Sign() <= 0 {
+			continue
+		}
+		borrows = true
+		pool, _ := f.familyStatus(r)
+		s := math.Inf(1)
+		if pool.Sign() > 0 {
+			s = u.AsApproximateFloat64() / pool.AsApproximateFloat64()
+		}
+		share = max(share, s)
+	}
+	if !borrows {
+		return 0, false
+	}
+	weight := 1.0
+	if b.spec.Weight != nil {
+		weight = b.spec.Weight.AsApproximateFloat64()
+	}
+	if weight <= 0 {
+		return math.Inf(1), true
+	}
+	return share / weight, true
+}
+
+// noteFairWaiter records that a unit's pod yielded in the family of f; wakeFairWaiters
+// moves those pods back to active, once the head they yielded to was decided.
+func (f *budget) noteFairWaiter(p *podState) {
+	if f.fairWaiters == nil {
+		f.fairWaiters = map[*podState]struct{}{}
+	}
+	f.fairWaiters[p] = struct{}{}
+}
+
+// wakeFairWaiters wakes the pods that yielded in the families p is a member of.
+func (q *AdmissionQueue) wakeFairWaiters(p *podState) {
+	for _, b := range p.cover {
+		f := b.borrowingParent()
+		if f == nil || len(f.fairWaiters) == 0 {
+			continue
+		}
+		for w := range f.fairWaiters {
+			if w != p && w.phase == phaseWaiting && q.pods[w.pod.UID] == w {
+				q.moveAll(w, queueInadmissible, queueActive)
+			}
+		}
+		clear(f.fairWaiters)
+	}
+}
