@@ -212,6 +212,19 @@ func TestCRDValidationOnRealAPIServer(t *testing.T) {
 			object(t, "ClusterBudget", "good-"+strings.ToLower(field), fmt.Sprintf(`{hard: {cpu: "4"}, parent: org, %s: {cpu: "2"}}`, field)))
 	}
 
+	// preemption and fairSharing.
+	add("preemption.reclaim", object(t, "Budget", "bad-reclaim", `{parent: org, preemption: {reclaim: Always}}`),
+		`[spec.preemption.reclaim: Unsupported value: "Always": supported values: "Any", "LowerPriority", "Never"`+celSkipped)
+	add("preemption.withinBudget", object(t, "Budget", "bad-within", `{preemption: {withinBudget: Any}}`),
+		`[spec.preemption.withinBudget: Unsupported value: "Any": supported values: "Never", "LowerPriority"`+celSkipped)
+	add("fairSharing.weight negative", object(t, "Budget", "bad-weight", `{parent: org, fairSharing: {weight: "-1"}}`),
+		`spec.fairSharing.weight: Invalid value: "-1": weight must not be negative`)
+	good = append(good,
+		object(t, "Budget", "good-preemption", `{parent: org, preemption: {reclaim: LowerPriority, withinBudget: LowerPriority}}`),
+		object(t, "ClusterBudget", "good-preemption", `{parent: org, preemption: {reclaim: Never}}`),
+		object(t, "Budget", "good-weight", `{parent: org, fairSharing: {weight: "0.5"}}`),
+		object(t, "Budget", "good-weight-zero", `{parent: org, fairSharing: {weight: 0}}`))
+
 	// parent, queueingStrategy, state.
 	const parentPattern = `'^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$'`
 	for i, parent := range []string{"Team", "a..b", "-a", "a_b", "."} {
