@@ -419,8 +419,8 @@ func preemption(reason PreemptionReason, v, by *podState, w waitInfo, budgets []
 			}
 		}
 		out.From = from.key
-		out.Message = fmt.Sprintf("%s borrows quota under %s that %s lent, and takes it back for pod %s",
-			out.From.Describe(), f.key.Describe(), out.Budget.Describe(), by.pod.PodRef)
+		out.Message = fmt.Sprintf("%s takes back quota it lent under %s, which %s borrows, for pod %s",
+			out.Budget.Describe(), f.key.Describe(), out.From.Describe(), by.pod.PodRef)
 	case PreemptWithinBudget:
 		out.Budget, out.From = w.budget.key, w.budget.key
 		out.Message = fmt.Sprintf("pod %s (priority %d) does not fit in %s; pods of lower priority (%d) make room for it",

@@ -55,6 +55,10 @@ func TestReclaimEvictsBorrowedPods(t *testing.T) {
 	mustCreate(t, a, b, pdb)
 	reg := prometheus.NewRegistry()
 	startManager(t, func(o *controller.Options) { o.Registerer = reg }, false)
+	start := time.Now()
+	at := func(what string, args ...any) {
+		t.Logf("timeline %5.1fs: %s", time.Since(start).Seconds(), fmt.Sprintf(what, args...))
+	}
 
 	pod := func(ns, name, app string) *corev1.Pod {
 		p := gatedPod(ns, name, "1")
@@ -77,6 +81,7 @@ func TestReclaimEvictsBorrowedPods(t *testing.T) {
 			t.Errorf("%s carries %s=%q, want %s/b", name, v1alpha1.BorrowingAnnotation, got, nsB)
 		}
 	}
+	at("team B runs b0..b3 (b2 and b3 borrowed)")
 	poll(t, time.Minute, "B's pods ready and the PDB allowing one disruption", func() (bool, error) {
 		var got policyv1.PodDisruptionBudget
 		if err := admin.Get(ctx, client.ObjectKeyFromObject(pdb), &got); err != nil {
@@ -85,12 +90,13 @@ func TestReclaimEvictsBorrowedPods(t *testing.T) {
 		return got.Status.CurrentHealthy == 4 && got.Status.DisruptionsAllowed == 1, nil
 	})
 
+	at("the PDB allows 1 disruption; team A creates a0 and a1")
 	mustCreate(t, pod(nsA, "a0", "a"), pod(nsA, "a1", "a"))
 	blocked := waitForWaitingEvent(t, nsB, "", "PreemptionBlocked")
-	t.Logf("%s: %s", blocked.InvolvedObject.Name, blocked.Message)
+	at("%s: %s: %s", blocked.InvolvedObject.Name, blocked.Reason, blocked.Message)
 	waitForWaitingEvent(t, nsA, "", "PreemptionBlocked")
 	preempted := waitForWaitingEvent(t, nsB, "", "Preempted")
-	t.Logf("%s: %s", preempted.InvolvedObject.Name, preempted.Message)
+	at("%s: %s: %s", preempted.InvolvedObject.Name, preempted.Reason, preempted.Message)
 	waitForWaitingEvent(t, nsA, "", "Preempting")
 	victims := []string{blocked.InvolvedObject.Name, preempted.InvolvedObject.Name}
 	slices.Sort(victims)
@@ -101,6 +107,7 @@ func TestReclaimEvictsBorrowedPods(t *testing.T) {
 		_, ungated := countGated(t, nsA)
 		return ungated == 1, nil
 	})
+	at("one of team A's pods admitted")
 	// Blocked, it is tried again, and never forced: the second victim still runs.
 	time.Sleep(3 * time.Second)
 	if _, ungated := countGated(t, nsA); ungated != 1 {
@@ -124,10 +131,12 @@ func TestReclaimEvictsBorrowedPods(t *testing.T) {
 	if err := admin.Update(ctx, &relaxed); err != nil {
 		t.Fatal(err)
 	}
+	at("the PDB is relaxed to minAvailable 2")
 	poll(t, 2*time.Minute, "both of A's pods admitted", func() (bool, error) {
 		_, ungated := countGated(t, nsA)
 		return ungated == 2, nil
 	})
+	at("both of team A's pods admitted")
 	var left []string
 	for _, p := range podsOf(t, nsB) {
 		if p.DeletionTimestamp == nil {
