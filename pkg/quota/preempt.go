@@ -255,10 +255,11 @@ func (q *AdmissionQueue) preemptionCandidates(unit []*podState, budgets []*budge
 				return "", nil // it would borrow itself: borrowers do not reclaim
 			}
 			switch c.spec.Reclaim {
-			case v1alpha1.ReclaimNever:
-				return "", nil
+			case "", v1alpha1.ReclaimAny:
 			case v1alpha1.ReclaimLowerPriority:
 				lowerOnly = true
+			default: // Never, or a value past an older CRD: evict nobody
+				return "", nil
 			}
 		}
 		reason = PreemptReclaim

@@ -77,6 +77,12 @@ func TestReclaim(t *testing.T) {
 			bWants: []pod{{"b1", "1", 0}},
 			code:   CodeNoLendable,
 		},
+		"an unknown reclaim value (past an older CRD) evicts nobody": {
+			b:      makeBudget("team-b", "b").Reclaim("Always"),
+			a:      []pod{{"a1", "4", 0}, {"a2", "4", 0}},
+			bWants: []pod{{"b1", "1", 0}},
+			code:   CodeNoLendable,
+		},
 		"reclaim: LowerPriority spares pods of equal priority": {
 			b:      makeBudget("team-b", "b").Reclaim(v1alpha1.ReclaimLowerPriority),
 			a:      []pod{{"a1", "4", 0}, {"a2", "4", 0}},
