@@ -21,6 +21,7 @@ func TestFairSharing(t *testing.T) {
 		"a weight of 8 is":                                      {weightA: "8", admitted: "x", waits: CodeNoLendable},
 		"weight 0 borrows only what nobody else waits for":      {weightA: "8", weightB: "0", admitted: "x", waits: CodeNoLendable},
 		"weight 0 on both: admission order":                     {weightA: "0", weightB: "0", admitted: "x", waits: CodeNoLendable},
+		"a negative weight (past an older CRD) counts as 0":     {weightB: "-1", admitted: "x", waits: CodeNoLendable},
 	} {
 		t.Run(name, func(t *testing.T) {
 			q, _ := newTestQueue()
