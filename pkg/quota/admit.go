@@ -124,7 +124,7 @@ func (q *AdmissionQueue) capacityWait(budgets []*budget, add func(*budget) corev
 	if !family {
 		return waitInfo{}, false
 	}
-	if w, over := familyExcess(budgets, add, q.stuck); over {
+	if w, over := familyExcess(budgets, add, q.familyClaims); over {
 		return w, true
 	}
 	for _, b := range budgets {
@@ -235,9 +235,13 @@ func (q *AdmissionQueue) handOut(p *podState) {
 	})
 }
 
-// runTimers applies what the clock says: backoffs that ended, terminating pods past
-// their grace period, and the periodic flush of inadmissible pods.
+// runTimers applies what the clock says: lend holds that ended, backoffs that ended,
+// terminating pods past their grace period, and the periodic flush of inadmissible
+// pods.
 func (q *AdmissionQueue) runTimers(now time.Time) {
+	if len(q.holding) > 0 {
+		q.expireHolds(now)
+	}
 	for p := q.backoff.min(); p != nil && !p.retryAt.After(now); p = q.backoff.min() {
 		q.backoff.remove(p)
 		if p.phase == phaseAssumed {
@@ -288,6 +292,9 @@ func (q *AdmissionQueue) NextWakeup() (time.Time, bool) {
 	}
 	if q.nInadm > 0 {
 		consider(q.lastFlush.Add(q.opts.flushInterval))
+	}
+	if t, ok := q.nextHoldEnd(); ok {
+		consider(t)
 	}
 	return next, !next.IsZero()
 }

@@ -81,9 +81,9 @@ func borrowingFamilies(cover []*budget, add func(*budget) corev1.ResourceList,
 //
 // stuck reports whether a pod cannot be admitted now for a reason other than capacity
 // (a covering budget closed, a StrictFIFO head ahead of it): such a pod claims nothing.
-func familyExcess(cover []*budget, add func(*budget) corev1.ResourceList, stuck func(*podState) bool) (w waitInfo, over bool) {
+func familyExcess(cover []*budget, add func(*budget) corev1.ResourceList, claims func(f *budget) map[*budget]corev1.ResourceList) (w waitInfo, over bool) {
 	over = borrowingFamilies(cover, add, func(p *budget, adds map[*budget]corev1.ResourceList, names []corev1.ResourceName) bool {
-		r, requested, over := p.familyExcess(adds, names, stuck)
+		r, requested, over := p.familyExcess(adds, names, claims)
 		if over {
 			w = waitInfo{code: CodeNoLendable, budget: p, resource: r, requested: requested}
 		}
@@ -98,7 +98,7 @@ func familyExcess(cover []*budget, add func(*budget) corev1.ResourceList, stuck 
 // leaves room for what the other members' pods waiting on the family ask within their
 // own hard (lenderClaims): a borrower does not take quota its lender waits for, so a
 // lender gets its share back as soon as borrowed pods end.
-func (p *budget) familyExcess(adds map[*budget]corev1.ResourceList, names []corev1.ResourceName, stuck func(*podState) bool) (corev1.ResourceName, resource.Quantity, bool) {
+func (p *budget) familyExcess(adds map[*budget]corev1.ResourceList, names []corev1.ResourceName, lenderClaims func(f *budget) map[*budget]corev1.ResourceList) (corev1.ResourceName, resource.Quantity, bool) {
 	var claims map[*budget]corev1.ResourceList
 	for _, r := range names {
 		var added resource.Quantity
@@ -115,7 +115,7 @@ func (p *budget) familyExcess(adds map[*budget]corev1.ResourceList, names []core
 			borrows = borrows || use.Cmp(h) > 0
 		}
 		if borrows && claims == nil {
-			claims = p.lenderClaims(stuck)
+			claims = lenderClaims(p)
 		}
 		pool, above := p.familySum(r, func(c *budget) resource.Quantity {
 			use := c.used[r].DeepCopy()
@@ -173,6 +173,17 @@ func (p *budget) familySum(r corev1.ResourceName, use func(c *budget) resource.Q
 		}
 	}
 	return pool, above
+}
+
+// familyClaims is what the members of f's family claim for their own pods, which a
+// borrower leaves them: what their waiting pods ask within their hard (lenderClaims)
+// and what they hold (hold.go).
+func (q *AdmissionQueue) familyClaims(f *budget) map[*budget]corev1.ResourceList {
+	claims := f.lenderClaims(q.stuck)
+	if len(q.holding) > 0 {
+		f.addHeld(claims, q.opts.clock.Now())
+	}
+	return claims
 }
 
 // noteLendWaiter records that p waits on p's family parent f for lendable quota.

@@ -2,6 +2,7 @@ package quota
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -181,5 +182,64 @@ func TestLentIsShared(t *testing.T) {
 		if want == "" && !got.IsZero() || want != "" && got.Cmp(resource.MustParse(want)) != 0 {
 			t.Errorf("%s lends %s, want %q", key, got.String(), want)
 		}
+	}
+}
+
+// The quota a lender's ended pod frees is held for the lender's next pod for the lend
+// hold: a borrower does not take it in the moment between a Job's pods (and lose it
+// again to reclaim). What the lender does not use in time is lent.
+func TestLendHold(t *testing.T) {
+	for name, tc := range map[string]struct {
+		opts      []Option
+		lentAtEnd bool // a3 is admitted the moment b1 ends
+	}{
+		"held for the lender":   {},
+		"no hold: lent at once": {opts: []Option{WithLendHold(0)}, lentAtEnd: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			q, clk := newTestQueue(tc.opts...)
+			q.UpsertBudget(makeBudget("", "org").Hard("cpu=100").Obj())
+			q.UpsertBudget(makeBudget("team-a", "a").Hard("cpu=2").Borrow("cpu=2").Parent("org").Obj())
+			q.UpsertBudget(makeBudget("team-b", "b").Hard("cpu=2").Parent("org").Obj())
+			for i, name := range []string{"b1", "b2"} {
+				q.UpsertPod(makePod(name).NS("team-b").Created(i).Req("cpu=1").Pod())
+			}
+			for i, name := range []string{"a1", "a2", "a3"} {
+				q.UpsertPod(makePod(name).NS("team-a").Created(10 + i).Req("cpu=1").Pod())
+			}
+			if got := admitNames(q); len(got) != 4 {
+				t.Fatalf("admitted %v, want b1, b2, a1, a2", got)
+			}
+			q.DeletePod(makePod("b1").NS("team-b").Pod().UID)
+			got := admitNames(q)
+			if tc.lentAtEnd {
+				if !slices.Equal(got, []string{"a3"}) {
+					t.Errorf("without a hold, admitted %v when b1 ended, want a3", got)
+				}
+				return
+			}
+			if len(got) != 0 {
+				t.Fatalf("admitted %v into quota held for team-b", got)
+			}
+			// team-b's next pod comes within the hold: it is admitted into it.
+			clk.Step(DefaultLendHold / 2)
+			q.UpsertPod(makePod("b3").NS("team-b").Created(20).Req("cpu=1").Pod())
+			if diff := cmp.Diff([]string{"b3"}, admitNames(q)); diff != "" {
+				t.Errorf("team-b's next pod (-want +got):\n%s", diff)
+			}
+			// b2 ends with no pod after it: once the hold ends, team-a borrows it.
+			q.DeletePod(makePod("b2").NS("team-b").Pod().UID)
+			if got := admitNames(q); len(got) != 0 {
+				t.Errorf("admitted %v during the hold", got)
+			}
+			next, ok := q.NextWakeup()
+			if !ok || next.After(clk.Now().Add(DefaultLendHold)) {
+				t.Errorf("next wakeup %v (%v), want by the end of the hold", next, ok)
+			}
+			clk.Step(DefaultLendHold)
+			if diff := cmp.Diff([]string{"a3"}, admitNames(q)); diff != "" {
+				t.Errorf("after the hold (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -259,6 +259,8 @@ type budget struct {
 	// fairWaiters are pods that yielded to a sibling's pod by fair sharing
 	// (fairshare.go), woken once it was decided.
 	fairWaiters map[*podState]struct{}
+	// holds are freed quota kept for its own pods for a while (hold.go).
+	holds []hold
 	// familyParks is set once a pod was parked as never fitting in its family: a change
 	// to the family must then look at its pods again, even when nobody borrows.
 	familyParks bool

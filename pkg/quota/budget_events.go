@@ -55,6 +55,7 @@ func (q *AdmissionQueue) DeleteBudget(key BudgetKey) {
 		return
 	}
 	delete(q.statusDirty, key)
+	delete(q.holding, b)
 	q.resolveTopology()
 	q.recover(key)
 	if p := b.parent; p != nil && q.alive(p) {

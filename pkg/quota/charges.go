@@ -14,6 +14,9 @@ func (q *AdmissionQueue) charge(p *podState) {
 	p.chargedUsage = p.pod.Usage
 	for _, b := range p.chargedTo {
 		b.charge(p, p.chargedUsage)
+		if len(b.holds) > 0 {
+			b.useHolds(p.chargedUsage)
+		}
 		q.markStatus(b)
 	}
 	if !p.pod.ReleaseAt.IsZero() {
@@ -25,6 +28,7 @@ func (q *AdmissionQueue) charge(p *podState) {
 func (q *AdmissionQueue) release(p *podState) {
 	for _, b := range p.chargedTo {
 		b.release(p, p.chargedUsage)
+		q.holdFreed(b, p.chargedUsage)
 		q.markStatus(b)
 		if _, alive := q.budgets[b.key]; alive {
 			q.wake(b)

@@ -14,6 +14,7 @@ const (
 	DefaultInitialBackoff = 100 * time.Millisecond
 	DefaultMaxBackoff     = 10 * time.Second
 	DefaultFlushInterval  = 5 * time.Minute
+	DefaultLendHold       = 5 * time.Second
 )
 
 // AdmissionQueue is the admission core: it accounts pods against budgets and decides,
@@ -42,6 +43,7 @@ type AdmissionQueue struct {
 	wakeBuf      []*entry                // wake's reused list of the pods it wakes for capacity
 	out          []Admission             // decided, not yet returned by Admit
 	victims      map[*podState]*victim   // pods chosen for preemption (preempt.go)
+	holding      map[*budget]struct{}    // budgets that hold freed quota for their own pods (hold.go)
 	preemptions  []Preemption            // decided, not yet returned by Preemptions
 	deciding     bool                    // inside Admit: decisions may be taken
 	immediate    map[types.UID]*podState // pods to admit without quota at the next Admit
@@ -56,6 +58,7 @@ func NewAdmissionQueue(opts ...Option) *AdmissionQueue {
 		initialBackoff: DefaultInitialBackoff,
 		maxBackoff:     DefaultMaxBackoff,
 		flushInterval:  DefaultFlushInterval,
+		lendHold:       DefaultLendHold,
 	}
 	for _, opt := range opts {
 		opt(&o)
@@ -69,6 +72,7 @@ func NewAdmissionQueue(opts ...Option) *AdmissionQueue {
 		held:         map[types.UID]*podState{},
 		immediate:    map[types.UID]*podState{},
 		victims:      map[*podState]*victim{},
+		holding:      map[*budget]struct{}{},
 		statusDirty:  map[BudgetKey]struct{}{},
 		seenStatuses: map[BudgetKey]struct{}{},
 	}

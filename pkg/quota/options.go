@@ -31,6 +31,7 @@ type options struct {
 	initialBackoff time.Duration
 	maxBackoff     time.Duration
 	flushInterval  time.Duration
+	lendHold       time.Duration
 }
 
 // Option configures an AdmissionQueue.
@@ -52,6 +53,10 @@ func WithBackoff(initial, maxBackoff time.Duration) Option {
 
 // WithFlushInterval sets how often every inadmissible pod is evaluated again.
 func WithFlushInterval(d time.Duration) Option { return func(o *options) { o.flushInterval = d } }
+
+// WithLendHold sets how long the quota a lender's pod frees is kept for the lender's
+// next pods before siblings may borrow it (hold.go); 0 lends it at once.
+func WithLendHold(d time.Duration) Option { return func(o *options) { o.lendHold = d } }
 
 // backoff is the wait before retry number attempts (1 for the first failure): the
 // initial backoff, doubling, at most the longest.

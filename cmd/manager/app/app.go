@@ -98,6 +98,7 @@ func NewCommand() *cobra.Command {
 	f.BoolVar(&o.Controller.PodAdmittedEvents, "pod-admitted-events", o.Controller.PodAdmittedEvents, "Emit an Admitted event on every pod admitted, a second API write per admission (default: one event per budget at most every 10s that sums up its admissions).")
 	f.IntVar(&o.Controller.WaitingEventsPerBudget, "waiting-events-per-budget", o.Controller.WaitingEventsPerBudget, "Send a Waiting event (why a pod waits, on each change) to the first this many gated pods of each budget's queue; the pods behind get theirs when they reach the head. 0 sends none.")
 	f.DurationVar(&o.Controller.FlushInterval, "flush-interval", o.Controller.FlushInterval, "How often pods found not to fit are re-evaluated even without an event.")
+	f.DurationVar(&o.Controller.LendHold, "lend-hold", o.Controller.LendHold, "How long the quota a lender's ended pod frees is kept for the lender's next pods before budgets under the same parent may borrow it (0: lent at once).")
 	f.DurationVar(&o.Controller.UngateTimeout, "ungate-timeout", o.Controller.UngateTimeout, "Timeout of one ungate patch; keep it below the lease duration minus the renew deadline.")
 
 	addCertFlags(f, &o.Certs)

@@ -46,6 +46,10 @@ type Options struct {
 	HoldUncovered bool
 	// FlushInterval is how often inadmissible pods are re-evaluated without an event.
 	FlushInterval time.Duration
+	// LendHold is how long the quota a lender's ended pod frees is kept for the
+	// lender's next pods before budgets under the same parent may borrow it (0: lent at
+	// once; pkg/quota/hold.go).
+	LendHold time.Duration
 	// UngateTimeout bounds one ungate patch and the fresh read that settles a failed
 	// one. Keep it below the leader election's lease duration minus its renew
 	// deadline, so that a leader that lost its lease has no attempt left in flight
@@ -85,6 +89,7 @@ func DefaultOptions() Options {
 		Gate:          v1alpha1.SchedulingGate,
 		Workers:       32,
 		FlushInterval: quota.DefaultFlushInterval,
+		LendHold:      quota.DefaultLendHold,
 		UngateTimeout: DefaultUngateTimeout,
 		Clock:         clock.RealClock{},
 
@@ -150,6 +155,9 @@ func New(opts Options) (*Controller, error) {
 	if opts.Gate == "" {
 		return nil, errors.New("the gate name must not be empty")
 	}
+	if opts.LendHold < 0 {
+		return nil, fmt.Errorf("the lend hold must not be negative, got %s", opts.LendHold)
+	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
@@ -182,6 +190,7 @@ func New(opts Options) (*Controller, error) {
 		quota.WithClock(opts.Clock),
 		quota.WithHoldUncovered(opts.HoldUncovered),
 		quota.WithFlushInterval(opts.FlushInterval),
+		quota.WithLendHold(opts.LendHold),
 		quota.WithObserver(c.metrics),
 	)
 	return c, nil

@@ -1,0 +1,145 @@
+package quota
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Lend holds: no lend-and-reclaim loop. A lender's workload is a stream of pods: a Job
+// re-creates a pod moments after the last one ends. If the quota the ended pod frees
+// were lent at once, a borrower would take it in that moment, and the lender's next pod
+// would reclaim it by eviction: one eviction per pod the lender runs. So the part of its
+// hard a member's ended pod frees is held for that member's own pods for the lend hold
+// (WithLendHold, 5 s by default): borrowers count it as the member's, as they count
+// what its waiting pods ask for (lenderClaims). The member's next admitted pods use it
+// up; what is left when the hold ends is lent again, and the family is woken then.
+
+// hold is freed quota kept for a member's own pods until a time.
+type hold struct {
+	amount corev1.ResourceList
+	until  time.Time
+}
+
+// holdFreed records, for a member of a borrowing family, the part of its hard that a
+// released charge of usage frees (what it used within hard before and no longer does).
+func (q *AdmissionQueue) holdFreed(b *budget, usage corev1.ResourceList) {
+	if q.opts.lendHold <= 0 || b.borrowingParent() == nil {
+		return
+	}
+	freed := corev1.ResourceList{}
+	for r, u := range usage {
+		h, limited := b.hard[r]
+		if !limited || u.Sign() <= 0 {
+			continue
+		}
+		after := b.used[r] // already released
+		before := after.DeepCopy()
+		before.Add(u)
+		if before.Cmp(h) > 0 {
+			before = h.DeepCopy()
+		}
+		before.Sub(after)
+		if before.Sign() > 0 {
+			freed[r] = before
+		}
+	}
+	if len(freed) == 0 {
+		return
+	}
+	b.holds = append(b.holds, hold{amount: freed, until: q.opts.clock.Now().Add(q.opts.lendHold)})
+	q.holding[b] = struct{}{}
+}
+
+// useHolds lets an admitted pod's usage use up what its budget holds, oldest first.
+func (b *budget) useHolds(usage corev1.ResourceList) {
+	for i := range b.holds {
+		for r, u := range usage {
+			left, ok := b.holds[i].amount[r]
+			if !ok {
+				continue
+			}
+			take := u.DeepCopy()
+			if take.Cmp(left) > 0 {
+				take = left.DeepCopy()
+			}
+			left.Sub(take)
+			b.holds[i].amount[r] = left
+		}
+	}
+}
+
+// held is what b holds now for its own pods, per resource.
+func (b *budget) held(now time.Time) corev1.ResourceList {
+	var out corev1.ResourceList
+	for _, h := range b.holds {
+		if !h.until.After(now) {
+			continue
+		}
+		for r, q := range h.amount {
+			if q.Sign() <= 0 {
+				continue
+			}
+			if out == nil {
+				out = corev1.ResourceList{}
+			}
+			sum := out[r]
+			sum.Add(q)
+			out[r] = sum
+		}
+	}
+	return out
+}
+
+// expireHolds drops the holds that ended by now and wakes the families that may lend
+// them again.
+func (q *AdmissionQueue) expireHolds(now time.Time) {
+	for b := range q.holding {
+		kept := b.holds[:0]
+		for _, h := range b.holds {
+			if h.until.After(now) {
+				kept = append(kept, h)
+			}
+		}
+		expired := len(kept) < len(b.holds)
+		clear(b.holds[len(kept):])
+		b.holds = kept
+		if len(b.holds) == 0 {
+			delete(q.holding, b)
+		}
+		if f := b.borrowingParent(); expired && f != nil && q.alive(f) {
+			q.wake(f)
+		}
+	}
+}
+
+// nextHoldEnd is when the first hold ends, if any.
+func (q *AdmissionQueue) nextHoldEnd() (time.Time, bool) {
+	var next time.Time
+	for b := range q.holding {
+		for _, h := range b.holds {
+			if next.IsZero() || h.until.Before(next) {
+				next = h.until
+			}
+		}
+	}
+	return next, !next.IsZero()
+}
+
+// addHeld adds what the children of f hold to claims (lenderClaims).
+func (f *budget) addHeld(claims map[*budget]corev1.ResourceList, now time.Time) {
+	for _, c := range f.children {
+		held := c.held(now)
+		if len(held) == 0 {
+			continue
+		}
+		if claims[c] == nil {
+			claims[c] = corev1.ResourceList{}
+		}
+		for r, q := range held {
+			sum := claims[c][r]
+			sum.Add(q)
+			claims[c][r] = sum
+		}
+	}
+}
