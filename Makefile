@@ -88,6 +88,12 @@ test: tools ## Run unit tests and the tests against a real local control plane.
 e2e: tools ## Run the end-to-end user journey (chart, webhook, manager) on the local control plane.
 	go test $(GO_TEST_FLAGS) -timeout $(TEST_TIMEOUT) -tags e2e -v ./e2e/...
 
+SOAK ?= 5m
+
+.PHONY: soak
+soak: tools ## Run two teams' steady Jobs under one parent for $(SOAK) (SOAK=10m) and count the evictions of reclaim: it must stay at the first reclaim.
+	QUOTAGATE_SOAK=$(SOAK) go test -count=1 -timeout $(TEST_TIMEOUT) -run 'TestSteadyTwoTeamsDoNotThrash' -v ./pkg/quota/controller/
+
 .PHONY: bench
 bench: tools ## Measure quotagate against its baselines on a local control plane; write docs/benchmarks.{md,json} (~10 min).
 	go run ./bench

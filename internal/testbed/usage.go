@@ -51,7 +51,8 @@ type UsageWatcher struct {
 
 // Admission is a pod seen without the quotagate gate for the first time.
 type Admission struct {
-	Pod string
+	Pod       string
+	Namespace string
 	// At is when the watch delivered it (this process's clock).
 	At time.Time
 	// ResourceVersion is the pod's at that event.
@@ -217,7 +218,7 @@ func (w *UsageWatcher) observe(typ watch.EventType, pod *corev1.Pod) {
 		}
 		if !hasGate(pod) && !w.admittedBy[pod.UID] {
 			w.admittedBy[pod.UID] = true
-			w.admitted = append(w.admitted, Admission{Pod: pod.Name, At: time.Now(), ResourceVersion: pod.ResourceVersion})
+			w.admitted = append(w.admitted, Admission{Pod: pod.Name, Namespace: pod.Namespace, At: time.Now(), ResourceVersion: pod.ResourceVersion})
 		}
 	}
 	w.uncharge(pod.UID)

@@ -3,20 +3,24 @@ package controller_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
 	"github.com/quotagate/quotagate/internal/testbed"
+	"github.com/quotagate/quotagate/pkg/gates"
 	"github.com/quotagate/quotagate/pkg/quota"
 	"github.com/quotagate/quotagate/pkg/quota/controller"
 )
@@ -178,4 +182,120 @@ func reclaimCounter(t *testing.T, reg *prometheus.Registry, name string) float64
 		}
 	}
 	return 0
+}
+
+// soakDuration is how long TestSteadyTwoTeamsDoNotThrash runs its steady workload:
+// QUOTAGATE_SOAK (a Go duration; `make soak` sets minutes), 40 s by default.
+func soakDuration(t *testing.T) time.Duration {
+	d := 40 * time.Second
+	if v := os.Getenv("QUOTAGATE_SOAK"); v != "" {
+		var err error
+		if d, err = time.ParseDuration(v); err != nil {
+			t.Fatalf("QUOTAGATE_SOAK=%q: %v", v, err)
+		}
+	}
+	return d
+}
+
+// Two teams run steady Job workloads under one parent: team B (hard 2, may borrow 2)
+// keeps 4 pods of 3 s each going, alone at first and borrowing team A's idle share; then
+// team A (hard 2) starts its own Job of 2 pods at a time. A takes its share back once,
+// by evicting B's 2 borrowed pods; after that, each of A's pods that ends is followed by
+// the next one of A's Job within the lend hold, so the quota is not lent to B in between
+// and taken back again: the evictions stay at those 2 however long it runs. Watchers
+// check at every event that the family never uses more than its parent's 4 CPU.
+// QUOTAGATE_SOAK_LEND_HOLD sets the manager's lend hold (0s shows the loop it prevents).
+func TestSteadyTwoTeamsDoNotThrash(t *testing.T) {
+	ctx := context.Background()
+	soak := soakDuration(t)
+	parent := fmt.Sprintf("org-%d", nsCounter.Add(1))
+	createClusterBudgets(t, clusterBudget(parent, "", cpu("4")))
+	nsA, nsB := newNamespace(t, true), newNamespace(t, true)
+	family, err := testbed.WatchUsageSelected(ctx, clientset, "", "family="+parent, corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse("4")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(family.Stop)
+	a := budget(nsA, "a", cpu("2"), "")
+	a.Spec.Parent = parent
+	b := budget(nsB, "b", cpu("2"), "")
+	b.Spec.Parent, b.Spec.BorrowingLimit = parent, cpu("2")
+	mustCreate(t, a, b)
+	reg := prometheus.NewRegistry()
+	startManager(t, func(o *controller.Options) {
+		o.Registerer = reg
+		if v := os.Getenv("QUOTAGATE_SOAK_LEND_HOLD"); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				t.Fatalf("QUOTAGATE_SOAK_LEND_HOLD=%q: %v", v, err)
+			}
+			o.LendHold = d
+		}
+	}, false)
+
+	steadyJob := func(ns, name string, parallel int32) *batchv1.Job {
+		j := gatedJob(ns, name, "1", 100000, "3s", "")
+		j.Spec.Parallelism = ptr.To(parallel)
+		j.Spec.Template.Labels = map[string]string{"family": parent}
+		// An evicted pod is re-created, not counted as a failure of the Job.
+		j.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
+			Action:          batchv1.PodFailurePolicyActionIgnore,
+			OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}},
+		}}}
+		return j
+	}
+	mustCreate(t, steadyJob(nsB, "b", 4))
+	poll(t, time.Minute, "team B running 4 pods, 2 of them borrowed", func() (bool, error) {
+		return len(family.Report().Admitted) >= 4 && running(t, nsB) == 4, nil
+	})
+	mustCreate(t, steadyJob(nsA, "a", 2))
+	poll(t, 2*time.Minute, "team A running its 2 pods", func() (bool, error) {
+		return running(t, nsA) == 2, nil
+	})
+	reclaimed := reclaimCounter(t, reg, "quotagate_preemptions_total")
+	t.Logf("team A got its share back with %v evictions; now %s of steady work", reclaimed, soak)
+	admittedBefore := admittedIn(family.Report(), nsA, nsB)
+	time.Sleep(soak)
+
+	evictions := reclaimCounter(t, reg, "quotagate_preemptions_total")
+	after := admittedIn(family.Report(), nsA, nsB)
+	t.Logf("during %s: team A admitted %d pods, team B %d; evictions %v in all", soak,
+		after[nsA]-admittedBefore[nsA], after[nsB]-admittedBefore[nsB], evictions)
+	if reclaimed < 1 || reclaimed > 2 {
+		t.Errorf("team A took its share back with %v evictions, want 1 or 2 (B borrowed 2)", reclaimed)
+	}
+	if evictions != reclaimed {
+		t.Errorf("%v more evictions during the steady run: quota was lent and taken back in a loop", evictions-reclaimed)
+	}
+	if got := after[nsA] - admittedBefore[nsA]; got < 2 {
+		t.Errorf("team A admitted %d pods during the steady run: it did not keep its share", got)
+	}
+	if r := family.Report(); len(r.Violations) > 0 {
+		t.Errorf("the family exceeded the parent's 4 CPU: %v", r.Violations)
+	}
+}
+
+// running counts the ungated, non-terminal pods of a namespace.
+func running(t *testing.T, ns string) int {
+	n := 0
+	for _, p := range podsOf(t, ns) {
+		if !gates.HasGate(&p, v1alpha1.SchedulingGate) && p.DeletionTimestamp == nil &&
+			p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			n++
+		}
+	}
+	return n
+}
+
+// admittedIn counts a report's admissions per namespace.
+func admittedIn(r testbed.UsageReport, namespaces ...string) map[string]int {
+	out := map[string]int{}
+	for _, a := range r.Admitted {
+		for _, ns := range namespaces {
+			if a.Namespace == ns {
+				out[ns]++
+			}
+		}
+	}
+	return out
 }
