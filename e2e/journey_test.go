@@ -56,6 +56,9 @@ func TestUserJourney(t *testing.T) {
 // renewalStep renews the serving certificate through cert-manager's Certificate.
 const renewalStep = "the serving certificate renews with no failed create"
 
+// reclaimStep: a team takes back the quota it lent (journey_reclaim_test.go).
+const reclaimStep = "a team takes back what it lent, through a PodDisruptionBudget"
+
 func journey(t *testing.T, opts localinstall.Options) {
 	began := time.Now()
 	e := setUpWith(t, opts)
@@ -94,13 +97,14 @@ func journey(t *testing.T, opts localinstall.Options) {
 		{"a tenant sees the queue with their own credentials", testTenantSeesQueue},
 		{"the burst drains within the budget, by priority", testDrain},
 		{"the manager's metrics", testMetrics},
+		{reclaimStep, testReclaim},
 		{renewalStep, testCertificateRenewal},
 		{"helm upgrade keeps queued pods queued", testUpgrade},
 		{"helm uninstall releases every gated pod", testUninstall},
 	}
 	for _, s := range steps {
-		if (selfManaged || policy) && s.name == renewalStep {
-			continue
+		if (selfManaged || policy) && (s.name == renewalStep || s.name == reclaimStep) {
+			continue // shown once, with the default install
 		}
 		if !t.Run(s.name, func(t *testing.T) { s.run(t, e, w) }) {
 			t.FailNow()
