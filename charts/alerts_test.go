@@ -107,6 +107,9 @@ var alertCases = []alertCase{
 	{"QuotagateBudgetNeverFit", "for 10m, then deleted", leaderA + "\n" + `quotagate_budget_never_fit_pods{` + mgr + `,instance="a",` + budget + `} 1x10 0x50`, 30, false},
 	{"QuotagateUngateErrors", "1 error a second", `quotagate_ungate_errors_total{` + mgr + `,instance="a",reason="Conflict"} 0+60x60`, 30, true},
 	{"QuotagateUngateErrors", "1 error a minute", `quotagate_ungate_errors_total{` + mgr + `,instance="a",reason="Conflict"} 0+1x60`, 30, false},
+	{"QuotagatePreemptionBlocked", "refused every minute for 40m", `quotagate_preemption_attempts_failed_total{` + mgr + `,instance="a",reason="Reclaim"} 0+1x60`, 45, true},
+	{"QuotagatePreemptionBlocked", "refused for 10m, then let through", `quotagate_preemption_attempts_failed_total{` + mgr + `,instance="a",reason="Reclaim"} 0+1x10 10x50`, 45, false},
+	{"QuotagatePreemptionBlocked", "refused for 20m only (for: 30m)", `quotagate_preemption_attempts_failed_total{` + mgr + `,instance="a",reason="Reclaim"} 0+1x20 20x40`, 25, false},
 }
 
 // latency is the webhook latency histogram with the given le=0.1, le=1 and le=5 (and
@@ -197,7 +200,7 @@ func TestPolicyModeHasNoWebhookAlerts(t *testing.T) {
 		got = append(got, r.(map[string]any)["alert"].(string))
 	}
 	want := []string{"QuotagateManagerDown", "QuotagateNoLeader", "QuotagateQueueStuck",
-		"QuotagateBudgetNeverFit", "QuotagateUngateErrors"}
+		"QuotagateBudgetNeverFit", "QuotagateUngateErrors", "QuotagatePreemptionBlocked"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("alerts in policy mode (-want +got):\n%s", diff)
 	}
