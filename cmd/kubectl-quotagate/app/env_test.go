@@ -149,6 +149,13 @@ func newWorld(t *testing.T, admitAt time.Time, namespaces []*corev1.Namespace, b
 			v1alpha1.AdmittedAtAnnotation: admitAt.UTC().Format(time.RFC3339),
 			v1alpha1.AdmittedByAnnotation: strings.Join(names, ","),
 		}
+		if len(a.Borrowing) > 0 {
+			borrowing := make([]string, len(a.Borrowing))
+			for i, k := range a.Borrowing {
+				borrowing[i] = k.String()
+			}
+			p.Annotations[v1alpha1.BorrowingAnnotation] = strings.Join(borrowing, ",")
+		}
 		core.UpsertPod(quota.NewPod(p, v1alpha1.SchedulingGate, admitAt))
 		w.admitted = append(w.admitted, a.Pod.String())
 	}

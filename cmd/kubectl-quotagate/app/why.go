@@ -88,7 +88,10 @@ type whyResult struct {
 	Created    time.Time  `json:"created"`
 	AdmittedAt *time.Time `json:"admittedAt,omitempty"`
 	AdmittedBy []string   `json:"admittedBy,omitempty"`
-	Notes      []string   `json:"notes,omitempty"`
+	// Borrowing are the budgets it was admitted beyond the hard of
+	// (quotagate.io/borrowing): what lent it may take it back.
+	Borrowing []string `json:"borrowing,omitempty"`
+	Notes     []string `json:"notes,omitempty"`
 }
 
 func explainPod(ctx context.Context, e *env, c client.Client, key client.ObjectKey) (*whyResult, error) {
@@ -178,6 +181,15 @@ func explainUngated(res *whyResult, pod *corev1.Pod, now time.Time) *whyResult {
 		byText = strings.Join(names, ", ")
 	}
 	res.Summary = fmt.Sprintf("Pod %s was admitted at %s by %s", res.Pod, when, byText)
+	if borrowing := pod.Annotations[v1alpha1.BorrowingAnnotation]; borrowing != "" {
+		res.Borrowing = strings.Split(borrowing, ",")
+		names := make([]string, len(res.Borrowing))
+		for i, b := range res.Borrowing {
+			names[i] = describeAdmittedBy(b)
+		}
+		res.Summary += fmt.Sprintf("; it runs beyond the hard of %s, on quota borrowed under its parent, and may be evicted when a budget that lent it needs it back",
+			strings.Join(names, ", "))
+	}
 	return res
 }
 

@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 
+	"github.com/quotagate/quotagate/api/v1alpha1"
 	"github.com/quotagate/quotagate/pkg/quota"
 )
 
@@ -134,5 +136,32 @@ func TestWhyUnknownPod(t *testing.T) {
 	want := `reading pod team-a/ghost: pods "ghost" not found`
 	if err == nil || err.Error() != want {
 		t.Errorf("why of a missing pod: got error %v, want %q", err, want)
+	}
+}
+
+// A pod admitted by borrowing says so, and what that means for it.
+func TestWhyBorrowing(t *testing.T) {
+	a := budget("team-a", "a", "requests.cpu=2", "org")
+	a.Spec.BorrowingLimit = parseList("requests.cpu=2")
+	w := newWorld(t, t0.Add(5*time.Minute),
+		[]*corev1.Namespace{namespace("team-a", true), namespace("team-b", true)},
+		[]*v1alpha1.Budget{a, budget("team-b", "b", "requests.cpu=2", "org")},
+		[]*v1alpha1.ClusterBudget{clusterBudget("org", "requests.cpu=4", nil)},
+		[]*corev1.Pod{
+			makePod("team-a", "a1").CPU("1").Created(10).Obj(),
+			makePod("team-a", "a2").CPU("1").Created(20).Obj(),
+			makePod("team-a", "a3").CPU("1").Created(30).Obj(),
+		})
+	for name, want := range map[string]string{
+		"a2": "Pod team-a/a2 was admitted at 2026-01-01T09:05:00Z (5m ago, after waiting 4m40s) by Budget team-a/a, ClusterBudget org\n",
+		"a3": "Pod team-a/a3 was admitted at 2026-01-01T09:05:00Z (5m ago, after waiting 4m30s) by Budget team-a/a, ClusterBudget org; it runs beyond the hard of Budget team-a/a, on quota borrowed under its parent, and may be evicted when a budget that lent it needs it back\n",
+	} {
+		out, errOut, err := run(t, w.env(nil), "why", "team-a/"+name)
+		if err != nil {
+			t.Fatalf("why %s: %v\n%s", name, err, errOut)
+		}
+		if diff := cmp.Diff(want, out); diff != "" {
+			t.Errorf("why %s (-want +got):\n%s", name, diff)
+		}
 	}
 }
