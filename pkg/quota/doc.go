@@ -13,6 +13,9 @@
 //	}                                              // until a view settles it (attempts.go)
 //	if t, ok := q.NextWakeup(); ok { requeueAt(t) } // backoffs, grace periods, flush
 //	for _, k := range q.DirtyStatuses() { st, _ := q.Status(k); writeStatus(k, st) }
+//	for _, p := range q.Preemptions() {            // victims to evict (preempt.go)
+//		for q.PreemptionNeeded(p.Victim.UID) && evict(p.Victim) != nil { backOff() }
+//	}
 //	q.WaitCode(uid) / q.WaitReason(uid)            // why a pod waits, for events
 //	q.Snapshot()                                   // every queue, for /debug/queues
 //
@@ -28,9 +31,14 @@
 //     picks the inadmissible pods an event in the budget may let in.
 //   - topology (topology.go): the budgets, namespaces and selectors; which budgets cover
 //     a pod (coverage); parents, children, ancestors, problems and states (resolve).
-//   - families (borrowing.go): the budgets under one parent, which may borrow what the
-//     others leave idle (borrowingLimit) and keep part of hard (lendingLimit):
-//     familyExcess, familyNeverFits, and the claims of lenders' waiting pods.
+//   - families (borrowing.go, fairshare.go, hold.go): the budgets under one parent,
+//     which may borrow what the others leave idle (borrowingLimit) and keep part of
+//     hard (lendingLimit): familyExcess, familyNeverFits, the claims of lenders'
+//     waiting pods and of what their ended pods freed (lend holds), lent, and fair
+//     sharing between borrowers (yieldsTo).
+//   - preemption (preempt.go, victims.go): which running pods must go so that a unit
+//     fits (reclaim of lent quota, or lower priority within a budget), chosen without
+//     moving anything: hide and show take charges out of the ledgers and put them back.
 //   - groups (groups.go, groups_settle.go): the index of groups (join, leave), each
 //     group's gated members and what they would charge (sync), readiness, and one
 //     decision for the whole group.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -284,128 +283,6 @@ func (q *AdmissionQueue) preemptionCandidates(unit []*podState, budgets []*budge
 		return "", nil
 	}
 	return reason, victimUnits(pods, unit)
-}
-
-// victimUnits groups running pods into what is evicted together (a group's running
-// members, all of them, when each of them may be preempted), leaving out the pods not
-// known to run and any unit with a member of the preemptor's own unit, in the order they are taken: units admitted by
-// borrowing (quotagate.io/borrowing) first, then lowest priority first, then most
-// recently admitted first.
-func victimUnits(pods []*podState, preemptor []*podState) [][]*podState {
-	var out [][]*podState
-	seen := map[*group]bool{}
-	candidate := map[*podState]bool{}
-	for _, p := range pods {
-		candidate[p] = true
-	}
-	for _, p := range pods {
-		if !p.running() {
-			continue
-		}
-		u := []*podState{p}
-		if g := p.group; g != nil {
-			if seen[g] {
-				continue
-			}
-			seen[g] = true
-			u = u[:0]
-			for _, m := range g.members {
-				if m.running() {
-					u = append(u, m)
-				}
-			}
-			if slices.ContainsFunc(u, func(m *podState) bool { return !candidate[m] }) {
-				continue // a member may not be preempted: none is
-			}
-			slices.SortFunc(u, compareUIDs)
-		}
-		if slices.ContainsFunc(u, func(m *podState) bool { return slices.Contains(preemptor, m) }) {
-			continue
-		}
-		out = append(out, u)
-	}
-	// A unit ranks by its most valuable member: the highest priority, the earliest
-	// admitted; it borrows when any member was admitted by borrowing.
-	type rank struct {
-		notBorrowing int
-		prio         int32
-		at           time.Time
-	}
-	key := func(u []*podState) rank {
-		r := rank{notBorrowing: 1, prio: u[0].pod.Priority, at: u[0].admittedTime()}
-		for _, m := range u {
-			r.prio = max(r.prio, m.pod.Priority)
-			if t := m.admittedTime(); t.Before(r.at) {
-				r.at = t
-			}
-			if len(m.borrowing) > 0 {
-				r.notBorrowing = 0
-			}
-		}
-		return r
-	}
-	slices.SortStableFunc(out, func(a, b []*podState) int {
-		ka, kb := key(a), key(b)
-		return cmp.Or(cmp.Compare(ka.notBorrowing, kb.notBorrowing), cmp.Compare(ka.prio, kb.prio), kb.at.Compare(ka.at), compareUIDs(a[0], b[0]))
-	})
-	return out
-}
-
-// running reports whether the pod is known to be ungated: seen so, or its ungate
-// reported applied.
-func (p *podState) running() bool {
-	return p.phase == phaseCharged || (p.phase == phaseAssumed && !p.inFlight && !p.unresolved)
-}
-
-// admittedTime is when the pod was admitted, or created when the core first saw it
-// running.
-func (p *podState) admittedTime() time.Time {
-	if !p.admittedAt.IsZero() {
-		return p.admittedAt
-	}
-	return p.pod.Created
-}
-
-// borrowsThrough returns the budget under f through which a candidate still borrows
-// what the unit needs (with the victims chosen so far hidden): a member it is charged
-// to that uses more than its hard of a resource both ask for; nil when there is none.
-func borrowsThrough(p *podState, f *budget, budgets []*budget, add func(*budget) corev1.ResourceList) *budget {
-	for _, s := range p.chargedTo {
-		if s.parent != f || !s.borrows() {
-			continue
-		}
-		for _, c := range budgets {
-			if c.parent != f {
-				continue
-			}
-			for r, q := range add(c) {
-				h, limited := s.hard[r]
-				mine := p.chargedUsage[r]
-				if u := s.used[r]; limited && !q.IsZero() && u.Cmp(h) > 0 && !mine.IsZero() {
-					return s
-				}
-			}
-		}
-	}
-	return nil
-}
-
-// hide takes pods' charges out of the ledgers, and show puts them back: to ask whether
-// a unit would fit without them.
-func hide(pods []*podState) {
-	for _, p := range pods {
-		for _, b := range p.chargedTo {
-			b.release(p, p.chargedUsage)
-		}
-	}
-}
-
-func show(pods []*podState) {
-	for _, p := range pods {
-		for _, b := range p.chargedTo {
-			b.charge(p, p.chargedUsage)
-		}
-	}
 }
 
 func preemption(reason PreemptionReason, v, by *podState, w waitInfo, budgets []*budget, from *budget) Preemption {
