@@ -88,6 +88,19 @@ func testReclaim(t *testing.T, e env, _ *podWatcher) {
 			fmt.Sprintf("PDB healthy %d, allowed %d; %d pods carry %s", got.Status.CurrentHealthy, got.Status.DisruptionsAllowed, borrowing, v1alpha1.BorrowingAnnotation)
 	})
 
+	waitFor(t, "kubectl get budgets -o wide to show what is borrowed and lent", time.Minute, func() (bool, string) {
+		b, err := table(ctx, e.admin, "/apis/quotagate.io/v1alpha1/namespaces/"+borrowerNS+"/budgets")
+		if err != nil {
+			return false, err.Error()
+		}
+		l, err := table(ctx, e.admin, "/apis/quotagate.io/v1alpha1/namespaces/"+lenderNS+"/budgets")
+		if err != nil {
+			return false, err.Error()
+		}
+		got := fmt.Sprintf("borrowed %s, lent %s", b["borrow"]["Borrowed"], l["lend"]["Lent"])
+		return got == "borrowed map[requests.cpu:2], lent map[requests.cpu:2]", got
+	})
+
 	batch := job(lenderNS, jobSpec{name: "batch", cpu: "1", runFor: time.Hour})
 	batch.Spec.Parallelism, batch.Spec.Completions = ptr.To[int32](2), ptr.To[int32](2)
 	batch.Spec.Template.Labels["family"] = "org-e2e"

@@ -247,6 +247,8 @@ type BudgetStatus struct {
 // +kubebuilder:printcolumn:name="Admitted",type=integer,JSONPath=`.status.admittedPods`
 // +kubebuilder:printcolumn:name="Gated",type=integer,JSONPath=`.status.gatedPods`
 // +kubebuilder:printcolumn:name="Parent",type=string,JSONPath=`.spec.parent`,priority=1
+// +kubebuilder:printcolumn:name="Borrowed",type=string,JSONPath=`.status.borrowed`,priority=1
+// +kubebuilder:printcolumn:name="Lent",type=string,JSONPath=`.status.lent`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Budget struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -292,6 +294,8 @@ type ClusterBudgetSpec struct {
 // +kubebuilder:printcolumn:name="Admitted",type=integer,JSONPath=`.status.admittedPods`
 // +kubebuilder:printcolumn:name="Gated",type=integer,JSONPath=`.status.gatedPods`
 // +kubebuilder:printcolumn:name="Parent",type=string,JSONPath=`.spec.parent`,priority=1
+// +kubebuilder:printcolumn:name="Borrowed",type=string,JSONPath=`.status.borrowed`,priority=1
+// +kubebuilder:printcolumn:name="Lent",type=string,JSONPath=`.status.lent`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ClusterBudget struct {
 	metav1.TypeMeta   `json:",inline"`
