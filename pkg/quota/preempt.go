@@ -166,9 +166,10 @@ func (q *AdmissionQueue) preempt(unit []*podState, budgets []*budget, add func(*
 		}
 		hide(chosen[i])
 	}
+	waiting := slices.Clone(unit) // unit is the caller's (often on its stack)
 	for _, c := range chosen {
 		for _, v := range c {
-			q.victims[v] = &victim{preemptor: unit[0], unit: unit}
+			q.victims[v] = &victim{preemptor: waiting[0], unit: waiting}
 			q.preemptions = append(q.preemptions, preemption(reason, v, unit[0], w, budgets, from[c[0]]))
 		}
 	}

@@ -86,12 +86,59 @@ func (w *world) checkPreemptions() error {
 				}
 			}
 		}
+		if p.Reason == PreemptReclaim {
+			if err := w.notBelowHard(p.From, ps, used); err != nil {
+				return fmt.Errorf("reclaim of %s: %w", p.Victim, err)
+			}
+		}
 		w.logf("preempt %s for %s (%s, %s from %s)", p.Victim, p.Preemptor, p.Reason, p.Budget.Describe(), p.From.Describe())
 		if !slices.Contains(w.evicting, p.Victim.UID) {
 			w.evicting = append(w.evicting, p.Victim.UID)
 		}
 	}
 	return nil
+}
+
+// notBelowHard checks that reclaim takes no more from a borrower than it borrows: the
+// borrower's victims still to go (this batch's, and earlier ones still needed), all
+// but the largest, leave it above its hard in some resource. (Each victim is chosen
+// while its budget still borrows; only the last may take it below its hard.)
+func (w *world) notBelowHard(from BudgetKey, batch []Preemption, used map[BudgetKey]corev1.ResourceList) error {
+	var victims []*mPod
+	seen := map[types.UID]bool{}
+	add := func(uid types.UID) {
+		if p := w.pods[uid]; p != nil && !seen[uid] && slices.Contains(w.charged(p), from) {
+			seen[uid] = true
+			victims = append(victims, p)
+		}
+	}
+	for _, p := range batch {
+		if p.From == from {
+			add(p.Victim.UID)
+		}
+	}
+	for _, uid := range w.evicting {
+		if w.q.PreemptionNeeded(uid) {
+			add(uid)
+		}
+	}
+	hard, _ := NormalizeHard(w.budgets[from].Hard)
+	for r, h := range hard {
+		left := used[from][r].DeepCopy()
+		var largest resource.Quantity
+		for _, v := range victims {
+			q := v.usage[r]
+			left.Sub(q)
+			if q.Cmp(largest) > 0 {
+				largest = q.DeepCopy()
+			}
+		}
+		left.Add(largest)
+		if left.Cmp(h) > 0 {
+			return nil
+		}
+	}
+	return fmt.Errorf("%d victims would take %s below its hard by more than one pod (used %v, hard %v)", len(victims), from.Describe(), used[from], hard)
 }
 
 func (w *world) usesBeyondHard(k BudgetKey, used map[BudgetKey]corev1.ResourceList) bool {
