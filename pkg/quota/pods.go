@@ -149,6 +149,10 @@ func (q *AdmissionQueue) forget(p *podState) {
 	q.releases.remove(p)
 	delete(q.immediate, p.pod.UID)
 	delete(q.victims, p)
+	if b := p.wait.budget; b != nil {
+		delete(b.lendWaiters, p) // the family's records of what it waited for
+		delete(b.fairWaiters, p)
+	}
 	p.pinned = nil
 	delete(q.pods, p.pod.UID)
 	if ns := q.podsNS[p.pod.Namespace]; ns != nil {

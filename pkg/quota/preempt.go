@@ -59,10 +59,12 @@ type Preemption struct {
 }
 
 // victim is a pod the core decided to preempt, while that is still needed: for the
-// unit whose first pod is preemptor.
+// unit whose first pod is preemptor, which adds adds[b] to each budget b of budgets.
 type victim struct {
 	preemptor *podState
 	unit      []*podState
+	budgets   []*budget
+	adds      map[*budget]corev1.ResourceList
 }
 
 // Preemptions returns the preemptions decided since the last call, in the order they
@@ -76,8 +78,11 @@ func (q *AdmissionQueue) Preemptions() []Preemption {
 }
 
 // PreemptionNeeded reports whether the pod is still to be evicted: it was chosen as a
-// victim, it still runs and is not already terminating, and the pod it makes room for
-// still waits. Once it reports false for a pod, the pod is no longer a victim.
+// victim, it still runs and is not already terminating, the pod it makes room for still
+// waits, and the room is still needed as it is now: with every other pod on its way out
+// gone, and the pods ahead of it served first, the waiting pod fits once this one is
+// gone too, and not before. Once it reports false for a pod, the pod is no longer a
+// victim (the controller stops trying to evict it).
 func (q *AdmissionQueue) PreemptionNeeded(uid types.UID) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -85,11 +90,56 @@ func (q *AdmissionQueue) PreemptionNeeded(uid types.UID) bool {
 	if p == nil {
 		return false
 	}
-	if !q.stillVictim(p) {
+	rec, ok := q.victims[p]
+	if !ok {
+		return false
+	}
+	if !q.stillVictim(p) || !q.stillNeeded(p) {
 		delete(q.victims, p)
+		// The pods that counted it as leaving look again (they may need it now).
+		if b := rec.preemptor.wait.budget; b != nil && q.alive(b) {
+			q.wake(b)
+		}
 		return false
 	}
 	return true
+}
+
+// stillNeeded reports whether a victim's preemptor would fit with it gone, and not
+// without it, every other pod on its way out counted as gone (the members of its own
+// group go with it).
+func (q *AdmissionQueue) stillNeeded(p *podState) bool {
+	rec := q.victims[p]
+	going := slices.Clone(q.releases.pods)
+	var mine []*podState
+	for v, r := range q.victims {
+		switch {
+		case v == p || (p.group != nil && v.group == p.group && r == rec):
+			mine = append(mine, v)
+		case v.pod.ReleaseAt.IsZero() && q.stillVictim(v):
+			going = append(going, v)
+		}
+	}
+	hide(going)
+	defer show(going)
+	w := rec.preemptor.wait
+	add := func(b *budget) corev1.ResourceList { return rec.adds[b] }
+	claims := q.preemptionClaims(rec.unit, w)
+	fits := func() bool {
+		claim(claims)
+		defer unclaim(claims)
+		if w.code == CodeNoLendable && borrowsUnder(w.budget, rec.budgets, add) {
+			return false
+		}
+		_, over := q.capacityWait(rec.budgets, add)
+		return !over
+	}
+	if fits() {
+		return false // the others make room enough
+	}
+	hide(mine)
+	defer show(mine)
+	return fits()
 }
 
 func (q *AdmissionQueue) stillVictim(p *podState) bool {
@@ -98,14 +148,20 @@ func (q *AdmissionQueue) stillVictim(p *podState) bool {
 		return false
 	}
 	w := v.preemptor
-	return q.pods[w.pod.UID] == w && w.phase == phaseWaiting
+	if q.pods[w.pod.UID] != w || w.phase != phaseWaiting {
+		return false
+	}
+	// It still waits for what preemption answers: for a reclaim, room within its own
+	// hard (pods of its budget admitted since may have taken that).
+	_, _, ok = preemptionKind(v.unit, v.budgets, func(b *budget) corev1.ResourceList { return v.adds[b] }, w.wait)
+	return ok
 }
 
 // preempt decides whether admitted pods must go to make room for a unit that failed
 // with w; see the comment at the top of the file.
 func (q *AdmissionQueue) preempt(unit []*podState, budgets []*budget, add func(*budget) corev1.ResourceList, w waitInfo) {
-	reason, candidates := q.preemptionCandidates(unit, budgets, add, w)
-	if len(candidates) == 0 {
+	reason, lowerOnly, ok := preemptionKind(unit, budgets, add, w)
+	if !ok {
 		return
 	}
 	// What is on its way out counts as gone already.
@@ -126,12 +182,16 @@ func (q *AdmissionQueue) preempt(unit []*podState, budgets []*budget, add func(*
 	fits := func() bool {
 		claim(claims)
 		defer unclaim(claims)
+		if reason == PreemptReclaim && borrowsUnder(w.budget, budgets, add) {
+			return false // after the pods ahead of it, it would borrow: nothing to reclaim
+		}
 		_, over := q.capacityWait(budgets, add)
 		return !over
 	}
 	if fits() {
 		return // it waits for pods already leaving
 	}
+	candidates := preemptionCandidates(reason, lowerOnly, unit, budgets, w)
 	var chosen [][]*podState
 	from := map[*podState]*budget{} // Reclaim: the member a victim unit borrows through
 	for _, c := range candidates {
@@ -166,10 +226,13 @@ func (q *AdmissionQueue) preempt(unit []*podState, budgets []*budget, add func(*
 		}
 		hide(chosen[i])
 	}
-	waiting := slices.Clone(unit) // unit is the caller's (often on its stack)
+	rec := &victim{preemptor: unit[0], unit: slices.Clone(unit), budgets: slices.Clone(budgets), adds: map[*budget]corev1.ResourceList{}}
+	for _, b := range budgets {
+		rec.adds[b] = add(b)
+	}
 	for _, c := range chosen {
 		for _, v := range c {
-			q.victims[v] = &victim{preemptor: waiting[0], unit: waiting}
+			q.victims[v] = rec
 			q.preemptions = append(q.preemptions, preemption(reason, v, unit[0], w, budgets, from[c[0]]))
 		}
 	}
@@ -199,7 +262,11 @@ func (q *AdmissionQueue) preemptionClaims(unit []*podState, w waitInfo) []*podSt
 		claim(out)
 		defer func() { unclaim(out) }()
 		for _, p := range slices.SortedFunc(maps.Keys(f.lendWaiters), func(a, b *podState) int { return a.order.compare(&b.order) }) {
-			if seen[p] || p.order.compare(&unit[0].order) >= 0 || p.phase != phaseWaiting || p.wait.code != CodeNoLendable || p.wait.budget != f || p.inBackoff || q.stuck(p) {
+			if q.pods[p.pod.UID] != p || len(p.entries) == 0 || p.phase != phaseWaiting || p.wait.code != CodeNoLendable || p.wait.budget != f {
+				delete(f.lendWaiters, p) // no longer waits so (lenderClaims prunes the same way)
+				continue
+			}
+			if seen[p] || p.order.compare(&unit[0].order) >= 0 || p.inBackoff || q.stuck(p) {
 				continue
 			}
 			within := true
@@ -236,54 +303,72 @@ func unclaim(pods []*podState) {
 	}
 }
 
-// preemptionCandidates returns what may be preempted for the unit, as units (a group's
-// running members together), in the order they are to be chosen; none when the unit's
-// wait is not one preemption answers or its budgets do not allow it.
-func (q *AdmissionQueue) preemptionCandidates(unit []*podState, budgets []*budget, add func(*budget) corev1.ResourceList, w waitInfo) (PreemptionReason, [][]*podState) {
-	prio := slices.MinFunc(unit, func(a, b *podState) int { return cmp.Compare(a.pod.Priority, b.pod.Priority) }).pod.Priority
-	var reason PreemptionReason
-	var pods []*podState
+// preemptionKind says whether preemption answers a unit's wait w, and how: Reclaim
+// for a wait on lent quota when the unit asks for no more than its budgets' own hard
+// and they allow it (lowerOnly: only pods of lower priority than the unit's lowest),
+// WithinBudget for a budget that does not fit and preempts lower priorities. ok is
+// false otherwise.
+func preemptionKind(unit []*podState, budgets []*budget, add func(*budget) corev1.ResourceList, w waitInfo) (reason PreemptionReason, lowerOnly bool, ok bool) {
 	switch {
 	case w.code == CodeNoLendable:
-		f := w.budget
-		lowerOnly := false
+		if borrowsUnder(w.budget, budgets, add) {
+			return "", false, false // it would borrow itself: borrowers do not reclaim
+		}
 		for _, c := range budgets {
-			if c.parent != f {
+			if c.parent != w.budget {
 				continue
-			}
-			if _, over := firstExcess(c.hardNames, c.hard, c.used, add(c)); over {
-				return "", nil // it would borrow itself: borrowers do not reclaim
 			}
 			switch c.spec.Reclaim {
 			case "", v1alpha1.ReclaimAny:
 			case v1alpha1.ReclaimLowerPriority:
 				lowerOnly = true
 			default: // Never, or a value past an older CRD: evict nobody
-				return "", nil
+				return "", false, false
 			}
 		}
-		reason = PreemptReclaim
-		for _, s := range f.children {
-			if slices.Contains(budgets, s) || !s.borrows() {
-				continue
-			}
-			for _, p := range s.charged {
-				if !lowerOnly || p.pod.Priority < prio {
-					pods = append(pods, p)
-				}
-			}
-		}
+		return PreemptReclaim, lowerOnly, true
 	case w.code == CodeInsufficient && w.budget.spec.WithinBudget == v1alpha1.WithinBudgetLowerPriority:
-		reason = PreemptWithinBudget
-		for _, p := range w.budget.charged {
-			if p.pod.Priority < prio {
+		return PreemptWithinBudget, true, true
+	}
+	return "", false, false
+}
+
+// borrowsUnder reports whether a unit would take a member of f's family among budgets
+// beyond its hard.
+func borrowsUnder(f *budget, budgets []*budget, add func(*budget) corev1.ResourceList) bool {
+	for _, c := range budgets {
+		if c.parent != f {
+			continue
+		}
+		if _, over := firstExcess(c.hardNames, c.hard, c.used, add(c)); over {
+			return true
+		}
+	}
+	return false
+}
+
+// preemptionCandidates returns what may be preempted for the unit, as units (a group's
+// running members together), in the order they are to be chosen.
+func preemptionCandidates(reason PreemptionReason, lowerOnly bool, unit []*podState, budgets []*budget, w waitInfo) [][]*podState {
+	prio := slices.MinFunc(unit, func(a, b *podState) int { return cmp.Compare(a.pod.Priority, b.pod.Priority) }).pod.Priority
+	var pods []*podState
+	take := func(from map[types.UID]*podState) {
+		for _, p := range from {
+			if !lowerOnly || p.pod.Priority < prio {
 				pods = append(pods, p)
 			}
 		}
-	default:
-		return "", nil
 	}
-	return reason, victimUnits(pods, unit)
+	if reason == PreemptReclaim {
+		for _, s := range w.budget.children {
+			if !slices.Contains(budgets, s) && s.borrows() {
+				take(s.charged)
+			}
+		}
+	} else {
+		take(w.budget.charged)
+	}
+	return victimUnits(pods, unit)
 }
 
 func preemption(reason PreemptionReason, v, by *podState, w waitInfo, budgets []*budget, from *budget) Preemption {

@@ -109,6 +109,9 @@ func runReclaimWorld(seed, steps int) (err error) {
 			return fmt.Errorf("the parent uses %s cpu, over its hard %s", u.String(), h.String())
 		}
 		now := entitled(w, used)
+		if err := overEvicted(w, used); err != nil {
+			return err
+		}
 		for uid := range entitledSince {
 			if !slices.Contains(now, uid) {
 				delete(entitledSince, uid) // pods of higher priority came first
@@ -135,8 +138,43 @@ func runReclaimWorld(seed, steps int) (err error) {
 	return nil
 }
 
+// overEvicted checks that the victims still to go make room for no more than the
+// gated pods entitled to their team's share ask for, once the victims are gone, give or
+// take one victim (a victim of 2 CPU may make room for a pod of 1): reclaim evicts only
+// what is needed.
+func overEvicted(w *world, used map[BudgetKey]corev1.ResourceList) error {
+	var victims, demand resource.Quantity
+	var largest resource.Quantity
+	after := map[BudgetKey]corev1.ResourceList{}
+	for k, u := range used {
+		after[k] = u.DeepCopy()
+	}
+	for _, uid := range w.evicting {
+		if p := w.pods[uid]; p != nil && w.q.PreemptionNeeded(uid) {
+			q := p.usage["requests.cpu"]
+			victims.Add(q)
+			if q.Cmp(largest) > 0 {
+				largest = q.DeepCopy()
+			}
+			for _, k := range w.charged(p) {
+				subtractFrom(after[k], p.usage)
+			}
+		}
+	}
+	for _, uid := range entitled(w, after) {
+		demand.Add(w.pods[uid].usage["requests.cpu"])
+	}
+	victims.Sub(largest)
+	if victims.Cmp(demand) >= 0 && !victims.IsZero() {
+		return fmt.Errorf("victims still to go free %s CPU beyond the largest, for %s CPU that entitled pods wait for", victims.String(), demand.String())
+	}
+	return nil
+}
+
 // entitled lists the gated pods each team's own hard has room for: in admission order
-// (priority, then creation), after what the team runs and the gated pods before it.
+// (priority, then creation), after what the team runs and the gated pods before it
+// that fit (BestEffortFIFO: a pod too big for what is left does not hold back those
+// behind it).
 func entitled(w *world, used map[BudgetKey]corev1.ResourceList) []types.UID {
 	var out []types.UID
 	for _, ns := range reclaimTeams {
@@ -154,7 +192,8 @@ func entitled(w *world, used map[BudgetKey]corev1.ResourceList) []types.UID {
 		for _, p := range gated {
 			sum.Add(p.usage["requests.cpu"])
 			if sum.Cmp(resource.MustParse("4")) > 0 {
-				break
+				sum.Sub(p.usage["requests.cpu"]) // BestEffortFIFO: the pods behind it may fit
+				continue
 			}
 			out = append(out, p.obj.UID)
 		}

@@ -138,8 +138,9 @@ type Controller struct {
 	// deleted records pods deleted while a catch-up read is under way, so that the
 	// read's older copy of a pod does not bring it back (nil otherwise).
 	deleted map[types.UID]struct{}
-	// evicting are the preemption victims whose eviction is under way (evict.go).
-	evicting map[types.UID]bool
+	// evicting are the preemption victims whose eviction is under way, each with the
+	// next decision for it queued, if any (evict.go).
+	evicting map[types.UID]*quota.Preemption
 
 	// talliesMu guards tallies: per budget, the admissions since its last Admitted
 	// event (admitted.go).
@@ -183,7 +184,7 @@ func New(opts Options) (*Controller, error) {
 		kick:       make(chan struct{}, 1),
 		statusKick: make(chan struct{}, 1),
 		waiting:    map[types.UID]waitingPod{},
-		evicting:   map[types.UID]bool{},
+		evicting:   map[types.UID]*quota.Preemption{},
 		tallies:    map[quota.BudgetKey]*admittedTally{},
 	}
 	c.core = quota.NewAdmissionQueue(

@@ -37,24 +37,34 @@ const (
 	evictRetryMax   = time.Minute
 )
 
-// startPreemptions starts an eviction for each preemption the core decided, unless one
-// for the same victim is still under way.
+// startPreemptions starts an eviction for each preemption the core decided. A victim
+// whose eviction is under way gets the new decision queued: the goroutine at work on it
+// takes it up when it is done with the old one.
 func (c *Controller) startPreemptions(ctx context.Context, wg *sync.WaitGroup) {
 	for _, p := range c.core.Preemptions() {
+		uid := p.Victim.UID
 		c.mu.Lock()
-		busy := c.evicting[p.Victim.UID]
-		c.evicting[p.Victim.UID] = true
+		_, busy := c.evicting[uid]
+		if busy {
+			c.evicting[uid] = &p
+		} else {
+			c.evicting[uid] = nil
+		}
 		c.mu.Unlock()
 		if busy {
 			continue
 		}
 		wg.Go(func() {
-			defer func() {
+			for next := &p; next != nil; {
+				c.preempt(ctx, *next)
 				c.mu.Lock()
-				delete(c.evicting, p.Victim.UID)
+				if next = c.evicting[uid]; next == nil {
+					delete(c.evicting, uid)
+				} else {
+					c.evicting[uid] = nil
+				}
 				c.mu.Unlock()
-			}()
-			c.preempt(ctx, p)
+			}
 		})
 	}
 }
@@ -71,6 +81,7 @@ func (c *Controller) preempt(ctx context.Context, p quota.Preemption) {
 	for retry := evictRetryFirst; ; retry = min(2*retry, evictRetryMax) {
 		if !c.core.PreemptionNeeded(p.Victim.UID) {
 			logger.V(logLevelDetails).Info("Preemption no longer needed")
+			c.wake() // the core may decide again for the pods that counted on it
 			return
 		}
 		err := c.evict(ctx, p.Victim)
