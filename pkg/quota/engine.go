@@ -43,6 +43,7 @@ type AdmissionQueue struct {
 	wakeBuf      []*entry                // wake's reused list of the pods it wakes for capacity
 	out          []Admission             // decided, not yet returned by Admit
 	victims      map[*podState]*victim   // pods chosen for preemption (preempt.go)
+	evicted      map[*podState]struct{}  // victims whose eviction was accepted (preempt.go)
 	holding      map[*budget]struct{}    // budgets that hold freed quota for their own pods (hold.go)
 	preemptions  []Preemption            // decided, not yet returned by Preemptions
 	deciding     bool                    // inside Admit: decisions may be taken
@@ -72,6 +73,7 @@ func NewAdmissionQueue(opts ...Option) *AdmissionQueue {
 		held:         map[types.UID]*podState{},
 		immediate:    map[types.UID]*podState{},
 		victims:      map[*podState]*victim{},
+		evicted:      map[*podState]struct{}{},
 		holding:      map[*budget]struct{}{},
 		statusDirty:  map[BudgetKey]struct{}{},
 		seenStatuses: map[BudgetKey]struct{}{},

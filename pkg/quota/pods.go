@@ -149,6 +149,7 @@ func (q *AdmissionQueue) forget(p *podState) {
 	q.releases.remove(p)
 	delete(q.immediate, p.pod.UID)
 	delete(q.victims, p)
+	delete(q.evicted, p)
 	if b := p.wait.budget; b != nil {
 		delete(b.lendWaiters, p) // the family's records of what it waited for
 		delete(b.fairWaiters, p)

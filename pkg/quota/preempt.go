@@ -110,7 +110,7 @@ func (q *AdmissionQueue) PreemptionNeeded(uid types.UID) bool {
 // group go with it).
 func (q *AdmissionQueue) stillNeeded(p *podState) bool {
 	rec := q.victims[p]
-	going := slices.Clone(q.releases.pods)
+	going := q.leaving()
 	var mine []*podState
 	for v, r := range q.victims {
 		switch {
@@ -142,9 +142,36 @@ func (q *AdmissionQueue) stillNeeded(p *podState) bool {
 	return fits()
 }
 
+// Evicted records that a victim's eviction was accepted: it counts as leaving from now
+// on, before the pod's terminating view arrives, so that no room is taken from anyone
+// twice, and it is no longer a victim.
+func (q *AdmissionQueue) Evicted(uid types.UID) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if p := q.pods[uid]; p != nil && p.phase != phaseWaiting {
+		delete(q.victims, p)
+		q.evicted[p] = struct{}{}
+	}
+}
+
+// leaving is every charged pod on its way out that still counts: terminating (within
+// its grace period) or evicted and not yet seen terminating.
+func (q *AdmissionQueue) leaving() []*podState {
+	going := slices.Clone(q.releases.pods)
+	for p := range q.evicted {
+		if p.pod.ReleaseAt.IsZero() {
+			going = append(going, p)
+		}
+	}
+	return going
+}
+
 func (q *AdmissionQueue) stillVictim(p *podState) bool {
 	v, ok := q.victims[p]
 	if !ok || !p.running() || !p.pod.ReleaseAt.IsZero() {
+		return false
+	}
+	if _, gone := q.evicted[p]; gone {
 		return false
 	}
 	w := v.preemptor
@@ -165,7 +192,7 @@ func (q *AdmissionQueue) preempt(unit []*podState, budgets []*budget, add func(*
 		return
 	}
 	// What is on its way out counts as gone already.
-	going := slices.Clone(q.releases.pods)
+	going := q.leaving()
 	for p := range q.victims {
 		if !q.stillVictim(p) {
 			delete(q.victims, p)
@@ -191,7 +218,7 @@ func (q *AdmissionQueue) preempt(unit []*podState, budgets []*budget, add func(*
 	if fits() {
 		return // it waits for pods already leaving
 	}
-	candidates := preemptionCandidates(reason, lowerOnly, unit, budgets, w)
+	candidates := q.preemptionCandidates(reason, lowerOnly, unit, budgets, w)
 	var chosen [][]*podState
 	from := map[*podState]*budget{} // Reclaim: the member a victim unit borrows through
 	for _, c := range candidates {
@@ -349,7 +376,7 @@ func borrowsUnder(f *budget, budgets []*budget, add func(*budget) corev1.Resourc
 
 // preemptionCandidates returns what may be preempted for the unit, as units (a group's
 // running members together), in the order they are to be chosen.
-func preemptionCandidates(reason PreemptionReason, lowerOnly bool, unit []*podState, budgets []*budget, w waitInfo) [][]*podState {
+func (q *AdmissionQueue) preemptionCandidates(reason PreemptionReason, lowerOnly bool, unit []*podState, budgets []*budget, w waitInfo) [][]*podState {
 	prio := slices.MinFunc(unit, func(a, b *podState) int { return cmp.Compare(a.pod.Priority, b.pod.Priority) }).pod.Priority
 	var pods []*podState
 	take := func(from map[types.UID]*podState) {
@@ -368,7 +395,7 @@ func preemptionCandidates(reason PreemptionReason, lowerOnly bool, unit []*podSt
 	} else {
 		take(w.budget.charged)
 	}
-	return victimUnits(pods, unit)
+	return q.victimUnits(pods, unit)
 }
 
 func preemption(reason PreemptionReason, v, by *podState, w waitInfo, budgets []*budget, from *budget) Preemption {

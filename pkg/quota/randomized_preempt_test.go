@@ -152,8 +152,16 @@ func (w *world) usesBeyondHard(k BudgetKey, used map[BudgetKey]corev1.ResourceLi
 }
 
 // evict carries out the evictions the core still needs; unless all is true, some are
-// blocked this time (a PodDisruptionBudget) and tried again later.
+// blocked this time (a PodDisruptionBudget) and tried again later. An accepted eviction
+// is reported (Evicted) and the pod goes at once, or at the next evict, as a pod
+// terminating for a while does.
 func (w *world) evict(all bool) {
+	for _, uid := range w.accepted {
+		if p := w.pods[uid]; p != nil {
+			w.deletePod(p)
+		}
+	}
+	w.accepted = w.accepted[:0]
 	var keep []types.UID
 	for _, uid := range w.evicting {
 		p := w.pods[uid]
@@ -165,6 +173,11 @@ func (w *world) evict(all bool) {
 			continue
 		}
 		w.logf("evict %s", p.obj.Name)
+		w.q.Evicted(uid)
+		if !all && w.rng.IntN(2) == 0 {
+			w.accepted = append(w.accepted, uid) // terminating until the next evict
+			continue
+		}
 		w.deletePod(p)
 	}
 	w.evicting = keep

@@ -135,6 +135,7 @@ type world struct {
 	events     []string
 	rvSerial   int
 	evicting   []types.UID // preemption victims to evict (randomized_preempt_test.go)
+	accepted   []types.UID // evicted, still terminating
 }
 
 var worldNamespaces = []string{"ns-a", "ns-b", "ns-c"}

@@ -16,7 +16,7 @@ import (
 // known to run and any unit with a member of the preemptor's own unit, in the order they are taken: units admitted by
 // borrowing (quotagate.io/borrowing) first, then lowest priority first, then most
 // recently admitted first.
-func victimUnits(pods []*podState, preemptor []*podState) [][]*podState {
+func (q *AdmissionQueue) victimUnits(pods []*podState, preemptor []*podState) [][]*podState {
 	var out [][]*podState
 	seen := map[*group]bool{}
 	candidate := map[*podState]bool{}
@@ -24,7 +24,7 @@ func victimUnits(pods []*podState, preemptor []*podState) [][]*podState {
 		candidate[p] = true
 	}
 	for _, p := range pods {
-		if !p.running() {
+		if _, gone := q.evicted[p]; gone || !p.running() {
 			continue
 		}
 		u := []*podState{p}
@@ -39,7 +39,7 @@ func victimUnits(pods []*podState, preemptor []*podState) [][]*podState {
 					u = append(u, m)
 				}
 			}
-			if slices.ContainsFunc(u, func(m *podState) bool { return !candidate[m] }) {
+			if slices.ContainsFunc(u, func(m *podState) bool { _, gone := q.evicted[m]; return gone || !candidate[m] }) {
 				continue // a member may not be preempted: none is
 			}
 			slices.SortFunc(u, compareUIDs)

@@ -87,6 +87,7 @@ func (c *Controller) preempt(ctx context.Context, p quota.Preemption) {
 		err := c.evict(ctx, p.Victim)
 		switch {
 		case err == nil:
+			c.core.Evicted(p.Victim.UID)
 			c.metrics.preemptions.WithLabelValues(string(p.Reason)).Inc()
 			logger.V(logLevelEvents).Info("Preempted", "budget", p.Budget.String(), "from", p.From.String())
 			c.recorder.Eventf(podRef(p.Victim), nil, corev1.EventTypeNormal, eventPreempted, "Evict",
