@@ -35,20 +35,8 @@ import (
 // event that the parent, A and B stay within 4, 2 and 4 CPU.
 func TestReclaimEvictsBorrowedPods(t *testing.T) {
 	ctx := context.Background()
-	parent := fmt.Sprintf("org-%d", nsCounter.Add(1))
-	createClusterBudgets(t, clusterBudget(parent, "", cpu("4")))
-	nsA, nsB := newNamespace(t, true), newNamespace(t, true)
-	family, err := testbed.WatchUsageSelected(ctx, clientset, "", "family="+parent, corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse("4")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(family.Stop)
+	parent, nsA, nsB, family := twoTeams(t)
 	watchA, watchB := watchAdmissions(t, nsA, "2"), watchAdmissions(t, nsB, "4")
-
-	a := budget(nsA, "a", cpu("2"), "")
-	a.Spec.Parent = parent
-	b := budget(nsB, "b", cpu("2"), "")
-	b.Spec.Parent, b.Spec.BorrowingLimit = parent, cpu("2")
 	pdb := &policyv1.PodDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: nsB},
 		Spec: policyv1.PodDisruptionBudgetSpec{
@@ -56,7 +44,7 @@ func TestReclaimEvictsBorrowedPods(t *testing.T) {
 			Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": "b"}},
 		},
 	}
-	mustCreate(t, a, b, pdb)
+	mustCreate(t, pdb)
 	reg := prometheus.NewRegistry()
 	startManager(t, func(o *controller.Options) { o.Registerer = reg }, false)
 	start := time.Now()
@@ -184,6 +172,28 @@ func reclaimCounter(t *testing.T, reg *prometheus.Registry, name string) float64
 	return 0
 }
 
+// twoTeams sets up two opted-in namespaces under a new ClusterBudget of 4 CPU, with
+// Budget a (hard 2) in nsA and Budget b (hard 2, may borrow 2) in nsB, and a watcher of
+// the pods labelled family=<parent> that checks the parent's 4 CPU at every event.
+func twoTeams(t *testing.T) (parent, nsA, nsB string, family *testbed.UsageWatcher) {
+	t.Helper()
+	parent = fmt.Sprintf("org-%d", nsCounter.Add(1))
+	createClusterBudgets(t, clusterBudget(parent, "", cpu("4")))
+	nsA, nsB = newNamespace(t, true), newNamespace(t, true)
+	family, err := testbed.WatchUsageSelected(context.Background(), clientset, "", "family="+parent,
+		corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse("4")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(family.Stop)
+	a := budget(nsA, "a", cpu("2"), "")
+	a.Spec.Parent = parent
+	b := budget(nsB, "b", cpu("2"), "")
+	b.Spec.Parent, b.Spec.BorrowingLimit = parent, cpu("2")
+	mustCreate(t, a, b)
+	return parent, nsA, nsB, family
+}
+
 // soakDuration is how long TestSteadyTwoTeamsDoNotThrash runs its steady workload:
 // QUOTAGATE_SOAK (a Go duration; `make soak` sets minutes), 40 s by default.
 func soakDuration(t *testing.T) time.Duration {
@@ -204,23 +214,10 @@ func soakDuration(t *testing.T) time.Duration {
 // the next one of A's Job within the lend hold, so the quota is not lent to B in between
 // and taken back again: the evictions stay at those 2 however long it runs. Watchers
 // check at every event that the family never uses more than its parent's 4 CPU.
-// QUOTAGATE_SOAK_LEND_HOLD sets the manager's lend hold (0s shows the loop it prevents).
+// QUOTAGATE_SOAK_LEND_HOLD sets the manager's lend hold (0s: none, for comparison).
 func TestSteadyTwoTeamsDoNotThrash(t *testing.T) {
-	ctx := context.Background()
 	soak := soakDuration(t)
-	parent := fmt.Sprintf("org-%d", nsCounter.Add(1))
-	createClusterBudgets(t, clusterBudget(parent, "", cpu("4")))
-	nsA, nsB := newNamespace(t, true), newNamespace(t, true)
-	family, err := testbed.WatchUsageSelected(ctx, clientset, "", "family="+parent, corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse("4")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(family.Stop)
-	a := budget(nsA, "a", cpu("2"), "")
-	a.Spec.Parent = parent
-	b := budget(nsB, "b", cpu("2"), "")
-	b.Spec.Parent, b.Spec.BorrowingLimit = parent, cpu("2")
-	mustCreate(t, a, b)
+	parent, nsA, nsB, family := twoTeams(t)
 	reg := prometheus.NewRegistry()
 	startManager(t, func(o *controller.Options) {
 		o.Registerer = reg
