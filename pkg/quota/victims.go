@@ -6,10 +6,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
-// Choosing preemption victims (preempt.go): which running pods may go, in which order,
-// and asking whether a unit would fit without them.
+// Preemption victims (preempt.go): which running pods may go, in which order, asking
+// whether a unit would fit without them, and whether a victim is still needed.
 
 // victimUnits groups running pods into what is evicted together (a group's running
 // members, all of them, when each of them may be preempted), leaving out the pods not
@@ -131,4 +132,111 @@ func show(pods []*podState) {
 			b.charge(p, p.chargedUsage)
 		}
 	}
+}
+
+// PreemptionNeeded reports whether the pod is still to be evicted: it was chosen as a
+// victim, it still runs and is not already terminating, the pod it makes room for still
+// waits, and the room is still needed as it is now: with every other pod on its way out
+// gone, and the pods ahead of it served first, the waiting pod fits once this one is
+// gone too, and not before. Once it reports false for a pod, the pod is no longer a
+// victim (the controller stops trying to evict it).
+func (q *AdmissionQueue) PreemptionNeeded(uid types.UID) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	p := q.pods[uid]
+	if p == nil {
+		return false
+	}
+	rec, ok := q.victims[p]
+	if !ok {
+		return false
+	}
+	if !q.stillVictim(p) || !q.stillNeeded(p) {
+		delete(q.victims, p)
+		// The pods that counted it as leaving look again (they may need it now).
+		if b := rec.preemptor.wait.budget; b != nil && q.alive(b) {
+			q.wake(b)
+		}
+		return false
+	}
+	return true
+}
+
+// stillNeeded reports whether a victim's preemptor would fit with it gone, and not
+// without it, every other pod on its way out counted as gone (the members of its own
+// group go with it).
+func (q *AdmissionQueue) stillNeeded(p *podState) bool {
+	rec := q.victims[p]
+	going := q.leaving()
+	var mine []*podState
+	for v, r := range q.victims {
+		switch {
+		case v == p || (p.group != nil && v.group == p.group && r == rec):
+			mine = append(mine, v)
+		case v.pod.ReleaseAt.IsZero() && q.stillVictim(v):
+			going = append(going, v)
+		}
+	}
+	hide(going)
+	defer show(going)
+	w := rec.preemptor.wait
+	add := func(b *budget) corev1.ResourceList { return rec.adds[b] }
+	claims := q.preemptionClaims(rec.unit, w)
+	fits := func() bool {
+		claim(claims)
+		defer unclaim(claims)
+		if w.code == CodeNoLendable && borrowsUnder(w.budget, rec.budgets, add) {
+			return false
+		}
+		_, over := q.capacityWait(rec.budgets, add)
+		return !over
+	}
+	if fits() {
+		return false // the others make room enough
+	}
+	hide(mine)
+	defer show(mine)
+	return fits()
+}
+
+// Evicted records that a victim's eviction was accepted: it counts as leaving from now
+// on, before the pod's terminating view arrives, so that no room is taken from anyone
+// twice, and it is no longer a victim.
+func (q *AdmissionQueue) Evicted(uid types.UID) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if p := q.pods[uid]; p != nil && p.phase != phaseWaiting {
+		delete(q.victims, p)
+		q.evicted[p] = struct{}{}
+	}
+}
+
+// leaving is every charged pod on its way out that still counts: terminating (within
+// its grace period) or evicted and not yet seen terminating.
+func (q *AdmissionQueue) leaving() []*podState {
+	going := slices.Clone(q.releases.pods)
+	for p := range q.evicted {
+		if p.pod.ReleaseAt.IsZero() {
+			going = append(going, p)
+		}
+	}
+	return going
+}
+
+func (q *AdmissionQueue) stillVictim(p *podState) bool {
+	v, ok := q.victims[p]
+	if !ok || !p.running() || !p.pod.ReleaseAt.IsZero() {
+		return false
+	}
+	if _, gone := q.evicted[p]; gone {
+		return false
+	}
+	w := v.preemptor
+	if q.pods[w.pod.UID] != w || w.phase != phaseWaiting {
+		return false
+	}
+	// It still waits for what preemption answers: for a reclaim, room within its own
+	// hard (pods of its budget admitted since may have taken that).
+	_, _, ok = preemptionKind(v.unit, v.budgets, func(b *budget) corev1.ResourceList { return v.adds[b] }, w.wait)
+	return ok
 }
