@@ -98,7 +98,7 @@ func testReclaim(t *testing.T, e env, _ *podWatcher) {
 			return false, err.Error()
 		}
 		got := fmt.Sprintf("borrowed %s, lent %s", b["borrow"]["Borrowed"], l["lend"]["Lent"])
-		return got == "borrowed map[requests.cpu:2], lent map[requests.cpu:2]", got
+		return got == `borrowed {"requests.cpu":"2"}, lent {"requests.cpu":"2"}`, got
 	})
 
 	batch := job(lenderNS, jobSpec{name: "batch", cpu: "1", runFor: time.Hour})
