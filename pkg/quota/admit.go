@@ -85,19 +85,29 @@ func (q *AdmissionQueue) evaluate(p *podState) {
 		q.fail(unit, w)
 		return
 	}
-	add := func(*budget) corev1.ResourceList { return p.pod.Usage }
-	if w, over := q.capacityWait(p.cover, add); over {
-		q.fail(unit, w)
-		q.preempt(unit, p.cover, add, w)
+	if q.waitsForCapacity(unit, p.cover, func(*budget) corev1.ResourceList { return p.pod.Usage }) {
 		return
 	}
-	if inBorrowingFamily(p.cover) {
-		if w, yield := q.yieldsTo(p, p.cover, add); yield {
+	q.admitUnit(unit, Reason{Code: CodeFits, Message: fitsMessage(nil, p.cover)})
+}
+
+// waitsForCapacity decides for a unit that nothing but capacity blocks, adding add(b)
+// to each budget b of budgets: when it does not fit, it fails (and may preempt), and
+// when it would borrow while a sibling with a smaller share goes first, it yields.
+// It reports whether the unit waits; if not, the caller admits it.
+func (q *AdmissionQueue) waitsForCapacity(unit []*podState, budgets []*budget, add func(*budget) corev1.ResourceList) bool {
+	if w, over := q.capacityWait(budgets, add); over {
+		q.fail(unit, w)
+		q.preempt(unit, budgets, add, w)
+		return true
+	}
+	if inBorrowingFamily(budgets) {
+		if w, yield := q.yieldsTo(unit[0], budgets, add); yield {
 			q.fail(unit, w)
-			return
+			return true
 		}
 	}
-	q.admitUnit(unit, Reason{Code: CodeFits, Message: fitsMessage(nil, p.cover)})
+	return false
 }
 
 // capacityWait returns why a unit that adds add(b) to each budget b of budgets does not

@@ -210,17 +210,8 @@ func (q *AdmissionQueue) evaluateGroup(g *group) {
 		q.fail(cands, w)
 		return
 	}
-	add := func(b *budget) corev1.ResourceList { return sums[b] }
-	if w, over := q.capacityWait(budgets, add); over {
-		q.fail(cands, w)
-		q.preempt(cands, budgets, add, w)
+	if q.waitsForCapacity(cands, budgets, func(b *budget) corev1.ResourceList { return sums[b] }) {
 		return
-	}
-	if inBorrowingFamily(budgets) {
-		if w, yield := q.yieldsTo(cands[0], budgets, add); yield {
-			q.fail(cands, w)
-			return
-		}
 	}
 	q.admitUnit(cands, Reason{Code: CodeFits, Message: fitsMessage(g, budgets)})
 	for _, m := range cands {

@@ -58,14 +58,16 @@ type Preemption struct {
 	Message string `json:"message"`
 }
 
-// victim is a pod the core decided to preempt, while that is still needed: for the
-// unit whose first pod is preemptor, which adds adds[b] to each budget b of budgets.
+// victim is a pod the core decided to preempt, while that is still needed: for unit
+// (its first pod is the preemptor), which adds adds[b] to each budget b of budgets.
 type victim struct {
-	preemptor *podState
-	unit      []*podState
-	budgets   []*budget
-	adds      map[*budget]corev1.ResourceList
+	unit    []*podState
+	budgets []*budget
+	adds    map[*budget]corev1.ResourceList
 }
+
+func (v *victim) preemptor() *podState              { return v.unit[0] }
+func (v *victim) add(b *budget) corev1.ResourceList { return v.adds[b] }
 
 // Preemptions returns the preemptions decided since the last call, in the order they
 // were decided. Before each eviction, ask PreemptionNeeded.
@@ -99,15 +101,7 @@ func (q *AdmissionQueue) preempt(unit []*podState, budgets []*budget, add func(*
 	// admitted, while asking whether the unit fits (only then: a budget whose pods
 	// wait does not borrow because of them).
 	claims := q.preemptionClaims(unit, w)
-	fits := func() bool {
-		claim(claims)
-		defer unclaim(claims)
-		if reason == PreemptReclaim && borrowsUnder(w.budget, budgets, add) {
-			return false // after the pods ahead of it, it would borrow: nothing to reclaim
-		}
-		_, over := q.capacityWait(budgets, add)
-		return !over
-	}
+	fits := func() bool { return q.fitsAfter(claims, budgets, add, w) }
 	if fits() {
 		return // it waits for pods already leaving
 	}
@@ -146,7 +140,7 @@ func (q *AdmissionQueue) preempt(unit []*podState, budgets []*budget, add func(*
 		}
 		hide(chosen[i])
 	}
-	rec := &victim{preemptor: unit[0], unit: slices.Clone(unit), budgets: slices.Clone(budgets), adds: map[*budget]corev1.ResourceList{}}
+	rec := &victim{unit: slices.Clone(unit), budgets: slices.Clone(budgets), adds: map[*budget]corev1.ResourceList{}}
 	for _, b := range budgets {
 		rec.adds[b] = add(b)
 	}
@@ -156,6 +150,20 @@ func (q *AdmissionQueue) preempt(unit []*podState, budgets []*budget, add func(*
 			q.preemptions = append(q.preemptions, preemption(reason, v, unit[0], w, budgets, from[c[0]]))
 		}
 	}
+}
+
+// fitsAfter reports whether a unit that waits with w fits once claims are served: they
+// count as admitted while it asks (only then: a budget whose pods wait does not borrow
+// because of them). A unit that waits for lent quota fits only within its own hard:
+// after the pods ahead of it, it would borrow, and there is nothing to reclaim.
+func (q *AdmissionQueue) fitsAfter(claims []*podState, budgets []*budget, add func(*budget) corev1.ResourceList, w waitInfo) bool {
+	claim(claims)
+	defer unclaim(claims)
+	if w.code == CodeNoLendable && borrowsUnder(w.budget, budgets, add) {
+		return false
+	}
+	_, over := q.capacityWait(budgets, add)
+	return !over
 }
 
 // preemptionClaims are the pods that wait for room already being made, other than

@@ -14,9 +14,9 @@ import (
 
 // victimUnits groups running pods into what is evicted together (a group's running
 // members, all of them, when each of them may be preempted), leaving out the pods not
-// known to run and any unit with a member of the preemptor's own unit, in the order they are taken: units admitted by
-// borrowing (quotagate.io/borrowing) first, then lowest priority first, then most
-// recently admitted first.
+// known to run and any unit with a member of the preemptor's own unit, in the order
+// they are taken: units admitted by borrowing (quotagate.io/borrowing) first, then
+// lowest priority first, then most recently admitted first.
 func (q *AdmissionQueue) victimUnits(pods []*podState, preemptor []*podState) [][]*podState {
 	var out [][]*podState
 	seen := map[*group]bool{}
@@ -154,7 +154,7 @@ func (q *AdmissionQueue) PreemptionNeeded(uid types.UID) bool {
 	if !q.stillVictim(p) || !q.stillNeeded(p) {
 		delete(q.victims, p)
 		// The pods that counted it as leaving look again (they may need it now).
-		if b := rec.preemptor.wait.budget; b != nil && q.alive(b) {
+		if b := rec.preemptor().wait.budget; b != nil && q.alive(b) {
 			q.wake(b)
 		}
 		return false
@@ -179,18 +179,9 @@ func (q *AdmissionQueue) stillNeeded(p *podState) bool {
 	}
 	hide(going)
 	defer show(going)
-	w := rec.preemptor.wait
-	add := func(b *budget) corev1.ResourceList { return rec.adds[b] }
+	w := rec.preemptor().wait
 	claims := q.preemptionClaims(rec.unit, w)
-	fits := func() bool {
-		claim(claims)
-		defer unclaim(claims)
-		if w.code == CodeNoLendable && borrowsUnder(w.budget, rec.budgets, add) {
-			return false
-		}
-		_, over := q.capacityWait(rec.budgets, add)
-		return !over
-	}
+	fits := func() bool { return q.fitsAfter(claims, rec.budgets, rec.add, w) }
 	if fits() {
 		return false // the others make room enough
 	}
@@ -231,12 +222,12 @@ func (q *AdmissionQueue) stillVictim(p *podState) bool {
 	if _, gone := q.evicted[p]; gone {
 		return false
 	}
-	w := v.preemptor
+	w := v.preemptor()
 	if q.pods[w.pod.UID] != w || w.phase != phaseWaiting {
 		return false
 	}
 	// It still waits for what preemption answers: for a reclaim, room within its own
 	// hard (pods of its budget admitted since may have taken that).
-	_, _, ok = preemptionKind(v.unit, v.budgets, func(b *budget) corev1.ResourceList { return v.adds[b] }, w.wait)
+	_, _, ok = preemptionKind(v.unit, v.budgets, v.add, w.wait)
 	return ok
 }
