@@ -174,23 +174,24 @@ func explainUngated(res *whyResult, pod *corev1.Pod, now time.Time) *whyResult {
 	byText := "no budget (none covered it)"
 	if by != "" {
 		res.AdmittedBy = strings.Split(by, ",")
-		names := make([]string, len(res.AdmittedBy))
-		for i, b := range res.AdmittedBy {
-			names[i] = describeAdmittedBy(b)
-		}
-		byText = strings.Join(names, ", ")
+		byText = describeAdmittedByAll(res.AdmittedBy)
 	}
 	res.Summary = fmt.Sprintf("Pod %s was admitted at %s by %s", res.Pod, when, byText)
 	if borrowing := pod.Annotations[v1alpha1.BorrowingAnnotation]; borrowing != "" {
 		res.Borrowing = strings.Split(borrowing, ",")
-		names := make([]string, len(res.Borrowing))
-		for i, b := range res.Borrowing {
-			names[i] = describeAdmittedBy(b)
-		}
 		res.Summary += fmt.Sprintf("; it runs beyond the hard of %s, on quota borrowed under its parent, and may be evicted when a budget that lent it needs it back",
-			strings.Join(names, ", "))
+			describeAdmittedByAll(res.Borrowing))
 	}
 	return res
+}
+
+// describeAdmittedByAll describes a list of admitted-by entries, comma-separated.
+func describeAdmittedByAll(entries []string) string {
+	names := make([]string, len(entries))
+	for i, b := range entries {
+		names[i] = describeAdmittedBy(b)
+	}
+	return strings.Join(names, ", ")
 }
 
 // describeAdmittedBy turns an admitted-by entry (ns/name or name) into "Budget ns/name"
