@@ -186,6 +186,12 @@ func (q *AdmissionQueue) familyClaims(f *budget) map[*budget]corev1.ResourceList
 	return claims
 }
 
+// waitsOnFamily reports whether a pod recorded in f.lendWaiters still waits, queued, for
+// lendable quota in f's family (a pod that left the queues, deleted included, does not).
+func (f *budget) waitsOnFamily(p *podState) bool {
+	return p.phase == phaseWaiting && p.wait.code == CodeNoLendable && p.wait.budget == f && len(p.entries) > 0
+}
+
 // noteLendWaiter records that p waits on p's family parent f for lendable quota.
 func (f *budget) noteLendWaiter(p *podState) {
 	if f.lendWaiters == nil {
@@ -203,7 +209,7 @@ func (f *budget) noteLendWaiter(p *podState) {
 func (f *budget) lenderClaims(stuck func(*podState) bool) map[*budget]corev1.ResourceList {
 	out := map[*budget]corev1.ResourceList{}
 	for p := range f.lendWaiters {
-		if p.phase != phaseWaiting || p.wait.code != CodeNoLendable || p.wait.budget != f || len(p.entries) == 0 {
+		if !f.waitsOnFamily(p) {
 			delete(f.lendWaiters, p)
 			continue
 		}

@@ -190,7 +190,7 @@ func (q *AdmissionQueue) preemptionClaims(unit []*podState, w waitInfo) []*podSt
 		claim(out)
 		defer func() { unclaim(out) }()
 		for _, p := range slices.SortedFunc(maps.Keys(f.lendWaiters), func(a, b *podState) int { return a.order.compare(&b.order) }) {
-			if q.pods[p.pod.UID] != p || len(p.entries) == 0 || p.phase != phaseWaiting || p.wait.code != CodeNoLendable || p.wait.budget != f {
+			if !f.waitsOnFamily(p) {
 				delete(f.lendWaiters, p) // no longer waits so (lenderClaims prunes the same way)
 				continue
 			}
