@@ -31,6 +31,7 @@ import (
 type UsageWatcher struct {
 	cs        kubernetes.Interface
 	namespace string
+	selector  string // a label selector, empty for every pod
 	hard      corev1.ResourceList
 	cancel    context.CancelFunc
 	done      chan struct{}
@@ -90,7 +91,7 @@ func WatchUsage(ctx context.Context, cs kubernetes.Interface, namespace string, 
 func WatchUsageSelected(ctx context.Context, cs kubernetes.Interface, namespace, selector string, hard corev1.ResourceList) (*UsageWatcher, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	w := &UsageWatcher{
-		cs: cs, namespace: namespace, hard: hard.DeepCopy(), cancel: cancel, done: make(chan struct{}),
+		cs: cs, namespace: namespace, selector: selector, hard: hard.DeepCopy(), cancel: cancel, done: make(chan struct{}),
 		pods: map[types.UID]*corev1.Pod{}, charged: map[types.UID]corev1.ResourceList{}, releaseAt: map[types.UID]time.Time{},
 		used: corev1.ResourceList{}, peak: corev1.ResourceList{},
 		states: map[string][]string{}, admittedBy: map[types.UID]bool{},
@@ -123,7 +124,7 @@ func (w *UsageWatcher) run(ctx context.Context, watcher watch.Interface) {
 		rv := w.lastRV
 		w.mu.Unlock()
 		var err error
-		watcher, err = w.cs.CoreV1().Pods(w.namespace).Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
+		watcher, err = w.cs.CoreV1().Pods(w.namespace).Watch(ctx, metav1.ListOptions{LabelSelector: w.selector, ResourceVersion: rv})
 		if err != nil {
 			if ctx.Err() == nil {
 				w.fail(fmt.Sprintf("resuming the watch at resourceVersion %s: %v", rv, err))
