@@ -77,6 +77,10 @@ func (c *Controller) startPreemptions(ctx context.Context, wg *sync.WaitGroup) {
 func (c *Controller) preempt(ctx context.Context, p quota.Preemption) {
 	logger := log.FromContext(ctx).WithValues("pod", klog.KRef(p.Victim.Namespace, p.Victim.Name),
 		"preemptor", klog.KRef(p.Preemptor.Namespace, p.Preemptor.Name), "reason", p.Reason)
+	// Each event names the other pod as related too: events of one pod that differ only
+	// in their message would otherwise be merged into one series, and a pod that
+	// preempts two victims, one after the other, would show only the first.
+	victim, preemptor := podRef(p.Victim), podRef(p.Preemptor)
 	reported := false
 	for retry := evictRetryFirst; ; retry = min(2*retry, evictRetryMax) {
 		if !c.core.PreemptionNeeded(p.Victim.UID) {
@@ -90,9 +94,9 @@ func (c *Controller) preempt(ctx context.Context, p quota.Preemption) {
 			c.core.Evicted(p.Victim.UID)
 			c.metrics.preemptions.WithLabelValues(string(p.Reason)).Inc()
 			logger.V(logLevelEvents).Info("Preempted", "budget", p.Budget.String(), "from", p.From.String())
-			c.recorder.Eventf(podRef(p.Victim), nil, corev1.EventTypeNormal, eventPreempted, "Evict",
+			c.recorder.Eventf(victim, preemptor, corev1.EventTypeNormal, eventPreempted, "Evict",
 				"Evicted to make room for pod %s: %s", p.Preemptor, p.Message)
-			c.recorder.Eventf(podRef(p.Preemptor), nil, corev1.EventTypeNormal, eventPreempting, "Evict",
+			c.recorder.Eventf(preemptor, victim, corev1.EventTypeNormal, eventPreempting, "Evict",
 				"Evicted pod %s to make room: %s", p.Victim, p.Message)
 			c.wake()
 			return
@@ -104,9 +108,9 @@ func (c *Controller) preempt(ctx context.Context, p quota.Preemption) {
 			if !reported {
 				reported = true
 				msg := err.Error()
-				c.recorder.Eventf(podRef(p.Victim), nil, corev1.EventTypeWarning, eventPreemptionBlocked, "Evict",
+				c.recorder.Eventf(victim, preemptor, corev1.EventTypeWarning, eventPreemptionBlocked, "Evict",
 					"Eviction to make room for pod %s refused, will retry: %s", p.Preemptor, msg)
-				c.recorder.Eventf(podRef(p.Preemptor), nil, corev1.EventTypeWarning, eventPreemptionBlocked, "Evict",
+				c.recorder.Eventf(preemptor, victim, corev1.EventTypeWarning, eventPreemptionBlocked, "Evict",
 					"Eviction of pod %s refused, will retry: %s", p.Victim, msg)
 			}
 			logger.V(logLevelEvents).Info("Eviction refused, will retry", "err", err.Error())

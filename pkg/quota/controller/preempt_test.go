@@ -115,12 +115,11 @@ func TestReclaimEvictsBorrowedPods(t *testing.T) {
 	}
 
 	// The PDB allows one more disruption: the retry evicts it, and A gets its share.
-	var relaxed policyv1.PodDisruptionBudget
-	if err := admin.Get(ctx, client.ObjectKeyFromObject(pdb), &relaxed); err != nil {
-		t.Fatal(err)
-	}
+	// A merge patch, not an update: the disruption controller writes the PDB's status
+	// all along, and an update from an older read would be refused as a conflict.
+	relaxed := pdb.DeepCopy()
 	relaxed.Spec.MinAvailable = new(intstr.FromInt32(2))
-	if err := admin.Update(ctx, &relaxed); err != nil {
+	if err := admin.Patch(ctx, relaxed, client.MergeFrom(pdb)); err != nil {
 		t.Fatal(err)
 	}
 	at("the PDB is relaxed to minAvailable 2")
@@ -142,12 +141,40 @@ func TestReclaimEvictsBorrowedPods(t *testing.T) {
 	if got := reclaimCounter(t, reg, "quotagate_preemptions_total"); got != 2 {
 		t.Errorf("quotagate_preemptions_total{reason=Reclaim} = %v, want 2", got)
 	}
+	// Each victim is named, as the related object, by a Preempting event on the pod it
+	// made room for. The two evictions race: when the first one accepted was decided
+	// for a1, a0 takes that room (it is ahead) and a1 is given the other victim, so a1
+	// names both, in two events, not one series of the first.
+	var named []string
+	poll(t, time.Minute, "a Preempting event in A for each victim", func() (bool, error) {
+		named = preemptedVictims(t, nsA)
+		return slices.Equal(named, []string{"b2", "b3"}), nil
+	})
+	at("A's Preempting events name %v", named)
 	watchA.waitForAdmissions(t, 2)
 	watchA.check(t)
 	watchB.check(t)
 	if r := family.Report(); len(r.Violations) > 0 {
 		t.Errorf("the family exceeded the parent's 4 CPU: %v", r.Violations)
 	}
+}
+
+// preemptedVictims lists, sorted, the pods that the Preempting events of a namespace
+// name as related.
+func preemptedVictims(t *testing.T, ns string) []string {
+	t.Helper()
+	evs, err := clientset.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range evs.Items {
+		if e.Reason == "Preempting" && e.Related != nil && e.Related.Kind == "Pod" {
+			out = append(out, e.Related.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // reclaimCounter is the value of the named counter's reason="Reclaim" series.
