@@ -89,8 +89,18 @@ func (c *Controller) preempt(ctx context.Context, p quota.Preemption) {
 			return
 		}
 		err := c.evict(ctx, p.Victim)
+		evicted := err == nil
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) && !apierrors.IsTooManyRequests(err) {
+			// An error does not prove that the eviction was not applied (a timeout, a
+			// lost answer): the victim read fresh says whether it is on its way out.
+			evicted = c.evictionApplied(ctx, p.Victim)
+		}
 		switch {
-		case err == nil:
+		case evicted:
+			if err != nil {
+				c.metrics.preemptionsBlocked.WithLabelValues(string(p.Reason)).Inc()
+				logger.V(logLevelEvents).Info("Eviction answered with an error, but applied", "err", err.Error())
+			}
 			c.core.Evicted(p.Victim.UID)
 			c.metrics.preemptions.WithLabelValues(string(p.Reason)).Inc()
 			logger.V(logLevelEvents).Info("Preempted", "budget", p.Budget.String(), "from", p.From.String())
@@ -100,8 +110,14 @@ func (c *Controller) preempt(ctx context.Context, p quota.Preemption) {
 				"Evicted pod %s to make room: %s", p.Victim, p.Message)
 			c.wake()
 			return
-		case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
-			// Gone, or another pod has its name now (the UID precondition): nothing to evict.
+		case apierrors.IsNotFound(err):
+			// Gone (ended, or deleted by someone else): nothing to evict, nothing to
+			// report, but the core counts it as leaving until its deletion is seen.
+			c.core.Evicted(p.Victim.UID)
+			return
+		case apierrors.IsConflict(err):
+			// Another pod has its name now (the UID precondition): ours is gone too,
+			// and the pod the informer sees next is not to be evicted.
 			return
 		case apierrors.IsTooManyRequests(err):
 			c.metrics.preemptionsBlocked.WithLabelValues(string(p.Reason)).Inc()
@@ -137,6 +153,15 @@ func (c *Controller) evict(ctx context.Context, ref quota.PodRef) error {
 		ObjectMeta:    metav1.ObjectMeta{Namespace: ref.Namespace, Name: ref.Name},
 		DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}},
 	})
+}
+
+// evictionApplied reports whether an eviction whose answer was an error took effect
+// after all: the victim, read fresh, is gone or terminating. When the read fails too,
+// it reports false, and the next try finds out (evicting a terminating pod is
+// accepted, a gone one is not found).
+func (c *Controller) evictionApplied(ctx context.Context, ref quota.PodRef) bool {
+	pod, gone, err := c.readFresh(ctx, ref)
+	return err == nil && (gone || pod.DeletionTimestamp != nil)
 }
 
 // podRef is a pod object that names the pod, for events and subresources.
