@@ -163,18 +163,12 @@ func TestReclaimEvictsBorrowedPods(t *testing.T) {
 // name as related.
 func preemptedVictims(t *testing.T, ns string) []string {
 	t.Helper()
-	evs, err := clientset.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range evs.Items {
-		if e.Reason == "Preempting" && e.Related != nil && e.Related.Kind == "Pod" {
-			out = append(out, e.Related.Name)
+	return eventNames(t, ns, func(e corev1.Event) (string, bool) {
+		if e.Reason != "Preempting" || e.Related == nil || e.Related.Kind != "Pod" {
+			return "", false
 		}
-	}
-	slices.Sort(out)
-	return out
+		return e.Related.Name, true
+	})
 }
 
 // reclaimCounter is the value of the named counter's reason="Reclaim" series.

@@ -47,16 +47,25 @@ func TestWaitingEventsAtTheHeadOnly(t *testing.T) {
 // waitingEventsOn lists the pods of the namespace that have a Waiting event, sorted.
 func waitingEventsOn(t *testing.T, ns string) []string {
 	t.Helper()
+	return slices.Compact(eventNames(t, ns, func(e corev1.Event) (string, bool) {
+		return e.InvolvedObject.Name, e.InvolvedObject.Kind == "Pod" && strings.HasPrefix(e.Message, "Waiting: ")
+	}))
+}
+
+// eventNames lists, sorted, the name that name picks from each event of a namespace it
+// keeps.
+func eventNames(t *testing.T, ns string, name func(corev1.Event) (string, bool)) []string {
+	t.Helper()
 	evs, err := clientset.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var pods []string
+	var out []string
 	for _, e := range evs.Items {
-		if e.InvolvedObject.Kind == "Pod" && strings.HasPrefix(e.Message, "Waiting: ") && !slices.Contains(pods, e.InvolvedObject.Name) {
-			pods = append(pods, e.InvolvedObject.Name)
+		if n, ok := name(e); ok {
+			out = append(out, n)
 		}
 	}
-	slices.Sort(pods)
-	return pods
+	slices.Sort(out)
+	return out
 }
