@@ -188,6 +188,45 @@ func TestLentIsShared(t *testing.T) {
 // The quota a lender's ended pod frees is held for the lender's next pod for the lend
 // hold: a borrower does not take it in the moment between a Job's pods (and lose it
 // again to reclaim). What the lender does not use in time is lent.
+// TestLendHoldIsUsedOnce: a pod admitted into held quota uses up as much of the holds as
+// it asks for, oldest first, not that much of each: when two of team-b's pods end, the
+// next one uses one hold and the other stays held for team-b until it ends.
+func TestLendHoldIsUsedOnce(t *testing.T) {
+	q, clk := newTestQueue()
+	q.UpsertBudget(makeBudget("", "org").Hard("cpu=100").Obj())
+	q.UpsertBudget(makeBudget("team-a", "a").Hard("cpu=2").Borrow("cpu=2").Parent("org").Obj())
+	q.UpsertBudget(makeBudget("team-b", "b").Hard("cpu=2").Parent("org").Obj())
+	for i, name := range []string{"b1", "b2"} {
+		q.UpsertPod(makePod(name).NS("team-b").Created(i).Req("cpu=1").Pod())
+	}
+	for i, name := range []string{"a1", "a2", "a3"} {
+		q.UpsertPod(makePod(name).NS("team-a").Created(10 + i).Req("cpu=1").Pod())
+	}
+	if got := admitNames(q); len(got) != 4 {
+		t.Fatalf("admitted %v, want b1, b2, a1, a2", got)
+	}
+	q.DeletePod(makePod("b1").NS("team-b").Pod().UID)
+	clk.Step(DefaultLendHold / 4)
+	q.DeletePod(makePod("b2").NS("team-b").Pod().UID)
+	clk.Step(DefaultLendHold / 4)
+	q.UpsertPod(makePod("b3").NS("team-b").Created(20).Req("cpu=1").Pod())
+	if diff := cmp.Diff([]string{"b3"}, admitNames(q)); diff != "" {
+		t.Fatalf("team-b's next pod (-want +got):\n%s", diff)
+	}
+	if got := admitNames(q); len(got) != 0 {
+		t.Errorf("admitted %v into the CPU still held for team-b", got)
+	}
+	// b2's hold ends last: team-a borrows what b3 left of it then.
+	clk.Step(DefaultLendHold / 2)
+	if got := admitNames(q); len(got) != 0 {
+		t.Errorf("admitted %v while b2's hold lasts", got)
+	}
+	clk.Step(DefaultLendHold / 4)
+	if diff := cmp.Diff([]string{"a3"}, admitNames(q)); diff != "" {
+		t.Errorf("after the holds (-want +got):\n%s", diff)
+	}
+}
+
 func TestLendHold(t *testing.T) {
 	for name, tc := range map[string]struct {
 		opts      []Option

@@ -51,19 +51,25 @@ func (q *AdmissionQueue) holdFreed(b *budget, usage corev1.ResourceList) {
 	q.holding[b] = struct{}{}
 }
 
-// useHolds lets an admitted pod's usage use up what its budget holds, oldest first.
+// useHolds lets an admitted pod's usage use up what its budget holds, oldest first:
+// as much of the holds together as it asks for.
 func (b *budget) useHolds(usage corev1.ResourceList) {
-	for i := range b.holds {
-		for r, u := range usage {
+	for r, u := range usage {
+		want := u.DeepCopy()
+		for i := range b.holds {
+			if want.Sign() <= 0 {
+				break
+			}
 			left, ok := b.holds[i].amount[r]
-			if !ok {
+			if !ok || left.Sign() <= 0 {
 				continue
 			}
-			take := u.DeepCopy()
+			take := want.DeepCopy()
 			if take.Cmp(left) > 0 {
 				take = left.DeepCopy()
 			}
 			left.Sub(take)
+			want.Sub(take)
 			b.holds[i].amount[r] = left
 		}
 	}
@@ -136,10 +142,6 @@ func (f *budget) addHeld(claims map[*budget]corev1.ResourceList, now time.Time) 
 		if claims[c] == nil {
 			claims[c] = corev1.ResourceList{}
 		}
-		for r, q := range held {
-			sum := claims[c][r]
-			sum.Add(q)
-			claims[c][r] = sum
-		}
+		addTo(claims[c], held)
 	}
 }
