@@ -77,10 +77,10 @@ func borrowingFamilies(cover []*budget, add func(*budget) corev1.ResourceList,
 
 // familyExcess returns why a unit that adds add(b) to each budget b of cover does not
 // fit in the family of a borrowing parent: the first parent (in cover's order) and
-// resource (in name order) the sum would exceed. ok is false when it fits.
+// resource (in name order) the sum would exceed. over is false when it fits.
 //
-// stuck reports whether a pod cannot be admitted now for a reason other than capacity
-// (a covering budget closed, a StrictFIFO head ahead of it): such a pod claims nothing.
+// claims(f) is what the members of f's family claim for their own pods
+// (AdmissionQueue.familyClaims), which a unit that borrows leaves them.
 func familyExcess(cover []*budget, add func(*budget) corev1.ResourceList, claims func(f *budget) map[*budget]corev1.ResourceList) (w waitInfo, over bool) {
 	over = borrowingFamilies(cover, add, func(p *budget, adds map[*budget]corev1.ResourceList, names []corev1.ResourceName) bool {
 		r, requested, over := p.familyExcess(adds, names, claims)

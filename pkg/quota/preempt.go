@@ -91,8 +91,8 @@ func (q *AdmissionQueue) preempt(unit []*podState, budgets []*budget, add func(*
 	for p := range q.victims {
 		if !q.stillVictim(p) {
 			delete(q.victims, p)
-		} else if p.pod.ReleaseAt.IsZero() {
-			going = append(going, p)
+		} else {
+			going = append(going, p) // not terminating yet: stillVictim says so
 		}
 	}
 	hide(going)
@@ -197,13 +197,7 @@ func (q *AdmissionQueue) preemptionClaims(unit []*podState, w waitInfo) []*podSt
 			if seen[p] || p.order.compare(&unit[0].order) >= 0 || p.inBackoff || q.stuck(p) {
 				continue
 			}
-			within := true
-			for _, c := range p.cover {
-				if _, over := firstExcess(c.hardNames, c.hard, c.used, p.pod.Usage); c.parent == f && over {
-					within = false
-				}
-			}
-			if within {
+			if !borrowsUnder(f, p.cover, func(*budget) corev1.ResourceList { return p.pod.Usage }) {
 				seen[p] = true
 				out = append(out, p)
 				claim(out[len(out)-1:]) // the next is tested after it

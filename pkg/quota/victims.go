@@ -173,7 +173,7 @@ func (q *AdmissionQueue) stillNeeded(p *podState) bool {
 		switch {
 		case v == p || (p.group != nil && v.group == p.group && r == rec):
 			mine = append(mine, v)
-		case v.pod.ReleaseAt.IsZero() && q.stillVictim(v):
+		case q.stillVictim(v): // not terminating yet (those are in leaving)
 			going = append(going, v)
 		}
 	}
