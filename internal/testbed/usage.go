@@ -96,13 +96,19 @@ func WatchUsageSelected(ctx context.Context, cs kubernetes.Interface, namespace,
 		used: corev1.ResourceList{}, peak: corev1.ResourceList{},
 		states: map[string][]string{}, admittedBy: map[types.UID]bool{},
 	}
-	watcher, err := cs.CoreV1().Pods(namespace).Watch(ctx, metav1.ListOptions{LabelSelector: selector})
+	watcher, err := w.watch(ctx, "")
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("watching pods in %s: %w", namespace, err)
 	}
 	go w.run(ctx, watcher)
 	return w, nil
+}
+
+// watch starts a watch of the pods the watcher follows, from resourceVersion rv ("":
+// the current state first).
+func (w *UsageWatcher) watch(ctx context.Context, rv string) (watch.Interface, error) {
+	return w.cs.CoreV1().Pods(w.namespace).Watch(ctx, metav1.ListOptions{LabelSelector: w.selector, ResourceVersion: rv})
 }
 
 func (w *UsageWatcher) run(ctx context.Context, watcher watch.Interface) {
@@ -124,7 +130,7 @@ func (w *UsageWatcher) run(ctx context.Context, watcher watch.Interface) {
 		rv := w.lastRV
 		w.mu.Unlock()
 		var err error
-		watcher, err = w.cs.CoreV1().Pods(w.namespace).Watch(ctx, metav1.ListOptions{LabelSelector: w.selector, ResourceVersion: rv})
+		watcher, err = w.watch(ctx, rv)
 		if err != nil {
 			if ctx.Err() == nil {
 				w.fail(fmt.Sprintf("resuming the watch at resourceVersion %s: %v", rv, err))
