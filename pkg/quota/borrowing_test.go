@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/api/resource"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 // Borrowing between two teams under one parent: team-a may borrow up to 4 CPU beyond
@@ -185,26 +186,11 @@ func TestLentIsShared(t *testing.T) {
 	}
 }
 
-// The quota a lender's ended pod frees is held for the lender's next pod for the lend
-// hold: a borrower does not take it in the moment between a Job's pods (and lose it
-// again to reclaim). What the lender does not use in time is lent.
 // TestLendHoldIsUsedOnce: a pod admitted into held quota uses up as much of the holds as
 // it asks for, oldest first, not that much of each: when two of team-b's pods end, the
 // next one uses one hold and the other stays held for team-b until it ends.
 func TestLendHoldIsUsedOnce(t *testing.T) {
-	q, clk := newTestQueue()
-	q.UpsertBudget(makeBudget("", "org").Hard("cpu=100").Obj())
-	q.UpsertBudget(makeBudget("team-a", "a").Hard("cpu=2").Borrow("cpu=2").Parent("org").Obj())
-	q.UpsertBudget(makeBudget("team-b", "b").Hard("cpu=2").Parent("org").Obj())
-	for i, name := range []string{"b1", "b2"} {
-		q.UpsertPod(makePod(name).NS("team-b").Created(i).Req("cpu=1").Pod())
-	}
-	for i, name := range []string{"a1", "a2", "a3"} {
-		q.UpsertPod(makePod(name).NS("team-a").Created(10 + i).Req("cpu=1").Pod())
-	}
-	if got := admitNames(q); len(got) != 4 {
-		t.Fatalf("admitted %v, want b1, b2, a1, a2", got)
-	}
+	q, clk := holdingTeams(t)
 	q.DeletePod(makePod("b1").NS("team-b").Pod().UID)
 	clk.Step(DefaultLendHold / 4)
 	q.DeletePod(makePod("b2").NS("team-b").Pod().UID)
@@ -227,6 +213,9 @@ func TestLendHoldIsUsedOnce(t *testing.T) {
 	}
 }
 
+// The quota a lender's ended pod frees is held for the lender's next pod for the lend
+// hold: a borrower does not take it in the moment between a Job's pods (and lose it
+// again to reclaim). What the lender does not use in time is lent.
 func TestLendHold(t *testing.T) {
 	for name, tc := range map[string]struct {
 		opts      []Option
@@ -236,19 +225,7 @@ func TestLendHold(t *testing.T) {
 		"no hold: lent at once": {opts: []Option{WithLendHold(0)}, lentAtEnd: true},
 	} {
 		t.Run(name, func(t *testing.T) {
-			q, clk := newTestQueue(tc.opts...)
-			q.UpsertBudget(makeBudget("", "org").Hard("cpu=100").Obj())
-			q.UpsertBudget(makeBudget("team-a", "a").Hard("cpu=2").Borrow("cpu=2").Parent("org").Obj())
-			q.UpsertBudget(makeBudget("team-b", "b").Hard("cpu=2").Parent("org").Obj())
-			for i, name := range []string{"b1", "b2"} {
-				q.UpsertPod(makePod(name).NS("team-b").Created(i).Req("cpu=1").Pod())
-			}
-			for i, name := range []string{"a1", "a2", "a3"} {
-				q.UpsertPod(makePod(name).NS("team-a").Created(10 + i).Req("cpu=1").Pod())
-			}
-			if got := admitNames(q); len(got) != 4 {
-				t.Fatalf("admitted %v, want b1, b2, a1, a2", got)
-			}
+			q, clk := holdingTeams(t, tc.opts...)
 			q.DeletePod(makePod("b1").NS("team-b").Pod().UID)
 			got := admitNames(q)
 			if tc.lentAtEnd {
@@ -281,4 +258,24 @@ func TestLendHold(t *testing.T) {
 			}
 		})
 	}
+}
+
+// holdingTeams is team-b (hard 2) running b1 and b2, and team-a (hard 2, may borrow 2)
+// running a1 and a2 with a3 waiting, under a parent of 100 CPU: pods of 1 CPU.
+func holdingTeams(t *testing.T, opts ...Option) (*AdmissionQueue, *clocktesting.FakeClock) {
+	t.Helper()
+	q, clk := newTestQueue(opts...)
+	q.UpsertBudget(makeBudget("", "org").Hard("cpu=100").Obj())
+	q.UpsertBudget(makeBudget("team-a", "a").Hard("cpu=2").Borrow("cpu=2").Parent("org").Obj())
+	q.UpsertBudget(makeBudget("team-b", "b").Hard("cpu=2").Parent("org").Obj())
+	for i, name := range []string{"b1", "b2"} {
+		q.UpsertPod(makePod(name).NS("team-b").Created(i).Req("cpu=1").Pod())
+	}
+	for i, name := range []string{"a1", "a2", "a3"} {
+		q.UpsertPod(makePod(name).NS("team-a").Created(10 + i).Req("cpu=1").Pod())
+	}
+	if got := admitNames(q); len(got) != 4 {
+		t.Fatalf("admitted %v, want b1, b2, a1, a2", got)
+	}
+	return q, clk
 }
