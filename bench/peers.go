@@ -52,9 +52,9 @@ type system struct {
 	FirstUngateSeconds  []float64 `json:"firstUngateSeconds,omitempty"`
 	ReactionMillis      []float64 `json:"reactionMillis,omitempty"`
 	CreateToUngateMilli []float64 `json:"createToUngateMillis,omitempty"`
-	// IdleRSS is the manager's resident memory after start, GatedRSS with N gated pods.
-	IdleRSS  uint64 `json:"idleRSSBytes,omitempty"`
-	GatedRSS uint64 `json:"gatedRSSBytes,omitempty"`
+	// Idle is the manager's resident memory after start, Gated with N gated pods.
+	Idle  memory `json:"idleMemory"`
+	Gated memory `json:"gatedMemory"`
 	// ReleaseCPU is the CPU seconds each process used during the releases, summed.
 	ReleaseCPU map[string]float64 `json:"releaseCPUSeconds,omitempty"`
 }
@@ -154,11 +154,11 @@ func measureQuotagateAndBare(ctx context.Context, e *env, o peerOptions, bin, di
 	defer func() { err = errors.Join(err, p.stop()) }()
 	e.meter["quotagate manager"] = p.pid()
 	defer delete(e.meter, "quotagate manager")
-	if r.Quotagate.IdleRSS, err = rssBytes(p.pid()); err != nil {
+	if r.Quotagate.Idle, err = processMemory(p.pid()); err != nil {
 		return err
 	}
 	logf("quotagate: memory with %d gated pods", o.n)
-	if r.Quotagate.GatedRSS, err = e.parkedRSS(ctx, o.n, p.pid()); err != nil {
+	if r.Quotagate.Gated, err = e.parkedMemory(ctx, o.n, p.pid()); err != nil {
 		return fmt.Errorf("quotagate memory: %w", err)
 	}
 	r.Quotagate.ReleaseCPU, r.Bare.ReleaseCPU = map[string]float64{}, map[string]float64{}
@@ -206,7 +206,7 @@ func measureKueue(ctx context.Context, e *env, o peerOptions, bin, root, dir str
 	defer func() { err = errors.Join(err, p.stop()) }()
 	e.meter["Kueue manager"] = p.pid()
 	defer delete(e.meter, "Kueue manager")
-	if r.Kueue.IdleRSS, err = rssBytes(p.pid()); err != nil {
+	if r.Kueue.Idle, err = processMemory(p.pid()); err != nil {
 		return err
 	}
 	r.Kueue.ReleaseCPU = map[string]float64{}
@@ -214,7 +214,7 @@ func measureKueue(ctx context.Context, e *env, o peerOptions, bin, root, dir str
 		rss := func() error { return nil }
 		if i == 0 {
 			rss = func() (err error) {
-				r.Kueue.GatedRSS, err = rssBytes(p.pid())
+				r.Kueue.Gated, err = processMemory(p.pid())
 				return err
 			}
 		}

@@ -217,29 +217,29 @@ func (e *env) createToUngateBare(ctx context.Context, samples int) ([]time.Durat
 	return out, err
 }
 
-// parkedRSS creates n gated pods behind a Budget with no room, waits until the manager
+// parkedMemory creates n gated pods behind a Budget with no room, waits until the manager
 // counts them all, and returns the resident memory of pid then.
-func (e *env) parkedRSS(ctx context.Context, n, pid int) (uint64, error) {
+func (e *env) parkedMemory(ctx context.Context, n, pid int) (memory, error) {
 	ns, err := e.newNamespace(ctx, "memory-qg", true)
 	if err != nil {
-		return 0, err
+		return memory{}, err
 	}
 	if err := e.createBudget(ctx, ns, "0"); err != nil {
-		return 0, err
+		return memory{}, err
 	}
 	spec := podSpec{prefix: "p", cpu: fmt.Sprintf("%dm", podCPUMilli), gates: []string{v1alpha1.SchedulingGate, holdGate}}
 	if err := e.createPods(ctx, ns, spec, 0, n); err != nil {
-		return 0, err
+		return memory{}, err
 	}
 	if err := e.waitGated(ctx, ns, n); err != nil {
-		return 0, err
+		return memory{}, err
 	}
 	if _, err := e.waitEventsSettled(ctx, ns); err != nil {
-		return 0, err
+		return memory{}, err
 	}
-	rss, err := rssBytes(pid)
+	m, err := processMemory(pid)
 	if err != nil {
-		return 0, err
+		return memory{}, err
 	}
-	return rss, e.deletePods(ctx, ns)
+	return m, e.deletePods(ctx, ns)
 }

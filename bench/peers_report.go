@@ -86,11 +86,21 @@ func (r PeersReport) rows() []PeerRow {
 	}
 	latency("Reaction: a pod finishes → next ungate,", q.ReactionMillis, k.ReactionMillis, b.ReactionMillis)
 	latency("Create → ungate with room,", q.CreateToUngateMilli, k.CreateToUngateMilli, b.CreateToUngateMilli)
-	x = ratio(float64(q.GatedRSS), float64(k.GatedRSS))
+	x = ratio(float64(q.Gated.RSS), float64(k.Gated.RSS))
 	rows = append(rows, PeerRow{
 		Figure:    fmt.Sprintf("Manager RSS with %d gated pods (MiB)", r.N),
-		Quotagate: fmt.Sprintf("%.0f", mib(q.GatedRSS)), Kueue: fmt.Sprintf("%.0f", mib(k.GatedRSS)), Bare: "—",
+		Quotagate: fmt.Sprintf("%.0f", mib(q.Gated.RSS)), Kueue: fmt.Sprintf("%.0f", mib(k.Gated.RSS)), Bare: "—",
 		Ratio: fmtRatio(x), Goal: "≤ 0.25×", Met: yesNo(x > 0 && x <= peerMemoryGoal),
+	})
+	rows = append(rows, PeerRow{
+		Figure:    fmt.Sprintf("of which private (RssAnon: heap, stacks), %d gated pods (MiB)", r.N),
+		Quotagate: fmt.Sprintf("%.0f", mib(q.Gated.Anon)), Kueue: fmt.Sprintf("%.0f", mib(k.Gated.Anon)), Bare: "—",
+		Ratio: fmtRatio(ratio(float64(q.Gated.Anon), float64(k.Gated.Anon))), Goal: "—", Met: "—",
+	})
+	rows = append(rows, PeerRow{
+		Figure:    fmt.Sprintf("of which mapped files (RssFile: the binary's pages), %d gated pods (MiB)", r.N),
+		Quotagate: fmt.Sprintf("%.0f", mib(q.Gated.File)), Kueue: fmt.Sprintf("%.0f", mib(k.Gated.File)), Bare: "—",
+		Ratio: fmtRatio(ratio(float64(q.Gated.File), float64(k.Gated.File))), Goal: "—", Met: "—",
 	})
 	qp, kp := perGatedPod(q, r.N), perGatedPod(k, r.N)
 	x = ratio(qp, kp)
@@ -101,8 +111,8 @@ func (r PeersReport) rows() []PeerRow {
 	})
 	rows = append(rows, PeerRow{
 		Figure:    "Manager RSS idle, after start (MiB)",
-		Quotagate: fmt.Sprintf("%.0f", mib(q.IdleRSS)), Kueue: fmt.Sprintf("%.0f", mib(k.IdleRSS)), Bare: "—",
-		Ratio: fmtRatio(ratio(float64(q.IdleRSS), float64(k.IdleRSS))), Goal: "—", Met: "—",
+		Quotagate: fmt.Sprintf("%.0f", mib(q.Idle.RSS)), Kueue: fmt.Sprintf("%.0f", mib(k.Idle.RSS)), Bare: "—",
+		Ratio: fmtRatio(ratio(float64(q.Idle.RSS), float64(k.Idle.RSS))), Goal: "—", Met: "—",
 	})
 	return rows
 }
@@ -110,10 +120,10 @@ func (r PeersReport) rows() []PeerRow {
 // perGatedPod is the RSS a manager added per gated pod, from idle to n gated pods
 // (bytes; 0 when it did not grow).
 func perGatedPod(s system, n int) float64 {
-	if s.GatedRSS <= s.IdleRSS || n == 0 {
+	if s.Gated.RSS <= s.Idle.RSS || n == 0 {
 		return 0
 	}
-	return float64(s.GatedRSS-s.IdleRSS) / float64(n)
+	return float64(s.Gated.RSS-s.Idle.RSS) / float64(n)
 }
 
 // bareBound says how far the bare client, with no quota logic, is ahead of Kueue: no
@@ -177,7 +187,9 @@ pod, the admitted pod marked Succeeded, time to the next pod's ungate event. **C
 a pod created (one at a time) where the quota has room, time from the create call to its ungate
 event. **Memory**: resident set size (VmRSS) of each manager process with %[6]d gated pods
 (quotagate: its own batch behind an empty Budget; Kueue: the first release batch, pending, before
-the raise). Pods also carry a hold gate, so none is scheduled. quotagate and the bare client are
+the raise), and its two parts from the same /proc/<pid>/status: private memory (RssAnon: heap,
+stacks) and mapped files (RssFile: pages of the process's own binary, page cache the kernel can
+drop and read again). Pods also carry a hold gate, so none is scheduled. quotagate and the bare client are
 measured first (with quotagate's manager running), then Kueue (quotagate's manager stopped): each
 manager caches every pod, so neither holds the other's pods.
 

@@ -126,10 +126,10 @@ func TestPeerRowsJudgeTheGoals(t *testing.T) {
 	r := PeersReport{N: 1000,
 		// 1000 pods in 1 s vs 100 s: 100× the throughput.
 		Quotagate: system{ReleaseSeconds: []float64{1}, FirstUngateSeconds: []float64{0.01},
-			ReactionMillis: []float64{10}, CreateToUngateMilli: []float64{20}, GatedRSS: 30 << 20, IdleRSS: 20 << 20},
+			ReactionMillis: []float64{10}, CreateToUngateMilli: []float64{20}, Gated: memory{RSS: 30 << 20, Anon: 12 << 20, File: 18 << 20}, Idle: memory{RSS: 20 << 20}},
 		// Reaction 15× slower (goal missed), create → ungate 30× (met), RSS 0.2× (met).
 		Kueue: system{ReleaseSeconds: []float64{100}, FirstUngateSeconds: []float64{4},
-			ReactionMillis: []float64{150}, CreateToUngateMilli: []float64{600}, GatedRSS: 150 << 20, IdleRSS: 60 << 20},
+			ReactionMillis: []float64{150}, CreateToUngateMilli: []float64{600}, Gated: memory{RSS: 150 << 20, Anon: 100 << 20, File: 50 << 20}, Idle: memory{RSS: 60 << 20}},
 		Bare: system{ReleaseSeconds: []float64{0.8}, FirstUngateSeconds: []float64{0.005},
 			ReactionMillis: []float64{5}, CreateToUngateMilli: []float64{8}},
 	}
@@ -153,6 +153,9 @@ func TestPeerRowsJudgeTheGoals(t *testing.T) {
 	}
 	if md := r.markdown(); !strings.Contains(md, "| Release throughput, 1000 pods, median of 1 (pods/s) | 1000 | 10.0 | 1250 | 100.0× | ≥ 15× | yes |") {
 		t.Errorf("markdown table row not found:\n%s", md)
+	}
+	if md := r.markdown(); !strings.Contains(md, "| of which private (RssAnon: heap, stacks), 1000 gated pods (MiB) | 12 | 100 | — | 0.12× | — | — |") {
+		t.Errorf("private memory row not found:\n%s", md)
 	}
 	if md := r.markdown(); !strings.Contains(md, "The bare client, with no quota logic at all, released 125.0× Kueue's throughput and was 75.0× faster") {
 		t.Errorf("the bare client's bound not found:\n%s", md)

@@ -10,31 +10,57 @@ import (
 
 // rssBytes reads a process's resident set size from /proc/<pid>/status.
 func rssBytes(pid int) (uint64, error) {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	return parseStatusRSS(string(raw))
+	m, err := processMemory(pid)
+	return m.RSS, err
 }
 
-// parseStatusRSS finds the VmRSS line ("VmRSS:    1234 kB") of /proc/<pid>/status.
-func parseStatusRSS(status string) (uint64, error) {
+// memory is a process's resident memory as /proc/<pid>/status splits it.
+type memory struct {
+	// RSS (VmRSS) is every resident page of the process.
+	RSS uint64 `json:"rssBytes"`
+	// Anon (RssAnon) is its private memory: heap, stacks, the Go runtime's own.
+	Anon uint64 `json:"anonBytes"`
+	// File (RssFile) is the pages of files it maps, mostly its own binary's code and
+	// read-only data: page cache, shared with any other process of the same binary.
+	File uint64 `json:"fileBytes"`
+}
+
+// processMemory reads a process's resident memory from /proc/<pid>/status.
+func processMemory(pid int) (memory, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return memory{}, err
+	}
+	return parseStatusMemory(string(raw))
+}
+
+// parseStatusMemory finds the VmRSS, RssAnon and RssFile lines ("VmRSS:    1234 kB")
+// of /proc/<pid>/status.
+func parseStatusMemory(status string) (memory, error) {
+	var m memory
+	fields := map[string]*uint64{"VmRSS": &m.RSS, "RssAnon": &m.Anon, "RssFile": &m.File}
+	found := 0
 	for _, line := range strings.Split(status, "\n") {
-		rest, ok := strings.CutPrefix(line, "VmRSS:")
-		if !ok {
+		key, rest, ok := strings.Cut(line, ":")
+		dst, want := fields[key]
+		if !ok || !want {
 			continue
 		}
 		f := strings.Fields(rest)
 		if len(f) != 2 || f[1] != "kB" {
-			return 0, fmt.Errorf("unexpected VmRSS line %q", line)
+			return memory{}, fmt.Errorf("unexpected %s line %q", key, line)
 		}
 		kb, err := strconv.ParseUint(f[0], 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("VmRSS: %w", err)
+			return memory{}, fmt.Errorf("%s: %w", key, err)
 		}
-		return kb << 10, nil
+		*dst = kb << 10
+		found++
 	}
-	return 0, fmt.Errorf("no VmRSS line in %q", status)
+	if found != len(fields) {
+		return memory{}, fmt.Errorf("want VmRSS, RssAnon and RssFile lines in %q", status)
+	}
+	return m, nil
 }
 
 // etcdDBSize is the size of the etcd backend file of a local control plane in dir
