@@ -30,7 +30,7 @@ func defaultPeerOptions() peerOptions {
 		kueueVersion: "v0.17.0",
 		markdown:     "docs/benchmarks-peers.md",
 		json:         "docs/benchmarks-peers.json",
-		n:            1000, reps: 2, reactionReps: 30, createSamples: 50,
+		n:            1000, reps: 2, reactionReps: 100, createSamples: 200,
 	}
 }
 
@@ -48,10 +48,13 @@ func (o *peerOptions) addFlags(fs *flag.FlagSet) {
 
 // system is one of the three measured side by side.
 type system struct {
-	ReleaseSeconds      []float64 `json:"releaseSeconds,omitempty"`
-	FirstUngateSeconds  []float64 `json:"firstUngateSeconds,omitempty"`
-	ReactionMillis      []float64 `json:"reactionMillis,omitempty"`
-	CreateToUngateMilli []float64 `json:"createToUngateMillis,omitempty"`
+	ReleaseSeconds     []float64 `json:"releaseSeconds,omitempty"`
+	FirstUngateSeconds []float64 `json:"firstUngateSeconds,omitempty"`
+	ReactionMillis     []float64 `json:"reactionMillis,omitempty"`
+	// CreateToUngateMilli is quotagate's with the gate policy, which admission.mode
+	// auto picks on this API server; CreateToUngateWebhookMilli with its webhook.
+	CreateToUngateMilli        []float64 `json:"createToUngateMillis,omitempty"`
+	CreateToUngateWebhookMilli []float64 `json:"createToUngateWebhookMillis,omitempty"`
 	// Idle is the manager's resident memory after start, Gated with N gated pods.
 	Idle  memory `json:"idleMemory"`
 	Gated memory `json:"gatedMemory"`
@@ -187,13 +190,18 @@ func measureQuotagateAndBare(ctx context.Context, e *env, o peerOptions, bin, di
 	}
 	r.Quotagate.ReactionMillis, r.Bare.ReactionMillis = millis(q), millis(b)
 	logf("quotagate and bare client: create→ungate, %d samples", o.createSamples)
-	if q, err = e.createToUngateQuotagate(ctx, o.createSamples); err != nil {
-		return fmt.Errorf("quotagate create→ungate: %w", err)
+	if q, err = e.createToUngateQuotagate(ctx, policyMode(), o.createSamples); err != nil {
+		return fmt.Errorf("quotagate create→ungate with the gate policy: %w", err)
+	}
+	w, err := e.createToUngateQuotagate(ctx, webhookMode(), o.createSamples)
+	if err != nil {
+		return fmt.Errorf("quotagate create→ungate with the webhook: %w", err)
 	}
 	if b, err = e.createToUngateBare(ctx, o.createSamples); err != nil {
 		return fmt.Errorf("bare client create→ungate: %w", err)
 	}
 	r.Quotagate.CreateToUngateMilli, r.Bare.CreateToUngateMilli = millis(q), millis(b)
+	r.Quotagate.CreateToUngateWebhookMilli = millis(w)
 	return nil
 }
 

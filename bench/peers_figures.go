@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -146,26 +147,23 @@ func (e *env) createToUngate(ctx context.Context, ns, gate string, spec podSpec,
 	return out, e.deletePods(ctx, ns)
 }
 
-// createToUngateQuotagate: the shipped webhook (in this process) adds the gate, a
-// Budget with room for every pod, the manager removes it.
-func (e *env) createToUngateQuotagate(ctx context.Context, samples int) ([]time.Duration, error) {
-	ns, err := e.newNamespace(ctx, "c2u-qg", true)
+// createToUngateQuotagate: the gate added at admission in mode m (the shipped gate
+// policy, or the shipped webhook served in this process), a Budget with room for every
+// pod, the manager removes it.
+func (e *env) createToUngateQuotagate(ctx context.Context, m admissionMode, samples int) (_ []time.Duration, err error) {
+	ns, err := e.newNamespace(ctx, "c2u-qg-"+m.Name, true)
 	if err != nil {
 		return nil, err
 	}
 	if err := e.createBudget(ctx, ns, "1000"); err != nil {
 		return nil, err
 	}
-	stop, _, err := e.startWebhook(ctx, ns)
+	undo, err := m.register(ctx, e, ns)
 	if err != nil {
 		return nil, err
 	}
-	defer stop()
-	out, err := e.createToUngate(ctx, ns, v1alpha1.SchedulingGate, podSpec{prefix: "p", cpu: "10m", gates: []string{holdGate}}, samples)
-	if err != nil {
-		return nil, err
-	}
-	return out, e.unregisterWebhook(ctx, ns)
+	defer func() { err = errors.Join(err, undo()) }()
+	return e.createToUngate(ctx, ns, v1alpha1.SchedulingGate, podSpec{prefix: "p", cpu: "10m", gates: []string{holdGate}}, samples)
 }
 
 // createToUngateKueue: Kueue's webhook adds its gate, a ClusterQueue with room for

@@ -50,15 +50,26 @@ func ratio(a, b float64) float64 {
 	return a / b
 }
 
-// bootstrapResamples is how many resamples diffInterval draws.
+// bootstrapResamples is how many resamples bootstrapInterval draws.
 const bootstrapResamples = 2000
 
 // diffInterval is the 95% bootstrap interval of p(a) − p(b), p the nearest-rank p-th
-// percentile, for two independent sets of samples: each set is resampled with
-// replacement, bootstrapResamples times, and the interval runs from the 2.5th to the
-// 97.5th percentile of the resampled differences. The seed is fixed, so a report
-// renders the same every time. ok is false when either set is empty.
+// percentile, for two independent sets of samples (bootstrapInterval).
 func diffInterval(a, b []float64, p float64) (lo, hi float64, ok bool) {
+	return bootstrapInterval(a, b, p, func(x, y float64) float64 { return x - y })
+}
+
+// ratioInterval is the 95% bootstrap interval of p(a) / p(b) (bootstrapInterval).
+func ratioInterval(a, b []float64, p float64) (lo, hi float64, ok bool) {
+	return bootstrapInterval(a, b, p, ratio)
+}
+
+// bootstrapInterval is the 95% bootstrap interval of compare(p(a), p(b)), p the
+// nearest-rank p-th percentile, for two independent sets of samples: each set is
+// resampled with replacement, bootstrapResamples times, and the interval runs from the
+// 2.5th to the 97.5th percentile of the resampled comparisons. The seed is fixed, so a
+// report renders the same every time. ok is false when either set is empty.
+func bootstrapInterval(a, b []float64, p float64, compare func(x, y float64) float64) (lo, hi float64, ok bool) {
 	if len(a) == 0 || len(b) == 0 {
 		return 0, 0, false
 	}
@@ -71,10 +82,10 @@ func diffInterval(a, b []float64, p float64) (lo, hi float64, ok bool) {
 		return percentile(into, p)
 	}
 	ra, rb := make([]float64, len(a)), make([]float64, len(b))
-	diffs := make([]float64, bootstrapResamples)
-	for i := range diffs {
-		diffs[i] = resample(a, ra) - resample(b, rb)
+	out := make([]float64, bootstrapResamples)
+	for i := range out {
+		out[i] = compare(resample(a, ra), resample(b, rb))
 	}
-	slices.Sort(diffs)
-	return percentile(diffs, 2.5), percentile(diffs, 97.5), true
+	slices.Sort(out)
+	return percentile(out, 2.5), percentile(out, 97.5), true
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -88,5 +89,34 @@ func TestDiffInterval(t *testing.T) {
 	}
 	if _, _, ok := diffInterval(nil, base, 99); ok {
 		t.Errorf("no samples: ok, want not ok")
+	}
+}
+
+// ratioInterval: for two sets from one distribution the interval holds 1; for a set
+// drawn 1.5 times slower it holds the ratio of the two p99s and lies above 1.
+func TestRatioInterval(t *testing.T) {
+	r := rand.New(rand.NewPCG(2, 2))
+	draw := func(n int, scale float64) []float64 {
+		out := make([]float64, n)
+		for i := range out {
+			out[i] = scale * (1 + r.ExpFloat64())
+		}
+		return out
+	}
+	base, same, slower := draw(1000, 1), draw(1000, 1), draw(1000, 1.5)
+	if lo, hi, ok := ratioInterval(same, base, 99); !ok || lo > 1 || hi < 1 {
+		t.Errorf("one distribution: interval [%.2f, %.2f], want it to hold 1", lo, hi)
+	}
+	p99 := func(xs []float64) float64 {
+		s := slices.Clone(xs)
+		slices.Sort(s)
+		return percentile(s, 99)
+	}
+	x := ratio(p99(slower), p99(base))
+	if lo, hi, _ := ratioInterval(slower, base, 99); lo <= 1 || lo > x || hi < x {
+		t.Errorf("1.5 times slower: interval [%.2f, %.2f], want it above 1 and holding the p99 ratio %.2f", lo, hi, x)
+	}
+	if _, _, ok := ratioInterval(base, nil, 99); ok {
+		t.Errorf("no baseline samples: ok, want not ok")
 	}
 }
