@@ -190,16 +190,11 @@ func measureQuotagateAndBare(ctx context.Context, e *env, o peerOptions, bin, di
 	}
 	r.Quotagate.ReactionMillis, r.Bare.ReactionMillis = millis(q), millis(b)
 	logf("quotagate and bare client: create→ungate, %d samples", o.createSamples)
-	if q, err = e.createToUngateQuotagate(ctx, policyMode(), o.createSamples); err != nil {
-		return fmt.Errorf("quotagate create→ungate with the gate policy: %w", err)
-	}
-	w, err := e.createToUngateQuotagate(ctx, webhookMode(), o.createSamples)
+	arms, err := e.createToUngateQuotagateAndBare(ctx, o.createSamples)
 	if err != nil {
-		return fmt.Errorf("quotagate create→ungate with the webhook: %w", err)
+		return fmt.Errorf("quotagate and bare client create→ungate: %w", err)
 	}
-	if b, err = e.createToUngateBare(ctx, o.createSamples); err != nil {
-		return fmt.Errorf("bare client create→ungate: %w", err)
-	}
+	q, w, b := arms[0], arms[1], arms[2]
 	r.Quotagate.CreateToUngateMilli, r.Bare.CreateToUngateMilli = millis(q), millis(b)
 	r.Quotagate.CreateToUngateWebhookMilli = millis(w)
 	return nil

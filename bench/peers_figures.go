@@ -6,12 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
-	"github.com/quotagate/quotagate/pkg/gates"
 )
 
 // newKueueNamespace creates a namespace Kueue manages and waits for its default
@@ -116,54 +113,89 @@ func (e *env) reactionByKueue(ctx context.Context, reps int) ([]time.Duration, e
 	return out, e.deletePods(ctx, ns)
 }
 
-// createToUngate creates samples pods in ns one after another, each into room, and
-// returns for each the time from the start of its create call to the watch event
-// that shows it without gate: what a user waits between `kubectl create` and a pod
-// the scheduler may place.
-func (e *env) createToUngate(ctx context.Context, ns, gate string, spec podSpec, samples int) ([]time.Duration, error) {
-	pw, err := watchPods(ctx, e.client, ns, gate)
-	if err != nil {
-		return nil, err
-	}
-	defer pw.stop()
-	out := make([]time.Duration, 0, samples)
+// createToUngateArms creates samples pods in each timer's namespace, one at a time,
+// the timers taking turns (which goes first rotates), each into room, and returns for
+// each timer the time from the start of each create call to the watch event that shows
+// the pod without gate: what a user waits between `kubectl create` and a pod the
+// scheduler may place. Taking turns, the arms meet the same moments of the machine.
+func (e *env) createToUngateArms(ctx context.Context, timers []*createTimer, samples int) ([][]time.Duration, error) {
+	out := make([][]time.Duration, len(timers))
 	for i := range samples {
-		pod := spec.pod(ns, i)
-		start := time.Now()
-		if _, err := e.client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-			return nil, fmt.Errorf("creating pod %d in %s: %w", i, ns, err)
+		for k := range timers {
+			a := (i + k) % len(timers)
+			timers[a].fromCall = true
+			d, err := timers[a].createAndTime(ctx, i)
+			if err != nil {
+				return nil, err
+			}
+			out[a] = append(out[a], d)
 		}
-		err := pw.waitFor(ctx, "pod "+pod.Name+" to lose gate "+gate, func(pw *podWatch) bool {
-			_, ok := pw.ungated[pod.Name]
-			return ok
-		})
-		if err != nil {
+	}
+	for _, t := range timers {
+		if err := e.deletePods(ctx, t.ns); err != nil {
 			return nil, err
 		}
-		pw.mu.Lock()
-		out = append(out, pw.ungated[pod.Name].Sub(start))
-		pw.mu.Unlock()
 	}
-	return out, e.deletePods(ctx, ns)
+	return out, nil
 }
 
-// createToUngateQuotagate: the gate added at admission in mode m (the shipped gate
-// policy, or the shipped webhook served in this process), a Budget with room for every
-// pod, the manager removes it.
-func (e *env) createToUngateQuotagate(ctx context.Context, m admissionMode, samples int) (_ []time.Duration, err error) {
-	ns, err := e.newNamespace(ctx, "c2u-qg-"+m.Name, true)
+// createToUngateQuotagateAndBare measures three arms taking turns: quotagate's gate added
+// by its gate policy (what admission.mode auto picks on this API server), by its webhook
+// (served in this process), each in a namespace whose Budget has room for every pod,
+// and the bare client's: pods created with the baseline gate, which a bare watch removes
+// as soon as it reads the pod. It returns the three arms' samples in that order.
+func (e *env) createToUngateQuotagateAndBare(ctx context.Context, samples int) (_ [3][]time.Duration, err error) {
+	var out [3][]time.Duration
+	var timers []*createTimer
+	defer func() {
+		for _, t := range timers {
+			t.pw.stop()
+		}
+	}()
+	for _, m := range []admissionMode{policyMode(), webhookMode()} {
+		ns, err := e.newNamespace(ctx, "c2u-qg-"+m.Name, true)
+		if err != nil {
+			return out, err
+		}
+		if err := e.createBudget(ctx, ns, "1000"); err != nil {
+			return out, err
+		}
+		undo, err := m.register(ctx, e, ns)
+		if err != nil {
+			return out, err
+		}
+		defer func() { err = errors.Join(err, undo()) }()
+		t, err := e.newCreateTimer(ctx, ns, v1alpha1.SchedulingGate, []string{holdGate})
+		if err != nil {
+			return out, err
+		}
+		timers = append(timers, t)
+	}
+	ns, err := e.newNamespace(ctx, "c2u-bare", false)
 	if err != nil {
-		return nil, err
+		return out, err
 	}
-	if err := e.createBudget(ctx, ns, "1000"); err != nil {
-		return nil, err
-	}
-	undo, err := m.register(ctx, e, ns)
+	wctx, cancel := context.WithCancel(ctx)
+	watcher, err := e.startBareWatcher(wctx, ns, false)
 	if err != nil {
-		return nil, err
+		cancel()
+		return out, err
 	}
-	defer func() { err = errors.Join(err, undo()) }()
-	return e.createToUngate(ctx, ns, v1alpha1.SchedulingGate, podSpec{prefix: "p", cpu: "10m", gates: []string{holdGate}}, samples)
+	defer func() {
+		cancel()
+		err = errors.Join(err, <-watcher)
+	}()
+	t, err := e.newCreateTimer(ctx, ns, baselineGate, []string{baselineGate, holdGate})
+	if err != nil {
+		return out, err
+	}
+	timers = append(timers, t)
+	arms, err := e.createToUngateArms(ctx, timers, samples)
+	if err != nil {
+		return out, err
+	}
+	copy(out[:], arms)
+	return out, nil
 }
 
 // createToUngateKueue: Kueue's webhook adds its gate, a ClusterQueue with room for
@@ -176,43 +208,17 @@ func (e *env) createToUngateKueue(ctx context.Context, samples int) ([]time.Dura
 	if err := e.kueueQueues(ctx, ns, "1000"); err != nil {
 		return nil, err
 	}
-	return e.createToUngate(ctx, ns, kueueGate, kueueSpec(podSpec{prefix: "p", cpu: "10m", gates: []string{holdGate}}), samples)
-}
-
-// createToUngateBare: pods created with the baseline gate, and a bare watch that
-// removes it as soon as it reads the pod.
-func (e *env) createToUngateBare(ctx context.Context, samples int) ([]time.Duration, error) {
-	ns, err := e.newNamespace(ctx, "c2u-bare", false)
+	pw, err := watchPods(ctx, e.client, ns, kueueGate)
 	if err != nil {
 		return nil, err
 	}
-	rctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	w, err := resumingWatch(rctx, e.client, ns)
+	defer pw.stop()
+	t := &createTimer{e: e, ns: ns, gate: kueueGate, spec: kueueSpec(podSpec{prefix: "p", cpu: "10m", gates: []string{holdGate}}), pw: pw}
+	arms, err := e.createToUngateArms(ctx, []*createTimer{t}, samples)
 	if err != nil {
 		return nil, err
 	}
-	done := make(chan error, 1)
-	go func() {
-		defer w.Stop()
-		for ev := range w.ResultChan() {
-			pod, ok := ev.Object.(*corev1.Pod)
-			if !ok || ev.Type != watch.Added || !gates.HasGate(pod, baselineGate) {
-				continue
-			}
-			if err := bareUngateOne(rctx, e.bare, pod, baselineGate); err != nil && rctx.Err() == nil {
-				done <- err
-				return
-			}
-		}
-		done <- nil
-	}()
-	out, err := e.createToUngate(ctx, ns, baselineGate, podSpec{prefix: "p", cpu: "10m", gates: []string{baselineGate, holdGate}}, samples)
-	cancel()
-	if werr := <-done; err == nil {
-		err = werr
-	}
-	return out, err
+	return arms[0], nil
 }
 
 // parkedMemory creates n gated pods behind a Budget with no room, waits until the manager

@@ -193,8 +193,10 @@ Figures: **release throughput**: %[6]d pods gated behind a quota of 0 cpu, the q
 fit them all, time from that write to the last pod's ungate event. **Reaction**: a quota of one
 pod, the admitted pod marked Succeeded, time to the next pod's ungate event. **Create → ungate**:
 a pod created (one at a time) where the quota has room, time from the create call to its ungate
-event; quotagate's gate is added by its gate policy (CEL in the API server, what `+"`admission.mode: auto`"+`
-picks where the API server serves MutatingAdmissionPolicy, as this one does), then by its webhook. **Memory**: resident set size (VmRSS) of each manager process with %[6]d gated pods
+event. quotagate's gate is added by its gate policy (CEL in the API server, what `+"`admission.mode: auto`"+`
+picks where the API server serves MutatingAdmissionPolicy, as this one does) or by its webhook:
+those two arms and the bare client's take turns, create by create, which goes first rotating, so
+they meet the same moments of the machine; Kueue's series runs later, beside its manager. **Memory**: resident set size (VmRSS) of each manager process with %[6]d gated pods
 (quotagate: its own batch behind an empty Budget; Kueue: the first release batch, pending, before
 the raise), and its two parts from the same /proc/<pid>/status: private memory (RssAnon: heap,
 stacks) and mapped files (RssFile: pages of the process's own binary, page cache the kernel can
