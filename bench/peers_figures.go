@@ -120,10 +120,12 @@ func (e *env) reactionByKueue(ctx context.Context, reps int) ([]time.Duration, e
 // scheduler may place. Taking turns, the arms meet the same moments of the machine.
 func (e *env) createToUngateArms(ctx context.Context, timers []*createTimer, samples int) ([][]time.Duration, error) {
 	out := make([][]time.Duration, len(timers))
+	for _, t := range timers {
+		t.fromCall = true
+	}
 	for i := range samples {
 		for k := range timers {
 			a := (i + k) % len(timers)
-			timers[a].fromCall = true
 			d, err := timers[a].createAndTime(ctx, i)
 			if err != nil {
 				return nil, err
@@ -144,32 +146,25 @@ func (e *env) createToUngateArms(ctx context.Context, timers []*createTimer, sam
 // (served in this process), each in a namespace whose Budget has room for every pod,
 // and the bare client's: pods created with the baseline gate, which a bare watch removes
 // as soon as it reads the pod. It returns the three arms' samples in that order.
-func (e *env) createToUngateQuotagateAndBare(ctx context.Context, samples int) (_ [3][]time.Duration, err error) {
-	var out [3][]time.Duration
-	var timers []*createTimer
+func (e *env) createToUngateQuotagateAndBare(ctx context.Context, samples int) (out [3][]time.Duration, err error) {
+	var (
+		timers []*createTimer
+		undos  []func() error
+	)
 	defer func() {
 		for _, t := range timers {
 			t.pw.stop()
 		}
+		for _, undo := range undos {
+			err = errors.Join(err, undo())
+		}
 	}()
 	for _, m := range []admissionMode{policyMode(), webhookMode()} {
-		ns, err := e.newNamespace(ctx, "c2u-qg-"+m.Name, true)
-		if err != nil {
-			return out, err
+		t, undo, aerr := e.quotagateCreateArm(ctx, m)
+		if aerr != nil {
+			return out, aerr
 		}
-		if err := e.createBudget(ctx, ns, "1000"); err != nil {
-			return out, err
-		}
-		undo, err := m.register(ctx, e, ns)
-		if err != nil {
-			return out, err
-		}
-		defer func() { err = errors.Join(err, undo()) }()
-		t, err := e.newCreateTimer(ctx, ns, v1alpha1.SchedulingGate, []string{holdGate})
-		if err != nil {
-			return out, err
-		}
-		timers = append(timers, t)
+		timers, undos = append(timers, t), append(undos, undo)
 	}
 	ns, err := e.newNamespace(ctx, "c2u-bare", false)
 	if err != nil {
@@ -181,10 +176,10 @@ func (e *env) createToUngateQuotagateAndBare(ctx context.Context, samples int) (
 		cancel()
 		return out, err
 	}
-	defer func() {
+	undos = append(undos, func() error {
 		cancel()
-		err = errors.Join(err, <-watcher)
-	}()
+		return <-watcher
+	})
 	t, err := e.newCreateTimer(ctx, ns, baselineGate, []string{baselineGate, holdGate})
 	if err != nil {
 		return out, err
@@ -196,6 +191,26 @@ func (e *env) createToUngateQuotagateAndBare(ctx context.Context, samples int) (
 	}
 	copy(out[:], arms)
 	return out, nil
+}
+
+// quotagateCreateArm is a namespace whose Budget has room for every pod, with quotagate's
+// gate added at admission in mode m, and a timer of its creates. undo unregisters m.
+func (e *env) quotagateCreateArm(ctx context.Context, m admissionMode) (_ *createTimer, undo func() error, err error) {
+	ns, err := e.newNamespace(ctx, "c2u-qg-"+m.Name, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := e.createBudget(ctx, ns, "1000"); err != nil {
+		return nil, nil, err
+	}
+	if undo, err = m.register(ctx, e, ns); err != nil {
+		return nil, nil, err
+	}
+	t, err := e.newCreateTimer(ctx, ns, v1alpha1.SchedulingGate, []string{holdGate})
+	if err != nil {
+		return nil, nil, errors.Join(err, undo())
+	}
+	return t, undo, nil
 }
 
 // createToUngateKueue: Kueue's webhook adds its gate, a ClusterQueue with room for
