@@ -113,32 +113,14 @@ func (e *env) reactionByKueue(ctx context.Context, reps int) ([]time.Duration, e
 	return out, e.deletePods(ctx, ns)
 }
 
-// createToUngateArms creates samples pods in each timer's namespace, one at a time,
-// the timers taking turns (which goes first rotates), each into room, and returns for
-// each timer the time from the start of each create call to the watch event that shows
-// the pod without gate: what a user waits between `kubectl create` and a pod the
-// scheduler may place. Taking turns, the arms meet the same moments of the machine.
+// createToUngateArms is takeTurns with each time running from the start of the create
+// call, not its return: what a user waits between `kubectl create` and a pod the
+// scheduler may place.
 func (e *env) createToUngateArms(ctx context.Context, timers []*createTimer, samples int) ([][]time.Duration, error) {
-	out := make([][]time.Duration, len(timers))
 	for _, t := range timers {
 		t.fromCall = true
 	}
-	for i := range samples {
-		for k := range timers {
-			a := (i + k) % len(timers)
-			d, err := timers[a].createAndTime(ctx, i)
-			if err != nil {
-				return nil, err
-			}
-			out[a] = append(out[a], d)
-		}
-	}
-	for _, t := range timers {
-		if err := e.deletePods(ctx, t.ns); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	return e.takeTurns(ctx, timers, samples)
 }
 
 // createToUngateQuotagateAndBare measures three arms taking turns: quotagate's gate added

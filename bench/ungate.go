@@ -250,22 +250,32 @@ func (e *env) createToUngatePaired(ctx context.Context, m admissionMode, n int) 
 		defer t.pw.stop()
 		timers = append(timers, t)
 	}
-	for a := range out {
-		out[a] = make([]time.Duration, 0, n)
+	arms, err := e.takeTurns(ctx, timers, n)
+	if err != nil {
+		return out, err
 	}
+	copy(out[:], arms)
+	return out, nil
+}
+
+// takeTurns creates n pods with each timer, one at a time, the timers taking turns
+// (which goes first rotates), so that all meet the same moments of the machine; then it
+// deletes every timer's pods. It returns each timer's times, in the timers' order.
+func (e *env) takeTurns(ctx context.Context, timers []*createTimer, n int) ([][]time.Duration, error) {
+	out := make([][]time.Duration, len(timers))
 	for i := range n {
 		for k := range timers {
 			a := (i + k) % len(timers)
 			d, err := timers[a].createAndTime(ctx, i)
 			if err != nil {
-				return out, err
+				return nil, err
 			}
 			out[a] = append(out[a], d)
 		}
 	}
 	for _, t := range timers {
 		if err := e.deletePods(ctx, t.ns); err != nil {
-			return out, err
+			return nil, err
 		}
 	}
 	return out, nil
