@@ -92,7 +92,9 @@ func (w *world) checkPreemptions() error {
 			}
 		}
 		w.logf("preempt %s for %s (%s, %s from %s)", p.Victim, p.Preemptor, p.Reason, p.Budget.Describe(), p.From.Describe())
-		if !slices.Contains(w.evicting, p.Victim.UID) {
+		// A victim decided again while its eviction is under way (retried, or applied
+		// unheard) is the same eviction, not a second one.
+		if !slices.Contains(w.evicting, p.Victim.UID) && !slices.Contains(w.unheard, p.Victim.UID) {
 			w.evicting = append(w.evicting, p.Victim.UID)
 		}
 	}
@@ -117,7 +119,7 @@ func (w *world) notBelowHard(from BudgetKey, batch []Preemption, used map[Budget
 			add(p.Victim.UID)
 		}
 	}
-	for _, uid := range w.evicting {
+	for _, uid := range slices.Concat(w.evicting, w.unheard) {
 		if w.q.PreemptionNeeded(uid) {
 			add(uid)
 		}
@@ -154,7 +156,9 @@ func (w *world) usesBeyondHard(k BudgetKey, used map[BudgetKey]corev1.ResourceLi
 // evict carries out the evictions the core still needs; unless all is true, some are
 // blocked this time (a PodDisruptionBudget) and tried again later. An accepted eviction
 // is reported (Evicted) and the pod goes at once, or at the next evict, as a pod
-// terminating for a while does.
+// terminating for a while does. Unless all is true, some are applied with the answer
+// lost and the controller's fresh read failing too: the pod is on its way out while the
+// core still counts it as a victim to evict (see evictUnheard).
 func (w *world) evict(all bool) {
 	for _, uid := range w.accepted {
 		if p := w.pods[uid]; p != nil {
@@ -162,6 +166,7 @@ func (w *world) evict(all bool) {
 		}
 	}
 	w.accepted = w.accepted[:0]
+	w.evictUnheard()
 	var keep []types.UID
 	for _, uid := range w.evicting {
 		p := w.pods[uid]
@@ -173,6 +178,11 @@ func (w *world) evict(all bool) {
 			continue
 		}
 		w.logf("evict %s", p.obj.Name)
+		if !all && w.rng.IntN(5) == 0 {
+			w.logf("evict %s: applied, the answer lost", p.obj.Name)
+			w.unheard = append(w.unheard, uid)
+			continue
+		}
 		w.q.Evicted(uid)
 		if !all && w.rng.IntN(2) == 0 {
 			w.accepted = append(w.accepted, uid) // terminating until the next evict
@@ -181,4 +191,27 @@ func (w *world) evict(all bool) {
 		w.deletePod(p)
 	}
 	w.evicting = keep
+}
+
+// evictUnheard retries the evictions that were applied without the controller hearing
+// of it. The informer shows the pod gone before the retry or after it (a lagging
+// cache); the retry finds it gone (404) or terminating (accepted again) and reports it
+// Evicted, also for a pod the core no longer knows. A pod whose eviction the core no
+// longer needs is not retried, and goes all the same.
+func (w *world) evictUnheard() {
+	for _, uid := range w.unheard {
+		p := w.pods[uid]
+		if p != nil && w.rng.IntN(2) == 0 {
+			w.deletePod(p)
+			p = nil
+		}
+		if p == nil || w.q.PreemptionNeeded(uid) {
+			w.logf("evict %s again: gone or terminating, reported evicted", uid)
+			w.q.Evicted(uid)
+		}
+		if p != nil {
+			w.accepted = append(w.accepted, uid)
+		}
+	}
+	w.unheard = w.unheard[:0]
 }

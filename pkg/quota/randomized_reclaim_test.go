@@ -149,7 +149,7 @@ func overEvicted(w *world, used map[BudgetKey]corev1.ResourceList) error {
 	for k, u := range used {
 		after[k] = u.DeepCopy()
 	}
-	for _, uid := range w.evicting {
+	for _, uid := range slices.Concat(w.evicting, w.unheard) {
 		if p := w.pods[uid]; p != nil && w.q.PreemptionNeeded(uid) {
 			q := p.usage["requests.cpu"]
 			victims.Add(q)

@@ -25,7 +25,9 @@ var (
 // TestRandomizedAdmission drives the core with random events (pods added, deleted,
 // finished, relabelled; budgets created, deleted, resized, opened, closed, re-parented;
 // namespaces relabelled; ungate patches that apply, apply but are reported failed or
-// lose their response, fail, race a concurrent write, or find the pod gone; informer
+// lose their response, fail, race a concurrent write, or find the pod gone; evictions
+// refused for a while, accepted, or applied with the answer lost and reported only
+// when a retry finds the pod gone, before or after the informer shows it; informer
 // views confirmed late; fresh reads; failovers to a standby whose cache lags) and
 // checks it against an independent model after every step:
 //
@@ -136,6 +138,7 @@ type world struct {
 	rvSerial   int
 	evicting   []types.UID // preemption victims to evict (randomized_preempt_test.go)
 	accepted   []types.UID // evicted, still terminating
+	unheard    []types.UID // evicted with the answer lost: going, the core not told
 }
 
 var worldNamespaces = []string{"ns-a", "ns-b", "ns-c"}
