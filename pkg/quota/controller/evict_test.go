@@ -148,13 +148,7 @@ func TestEvictionOutcomes(t *testing.T) {
 				Hard:         corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
 				WithinBudget: v1alpha1.WithinBudgetLowerPriority,
 			})
-			for _, p := range []*corev1.Pod{low, high} {
-				fresh := &corev1.Pod{}
-				if err := base.Get(ctx, client.ObjectKeyFromObject(p), fresh); err != nil {
-					t.Fatal(err)
-				}
-				c.core.UpsertPod(quota.NewPod(fresh, v1alpha1.SchedulingGate, clk.Now()))
-			}
+			showCore(ctx, t, c, base, clk.Now(), low, high)
 			if adm := c.core.Admit(); len(adm) != 0 {
 				t.Fatalf("admitted %v into a full budget", adm)
 			}

@@ -144,13 +144,7 @@ func TestUngateOutcomes(t *testing.T) {
 			c.client, c.reader, c.apiReader, c.recorder = base, base, apiReader, rec
 			c.pods = readerPods{base}
 			c.core.UpsertBudget(quota.Budget{Key: quota.BudgetKey{Namespace: "ns", Name: "b"}, Hard: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}})
-			for _, p := range []*corev1.Pod{p1, p2} {
-				fresh := &corev1.Pod{}
-				if err := base.Get(ctx, client.ObjectKeyFromObject(p), fresh); err != nil {
-					t.Fatal(err)
-				}
-				c.core.UpsertPod(quota.NewPod(fresh, v1alpha1.SchedulingGate, clk.Now()))
-			}
+			showCore(ctx, t, c, base, clk.Now(), p1, p2)
 			adm := c.core.Admit()
 			if len(adm) != 1 || adm[0].Pod.Name != "p1" {
 				t.Fatalf("first Admit = %v, want p1", adm)
@@ -185,6 +179,19 @@ func TestUngateOutcomes(t *testing.T) {
 				t.Errorf("%d Admitted events, want %d", n, tc.wantEvents)
 			}
 		})
+	}
+}
+
+// showCore gives the controller's core each pod as api has it now (its resourceVersion
+// included), as the informer would.
+func showCore(ctx context.Context, t *testing.T, c *Controller, api client.Reader, now time.Time, pods ...*corev1.Pod) {
+	t.Helper()
+	for _, p := range pods {
+		fresh := &corev1.Pod{}
+		if err := api.Get(ctx, client.ObjectKeyFromObject(p), fresh); err != nil {
+			t.Fatal(err)
+		}
+		c.core.UpsertPod(quota.NewPod(fresh, v1alpha1.SchedulingGate, now))
 	}
 }
 
