@@ -52,8 +52,7 @@ func newAdmittedFixture(t *testing.T, podEvents bool, pods ...*corev1.Pod) *admi
 		t.Fatal(err)
 	}
 	rec := events.NewFakeRecorder(100)
-	c.client, c.reader, c.apiReader, c.recorder = api, api, api, rec
-	c.pods = readerPods{api}
+	useAPI(c, api, false, rec)
 	c.core.SetNamespace("ns", map[string]string{v1alpha1.EnabledLabel: "true"})
 	c.core.UpsertBudget(quota.Budget{Key: quota.BudgetKey{Namespace: "ns", Name: "b"}, Hard: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10")}})
 	return &admittedFixture{c: c, api: api, clk: clk, rec: rec, seen: map[string]bool{}}

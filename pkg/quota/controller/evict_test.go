@@ -137,12 +137,8 @@ func TestEvictionOutcomes(t *testing.T) {
 					return tc.evict(requests, apply, cl, c.core)
 				},
 			}).Build()
-			reader := client.Reader(base)
-			if tc.readFails {
-				reader = interceptedReader{base, errors.New("connection refused")}
-			}
 			rec := events.NewFakeRecorder(10)
-			c.client, c.reader, c.apiReader, c.recorder = base, base, reader, rec
+			useAPI(c, base, tc.readFails, rec)
 			c.core.UpsertBudget(quota.Budget{
 				Key:          quota.BudgetKey{Namespace: "ns", Name: "b"},
 				Hard:         corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},

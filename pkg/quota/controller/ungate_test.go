@@ -132,17 +132,12 @@ func TestUngateOutcomes(t *testing.T) {
 					return tc.patch(ctx, patches, func() error { return c.Patch(ctx, obj, patch, opts...) }, c, obj)
 				},
 			}).Build()
-			apiReader := client.Reader(base)
-			if tc.getFails {
-				apiReader = interceptedReader{base, errors.New("connection refused")}
-			}
 			c, err := New(Options{Gate: v1alpha1.SchedulingGate, Workers: 1, Clock: clk, PodAdmittedEvents: true})
 			if err != nil {
 				t.Fatal(err)
 			}
 			rec := events.NewFakeRecorder(10)
-			c.client, c.reader, c.apiReader, c.recorder = base, base, apiReader, rec
-			c.pods = readerPods{base}
+			useAPI(c, base, tc.getFails, rec)
 			c.core.UpsertBudget(quota.Budget{Key: quota.BudgetKey{Namespace: "ns", Name: "b"}, Hard: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}})
 			showCore(ctx, t, c, base, clk.Now(), p1, p2)
 			adm := c.core.Admit()
@@ -220,6 +215,17 @@ func relabel(ctx context.Context, c client.Client, obj client.Object) error {
 	return c.Update(ctx, pod)
 }
 
+// useAPI points the controller at a (fake) API server instead of its manager's clients
+// and caches: api for writes, cached reads and the pod store; its fresh reads fail with
+// "connection refused" when freshReadsFail.
+func useAPI(c *Controller, api client.Client, freshReadsFail bool, rec *events.FakeRecorder) {
+	c.client, c.reader, c.apiReader, c.recorder = api, api, api, rec
+	if freshReadsFail {
+		c.apiReader = interceptedReader{api, errors.New("connection refused")}
+	}
+	c.pods = readerPods{api}
+}
+
 type interceptedReader struct {
 	client.Reader
 	err error
@@ -242,8 +248,7 @@ func TestCatchUpCountsTheOldLeadersUngates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.client, c.reader, c.apiReader, c.recorder = api, api, api, events.NewFakeRecorder(10)
-	c.pods = readerPods{api}
+	useAPI(c, api, false, events.NewFakeRecorder(10))
 	c.core.SetNamespace("ns", ns.Labels)
 	c.core.UpsertBudget(quota.Budget{Key: quota.BudgetKey{Namespace: "ns", Name: "b"}, Hard: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}})
 	for _, p := range []*corev1.Pod{p1, p2} {
