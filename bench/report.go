@@ -90,6 +90,17 @@ func (r Report) rows() []Row {
 				Met:       yesNo(p.N > 0 && ratio(p.P99, wo.P99) <= 1.1),
 			})
 		}
+		for _, c := range slices.Sorted(maps.Keys(x.GateOnly)) {
+			g, wo := summarize(x.GateOnly[c]), summarize(x.Without[c])
+			rows = append(rows, Row{
+				Figure:    fmt.Sprintf("3. Pod create latency with the policy's mutation alone (the API server's floor for gating by policy), concurrency %d, %d creates (ms)", c, g.N),
+				Quotagate: fmt.Sprintf("p50 %.1f, p99 %.1f", g.P50, g.P99),
+				Baseline:  fmt.Sprintf("p50 %.1f, p99 %.1f", wo.P50, wo.P99),
+				Ratio:     createRatio(x.GateOnly[c], x.Without[c], 1.1),
+				Goal:      "none: what any gate policy costs",
+				Met:       "—",
+			})
+		}
 	}
 	if x := r.Memory; x != nil && len(x.Points) >= 2 {
 		first, last := x.Points[0], x.Points[len(x.Points)-1]
@@ -133,6 +144,42 @@ func createRatio(with, without []float64, goal float64) string {
 		verdict = "beyond the goal"
 	}
 	return fmt.Sprintf("%.2f (p99; 95%% interval %.2f to %.2f, %s)", x, lo, hi, verdict)
+}
+
+// createRatios renders figure 3's ratios at the median and the p99, each with its 95%
+// bootstrap interval: every admission setting against the creates with none, and the
+// shipped policy against its mutation alone, which is the part of the policy's cost
+// that its match conditions, its bound-pod guard and its namespace selector add.
+func createRatios(x webhookResult) string {
+	type pair struct {
+		what          string
+		with, without map[int][]float64
+	}
+	pairs := []pair{
+		{"webhook / none", x.With, x.Without},
+		{"gate policy / none", x.Policy, x.Without},
+		{"mutation alone / none", x.GateOnly, x.Without},
+		{"gate policy / mutation alone", x.Policy, x.GateOnly},
+	}
+	cell := func(with, without []float64, p float64) string {
+		lo, hi, ok := ratioInterval(with, without, p)
+		if !ok {
+			return "—"
+		}
+		at := func(xs []float64) float64 { return percentile(slices.Sorted(slices.Values(xs)), p) }
+		return fmt.Sprintf("%.2f (%.2f to %.2f)", ratio(at(with), at(without)), lo, hi)
+	}
+	var b strings.Builder
+	b.WriteString("| creates | concurrency | p50 ratio (95% interval) | p99 ratio (95% interval) |\n|---|---|---|---|\n")
+	for _, pr := range pairs {
+		for _, c := range slices.Sorted(maps.Keys(pr.with)) {
+			if len(pr.without[c]) == 0 {
+				continue
+			}
+			fmt.Fprintf(&b, "| %s | %d | %s | %s |\n", pr.what, c, cell(pr.with[c], pr.without[c], 50), cell(pr.with[c], pr.without[c], 99))
+		}
+	}
+	return b.String()
 }
 
 func mib(b uint64) float64 { return float64(b) / (1 << 20) }

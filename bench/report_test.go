@@ -193,3 +193,40 @@ func TestUngateDifferenceInterval(t *testing.T) {
 		t.Errorf("summary ratio %q, want %q", got, want)
 	}
 }
+
+func TestCreateRatios(t *testing.T) {
+	x := webhookResult{
+		With:     map[int][]float64{1: {4, 4, 4, 4}},
+		Policy:   map[int][]float64{1: {3, 3, 3, 3}},
+		GateOnly: map[int][]float64{1: {2.5, 2.5, 2.5, 2.5}},
+		Without:  map[int][]float64{1: {2, 2, 2, 2}},
+	}
+	want := "| creates | concurrency | p50 ratio (95% interval) | p99 ratio (95% interval) |\n|---|---|---|---|\n" +
+		"| webhook / none | 1 | 2.00 (2.00 to 2.00) | 2.00 (2.00 to 2.00) |\n" +
+		"| gate policy / none | 1 | 1.50 (1.50 to 1.50) | 1.50 (1.50 to 1.50) |\n" +
+		"| mutation alone / none | 1 | 1.25 (1.25 to 1.25) | 1.25 (1.25 to 1.25) |\n" +
+		"| gate policy / mutation alone | 1 | 1.20 (1.20 to 1.20) | 1.20 (1.20 to 1.20) |\n"
+	if diff := cmp.Diff(want, createRatios(x)); diff != "" {
+		t.Errorf("createRatios (-want +got):\n%s", diff)
+	}
+
+	// A report from before the mutation-alone arm renders the comparisons it has.
+	x.GateOnly = nil
+	got := createRatios(x)
+	if strings.Contains(got, "mutation alone") || !strings.Contains(got, "| gate policy / none | 1 | 1.50") {
+		t.Errorf("createRatios without the mutation-alone arm:\n%s", got)
+	}
+}
+
+func TestGateOnlyRowIsNotJudged(t *testing.T) {
+	r := Report{Webhook: &webhookResult{
+		With:     map[int][]float64{1: {2}},
+		GateOnly: map[int][]float64{1: {3}},
+		Without:  map[int][]float64{1: {2}},
+	}}
+	rows := r.rows()
+	last := rows[len(rows)-1]
+	if !strings.Contains(last.Figure, "mutation alone") || last.Met != "—" || !strings.HasPrefix(last.Ratio, "1.50 (p99") {
+		t.Errorf("the mutation-alone row = %+v, want it unjudged with its p99 ratio 1.50", last)
+	}
+}

@@ -29,23 +29,28 @@ import (
 
 // webhookResult is the admission figure: create latencies in milliseconds, by
 // concurrency, with the webhook registered, with the MutatingAdmissionPolicy
-// registered instead (the chart's admission.mode policy), and with neither. The three
-// are measured side by side: creates alternate across three namespaces, one that only
-// the webhook's configuration matches, one that only the policy's bindings match, and
-// one that neither matches (pairedCreates).
+// registered instead (the chart's admission.mode policy), with the policy's mutation
+// alone (the API server's floor for gating by policy), and with none of them. They are
+// measured side by side: creates alternate across four namespaces, each matched by one
+// setting's registration only, the last by none (pairedCreates).
 type webhookResult struct {
 	With    map[int][]float64 `json:"withWebhookMillis"`
 	Without map[int][]float64 `json:"withoutWebhookMillis"`
 	// Policy are the create latencies with the shipped gate policy
 	// (config/policy/admission) registered and no webhook.
 	Policy map[int][]float64 `json:"withPolicyMillis,omitempty"`
+	// GateOnly are the create latencies with only the gate policy's mutation registered
+	// (registerGateOnly): no match conditions, no bound-pod guard, a binding that names
+	// the namespace. No policy that gates pods costs the API server less.
+	GateOnly map[int][]float64 `json:"withGateOnlyPolicyMillis,omitempty"`
 	// WithCPU and WithoutCPU are the CPU seconds each process used per 1,000 timed
 	// creates (warm-up included in the CPU, not in the count), from a block of creates
 	// in one namespace at a time after the paired series (CPU cannot be told apart when
 	// the arms alternate).
-	WithCPU    map[string]float64 `json:"withWebhookCPUSecondsPer1000"`
-	WithoutCPU map[string]float64 `json:"withoutWebhookCPUSecondsPer1000"`
-	PolicyCPU  map[string]float64 `json:"withPolicyCPUSecondsPer1000,omitempty"`
+	WithCPU     map[string]float64 `json:"withWebhookCPUSecondsPer1000"`
+	WithoutCPU  map[string]float64 `json:"withoutWebhookCPUSecondsPer1000"`
+	PolicyCPU   map[string]float64 `json:"withPolicyCPUSecondsPer1000,omitempty"`
+	GateOnlyCPU map[string]float64 `json:"withGateOnlyPolicyCPUSecondsPer1000,omitempty"`
 	// Connections counts the TCP sockets on the webhook's port, by state, right after
 	// the paired series: the connections the API server opened to it.
 	Connections map[string]int `json:"webhookSockets"`
@@ -122,24 +127,25 @@ func (e *env) pairedCreates(ctx context.Context, arms []createArm, prefix string
 	return took, nil
 }
 
-// measureWebhook measures create latency with the webhook, with the gate policy and
-// with neither, side by side (pairedCreates), in three opted-in namespaces: the webhook
-// configuration is registered for the first only, the policy's bindings for the second
-// only, and the third is matched by neither. During the first concurrency's series it
+// measureWebhook measures create latency with the webhook, with the gate policy, with
+// the policy's mutation alone and with none of them, side by side (pairedCreates), in
+// four opted-in namespaces: the webhook configuration is registered for the first only,
+// the policy's bindings for the second only, the mutation alone for the third, and the
+// fourth is matched by none. During the first concurrency's series it
 // takes a CPU profile of kube-apiserver into cpuProfile. Then it measures what each arm
 // costs in CPU, one namespace at a time.
 func (e *env) measureWebhook(ctx context.Context, concurrencies []int, samples int, cpuProfile string) (webhookResult, error) {
-	r := webhookResult{With: map[int][]float64{}, Without: map[int][]float64{}, Policy: map[int][]float64{},
-		WithCPU: map[string]float64{}, WithoutCPU: map[string]float64{}, PolicyCPU: map[string]float64{}}
-	arms := []createArm{{name: "webhook", gated: true}, {name: "policy", gated: true}, {name: "no admission step"}}
-	for i, what := range []string{"create-webhook", "create-policy", "create-none"} {
+	r := webhookResult{With: map[int][]float64{}, Without: map[int][]float64{}, Policy: map[int][]float64{}, GateOnly: map[int][]float64{},
+		WithCPU: map[string]float64{}, WithoutCPU: map[string]float64{}, PolicyCPU: map[string]float64{}, GateOnlyCPU: map[string]float64{}}
+	arms := []createArm{{name: "webhook", gated: true}, {name: "policy", gated: true}, {name: "gate-only policy", gated: true}, {name: "no admission step"}}
+	for i, what := range []string{"create-webhook", "create-policy", "create-gate-only", "create-none"} {
 		ns, err := e.newNamespace(ctx, what, true)
 		if err != nil {
 			return r, err
 		}
 		arms[i].ns = ns
 	}
-	webhook, policy, none := arms[0], arms[1], arms[2]
+	webhook, policy, gateOnly, none := arms[0], arms[1], arms[2], arms[3]
 	stop, port, err := e.startWebhook(ctx, webhook.ns)
 	if err != nil {
 		return r, err
@@ -149,10 +155,14 @@ func (e *env) measureWebhook(ctx context.Context, concurrencies []int, samples i
 	if err != nil {
 		return r, err
 	}
+	unregisterGateOnly, err := e.registerGateOnly(ctx, gateOnly.ns)
+	if err != nil {
+		return r, err
+	}
 	if err := e.waitWebhookCalled(ctx, none.ns, false); err != nil {
 		return r, fmt.Errorf("the baseline namespace: %w", err)
 	}
-	into := []map[int][]float64{r.With, r.Policy, r.Without}
+	into := []map[int][]float64{r.With, r.Policy, r.GateOnly, r.Without}
 	for i, c := range concurrencies {
 		profiled := make(chan error, 1)
 		if i == 0 {
@@ -177,8 +187,9 @@ func (e *env) measureWebhook(ctx context.Context, concurrencies []int, samples i
 		cpu map[string]float64
 	}
 	webhookCPU, policyCPU, noneCPU := cpuArm{webhook, r.WithCPU}, cpuArm{policy, r.PolicyCPU}, cpuArm{none, r.WithoutCPU}
+	gateOnlyCPU := cpuArm{gateOnly, r.GateOnlyCPU}
 	timed := map[string]int{}
-	for _, b := range []cpuArm{noneCPU, webhookCPU, policyCPU, noneCPU} {
+	for _, b := range []cpuArm{noneCPU, webhookCPU, policyCPU, gateOnlyCPU, noneCPU} {
 		for _, c := range concurrencies {
 			before := e.meter.sample()
 			took, err := e.pairedCreates(ctx, []createArm{b.arm}, fmt.Sprintf("cpu-c%d-%d", c, timed[b.arm.name]), c, samples)
@@ -191,12 +202,12 @@ func (e *env) measureWebhook(ctx context.Context, concurrencies []int, samples i
 			timed[b.arm.name] += len(took[0])
 		}
 	}
-	for _, b := range []cpuArm{webhookCPU, policyCPU, noneCPU} {
+	for _, b := range []cpuArm{webhookCPU, policyCPU, gateOnlyCPU, noneCPU} {
 		for name := range b.cpu {
 			b.cpu[name] = ratio(b.cpu[name]*1000, float64(timed[b.arm.name]))
 		}
 	}
-	if err := unregister(ctx); err != nil {
+	if err := errors.Join(unregister(ctx), unregisterGateOnly(ctx)); err != nil {
 		return r, err
 	}
 	return r, e.unregisterWebhook(ctx, webhook.ns)
@@ -310,15 +321,19 @@ func (e *env) unregisterWebhook(ctx context.Context, ns string) error {
 // or not: the API server picks configurations and policies up from its informers.
 func (e *env) waitWebhookCalled(ctx context.Context, ns string, called bool) error {
 	spec := podSpec{prefix: "probe", cpu: "10m"}
+	var last error
 	err := poll(ctx, func(ctx context.Context) (bool, error) {
 		pod, err := e.client.CoreV1().Pods(ns).Create(ctx, spec.pod(ns, 0), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		if err != nil {
+		if last = err; err != nil {
 			return false, nil
 		}
 		return gates.HasGate(pod, v1alpha1.SchedulingGate) == called, nil
 	})
 	if err != nil {
-		return fmt.Errorf("waiting for the API server to gate pods=%v: %w", called, err)
+		if last != nil {
+			err = fmt.Errorf("%w (the last dry-run create: %w)", err, last)
+		}
+		return fmt.Errorf("waiting for the API server to gate pods=%v in %s: %w", called, ns, err)
 	}
 	return nil
 }
