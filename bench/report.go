@@ -90,6 +90,17 @@ func (r Report) rows() []Row {
 				Met:       yesNo(p.N > 0 && ratio(p.P99, wo.P99) <= 1.1),
 			})
 		}
+		for _, c := range slices.Sorted(maps.Keys(x.BareWebhook)) {
+			g, wo := summarize(x.BareWebhook[c]), summarize(x.Without[c])
+			rows = append(rows, Row{
+				Figure:    fmt.Sprintf("3. Pod create latency with a bare webhook that only adds the gate (the floor for gating by webhook), concurrency %d, %d creates (ms)", c, g.N),
+				Quotagate: fmt.Sprintf("p50 %.1f, p99 %.1f", g.P50, g.P99),
+				Baseline:  fmt.Sprintf("p50 %.1f, p99 %.1f", wo.P50, wo.P99),
+				Ratio:     createRatio(x.BareWebhook[c], x.Without[c], 1.2),
+				Goal:      "none: what any gating webhook costs",
+				Met:       "—",
+			})
+		}
 		for _, c := range slices.Sorted(maps.Keys(x.GateOnly)) {
 			g, wo := summarize(x.GateOnly[c]), summarize(x.Without[c])
 			rows = append(rows, Row{
@@ -147,9 +158,10 @@ func createRatio(with, without []float64, goal float64) string {
 }
 
 // createRatios renders figure 3's ratios at the median and the p99, each with its 95%
-// bootstrap interval: every admission setting against the creates with none, and the
-// shipped policy against its mutation alone, which is the part of the policy's cost
-// that its match conditions, its bound-pod guard and its namespace selector add.
+// bootstrap interval: every admission setting against the creates with none, the
+// webhook against the bare webhook (what its code, its skip rules and its selector
+// add), and the shipped policy against its mutation alone (what its match conditions,
+// its bound-pod guard and its selector add).
 func createRatios(x webhookResult) string {
 	type pair struct {
 		what          string
@@ -157,6 +169,8 @@ func createRatios(x webhookResult) string {
 	}
 	pairs := []pair{
 		{"webhook / none", x.With, x.Without},
+		{"bare webhook / none", x.BareWebhook, x.Without},
+		{"webhook / bare webhook", x.With, x.BareWebhook},
 		{"gate policy / none", x.Policy, x.Without},
 		{"mutation alone / none", x.GateOnly, x.Without},
 		{"gate policy / mutation alone", x.Policy, x.GateOnly},

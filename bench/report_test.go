@@ -196,13 +196,16 @@ func TestUngateDifferenceInterval(t *testing.T) {
 
 func TestCreateRatios(t *testing.T) {
 	x := webhookResult{
-		With:     map[int][]float64{1: {4, 4, 4, 4}},
-		Policy:   map[int][]float64{1: {3, 3, 3, 3}},
-		GateOnly: map[int][]float64{1: {2.5, 2.5, 2.5, 2.5}},
-		Without:  map[int][]float64{1: {2, 2, 2, 2}},
+		With:        map[int][]float64{1: {4, 4, 4, 4}},
+		BareWebhook: map[int][]float64{1: {3.2, 3.2, 3.2, 3.2}},
+		Policy:      map[int][]float64{1: {3, 3, 3, 3}},
+		GateOnly:    map[int][]float64{1: {2.5, 2.5, 2.5, 2.5}},
+		Without:     map[int][]float64{1: {2, 2, 2, 2}},
 	}
 	want := "| creates | concurrency | p50 ratio (95% interval) | p99 ratio (95% interval) |\n|---|---|---|---|\n" +
 		"| webhook / none | 1 | 2.00 (2.00 to 2.00) | 2.00 (2.00 to 2.00) |\n" +
+		"| bare webhook / none | 1 | 1.60 (1.60 to 1.60) | 1.60 (1.60 to 1.60) |\n" +
+		"| webhook / bare webhook | 1 | 1.25 (1.25 to 1.25) | 1.25 (1.25 to 1.25) |\n" +
 		"| gate policy / none | 1 | 1.50 (1.50 to 1.50) | 1.50 (1.50 to 1.50) |\n" +
 		"| mutation alone / none | 1 | 1.25 (1.25 to 1.25) | 1.25 (1.25 to 1.25) |\n" +
 		"| gate policy / mutation alone | 1 | 1.20 (1.20 to 1.20) | 1.20 (1.20 to 1.20) |\n"
@@ -210,10 +213,10 @@ func TestCreateRatios(t *testing.T) {
 		t.Errorf("createRatios (-want +got):\n%s", diff)
 	}
 
-	// A report from before the mutation-alone arm renders the comparisons it has.
-	x.GateOnly = nil
+	// A report from before the floor arms renders the comparisons it has.
+	x.GateOnly, x.BareWebhook = nil, nil
 	got := createRatios(x)
-	if strings.Contains(got, "mutation alone") || !strings.Contains(got, "| gate policy / none | 1 | 1.50") {
+	if strings.Contains(got, "mutation alone") || strings.Contains(got, "bare webhook") || !strings.Contains(got, "| gate policy / none | 1 | 1.50") {
 		t.Errorf("createRatios without the mutation-alone arm:\n%s", got)
 	}
 }

@@ -94,7 +94,7 @@ func measureCluster(ctx context.Context, o options, root, profileDir string, r *
 	if o.want(3) {
 		// Before any manager runs: a manager would admit the webhook's pods, which no
 		// budget covers, and add its writes to what is measured.
-		logf("Figure 3: pod create latency with the webhook, with the gate policy, with its mutation alone, and with none")
+		logf("Figure 3: pod create latency with the webhook, a bare webhook, the gate policy, its mutation alone, and none")
 		cpu := filepath.Join(profileDir, "apiserver-create-cpu.pprof")
 		w, err := e.measureWebhook(ctx, o.concurrencies, o.createSamples, cpu)
 		if err != nil {

@@ -28,14 +28,19 @@ import (
 )
 
 // webhookResult is the admission figure: create latencies in milliseconds, by
-// concurrency, with the webhook registered, with the MutatingAdmissionPolicy
-// registered instead (the chart's admission.mode policy), with the policy's mutation
-// alone (the API server's floor for gating by policy), and with none of them. They are
-// measured side by side: creates alternate across four namespaces, each matched by one
-// setting's registration only, the last by none (pairedCreates).
+// concurrency, with the webhook registered, with a bare webhook that only adds the gate
+// (the floor for gating by webhook), with the MutatingAdmissionPolicy registered instead
+// (the chart's admission.mode policy), with the policy's mutation alone (the floor for
+// gating by policy), and with none of them. They are measured side by side: creates
+// alternate across five namespaces, each matched by one setting's registration only,
+// the last by none (pairedCreates).
 type webhookResult struct {
 	With    map[int][]float64 `json:"withWebhookMillis"`
 	Without map[int][]float64 `json:"withoutWebhookMillis"`
+	// BareWebhook are the create latencies with only a bare webhook registered
+	// (registerBareWebhook): TLS, the review decoded and encoded, a constant patch. No
+	// webhook that gates pods costs less.
+	BareWebhook map[int][]float64 `json:"withBareWebhookMillis,omitempty"`
 	// Policy are the create latencies with the shipped gate policy
 	// (config/policy/admission) registered and no webhook.
 	Policy map[int][]float64 `json:"withPolicyMillis,omitempty"`
@@ -47,10 +52,11 @@ type webhookResult struct {
 	// creates (warm-up included in the CPU, not in the count), from a block of creates
 	// in one namespace at a time after the paired series (CPU cannot be told apart when
 	// the arms alternate).
-	WithCPU     map[string]float64 `json:"withWebhookCPUSecondsPer1000"`
-	WithoutCPU  map[string]float64 `json:"withoutWebhookCPUSecondsPer1000"`
-	PolicyCPU   map[string]float64 `json:"withPolicyCPUSecondsPer1000,omitempty"`
-	GateOnlyCPU map[string]float64 `json:"withGateOnlyPolicyCPUSecondsPer1000,omitempty"`
+	WithCPU        map[string]float64 `json:"withWebhookCPUSecondsPer1000"`
+	WithoutCPU     map[string]float64 `json:"withoutWebhookCPUSecondsPer1000"`
+	PolicyCPU      map[string]float64 `json:"withPolicyCPUSecondsPer1000,omitempty"`
+	GateOnlyCPU    map[string]float64 `json:"withGateOnlyPolicyCPUSecondsPer1000,omitempty"`
+	BareWebhookCPU map[string]float64 `json:"withBareWebhookCPUSecondsPer1000,omitempty"`
 	// Connections counts the TCP sockets on the webhook's port, by state, right after
 	// the paired series: the connections the API server opened to it.
 	Connections map[string]int `json:"webhookSockets"`
@@ -127,25 +133,26 @@ func (e *env) pairedCreates(ctx context.Context, arms []createArm, prefix string
 	return took, nil
 }
 
-// measureWebhook measures create latency with the webhook, with the gate policy, with
-// the policy's mutation alone and with none of them, side by side (pairedCreates), in
-// four opted-in namespaces: the webhook configuration is registered for the first only,
-// the policy's bindings for the second only, the mutation alone for the third, and the
-// fourth is matched by none. During the first concurrency's series it
+// measureWebhook measures create latency with the webhook, with a bare webhook, with
+// the gate policy, with the policy's mutation alone and with none of them, side by side
+// (pairedCreates), in five opted-in namespaces: the webhook configuration is registered
+// for the first only, the bare webhook for the second only, the policy's bindings for
+// the third only, the mutation alone for the fourth, and the fifth is matched by none.
+// During the first concurrency's series it
 // takes a CPU profile of kube-apiserver into cpuProfile. Then it measures what each arm
 // costs in CPU, one namespace at a time.
 func (e *env) measureWebhook(ctx context.Context, concurrencies []int, samples int, cpuProfile string) (webhookResult, error) {
-	r := webhookResult{With: map[int][]float64{}, Without: map[int][]float64{}, Policy: map[int][]float64{}, GateOnly: map[int][]float64{},
-		WithCPU: map[string]float64{}, WithoutCPU: map[string]float64{}, PolicyCPU: map[string]float64{}, GateOnlyCPU: map[string]float64{}}
-	arms := []createArm{{name: "webhook", gated: true}, {name: "policy", gated: true}, {name: "gate-only policy", gated: true}, {name: "no admission step"}}
-	for i, what := range []string{"create-webhook", "create-policy", "create-gate-only", "create-none"} {
+	r := webhookResult{With: map[int][]float64{}, Without: map[int][]float64{}, Policy: map[int][]float64{}, GateOnly: map[int][]float64{}, BareWebhook: map[int][]float64{},
+		WithCPU: map[string]float64{}, WithoutCPU: map[string]float64{}, PolicyCPU: map[string]float64{}, GateOnlyCPU: map[string]float64{}, BareWebhookCPU: map[string]float64{}}
+	arms := []createArm{{name: "webhook", gated: true}, {name: "bare webhook", gated: true}, {name: "policy", gated: true}, {name: "gate-only policy", gated: true}, {name: "no admission step"}}
+	for i, what := range []string{"create-webhook", "create-bare-webhook", "create-policy", "create-gate-only", "create-none"} {
 		ns, err := e.newNamespace(ctx, what, true)
 		if err != nil {
 			return r, err
 		}
 		arms[i].ns = ns
 	}
-	webhook, policy, gateOnly, none := arms[0], arms[1], arms[2], arms[3]
+	webhook, bare, policy, gateOnly, none := arms[0], arms[1], arms[2], arms[3], arms[4]
 	stop, port, err := e.startWebhook(ctx, webhook.ns)
 	if err != nil {
 		return r, err
@@ -159,10 +166,14 @@ func (e *env) measureWebhook(ctx context.Context, concurrencies []int, samples i
 	if err != nil {
 		return r, err
 	}
+	unregisterBare, err := e.registerBareWebhook(ctx, bare.ns)
+	if err != nil {
+		return r, err
+	}
 	if err := e.waitWebhookCalled(ctx, none.ns, false); err != nil {
 		return r, fmt.Errorf("the baseline namespace: %w", err)
 	}
-	into := []map[int][]float64{r.With, r.Policy, r.GateOnly, r.Without}
+	into := []map[int][]float64{r.With, r.BareWebhook, r.Policy, r.GateOnly, r.Without}
 	for i, c := range concurrencies {
 		profiled := make(chan error, 1)
 		if i == 0 {
@@ -187,9 +198,9 @@ func (e *env) measureWebhook(ctx context.Context, concurrencies []int, samples i
 		cpu map[string]float64
 	}
 	webhookCPU, policyCPU, noneCPU := cpuArm{webhook, r.WithCPU}, cpuArm{policy, r.PolicyCPU}, cpuArm{none, r.WithoutCPU}
-	gateOnlyCPU := cpuArm{gateOnly, r.GateOnlyCPU}
+	gateOnlyCPU, bareCPU := cpuArm{gateOnly, r.GateOnlyCPU}, cpuArm{bare, r.BareWebhookCPU}
 	timed := map[string]int{}
-	for _, b := range []cpuArm{noneCPU, webhookCPU, policyCPU, gateOnlyCPU, noneCPU} {
+	for _, b := range []cpuArm{noneCPU, webhookCPU, bareCPU, policyCPU, gateOnlyCPU, noneCPU} {
 		for _, c := range concurrencies {
 			before := e.meter.sample()
 			took, err := e.pairedCreates(ctx, []createArm{b.arm}, fmt.Sprintf("cpu-c%d-%d", c, timed[b.arm.name]), c, samples)
@@ -202,12 +213,12 @@ func (e *env) measureWebhook(ctx context.Context, concurrencies []int, samples i
 			timed[b.arm.name] += len(took[0])
 		}
 	}
-	for _, b := range []cpuArm{webhookCPU, policyCPU, gateOnlyCPU, noneCPU} {
+	for _, b := range []cpuArm{webhookCPU, bareCPU, policyCPU, gateOnlyCPU, noneCPU} {
 		for name := range b.cpu {
 			b.cpu[name] = ratio(b.cpu[name]*1000, float64(timed[b.arm.name]))
 		}
 	}
-	if err := errors.Join(unregister(ctx), unregisterGateOnly(ctx)); err != nil {
+	if err := errors.Join(unregister(ctx), unregisterGateOnly(ctx), unregisterBare(ctx)); err != nil {
 		return r, err
 	}
 	return r, e.unregisterWebhook(ctx, webhook.ns)
