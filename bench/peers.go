@@ -123,6 +123,10 @@ func runPeers(ctx context.Context, o peerOptions, renderOnly bool) (err error) {
 	if err != nil {
 		return err
 	}
+	bareBin, err := buildStatic(ctx, root, "./bench/baremanager", filepath.Join(dir, "baremanager"))
+	if err != nil {
+		return err
+	}
 	logf("Starting the local control plane")
 	e, err := startEnv(ctx, root, filepath.Join(dir, "cluster"))
 	if err != nil {
@@ -130,7 +134,7 @@ func runPeers(ctx context.Context, o peerOptions, renderOnly bool) (err error) {
 	}
 	defer func() { err = errors.Join(err, e.cluster.Stop()) }()
 
-	if err := measureQuotagateAndBare(ctx, e, o, qgBin, dir, &r); err != nil {
+	if err := measureQuotagateAndBare(ctx, e, o, qgBin, bareBin, dir, &r); err != nil {
 		return err
 	}
 	if err := measureKueue(ctx, e, o, kueueBin, root, dir, &r); err != nil {
@@ -149,7 +153,7 @@ func runPeers(ctx context.Context, o peerOptions, renderOnly bool) (err error) {
 	return os.WriteFile(abs(o.markdown), []byte(r.markdown()), 0o644)
 }
 
-func measureQuotagateAndBare(ctx context.Context, e *env, o peerOptions, bin, dir string, r *PeersReport) (err error) {
+func measureQuotagateAndBare(ctx context.Context, e *env, o peerOptions, bin, bareBin, dir string, r *PeersReport) (err error) {
 	p, err := e.startQuotagateProcess(ctx, bin, dir)
 	if err != nil {
 		return err
@@ -160,8 +164,11 @@ func measureQuotagateAndBare(ctx context.Context, e *env, o peerOptions, bin, di
 	if r.Quotagate.Idle, err = processMemory(p.pid()); err != nil {
 		return err
 	}
-	logf("quotagate: memory with %d gated pods", o.n)
-	if r.Quotagate.Gated, err = e.parkedMemory(ctx, o.n, p.pid()); err != nil {
+	if err := measureBareManager(ctx, e, o.n, bareBin, dir, r, func(also func(context.Context) error) error {
+		logf("quotagate and the bare manager: memory with %d gated pods", o.n)
+		r.Quotagate.Gated, err = e.parkedMemory(ctx, o.n, p.pid(), also)
+		return err
+	}); err != nil {
 		return fmt.Errorf("quotagate memory: %w", err)
 	}
 	r.Quotagate.ReleaseCPU, r.Bare.ReleaseCPU = map[string]float64{}, map[string]float64{}

@@ -219,8 +219,9 @@ func (e *env) createToUngateKueue(ctx context.Context, samples int) ([]time.Dura
 }
 
 // parkedMemory creates n gated pods behind a Budget with no room, waits until the manager
-// counts them all, and returns the resident memory of pid then.
-func (e *env) parkedMemory(ctx context.Context, n, pid int) (memory, error) {
+// counts them all, and returns the resident memory of pid then. While the pods are still
+// there it calls also (nil: nothing), for another process's memory with the same pods.
+func (e *env) parkedMemory(ctx context.Context, n, pid int, also func(context.Context) error) (memory, error) {
 	ns, err := e.newNamespace(ctx, "memory-qg", true)
 	if err != nil {
 		return memory{}, err
@@ -241,6 +242,11 @@ func (e *env) parkedMemory(ctx context.Context, n, pid int) (memory, error) {
 	m, err := processMemory(pid)
 	if err != nil {
 		return memory{}, err
+	}
+	if also != nil {
+		if err := also(ctx); err != nil {
+			return memory{}, err
+		}
 	}
 	return m, e.deletePods(ctx, ns)
 }

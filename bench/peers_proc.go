@@ -80,14 +80,48 @@ func (p *peerProcess) stop() error {
 // buildQuotagateManager builds cmd/manager as `make build` does (static, trimmed) into
 // dir and returns the binary's path.
 func buildQuotagateManager(ctx context.Context, root, dir string) (string, error) {
-	out := filepath.Join(dir, "manager")
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", out, "./cmd/manager")
+	return buildStatic(ctx, root, "./cmd/manager", filepath.Join(dir, "manager"))
+}
+
+// buildStatic builds the package pkg of the repository at root as `make build` builds
+// the manager (static, trimmed) into out.
+func buildStatic(ctx context.Context, root, pkg, out string) (string, error) {
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", out, pkg)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building cmd/manager: %w\n%s", err, b)
+		return "", fmt.Errorf("building %s: %w\n%s", pkg, err, b)
 	}
 	return out, nil
+}
+
+// startBareManager runs bench/baremanager (built into bin), the memory figure's floor,
+// as the quotagate-manager ServiceAccount (which may watch every pod).
+func (e *env) startBareManager(ctx context.Context, bin, dir string) (*peerProcess, string, error) {
+	kubeconfig := filepath.Join(dir, "bare-manager.kubeconfig")
+	if err := e.cluster.WriteKubeconfig(e.managerSA, kubeconfig); err != nil {
+		return nil, "", err
+	}
+	probe, err := freePort()
+	if err != nil {
+		return nil, "", err
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", probe)
+	args := []string{"--kubeconfig", kubeconfig, "--health-probe-bind-address", addr}
+	p, err := startPeerProcess(ctx, "bare manager", bin, args, nil, filepath.Join(dir, "bare-manager.log"), "http://"+addr+"/readyz")
+	return p, "http://" + addr + "/readyz/pods", err
+}
+
+// waitReady polls url until it answers 200.
+func waitReady(ctx context.Context, url string) error {
+	return poll(ctx, func(context.Context) (bool, error) {
+		resp, err := http.Get(url)
+		if err != nil {
+			return false, nil
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
 }
 
 // startQuotagateProcess runs the manager binary as the quotagate-manager
@@ -106,4 +140,27 @@ func (e *env) startQuotagateProcess(ctx context.Context, bin, dir string) (*peer
 	args := []string{"--kubeconfig", kubeconfig, "--leader-elect=false", "--metrics-bind-address", "0",
 		"--health-probe-bind-address", addr, "--zap-log-level", "error"}
 	return startPeerProcess(ctx, "quotagate manager", bin, args, nil, filepath.Join(dir, "quotagate-manager.log"), "http://"+addr+"/readyz")
+}
+
+// measureBareManager runs the bare manager (bench/baremanager) beside quotagate's for the
+// memory figure only: its memory after start, then, through park (which creates the
+// gated pods and calls what it is given while they exist), with the same pods once its
+// cache holds them all. It is stopped before the other figures, so it takes no CPU from
+// them.
+func measureBareManager(ctx context.Context, e *env, n int, bin, dir string, r *PeersReport, park func(also func(context.Context) error) error) (err error) {
+	bare, podsURL, err := e.startBareManager(ctx, bin, dir)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, bare.stop()) }()
+	if r.Bare.Idle, err = processMemory(bare.pid()); err != nil {
+		return err
+	}
+	return park(func(ctx context.Context) error {
+		if err := waitReady(ctx, fmt.Sprintf("%s?min=%d", podsURL, n)); err != nil {
+			return fmt.Errorf("waiting for the bare manager to cache %d pods: %w", n, err)
+		}
+		r.Bare.Gated, err = processMemory(bare.pid())
+		return err
+	})
 }

@@ -163,3 +163,23 @@ func TestPeerRowsJudgeTheGoals(t *testing.T) {
 		t.Errorf("the bare client's bound not found:\n%s", md)
 	}
 }
+
+func TestPeerMemoryFloor(t *testing.T) {
+	r := PeersReport{N: 1000,
+		Quotagate: system{ReleaseSeconds: []float64{1}, Gated: memory{RSS: 60 << 20, Anon: 16 << 20, File: 44 << 20}, Idle: memory{RSS: 50 << 20}},
+		Kueue:     system{ReleaseSeconds: []float64{100}, Gated: memory{RSS: 120 << 20, Anon: 70 << 20, File: 50 << 20}, Idle: memory{RSS: 70 << 20}},
+		Bare: system{ReleaseSeconds: []float64{0.8},
+			Gated: memory{RSS: 40 << 20, Anon: 10 << 20, File: 30 << 20}, Idle: memory{RSS: 36 << 20}},
+	}
+	md := r.markdown()
+	for _, want := range []string{
+		"| Manager RSS with 1000 gated pods (MiB) | 60 | 120 | 40 | 0.50× | ≤ 0.25× | **no** |",
+		"| of which mapped files (RssFile: the binary's pages), 1000 gated pods (MiB) | 44 | 50 | 30 | 0.88× | — | — |",
+		"| Manager RSS idle, after start (MiB) | 50 | 70 | 36 | 0.71× | — | — |",
+		"held 40 MiB with the same pods, 0.33× Kueue's RSS (30 MiB of it mapped binary pages): no manager built on controller-runtime and client-go can hold less. quotagate held 1.5× the bare manager's RSS.",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("%q not found in:\n%s", want, md)
+		}
+	}
+}
