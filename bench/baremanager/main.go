@@ -20,7 +20,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -36,10 +35,9 @@ func main() {
 }
 
 func run() error {
-	kubeconfig := flag.String("kubeconfig", "", "the kubeconfig to use")
 	probeAddr := flag.String("health-probe-bind-address", "127.0.0.1:8081", "where /healthz and /readyz are served")
 	flag.Parse()
-	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	cfg, err := ctrl.GetConfig() // --kubeconfig, a flag of controller-runtime's
 	if err != nil {
 		return err
 	}
