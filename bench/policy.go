@@ -61,6 +61,9 @@ func readGatePolicy(root string) (gatePolicy, error) {
 			return p, fmt.Errorf("%s holds %d of %s, want 1", path, seen[kind], kind)
 		}
 	}
+	if p.mutationBinding.Spec.MatchResources == nil || p.guardBinding.Spec.MatchResources == nil {
+		return p, fmt.Errorf("%s: both bindings need matchResources (the opted-in namespaces)", path)
+	}
 	return p, nil
 }
 
@@ -79,23 +82,30 @@ func (e *env) registerPolicy(ctx context.Context, ns string) (func(context.Conte
 	return e.registerGating(ctx, ns, &p.mutation, &p.mutationBinding, &p.guard, &p.guardBinding)
 }
 
-// registerGateOnly creates the API server's floor for any policy that gates pods: the
-// shipped policy's mutation alone, with none of its match conditions, no bound-pod
-// guard and no reinvocation, bound to ns by name. Figure 3 measures it beside the shipped policy, so the run
-// shows which part of the policy's cost is the API server's for adding a gate at all.
-// The returned func deletes it and waits until creates in ns come back ungated.
+// registerGateOnly creates the API server's floor for any policy that gates pods
+// (gateOnly) for ns. Figure 3 measures it beside the shipped policy, so the run shows
+// which part of the policy's cost is the API server's for adding a gate at all. The
+// returned func deletes it and waits until creates in ns come back ungated.
 func (e *env) registerGateOnly(ctx context.Context, ns string) (func(context.Context) error, error) {
 	p, err := readGatePolicy(e.root)
 	if err != nil {
 		return nil, err
 	}
-	m := p.mutation
+	m, b := gateOnly(p, ns)
+	return e.registerGating(ctx, ns, m, b)
+}
+
+// gateOnly is the shipped policy's mutation alone, with none of its match conditions, no
+// bound-pod guard and no reinvocation, under a name of its own, and a binding to ns by
+// name.
+func gateOnly(p gatePolicy, ns string) (*admissionregistrationv1.MutatingAdmissionPolicy, *admissionregistrationv1.MutatingAdmissionPolicyBinding) {
+	m := p.mutation.DeepCopy()
 	m.Name += "-gate-only"
 	m.Spec.MatchConditions = nil
 	// Without not-gated-yet, the API server's reinvocation (which its own patch asks
 	// for) would add a second copy of the gate.
 	m.Spec.ReinvocationPolicy = admissionregistrationv1.NeverReinvocationPolicy
-	b := admissionregistrationv1.MutatingAdmissionPolicyBinding{
+	b := &admissionregistrationv1.MutatingAdmissionPolicyBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: m.Name},
 		Spec: admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{
 			PolicyName: m.Name,
@@ -104,7 +114,7 @@ func (e *env) registerGateOnly(ctx context.Context, ns string) (func(context.Con
 			},
 		},
 	}
-	return e.registerGating(ctx, ns, &m, &b)
+	return m, b
 }
 
 // registerGating creates objs (admission policies and their bindings), then waits until
