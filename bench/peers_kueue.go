@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	certutil "k8s.io/client-go/util/cert"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
@@ -156,9 +154,9 @@ func (e *env) startKueue(ctx context.Context, bin, root, dir string) (*peerProce
 	if err := os.MkdirAll(certDir, 0o700); err != nil {
 		return nil, err
 	}
-	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("127.0.0.1", []net.IP{net.ParseIP("127.0.0.1")}, nil)
+	certPEM, keyPEM, err := loopbackCert()
 	if err != nil {
-		return nil, fmt.Errorf("generating Kueue's serving certificate: %w", err)
+		return nil, fmt.Errorf("Kueue's serving certificate: %w", err)
 	}
 	// Without internal cert management Kueue also reads its metrics server's certificate
 	// from a fixed path (cmd/kueue/main.go), where its Deployment mounts one.

@@ -46,12 +46,7 @@ func startPeerProcess(ctx context.Context, name, bin string, args []string, env 
 			return false, fmt.Errorf("%s exited (%v); its log is %s", name, err, logPath)
 		default:
 		}
-		resp, err := http.Get(readyURL)
-		if err != nil {
-			return false, nil
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
+		return answersOK(readyURL), nil
 	})
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("waiting for %s to be ready: %w", name, err), p.stop())
@@ -114,14 +109,17 @@ func (e *env) startBareManager(ctx context.Context, bin, dir string) (*peerProce
 
 // waitReady polls url until it answers 200.
 func waitReady(ctx context.Context, url string) error {
-	return poll(ctx, func(context.Context) (bool, error) {
-		resp, err := http.Get(url)
-		if err != nil {
-			return false, nil
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
-	})
+	return poll(ctx, func(context.Context) (bool, error) { return answersOK(url), nil })
+}
+
+// answersOK reports whether a GET of url answers 200 (a health or readiness endpoint).
+func answersOK(url string) bool {
+	resp, err := http.Get(url)
+	if err != nil {
+		return false
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
 
 // startQuotagateProcess runs the manager binary as the quotagate-manager

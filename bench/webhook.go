@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -138,19 +137,32 @@ func (e *env) pairedCreates(ctx context.Context, arms []createArm, prefix string
 // (pairedCreates), in five opted-in namespaces: the webhook configuration is registered
 // for the first only, the bare webhook for the second only, the policy's bindings for
 // the third only, the mutation alone for the fourth, and the fifth is matched by none.
-// During the first concurrency's series it
-// takes a CPU profile of kube-apiserver into cpuProfile. Then it measures what each arm
-// costs in CPU, one namespace at a time.
+// During the first concurrency's series it takes a CPU profile of kube-apiserver into
+// cpuProfile. Then it measures what each setting costs in CPU, one namespace at a time.
 func (e *env) measureWebhook(ctx context.Context, concurrencies []int, samples int, cpuProfile string) (webhookResult, error) {
 	r := webhookResult{With: map[int][]float64{}, Without: map[int][]float64{}, Policy: map[int][]float64{}, GateOnly: map[int][]float64{}, BareWebhook: map[int][]float64{},
 		WithCPU: map[string]float64{}, WithoutCPU: map[string]float64{}, PolicyCPU: map[string]float64{}, GateOnlyCPU: map[string]float64{}, BareWebhookCPU: map[string]float64{}}
-	arms := []createArm{{name: "webhook", gated: true}, {name: "bare webhook", gated: true}, {name: "policy", gated: true}, {name: "gate-only policy", gated: true}, {name: "no admission step"}}
-	for i, what := range []string{"create-webhook", "create-bare-webhook", "create-policy", "create-gate-only", "create-none"} {
-		ns, err := e.newNamespace(ctx, what, true)
+	// Each setting: its arm, the namespace it is registered for, and where its
+	// latencies and CPU go. The baseline, matched by none, is last.
+	settings := []struct {
+		arm     createArm
+		latency map[int][]float64
+		cpu     map[string]float64
+	}{
+		{createArm{name: "webhook", gated: true}, r.With, r.WithCPU},
+		{createArm{name: "bare-webhook", gated: true}, r.BareWebhook, r.BareWebhookCPU},
+		{createArm{name: "policy", gated: true}, r.Policy, r.PolicyCPU},
+		{createArm{name: "gate-only", gated: true}, r.GateOnly, r.GateOnlyCPU},
+		{createArm{name: "none"}, r.Without, r.WithoutCPU},
+	}
+	arms := make([]createArm, len(settings))
+	for i := range settings {
+		ns, err := e.newNamespace(ctx, "create-"+settings[i].arm.name, true)
 		if err != nil {
 			return r, err
 		}
-		arms[i].ns = ns
+		settings[i].arm.ns = ns
+		arms[i] = settings[i].arm
 	}
 	webhook, bare, policy, gateOnly, none := arms[0], arms[1], arms[2], arms[3], arms[4]
 	stop, port, err := e.startWebhook(ctx, webhook.ns)
@@ -173,7 +185,6 @@ func (e *env) measureWebhook(ctx context.Context, concurrencies []int, samples i
 	if err := e.waitWebhookCalled(ctx, none.ns, false); err != nil {
 		return r, fmt.Errorf("the baseline namespace: %w", err)
 	}
-	into := []map[int][]float64{r.With, r.BareWebhook, r.Policy, r.GateOnly, r.Without}
 	for i, c := range concurrencies {
 		profiled := make(chan error, 1)
 		if i == 0 {
@@ -185,37 +196,36 @@ func (e *env) measureWebhook(ctx context.Context, concurrencies []int, samples i
 		if err = errors.Join(err, <-profiled); err != nil {
 			return r, fmt.Errorf("concurrency %d: %w", c, err)
 		}
-		for a := range arms {
-			into[a][c] = millis(took[a])
+		for a, st := range settings {
+			st.latency[c] = millis(took[a])
 		}
 	}
 	if r.Connections, err = tcpStates(port); err != nil {
 		return r, err
 	}
-	// CPU, arm by arm: the baseline before and after, pooled.
-	type cpuArm struct {
-		arm createArm
-		cpu map[string]float64
+	// CPU, setting by setting: the baseline before and after, pooled.
+	order := []int{len(settings) - 1}
+	for i := range settings {
+		order = append(order, i)
 	}
-	webhookCPU, policyCPU, noneCPU := cpuArm{webhook, r.WithCPU}, cpuArm{policy, r.PolicyCPU}, cpuArm{none, r.WithoutCPU}
-	gateOnlyCPU, bareCPU := cpuArm{gateOnly, r.GateOnlyCPU}, cpuArm{bare, r.BareWebhookCPU}
-	timed := map[string]int{}
-	for _, b := range []cpuArm{noneCPU, webhookCPU, bareCPU, policyCPU, gateOnlyCPU, noneCPU} {
+	timed := make([]int, len(settings))
+	for _, i := range order {
+		st := settings[i]
 		for _, c := range concurrencies {
 			before := e.meter.sample()
-			took, err := e.pairedCreates(ctx, []createArm{b.arm}, fmt.Sprintf("cpu-c%d-%d", c, timed[b.arm.name]), c, samples)
+			took, err := e.pairedCreates(ctx, []createArm{st.arm}, fmt.Sprintf("cpu-c%d-%d", c, timed[i]), c, samples)
 			if err != nil {
 				return r, fmt.Errorf("CPU, concurrency %d: %w", c, err)
 			}
 			for name, s := range e.meter.since(before) {
-				b.cpu[name] += s
+				st.cpu[name] += s
 			}
-			timed[b.arm.name] += len(took[0])
+			timed[i] += len(took[0])
 		}
 	}
-	for _, b := range []cpuArm{webhookCPU, bareCPU, policyCPU, gateOnlyCPU, noneCPU} {
-		for name := range b.cpu {
-			b.cpu[name] = ratio(b.cpu[name]*1000, float64(timed[b.arm.name]))
+	for i, st := range settings {
+		for name := range st.cpu {
+			st.cpu[name] = ratio(st.cpu[name]*1000, float64(timed[i]))
 		}
 	}
 	if err := errors.Join(unregister(ctx), unregisterGateOnly(ctx), unregisterBare(ctx)); err != nil {
@@ -252,9 +262,9 @@ func (e *env) startWebhook(ctx context.Context, ns string) (func(), int, error) 
 	if err != nil {
 		return nil, 0, err
 	}
-	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("127.0.0.1", []net.IP{net.ParseIP("127.0.0.1")}, nil)
+	certPEM, keyPEM, err := loopbackCert()
 	if err != nil {
-		return nil, 0, fmt.Errorf("generating serving certificate: %w", err)
+		return nil, 0, err
 	}
 	for name, b := range map[string][]byte{"tls.crt": certPEM, "tls.key": keyPEM} {
 		if err := os.WriteFile(filepath.Join(certDir, name), b, 0o600); err != nil {
@@ -284,15 +294,7 @@ func (e *env) startWebhook(ctx context.Context, ns string) (func(), int, error) 
 		}
 		_ = os.RemoveAll(certDir)
 	}
-	err = poll(ctx, func(context.Context) (bool, error) {
-		resp, err := http.Get("http://" + o.HealthProbeBindAddress + "/readyz")
-		if err != nil {
-			return false, nil
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
-	})
-	if err != nil {
+	if err := waitReady(ctx, "http://"+o.HealthProbeBindAddress+"/readyz"); err != nil {
 		stop()
 		return nil, 0, fmt.Errorf("waiting for the webhook to be ready: %w", err)
 	}
@@ -318,14 +320,30 @@ func (e *env) startWebhook(ctx context.Context, ns string) (func(), int, error) 
 	return stop, o.Port, nil
 }
 
-// unregisterWebhook deletes the configuration and waits until the API server stops
-// calling the webhook.
+// unregisterWebhook deletes the configuration startWebhook registered and waits until
+// the API server stops calling the webhook.
 func (e *env) unregisterWebhook(ctx context.Context, ns string) error {
-	err := e.client.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(ctx, webhookConfigName, metav1.DeleteOptions{})
+	return e.unregisterWebhookConfig(ctx, webhookConfigName, ns)
+}
+
+// unregisterWebhookConfig deletes the mutating webhook configuration name and waits until
+// creates in ns come back ungated.
+func (e *env) unregisterWebhookConfig(ctx context.Context, name, ns string) error {
+	err := e.client.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(ctx, name, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("unregistering the webhook: %w", err)
+		return fmt.Errorf("unregistering the webhook configuration %s: %w", name, err)
 	}
 	return e.waitWebhookCalled(ctx, ns, false)
+}
+
+// loopbackCert is a self-signed serving certificate and its key for 127.0.0.1, for a
+// server the benchmark runs on the loopback address.
+func loopbackCert() (certPEM, keyPEM []byte, err error) {
+	certPEM, keyPEM, err = certutil.GenerateSelfSignedCertKey("127.0.0.1", []net.IP{net.ParseIP("127.0.0.1")}, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("generating a serving certificate for 127.0.0.1: %w", err)
+	}
+	return certPEM, keyPEM, nil
 }
 
 // waitWebhookCalled polls dry-run creates in ns until they come back gated (called)

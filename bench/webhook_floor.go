@@ -7,16 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/utils/ptr"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
@@ -69,9 +66,9 @@ func serveBareGate(w http.ResponseWriter, req *http.Request) {
 // shows which part of the webhook's cost is the API server's and the round trip's. The
 // returned func unregisters it, waits until creates come back ungated, and stops it.
 func (e *env) registerBareWebhook(ctx context.Context, ns string) (func(context.Context) error, error) {
-	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("127.0.0.1", []net.IP{net.ParseIP("127.0.0.1")}, nil)
+	certPEM, keyPEM, err := loopbackCert()
 	if err != nil {
-		return nil, fmt.Errorf("generating serving certificate: %w", err)
+		return nil, err
 	}
 	cert, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
@@ -114,11 +111,7 @@ func (e *env) registerBareWebhook(ctx context.Context, ns string) (func(context.
 	}
 	unregister := func(ctx context.Context) error {
 		defer stopServing()
-		err := api.Delete(ctx, bareWebhookName, metav1.DeleteOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("unregistering the bare webhook: %w", err)
-		}
-		return e.waitWebhookCalled(ctx, ns, false)
+		return e.unregisterWebhookConfig(ctx, bareWebhookName, ns)
 	}
 	if _, err := api.Create(ctx, mwc, metav1.CreateOptions{}); err != nil {
 		stopServing()
