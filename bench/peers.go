@@ -166,7 +166,8 @@ func measureQuotagateAndBare(ctx context.Context, e *env, o peerOptions, bin, ba
 	}
 	if err := measureBareManager(ctx, e, o.n, bareBin, dir, r, func(also func(context.Context) error) error {
 		logf("quotagate and the bare manager: memory with %d gated pods", o.n)
-		r.Quotagate.Gated, err = e.parkedMemory(ctx, o.n, p.pid(), also)
+		gated, err := e.parkedMemory(ctx, o.n, p.pid(), also)
+		r.Quotagate.Gated = gated
 		return err
 	}); err != nil {
 		return fmt.Errorf("quotagate memory: %w", err)

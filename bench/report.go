@@ -100,9 +100,9 @@ func (r Report) rows() []Row {
 }
 
 // createRows is figure 3's rows for one admission setting, one per concurrency: its
-// creates against the baseline's, judged against a p99 ratio of limit. A floor passes
-// unjudged, the reason it has no goal: its rows show the limit's interval verdict and
-// are not judged.
+// creates against the baseline's, judged against a p99 ratio of limit. For a floor,
+// unjudged is what its goal column says instead: its rows still give the interval's
+// verdict against limit, and are not judged.
 func createRows(setting string, with, without map[int][]float64, limit float64, unjudged string) []Row {
 	var rows []Row
 	for _, c := range slices.Sorted(maps.Keys(with)) {
