@@ -156,7 +156,7 @@ func (e *env) startKueue(ctx context.Context, bin, root, dir string) (*peerProce
 	}
 	certPEM, keyPEM, err := loopbackCert()
 	if err != nil {
-		return nil, fmt.Errorf("Kueue's serving certificate: %w", err)
+		return nil, fmt.Errorf("the serving certificate for Kueue: %w", err)
 	}
 	// Without internal cert management Kueue also reads its metrics server's certificate
 	// from a fixed path (cmd/kueue/main.go), where its Deployment mounts one.
