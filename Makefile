@@ -74,7 +74,8 @@ lint: $(GOLANGCI_LINT) ## Run the pinned golangci-lint.
 	$(GOLANGCI_LINT) run ./...
 
 .PHONY: verify
-verify: generate manifests $(GOLANGCI_LINT) ## Regenerate, check formatting, vet and lint; fail on any diff.
+verify: generate manifests $(GOLANGCI_LINT) ## Regenerate, check formatting, vet and lint; fail on any diff or a tracked binary.
+	bash hack/check-tracked-files.sh
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
 	go vet ./...
 	$(GOLANGCI_LINT) run ./...
