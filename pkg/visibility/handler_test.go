@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/quotagate/quotagate/api/v1alpha1"
 	visv1 "github.com/quotagate/quotagate/api/visibility/v1alpha1"
 	"github.com/quotagate/quotagate/pkg/quota"
 )
@@ -36,7 +37,7 @@ func (f fakeQueues) Page(key quota.BudgetKey, offset, limit int) (quota.BudgetPa
 	if !ok {
 		return quota.BudgetPage{}, false
 	}
-	page := quota.BudgetPage{Budget: key, State: "Active", Strategy: "BestEffortFIFO", Total: n}
+	page := quota.BudgetPage{Budget: key, State: v1alpha1.StateOpen, Strategy: "BestEffortFIFO", Total: n}
 	for k := offset + 1; k <= min(n, offset+limit); k++ {
 		page.Pods = append(page.Pods, quota.QueuedPod{
 			Position: k,

@@ -50,7 +50,7 @@ type PendingPodList struct {
 
 	// Kind of the budget: Budget or ClusterBudget.
 	BudgetKind string `json:"budgetKind"`
-	// State is the budget's state (Active, Suspended, ...), as its status shows it.
+	// State is the budget's effective state (Open, Closing or Closed), as its status shows it.
 	State string `json:"state,omitempty"`
 	// Strategy is the budget's queueing strategy.
 	Strategy string `json:"strategy,omitempty"`
