@@ -102,6 +102,7 @@ func testAgainstAPIServer(t *testing.T, mode admissionMode) {
 	t.Run("gating", func(t *testing.T) { testGating(t, e) })
 	t.Run("workloads", func(t *testing.T) { testWorkloads(t, e) })
 	t.Run("gate guard", func(t *testing.T) { testGateGuard(t, e) })
+	t.Run("admission record at create", func(t *testing.T) { testAdmissionRecordAtCreate(t, e) })
 	t.Run("escapes", func(t *testing.T) { testEscapes(t, e) })
 	t.Run("resize guard", func(t *testing.T) { testResizeGuard(t, e) })
 	// Last: it takes the admission step away.
