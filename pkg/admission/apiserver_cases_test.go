@@ -136,9 +136,9 @@ func testWorkloads(t *testing.T, e *env) {
 		app       string
 		wantGated bool
 	}{
-		"Deployment's pods are gated":    {app: "web", wantGated: true},
-		"Job's pods are gated":           {app: "batch", wantGated: true},
-		"DaemonSet's pods are not gated": {app: "agent", wantGated: false},
+		"Deployment's pods are gated": {app: "web", wantGated: true},
+		"Job's pods are gated":        {app: "batch", wantGated: true},
+		"DaemonSet's pods are gated":  {app: "agent", wantGated: true},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -403,7 +403,13 @@ func testFailClosed(t *testing.T, e *env) {
 // applyShippedPolicy creates the admission policies in config/policy/<file>.
 func (e *env) applyShippedPolicy(t *testing.T, file string) {
 	t.Helper()
-	for _, doc := range strings.Split(string(readFile(t, "../../config/policy/"+file)), "\n---\n") {
+	e.applyPolicy(t, file, string(readFile(t, "../../config/policy/"+file)))
+}
+
+// applyPolicy creates the admission policies in manifests, read from file.
+func (e *env) applyPolicy(t *testing.T, file, manifests string) {
+	t.Helper()
+	for _, doc := range strings.Split(manifests, "\n---\n") {
 		var meta metav1.TypeMeta
 		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
 			t.Fatalf("reading %s: %v", file, err)
