@@ -369,6 +369,9 @@ func testAdmissionRecordAtCreate(t *testing.T, e *env) {
 		if len(pods.Items) != 0 {
 			t.Errorf("the Job has %d pods, want none", len(pods.Items))
 		}
+		if err := tenant.BatchV1().Jobs(e.gated).Delete(ctx, job.Name, metav1.DeleteOptions{}); err != nil {
+			t.Errorf("deleting the Job: %v", err)
+		}
 	})
 }
 
