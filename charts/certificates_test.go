@@ -111,13 +111,13 @@ func TestWebhookCertificateFromUsersIssuer(t *testing.T) {
 
 // webhookMountsSecret checks that the webhook mounts the serving certificate's Secret,
 // read-only, at its cert dir (where it watches the files for renewals).
-func webhookMountsSecret(t *testing.T, m manifests, secret string) {
+func webhookMountsSecret(t *testing.T, m manifests, secret string, items ...corev1.KeyToPath) {
 	t.Helper()
 	var dep appsv1.Deployment
 	into(t, m.find(t, "Deployment", "quotagate-webhook"), &dep)
 	pod := dep.Spec.Template.Spec
 	if diff := cmp.Diff([]corev1.Volume{{Name: "serving-cert", VolumeSource: corev1.VolumeSource{
-		Secret: &corev1.SecretVolumeSource{SecretName: secret}}}}, pod.Volumes); diff != "" {
+		Secret: &corev1.SecretVolumeSource{SecretName: secret, Items: items}}}}, pod.Volumes); diff != "" {
 		t.Errorf("webhook volumes (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff([]corev1.VolumeMount{{Name: "serving-cert", ReadOnly: true,

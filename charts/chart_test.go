@@ -113,7 +113,7 @@ func TestWebhookConfiguration(t *testing.T) {
 		t.Errorf("webhook (-want +got):\n%s", diff)
 	}
 	if len(wh.MatchConditions) == 0 {
-		t.Error("no matchConditions: bound, mirror and DaemonSet pods would reach the webhook")
+		t.Error("no matchConditions: bound and mirror pods would reach the webhook")
 	}
 
 	// The kustomize install has the same webhook (timeoutSeconds included), but for the
@@ -160,23 +160,25 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		values   map[string]any
 		wantPath string
 	}{
-		"negative webhook replicas": {map[string]any{"webhook": map[string]any{"replicas": -1}}, "/webhook/replicas"},
-		"zero manager replicas":     {map[string]any{"manager": map[string]any{"replicas": 0}}, "/manager/replicas"},
-		"fractional replicas":       {map[string]any{"manager": map[string]any{"replicas": 1.5}}, "/manager/replicas"},
-		"failurePolicy Sometimes":   {map[string]any{"webhook": map[string]any{"failurePolicy": "Sometimes"}}, "/webhook/failurePolicy"},
-		"zero qps":                  {map[string]any{"manager": map[string]any{"kubeAPIQPS": 0}}, "/manager/kubeAPIQPS"},
-		"negative burst":            {map[string]any{"manager": map[string]any{"kubeAPIBurst": -5}}, "/manager/kubeAPIBurst"},
-		"zero workers":              {map[string]any{"manager": map[string]any{"workers": 0}}, "/manager/workers"},
-		"holdUncovered as a string": {map[string]any{"manager": map[string]any{"holdUncovered": "yes"}}, "/manager/holdUncovered"},
-		"image repository a number": {map[string]any{"image": map[string]any{"repository": 5}}, "/image/repository"},
-		"image tag a number":        {map[string]any{"image": map[string]any{"tag": 1.2}}, "/image/tag"},
-		"unknown pull policy":       {map[string]any{"image": map[string]any{"pullPolicy": "Sometimes"}}, "/image/pullPolicy"},
-		"timeout above 30 seconds":  {map[string]any{"webhook": map[string]any{"timeoutSeconds": 31}}, "/webhook/timeoutSeconds"},
-		"misspelt value":            {map[string]any{"webhook": map[string]any{"replica": 3}}, "/webhook"},
-		"unknown log level":         {map[string]any{"manager": map[string]any{"logLevel": "verbose"}}, "/manager/logLevel"},
-		"allowed user with a quote": {map[string]any{"guard": map[string]any{"extraAllowedUsers": []any{"o'brien"}}}, "/guard/extraAllowedUsers/0"},
-		"issuer kind unknown":       {map[string]any{"certManager": map[string]any{"issuerRef": map[string]any{"name": "x", "kind": "Vault"}}}, "/certManager/issuerRef/kind"},
-		"negative backoffLimit":     {map[string]any{"releaseOnUninstall": map[string]any{"backoffLimit": -1}}, "/releaseOnUninstall/backoffLimit"},
+		"negative webhook replicas":          {map[string]any{"webhook": map[string]any{"replicas": -1}}, "/webhook/replicas"},
+		"zero manager replicas":              {map[string]any{"manager": map[string]any{"replicas": 0}}, "/manager/replicas"},
+		"fractional replicas":                {map[string]any{"manager": map[string]any{"replicas": 1.5}}, "/manager/replicas"},
+		"failurePolicy Sometimes":            {map[string]any{"webhook": map[string]any{"failurePolicy": "Sometimes"}}, "/webhook/failurePolicy"},
+		"zero qps":                           {map[string]any{"manager": map[string]any{"kubeAPIQPS": 0}}, "/manager/kubeAPIQPS"},
+		"negative burst":                     {map[string]any{"manager": map[string]any{"kubeAPIBurst": -5}}, "/manager/kubeAPIBurst"},
+		"zero workers":                       {map[string]any{"manager": map[string]any{"workers": 0}}, "/manager/workers"},
+		"holdUncovered as a string":          {map[string]any{"manager": map[string]any{"holdUncovered": "yes"}}, "/manager/holdUncovered"},
+		"image repository a number":          {map[string]any{"image": map[string]any{"repository": 5}}, "/image/repository"},
+		"image tag a number":                 {map[string]any{"image": map[string]any{"tag": 1.2}}, "/image/tag"},
+		"unknown pull policy":                {map[string]any{"image": map[string]any{"pullPolicy": "Sometimes"}}, "/image/pullPolicy"},
+		"timeout above 30 seconds":           {map[string]any{"webhook": map[string]any{"timeoutSeconds": 31}}, "/webhook/timeoutSeconds"},
+		"misspelt value":                     {map[string]any{"webhook": map[string]any{"replica": 3}}, "/webhook"},
+		"unknown log level":                  {map[string]any{"manager": map[string]any{"logLevel": "verbose"}}, "/manager/logLevel"},
+		"allowed user with a quote":          {map[string]any{"guard": map[string]any{"extraAllowedUsers": []any{"o'brien"}}}, "/guard/extraAllowedUsers/0"},
+		"exempt DaemonSet without namespace": {map[string]any{"admission": map[string]any{"exemptDaemonSets": []any{"node-exporter"}}}, "/admission/exemptDaemonSets/0"},
+		"exempt DaemonSet with a quote":      {map[string]any{"admission": map[string]any{"exemptDaemonSets": []any{"ops/a'] || true || ['"}}}, "/admission/exemptDaemonSets/0"},
+		"issuer kind unknown":                {map[string]any{"certManager": map[string]any{"issuerRef": map[string]any{"name": "x", "kind": "Vault"}}}, "/certManager/issuerRef/kind"},
+		"negative backoffLimit":              {map[string]any{"releaseOnUninstall": map[string]any{"backoffLimit": -1}}, "/releaseOnUninstall/backoffLimit"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := install(defaultRelease, defaultNamespace, tc.values)
@@ -201,6 +203,7 @@ func TestSchemaAcceptsGoodValues(t *testing.T) {
 		"percentage PDB":         {"webhook": map[string]any{"podDisruptionBudget": map[string]any{"minAvailable": "50%"}}},
 		"global from a parent":   {"global": map[string]any{"imageRegistry": "x"}},
 		"extra allowed users":    {"guard": map[string]any{"extraAllowedUsers": []any{"system:serviceaccount:ops:breakglass"}}},
+		"exempt DaemonSets":      {"admission": map[string]any{"exemptDaemonSets": []any{"monitoring/node-exporter", "ops/agent.v2"}}},
 		"no pre-delete hook":     {"releaseOnUninstall": map[string]any{"enabled": false}},
 		"plain-http metrics":     {"manager": map[string]any{"metricsSecure": false}},
 		"crds managed elsewhere": {"crds": map[string]any{"install": false}},

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/ext"
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 )
@@ -63,7 +64,8 @@ func TestGateGuardMatchesConfigPolicy(t *testing.T) {
 	}
 }
 
-// Evaluates the rendered policy's CEL the way the API server would for a pod UPDATE.
+// Evaluates the rendered policy's CEL the way the API server would for a pod CREATE (no
+// old object) and UPDATE.
 func TestGateGuardAllowsExactlyTheManagerAndExtraUsers(t *testing.T) {
 	m := mustInstall(t, "acme", "batch-system", map[string]any{
 		"guard": map[string]any{"extraAllowedUsers": []any{"alice"}},
@@ -99,11 +101,51 @@ func TestGateGuardAllowsExactlyTheManagerAndExtraUsers(t *testing.T) {
 		"tenant rewrites admitted-by":         {admittedBy(withoutGate, "team-a/b"), admittedBy(withoutGate, "x"), "bob", false},
 		"tenant adds admitted-by":             {withoutGate, admittedBy(withoutGate, "team-a/b"), "bob", false},
 		"tenant keeps admitted-by":            {admittedBy(withoutGate, "team-a/b"), admittedBy(withoutGate, "team-a/b"), "bob", true},
+		"tenant adds an empty admitted-by":    {withoutGate, admittedBy(withoutGate, ""), "bob", false},
+		"tenant empties admitted-by":          {admittedBy(withoutGate, "team-a/b"), admittedBy(withoutGate, ""), "bob", false},
+		"tenant adds admitted-at":             {withoutGate, annotated(withoutGate, "quotagate.io/admitted-at", "2026-12-02T04:00:00Z"), "bob", false},
+		"tenant keeps admitted-at": {
+			annotated(withoutGate, "quotagate.io/admitted-at", "2026-12-02T04:00:00Z"),
+			annotated(withoutGate, "quotagate.io/admitted-at", "2026-12-02T04:00:00Z"), "bob", true,
+		},
+		"manager rewrites admitted-at": {
+			annotated(withoutGate, "quotagate.io/admitted-at", "2026-12-02T04:00:00Z"),
+			annotated(withoutGate, "quotagate.io/admitted-at", "2026-12-02T05:00:00Z"), manager, true,
+		},
+		// CREATE: no old object.
+		"tenant creates a plain pod":                   {nil, withGate, "bob", true},
+		"tenant creates a pod without the gate":        {nil, withoutGate, "bob", true},
+		"tenant creates a pod with other annotation":   {nil, annotated(withGate, "example.com/x", "y"), "bob", true},
+		"tenant creates a pod with admitted-by":        {nil, admittedBy(withGate, "team-a/b"), "bob", false},
+		"tenant creates a pod with empty admitted-by":  {nil, admittedBy(withGate, ""), "bob", false},
+		"tenant creates a pod with admitted-at":        {nil, annotated(withGate, "quotagate.io/admitted-at", "2026-12-02T04:00:00Z"), "bob", false},
+		"cluster admin creates a pod with admitted-by": {nil, admittedBy(withGate, "team-a/b"), "kubernetes-admin", false},
+		"manager creates a pod with admitted-by":       {nil, admittedBy(withGate, "team-a/b"), manager, true},
+		"extra user creates a pod with admitted-by":    {nil, admittedBy(withGate, "team-a/b"), "alice", true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			got, msg := evaluatePolicy(t, policy.Spec, tc.old, tc.new, tc.user)
 			if got != tc.want {
 				t.Errorf("allowed = %v (%s), want %v", got, msg, tc.want)
+			}
+		})
+	}
+
+	// The refusals say what was written, who may write it, and at CREATE what to do.
+	for name, tc := range map[string]struct {
+		old, new map[string]any
+		want     string
+	}{
+		"create with both": {nil, annotated(admittedBy(withGate, "x"), "quotagate.io/admitted-at", "y"),
+			"quotagate.io/admitted-by, quotagate.io/admitted-at: quotagate records there when and by which budgets it admitted the pod; " +
+				"only " + manager + ", alice may write it, not bob. A new pod may not carry it: remove it from the pod, " +
+				"or from the template the pod is made from (a Job, a Deployment, ...)"},
+		"update of admitted-by": {admittedBy(withoutGate, "a"), admittedBy(withoutGate, "b"),
+			"quotagate.io/admitted-by: quotagate records there when and by which budgets it admitted the pod; only " + manager + ", alice may write it, not bob"},
+	} {
+		t.Run("message: "+name, func(t *testing.T) {
+			if _, msg := evaluatePolicy(t, policy.Spec, tc.old, tc.new, "bob"); msg != tc.want {
+				t.Errorf("message\n%s\nwant\n%s", msg, tc.want)
 			}
 		})
 	}
@@ -134,10 +176,23 @@ func (m manifests) policy(t testing.TB, name string) (admissionregistrationv1.Va
 
 // admittedBy returns a copy of pod with the admitted-by annotation set.
 func admittedBy(pod map[string]any, budgets string) map[string]any {
-	meta := map[string]any{"annotations": map[string]any{"quotagate.io/admitted-by": budgets}}
+	return annotated(pod, "quotagate.io/admitted-by", budgets)
+}
+
+// annotated returns a copy of pod with the annotation key=value added.
+func annotated(pod map[string]any, key, value string) map[string]any {
+	meta := map[string]any{}
 	for k, v := range pod["metadata"].(map[string]any) {
 		meta[k] = v
 	}
+	annotations := map[string]any{}
+	if old, ok := meta["annotations"].(map[string]any); ok {
+		for k, v := range old {
+			annotations[k] = v
+		}
+	}
+	annotations[key] = value
+	meta["annotations"] = annotations
 	out := map[string]any{}
 	for k, v := range pod {
 		out[k] = v
@@ -147,10 +202,12 @@ func admittedBy(pod map[string]any, budgets string) map[string]any {
 }
 
 // evaluatePolicy runs the policy's variables and validations with plain CEL: it reports
-// whether the request is allowed and, if not, the denial message.
+// whether the request is allowed and, if not, the denial message. A nil oldObj is a
+// CREATE, where the API server's oldObject is null.
 func evaluatePolicy(t *testing.T, spec admissionregistrationv1.ValidatingAdmissionPolicySpec, oldObj, obj map[string]any, user string) (bool, string) {
 	t.Helper()
 	env, err := cel.NewEnv(
+		ext.Strings(), // join, as the API server's CEL has it
 		cel.Variable("object", cel.DynType),
 		cel.Variable("oldObject", cel.DynType),
 		cel.Variable("request", cel.DynType),
@@ -160,9 +217,14 @@ func evaluatePolicy(t *testing.T, spec admissionregistrationv1.ValidatingAdmissi
 		t.Fatal(err)
 	}
 	variables := map[string]any{}
+	var old any = oldObj
+	operation := "UPDATE"
+	if oldObj == nil {
+		old, operation = nil, "CREATE"
+	}
 	activation := map[string]any{
-		"object": obj, "oldObject": oldObj, "variables": variables,
-		"request": map[string]any{"operation": "UPDATE", "userInfo": map[string]any{"username": user}},
+		"object": obj, "oldObject": old, "variables": variables,
+		"request": map[string]any{"operation": operation, "userInfo": map[string]any{"username": user}},
 	}
 	eval := func(expr string) any {
 		ast, iss := env.Compile(expr)
@@ -188,7 +250,10 @@ func evaluatePolicy(t *testing.T, spec admissionregistrationv1.ValidatingAdmissi
 			t.Fatalf("validation %q is not a boolean", v.Expression)
 		}
 		if !ok {
-			return false, fmt.Sprint(v.Message)
+			if v.MessageExpression != "" {
+				return false, fmt.Sprint(eval(v.MessageExpression))
+			}
+			return false, v.Message
 		}
 	}
 	return true, ""

@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
+	"github.com/google/go-cmp/cmp"
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -94,8 +95,8 @@ func TestReissuesWhenNamesAreAdded(t *testing.T) {
 	if got := mwc.Webhooks[0].ClientConfig.CABundle; !bytes.Equal(got, second[caCertKey]) {
 		t.Errorf("caBundle is not the Secret's ca.crt:\n%s", got)
 	}
-	if !strings.Contains(log, "lacks DNS names") || !strings.Contains(log, added) {
-		t.Errorf("the manager's log does not name the missing %s:\n%s", added, log)
+	if got := log(); !strings.Contains(got, "lacks DNS names") || !strings.Contains(got, added) {
+		t.Errorf("the manager's log does not name the missing %s:\n%s", added, got)
 	}
 
 	// Names unchanged: the check leaves the certificate alone.
@@ -115,6 +116,55 @@ func TestReissuesWhenNamesAreAdded(t *testing.T) {
 	if after.ResourceVersion != s.ResourceVersion {
 		t.Error("the check wrote the Secret although the certificate has every name")
 	}
+
+	t.Run("a deleted Secret is recreated, filled and its CA injected", func(t *testing.T) {
+		// The rotator is still running, as the leader.
+		var gone corev1.Secret
+		if err := admin.Get(ctx, check.secret, &gone); err != nil {
+			t.Fatal(err)
+		}
+		if err := admin.Delete(ctx, &gone); err != nil {
+			t.Fatalf("deleting the Secret: %v", err)
+		}
+		var again corev1.Secret
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, pollTimeout, true, func(ctx context.Context) (bool, error) {
+			if err := admin.Get(ctx, check.secret, &again); err != nil {
+				return false, client.IgnoreNotFound(err)
+			}
+			var mwc admissionregistrationv1.MutatingWebhookConfiguration
+			if err := admin.Get(ctx, types.NamespacedName{Name: testWebhook}, &mwc); err != nil {
+				return false, err
+			}
+			return again.UID != gone.UID && len(again.Data[certKey]) > 0 &&
+				bytes.Equal(mwc.Webhooks[0].ClientConfig.CABundle, again.Data[caCertKey]), nil
+		})
+		if err != nil {
+			t.Fatalf("waiting for a new Secret with a certificate whose CA is the caBundle: %v", err)
+		}
+		if bytes.Equal(again.Data[caKeyKey], second[caKeyKey]) {
+			t.Error("the recreated Secret holds the deleted one's CA key")
+		}
+		for _, name := range c.DNSNames() {
+			if err := verify(again.Data[caCertKey], again.Data[certKey], name); err != nil {
+				t.Errorf("the new certificate against the new CA, for %s: %v", name, err)
+			}
+		}
+		if again.Labels["app.kubernetes.io/managed-by"] != "Helm" || again.Annotations["meta.helm.sh/release-name"] != "qg" {
+			t.Errorf("labels %v, annotations %v: want the deleted Secret's (Helm's ownership)", again.Labels, again.Annotations)
+		}
+		var mwc admissionregistrationv1.MutatingWebhookConfiguration
+		if err := admin.Get(ctx, types.NamespacedName{Name: testWebhook}, &mwc); err != nil {
+			t.Fatal(err)
+		}
+		want := []metav1.OwnerReference{{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingWebhookConfiguration",
+			Name: testWebhook, UID: mwc.UID}}
+		if diff := cmp.Diff(want, again.OwnerReferences); diff != "" {
+			t.Errorf("owner of the recreated Secret (-want +got):\n%s", diff)
+		}
+		if got := log(); !strings.Contains(got, "Created the missing certificate Secret") {
+			t.Errorf("the manager's log does not say it recreated the Secret:\n%s", got)
+		}
+	})
 }
 
 // issueAsRotator fills the Secret and the caBundle as the rotator does on a first
@@ -160,7 +210,10 @@ func setUpRelease(t *testing.T, admin client.Client) {
 	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: testManager, Namespace: testNamespace}}
 	objs := []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNamespace}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace, Name: testSecret}, Type: corev1.SecretTypeOpaque},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace, Name: testSecret,
+			Labels:      map[string]string{"app.kubernetes.io/managed-by": "Helm"},
+			Annotations: map[string]string{"meta.helm.sh/release-name": "qg", "meta.helm.sh/release-namespace": testNamespace},
+		}, Type: corev1.SecretTypeOpaque},
 		&admissionregistrationv1.MutatingWebhookConfiguration{
 			ObjectMeta: metav1.ObjectMeta{Name: testWebhook},
 			Webhooks: []admissionregistrationv1.MutatingWebhook{{
@@ -179,6 +232,7 @@ func setUpRelease(t *testing.T, admin client.Client) {
 			ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace, Name: "cert-rotator"},
 			Rules: []rbacv1.PolicyRule{
 				{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{testSecret}, Verbs: []string{"get", "list", "watch", "update"}},
+				{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
 				{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update"}},
 				{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 			},
@@ -207,9 +261,9 @@ func setUpRelease(t *testing.T, admin client.Client) {
 }
 
 // runRotator runs a leader-elected manager with the rotator until the Secret holds a
-// certificate for every name of c and the rotator reports it delivered, then stops it.
-// It returns the manager's log.
-func runRotator(t *testing.T, cfg *rest.Config, admin client.Client, c Config) string {
+// certificate for every name of c and the rotator reports it delivered; the manager runs
+// on until the test ends. It returns a func that reads the manager's log so far.
+func runRotator(t *testing.T, cfg *rest.Config, admin client.Client, c Config) func() string {
 	t.Helper()
 	var (
 		mu  sync.Mutex
@@ -242,13 +296,13 @@ func runRotator(t *testing.T, cfg *rest.Config, admin client.Client, c Config) s
 	go func() { done <- mgr.Start(ctx) }()
 	mounted := make(chan struct{})
 	go func() { defer close(mounted); mountSecret(ctx, admin, c.CertDir) }()
-	defer func() {
+	t.Cleanup(func() {
 		cancel()
 		<-mounted
 		if err := <-done; err != nil {
 			t.Errorf("manager: %v", err)
 		}
-	}()
+	})
 
 	select {
 	case <-ready:
@@ -268,9 +322,11 @@ func runRotator(t *testing.T, cfg *rest.Config, admin client.Client, c Config) s
 	if err != nil {
 		t.Fatalf("waiting for a certificate for %v: %v", c.DNSNames(), err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	return log.String()
+	return func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return log.String()
+	}
 }
 
 // mountSecret plays the kubelet: it writes the Secret's keys into dir, where

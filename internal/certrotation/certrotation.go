@@ -10,6 +10,7 @@ import (
 
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
@@ -131,6 +132,15 @@ func Add(mgr manager.Manager, c Config) (ready <-chan struct{}, err error) {
 		log: mgr.GetLogger().WithName("cert-rotation")}
 	if err := mgr.Add(check); err != nil {
 		return nil, fmt.Errorf("adding the certificate's DNS name check: %w", err)
+	}
+	cs, err := kubernetes.NewForConfig(mgr.GetConfig())
+	if err != nil {
+		return nil, fmt.Errorf("creating the certificate Secret's client: %w", err)
+	}
+	keeper := &secretKeeper{client: cs, reader: mgr.GetAPIReader(), secret: cr.SecretKey, owner: ownerOf(c),
+		log: mgr.GetLogger().WithName("cert-rotation")}
+	if err := mgr.Add(keeper); err != nil {
+		return nil, fmt.Errorf("adding the certificate Secret's keeper: %w", err)
 	}
 	return isReady, nil
 }

@@ -9,13 +9,15 @@
 // the CA into the caBundle of the MutatingWebhookConfiguration, and issues a new serving
 // certificate before the old one expires (the CA stays, so the caBundle does not change).
 // If the Secret is emptied or the CA nears its end, it issues a new CA and certificate
-// and injects the new CA.
+// and injects the new CA; if the Secret is deleted, a keeper (secretKeeper) creates it
+// again, empty, and the rotator fills it the same way.
 // cert-controller verifies the certificate for its first DNS name only, so when the
 // leader starts, a check (nameCheck) removes a serving certificate that lacks one of the
 // wanted names, and the rotator issues one for them all from the same CA: a release that
 // adds a name (the visibility API's Service) gets it at the upgrade, not at expiry.
 //
-// The webhook replicas mount that Secret as a volume, as they mount cert-manager's, and
+// The webhook replicas mount tls.crt, tls.key and ca.crt of that Secret as a volume (not
+// ca.key: a webhook pod never holds the key that could sign another certificate), and
 // reload the files when the kubelet updates them (controller-runtime's certwatcher). The
 // manager mounts it too: cert-controller counts the certificate as delivered once the
 // files appear in its cert dir.

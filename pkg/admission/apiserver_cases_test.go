@@ -136,9 +136,9 @@ func testWorkloads(t *testing.T, e *env) {
 		app       string
 		wantGated bool
 	}{
-		"Deployment's pods are gated":    {app: "web", wantGated: true},
-		"Job's pods are gated":           {app: "batch", wantGated: true},
-		"DaemonSet's pods are not gated": {app: "agent", wantGated: false},
+		"Deployment's pods are gated": {app: "web", wantGated: true},
+		"Job's pods are gated":        {app: "batch", wantGated: true},
+		"DaemonSet's pods are gated":  {app: "agent", wantGated: true},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -277,6 +277,104 @@ func testGateGuard(t *testing.T, e *env) {
 	})
 }
 
+// testAdmissionRecordAtCreate: the admission record (admitted-by, admitted-at) cannot be
+// forged on a new pod, by a tenant with edit nor through a workload's template; the
+// manager's identity may write it. Runs with the gate guard of testGateGuard in force.
+func testAdmissionRecordAtCreate(t *testing.T, e *env) {
+	ctx := t.Context()
+	tenant := e.tenantClient(t)
+	tenantUser := "system:serviceaccount:" + e.gated + ":tenant"
+	forged := func(name string, annotations map[string]string) *corev1.Pod {
+		pod := newPod(name)
+		pod.Annotations = annotations
+		return pod
+	}
+
+	for name, annotations := range map[string]map[string]string{
+		"admitted-by":          {v1alpha1.AdmittedByAnnotation: e.gated + "/big-budget"},
+		"an empty admitted-by": {v1alpha1.AdmittedByAnnotation: ""},
+		"admitted-at":          {v1alpha1.AdmittedAtAnnotation: "2026-12-02T04:00:00Z"},
+	} {
+		t.Run("a tenant's new pod with "+name+" is refused", func(t *testing.T) {
+			// The tenant's edit is in the opted-in namespace only; a cluster
+			// administrator tries in a namespace that is not opted in.
+			for namespace, c := range map[string]kubernetes.Interface{e.gated: tenant, e.plain: e.client} {
+				_, err := c.CoreV1().Pods(namespace).Create(ctx, forged("forged", annotations), metav1.CreateOptions{})
+				var key string
+				for k := range annotations {
+					key = k
+				}
+				want := []string{"quotagate-gate-guard", key, "may write it", "A new pod may not carry it"}
+				if !apierrors.IsForbidden(err) || !containsAll(err.Error(), want...) {
+					t.Errorf("create in %s = %v, want 403 containing %q", namespace, err, want)
+				}
+			}
+			for _, namespace := range []string{e.gated, e.plain} {
+				if _, err := e.client.CoreV1().Pods(namespace).Get(ctx, "forged", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+					t.Errorf("the forged pod exists in %s: %v", namespace, err)
+				}
+			}
+		})
+	}
+	t.Run("the refusal names the tenant and the manager", func(t *testing.T) {
+		_, err := tenant.CoreV1().Pods(e.gated).Create(ctx,
+			forged("forged", map[string]string{v1alpha1.AdmittedByAnnotation: "x", v1alpha1.AdmittedAtAnnotation: "y"}), metav1.CreateOptions{})
+		want := []string{v1alpha1.AdmittedByAnnotation + ", " + v1alpha1.AdmittedAtAnnotation,
+			"only system:serviceaccount:quotagate-system:quotagate-manager may write it", "not " + tenantUser}
+		if !apierrors.IsForbidden(err) || !containsAll(err.Error(), want...) {
+			t.Errorf("create = %v, want 403 containing %q", err, want)
+		}
+	})
+
+	t.Run("the manager may create a pod with the record", func(t *testing.T) {
+		pod := forged("recorded", map[string]string{v1alpha1.AdmittedByAnnotation: e.gated + "/team-a", v1alpha1.AdmittedAtAnnotation: "2026-12-02T04:00:00Z"})
+		got, err := e.managerClient(t).CoreV1().Pods(e.gated).Create(ctx, pod, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("manager's create: %v", err)
+		}
+		if got.Annotations[v1alpha1.AdmittedByAnnotation] != e.gated+"/team-a" || !gates.HasGate(got, v1alpha1.SchedulingGate) {
+			t.Errorf("annotations %v, gates %v; want the record kept and the pod gated", got.Annotations, gateNames(got))
+		}
+	})
+
+	t.Run("a Job whose template carries the record gets no pod, and says why", func(t *testing.T) {
+		template := corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{v1alpha1.AdmittedByAnnotation: e.gated + "/big-budget"}},
+			Spec:       newPod("").Spec,
+		}
+		template.Spec.RestartPolicy = corev1.RestartPolicyNever
+		job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "copied"}, Spec: batchv1.JobSpec{Template: template}}
+		created, err := tenant.BatchV1().Jobs(e.gated).Create(ctx, job, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("creating Job: %v", err)
+		}
+		var message string
+		e.poll(t, "a FailedCreate event on the Job", func(ctx context.Context) (bool, error) {
+			events, err := e.client.CoreV1().Events(e.gated).List(ctx, metav1.ListOptions{
+				FieldSelector: "involvedObject.uid=" + string(created.UID) + ",reason=FailedCreate",
+			})
+			if err != nil || len(events.Items) == 0 {
+				return false, err
+			}
+			message = events.Items[0].Message
+			return true, nil
+		})
+		if want := []string{v1alpha1.AdmittedByAnnotation, "A new pod may not carry it", "the template"}; !containsAll(message, want...) {
+			t.Errorf("FailedCreate message %q, want it to contain %q", message, want)
+		}
+		pods, err := e.client.CoreV1().Pods(e.gated).List(ctx, metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-name=copied"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pods.Items) != 0 {
+			t.Errorf("the Job has %d pods, want none", len(pods.Items))
+		}
+		if err := tenant.BatchV1().Jobs(e.gated).Delete(ctx, job.Name, metav1.DeleteOptions{}); err != nil {
+			t.Errorf("deleting the Job: %v", err)
+		}
+	})
+}
+
 func testFailClosed(t *testing.T, e *env) {
 	ctx := t.Context()
 	survivor, err := e.client.CoreV1().Pods(e.gated).Create(ctx, newPod("survivor"), metav1.CreateOptions{})
@@ -308,7 +406,13 @@ func testFailClosed(t *testing.T, e *env) {
 // applyShippedPolicy creates the admission policies in config/policy/<file>.
 func (e *env) applyShippedPolicy(t *testing.T, file string) {
 	t.Helper()
-	for _, doc := range strings.Split(string(readFile(t, "../../config/policy/"+file)), "\n---\n") {
+	e.applyPolicy(t, file, string(readFile(t, "../../config/policy/"+file)))
+}
+
+// applyPolicy creates the admission policies in manifests, read from file.
+func (e *env) applyPolicy(t *testing.T, file, manifests string) {
+	t.Helper()
+	for _, doc := range strings.Split(manifests, "\n---\n") {
 		var meta metav1.TypeMeta
 		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
 			t.Fatalf("reading %s: %v", file, err)
@@ -355,7 +459,7 @@ func (e *env) managerClient(t *testing.T) kubernetes.Interface {
 }
 
 // serviceAccountClient returns a client acting as the ServiceAccount
-// namespace/name, which may get and patch pods everywhere.
+// namespace/name, which may get, create and patch pods everywhere.
 func (e *env) serviceAccountClient(t *testing.T, namespace, name string) kubernetes.Interface {
 	t.Helper()
 	ctx := t.Context()
@@ -365,7 +469,7 @@ func (e *env) serviceAccountClient(t *testing.T, namespace, name string) kuberne
 	}
 	role := &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: "patch-pods-" + name},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "patch", "update"}}},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "create", "patch", "update"}}},
 	}
 	if _, err := e.client.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating ClusterRole: %v", err)

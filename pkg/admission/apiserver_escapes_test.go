@@ -29,7 +29,9 @@ const holdGate = "example.com/hold"
 
 // testEscapes tries every pod shape the webhook used to skip for anyone, as a
 // tenant with the built-in edit ClusterRole in the opted-in namespace, and
-// the same shapes from the identities that legitimately create them.
+// the same shapes from the identities that legitimately create them. A real
+// DaemonSet of the tenant's gets gated pods, unless an administrator exempted
+// it by name.
 func testEscapes(t *testing.T, e *env) {
 	ctx := t.Context()
 	tenant := e.tenantClient(t)
@@ -120,38 +122,134 @@ func testEscapes(t *testing.T, e *env) {
 		}
 	})
 
-	t.Run("the DaemonSet controller's pods skip the webhook", func(t *testing.T) {
-		before := webhookRequests(t)
-		template := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "real-agent"}}, Spec: newPod("").Spec}
-		ds := &appsv1.DaemonSet{
-			ObjectMeta: metav1.ObjectMeta{Name: "real-agent"},
-			Spec: appsv1.DaemonSetSpec{
-				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "real-agent"}},
-				Template: template,
-			},
+	t.Run("a tenant's DaemonSet gets one gated pod per node, bound to it once admitted", func(t *testing.T) {
+		before := webhookCount(t, "quotagate_webhook_requests_total", "gated")
+		pods := e.createDaemonSet(t, tenant, "real-agent", len(nodes.Items))
+		for i := range pods {
+			if !gates.HasGate(&pods[i], v1alpha1.SchedulingGate) {
+				t.Errorf("DaemonSet pod %s is not gated: %v", pods[i].Name, gateNames(&pods[i]))
+			}
+			if pods[i].Spec.NodeName != "" {
+				t.Errorf("DaemonSet pod %s is bound to %s while gated", pods[i].Name, pods[i].Spec.NodeName)
+			}
 		}
-		// The tenant creates the DaemonSet; the DaemonSet controller creates its pods.
-		if _, err := tenant.AppsV1().DaemonSets(e.gated).Create(ctx, ds, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("creating DaemonSet: %v", err)
+		if got := webhookCount(t, "quotagate_webhook_requests_total", "gated") - before; e.mode == modeWebhook && got != float64(len(pods)) {
+			t.Errorf("the webhook gated %v pods while the DaemonSet controller created %d, want all", got, len(pods))
 		}
-		var pods []corev1.Pod
-		e.poll(t, "a DaemonSet pod on every node", func(ctx context.Context) (bool, error) {
-			list, err := e.client.CoreV1().Pods(e.gated).List(ctx, metav1.ListOptions{LabelSelector: "app=real-agent"})
+
+		// Admitted (the manager's identity removes the gate), the pod is scheduled to
+		// the node the DaemonSet controller meant it for.
+		pod := pods[0]
+		target := daemonSetTarget(t, &pod)
+		ungate, ok := gates.UngatePatch(&pod, v1alpha1.SchedulingGate, nil)
+		if !ok {
+			t.Fatalf("pod %s was not gated", pod.Name)
+		}
+		if _, err := e.managerClient(t).CoreV1().Pods(e.gated).Patch(ctx, pod.Name, types.JSONPatchType, ungate, metav1.PatchOptions{}); err != nil {
+			t.Fatalf("manager removing the gate: %v", err)
+		}
+		e.poll(t, "the admitted DaemonSet pod to be bound to "+target, func(ctx context.Context) (bool, error) {
+			got, err := e.client.CoreV1().Pods(e.gated).Get(ctx, pod.Name, metav1.GetOptions{})
 			if err != nil {
 				return false, err
 			}
-			pods = list.Items
-			return len(pods) == len(nodes.Items), nil
+			return got.Spec.NodeName == target, nil
 		})
+		// The other stays gated, and the controller made no replacement for either.
+		e.poll(t, "the DaemonSet's status to count the scheduled pod", func(ctx context.Context) (bool, error) {
+			ds, err := e.client.AppsV1().DaemonSets(e.gated).Get(ctx, "real-agent", metav1.GetOptions{})
+			return err == nil && ds.Status.ObservedGeneration == ds.Generation &&
+				ds.Status.CurrentNumberScheduled == int32(len(nodes.Items)), err
+		})
+		list, err := e.client.CoreV1().Pods(e.gated).List(ctx, metav1.ListOptions{LabelSelector: "app=real-agent"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list.Items) != len(nodes.Items) {
+			t.Errorf("the DaemonSet has %d pods on %d nodes, want one per node", len(list.Items), len(nodes.Items))
+		}
+		for i := range list.Items {
+			if p := &list.Items[i]; p.Name != pod.Name && !gates.HasGate(p, v1alpha1.SchedulingGate) {
+				t.Errorf("pod %s lost its gate: %v", p.Name, gateNames(p))
+			}
+		}
+	})
+
+	t.Run("an exempt DaemonSet's pods skip the gate", func(t *testing.T) {
+		// The test's admission step exempts e.gated/exemptDaemonSet, as the chart's
+		// admission.exemptDaemonSets writes it.
+		before := webhookRequests(t)
+		pods := e.createDaemonSet(t, tenant, exemptDaemonSet, len(nodes.Items))
 		for i := range pods {
 			if gates.HasGate(&pods[i], v1alpha1.SchedulingGate) {
-				t.Errorf("DaemonSet pod %s is gated: %v", pods[i].Name, gateNames(&pods[i]))
+				t.Errorf("exempt DaemonSet pod %s is gated: %v", pods[i].Name, gateNames(&pods[i]))
 			}
 		}
 		if got := webhookRequests(t) - before; e.mode == modeWebhook && got != 0 {
-			t.Errorf("the API server called the webhook %v times while the DaemonSet controller created %d pods, want 0", got, len(pods))
+			t.Errorf("the API server called the webhook %v times for an exempt DaemonSet's %d pods, want 0", got, len(pods))
 		}
 	})
+
+	t.Run("a tenant's pod owned by the exempt DaemonSet is gated", func(t *testing.T) {
+		ds, err := e.client.AppsV1().DaemonSets(e.gated).Get(ctx, exemptDaemonSet, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pod := newPod("fake-exempt")
+		pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: ds.Name, UID: ds.UID, Controller: ptr.To(true)}}
+		got, err := tenant.CoreV1().Pods(e.gated).Create(ctx, pod, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("creating pod: %v", err)
+		}
+		if !gates.HasGate(got, v1alpha1.SchedulingGate) {
+			t.Errorf("the tenant's pod is not gated: %v", gateNames(got))
+		}
+	})
+}
+
+// createDaemonSet creates, as c, a DaemonSet named name in the opted-in namespace (its
+// pods labelled app=name) and returns its pods once the DaemonSet controller has made
+// one per node.
+func (e *env) createDaemonSet(t *testing.T, c kubernetes.Interface, name string, nodes int) []corev1.Pod {
+	t.Helper()
+	template := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}}, Spec: newPod("").Spec}
+	ds := &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Template: template,
+		},
+	}
+	if _, err := c.AppsV1().DaemonSets(e.gated).Create(t.Context(), ds, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating DaemonSet %s: %v", name, err)
+	}
+	var pods []corev1.Pod
+	e.poll(t, "a pod of DaemonSet "+name+" for every node", func(ctx context.Context) (bool, error) {
+		list, err := e.client.CoreV1().Pods(e.gated).List(ctx, metav1.ListOptions{LabelSelector: "app=" + name})
+		if err != nil {
+			return false, err
+		}
+		pods = list.Items
+		return len(pods) == nodes, nil
+	})
+	return pods
+}
+
+// daemonSetTarget is the node a DaemonSet pod is meant for: the DaemonSet controller
+// writes it as a required node affinity on metadata.name.
+func daemonSetTarget(t *testing.T, pod *corev1.Pod) string {
+	t.Helper()
+	if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+			for _, f := range term.MatchFields {
+				if f.Key == "metadata.name" && len(f.Values) == 1 {
+					return f.Values[0]
+				}
+			}
+		}
+	}
+	t.Fatalf("pod %s has no node affinity on metadata.name: %+v", pod.Name, pod.Spec.Affinity)
+	return ""
 }
 
 // testResizeGuard raises and lowers an admitted pod's resources in place, as

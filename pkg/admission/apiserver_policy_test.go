@@ -27,7 +27,7 @@ const (
 // guard, and waits until the API server applies both.
 func (e *env) startPolicy(t *testing.T) {
 	t.Helper()
-	e.applyShippedPolicy(t, gatePolicyFile)
+	e.applyPolicy(t, gatePolicyFile, e.withExemptDaemonSet(string(readFile(t, "../../config/policy/"+gatePolicyFile))))
 	e.poll(t, "the API server to apply the gate policy", func(ctx context.Context) (bool, error) {
 		pod, err := e.client.CoreV1().Pods(e.gated).Create(ctx, newPod("probe"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		if err != nil {

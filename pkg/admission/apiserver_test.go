@@ -40,6 +40,12 @@ import (
 	"github.com/quotagate/quotagate/pkg/gates"
 )
 
+// exemptDaemonSet is the DaemonSet of the opted-in namespace that the tests'
+// admission step exempts, as the chart's admission.exemptDaemonSets would: its
+// name in the webhook's --exempt-daemonsets and in the shipped matchConditions'
+// list of exempt DaemonSets, empty as shipped.
+const exemptDaemonSet = "exempt-agent"
+
 // waitTimeout bounds every wait for the cluster to act; the machine may be busy.
 const waitTimeout = 2 * time.Minute
 
@@ -104,6 +110,9 @@ func testAgainstAPIServer(t *testing.T, mode admissionMode) {
 	t.Run("gate guard", func(t *testing.T) { testGateGuard(t, e) })
 	t.Run("escapes", func(t *testing.T) { testEscapes(t, e) })
 	t.Run("resize guard", func(t *testing.T) { testResizeGuard(t, e) })
+	// After the escapes, which count the webhook's answers: its Job's controller
+	// keeps trying to create pods, which the webhook gates and the guard refuses.
+	t.Run("admission record at create", func(t *testing.T) { testAdmissionRecordAtCreate(t, e) })
 	// Last: it takes the admission step away.
 	if mode == modeWebhook {
 		t.Run("fail closed", func(t *testing.T) { testFailClosed(t, e) })
@@ -145,6 +154,7 @@ func (e *env) startWebhook(t *testing.T) func() {
 	o.Port = testbed.FreePort(t)
 	o.CertDir = certDir
 	o.MetricsBindAddress = "0"
+	o.ExemptDaemonSets = []string{e.gated + "/" + exemptDaemonSet}
 	o.HealthProbeBindAddress = net.JoinHostPort("127.0.0.1", strconv.Itoa(testbed.FreePort(t)))
 	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
 	served := make(chan error, 1)
@@ -174,6 +184,9 @@ func (e *env) startWebhook(t *testing.T) func() {
 	if err != nil {
 		t.Fatal(err)
 	}
+	for i, c := range mwc.Webhooks[0].MatchConditions {
+		mwc.Webhooks[0].MatchConditions[i].Expression = e.withExemptDaemonSet(c.Expression)
+	}
 	mwc.Webhooks[0].ClientConfig = admissionregistrationv1.WebhookClientConfig{
 		URL:      ptr.To(fmt.Sprintf("https://127.0.0.1:%d%s", o.Port, admission.Path)),
 		CABundle: certPEM,
@@ -191,6 +204,12 @@ func (e *env) startWebhook(t *testing.T) func() {
 		return gates.HasGate(pod, v1alpha1.SchedulingGate), nil
 	})
 	return stop
+}
+
+// withExemptDaemonSet writes e.gated/exemptDaemonSet into the shipped CEL's
+// empty list of exempt DaemonSets, as the chart does.
+func (e *env) withExemptDaemonSet(cel string) string {
+	return strings.ReplaceAll(cel, " in []", " in ['"+e.gated+"/"+exemptDaemonSet+"']")
 }
 
 // createLatency creates latencySamples pods in namespace one after another,

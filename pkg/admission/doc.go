@@ -7,9 +7,10 @@
 // are gated is decided by the webhook configuration's namespaceSelector, and
 // which pods are skipped from the pod in the request and the identity that
 // sends it. Mirror pods and pods with spec.nodeName are skipped only when a
-// node creates them, DaemonSet pods only when the DaemonSet controller does;
-// anyone else gets the gate, and a pod with spec.nodeName (which cannot carry
-// a gate) is refused. The same skips are written as CEL matchConditions in
+// node creates them, and the pods of the DaemonSets an administrator exempts
+// (none by default) only when the DaemonSet controller does; every other pod,
+// other DaemonSets' pods included, gets the gate, and a pod with spec.nodeName
+// (which cannot carry a gate) is refused. The same skips are written as CEL matchConditions in
 // config/webhook, so the API server does not call the webhook for those pods
 // at all; the handler checks them again for installs without matchConditions.
 // docs/admission.md states the rule for users.

@@ -32,7 +32,8 @@ const (
 	ControllerManagerUser = "system:kube-controller-manager"
 )
 
-// daemonSetControllerUsers are the users whose DaemonSet pods are not gated.
+// daemonSetControllerUsers are the users whose pods of an exempt DaemonSet are
+// not gated.
 var daemonSetControllerUsers = []string{DaemonSetControllerUser, ControllerManagerUser}
 
 // isNode reports whether user is a node, by the Node authorizer's rule.

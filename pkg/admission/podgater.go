@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -35,10 +36,10 @@ const MirrorPodAnnotation = corev1.MirrorPodAnnotationKey
 type SkipReason string
 
 // The reasons PodGater lets a pod through without a gate. The three shapes
-// (mirror, bound, DaemonSet) are skipped only for the identity that creates
-// them legitimately (see identity.go): anyone can write an annotation, a
-// nodeName or an ownerReference, and a tenant must not use them to run
-// outside the queue.
+// (mirror, bound, exempt DaemonSet) are skipped only for the identity that
+// creates them legitimately (see identity.go): anyone can write an
+// annotation, a nodeName or an ownerReference, and a tenant must not use them
+// to run outside the queue.
 const (
 	// SkipNotCreate: the request is not a CREATE.
 	SkipNotCreate SkipReason = "not-create"
@@ -49,27 +50,29 @@ const (
 	// SkipNodeName: a node created a pod already bound to a node; a gate
 	// would be refused.
 	SkipNodeName SkipReason = "node-name"
-	// SkipDaemonSet: the DaemonSet controller created a pod it controls; it
-	// places one pod per node and must not be starved by a budget.
-	SkipDaemonSet SkipReason = "daemonset"
+	// SkipExemptDaemonSet: the DaemonSet controller created a pod of a
+	// DaemonSet the administrator exempted (see DaemonSetRef). Other
+	// DaemonSets' pods are gated: a tenant with edit may create DaemonSets.
+	SkipExemptDaemonSet SkipReason = "exempt-daemonset"
 	// SkipAlreadyGated: the pod carries the gate already.
 	SkipAlreadyGated SkipReason = "already-gated"
 )
 
-// SkipReasonFor returns why pod, created by user, must not be gated with
-// gate, or "" when it must be. A pod with spec.nodeName that is not skipped
-// cannot be gated either: PodGater refuses it (see boundPodRefusal).
+// SkipReasonFor returns why pod, created by user in pod.Namespace, must not
+// be gated with gate, or "" when it must be; exempt are the DaemonSets the
+// administrator exempted. A pod with spec.nodeName that is not skipped cannot
+// be gated either: PodGater refuses it (see boundPodRefusal).
 //
 // Keep it equivalent to the matchConditions in config/webhook and the chart:
 // the API server does not call the webhook for the pods skipped here.
-func SkipReasonFor(pod *corev1.Pod, user authenticationv1.UserInfo, gate string) SkipReason {
+func SkipReasonFor(pod *corev1.Pod, user authenticationv1.UserInfo, gate string, exempt ...DaemonSetRef) SkipReason {
 	switch {
 	case hasKey(pod.Annotations, MirrorPodAnnotation) && isNode(user):
 		return SkipMirrorPod
 	case pod.Spec.NodeName != "" && isNode(user):
 		return SkipNodeName
-	case isDaemonSetPod(pod) && isDaemonSetController(user):
-		return SkipDaemonSet
+	case isExemptDaemonSetPod(pod, pod.Namespace, user, exempt):
+		return SkipExemptDaemonSet
 	case gates.HasGate(pod, gate):
 		return SkipAlreadyGated
 	}
@@ -79,11 +82,6 @@ func SkipReasonFor(pod *corev1.Pod, user authenticationv1.UserInfo, gate string)
 func hasKey(m map[string]string, k string) bool {
 	_, ok := m[k]
 	return ok
-}
-
-func isDaemonSetPod(pod *corev1.Pod) bool {
-	ref := metav1.GetControllerOfNoCopy(pod)
-	return ref != nil && ref.Kind == "DaemonSet"
 }
 
 // The webhook configuration for PodGater. controller-gen writes it to
@@ -101,15 +99,17 @@ func isDaemonSetPod(pod *corev1.Pod) bool {
 // that is not a node).
 type PodGater struct {
 	gate    string
+	exempt  []DaemonSetRef
 	metrics *Metrics
 }
 
 var _ admission.Handler = &PodGater{}
 
-// NewPodGater returns a handler that adds the scheduling gate named gate and
-// records what it did in m.
-func NewPodGater(gate string, m *Metrics) *PodGater {
-	return &PodGater{gate: gate, metrics: m}
+// NewPodGater returns a handler that adds the scheduling gate named gate to
+// every pod but those SkipReasonFor skips, the pods of the exempt DaemonSets
+// among them, and records what it did in m.
+func NewPodGater(gate string, m *Metrics, exempt ...DaemonSetRef) *PodGater {
+	return &PodGater{gate: gate, exempt: slices.Clone(exempt), metrics: m}
 }
 
 // Handle answers one admission request.
@@ -132,7 +132,10 @@ func (g *PodGater) handle(ctx context.Context, req admission.Request) (admission
 		logger.Error(err, "Refusing undecodable pod")
 		return admission.Errored(http.StatusBadRequest, err), resultErrored
 	}
-	if reason := SkipReasonFor(pod, req.UserInfo, g.gate); reason != "" {
+	if pod.Namespace == "" {
+		pod.Namespace = req.Namespace
+	}
+	if reason := SkipReasonFor(pod, req.UserInfo, g.gate, g.exempt...); reason != "" {
 		return g.skip(ctx, reason), resultSkipped
 	}
 	if pod.Spec.NodeName != "" {
@@ -156,6 +159,7 @@ func (g *PodGater) skip(ctx context.Context, reason SkipReason) admission.Respon
 // these keeps the handler's cost independent of the pod's size.
 type podFields struct {
 	Metadata struct {
+		Namespace       string                  `json:"namespace"`
 		GenerateName    string                  `json:"generateName"`
 		Annotations     map[string]string       `json:"annotations"`
 		OwnerReferences []metav1.OwnerReference `json:"ownerReferences"`
@@ -178,6 +182,7 @@ func decodePod(raw []byte) (*corev1.Pod, error) {
 	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
+			Namespace:       f.Metadata.Namespace,
 			GenerateName:    f.Metadata.GenerateName,
 			Annotations:     f.Metadata.Annotations,
 			OwnerReferences: f.Metadata.OwnerReferences,

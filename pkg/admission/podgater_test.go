@@ -55,6 +55,13 @@ func (b *podBuilder) Owner(apiVersion, kind string, controller bool) *podBuilder
 	return b
 }
 
+// OwnerNamed adds a controller ownerReference to the object kind named name.
+func (b *podBuilder) OwnerNamed(apiVersion, kind, name string) *podBuilder {
+	b.Owner(apiVersion, kind, true)
+	b.pod.OwnerReferences[len(b.pod.OwnerReferences)-1].Name = name
+	return b
+}
+
 func (b *podBuilder) Obj() *corev1.Pod { return b.pod }
 
 // The identities the tests send requests as.
@@ -76,20 +83,23 @@ var (
 	noGroups      = authenticationv1.UserInfo{Username: "system:node:n1"}
 )
 
+// skipCase is a pod, the identity that creates it, the DaemonSets the
+// administrator exempts, and what SkipReasonFor must answer.
+type skipCase struct {
+	pod    *corev1.Pod
+	user   authenticationv1.UserInfo
+	exempt []DaemonSetRef
+	want   SkipReason
+}
+
 // skipCases are the pod shapes and identities that TestSkipReasonFor checks
 // against SkipReasonFor and TestMatchConditions against the shipped CEL.
-func skipCases() map[string]struct {
-	pod  *corev1.Pod
-	user authenticationv1.UserInfo
-	want SkipReason
-} {
+func skipCases() map[string]skipCase {
 	mirror := func() *podBuilder { return makePod().NodeName("n1").Annotation(corev1.MirrorPodAnnotationKey, "x") }
 	daemon := func() *podBuilder { return makePod().Owner("apps/v1", "DaemonSet", true) }
-	return map[string]struct {
-		pod  *corev1.Pod
-		user authenticationv1.UserInfo
-		want SkipReason
-	}{
+	// The builders' pods are in team-a and owned by "owner".
+	exempt := []DaemonSetRef{{Namespace: "ops", Name: "agent"}, {Namespace: "team-a", Name: "owner"}}
+	return map[string]skipCase{
 		"plain pod":                          {pod: makePod().Obj(), user: tenant, want: ""},
 		"other gate":                         {pod: makePod().Gates("a.io/x").Obj(), user: tenant, want: ""},
 		"deployment pod":                     {pod: makePod().Owner("apps/v1", "ReplicaSet", true).Obj(), user: tenant, want: ""},
@@ -105,21 +115,48 @@ func skipCases() map[string]struct {
 		"mirror pod from a user w/o groups":  {pod: mirror().Obj(), user: noGroups, want: ""},
 		"bound pod from a node":              {pod: makePod().NodeName("n1").Obj(), user: node, want: SkipNodeName},
 		"bound pod from a tenant":            {pod: makePod().NodeName("n1").Obj(), user: tenant, want: ""},
-		"bound pod from the DS controller":   {pod: daemon().NodeName("n1").Obj(), user: daemonSetController, want: SkipDaemonSet},
 		"bound pod from a node-like user":    {pod: makePod().NodeName("n1").Obj(), user: nodeNameOnly, want: ""},
-		"daemonset pod from its controller":  {pod: daemon().Obj(), user: daemonSetController, want: SkipDaemonSet},
-		"daemonset pod from the shared kcm":  {pod: daemon().Obj(), user: controllerManager, want: SkipDaemonSet},
 		"daemonset pod from a tenant":        {pod: daemon().Obj(), user: tenant, want: ""},
 		"daemonset pod from a node":          {pod: daemon().Obj(), user: node, want: ""},
 		"daemonset pod from a cluster admin": {pod: daemon().Obj(), user: clusterAdmin, want: ""},
-		"daemonset owner that is not the controller": {
-			pod: makePod().Owner("apps/v1", "DaemonSet", false).Obj(), user: daemonSetController, want: "",
-		},
-		"replicaset pod from the DS controller": {
-			pod: makePod().Owner("apps/v1", "ReplicaSet", true).Obj(), user: daemonSetController, want: "",
-		},
 		"daemonset pod from a tenant, already gated": {
 			pod: daemon().Gates(quotaGate).Obj(), user: tenant, want: SkipAlreadyGated,
+		},
+		// A DaemonSet that no administrator exempted: its controller's pods
+		// are gated (a tenant with edit may create DaemonSets).
+		"daemonset pod from its controller":   {pod: daemon().Obj(), user: daemonSetController, want: ""},
+		"daemonset pod from the shared kcm":   {pod: daemon().Obj(), user: controllerManager, want: ""},
+		"bound daemonset pod from controller": {pod: daemon().NodeName("n1").Obj(), user: daemonSetController, want: ""},
+		// An exempt DaemonSet: its controller's pods only.
+		"exempt daemonset pod from its controller": {
+			pod: daemon().Obj(), user: daemonSetController, exempt: exempt, want: SkipExemptDaemonSet,
+		},
+		"exempt daemonset pod from the shared kcm": {
+			pod: daemon().Obj(), user: controllerManager, exempt: exempt, want: SkipExemptDaemonSet,
+		},
+		"bound exempt daemonset pod from its controller": {
+			pod: daemon().NodeName("n1").Obj(), user: daemonSetController, exempt: exempt, want: SkipExemptDaemonSet,
+		},
+		"exempt daemonset pod from a tenant":        {pod: daemon().Obj(), user: tenant, exempt: exempt, want: ""},
+		"exempt daemonset pod from a cluster admin": {pod: daemon().Obj(), user: clusterAdmin, exempt: exempt, want: ""},
+		"exempt daemonset pod from a node":          {pod: daemon().Obj(), user: node, exempt: exempt, want: ""},
+		"exempt daemonset pod, already gated": {
+			pod: daemon().Gates(quotaGate).Obj(), user: daemonSetController, exempt: exempt, want: SkipExemptDaemonSet,
+		},
+		"another daemonset than the exempt ones": {
+			pod: daemon().Obj(), user: daemonSetController, exempt: exempt[:1], want: "",
+		},
+		"the exempt name in another namespace": {
+			pod: daemon().Obj(), user: daemonSetController, exempt: []DaemonSetRef{{Namespace: "team-b", Name: "owner"}}, want: "",
+		},
+		"an exempt name that is not an apps DaemonSet": {
+			pod: makePod().Owner("apps.kruise.io/v1alpha1", "DaemonSet", true).Obj(), user: daemonSetController, exempt: exempt, want: "",
+		},
+		"exempt daemonset owner that is not the controller": {
+			pod: makePod().Owner("apps/v1", "DaemonSet", false).Obj(), user: daemonSetController, exempt: exempt, want: "",
+		},
+		"replicaset of an exempt name from the DS controller": {
+			pod: makePod().Owner("apps/v1", "ReplicaSet", true).Obj(), user: daemonSetController, exempt: exempt, want: "",
 		},
 	}
 }
@@ -127,8 +164,39 @@ func skipCases() map[string]struct {
 func TestSkipReasonFor(t *testing.T) {
 	for name, tc := range skipCases() {
 		t.Run(name, func(t *testing.T) {
-			if got := SkipReasonFor(tc.pod, tc.user, quotaGate); got != tc.want {
+			if got := SkipReasonFor(tc.pod, tc.user, quotaGate, tc.exempt...); got != tc.want {
 				t.Errorf("SkipReasonFor() = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseDaemonSetRef(t *testing.T) {
+	tests := map[string]struct {
+		in      string
+		want    DaemonSetRef
+		wantErr string
+	}{
+		"namespace/name":        {in: "monitoring/node-exporter", want: DaemonSetRef{Namespace: "monitoring", Name: "node-exporter"}},
+		"a name with dots":      {in: "ops/agent.v2", want: DaemonSetRef{Namespace: "ops", Name: "agent.v2"}},
+		"no namespace":          {in: "node-exporter", wantErr: `exempt DaemonSet "node-exporter": want namespace/name`},
+		"empty":                 {in: "", wantErr: `exempt DaemonSet "": want namespace/name`},
+		"a quote":               {in: "ops/a'b", wantErr: `exempt DaemonSet "ops/a'b": name: a lowercase RFC 1123 subdomain`},
+		"an upper-case name":    {in: "ops/Agent", wantErr: "name: a lowercase RFC 1123 subdomain"},
+		"a namespace with dots": {in: "a.b/agent", wantErr: "namespace: must not contain dots"},
+		"two slashes":           {in: "ops/a/b", wantErr: "name: a lowercase RFC 1123 subdomain"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, err := ParseDaemonSetRef(tc.in)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Errorf("ParseDaemonSetRef(%q) = %v, %v; want an error containing %q", tc.in, got, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tc.want || got.String() != tc.in {
+				t.Errorf("ParseDaemonSetRef(%q) = %v (%q), %v; want %v", tc.in, got, got.String(), err, tc.want)
 			}
 		})
 	}
@@ -138,6 +206,7 @@ func TestPodGaterServeHTTP(t *testing.T) {
 	tests := map[string]struct {
 		body        []byte
 		contentType string
+		exempt      []DaemonSetRef
 		want        answer
 	}{
 		"pod without gates gets the whole list": {
@@ -162,9 +231,15 @@ func TestPodGaterServeHTTP(t *testing.T) {
 			body: reviewAs(t, admissionv1.Create, makePod().NodeName("n1").Obj(), node),
 			want: answer{Allowed: true, Code: 200, Message: "node-name"},
 		},
-		"daemonset pod from its controller is skipped": {
+		"daemonset pod from its controller is gated": {
 			body: reviewAs(t, admissionv1.Create, makePod().Owner("apps/v1", "DaemonSet", true).Obj(), daemonSetController),
-			want: answer{Allowed: true, Code: 200, Message: "daemonset"},
+			want: answer{Allowed: true, Code: 200,
+				Patch: `[{"op":"add","path":"/spec/schedulingGates","value":[{"name":"quotagate.io/budget"}]}]`},
+		},
+		"exempt daemonset pod from its controller is skipped": {
+			body:   reviewAs(t, admissionv1.Create, makePod().Owner("apps/v1", "DaemonSet", true).Obj(), daemonSetController),
+			exempt: []DaemonSetRef{{Namespace: "team-a", Name: "owner"}},
+			want:   answer{Allowed: true, Code: 200, Message: "exempt-daemonset"},
 		},
 		"daemonset pod from a tenant is gated": {
 			body: review(t, admissionv1.Create, makePod().Owner("apps/v1", "DaemonSet", true).Obj()),
@@ -207,7 +282,7 @@ func TestPodGaterServeHTTP(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			h := NewWebhook(NewPodGater(quotaGate, newTestMetrics(t)))
+			h := NewWebhook(NewPodGater(quotaGate, newTestMetrics(t), tc.exempt...))
 			got := serve(t, h, tc.body, "application/json")
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("answer (-want +got):\n%s", diff)
@@ -274,13 +349,15 @@ func TestNewWebhookRecoversPanic(t *testing.T) {
 
 func TestPodGaterMetrics(t *testing.T) {
 	m := newTestMetrics(t)
-	h := NewWebhook(NewPodGater(quotaGate, m))
+	h := NewWebhook(NewPodGater(quotaGate, m, DaemonSetRef{Namespace: "team-a", Name: "owner"}))
 	for _, body := range [][]byte{
 		review(t, admissionv1.Create, makePod().Obj()),
 		review(t, admissionv1.Create, makePod().Gates("a.io/x").Obj()),
 		review(t, admissionv1.Create, makePod().Gates(quotaGate).Obj()),
 		reviewAs(t, admissionv1.Create, makePod().Owner("apps/v1", "DaemonSet", true).Obj(), daemonSetController),
 		reviewAs(t, admissionv1.Create, makePod().Owner("apps/v1", "DaemonSet", true).Obj(), controllerManager),
+		// Another DaemonSet's pod: gated.
+		reviewAs(t, admissionv1.Create, makePod().OwnerNamed("apps/v1", "DaemonSet", "tenant-ds").Obj(), daemonSetController),
 		review(t, admissionv1.Create, makePod().NodeName("n1").Obj()),
 		reviewRaw(t, admissionv1.Create, podKind, []byte(`[]`)),
 	} {
@@ -293,10 +370,10 @@ func TestPodGaterMetrics(t *testing.T) {
 		"requests denied":       testutil.ToFloat64(m.requests.WithLabelValues(resultDenied)),
 		"requests errored":      testutil.ToFloat64(m.requests.WithLabelValues(resultErrored)),
 		"skipped already-gated": testutil.ToFloat64(m.podsSkipped.WithLabelValues(string(SkipAlreadyGated))),
-		"skipped daemonset":     testutil.ToFloat64(m.podsSkipped.WithLabelValues(string(SkipDaemonSet))),
+		"skipped daemonset":     testutil.ToFloat64(m.podsSkipped.WithLabelValues(string(SkipExemptDaemonSet))),
 	}
 	want := map[string]float64{
-		"requests gated":        2,
+		"requests gated":        3,
 		"requests skipped":      3,
 		"requests denied":       1,
 		"requests errored":      1,

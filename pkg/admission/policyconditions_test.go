@@ -12,8 +12,9 @@ import (
 
 // The shipped MutatingAdmissionPolicy (config/policy/admission) gates exactly
 // the pods PodGater gates, and its bound-pod guard refuses exactly the pods
-// PodGater refuses, on every case of TestSkipReasonFor. The tests against the
-// real API server run the same admission cases in both modes.
+// PodGater refuses, on every case of TestSkipReasonFor (with each case's
+// exempt DaemonSets in the conditions, as in TestMatchConditions). The tests
+// against the real API server run the same admission cases in both modes.
 func TestPolicyConditionsAgreeWithPodGater(t *testing.T) {
 	gate, guard := shippedGatePolicy(t)
 	env, err := cel.NewEnv(cel.Variable("object", cel.DynType), cel.Variable("request", cel.DynType))
@@ -50,12 +51,12 @@ func TestPolicyConditionsAgreeWithPodGater(t *testing.T) {
 
 	for name, tc := range skipCases() {
 		t.Run(name, func(t *testing.T) {
-			activation := map[string]any{"object": asJSONMap(t, tc.pod), "request": requestFor(t, tc.user)}
-			gated := all(t, gate.Spec.MatchConditions, activation)
-			refused := all(t, guard.Spec.MatchConditions, activation) &&
+			activation := map[string]any{"object": asJSONMap(t, tc.pod), "request": requestFor(t, tc.user, tc.pod.Namespace)}
+			gated := all(t, withExempt(t, gate.Spec.MatchConditions, tc.exempt), activation)
+			refused := all(t, withExempt(t, guard.Spec.MatchConditions, tc.exempt), activation) &&
 				!eval(t, "the bound-pod guard", guard.Spec.Validations[0].Expression, activation)
 
-			skip := SkipReasonFor(tc.pod, tc.user, quotaGate)
+			skip := SkipReasonFor(tc.pod, tc.user, quotaGate, tc.exempt...)
 			wantGated := skip == "" && tc.pod.Spec.NodeName == ""
 			// PodGater refuses a bound pod it does not skip; a bound pod that
 			// already carries the gate is refused by the API server's own

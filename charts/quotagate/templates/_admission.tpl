@@ -19,8 +19,20 @@ MutatingAdmissionPolicy (Kubernetes 1.36 and later), webhook elsewhere (docs/adm
 {{- if eq (include "quotagate.admission.mode" .) "webhook" -}}true{{- end -}}
 {{- end -}}
 
-{{- /* quotagate.admission.skipConditions are the webhook's matchConditions that skip the pod
-shapes their legitimate creators make (docs/admission.md), shared by admission-policy.yaml. */}}
+{{- /* quotagate.admission.exemptDaemonSets is admission.exemptDaemonSets as a CEL list of
+'namespace/name' strings ([] by default). values.schema.json admits only DNS names, so no
+quote can end the CEL string. */}}
+{{- define "quotagate.admission.exemptDaemonSets" -}}
+{{- $refs := list -}}
+{{- range .Values.admission.exemptDaemonSets -}}
+{{- $refs = append $refs (squote .) -}}
+{{- end -}}
+[{{ join ", " $refs }}]
+{{- end -}}
+
+{{- /* quotagate.admission.skipConditions are the matchConditions that skip the pod shapes
+their legitimate creators make (docs/admission.md), shared by the webhook configuration and
+admission-policy.yaml. */}}
 {{- define "quotagate.admission.skipConditions" -}}
 - name: not-mirror-pod-from-a-node
   expression: >-
@@ -33,10 +45,12 @@ shapes their legitimate creators make (docs/admission.md), shared by admission-p
     !has(object.spec.nodeName) || object.spec.nodeName == '' ||
     !(request.userInfo.username.startsWith('system:node:') &&
       has(request.userInfo.groups) && 'system:nodes' in request.userInfo.groups)
-- name: not-daemonset-pod-from-its-controller
+- name: not-exempt-daemonset-pod-from-its-controller
   expression: >-
     !has(object.metadata.ownerReferences) ||
-    !object.metadata.ownerReferences.exists(r, has(r.controller) && r.controller && r.kind == 'DaemonSet') ||
+    !object.metadata.ownerReferences.exists(r, has(r.controller) && r.controller &&
+      r.kind == 'DaemonSet' && r.apiVersion.startsWith('apps/') &&
+      (request.namespace + '/' + r.name) in {{ include "quotagate.admission.exemptDaemonSets" . }}) ||
     !(request.userInfo.username in
       ['system:serviceaccount:kube-system:daemon-set-controller', 'system:kube-controller-manager'])
 {{- end -}}

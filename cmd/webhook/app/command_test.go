@@ -14,10 +14,17 @@ func TestValidate(t *testing.T) {
 		args    []string
 		wantErr string
 	}{
-		"defaults":      {},
-		"bad gate":      {args: []string{"--gate", "not a gate!"}, wantErr: `--gate "not a gate!"`},
-		"bad port":      {args: []string{"--port", "70000"}, wantErr: "--port 70000: must be 1 to 65535"},
-		"empty certdir": {args: []string{"--cert-dir", ""}, wantErr: "--cert-dir: must not be empty"},
+		"defaults":          {},
+		"bad gate":          {args: []string{"--gate", "not a gate!"}, wantErr: `--gate "not a gate!"`},
+		"bad port":          {args: []string{"--port", "70000"}, wantErr: "--port 70000: must be 1 to 65535"},
+		"empty certdir":     {args: []string{"--cert-dir", ""}, wantErr: "--cert-dir: must not be empty"},
+		"exempt DaemonSets": {args: []string{"--exempt-daemonsets", "monitoring/node-exporter,team-a/log-agent.v2"}},
+		"exempt DaemonSet without namespace": {
+			args: []string{"--exempt-daemonsets", "node-exporter"}, wantErr: `--exempt-daemonsets: exempt DaemonSet "node-exporter": want namespace/name`,
+		},
+		"exempt DaemonSet with a bad namespace": {
+			args: []string{"--exempt-daemonsets", "ok/a,Team_A/agent"}, wantErr: `exempt DaemonSet "Team_A/agent": namespace: a lowercase RFC 1123 label`,
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/pkg/admission"
 	"github.com/spf13/pflag"
 )
 
@@ -27,6 +28,10 @@ type Options struct {
 	HealthProbeBindAddress string
 	// Gate is the scheduling gate added to new pods.
 	Gate string
+	// ExemptDaemonSets are namespace/name of the DaemonSets whose pods the
+	// DaemonSet controller creates ungated; keep them equal to the list in
+	// the webhook configuration's matchConditions.
+	ExemptDaemonSets []string
 	// EnableHTTP2 lets clients speak HTTP/2 to the webhook server. Off by
 	// default, as in kubebuilder's scaffold, against HTTP/2 stream floods
 	// (CVE-2023-44487, CVE-2023-39325).
@@ -59,6 +64,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		`Address /healthz and /readyz are served on; "0" disables them.`)
 	fs.StringVar(&o.Host, "host", o.Host, "Address the webhook server listens on (default: all addresses).")
 	fs.StringVar(&o.Gate, "gate", o.Gate, "Scheduling gate added to new pods.")
+	fs.StringSliceVar(&o.ExemptDaemonSets, "exempt-daemonsets", o.ExemptDaemonSets,
+		"DaemonSets (namespace/name, comma-separated) whose pods the DaemonSet controller creates without the gate; "+
+			"every other DaemonSet's pods are gated. The same list as in the webhook configuration's matchConditions.")
 	fs.BoolVar(&o.EnableHTTP2, "enable-http2", o.EnableHTTP2,
 		"Let clients use HTTP/2 for the webhook server (off: HTTP/1.1 only).")
 	gofs := flag.NewFlagSet("", flag.ExitOnError)
@@ -78,5 +86,23 @@ func (o *Options) Validate() error {
 	if msgs := validation.IsQualifiedName(o.Gate); len(msgs) > 0 {
 		errs = append(errs, fmt.Errorf("--gate %q: %s", o.Gate, strings.Join(msgs, "; ")))
 	}
+	if _, err := o.exemptDaemonSets(); err != nil {
+		errs = append(errs, fmt.Errorf("--exempt-daemonsets: %w", err))
+	}
 	return errors.Join(errs...)
+}
+
+// exemptDaemonSets parses ExemptDaemonSets, reporting every bad entry.
+func (o *Options) exemptDaemonSets() ([]admission.DaemonSetRef, error) {
+	var refs []admission.DaemonSetRef
+	var errs []error
+	for _, s := range o.ExemptDaemonSets {
+		ref, err := admission.ParseDaemonSetRef(s)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		refs = append(refs, ref)
+	}
+	return refs, errors.Join(errs...)
 }

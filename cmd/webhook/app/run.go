@@ -84,7 +84,11 @@ func serve(ctx context.Context, o *Options, extra map[string]http.Handler) error
 			}
 		}},
 	})
-	hooks.Register(admission.Path, admission.NewWebhook(admission.NewPodGater(o.Gate, m)))
+	exempt, err := o.exemptDaemonSets()
+	if err != nil {
+		return fmt.Errorf("--exempt-daemonsets: %w", err)
+	}
+	hooks.Register(admission.Path, admission.NewWebhook(admission.NewPodGater(o.Gate, m, exempt...)))
 	for path, h := range extra {
 		hooks.Register(path, h)
 	}
@@ -117,7 +121,7 @@ func serve(ctx context.Context, o *Options, extra map[string]http.Handler) error
 			return serveHealth(ctx, o.HealthProbeBindAddress, hooks.StartedChecker())
 		})
 	}
-	logger.Info("Starting webhook", "port", o.Port, "certDir", o.CertDir, "gate", o.Gate)
+	logger.Info("Starting webhook", "port", o.Port, "certDir", o.CertDir, "gate", o.Gate, "exemptDaemonSets", o.ExemptDaemonSets)
 	err = g.Wait()
 	logger.Info("Webhook stopped")
 	return err
