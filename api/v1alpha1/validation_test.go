@@ -54,7 +54,7 @@ var unsupportedHard = []string{
 	"count/services", "count/deployments.apps", "requests.count/foo",
 	"example.kubernetes.io/foo", "requests.kubernetes.io/foo",
 	"gold.storageclass.storage.k8s.io/requests.storage", "deviceclass.resource.k8s.io/devices",
-	"Gpu.deviceclass.resource.k8s.io/devices", "requests.gpu.deviceclass.resource.k8s.io/devices", "gpu.deviceclass.resource.k8s.io/requests",
+	"Gpu.deviceclass.resource.k8s.io/devices", "gpu.deviceclass.resource.k8s.io/requests",
 	"deviceclass.resource.kubernetes.io/gpu", "requests.deviceclass.resource.kubernetes.io/", "count/resourceclaims.resource.k8s.io",
 	"nvidia.com/", "Nvidia.com/gpu",
 }
