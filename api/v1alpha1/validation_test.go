@@ -43,6 +43,8 @@ var supportedHard = []string{
 	"hugepages-2Mi", "requests.hugepages-1Gi",
 	"nvidia.com/gpu", "requests.nvidia.com/gpu", "example.com/Foo_bar.baz", "x-k8s.io/widget",
 	"pods", "count/pods",
+	"gpu.deviceclass.resource.k8s.io/devices", "gpu.example.com.deviceclass.resource.k8s.io/devices",
+	"requests.deviceclass.resource.kubernetes.io/gpu",
 }
 
 // unsupportedHard are names that pods do not consume, or that quotagate cannot account.
@@ -51,7 +53,9 @@ var unsupportedHard = []string{
 	"limits.nvidia.com/gpu", "limits.hugepages-2Mi", "hugepages-", "hugepages-big",
 	"count/services", "count/deployments.apps", "requests.count/foo",
 	"example.kubernetes.io/foo", "requests.kubernetes.io/foo",
-	"gold.storageclass.storage.k8s.io/requests.storage", "gpu.deviceclass.resource.k8s.io/devices",
+	"gold.storageclass.storage.k8s.io/requests.storage", "deviceclass.resource.k8s.io/devices",
+	"Gpu.deviceclass.resource.k8s.io/devices", "gpu.deviceclass.resource.k8s.io/requests",
+	"deviceclass.resource.kubernetes.io/gpu", "requests.deviceclass.resource.kubernetes.io/", "count/resourceclaims.resource.k8s.io",
 	"nvidia.com/", "Nvidia.com/gpu",
 }
 
@@ -60,7 +64,8 @@ var unsupportedHard = []string{
 const celSkipped = `, <nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation]`
 
 const hardMessage = " (supported: cpu, memory, ephemeral-storage, their requests.* and limits.* forms, hugepages-<size> and requests.hugepages-<size>, " +
-	"extended resources as <domain>/<name> or requests.<domain>/<name> outside kubernetes.io and k8s.io, pods, count/pods)"
+	"extended resources as <domain>/<name> or requests.<domain>/<name> outside kubernetes.io and k8s.io, " +
+	"DRA devices as <class>.deviceclass.resource.k8s.io/devices or requests.deviceclass.resource.kubernetes.io/<class>, pods, count/pods)"
 
 // badSelectors are refused in every selector field: Budget and ClusterBudget podSelector,
 // ClusterBudget namespaceSelector. want is the message after "spec.<field>: ".

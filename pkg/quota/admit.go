@@ -85,7 +85,7 @@ func (q *AdmissionQueue) evaluate(p *podState) {
 		q.fail(unit, w)
 		return
 	}
-	if q.waitsForCapacity(unit, p.cover, func(*budget) corev1.ResourceList { return p.pod.Usage }) {
+	if q.waitsForCapacity(unit, p.cover, p.adds) {
 		return
 	}
 	q.admitUnit(unit, Reason{Code: CodeFits, Message: fitsMessage(nil, p.cover)})

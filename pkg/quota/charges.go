@@ -11,9 +11,9 @@ import "slices"
 // pinned to.
 func (q *AdmissionQueue) charge(p *podState) {
 	p.chargedTo = slices.Clone(q.chargeSet(p, p.cover))
-	p.chargedUsage = p.pod.Usage
+	p.chargedUsage, p.chargedClaims = p.pod.Usage, p.pod.Claims
 	for _, b := range p.chargedTo {
-		b.charge(p, p.chargedUsage)
+		b.charge(p, p.chargedUsage, p.chargedClaims)
 		if len(b.holds) > 0 {
 			b.useHolds(p.chargedUsage)
 		}
@@ -27,7 +27,7 @@ func (q *AdmissionQueue) charge(p *podState) {
 // release gives the pod's charge back and wakes only the budgets it was charged to.
 func (q *AdmissionQueue) release(p *podState) {
 	for _, b := range p.chargedTo {
-		b.release(p, p.chargedUsage)
+		b.release(p, p.chargedUsage, p.chargedClaims)
 		q.holdFreed(b, p.chargedUsage)
 		q.markStatus(b)
 		if _, alive := q.budgets[b.key]; alive {
@@ -39,7 +39,7 @@ func (q *AdmissionQueue) release(p *podState) {
 			q.wake(f)
 		}
 	}
-	p.chargedTo, p.chargedUsage = nil, nil
+	p.chargedTo, p.chargedUsage, p.chargedClaims = nil, nil, nil
 	q.releases.remove(p)
 }
 

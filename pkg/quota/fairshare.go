@@ -49,7 +49,7 @@ func (q *AdmissionQueue) yieldsTo(first *podState, budgets []*budget, add func(*
 			if !b || theirs > mine || (theirs == mine && h.order.compare(&first.order) >= 0) {
 				continue
 			}
-			if _, over := q.capacityWait(h.cover, func(*budget) corev1.ResourceList { return h.pod.Usage }); over {
+			if _, over := q.capacityWait(h.cover, h.adds); over {
 				continue // it cannot go now either: nothing to yield to
 			}
 			q.moveAll(h, queueInadmissible, queueActive)

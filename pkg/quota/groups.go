@@ -98,7 +98,7 @@ type groupIndex map[groupKey]*group
 // join adds p to the group its labels name, creating the group, unless it names none
 // or an unusable one.
 func (gi groupIndex) join(p *podState) {
-	if p.pod.Group == "" || p.pod.GroupError != "" {
+	if p.pod.Group == "" || p.pod.GroupError != "" || p.pod.ClaimsError != "" {
 		return
 	}
 	k := groupKey{namespace: p.pod.Namespace, name: p.pod.Group}

@@ -14,6 +14,7 @@ func (q *AdmissionQueue) checkInvariants() error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	used := map[*budget]corev1.ResourceList{}
+	claimPods := map[*budget]map[string]int{} // per budget, the charged pods of each claim
 	pending := map[*budget]corev1.ResourceList{}
 	entries := map[*budget]int{}
 	inadm := 0
@@ -85,6 +86,13 @@ func (q *AdmissionQueue) checkInvariants() error {
 					used[b] = corev1.ResourceList{}
 				}
 				addTo(used[b], p.chargedUsage)
+				for _, c := range p.chargedClaims { // charged once, below
+					subtractFrom(used[b], c.Usage)
+					if claimPods[b] == nil {
+						claimPods[b] = map[string]int{}
+					}
+					claimPods[b][c.Key]++
+				}
 			}
 		}
 		if g := p.group; g != nil && g.members[uid] != p {
@@ -105,6 +113,18 @@ func (q *AdmissionQueue) checkInvariants() error {
 			if q.pods[uid] != p || p.phase == phaseWaiting {
 				return fmt.Errorf("budget %v charges pod %s that is not admitted", key, uid)
 			}
+		}
+		if len(claimPods[b]) != len(b.claims) {
+			return fmt.Errorf("budget %v charges claims %v, its pods use %v", key, b.claims, claimPods[b])
+		}
+		for k, ref := range b.claims {
+			if claimPods[b][k] != ref.pods {
+				return fmt.Errorf("budget %v counts %d pods of claim %s, %d charged pods use it", key, ref.pods, k, claimPods[b][k])
+			}
+			if used[b] == nil {
+				used[b] = corev1.ResourceList{}
+			}
+			addTo(used[b], ref.usage)
 		}
 		if !sameAmounts(used[b], b.used) {
 			return fmt.Errorf("budget %v used %v differs from its charges %v", key, b.used, used[b])

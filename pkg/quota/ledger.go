@@ -28,6 +28,15 @@ type ledger struct {
 	used      corev1.ResourceList
 	pending   corev1.ResourceList
 	charged   map[types.UID]*podState
+	// claims are the ResourceClaims charged here, each once for all the charged pods
+	// that use it (claims.go), with what it was charged.
+	claims map[string]*claimRef
+}
+
+// claimRef is one charged claim: its usage and how many charged pods use it.
+type claimRef struct {
+	usage corev1.ResourceList
+	pods  int
 }
 
 func newLedger() ledger {
@@ -104,16 +113,61 @@ func (l *ledger) borrowed() corev1.ResourceList {
 	return out
 }
 
-// charge adds an admitted pod's usage.
-func (l *ledger) charge(p *podState, usage corev1.ResourceList) {
+// charge adds an admitted pod's usage: usage includes its claims' (the pod's Usage),
+// and a claim that another charged pod uses is not charged again.
+func (l *ledger) charge(p *podState, usage corev1.ResourceList, claims []ClaimCharge) {
 	addTo(l.used, usage)
+	for _, c := range claims {
+		subtractFrom(l.used, c.Usage)
+		ref := l.claims[c.Key]
+		if ref == nil {
+			if l.claims == nil {
+				l.claims = map[string]*claimRef{}
+			}
+			ref = &claimRef{usage: c.Usage}
+			l.claims[c.Key] = ref
+			addTo(l.used, c.Usage)
+		}
+		ref.pods++
+	}
 	l.charged[p.pod.UID] = p
 }
 
-// release gives back what charge added.
-func (l *ledger) release(p *podState, usage corev1.ResourceList) {
+// release gives back what charge added: a claim is given back with the last charged
+// pod that uses it, as much as it was charged.
+func (l *ledger) release(p *podState, usage corev1.ResourceList, claims []ClaimCharge) {
 	subtractFrom(l.used, usage)
+	for _, c := range claims {
+		ref := l.claims[c.Key]
+		if ref == nil {
+			continue
+		}
+		addTo(l.used, c.Usage)
+		if ref.pods--; ref.pods <= 0 {
+			subtractFrom(l.used, ref.usage)
+			delete(l.claims, c.Key)
+		}
+	}
 	delete(l.charged, p.pod.UID)
+}
+
+// unshared is what charging a pod would add here: usage without the claims already
+// charged (usage itself when there are none).
+func (l *ledger) unshared(usage corev1.ResourceList, claims []ClaimCharge) corev1.ResourceList {
+	var out corev1.ResourceList
+	for _, c := range claims {
+		if l.claims[c.Key] == nil {
+			continue
+		}
+		if out == nil {
+			out = maps.Clone(usage)
+		}
+		subtractFrom(out, c.Usage)
+	}
+	if out == nil {
+		return usage
+	}
+	return out
 }
 
 // admitted is how many pods are charged.

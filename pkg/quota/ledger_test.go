@@ -47,9 +47,9 @@ func TestLedger(t *testing.T) {
 		u := parseList(s.usage)
 		switch s.do {
 		case "charge":
-			l.charge(podOf(s.pod), u)
+			l.charge(podOf(s.pod), u, nil)
 		case "release":
-			l.release(podOf(s.pod), u)
+			l.release(podOf(s.pod), u, nil)
 		case "wait":
 			l.wait(u)
 		case "unwait":
@@ -80,7 +80,7 @@ func TestLedgerNeverFitsFreeAndTotals(t *testing.T) {
 	if l.setHard(parseList("requests.cpu=2000m,pods=3")) {
 		t.Error("setHard with equal amounts written differently reported a change")
 	}
-	l.charge(&podState{pod: makePod("a").Pod()}, parseList("requests.cpu=1500m,pods=1,requests.memory=1Gi"))
+	l.charge(&podState{pod: makePod("a").Pod()}, parseList("requests.cpu=1500m,pods=1,requests.memory=1Gi"), nil)
 	l.wait(parseList("requests.cpu=1,pods=1"))
 
 	if r, never := l.neverFits(parseList("requests.cpu=2")); never {

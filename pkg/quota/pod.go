@@ -42,8 +42,14 @@ type Pod struct {
 	Priority int32
 	// Created is the creation timestamp; it orders pods of equal priority.
 	Created time.Time
-	// Usage is PodUsage of the pod.
+	// Usage is PodUsage of the pod, plus what its ResourceClaims charge (WithClaims).
 	Usage corev1.ResourceList
+	// Claims are the ResourceClaims it uses, each with its share of Usage: a budget
+	// charges a claim once, however many of its pods use it (claims.go).
+	Claims []ClaimCharge
+	// ClaimsError names the claim or template that does not exist yet: a gated pod
+	// waits for it, never admitted without its devices counted.
+	ClaimsError string
 	// Gated is true while the pod carries the scheduling gate quotagate owns (NewPod's
 	// gate).
 	Gated bool

@@ -69,9 +69,9 @@ func (q *AdmissionQueue) addPod(pod Pod) {
 
 func (q *AdmissionQueue) updatePod(p *podState, pod Pod) {
 	old := p.pod
-	sameGroup := old.Group == pod.Group && old.GroupSize == pod.GroupSize && old.GroupError == pod.GroupError
+	sameGroup := old.Group == pod.Group && old.GroupSize == pod.GroupSize && old.GroupError == pod.GroupError && old.ClaimsError == pod.ClaimsError
 	sameLabels := maps.Equal(old.Labels, pod.Labels)
-	sameUsage := equalLists(old.Usage, pod.Usage)
+	sameUsage := equalLists(old.Usage, pod.Usage) && sameClaims(old.Claims, pod.Claims)
 
 	if q.provesNotUngated(p, pod) {
 		// Seen still gated at a version newer than every attempt to ungate it: none of
@@ -180,7 +180,7 @@ func (q *AdmissionQueue) settleWaiting(p *podState) {
 		switch {
 		case q.released(p.pod.Namespace):
 			reason = q.releaseReason(p.pod.Namespace)
-		case len(p.cover) == 0 && !q.opts.holdUncovered && p.pod.GroupError == "":
+		case len(p.cover) == 0 && !q.opts.holdUncovered && p.pod.GroupError == "" && p.pod.ClaimsError == "":
 			reason = noBudgetReason()
 		}
 		if reason.Code != "" && q.admitNow([]*podState{p}, reason) {
@@ -225,6 +225,9 @@ func (q *AdmissionQueue) place(p *podState, park *waitInfo) {
 func (q *AdmissionQueue) singlePark(p *podState) *waitInfo {
 	if p.pod.GroupError != "" {
 		return &waitInfo{code: CodeGroupInvalid}
+	}
+	if p.pod.ClaimsError != "" {
+		return &waitInfo{code: CodeClaimPending}
 	}
 	for _, b := range p.cover {
 		if r, over := b.neverFits(p.pod.Usage); over {

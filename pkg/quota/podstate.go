@@ -32,6 +32,8 @@ type podState struct {
 
 	chargedTo    []*budget // where its usage is charged (phases assumed and charged)
 	chargedUsage corev1.ResourceList
+	// chargedClaims are the claims charged with it (pod.Claims when it was charged).
+	chargedClaims []ClaimCharge
 	// pinned are the budgets that admitted it, or that covered it when the core first
 	// saw it running: it stays charged to those that exist while it runs, whatever its
 	// labels become. They are the core's own record, never read from the pod, so a

@@ -212,7 +212,7 @@ func (q *AdmissionQueue) preemptionClaims(unit []*podState, w waitInfo) []*podSt
 func claim(pods []*podState) {
 	for _, p := range pods {
 		for _, b := range p.cover {
-			b.charge(p, p.pod.Usage)
+			b.charge(p, p.pod.Usage, p.pod.Claims)
 		}
 	}
 }
@@ -220,7 +220,7 @@ func claim(pods []*podState) {
 func unclaim(pods []*podState) {
 	for _, p := range pods {
 		for _, b := range p.cover {
-			b.release(p, p.pod.Usage)
+			b.release(p, p.pod.Usage, p.pod.Claims)
 		}
 	}
 }

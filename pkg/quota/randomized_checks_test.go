@@ -107,8 +107,10 @@ func (w *world) admitAndCheck() error {
 	for k := range touched {
 		used := usedAll[k]
 		for name, h := range w.ceiling(k) {
-			u := used[name]
-			if u.Cmp(h) > 0 {
+			// Over hard, by this round's admissions: a resource that hard was lowered
+			// below before them, and that they do not use (devices), may stay over.
+			u, before := used[name], usedBefore[k][name]
+			if u.Cmp(h) > 0 && u.Cmp(before) > 0 {
 				return fmt.Errorf("%s over hard (plus borrowingLimit) after admissions: %s used %s > %s", k.Describe(), name, u.String(), h.String())
 			}
 		}

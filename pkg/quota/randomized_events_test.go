@@ -26,6 +26,9 @@ func (w *world) randomHard() corev1.ResourceList {
 	if w.rng.IntN(3) == 0 {
 		hard["pods"] = *resourceCount(int64(1 + w.rng.IntN(6)))
 	}
+	if w.rng.IntN(3) == 0 {
+		hard[worldDevices] = *resourceCount(int64(2 + w.rng.IntN(5)))
+	}
 	return hard
 }
 
@@ -116,13 +119,14 @@ func (w *world) randomPod(gated bool) {
 	}
 	mp.obj = b.Obj()
 	mp.usage = PodUsage(mp.obj)
+	w.randomClaim(mp)
 	w.pods[mp.obj.UID] = mp
 	w.write(mp)
 	if !gated {
 		mp.pinned = w.cover(mp.obj) // first seen running: pinned where it is covered
 	}
 	w.view(mp)
-	w.logf("create pod %s/%s cpu=%dm gated=%v group=%s/%d labels=%v", ns, name, cpu, gated, mp.groupName, mp.groupSize, mp.obj.Labels)
+	w.logf("create pod %s/%s cpu=%dm gated=%v group=%s/%d labels=%v claim=%q", ns, name, cpu, gated, mp.groupName, mp.groupSize, mp.obj.Labels, mp.claim)
 }
 
 func (w *world) randomEvent() {

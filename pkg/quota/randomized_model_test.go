@@ -94,16 +94,21 @@ func sameKeys(got []BudgetKey, want []BudgetKey) error {
 // usedAll is the model's charge of every budget: admitted or running pods it covers.
 func (w *world) usedAll() map[BudgetKey]corev1.ResourceList {
 	out := map[BudgetKey]corev1.ResourceList{}
-	for _, p := range w.pods {
+	claims := map[BudgetKey]map[string]bool{} // a shared claim is charged once
+	for _, uid := range slices.Sorted(mapsKeys(w.pods)) {
+		p := w.pods[uid]
 		if p.state == mGated {
 			continue
 		}
-		usage := p.usage
 		for _, k := range w.charged(p) {
 			if out[k] == nil {
 				out[k] = corev1.ResourceList{}
+				claims[k] = map[string]bool{}
 			}
-			addTo(out[k], usage)
+			addTo(out[k], p.addsTo(k, claims))
+			if p.claim != "" {
+				claims[k][p.claim] = true
+			}
 		}
 	}
 	return out
@@ -172,6 +177,7 @@ func (w *world) modelCharged(k BudgetKey) []string {
 // event freed must not be left unused because a wake was missed.
 func (w *world) workConserving() error {
 	usedAll := w.usedAll()
+	charged := w.claimsCharged()
 	for _, uid := range slices.Sorted(mapsKeys(w.pods)) {
 		p := w.pods[uid]
 		if p.state != mGated || p.groupName != "" {
@@ -194,7 +200,7 @@ func (w *world) workConserving() error {
 			hard, _ := NormalizeHard(b.Hard)
 			for name, h := range hard {
 				sum := usedAll[k][name].DeepCopy()
-				sum.Add(p.usage[name])
+				sum.Add(p.addsTo(k, charged)[name])
 				if sum.Cmp(h) > 0 {
 					fits = false
 				}
@@ -210,7 +216,7 @@ func (w *world) workConserving() error {
 		for _, k := range cover {
 			sum := corev1.ResourceList{}
 			addTo(sum, usedAll[k])
-			addTo(sum, p.usage)
+			addTo(sum, p.addsTo(k, charged))
 			with[k] = sum
 		}
 		for _, f := range w.borrowingParents(cover) {

@@ -58,7 +58,7 @@ func TestRandomizedAdmission(t *testing.T) {
 	for _, seed := range seeds {
 		w := newWorld(seed)
 		if err := w.run(*randomSteps); err != nil {
-			t.Fatalf("seed %d (rerun with -args -quota.seed=%d): %v\nlast events:\n%s", seed, seed, err, strings.Join(w.lastEvents(25), "\n"))
+			t.Fatalf("seed %d (rerun with -args -quota.seed=%d): %v\nlast events:\n%s", seed, seed, err, strings.Join(w.lastEvents(25+975*boolInt(*randomSeed0 >= 0)), "\n"))
 		}
 	}
 	t.Logf("%d seeds x %d steps", len(seeds), *randomSteps)
@@ -88,7 +88,9 @@ type mPod struct {
 	lastView   Pod  // the newest view the core was given
 	prevView   Pod  // the one before it
 	pinned     []BudgetKey
-	usage      corev1.ResourceList
+	usage      corev1.ResourceList // with its claim's
+	claim      string              // namespace/name of the claim it uses ("" none)
+	claimUsage corev1.ResourceList
 	groupName  string
 	groupSize  int
 	preexisted bool
@@ -106,7 +108,7 @@ func (w *world) write(p *mPod) {
 // view gives the core the pod as the API server has it now.
 func (w *world) view(p *mPod) {
 	p.prevView = p.lastView
-	p.lastView = NewPod(p.obj, v1alpha1.SchedulingGate, w.clk.Now())
+	p.lastView = withWorldClaims(NewPod(p.obj, v1alpha1.SchedulingGate, w.clk.Now()), p.obj)
 	w.q.UpsertPod(p.lastView)
 	w.sync(p)
 }

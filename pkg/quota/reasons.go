@@ -33,6 +33,9 @@ const (
 	CodeGroupIncomplete ReasonCode = "GroupIncomplete"
 	// CodeGroupInvalid: its group-size annotation is missing or not a number >= 1.
 	CodeGroupInvalid ReasonCode = "GroupInvalid"
+	// CodeClaimPending: a ResourceClaim or ResourceClaimTemplate it uses does not exist
+	// yet, so what it would charge is unknown (claims.go).
+	CodeClaimPending ReasonCode = "ClaimPending"
 	// CodeGroupBackoff: its group waits for members that back off after a failed ungate.
 	CodeGroupBackoff ReasonCode = "GroupBackoff"
 	// CodeBackoff: its ungate failed; it retries later.
@@ -81,7 +84,7 @@ type waitInfo struct {
 // parks reports whether the reason keeps a pod parked (out of the queues).
 func (w *waitInfo) parks() bool {
 	switch w.code {
-	case CodeNeverFits, CodeGroupIncomplete, CodeGroupInvalid, CodeUncovered:
+	case CodeNeverFits, CodeGroupIncomplete, CodeGroupInvalid, CodeUncovered, CodeClaimPending:
 		return true
 	}
 	return false
@@ -187,6 +190,8 @@ func (q *AdmissionQueue) waitReason(p *podState) Reason {
 		msg = fmt.Sprintf("group %s: %d of %d members exist", p.pod.Group, have, want)
 	case CodeGroupInvalid:
 		msg = fmt.Sprintf("group %s: %s", p.pod.Group, p.pod.GroupError)
+	case CodeClaimPending:
+		msg = p.pod.ClaimsError
 	case CodeGroupBackoff:
 		msg = "waiting for members that back off after a failed ungate"
 	case CodeBackoff:

@@ -139,8 +139,8 @@ func TestBrokenBudgetsAdmitNothing(t *testing.T) {
 		"invalid hard": {
 			budgets:     []Budget{makeBudget("team-a", "a").Hard("cpu=1,services=2").Obj()},
 			key:         BudgetKey{Namespace: "team-a", Name: "a"},
-			wantProblem: &Problem{Reason: v1alpha1.ReasonInvalidSpec, Message: "unsupported resource names in hard: services (supported: cpu, memory, ephemeral-storage, their requests.* and limits.* forms, requests.hugepages-*, extended resources as requests.<name>, pods, count/pods)"},
-			wantWait:    "Budget team-a/a cannot admit pods: unsupported resource names in hard: services (supported: cpu, memory, ephemeral-storage, their requests.* and limits.* forms, requests.hugepages-*, extended resources as requests.<name>, pods, count/pods)",
+			wantProblem: &Problem{Reason: v1alpha1.ReasonInvalidSpec, Message: "unsupported resource names in hard: services (supported: cpu, memory, ephemeral-storage, their requests.* and limits.* forms, requests.hugepages-*, extended resources as requests.<name>, <class>.deviceclass.resource.k8s.io/devices, requests.deviceclass.resource.kubernetes.io/<class>, pods, count/pods)"},
+			wantWait:    "Budget team-a/a cannot admit pods: unsupported resource names in hard: services (supported: cpu, memory, ephemeral-storage, their requests.* and limits.* forms, requests.hugepages-*, extended resources as requests.<name>, <class>.deviceclass.resource.k8s.io/devices, requests.deviceclass.resource.kubernetes.io/<class>, pods, count/pods)",
 		},
 	}
 	for name, tc := range tests {

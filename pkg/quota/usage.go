@@ -86,7 +86,7 @@ func NormalizeHard(hard corev1.ResourceList) (corev1.ResourceList, error) {
 	var problems []string
 	if len(unsupported) > 0 {
 		slices.Sort(unsupported)
-		problems = append(problems, fmt.Sprintf("unsupported resource names in hard: %s (supported: cpu, memory, ephemeral-storage, their requests.* and limits.* forms, requests.hugepages-*, extended resources as requests.<name>, pods, count/pods)", strings.Join(unsupported, ", ")))
+		problems = append(problems, fmt.Sprintf("unsupported resource names in hard: %s (supported: cpu, memory, ephemeral-storage, their requests.* and limits.* forms, requests.hugepages-*, extended resources as requests.<name>, <class>.deviceclass.resource.k8s.io/devices, requests.deviceclass.resource.kubernetes.io/<class>, pods, count/pods)", strings.Join(unsupported, ", ")))
 	}
 	if len(negative) > 0 {
 		slices.Sort(negative)
@@ -102,7 +102,7 @@ func NormalizeHard(hard corev1.ResourceList) (corev1.ResourceList, error) {
 func quotaName(name corev1.ResourceName) (corev1.ResourceName, bool) {
 	s := string(name)
 	switch {
-	case name == corev1.ResourcePods || name == ResourceCountPods:
+	case name == corev1.ResourcePods || name == ResourceCountPods, isDeviceQuotaName(name):
 		return name, true
 	case slices.Contains(computeResources, name):
 		return requestsPrefix + name, true

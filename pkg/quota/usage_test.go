@@ -102,7 +102,7 @@ func TestNormalizeHard(t *testing.T) {
 		"names that do not limit pods are named in the error": {
 			hard:    "cpu=1,services=3,limits.nvidia.com/gpu=1,requests.storage=1Gi,kubernetes.io/foo=1",
 			want:    "requests.cpu=1",
-			wantErr: "unsupported resource names in hard: kubernetes.io/foo, limits.nvidia.com/gpu, requests.storage, services (supported: cpu, memory, ephemeral-storage, their requests.* and limits.* forms, requests.hugepages-*, extended resources as requests.<name>, pods, count/pods)",
+			wantErr: "unsupported resource names in hard: kubernetes.io/foo, limits.nvidia.com/gpu, requests.storage, services (supported: cpu, memory, ephemeral-storage, their requests.* and limits.* forms, requests.hugepages-*, extended resources as requests.<name>, <class>.deviceclass.resource.k8s.io/devices, requests.deviceclass.resource.kubernetes.io/<class>, pods, count/pods)",
 		},
 		"negative quantities are named": {
 			hard:    "cpu=-1,pods=2",

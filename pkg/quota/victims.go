@@ -121,7 +121,7 @@ func borrowsThrough(p *podState, f *budget, budgets []*budget, add func(*budget)
 func hide(pods []*podState) {
 	for _, p := range pods {
 		for _, b := range p.chargedTo {
-			b.release(p, p.chargedUsage)
+			b.release(p, p.chargedUsage, p.chargedClaims)
 		}
 	}
 }
@@ -129,7 +129,7 @@ func hide(pods []*podState) {
 func show(pods []*podState) {
 	for _, p := range pods {
 		for _, b := range p.chargedTo {
-			b.charge(p, p.chargedUsage)
+			b.charge(p, p.chargedUsage, p.chargedClaims)
 		}
 	}
 }

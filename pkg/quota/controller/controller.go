@@ -120,6 +120,8 @@ type Controller struct {
 	pods      podStore      // the pod informer's cache, of cachedPods
 	apiReader client.Reader // the API server itself, for fresh (quorum) reads
 	recorder  recorder.EventRecorder
+	// claims are the DRA objects pods use; nil when resource.k8s.io/v1 is not served.
+	claims *claimIndex
 
 	// kick wakes the admission loop; statusKick wakes the status writer. Both hold at
 	// most one pending signal, so a burst of events costs one round.
@@ -230,6 +232,9 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 	}
 
 	ctx := context.Background()
+	if err := c.setupClaims(ctx, mgr); err != nil {
+		return err
+	}
 	for _, h := range []struct {
 		obj     client.Object
 		handler toolscache.ResourceEventHandler

@@ -25,6 +25,7 @@ func (c *Controller) podHandler() toolscache.ResourceEventHandler {
 				}
 				c.mu.Unlock()
 				c.core.DeletePod(uid)
+				c.forgetClaimUser(uid)
 				c.forgetWaiting(uid)
 				c.wake()
 			}
@@ -47,10 +48,9 @@ func (c *Controller) onPod(obj any, initialList bool) {
 	default:
 		return
 	}
-	p := cp.at(c.opts.Clock.Now(), c.opts.Gate)
 	// A gated pod of a namespace that is not (or no longer) opted in is released by the
 	// core itself, in Admit (reason NamespaceNotEnabled), through the same patch path.
-	c.core.UpsertPod(p)
+	p := c.upsertPod(cp)
 	if p.Gated && !p.Terminal {
 		c.noteGated(p.PodRef, initialList)
 	} else {

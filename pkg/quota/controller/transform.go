@@ -29,6 +29,9 @@ type cachedPod struct {
 	// hasAnnotations: the pod has annotations. An ungate patch must then add its own
 	// key by key, never replace /metadata/annotations as a whole (gates.AnnotateOps).
 	hasAnnotations bool
+	// claims are the pod's spec.resourceClaims, resolved (nil for none): the core's
+	// view gets what they charge when the pod is given to it (claims.go).
+	claims []quota.PodClaim
 }
 
 var _ runtime.Object = (*cachedPod)(nil)
@@ -100,5 +103,6 @@ func compactPod(pod *corev1.Pod) *cachedPod {
 		view:           quota.NewPod(pod, "", time.Time{}),
 		gates:          quota.ShareGates(pod.Spec.SchedulingGates),
 		hasAnnotations: len(pod.Annotations) > 0,
+		claims:         quota.PodClaims(pod),
 	}
 }

@@ -1,0 +1,114 @@
+package controller
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+
+	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/pkg/quota"
+)
+
+// A cluster that does not serve resource.k8s.io/v1 is told apart from a failed lookup.
+func TestServesClaims(t *testing.T) {
+	without := meta.NewDefaultRESTMapper(nil)
+	if served, err := servesClaims(without); served || err != nil {
+		t.Errorf("without resource.k8s.io/v1: served %v, err %v; want false, nil", served, err)
+	}
+	with := meta.NewDefaultRESTMapper(nil)
+	with.Add(resourceapi.SchemeGroupVersion.WithKind("ResourceClaim"), meta.RESTScopeNamespace)
+	if served, err := servesClaims(with); !served || err != nil {
+		t.Errorf("with resource.k8s.io/v1: served %v, err %v; want true, nil", served, err)
+	}
+}
+
+// The handlers in the order an informer may deliver them: the pod before its template,
+// the template, the class's extended name, the generated claim; the core's view follows
+// each, and a pod that lost its claim waits again.
+func TestClaimEventsReachThePod(t *testing.T) {
+	c, err := New(DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := toolscache.NewStore(toolscache.MetaNamespaceKeyFunc)
+	c.pods = store
+	c.claims = newClaimIndex()
+	c.core.SetNamespace("team-a", map[string]string{v1alpha1.EnabledLabel: "true"})
+	c.core.UpsertBudget(quota.Budget{Key: quota.BudgetKey{Namespace: "team-a", Name: "gpus"}, Hard: corev1.ResourceList{
+		"gpu.deviceclass.resource.k8s.io/devices": resource.MustParse("4"),
+		"requests.example.com/gpu":                resource.MustParse("4"),
+	}})
+
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "trainer", UID: "u1", ResourceVersion: "1"},
+		Spec: corev1.PodSpec{
+			SchedulingGates: []corev1.PodSchedulingGate{{Name: v1alpha1.SchedulingGate}},
+			Containers:      []corev1.Container{{Name: "c"}},
+			ResourceClaims:  []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To("eight")}},
+		},
+	}
+	deliver := func(p *corev1.Pod) {
+		cp := compactPod(p)
+		if err := store.Update(cp); err != nil {
+			t.Fatal(err)
+		}
+		c.onPod(cp, false)
+	}
+	reason := func(want quota.ReasonCode, wantMsg string) {
+		t.Helper()
+		r, ok := c.core.WaitReason("u1")
+		if !ok || r.Code != want || (wantMsg != "" && r.Message != wantMsg) {
+			t.Errorf("reason = %+v (waiting %v), want %s %q", r, ok, want, wantMsg)
+		}
+	}
+	spec := func(n int64) resourceapi.ResourceClaimSpec {
+		return resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
+			Name: "r", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "gpu", AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: n},
+		}}}}
+	}
+
+	deliver(pod)
+	reason(quota.CodeClaimPending, `waiting for ResourceClaimTemplate team-a/eight (resourceClaims "gpu") to exist`)
+
+	tmpl := &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "eight"},
+		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: spec(8)}}
+	c.onClaimObject(tmpl, false)
+	reason(quota.CodeNeverFits, "gpu.deviceclass.resource.k8s.io/devices: 8 requested, more than the 4 hard of Budget team-a/gpus: it can never fit")
+
+	// The class names an extended resource: the pod asks it as well.
+	c.onClaimObject(&resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "gpu"},
+		Spec: resourceapi.DeviceClassSpec{ExtendedResourceName: ptr.To("example.com/gpu")}}, false)
+	st, _ := c.core.Status(quota.BudgetKey{Namespace: "team-a", Name: "gpus"})
+	if q := st.Pending["requests.example.com/gpu"]; q.Value() != 8 {
+		t.Errorf("pending requests.example.com/gpu = %s, want 8", q.String())
+	}
+
+	// Kubernetes makes the claim (of 2, say, the template having changed since): the
+	// claim is what counts now, and it fits.
+	generated := pod.DeepCopy()
+	generated.ResourceVersion = "2"
+	generated.Status.ResourceClaimStatuses = []corev1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: ptr.To("trainer-gpu-abcde")}}
+	c.onClaimObject(&resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "trainer-gpu-abcde"}, Spec: spec(2)}, false)
+	deliver(generated)
+	reason(quota.CodeQueued, "")
+	admitted := c.core.Admit()
+	if len(admitted) != 1 || admitted[0].Pod.Name != "trainer" {
+		t.Fatalf("admitted %v, want the trainer", admitted)
+	}
+	st, _ = c.core.Status(quota.BudgetKey{Namespace: "team-a", Name: "gpus"})
+	if q := st.Used["gpu.deviceclass.resource.k8s.io/devices"]; q.Value() != 2 {
+		t.Errorf("used devices = %s, want 2", q.String())
+	}
+
+	// The pod is deleted: it uses nothing any more.
+	c.forgetClaimUser("u1")
+	if n := len(c.claims.podsOf("")); n != 0 {
+		t.Errorf("%d pods still recorded as using claims after the delete", n)
+	}
+}

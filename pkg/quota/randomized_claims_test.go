@@ -1,0 +1,81 @@
+package quota
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+)
+
+// Devices in the randomized model: some pods use one of a few ResourceClaims of their
+// namespace, shared with other pods, and some budgets limit the claims' device class.
+// The model charges a claim once per budget, while any charged pod it covers uses it.
+
+// worldDevices is the quota name the model's claims charge.
+const worldDevices corev1.ResourceName = "gpu.deviceclass.resource.k8s.io/devices"
+
+// worldClaims are claim-0, claim-1 and claim-2 of every namespace of the world, of 1, 2
+// and 3 devices.
+var worldClaims = func() fakeSpecs {
+	specs := fakeSpecs{claims: map[string]*resourceapi.ResourceClaimSpec{}}
+	for _, ns := range worldNamespaces {
+		for i := range 3 {
+			specs.claims[fmt.Sprintf("%s/claim-%d", ns, i)] = claimSpec(exactly("gpu", int64(i+1)))
+		}
+	}
+	return specs
+}()
+
+// randomClaim gives one pod in four a shared claim.
+func (w *world) randomClaim(p *mPod) {
+	if w.rng.IntN(4) > 0 {
+		return
+	}
+	name := fmt.Sprintf("claim-%d", w.rng.IntN(3))
+	p.obj.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: &name}}
+	p.claim = p.obj.Namespace + "/" + name
+	spec, _ := worldClaims.Claim(p.obj.Namespace, name)
+	p.claimUsage = ClaimUsage(spec, worldClaims.ExtendedResourceName)
+	addTo(p.usage, p.claimUsage)
+}
+
+// withClaims is the controller's part: the view resolved against the world's claims.
+func withWorldClaims(pod Pod, obj *corev1.Pod) Pod {
+	return WithClaims(pod, PodClaims(obj), worldClaims)
+}
+
+// claimsCharged are, per budget, the claims some charged pod it covers uses.
+func (w *world) claimsCharged() map[BudgetKey]map[string]bool {
+	out := map[BudgetKey]map[string]bool{}
+	for _, p := range w.pods {
+		if p.state == mGated || p.claim == "" {
+			continue
+		}
+		for _, k := range w.charged(p) {
+			if out[k] == nil {
+				out[k] = map[string]bool{}
+			}
+			out[k][p.claim] = true
+		}
+	}
+	return out
+}
+
+// addsTo is what admitting p adds to budget k: its usage, less its claim when k
+// charges that already.
+func (p *mPod) addsTo(k BudgetKey, charged map[BudgetKey]map[string]bool) corev1.ResourceList {
+	if p.claim == "" || !charged[k][p.claim] {
+		return p.usage
+	}
+	out := corev1.ResourceList{}
+	addTo(out, p.usage)
+	subtractFrom(out, p.claimUsage)
+	return out
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
