@@ -44,6 +44,9 @@ type Pod struct {
 	Created time.Time
 	// Usage is PodUsage of the pod.
 	Usage corev1.ResourceList
+	// Unset is UnsetResources of the pod: what ResourceQuota would require its
+	// containers to set, when a quota tracks it, that they leave unset.
+	Unset []UnsetResource
 	// Gated is true while the pod carries the scheduling gate quotagate owns (NewPod's
 	// gate).
 	Gated bool
@@ -74,6 +77,7 @@ func NewPod(p *corev1.Pod, gate string, now time.Time) Pod {
 		Labels:          ShareLabels(p.Labels), // a copy of its own: informer objects may change
 		Created:         p.CreationTimestamp.Time,
 		Usage:           SharedPodUsage(p),
+		Unset:           UnsetResources(p),
 		Gated:           gates.HasGate(p, gate),
 	}
 	if p.Spec.Priority != nil {

@@ -79,7 +79,7 @@ func TestNewPod(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			got := NewPod(tc.pod, v1alpha1.SchedulingGate, t0)
-			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(Pod{}, "Usage")); diff != "" {
+			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(Pod{}, "Usage", "Unset")); diff != "" {
 				t.Errorf("NewPod (-want +got):\n%s", diff)
 			}
 		})

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -25,6 +26,13 @@ func (w *world) randomHard() corev1.ResourceList {
 	}
 	if w.rng.IntN(3) == 0 {
 		hard["pods"] = *resourceCount(int64(1 + w.rng.IntN(6)))
+	}
+	// Values ResourceQuota requires every container to set (randomized_unset_test.go).
+	if w.rng.IntN(6) == 0 {
+		hard["memory"] = resource.MustParse(fmt.Sprintf("%dGi", 2+w.rng.IntN(6)))
+	}
+	if w.rng.IntN(8) == 0 {
+		hard["limits.cpu"] = *resourceMilli(int64(1000 * (2 + w.rng.IntN(8))))
 	}
 	return hard
 }
@@ -98,8 +106,8 @@ func (w *world) randomPod(gated bool) {
 	if w.rng.IntN(25) == 0 {
 		cpu = 100000
 	}
-	b := makePod(name).NS(ns).Created(w.step*10 + w.rng.IntN(10)).Priority(int32(w.rng.IntN(3))).
-		Req(fmt.Sprintf("cpu=%dm", cpu))
+	b := makePod(name).NS(ns).Created(w.step*10 + w.rng.IntN(10)).Priority(int32(w.rng.IntN(3)))
+	resources := w.randomResources(b, cpu)
 	if w.rng.IntN(3) == 0 {
 		b.Label("app", "web")
 	}
@@ -122,7 +130,7 @@ func (w *world) randomPod(gated bool) {
 		mp.pinned = w.cover(mp.obj) // first seen running: pinned where it is covered
 	}
 	w.view(mp)
-	w.logf("create pod %s/%s cpu=%dm gated=%v group=%s/%d labels=%v", ns, name, cpu, gated, mp.groupName, mp.groupSize, mp.obj.Labels)
+	w.logf("create pod %s/%s %s gated=%v group=%s/%d labels=%v", ns, name, resources, gated, mp.groupName, mp.groupSize, mp.obj.Labels)
 }
 
 func (w *world) randomEvent() {
