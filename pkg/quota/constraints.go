@@ -140,8 +140,12 @@ func unsetMessage(w *waitInfo) string {
 	if w.ahead.Name != "" {
 		who = "pod " + w.ahead.Name + " "
 	}
-	return who + w.unset + " (" + w.budget.key.Describe() + " tracks it; as in ResourceQuota, every container must set what a budget tracks): " +
-		"set it, or give the namespace a LimitRange with defaults, and recreate the pod"
+	it := "it"
+	if strings.Count(w.unset, " for: ") > 1 {
+		it = "them"
+	}
+	return who + w.unset + " (" + w.budget.key.Describe() + " tracks " + it + "; as in ResourceQuota, every container must set what a budget tracks): " +
+		"set " + it + ", or give the namespace a LimitRange with defaults, and recreate the pod"
 }
 
 // tracksAnyUnset reports whether b tracks a value that one of the counted pods leaves

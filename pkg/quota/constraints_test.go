@@ -100,6 +100,7 @@ func TestPodThatLeavesTrackedResourcesUnsetIsHeld(t *testing.T) {
 			budgets:   []Budget{makeBudget("team-a", "team-a").Hard("cpu=1,memory=1Gi,limits.cpu=1,limits.memory=1Gi").Obj()},
 			pod:       makePod("nolimits").Req("cpu=100m,memory=100Mi"),
 			wantCode:  CodeMustSpecify,
+			wantMsg:   "must specify limits.cpu for: main; limits.memory for: main (Budget team-a/team-a tracks them; as in ResourceQuota, every container must set what a budget tracks): set them, or give the namespace a LimitRange with defaults, and recreate the pod",
 			wantUnset: "must specify limits.cpu for: main; limits.memory for: main",
 			relax:     "cpu=1,memory=1Gi",
 		},

@@ -43,7 +43,7 @@ func TestPodsThatLeaveTrackedResourcesUnsetAreHeldAndLimitRangeDefaultsCount(t *
 	if ev.Type != corev1.EventTypeWarning {
 		t.Errorf("event type = %s, want Warning", ev.Type)
 	}
-	if want := "must specify requests.cpu for: c; requests.memory for: c (Budget " + ns + "/b tracks it"; !strings.Contains(ev.Message, want) {
+	if want := "must specify requests.cpu for: c; requests.memory for: c (Budget " + ns + "/b tracks them"; !strings.Contains(ev.Message, want) {
 		t.Errorf("event message %q does not say %q", ev.Message, want)
 	}
 	poll(t, time.Minute, "PodsNeverFit True with reason MustSpecifyResources", func() (bool, error) {
