@@ -100,11 +100,16 @@ const (
 	ReasonInvalidSelector = "InvalidSelector"
 
 	// ConditionPodsNeverFit is True when some gated pod requests more than hard allows,
-	// so it can never be admitted while hard stays as it is.
+	// or leaves unset a value hard tracks that ResourceQuota requires every container
+	// to set (requests or limits of cpu or memory), so it can never be admitted while
+	// hard stays as it is.
 	ConditionPodsNeverFit = "PodsNeverFit"
 
 	ReasonRequestsExceedHard = "RequestsExceedHard"
-	ReasonAllPodsCanFit      = "AllPodsCanFit"
+	// ReasonMustSpecifyResources: every pod the condition lists leaves unset a value
+	// hard tracks (none requests more than hard).
+	ReasonMustSpecifyResources = "MustSpecifyResources"
+	ReasonAllPodsCanFit        = "AllPodsCanFit"
 )
 
 // BudgetSpec is the common spec of Budget and ClusterBudget.

@@ -60,6 +60,18 @@ func (b *podBuilder) Req(spec string) *podBuilder {
 	return b
 }
 
+// Lim adds container limits, "cpu=2,memory=1Gi".
+func (b *podBuilder) Lim(spec string) *podBuilder {
+	c := &b.pod.Spec.Containers[0]
+	if c.Resources.Limits == nil {
+		c.Resources.Limits = corev1.ResourceList{}
+	}
+	for name, q := range parseList(spec) {
+		c.Resources.Limits[name] = q
+	}
+	return b
+}
+
 func (b *podBuilder) Label(k, v string) *podBuilder {
 	if b.pod.Labels == nil {
 		b.pod.Labels = map[string]string{}

@@ -73,12 +73,15 @@ type memberRec struct {
 	key   orderKey
 	cover []*budget
 	usage corev1.ResourceList
+	unset []UnsetResource
 	index int // in group.waiting
 }
 
 type budgetCharge struct {
 	members int
 	sum     corev1.ResourceList
+	// unset counts, by name, the members that leave it unset (UnsetResources).
+	unset map[corev1.ResourceName]int
 }
 
 func newGroup(k groupKey) *group {
@@ -177,7 +180,7 @@ func (g *group) sync(p *podState) {
 	if p.group != g || p.phase != phaseWaiting || g.members[p.pod.UID] != p {
 		return
 	}
-	r := &memberRec{pod: p, key: ownKey(&p.pod), cover: p.cover, usage: p.pod.Usage}
+	r := &memberRec{pod: p, key: ownKey(&p.pod), cover: p.cover, usage: p.pod.Usage, unset: p.pod.Unset}
 	g.recs[p] = r
 	heap.Push(&g.waiting, r)
 	g.account(r, +1)
@@ -199,6 +202,7 @@ func (g *group) account(r *memberRec, sign int) {
 		} else {
 			subtractFrom(c.sum, r.usage)
 		}
+		countUnset(c, r.unset, sign)
 		if c.members == 0 {
 			delete(g.charges, b)
 		}
@@ -206,12 +210,12 @@ func (g *group) account(r *memberRec, sign int) {
 }
 
 // mayNeverFit reports whether the gated members' sum exceeds the hard of a budget that
-// covers some of them. It is a quick check on the running sums; settleGroup computes
-// the reason itself.
+// covers some of them, or a member leaves unset what such a budget tracks. It is a
+// quick check on the running sums; settleGroup computes the reason itself.
 func (g *group) mayNeverFit() bool {
 	family := false
 	for b, c := range g.charges {
-		if _, over := b.neverFits(c.sum); over {
+		if _, over := b.neverFits(c.sum); over || tracksAnyUnset(b, c.unset) {
 			return true
 		}
 		family = family || b.borrowingParent() != nil
@@ -225,4 +229,16 @@ func (g *group) mayNeverFit() bool {
 	}
 	_, never := familyNeverFits(cover, func(b *budget) corev1.ResourceList { return g.charges[b].sum })
 	return never
+}
+
+// countUnset adds (sign +1) or takes away (-1) a member's unset values in c's counts.
+func countUnset(c *budgetCharge, unset []UnsetResource, sign int) {
+	for _, u := range unset {
+		if c.unset == nil {
+			c.unset = map[corev1.ResourceName]int{}
+		}
+		if c.unset[u.Name] += sign; c.unset[u.Name] == 0 {
+			delete(c.unset, u.Name)
+		}
+	}
 }

@@ -143,10 +143,16 @@ func (q *AdmissionQueue) groupPark(g *group) *waitInfo {
 	return nil
 }
 
-// neverFits returns why a group whose members' sum exceeds a covering budget's hard
-// can never be admitted: the first such budget, the budgets taken in the order the
-// members (by UID) name them.
+// neverFits returns why a group whose members' sum exceeds a covering budget's hard,
+// or one of whose members leaves unset what a covering budget tracks (unsetPark), can
+// never be admitted: the first such budget, the budgets taken in the order the members
+// (by UID) name them.
 func neverFits(waiting []*podState) *waitInfo {
+	for _, m := range waiting {
+		if w := unsetPark(m.pod.Unset, m.cover, m.pod.PodRef); w != nil {
+			return w
+		}
+	}
 	budgets, sums := unitCharges(waiting)
 	for _, b := range budgets {
 		if r, over := b.neverFits(sums[b]); over {

@@ -165,7 +165,7 @@ func TestGroupMemberFailureRetriesAlone(t *testing.T) {
 func TestInvalidGroupSizeHolds(t *testing.T) {
 	q, _ := newTestQueue()
 	q.UpsertBudget(makeBudget("team-a", "b").Hard("cpu=4").Obj())
-	q.UpsertPod(makePod("p").Label("quotagate.io/group", "g").Pod())
+	q.UpsertPod(makePod("p").Req("cpu=1").Label("quotagate.io/group", "g").Pod())
 	if got := admitNames(q); len(got) != 0 {
 		t.Fatalf("admitted %v", got)
 	}
@@ -173,7 +173,7 @@ func TestInvalidGroupSizeHolds(t *testing.T) {
 	if diff := cmp.Diff(Reason{Code: CodeGroupInvalid, Message: "group g: annotation quotagate.io/group-size is missing"}, r); diff != "" {
 		t.Errorf("wait reason (-want +got):\n%s", diff)
 	}
-	q.UpsertPod(makePod("p").Group("g", 1).Pod())
+	q.UpsertPod(makePod("p").Req("cpu=1").Group("g", 1).Pod())
 	if diff := cmp.Diff([]string{"p"}, admitNames(q)); diff != "" {
 		t.Errorf("after fixing the annotation (-want +got):\n%s", diff)
 	}

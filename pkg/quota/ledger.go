@@ -196,6 +196,12 @@ func (l *ledger) totals() (hard, used, pending corev1.ResourceList) {
 	return restrictTo(l.hard, l.hardNames), restrictTo(l.used, l.hardNames), restrictTo(l.pending, l.hardNames)
 }
 
+// tracks reports whether hard limits r.
+func (l *ledger) tracks(r corev1.ResourceName) bool {
+	_, ok := l.hard[r]
+	return ok
+}
+
 // hardOf is the hard limit of r (a copy; zero when r is not limited).
 func (l *ledger) hardOf(r corev1.ResourceName) resource.Quantity { return l.hard[r].DeepCopy() }
 

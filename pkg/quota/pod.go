@@ -50,6 +50,9 @@ type Pod struct {
 	// ClaimsError names the claim or template that does not exist yet: a gated pod
 	// waits for it, never admitted without its devices counted.
 	ClaimsError string
+	// Unset is UnsetResources of the pod: what ResourceQuota would require its
+	// containers to set, when a quota tracks it, that they leave unset.
+	Unset []UnsetResource
 	// Gated is true while the pod carries the scheduling gate quotagate owns (NewPod's
 	// gate).
 	Gated bool
@@ -80,6 +83,7 @@ func NewPod(p *corev1.Pod, gate string, now time.Time) Pod {
 		Labels:          ShareLabels(p.Labels), // a copy of its own: informer objects may change
 		Created:         p.CreationTimestamp.Time,
 		Usage:           SharedPodUsage(p),
+		Unset:           UnsetResources(p),
 		Gated:           gates.HasGate(p, gate),
 	}
 	if p.Spec.Priority != nil {

@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -78,7 +79,7 @@ func TestNewPod(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			got := NewPod(tc.pod, v1alpha1.SchedulingGate, t0)
-			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(Pod{}, "Usage")); diff != "" {
+			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(Pod{}, "Usage", "Unset")); diff != "" {
 				t.Errorf("NewPod (-want +got):\n%s", diff)
 			}
 		})
@@ -97,6 +98,45 @@ func TestNewPodReadsTheGateItIsGiven(t *testing.T) {
 	} {
 		if got := NewPod(p, gate, t0).Gated; got != want {
 			t.Errorf("NewPod(gate %s).Gated = %v, want %v", gate, got, want)
+		}
+	}
+}
+
+// An in-place resize down frees the difference only once the kubelet has applied it:
+// until then the pod is charged what its status says runs, as ResourceQuota charges it,
+// and a pod waiting for that room stays gated.
+func TestResizeDownFreesOnlyWhatTheKubeletApplied(t *testing.T) {
+	q, _ := newTestQueue()
+	q.SetNamespace("team-a", map[string]string{v1alpha1.EnabledLabel: "true"})
+	q.UpsertBudget(makeBudget("team-a", "b").Hard("cpu=4").Obj())
+	running := makePod("running").Ungated().Req("cpu=3").RV(1).Obj()
+	q.UpsertPod(NewPod(running, v1alpha1.SchedulingGate, t0))
+	q.UpsertPod(makePod("waiting").Created(1).Req("cpu=2").RV(2).Pod())
+
+	steps := []struct {
+		name         string
+		spec         string
+		allocated    string
+		applied      string
+		wantUsed     string
+		wantAdmitted []string
+	}{
+		{name: "resized down in the spec only", spec: "cpu=1", allocated: "cpu=3", applied: "cpu=3", wantUsed: "requests.cpu=3"},
+		{name: "allocated, not applied yet", spec: "cpu=1", allocated: "cpu=1", applied: "cpu=3", wantUsed: "requests.cpu=3"},
+		{name: "applied by the kubelet", spec: "cpu=1", allocated: "cpu=1", applied: "cpu=1", wantUsed: "requests.cpu=3", wantAdmitted: []string{"waiting"}},
+	}
+	for i, s := range steps {
+		p := running.DeepCopy()
+		p.ResourceVersion = fmt.Sprint(10 + i)
+		p.Spec.Containers[0].Resources.Requests = parseList(s.spec)
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", AllocatedResources: parseList(s.allocated),
+			Resources: &corev1.ResourceRequirements{Requests: parseList(s.applied)}}}
+		q.UpsertPod(NewPod(p, v1alpha1.SchedulingGate, t0))
+		if diff := cmp.Diff(s.wantAdmitted, admitNames(q)); diff != "" {
+			t.Errorf("%s: admitted (-want +got):\n%s", s.name, diff)
+		}
+		if diff := listDiff(parseList(s.wantUsed), mustStatus(t, q, BudgetKey{Namespace: "team-a", Name: "b"}).Used); diff != "" {
+			t.Errorf("%s: used (-want +got):\n%s", s.name, diff)
 		}
 	}
 }

@@ -87,7 +87,7 @@ func (q *AdmissionQueue) updatePod(p *podState, pod Pod) {
 	}
 
 	if p.phase == phaseWaiting {
-		if pod.Gated && sameGroup && sameLabels && sameUsage && old.Priority == pod.Priority && old.Created.Equal(pod.Created) {
+		if pod.Gated && sameGroup && sameLabels && sameUsage && slices.Equal(old.Unset, pod.Unset) && old.Priority == pod.Priority && old.Created.Equal(pod.Created) {
 			p.pod = pod
 			return
 		}
@@ -228,6 +228,9 @@ func (q *AdmissionQueue) singlePark(p *podState) *waitInfo {
 	}
 	if p.pod.ClaimsError != "" {
 		return &waitInfo{code: CodeClaimPending}
+	}
+	if w := unsetPark(p.pod.Unset, p.cover, PodRef{}); w != nil {
+		return w
 	}
 	for _, b := range p.cover {
 		if r, over := b.neverFits(p.pod.Usage); over {

@@ -75,6 +75,9 @@ func (w *world) admitAndCheck() error {
 				}
 				touched[k] = true
 			}
+			if err := w.admittedSetsTracked(p); err != nil {
+				return err
+			}
 		case CodeNoBudget:
 			if len(wantCover) > 0 {
 				return fmt.Errorf("%s admitted as uncovered", a.Pod)
@@ -143,6 +146,9 @@ func (w *world) admitAndCheck() error {
 		return err
 	}
 	if err := w.checkPreemptions(); err != nil {
+		return err
+	}
+	if err := w.checkUnset(); err != nil {
 		return err
 	}
 	return w.q.checkInvariants()

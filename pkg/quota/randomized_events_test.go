@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -28,6 +29,13 @@ func (w *world) randomHard() corev1.ResourceList {
 	}
 	if w.rng.IntN(3) == 0 {
 		hard[worldDevices] = *resourceCount(int64(2 + w.rng.IntN(5)))
+	}
+	// Values ResourceQuota requires every container to set (randomized_unset_test.go).
+	if w.rng.IntN(6) == 0 {
+		hard["memory"] = resource.MustParse(fmt.Sprintf("%dGi", 2+w.rng.IntN(6)))
+	}
+	if w.rng.IntN(8) == 0 {
+		hard["limits.cpu"] = *resourceMilli(int64(1000 * (2 + w.rng.IntN(8))))
 	}
 	return hard
 }
@@ -101,8 +109,8 @@ func (w *world) randomPod(gated bool) {
 	if w.rng.IntN(25) == 0 {
 		cpu = 100000
 	}
-	b := makePod(name).NS(ns).Created(w.step*10 + w.rng.IntN(10)).Priority(int32(w.rng.IntN(3))).
-		Req(fmt.Sprintf("cpu=%dm", cpu))
+	b := makePod(name).NS(ns).Created(w.step*10 + w.rng.IntN(10)).Priority(int32(w.rng.IntN(3)))
+	resources := w.randomResources(b, cpu)
 	if w.rng.IntN(3) == 0 {
 		b.Label("app", "web")
 	}
@@ -126,7 +134,7 @@ func (w *world) randomPod(gated bool) {
 		mp.pinned = w.cover(mp.obj) // first seen running: pinned where it is covered
 	}
 	w.view(mp)
-	w.logf("create pod %s/%s cpu=%dm gated=%v group=%s/%d labels=%v claim=%q", ns, name, cpu, gated, mp.groupName, mp.groupSize, mp.obj.Labels, mp.claim)
+	w.logf("create pod %s/%s %s gated=%v group=%s/%d labels=%v claim=%q", ns, name, resources, gated, mp.groupName, mp.groupSize, mp.obj.Labels, mp.claim)
 }
 
 func (w *world) randomEvent() {

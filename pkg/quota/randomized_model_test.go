@@ -115,7 +115,8 @@ func (w *world) usedAll() map[BudgetKey]corev1.ResourceList {
 }
 
 // neverAdmissible: the pod (with its gated group mates) exceeds some covering budget's
-// hard, or its group has fewer members than its size.
+// hard, or leaves unset a value one tracks, or its group has fewer members than its
+// size.
 func (w *world) neverAdmissible(p *mPod) bool {
 	unit := []*mPod{p}
 	if p.groupName != "" {
@@ -133,6 +134,9 @@ func (w *world) neverAdmissible(p *mPod) bool {
 	}
 	sums := map[BudgetKey]corev1.ResourceList{}
 	for _, m := range unit {
+		if m.state == mGated && w.leavesTrackedUnset(m.obj) {
+			return true
+		}
 		for _, k := range w.cover(m.obj) {
 			if sums[k] == nil {
 				sums[k] = corev1.ResourceList{}
@@ -187,7 +191,7 @@ func (w *world) workConserving() error {
 			continue
 		}
 		cover := w.cover(p.obj)
-		fits := len(cover) > 0
+		fits := len(cover) > 0 && !w.leavesTrackedUnset(p.obj)
 		for _, k := range cover {
 			if !fits {
 				break

@@ -29,6 +29,9 @@ const (
 	CodeBehindHead ReasonCode = "StrictFIFOOrder"
 	// CodeNeverFits: it requests more than a covering budget's hard.
 	CodeNeverFits ReasonCode = "RequestsExceedHard"
+	// CodeMustSpecify: it leaves unset a value a covering budget tracks, which
+	// ResourceQuota requires every container to set (constraints.go).
+	CodeMustSpecify ReasonCode = "MustSpecifyResources"
 	// CodeGroupIncomplete: fewer members of its group exist than the group's size.
 	CodeGroupIncomplete ReasonCode = "GroupIncomplete"
 	// CodeGroupInvalid: its group-size annotation is missing or not a number >= 1.
@@ -79,12 +82,14 @@ type waitInfo struct {
 	want      int
 	// family: CodeNeverFits because the budgets under budget lend less than it needs.
 	family bool
+	// unset: CodeMustSpecify's "must specify ..." (ahead names the group member).
+	unset string
 }
 
 // parks reports whether the reason keeps a pod parked (out of the queues).
 func (w *waitInfo) parks() bool {
 	switch w.code {
-	case CodeNeverFits, CodeGroupIncomplete, CodeGroupInvalid, CodeUncovered, CodeClaimPending:
+	case CodeNeverFits, CodeMustSpecify, CodeGroupIncomplete, CodeGroupInvalid, CodeUncovered, CodeClaimPending:
 		return true
 	}
 	return false
@@ -178,6 +183,8 @@ func (q *AdmissionQueue) waitReason(p *podState) Reason {
 			limit = fmt.Sprintf("%s hard plus %s borrowingLimit", hard.String(), borrow.String())
 		}
 		msg = fmt.Sprintf("%s: %s requested, more than the %s of %s: it can never fit", w.resource, w.requested.String(), limit, w.budget.key.Describe())
+	case CodeMustSpecify:
+		msg = unsetMessage(&w)
 	case CodeFairShare:
 		msg = fmt.Sprintf("it would borrow under %s, and pod %s goes first: its budget's borrowing is a smaller share of what the family lends (fair sharing)",
 			w.budget.key.Describe(), w.ahead)

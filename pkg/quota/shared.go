@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
 )
 
 // Tens of thousands of gated pods are usually a few templates: their label maps and
@@ -184,9 +185,10 @@ func SharedPodUsage(p *corev1.Pod) corev1.ResourceList {
 
 // usageKey appends to key everything PodUsage reads from a pod, and nothing else: each
 // init container's restart policy, requests and limits, in order (a sidecar's place
-// matters); each container's requests and limits; the pod-level resources; the
-// overhead. PodUsage asks k8s.io/component-helpers for the spec's resources only (no
-// status resources, no DRA claims); TestSharedPodUsage fails if that changes.
+// matters); each container's requests and limits; after each container, what its status
+// says was allocated and applied (an in-place resize); whether a resize is Infeasible;
+// the pod-level resources; the overhead. PodUsage asks k8s.io/component-helpers for no
+// DRA claims; TestSharedPodUsage fails if what it reads changes.
 func usageKey(key []byte, p *corev1.Pod) []byte {
 	for i := range p.Spec.InitContainers {
 		c := &p.Spec.InitContainers[i]
@@ -195,14 +197,53 @@ func usageKey(key []byte, p *corev1.Pod) []byte {
 			key = append(key, *c.RestartPolicy...)
 		}
 		key = appendRequirements(append(key, 0), &c.Resources)
+		key = appendContainerStatus(key, p, c.Name)
 	}
 	for i := range p.Spec.Containers {
-		key = appendRequirements(append(key, 'c'), &p.Spec.Containers[i].Resources)
+		c := &p.Spec.Containers[i]
+		key = appendRequirements(append(key, 'c'), &c.Resources)
+		key = appendContainerStatus(key, p, c.Name)
+	}
+	if resourcehelper.IsPodResizeInfeasible(p) {
+		key = append(key, 'I')
 	}
 	if r := p.Spec.Resources; r != nil {
 		key = appendRequirements(append(key, 'p'), r)
 	}
 	return appendList(append(key, 'o'), p.Spec.Overhead)
+}
+
+// appendContainerStatus appends the status of the named container as PodUsage reads
+// it: its allocated resources and the resources the kubelet reports applied, each
+// told apart from an absent one (component-helpers falls back to the next source only
+// when a list is nil). The status is found by name, first among the containers', then
+// the init containers' statuses, as component-helpers finds it.
+func appendContainerStatus(key []byte, p *corev1.Pod, name string) []byte {
+	var cs *corev1.ContainerStatus
+	for _, statuses := range [][]corev1.ContainerStatus{p.Status.ContainerStatuses, p.Status.InitContainerStatuses} {
+		for i := range statuses {
+			if cs == nil && statuses[i].Name == name {
+				cs = &statuses[i]
+			}
+		}
+	}
+	if cs == nil {
+		return append(key, '-')
+	}
+	key = appendOptionalList(append(key, 's'), cs.AllocatedResources)
+	if cs.Resources == nil {
+		return append(key, '-')
+	}
+	key = appendOptionalList(append(key, 'r'), cs.Resources.Requests)
+	return appendOptionalList(key, cs.Resources.Limits)
+}
+
+// appendOptionalList appends l as appendList does, told apart from nil.
+func appendOptionalList(key []byte, l corev1.ResourceList) []byte {
+	if l == nil {
+		return append(key, '-')
+	}
+	return appendList(append(key, '+'), l)
 }
 
 // appendRequirements appends requests, then limits, as appendList writes them.

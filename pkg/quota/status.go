@@ -36,7 +36,8 @@ type BudgetStatus struct {
 	AdmittedPods int32 `json:"admittedPods"`
 	// GatedPods counts the gated pods it covers.
 	GatedPods int32 `json:"gatedPods"`
-	// NeverFit lists the gated pods that request more than Hard, by namespace/name.
+	// NeverFit lists the gated pods that request more than Hard, or leave unset a
+	// value it tracks (CodeMustSpecify), by namespace/name.
 	NeverFit []NeverFitPod `json:"neverFit,omitempty"`
 }
 
@@ -46,13 +47,18 @@ type Problem struct {
 	Message string `json:"message"`
 }
 
-// NeverFitPod is a gated pod (or group) that requests more than a budget's hard.
+// NeverFitPod is a gated pod (or group) that requests more than a budget's hard, or
+// (Unset set) leaves unset a value the budget tracks.
 type NeverFitPod struct {
 	Pod       PodRef              `json:"pod"`
 	Group     string              `json:"group,omitempty"`
 	Resource  corev1.ResourceName `json:"resource"`
 	Requested resource.Quantity   `json:"requested"`
 	Hard      resource.Quantity   `json:"hard"`
+	// Unset is ResourceQuota's "must specify ..." for the pod (or, in a group, the
+	// member named Member) under this budget; Requested is then zero.
+	Unset  string `json:"unset,omitempty"`
+	Member string `json:"member,omitempty"`
 }
 
 // Status returns the status of a budget, or false if the core does not know it.
@@ -86,7 +92,7 @@ func (q *AdmissionQueue) Status(key BudgetKey) (BudgetStatus, bool) {
 	}
 	for e := range b.parked {
 		w := e.pod.wait
-		if w.code != CodeNeverFits || w.budget != b {
+		if (w.code != CodeNeverFits && w.code != CodeMustSpecify) || w.budget != b {
 			continue
 		}
 		st.NeverFit = append(st.NeverFit, NeverFitPod{
@@ -95,6 +101,8 @@ func (q *AdmissionQueue) Status(key BudgetKey) (BudgetStatus, bool) {
 			Resource:  w.resource,
 			Requested: w.requested.DeepCopy(),
 			Hard:      b.hardOf(w.resource),
+			Unset:     w.unset,
+			Member:    w.ahead.Name,
 		})
 	}
 	slices.SortFunc(st.NeverFit, func(a, b NeverFitPod) int { return a.Pod.Compare(b.Pod) })

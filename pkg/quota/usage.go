@@ -33,8 +33,14 @@ var computeResources = []corev1.ResourceName{
 // k8s.io/component-helpers/resource, so init containers, sidecars, pod overhead and
 // pod-level resources count as Kubernetes counts them. A resource the pod does not
 // request is absent (it counts as zero).
+//
+// After an in-place resize, each container is charged the larger of its spec and what
+// its status says the kubelet allocated and applied, as ResourceQuota's pod evaluator
+// charges it (UseStatusResources, with InPlacePodVerticalScaling GA): a resize down
+// frees nothing until the kubelet has applied it, and a resize the kubelet finds
+// Infeasible is charged what runs. Pod-level resources count from the spec, as there.
 func PodUsage(pod *corev1.Pod) corev1.ResourceList {
-	opts := resourcehelper.PodResourcesOptions{}
+	opts := resourcehelper.PodResourcesOptions{UseStatusResources: true}
 	requests := resourcehelper.PodRequests(pod, opts)
 	limits := resourcehelper.PodLimits(pod, opts)
 

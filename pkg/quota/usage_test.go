@@ -72,6 +72,40 @@ func TestPodUsage(t *testing.T) {
 			want: "requests.cpu=4,limits.cpu=4,pods=1,count/pods=1",
 		},
 	}
+	// resized is a running pod whose spec says spec, with what the kubelet allocated
+	// and applied (reports in its status) after an in-place resize.
+	resized := func(spec, specLimits, allocated, applied, appliedLimits string) *corev1.Pod {
+		p := makePod("p").Ungated().Req(spec).Obj()
+		p.Spec.Containers[0].Resources.Limits = parseList(specLimits)
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main",
+			AllocatedResources: parseList(allocated),
+			Resources:          &corev1.ResourceRequirements{Requests: parseList(applied), Limits: parseList(appliedLimits)}}}
+		return p
+	}
+	infeasible := resized("cpu=4,memory=1Gi", "", "cpu=1,memory=1Gi", "cpu=1,memory=1Gi", "")
+	infeasible.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodResizePending, Status: corev1.ConditionTrue, Reason: corev1.PodReasonInfeasible}}
+	for name, pod := range map[string]*corev1.Pod{
+		"a resize down the kubelet has not allocated yet is charged what runs": resized("cpu=1,memory=1Gi", "", "cpu=3,memory=1Gi", "cpu=3,memory=1Gi", ""),
+		"a resize down allocated but not applied yet is charged what runs":     resized("cpu=1,memory=1Gi", "", "cpu=1,memory=1Gi", "cpu=3,memory=1Gi", ""),
+		"a resize up the kubelet has not applied yet is charged the spec":      resized("cpu=3,memory=1Gi", "", "cpu=1,memory=1Gi", "cpu=1,memory=1Gi", ""),
+	} {
+		tests[name] = struct {
+			pod  *corev1.Pod
+			want string
+		}{pod, "requests.cpu=3,requests.memory=1Gi,pods=1,count/pods=1"}
+	}
+	tests["a resize down applied frees the difference"] = struct {
+		pod  *corev1.Pod
+		want string
+	}{resized("cpu=1,memory=1Gi", "", "cpu=1,memory=1Gi", "cpu=1,memory=1Gi", ""), "requests.cpu=1,requests.memory=1Gi,pods=1,count/pods=1"}
+	tests["a limit lowered but not applied yet counts at the applied value"] = struct {
+		pod  *corev1.Pod
+		want string
+	}{resized("cpu=1", "cpu=1", "cpu=1", "cpu=1", "cpu=2"), "requests.cpu=1,limits.cpu=2,pods=1,count/pods=1"}
+	tests["a resize the kubelet finds infeasible is charged what runs, not the spec"] = struct {
+		pod  *corev1.Pod
+		want string
+	}{infeasible, "requests.cpu=1,requests.memory=1Gi,pods=1,count/pods=1"}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			if diff := listDiff(parseList(tc.want), PodUsage(tc.pod)); diff != "" {

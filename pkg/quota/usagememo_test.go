@@ -12,10 +12,9 @@ import (
 
 // SharedPodUsage remembers usage by its inputs: it must give what PodUsage gives for
 // every pod, whichever pods it saw before. Pods that differ in one input (a sidecar's
-// place, a restart policy, pod-level resources, overhead, a limit) must not share an
-// entry, and pods equal in their inputs but not in their status must, as PodUsage reads
-// the spec alone: if PodUsage ever reads the status (in-place resize), the resized pod
-// below gets the entry of the pod before it and this test fails.
+// place, a restart policy, pod-level resources, overhead, a limit, what the status says
+// a resize allocated or applied, an Infeasible resize) must not share an entry: each
+// case below differs from some other in one of them.
 func TestSharedPodUsage(t *testing.T) {
 	always := corev1.ContainerRestartPolicyAlways
 	list := func(kv ...string) corev1.ResourceList {
@@ -40,12 +39,21 @@ func TestSharedPodUsage(t *testing.T) {
 		return &corev1.Pod{Spec: corev1.PodSpec{InitContainers: init, Containers: ctrs}}
 	}
 	app := ctr("app", req("cpu", "1", "memory", "1Gi"))
-	resized := pod(nil, app)
-	resized.Status.Resize = "InProgress"
-	resized.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app",
-		AllocatedResources: list("cpu", "3", "memory", "3Gi"),
-		Resources:          &corev1.ResourceRequirements{Requests: list("cpu", "3", "memory", "3Gi")}}}
+	// withStatus is the plain pod with a status for container name.
+	withStatus := func(name string, allocated corev1.ResourceList, applied *corev1.ResourceRequirements) *corev1.Pod {
+		p := pod([]corev1.Container{ctr("init", req("cpu", "2"))}, app)
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: name, AllocatedResources: allocated, Resources: applied}}
+		return p
+	}
+	resized := withStatus("app", list("cpu", "3", "memory", "3Gi"), &corev1.ResourceRequirements{Requests: list("cpu", "3", "memory", "3Gi")})
 	resized.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodResizeInProgress, Status: corev1.ConditionTrue}}
+	infeasible := withStatus("app", list("cpu", "1", "memory", "1Gi"), &corev1.ResourceRequirements{Requests: list("cpu", "1", "memory", "1Gi")})
+	infeasible.Spec.Containers = []corev1.Container{ctr("app", req("cpu", "4", "memory", "1Gi"))}
+	feasible := infeasible.DeepCopy()
+	infeasible.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodResizePending, Status: corev1.ConditionTrue, Reason: corev1.PodReasonInfeasible}}
+	initResized := withStatus("init", nil, nil)
+	initResized.Status.ContainerStatuses = nil
+	initResized.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "init", AllocatedResources: list("cpu", "5")}}
 	withOverhead := pod(nil, app)
 	withOverhead.Spec.Overhead = list("cpu", "250m")
 	podLevel := pod(nil, app)
@@ -58,6 +66,16 @@ func TestSharedPodUsage(t *testing.T) {
 	}{
 		{"plain", pod(nil, app)},
 		{"the same spec, resized in its status", resized},
+		{"allocated only", withStatus("app", list("cpu", "3", "memory", "3Gi"), nil)},
+		{"applied only", withStatus("app", nil, &corev1.ResourceRequirements{Requests: list("cpu", "3", "memory", "3Gi")})},
+		{"applied, empty requests", withStatus("app", list("cpu", "3", "memory", "3Gi"), &corev1.ResourceRequirements{Requests: corev1.ResourceList{}})},
+		{"applied, no requests", withStatus("app", list("cpu", "3", "memory", "3Gi"), &corev1.ResourceRequirements{})},
+		{"applied limits", withStatus("app", nil, &corev1.ResourceRequirements{Limits: list("cpu", "3")})},
+		{"the init container resized", withStatus("init", list("cpu", "5"), nil)},
+		{"the init container resized, in the init statuses", initResized},
+		{"a status of no container", withStatus("gone", list("cpu", "9"), nil)},
+		{"a resize pending", feasible},
+		{"the same resize, infeasible", infeasible},
 		{"1000m for 1", pod(nil, ctr("app", req("cpu", "1000m", "memory", "1Gi")))},
 		{"memory in decimal", pod(nil, ctr("app", req("cpu", "1", "memory", "1073741824")))},
 		{"an init container before", pod([]corev1.Container{ctr("init", req("cpu", "2"))}, app)},
@@ -97,7 +115,15 @@ func TestSharedPodUsage(t *testing.T) {
 			}
 		}
 	}
-	if a, b := usageKey(nil, cases[0].pod), usageKey(nil, resized); string(a) != string(b) {
-		t.Errorf("a pod resized in its status has a key of its own: the status is not an input of PodUsage")
+	// Cases of different usage never share a key, whichever order they come in.
+	for i, a := range cases {
+		for _, b := range cases[i+1:] {
+			if string(usageKey(nil, a.pod)) == string(usageKey(nil, b.pod)) && !equalLists(PodUsage(a.pod), PodUsage(b.pod)) {
+				t.Errorf("%q and %q share a key but not their usage: an input of PodUsage is missing from usageKey", a.name, b.name)
+			}
+		}
+	}
+	if diff := listDiff(parseList("requests.cpu=3,requests.memory=3Gi,pods=1,count/pods=1"), SharedPodUsage(resized)); diff != "" {
+		t.Errorf("a pod resized down is charged what the kubelet still runs (-want +got):\n%s", diff)
 	}
 }

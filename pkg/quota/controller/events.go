@@ -10,8 +10,8 @@ import (
 )
 
 // Pod events say why a pod waits, on transitions only: when the reason's code changes
-// (InsufficientQuota, BudgetClosed, RequestsExceedHard, ...), not when only its numbers
-// or queue position move.
+// (InsufficientQuota, BudgetClosed, RequestsExceedHard, MustSpecifyResources, ...), not
+// when only its numbers or queue position move.
 
 // noteGated marks a gated pod whose wait reason should be announced after the next
 // admission round, and records when this manager first saw it gated: the start of the
@@ -106,7 +106,7 @@ func (c *Controller) announceWaiting() {
 	for _, w := range announce {
 		r := reasons[w.ref.UID]
 		eventType := corev1.EventTypeNormal
-		if r.Code == quota.CodeNeverFits || r.Code == quota.CodeGroupInvalid {
+		if r.Code == quota.CodeNeverFits || r.Code == quota.CodeMustSpecify || r.Code == quota.CodeGroupInvalid {
 			eventType = corev1.EventTypeWarning
 		}
 		c.recorder.Eventf(podRef(w.ref), nil, eventType, string(r.Code), "Queue", "Waiting: %s", r.Message)

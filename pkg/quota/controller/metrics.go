@@ -97,7 +97,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		budgetReady:   gauge("quotagate_budget_ready", "1 when a budget's Ready condition is True, 0 when it has a problem (invalid spec, missing parent, cycle).", budgetLabels),
 		gatedPods:     gauge("quotagate_budget_gated_pods", "Gated pods a budget covers.", budgetLabels),
 		admittedPods:  gauge("quotagate_budget_admitted_pods", "Admitted, non-terminal pods charged to a budget.", budgetLabels),
-		neverFitPods:  gauge("quotagate_budget_never_fit_pods", "Gated pods that request more than the budget's hard limit, so can never be admitted.", budgetLabels),
+		neverFitPods:  gauge("quotagate_budget_never_fit_pods", "Gated pods that can never be admitted while hard stays as it is: they request more than it, or leave unset a cpu or memory value it tracks (ResourceQuota's rule).", budgetLabels),
 		ungateErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "quotagate_ungate_errors_total",
 			Help: "Failed ungate patches, by reason.",

@@ -67,7 +67,8 @@ func TestBudgetMetricsNameTheBudgetInSeparateLabels(t *testing.T) {
 		Pending:      corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")},
 		AdmittedPods: 3,
 		GatedPods:    2,
-		NeverFit:     []quota.NeverFitPod{{}},
+		// One requests more than hard, one leaves unset a value hard tracks: both count.
+		NeverFit: []quota.NeverFitPod{{}, {Unset: "must specify requests.memory for: app"}},
 	})
 	m.setBudget(org, quota.BudgetStatus{
 		State:   v1alpha1.StateClosing,
@@ -91,7 +92,7 @@ func TestBudgetMetricsNameTheBudgetInSeparateLabels(t *testing.T) {
 		"quotagate_budget_ready{kind=Budget,name=gpus,namespace=team-a}":                1,
 		"quotagate_budget_gated_pods{kind=Budget,name=gpus,namespace=team-a}":           2,
 		"quotagate_budget_admitted_pods{kind=Budget,name=gpus,namespace=team-a}":        3,
-		"quotagate_budget_never_fit_pods{kind=Budget,name=gpus,namespace=team-a}":       1,
+		"quotagate_budget_never_fit_pods{kind=Budget,name=gpus,namespace=team-a}":       2,
 		"quotagate_budget_admissions_total{kind=Budget,name=gpus,namespace=team-a}":     1,
 		"quotagate_pod_wait_seconds{kind=Budget,name=gpus,namespace=team-a}_count":      1,
 		"quotagate_budget_hard{kind=ClusterBudget,name=org,namespace=,resource=cpu}":    8,

@@ -139,7 +139,7 @@ func applyStatus(status *v1alpha1.BudgetStatus, st quota.BudgetStatus, generatio
 	}
 	if len(st.NeverFit) > 0 {
 		neverFit.Status = metav1.ConditionTrue
-		neverFit.Reason = v1alpha1.ReasonRequestsExceedHard
+		neverFit.Reason = neverFitReason(st.NeverFit)
 		neverFit.Message = neverFitMessage(st.NeverFit)
 	}
 	apimeta.SetStatusCondition(&status.Conditions, neverFit)
@@ -157,11 +157,38 @@ func neverFitMessage(pods []quota.NeverFitPod) string {
 		if p.Group != "" {
 			who = "group " + p.Group + " (pod " + p.Pod.String() + ")"
 		}
+		if p.Unset != "" {
+			parts = append(parts, unsetPart(who, p))
+			continue
+		}
 		parts = append(parts, fmt.Sprintf("%s requests %s %s, more than hard %s", who, p.Requested.String(), p.Resource, p.Hard.String()))
 	}
 	msg := strings.Join(parts, "; ")
 	if len(pods) > shown {
 		msg += fmt.Sprintf("; and %d more", len(pods)-shown)
 	}
+	if neverFitReason(pods) == v1alpha1.ReasonMustSpecifyResources {
+		return msg + ": as in ResourceQuota, every container must set the cpu and memory values hard tracks; they stay gated until hard stops tracking them or they are deleted"
+	}
 	return msg + ": they stay gated until hard is raised or they are deleted"
+}
+
+// neverFitReason is RequestsExceedHard when some pod requests more than hard, else
+// MustSpecifyResources: every pod listed leaves unset a value hard tracks.
+func neverFitReason(pods []quota.NeverFitPod) string {
+	for _, p := range pods {
+		if p.Unset == "" {
+			return v1alpha1.ReasonRequestsExceedHard
+		}
+	}
+	return v1alpha1.ReasonMustSpecifyResources
+}
+
+// unsetPart is ResourceQuota's sentence for one pod, or for the member of its group
+// that leaves the value unset.
+func unsetPart(who string, p quota.NeverFitPod) string {
+	if p.Member != "" && p.Member != p.Pod.Name {
+		who += ": member " + p.Member
+	}
+	return who + " " + p.Unset
 }
