@@ -17,7 +17,9 @@ import (
 //
 //   - Reclaim: the unit waits for lent quota (NoLendableQuota) and asks for no more than
 //     its budgets' own hard. Pods of the siblings that use more than their hard of what
-//     it needs are taken back, while their budget still borrows.
+//     it needs are taken back, while their budget still borrows, and only as far as
+//     each sibling keeps its own hard (reclaimfloor.go): a victim that would free part
+//     of it is skipped for a smaller one.
 //   - WithinBudget (opt-in, preemption.withinBudget: LowerPriority): the unit does not
 //     fit in such a budget; its admitted pods of lower priority are taken.
 //
@@ -61,6 +63,7 @@ type Preemption struct {
 // victim is a pod the core decided to preempt, while that is still needed: for unit
 // (its first pod is the preemptor), which adds adds[b] to each budget b of budgets.
 type victim struct {
+	reason  PreemptionReason
 	unit    []*podState
 	budgets []*budget
 	adds    map[*budget]corev1.ResourceList
@@ -105,6 +108,11 @@ func (q *AdmissionQueue) preempt(unit []*podState, budgets []*budget, add func(*
 	if fits() {
 		return // it waits for pods already leaving
 	}
+	var floor reclaimFloor
+	var scarce []corev1.ResourceName
+	if reason == PreemptReclaim {
+		floor, scarce = q.newReclaimFloor(claims, budgets, add, w)
+	}
 	candidates := q.preemptionCandidates(reason, lowerOnly, unit, budgets, w)
 	var chosen [][]*podState
 	from := map[*podState]*budget{} // Reclaim: the member a victim unit borrows through
@@ -113,11 +121,15 @@ func (q *AdmissionQueue) preempt(unit []*podState, budgets []*budget, add func(*
 			continue // counted as gone already
 		}
 		if reason == PreemptReclaim {
-			if from[c[0]] = borrowsThrough(c[0], w.budget, budgets, add); from[c[0]] == nil {
+			if from[c[0]] = borrowsScarce(c[0], w.budget, scarce); from[c[0]] == nil {
 				continue // its budget is within its hard now: nothing of it is borrowed
 			}
 		}
 		hide(c)
+		if !floor.holds() {
+			show(c) // it would take a sibling below its hard: a smaller victim may not
+			continue
+		}
 		chosen = append(chosen, c)
 		if fits() {
 			break
@@ -140,7 +152,7 @@ func (q *AdmissionQueue) preempt(unit []*podState, budgets []*budget, add func(*
 		}
 		hide(chosen[i])
 	}
-	rec := &victim{unit: slices.Clone(unit), budgets: slices.Clone(budgets), adds: map[*budget]corev1.ResourceList{}}
+	rec := &victim{reason: reason, unit: slices.Clone(unit), budgets: slices.Clone(budgets), adds: map[*budget]corev1.ResourceList{}}
 	for _, b := range budgets {
 		rec.adds[b] = add(b)
 	}

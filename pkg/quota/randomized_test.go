@@ -136,9 +136,10 @@ type world struct {
 	pods       map[types.UID]*mPod
 	events     []string
 	rvSerial   int
-	evicting   []types.UID // preemption victims to evict (randomized_preempt_test.go)
-	accepted   []types.UID // evicted, still terminating
-	unheard    []types.UID // evicted with the answer lost: going, the core not told
+	evicting   []types.UID        // preemption victims to evict (randomized_preempt_test.go)
+	accepted   []types.UID        // evicted, still terminating
+	unheard    []types.UID        // evicted with the answer lost: going, the core not told
+	reclaims   map[types.UID]bool // victims decided by reclaim (not WithinBudget)
 }
 
 var worldNamespaces = []string{"ns-a", "ns-b", "ns-c"}
@@ -153,6 +154,7 @@ func newWorld(seed int) *world {
 		namespaces: map[string]map[string]string{},
 		budgets:    map[BudgetKey]Budget{},
 		pods:       map[types.UID]*mPod{},
+		reclaims:   map[types.UID]bool{},
 	}
 	return w
 }

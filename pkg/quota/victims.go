@@ -5,7 +5,6 @@ import (
 	"slices"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -92,30 +91,6 @@ func (p *podState) admittedTime() time.Time {
 	return p.pod.Created
 }
 
-// borrowsThrough returns the budget under f through which a candidate still borrows
-// what the unit needs (with the victims chosen so far hidden): a member it is charged
-// to that uses more than its hard of a resource both ask for; nil when there is none.
-func borrowsThrough(p *podState, f *budget, budgets []*budget, add func(*budget) corev1.ResourceList) *budget {
-	for _, s := range p.chargedTo {
-		if s.parent != f || !s.borrows() {
-			continue
-		}
-		for _, c := range budgets {
-			if c.parent != f {
-				continue
-			}
-			for r, q := range add(c) {
-				h, limited := s.hard[r]
-				mine := p.chargedUsage[r]
-				if u := s.used[r]; limited && !q.IsZero() && u.Cmp(h) > 0 && !mine.IsZero() {
-					return s
-				}
-			}
-		}
-	}
-	return nil
-}
-
 // hide takes pods' charges out of the ledgers, and show puts them back: to ask whether
 // a unit would fit without them.
 func hide(pods []*podState) {
@@ -185,9 +160,15 @@ func (q *AdmissionQueue) stillNeeded(p *podState) bool {
 	if fits() {
 		return false // the others make room enough
 	}
+	var floor reclaimFloor
+	if rec.reason == PreemptReclaim {
+		floor, _ = q.newReclaimFloor(claims, rec.budgets, rec.add, w)
+	}
 	hide(mine)
 	defer show(mine)
-	return fits()
+	// Its sibling may have ended pods since it was chosen: it goes only while the
+	// siblings keep their hard without it (reclaimfloor.go).
+	return fits() && floor.holds()
 }
 
 // Evicted records that a victim's eviction was accepted: it counts as leaving from now
