@@ -56,8 +56,11 @@ type Preemption struct {
 	// From is the victim's budget the quota is taken from: the borrower (Reclaim), or
 	// Budget (WithinBudget).
 	From BudgetKey `json:"from"`
-	// Message says it in words, for events.
-	Message string `json:"message"`
+	// VictimMessage says it in words for the victim's events, and PreemptorMessage for
+	// the preemptor's: each names pods and Budgets of the other pod's namespace only
+	// when it is the same namespace (DESIGN: "Tenants see only their own").
+	VictimMessage    string `json:"victimMessage"`
+	PreemptorMessage string `json:"preemptorMessage"`
 }
 
 // victim is a pod the core decided to preempt, while that is still needed: for unit
@@ -317,12 +320,19 @@ func preemption(reason PreemptionReason, v, by *podState, w waitInfo, budgets []
 			}
 		}
 		out.From = from.key
-		out.Message = fmt.Sprintf("%s takes back quota it lent under %s, which %s borrows, for pod %s",
-			out.Budget.Describe(), f.key.Describe(), out.From.Describe(), by.pod.PodRef)
+		say := func(ns string, who string) string {
+			return fmt.Sprintf("%s takes back quota it lent under %s, which %s borrows, %s",
+				BudgetFor(ns, out.Budget), f.key.Describe(), BudgetFor(ns, out.From), who)
+		}
+		out.VictimMessage = say(v.pod.Namespace, "for "+PodFor(v.pod.Namespace, by.pod.PodRef))
+		out.PreemptorMessage = say(by.pod.Namespace, "from "+PodFor(by.pod.Namespace, v.pod.PodRef))
 	case PreemptWithinBudget:
 		out.Budget, out.From = w.budget.key, w.budget.key
-		out.Message = fmt.Sprintf("pod %s (priority %d) does not fit in %s; pods of lower priority (%d) make room for it",
-			by.pod.PodRef, by.pod.Priority, w.budget.key.Describe(), v.pod.Priority)
+		say := func(ns string) string {
+			return fmt.Sprintf("%s (priority %d) does not fit in %s; pods of lower priority (%d) make room for it",
+				PodFor(ns, by.pod.PodRef), by.pod.Priority, BudgetFor(ns, w.budget.key), v.pod.Priority)
+		}
+		out.VictimMessage, out.PreemptorMessage = say(v.pod.Namespace), say(by.pod.Namespace)
 	}
 	return out
 }

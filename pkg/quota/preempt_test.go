@@ -20,7 +20,7 @@ func victimNames(t *testing.T, q *AdmissionQueue) []string {
 		if !q.PreemptionNeeded(p.Victim.UID) {
 			t.Errorf("%s was just chosen, but is not needed", p.Victim)
 		}
-		if p.Preemptor.Name == "" || p.Message == "" {
+		if p.Preemptor.Name == "" || p.VictimMessage == "" || p.PreemptorMessage == "" {
 			t.Errorf("preemption of %s does not say for whom or why: %+v", p.Victim, p)
 		}
 		out = append(out, p.Victim.Name)

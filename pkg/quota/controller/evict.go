@@ -9,6 +9,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -81,6 +82,12 @@ func (c *Controller) preempt(ctx context.Context, p quota.Preemption) {
 	// in their message would otherwise be merged into one series, and a pod that
 	// preempts two victims, one after the other, would show only the first.
 	victim, preemptor := podRef(p.Victim), podRef(p.Preemptor)
+	// A pod of another namespace is neither named nor related: whoever reads a pod's
+	// events may not read the other namespace (DESIGN: "Tenants see only their own").
+	var relatedOfVictim, relatedOfPreemptor runtime.Object
+	if p.Victim.Namespace == p.Preemptor.Namespace {
+		relatedOfVictim, relatedOfPreemptor = preemptor, victim
+	}
 	reported := false
 	for retry := evictRetryFirst; ; retry = min(2*retry, evictRetryMax) {
 		if !c.core.PreemptionNeeded(p.Victim.UID) {
@@ -104,10 +111,10 @@ func (c *Controller) preempt(ctx context.Context, p quota.Preemption) {
 			c.core.Evicted(p.Victim.UID)
 			c.metrics.preemptions.WithLabelValues(string(p.Reason)).Inc()
 			logger.V(logLevelEvents).Info("Preempted", "budget", p.Budget.String(), "from", p.From.String())
-			c.recorder.Eventf(victim, preemptor, corev1.EventTypeNormal, eventPreempted, "Evict",
-				"Evicted to make room for pod %s: %s", p.Preemptor, p.Message)
-			c.recorder.Eventf(preemptor, victim, corev1.EventTypeNormal, eventPreempting, "Evict",
-				"Evicted pod %s to make room: %s", p.Victim, p.Message)
+			c.recorder.Eventf(victim, relatedOfVictim, corev1.EventTypeNormal, eventPreempted, "Evict",
+				"Evicted to make room for %s: %s", quota.PodFor(p.Victim.Namespace, p.Preemptor), p.VictimMessage)
+			c.recorder.Eventf(preemptor, relatedOfPreemptor, corev1.EventTypeNormal, eventPreempting, "Evict",
+				"Evicted %s to make room: %s", quota.PodFor(p.Preemptor.Namespace, p.Victim), p.PreemptorMessage)
 			c.wake()
 			return
 		case apierrors.IsNotFound(err):
@@ -124,10 +131,15 @@ func (c *Controller) preempt(ctx context.Context, p quota.Preemption) {
 			if !reported {
 				reported = true
 				msg := err.Error()
-				c.recorder.Eventf(victim, preemptor, corev1.EventTypeWarning, eventPreemptionBlocked, "Evict",
-					"Eviction to make room for pod %s refused, will retry: %s", p.Preemptor, msg)
-				c.recorder.Eventf(preemptor, victim, corev1.EventTypeWarning, eventPreemptionBlocked, "Evict",
-					"Eviction of pod %s refused, will retry: %s", p.Victim, msg)
+				c.recorder.Eventf(victim, relatedOfVictim, corev1.EventTypeWarning, eventPreemptionBlocked, "Evict",
+					"Eviction to make room for %s refused, will retry: %s", quota.PodFor(p.Victim.Namespace, p.Preemptor), msg)
+				// The refusal names the victim's PodDisruptionBudget: said to the victim's
+				// namespace only.
+				if p.Victim.Namespace != p.Preemptor.Namespace {
+					msg = "refused by a PodDisruptionBudget"
+				}
+				c.recorder.Eventf(preemptor, relatedOfPreemptor, corev1.EventTypeWarning, eventPreemptionBlocked, "Evict",
+					"Eviction of %s refused, will retry: %s", quota.PodFor(p.Preemptor.Namespace, p.Victim), msg)
 			}
 			logger.V(logLevelEvents).Info("Eviction refused, will retry", "err", err.Error())
 		default:
