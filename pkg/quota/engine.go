@@ -17,6 +17,13 @@ const (
 	DefaultLendHold       = 5 * time.Second
 )
 
+// DefaultPriorityCeiling is the highest priority the core ranks pods by: Kubernetes'
+// HighestUserDefinablePriority. The system classes (system-cluster-critical,
+// system-node-critical: 2000000000 and up) rank no higher than the highest class a
+// user may define, so a tenant that gives its pods one does not jump every shared
+// queue (WithPriorityCeiling).
+const DefaultPriorityCeiling int32 = 1000000000
+
 // AdmissionQueue is the admission core: it accounts pods against budgets and decides,
 // in order, which gated pods to admit. Feed it with UpsertPod, DeletePod, UpsertBudget,
 // DeleteBudget and SetNamespace; take decisions with Admit and report each patch with
@@ -55,11 +62,12 @@ type AdmissionQueue struct {
 // NewAdmissionQueue returns an empty AdmissionQueue.
 func NewAdmissionQueue(opts ...Option) *AdmissionQueue {
 	o := options{
-		clock:          clock.RealClock{},
-		initialBackoff: DefaultInitialBackoff,
-		maxBackoff:     DefaultMaxBackoff,
-		flushInterval:  DefaultFlushInterval,
-		lendHold:       DefaultLendHold,
+		clock:           clock.RealClock{},
+		initialBackoff:  DefaultInitialBackoff,
+		maxBackoff:      DefaultMaxBackoff,
+		flushInterval:   DefaultFlushInterval,
+		lendHold:        DefaultLendHold,
+		priorityCeiling: DefaultPriorityCeiling,
 	}
 	for _, opt := range opts {
 		opt(&o)

@@ -19,6 +19,7 @@ import (
 func (q *AdmissionQueue) UpsertPod(pod Pod) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	pod.Priority = min(pod.Priority, q.opts.priorityCeiling) // WithPriorityCeiling
 	p := q.pods[pod.UID]
 	switch {
 	case pod.Terminal:

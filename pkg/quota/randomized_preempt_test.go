@@ -62,7 +62,7 @@ func (w *world) checkPreemptions() error {
 		if !slices.Contains(w.charged(v), p.From) {
 			return fmt.Errorf("preempting %s, which is not charged to %s", p.Victim, p.From.Describe())
 		}
-		lower := v.obj.Spec.Priority != nil && by.obj.Spec.Priority != nil && *v.obj.Spec.Priority < *by.obj.Spec.Priority
+		lower := v.priority() < by.priority() // clamped at the ceiling
 		b, from := w.budgets[p.Budget], w.budgets[p.From]
 		switch p.Reason {
 		case PreemptReclaim:
