@@ -51,6 +51,7 @@ type AdmissionQueue struct {
 	out          []Admission             // decided, not yet returned by Admit
 	victims      map[*podState]*victim   // pods chosen for preemption (preempt.go)
 	evicted      map[*podState]struct{}  // victims whose eviction was accepted (preempt.go)
+	blockedAt    map[*podState]time.Time // victims whose eviction a PDB refused, since (blocked.go)
 	holding      map[*budget]struct{}    // budgets that hold freed quota for their own pods (hold.go)
 	preemptions  []Preemption            // decided, not yet returned by Preemptions
 	deciding     bool                    // inside Admit: decisions may be taken
@@ -82,6 +83,7 @@ func NewAdmissionQueue(opts ...Option) *AdmissionQueue {
 		immediate:    map[types.UID]*podState{},
 		victims:      map[*podState]*victim{},
 		evicted:      map[*podState]struct{}{},
+		blockedAt:    map[*podState]time.Time{},
 		holding:      map[*budget]struct{}{},
 		statusDirty:  map[BudgetKey]struct{}{},
 		seenStatuses: map[BudgetKey]struct{}{},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -29,7 +30,8 @@ import (
 // always the smallest possible). The core only decides: Preemptions hands the decisions
 // to the controller, which evicts through the Eviction API and asks PreemptionNeeded
 // before each try, so an eviction that a PodDisruptionBudget blocks is retried only
-// while the preemptor still waits. Pods already on their way out (terminating, or
+// while the preemptor still waits; a refused eviction is reported (EvictionBlocked,
+// blocked.go), and other victims are chosen in its place when they make room. Pods already on their way out (terminating, or
 // chosen before and still needed) count as gone before anything new is chosen, so the
 // same room is never taken twice. The preemptor keeps waiting, with its claim on the
 // family (lenderClaims), until the victims end and release their charge; what they free
@@ -61,6 +63,10 @@ type Preemption struct {
 	// when it is the same namespace (DESIGN: "Tenants see only their own").
 	VictimMessage    string `json:"victimMessage"`
 	PreemptorMessage string `json:"preemptorMessage"`
+	// BlockedTimeout is Budget's spec.preemption.blockedTimeout: how long the victim's
+	// PodDisruptionBudget may refuse its eviction, when EvictionBlocked finds no other
+	// victim, before it is deleted despite it; 0 waits for ever.
+	BlockedTimeout time.Duration `json:"blockedTimeout,omitempty"`
 }
 
 // victim is a pod the core decided to preempt, while that is still needed: for unit
@@ -315,7 +321,7 @@ func preemption(reason PreemptionReason, v, by *podState, w waitInfo, budgets []
 		f := w.budget
 		for _, b := range budgets {
 			if b.parent == f {
-				out.Budget = b.key
+				out.Budget, out.BlockedTimeout = b.key, b.spec.BlockedTimeout
 				break
 			}
 		}
@@ -327,7 +333,7 @@ func preemption(reason PreemptionReason, v, by *podState, w waitInfo, budgets []
 		out.VictimMessage = say(v.pod.Namespace, "for "+PodFor(v.pod.Namespace, by.pod.PodRef))
 		out.PreemptorMessage = say(by.pod.Namespace, "from "+PodFor(by.pod.Namespace, v.pod.PodRef))
 	case PreemptWithinBudget:
-		out.Budget, out.From = w.budget.key, w.budget.key
+		out.Budget, out.From, out.BlockedTimeout = w.budget.key, w.budget.key, w.budget.spec.BlockedTimeout
 		say := func(ns string) string {
 			return fmt.Sprintf("%s (priority %d) does not fit in %s; pods of lower priority (%d) make room for it",
 				PodFor(ns, by.pod.PodRef), by.pod.Priority, BudgetFor(ns, w.budget.key), v.pod.Priority)

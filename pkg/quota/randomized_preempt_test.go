@@ -170,7 +170,8 @@ func (w *world) usesBeyondHard(k BudgetKey, used map[BudgetKey]corev1.ResourceLi
 }
 
 // evict carries out the evictions the core still needs; unless all is true, some are
-// blocked this time (a PodDisruptionBudget) and tried again later. An accepted eviction
+// refused this time (a PodDisruptionBudget): the core is told (EvictionBlocked), and
+// the victim is tried again later only when the core keeps it. An accepted eviction
 // is reported (Evicted) and the pod goes at once, or at the next evict, as a pod
 // terminating for a while does. Unless all is true, some are applied with the answer
 // lost and the controller's fresh read failing too: the pod is on its way out while the
@@ -184,13 +185,26 @@ func (w *world) evict(all bool) {
 	w.accepted = w.accepted[:0]
 	w.evictUnheard()
 	var keep []types.UID
-	for _, uid := range w.evicting {
+	queued := len(w.evicting)
+	for _, uid := range w.evicting[:queued] {
 		p := w.pods[uid]
 		if p == nil || !w.q.PreemptionNeeded(uid) {
 			continue
 		}
 		if !all && w.rng.IntN(3) == 0 {
-			keep = append(keep, uid)
+			// Refused by a PodDisruptionBudget: the core chooses other victims
+			// first (handed out by the next Preemptions), or keeps this one.
+			retry, _ := w.q.EvictionBlocked(uid)
+			if retry {
+				keep = append(keep, uid)
+				w.logf("evict %s: refused, tried again", p.obj.Name)
+			} else {
+				w.logf("evict %s: refused, other victims instead", p.obj.Name)
+			}
+			// What it decided instead is checked now, as it stands (and queued).
+			if err := w.checkPreemptions(); err != nil && w.failed == nil {
+				w.failed = fmt.Errorf("after %s's eviction was refused: %w", p.obj.Name, err)
+			}
 			continue
 		}
 		w.logf("evict %s", p.obj.Name)
@@ -206,7 +220,7 @@ func (w *world) evict(all bool) {
 		}
 		w.deletePod(p)
 	}
-	w.evicting = keep
+	w.evicting = append(keep, w.evicting[queued:]...) // and what refusals chose instead
 }
 
 // evictUnheard retries the evictions that were applied without the controller hearing

@@ -140,6 +140,7 @@ type world struct {
 	accepted   []types.UID        // evicted, still terminating
 	unheard    []types.UID        // evicted with the answer lost: going, the core not told
 	reclaims   map[types.UID]bool // victims decided by reclaim (not WithinBudget)
+	failed     error              // a check that failed outside admitAndCheck (evict)
 }
 
 var worldNamespaces = []string{"ns-a", "ns-b", "ns-c"}

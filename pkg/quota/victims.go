@@ -14,8 +14,9 @@ import (
 // victimUnits groups running pods into what is evicted together (a group's running
 // members, all of them, when each of them may be preempted), leaving out the pods not
 // known to run and any unit with a member of the preemptor's own unit, in the order
-// they are taken: units admitted by borrowing (quotagate.io/borrowing) first, then
-// lowest priority first, then most recently admitted first.
+// they are taken: units whose eviction a PodDisruptionBudget refused last, and before
+// them units admitted by borrowing (quotagate.io/borrowing) first, then lowest
+// priority first, then most recently admitted first.
 func (q *AdmissionQueue) victimUnits(pods []*podState, preemptor []*podState) [][]*podState {
 	var out [][]*podState
 	seen := map[*group]bool{}
@@ -52,6 +53,7 @@ func (q *AdmissionQueue) victimUnits(pods []*podState, preemptor []*podState) []
 	// A unit ranks by its most valuable member: the highest priority, the earliest
 	// admitted; it borrows when any member was admitted by borrowing.
 	type rank struct {
+		blocked      int // a PodDisruptionBudget refused its eviction: last (blocked.go)
 		notBorrowing int
 		prio         int32
 		at           time.Time
@@ -66,12 +68,15 @@ func (q *AdmissionQueue) victimUnits(pods []*podState, preemptor []*podState) []
 			if len(m.borrowing) > 0 {
 				r.notBorrowing = 0
 			}
+			if _, ok := q.blockedAt[m]; ok {
+				r.blocked = 1
+			}
 		}
 		return r
 	}
 	slices.SortStableFunc(out, func(a, b []*podState) int {
 		ka, kb := key(a), key(b)
-		return cmp.Or(cmp.Compare(ka.notBorrowing, kb.notBorrowing), cmp.Compare(ka.prio, kb.prio), kb.at.Compare(ka.at), compareUIDs(a[0], b[0]))
+		return cmp.Or(cmp.Compare(ka.blocked, kb.blocked), cmp.Compare(ka.notBorrowing, kb.notBorrowing), cmp.Compare(ka.prio, kb.prio), kb.at.Compare(ka.at), compareUIDs(a[0], b[0]))
 	})
 	return out
 }
