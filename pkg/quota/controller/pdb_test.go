@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/pkg/quota"
 )
 
 // A borrower's PodDisruptionBudget with maxUnavailable 0, which the built-in edit role
@@ -36,13 +37,14 @@ func TestBlockedTimeoutDeletesPastAPodDisruptionBudget(t *testing.T) {
 	if err := admin.Patch(ctx, patched, client.MergeFrom(&a)); err != nil {
 		t.Fatalf("setting preemption.blockedTimeout on Budget a: %v", err)
 	}
-	mustCreate(t, &policyv1.PodDisruptionBudget{
+	pdb := &policyv1.PodDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: nsB},
 		Spec: policyv1.PodDisruptionBudgetSpec{
 			MaxUnavailable: new(intstr.FromInt32(0)),
 			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": "b"}},
 		},
-	})
+	}
+	mustCreate(t, pdb)
 	startManager(t, nil, false)
 
 	pod := func(ns, name, app string) *corev1.Pod {
@@ -56,8 +58,19 @@ func TestBlockedTimeoutDeletesPastAPodDisruptionBudget(t *testing.T) {
 			return !isGated(t, nsB, fmt.Sprintf("b%d", i)), nil
 		})
 	}
+	// A pod not yet running may be evicted whatever its PDB says: wait until the PDB
+	// guards all four.
+	poll(t, time.Minute, "B's pods ready and the PDB allowing no disruption", func() (bool, error) {
+		var got policyv1.PodDisruptionBudget
+		if err := admin.Get(ctx, client.ObjectKeyFromObject(pdb), &got); err != nil {
+			return false, err
+		}
+		return got.Status.CurrentHealthy == 4 && got.Status.DisruptionsAllowed == 0 && got.Status.ObservedGeneration == got.Generation, nil
+	})
 	start := time.Now()
 	mustCreate(t, pod(nsA, "a0", "a"))
+	waiting := waitForWaitingEvent(t, nsA, "a0", string(quota.CodeNoLendable))
+	t.Logf("%5.1fs a0: %s", time.Since(start).Seconds(), waiting.Message)
 	blocked := waitForWaitingEvent(t, nsB, "", "PreemptionBlocked")
 	t.Logf("%5.1fs %s: %s: %s", time.Since(start).Seconds(), blocked.InvolvedObject.Name, blocked.Reason, blocked.Message)
 	forced := waitForWaitingEvent(t, nsB, "", "PreemptionForced")
