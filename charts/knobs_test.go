@@ -1,6 +1,7 @@
 package charts_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -264,4 +265,24 @@ func TestWebhookNamespaceSelectorExpressions(t *testing.T) {
 			schemaError(t, map[string]any{"webhook": map[string]any{"namespaceSelector": map[string]any{"matchExpressions": []any{tc.expr}}}}, tc.path)
 		})
 	}
+}
+
+// manager.priorityCeiling reaches the manager as --priority-ceiling, Kubernetes'
+// highest user-definable priority by default, and must be an int32.
+func TestPriorityCeiling(t *testing.T) {
+	for name, tc := range map[string]struct {
+		values map[string]any
+		want   string
+	}{
+		"default": {want: "--priority-ceiling=1000000000"},
+		"lower":   {values: map[string]any{"manager": map[string]any{"priorityCeiling": 100}}, want: "--priority-ceiling=100"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			m := mustInstall(t, defaultRelease, defaultNamespace, tc.values)
+			if args := podSpecOf(t, m, "Deployment", "quotagate-manager").Containers[0].Args; !slices.Contains(args, tc.want) {
+				t.Errorf("the manager's args %v lack %s", args, tc.want)
+			}
+		})
+	}
+	schemaError(t, map[string]any{"manager": map[string]any{"priorityCeiling": 3000000000}}, "/manager/priorityCeiling")
 }

@@ -33,8 +33,10 @@ func grants(rule rbacv1.PolicyRule, resource, verb string) bool {
 	return anyOf(rule.APIGroups, "", "*") && anyOf(rule.Resources, resource, "*") && anyOf(rule.Verbs, verb, "*")
 }
 
-// The manager only ever patches pods (the gate's test+remove); nothing in the chart may
-// update or delete a pod.
+// The manager patches pods (the gate's test+remove) and may delete one only as a
+// preemption victim past the lender's spec.preemption.blockedTimeout (docs/budgets.md,
+// "When a PodDisruptionBudget refuses"); nothing else in the chart may update or delete
+// a pod, and nothing may delete pods' subresources or collections.
 func TestRBACNeverUpdatesOrDeletesPods(t *testing.T) {
 	m := mustInstall(t, defaultRelease, defaultNamespace, map[string]any{
 		"metrics": map[string]any{"serviceMonitor": map[string]any{"enabled": true}},
@@ -46,6 +48,9 @@ func TestRBACNeverUpdatesOrDeletesPods(t *testing.T) {
 					continue
 				}
 				for _, verb := range []string{"update", "delete", "deletecollection"} {
+					if role == "ClusterRole/quotagate-manager" && res == "pods" && verb == "delete" && !slices.Contains(rule.Verbs, "*") {
+						continue // a victim past blockedTimeout
+					}
 					if grants(rbacv1.PolicyRule{APIGroups: rule.APIGroups, Resources: []string{res}, Verbs: rule.Verbs}, res, verb) {
 						t.Errorf("%s grants %s on %s", role, verb, res)
 					}
@@ -99,7 +104,7 @@ func TestManagerPermissions(t *testing.T) {
 	}
 
 	for _, want := range []struct{ resource, verb string }{
-		{"pods", "patch"}, {"pods", "list"}, {"pods", "watch"}, {"namespaces", "watch"}, {"events", "create"},
+		{"pods", "patch"}, {"pods", "list"}, {"pods", "watch"}, {"pods", "delete"}, {"pods/eviction", "create"}, {"namespaces", "watch"}, {"events", "create"},
 	} {
 		if !slices.ContainsFunc(bound[managerSA], func(r rbacv1.PolicyRule) bool { return grants(r, want.resource, want.verb) }) {
 			t.Errorf("the manager (%s) may not %s %s", managerSA, want.verb, want.resource)

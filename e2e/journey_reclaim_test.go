@@ -120,11 +120,13 @@ func testReclaim(t *testing.T, e env, _ *podWatcher) {
 	fatalIf(t, e.c.Patch(ctx, relaxed, client.MergeFrom(pdb)), "relaxing the PDB")
 	// Events are written apart from the eviction and the ungate, so they are waited
 	// for too, not read once the pods are where they should be.
-	waitFor(t, "both of the lender's pods admitted, the borrower's re-created pods gated, a Preempting event per victim", 3*time.Minute, func() (bool, string) {
+	// The victims are of another namespace, so the lender's Preempting events do not
+	// name them: two on one pod make one series, so at least one event, not two.
+	waitFor(t, "both of the lender's pods admitted, the borrower's re-created pods gated, Preempting events on the lender's pods", 3*time.Minute, func() (bool, string) {
 		admitted := ungatedIn(t, e, lenderNS)
 		gated := len(listPods(t, e, borrowerNS)) - ungatedIn(t, e, borrowerNS)
 		preempting := eventsIn(t, e, lenderNS, "Preempting")
-		return admitted == 2 && gated == 2 && len(preempting) == 2,
+		return admitted == 2 && gated == 2 && len(preempting) >= 1 && !slices.ContainsFunc(preempting, func(m string) bool { return strings.Contains(m, borrowerNS) }),
 			fmt.Sprintf("lender's pods admitted %d; borrower's pods gated %d; Preempting %v", admitted, gated, preempting)
 	})
 	if r := family.Report(); len(r.Violations) > 0 {

@@ -59,6 +59,18 @@ type Preemption struct {
 	// +optional
 	// +kubebuilder:default=Never
 	WithinBudget WithinBudgetPolicy `json:"withinBudget,omitempty"`
+
+	// BlockedTimeout: how long an eviction this budget's waiting pod needs may be
+	// refused by the victim's PodDisruptionBudget, when no other victim would do,
+	// before quotagate deletes the victim despite it (a Go duration: "90s", "10m").
+	// Unset: wait for as long as the PodDisruptionBudget refuses, never force. It is
+	// the choice of the budget whose pods wait: for a reclaim, the lender whose hard is
+	// taken back (docs/budgets.md, "When a PodDisruptionBudget refuses").
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=32
+	BlockedTimeout *metav1.Duration `json:"blockedTimeout,omitempty"`
 }
 
 // FairSharing is a budget's weight when the budgets under one parent compete for what

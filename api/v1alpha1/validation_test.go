@@ -222,11 +222,18 @@ func TestCRDValidationOnRealAPIServer(t *testing.T) {
 		`[spec.preemption.reclaim: Unsupported value: "Always": supported values: "Any", "LowerPriority", "Never"`+celSkipped)
 	add("preemption.withinBudget", object(t, "Budget", "bad-within", `{preemption: {withinBudget: Any}}`),
 		`[spec.preemption.withinBudget: Unsupported value: "Any": supported values: "Never", "LowerPriority"`+celSkipped)
+	const durationPattern = `'^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$'`
+	for i, d := range []string{"forever", "-5s", "10", "1d"} {
+		add("preemption.blockedTimeout "+d, object(t, "Budget", fmt.Sprintf("bad-blocked-%d", i), fmt.Sprintf(`{parent: org, preemption: {blockedTimeout: %q}}`, d)),
+			fmt.Sprintf(`spec.preemption.blockedTimeout: Invalid value: %q: spec.preemption.blockedTimeout in body should match %s`, d, durationPattern))
+	}
 	add("fairSharing.weight negative", object(t, "Budget", "bad-weight", `{parent: org, fairSharing: {weight: "-1"}}`),
 		`spec.fairSharing.weight: Invalid value: "-1": weight must not be negative`)
 	good = append(good,
 		object(t, "Budget", "good-preemption", `{parent: org, preemption: {reclaim: LowerPriority, withinBudget: LowerPriority}}`),
 		object(t, "ClusterBudget", "good-preemption", `{parent: org, preemption: {reclaim: Never}}`),
+		object(t, "Budget", "good-blocked", `{parent: org, preemption: {blockedTimeout: 1h30m}}`),
+		object(t, "ClusterBudget", "good-blocked", `{parent: org, preemption: {blockedTimeout: "0.5s"}}`),
 		object(t, "Budget", "good-weight", `{parent: org, fairSharing: {weight: "0.5"}}`),
 		object(t, "Budget", "good-weight-zero", `{parent: org, fairSharing: {weight: 0}}`))
 

@@ -1,6 +1,8 @@
 package quota
 
 import (
+	"time"
+
 	"cmp"
 	"errors"
 	"fmt"
@@ -81,6 +83,10 @@ type Budget struct {
 	// Never; preempt.go).
 	Reclaim      v1alpha1.ReclaimPolicy
 	WithinBudget v1alpha1.WithinBudgetPolicy
+	// BlockedTimeout is spec.preemption.blockedTimeout: how long an eviction its pods
+	// need may be refused by a PodDisruptionBudget before the victim is deleted
+	// despite it; 0 waits for ever (the controller's evict.go).
+	BlockedTimeout time.Duration
 	// Weight is spec.fairSharing.weight (nil means 1; fairshare.go).
 	Weight *resource.Quantity
 	// Parent names a ClusterBudget ("" for none).
@@ -231,6 +237,9 @@ func fromSpec(key BudgetKey, s *v1alpha1.BudgetSpec) Budget {
 	}
 	if s.Preemption != nil {
 		out.Reclaim, out.WithinBudget = s.Preemption.Reclaim, s.Preemption.WithinBudget
+		if t := s.Preemption.BlockedTimeout; t != nil && t.Duration > 0 {
+			out.BlockedTimeout = t.Duration
+		}
 	}
 	if s.FairSharing != nil {
 		out.Weight = s.FairSharing.Weight

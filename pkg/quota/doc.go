@@ -15,6 +15,7 @@
 //	for _, k := range q.DirtyStatuses() { st, _ := q.Status(k); writeStatus(k, st) }
 //	for _, p := range q.Preemptions() {            // victims to evict (preempt.go)
 //		for q.PreemptionNeeded(p.Victim.UID) && evict(p.Victim) != nil { backOff() }
+//		// a PDB's refusal: if retry, _ := q.EvictionBlocked(uid); !retry { stop }
 //	}
 //	q.WaitCode(uid) / q.WaitReason(uid)            // why a pod waits, for events
 //	q.Snapshot()                                   // every queue, for /debug/queues

@@ -17,6 +17,13 @@ const (
 	DefaultLendHold       = 5 * time.Second
 )
 
+// DefaultPriorityCeiling is the highest priority the core ranks pods by: Kubernetes'
+// HighestUserDefinablePriority. The system classes (system-cluster-critical,
+// system-node-critical: 2000000000 and up) rank no higher than the highest class a
+// user may define, so a tenant that gives its pods one does not jump every shared
+// queue (WithPriorityCeiling).
+const DefaultPriorityCeiling int32 = 1000000000
+
 // AdmissionQueue is the admission core: it accounts pods against budgets and decides,
 // in order, which gated pods to admit. Feed it with UpsertPod, DeletePod, UpsertBudget,
 // DeleteBudget and SetNamespace; take decisions with Admit and report each patch with
@@ -44,6 +51,7 @@ type AdmissionQueue struct {
 	out          []Admission             // decided, not yet returned by Admit
 	victims      map[*podState]*victim   // pods chosen for preemption (preempt.go)
 	evicted      map[*podState]struct{}  // victims whose eviction was accepted (preempt.go)
+	blockedAt    map[*podState]time.Time // victims whose eviction a PDB refused, since (blocked.go)
 	holding      map[*budget]struct{}    // budgets that hold freed quota for their own pods (hold.go)
 	preemptions  []Preemption            // decided, not yet returned by Preemptions
 	deciding     bool                    // inside Admit: decisions may be taken
@@ -55,11 +63,12 @@ type AdmissionQueue struct {
 // NewAdmissionQueue returns an empty AdmissionQueue.
 func NewAdmissionQueue(opts ...Option) *AdmissionQueue {
 	o := options{
-		clock:          clock.RealClock{},
-		initialBackoff: DefaultInitialBackoff,
-		maxBackoff:     DefaultMaxBackoff,
-		flushInterval:  DefaultFlushInterval,
-		lendHold:       DefaultLendHold,
+		clock:           clock.RealClock{},
+		initialBackoff:  DefaultInitialBackoff,
+		maxBackoff:      DefaultMaxBackoff,
+		flushInterval:   DefaultFlushInterval,
+		lendHold:        DefaultLendHold,
+		priorityCeiling: DefaultPriorityCeiling,
 	}
 	for _, opt := range opts {
 		opt(&o)
@@ -74,6 +83,7 @@ func NewAdmissionQueue(opts ...Option) *AdmissionQueue {
 		immediate:    map[types.UID]*podState{},
 		victims:      map[*podState]*victim{},
 		evicted:      map[*podState]struct{}{},
+		blockedAt:    map[*podState]time.Time{},
 		holding:      map[*budget]struct{}{},
 		statusDirty:  map[BudgetKey]struct{}{},
 		seenStatuses: map[BudgetKey]struct{}{},

@@ -32,6 +32,8 @@ type options struct {
 	maxBackoff     time.Duration
 	flushInterval  time.Duration
 	lendHold       time.Duration
+	// priorityCeiling: priorities above it count as it (WithPriorityCeiling).
+	priorityCeiling int32
 }
 
 // Option configures an AdmissionQueue.
@@ -57,6 +59,12 @@ func WithFlushInterval(d time.Duration) Option { return func(o *options) { o.flu
 // WithLendHold sets how long the quota a lender's pod frees is kept for the lender's
 // next pods before siblings may borrow it (hold.go); 0 lends it at once.
 func WithLendHold(d time.Duration) Option { return func(o *options) { o.lendHold = d } }
+
+// WithPriorityCeiling sets the highest priority pods are ranked by: a pod's
+// spec.priority above it counts as the ceiling, for admission order and for preemption
+// (which pods are of lower priority, which go first). Its default is
+// DefaultPriorityCeiling.
+func WithPriorityCeiling(p int32) Option { return func(o *options) { o.priorityCeiling = p } }
 
 // backoff is the wait before retry number attempts (1 for the first failure): the
 // initial backoff, doubling, at most the longest.

@@ -19,6 +19,7 @@ import (
 func (q *AdmissionQueue) UpsertPod(pod Pod) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	pod.Priority = min(pod.Priority, q.opts.priorityCeiling) // WithPriorityCeiling
 	p := q.pods[pod.UID]
 	switch {
 	case pod.Terminal:
@@ -150,6 +151,7 @@ func (q *AdmissionQueue) forget(p *podState) {
 	delete(q.immediate, p.pod.UID)
 	delete(q.victims, p)
 	delete(q.evicted, p)
+	delete(q.blockedAt, p)
 	if b := p.wait.budget; b != nil {
 		delete(b.lendWaiters, p) // the family's records of what it waited for
 		delete(b.fairWaiters, p)

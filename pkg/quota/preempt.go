@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -17,7 +18,9 @@ import (
 //
 //   - Reclaim: the unit waits for lent quota (NoLendableQuota) and asks for no more than
 //     its budgets' own hard. Pods of the siblings that use more than their hard of what
-//     it needs are taken back, while their budget still borrows.
+//     it needs are taken back, while their budget still borrows, and only as far as
+//     each sibling keeps its own hard (reclaimfloor.go): a victim that would free part
+//     of it is skipped for a smaller one.
 //   - WithinBudget (opt-in, preemption.withinBudget: LowerPriority): the unit does not
 //     fit in such a budget; its admitted pods of lower priority are taken.
 //
@@ -27,7 +30,8 @@ import (
 // always the smallest possible). The core only decides: Preemptions hands the decisions
 // to the controller, which evicts through the Eviction API and asks PreemptionNeeded
 // before each try, so an eviction that a PodDisruptionBudget blocks is retried only
-// while the preemptor still waits. Pods already on their way out (terminating, or
+// while the preemptor still waits; a refused eviction is reported (EvictionBlocked,
+// blocked.go), and other victims are chosen in its place when they make room. Pods already on their way out (terminating, or
 // chosen before and still needed) count as gone before anything new is chosen, so the
 // same room is never taken twice. The preemptor keeps waiting, with its claim on the
 // family (lenderClaims), until the victims end and release their charge; what they free
@@ -54,13 +58,21 @@ type Preemption struct {
 	// From is the victim's budget the quota is taken from: the borrower (Reclaim), or
 	// Budget (WithinBudget).
 	From BudgetKey `json:"from"`
-	// Message says it in words, for events.
-	Message string `json:"message"`
+	// VictimMessage says it in words for the victim's events, and PreemptorMessage for
+	// the preemptor's: each names pods and Budgets of the other pod's namespace only
+	// when it is the same namespace (DESIGN: "Tenants see only their own").
+	VictimMessage    string `json:"victimMessage"`
+	PreemptorMessage string `json:"preemptorMessage"`
+	// BlockedTimeout is Budget's spec.preemption.blockedTimeout: how long the victim's
+	// PodDisruptionBudget may refuse its eviction, when EvictionBlocked finds no other
+	// victim, before it is deleted despite it; 0 waits for ever.
+	BlockedTimeout time.Duration `json:"blockedTimeout,omitempty"`
 }
 
 // victim is a pod the core decided to preempt, while that is still needed: for unit
 // (its first pod is the preemptor), which adds adds[b] to each budget b of budgets.
 type victim struct {
+	reason  PreemptionReason
 	unit    []*podState
 	budgets []*budget
 	adds    map[*budget]corev1.ResourceList
@@ -105,6 +117,11 @@ func (q *AdmissionQueue) preempt(unit []*podState, budgets []*budget, add func(*
 	if fits() {
 		return // it waits for pods already leaving
 	}
+	var floor reclaimFloor
+	var scarce []corev1.ResourceName
+	if reason == PreemptReclaim {
+		floor, scarce = q.newReclaimFloor(claims, budgets, add, w)
+	}
 	candidates := q.preemptionCandidates(reason, lowerOnly, unit, budgets, w)
 	var chosen [][]*podState
 	from := map[*podState]*budget{} // Reclaim: the member a victim unit borrows through
@@ -113,11 +130,15 @@ func (q *AdmissionQueue) preempt(unit []*podState, budgets []*budget, add func(*
 			continue // counted as gone already
 		}
 		if reason == PreemptReclaim {
-			if from[c[0]] = borrowsThrough(c[0], w.budget, budgets, add); from[c[0]] == nil {
+			if from[c[0]] = borrowsScarce(c[0], w.budget, scarce); from[c[0]] == nil {
 				continue // its budget is within its hard now: nothing of it is borrowed
 			}
 		}
 		hide(c)
+		if !floor.holds() {
+			show(c) // it would take a sibling below its hard: a smaller victim may not
+			continue
+		}
 		chosen = append(chosen, c)
 		if fits() {
 			break
@@ -140,7 +161,7 @@ func (q *AdmissionQueue) preempt(unit []*podState, budgets []*budget, add func(*
 		}
 		hide(chosen[i])
 	}
-	rec := &victim{unit: slices.Clone(unit), budgets: slices.Clone(budgets), adds: map[*budget]corev1.ResourceList{}}
+	rec := &victim{reason: reason, unit: slices.Clone(unit), budgets: slices.Clone(budgets), adds: map[*budget]corev1.ResourceList{}}
 	for _, b := range budgets {
 		rec.adds[b] = add(b)
 	}
@@ -300,17 +321,24 @@ func preemption(reason PreemptionReason, v, by *podState, w waitInfo, budgets []
 		f := w.budget
 		for _, b := range budgets {
 			if b.parent == f {
-				out.Budget = b.key
+				out.Budget, out.BlockedTimeout = b.key, b.spec.BlockedTimeout
 				break
 			}
 		}
 		out.From = from.key
-		out.Message = fmt.Sprintf("%s takes back quota it lent under %s, which %s borrows, for pod %s",
-			out.Budget.Describe(), f.key.Describe(), out.From.Describe(), by.pod.PodRef)
+		say := func(ns string, who string) string {
+			return fmt.Sprintf("%s takes back quota it lent under %s, which %s borrows, %s",
+				BudgetFor(ns, out.Budget), f.key.Describe(), BudgetFor(ns, out.From), who)
+		}
+		out.VictimMessage = say(v.pod.Namespace, "for "+PodFor(v.pod.Namespace, by.pod.PodRef))
+		out.PreemptorMessage = say(by.pod.Namespace, "from "+PodFor(by.pod.Namespace, v.pod.PodRef))
 	case PreemptWithinBudget:
-		out.Budget, out.From = w.budget.key, w.budget.key
-		out.Message = fmt.Sprintf("pod %s (priority %d) does not fit in %s; pods of lower priority (%d) make room for it",
-			by.pod.PodRef, by.pod.Priority, w.budget.key.Describe(), v.pod.Priority)
+		out.Budget, out.From, out.BlockedTimeout = w.budget.key, w.budget.key, w.budget.spec.BlockedTimeout
+		say := func(ns string) string {
+			return fmt.Sprintf("%s (priority %d) does not fit in %s; pods of lower priority (%d) make room for it",
+				PodFor(ns, by.pod.PodRef), by.pod.Priority, BudgetFor(ns, w.budget.key), v.pod.Priority)
+		}
+		out.VictimMessage, out.PreemptorMessage = say(v.pod.Namespace), say(by.pod.Namespace)
 	}
 	return out
 }

@@ -20,7 +20,7 @@ func victimNames(t *testing.T, q *AdmissionQueue) []string {
 		if !q.PreemptionNeeded(p.Victim.UID) {
 			t.Errorf("%s was just chosen, but is not needed", p.Victim)
 		}
-		if p.Preemptor.Name == "" || p.Message == "" {
+		if p.Preemptor.Name == "" || p.VictimMessage == "" || p.PreemptorMessage == "" {
 			t.Errorf("preemption of %s does not say for whom or why: %+v", p.Victim, p)
 		}
 		out = append(out, p.Victim.Name)
@@ -101,6 +101,37 @@ func TestReclaim(t *testing.T) {
 			a:      []pod{{"a1", "4", 0}, {"a2", "4", 0}},
 			bWants: []pod{{"b1", "5", 0}},
 			code:   CodeNoLendable,
+		},
+		"a sibling keeps its hard: a smaller pod within the borrowed part goes, not the borrowing one": {
+			// team-a runs 5 of its hard 4; the 4-CPU pod carries quotagate.io/borrowing,
+			// but evicting it would leave team-a 1 CPU.
+			b:       makeBudget("team-b", "b"),
+			a:       []pod{{"a1", "1", 0}, {"a2", "4", 0}},
+			bWants:  []pod{{"b1", "4", 0}},
+			victims: []string{"a1"},
+			code:    CodeNoLendable,
+		},
+		"a sibling keeps its hard even for a pod of higher priority": {
+			b:       makeBudget("team-b", "b"),
+			a:       []pod{{"a1", "1", 9}, {"a2", "4", 0}},
+			bWants:  []pod{{"b1", "4", 0}},
+			victims: []string{"a1"},
+			code:    CodeNoLendable,
+		},
+		"nobody goes when every victim would take the sibling below its hard": {
+			// A pod of 5 under hard 4: 1 CPU borrowed, 4 its own. The lender waits for
+			// it to end.
+			b:      makeBudget("team-b", "b"),
+			a:      []pod{{"a1", "5", 0}},
+			bWants: []pod{{"b1", "4", 0}},
+			code:   CodeNoLendable,
+		},
+		"several small victims rather than one that takes the sibling below its hard": {
+			b:       makeBudget("team-b", "b"),
+			a:       []pod{{"a1", "1", 0}, {"a2", "1", 0}, {"a3", "4", 0}},
+			bWants:  []pod{{"b1", "4", 0}},
+			victims: []string{"a1", "a2"},
+			code:    CodeNoLendable,
 		},
 		"a budget within its hard is not a victim": {
 			b:      makeBudget("team-b", "b"),
@@ -193,7 +224,8 @@ func TestReclaimCountsPodsAlreadyLeaving(t *testing.T) {
 func TestPreemptionNeeded(t *testing.T) {
 	q, _ := newTestQueue()
 	family(q, makeBudget("team-b", "b"))
-	q.UpsertPod(makePod("a1").NS("team-a").Req("cpu=8").Pod())
+	q.UpsertPod(makePod("a0").NS("team-a").Req("cpu=4").Pod())
+	q.UpsertPod(makePod("a1").NS("team-a").Created(1).Req("cpu=4").Pod())
 	admitNames(q)
 	q.UpsertPod(makePod("b1").NS("team-b").Created(10).Req("cpu=1").Pod())
 	admitNames(q)

@@ -18,6 +18,9 @@ import (
 
 // admitAndCheck runs Admit and checks the safety and accounting invariants.
 func (w *world) admitAndCheck() error {
+	if w.failed != nil {
+		return w.failed
+	}
 	startedBefore := map[string]bool{}
 	for _, p := range w.pods {
 		if p.groupName != "" && p.state != mGated {

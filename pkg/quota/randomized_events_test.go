@@ -109,7 +109,7 @@ func (w *world) randomPod(gated bool) {
 	if w.rng.IntN(25) == 0 {
 		cpu = 100000
 	}
-	b := makePod(name).NS(ns).Created(w.step*10 + w.rng.IntN(10)).Priority(int32(w.rng.IntN(3)))
+	b := makePod(name).NS(ns).Created(w.step*10 + w.rng.IntN(10)).Priority(int32(w.rng.IntN(worldPriorityCeiling + 2)))
 	resources := w.randomResources(b, cpu)
 	if w.rng.IntN(3) == 0 {
 		b.Label("app", "web")
@@ -223,7 +223,7 @@ func (w *world) finish(p *mPod) {
 // arrive after that.
 func (w *world) failover() {
 	w.logf("failover")
-	nq := NewAdmissionQueue(WithClock(w.clk), WithFlushInterval(1000*time.Hour))
+	nq := NewAdmissionQueue(WithClock(w.clk), WithFlushInterval(1000*time.Hour), WithPriorityCeiling(worldPriorityCeiling))
 	for _, ns := range worldNamespaces {
 		nq.SetNamespace(ns, w.namespaces[ns])
 	}

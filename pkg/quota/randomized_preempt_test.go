@@ -46,6 +46,9 @@ func (w *world) checkPreemptions() error {
 	}
 	used := w.usedAll()
 	for _, p := range ps {
+		w.reclaims[p.Victim.UID] = p.Reason == PreemptReclaim
+	}
+	for _, p := range ps {
 		v, by := w.pods[p.Victim.UID], w.pods[p.Preemptor.UID]
 		if v == nil || v.gated() {
 			return fmt.Errorf("preempting %s, which the API server does not show ungated", p.Victim)
@@ -59,7 +62,7 @@ func (w *world) checkPreemptions() error {
 		if !slices.Contains(w.charged(v), p.From) {
 			return fmt.Errorf("preempting %s, which is not charged to %s", p.Victim, p.From.Describe())
 		}
-		lower := v.obj.Spec.Priority != nil && by.obj.Spec.Priority != nil && *v.obj.Spec.Priority < *by.obj.Spec.Priority
+		lower := v.priority() < by.priority() // clamped at the ceiling
 		b, from := w.budgets[p.Budget], w.budgets[p.From]
 		switch p.Reason {
 		case PreemptReclaim:
@@ -86,11 +89,6 @@ func (w *world) checkPreemptions() error {
 				}
 			}
 		}
-		if p.Reason == PreemptReclaim {
-			if err := w.notBelowHard(p.From, ps, used); err != nil {
-				return fmt.Errorf("reclaim of %s: %w", p.Victim, err)
-			}
-		}
 		w.logf("preempt %s for %s (%s, %s from %s)", p.Victim, p.Preemptor, p.Reason, p.Budget.Describe(), p.From.Describe())
 		// A victim decided again while its eviction is under way (retried, or applied
 		// unheard) is the same eviction, not a second one.
@@ -98,49 +96,67 @@ func (w *world) checkPreemptions() error {
 			w.evicting = append(w.evicting, p.Victim.UID)
 		}
 	}
+	// After every step, every borrower keeps its hard through reclaim.
+	for _, k := range w.budgetKeys() {
+		if len(w.budgets[k].BorrowingLimit) > 0 {
+			if err := w.notBelowHard(k, used); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 
-// notBelowHard checks that reclaim takes no more from a borrower than it borrows: the
-// borrower's victims still to go (this batch's, and earlier ones still needed), all
-// but the largest, leave it above its hard in some resource. (Each victim is chosen
-// while its budget still borrows; only the last may take it below its hard.)
-func (w *world) notBelowHard(from BudgetKey, batch []Preemption, used map[BudgetKey]corev1.ResourceList) error {
-	var victims []*mPod
+// notBelowHard checks that reclaim takes from a borrower only what it borrows, never
+// its own hard: with the pods whose eviction was accepted gone, and the victims the core
+// still needs gone too (this batch's and earlier ones, asked again now), the borrower
+// keeps its hard of every resource it may borrow, or, where WithinBudget victims of its
+// own take it below, all that they leave. (Pods are whole: the core skips a victim that
+// frees part of its hard, docs/budgets.md, "Taking lent quota back".)
+func (w *world) notBelowHard(from BudgetKey, used map[BudgetKey]corev1.ResourceList) error {
+	left := used[from].DeepCopy()
+	for _, uid := range w.accepted {
+		if p := w.pods[uid]; p != nil && slices.Contains(w.charged(p), from) {
+			subtractFrom(left, p.usage)
+		}
+	}
+	var mine, reclaimed corev1.ResourceList = corev1.ResourceList{}, corev1.ResourceList{}
+	var names []string
 	seen := map[types.UID]bool{}
-	add := func(uid types.UID) {
-		if p := w.pods[uid]; p != nil && !seen[uid] && slices.Contains(w.charged(p), from) {
-			seen[uid] = true
-			victims = append(victims, p)
-		}
-	}
-	for _, p := range batch {
-		if p.From == from {
-			add(p.Victim.UID)
-		}
-	}
 	for _, uid := range slices.Concat(w.evicting, w.unheard) {
-		if w.q.PreemptionNeeded(uid) {
-			add(uid)
+		p := w.pods[uid]
+		if p == nil || seen[uid] || !slices.Contains(w.charged(p), from) || !w.q.PreemptionNeeded(uid) {
+			continue
+		}
+		seen[uid] = true
+		names = append(names, p.obj.Name)
+		if w.reclaims[uid] {
+			addTo(reclaimed, p.usage)
+		} else {
+			addTo(mine, p.usage) // WithinBudget: its own pod takes the room
 		}
 	}
 	hard, _ := NormalizeHard(w.budgets[from].Hard)
-	for r, h := range hard {
-		left := used[from][r].DeepCopy()
-		var largest resource.Quantity
-		for _, v := range victims {
-			q := v.usage[r]
-			left.Sub(q)
-			if q.Cmp(largest) > 0 {
-				largest = q.DeepCopy()
-			}
+	borrow, _ := NormalizeHard(w.budgets[from].BorrowingLimit)
+	for r := range borrow {
+		h, limited := hard[r]
+		if q := reclaimed[r]; !limited || q.IsZero() {
+			continue
 		}
-		left.Add(largest)
-		if left.Cmp(h) > 0 {
-			return nil
+		floor := left[r].DeepCopy()
+		floor.Sub(mine[r])
+		if floor.Cmp(h) > 0 {
+			floor = h
+		}
+		after := left[r].DeepCopy()
+		after.Sub(mine[r])
+		after.Sub(reclaimed[r])
+		if after.Cmp(floor) < 0 {
+			u := used[from][r]
+			return fmt.Errorf("reclaim victims %v would take %s to %s %s, below its hard %s (used %s, accepted evictions leave %s)", names, from.Describe(), after.String(), r, h.String(), u.String(), left.Name(r, resource.DecimalSI).String())
 		}
 	}
-	return fmt.Errorf("%d victims would take %s below its hard by more than one pod (used %v, hard %v)", len(victims), from.Describe(), used[from], hard)
+	return nil
 }
 
 func (w *world) usesBeyondHard(k BudgetKey, used map[BudgetKey]corev1.ResourceList) bool {
@@ -154,7 +170,8 @@ func (w *world) usesBeyondHard(k BudgetKey, used map[BudgetKey]corev1.ResourceLi
 }
 
 // evict carries out the evictions the core still needs; unless all is true, some are
-// blocked this time (a PodDisruptionBudget) and tried again later. An accepted eviction
+// refused this time (a PodDisruptionBudget): the core is told (EvictionBlocked), and
+// the victim is tried again later only when the core keeps it. An accepted eviction
 // is reported (Evicted) and the pod goes at once, or at the next evict, as a pod
 // terminating for a while does. Unless all is true, some are applied with the answer
 // lost and the controller's fresh read failing too: the pod is on its way out while the
@@ -168,13 +185,26 @@ func (w *world) evict(all bool) {
 	w.accepted = w.accepted[:0]
 	w.evictUnheard()
 	var keep []types.UID
-	for _, uid := range w.evicting {
+	queued := len(w.evicting)
+	for _, uid := range w.evicting[:queued] {
 		p := w.pods[uid]
 		if p == nil || !w.q.PreemptionNeeded(uid) {
 			continue
 		}
 		if !all && w.rng.IntN(3) == 0 {
-			keep = append(keep, uid)
+			// Refused by a PodDisruptionBudget: the core chooses other victims
+			// first (handed out by the next Preemptions), or keeps this one.
+			retry, _ := w.q.EvictionBlocked(uid)
+			if retry {
+				keep = append(keep, uid)
+				w.logf("evict %s: refused, tried again", p.obj.Name)
+			} else {
+				w.logf("evict %s: refused, other victims instead", p.obj.Name)
+			}
+			// What it decided instead is checked now, as it stands (and queued).
+			if err := w.checkPreemptions(); err != nil && w.failed == nil {
+				w.failed = fmt.Errorf("after %s's eviction was refused: %w", p.obj.Name, err)
+			}
 			continue
 		}
 		w.logf("evict %s", p.obj.Name)
@@ -190,7 +220,7 @@ func (w *world) evict(all bool) {
 		}
 		w.deletePod(p)
 	}
-	w.evicting = keep
+	w.evicting = append(keep, w.evicting[queued:]...) // and what refusals chose instead
 }
 
 // evictUnheard retries the evictions that were applied without the controller hearing

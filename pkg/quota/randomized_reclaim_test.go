@@ -17,7 +17,7 @@ import (
 
 // TestRandomizedReclaim runs one family under a random load and checks, after every
 // step, the promise of borrowing with reclaim: three teams of hard cpu=4 under a parent
-// of cpu=12, two of them borrowing up to 8 (with random fair-sharing weights); pods of 1 or 2 cpu and random priority
+// of cpu=12, two of them borrowing up to 8 (with random fair-sharing weights); pods of 1 or 2 cpu and random priority (3, a "system" class, clamped at the ceiling 2)
 // arrive, finish and are evicted as the core decides (some evictions blocked for a
 // while, as by a PodDisruptionBudget). After every step:
 //
@@ -79,7 +79,7 @@ func runReclaimWorld(seed, steps int) (err error) {
 				ns := reclaimTeams[w.rng.IntN(len(reclaimTeams))]
 				mp := &mPod{informAt: -1}
 				mp.obj = makePod(fmt.Sprintf("p%d", w.serial)).NS(ns).Created(w.step*10 + w.rng.IntN(10)).
-					Priority(int32(w.rng.IntN(3))).Req(fmt.Sprintf("cpu=%d", 1+w.rng.IntN(2))).Obj()
+					Priority(int32(w.rng.IntN(worldPriorityCeiling + 2))).Req(fmt.Sprintf("cpu=%d", 1+w.rng.IntN(2))).Obj()
 				mp.usage = PodUsage(mp.obj)
 				w.pods[mp.obj.UID] = mp
 				w.write(mp)
@@ -185,7 +185,7 @@ func entitled(w *world, used map[BudgetKey]corev1.ResourceList) []types.UID {
 			}
 		}
 		slices.SortFunc(gated, func(a, b *mPod) int {
-			return cmp.Or(cmp.Compare(*b.obj.Spec.Priority, *a.obj.Spec.Priority),
+			return cmp.Or(cmp.Compare(b.priority(), a.priority()),
 				a.obj.CreationTimestamp.Compare(b.obj.CreationTimestamp.Time), cmp.Compare(a.obj.Name, b.obj.Name))
 		})
 		sum := used[BudgetKey{Namespace: ns, Name: "quota"}]["requests.cpu"]

@@ -138,12 +138,26 @@ type world struct {
 	pods       map[types.UID]*mPod
 	events     []string
 	rvSerial   int
-	evicting   []types.UID // preemption victims to evict (randomized_preempt_test.go)
-	accepted   []types.UID // evicted, still terminating
-	unheard    []types.UID // evicted with the answer lost: going, the core not told
+	evicting   []types.UID        // preemption victims to evict (randomized_preempt_test.go)
+	accepted   []types.UID        // evicted, still terminating
+	unheard    []types.UID        // evicted with the answer lost: going, the core not told
+	reclaims   map[types.UID]bool // victims decided by reclaim (not WithinBudget)
+	failed     error              // a check that failed outside admitAndCheck (evict)
 }
 
 var worldNamespaces = []string{"ns-a", "ns-b", "ns-c"}
+
+// worldPriorityCeiling is the world's priority ceiling: pods get priorities 0 to 3, and
+// 3 (a "system" class) ranks as 2 (WithPriorityCeiling).
+const worldPriorityCeiling = 2
+
+// priority is the priority the model ranks a pod by: its own, clamped at the ceiling.
+func (p *mPod) priority() int32 {
+	if p.obj.Spec.Priority == nil {
+		return 0
+	}
+	return min(*p.obj.Spec.Priority, worldPriorityCeiling)
+}
 
 func newWorld(seed int) *world {
 	clk := clocktesting.NewFakeClock(t0)
@@ -151,10 +165,11 @@ func newWorld(seed int) *world {
 		rng: rand.New(rand.NewPCG(uint64(seed), 0x9e3779b97f4a7c15)),
 		clk: clk,
 		// No periodic flush: liveness must follow from events alone.
-		q:          NewAdmissionQueue(WithClock(clk), WithFlushInterval(1000*time.Hour)),
+		q:          NewAdmissionQueue(WithClock(clk), WithFlushInterval(1000*time.Hour), WithPriorityCeiling(worldPriorityCeiling)),
 		namespaces: map[string]map[string]string{},
 		budgets:    map[BudgetKey]Budget{},
 		pods:       map[types.UID]*mPod{},
+		reclaims:   map[types.UID]bool{},
 	}
 	return w
 }

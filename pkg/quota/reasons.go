@@ -170,7 +170,7 @@ func (q *AdmissionQueue) waitReason(p *podState) Reason {
 	case CodeBudgetClosed:
 		msg = closedMessage(w.budget)
 	case CodeBehindHead:
-		msg = fmt.Sprintf("behind pod %s in StrictFIFO %s; %s", w.ahead, w.budget.key.Describe(), q.position(p, w.budget))
+		msg = fmt.Sprintf("behind %s in StrictFIFO %s; %s", q.aheadOf(p, w.ahead), w.budget.key.Describe(), q.position(p, w.budget))
 	case CodeNeverFits:
 		if w.family {
 			pool, _ := w.budget.familyStatus(w.resource)
@@ -186,8 +186,8 @@ func (q *AdmissionQueue) waitReason(p *podState) Reason {
 	case CodeMustSpecify:
 		msg = unsetMessage(&w)
 	case CodeFairShare:
-		msg = fmt.Sprintf("it would borrow under %s, and pod %s goes first: its budget's borrowing is a smaller share of what the family lends (fair sharing)",
-			w.budget.key.Describe(), w.ahead)
+		msg = fmt.Sprintf("it would borrow under %s, and %s goes first: its budget's borrowing is a smaller share of what the family lends (fair sharing)",
+			w.budget.key.Describe(), q.aheadOf(p, w.ahead))
 	case CodeNoLendable:
 		pool, above := w.budget.familyStatus(w.resource)
 		msg = fmt.Sprintf("%s: %s requested; the budgets under %s use %s beyond what they keep for themselves, of the %s they lend: waiting for borrowed quota to be returned",
@@ -212,6 +212,45 @@ func (q *AdmissionQueue) waitReason(p *podState) Reason {
 		}
 	}
 	return Reason{Code: w.code, Message: prefix + msg}
+}
+
+// aheadOf names the pod ahead of p for p's reason, which whoever may read p's
+// namespace reads (events, the visibility API, the plugin): a pod of the same namespace
+// by name, a pod of another namespace only by how it ranks ahead (DESIGN: "Tenants see
+// only their own").
+func (q *AdmissionQueue) aheadOf(p *podState, ahead PodRef) string {
+	if ahead.Namespace == p.pod.Namespace {
+		return "pod " + ahead.String()
+	}
+	h := q.pods[ahead.UID]
+	switch {
+	case h == nil:
+		return "a pod in another namespace"
+	case h.pod.Priority > p.pod.Priority:
+		return "a pod of higher priority in another namespace"
+	case h.pod.Priority < p.pod.Priority:
+		return "a pod of lower priority in another namespace"
+	default:
+		return "a pod of the same priority in another namespace"
+	}
+}
+
+// PodFor names a pod in a sentence that readers of namespace ns see: by name when it is
+// in ns, else as a pod of another namespace.
+func PodFor(ns string, ref PodRef) string {
+	if ref.Namespace == ns {
+		return "pod " + ref.String()
+	}
+	return "a pod of another namespace"
+}
+
+// BudgetFor names a budget in a sentence that readers of namespace ns see: a
+// ClusterBudget or a Budget of ns by name, a Budget of another namespace without it.
+func BudgetFor(ns string, k BudgetKey) string {
+	if k.IsCluster() || k.Namespace == ns {
+		return k.Describe()
+	}
+	return "a Budget of another namespace"
 }
 
 // closedMessage says why a budget admits nothing: its own state or problem, or the

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
@@ -56,6 +57,26 @@ func TestWaitReasons(t *testing.T) {
 			},
 			ask:  "p",
 			want: Reason{Code: CodeBehindHead, Message: "behind pod team-a/head in StrictFIFO Budget team-a/team-a; position 2 of 2"},
+		},
+		"behind a StrictFIFO head of another namespace: not named": {
+			budgets: []Budget{makeBudget("", "ml").Hard("cpu=2").Strict().Namespaces(labels.Everything()).Obj()},
+			pods: []Pod{
+				makePod("running").NS("team-c").Req("cpu=1").Ungated().Pod(),
+				makePod("secret-project-x-trainer").NS("team-b").Created(1).Priority(5).Req("cpu=2").Pod(),
+				makePod("p").Created(2).Req("cpu=1").Pod(),
+			},
+			ask:  "p",
+			want: Reason{Code: CodeBehindHead, Message: "behind a pod of higher priority in another namespace in StrictFIFO ClusterBudget ml; position 2 of 2"},
+		},
+		"behind a StrictFIFO head of another namespace, same priority": {
+			budgets: []Budget{makeBudget("", "ml").Hard("cpu=2").Strict().Namespaces(labels.Everything()).Obj()},
+			pods: []Pod{
+				makePod("running").NS("team-c").Req("cpu=1").Ungated().Pod(),
+				makePod("secret-project-x-trainer").NS("team-b").Created(1).Req("cpu=2").Pod(),
+				makePod("p").Created(2).Req("cpu=1").Pod(),
+			},
+			ask:  "p",
+			want: Reason{Code: CodeBehindHead, Message: "behind a pod of the same priority in another namespace in StrictFIFO ClusterBudget ml; position 2 of 2"},
 		},
 		"not evaluated yet": {
 			budgets: []Budget{makeBudget("team-a", "team-a").Hard("cpu=2").Obj()},
@@ -235,5 +256,29 @@ func TestSnapshotAndStatus(t *testing.T) {
 	}
 	if _, err := json.Marshal(snap); err != nil {
 		t.Errorf("snapshot does not marshal: %v", err)
+	}
+}
+
+// TestFairShareReasonNamesNoOtherNamespace: the pod a waiting pod yields to is named
+// only when it is of the same namespace; otherwise by how its priority compares.
+func TestFairShareReasonNamesNoOtherNamespace(t *testing.T) {
+	q, _ := newTestQueue()
+	q.UpsertBudget(makeBudget("", "org").Hard("cpu=100").Obj())
+	q.UpsertBudget(makeBudget("team-a", "a").Hard("cpu=2").Borrow("cpu=10").Parent("org").Obj())
+	q.UpsertBudget(makeBudget("team-b", "b").Hard("cpu=2").Borrow("cpu=10").Parent("org").Obj())
+	q.UpsertPod(makePod("x").NS("team-a").Priority(10).Req("cpu=1").Pod())
+	q.UpsertPod(makePod("x2").NS("team-a").Priority(10).Req("cpu=1").Pod())
+	q.UpsertPod(makePod("secret-project-x-trainer").NS("team-b").Req("cpu=1").Pod())
+	org := q.budgets[BudgetKey{Name: "org"}]
+	for ahead, want := range map[string]string{
+		"secret-project-x-trainer": "it would borrow under ClusterBudget org, and a pod of lower priority in another namespace goes first: its budget's borrowing is a smaller share of what the family lends (fair sharing)",
+		"x2":                       "it would borrow under ClusterBudget org, and pod team-a/x2 goes first: its budget's borrowing is a smaller share of what the family lends (fair sharing)",
+	} {
+		p := q.pods["x"]
+		p.wait = waitInfo{code: CodeFairShare, budget: org, ahead: q.pods[types.UID(ahead)].pod.PodRef}
+		got, _ := q.WaitReason("x")
+		if diff := cmp.Diff(Reason{Code: CodeFairShare, Message: want}, got); diff != "" {
+			t.Errorf("yielding to %s (-want +got):\n%s", ahead, diff)
+		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -15,8 +14,9 @@ import (
 // victimUnits groups running pods into what is evicted together (a group's running
 // members, all of them, when each of them may be preempted), leaving out the pods not
 // known to run and any unit with a member of the preemptor's own unit, in the order
-// they are taken: units admitted by borrowing (quotagate.io/borrowing) first, then
-// lowest priority first, then most recently admitted first.
+// they are taken: units whose eviction a PodDisruptionBudget refused last, and before
+// them units admitted by borrowing (quotagate.io/borrowing) first, then lowest
+// priority first, then most recently admitted first.
 func (q *AdmissionQueue) victimUnits(pods []*podState, preemptor []*podState) [][]*podState {
 	var out [][]*podState
 	seen := map[*group]bool{}
@@ -53,6 +53,7 @@ func (q *AdmissionQueue) victimUnits(pods []*podState, preemptor []*podState) []
 	// A unit ranks by its most valuable member: the highest priority, the earliest
 	// admitted; it borrows when any member was admitted by borrowing.
 	type rank struct {
+		blocked      int // a PodDisruptionBudget refused its eviction: last (blocked.go)
 		notBorrowing int
 		prio         int32
 		at           time.Time
@@ -67,12 +68,15 @@ func (q *AdmissionQueue) victimUnits(pods []*podState, preemptor []*podState) []
 			if len(m.borrowing) > 0 {
 				r.notBorrowing = 0
 			}
+			if _, ok := q.blockedAt[m]; ok {
+				r.blocked = 1
+			}
 		}
 		return r
 	}
 	slices.SortStableFunc(out, func(a, b []*podState) int {
 		ka, kb := key(a), key(b)
-		return cmp.Or(cmp.Compare(ka.notBorrowing, kb.notBorrowing), cmp.Compare(ka.prio, kb.prio), kb.at.Compare(ka.at), compareUIDs(a[0], b[0]))
+		return cmp.Or(cmp.Compare(ka.blocked, kb.blocked), cmp.Compare(ka.notBorrowing, kb.notBorrowing), cmp.Compare(ka.prio, kb.prio), kb.at.Compare(ka.at), compareUIDs(a[0], b[0]))
 	})
 	return out
 }
@@ -90,30 +94,6 @@ func (p *podState) admittedTime() time.Time {
 		return p.admittedAt
 	}
 	return p.pod.Created
-}
-
-// borrowsThrough returns the budget under f through which a candidate still borrows
-// what the unit needs (with the victims chosen so far hidden): a member it is charged
-// to that uses more than its hard of a resource both ask for; nil when there is none.
-func borrowsThrough(p *podState, f *budget, budgets []*budget, add func(*budget) corev1.ResourceList) *budget {
-	for _, s := range p.chargedTo {
-		if s.parent != f || !s.borrows() {
-			continue
-		}
-		for _, c := range budgets {
-			if c.parent != f {
-				continue
-			}
-			for r, q := range add(c) {
-				h, limited := s.hard[r]
-				mine := p.chargedUsage[r]
-				if u := s.used[r]; limited && !q.IsZero() && u.Cmp(h) > 0 && !mine.IsZero() {
-					return s
-				}
-			}
-		}
-	}
-	return nil
 }
 
 // hide takes pods' charges out of the ledgers, and show puts them back: to ask whether
@@ -185,9 +165,15 @@ func (q *AdmissionQueue) stillNeeded(p *podState) bool {
 	if fits() {
 		return false // the others make room enough
 	}
+	var floor reclaimFloor
+	if rec.reason == PreemptReclaim {
+		floor, _ = q.newReclaimFloor(claims, rec.budgets, rec.add, w)
+	}
 	hide(mine)
 	defer show(mine)
-	return fits()
+	// Its sibling may have ended pods since it was chosen: it goes only while the
+	// siblings keep their hard without it (reclaimfloor.go).
+	return fits() && floor.holds()
 }
 
 // Evicted records that a victim's eviction was accepted: it counts as leaving from now

@@ -13,9 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/quotagate/quotagate/api/v1alpha1"
 	"github.com/quotagate/quotagate/pkg/quota"
 )
 
@@ -177,15 +175,6 @@ func setHard(t *testing.T, ns, name string, hard corev1.ResourceList) {
 	if err := admin.Update(context.Background(), b); err != nil {
 		t.Fatalf("updating budget %s: %v", name, err)
 	}
-}
-
-func getBudget(t *testing.T, ns, name string) *v1alpha1.Budget {
-	t.Helper()
-	b := &v1alpha1.Budget{}
-	if err := admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, b); err != nil {
-		t.Fatalf("getting budget %s: %v", name, err)
-	}
-	return b
 }
 
 // wantUsed waits until the budget's status.used shows want for each name of want.

@@ -50,6 +50,9 @@ type Options struct {
 	// lender's next pods before budgets under the same parent may borrow it (0: lent at
 	// once; pkg/quota/hold.go).
 	LendHold time.Duration
+	// PriorityCeiling is the highest priority pods are ranked by in admission order and
+	// preemption: a pod's spec.priority above it counts as it (quota.WithPriorityCeiling).
+	PriorityCeiling int32
 	// UngateTimeout bounds one ungate patch and the fresh read that settles a failed
 	// one. Keep it below the leader election's lease duration minus its renew
 	// deadline, so that a leader that lost its lease has no attempt left in flight
@@ -86,12 +89,13 @@ const (
 // manager, limits how fast pods are released.
 func DefaultOptions() Options {
 	return Options{
-		Gate:          v1alpha1.SchedulingGate,
-		Workers:       32,
-		FlushInterval: quota.DefaultFlushInterval,
-		LendHold:      quota.DefaultLendHold,
-		UngateTimeout: DefaultUngateTimeout,
-		Clock:         clock.RealClock{},
+		Gate:            v1alpha1.SchedulingGate,
+		Workers:         32,
+		FlushInterval:   quota.DefaultFlushInterval,
+		LendHold:        quota.DefaultLendHold,
+		UngateTimeout:   DefaultUngateTimeout,
+		PriorityCeiling: quota.DefaultPriorityCeiling,
+		Clock:           clock.RealClock{},
 
 		AdmittedEventInterval:  DefaultAdmittedEventInterval,
 		WaitingEventsPerBudget: DefaultWaitingEventsPerBudget,
@@ -161,6 +165,9 @@ func New(opts Options) (*Controller, error) {
 	if opts.LendHold < 0 {
 		return nil, fmt.Errorf("the lend hold must not be negative, got %s", opts.LendHold)
 	}
+	if opts.PriorityCeiling == 0 {
+		opts.PriorityCeiling = quota.DefaultPriorityCeiling
+	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
@@ -194,6 +201,7 @@ func New(opts Options) (*Controller, error) {
 		quota.WithHoldUncovered(opts.HoldUncovered),
 		quota.WithFlushInterval(opts.FlushInterval),
 		quota.WithLendHold(opts.LendHold),
+		quota.WithPriorityCeiling(opts.PriorityCeiling),
 		quota.WithObserver(c.metrics),
 	)
 	return c, nil

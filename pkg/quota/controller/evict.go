@@ -9,7 +9,9 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/quotagate/quotagate/pkg/quota"
@@ -17,16 +19,21 @@ import (
 
 // Preemption: the core decides which admitted pods must go (pkg/quota/preempt.go); the
 // controller evicts them through the Eviction API, so PodDisruptionBudgets are
-// honoured. The manager never deletes a pod itself: its RBAC on pods is patch, and
-// create on pods/eviction.
+// honoured. An eviction a PDB refuses makes the core choose other victims first
+// (quota.EvictionBlocked); with none left, the victim is tried again, and deleted
+// despite the PDB only when the waiting pod's budget sets
+// spec.preemption.blockedTimeout and that long has passed since the first refusal:
+// the only pod deletion the manager makes.
 //
 // +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
+// +kubebuilder:rbac:groups="",resources=pods,verbs=delete
 
 // Event reasons of preemption.
 const (
 	eventPreempted         = "Preempted"
 	eventPreempting        = "Preempting"
 	eventPreemptionBlocked = "PreemptionBlocked"
+	eventPreemptionForced  = "PreemptionForced"
 )
 
 // The tries of an eviction that failed are spaced from evictRetryFirst, doubling up to
@@ -71,9 +78,10 @@ func (c *Controller) startPreemptions(ctx context.Context, wg *sync.WaitGroup) {
 
 // preempt evicts the victim of one preemption, trying again while the core still needs
 // it (PreemptionNeeded): until the eviction is accepted, the victim or the pod it makes
-// room for is gone, or the manager stops leading. An eviction is never forced: one that
+// room for is gone, or the manager stops leading. An eviction that
 // a PodDisruptionBudget refuses is reported (events on both pods, a metric) and tried
-// again later.
+// again later, unless other victims are chosen in its place, or the budget's
+// blockedTimeout lets it be deleted (forceEvict).
 func (c *Controller) preempt(ctx context.Context, p quota.Preemption) {
 	logger := log.FromContext(ctx).WithValues("pod", klog.KRef(p.Victim.Namespace, p.Victim.Name),
 		"preemptor", klog.KRef(p.Preemptor.Namespace, p.Preemptor.Name), "reason", p.Reason)
@@ -81,6 +89,12 @@ func (c *Controller) preempt(ctx context.Context, p quota.Preemption) {
 	// in their message would otherwise be merged into one series, and a pod that
 	// preempts two victims, one after the other, would show only the first.
 	victim, preemptor := podRef(p.Victim), podRef(p.Preemptor)
+	// A pod of another namespace is neither named nor related: whoever reads a pod's
+	// events may not read the other namespace (DESIGN: "Tenants see only their own").
+	var relatedOfVictim, relatedOfPreemptor runtime.Object
+	if p.Victim.Namespace == p.Preemptor.Namespace {
+		relatedOfVictim, relatedOfPreemptor = preemptor, victim
+	}
 	reported := false
 	for retry := evictRetryFirst; ; retry = min(2*retry, evictRetryMax) {
 		if !c.core.PreemptionNeeded(p.Victim.UID) {
@@ -104,10 +118,10 @@ func (c *Controller) preempt(ctx context.Context, p quota.Preemption) {
 			c.core.Evicted(p.Victim.UID)
 			c.metrics.preemptions.WithLabelValues(string(p.Reason)).Inc()
 			logger.V(logLevelEvents).Info("Preempted", "budget", p.Budget.String(), "from", p.From.String())
-			c.recorder.Eventf(victim, preemptor, corev1.EventTypeNormal, eventPreempted, "Evict",
-				"Evicted to make room for pod %s: %s", p.Preemptor, p.Message)
-			c.recorder.Eventf(preemptor, victim, corev1.EventTypeNormal, eventPreempting, "Evict",
-				"Evicted pod %s to make room: %s", p.Victim, p.Message)
+			c.recorder.Eventf(victim, relatedOfVictim, corev1.EventTypeNormal, eventPreempted, "Evict",
+				"Evicted to make room for %s: %s", quota.PodFor(p.Victim.Namespace, p.Preemptor), p.VictimMessage)
+			c.recorder.Eventf(preemptor, relatedOfPreemptor, corev1.EventTypeNormal, eventPreempting, "Evict",
+				"Evicted %s to make room: %s", quota.PodFor(p.Preemptor.Namespace, p.Victim), p.PreemptorMessage)
 			c.wake()
 			return
 		case apierrors.IsNotFound(err):
@@ -121,13 +135,35 @@ func (c *Controller) preempt(ctx context.Context, p quota.Preemption) {
 			return
 		case apierrors.IsTooManyRequests(err):
 			c.metrics.preemptionsBlocked.WithLabelValues(string(p.Reason)).Inc()
+			retryIt, since := c.core.EvictionBlocked(p.Victim.UID)
+			if !retryIt {
+				// Other victims make room without it (their evictions start with the
+				// next round), or it is no longer needed.
+				logger.V(logLevelEvents).Info("Eviction refused; other victims chosen instead", "err", err.Error())
+				c.wake()
+				return
+			}
+			if p.BlockedTimeout > 0 {
+				if left := p.BlockedTimeout - c.opts.Clock.Since(since); left <= 0 {
+					if c.forceEvict(ctx, p, victim, preemptor, relatedOfVictim, relatedOfPreemptor) {
+						return
+					}
+				} else {
+					retry = min(retry, left)
+				}
+			}
 			if !reported {
 				reported = true
 				msg := err.Error()
-				c.recorder.Eventf(victim, preemptor, corev1.EventTypeWarning, eventPreemptionBlocked, "Evict",
-					"Eviction to make room for pod %s refused, will retry: %s", p.Preemptor, msg)
-				c.recorder.Eventf(preemptor, victim, corev1.EventTypeWarning, eventPreemptionBlocked, "Evict",
-					"Eviction of pod %s refused, will retry: %s", p.Victim, msg)
+				c.recorder.Eventf(victim, relatedOfVictim, corev1.EventTypeWarning, eventPreemptionBlocked, "Evict",
+					"Eviction to make room for %s refused, will retry: %s", quota.PodFor(p.Victim.Namespace, p.Preemptor), msg)
+				// The refusal names the victim's PodDisruptionBudget: said to the victim's
+				// namespace only.
+				if p.Victim.Namespace != p.Preemptor.Namespace {
+					msg = "refused by a PodDisruptionBudget"
+				}
+				c.recorder.Eventf(preemptor, relatedOfPreemptor, corev1.EventTypeWarning, eventPreemptionBlocked, "Evict",
+					"Eviction of %s refused, will retry: %s", quota.PodFor(p.Preemptor.Namespace, p.Victim), msg)
 			}
 			logger.V(logLevelEvents).Info("Eviction refused, will retry", "err", err.Error())
 		default:
@@ -140,6 +176,34 @@ func (c *Controller) preempt(ctx context.Context, p quota.Preemption) {
 		case <-c.opts.Clock.After(retry):
 		}
 	}
+}
+
+// forceEvict deletes a victim whose PodDisruptionBudget has refused its eviction for
+// longer than the waiting pod's budget allows (spec.preemption.blockedTimeout), with
+// no other victim left: the budget owner chose its hard over the borrower's PDB. The
+// delete is preconditioned on the victim's UID. It reports whether the victim is gone
+// or on its way out.
+func (c *Controller) forceEvict(ctx context.Context, p quota.Preemption, victim, preemptor, relatedOfVictim, relatedOfPreemptor runtime.Object) bool {
+	logger := log.FromContext(ctx).WithValues("pod", klog.KRef(p.Victim.Namespace, p.Victim.Name))
+	dctx, cancel := context.WithTimeout(ctx, c.opts.UngateTimeout)
+	defer cancel()
+	uid := p.Victim.UID
+	err := c.client.Delete(dctx, podRef(p.Victim), &client.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) && !c.evictionApplied(ctx, p.Victim) {
+		logger.Error(err, "Deleting a victim past its blockedTimeout failed, will retry")
+		return false
+	}
+	c.core.Evicted(p.Victim.UID)
+	c.metrics.preemptions.WithLabelValues(string(p.Reason)).Inc()
+	logger.V(logLevelEvents).Info("Deleted despite its PodDisruptionBudget", "budget", p.Budget.String(), "blockedTimeout", p.BlockedTimeout)
+	c.recorder.Eventf(victim, relatedOfVictim, corev1.EventTypeWarning, eventPreemptionForced, "Delete",
+		"Deleted despite its PodDisruptionBudget, which refused its eviction for %s (blockedTimeout of %s), to make room for %s: %s",
+		p.BlockedTimeout, quota.BudgetFor(p.Victim.Namespace, p.Budget), quota.PodFor(p.Victim.Namespace, p.Preemptor), p.VictimMessage)
+	c.recorder.Eventf(preemptor, relatedOfPreemptor, corev1.EventTypeWarning, eventPreemptionForced, "Delete",
+		"Deleted %s despite its PodDisruptionBudget after blockedTimeout %s: %s",
+		quota.PodFor(p.Preemptor.Namespace, p.Victim), p.BlockedTimeout, p.PreemptorMessage)
+	c.wake()
+	return true
 }
 
 // evict asks the API server to evict the pod, only if it is still the pod the core

@@ -38,12 +38,14 @@ func TestEvictionOutcomes(t *testing.T) {
 		// (fake) API server, which deletes the pod. core is the controller's core.
 		evict func(n int, apply func() error, c client.Client, core *quota.AdmissionQueue) error
 		// readFails makes the fresh read of the victim fail.
-		readFails    bool
-		wantRequests int
-		wantEvicted  bool     // the victim is gone from the API server
-		wantEvents   []string // "type reason", in order
-		wantCounted  float64  // quotagate_preemptions_total
-		wantFailed   float64  // quotagate_preemption_attempts_failed_total
+		readFails bool
+		// blockedTimeout is the budget's spec.preemption.blockedTimeout.
+		blockedTimeout time.Duration
+		wantRequests   int
+		wantEvicted    bool     // the victim is gone from the API server
+		wantEvents     []string // "type reason", in order
+		wantCounted    float64  // quotagate_preemptions_total
+		wantFailed     float64  // quotagate_preemption_attempts_failed_total
 	}{
 		"accepted": {
 			evict:        func(_ int, apply func() error, _ client.Client, _ *quota.AdmissionQueue) error { return apply() },
@@ -99,14 +101,23 @@ func TestEvictionOutcomes(t *testing.T) {
 			},
 			wantCounted: 1, wantFailed: 2,
 		},
-		"refused, and the waiting pod is deleted: the victim is spared": {
+		"refused, and the waiting pod is deleted: the victim is spared, nothing reported": {
 			evict: func(_ int, _ func() error, _ client.Client, core *quota.AdmissionQueue) error {
 				core.DeletePod("uid-high")
 				return refused
 			},
 			wantRequests: 1,
-			wantEvents:   []string{"Warning PreemptionBlocked", "Warning PreemptionBlocked"},
 			wantFailed:   1,
+		},
+		"refused past the budget's blockedTimeout, no other victim: deleted despite the PDB": {
+			evict:          func(int, func() error, client.Client, *quota.AdmissionQueue) error { return refused },
+			blockedTimeout: 30 * time.Second,
+			wantRequests:   2, wantEvicted: true,
+			wantEvents: []string{
+				"Warning PreemptionBlocked", "Warning PreemptionBlocked",
+				"Warning PreemptionForced", "Warning PreemptionForced",
+			},
+			wantCounted: 1, wantFailed: 2,
 		},
 		"the victim ended on its own: nothing to evict, nothing reported": {
 			evict: func(_ int, apply func() error, c client.Client, _ *quota.AdmissionQueue) error {
@@ -140,9 +151,10 @@ func TestEvictionOutcomes(t *testing.T) {
 			rec := events.NewFakeRecorder(10)
 			useAPI(c, base, tc.readFails, rec)
 			c.core.UpsertBudget(quota.Budget{
-				Key:          quota.BudgetKey{Namespace: "ns", Name: "b"},
-				Hard:         corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
-				WithinBudget: v1alpha1.WithinBudgetLowerPriority,
+				Key:            quota.BudgetKey{Namespace: "ns", Name: "b"},
+				Hard:           corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
+				WithinBudget:   v1alpha1.WithinBudgetLowerPriority,
+				BlockedTimeout: tc.blockedTimeout,
 			})
 			showCore(ctx, t, c, base, clk.Now(), low, high)
 			if adm := c.core.Admit(); len(adm) != 0 {

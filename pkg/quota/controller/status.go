@@ -80,7 +80,7 @@ func (c *Controller) writeStatus(ctx context.Context, key quota.BudgetKey) error
 	}
 	before := obj.DeepCopyObject().(client.Object)
 	oldState := status.State
-	applyStatus(status, st, obj.GetGeneration(), metav1.NewTime(c.opts.Clock.Now()))
+	applyStatus(status, st, key.Namespace, obj.GetGeneration(), metav1.NewTime(c.opts.Clock.Now()))
 	if equality.Semantic.DeepEqual(before, obj) {
 		return nil
 	}
@@ -97,9 +97,9 @@ func (c *Controller) writeStatus(ctx context.Context, key quota.BudgetKey) error
 	return nil
 }
 
-// applyStatus sets status from what the core reports; conditions keep their transition
-// time unless their status flips.
-func applyStatus(status *v1alpha1.BudgetStatus, st quota.BudgetStatus, generation int64, now metav1.Time) {
+// applyStatus sets status from what the core reports for a budget of namespace ns ("" for
+// a ClusterBudget); conditions keep their transition time unless their status flips.
+func applyStatus(status *v1alpha1.BudgetStatus, st quota.BudgetStatus, ns string, generation int64, now metav1.Time) {
 	status.State = st.State
 	status.Hard = st.Hard
 	status.Used = st.Used
@@ -140,25 +140,34 @@ func applyStatus(status *v1alpha1.BudgetStatus, st quota.BudgetStatus, generatio
 	if len(st.NeverFit) > 0 {
 		neverFit.Status = metav1.ConditionTrue
 		neverFit.Reason = neverFitReason(st.NeverFit)
-		neverFit.Message = neverFitMessage(st.NeverFit)
+		neverFit.Message = neverFitMessage(st.NeverFit, ns)
 	}
 	apimeta.SetStatusCondition(&status.Conditions, neverFit)
 }
 
 // neverFitMessage names up to five pods that can never fit, and how many more there are.
-func neverFitMessage(pods []quota.NeverFitPod) string {
+// Only a pod of the budget's namespace ns is named: a ClusterBudget's status is read by
+// whoever may see cluster-wide limits, not only by the namespaces of its pods (DESIGN:
+// "Tenants see only their own"); its pods are counted and described by what they ask.
+func neverFitMessage(pods []quota.NeverFitPod, ns string) string {
 	const shown = 5
 	parts := make([]string, 0, shown)
 	for i, p := range pods {
 		if i == shown {
 			break
 		}
-		who := "pod " + p.Pod.String()
-		if p.Group != "" {
+		who := "a pod"
+		switch {
+		case p.Pod.Namespace != ns && p.Group != "":
+			who = "a group"
+		case p.Pod.Namespace != ns:
+		case p.Group != "":
 			who = "group " + p.Group + " (pod " + p.Pod.String() + ")"
+		default:
+			who = "pod " + p.Pod.String()
 		}
 		if p.Unset != "" {
-			parts = append(parts, unsetPart(who, p))
+			parts = append(parts, unsetPart(who, p, ns))
 			continue
 		}
 		parts = append(parts, fmt.Sprintf("%s requests %s %s, more than hard %s", who, p.Requested.String(), p.Resource, p.Hard.String()))
@@ -186,8 +195,8 @@ func neverFitReason(pods []quota.NeverFitPod) string {
 
 // unsetPart is ResourceQuota's sentence for one pod, or for the member of its group
 // that leaves the value unset.
-func unsetPart(who string, p quota.NeverFitPod) string {
-	if p.Member != "" && p.Member != p.Pod.Name {
+func unsetPart(who string, p quota.NeverFitPod, ns string) string {
+	if p.Member != "" && p.Member != p.Pod.Name && p.Pod.Namespace == ns {
 		who += ": member " + p.Member
 	}
 	return who + " " + p.Unset

@@ -1,0 +1,62 @@
+package quota
+
+import (
+	"slices"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Evictions a PodDisruptionBudget refuses (DESIGN: Budgets, "Preemption";
+// docs/budgets.md, "When a PodDisruptionBudget refuses"). A borrower with the built-in
+// edit role may create a PDB that allows no disruption over its borrowing pods; the
+// lender must not wait on it for ever when other victims would do. So a refused victim
+// is blocked: from then on it ranks after every victim that is not (victimUnits), and
+// the choice is made again at once without it. Only when no set of other victims makes
+// room does it stay the victim, and the controller keeps trying it, or deletes it
+// despite the PDB once the waiting pod's budget's blockedTimeout has passed since the
+// first refusal (Preemption.BlockedTimeout).
+
+// EvictionBlocked records that the eviction of a victim was refused (HTTP 429 from
+// pods/eviction: a PodDisruptionBudget), and chooses again for the pod it makes room
+// for, with the refused pod ranked last. retry reports whether it is still the victim:
+// no other victims make room without it (the controller keeps trying it, and the new
+// victims it is needed with, if any, come from Preemptions). since is when its eviction
+// was first refused. When retry is false, other victims were chosen in its place (or
+// it is no longer needed): the controller stops trying it.
+func (q *AdmissionQueue) EvictionBlocked(uid types.UID) (retry bool, since time.Time) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	p := q.pods[uid]
+	if p == nil {
+		return false, time.Time{}
+	}
+	since, seen := q.blockedAt[p]
+	if !seen {
+		since = q.opts.clock.Now()
+		q.blockedAt[p] = since
+	}
+	rec, ok := q.victims[p]
+	if !ok || !q.stillVictim(p) {
+		return false, since
+	}
+	// Choose again without it: it is no longer on its way out, and ranks last. The
+	// victims of the same decision (its group, or others chosen with it) stay chosen:
+	// preempt counts them as leaving, and they are still needed or spared as ever.
+	delete(q.victims, p)
+	if g := p.group; g != nil {
+		for v, r := range q.victims {
+			if r == rec && v.group == g {
+				delete(q.victims, v) // a group goes whole, or not at all
+			}
+		}
+	}
+	q.preempt(rec.unit, rec.budgets, rec.add, rec.preemptor().wait)
+	if _, again := q.victims[p]; !again {
+		return false, since
+	}
+	// Still needed: the controller is at work on it already, so the decision is not
+	// handed out twice.
+	q.preemptions = slices.DeleteFunc(q.preemptions, func(d Preemption) bool { return d.Victim.UID == uid })
+	return true, since
+}

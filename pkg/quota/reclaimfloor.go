@@ -1,0 +1,106 @@
+package quota
+
+import (
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// The floor of a reclaim (preempt.go; docs/budgets.md, "Taking lent quota back"): a
+// reclaim takes back only what siblings borrow, never their own hard. Pods are whole, so
+// a victim may free a sibling's hard as well as what it borrows (a pod of 4 CPU admitted
+// at 1 CPU under hard 4 holds 1 borrowed and 3 of its own): such a victim is skipped,
+// and a smaller one within the borrowed part is chosen instead, or nobody, and the
+// lender waits for the borrowed pods to end.
+//
+// The floor is taken once per decision, with every pod already on its way out gone: for
+// each sibling s of the lender (a member of the family that the unit's budgets are
+// not), and each resource r it limits that is scarce for the unit (the unit does not
+// fit for r alone) or that s uses beyond its hard, s keeps min(used, hard) of r. A
+// resource neither scarce nor borrowed by s may go below s's hard with a victim: the
+// lender does not take it, and nobody else needs it.
+
+// reclaimFloor is what each sibling keeps through one reclaim: floor[s][r].
+type reclaimFloor map[*budget]corev1.ResourceList
+
+// newReclaimFloor takes the floor for a unit that waits with w on the family of
+// w.budget, adding add(b) to each of budgets, with claims served first; the charges on
+// their way out must be hidden already. scarce is the resources the unit does not fit
+// for alone, in name order.
+func (q *AdmissionQueue) newReclaimFloor(claims []*podState, budgets []*budget, add func(*budget) corev1.ResourceList, w waitInfo) (floor reclaimFloor, scarce []corev1.ResourceName) {
+	f := w.budget
+	names := map[corev1.ResourceName]bool{}
+	for _, c := range budgets {
+		if c.parent != f {
+			continue
+		}
+		for r, v := range add(c) {
+			if !v.IsZero() {
+				names[r] = true
+			}
+		}
+	}
+	for r := range names {
+		only := func(b *budget) corev1.ResourceList {
+			if v, ok := add(b)[r]; ok {
+				return corev1.ResourceList{r: v}
+			}
+			return corev1.ResourceList{}
+		}
+		if !q.fitsAfter(claims, budgets, only, w) {
+			scarce = append(scarce, r)
+		}
+	}
+	slices.Sort(scarce)
+	floor = reclaimFloor{}
+	for _, s := range f.children {
+		if slices.Contains(budgets, s) {
+			continue
+		}
+		keep := corev1.ResourceList{}
+		for _, r := range s.hardNames {
+			h, u := s.hard[r], s.used[r]
+			if u.Cmp(h) > 0 {
+				keep[r] = h.DeepCopy() // it borrows r: down to its hard, no further
+			} else if slices.Contains(scarce, r) {
+				keep[r] = u.DeepCopy() // scarce and not borrowed: none of it
+			}
+		}
+		if len(keep) > 0 {
+			floor[s] = keep
+		}
+	}
+	return floor, scarce
+}
+
+// holds reports whether every sibling keeps its floor with the victims chosen so far
+// hidden (charges taken out of the ledgers).
+func (fl reclaimFloor) holds() bool {
+	for s, keep := range fl {
+		for r, k := range keep {
+			if u := s.used[r]; u.Cmp(k) < 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// borrowsScarce returns the sibling under f through which a candidate borrows a scarce
+// resource (with the victims chosen so far hidden): a member it is charged to that uses
+// more than its hard of it, while the candidate uses some; nil when there is none.
+func borrowsScarce(p *podState, f *budget, scarce []corev1.ResourceName) *budget {
+	for _, s := range p.chargedTo {
+		if s.parent != f || !s.borrows() {
+			continue
+		}
+		for _, r := range scarce {
+			h, limited := s.hard[r]
+			mine := p.chargedUsage[r]
+			if u := s.used[r]; limited && u.Cmp(h) > 0 && !mine.IsZero() {
+				return s
+			}
+		}
+	}
+	return nil
+}

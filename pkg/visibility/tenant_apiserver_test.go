@@ -1,0 +1,104 @@
+package visibility
+
+import (
+	"context"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/internal/localcluster"
+	"github.com/quotagate/quotagate/internal/testbed"
+	"github.com/quotagate/quotagate/pkg/quota"
+)
+
+// TestTenantSeesNoOtherNamespacesPods: a real admission core behind a real
+// kube-apiserver's aggregation layer. A team-a pod waits in StrictFIFO ClusterBudget ml
+// behind team-b's secret-project-x-trainer; a tenant with view in team-a reads where
+// its pod waits and its Budget's queue, and learns its position and the budget that
+// blocks it, never team-b's pod or namespace (DESIGN: "Tenants see only their own").
+func TestTenantSeesNoOtherNamespacesPods(t *testing.T) {
+	dir := t.TempDir()
+	cluster := localcluster.StartForTest(t, localcluster.Options{Nodes: 1})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+
+	now := time.Now()
+	core := quota.NewAdmissionQueue()
+	for _, ns := range []string{"team-a", "team-b"} {
+		core.SetNamespace(ns, map[string]string{v1alpha1.EnabledLabel: "true"})
+	}
+	core.UpsertBudget(quota.Budget{Key: quota.BudgetKey{Name: "ml"}, Hard: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
+		Strategy: v1alpha1.StrictFIFO, NamespaceSelector: labels.Everything()})
+	core.UpsertBudget(quota.Budget{Key: quota.BudgetKey{Namespace: "team-a", Name: "quota"}, Hard: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10")}})
+	pod := func(ns, name, cpu string, prio int32, gated bool, age time.Duration) {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(ns + "-" + name), CreationTimestamp: metav1.NewTime(now.Add(-age))},
+			Spec: corev1.PodSpec{Priority: ptr.To(prio), Containers: []corev1.Container{{Name: "c",
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}}},
+		}
+		if gated {
+			p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: v1alpha1.SchedulingGate}}
+		}
+		core.UpsertPod(quota.NewPod(p, v1alpha1.SchedulingGate, now))
+	}
+	pod("team-b", "batch", "1", 0, false, 3*time.Minute)
+	pod("team-b", "secret-project-x-trainer", "2", 100, true, 2*time.Minute)
+	pod("team-a", "train", "1", 0, true, time.Minute)
+	if adm := core.Admit(); len(adm) != 0 {
+		t.Fatalf("admitted %v behind a StrictFIFO head that does not fit", adm)
+	}
+
+	port := testbed.FreePort(t)
+	srv, err := New(Options{BindAddress: net.IPv4(127, 0, 0, 1), Port: port, CertDir: filepath.Join(dir, "certs"), Kubeconfig: cluster.KubeconfigPath()}, core, leading(true), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caPEM := servingCert(t, dir)
+	go func() { _ = srv.Start(ctx) }()
+	cfg := cluster.Config()
+	register(ctx, t, cfg, port, caPEM)
+	roles(ctx, t, kubernetes.NewForConfigOrDie(cfg))
+	tenant := as(cfg, "system:serviceaccount:team-a:tenant", "system:serviceaccounts", "system:serviceaccounts:team-a")
+
+	const want = "behind a pod of higher priority in another namespace in StrictFIFO ClusterBudget ml; position 2 of 2"
+	read := func(path ...string) string {
+		t.Helper()
+		var body []byte
+		var getErr error
+		// kube-controller-manager aggregates the queue-viewer role into view shortly
+		// after it is created; until then the tenant is refused.
+		err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			body, getErr = tenant.CoreV1().RESTClient().Get().AbsPath(path...).DoRaw(ctx)
+			return getErr == nil, nil
+		})
+		if err != nil {
+			t.Fatalf("the team-a tenant reads %s: %v", strings.Join(path, "/"), getErr)
+		}
+		return string(body)
+	}
+	for what, body := range map[string]string{
+		"train's status":       read(GroupVersionPath, "namespaces", "team-a", "pendingpods", "train"),
+		"team-a/quota's queue": read(GroupVersionPath, "namespaces", "team-a", "budgets", "quota", "pendingpods"),
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("%s does not say %q: %s", what, want, body)
+		}
+		for _, secret := range []string{"secret-project-x-trainer", "team-b"} {
+			if strings.Contains(body, secret) {
+				t.Errorf("%s shows the team-a tenant %q: %s", what, secret, body)
+			}
+		}
+	}
+}
