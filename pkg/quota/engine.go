@@ -60,6 +60,7 @@ func NewAdmissionQueue(opts ...Option) *AdmissionQueue {
 		maxBackoff:     DefaultMaxBackoff,
 		flushInterval:  DefaultFlushInterval,
 		lendHold:       DefaultLendHold,
+		holdUncovered:  true,
 	}
 	for _, opt := range opts {
 		opt(&o)

@@ -94,7 +94,7 @@ func NewCommand() *cobra.Command {
 	f.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "How long the leader keeps trying to renew before it gives up leading; less than the lease duration.")
 	f.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "How often candidates try to acquire or renew the lease.")
 	f.IntVar(&o.Controller.Workers, "workers", o.Controller.Workers, "How many ungate patches may be in flight at once.")
-	f.BoolVar(&o.Controller.HoldUncovered, "hold-uncovered", o.Controller.HoldUncovered, "Keep gated the pods of opted-in namespaces that no budget covers (default: admit them at once).")
+	f.BoolVar(&o.Controller.HoldUncovered, "hold-uncovered", o.Controller.HoldUncovered, "Keep gated the pods of opted-in namespaces that no budget covers, with a Waiting event saying so, until a budget covers them. --hold-uncovered=false admits them at once, charged to no budget: a tenant who relabels a pod out of every podSelector then runs it without a queue.")
 	f.BoolVar(&o.Controller.PodAdmittedEvents, "pod-admitted-events", o.Controller.PodAdmittedEvents, "Emit an Admitted event on every pod admitted, a second API write per admission (default: one event per budget at most every 10s that sums up its admissions).")
 	f.IntVar(&o.Controller.WaitingEventsPerBudget, "waiting-events-per-budget", o.Controller.WaitingEventsPerBudget, "Send a Waiting event (why a pod waits, on each change) to the first this many gated pods of each budget's queue; the pods behind get theirs when they reach the head. 0 sends none.")
 	f.DurationVar(&o.Controller.FlushInterval, "flush-interval", o.Controller.FlushInterval, "How often pods found not to fit are re-evaluated even without an event.")
