@@ -43,13 +43,13 @@ func TestContainerArgs(t *testing.T) {
 				"--metrics-bind-address=:8080", "--health-probe-bind-address=:8081", "--zap-log-level=info"},
 			wantManager: []string{"--leader-elect=true", "--leader-election-namespace=quotagate-system",
 				"--metrics-bind-address=:8080", "--metrics-secure=true", "--health-probe-bind-address=:8081",
-				"--kube-api-qps=500", "--kube-api-burst=1000", "--workers=32", "--hold-uncovered=false", "--zap-log-level=info",
+				"--kube-api-qps=500", "--kube-api-burst=1000", "--workers=32", "--hold-uncovered=true", "--zap-log-level=info",
 				"--visibility-bind-address=:8443", "--visibility-cert-dir=/tmp/k8s-webhook-server/serving-certs"},
 		},
 		"tuned": {
 			values: map[string]any{
 				"webhook": map[string]any{"logLevel": "debug"},
-				"manager": map[string]any{"kubeAPIQPS": 7.5, "kubeAPIBurst": 15, "workers": 32, "holdUncovered": true,
+				"manager": map[string]any{"kubeAPIQPS": 7.5, "kubeAPIBurst": 15, "workers": 32, "holdUncovered": false,
 					"logLevel": 5, "metricsSecure": false},
 				"visibility": map[string]any{"enabled": false},
 			},
@@ -57,7 +57,7 @@ func TestContainerArgs(t *testing.T) {
 				"--metrics-bind-address=:8080", "--health-probe-bind-address=:8081", "--zap-log-level=debug"},
 			wantManager: []string{"--leader-elect=true", "--leader-election-namespace=quotagate-system",
 				"--metrics-bind-address=:8080", "--metrics-secure=false", "--health-probe-bind-address=:8081",
-				"--kube-api-qps=7.5", "--kube-api-burst=15", "--workers=32", "--hold-uncovered=true", "--zap-log-level=5",
+				"--kube-api-qps=7.5", "--kube-api-burst=15", "--workers=32", "--hold-uncovered=false", "--zap-log-level=5",
 				"--visibility-bind-address=0"},
 		},
 	} {

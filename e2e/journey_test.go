@@ -73,6 +73,7 @@ func journey(t *testing.T, opts localinstall.Options) {
 	fatalIf(t, e.c.Create(ctx, enabledNamespace(teamNS)), "creating namespace")
 	// The renewal and uninstall steps stream pods into an opted-in namespace of their own.
 	fatalIf(t, e.c.Create(ctx, enabledNamespace(streamNS)), "creating namespace "+streamNS)
+	fatalIf(t, e.c.Create(ctx, churnBudget(streamNS)), "creating the Budget of "+streamNS)
 	fatalIf(t, e.c.Create(ctx, priorityClass("high", 1000)), "creating PriorityClass")
 	fatalIf(t, e.c.Create(ctx, priorityClass("low", 10)), "creating PriorityClass")
 	// Closed first, so that the whole burst is queued before anything is admitted and

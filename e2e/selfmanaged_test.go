@@ -57,6 +57,7 @@ func TestSelfManagedCertificates(t *testing.T) {
 
 	t.Run("a pod is gated by the webhook, then admitted", func(t *testing.T) {
 		fatalIf(t, e.c.Create(ctx, enabledNamespace(streamNS)), "creating namespace "+streamNS)
+		fatalIf(t, e.c.Create(ctx, churnBudget(streamNS)), "creating the Budget of "+streamNS)
 		pod, err := e.cs.CoreV1().Pods(streamNS).Create(ctx, streamPod(streamNS, "first"), metav1.CreateOptions{})
 		fatalIf(t, err, "creating a pod")
 		if !hasGate(pod) {

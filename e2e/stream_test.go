@@ -16,12 +16,24 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/quotagate/quotagate/api/v1alpha1"
 )
 
-// streamNS is an opted-in namespace that no budget covers: the webhook gates its pods
-// and the manager admits them at once. The certificate renewal and the uninstall steps
-// create pods there all the time, as a cluster's controllers would.
+// streamNS is an opted-in namespace whose one Budget (churnBudget) has room for every
+// pod: the webhook gates its pods and the manager admits them at once. The certificate
+// renewal and the uninstall steps create pods there all the time, as a cluster's
+// controllers would. (An opted-in namespace with no budget would hold them: uncovered
+// pods wait by default.)
 const streamNS = "churn"
+
+// churnBudget is a Budget that covers every pod of namespace and limits nothing a pod
+// stream reaches.
+func churnBudget(namespace string) *v1alpha1.Budget {
+	return budget(namespace, "churn", v1alpha1.StateOpen, corev1.ResourceList{
+		corev1.ResourcePods: *resource.NewQuantity(100000, resource.DecimalSI),
+	})
+}
 
 // streamPause paces a podStream: enough creates to straddle every step of a renewal
 // or an uninstall, few enough to leave the machine's two cores to the control plane.

@@ -77,6 +77,7 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 	// A full Budget: upgradeHard pods admitted, the rest gated.
 	fatalIf(t, e.c.Create(ctx, enabledNamespace(upgradeNS)), "creating namespace")
 	fatalIf(t, e.c.Create(ctx, enabledNamespace(upgradeChurnNS)), "creating namespace")
+	fatalIf(t, e.c.Create(ctx, churnBudget(upgradeChurnNS)), "creating the Budget of "+upgradeChurnNS)
 	fatalIf(t, e.c.Create(ctx, budget(upgradeNS, upgradeBudget, v1alpha1.StateOpen, corev1.ResourceList{
 		corev1.ResourcePods: *resource.NewQuantity(upgradeHard, resource.DecimalSI),
 	})), "creating Budget")

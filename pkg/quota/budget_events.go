@@ -67,19 +67,26 @@ func (q *AdmissionQueue) DeleteBudget(key BudgetKey) {
 }
 
 // SetNamespace records a namespace's labels (for namespaceSelectors and the opt-in
-// label). A namespace whose opt-in label is removed has its gated pods released.
+// label). A namespace whose opt-in label is removed has its gated pods released. The
+// gated pods of a namespace seen for the first time, held until now (namespacePark),
+// are placed. Every pod of the namespace is re-covered here, before the next Admit
+// decides anything about them.
 func (q *AdmissionQueue) SetNamespace(name string, l map[string]string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	wasKnown := q.knownNamespace(name)
 	if !q.setNamespace(name, l) {
 		return
 	}
 	for _, p := range q.sortedPodsIn(name) {
+		if q.pods[p.pod.UID] != p {
+			continue // forgotten while settling an earlier pod's group
+		}
 		cover := q.coverage(&p.pod)
 		switch {
 		case p.phase != phaseWaiting:
 			q.coverAdmitted(p, cover)
-		case !sameBudgets(cover, p.cover) || q.released(name):
+		case !wasKnown || !sameBudgets(cover, p.cover) || q.released(name):
 			q.detach(p)
 			p.cover = cover
 			q.settleWaiting(p)

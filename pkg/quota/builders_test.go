@@ -92,6 +92,15 @@ func (b *podBuilder) Group(name string, n int) *podBuilder {
 
 func (b *podBuilder) Ungated() *podBuilder { b.pod.Spec.SchedulingGates = nil; return b }
 
+// AdmittedBy sets the admitted-by annotation the manager's ungate patch writes.
+func (b *podBuilder) AdmittedBy(value string) *podBuilder {
+	if b.pod.Annotations == nil {
+		b.pod.Annotations = map[string]string{}
+	}
+	b.pod.Annotations[v1alpha1.AdmittedByAnnotation] = value
+	return b
+}
+
 // RV sets the resourceVersion the view is read at.
 func (b *podBuilder) RV(rv int) *podBuilder { b.pod.ResourceVersion = strconv.Itoa(rv); return b }
 func (b *podBuilder) Phase(p corev1.PodPhase) *podBuilder {
@@ -158,11 +167,18 @@ func (b *budgetBuilder) Namespaces(sel labels.Selector) *budgetBuilder {
 }
 func (b *budgetBuilder) Obj() Budget { return b.b }
 
+// newTestQueue returns a core on a fake clock that knows the test namespaces team-a to
+// team-d, opted in and with no other labels (a test may label them again).
 func newTestQueue(opts ...Option) (*AdmissionQueue, *clocktesting.FakeClock) {
 	clk := clocktesting.NewFakeClock(t0)
 	q := NewAdmissionQueue(append([]Option{WithClock(clk)}, opts...)...)
+	for _, ns := range testNamespaces {
+		q.SetNamespace(ns, map[string]string{v1alpha1.EnabledLabel: "true"})
+	}
 	return q, clk
 }
+
+var testNamespaces = []string{"team-a", "team-b", "team-c", "team-d"}
 
 // admitNames runs Admit, reports every admission as ungated, and returns the names.
 func admitNames(q *AdmissionQueue) []string {

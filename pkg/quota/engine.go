@@ -69,6 +69,7 @@ func NewAdmissionQueue(opts ...Option) *AdmissionQueue {
 		flushInterval:   DefaultFlushInterval,
 		lendHold:        DefaultLendHold,
 		priorityCeiling: DefaultPriorityCeiling,
+		holdUncovered:   true,
 	}
 	for _, opt := range opts {
 		opt(&o)

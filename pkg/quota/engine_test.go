@@ -133,10 +133,9 @@ func TestAdmitOneRound(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			q, _ := newTestQueue()
-			for _, ns := range []string{"team-a", "team-b"} {
-				q.SetNamespace(ns, map[string]string{"quotagate.io/enabled": "true"})
-			}
+			// Uncovered pods are admitted at once: an admission shows what is not
+			// covered.
+			q, _ := newTestQueue(WithHoldUncovered(false))
 			for _, b := range tc.budgets {
 				q.UpsertBudget(b)
 			}

@@ -133,12 +133,27 @@ func (q *AdmissionQueue) settleGroup(g *group) {
 	}
 }
 
-// groupPark returns why the group's gated members wait for members: fewer of them
-// exist than the group's size (and none runs). A group that can never fit is found
+// groupPark returns why the group's gated members wait for members: their namespace
+// is not known yet (namespacePark), fewer of them exist than the group's size (and
+// none runs), or uncovered pods are held and a gated member is covered by no budget
+// (the group is admitted all together or not at all, and that member may not go: the
+// others are parked, so that they block no StrictFIFO queue meanwhile). A group that can never fit is found
 // by settleGroup (neverFits).
 func (q *AdmissionQueue) groupPark(g *group) *waitInfo {
+	if w := q.namespacePark(g.key.namespace); w != nil {
+		return w
+	}
 	if !g.started() && len(g.waiting) < g.size {
 		return &waitInfo{code: CodeGroupIncomplete, have: len(g.members), want: g.size}
+	}
+	if q.opts.holdUncovered && g.covered < len(g.waiting) {
+		w := &waitInfo{code: CodeUncovered}
+		for _, r := range g.waiting {
+			if len(r.cover) == 0 && (w.ahead.UID == "" || r.pod.pod.UID < w.ahead.UID) {
+				w.ahead = r.pod.pod.PodRef
+			}
+		}
+		return w
 	}
 	return nil
 }

@@ -234,7 +234,8 @@ func TestBrokenSelectorHoldsWhatItMightCover(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			q, _ := newTestQueue()
+			// Uncovered pods are admitted at once, so that free shows it is not held.
+			q, _ := newTestQueue(WithHoldUncovered(false))
 			q.SetNamespace("team-a", map[string]string{v1alpha1.EnabledLabel: "true", "team": "a"})
 			q.SetNamespace("team-b", map[string]string{v1alpha1.EnabledLabel: "true"})
 			for _, b := range tc.budgets {
@@ -277,7 +278,7 @@ func TestBrokenSelectorHoldsWhatItMightCover(t *testing.T) {
 // requirement holds the pods of every namespace, and charges the pods already running
 // there, so that fixing it cannot over-admit.
 func TestBrokenSelectorWithoutKeysHoldsEverything(t *testing.T) {
-	q, _ := newTestQueue()
+	q, _ := newTestQueue(WithHoldUncovered(false))
 	q.SetNamespace("team-a", map[string]string{v1alpha1.EnabledLabel: "true"})
 	q.SetNamespace("team-b", map[string]string{v1alpha1.EnabledLabel: "true"})
 	q.UpsertPod(makePod("running").NS("team-b").Req("cpu=1").Ungated().Pod())

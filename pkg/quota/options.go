@@ -42,7 +42,10 @@ type Option func(*options)
 // WithClock injects the clock (tests use k8s.io/utils/clock/testing).
 func WithClock(c clock.PassiveClock) Option { return func(o *options) { o.clock = c } }
 
-// WithHoldUncovered holds gated pods that no budget covers instead of admitting them.
+// WithHoldUncovered(false) admits at once the gated pods of opted-in namespaces that
+// no budget covers (reason NoBudget), charged nowhere. By default (true) they are held
+// with reason Uncovered until a budget covers them or their namespace opts out: no pod
+// of an opted-in namespace runs without passing a budget's queue.
 func WithHoldUncovered(hold bool) Option { return func(o *options) { o.holdUncovered = hold } }
 
 // WithObserver reports queue moves to obs.

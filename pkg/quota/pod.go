@@ -3,7 +3,9 @@ package quota
 import (
 	"cmp"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -71,6 +73,14 @@ type Pod struct {
 	// all-or-nothing promise) until its annotation is fixed; the controller reports
 	// the error in an event.
 	GroupError string
+	// AdmittedBy is the quotagate.io/admitted-by annotation the manager wrote in the
+	// ungate patch (the budgets the pod was charged to, comma-separated), and
+	// HasAdmittedBy whether the pod carries it at all: a pod first seen running is
+	// pinned to those budgets (AdmittedByKeys), as it was before the manager restarted.
+	// Only the manager can write it (the gate guard denies it to everyone else at
+	// CREATE and UPDATE).
+	AdmittedBy    string
+	HasAdmittedBy bool
 }
 
 // NewPod extracts what the core needs from a pod: gate is the scheduling gate quotagate
@@ -100,9 +110,37 @@ func NewPod(p *corev1.Pod, gate string, now time.Time) Pod {
 			out.ReleaseAt = release
 		}
 	}
+	if by, ok := p.Annotations[v1alpha1.AdmittedByAnnotation]; ok {
+		out.AdmittedBy, out.HasAdmittedBy = ShareString(by), true
+	}
 	if name := p.Labels[v1alpha1.GroupLabel]; name != "" {
 		out.Group = ShareString(name)
 		out.GroupSize, out.GroupError = parseGroupSize(p.Annotations)
+	}
+	return out
+}
+
+// AdmittedByKeys returns the budgets the admitted-by annotation names, in its order:
+// "namespace/name" for a Budget, "name" for a ClusterBudget. Entries the manager never
+// writes are dropped: empty or malformed ones, and Budgets of another namespace (a
+// Budget covers only pods of its own namespace, so only a forged record could name
+// one).
+func (p *Pod) AdmittedByKeys() []BudgetKey {
+	var out []BudgetKey
+	for entry := range strings.SplitSeq(p.AdmittedBy, ",") {
+		var key BudgetKey
+		switch ns, name, namespaced := strings.Cut(entry, "/"); {
+		case !namespaced:
+			key = BudgetKey{Name: entry}
+		case ns == p.Namespace:
+			key = BudgetKey{Namespace: ns, Name: name}
+		default:
+			continue
+		}
+		if key.Name == "" || strings.Contains(key.Name, "/") || slices.Contains(out, key) {
+			continue
+		}
+		out = append(out, key)
 	}
 	return out
 }

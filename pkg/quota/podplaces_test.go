@@ -168,7 +168,7 @@ func TestPodWaitAgreesWithSnapshot(t *testing.T) {
 // A gated pod no budget covers, in a core that does not hold uncovered pods, waits in
 // no queue: the next Admit lets it go. It is not found, as a snapshot does not show it.
 func TestPodWaitUncoveredNotHeld(t *testing.T) {
-	q, _ := newTestQueue()
+	q, _ := newTestQueue(WithHoldUncovered(false))
 	q.UpsertPod(makePod("free").Req("cpu=1").Pod())
 	if w, ok := q.PodWaitByName("team-a", "free"); ok {
 		t.Errorf("found %+v", w)

@@ -57,7 +57,7 @@ func (q *AdmissionQueue) addPod(pod Pod) {
 	q.joinGroup(p)
 	if !pod.Gated {
 		p.phase = phaseCharged
-		p.pinned = keysOf(p.cover)
+		p.pinned = firstSeenPins(p)
 		q.charge(p)
 		if p.group != nil {
 			q.settleMember(p)
@@ -100,7 +100,7 @@ func (q *AdmissionQueue) updatePod(p *podState, pod Pod) {
 			q.backoff.remove(p)
 			p.inBackoff, p.parked, p.wait = false, false, waitInfo{}
 			p.phase = phaseCharged
-			p.pinned = keysOf(p.cover)
+			p.pinned = firstSeenPins(p)
 			q.charge(p)
 		}
 		if !sameGroup {
@@ -139,6 +139,19 @@ func (q *AdmissionQueue) updatePod(p *podState, pod Pod) {
 	}
 }
 
+// firstSeenPins returns the budgets a pod first seen running (not admitted by this
+// core) stays charged to whatever its labels become: those its admitted-by annotation
+// names, the record of the manager that admitted it (a restart, a failover), or, for a
+// pod quotagate never admitted (created before its namespace opted in, ungated by an
+// administrator), the budgets that cover it now. A pinned budget that does not exist
+// (deleted, or not seen yet) is charged from when it does, as before the restart.
+func firstSeenPins(p *podState) []BudgetKey {
+	if p.pod.HasAdmittedBy {
+		return p.pod.AdmittedByKeys()
+	}
+	return keysOf(p.cover)
+}
+
 // forget drops a pod that ended or was deleted.
 func (q *AdmissionQueue) forget(p *podState) {
 	if p.phase == phaseWaiting {
@@ -168,8 +181,8 @@ func (q *AdmissionQueue) forget(p *podState) {
 }
 
 // settleWaiting (re)places a gated pod after anything about it changed: admitted at
-// once when its namespace is not opted in or no budget covers it, else parked or
-// queued in every budget that covers it.
+// once when its namespace is not opted in (or, with WithHoldUncovered(false), no
+// budget covers it), else parked or queued in every budget that covers it, or held.
 func (q *AdmissionQueue) settleWaiting(p *podState) {
 	q.detach(p)
 	if p.group != nil {
@@ -182,7 +195,7 @@ func (q *AdmissionQueue) settleWaiting(p *podState) {
 		switch {
 		case q.released(p.pod.Namespace):
 			reason = q.releaseReason(p.pod.Namespace)
-		case len(p.cover) == 0 && !q.opts.holdUncovered && p.pod.GroupError == "" && p.pod.ClaimsError == "":
+		case len(p.cover) == 0 && !q.opts.holdUncovered && p.pod.GroupError == "" && p.pod.ClaimsError == "" && q.knownNamespace(p.pod.Namespace):
 			reason = noBudgetReason()
 		}
 		if reason.Code != "" && q.admitNow([]*podState{p}, reason) {
@@ -225,6 +238,9 @@ func (q *AdmissionQueue) place(p *podState, park *waitInfo) {
 
 // singlePark returns why a pod outside any group cannot be queued, or nil.
 func (q *AdmissionQueue) singlePark(p *podState) *waitInfo {
+	if w := q.namespacePark(p.pod.Namespace); w != nil {
+		return w
+	}
 	if p.pod.GroupError != "" {
 		return &waitInfo{code: CodeGroupInvalid}
 	}
@@ -246,6 +262,22 @@ func (q *AdmissionQueue) singlePark(p *podState) *waitInfo {
 		return &w
 	}
 	return nil
+}
+
+// namespacePark holds the gated pods of a namespace the core has not seen yet: until
+// its labels are known, neither the opt-in label nor the ClusterBudgets that select it
+// by namespaceSelector are, so nothing about its pods may be decided. SetNamespace
+// places them again.
+func (q *AdmissionQueue) namespacePark(namespace string) *waitInfo {
+	if q.knownNamespace(namespace) {
+		return nil
+	}
+	return &waitInfo{code: CodeNamespaceUnknown}
+}
+
+func (q *AdmissionQueue) knownNamespace(namespace string) bool {
+	_, known := q.namespaces[namespace]
+	return known
 }
 
 // released reports whether a namespace is known and not opted in: its gated pods are

@@ -37,7 +37,11 @@ func (w *world) admitAndCheck() error {
 			return fmt.Errorf("admitted %s, which is neither gated nor unresolved", a.Pod)
 		}
 		retry := p.state == mUnresolved
+		if _, told := w.namespaces[a.Pod.Namespace]; !told {
+			return fmt.Errorf("admitted %s, whose namespace the core has not been told about", a.Pod)
+		}
 		p.state = mInflight
+		p.admittedBy = a.Budgets
 		p.doneAt = w.step + w.rng.IntN(3)
 		// The controller fences the patch on the version its cache has: mostly the
 		// newest, sometimes the one the core saw (the cache lags).
@@ -84,6 +88,9 @@ func (w *world) admitAndCheck() error {
 		case CodeNoBudget:
 			if len(wantCover) > 0 {
 				return fmt.Errorf("%s admitted as uncovered", a.Pod)
+			}
+			if w.hold {
+				return fmt.Errorf("%s admitted as uncovered by a core that holds uncovered pods", a.Pod)
 			}
 		default:
 			return fmt.Errorf("%s admitted with unexpected reason %v", a.Pod, a.Reason)
@@ -186,6 +193,7 @@ func (w *world) checkAtHead(n int) error {
 // moves, and checks that every pod still gated has a reason never to be admitted.
 func (w *world) calmDown() error {
 	w.logf("calm down")
+	w.deliverNamespaces(100)
 	for _, k := range w.budgetKeys() {
 		b := w.budgets[k]
 		b.State = v1alpha1.StateOpen

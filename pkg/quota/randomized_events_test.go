@@ -221,11 +221,24 @@ func (w *world) finish(p *mPod) {
 // The old leader's attempts in flight land or not, the new leader catches up with a
 // fresh read of every pod before it admits, and the informer's late (older) views
 // arrive after that.
+//
+// It is also a restart of the only replica: nothing of the old core survives but what
+// the API server holds. A pod the new core first sees running is pinned to the budgets
+// its admitted-by annotation names (written by the ungate patch that landed), or, with
+// no annotation (created running), to those that cover it; so a running pod relabelled
+// out of a budget's selector before the restart is charged to it after, as before.
 func (w *world) failover() {
 	w.logf("failover")
-	nq := NewAdmissionQueue(WithClock(w.clk), WithFlushInterval(1000*time.Hour), WithPriorityCeiling(worldPriorityCeiling))
+	nq := w.newCore()
+	// The new leader lists namespaces: the late events are in its list.
 	for _, ns := range worldNamespaces {
-		nq.SetNamespace(ns, w.namespaces[ns])
+		if l, ok := w.late[ns]; ok {
+			delete(w.late, ns)
+			w.namespaces[ns] = l
+		}
+		if l, ok := w.namespaces[ns]; ok {
+			nq.SetNamespace(ns, l)
+		}
 	}
 	for _, k := range w.budgetKeys() {
 		nq.UpsertBudget(w.budgets[k])
@@ -257,12 +270,20 @@ func (w *world) failover() {
 		w.view(p) // the catch-up read
 		w.q.UpsertPod(stale)
 		p.informAt = -1
+		by, hasBy := p.obj.Annotations[v1alpha1.AdmittedByAnnotation]
 		switch first := firstSeen[uid]; {
 		case p.gated():
 			p.state, p.pinned = mGated, nil
+		case hasBy:
+			// Read back from the record the ungate patch wrote, whatever the labels
+			// are now.
+			p.state, p.pinned = mRunning, nil
+			for _, s := range strings.Split(by, ",") {
+				p.pinned = append(p.pinned, parseKey(s))
+			}
 		case first.Gated:
-			// First seen gated, then running (the catch-up read): pinned where it is
-			// covered now.
+			// First seen gated, then running (the catch-up read), ungated by no
+			// manager: pinned where it is covered now.
 			p.state, p.pinned = mRunning, w.cover(p.obj)
 		default:
 			// First seen running, with the labels of that view.
@@ -304,14 +325,31 @@ func (w *world) land(p *mPod) bool {
 		return false
 	}
 	p.obj.Spec.SchedulingGates = nil
+	names := make([]string, len(p.admittedBy))
+	for i, k := range p.admittedBy {
+		names[i] = k.String()
+	}
+	if p.obj.Annotations == nil {
+		p.obj.Annotations = map[string]string{}
+	}
+	p.obj.Annotations[v1alpha1.AdmittedByAnnotation] = strings.Join(names, ",")
 	w.write(p)
 	p.informAt = w.step + w.rng.IntN(3)
 	w.logf("ungated %s rv=%d", p.obj.Name, p.rv)
 	return true
 }
 
-// deliver reports due patch outcomes and informer views.
+// parseKey reads an admitted-by entry: namespace/name or a ClusterBudget's name.
+func parseKey(s string) BudgetKey {
+	if ns, name, ok := strings.Cut(s, "/"); ok {
+		return BudgetKey{Namespace: ns, Name: name}
+	}
+	return BudgetKey{Name: s}
+}
+
+// deliver reports due patch outcomes and informer views, and late namespace events.
 func (w *world) deliver() {
+	w.deliverNamespaces(30)
 	for _, uid := range slices.Sorted(mapsKeys(w.pods)) {
 		p := w.pods[uid]
 		if p.state == mInflight && p.doneAt <= w.step {

@@ -116,7 +116,8 @@ func (w *world) usedAll() map[BudgetKey]corev1.ResourceList {
 
 // neverAdmissible: the pod (with its gated group mates) exceeds some covering budget's
 // hard, or leaves unset a value one tracks, or its group has fewer members than its
-// size.
+// size, or (where uncovered pods are held) it or a gated member of its group is covered
+// by no budget.
 func (w *world) neverAdmissible(p *mPod) bool {
 	unit := []*mPod{p}
 	if p.groupName != "" {
@@ -129,6 +130,11 @@ func (w *world) neverAdmissible(p *mPod) bool {
 			}
 		}
 		if len(unit) < size {
+			return true
+		}
+	}
+	for _, m := range unit {
+		if w.hold && m.state == mGated && len(w.cover(m.obj)) == 0 {
 			return true
 		}
 	}

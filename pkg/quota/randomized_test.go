@@ -28,14 +28,18 @@ var (
 // lose their response, fail, race a concurrent write, or find the pod gone; evictions
 // refused for a while, accepted, or applied with the answer lost and reported only
 // when a retry finds the pod gone, before or after the informer shows it; informer
-// views confirmed late; fresh reads; failovers to a standby whose cache lags) and
-// checks it against an independent model after every step:
+// views confirmed late; fresh reads; failovers and restarts to a standby whose cache
+// lags, which reads the pins of running pods back from their admitted-by annotations;
+// namespace events that arrive after the pods of the namespace; uncovered pods held or,
+// in some seeds, released) and checks it against an independent model after every step:
 //
 //   - the promise: a pod the API server shows ungated is never counted as waiting by
 //     the core (its charge is never given back while it runs), whatever the core was
 //     told about the patch;
 //   - safety: a pod admitted because it fits is charged to exactly the budgets the
 //     model says cover it, all of them admitting, and none of them ends up over hard;
+//     nothing is admitted in a namespace the core has not been told about, and an
+//     uncovered pod is admitted only where uncovered pods are released;
 //     a group that had nothing admitted is admitted with at least group-size members;
 //   - accounting: every budget's used equals the model's sum over the pods the core was
 //     told are admitted or running, and the core's own bookkeeping is consistent;
@@ -88,6 +92,7 @@ type mPod struct {
 	lastView   Pod  // the newest view the core was given
 	prevView   Pod  // the one before it
 	pinned     []BudgetKey
+	admittedBy []BudgetKey         // the budgets of the attempt in flight: its admitted-by
 	usage      corev1.ResourceList // with its claim's
 	claim      string              // namespace/name of the claim it uses ("" none)
 	claimUsage corev1.ResourceList
@@ -133,7 +138,12 @@ type world struct {
 	step   int
 	serial int
 
+	// hold: the core holds uncovered pods (the default); else it releases them.
+	hold bool
+	// namespaces are the labels the core was told; late are namespace events (the
+	// labels the API server has) not delivered to the core yet.
 	namespaces map[string]map[string]string
+	late       map[string]map[string]string
 	budgets    map[BudgetKey]Budget
 	pods       map[types.UID]*mPod
 	events     []string
@@ -162,16 +172,24 @@ func (p *mPod) priority() int32 {
 func newWorld(seed int) *world {
 	clk := clocktesting.NewFakeClock(t0)
 	w := &world{
-		rng: rand.New(rand.NewPCG(uint64(seed), 0x9e3779b97f4a7c15)),
-		clk: clk,
-		// No periodic flush: liveness must follow from events alone.
-		q:          NewAdmissionQueue(WithClock(clk), WithFlushInterval(1000*time.Hour), WithPriorityCeiling(worldPriorityCeiling)),
+		rng:        rand.New(rand.NewPCG(uint64(seed), 0x9e3779b97f4a7c15)),
+		clk:        clk,
+		hold:       seed%3 != 0,
 		namespaces: map[string]map[string]string{},
+		late:       map[string]map[string]string{},
 		budgets:    map[BudgetKey]Budget{},
 		pods:       map[types.UID]*mPod{},
 		reclaims:   map[types.UID]bool{},
 	}
+	w.q = w.newCore()
 	return w
+}
+
+// newCore is a manager's core, started afresh: no periodic flush (liveness must follow
+// from events alone), uncovered pods held or released as the seed says.
+func (w *world) newCore() *AdmissionQueue {
+	// No periodic flush: liveness must follow from events alone.
+	return NewAdmissionQueue(WithClock(w.clk), WithFlushInterval(1000*time.Hour), WithHoldUncovered(w.hold), WithPriorityCeiling(worldPriorityCeiling))
 }
 
 func (w *world) logf(format string, args ...any) {
@@ -186,6 +204,7 @@ func (w *world) run(steps int) error {
 	for _, ns := range worldNamespaces {
 		w.setNamespace(ns)
 	}
+	w.logf("hold uncovered %v", w.hold)
 	for range 2 + w.rng.IntN(3) {
 		w.randomClusterBudget()
 	}
@@ -203,12 +222,33 @@ func (w *world) run(steps int) error {
 	return w.calmDown()
 }
 
+// setNamespace labels a namespace; one time in three the event reaches the core late
+// (deliverNamespaces), after events of pods in it.
 func (w *world) setNamespace(ns string) {
 	l := map[string]string{v1alpha1.EnabledLabel: "true"}
 	if w.rng.IntN(2) == 0 {
 		l["tier"] = "gold"
 	}
+	if w.rng.IntN(3) == 0 {
+		w.late[ns] = l
+		w.logf("namespace %s %v (event late)", ns, l)
+		return
+	}
+	delete(w.late, ns)
 	w.namespaces[ns] = l
 	w.q.SetNamespace(ns, l)
 	w.logf("namespace %s %v", ns, l)
+}
+
+// deliverNamespaces delivers the late namespace events, each with probability p (in
+// percent).
+func (w *world) deliverNamespaces(p int) {
+	for _, ns := range worldNamespaces {
+		if l, ok := w.late[ns]; ok && w.rng.IntN(100) < p {
+			delete(w.late, ns)
+			w.namespaces[ns] = l
+			w.q.SetNamespace(ns, l)
+			w.logf("namespace event delivered: %s %v", ns, l)
+		}
+	}
 }

@@ -45,6 +45,9 @@ const (
 	CodeBackoff ReasonCode = "Backoff"
 	// CodeUncovered: no budget covers it, and uncovered pods are held.
 	CodeUncovered ReasonCode = "Uncovered"
+	// CodeNamespaceUnknown: the manager has not seen its namespace yet, so which
+	// budgets cover it is not known.
+	CodeNamespaceUnknown ReasonCode = "NamespaceUnknown"
 	// CodeNoLendable: the budgets under a parent, some of which borrow from the others,
 	// have no unused lendable quota left for it (borrowing.go).
 	CodeNoLendable ReasonCode = "NoLendableQuota"
@@ -89,7 +92,7 @@ type waitInfo struct {
 // parks reports whether the reason keeps a pod parked (out of the queues).
 func (w *waitInfo) parks() bool {
 	switch w.code {
-	case CodeNeverFits, CodeMustSpecify, CodeGroupIncomplete, CodeGroupInvalid, CodeUncovered, CodeClaimPending:
+	case CodeNeverFits, CodeMustSpecify, CodeGroupIncomplete, CodeGroupInvalid, CodeUncovered, CodeClaimPending, CodeNamespaceUnknown:
 		return true
 	}
 	return false
@@ -205,6 +208,11 @@ func (q *AdmissionQueue) waitReason(p *podState) Reason {
 		msg = fmt.Sprintf("backoff until %s after a failed ungate", p.retryAt.UTC().Format(time.RFC3339Nano))
 	case CodeUncovered:
 		msg = "no Budget or ClusterBudget covers it, and uncovered pods are held"
+		if w.ahead.UID != "" && w.ahead.UID != p.pod.UID {
+			msg = fmt.Sprintf("no Budget or ClusterBudget covers member %s, and uncovered pods are held", w.ahead.Name)
+		}
+	case CodeNamespaceUnknown:
+		msg = fmt.Sprintf("namespace %s has not been seen yet: which budgets cover it is decided once it is", p.pod.Namespace)
 	default:
 		msg = "queued, not evaluated yet"
 		if len(p.cover) > 0 {

@@ -117,10 +117,10 @@ func TestWaitReasons(t *testing.T) {
 	}
 }
 
-// TestUncoveredPods: admitted at once by default, held with WithHoldUncovered until a
-// budget covers them.
+// TestUncoveredPods: held by default until a budget covers them; admitted at once with
+// WithHoldUncovered(false).
 func TestUncoveredPods(t *testing.T) {
-	q, _ := newTestQueue()
+	q, _ := newTestQueue(WithHoldUncovered(false))
 	q.UpsertPod(makePod("p").Pod())
 	adm := q.Admit()
 	want := []Admission{{
@@ -129,10 +129,10 @@ func TestUncoveredPods(t *testing.T) {
 		Created: t0,
 	}}
 	if diff := cmp.Diff(want, adm); diff != "" {
-		t.Errorf("default (-want +got):\n%s", diff)
+		t.Errorf("WithHoldUncovered(false) (-want +got):\n%s", diff)
 	}
 
-	held, _ := newTestQueue(WithHoldUncovered(true))
+	held, _ := newTestQueue()
 	held.UpsertPod(makePod("p").Req("cpu=1").Pod())
 	if got := admitNames(held); len(got) != 0 {
 		t.Fatalf("held queue admitted %v", got)
@@ -174,9 +174,10 @@ func TestNamespaceOptOutReleases(t *testing.T) {
 	}
 }
 
-// TestNamespaceSelector: a ClusterBudget follows namespace labels as they change.
+// TestNamespaceSelector: a ClusterBudget follows namespace labels as they change (with
+// uncovered pods admitted, so that leaving the selector shows).
 func TestNamespaceSelector(t *testing.T) {
-	q, _ := newTestQueue()
+	q, _ := newTestQueue(WithHoldUncovered(false))
 	sel, err := metav1.LabelSelectorAsSelector(&metav1.LabelSelector{MatchLabels: map[string]string{"tier": "gold"}})
 	if err != nil {
 		t.Fatal(err)

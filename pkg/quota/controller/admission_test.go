@@ -192,13 +192,13 @@ func TestRaisingHardAdmitsMore(t *testing.T) {
 	})
 }
 
-// Deleting the only budget releases its claim: the pods it held are uncovered, and
-// uncovered pods are admitted by default.
+// Deleting the only budget releases its claim: the pods it held are uncovered, and with
+// --hold-uncovered=false uncovered pods are admitted at once.
 func TestDeletingBudgetReevaluatesItsPods(t *testing.T) {
 	ns := newNamespace(t, true)
 	b := budget(ns, "b", cpu("0"), "")
 	mustCreate(t, b)
-	startManager(t, nil, false)
+	startManager(t, func(o *controller.Options) { o.HoldUncovered = false }, false)
 	for i := range 3 {
 		mustCreate(t, gatedPod(ns, podName(i), "1"))
 	}
@@ -215,10 +215,10 @@ func TestDeletingBudgetReevaluatesItsPods(t *testing.T) {
 	})
 }
 
-// With --hold-uncovered, a pod no budget covers stays gated.
+// By default (--hold-uncovered), a pod no budget covers stays gated, and says why.
 func TestHoldUncovered(t *testing.T) {
 	ns := newNamespace(t, true)
-	startManager(t, func(o *controller.Options) { o.HoldUncovered = true }, false)
+	startManager(t, nil, false)
 	mustCreate(t, gatedPod(ns, "lonely", "1"))
 	waitForWaitingEvent(t, ns, "lonely", "Uncovered")
 	if !isGated(t, ns, "lonely") {

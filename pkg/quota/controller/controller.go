@@ -42,7 +42,9 @@ type Options struct {
 	Gate string
 	// Workers is how many ungate patches may be in flight at once.
 	Workers int
-	// HoldUncovered keeps gated the pods no budget covers, instead of admitting them.
+	// HoldUncovered keeps gated the pods of opted-in namespaces that no budget covers
+	// (true by default: no pod of an opted-in namespace runs without passing a
+	// budget's queue); false admits them at once, charged nowhere.
 	HoldUncovered bool
 	// FlushInterval is how often inadmissible pods are re-evaluated without an event.
 	FlushInterval time.Duration
@@ -91,6 +93,7 @@ func DefaultOptions() Options {
 	return Options{
 		Gate:            v1alpha1.SchedulingGate,
 		Workers:         32,
+		HoldUncovered:   true,
 		FlushInterval:   quota.DefaultFlushInterval,
 		LendHold:        quota.DefaultLendHold,
 		UngateTimeout:   DefaultUngateTimeout,

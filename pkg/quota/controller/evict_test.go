@@ -150,6 +150,7 @@ func TestEvictionOutcomes(t *testing.T) {
 			}).Build()
 			rec := events.NewFakeRecorder(10)
 			useAPI(c, base, tc.readFails, rec)
+			c.core.SetNamespace("ns", map[string]string{v1alpha1.EnabledLabel: "true"})
 			c.core.UpsertBudget(quota.Budget{
 				Key:            quota.BudgetKey{Namespace: "ns", Name: "b"},
 				Hard:           corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},

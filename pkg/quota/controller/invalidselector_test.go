@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/pkg/quota/controller"
 )
 
 // A ClusterBudget whose namespaceSelector gets past the API server but does not parse (a
@@ -42,7 +43,8 @@ func TestInvalidSelectorFailsClosed(t *testing.T) {
 		},
 	}
 	createClusterBudgets(t, cb)
-	startManager(t, nil, false)
+	// Uncovered pods are admitted at once, so that free shows it is not held.
+	startManager(t, func(o *controller.Options) { o.HoldUncovered = false }, false)
 	mustCreate(t, gatedPod(covered, "held", "1"), gatedPod(other, "free", "1"))
 
 	ev := waitForWaitingEvent(t, covered, "held", "BudgetClosed")

@@ -138,6 +138,7 @@ func TestUngateOutcomes(t *testing.T) {
 			}
 			rec := events.NewFakeRecorder(10)
 			useAPI(c, base, tc.getFails, rec)
+			c.core.SetNamespace("ns", map[string]string{v1alpha1.EnabledLabel: "true"})
 			c.core.UpsertBudget(quota.Budget{Key: quota.BudgetKey{Namespace: "ns", Name: "b"}, Hard: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}})
 			showCore(ctx, t, c, base, clk.Now(), p1, p2)
 			adm := c.core.Admit()

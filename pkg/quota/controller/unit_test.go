@@ -29,8 +29,9 @@ func TestCompactPodKeepsWhatTheManagerReads(t *testing.T) {
 			Name: "p", Namespace: "ns", UID: "u1", ResourceVersion: "7",
 			CreationTimestamp: metav1.Unix(1_700_000_000, 0),
 			Labels:            map[string]string{v1alpha1.GroupLabel: "g"},
-			Annotations:       map[string]string{v1alpha1.GroupSizeAnnotation: "2", "big": "x", "kubectl.kubernetes.io/last-applied-configuration": "{...}"},
-			ManagedFields:     []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
+			Annotations: map[string]string{v1alpha1.GroupSizeAnnotation: "2", v1alpha1.AdmittedByAnnotation: "ns/b,org",
+				"big": "x", "kubectl.kubernetes.io/last-applied-configuration": "{...}"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
 		},
 		Spec: corev1.PodSpec{
 			Priority:        ptr.To[int32](7),
