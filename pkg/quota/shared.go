@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
 )
 
 // Tens of thousands of gated pods are usually a few templates: their label maps and
@@ -184,9 +185,10 @@ func SharedPodUsage(p *corev1.Pod) corev1.ResourceList {
 
 // usageKey appends to key everything PodUsage reads from a pod, and nothing else: each
 // init container's restart policy, requests and limits, in order (a sidecar's place
-// matters); each container's requests and limits; the pod-level resources; the
-// overhead. PodUsage asks k8s.io/component-helpers for the spec's resources only (no
-// status resources, no DRA claims); TestSharedPodUsage fails if that changes.
+// matters); each container's requests and limits; after each container what its
+// status reports of its resources (allocated and actual, for an in-place resize); the
+// pod-level resources; the overhead; whether a resize is infeasible. PodUsage reads no
+// pod-level status and no DRA claims; TestSharedPodUsage fails if that changes.
 func usageKey(key []byte, p *corev1.Pod) []byte {
 	for i := range p.Spec.InitContainers {
 		c := &p.Spec.InitContainers[i]
@@ -195,14 +197,60 @@ func usageKey(key []byte, p *corev1.Pod) []byte {
 			key = append(key, *c.RestartPolicy...)
 		}
 		key = appendRequirements(append(key, 0), &c.Resources)
+		key = appendStatusResources(key, p, c.Name)
 	}
 	for i := range p.Spec.Containers {
-		key = appendRequirements(append(key, 'c'), &p.Spec.Containers[i].Resources)
+		c := &p.Spec.Containers[i]
+		key = appendRequirements(append(key, 'c'), &c.Resources)
+		key = appendStatusResources(key, p, c.Name)
 	}
 	if r := p.Spec.Resources; r != nil {
 		key = appendRequirements(append(key, 'p'), r)
 	}
-	return appendList(append(key, 'o'), p.Spec.Overhead)
+	key = appendList(append(key, 'o'), p.Spec.Overhead)
+	if resourcehelper.IsPodResizeInfeasible(p) {
+		key = append(key, 'x')
+	}
+	return key
+}
+
+// appendStatusResources appends what the status of the named container reports of its
+// resources, as k8s.io/component-helpers reads it: the allocated requests and the
+// actual requests and limits, each only when set (set and empty is not unset).
+func appendStatusResources(key []byte, p *corev1.Pod, name string) []byte {
+	cs := containerStatus(p, name)
+	if cs == nil {
+		return key
+	}
+	if cs.AllocatedResources != nil {
+		key = appendList(append(key, 'a'), cs.AllocatedResources)
+	}
+	if r := cs.Resources; r != nil {
+		key = append(key, 's')
+		if r.Requests != nil {
+			key = appendList(append(key, 'q'), r.Requests)
+		}
+		if r.Limits != nil {
+			key = appendList(append(key, 'l'), r.Limits)
+		}
+	}
+	return key
+}
+
+// containerStatus finds a container's status by name, among the containers' statuses
+// first, as k8s.io/component-helpers does.
+func containerStatus(p *corev1.Pod, name string) *corev1.ContainerStatus {
+	for i := range p.Status.ContainerStatuses {
+		if p.Status.ContainerStatuses[i].Name == name {
+			return &p.Status.ContainerStatuses[i]
+		}
+	}
+	for i := range p.Status.InitContainerStatuses {
+		if p.Status.InitContainerStatuses[i].Name == name {
+			return &p.Status.InitContainerStatuses[i]
+		}
+	}
+	return nil
 }
 
 // appendRequirements appends requests, then limits, as appendList writes them.

@@ -30,11 +30,14 @@ var computeResources = []corev1.ResourceName{
 // requests.{cpu,memory,ephemeral-storage}, limits.{cpu,memory,ephemeral-storage},
 // requests.hugepages-*, requests.<extended> (extended resources have only requests in
 // quota terms), and pods = count/pods = 1. Requests and limits come from
-// k8s.io/component-helpers/resource, so init containers, sidecars, pod overhead and
-// pod-level resources count as Kubernetes counts them. A resource the pod does not
-// request is absent (it counts as zero).
+// k8s.io/component-helpers/resource with the options ResourceQuota's pod evaluator
+// uses, so init containers, sidecars, pod overhead and pod-level resources count as
+// Kubernetes counts them, and so does an in-place resize: a container counts the
+// larger of its spec, what its kubelet allocated and what it actually runs with
+// (status.containerStatuses), so a resize down frees nothing until the kubelet has
+// applied it. A resource the pod does not request is absent (it counts as zero).
 func PodUsage(pod *corev1.Pod) corev1.ResourceList {
-	opts := resourcehelper.PodResourcesOptions{}
+	opts := resourcehelper.PodResourcesOptions{UseStatusResources: true}
 	requests := resourcehelper.PodRequests(pod, opts)
 	limits := resourcehelper.PodLimits(pod, opts)
 

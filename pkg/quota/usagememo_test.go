@@ -12,10 +12,9 @@ import (
 
 // SharedPodUsage remembers usage by its inputs: it must give what PodUsage gives for
 // every pod, whichever pods it saw before. Pods that differ in one input (a sidecar's
-// place, a restart policy, pod-level resources, overhead, a limit) must not share an
-// entry, and pods equal in their inputs but not in their status must, as PodUsage reads
-// the spec alone: if PodUsage ever reads the status (in-place resize), the resized pod
-// below gets the entry of the pod before it and this test fails.
+// place, a restart policy, pod-level resources, overhead, a limit, what a container's
+// status reports of an in-place resize) must not share an entry, and pods equal in
+// their inputs but not in the rest of their status must.
 func TestSharedPodUsage(t *testing.T) {
 	always := corev1.ContainerRestartPolicyAlways
 	list := func(kv ...string) corev1.ResourceList {
@@ -46,6 +45,23 @@ func TestSharedPodUsage(t *testing.T) {
 		AllocatedResources: list("cpu", "3", "memory", "3Gi"),
 		Resources:          &corev1.ResourceRequirements{Requests: list("cpu", "3", "memory", "3Gi")}}}
 	resized.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodResizeInProgress, Status: corev1.ConditionTrue}}
+	// The same spec, resized: allocated only, actual only, actual requests without
+	// limits, an init container's status, an infeasible resize (spec is ignored then).
+	allocatedOnly := pod(nil, app)
+	allocatedOnly.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", AllocatedResources: list("cpu", "3")}}
+	actualOnly := pod(nil, app)
+	actualOnly.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", Resources: &corev1.ResourceRequirements{Requests: list("cpu", "3"), Limits: list("cpu", "4")}}}
+	actualRequests := pod(nil, app)
+	actualRequests.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", Resources: &corev1.ResourceRequirements{Requests: list("cpu", "3")}}}
+	initResized := pod([]corev1.Container{sidecar("proxy", req("cpu", "1"))}, app)
+	initResized.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "proxy", AllocatedResources: list("cpu", "2")}}
+	infeasible := pod(nil, app)
+	infeasible.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", AllocatedResources: list("cpu", "500m", "memory", "1Gi")}}
+	infeasible.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodResizePending, Status: corev1.ConditionTrue, Reason: corev1.PodReasonInfeasible}}
+	// Equal inputs, a different status otherwise: they share plain's entry.
+	running := pod(nil, app)
+	running.Status.Phase = corev1.PodRunning
+	running.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", Ready: true}}
 	withOverhead := pod(nil, app)
 	withOverhead.Spec.Overhead = list("cpu", "250m")
 	podLevel := pod(nil, app)
@@ -58,6 +74,12 @@ func TestSharedPodUsage(t *testing.T) {
 	}{
 		{"plain", pod(nil, app)},
 		{"the same spec, resized in its status", resized},
+		{"resized: allocated only", allocatedOnly},
+		{"resized: actual only", actualOnly},
+		{"resized: actual requests only", actualRequests},
+		{"resized: a sidecar", initResized},
+		{"resized: infeasible", infeasible},
+		{"running", running},
 		{"1000m for 1", pod(nil, ctr("app", req("cpu", "1000m", "memory", "1Gi")))},
 		{"memory in decimal", pod(nil, ctr("app", req("cpu", "1", "memory", "1073741824")))},
 		{"an init container before", pod([]corev1.Container{ctr("init", req("cpu", "2"))}, app)},
@@ -97,7 +119,12 @@ func TestSharedPodUsage(t *testing.T) {
 			}
 		}
 	}
-	if a, b := usageKey(nil, cases[0].pod), usageKey(nil, resized); string(a) != string(b) {
-		t.Errorf("a pod resized in its status has a key of its own: the status is not an input of PodUsage")
+	if a, b := usageKey(nil, cases[0].pod), usageKey(nil, running); string(a) != string(b) {
+		t.Errorf("a running pod has a key of its own, not its spec's: only a resize in its status is an input of PodUsage")
+	}
+	for _, c := range []*corev1.Pod{resized, allocatedOnly, actualOnly, actualRequests, infeasible} {
+		if string(usageKey(nil, cases[0].pod)) == string(usageKey(nil, c)) {
+			t.Errorf("a pod resized in its status (%+v) shares the key of its spec", c.Status.ContainerStatuses)
+		}
 	}
 }
