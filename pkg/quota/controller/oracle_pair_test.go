@@ -120,8 +120,9 @@ func (o *oraclePair) compare(t *testing.T, step string) {
 // diffs waits until both namespaces have settled after a step, then compares the
 // Budget's used with the ResourceQuota's under every name the quota tracks. To know
 // that both controllers have seen everything before it, it creates a marker pod in
-// both: informers deliver in order, so once the ResourceQuota counts the marker its
-// used includes every earlier change, and once the Budget has admitted it, likewise.
+// both: informers deliver in order, so once the ResourceQuota's recount includes the
+// marker its used includes every earlier change, and once the Budget has admitted it,
+// likewise.
 func (o *oraclePair) diffs(t *testing.T, step string) []string {
 	t.Helper()
 	o.markers++
@@ -131,7 +132,14 @@ func (o *oraclePair) diffs(t *testing.T, step string) []string {
 			Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("8Mi")},
 		},
 	}}}}
-	o.create(t, marker)
+	// ResourceQuota's controller recounts a namespace on a pod's delete or end, not on
+	// a create (its admission charges those), and a recount of the step's own changes
+	// that read its cache before the marker came can overwrite the marker's charge.
+	// Deleting a barrier made after the marker makes it recount with the marker in.
+	barrier := marker
+	barrier.name = fmt.Sprintf("barrier-%d", o.markers)
+	o.create(t, marker, barrier)
+	o.both(func(ns string) { deletePod(t, ns, barrier.name, 0) })
 
 	var budgetUsed, quotaUsed, hard corev1.ResourceList
 	pollWhy(t, time.Minute, "both namespaces to settle after "+step, func() string {
