@@ -63,6 +63,31 @@ func TestPodUsage(t *testing.T) {
 			}(),
 			want: "requests.cpu=1250m,pods=1,count/pods=1",
 		},
+		"a resize down that the kubelet has not applied charges the larger": {
+			pod: func() *corev1.Pod {
+				p := makePod("p").Req("cpu=1").Obj()
+				p.Spec.Containers[0].Resources.Limits = parseList("cpu=1")
+				p.Status.ContainerStatuses = []corev1.ContainerStatus{{
+					Name:               p.Spec.Containers[0].Name,
+					AllocatedResources: parseList("cpu=1"),
+					Resources:          &corev1.ResourceRequirements{Requests: parseList("cpu=3"), Limits: parseList("cpu=4")},
+				}}
+				return p
+			}(),
+			want: "requests.cpu=3,limits.cpu=4,pods=1,count/pods=1",
+		},
+		"an applied resize charges the spec": {
+			pod: func() *corev1.Pod {
+				p := makePod("p").Req("cpu=1").Obj()
+				p.Status.ContainerStatuses = []corev1.ContainerStatus{{
+					Name:               p.Spec.Containers[0].Name,
+					AllocatedResources: parseList("cpu=1"),
+					Resources:          &corev1.ResourceRequirements{Requests: parseList("cpu=1")},
+				}}
+				return p
+			}(),
+			want: "requests.cpu=1,pods=1,count/pods=1",
+		},
 		"pod-level resources override the containers": {
 			pod: func() *corev1.Pod {
 				p := makePod("p").Req("cpu=1").Obj()

@@ -80,7 +80,7 @@ func TestDRADevicesAreChargedFromClaims(t *testing.T) {
 	tenantCreate(t, tenant.CoreV1().Pods(ns).Create, claimPod(ns, "s3", corev1.PodResourceClaim{Name: "gpu", ResourceClaimName: ptr.To("one")}))
 	waitReason(t, m, ns, "s3", quota.CodeInsufficient, string(devices)+": 1 requested, 0 free")
 
-	deletePod(t, ns, "s1")
+	deletePod(t, ns, "s1", 0)
 	poll(t, time.Minute, "the manager to see s1 gone", func() (bool, error) {
 		b := getBudget(t, ns, "gpus")
 		return b.Status.AdmittedPods == 2, nil
@@ -89,7 +89,7 @@ func TestDRADevicesAreChargedFromClaims(t *testing.T) {
 		t.Fatal("s3 was admitted while s2 still holds the shared claim")
 	}
 	wantUsed(t, ns, "gpus", map[corev1.ResourceName]string{devices: "12", extended: "12"})
-	deletePod(t, ns, "s2")
+	deletePod(t, ns, "s2", 0)
 	poll(t, time.Minute, "s3 to be admitted once the shared claim's last pod ended", func() (bool, error) { return !isGated(t, ns, "s3"), nil })
 	wantUsed(t, ns, "gpus", map[corev1.ResourceName]string{devices: "9", extended: "9"})
 
@@ -198,11 +198,4 @@ func formatUsed(want map[corev1.ResourceName]string) string {
 		parts = append(parts, string(r)+"="+v)
 	}
 	return strings.Join(parts, ",")
-}
-
-func deletePod(t *testing.T, ns, name string) {
-	t.Helper()
-	if err := clientset.CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
-		t.Fatalf("deleting pod %s: %v", name, err)
-	}
 }
