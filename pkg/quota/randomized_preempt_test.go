@@ -120,7 +120,7 @@ func (w *world) notBelowHard(from BudgetKey, used map[BudgetKey]corev1.ResourceL
 			subtractFrom(left, p.usage)
 		}
 	}
-	var mine, reclaimed corev1.ResourceList = corev1.ResourceList{}, corev1.ResourceList{}
+	mine, reclaimed := corev1.ResourceList{}, corev1.ResourceList{}
 	var names []string
 	seen := map[types.UID]bool{}
 	for _, uid := range slices.Concat(w.evicting, w.unheard) {
