@@ -137,7 +137,7 @@ func TestSelfManagedCertificates(t *testing.T) {
 
 // testRotatorRBAC checks, as the manager's ServiceAccount against the real API server,
 // that its rotator can read and write its Secret and its webhook configuration, and
-// nothing else of the kind.
+// nothing else of the kind (but create a Secret in its namespace, to recreate its own).
 func testRotatorRBAC(t *testing.T, e env) {
 	ctx := t.Context()
 	ns, own := e.inst.Namespace(), e.inst.WebhookCertSecret()
@@ -172,7 +172,10 @@ func testRotatorRBAC(t *testing.T, e env) {
 
 	_, denied["get another Secret"] = secrets.Get(ctx, other.Name, metav1.GetOptions{})
 	_, denied["list every Secret"] = secrets.List(ctx, metav1.ListOptions{})
-	_, denied["create a Secret"] = secrets.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "new"}}, metav1.CreateOptions{})
+	// It may create a Secret in the release namespace, to recreate its own once deleted
+	// (RBAC cannot limit a create to one name), and nowhere else.
+	_, allowed["create a Secret in its namespace"] = secrets.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "new"}}, metav1.CreateOptions{})
+	_, denied["create a Secret in another namespace"] = as.CoreV1().Secrets(metav1.NamespaceDefault).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "new"}}, metav1.CreateOptions{})
 	denied["delete its Secret"] = secrets.Delete(ctx, own, metav1.DeleteOptions{})
 	if o, err := adminSecrets.Get(ctx, other.Name, metav1.GetOptions{}); err == nil {
 		_, denied["update another Secret"] = secrets.Update(ctx, o, metav1.UpdateOptions{})
@@ -194,6 +197,9 @@ func testRotatorRBAC(t *testing.T, e env) {
 		}
 	}
 	fatalIf(t, adminSecrets.Delete(ctx, other.Name, metav1.DeleteOptions{}), "deleting the other Secret")
+	if err := adminSecrets.Delete(ctx, "new", metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		t.Errorf("deleting the Secret the manager created: %v", err)
+	}
 	fatalIf(t, adminHooks.Delete(ctx, otherMWC.Name, metav1.DeleteOptions{}), "deleting the other webhook configuration")
 }
 

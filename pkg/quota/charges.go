@@ -14,6 +14,9 @@ func (q *AdmissionQueue) charge(p *podState) {
 	p.chargedUsage, p.chargedClaims = p.pod.Usage, p.pod.Claims
 	for _, b := range p.chargedTo {
 		b.charge(p, p.chargedUsage, p.chargedClaims)
+		if len(p.chargedClaims) > 0 {
+			q.wakeClaimSharers(b, p.chargedClaims)
+		}
 		if len(b.holds) > 0 {
 			b.useHolds(p.chargedUsage)
 		}
@@ -22,6 +25,34 @@ func (q *AdmissionQueue) charge(p *podState) {
 	if !p.pod.ReleaseAt.IsZero() {
 		q.releases.set(p)
 	}
+}
+
+// wakeClaimSharers moves back to active the pods waiting in b that use one of claims
+// that b has just started to charge: what each of them would add shrank by that claim,
+// so an answer "does not fit" given before may be wrong now.
+func (q *AdmissionQueue) wakeClaimSharers(b *budget, claims []ClaimCharge) {
+	var sharers []*entry
+	for _, c := range claims {
+		if ref := b.claims[c.Key]; ref == nil || ref.pods != 1 {
+			continue // charged before this pod: nothing changed for the others
+		}
+		for _, e := range b.inadmissible {
+			if usesClaim(e.pod.pod.Claims, c.Key) && !slices.Contains(sharers, e) {
+				sharers = append(sharers, e)
+			}
+		}
+	}
+	for _, e := range sharers {
+		q.moveEntry(e, queueActive)
+	}
+	if len(sharers) > 0 {
+		q.markDirty(b)
+	}
+}
+
+// usesClaim reports whether claims has the claim key.
+func usesClaim(claims []ClaimCharge, key string) bool {
+	return slices.ContainsFunc(claims, func(c ClaimCharge) bool { return c.Key == key })
 }
 
 // release gives the pod's charge back and wakes only the budgets it was charged to.

@@ -122,6 +122,9 @@ func (w *world) checkUnset() error {
 		if !waiting || p.groupName != "" {
 			continue
 		}
+		if _, told := w.namespaces[p.obj.Namespace]; !told {
+			continue // held as NamespaceUnknown until its namespace's first event arrives
+		}
 		switch held := w.leavesTrackedUnset(p.obj); {
 		case held && code != CodeMustSpecify:
 			r, _ := w.q.WaitReason(uid)
