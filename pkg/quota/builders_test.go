@@ -50,26 +50,25 @@ func (b *podBuilder) Created(s int) *podBuilder {
 
 // Req adds container requests, "cpu=2,memory=1Gi".
 func (b *podBuilder) Req(spec string) *podBuilder {
-	c := &b.pod.Spec.Containers[0]
-	if c.Resources.Requests == nil {
-		c.Resources.Requests = corev1.ResourceList{}
-	}
-	for name, q := range parseList(spec) {
-		c.Resources.Requests[name] = q
-	}
+	setList(&b.pod.Spec.Containers[0].Resources.Requests, spec)
 	return b
 }
 
 // Lim adds container limits, "cpu=2,memory=1Gi".
 func (b *podBuilder) Lim(spec string) *podBuilder {
-	c := &b.pod.Spec.Containers[0]
-	if c.Resources.Limits == nil {
-		c.Resources.Limits = corev1.ResourceList{}
+	setList(&b.pod.Spec.Containers[0].Resources.Limits, spec)
+	return b
+}
+
+// setList sets the quantities of spec ("cpu=2,memory=1Gi") in *list, making it first
+// when it is nil.
+func setList(list *corev1.ResourceList, spec string) {
+	if *list == nil {
+		*list = corev1.ResourceList{}
 	}
 	for name, q := range parseList(spec) {
-		c.Resources.Limits[name] = q
+		(*list)[name] = q
 	}
-	return b
 }
 
 func (b *podBuilder) Label(k, v string) *podBuilder {
