@@ -2,7 +2,6 @@ package controller_test
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -47,26 +46,11 @@ func TestBlockedTimeoutDeletesPastAPodDisruptionBudget(t *testing.T) {
 	mustCreate(t, pdb)
 	startManager(t, nil, false)
 
-	pod := func(ns, name, app string) *corev1.Pod {
-		p := gatedPod(ns, name, "1")
-		p.Labels = map[string]string{"app": app, "family": parent}
-		return p
-	}
-	for i := range 4 {
-		mustCreate(t, pod(nsB, fmt.Sprintf("b%d", i), "b"))
-		poll(t, time.Minute, fmt.Sprintf("b%d admitted", i), func() (bool, error) {
-			return !isGated(t, nsB, fmt.Sprintf("b%d", i)), nil
-		})
-	}
+	pod := func(ns, name, app string) *corev1.Pod { return familyPod(ns, name, app, parent) }
+	admitInTurn(t, nsB, parent, "b", 4)
 	// A pod not yet running may be evicted whatever its PDB says: wait until the PDB
 	// guards all four.
-	poll(t, time.Minute, "B's pods ready and the PDB allowing no disruption", func() (bool, error) {
-		var got policyv1.PodDisruptionBudget
-		if err := admin.Get(ctx, client.ObjectKeyFromObject(pdb), &got); err != nil {
-			return false, err
-		}
-		return got.Status.CurrentHealthy == 4 && got.Status.DisruptionsAllowed == 0 && got.Status.ObservedGeneration == got.Generation, nil
-	})
+	waitPDB(t, pdb, 4, 0)
 	start := time.Now()
 	mustCreate(t, pod(nsA, "a0", "a"))
 	waiting := waitForWaitingEvent(t, nsA, "a0", string(quota.CodeNoLendable))

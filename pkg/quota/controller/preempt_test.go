@@ -53,18 +53,9 @@ func TestReclaimEvictsBorrowedPods(t *testing.T) {
 		t.Logf("timeline %5.1fs: %s", time.Since(start).Seconds(), fmt.Sprintf(what, args...))
 	}
 
-	pod := func(ns, name, app string) *corev1.Pod {
-		p := gatedPod(ns, name, "1")
-		p.Labels = map[string]string{"app": app, "family": parent}
-		return p
-	}
+	pod := func(ns, name, app string) *corev1.Pod { return familyPod(ns, name, app, parent) }
 	// One at a time, so that the order of admission is known: b2 and b3 borrow.
-	for i := range 4 {
-		mustCreate(t, pod(nsB, fmt.Sprintf("b%d", i), "b"))
-		poll(t, time.Minute, fmt.Sprintf("b%d admitted", i), func() (bool, error) {
-			return !isGated(t, nsB, fmt.Sprintf("b%d", i)), nil
-		})
-	}
+	admitInTurn(t, nsB, parent, "b", 4)
 	for _, name := range []string{"b2", "b3"} {
 		var p corev1.Pod
 		if err := admin.Get(ctx, client.ObjectKey{Namespace: nsB, Name: name}, &p); err != nil {
@@ -75,13 +66,7 @@ func TestReclaimEvictsBorrowedPods(t *testing.T) {
 		}
 	}
 	at("team B runs b0..b3 (b2 and b3 borrowed)")
-	poll(t, time.Minute, "B's pods ready and the PDB allowing one disruption", func() (bool, error) {
-		var got policyv1.PodDisruptionBudget
-		if err := admin.Get(ctx, client.ObjectKeyFromObject(pdb), &got); err != nil {
-			return false, err
-		}
-		return got.Status.CurrentHealthy == 4 && got.Status.DisruptionsAllowed == 1, nil
-	})
+	waitPDB(t, pdb, 4, 1)
 
 	at("the PDB allows 1 disruption; team A creates a0 and a1")
 	mustCreate(t, pod(nsA, "a0", "a"), pod(nsA, "a1", "a"))
@@ -309,4 +294,37 @@ func admittedIn(r testbed.UsageReport, namespaces ...string) map[string]int {
 		}
 	}
 	return out
+}
+
+// familyPod is a gated pod of 1 CPU of a team (app) in the family under parent.
+func familyPod(ns, name, app, parent string) *corev1.Pod {
+	p := gatedPod(ns, name, "1")
+	p.Labels = map[string]string{"app": app, "family": parent}
+	return p
+}
+
+// admitInTurn creates n pods of app (app0, app1, ...) in ns, each once the one before it
+// is admitted, so that the order of admission is known.
+func admitInTurn(t *testing.T, ns, parent, app string, n int) {
+	t.Helper()
+	for i := range n {
+		name := fmt.Sprintf("%s%d", app, i)
+		mustCreate(t, familyPod(ns, name, app, parent))
+		poll(t, time.Minute, name+" admitted", func() (bool, error) { return !isGated(t, ns, name), nil })
+	}
+}
+
+// waitPDB waits until the PDB has observed its spec, counts healthy pods and allows
+// allowed disruptions: a pod not yet running may be evicted whatever its PDB says.
+func waitPDB(t *testing.T, pdb *policyv1.PodDisruptionBudget, healthy, allowed int32) {
+	t.Helper()
+	what := fmt.Sprintf("PDB %s: %d pods healthy, %d disruptions allowed", pdb.Name, healthy, allowed)
+	poll(t, time.Minute, what, func() (bool, error) {
+		var got policyv1.PodDisruptionBudget
+		if err := admin.Get(context.Background(), client.ObjectKeyFromObject(pdb), &got); err != nil {
+			return false, err
+		}
+		s := got.Status
+		return s.CurrentHealthy == healthy && s.DisruptionsAllowed == allowed && s.ObservedGeneration == got.Generation, nil
+	})
 }
