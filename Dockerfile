@@ -16,7 +16,9 @@ ARG TARGETARCH
 ARG VERSION=v0.0.0-dev
 ARG REVISION=unknown
 WORKDIR /src
+# The API is its own module (api/go.mod), which go.mod replaces with ./api.
 COPY go.mod go.sum ./
+COPY api/go.mod api/go.sum ./api/
 RUN go mod download
 COPY . .
 # Static binaries, stamped with the version, as `make build` and `make image` build them.

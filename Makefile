@@ -51,11 +51,11 @@ help: ## Show this help.
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code (zz_generated.*).
-	$(CONTROLLER_GEN) object paths=./api/...
+	cd api && $(CONTROLLER_GEN) object paths=./...
 
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook manifests into config/ and the chart.
-	$(CONTROLLER_GEN) crd paths=./api/v1alpha1/... output:crd:artifacts:config=config/crd/bases
+	cd api && $(CONTROLLER_GEN) crd paths=./v1alpha1/... output:crd:artifacts:config=$(ROOT)/config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=quotagate-manager paths=./pkg/quota/... output:rbac:artifacts:config=config/rbac
 	$(CONTROLLER_GEN) webhook paths=./pkg/admission/... output:webhook:artifacts:config=config/webhook
 	go run ./hack/chartsync
@@ -66,24 +66,30 @@ fmt: ## Run gofmt on the code.
 	gofmt -w $$(git ls-files '*.go')
 
 .PHONY: vet
-vet: ## Run go vet.
+vet: ## Run go vet (the root module and the api module).
 	go vet ./...
+	cd api && go vet ./...
 
 .PHONY: lint
-lint: $(GOLANGCI_LINT) ## Run the pinned golangci-lint.
+lint: $(GOLANGCI_LINT) ## Run the pinned golangci-lint (the root module and the api module).
 	$(GOLANGCI_LINT) run ./...
+	cd api && $(GOLANGCI_LINT) run ./...
 
 .PHONY: verify
 verify: generate manifests $(GOLANGCI_LINT) ## Regenerate, check formatting, vet and lint; fail on any diff or a tracked binary.
 	bash hack/check-tracked-files.sh
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
 	go vet ./...
+	cd api && go vet ./...
 	$(GOLANGCI_LINT) run ./...
+	cd api && $(GOLANGCI_LINT) run ./...
+	cd api && go mod tidy -diff
 	@git diff --exit-code -- api config charts || { echo "generated files are out of date: run 'make generate manifests' and commit"; exit 1; }
 
 .PHONY: test
 test: tools ## Run unit tests and the tests against a real local control plane.
 	go test $(GO_TEST_FLAGS) -timeout $(TEST_TIMEOUT) ./...
+	cd api && go test $(GO_TEST_FLAGS) -timeout $(TEST_TIMEOUT) ./...
 
 .PHONY: e2e
 e2e: tools ## Run the end-to-end user journey (chart, webhook, manager) on the local control plane.
