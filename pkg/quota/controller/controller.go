@@ -314,6 +314,8 @@ func (c *Controller) run(ctx context.Context) error {
 	logger.Info("Informers synced and caught up with the API server; admitting")
 	c.leading.Store(true)
 	defer c.leading.Store(false)
+	// From here on this replica's series tell the truth: export them (metrics.go).
+	defer c.metrics.gate.lead()()
 
 	work := make(chan quota.Admission, c.opts.Workers*4)
 	var wg sync.WaitGroup

@@ -2,6 +2,8 @@ package controller
 
 import (
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/quotagate/quotagate/internal/promreg"
@@ -37,7 +39,15 @@ var waitBuckets = []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 30
 
 // metrics are the manager's Prometheus metrics, named after kube-scheduler's queue
 // metrics. It is a quota.Observer. Per-budget series are dropped when the budget is.
+//
+// Every replica keeps them (a standby's core is fed by the informers too, so its queue
+// depths are right the moment it is elected), but only a leading replica exports them:
+// gate collects nothing while no controller of the process leads. Two replicas scraped
+// side by side then give one copy of each series, and a dashboard's sum is not doubled
+// (docs/metrics.md).
 type metrics struct {
+	gate *leaderOnly
+
 	incomingPods  *prometheus.CounterVec
 	queueDepth    *prometheus.GaugeVec
 	queueMoves    *prometheus.CounterVec
@@ -68,8 +78,8 @@ func gauge(name, help string, labels []string) *prometheus.GaugeVec {
 }
 
 // newMetrics creates the manager's metrics and registers them with reg (the binary
-// passes controller-runtime's metrics.Registry). A collector already registered under
-// the same name is reused, so two controllers in one process share their series.
+// passes controller-runtime's metrics.Registry). Metrics already registered there by
+// another controller are reused, so two controllers in one process share their series.
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		incomingPods: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -111,30 +121,46 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Evictions of preemption victims refused (a PodDisruptionBudget) or failed, each retried later, by reason.",
 		}, []string{"reason"}),
 	}
-	var err error
-	for _, p := range []**prometheus.CounterVec{&m.incomingPods, &m.queueMoves, &m.admissions, &m.ungateErrors, &m.preemptions, &m.preemptionsBlocked} {
-		if *p, err = register(reg, *p); err != nil {
-			return nil, err
-		}
+	m.gate = &leaderOnly{metrics: m, collectors: []prometheus.Collector{
+		m.incomingPods, m.queueMoves, m.admissions, m.ungateErrors, m.preemptions, m.preemptionsBlocked,
+		m.queueDepth, m.budgetHard, m.budgetUsed, m.budgetPending, m.budgetState, m.budgetReady,
+		m.gatedPods, m.admittedPods, m.neverFitPods, m.podWait,
+	}}
+	gate, err := promreg.Register(reg, m.gate)
+	if err != nil {
+		return nil, fmt.Errorf("registering manager metrics: %w", err)
 	}
-	for _, p := range []**prometheus.GaugeVec{&m.queueDepth, &m.budgetHard, &m.budgetUsed, &m.budgetPending,
-		&m.budgetState, &m.budgetReady, &m.gatedPods, &m.admittedPods, &m.neverFitPods} {
-		if *p, err = register(reg, *p); err != nil {
-			return nil, err
-		}
-	}
-	if m.podWait, err = register(reg, m.podWait); err != nil {
-		return nil, err
-	}
-	return m, nil
+	return gate.metrics, nil
 }
 
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	c, err := promreg.Register(reg, c)
-	if err != nil {
-		return c, fmt.Errorf("registering manager metrics: %w", err)
+// leaderOnly exports collectors while at least one controller of the process leads:
+// controllers that share a registry share one leaderOnly (promreg), and so one count.
+type leaderOnly struct {
+	metrics    *metrics
+	collectors []prometheus.Collector
+	leaders    atomic.Int32
+}
+
+// lead marks one more controller of the process as leading; the returned func undoes it.
+func (g *leaderOnly) lead() (done func()) {
+	g.leaders.Add(1)
+	var once sync.Once
+	return func() { once.Do(func() { g.leaders.Add(-1) }) }
+}
+
+func (g *leaderOnly) Describe(ch chan<- *prometheus.Desc) {
+	for _, c := range g.collectors {
+		c.Describe(ch)
 	}
-	return c, nil
+}
+
+func (g *leaderOnly) Collect(ch chan<- prometheus.Metric) {
+	if g.leaders.Load() <= 0 {
+		return
+	}
+	for _, c := range g.collectors {
+		c.Collect(ch)
+	}
 }
 
 // labelsOf names a budget: kind, namespace ("" for a ClusterBudget), name.

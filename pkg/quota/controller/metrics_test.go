@@ -58,6 +58,7 @@ func TestBudgetMetricsNameTheBudgetInSeparateLabels(t *testing.T) {
 	if err != nil {
 		t.Fatalf("newMetrics: %v", err)
 	}
+	defer m.gate.lead()()
 	team := quota.BudgetKey{Namespace: "team-a", Name: "gpus"}
 	org := quota.BudgetKey{Name: "org"}
 	m.setBudget(team, quota.BudgetStatus{
@@ -133,6 +134,7 @@ func TestQueueMovesNameBothEnds(t *testing.T) {
 	if err != nil {
 		t.Fatalf("newMetrics: %v", err)
 	}
+	defer m.gate.lead()()
 	key := quota.BudgetKey{Namespace: "team-a", Name: "gpus"}
 	m.Moved(key, "", quota.QueueActive)
 	m.Moved(key, "", quota.QueueActive)
@@ -166,5 +168,53 @@ func TestTwoControllersInOneRegistryShareTheirSeries(t *testing.T) {
 	a.ungateErrors.WithLabelValues("conflict").Inc()
 	if got := testutil.ToFloat64(b.ungateErrors.WithLabelValues("conflict")); got != 1 {
 		t.Errorf("the second controller sees %v ungate errors, want 1", got)
+	}
+}
+
+// A replica exports its series only while it leads: a standby's core is fed too, and its
+// copies would double every sum over the replicas. Two controllers sharing a registry
+// export while either leads.
+func TestOnlyALeadingReplicaExportsItsSeries(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	a, err := newMetrics(reg)
+	if err != nil {
+		t.Fatalf("newMetrics: %v", err)
+	}
+	key := quota.BudgetKey{Namespace: "team-a", Name: "gpus"}
+	a.Moved(key, "", quota.QueueActive)
+	a.setBudget(key, quota.BudgetStatus{State: v1alpha1.StateOpen, GatedPods: 1})
+	a.admitted([]quota.BudgetKey{key}, time.Second)
+	names := []string{"quotagate_queue_depth", "quotagate_queue_incoming_pods_total", "quotagate_budget_gated_pods",
+		"quotagate_budget_state", "quotagate_budget_admissions_total", "quotagate_pod_wait_seconds"}
+	standby := series(t, reg, names...)
+	if len(standby) != 0 {
+		t.Errorf("a standby exports %v, want nothing", standby)
+	}
+
+	doneA := a.gate.lead()
+	leading := series(t, reg, names...)
+	for _, want := range []string{
+		"quotagate_queue_depth{kind=Budget,name=gpus,namespace=team-a,queue=active}",
+		"quotagate_budget_gated_pods{kind=Budget,name=gpus,namespace=team-a}",
+		"quotagate_budget_admissions_total{kind=Budget,name=gpus,namespace=team-a}",
+	} {
+		if leading[want] != 1 {
+			t.Errorf("the leader exports %s = %v, want 1 (all: %v)", want, leading[want], leading)
+		}
+	}
+
+	b, err := newMetrics(reg)
+	if err != nil {
+		t.Fatalf("second newMetrics on the same registry: %v", err)
+	}
+	doneB := b.gate.lead()
+	doneA()
+	doneA() // idempotent: does not take b's lead away
+	if got := series(t, reg, names...); !cmp.Equal(got, leading) {
+		t.Errorf("with the second controller leading the process exports %v, want %v", got, leading)
+	}
+	doneB()
+	if got := series(t, reg, names...); len(got) != 0 {
+		t.Errorf("after both stopped leading the process exports %v, want nothing", got)
 	}
 }
