@@ -53,7 +53,7 @@ func (i *Installation) upgrade(ctx context.Context, chartPath, binDir string, va
 	log := logr.FromContextOrDiscard(ctx)
 	merged := maps.Clone(i.values)
 	maps.Copy(merged, values)
-	rel, err := i.helmUpgrade(ctx, chartPath, merged)
+	rel, err := i.helmApply(ctx, chartPath, merged)
 	if err != nil {
 		return err
 	}
