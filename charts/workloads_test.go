@@ -88,7 +88,7 @@ func TestImage(t *testing.T) {
 		wantImage  string
 		wantPolicy corev1.PullPolicy
 	}{
-		"the chart's appVersion by default": {nil, "ghcr.io/quotagate/quotagate:v0.2.0", corev1.PullIfNotPresent},
+		"the chart's appVersion by default": {nil, "ghcr.io/quotagate/quotagate:v0.3.0", corev1.PullIfNotPresent},
 		"a pinned image": {map[string]any{"image": map[string]any{"repository": "registry.example/qg", "tag": "dev", "pullPolicy": "Always"}},
 			"registry.example/qg:dev", corev1.PullAlways},
 	} {
