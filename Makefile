@@ -149,6 +149,10 @@ deploy: deploy-img image ## Build the image, push it to IMG=registry/repo:tag (L
 	go run ./hack/deploy --image '$(IMG)' --default-tag '$(VERSION)' --layout $(IMAGE_LAYOUT) \
 		$(if $(LOAD),--load '$(LOAD)' --archive _output/image/deploy.oci.tar $(if $(DEPLOY_CLUSTER),--cluster '$(DEPLOY_CLUSTER)')) $(DEPLOY_FLAGS)
 
+.PHONY: undeploy
+undeploy: ## Uninstall the release make deploy installed (its pre-delete hook releases every gated pod first; DEPLOY_FLAGS=--namespace ... as for deploy).
+	go run ./hack/deploy --uninstall $(DEPLOY_FLAGS)
+
 .PHONY: deploy-img
 deploy-img:
 	@test -n '$(IMG)' || { echo "make deploy needs IMG=registry/repository[:tag], e.g. IMG=ghcr.io/me/quotagate:dev (LOAD=kind for a kind cluster)"; exit 1; }

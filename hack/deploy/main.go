@@ -44,6 +44,7 @@ func main() {
 	flag.StringVar(&o.Context, "context", "", "The kubeconfig context; empty: its current context.")
 	flag.BoolVar(&o.Wait, "wait", true, "Wait for the Deployments to be available.")
 	flag.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "How long Helm may take, waiting included.")
+	flag.BoolVar(&o.Uninstall, "uninstall", false, "Uninstall the release instead (helm uninstall: the pre-delete hook releases every gated pod first).")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "deploy: unexpected arguments %q\n", flag.Args())

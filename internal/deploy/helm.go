@@ -76,6 +76,20 @@ func Apply(ctx context.Context, cfg *action.Configuration, r Release, chrt *char
 	return asRelease(rel)
 }
 
+// Uninstall is `helm uninstall <name> -n <namespace>`: Helm runs the chart's pre-delete
+// hook (which releases every gated pod) and waits for it, up to r.Timeout, before it
+// deletes the release's objects.
+func Uninstall(cfg *action.Configuration, r Release) error {
+	un := action.NewUninstall(cfg)
+	un.WaitStrategy = kube.HookOnlyStrategy
+	un.Timeout = r.Timeout
+	un.DeletionPropagation = "background"
+	if _, err := un.Run(r.Name); err != nil {
+		return fmt.Errorf("helm uninstall %s: %w", r.Name, err)
+	}
+	return nil
+}
+
 func asRelease(r ri.Releaser) (*release.Release, error) {
 	rel, ok := r.(*release.Release)
 	if !ok {

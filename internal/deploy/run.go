@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"helm.sh/helm/v4/pkg/action"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	"helm.sh/helm/v4/pkg/cli/values"
 	"helm.sh/helm/v4/pkg/kube"
@@ -51,11 +52,24 @@ type Options struct {
 	// Wait waits up to Timeout for the Deployments to be available.
 	Wait    bool
 	Timeout time.Duration
+	// Uninstall uninstalls the release instead (the image options are not used).
+	Uninstall bool
 }
 
 // Run publishes the image (Publish), installs or upgrades the release with the values
 // that run it (Apply), and says what it did on out.
 func Run(ctx context.Context, o Options, out io.Writer) error {
+	if o.Uninstall {
+		cfg, err := o.helmConfig()
+		if err != nil {
+			return err
+		}
+		if err := Uninstall(cfg, Release{Name: o.Release, Namespace: o.Namespace, Timeout: o.Timeout}); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "Uninstalled release %s from namespace %s\n", o.Release, o.Namespace)
+		return nil
+	}
 	if o.Load != "" && o.Load != LoadKind && o.Load != LoadK3d {
 		return fmt.Errorf("load %q: want %s or %s (or nothing, to push)", o.Load, LoadKind, LoadK3d)
 	}
@@ -79,19 +93,13 @@ func Run(ctx context.Context, o Options, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	pub, err := publish(ctx, o, idx, img, out)
+	// Before anything is pushed: a kubeconfig that reaches no cluster is the likelier
+	// mistake, and the cheaper one to report.
+	cfg, err := o.helmConfig()
 	if err != nil {
 		return err
 	}
-
-	flags := genericclioptions.NewConfigFlags(true)
-	if o.Kubeconfig != "" {
-		flags.KubeConfig = &o.Kubeconfig
-	}
-	if o.Context != "" {
-		flags.Context = &o.Context
-	}
-	cfg, err := HelmConfig(flags, o.Namespace, slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	pub, err := publish(ctx, o, idx, img, out)
 	if err != nil {
 		return err
 	}
@@ -171,4 +179,24 @@ func createdOf(idx v1.ImageIndex) time.Time {
 	}
 	t, _ := time.Parse(time.RFC3339, m.Annotations[ociimage.LabelCreated])
 	return t
+}
+
+// helmConfig is the Helm configuration for the kubeconfig and context of o, checked to
+// reach its cluster.
+func (o Options) helmConfig() (*action.Configuration, error) {
+	flags := genericclioptions.NewConfigFlags(true)
+	if o.Kubeconfig != "" {
+		flags.KubeConfig = &o.Kubeconfig
+	}
+	if o.Context != "" {
+		flags.Context = &o.Context
+	}
+	cfg, err := HelmConfig(flags, o.Namespace, slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if err != nil {
+		return nil, err
+	}
+	if err := cfg.KubeClient.IsReachable(); err != nil {
+		return nil, fmt.Errorf("the cluster of the kubeconfig: %w", err)
+	}
+	return cfg, nil
 }

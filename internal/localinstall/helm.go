@@ -53,17 +53,11 @@ func (i *Installation) helmApply(ctx context.Context, chartPath string, values m
 	}, chrt, values)
 }
 
-// helmUninstall is `helm uninstall <release> -n <ns>`: Helm runs the pre-delete hook
-// and waits for its Job (up to the timeout) before deleting the release's objects.
+// helmUninstall is `helm uninstall <release> -n <ns>` through deploy.Uninstall, as `make
+// undeploy` runs it: Helm runs the pre-delete hook and waits for its Job (up to the
+// timeout) before deleting the release's objects.
 func (i *Installation) helmUninstall() error {
-	un := action.NewUninstall(i.helm)
-	un.WaitStrategy = kube.HookOnlyStrategy
-	un.Timeout = i.opts.Timeout
-	un.DeletionPropagation = "background"
-	if _, err := un.Run(i.opts.Release); err != nil {
-		return fmt.Errorf("helm uninstall %s: %w", i.opts.Release, err)
-	}
-	return nil
+	return deploy.Uninstall(i.helm, deploy.Release{Name: i.opts.Release, Namespace: i.opts.Namespace, Timeout: i.opts.Timeout})
 }
 
 func asRelease(r ri.Releaser) (*release.Release, error) {
