@@ -131,6 +131,9 @@ func WriteArchive(idx v1.ImageIndex, img Image, file string, mtime time.Time) (P
 	if err != nil {
 		return Published{}, err
 	}
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return Published{}, err
+	}
 	dir, err := os.MkdirTemp(filepath.Dir(file), ".layout-*")
 	if err != nil {
 		return Published{}, err

@@ -168,7 +168,7 @@ func TestWriteArchiveNamesTheImageForContainerd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	file := filepath.Join(t.TempDir(), "deploy.oci.tar")
+	file := filepath.Join(t.TempDir(), "not-yet", "deploy.oci.tar")
 	created := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	pub, err := WriteArchive(idx, img, file, created)
 	if err != nil {

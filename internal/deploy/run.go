@@ -56,8 +56,9 @@ type Options struct {
 	Uninstall bool
 }
 
-// Run publishes the image (Publish), installs or upgrades the release with the values
-// that run it (Apply), and says what it did on out.
+// Run pushes the image (Push) or loads it into the cluster's nodes (WriteArchive, then
+// kind or k3d), installs or upgrades the release with the values that run it (Apply),
+// and says what it did on out. With o.Uninstall it uninstalls the release instead.
 func Run(ctx context.Context, o Options, out io.Writer) error {
 	if o.Uninstall {
 		cfg, err := o.helmConfig()
