@@ -138,6 +138,31 @@ image: ## Build the linux/amd64+arm64 image, no Docker: OCI layout _output/image
 	go run ./hack/image --version '$(VERSION)' --revision '$(REVISION)' --ldflags '$(GO_LDFLAGS)' \
 		--bin-dir _output/image/bin --layout $(IMAGE_LAYOUT) --archive $(IMAGE_ARCHIVE)
 
+##@ Deploy
+
+# IMG is the image `make deploy` pushes and installs: registry/repository[:tag] (the tag
+# defaults to VERSION). LOAD=kind or LOAD=k3d loads it into that cluster's nodes from an
+# OCI archive instead of pushing it (KIND_CLUSTER / K3D_CLUSTER name the cluster).
+# DEPLOY_FLAGS go to hack/deploy: --values my.yaml, --set key=value, --namespace,
+# --release, --context, --insecure, --wait=false.
+IMG ?=
+LOAD ?=
+DEPLOY_FLAGS ?=
+DEPLOY_CLUSTER = $(if $(filter kind,$(LOAD)),$(KIND_CLUSTER),$(if $(filter k3d,$(LOAD)),$(K3D_CLUSTER)))
+
+.PHONY: deploy
+deploy: deploy-img image ## Build the image, push it to IMG=registry/repo:tag (LOAD=kind|k3d: load it into that cluster) and install the chart running it with the current kubeconfig.
+	go run ./hack/deploy --image '$(IMG)' --default-tag '$(VERSION)' --layout $(IMAGE_LAYOUT) \
+		$(if $(LOAD),--load '$(LOAD)' --archive _output/image/deploy.oci.tar $(if $(DEPLOY_CLUSTER),--cluster '$(DEPLOY_CLUSTER)')) $(DEPLOY_FLAGS)
+
+.PHONY: undeploy
+undeploy: ## Uninstall the release make deploy installed (its pre-delete hook releases every gated pod first; DEPLOY_FLAGS=--namespace ... as for deploy).
+	go run ./hack/deploy --uninstall $(DEPLOY_FLAGS)
+
+.PHONY: deploy-img
+deploy-img:
+	@test -n '$(IMG)' || { echo "make deploy needs IMG=registry/repository[:tag], e.g. IMG=ghcr.io/me/quotagate:dev (LOAD=kind for a kind cluster)"; exit 1; }
+
 ##@ Release
 
 # RELEASE_PLATFORMS (os/arch,...) narrows the plugin's platforms, e.g. for a quick dry

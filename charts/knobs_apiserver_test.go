@@ -19,9 +19,9 @@ import (
 
 // The chart's knobs, set together, on a real kube-apiserver v1.37.2 with its controllers:
 // the objects are accepted with strict field validation, and the pods the ReplicaSet
-// controller creates in a namespace other than kube-system get the system-cluster-critical
-// priority (the Priority admission plugin would refuse the pods otherwise), the
-// topology spread constraints, the extra args and env and the common labels.
+// controller creates get the chart's own PriorityClass and its value (the Priority admission
+// plugin resolves it, and would refuse a pod whose class does not exist), the topology
+// spread constraints, the extra args and env and the common labels.
 func TestKnobsOnRealAPIServer(t *testing.T) {
 	const release, namespace = "knobs", "knobs-system"
 	ctx := t.Context()
@@ -48,7 +48,8 @@ func TestKnobsOnRealAPIServer(t *testing.T) {
 				map[string]any{"key": "example.com/tier", "operator": "NotIn", "values": []any{"system"}},
 			}},
 		},
-		"manager": map[string]any{"replicas": 2, "podDisruptionBudget": map[string]any{"minAvailable": "50%"}},
+		"manager":       map[string]any{"replicas": 2, "podDisruptionBudget": map[string]any{"minAvailable": "50%"}},
+		"priorityClass": map[string]any{"create": true},
 	})
 	// Everything but the CRDs (not needed here) and cert-manager's kinds (not installed).
 	for _, o := range m.Objects {
@@ -88,8 +89,8 @@ func TestKnobsOnRealAPIServer(t *testing.T) {
 			t.Fatalf("%s: %d pods, want %d: %v\nevents:\n%s", component, len(pods), replicas, err, strings.Join(why, "\n"))
 		}
 		for _, p := range pods {
-			if p.Spec.PriorityClassName != "system-cluster-critical" || p.Spec.Priority == nil || *p.Spec.Priority != 2000000000 {
-				t.Errorf("%s pod %s: priorityClassName %q, priority %v; want system-cluster-critical, 2000000000",
+			if p.Spec.PriorityClassName != release+"-quotagate" || p.Spec.Priority == nil || *p.Spec.Priority != 1000000000 {
+				t.Errorf("%s pod %s: priorityClassName %q, priority %v; want "+release+"-quotagate, 1000000000",
 					component, p.Name, p.Spec.PriorityClassName, p.Spec.Priority)
 			}
 			if p.Labels["example.com/team"] != "platform" {
@@ -144,6 +145,7 @@ func resourceOf(t *testing.T, o *unstructured.Unstructured) schema.GroupVersionR
 		"ValidatingAdmissionPolicy":        "validatingadmissionpolicies",
 		"ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybindings",
 		"APIService":                       "apiservices",
+		"PriorityClass":                    "priorityclasses",
 	}[gvk.Kind]
 	if plural == "" {
 		t.Fatalf("no resource known for kind %s", gvk.Kind)

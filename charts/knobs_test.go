@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -205,20 +206,37 @@ func TestTopologySpreadConstraints(t *testing.T) {
 	}}}, "/manager/topologySpreadConstraints/0")
 }
 
+// No priority class by default: system-cluster-critical is refused outside kube-system on
+// GKE unless a ResourceQuota scoped to it exists there, and the chart must install with
+// its defaults on GKE, EKS and AKS. priorityClass.create is the opt-in that works
+// everywhere; a component's priorityClassName wins over it.
 func TestPriorityClassName(t *testing.T) {
 	for name, tc := range map[string]struct {
-		class string // "-" leaves the default
-		want  string
+		values     map[string]any
+		want       string
+		wantObject bool // the chart's own PriorityClass is rendered
 	}{
-		"critical by default": {"-", "system-cluster-critical"},
-		"overridden":          {"quotagate-high", "quotagate-high"},
-		"unset with empty":    {"", ""},
+		"none by default": {values: nil, want: ""},
+		"named":           {values: map[string]any{"priorityClassName": "quotagate-high"}, want: "quotagate-high"},
+		"system class opted into": {
+			values: map[string]any{"priorityClassName": "system-cluster-critical"}, want: "system-cluster-critical",
+		},
+		"the chart's own": {values: map[string]any{"priorityClass": map[string]any{"create": true}}, want: "quotagate", wantObject: true},
+		"a name wins over the chart's own": {
+			values:     map[string]any{"priorityClass": map[string]any{"create": true}, "priorityClassName": "quotagate-high"},
+			want:       "quotagate-high",
+			wantObject: true,
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			values := map[string]any{}
-			if tc.class != "-" {
-				for key := range components {
-					values[key] = map[string]any{"priorityClassName": tc.class}
+			for k, v := range tc.values {
+				if k == "priorityClassName" {
+					for key := range components {
+						values[key] = map[string]any{k: v}
+					}
+				} else {
+					values[k] = v
 				}
 			}
 			m := mustInstall(t, defaultRelease, defaultNamespace, values)
@@ -227,9 +245,50 @@ func TestPriorityClassName(t *testing.T) {
 					t.Errorf("%s priorityClassName = %q, want %q", key, got, tc.want)
 				}
 			}
+			classes := m.all("PriorityClass")
+			if !tc.wantObject {
+				if len(classes) != 0 {
+					t.Errorf("PriorityClasses rendered: %s, want none", m.names())
+				}
+				return
+			}
+			var pc schedulingv1.PriorityClass
+			into(t, m.find(t, "PriorityClass", "quotagate"), &pc)
+			if pc.Value != 1000000000 || pc.GlobalDefault {
+				t.Errorf("PriorityClass quotagate: value %d, globalDefault %v; want 1000000000, false", pc.Value, pc.GlobalDefault)
+			}
 		})
 	}
 	schemaError(t, map[string]any{"manager": map[string]any{"priorityClassName": "Not_A_Name"}}, "/manager/priorityClassName")
+	// Above 1000000000 is reserved for system classes: the API server would refuse it.
+	schemaError(t, map[string]any{"priorityClass": map[string]any{"create": true, "value": 2000000000}}, "/priorityClass/value")
+}
+
+// webhook.port moves the webhook's listener and the port the Service sends 443 to;
+// webhook.hostNetwork puts the pods on their node's network.
+func TestWebhookPortAndHostNetwork(t *testing.T) {
+	def := podSpecOf(t, mustInstall(t, defaultRelease, defaultNamespace, nil), "Deployment", "quotagate-webhook")
+	if def.HostNetwork || def.DNSPolicy != "" {
+		t.Errorf("by default hostNetwork %v, dnsPolicy %q; want the pod network", def.HostNetwork, def.DNSPolicy)
+	}
+	m := mustInstall(t, defaultRelease, defaultNamespace, map[string]any{"webhook": map[string]any{"port": 10443, "hostNetwork": true}})
+	spec := podSpecOf(t, m, "Deployment", "quotagate-webhook")
+	if !spec.HostNetwork || spec.DNSPolicy != corev1.DNSClusterFirstWithHostNet {
+		t.Errorf("hostNetwork %v, dnsPolicy %q; want true, ClusterFirstWithHostNet", spec.HostNetwork, spec.DNSPolicy)
+	}
+	c := spec.Containers[0]
+	if !slices.Contains(c.Args, "--port=10443") {
+		t.Errorf("webhook args %v, want --port=10443", c.Args)
+	}
+	if c.Ports[0].Name != "webhook-server" || c.Ports[0].ContainerPort != 10443 {
+		t.Errorf("webhook-server port = %+v, want 10443", c.Ports[0])
+	}
+	if manager := podSpecOf(t, m, "Deployment", "quotagate-manager"); manager.HostNetwork {
+		t.Error("the manager runs on the host network; only the webhook should")
+	}
+	for _, port := range []int{8080, 80, 70000} {
+		schemaError(t, map[string]any{"webhook": map[string]any{"port": port}}, "/webhook/port")
+	}
 }
 
 func TestWebhookNamespaceSelectorExpressions(t *testing.T) {

@@ -1,6 +1,7 @@
 package charts_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -87,7 +88,7 @@ func TestImage(t *testing.T) {
 		wantImage  string
 		wantPolicy corev1.PullPolicy
 	}{
-		"the chart's appVersion by default": {nil, "ghcr.io/quotagate/quotagate:v0.2.0", corev1.PullIfNotPresent},
+		"the chart's appVersion by default": {nil, "ghcr.io/quotagate/quotagate:v0.3.0", corev1.PullIfNotPresent},
 		"a pinned image": {map[string]any{"image": map[string]any{"repository": "registry.example/qg", "tag": "dev", "pullPolicy": "Always"}},
 			"registry.example/qg:dev", corev1.PullAlways},
 	} {
@@ -201,44 +202,65 @@ func TestWebhookAvailability(t *testing.T) {
 	}
 }
 
+// One ServiceMonitor per Service that serves metrics: the webhook's only where the
+// release runs the webhook (admission mode policy has no webhook Service to scrape).
 func TestServiceMonitors(t *testing.T) {
 	if n := len(mustInstall(t, defaultRelease, defaultNamespace, nil).all("ServiceMonitor")); n != 0 {
 		t.Errorf("ServiceMonitors rendered by default: %d, want none", n)
 	}
-	m := mustInstall(t, defaultRelease, defaultNamespace, map[string]any{
-		"metrics": map[string]any{"serviceMonitor": map[string]any{"enabled": true, "labels": map[string]any{"release": "prom"}}},
-	})
-	monitors := m.all("ServiceMonitor")
-	if len(monitors) != 2 {
-		t.Fatalf("want a ServiceMonitor for the webhook and one for the manager, got %d", len(monitors))
+	for mode, want := range map[string][]string{
+		"webhook": {"quotagate-manager", "quotagate-webhook"},
+		"policy":  {"quotagate-manager"},
+	} {
+		t.Run(mode, func(t *testing.T) {
+			m := mustInstall(t, defaultRelease, defaultNamespace, map[string]any{
+				"admission": map[string]any{"mode": mode},
+				"metrics":   map[string]any{"serviceMonitor": map[string]any{"enabled": true, "labels": map[string]any{"release": "prom"}}},
+			})
+			monitors := m.all("ServiceMonitor")
+			var names []string
+			for _, sm := range monitors {
+				names = append(names, sm.GetName())
+			}
+			slices.Sort(names)
+			if diff := cmp.Diff(want, names); diff != "" {
+				t.Errorf("ServiceMonitors (-want +got):\n%s", diff)
+			}
+			for _, sm := range monitors {
+				checkServiceMonitorSelects(t, m, sm)
+			}
+		})
 	}
-	for _, sm := range monitors {
-		if sm.GetLabels()["release"] != "prom" {
-			t.Errorf("ServiceMonitor %s lacks the extra label release=prom", sm.GetName())
+}
+
+// checkServiceMonitorSelects checks that sm carries the extra label and selects exactly
+// one Service of the release, one that has the port it scrapes.
+func checkServiceMonitorSelects(t *testing.T, m manifests, sm *unstructured.Unstructured) {
+	t.Helper()
+	if sm.GetLabels()["release"] != "prom" {
+		t.Errorf("ServiceMonitor %s lacks the extra label release=prom", sm.GetName())
+	}
+	sel, _, _ := unstructured.NestedStringMap(sm.Object, "spec", "selector", "matchLabels")
+	endpoints, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+	port := endpoints[0].(map[string]any)["port"]
+	matched := 0
+	for _, s := range m.all("Service") {
+		var svc corev1.Service
+		into(t, s, &svc)
+		if !labels.SelectorFromSet(sel).Matches(labels.Set(svc.Labels)) {
+			continue
 		}
-		// Each one must select a Service that has the port it scrapes.
-		sel, _, _ := unstructured.NestedStringMap(sm.Object, "spec", "selector", "matchLabels")
-		endpoints, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
-		port := endpoints[0].(map[string]any)["port"]
-		matched := 0
-		for _, s := range m.all("Service") {
-			var svc corev1.Service
-			into(t, s, &svc)
-			if !labels.SelectorFromSet(sel).Matches(labels.Set(svc.Labels)) {
-				continue
-			}
-			matched++
-			found := false
-			for _, p := range svc.Spec.Ports {
-				found = found || p.Name == port
-			}
-			if !found {
-				t.Errorf("ServiceMonitor %s scrapes port %v, which Service %s does not have", sm.GetName(), port, svc.Name)
-			}
+		matched++
+		found := false
+		for _, p := range svc.Spec.Ports {
+			found = found || p.Name == port
 		}
-		if matched != 1 {
-			t.Errorf("ServiceMonitor %s selects %d Services, want 1", sm.GetName(), matched)
+		if !found {
+			t.Errorf("ServiceMonitor %s scrapes port %v, which Service %s does not have", sm.GetName(), port, svc.Name)
 		}
+	}
+	if matched != 1 {
+		t.Errorf("ServiceMonitor %s selects %d Services, want 1", sm.GetName(), matched)
 	}
 }
 

@@ -99,16 +99,17 @@ func (s *podStream) counts() (created, gated, ungated int, failures []error) {
 }
 
 // checkAllGated reports every create of the stream that failed, and any pod it created
-// without the gate (the webhook was not called), during what ("the renewals", ...).
+// without the gate (neither the webhook nor the admission policy added it), during what
+// ("the renewals", ...).
 func (s *podStream) checkAllGated(t *testing.T, what string) {
 	t.Helper()
 	created, gated, ungated, failures := s.counts()
-	t.Logf("%d pods created during %s, %d gated by the webhook, %d failed", created, what, gated, len(failures))
+	t.Logf("%d pods created during %s, %d came back gated, %d failed", created, what, gated, len(failures))
 	for _, err := range failures {
 		t.Errorf("a create failed during %s: %v", what, err)
 	}
 	if ungated != 0 {
-		t.Errorf("%d pods were created without the gate during %s: the webhook was not called", ungated, what)
+		t.Errorf("%d pods were created without the gate during %s: no admission step added it", ungated, what)
 	}
 }
 

@@ -104,8 +104,8 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 	})
 	upgradeBegan := time.Now()
 	// The upgrade keeps the webhook: this test follows its certificates and pods across
-	// the upgrade. With admission.mode auto a 1.36+ cluster would switch to the policy
-	// (docs/admission.md says how that switch goes).
+	// the upgrade. With admission.mode auto a 1.36+ cluster switches to the policy:
+	// TestUpgradeFromWebhookToPolicy.
 	keepWebhook := map[string]any{"admission": map[string]any{"mode": localinstall.AdmissionWebhook}}
 	fatalIf(t, inst.UpgradeTo(ctx, next.chart, next.binDir, keepWebhook), "helm upgrade to "+filepath.Base(next.chart))
 	t.Logf("Upgraded to %s in %v", filepath.Base(next.chart), time.Since(upgradeBegan).Round(time.Millisecond))
@@ -284,7 +284,7 @@ func webhookCerts(t *testing.T, e env, inst *localinstall.Installation) map[stri
 
 // checkCertsKept checks what cert-manager keeps across `helm upgrade`: the CA (its
 // Secret, every ca.crt, the caBundle) always; the serving certificate unless its
-// Certificate asks for names the old one lacks (0.2.0 adds the visibility API's
+// Certificate asks for names the old one lacks (0.3.0 adds the visibility API's
 // Service), in which case the new one covers them and is signed by the same CA.
 func checkCertsKept(t *testing.T, e env, inst *localinstall.Installation, before, after map[string][]byte) {
 	t.Helper()

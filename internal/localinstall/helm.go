@@ -14,81 +14,50 @@ import (
 	release "helm.sh/helm/v4/pkg/release/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+
+	"github.com/quotagate/quotagate/internal/deploy"
 )
 
 // helmConfig is an action configuration that talks to the cluster as the
 // administrator, the way `helm --kubeconfig <admin> -n <namespace>` would, storing
-// releases in Secrets (Helm's default) and logging to <dir>/helm.log.
+// releases in Secrets (Helm's default) and logging to <dir>/helm.log: `make deploy`'s
+// (deploy.HelmConfig).
 func helmConfig(kubeconfig, namespace, dir string) (*action.Configuration, *os.File, error) {
 	logFile, err := os.OpenFile(filepath.Join(dir, "helm.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, nil, fmt.Errorf("opening helm log: %w", err)
 	}
-	cfg := action.NewConfiguration(action.ConfigurationSetLogger(
-		slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	flags := genericclioptions.NewConfigFlags(false)
 	flags.KubeConfig = &kubeconfig
-	flags.Namespace = &namespace
 	cacheDir := filepath.Join(dir, "kube-cache")
 	flags.CacheDir = &cacheDir
-	if err := cfg.Init(flags, namespace, "secret"); err != nil {
+	cfg, err := deploy.HelmConfig(flags, namespace, slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	if err != nil {
 		_ = logFile.Close()
-		return nil, nil, fmt.Errorf("initialising helm: %w", err)
+		return nil, nil, err
 	}
 	return cfg, logFile, nil
 }
 
-// helmInstall is `helm install <release> quotagate-<version>.tgz -n <ns>
-// --create-namespace` with the local post-renderer.
-func (i *Installation) helmInstall(ctx context.Context) (*release.Release, error) {
-	chrt, err := loadPackagedChart(i.chartPath)
-	if err != nil {
-		return nil, err
-	}
-	in := action.NewInstall(i.helm)
-	in.ReleaseName = i.opts.Release
-	in.Namespace = i.opts.Namespace
-	in.CreateNamespace = true
-	in.WaitStrategy = kube.HookOnlyStrategy
-	in.Timeout = i.opts.Timeout
-	in.PostRenderer = i.renderer
-	rel, err := in.RunWithContext(ctx, chrt, i.values)
-	if err != nil {
-		return nil, fmt.Errorf("helm install %s: %w", i.opts.Release, err)
-	}
-	return asRelease(rel)
-}
-
-// helmUpgrade is `helm upgrade <release> <chartPath> -n <ns>` with values and the local
-// post-renderer.
-func (i *Installation) helmUpgrade(ctx context.Context, chartPath string, values map[string]any) (*release.Release, error) {
+// helmApply is `helm upgrade --install <release> <chartPath> -n <ns> --create-namespace`
+// with values and the local post-renderer, through deploy.Apply as `make deploy`
+// installs: Install's first install and Upgrade's upgrades.
+func (i *Installation) helmApply(ctx context.Context, chartPath string, values map[string]any) (*release.Release, error) {
 	chrt, err := loadPackagedChart(chartPath)
 	if err != nil {
 		return nil, err
 	}
-	up := action.NewUpgrade(i.helm)
-	up.Namespace = i.opts.Namespace
-	up.WaitStrategy = kube.HookOnlyStrategy
-	up.Timeout = i.opts.Timeout
-	up.PostRenderer = i.renderer
-	rel, err := up.RunWithContext(ctx, i.opts.Release, chrt, values)
-	if err != nil {
-		return nil, fmt.Errorf("helm upgrade %s: %w", i.opts.Release, err)
-	}
-	return asRelease(rel)
+	return deploy.Apply(ctx, i.helm, deploy.Release{
+		Name: i.opts.Release, Namespace: i.opts.Namespace,
+		Wait: kube.HookOnlyStrategy, Timeout: i.opts.Timeout, PostRenderer: i.renderer,
+	}, chrt, values)
 }
 
-// helmUninstall is `helm uninstall <release> -n <ns>`: Helm runs the pre-delete hook
-// and waits for its Job (up to the timeout) before deleting the release's objects.
+// helmUninstall is `helm uninstall <release> -n <ns>` through deploy.Uninstall, as `make
+// undeploy` runs it: Helm runs the pre-delete hook and waits for its Job (up to the
+// timeout) before deleting the release's objects.
 func (i *Installation) helmUninstall() error {
-	un := action.NewUninstall(i.helm)
-	un.WaitStrategy = kube.HookOnlyStrategy
-	un.Timeout = i.opts.Timeout
-	un.DeletionPropagation = "background"
-	if _, err := un.Run(i.opts.Release); err != nil {
-		return fmt.Errorf("helm uninstall %s: %w", i.opts.Release, err)
-	}
-	return nil
+	return deploy.Uninstall(i.helm, deploy.Release{Name: i.opts.Release, Namespace: i.opts.Namespace, Timeout: i.opts.Timeout})
 }
 
 func asRelease(r ri.Releaser) (*release.Release, error) {

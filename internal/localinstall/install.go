@@ -128,7 +128,7 @@ func (i *Installation) install(ctx context.Context) error {
 		}
 		log.V(1).Info("Installed cert-manager's CRDs")
 	}
-	rel, err := i.helmInstall(ctx)
+	rel, err := i.helmApply(ctx, i.chartPath, i.values)
 	if err != nil {
 		return err
 	}

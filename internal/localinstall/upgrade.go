@@ -53,7 +53,7 @@ func (i *Installation) upgrade(ctx context.Context, chartPath, binDir string, va
 	log := logr.FromContextOrDiscard(ctx)
 	merged := maps.Clone(i.values)
 	maps.Copy(merged, values)
-	rel, err := i.helmUpgrade(ctx, chartPath, merged)
+	rel, err := i.helmApply(ctx, chartPath, merged)
 	if err != nil {
 		return err
 	}
@@ -68,7 +68,12 @@ func (i *Installation) upgrade(ctx context.Context, chartPath, binDir string, va
 	}
 	comps := []*component{i.webhook, i.manager}
 	if i.mode = admissionModeOf(objs); i.mode == AdmissionPolicy {
-		// No webhook to roll: one that ran before the upgrade is gone with its Deployment.
+		// No webhook to roll: one that ran before the upgrade goes with its Deployment.
+		// Its pods keep serving through their preStop sleep while the API server loads
+		// the policy that replaces them, so the process stops once the policy gates.
+		if err := i.waitPolicyApplied(ctx); err != nil {
+			return err
+		}
 		if err := i.webhook.stop(); err != nil {
 			return err
 		}

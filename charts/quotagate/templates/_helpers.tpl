@@ -35,6 +35,7 @@ Names of the components and of the objects that refer to each other.
 {{- define "quotagate.certificate.name" -}}{{ include "quotagate.fullname" . }}-webhook-cert{{- end }}
 {{- /* cert-manager writes <fullname>-webhook-tls; the manager's rotator fills <fullname>-webhook-internal-tls, which the chart creates empty (cert-rotator.yaml). Distinct names let a release switch modes in one upgrade. */}}
 {{- define "quotagate.certificate.secret" -}}{{ include "quotagate.fullname" . }}-webhook-{{ if .Values.certManager.enabled }}tls{{ else }}internal-tls{{ end }}{{- end }}
+{{- define "quotagate.priorityClass.name" -}}{{ include "quotagate.fullname" . }}{{- end }}
 {{- define "quotagate.issuer.name" -}}{{ include "quotagate.fullname" . }}-selfsigned{{- end }}
 
 {{/*
@@ -121,3 +122,16 @@ readinessProbe:
   initialDelaySeconds: 5
   periodSeconds: 10
 {{- end }}
+
+{{- /* quotagate.priorityClassName is the priority class of a component's pods (list . "webhook"
+or "manager"): its priorityClassName, or the chart's own PriorityClass with
+priorityClass.create, or none. */}}
+{{- define "quotagate.priorityClassName" -}}
+{{- $root := index . 0 -}}
+{{- $component := index $root.Values (index . 1) -}}
+{{- if $component.priorityClassName -}}
+{{- $component.priorityClassName -}}
+{{- else if $root.Values.priorityClass.create -}}
+{{- include "quotagate.priorityClass.name" $root -}}
+{{- end -}}
+{{- end -}}
