@@ -113,3 +113,24 @@ func (p *problems) report(t *testing.T, what string) {
 		t.Errorf("%d %s:\n%s", len(p.list), what, strings.Join(p.list, "\n"))
 	}
 }
+
+// paragraphs maps each line to the text of its paragraph (the lines around it up to a
+// blank one), for a rule about a sentence that spans lines.
+func paragraphs(lines []line) []string {
+	out := make([]string, len(lines))
+	start := 0
+	for i := range lines {
+		if strings.TrimSpace(lines[i].text) == "" || i == len(lines)-1 {
+			end := i + 1
+			var texts []string
+			for _, l := range lines[start:end] {
+				texts = append(texts, l.text)
+			}
+			for j := start; j < end; j++ {
+				out[j] = strings.Join(texts, "\n")
+			}
+			start = end
+		}
+	}
+	return out
+}
