@@ -145,11 +145,11 @@ func libraryRegistered(name string) bool {
 
 // tableRow is a row of docs/metrics.md's table.
 type tableRow struct {
-	l       line
-	names   []string
-	typ     string
-	labels  []string
-	series  string
+	l      line
+	names  []string
+	typ    string
+	labels []string
+	series string
 }
 
 // metricsTable reads the table of docs/metrics.md.
