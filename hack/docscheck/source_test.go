@@ -1,10 +1,12 @@
 package docscheck
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -98,19 +100,34 @@ func codeSpans(l line) []string {
 }
 
 // problems collects what a test found, one line per problem, and reports them together,
-// sorted by place.
-type problems struct{ list []string }
+// in the order of the files and their lines.
+type problems struct{ list []problem }
 
+type problem struct {
+	file string
+	line int
+	text string
+}
+
+// add notes a problem at pos, "file:line" or "file".
 func (p *problems) add(pos, format string, args ...any) {
-	p.list = append(p.list, pos+": "+fmt.Sprintf(format, args...))
+	file, n, _ := strings.Cut(pos, ":")
+	line, _ := strconv.Atoi(n)
+	p.list = append(p.list, problem{file, line, pos + ": " + fmt.Sprintf(format, args...)})
 }
 
 func (p *problems) report(t *testing.T, what string) {
 	t.Helper()
-	slices.Sort(p.list)
+	slices.SortFunc(p.list, func(a, b problem) int {
+		return cmp.Or(strings.Compare(a.file, b.file), a.line-b.line, strings.Compare(a.text, b.text))
+	})
 	p.list = slices.Compact(p.list)
-	if len(p.list) > 0 {
-		t.Errorf("%d %s:\n%s", len(p.list), what, strings.Join(p.list, "\n"))
+	var texts []string
+	for _, q := range p.list {
+		texts = append(texts, q.text)
+	}
+	if len(texts) > 0 {
+		t.Errorf("%d %s:\n%s", len(texts), what, strings.Join(texts, "\n"))
 	}
 }
 
