@@ -37,7 +37,7 @@ type Setting struct {
 
 func set(path string, value any) Setting {
 	keys := strings.Split(path, ".")
-	var v any = value
+	v := value
 	for i := len(keys) - 1; i >= 0; i-- {
 		v = map[string]any{keys[i]: v}
 	}
@@ -201,19 +201,19 @@ func rulesOf(u *unstructured.Unstructured) string {
 	for _, r := range rules {
 		r, _ := r.(map[string]any)
 		var targets []string
-		for _, res := range strings_(r["resources"]) {
+		for _, res := range stringList(r["resources"]) {
 			t := res
-			if names := strings_(r["resourceNames"]); len(names) > 0 {
+			if names := stringList(r["resourceNames"]); len(names) > 0 {
 				t += " " + strings.Join(names, ", ")
 			}
 			targets = append(targets, t)
 		}
-		targets = append(targets, strings_(r["nonResourceURLs"])...)
+		targets = append(targets, stringList(r["nonResourceURLs"])...)
 		for _, t := range targets {
 			if _, ok := verbsOf[t]; !ok {
 				order = append(order, t)
 			}
-			for _, v := range strings_(r["verbs"]) {
+			for _, v := range stringList(r["verbs"]) {
 				if !slices.Contains(verbsOf[t], v) {
 					verbsOf[t] = append(verbsOf[t], v)
 				}
@@ -227,7 +227,7 @@ func rulesOf(u *unstructured.Unstructured) string {
 	return strings.Join(parts, "; ")
 }
 
-func strings_(v any) []string {
+func stringList(v any) []string {
 	list, _ := v.([]any)
 	var out []string
 	for _, x := range list {
