@@ -10,6 +10,7 @@ import (
 
 // Paths relative to the repository root.
 const (
+	chartDir   = "charts/quotagate"
 	valuesFile = "charts/quotagate/values.yaml"
 	readmeFile = "charts/quotagate/README.md"
 )
@@ -29,7 +30,7 @@ func main() {
 	}
 }
 
-// run regenerates the README's values table under root; it reports whether the README
+// run regenerates the README's values table and inventory under root; it reports whether the README
 // differed, and with check leaves it as it was.
 func run(root string, check bool) (bool, error) {
 	values, err := os.ReadFile(filepath.Join(root, valuesFile))
@@ -47,6 +48,17 @@ func run(root string, check bool) (bool, error) {
 	}
 	out, err := Splice(readme, Table(rows))
 	if err != nil {
+		return false, fmt.Errorf("%s: %w", readmeFile, err)
+	}
+	objects, err := Inventory(filepath.Join(root, chartDir))
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", chartDir, err)
+	}
+	inventory, err := InventoryTable(objects)
+	if err != nil {
+		return false, err
+	}
+	if out, err = spliceBetween(out, InventoryBeginMarker, InventoryEndMarker, "inventory", inventory); err != nil {
 		return false, fmt.Errorf("%s: %w", readmeFile, err)
 	}
 	if bytes.Equal(out, readme) {

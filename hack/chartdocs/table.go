@@ -153,17 +153,24 @@ func text(s string) string {
 // cell escapes what would end a table cell.
 func cell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
 
-// Splice replaces the table between the markers of readme.
+// Splice replaces what lies between the lines BeginMarker and EndMarker in readme with
+// table.
 func Splice(readme []byte, table string) ([]byte, error) {
+	return spliceBetween(readme, BeginMarker, EndMarker, "values table", table)
+}
+
+// spliceBetween replaces what lies between the lines begin and end in readme with
+// content; what names the part in errors.
+func spliceBetween(readme []byte, begin, end, what, content string) ([]byte, error) {
 	s := string(readme)
-	begin := strings.Index(s, BeginMarker+"\n")
-	end := strings.Index(s, EndMarker)
-	if begin < 0 || end < 0 || end < begin {
-		return nil, fmt.Errorf("no values table: want a line %q, then a line %q", BeginMarker, EndMarker)
+	b := strings.Index(s, begin+"\n")
+	e := strings.Index(s, end)
+	if b < 0 || e < 0 || e < b {
+		return nil, fmt.Errorf("no %s: want a line %q, then a line %q", what, begin, end)
 	}
-	if strings.Count(s, BeginMarker) != 1 || strings.Count(s, EndMarker) != 1 {
-		return nil, errors.New("the values table markers appear more than once")
+	if strings.Count(s, begin) != 1 || strings.Count(s, end) != 1 {
+		return nil, fmt.Errorf("the %s markers appear more than once", what)
 	}
-	head := s[:begin+len(BeginMarker)+1]
-	return []byte(head + table + s[end:]), nil
+	head := s[:b+len(begin)+1]
+	return []byte(head + content + s[e:]), nil
 }
