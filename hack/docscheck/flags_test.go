@@ -1,6 +1,7 @@
 package docscheck
 
 import (
+	"flag"
 	"regexp"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	plugin "github.com/quotagate/quotagate/cmd/kubectl-quotagate/app"
 	manager "github.com/quotagate/quotagate/cmd/manager/app"
 	webhook "github.com/quotagate/quotagate/cmd/webhook/app"
+	"github.com/quotagate/quotagate/internal/deploy"
 )
 
 // otherToolFlags are the flags the docs use of tools other than quotagate's binaries,
@@ -46,6 +48,11 @@ var otherToolFlags = map[string]string{
 	"--cpu":                             "hack/demo",
 	"--keep":                            "hack/demo",
 	"--timeout":                         "hack/demo",
+	"--install":                         "helm upgrade",
+	"--network":                         "gcloud compute firewall-rules create",
+	"--source-ranges":                   "gcloud compute firewall-rules create",
+	"--target-tags":                     "gcloud compute firewall-rules create",
+	"--allow":                           "gcloud compute firewall-rules create",
 }
 
 // binary is a command quotagate ships, with its subcommands' flags.
@@ -128,6 +135,8 @@ func TestFlagsExist(t *testing.T) {
 		all = append(all, allFlags(b.root)...)
 		names = append(names, b.name)
 	}
+	all = append(all, deployFlags()...)
+	names = append(names, "hack/deploy")
 	var p problems
 	flags := docFlags(t)
 	for _, f := range flags {
@@ -143,6 +152,15 @@ func TestFlagsExist(t *testing.T) {
 		t.Errorf("only %d flags found in the docs: the extraction is broken", len(flags))
 	}
 	p.report(t, "flags that do not exist")
+}
+
+// deployFlags are the flags of `go run ./hack/deploy` (make deploy's DEPLOY_FLAGS).
+func deployFlags() []string {
+	fs := flag.NewFlagSet("deploy", flag.ContinueOnError)
+	new(deploy.Options).AddFlags(fs)
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, "--"+f.Name) })
+	return names
 }
 
 // commandLine is a code span that runs a quotagate binary: `manager release --all ...`,

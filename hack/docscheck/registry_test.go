@@ -40,6 +40,20 @@ func (r *recorder) Register(c prometheus.Collector) error {
 	if err := r.reg.Register(c); err != nil {
 		return err
 	}
+	return r.record(c)
+}
+
+// record notes the metrics c describes; a collector that gates others (the manager's
+// leader-only one) is recorded as the collectors it gates, each with its own type.
+func (r *recorder) record(c prometheus.Collector) error {
+	if w, ok := c.(interface{ Unwrap() []prometheus.Collector }); ok {
+		for _, inner := range w.Unwrap() {
+			if err := r.record(inner); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	descs := make(chan *prometheus.Desc)
 	go func() {
 		c.Describe(descs)

@@ -148,6 +148,9 @@ func (g *leaderOnly) lead() (done func()) {
 	return func() { once.Do(func() { g.leaders.Add(-1) }) }
 }
 
+// Unwrap returns the collectors it gates, for tools that list what the manager registers.
+func (g *leaderOnly) Unwrap() []prometheus.Collector { return g.collectors }
+
 func (g *leaderOnly) Describe(ch chan<- *prometheus.Desc) {
 	for _, c := range g.collectors {
 		c.Describe(ch)
