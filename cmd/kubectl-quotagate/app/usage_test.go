@@ -24,6 +24,15 @@ func TestUsage(t *testing.T) {
 				"web        1      2\n" +
 				"TOTAL      3      4\n",
 		},
+		"a Budget, largest first (docs/kubectl-plugin.md)": {
+			args: []string{"usage", "team-a", "-n", "team-a", "--sort-by", "cpu"},
+			want: "Budget team-a/team-a: 3 pods charged; hard pods=10, requests.cpu=4\n" +
+				"POD        PODS   REQUESTS.CPU\n" +
+				"web        1      2\n" +
+				"train-2    1      1\n" +
+				"train-hi   1      1\n" +
+				"TOTAL      3      4\n",
+		},
 		"a ClusterBudget, largest first": {
 			args: []string{"usage", "clusterbudget/org", "--sort-by", "cpu"},
 			want: "ClusterBudget org: 5 pods charged; hard requests.cpu=8\n" +
