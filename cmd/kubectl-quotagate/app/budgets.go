@@ -38,8 +38,9 @@ clusterbudget.quotagate.io/NAME, as NAMESPACE/budget.quotagate.io/NAME with -A.
 
 -l keeps the Budgets and ClusterBudgets whose labels match. -w prints the list, then
 watches the budgets and prints a budget's rows again whenever what they show changes
-(its state, usage, admitted or gated pods), without headers, as kubectl get -w does;
-a deleted budget is printed once more with state Deleted.`,
+(its state, hard, usage, admitted or gated pods; not the oldest wait alone), without
+headers, as kubectl get -w does; a deleted budget is printed once more with state
+Deleted.`,
 		Example: `  kubectl quotagate budgets -n team-a
   kubectl quotagate budgets -A -o wide
   kubectl quotagate budgets -n team-a -o yaml

@@ -47,7 +47,7 @@ func watchBudgets(ctx context.Context, e *env, c client.WithWatch, out *outputFl
 			return err
 		}
 		for _, r := range rows {
-			printed[r.Key] = fmt.Sprint(budgetTableRows([]budgetRow{r}))
+			printed[r.Key] = shownChange(r)
 		}
 	} else {
 		for _, r := range rows {
@@ -92,7 +92,7 @@ func watchBudgets(ctx context.Context, e *env, c client.WithWatch, out *outputFl
 		if ev.Type == watch.Deleted {
 			r.State = stateDeleted
 		}
-		text := fmt.Sprint(budgetTableRows([]budgetRow{r}))
+		text := shownChange(r)
 		if printed[key] == text {
 			continue // a change that the table does not show (conditions, generation)
 		}
@@ -101,6 +101,14 @@ func watchBudgets(ctx context.Context, e *env, c client.WithWatch, out *outputFl
 			return err
 		}
 	}
+}
+
+// shownChange is what of a row counts as a change to print again: every cell but the
+// oldest wait, which grows with time alone (and is read from a snapshot that may be
+// newer than the event).
+func shownChange(r budgetRow) string {
+	r.OldestWait = ""
+	return fmt.Sprint(budgetTableRows([]budgetRow{r}))
 }
 
 // rowOf is the row of a Budget or ClusterBudget.

@@ -22,7 +22,8 @@ import (
 )
 
 // testWatch runs queue -w and budgets -w as the tenant while the admin raises team-a's
-// hard, which admits a waiting pod each time.
+// hard, which admits a waiting pod each time (a3 and a4 wait, 1 CPU each, with 500m
+// free).
 func testWatch(t *testing.T, admin client.Client, asTenant func(...string) []string) {
 	raise := func(t *testing.T, cpu string) {
 		t.Helper()
@@ -36,10 +37,15 @@ func testWatch(t *testing.T, admin client.Client, asTenant func(...string) []str
 
 	t.Run("queue -w prints the pods whose place changes", func(t *testing.T) {
 		out, stop := startReal(t, asTenant("queue", "team-a", "-w")...)
-		waitOutput(t, out, `(?m)^2 +team-a/a4 `)
-		raise(t, "3") // admits a3; a4 moves up
-		waitOutput(t, out, `(?m)^- +team-a/a3 .*(admitted|no longer in this queue)$`)
-		waitOutput(t, out, `(?m)^1 +team-a/a4 `)
+		// a3 and a4 were created in the same second: their order is their UIDs'.
+		waitOutput(t, out, `(?m)^2 +team-a/a[34] `)
+		head, next := "a3", "a4"
+		if regexp.MustCompile(`(?m)^1 +team-a/a4 `).MatchString(out.String()) {
+			head, next = "a4", "a3"
+		}
+		raise(t, "3") // admits the head; the next moves up
+		waitOutput(t, out, `(?m)^- +team-a/`+head+` .*(admitted|no longer in this queue)$`)
+		waitOutput(t, out, `(?m)^1 +team-a/`+next+` .*position 1 of 1$`)
 		if err := stop(); err != nil {
 			t.Errorf("queue -w: %v", err)
 		}
