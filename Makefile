@@ -124,8 +124,8 @@ version: ## Print the version the build targets stamp into the binaries.
 	@echo $(VERSION)
 
 .PHONY: build
-build: ## Build the quotagate binaries into bin/ (webhook, manager, kubectl-quotagate).
-	CGO_ENABLED=0 go build -trimpath -ldflags '$(GO_LDFLAGS)' -o $(BIN)/ ./cmd/webhook ./cmd/manager ./cmd/kubectl-quotagate
+build: ## Build the quotagate binaries into bin/ (webhook, manager, kubectl-quotagate and its completion kubectl_complete-quotagate).
+	CGO_ENABLED=0 go build -trimpath -ldflags '$(GO_LDFLAGS)' -o $(BIN)/ ./cmd/webhook ./cmd/manager ./cmd/kubectl-quotagate ./cmd/kubectl_complete-quotagate
 
 # The image, built with no Docker engine (internal/ociimage; docs/images.md): an OCI layout
 # directory and a tar of it (an oci-archive), at paths `make release` relies on. The created

@@ -1,7 +1,10 @@
 // Command kubectl-quotagate is the kubectl plugin for quotagate: it shows budgets, the
-// admission queues in order and why a pod waits, and opens or closes budgets.
+// admission queues in order, why a pod waits and who uses a budget, and opens or
+// closes budgets.
 //
-// Installed on the PATH it runs as "kubectl quotagate ...".
+// Installed on the PATH it runs as "kubectl quotagate ...". Its shell completion is
+// kubectl_complete-quotagate (cmd/kubectl_complete-quotagate), which runs this
+// command's "__complete".
 package main
 
 import (
@@ -16,9 +19,8 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
 	streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
-	if err := app.NewCommand(streams).ExecuteContext(ctx); err != nil {
-		os.Exit(1)
-	}
+	code := app.Run(ctx, streams, os.Args[1:])
+	stop()
+	os.Exit(code)
 }

@@ -24,6 +24,7 @@ type (
 		Homepage         string         `json:"homepage"`
 		ShortDescription string         `json:"shortDescription"`
 		Description      string         `json:"description"`
+		Caveats          string         `json:"caveats,omitempty"`
 		Platforms        []KrewPlatform `json:"platforms"`
 	}
 	KrewPlatform struct {
@@ -57,8 +58,9 @@ func writeKrewManifest(path, v string, platforms []Platform, sums []string) erro
 			Homepage:         Homepage,
 			ShortDescription: "Show quotagate budgets and queues, and why a pod waits",
 			Description: "Shows quotagate's Budgets and ClusterBudgets with their usage, the admission\n" +
-				"queues in the order the manager will admit pods, and why a pod waits;\n" +
-				"opens and closes budgets.\n",
+				"queues in the order the manager will admit pods, why a pod waits and\n" +
+				"which pods use a budget; opens and closes budgets.\n",
+			Caveats: krewCaveats(v),
 		},
 	}
 	for i, p := range platforms {
@@ -74,4 +76,14 @@ func writeKrewManifest(path, v string, platforms []Platform, sums []string) erro
 		return err
 	}
 	return os.WriteFile(path, b, 0o644)
+}
+
+// krewCaveats tells how to turn on shell completion: krew puts only the manifest's bin
+// on the PATH (kubernetes-sigs/krew#812), so kubectl_complete-quotagate, which the
+// archive ships, is copied beside it. Copied, not linked: beside the krew link to the
+// plugin, it finds the current version after an upgrade.
+func krewCaveats(v string) string {
+	return "Shell completion of budgets, pods and namespaces (kubectl 1.26 or later) needs\n" +
+		CompletionName + " on your PATH; krew installs only " + PluginName + ". Run:\n" +
+		"  cp \"${KREW_ROOT:-$HOME/.krew}/store/quotagate/" + v + "/" + CompletionName + "\" \"${KREW_ROOT:-$HOME/.krew}/bin/\"\n"
 }

@@ -22,6 +22,10 @@ import (
 // PluginName is the kubectl plugin's binary, and the krew plugin's bin.
 const PluginName = "kubectl-quotagate"
 
+// CompletionName is the plugin's shell completion, by kubectl's convention for plugins
+// (kubectl_complete-<plugin> on the PATH): it runs the plugin's __complete.
+const CompletionName = "kubectl_complete-quotagate"
+
 // Platform is one GOOS/GOARCH the plugin is built for.
 type Platform struct {
 	OS, Arch string
@@ -53,11 +57,13 @@ func PluginArchiveName(p Platform) string {
 	return fmt.Sprintf("%s_%s_%s.tar.gz", PluginName, p.OS, p.Arch)
 }
 
-// buildPlugin cross-compiles cmd/kubectl-quotagate for p into dir (static, -trimpath,
-// stamped with v and rev) and returns the binary's path.
+// buildPlugin cross-compiles cmd/kubectl-quotagate and cmd/kubectl_complete-quotagate
+// for p into a directory of dir (static, -trimpath, stamped with v and rev) and returns
+// that directory.
 func buildPlugin(ctx context.Context, repoRoot, dir string, p Platform, v, rev string) (string, error) {
-	bin := filepath.Join(dir, p.OS+"_"+p.Arch, PluginName)
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", version.LDFlags(v, rev), "-o", bin, "./cmd/kubectl-quotagate")
+	bin := filepath.Join(dir, p.OS+"_"+p.Arch)
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", version.LDFlags(v, rev), "-o", bin+string(filepath.Separator),
+		"./cmd/"+PluginName, "./cmd/"+CompletionName)
 	cmd.Dir = repoRoot
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+p.OS, "GOARCH="+p.Arch)
 	var out bytes.Buffer
@@ -68,11 +74,11 @@ func buildPlugin(ctx context.Context, repoRoot, dir string, p Platform, v, rev s
 	return bin, nil
 }
 
-// writePluginArchive packs the binary (and the repository's LICENSE, if it has one) into
-// a .tar.gz at path, with modTime on every entry so that the same binary packs to the
-// same bytes.
+// writePluginArchive packs the plugin and its completion from directory bin (and the
+// repository's LICENSE, if it has one) into a .tar.gz at path, with modTime on every
+// entry so that the same binaries pack to the same bytes.
 func writePluginArchive(repoRoot, bin, path string, modTime time.Time) error {
-	files := []struct{ name, src string }{{PluginName, bin}}
+	files := []struct{ name, src string }{{PluginName, filepath.Join(bin, PluginName)}, {CompletionName, filepath.Join(bin, CompletionName)}}
 	if _, err := os.Stat(filepath.Join(repoRoot, "LICENSE")); err == nil {
 		files = append(files, struct{ name, src string }{"LICENSE", filepath.Join(repoRoot, "LICENSE")})
 	}
@@ -86,7 +92,7 @@ func writePluginArchive(repoRoot, bin, path string, modTime time.Time) error {
 			return err
 		}
 		mode := int64(0o644)
-		if f.name == PluginName {
+		if f.name == PluginName || f.name == CompletionName {
 			mode = 0o755
 		}
 		hdr := &tar.Header{Name: f.name, Mode: mode, Size: int64(len(b)), ModTime: modTime, Format: tar.FormatPAX}

@@ -27,7 +27,9 @@ func sha256Of(t *testing.T, path string) string {
 }
 
 // The host's plugin archive holds an executable kubectl-quotagate (and LICENSE when the
-// repository has one) that says it is the release's version and revision.
+// repository has one) that says it is the release's version and revision, and its
+// shell completion, kubectl_complete-quotagate, which completes through the plugin
+// beside it.
 func TestPluginArchive(t *testing.T) {
 	dir := released(t)
 	f, err := os.Open(filepath.Join(dir, rel.PluginArchiveName(rel.Platform{OS: runtime.GOOS, Arch: runtime.GOARCH})))
@@ -40,7 +42,8 @@ func TestPluginArchive(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr := tar.NewReader(gz)
-	bin := filepath.Join(t.TempDir(), rel.PluginName)
+	binDir := t.TempDir()
+	bin := filepath.Join(binDir, rel.PluginName)
 	var names []string
 	for {
 		hdr, err := tr.Next()
@@ -51,7 +54,7 @@ func TestPluginArchive(t *testing.T) {
 			t.Fatal(err)
 		}
 		names = append(names, hdr.Name)
-		if hdr.Name == rel.PluginName {
+		if hdr.Name == rel.PluginName || hdr.Name == rel.CompletionName {
 			if hdr.Mode&0o111 == 0 {
 				t.Errorf("%s is not executable: mode %o", hdr.Name, hdr.Mode)
 			}
@@ -59,12 +62,12 @@ func TestPluginArchive(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := os.WriteFile(bin, b, 0o755); err != nil {
+			if err := os.WriteFile(filepath.Join(binDir, hdr.Name), b, 0o755); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	want := rel.PluginName
+	want := rel.PluginName + "," + rel.CompletionName
 	if _, err := os.Stat("../../LICENSE"); err == nil {
 		want += ",LICENSE"
 	}
@@ -77,6 +80,16 @@ func TestPluginArchive(t *testing.T) {
 	}
 	if !strings.HasPrefix(string(out), testVersion+" (revision 0123abcd,") {
 		t.Errorf("kubectl-quotagate version printed %q, want %s with revision 0123abcd", out, testVersion)
+	}
+	// As kubectl runs it for "kubectl quotagate ver<TAB>", with no plugin on the PATH.
+	complete := exec.Command(filepath.Join(binDir, rel.CompletionName), "ver")
+	complete.Env = append(os.Environ(), "PATH=/nonexistent")
+	out, err = complete.Output()
+	if err != nil {
+		t.Fatalf("%s ver: %v", rel.CompletionName, err)
+	}
+	if lines := strings.Split(strings.TrimSpace(string(out)), "\n"); len(lines) != 2 || !strings.HasPrefix(lines[0], "version\t") || lines[1] != ":4" {
+		t.Errorf("%s ver printed %q, want the version command and directive :4", rel.CompletionName, out)
 	}
 }
 

@@ -289,6 +289,9 @@ func TestKrewManifestAndChecksums(t *testing.T) {
 	if err := yaml.UnmarshalStrict(b, &m); err != nil {
 		t.Fatalf("krew manifest: %v", err)
 	}
+	if want := "store/quotagate/" + testVersion + "/" + rel.CompletionName; !strings.Contains(m.Spec.Caveats, want) {
+		t.Errorf("krew manifest caveats do not say how to put the completion on the PATH (%s):\n%s", want, m.Spec.Caveats)
+	}
 	if m.APIVersion != "krew.googlecontainertools.github.com/v1alpha2" || m.Kind != "Plugin" || m.Metadata.Name != "quotagate" || m.Spec.Version != testVersion {
 		t.Errorf("krew manifest header: %s %s %s version %s", m.APIVersion, m.Kind, m.Metadata.Name, m.Spec.Version)
 	}

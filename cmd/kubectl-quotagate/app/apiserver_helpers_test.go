@@ -31,14 +31,12 @@ import (
 // The in-process manager, the objects and the HTTP reads that TestSnapshotOnAPIServer
 // works with.
 
-func startManager(t *testing.T, cfg *rest.Config, metricsAddr string) {
+// startManager starts a manager whose metrics endpoint (and /debug/queues) is served
+// as metrics says.
+func startManager(t *testing.T, cfg *rest.Config, metrics metricsserver.Options) {
 	t.Helper()
 	_, mgr, err := controller.NewManager(cfg, controller.DefaultOptions(), ctrl.Options{
-		Metrics: metricsserver.Options{
-			BindAddress:    metricsAddr,
-			SecureServing:  true,
-			FilterProvider: filters.WithAuthenticationAndAuthorization,
-		},
+		Metrics:                metrics,
 		HealthProbeBindAddress: "0",
 	})
 	if err != nil {
@@ -53,6 +51,12 @@ func startManager(t *testing.T, cfg *rest.Config, metricsAddr string) {
 			t.Errorf("manager: %v", err)
 		}
 	})
+}
+
+// secureMetrics serves the metrics endpoint as the chart does: HTTPS, and every request
+// checked with a TokenReview and a SubjectAccessReview.
+func secureMetrics(addr string) metricsserver.Options {
+	return metricsserver.Options{BindAddress: addr, SecureServing: true, FilterProvider: filters.WithAuthenticationAndAuthorization}
 }
 
 // runReal runs the plugin as a user does, kubeconfig flags and all.

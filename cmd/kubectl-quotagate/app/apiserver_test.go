@@ -84,7 +84,7 @@ func TestSnapshotOnAPIServer(t *testing.T) {
 	readerToken, nobodyToken, metricsOnlyToken := token("reader"), token("nobody"), token("metrics-only")
 
 	port := testbed.FreePort(t)
-	startManager(t, managerCfg, fmt.Sprintf("0.0.0.0:%d", port))
+	startManager(t, managerCfg, secureMetrics(fmt.Sprintf("0.0.0.0:%d", port)))
 	base := fmt.Sprintf("https://127.0.0.1:%d", port)
 
 	// One pod runs, one waits: Budget team-a has room for one CPU.

@@ -21,9 +21,10 @@ import (
 
 func newBudgetsCommand(e *env) *cobra.Command {
 	out := newOutputFlags(true, formatWide)
-	var all bool
+	var all, watch bool
+	var selector string
 	cmd := &cobra.Command{
-		Use:     "budgets [-A | -n NAMESPACE]",
+		Use:     "budgets [-A | -n NAMESPACE] [-l SELECTOR] [-w]",
 		Aliases: []string{"budget", "bdg"},
 		Short:   "List budgets with their usage, admitted and gated pods, and the oldest wait",
 		Long: `List the Budgets of a namespace (with the ClusterBudgets above them), or with -A every
@@ -33,29 +34,46 @@ gated pods, and how long the oldest gated pod has waited.
 -o wide adds STRATEGY, PARENT and each resource's PENDING (requests of gated pods);
 -o json|yaml print the Budget and ClusterBudget objects as the API has them, in a v1
 List (the oldest wait is the table's only); -o name prints budget.quotagate.io/NAME and
-clusterbudget.quotagate.io/NAME, as NAMESPACE/budget.quotagate.io/NAME with -A.`,
+clusterbudget.quotagate.io/NAME, as NAMESPACE/budget.quotagate.io/NAME with -A.
+
+-l keeps the Budgets and ClusterBudgets whose labels match. -w prints the list, then
+watches the budgets and prints a budget's rows again whenever what they show changes
+(its state, hard, usage, admitted or gated pods; not the oldest wait alone), without
+headers, as kubectl get -w does; a deleted budget is printed once more with state
+Deleted.`,
 		Example: `  kubectl quotagate budgets -n team-a
   kubectl quotagate budgets -A -o wide
-  kubectl quotagate budgets -n team-a -o yaml`,
+  kubectl quotagate budgets -n team-a -o yaml
+  kubectl quotagate budgets -A -l team=ml -w`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p, err := out.printer()
 			if err != nil {
 				return err
 			}
+			q := budgetQuery{}
+			if q.selector, err = parseSelector(selector); err != nil {
+				return err
+			}
 			c, err := e.client()
 			if err != nil {
 				return err
 			}
-			ns := ""
 			if !all {
-				if ns, err = e.namespace(); err != nil {
+				if q.ns, err = e.namespace(); err != nil {
 					return err
 				}
 			}
-			rows, notes, err := loadBudgetRows(cmd.Context(), e, c, ns, p == nil)
+			l, err := listBudgets(cmd.Context(), c, q)
 			if err != nil {
 				return err
+			}
+			rows, notes, err := l.rows(cmd.Context(), e, c, p == nil)
+			if err != nil {
+				return err
+			}
+			if watch {
+				return watchBudgets(cmd.Context(), e, c, out, p, l, rows, notes)
 			}
 			err = printBudgets(e.streams.Out, e.streams.ErrOut, out, p, rows, all)
 			writeNotes(e.streams.ErrOut, notes)
@@ -64,6 +82,8 @@ clusterbudget.quotagate.io/NAME, as NAMESPACE/budget.quotagate.io/NAME with -A.`
 	}
 	out.addFlags(cmd, true)
 	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "List budgets of every namespace and every ClusterBudget.")
+	cmd.Flags().StringVarP(&selector, "selector", "l", "", "Selector (label query) to filter Budgets and ClusterBudgets on, as kubectl's (e=v, e!=v, e in (v1,v2)).")
+	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "After listing the budgets, watch them and print a budget's rows again each time they change.")
 	return cmd
 }
 
@@ -90,78 +110,92 @@ type budgetRow struct {
 	Object client.Object
 }
 
-// loadBudgetRows reads the budgets of namespace ns ("" for all, with every
-// ClusterBudget), and, with oldestWaits, the oldest wait of each from the snapshot, or,
-// when the manager cannot be reached, from the gated pods it covers.
-func loadBudgetRows(ctx context.Context, e *env, c client.Client, ns string, oldestWaits bool) ([]budgetRow, []string, error) {
-	var notes []string
-	var budgets v1alpha1.BudgetList
-	if err := c.List(ctx, &budgets, client.InNamespace(ns)); err != nil {
-		return nil, nil, fmt.Errorf("listing budgets: %w", err)
-	}
-	var clusterBudgets v1alpha1.ClusterBudgetList
-	if err := c.List(ctx, &clusterBudgets); err != nil {
-		if !apierrors.IsForbidden(err) {
-			return nil, nil, fmt.Errorf("listing clusterbudgets: %w", err)
-		}
-		notes = append(notes, "ClusterBudgets are not shown: you may not list them")
-	}
-	var nsLabels labels.Set
-	if ns != "" {
-		var n corev1.Namespace
-		if err := c.Get(ctx, client.ObjectKey{Name: ns}, &n); err == nil {
-			nsLabels = n.Labels
-		}
-		clusterBudgets.Items = clusterBudgetsAbove(ns, nsLabels, budgets.Items, clusterBudgets.Items)
-	}
+// budgetQuery is which budgets a command shows: those of namespace ns ("" for every
+// namespace) whose labels selector matches.
+type budgetQuery struct {
+	ns       string
+	selector labels.Selector
+}
 
+// budgetListing is what listBudgets read: the Budgets, the ClusterBudgets that concern
+// the query (every one for all namespaces; above the namespace otherwise), and the
+// resourceVersions to watch from.
+type budgetListing struct {
+	query          budgetQuery
+	budgets        []v1alpha1.Budget
+	clusterBudgets []v1alpha1.ClusterBudget
+	// allClusterBudgets are every ClusterBudget the selector matches, for a watch to
+	// tell which concern the namespace as budgets change.
+	allClusterBudgets []v1alpha1.ClusterBudget
+	nsLabels          labels.Set
+	// clusterListed is false when the user may not list ClusterBudgets.
+	clusterListed        bool
+	budgetsRV, clusterRV string
+	notes                []string
+}
+
+// listBudgets reads the budgets of the query.
+func listBudgets(ctx context.Context, c client.Client, q budgetQuery) (*budgetListing, error) {
+	l := &budgetListing{query: q, clusterListed: true}
+	var budgets v1alpha1.BudgetList
+	if err := c.List(ctx, &budgets, client.InNamespace(q.ns), client.MatchingLabelsSelector{Selector: q.selector}); err != nil {
+		return nil, fmt.Errorf("listing budgets: %w", err)
+	}
+	l.budgets, l.budgetsRV = budgets.Items, budgets.ResourceVersion
+	var clusterBudgets v1alpha1.ClusterBudgetList
+	if err := c.List(ctx, &clusterBudgets, client.MatchingLabelsSelector{Selector: q.selector}); err != nil {
+		if !apierrors.IsForbidden(err) {
+			return nil, fmt.Errorf("listing clusterbudgets: %w", err)
+		}
+		l.clusterListed = false
+		l.notes = append(l.notes, "ClusterBudgets are not shown: you may not list them")
+	}
+	l.allClusterBudgets, l.clusterRV = clusterBudgets.Items, clusterBudgets.ResourceVersion
+	l.clusterBudgets = l.allClusterBudgets
+	if q.ns != "" {
+		var n corev1.Namespace
+		if err := c.Get(ctx, client.ObjectKey{Name: q.ns}, &n); err == nil {
+			l.nsLabels = n.Labels
+		}
+		l.clusterBudgets = clusterBudgetsAbove(q.ns, l.nsLabels, l.budgets, l.allClusterBudgets)
+	}
+	return l, nil
+}
+
+// rows are the listing's budgets as the table shows them, with, when oldestWaits, the
+// oldest wait of each from the snapshot, or, when the manager cannot be reached, from
+// the gated pods it covers.
+func (l *budgetListing) rows(ctx context.Context, e *env, c client.Client, oldestWaits bool) ([]budgetRow, []string, error) {
+	notes := slices.Clone(l.notes)
 	var oldest map[quota.BudgetKey]time.Time
 	if oldestWaits {
 		var more []string
 		var err error
-		if oldest, more, err = loadOldestWaits(ctx, e, c, ns, budgets.Items, clusterBudgets.Items); err != nil {
+		if oldest, more, err = loadOldestWaits(ctx, e, c, l.query.ns, l.budgets, l.clusterBudgets); err != nil {
 			return nil, nil, err
 		}
 		notes = append(notes, more...)
 	}
-
 	now := e.now()
 	var rows []budgetRow
-	for i := range budgets.Items {
-		b := &budgets.Items[i]
-		key := quota.BudgetKey{Namespace: b.Namespace, Name: b.Name}
-		b.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("Budget"))
-		rows = append(rows, newBudgetRow(key, b, &b.Spec, &b.Status, oldest, now))
+	for i := range l.budgets {
+		rows = append(rows, budgetRowOf(&l.budgets[i], oldest, now))
 	}
-	for i := range clusterBudgets.Items {
-		b := &clusterBudgets.Items[i]
-		b.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("ClusterBudget"))
-		rows = append(rows, newBudgetRow(quota.BudgetKey{Name: b.Name}, b, &b.Spec.BudgetSpec, &b.Status, oldest, now))
+	for i := range l.clusterBudgets {
+		rows = append(rows, clusterBudgetRowOf(&l.clusterBudgets[i], oldest, now))
 	}
 	slices.SortFunc(rows, func(a, b budgetRow) int { return a.Key.Compare(b.Key) })
 	return rows, notes, nil
 }
 
-// loadOldestWaits finds the oldest wait of each budget from the snapshot, or, when the
-// manager cannot be reached, from the gated pods it covers; the notes say which.
-func loadOldestWaits(ctx context.Context, e *env, c client.Client, ns string, budgets []v1alpha1.Budget, clusterBudgets []v1alpha1.ClusterBudget) (map[quota.BudgetKey]time.Time, []string, error) {
-	snap, note, err := e.snapshot(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	if snap != nil {
-		return oldestFromSnapshot(snap.raw), nil, nil
-	}
-	notes := []string{note}
-	oldest, err := oldestFromPods(ctx, c, ns, budgets, clusterBudgets)
-	if err != nil {
-		return nil, append(notes, fmt.Sprintf("oldest waits are not shown: %v", err)), nil
-	}
-	msg := "oldest waits are computed from the gated pods' creation times"
-	if ns != "" && len(clusterBudgets) > 0 {
-		msg += " (for ClusterBudgets, among the pods of namespace " + ns + " only)"
-	}
-	return oldest, append(notes, msg), nil
+func budgetRowOf(b *v1alpha1.Budget, oldest map[quota.BudgetKey]time.Time, now time.Time) budgetRow {
+	b.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("Budget"))
+	return newBudgetRow(quota.BudgetKey{Namespace: b.Namespace, Name: b.Name}, b, &b.Spec, &b.Status, oldest, now)
+}
+
+func clusterBudgetRowOf(b *v1alpha1.ClusterBudget, oldest map[quota.BudgetKey]time.Time, now time.Time) budgetRow {
+	b.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("ClusterBudget"))
+	return newBudgetRow(quota.BudgetKey{Name: b.Name}, b, &b.Spec.BudgetSpec, &b.Status, oldest, now)
 }
 
 func newBudgetRow(key quota.BudgetKey, obj client.Object, spec *v1alpha1.BudgetSpec, st *v1alpha1.BudgetStatus, oldest map[quota.BudgetKey]time.Time, now time.Time) budgetRow {
@@ -227,62 +261,17 @@ func clusterBudgetsAbove(ns string, nsLabels labels.Set, budgets []v1alpha1.Budg
 	return out
 }
 
-func oldestFromSnapshot(s quota.Snapshot) map[quota.BudgetKey]time.Time {
-	out := map[quota.BudgetKey]time.Time{}
-	for _, b := range s.Budgets {
-		for _, p := range b.Pods {
-			if t, ok := out[b.Budget]; !ok || p.Created.Before(t) {
-				out[b.Budget] = p.Created
-			}
-		}
-	}
-	return out
-}
-
-// oldestFromPods finds each budget's oldest gated pod without the manager: it feeds the
-// budgets, namespaces and gated pods it can read to a local admission core, which
-// decides coverage by the manager's own rules. With ns set it sees only that
-// namespace's pods, so a ClusterBudget's figure covers that namespace only.
-func oldestFromPods(ctx context.Context, c client.Client, ns string, budgets []v1alpha1.Budget, clusterBudgets []v1alpha1.ClusterBudget) (map[quota.BudgetKey]time.Time, error) {
-	core := quota.NewAdmissionQueue()
-	var namespaces []corev1.Namespace
-	if ns != "" {
-		var n corev1.Namespace
-		if err := c.Get(ctx, client.ObjectKey{Name: ns}, &n); err != nil {
-			return nil, fmt.Errorf("reading namespace %s: %w", ns, err)
-		}
-		namespaces = []corev1.Namespace{n}
-	} else {
-		var list corev1.NamespaceList
-		if err := c.List(ctx, &list); err != nil {
-			return nil, fmt.Errorf("listing namespaces: %w", err)
-		}
-		namespaces = list.Items
-	}
-	for _, n := range namespaces {
-		core.SetNamespace(n.Name, n.Labels)
-	}
-	for i := range budgets {
-		core.UpsertBudget(quota.BudgetFromAPI(&budgets[i]))
-	}
-	for i := range clusterBudgets {
-		core.UpsertBudget(quota.ClusterBudgetFromAPI(&clusterBudgets[i]))
-	}
-	var pods corev1.PodList
-	if err := c.List(ctx, &pods, client.InNamespace(ns)); err != nil {
-		return nil, fmt.Errorf("listing pods: %w", err)
-	}
-	for i := range pods.Items {
-		p := quota.NewPod(&pods.Items[i], v1alpha1.SchedulingGate, time.Time{})
-		if p.Gated && !p.Terminal {
-			core.UpsertPod(p)
-		}
-	}
-	return oldestFromSnapshot(core.Snapshot()), nil
-}
-
 func writeNotes(w io.Writer, notes []string) {
 	for _, n := range notes {
 		fmt.Fprintf(w, "Note: %s\n", n)
 	}
+}
+
+// parseSelector reads a -l label selector as kubectl does; "" selects everything.
+func parseSelector(s string) (labels.Selector, error) {
+	sel, err := labels.Parse(s)
+	if err != nil {
+		return nil, fmt.Errorf("invalid selector %q: %w", s, err)
+	}
+	return sel, nil
 }

@@ -102,7 +102,7 @@ func parseList(spec string) corev1.ResourceList {
 // manager's real /debug/queues handler over a real admission core that was fed the
 // same objects and ran Admit, so order, positions and reasons come from the core.
 type world struct {
-	client client.Client
+	client client.WithWatch
 	core   *quota.AdmissionQueue
 	server *httptest.Server
 	// admitted lists the pods the core admitted, in order.
@@ -206,7 +206,7 @@ func writeStatus(t *testing.T, core *quota.AdmissionQueue, key quota.BudgetKey, 
 // from the test server (or from src when it is set).
 func (w *world) env(src SnapshotSource) *env {
 	return &env{
-		client: func() (client.Client, error) { return w.client, nil },
+		client: func() (client.WithWatch, error) { return w.client, nil },
 		snapshots: func() (SnapshotSource, error) {
 			if src != nil {
 				return src, nil

@@ -1,12 +1,9 @@
 package app
 
 import (
-	"fmt"
-	"io"
 	"math"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -76,14 +73,4 @@ func age(now, t time.Time) string {
 		return "-"
 	}
 	return duration.HumanDuration(now.Sub(t))
-}
-
-// newTable returns a writer that aligns tab-separated columns like kubectl's tables.
-func newTable(w io.Writer) *tabwriter.Writer {
-	return tabwriter.NewWriter(w, 6, 4, 3, ' ', 0)
-}
-
-// row writes one table row.
-func row(w io.Writer, cells ...string) {
-	fmt.Fprintln(w, strings.Join(cells, "\t"))
 }

@@ -64,6 +64,7 @@ func (o *outputFlags) addFlags(cmd *cobra.Command, table bool) {
 	cmd.Flags().StringVarP(&o.format, "output", "o", o.format,
 		fmt.Sprintf("Output format. One of: (%s); empty for the default %s.", strings.Join(o.allowed(), ", "), def))
 	o.print.OutputFlagSpecified = func() bool { return cmd.Flag("output").Changed }
+	_ = cmd.RegisterFlagCompletionFunc("output", completeFixed(o.allowed()...))
 	if table {
 		cmd.Flags().BoolVar(&o.noHeaders, "no-headers", false, "When using the default or wide output format, don't print headers (default print headers).")
 	}

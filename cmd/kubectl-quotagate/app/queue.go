@@ -17,9 +17,10 @@ import (
 
 func newQueueCommand(e *env) *cobra.Command {
 	out := newOutputFlags(true, formatWide)
-	var all bool
+	var all, watch bool
+	var selector string
 	cmd := &cobra.Command{
-		Use:   "queue [BUDGET | -A]",
+		Use:   "queue [BUDGET | -A] [-l SELECTOR] [-w]",
 		Short: "Show a budget's gated pods in admission order, with why each waits",
 		Long: `Show a budget's gated pods in the order the manager will admit them: position, pod,
 priority, requests, how long it has waited, which queue it is in (active, backoff,
@@ -37,13 +38,22 @@ with your own credentials: the view role in the budget's namespace is enough; wi
 -o json|yaml print the visibility API's PendingPodList (a v1 List of them without
 BUDGET); -o name prints pod/NAME, as NAMESPACE/pod/NAME where the output spans
 namespaces (a ClusterBudget's queue, -A); -o wide adds RETRY IN, GROUP, UID and
-REASON CODE.`,
+REASON CODE.
+
+-l shows only the pods whose labels match (read with your credentials: pods of a
+namespace you may not list are left out, with a note). -w prints the queue, then
+watches the budget (its status changes whenever a pod joins, leaves or is admitted, or
+usage changes) and prints, without headers, the pods whose position, queue or reason
+changed, and a row for each pod that left the queue: admitted, deleted, or no longer
+in this queue.`,
 		Example: `  kubectl quotagate queue team-a -n team-a
   kubectl quotagate queue team-a/team-a -o yaml
   kubectl quotagate queue clusterbudget/ml-department -o wide
   kubectl quotagate queue -A --no-headers
-  kubectl quotagate queue team-a -n team-a -o name`,
-		Args: cobra.MaximumNArgs(1),
+  kubectl quotagate queue team-a -n team-a -o name
+  kubectl quotagate queue team-a -n team-a -l app=trainer -w`,
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: e.completeBudgets,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, err := out.printer()
 			if err != nil {
@@ -52,38 +62,59 @@ REASON CODE.`,
 			if all && len(args) > 0 {
 				return fmt.Errorf("a budget cannot be named with --all-namespaces: give BUDGET or -A, not both")
 			}
-			ns := ""
+			q := queueQuery{}
+			if q.selector, err = parseSelector(selector); err != nil {
+				return err
+			}
 			if !all {
-				if ns, err = e.namespace(); err != nil {
+				if q.ns, err = e.namespace(); err != nil {
 					return err
 				}
-			}
-			read, err := e.queueReader(cmd.Context())
-			if err != nil {
-				return err
 			}
 			if len(args) == 1 {
-				key, err := parseBudgetRef(args[0], ns)
+				key, err := parseBudgetRef(args[0], q.ns)
 				if err != nil {
 					return err
 				}
-				l, err := read(cmd.Context(), key)
-				if err != nil {
-					return err
-				}
-				return printQueue(e.streams.Out, out, p, l, e.now())
+				q.budget = &key
 			}
-			lists, notes, err := readQueues(cmd.Context(), e, read, ns)
+			ctx := cmd.Context()
+			c, err := e.client()
 			if err != nil {
 				return err
 			}
-			err = printQueues(e.streams.Out, e.streams.ErrOut, out, p, lists, all, e.now())
+			var trigger *budgetTrigger
+			if watch {
+				// Before the first read, so that no change after it is missed.
+				if trigger, err = watchQueueBudgets(ctx, c, q); err != nil {
+					return err
+				}
+				defer trigger.stop()
+			}
+			read, err := e.queueReader(ctx)
+			if err != nil {
+				return err
+			}
+			lists, notes, err := q.read(ctx, e, c, read)
+			if err != nil {
+				return err
+			}
+			if q.budget != nil {
+				err = printQueue(e.streams.Out, out, p, lists[0], e.now())
+			} else {
+				err = printQueues(e.streams.Out, e.streams.ErrOut, out, p, lists, all, e.now())
+			}
 			writeNotes(e.streams.ErrOut, notes)
-			return err
+			if err != nil || !watch {
+				return err
+			}
+			return watchQueues(ctx, e, c, out, p, q, lists, trigger)
 		},
 	}
 	out.addFlags(cmd, true)
 	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "Show the queues of every Budget in every namespace and of every ClusterBudget.")
+	cmd.Flags().StringVarP(&selector, "selector", "l", "", "Selector (label query) on the pods: show only the gated pods whose labels match (positions stay those in the whole queue).")
+	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "After printing the queue, watch the budget and print the pods whose place or reason changes, and those that leave the queue.")
 	return cmd
 }
 
@@ -175,7 +206,11 @@ func queueRows(l *visv1.PendingPodList, wide, withBudget bool, now time.Time) []
 		if withBudget {
 			cells = append(cells, budgetKeyOf(l).Describe())
 		}
-		cells = append(cells, strconv.FormatInt(p.Position, 10), pod, strconv.Itoa(int(p.Priority)), requestsString(p.Requests),
+		position := "-" // a pod that left the queue (-w)
+		if p.Position > 0 {
+			position = strconv.FormatInt(p.Position, 10)
+		}
+		cells = append(cells, position, pod, strconv.Itoa(int(p.Priority)), requestsString(p.Requests),
 			waiting(p), p.Queue, retryIn(p.RetryAt, now), orDash(p.Group), orDash(p.UID), orDash(p.ReasonCode), p.Reason)
 		rows = append(rows, tableRow(cells...))
 	}

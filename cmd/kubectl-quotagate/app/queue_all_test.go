@@ -20,8 +20,8 @@ import (
 
 // refusing returns the world's API client, refusing to list what the user may not:
 // ClusterBudgets, and with budgetsAcrossNamespaces Budgets of every namespace.
-func refusing(w *world, budgetsAcrossNamespaces bool) client.Client {
-	return interceptor.NewClient(w.client.(client.WithWatch), interceptor.Funcs{
+func refusing(w *world, budgetsAcrossNamespaces bool) client.WithWatch {
+	return interceptor.NewClient(w.client, interceptor.Funcs{
 		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
 			o := (&client.ListOptions{}).ApplyOptions(opts)
 			switch list.(type) {

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
@@ -57,11 +59,7 @@ func (e *env) queueReader(ctx context.Context) (queueSource, error) {
 // read, or that the manager does not hold yet, is skipped with a note; so are
 // ClusterBudgets when the user may not list them. Listing Budgets is the one thing that
 // must work: without it there is nothing to show.
-func readQueues(ctx context.Context, e *env, read queueSource, ns string) ([]*visv1.PendingPodList, []string, error) {
-	c, err := e.client()
-	if err != nil {
-		return nil, nil, err
-	}
+func readQueues(ctx context.Context, c client.Client, read queueSource, ns string) ([]*visv1.PendingPodList, []string, error) {
 	var budgets v1alpha1.BudgetList
 	if err := c.List(ctx, &budgets, client.InNamespace(ns)); err != nil {
 		if apierrors.IsForbidden(err) && ns == "" {
@@ -101,4 +99,69 @@ func readQueues(ctx context.Context, e *env, read queueSource, ns string) ([]*vi
 		}
 	}
 	return lists, notes, nil
+}
+
+// queueQuery is which queues queue shows: budget's, or without it those of namespace
+// ns's Budgets (every Budget and ClusterBudget for ns ""), with only the pods whose
+// labels selector matches.
+type queueQuery struct {
+	budget   *quota.BudgetKey
+	ns       string
+	selector labels.Selector
+}
+
+// read reads the queues of the query, with the pods the selector matches.
+func (q queueQuery) read(ctx context.Context, e *env, c client.Client, read queueSource) ([]*visv1.PendingPodList, []string, error) {
+	var lists []*visv1.PendingPodList
+	var notes []string
+	if q.budget != nil {
+		l, err := read(ctx, *q.budget)
+		if err != nil {
+			return nil, nil, err
+		}
+		lists = []*visv1.PendingPodList{l}
+	} else {
+		var err error
+		if lists, notes, err = readQueues(ctx, c, read, q.ns); err != nil {
+			return nil, nil, err
+		}
+	}
+	more, err := keepSelected(ctx, c, q.selector, lists)
+	return lists, append(notes, more...), err
+}
+
+// keepSelected drops from the lists the pods whose labels sel does not match, reading
+// the labels of each namespace's matching pods with the user's credentials. The pods of
+// a namespace where the user may not list pods are dropped, with a note. Positions and
+// totals stay those of the whole queue.
+func keepSelected(ctx context.Context, c client.Client, sel labels.Selector, lists []*visv1.PendingPodList) ([]string, error) {
+	if sel == nil || sel.Empty() {
+		return nil, nil
+	}
+	matching := map[string]map[string]bool{} // namespace -> names of matching pods
+	var notes []string
+	for _, l := range lists {
+		for _, p := range l.Items {
+			if _, done := matching[p.Namespace]; done {
+				continue
+			}
+			var pods corev1.PodList
+			err := c.List(ctx, &pods, client.InNamespace(p.Namespace), client.MatchingLabelsSelector{Selector: sel})
+			switch {
+			case apierrors.IsForbidden(err):
+				notes = append(notes, fmt.Sprintf("the gated pods of namespace %s are not shown: -l needs list on pods there: %v", p.Namespace, err))
+			case err != nil:
+				return nil, fmt.Errorf("listing pods of namespace %s with -l: %w", p.Namespace, err)
+			}
+			names := map[string]bool{}
+			for _, pod := range pods.Items {
+				names[pod.Name] = true
+			}
+			matching[p.Namespace] = names
+		}
+	}
+	for _, l := range lists {
+		l.Items = slices.DeleteFunc(l.Items, func(p visv1.PendingPod) bool { return !matching[p.Namespace][p.Name] })
+	}
+	return notes, nil
 }

@@ -30,7 +30,7 @@ const visibilityPageSize = 2
 // the world's core: pages of visibilityPageSize, 403 for the budgets in forbidden (as
 // the API server answers a user without get on their pendingpods), 404 for a budget
 // the core does not hold. c, when set, replaces the world's API client.
-func (w *world) queuesEnv(t *testing.T, c client.Client, forbidden ...quota.BudgetKey) *env {
+func (w *world) queuesEnv(t *testing.T, c client.WithWatch, forbidden ...quota.BudgetKey) *env {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		key, ok := budgetOfPath(r.URL.Path)
@@ -72,7 +72,7 @@ func (w *world) queuesEnv(t *testing.T, c client.Client, forbidden ...quota.Budg
 	e := w.env(failingSource{})
 	e.queues = func() (queueSource, error) { return visibilityQueues(cs.CoreV1().RESTClient()), nil }
 	if c != nil {
-		e.client = func() (client.Client, error) { return c, nil }
+		e.client = func() (client.WithWatch, error) { return c, nil }
 	}
 	return e
 }

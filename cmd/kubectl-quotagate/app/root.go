@@ -3,6 +3,8 @@ package app
 import (
 	"context"
 	"fmt"
+	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -38,7 +40,8 @@ func DefaultManagerFlags() ManagerFlags {
 
 // env is what the commands need from the outside world; tests replace it.
 type env struct {
-	client    func() (client.Client, error)
+	// client reads and watches the API with the user's credentials.
+	client    func() (client.WithWatch, error)
 	snapshots func() (SnapshotSource, error)
 	// queues, when set, reads one budget's queue (the visibility API); queue prefers it
 	// to the snapshot.
@@ -72,12 +75,12 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	flags := genericclioptions.NewConfigFlags(true)
 	mf := DefaultManagerFlags()
 	e := &env{streams: streams, now: time.Now}
-	e.client = func() (client.Client, error) {
+	e.client = func() (client.WithWatch, error) {
 		cfg, err := flags.ToRESTConfig()
 		if err != nil {
 			return nil, fmt.Errorf("loading kubeconfig: %w", err)
 		}
-		c, err := client.New(cfg, client.Options{Scheme: newScheme()})
+		c, err := client.NewWithWatch(cfg, client.Options{Scheme: newScheme()})
 		if err != nil {
 			return nil, fmt.Errorf("creating the API client: %w", err)
 		}
@@ -122,7 +125,30 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	cmd := newRootCommand(e)
 	flags.AddFlags(cmd.PersistentFlags())
 	addManagerFlags(cmd, &mf)
+	registerKubeconfigCompletions(cmd, e, flags)
 	return cmd
+}
+
+// Run runs the plugin with args and returns its exit code. Errors are printed as
+// kubectl prints them (cmdutil.CheckErr): "error: " and the message on stderr, exit
+// code 1; a flag error adds where to find the command's usage.
+func Run(ctx context.Context, streams genericiooptions.IOStreams, args []string) int {
+	cmd := NewCommand(streams)
+	cmd.SetArgs(args)
+	if err := cmd.ExecuteContext(ctx); err != nil {
+		printError(streams.ErrOut, err)
+		return 1
+	}
+	return 0
+}
+
+// printError writes err as kubectl does: "error: <message>", one trailing newline.
+func printError(w io.Writer, err error) {
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "error: ") {
+		msg = "error: " + msg
+	}
+	fmt.Fprintln(w, strings.TrimRight(msg, "\n"))
 }
 
 func addManagerFlags(cmd *cobra.Command, mf *ManagerFlags) {
@@ -140,16 +166,23 @@ func addManagerFlags(cmd *cobra.Command, mf *ManagerFlags) {
 // newRootCommand builds the command tree on an env; NewCommand and the tests call it.
 func newRootCommand(e *env) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:           "kubectl-quotagate",
-		Short:         "Show quotagate budgets and queues, and why a pod waits",
-		Long:          "Show quotagate budgets and admission queues, explain why a pod waits, and open or close budgets.",
-		SilenceUsage:  true,
-		SilenceErrors: false,
+		Use:          "kubectl-quotagate",
+		Short:        "Show quotagate budgets and queues, and why a pod waits",
+		Long:         "Show quotagate budgets and admission queues, explain why a pod waits, and open or close budgets.",
+		SilenceUsage: true,
+		// Run prints errors, in kubectl's style rather than cobra's "Error:".
+		SilenceErrors: true,
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl quotagate"},
+		// Shell completion is kubectl's (kubectl_complete-quotagate runs __complete):
+		// a completion command generating scripts for "kubectl-quotagate" would mislead.
+		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
 	}
 	cmd.SetOut(e.streams.Out)
 	cmd.SetErr(e.streams.ErrOut)
-	cmd.AddCommand(newBudgetsCommand(e), newQueueCommand(e), newWhyCommand(e),
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return fmt.Errorf("%w\nSee '%s -h' for help and examples", err, c.CommandPath())
+	})
+	cmd.AddCommand(newBudgetsCommand(e), newQueueCommand(e), newWhyCommand(e), newUsageCommand(e),
 		newStateCommand(e, v1alpha1.StateOpen), newStateCommand(e, v1alpha1.StateClosed),
 		version.NewCommand())
 	return cmd

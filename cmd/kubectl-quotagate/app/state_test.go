@@ -25,6 +25,11 @@ func TestOpenClose(t *testing.T) {
 			wantOut:   "ClusterBudget org: spec.state set to Closed\n",
 			wantState: map[string]v1alpha1.BudgetState{"team-a/team-a": v1alpha1.StateOpen, "team-b/team-b": v1alpha1.StateOpen, "org": v1alpha1.StateClosed},
 		},
+		"close a Budget with --dry-run=client": {
+			args:      []string{"close", "team-a", "-n", "team-a", "--dry-run=client"},
+			wantOut:   "Budget team-a/team-a: spec.state set to Closed (dry run)\n",
+			wantState: map[string]v1alpha1.BudgetState{"team-a/team-a": v1alpha1.StateOpen, "team-b/team-b": v1alpha1.StateOpen, "org": v1alpha1.StateOpen},
+		},
 		"open a Budget that is open": {
 			args:      []string{"open", "team-b/team-b"},
 			wantOut:   "Budget team-b/team-b: spec.state set to Open\n",
@@ -73,5 +78,24 @@ func TestCloseMissingBudget(t *testing.T) {
 	var b v1alpha1.Budget
 	if err := w.client.Get(t.Context(), client.ObjectKey{Namespace: "team-a", Name: "nope"}, &b); err == nil {
 		t.Errorf("close created budget team-a/nope")
+	}
+}
+
+func TestDryRunBadInput(t *testing.T) {
+	w := teamsWorld(t)
+	tests := map[string]struct {
+		args []string
+		want string
+	}{
+		"an unknown strategy": {args: []string{"close", "team-a/team-a", "--dry-run=maybe"}, want: `invalid dry-run value (maybe). Must be "none", "server", or "client"`},
+		"a missing budget":    {args: []string{"close", "team-a/nope", "--dry-run=client"}, want: `reading Budget team-a/nope: budgets.quotagate.io "nope" not found`},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			out, _, err := run(t, w.env(nil), tc.args...)
+			if err == nil || err.Error() != tc.want || out != "" {
+				t.Errorf("%v: got error %v and output %q, want error %q", tc.args, err, out, tc.want)
+			}
+		})
 	}
 }

@@ -64,11 +64,31 @@ func parseBudgetRef(arg, namespace string) (quota.BudgetKey, error) {
 	if name == "" || strings.Contains(name, "/") {
 		return quota.BudgetKey{}, fmt.Errorf("budget %q: want NAME, NAMESPACE/NAME, budget/NAME or clusterbudget/NAME", arg)
 	}
-	switch strings.ToLower(prefix) {
-	case "clusterbudget", "clusterbudgets", "cbdg", "clusterbudget.quotagate.io", "clusterbudgets.quotagate.io":
+	switch {
+	case isClusterBudgetPrefix(prefix):
 		return quota.BudgetKey{Name: name}, nil
-	case "budget", "budgets", "bdg", "budget.quotagate.io", "budgets.quotagate.io":
+	case isBudgetPrefix(prefix):
 		return quota.BudgetKey{Namespace: namespace, Name: name}, nil
 	}
 	return quota.BudgetKey{Namespace: prefix, Name: name}, nil
+}
+
+// isClusterBudgetPrefix reports whether s names the ClusterBudget kind in a BUDGET
+// argument (clusterbudget/NAME).
+func isClusterBudgetPrefix(s string) bool {
+	switch strings.ToLower(s) {
+	case "clusterbudget", "clusterbudgets", "cbdg", "clusterbudget.quotagate.io", "clusterbudgets.quotagate.io":
+		return true
+	}
+	return false
+}
+
+// isBudgetPrefix reports whether s names the Budget kind in a BUDGET argument
+// (budget/NAME).
+func isBudgetPrefix(s string) bool {
+	switch strings.ToLower(s) {
+	case "budget", "budgets", "bdg", "budget.quotagate.io", "budgets.quotagate.io":
+		return true
+	}
+	return false
 }

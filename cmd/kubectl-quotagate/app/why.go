@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
@@ -32,7 +33,8 @@ client-side kind that no API serves); the notes are in it instead of on stderr.`
 		Example: `  kubectl quotagate why trainer-0 -n team-a
   kubectl quotagate why team-a/trainer-0 -o yaml
   kubectl quotagate why team-a/trainer-0 -o jsonpath='{.reason.message}'`,
-		Args: cobra.ExactArgs(1),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: e.completePods,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, err := out.printer()
 			if err != nil {
@@ -59,9 +61,9 @@ client-side kind that no API serves); the notes are in it instead of on stderr.`
 			if p != nil {
 				return p.PrintObj(newPodExplanation(res), e.streams.Out)
 			}
-			renderWhy(e.streams.Out, res)
+			err = renderWhy(e.streams.Out, out, res)
 			writeNotes(e.streams.ErrOut, res.Notes)
-			return nil
+			return err
 		},
 	}
 	out.addFlags(cmd, false)
@@ -204,19 +206,22 @@ func describeAdmittedBy(s string) string {
 }
 
 // renderWhy writes the explanation: the summary, the reason, and the pod's place in
-// each budget that holds it.
-func renderWhy(w io.Writer, r *whyResult) {
+// each budget that holds it, a table printed by cli-runtime's table printer as the
+// other commands' tables are.
+func renderWhy(w io.Writer, out *outputFlags, r *whyResult) error {
 	fmt.Fprintln(w, r.Summary)
 	if r.Reason != nil {
 		fmt.Fprintf(w, "Reason: %s\n", r.Reason.Message)
 	}
 	if len(r.Budgets) == 0 {
-		return
+		return nil
 	}
-	tw := newTable(w)
-	row(tw, "BUDGET", "POSITION", "QUEUE")
+	rows := make([]metav1.TableRow, 0, len(r.Budgets))
 	for _, p := range r.Budgets {
-		row(tw, p.Budget.Describe(), fmt.Sprintf("%d of %d", p.Position, p.Of), string(p.Queue))
+		rows = append(rows, tableRow(p.Budget.Describe(), fmt.Sprintf("%d of %d", p.Position, p.Of), string(p.Queue)))
 	}
-	_ = tw.Flush()
+	return out.printTable(w, whyColumns, rows)
 }
+
+// whyColumns are the columns of why's table of places.
+var whyColumns = []metav1.TableColumnDefinition{column("Budget", false), column("Position", false), column("Queue", false)}
