@@ -53,6 +53,7 @@ var otherToolFlags = map[string]string{
 	"--source-ranges":                   "gcloud compute firewall-rules create",
 	"--target-tags":                     "gcloud compute firewall-rules create",
 	"--allow":                           "gcloud compute firewall-rules create",
+	"--bogus":                           "none: the plugin's example of an unknown flag's error",
 }
 
 // binary is a command quotagate ships, with its subcommands' flags.
