@@ -17,6 +17,8 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/quotagate/quotagate/internal/chartrender"
 )
 
 // mapVersion is what `.Capabilities.APIVersions` holds on a cluster that serves
@@ -62,11 +64,11 @@ func installAPI(values map[string]any, apiVersions ...string) (manifests, error)
 		return manifests{}, fmt.Errorf("unexpected release type %T", rel)
 	}
 	m := manifests{}
-	if m.Objects, err = decodeAll(r.Manifest); err != nil {
+	if m.Objects, err = chartrender.DecodeAll(r.Manifest); err != nil {
 		return m, err
 	}
 	for _, h := range r.Hooks {
-		objs, err := decodeAll(h.Manifest)
+		objs, err := chartrender.DecodeAll(h.Manifest)
 		if err != nil {
 			return m, err
 		}

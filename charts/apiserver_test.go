@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 
+	"github.com/quotagate/quotagate/internal/chartrender"
 	"github.com/quotagate/quotagate/internal/localcluster"
 )
 
@@ -199,7 +200,7 @@ func certManagerCRDs(t *testing.T) []*unstructured.Unstructured {
 	var crds []*unstructured.Unstructured
 	for _, name := range []string{"cert-manager.io_certificates.yaml", "cert-manager.io_issuers.yaml", "cert-manager.io_clusterissuers.yaml", "cert-manager.io_certificaterequests.yaml"} {
 		b := readAbs(t, filepath.Join(dir, name))
-		objs, err := decodeAll(string(b))
+		objs, err := chartrender.DecodeAll(string(b))
 		if err != nil {
 			t.Fatalf("decoding %s: %v", name, err)
 		}

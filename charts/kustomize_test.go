@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/internal/chartrender"
 )
 
 // kustomizeBuild runs `kubectl kustomize` on a directory of config/, as a user without Helm
@@ -31,7 +32,7 @@ func kustomizeBuild(t testing.TB, dir string) manifests {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("kubectl kustomize %s: %v\n%s", dir, err, stderr.String())
 	}
-	objs, err := decodeAll(stdout.String())
+	objs, err := chartrender.DecodeAll(stdout.String())
 	if err != nil {
 		t.Fatalf("decoding kubectl kustomize %s: %v", dir, err)
 	}

@@ -1,15 +1,15 @@
 package charts_test
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
+
+	"github.com/quotagate/quotagate/internal/chartrender"
 
 	"helm.sh/helm/v4/pkg/action"
 	"helm.sh/helm/v4/pkg/chart/common"
@@ -20,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 )
 
@@ -128,11 +127,11 @@ func installWith(release, namespace, version string, values map[string]any) (man
 		return manifests{}, fmt.Errorf("unexpected release type %T", rel)
 	}
 	var m manifests
-	if m.Objects, err = decodeAll(r.Manifest); err != nil {
+	if m.Objects, err = chartrender.DecodeAll(r.Manifest); err != nil {
 		return manifests{}, fmt.Errorf("decoding manifest: %w", err)
 	}
 	for _, h := range r.Hooks {
-		objs, err := decodeAll(h.Manifest)
+		objs, err := chartrender.DecodeAll(h.Manifest)
 		if err != nil {
 			return manifests{}, fmt.Errorf("decoding hook %s: %w", h.Name, err)
 		}
@@ -161,26 +160,6 @@ func mustInstall(t testing.TB, release, namespace string, values map[string]any)
 		t.Fatalf("rendering release %s in %s: %v", release, namespace, err)
 	}
 	return m
-}
-
-// decodeAll splits a multi-document YAML stream into objects; empty documents are dropped.
-func decodeAll(stream string) ([]*unstructured.Unstructured, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(stream), 4096)
-	var out []*unstructured.Unstructured
-	for {
-		var obj map[string]any
-		err := dec.Decode(&obj)
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		if len(obj) == 0 {
-			continue
-		}
-		out = append(out, &unstructured.Unstructured{Object: obj})
-	}
 }
 
 // strictScheme knows the built-in kinds the chart renders, so that a misspelt or misplaced

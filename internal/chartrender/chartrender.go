@@ -64,11 +64,11 @@ func Render(chartDir, name, namespace string, cluster Cluster, values map[string
 		return Release{}, fmt.Errorf("unexpected release type %T", rel)
 	}
 	out := Release{Notes: r.Info.Notes}
-	if out.Objects, err = decodeAll(r.Manifest); err != nil {
+	if out.Objects, err = DecodeAll(r.Manifest); err != nil {
 		return Release{}, fmt.Errorf("decoding the manifest: %w", err)
 	}
 	for _, h := range r.Hooks {
-		objs, err := decodeAll(h.Manifest)
+		objs, err := DecodeAll(h.Manifest)
 		if err != nil {
 			return Release{}, fmt.Errorf("decoding hook %s: %w", h.Name, err)
 		}
@@ -78,7 +78,7 @@ func Render(chartDir, name, namespace string, cluster Cluster, values map[string
 }
 
 // decodeAll splits a multi-document YAML stream into objects; empty documents are dropped.
-func decodeAll(stream string) ([]*unstructured.Unstructured, error) {
+func DecodeAll(stream string) ([]*unstructured.Unstructured, error) {
 	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(stream), 4096)
 	var out []*unstructured.Unstructured
 	for {

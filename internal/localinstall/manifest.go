@@ -2,9 +2,7 @@ package localinstall
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"path"
 	"sort"
 	"strings"
@@ -12,8 +10,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	"github.com/quotagate/quotagate/internal/chartrender"
 )
 
 // The kwok annotations that set how long a bound pod takes to be initialised, to reach
@@ -47,22 +46,11 @@ const (
 // decodeObjects splits a multi-document YAML stream into objects; empty documents are
 // dropped.
 func decodeObjects(stream []byte) ([]*unstructured.Unstructured, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(stream), 4096)
-	var out []*unstructured.Unstructured
-	for {
-		var obj map[string]any
-		err := dec.Decode(&obj)
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("decoding manifest: %w", err)
-		}
-		if len(obj) == 0 {
-			continue
-		}
-		out = append(out, &unstructured.Unstructured{Object: obj})
+	objs, err := chartrender.DecodeAll(string(stream))
+	if err != nil {
+		return nil, fmt.Errorf("decoding manifest: %w", err)
 	}
+	return objs, nil
 }
 
 // encodeObjects is the inverse of decodeObjects.
