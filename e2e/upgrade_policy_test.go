@@ -27,11 +27,14 @@ import (
 // TestUpgradeFromWebhookToPolicy is `helm upgrade` with default values from the previous
 // release (hack/upgrade-from), which gated pods with its webhook, on a cluster that serves
 // MutatingAdmissionPolicy (this control plane, 1.37): admission.mode auto moves the
-// release to the policy. Afterwards the MutatingAdmissionPolicy and its binding are in
-// place and the MutatingWebhookConfiguration, the webhook's Deployment and Service are
-// gone; every pod created before, during and right after the upgrade came back gated (no
-// window in which a new pod of an opted-in namespace escapes the gate), gated pods stay
-// gated until their Budget has room, and the new manager admits them then.
+// release to the policy in two revisions. The first upgrade switches: the policy and its
+// binding are added and the webhook kept beside them (the API server loads the one and
+// drops the other through informers nothing orders, so removing the webhook at once lets
+// pods through ungated: 12 of 194 in one run). The next upgrade, the binding in place,
+// removes the MutatingWebhookConfiguration, the webhook's Deployment and Service. Every
+// pod created before, during and between both upgrades came back gated (no window in
+// which a new pod of an opted-in namespace escapes the gate), gated pods stay gated until
+// their Budget has room, and the new manager admits them then.
 func TestUpgradeFromWebhookToPolicy(t *testing.T) {
 	began := time.Now()
 	ctx := logr.NewContext(t.Context(), testr.NewWithOptions(t, testr.Options{Verbosity: 1}))
@@ -92,6 +95,29 @@ func TestUpgradeFromWebhookToPolicy(t *testing.T) {
 	if !hasGate(right) {
 		t.Errorf("Pod %s created right after the upgrade came back without the gate: %v", right.Name, right.Spec.SchedulingGates)
 	}
+	// The first upgrade switches: the policy in place, the webhook kept beside it.
+	if inst.AdmissionMode() != localinstall.AdmissionSwitching {
+		t.Errorf("Admission mode after the first upgrade: %q, want switching (policy and webhook)", inst.AdmissionMode())
+	}
+	policy := inst.Release() + "-gate"
+	kept := map[string]error{}
+	_, kept["MutatingAdmissionPolicyBinding "+policy] = e.cs.AdmissionregistrationV1().MutatingAdmissionPolicyBindings().Get(ctx, policy, metav1.GetOptions{})
+	_, kept["MutatingWebhookConfiguration "+webhookName] = e.cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, webhookName, metav1.GetOptions{})
+	_, kept["Deployment "+webhookName] = e.cs.AppsV1().Deployments(inst.Namespace()).Get(ctx, webhookName, metav1.GetOptions{})
+	for what, err := range kept {
+		if err != nil {
+			t.Errorf("%s after the first upgrade: %v, want it in place", what, err)
+		}
+	}
+	createdAtSwitch, _, _, _ := stream.counts()
+	waitFor(t, "pods created while both gate", time.Minute, func() (bool, string) {
+		created, _, _, _ := stream.counts()
+		return created >= createdAtSwitch+10, fmt.Sprintf("%d created", created)
+	})
+	secondBegan := time.Now()
+	fatalIf(t, inst.UpgradeTo(ctx, next.chart, next.binDir, nil), "the second helm upgrade to "+filepath.Base(next.chart))
+	t.Logf("Upgraded again, removing the webhook, in %v", time.Since(secondBegan).Round(time.Millisecond))
+
 	const laterNS = "opted-in-after"
 	fatalIf(t, e.c.Create(ctx, enabledNamespace(laterNS)), "creating namespace")
 	waitFor(t, "the new namespace's default ServiceAccount", time.Minute, func() (bool, string) {
@@ -115,11 +141,10 @@ func TestUpgradeFromWebhookToPolicy(t *testing.T) {
 
 	// The release is the policy's now: the policy and its binding in place, the
 	// webhook's configuration, Deployment and Service gone.
-	checkRelease(t, inst, next, 2)
+	checkRelease(t, inst, next, 3)
 	if inst.AdmissionMode() != localinstall.AdmissionPolicy {
-		t.Errorf("Admission mode after the upgrade: %q, want the policy", inst.AdmissionMode())
+		t.Errorf("Admission mode after the second upgrade: %q, want the policy", inst.AdmissionMode())
 	}
-	policy := inst.Release() + "-gate"
 	if _, err := e.cs.AdmissionregistrationV1().MutatingAdmissionPolicies().Get(ctx, policy, metav1.GetOptions{}); err != nil {
 		t.Errorf("MutatingAdmissionPolicy %s: %v", policy, err)
 	}

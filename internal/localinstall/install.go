@@ -45,7 +45,8 @@ type Installation struct {
 	// MutatingWebhookConfiguration, for RenewWebhookCert; apiService is the visibility
 	// API's APIService, "" when the release does not serve it.
 	servingCert, webhookConfiguration, apiService string
-	// mode is the release's admission mode: AdmissionPolicy or AdmissionWebhook.
+	// mode is the release's admission mode: AdmissionPolicy, AdmissionWebhook or
+	// AdmissionSwitching.
 	mode string
 	// certSecret is the webhook's Secret; volume copies it into the cert dir when the
 	// manager manages the certificate (selfmanaged.go).
@@ -167,7 +168,7 @@ func (i *Installation) install(ctx context.Context) error {
 		}
 		log.V(1).Info("Started", "component", comp.name, "log", comp.logPath)
 	}
-	if i.mode == AdmissionPolicy {
+	if i.mode != AdmissionWebhook {
 		if err := i.waitPolicyApplied(ctx); err != nil {
 			return err
 		}

@@ -18,19 +18,28 @@ import (
 const (
 	AdmissionPolicy  = "policy"
 	AdmissionWebhook = "webhook"
+	// AdmissionSwitching is both, for the one revision that moves a release from the
+	// webhook to the policy (charts/quotagate/templates/_admission.tpl).
+	AdmissionSwitching = "switching"
 )
 
 // admissionModeOf is the admission step a release runs: policy when it holds the gate
-// policy (a MutatingAdmissionPolicy), webhook otherwise.
+// policy (a MutatingAdmissionPolicy), webhook when it holds the webhook's
+// configuration, switching when it holds both.
 func admissionModeOf(objs []*unstructured.Unstructured) string {
-	if _, err := find(objs, "admissionregistration.k8s.io", "MutatingAdmissionPolicy"); err == nil {
+	_, policyErr := find(objs, "admissionregistration.k8s.io", "MutatingAdmissionPolicy")
+	_, webhookErr := find(objs, "admissionregistration.k8s.io", "MutatingWebhookConfiguration")
+	switch {
+	case policyErr == nil && webhookErr == nil:
+		return AdmissionSwitching
+	case policyErr == nil:
 		return AdmissionPolicy
 	}
 	return AdmissionWebhook
 }
 
 // AdmissionMode is the admission step the installed release runs, as the chart chose
-// it: AdmissionPolicy or AdmissionWebhook.
+// it: AdmissionPolicy, AdmissionWebhook or AdmissionSwitching.
 func (i *Installation) AdmissionMode() string { return i.mode }
 
 // waitPolicyApplied waits until a dry-run pod create in an opted-in namespace comes back

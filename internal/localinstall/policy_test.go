@@ -26,6 +26,10 @@ func TestAdmissionModeOf(t *testing.T) {
 			obj("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"),
 			obj("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy"),
 		}, want: AdmissionWebhook},
+		"both, switching from the webhook to the policy": {objs: []*unstructured.Unstructured{
+			obj("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"),
+			obj("admissionregistration.k8s.io/v1", "MutatingAdmissionPolicy"),
+		}, want: AdmissionSwitching},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

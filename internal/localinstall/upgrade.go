@@ -67,7 +67,13 @@ func (i *Installation) upgrade(ctx context.Context, chartPath, binDir string, va
 		return err
 	}
 	comps := []*component{i.webhook, i.manager}
-	if i.mode = admissionModeOf(objs); i.mode == AdmissionPolicy {
+	switch i.mode = admissionModeOf(objs); i.mode {
+	case AdmissionSwitching:
+		// The webhook stays for this revision, beside the policy that replaces it.
+		if err := i.waitPolicyApplied(ctx); err != nil {
+			return err
+		}
+	case AdmissionPolicy:
 		// No webhook to roll: one that ran before the upgrade goes with its Deployment.
 		// Its pods keep serving through their preStop sleep while the API server loads
 		// the policy that replaces them, so the process stops once the policy gates.

@@ -4,19 +4,41 @@ MutatingAdmissionPolicy in admission-policy.yaml, the API server adds the gate) 
 (the webhook Deployment, Service, configuration, certificate and PDB). admission.mode auto
 picks policy where the API server serves admissionregistration.k8s.io/v1
 MutatingAdmissionPolicy (Kubernetes 1.36 and later), webhook elsewhere (docs/admission.md).
+
+"switching" is both at once, for one revision: an upgrade to the policy of a release whose
+webhook is in place (its MutatingWebhookConfiguration exists) and whose policy binding is
+not yet. The API server loads a new policy binding and drops a deleted webhook configuration
+through two informers that nothing orders, so removing the webhook in the upgrade that adds
+the policy lets pods created in between through ungated. Switching keeps the webhook (both
+add the same gate; each skips a pod already gated), and the next upgrade, finding the
+binding in place, removes it. lookup finds nothing under helm template and --dry-run, which
+then render the policy alone.
 */}}
 {{- define "quotagate.admission.mode" -}}
 {{- $mode := .Values.admission.mode | default "auto" -}}
 {{- if eq $mode "auto" -}}
-{{- if .Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy" -}}policy{{- else -}}webhook{{- end -}}
-{{- else -}}
+{{- $mode = ternary "policy" "webhook" (.Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy") -}}
+{{- end -}}
+{{- if eq $mode "policy" -}}
+{{- $webhook := lookup "admissionregistration.k8s.io/v1" "MutatingWebhookConfiguration" "" (include "quotagate.webhook.name" .) -}}
+{{- $binding := lookup "admissionregistration.k8s.io/v1" "MutatingAdmissionPolicyBinding" "" (printf "%s-gate" (include "quotagate.fullname" .)) -}}
+{{- if and $webhook (not $binding) -}}
+{{- $mode = "switching" -}}
+{{- end -}}
+{{- end -}}
 {{- $mode -}}
 {{- end -}}
+
+{{- /* quotagate.admission.webhook is "true" when the release runs the webhook (webhook
+mode, or switching to the policy). */}}
+{{- define "quotagate.admission.webhook" -}}
+{{- if has (include "quotagate.admission.mode" .) (list "webhook" "switching") -}}true{{- end -}}
 {{- end -}}
 
-{{- /* quotagate.admission.webhook is "true" when the release runs the webhook. */}}
-{{- define "quotagate.admission.webhook" -}}
-{{- if eq (include "quotagate.admission.mode" .) "webhook" -}}true{{- end -}}
+{{- /* quotagate.admission.policy is "true" when the release installs the gate policy
+(policy mode, or switching to it). */}}
+{{- define "quotagate.admission.policy" -}}
+{{- if has (include "quotagate.admission.mode" .) (list "policy" "switching") -}}true{{- end -}}
 {{- end -}}
 
 {{- /* quotagate.admission.exemptDaemonSets is admission.exemptDaemonSets as a CEL list of
