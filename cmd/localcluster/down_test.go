@@ -6,8 +6,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // startFakeServe starts a shell whose command line looks like `localcluster serve
@@ -29,7 +31,19 @@ func startFakeServe(t *testing.T, stateDir string) *exec.Cmd {
 	if err := os.WriteFile(filepath.Join(stateDir, pidFile), []byte(fmt.Sprintln(cmd.Process.Pid)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return cmd
+	// Between fork and exec the child's /proc cmdline is still the test binary's: wait
+	// for the exec, as up's pid file is only written once serve runs.
+	cmdline := filepath.Join("/proc", strconv.Itoa(cmd.Process.Pid), "cmdline")
+	for {
+		b, err := os.ReadFile(cmdline)
+		if err != nil {
+			t.Fatalf("reading the fake serve's command line: %v", err)
+		}
+		if bytes.Contains(b, []byte(serveSubcmd+"\x00")) {
+			return cmd
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func TestDownStopsTheRecordedServeAndRemovesTheState(t *testing.T) {
