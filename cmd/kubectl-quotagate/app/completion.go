@@ -22,19 +22,29 @@ import (
 // completion does, except namespaces: a user who may not list them gets the current
 // one. Completions are filtered by the prefix typed, as kubectl filters its own.
 
+// completionScope is the client and namespace a completion of the command's one
+// argument reads with; ok is false when that argument is already given or the
+// kubeconfig cannot be read (nothing to complete, as kubectl does).
+func (e *env) completionScope(args []string) (c client.WithWatch, ns string, ok bool) {
+	if len(args) > 0 {
+		return nil, "", false
+	}
+	c, err := e.client()
+	if err != nil {
+		return nil, "", false
+	}
+	if ns, err = e.namespace(); err != nil {
+		return nil, "", false
+	}
+	return c, ns, true
+}
+
 // completeBudgets completes a BUDGET argument: the Budgets of the namespace by name,
 // "clusterbudget/NAME" for each ClusterBudget, and after "NAMESPACE/" the Budgets of
 // that namespace.
 func (e *env) completeBudgets(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-	if len(args) > 0 {
-		return nil, cobra.ShellCompDirectiveNoFileComp
-	}
-	c, err := e.client()
-	if err != nil {
-		return nil, cobra.ShellCompDirectiveNoFileComp
-	}
-	ns, err := e.namespace()
-	if err != nil {
+	c, ns, ok := e.completionScope(args)
+	if !ok {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
 	ctx := cmd.Context()
@@ -73,15 +83,8 @@ func (e *env) completeBudgets(cmd *cobra.Command, args []string, toComplete stri
 // completePods completes a POD argument: the pods of the namespace, and after
 // "NAMESPACE/" the pods of that namespace.
 func (e *env) completePods(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-	if len(args) > 0 {
-		return nil, cobra.ShellCompDirectiveNoFileComp
-	}
-	c, err := e.client()
-	if err != nil {
-		return nil, cobra.ShellCompDirectiveNoFileComp
-	}
-	ns, err := e.namespace()
-	if err != nil {
+	c, ns, ok := e.completionScope(args)
+	if !ok {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
 	qualifier := ""
