@@ -119,7 +119,7 @@ func statsPod(name string, created, admitted, scheduled time.Duration, gated boo
 
 func TestLastHour(t *testing.T) {
 	pods := []*corev1.Pod{
-		statsPod("old", -3*time.Hour, -2*time.Hour, -2*time.Hour, false),                        // admitted before the hour
+		statsPod("old", -3*time.Hour, -2*time.Hour, -2*time.Hour, false),                      // admitted before the hour
 		statsPod("a", -50*time.Minute, -40*time.Minute, -40*time.Minute+2*time.Second, false), // waited 10m
 		statsPod("b", -20*time.Minute, -19*time.Minute, -19*time.Minute, false),               // waited 1m
 		statsPod("c", -4*time.Minute, -2*time.Minute, 0, false),                               // waited 2m, not scheduled yet

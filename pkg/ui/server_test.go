@@ -28,7 +28,7 @@ func TestGuard(t *testing.T) {
 		"token: cookie, redirect": {host: "127.0.0.1:8089", target: "/pods?q=x&token=s3cret", wantStatus: http.StatusSeeOther, wantLocation: "/pods?q=x"},
 		"cookie":                  {host: "localhost:8089", target: "/pods", cookie: "s3cret", wantStatus: http.StatusOK, wantBody: "the page"},
 		"DNS rebinding: another host with the token": {host: "evil.example:8089", target: "/?token=s3cret", cookie: "s3cret", wantStatus: http.StatusMisdirectedRequest},
-		"another port":       {host: "127.0.0.1:9999", target: "/", cookie: "s3cret", wantStatus: http.StatusMisdirectedRequest},
+		"another port":         {host: "127.0.0.1:9999", target: "/", cookie: "s3cret", wantStatus: http.StatusMisdirectedRequest},
 		"assets need no token": {host: "127.0.0.1:8089", target: "/static/app.js", wantStatus: http.StatusOK, wantBody: "the page"},
 	}
 	for name, tc := range tests {
