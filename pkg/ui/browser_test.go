@@ -449,7 +449,7 @@ func TestUIShowsBudgetsAndQueueLive(t *testing.T) {
 	screenshot(t, ctx, "pod")
 	checkAccessibility(t, ctx, w, "the pod page")
 
-	navigate(t, ctx, base+"/pods?q=a-")
+	navigate(t, ctx, base+"/pods?q=a-&ns=team-a")
 	waitPage(t, ctx, "the pod search", `document.querySelectorAll("#pods tr[data-pod]").length === 3`)
 	checkAccessibility(t, ctx, w, "the pod list")
 
