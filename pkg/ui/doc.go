@@ -14,8 +14,8 @@
 //     Options.Why), its history (created, gated, admitted, scheduled, running, done) and
 //     its events.
 //
-// Every page is rendered on the server (html/template; the assets are embedded with
-// go:embed, so the binary works offline). The page's script opens one Server-Sent
+// Every page is rendered on the server (html/template; the assets are embedded in the
+// binary, so it works offline). The page's script opens one Server-Sent
 // Events stream for the view it shows; the server pushes that view again, rendered,
 // whenever the watches (Budgets, ClusterBudgets and pods, through controller-runtime's
 // cache with the user's rest config) report a change, at most once per
