@@ -87,9 +87,20 @@ verify: generate manifests $(GOLANGCI_LINT) ## Regenerate, check formatting, vet
 	@git diff --exit-code -- api config charts || { echo "generated files are out of date: run 'make generate manifests' and commit"; exit 1; }
 
 .PHONY: test
-test: tools ## Run unit tests and the tests against a real local control plane.
+test: tools browser ## Run unit tests and the tests against a real local control plane (and a headless Chromium).
 	go test $(GO_TEST_FLAGS) -timeout $(TEST_TIMEOUT) ./...
 	cd api && go test $(GO_TEST_FLAGS) -timeout $(TEST_TIMEOUT) ./...
+
+# CHROMIUM is the browser the UI's tests drive (pkg/ui): Debian's package.
+CHROMIUM ?= /usr/bin/chromium
+
+.PHONY: browser
+browser: ## Install Debian's Chromium for the UI's browser tests (apt-get, as root), unless $(CHROMIUM) is there.
+	@test -x $(CHROMIUM) || { apt-get update && apt-get install -y --no-install-recommends chromium; }
+
+.PHONY: ui-screenshots
+ui-screenshots: tools browser ## Regenerate docs/ui/*.png (budget tree, queue, pod page) in the browser, on a local control plane.
+	QUOTAGATE_UI_SCREENSHOTS=$(ROOT)/docs/ui go test -count=1 -run 'TestUIShowsBudgetsAndQueueLive' ./pkg/ui/
 
 .PHONY: e2e
 e2e: tools ## Run the end-to-end user journey (chart, webhook, manager) on the local control plane.

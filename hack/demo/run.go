@@ -89,6 +89,8 @@ func run(ctx context.Context, o options) error {
 		return withCause(ctx, err)
 	}
 	step("Submitting %d Jobs of 1 CPU (every fifth one high priority), running 1-6 s each", o.jobs)
+	fmt.Printf("  To watch the queue drain in a browser, in another shell (the page lives while the demo runs; --keep keeps it):\n")
+	fmt.Printf("    KUBECONFIG=%s go run ./cmd/kubectl-quotagate ui -n %s --open\n", cluster.KubeconfigPath(), demoNamespace)
 	for n := range o.jobs {
 		if err := c.Create(ctx, burstJob(n)); err != nil {
 			return withCause(ctx, fmt.Errorf("creating Job %d: %w", n, err))
@@ -122,6 +124,7 @@ func run(ctx context.Context, o options) error {
 	}
 	fmt.Printf("  export KUBECONFIG=%s\n", cluster.KubeconfigPath())
 	fmt.Printf("  go run ./cmd/kubectl-quotagate queue -A          # every queue, through the visibility API\n")
+	fmt.Printf("  go run ./cmd/kubectl-quotagate ui -A --open      # the live page: budgets, queues, pods (docs/ui.md)\n")
 	fmt.Printf("  kubectl get budgets -A\n  kubectl get pods -n %s\n  kubectl describe pod -n %s job-00-<tab>    # the Waiting events; kubectl describe budget: the Admitted events\n", demoNamespace, demoNamespace)
 	fmt.Printf("Logs of the webhook, manager and Helm: %s\n", filepath.Join(o.dir, "quotagate"))
 	if !o.keep {

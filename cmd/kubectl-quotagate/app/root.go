@@ -13,6 +13,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
@@ -41,8 +42,10 @@ func DefaultManagerFlags() ManagerFlags {
 // env is what the commands need from the outside world; tests replace it.
 type env struct {
 	// client reads and watches the API with the user's credentials.
-	client    func() (client.WithWatch, error)
-	snapshots func() (SnapshotSource, error)
+	client func() (client.WithWatch, error)
+	// restConfig is the user's rest config, for what needs more than client (ui).
+	restConfig func() (*rest.Config, error)
+	snapshots  func() (SnapshotSource, error)
 	// queues, when set, reads one budget's queue (the visibility API); queue prefers it
 	// to the snapshot.
 	queues func() (queueSource, error)
@@ -85,6 +88,13 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 			return nil, fmt.Errorf("creating the API client: %w", err)
 		}
 		return c, nil
+	}
+	e.restConfig = func() (*rest.Config, error) {
+		cfg, err := flags.ToRESTConfig()
+		if err != nil {
+			return nil, fmt.Errorf("loading kubeconfig: %w", err)
+		}
+		return cfg, nil
 	}
 	e.snapshots = func() (SnapshotSource, error) {
 		if mf.URL != "" {
@@ -184,7 +194,7 @@ func newRootCommand(e *env) *cobra.Command {
 	})
 	cmd.AddCommand(newBudgetsCommand(e), newQueueCommand(e), newWhyCommand(e), newUsageCommand(e),
 		newStateCommand(e, v1alpha1.StateOpen), newStateCommand(e, v1alpha1.StateClosed),
-		version.NewCommand())
+		newUICommand(e), version.NewCommand())
 	return cmd
 }
 

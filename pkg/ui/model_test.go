@@ -1,0 +1,179 @@
+package ui
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/quotagate/quotagate/api/v1alpha1"
+)
+
+func budget(ns, name, parent string, hard, used corev1.ResourceList) v1alpha1.Budget {
+	return v1alpha1.Budget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:   v1alpha1.BudgetSpec{Parent: parent, Hard: hard},
+		Status: v1alpha1.BudgetStatus{State: v1alpha1.StateOpen, Hard: hard, Used: used}}
+}
+
+func clusterBudget(name, parent string) v1alpha1.ClusterBudget {
+	return v1alpha1.ClusterBudget{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1alpha1.ClusterBudgetSpec{BudgetSpec: v1alpha1.BudgetSpec{Parent: parent}}}
+}
+
+func cpu(s string) corev1.ResourceList {
+	return corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse(s)}
+}
+
+// names lists the tree depth-first, indented by level.
+func names(level []*budgetView, indent string) []string {
+	var out []string
+	for _, b := range level {
+		out = append(out, indent+b.Title())
+		out = append(out, names(b.Children, indent+"  ")...)
+	}
+	return out
+}
+
+func TestBudgetTree(t *testing.T) {
+	budgets := []v1alpha1.Budget{
+		budget("team-b", "quota", "org", nil, nil),
+		budget("team-a", "quota", "org", nil, nil),
+		budget("team-a", "solo", "", nil, nil),
+		budget("team-c", "lost", "no-such-parent", nil, nil),
+	}
+	cbs := []v1alpha1.ClusterBudget{clusterBudget("org", "root"), clusterBudget("root", ""),
+		clusterBudget("loop-a", "loop-b"), clusterBudget("loop-b", "loop-a")}
+	tests := map[string]struct {
+		ns   string
+		want []string
+	}{
+		"every namespace": {want: []string{
+			"ClusterBudget loop-a", "ClusterBudget loop-b", "ClusterBudget root",
+			"  ClusterBudget org", "    Budget team-a/quota", "    Budget team-b/quota",
+			"Budget team-a/solo", "Budget team-c/lost",
+		}},
+		"one namespace": {ns: "team-a", want: []string{
+			"ClusterBudget loop-a", "ClusterBudget loop-b", "ClusterBudget root",
+			"  ClusterBudget org", "    Budget team-a/quota",
+			"Budget team-a/solo",
+		}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := names(budgetTree(budgets, cbs, tc.ns), "")
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("tree (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestResourceSummaries(t *testing.T) {
+	b := budget("team-a", "quota", "", corev1.ResourceList{
+		corev1.ResourceRequestsCPU: resource.MustParse("4"), corev1.ResourcePods: resource.MustParse("10"),
+	}, corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse("5"), corev1.ResourcePods: resource.MustParse("3")})
+	b.Status.Borrowed = cpu("1")
+	b.Status.Pending = corev1.ResourceList{corev1.ResourcePods: resource.MustParse("2")}
+	b.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionPodsNeverFit, Status: metav1.ConditionTrue,
+		Reason: v1alpha1.ReasonRequestsExceedHard, Message: "pod team-a/big requests.cpu 8 > 4"}}
+	v := budgetViewOf(&b)
+	want := []resourceView{
+		{Name: "pods", Used: "3", Hard: "10", Pending: "2", Percent: 30},
+		{Name: "requests.cpu", Used: "5", Hard: "4", Borrowed: "1", Percent: 100, Over: true},
+	}
+	if diff := cmp.Diff(want, v.Resources); diff != "" {
+		t.Errorf("resources (-want +got):\n%s", diff)
+	}
+	if got, want := v.Resources[1].Summary(), "requests.cpu: 5 of 4 used, 1 borrowed"; got != want {
+		t.Errorf("summary %q, want %q", got, want)
+	}
+	if len(v.Problems) != 1 || !strings.Contains(v.Problems[0], "requests.cpu 8 > 4") {
+		t.Errorf("problems %q, want the PodsNeverFit message", v.Problems)
+	}
+}
+
+var now = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+
+// statsPod is a pod created at created, admitted at admitted (not when zero) and
+// scheduled at scheduled (not when zero), all as offsets from now.
+func statsPod(name string, created, admitted, scheduled time.Duration, gated bool) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: name, CreationTimestamp: metav1.NewTime(now.Add(created))},
+		Spec: corev1.PodSpec{Priority: ptr.To[int32](0)}}
+	if gated {
+		p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: v1alpha1.SchedulingGate}}
+	}
+	if admitted != 0 {
+		p.Annotations = map[string]string{v1alpha1.AdmittedAtAnnotation: now.Add(admitted).Format(time.RFC3339), v1alpha1.AdmittedByAnnotation: "team-a/quota"}
+	}
+	if scheduled != 0 {
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(now.Add(scheduled))}}
+	}
+	return p
+}
+
+func TestLastHour(t *testing.T) {
+	pods := []*corev1.Pod{
+		statsPod("old", -3*time.Hour, -2*time.Hour, -2*time.Hour, false),                      // admitted before the hour
+		statsPod("a", -50*time.Minute, -40*time.Minute, -40*time.Minute+2*time.Second, false), // waited 10m
+		statsPod("b", -20*time.Minute, -19*time.Minute, -19*time.Minute, false),               // waited 1m
+		statsPod("c", -4*time.Minute, -2*time.Minute, 0, false),                               // waited 2m, not scheduled yet
+		statsPod("gated", -time.Minute, 0, 0, true),
+		statsPod("never-gated", -time.Minute, 0, 0, false),
+	}
+	s := lastHour(pods, now)
+	if s.Admitted != 3 || s.Gated != 1 {
+		t.Errorf("admitted %d, gated %d; want 3 and 1", s.Admitted, s.Gated)
+	}
+	var counts []int
+	for _, b := range s.Buckets {
+		counts = append(counts, b.Count)
+	}
+	if diff := cmp.Diff([]int{0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 1}, counts); diff != "" {
+		t.Errorf("admissions per 5 minutes (-want +got):\n%s", diff)
+	}
+	if got, want := s.Wait.Summary(), "median 2m, p90 10m, longest 10m (3 pods)"; got != want {
+		t.Errorf("waits %q, want %q", got, want)
+	}
+	if got, want := s.Schedule.Summary(), "median 2s, p90 2s, longest 2s (2 pods)"; got != want {
+		t.Errorf("scheduling %q, want %q", got, want)
+	}
+}
+
+func TestPodHistory(t *testing.T) {
+	p := statsPod("a", -50*time.Minute, -40*time.Minute, -39*time.Minute, false)
+	p.Spec.NodeName = "kwok-node-0"
+	p.Status.Phase = corev1.PodRunning
+	p.Status.StartTime = ptr.To(metav1.NewTime(now.Add(-38 * time.Minute)))
+	var got []string
+	for _, s := range podHistory(p) {
+		got = append(got, fmt.Sprintf("%s %v", s.What, now.Sub(s.At)))
+	}
+	want := []string{"Created 50m0s", "Gated 50m0s", "Admitted 40m0s", "Scheduled 39m0s", "Running 38m0s"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("history (-want +got):\n%s", diff)
+	}
+}
+
+func TestPodListPagesAndSearches(t *testing.T) {
+	var pods []*corev1.Pod
+	for i := range 250 {
+		pods = append(pods, statsPod(fmt.Sprintf("job-%03d", i), -time.Minute, 0, 0, true))
+	}
+	other := statsPod("job-x", -time.Minute, 0, 0, false)
+	other.Namespace = "team-b"
+	pods = append(pods, other)
+	rows, total := podList(pods, "team-a", "JOB-1", 0, now)
+	if total != 100 || len(rows) != 100 || rows[0].Name != "job-100" || rows[0].State != stateGated {
+		t.Errorf("search JOB-1 in team-a: %d rows of %d, first %+v; want 100 of 100 from job-100, gated", len(rows), total, rows[0])
+	}
+	rows, total = podList(pods, "", "", 2, now)
+	if total != 251 || len(rows) != 51 || rows[50].Namespace != "team-b" {
+		t.Errorf("third page of every pod: %d rows of %d; want 51 of 251 ending in team-b", len(rows), total)
+	}
+}

@@ -1,0 +1,72 @@
+package ui
+
+import (
+	"bytes"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/quotagate/quotagate/api/v1alpha1"
+)
+
+// TestPagesRender renders every view as a whole page and checks what a user reads in
+// it: the text alternatives of the bars, the queue's order, the pod's way, the notes.
+func TestPagesRender(t *testing.T) {
+	tmpl, err := parseTemplates()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := budget("team-a", "quota", "org", cpu("4"), cpu("3"))
+	tree := budgetTree([]v1alpha1.Budget{b}, []v1alpha1.ClusterBudget{clusterBudget("org", "")}, "")
+	pod := statsPod("a-2", -10*time.Minute, -time.Minute, -50*time.Second, false)
+	u, _ := url.Parse("/budgets/team-a/quota")
+	tests := map[string]struct {
+		v    *view
+		want []string
+	}{
+		"overview": {
+			v: &view{Kind: "overview", Title: "Budgets", Tree: tree, Namespaces: []string{"team-a", "team-b"}, NS: "team-a",
+				Stats: lastHour([]*corev1.Pod{pod}, now), Notes: []string{"You may not list pods in every namespace (-A)"}},
+			want: []string{"ClusterBudget org", `href="/budgets/team-a/quota"`, "requests.cpu: 3 of 4 used", `<meter min="0" max="100" value="75"`,
+				`<option value="team-a" selected>`, "1</strong> pods admitted", "You may not list pods in every namespace (-A)"},
+		},
+		"budget": {
+			v: &view{Kind: "budget", Title: "Budget team-a/quota", Budget: budgetViewOf(&b), QueueTotal: 2,
+				Queue:  []queueRow{{Position: 1, Namespace: "team-a", Name: "a-2", Reason: "requests.cpu: 1 requested, 0 free"}, {Position: 2, Namespace: "team-a", Name: "a-3"}},
+				Paging: pagingOf(u, 0, podPageSize, 2, 2), Scope: "team-a"},
+			want: []string{`<tr data-pod="team-a/a-2"><td>1</td>`, `<tr data-pod="team-a/a-3"><td>2</td>`, "1–2 of 2", "requests.cpu: 1 requested, 0 free",
+				"Namespace <strong>team-a</strong>"},
+		},
+		"queue refused": {
+			v:    &view{Kind: "budget", Title: "ClusterBudget org", Budget: tree[0], QueueNote: "You may not see this ClusterBudget's queue"},
+			want: []string{"You may not see this ClusterBudget&#39;s queue"},
+		},
+		"pod": {
+			v: &view{Kind: "pod", Title: "Pod team-a/a-2", Now: now, Pod: &podPage{Namespace: "team-a", Name: "a-2", State: stateRunning,
+				Why: "Pod team-a/a-2 was admitted at ...", History: podHistory(pod),
+				Events: []corev1.Event{{Reason: "Admitted", Message: "admitted after 9m", Type: "Normal", LastTimestamp: metav1.NewTime(now)}}}},
+			want: []string{`<pre id="why">Pod team-a/a-2 was admitted at ...</pre>`, "<strong>Admitted</strong>", "gate removed after waiting 9m", "admitted after 9m"},
+		},
+		"not found": {
+			v:    &view{Kind: "pod", Title: "Pod team-a/gone", NotFound: "No pod team-a/gone is in the watch"},
+			want: []string{"No pod team-a/gone is in the watch"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			var out bytes.Buffer
+			if err := tmpl.ExecuteTemplate(&out, "page", tc.v); err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("the page lacks %q:\n%s", w, out.String())
+				}
+			}
+		})
+	}
+}

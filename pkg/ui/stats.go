@@ -1,0 +1,114 @@
+package ui
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/duration"
+)
+
+// Throughput and waits over the last hour, computed from the pods the watch holds: the
+// admitted-at annotation says when quotagate ungated a pod, its creation time when it
+// began to wait, and its PodScheduled condition when kube-scheduler placed it. No
+// Prometheus: what the page shows is what the API server holds now, so pods deleted
+// within the hour (a Job's cleaned-up pods) are not counted.
+
+// statsWindow is how far back the statistics look, in statsBuckets buckets.
+const (
+	statsWindow  = time.Hour
+	statsBuckets = 12
+)
+
+// hourStats are the admissions and waits of the last hour.
+type hourStats struct {
+	// Buckets count admissions per 5 minutes, the oldest first.
+	Buckets [statsBuckets]bucket
+	// Admitted counts the pods admitted within the hour; Gated the pods gated now.
+	Admitted, Gated int
+	// Wait is creation to admission of the pods admitted within the hour; Schedule is
+	// admission to PodScheduled.
+	Wait, Schedule percentiles
+}
+
+type bucket struct {
+	// Label is the bucket's start, as the page shows it (15:05).
+	Label string
+	Count int
+	// Percent is Count of the fullest bucket, for the bar's height.
+	Percent int
+}
+
+type percentiles struct {
+	N                int
+	P50, P90, Max    time.Duration
+	P50s, P90s, Maxs string
+}
+
+// Summary is the percentiles in words.
+func (p percentiles) Summary() string {
+	if p.N == 0 {
+		return "none in the last hour"
+	}
+	return fmt.Sprintf("median %s, p90 %s, longest %s (%d pods)", p.P50s, p.P90s, p.Maxs, p.N)
+}
+
+func percentilesOf(ds []time.Duration) percentiles {
+	if len(ds) == 0 {
+		return percentiles{}
+	}
+	slices.Sort(ds)
+	at := func(q float64) time.Duration { return ds[min(len(ds)-1, int(q*float64(len(ds))))] }
+	p := percentiles{N: len(ds), P50: at(0.5), P90: at(0.9), Max: ds[len(ds)-1]}
+	p.P50s, p.P90s, p.Maxs = humanDuration(p.P50), humanDuration(p.P90), humanDuration(p.Max)
+	return p
+}
+
+// humanDuration is a duration as kubectl prints ages, with seconds below a minute.
+func humanDuration(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	return duration.HumanDuration(d)
+}
+
+// lastHour computes the statistics at now over pods.
+func lastHour(pods []*corev1.Pod, now time.Time) hourStats {
+	var s hourStats
+	start := now.Add(-statsWindow)
+	width := statsWindow / statsBuckets
+	for i := range s.Buckets {
+		s.Buckets[i].Label = start.Add(time.Duration(i) * width).Local().Format("15:04")
+	}
+	var waits, schedules []time.Duration
+	for _, p := range pods {
+		if podState(p) == stateGated {
+			s.Gated++
+			continue
+		}
+		at, ok := admittedAt(p)
+		if !ok || at.Before(start) || at.After(now) {
+			continue
+		}
+		s.Admitted++
+		s.Buckets[min(statsBuckets-1, int(at.Sub(start)/width))].Count++
+		waits = append(waits, at.Sub(p.CreationTimestamp.Time))
+		if sched, ok := conditionTrueAt(p, corev1.PodScheduled); ok {
+			// The annotation has seconds; the condition too: a pod scheduled within
+			// the second of its admission waited 0.
+			schedules = append(schedules, max(0, sched.Sub(at)))
+		}
+	}
+	most := 0
+	for _, b := range s.Buckets {
+		most = max(most, b.Count)
+	}
+	if most > 0 {
+		for i := range s.Buckets {
+			s.Buckets[i].Percent = s.Buckets[i].Count * 100 / most
+		}
+	}
+	s.Wait, s.Schedule = percentilesOf(waits), percentilesOf(schedules)
+	return s
+}
