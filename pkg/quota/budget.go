@@ -261,6 +261,7 @@ type budget struct {
 	parent    *budget
 	children  []*budget // the budgets naming it as parent: the family that borrows and lends
 	borrowers int       // how many of its children have a borrowingLimit
+	counted   bool      // counted in parent.borrowers
 
 	// lendWaiters are pods that waited on this budget's family for lendable quota when
 	// last evaluated (borrowing.go; checked and pruned when read).

@@ -12,7 +12,9 @@ import (
 
 // UpsertBudget adds or changes a Budget or ClusterBudget. Changing hard, opening the
 // budget or fixing its parent wakes its inadmissible pods; changing selectors or the
-// parent re-computes which budgets cover which pods.
+// parent re-computes which budgets cover which pods. An update that changes nothing
+// the topology reads (a status write coming back, or hard alone) costs the same
+// whatever the number of budgets; one that does resolves only the budgets it touches.
 //
 // A budget that cannot work admits nothing and says why in its status: a selector that
 // does not parse (InvalidSelector; it then covers every pod it might have meant, see
@@ -24,18 +26,20 @@ func (q *AdmissionQueue) UpsertBudget(spec Budget) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	b := q.budgets[spec.Key]
-	topology, hardChanged := true, false
+	topology, hardChanged, resolve := true, false, true
 	if b == nil {
 		b = q.add(spec)
 	} else {
 		oldStrict := b.strict()
-		topology, hardChanged = b.setSpec(spec)
+		topology, hardChanged, resolve = q.setSpec(b, spec)
 		if oldStrict != b.strict() {
 			q.wakeAll(b)
 		}
 	}
 	q.markStatus(b)
-	q.resolveTopology()
+	if resolve {
+		q.resolveTopology(b)
+	}
 	if topology {
 		q.recover(spec.Key)
 	}
@@ -56,7 +60,7 @@ func (q *AdmissionQueue) DeleteBudget(key BudgetKey) {
 	}
 	delete(q.statusDirty, key)
 	delete(q.holding, b)
-	q.resolveTopology()
+	q.resolveTopology(b)
 	q.recover(key)
 	if p := b.parent; p != nil && q.alive(p) {
 		q.familyChanged(p) // resolve does not see a member that is gone
@@ -103,10 +107,11 @@ func (q *AdmissionQueue) DeleteNamespace(name string) {
 
 func sameBudgets(a, b []*budget) bool { return slices.Equal(a, b) }
 
-// resolveTopology resolves the topology again, marks the status of every budget whose
-// state changed, and wakes those that start admitting.
-func (q *AdmissionQueue) resolveTopology() {
-	changed, started, limits, families := q.resolve()
+// resolveTopology resolves the topology again after b came, went, or changed what
+// resolve reads of it (the budgets it touches: topology.resolve), marks the status of
+// every budget whose state changed, and wakes those that start admitting.
+func (q *AdmissionQueue) resolveTopology(b *budget) {
+	changed, started, limits, families := q.resolve(b)
 	for _, b := range changed {
 		q.markStatus(b)
 	}

@@ -189,7 +189,7 @@ func admitNames(q *AdmissionQueue) []string {
 	return names
 }
 
-func mustStatus(t *testing.T, q *AdmissionQueue, key BudgetKey) BudgetStatus {
+func mustStatus(t testing.TB, q *AdmissionQueue, key BudgetKey) BudgetStatus {
 	t.Helper()
 	st, ok := q.Status(key)
 	if !ok {

@@ -31,7 +31,11 @@
 //     heaps, in admission order (orderKey.compare); move, strictHead, inOrder; wakeable
 //     picks the inadmissible pods an event in the budget may let in.
 //   - topology (topology.go): the budgets, namespaces and selectors; which budgets cover
-//     a pod (coverage); parents, children, ancestors, problems and states (resolve).
+//     a pod (coverage); parents, children, ancestors, problems and states (resolve). A
+//     budget event resolves only the budgets it touches (the budget, and for a
+//     ClusterBudget the budgets under it); one that changes nothing resolve reads (the
+//     manager's own status write coming back, or hard alone) resolves none, so its cost
+//     does not grow with the number of budgets.
 //   - families (borrowing.go, fairshare.go, hold.go): the budgets under one parent,
 //     which may borrow what the others leave idle (borrowingLimit) and keep part of
 //     hard (lendingLimit): familyExcess, familyNeverFits, the claims of lenders'

@@ -1,14 +1,10 @@
 package quota
 
 import (
-	"fmt"
 	"maps"
 	"slices"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/labels"
-
-	"github.com/quotagate/quotagate/api/v1alpha1"
 )
 
 // topology is which budgets exist and how they hang together: the budgets by key and
@@ -21,6 +17,12 @@ type topology struct {
 	byNS       map[string]map[string]*budget // namespaced budgets by namespace, name
 	selecting  []*budget                     // ClusterBudgets with a namespaceSelector, by key
 	namespaces map[string]labels.Set         // namespaces seen, with their labels
+	// named holds the budgets naming each parent name, whether that ClusterBudget
+	// exists or not: the budgets resolve derives again when it comes, goes or changes.
+	named map[string]map[*budget]struct{}
+	// rederived counts the budgets resolve has derived, for tests: an update that
+	// changes nothing resolve reads derives none.
+	rederived int
 }
 
 func newTopology() topology {
@@ -28,10 +30,11 @@ func newTopology() topology {
 		budgets:    map[BudgetKey]*budget{},
 		byNS:       map[string]map[string]*budget{},
 		namespaces: map[string]labels.Set{},
+		named:      map[string]map[*budget]struct{}{},
 	}
 }
 
-// add creates the budget of spec and indexes it; call resolve after.
+// add creates the budget of spec and indexes it; call resolve(b) after.
 func (t *topology) add(spec Budget) *budget {
 	b := newBudget(spec)
 	t.budgets[spec.Key] = b
@@ -43,10 +46,11 @@ func (t *topology) add(spec Budget) *budget {
 		}
 		ns[spec.Key.Name] = b
 	}
+	t.name(b)
 	return b
 }
 
-// remove forgets the budget of key and returns it (nil when unknown); call resolve
+// remove forgets the budget of key and returns it (nil when unknown); call resolve(b)
 // after.
 func (t *topology) remove(key BudgetKey) *budget {
 	b := t.budgets[key]
@@ -60,7 +64,37 @@ func (t *topology) remove(key BudgetKey) *budget {
 			delete(t.byNS, key.Namespace)
 		}
 	}
+	t.unname(b)
 	return b
+}
+
+// setSpec applies a new spec to b (budget.setSpec, whose reports it passes on) and
+// reports whether anything resolve reads of b changed: only then must resolve(b) run.
+// A status-only update, or a change of hard alone, changes nothing it reads.
+func (t *topology) setSpec(b *budget, spec Budget) (topologyChanged, hardChanged, resolve bool) {
+	before := b.resolveInputs()
+	t.unname(b)
+	topologyChanged, hardChanged = b.setSpec(spec)
+	t.name(b)
+	return topologyChanged, hardChanged, b.resolveInputs() != before
+}
+
+func (t *topology) name(b *budget) {
+	if p := b.spec.Parent; p != "" {
+		if t.named[p] == nil {
+			t.named[p] = map[*budget]struct{}{}
+		}
+		t.named[p][b] = struct{}{}
+	}
+}
+
+func (t *topology) unname(b *budget) {
+	if set := t.named[b.spec.Parent]; set != nil {
+		delete(set, b)
+		if len(set) == 0 {
+			delete(t.named, b.spec.Parent)
+		}
+	}
 }
 
 // alive reports whether b is still the budget of its key (not deleted or replaced).
@@ -104,118 +138,6 @@ func (t *topology) coverage(p *Pod) []*budget {
 		}
 	}
 	return out
-}
-
-// resolve derives parents, children, ancestors, problems and effective states of every
-// budget.
-// It returns the budgets whose state or problem changed (their status must be written),
-// those that started admitting (their pods may go now), those whose ceiling changed
-// because they gained or lost a parent to borrow under, and the parents that gained or
-// lost a child (their families changed; a parent that is gone may be among them).
-func (t *topology) resolve() (changed, started, limits, families []*budget) {
-	// Map order is fine here: nothing below depends on the order of budgets except
-	// selecting, which is sorted.
-	all := slices.Collect(maps.Values(t.budgets))
-	type view struct {
-		admitting bool
-		problem   problem
-		closedBy  *budget
-	}
-	viewOf := func(b *budget) view {
-		v := view{admitting: b.admitting, closedBy: b.closedBy}
-		if b.problem != nil {
-			v.problem = *b.problem
-		}
-		return v
-	}
-	was := make(map[*budget]view, len(all))
-	wasParent := make(map[*budget]*budget, len(all))
-	t.selecting = t.selecting[:0]
-	for _, b := range all {
-		was[b], wasParent[b] = viewOf(b), b.parent
-		b.parent, b.ancestors, b.problem, b.closedBy = nil, nil, nil, nil
-		b.children, b.borrowers = b.children[:0], 0
-		if b.spec.Parent != "" {
-			b.parent = t.budgets[BudgetKey{Name: b.spec.Parent}]
-		}
-		if b.key.IsCluster() && b.spec.NamespaceSelector != nil {
-			t.selecting = append(t.selecting, b)
-		}
-	}
-	slices.SortFunc(t.selecting, compareBudgets)
-	for _, b := range all {
-		if b.setFamily(b.parent != nil) {
-			limits = append(limits, b)
-		}
-		if old := wasParent[b]; old != b.parent {
-			for _, p := range []*budget{old, b.parent} {
-				if p != nil && !slices.Contains(families, p) {
-					families = append(families, p)
-				}
-			}
-		}
-	}
-	for _, b := range all {
-		if p := b.parent; p != nil {
-			p.children = append(p.children, b)
-			if b.borrows() {
-				p.borrowers++
-			}
-		}
-	}
-	for _, b := range all {
-		slices.SortFunc(b.children, compareBudgets)
-	}
-	for _, b := range all {
-		seen := map[*budget]bool{b: true}
-		for a := b.parent; a != nil; a = a.parent {
-			if seen[a] {
-				if a == b {
-					b.problem = &problem{Reason: v1alpha1.ReasonParentCycle, Message: "parent chain loops: " + cycleString(b)}
-				}
-				break
-			}
-			seen[a] = true
-			b.ancestors = append(b.ancestors, a)
-		}
-		switch {
-		case b.problem != nil:
-		case b.specErr != "":
-			b.problem = &problem{Reason: b.specReason, Message: b.specErr}
-		case b.spec.Parent != "" && b.parent == nil:
-			b.problem = &problem{Reason: v1alpha1.ReasonParentNotFound, Message: fmt.Sprintf("parent ClusterBudget %s not found", b.spec.Parent)}
-		}
-	}
-	for _, b := range all {
-		b.admitting = b.problem == nil && b.specOpen()
-		for _, a := range b.ancestors {
-			if a.problem != nil || !a.specOpen() {
-				b.admitting = false
-				if b.problem == nil && b.specOpen() && b.closedBy == nil {
-					b.closedBy = a
-				}
-			}
-		}
-	}
-	for _, b := range all {
-		if viewOf(b) != was[b] {
-			changed = append(changed, b)
-		}
-		if b.admitting && !was[b].admitting {
-			started = append(started, b)
-		}
-	}
-	slices.SortFunc(limits, compareBudgets)
-	slices.SortFunc(families, compareBudgets)
-	return changed, started, limits, families
-}
-
-func cycleString(b *budget) string {
-	names := []string{b.key.Name}
-	for a := b.parent; a != nil && a != b; a = a.parent {
-		names = append(names, a.key.Name)
-	}
-	return strings.Join(append(names, b.key.Name), " -> ")
 }
 
 // sorted returns every budget in BudgetKey order.
