@@ -72,6 +72,7 @@ func BenchmarkSnapshot(b *testing.B) {
 			const gated = 8000
 			q, _ := newTestQueue()
 			for i := range budgets {
+				optIn(q, fmt.Sprintf("ns-%d", i))
 				q.UpsertBudget(makeBudget(fmt.Sprintf("ns-%d", i), "b").Hard("cpu=1").Obj())
 			}
 			for j := range gated {
@@ -100,6 +101,7 @@ func BenchmarkSnapshot(b *testing.B) {
 func BenchmarkWaitReasons(b *testing.B) {
 	const gated = 8000
 	q, _ := newTestQueue()
+	optIn(q, "ns-0")
 	q.UpsertBudget(makeBudget("ns-0", "b").Hard("cpu=1").Obj())
 	uids := make([]types.UID, gated)
 	for j := range gated {

@@ -9,6 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/quotagate/quotagate/api/v1alpha1"
 )
 
 // benchPod is a gated pod requesting cpu millicores, created at t0 plus seq ms. Its
@@ -38,11 +40,21 @@ func benchUsage(milli int64) corev1.ResourceList {
 	return u.(corev1.ResourceList)
 }
 
-// fill creates budgets ns-0..ns-(budgets-1), each with room for half of its perBudget
-// gated pods, and upserts the pods.
+// optIn tells the core about opted-in namespaces: it holds the pods of a namespace
+// whose labels it has not seen (CodeNamespaceUnknown), and a benchmark would measure
+// nothing but that.
+func optIn(q *AdmissionQueue, namespaces ...string) {
+	for _, ns := range namespaces {
+		q.SetNamespace(ns, map[string]string{v1alpha1.EnabledLabel: "true"})
+	}
+}
+
+// fill creates budgets ns-0..ns-(budgets-1) in opted-in namespaces, each with room for
+// half of its perBudget gated pods, and upserts the pods.
 func fill(q *AdmissionQueue, budgets, perBudget int) {
 	for i := range budgets {
 		ns := fmt.Sprintf("ns-%d", i)
+		optIn(q, ns)
 		q.UpsertBudget(makeBudget(ns, "b").Hard(fmt.Sprintf("cpu=%d", perBudget/2)).Obj())
 	}
 	for j := range perBudget {
@@ -91,6 +103,7 @@ func BenchmarkFreeingEvent(b *testing.B) {
 				q.Done(a.Pod.UID, Ungated, "")
 			}
 			const room = 10
+			optIn(q, "hot")
 			q.UpsertBudget(makeBudget("hot", "b").Hard(fmt.Sprintf("cpu=%d", room)).Obj())
 			seq := 0
 			var running []Pod
@@ -172,6 +185,7 @@ func BenchmarkFreeingEventSameBudget(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			q, _ := newTestQueue()
+			optIn(q, "hot")
 			q.UpsertBudget(makeBudget("hot", "b").Hard("cpu=10").Obj())
 			var running []Pod
 			for i := range 10 {
