@@ -168,7 +168,9 @@ func (q *AdmissionQueue) forget(p *podState) {
 	q.backoff.remove(p)
 	q.releases.remove(p)
 	delete(q.immediate, p.pod.UID)
-	q.preemptions.forget(p)
+	if p.preemption {
+		q.preemptions.forget(p)
+	}
 	if b := p.wait.budget; b != nil {
 		delete(b.lendWaiters, p) // the family's records of what it waited for
 		delete(b.fairWaiters, p)

@@ -164,7 +164,7 @@ func (pr *preemptions) decide(unit []*podState, budgets []*budget, add func(*bud
 	}
 	for _, c := range chosen {
 		for _, v := range c {
-			pr.victims[v] = rec
+			pr.victims[v], v.preemption = rec, true
 			pr.decided = append(pr.decided, preemption(reason, v, unit[0], w, budgets, from[c[0]]))
 		}
 	}

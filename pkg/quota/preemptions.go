@@ -65,8 +65,9 @@ func (pr *preemptions) take() []Preemption {
 	return out
 }
 
-// forget drops what the part knows of a pod that ended or was deleted. A victim record
-// whose preemptor it is stays until asked for (stillVictim then says no).
+// forget drops what the part knows of a pod that ended or was deleted; the core asks
+// only for a pod marked preemption. A victim record whose preemptor it is stays until
+// asked for (stillVictim then says no).
 func (pr *preemptions) forget(p *podState) {
 	delete(pr.victims, p)
 	delete(pr.evicting, p)
@@ -81,7 +82,7 @@ func (pr *preemptions) evicted(p *podState) {
 		return
 	}
 	delete(pr.victims, p)
-	pr.evicting[p] = struct{}{}
+	pr.evicting[p], p.preemption = struct{}{}, true
 }
 
 // needed reports whether a victim is still to be evicted (PreemptionNeeded). When it

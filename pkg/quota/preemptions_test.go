@@ -265,6 +265,9 @@ func TestPreemptionsDecide(t *testing.T) {
 		if got := pr.leaving(); !slices.Equal(got, []*podState{low2}) {
 			t.Errorf("leaving once terminating %v, want low2 once", podNames(got))
 		}
+		if !low1.preemption || !low2.preemption {
+			t.Errorf("marked for forget: low1 %t, low2 %t; want both", low1.preemption, low2.preemption)
+		}
 		pr.forget(low2)
 		pr.forget(low1)
 		if len(pr.evicting) != 0 || len(pr.victims) != 0 {
@@ -275,9 +278,10 @@ func TestPreemptionsDecide(t *testing.T) {
 		b, _, _, _ := fullBudget(t)
 		core := newFakeCore()
 		pr := newPreemptions(core)
-		pr.evicted(waitingIn(core, b, "gated", 1))
-		if len(pr.evicting) != 0 {
-			t.Errorf("evicting %v, want none", pr.evicting)
+		gated := waitingIn(core, b, "gated", 1)
+		pr.evicted(gated)
+		if len(pr.evicting) != 0 || gated.preemption {
+			t.Errorf("evicting %v, marked %t; want none, false", pr.evicting, gated.preemption)
 		}
 	})
 }
@@ -332,6 +336,9 @@ func TestPreemptionsRefused(t *testing.T) {
 		pr := newPreemptions(newFakeCore())
 		if retry, since := pr.refused(high, at(5)); retry || !since.Equal(at(5)) {
 			t.Errorf("refused(high) = %t, %v; want false, now", retry, since)
+		}
+		if !high.preemption {
+			t.Error("a refused pod is not marked for forget")
 		}
 	})
 }
