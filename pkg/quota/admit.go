@@ -98,7 +98,7 @@ func (q *AdmissionQueue) evaluate(p *podState) {
 func (q *AdmissionQueue) waitsForCapacity(unit []*podState, budgets []*budget, add func(*budget) corev1.ResourceList) bool {
 	if w, over := q.capacityWait(budgets, add); over {
 		q.fail(unit, w)
-		q.preempt(unit, budgets, add, w)
+		q.preemptions.decide(unit, budgets, add, w)
 		return true
 	}
 	if inBorrowingFamily(budgets) {

@@ -11,7 +11,7 @@ import (
 // docs/budgets.md, "When a PodDisruptionBudget refuses"). A borrower with the built-in
 // edit role may create a PDB that allows no disruption over its borrowing pods; the
 // lender must not wait on it for ever when other victims would do. So a refused victim
-// is blocked: from then on it ranks after every victim that is not (victimUnits), and
+// is blocked: from then on it ranks after every victim that is not (compareVictims), and
 // the choice is made again at once without it. Only when no set of other victims makes
 // room does it stay the victim, and the controller keeps trying it, or deletes it
 // despite the PDB once the waiting pod's budget's blockedTimeout has passed since the
@@ -31,32 +31,37 @@ func (q *AdmissionQueue) EvictionBlocked(uid types.UID) (retry bool, since time.
 	if p == nil {
 		return false, time.Time{}
 	}
-	since, seen := q.blockedAt[p]
+	return q.preemptions.refused(p, q.opts.clock.Now())
+}
+
+// refused is EvictionBlocked for a pod the core knows, now.
+func (pr *preemptions) refused(p *podState, now time.Time) (retry bool, since time.Time) {
+	since, seen := pr.blockedAt[p]
 	if !seen {
-		since = q.opts.clock.Now()
-		q.blockedAt[p] = since
+		since = now
+		pr.blockedAt[p], p.preemption = since, true
 	}
-	rec, ok := q.victims[p]
-	if !ok || !q.stillVictim(p) {
+	rec, ok := pr.victims[p]
+	if !ok || !pr.stillVictim(p) {
 		return false, since
 	}
 	// Choose again without it: it is no longer on its way out, and ranks last. The
 	// victims of the same decision (its group, or others chosen with it) stay chosen:
-	// preempt counts them as leaving, and they are still needed or spared as ever.
-	delete(q.victims, p)
+	// decide counts them as leaving, and they are still needed or spared as ever.
+	delete(pr.victims, p)
 	if g := p.group; g != nil {
-		for v, r := range q.victims {
+		for v, r := range pr.victims {
 			if r == rec && v.group == g {
-				delete(q.victims, v) // a group goes whole, or not at all
+				delete(pr.victims, v) // a group goes whole, or not at all
 			}
 		}
 	}
-	q.preempt(rec.unit, rec.budgets, rec.add, rec.preemptor().wait)
-	if _, again := q.victims[p]; !again {
+	pr.decide(rec.unit, rec.budgets, rec.add, rec.preemptor().wait)
+	if _, again := pr.victims[p]; !again {
 		return false, since
 	}
 	// Still needed: the controller is at work on it already, so the decision is not
 	// handed out twice.
-	q.preemptions = slices.DeleteFunc(q.preemptions, func(d Preemption) bool { return d.Victim.UID == uid })
+	pr.decided = slices.DeleteFunc(pr.decided, func(d Preemption) bool { return d.Victim.UID == p.pod.UID })
 	return true, since
 }

@@ -41,9 +41,14 @@
 //     hard (lendingLimit): familyExcess, familyNeverFits, the claims of lenders'
 //     waiting pods and of what their ended pods freed (lend holds), lent, and fair
 //     sharing between borrowers (yieldsTo).
-//   - preemption (preempt.go, victims.go): which running pods must go so that a unit
-//     fits (reclaim of lent quota, or lower priority within a budget), chosen without
-//     moving anything: hide and show take charges out of the ledgers and put them back.
+//   - preemptions (preemptions.go, preempt.go, victims.go, victimorder.go,
+//     reclaimfloor.go, blocked.go): the victims chosen and for whom, the evictions
+//     accepted and not yet seen terminating, those a PodDisruptionBudget refused, and
+//     the decisions not yet handed out. decide chooses which running pods must go so
+//     that a unit fits (reclaim of lent quota, or lower priority within a budget)
+//     without moving anything: hide and show take charges out of the ledgers and put
+//     them back. victimCandidates filters what may go, compareVictims orders it (a
+//     pure comparator). It asks the rest of the core only what preemptionCore names.
 //   - groups (groups.go, groups_settle.go): the index of groups (join, leave), each
 //     group's gated members and what they would charge (sync), readiness, and one
 //     decision for the whole group.

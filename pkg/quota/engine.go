@@ -49,11 +49,8 @@ type AdmissionQueue struct {
 	recheck      []*budget               // budgets that woke pods for capacity, see wake
 	wakeBuf      []*entry                // wake's reused list of the pods it wakes for capacity
 	out          []Admission             // decided, not yet returned by Admit
-	victims      map[*podState]*victim   // pods chosen for preemption (preempt.go)
-	evicted      map[*podState]struct{}  // victims whose eviction was accepted (preempt.go)
-	blockedAt    map[*podState]time.Time // victims whose eviction a PDB refused, since (blocked.go)
+	preemptions  preemptions             // victims, evictions in flight, decisions (preemptions.go)
 	holding      map[*budget]struct{}    // budgets that hold freed quota for their own pods (hold.go)
-	preemptions  []Preemption            // decided, not yet returned by Preemptions
 	deciding     bool                    // inside Admit: decisions may be taken
 	immediate    map[types.UID]*podState // pods to admit without quota at the next Admit
 	statusDirty  map[BudgetKey]struct{}
@@ -82,9 +79,6 @@ func NewAdmissionQueue(opts ...Option) *AdmissionQueue {
 		groups:       groupIndex{},
 		held:         map[types.UID]*podState{},
 		immediate:    map[types.UID]*podState{},
-		victims:      map[*podState]*victim{},
-		evicted:      map[*podState]struct{}{},
-		blockedAt:    map[*podState]time.Time{},
 		holding:      map[*budget]struct{}{},
 		statusDirty:  map[BudgetKey]struct{}{},
 		seenStatuses: map[BudgetKey]struct{}{},
@@ -97,6 +91,7 @@ func NewAdmissionQueue(opts ...Option) *AdmissionQueue {
 		at:    func(p *podState) time.Time { return p.pod.ReleaseAt },
 		index: func(p *podState) *int { return &p.releaseIndex },
 	}
+	q.preemptions = newPreemptions(q)
 	q.lastFlush = o.clock.Now()
 	return q
 }

@@ -152,6 +152,12 @@ func firstSeenPins(p *podState) []BudgetKey {
 	return keysOf(p.cover)
 }
 
+// known reports whether p is the pod the core holds under its UID (preemptionCore).
+func (q *AdmissionQueue) known(p *podState) bool { return q.pods[p.pod.UID] == p }
+
+// terminating returns the charged pods within their grace period (preemptionCore).
+func (q *AdmissionQueue) terminating() []*podState { return q.releases.pods }
+
 // forget drops a pod that ended or was deleted.
 func (q *AdmissionQueue) forget(p *podState) {
 	if p.phase == phaseWaiting {
@@ -162,9 +168,9 @@ func (q *AdmissionQueue) forget(p *podState) {
 	q.backoff.remove(p)
 	q.releases.remove(p)
 	delete(q.immediate, p.pod.UID)
-	delete(q.victims, p)
-	delete(q.evicted, p)
-	delete(q.blockedAt, p)
+	if p.preemption {
+		q.preemptions.forget(p)
+	}
 	if b := p.wait.budget; b != nil {
 		delete(b.lendWaiters, p) // the family's records of what it waited for
 		delete(b.fairWaiters, p)

@@ -61,6 +61,10 @@ type podState struct {
 	retryAt   time.Time // end of its backoff (waiting), or when to retry an unresolved ungate
 	attempts  int
 	inFlight  bool // returned by Admit, Done not called yet
+	// preemption is set once the preemptions part keeps a record of it (a victim,
+	// evicted, or refused by a PDB): only then does forget ask the part to drop it, so
+	// that a pod's end enters the part only when preemption touched the pod.
+	preemption bool
 
 	backoffIndex int
 	releaseIndex int

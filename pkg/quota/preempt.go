@@ -24,18 +24,20 @@ import (
 //   - WithinBudget (opt-in, preemption.withinBudget: LowerPriority): the unit does not
 //     fit in such a budget; its admitted pods of lower priority are taken.
 //
-// Victims are chosen lowest priority first, then most recently admitted first, a group
-// as a whole; the choice stops at the first set that makes room, and then drops every
-// victim that is not needed (each victim left is needed: the set is minimal, though not
-// always the smallest possible). The core only decides: Preemptions hands the decisions
-// to the controller, which evicts through the Eviction API and asks PreemptionNeeded
-// before each try, so an eviction that a PodDisruptionBudget blocks is retried only
-// while the preemptor still waits; a refused eviction is reported (EvictionBlocked,
-// blocked.go), and other victims are chosen in its place when they make room. Pods already on their way out (terminating, or
-// chosen before and still needed) count as gone before anything new is chosen, so the
-// same room is never taken twice. The preemptor keeps waiting, with its claim on the
-// family (lenderClaims), until the victims end and release their charge; what they free
-// is then not lent back before it is admitted.
+// Victims are chosen in the order of victimorder.go (those a PodDisruptionBudget
+// refused last; before them, those admitted by borrowing first, then lowest priority
+// first, then most recently admitted first), a group as a whole; the choice stops at
+// the first set that makes room, and then drops every victim that is not needed (each
+// victim left is needed: the set is minimal, though not always the smallest possible).
+// The core only decides: Preemptions hands the decisions to the controller, which
+// evicts through the Eviction API and asks PreemptionNeeded before each try, so an
+// eviction that a PodDisruptionBudget blocks is retried only while the preemptor still
+// waits; a refused eviction is reported (EvictionBlocked, blocked.go), and other
+// victims are chosen in its place when they make room. Pods already on their way out
+// (terminating, or chosen before and still needed) count as gone before anything new is
+// chosen, so the same room is never taken twice. The preemptor keeps waiting, with its
+// claim on the family (lenderClaims), until the victims end and release their charge;
+// what they free is then not lent back before it is admitted.
 
 // PreemptionReason says why a pod is preempted.
 type PreemptionReason string
@@ -86,23 +88,21 @@ func (v *victim) add(b *budget) corev1.ResourceList { return v.adds[b] }
 func (q *AdmissionQueue) Preemptions() []Preemption {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	out := q.preemptions
-	q.preemptions = nil
-	return out
+	return q.preemptions.take()
 }
 
-// preempt decides whether admitted pods must go to make room for a unit that failed
+// decide decides whether admitted pods must go to make room for a unit that failed
 // with w; see the comment at the top of the file.
-func (q *AdmissionQueue) preempt(unit []*podState, budgets []*budget, add func(*budget) corev1.ResourceList, w waitInfo) {
+func (pr *preemptions) decide(unit []*podState, budgets []*budget, add func(*budget) corev1.ResourceList, w waitInfo) {
 	reason, lowerOnly, ok := preemptionKind(unit, budgets, add, w)
 	if !ok {
 		return
 	}
 	// What is on its way out counts as gone already.
-	going := q.leaving()
-	for p := range q.victims {
-		if !q.stillVictim(p) {
-			delete(q.victims, p)
+	going := pr.leaving()
+	for p := range pr.victims {
+		if !pr.stillVictim(p) {
+			delete(pr.victims, p)
 		} else {
 			going = append(going, p) // not terminating yet: stillVictim says so
 		}
@@ -112,23 +112,20 @@ func (q *AdmissionQueue) preempt(unit []*podState, budgets []*budget, add func(*
 	// What leaves is first for the pods that wait for it already: they count as
 	// admitted, while asking whether the unit fits (only then: a budget whose pods
 	// wait does not borrow because of them).
-	claims := q.preemptionClaims(unit, w)
-	fits := func() bool { return q.fitsAfter(claims, budgets, add, w) }
+	claims := pr.claims(unit, w)
+	fits := func() bool { return pr.fitsAfter(claims, budgets, add, w) }
 	if fits() {
 		return // it waits for pods already leaving
 	}
 	var floor reclaimFloor
 	var scarce []corev1.ResourceName
 	if reason == PreemptReclaim {
-		floor, scarce = q.newReclaimFloor(claims, budgets, add, w)
+		floor, scarce = pr.reclaimFloor(claims, budgets, add, w)
 	}
-	candidates := q.preemptionCandidates(reason, lowerOnly, unit, budgets, w)
 	var chosen [][]*podState
 	from := map[*podState]*budget{} // Reclaim: the member a victim unit borrows through
-	for _, c := range candidates {
-		if slices.ContainsFunc(c, func(p *podState) bool { return q.victims[p] != nil || !p.pod.ReleaseAt.IsZero() }) {
-			continue // counted as gone already
-		}
+	for _, cand := range pr.candidates(reason, lowerOnly, unit, budgets, w) {
+		c := cand.unit
 		if reason == PreemptReclaim {
 			if from[c[0]] = borrowsScarce(c[0], w.budget, scarce); from[c[0]] == nil {
 				continue // its budget is within its hard now: nothing of it is borrowed
@@ -167,8 +164,8 @@ func (q *AdmissionQueue) preempt(unit []*podState, budgets []*budget, add func(*
 	}
 	for _, c := range chosen {
 		for _, v := range c {
-			q.victims[v] = rec
-			q.preemptions = append(q.preemptions, preemption(reason, v, unit[0], w, budgets, from[c[0]]))
+			pr.victims[v], v.preemption = rec, true
+			pr.decided = append(pr.decided, preemption(reason, v, unit[0], w, budgets, from[c[0]]))
 		}
 	}
 }
@@ -177,30 +174,30 @@ func (q *AdmissionQueue) preempt(unit []*podState, budgets []*budget, add func(*
 // count as admitted while it asks (only then: a budget whose pods wait does not borrow
 // because of them). A unit that waits for lent quota fits only within its own hard:
 // after the pods ahead of it, it would borrow, and there is nothing to reclaim.
-func (q *AdmissionQueue) fitsAfter(claims []*podState, budgets []*budget, add func(*budget) corev1.ResourceList, w waitInfo) bool {
+func (pr *preemptions) fitsAfter(claims []*podState, budgets []*budget, add func(*budget) corev1.ResourceList, w waitInfo) bool {
 	claim(claims)
 	defer unclaim(claims)
 	if w.code == CodeNoLendable && borrowsUnder(w.budget, budgets, add) {
 		return false
 	}
-	_, over := q.capacityWait(budgets, add)
+	_, over := pr.core.capacityWait(budgets, add)
 	return !over
 }
 
-// preemptionClaims are the pods that wait for room already being made, other than
-// unit's: the units of live preemptions, and for a reclaim the family's pods ahead of
-// the unit in admission order that wait for lent quota within their own hard (each,
-// in turn, while it still fits there). Pods behind it claim nothing: what is taken
-// back goes to the first in order, as every admission does.
-func (q *AdmissionQueue) preemptionClaims(unit []*podState, w waitInfo) []*podState {
+// claims are the pods that wait for room already being made, other than unit's: the
+// units of live preemptions, and for a reclaim the family's pods ahead of the unit in
+// admission order that wait for lent quota within their own hard (each, in turn, while
+// it still fits there). Pods behind it claim nothing: what is taken back goes to the
+// first in order, as every admission does.
+func (pr *preemptions) claims(unit []*podState, w waitInfo) []*podState {
 	var out []*podState
 	seen := map[*podState]bool{}
 	for _, p := range unit {
 		seen[p] = true
 	}
-	for _, v := range q.victims {
+	for _, v := range pr.victims {
 		for _, p := range v.unit {
-			if !seen[p] && p.phase == phaseWaiting && q.pods[p.pod.UID] == p {
+			if !seen[p] && p.phase == phaseWaiting && pr.core.known(p) {
 				seen[p] = true
 				out = append(out, p)
 			}
@@ -215,7 +212,7 @@ func (q *AdmissionQueue) preemptionClaims(unit []*podState, w waitInfo) []*podSt
 				delete(f.lendWaiters, p) // no longer waits so (lenderClaims prunes the same way)
 				continue
 			}
-			if seen[p] || p.order.compare(&unit[0].order) >= 0 || p.inBackoff || q.stuck(p) {
+			if seen[p] || p.order.compare(&unit[0].order) >= 0 || p.inBackoff || pr.core.stuck(p) {
 				continue
 			}
 			if !borrowsUnder(f, p.cover, func(*budget) corev1.ResourceList { return p.pod.Usage }) {
@@ -290,9 +287,11 @@ func borrowsUnder(f *budget, budgets []*budget, add func(*budget) corev1.Resourc
 	return false
 }
 
-// preemptionCandidates returns what may be preempted for the unit, as units (a group's
-// running members together), in the order they are to be chosen.
-func (q *AdmissionQueue) preemptionCandidates(reason PreemptionReason, lowerOnly bool, unit []*podState, budgets []*budget, w waitInfo) [][]*podState {
+// candidates returns what may be preempted for the unit, as candidates (a group's
+// running members together), in the order they are to be chosen: the pods of the
+// siblings that borrow (Reclaim) or of the budget (WithinBudget), of lower priority
+// than the unit's lowest when lowerOnly, filtered and ordered by victimCandidates.
+func (pr *preemptions) candidates(reason PreemptionReason, lowerOnly bool, unit []*podState, budgets []*budget, w waitInfo) []victimCandidate {
 	prio := slices.MinFunc(unit, func(a, b *podState) int { return cmp.Compare(a.pod.Priority, b.pod.Priority) }).pod.Priority
 	var pods []*podState
 	take := func(from map[types.UID]*podState) {
@@ -311,7 +310,7 @@ func (q *AdmissionQueue) preemptionCandidates(reason PreemptionReason, lowerOnly
 	} else {
 		take(w.budget.charged)
 	}
-	return q.victimUnits(pods, unit)
+	return pr.victimCandidates(pods, unit)
 }
 
 func preemption(reason PreemptionReason, v, by *podState, w waitInfo, budgets []*budget, from *budget) Preemption {

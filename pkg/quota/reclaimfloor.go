@@ -23,11 +23,11 @@ import (
 // reclaimFloor is what each sibling keeps through one reclaim: floor[s][r].
 type reclaimFloor map[*budget]corev1.ResourceList
 
-// newReclaimFloor takes the floor for a unit that waits with w on the family of
+// reclaimFloor takes the floor for a unit that waits with w on the family of
 // w.budget, adding add(b) to each of budgets, with claims served first; the charges on
 // their way out must be hidden already. scarce is the resources the unit does not fit
 // for alone, in name order.
-func (q *AdmissionQueue) newReclaimFloor(claims []*podState, budgets []*budget, add func(*budget) corev1.ResourceList, w waitInfo) (floor reclaimFloor, scarce []corev1.ResourceName) {
+func (pr *preemptions) reclaimFloor(claims []*podState, budgets []*budget, add func(*budget) corev1.ResourceList, w waitInfo) (floor reclaimFloor, scarce []corev1.ResourceName) {
 	f := w.budget
 	names := map[corev1.ResourceName]bool{}
 	for _, c := range budgets {
@@ -47,7 +47,7 @@ func (q *AdmissionQueue) newReclaimFloor(claims []*podState, budgets []*budget, 
 			}
 			return corev1.ResourceList{}
 		}
-		if !q.fitsAfter(claims, budgets, only, w) {
+		if !pr.fitsAfter(claims, budgets, only, w) {
 			scarce = append(scarce, r)
 		}
 	}

@@ -1,84 +1,77 @@
 package quota
 
 import (
-	"cmp"
 	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// Preemption victims (preempt.go): which running pods may go, in which order, asking
-// whether a unit would fit without them, and whether a victim is still needed.
+// Preemption victims (preempt.go): which running pods may go (victimorder.go orders
+// them), hiding their charges to ask whether a unit would fit without them, and the
+// core's calls about a victim: is it still needed, was it evicted.
 
-// victimUnits groups running pods into what is evicted together (a group's running
-// members, all of them, when each of them may be preempted), leaving out the pods not
-// known to run and any unit with a member of the preemptor's own unit, in the order
-// they are taken: units whose eviction a PodDisruptionBudget refused last, and before
-// them units admitted by borrowing (quotagate.io/borrowing) first, then lowest
-// priority first, then most recently admitted first.
-func (q *AdmissionQueue) victimUnits(pods []*podState, preemptor []*podState) [][]*podState {
-	var out [][]*podState
-	seen := map[*group]bool{}
-	candidate := map[*podState]bool{}
-	for _, p := range pods {
-		candidate[p] = true
-	}
-	for _, p := range pods {
-		if _, gone := q.evicted[p]; gone || !p.running() {
+// victimCandidates groups running pods into what is evicted together (a group's
+// running members, all of them, when each of them is among pods), in the order they
+// are to be chosen (compareVictims, victimorder.go). It leaves out what may not be
+// preempted: a pod not known to run (waiting, or its ungate in flight or unresolved),
+// one that counts as gone already (goneAlready), and any unit with a member of the
+// preemptor's own unit.
+func (pr *preemptions) victimCandidates(pods []*podState, preemptor []*podState) []victimCandidate {
+	out := make([]victimCandidate, 0, len(pods))
+	var seen map[*group]bool
+	var among map[*podState]bool // pods as a set, made for the first group
+	for i, p := range pods {
+		if !p.running() || pr.goneAlready(p) {
 			continue
 		}
-		u := []*podState{p}
+		u := pods[i : i+1 : i+1]
 		if g := p.group; g != nil {
+			if among == nil {
+				seen, among = map[*group]bool{}, make(map[*podState]bool, len(pods))
+				for _, c := range pods {
+					among[c] = true
+				}
+			}
 			if seen[g] {
 				continue
 			}
 			seen[g] = true
-			u = u[:0]
-			for _, m := range g.members {
-				if m.running() {
-					u = append(u, m)
-				}
-			}
-			if slices.ContainsFunc(u, func(m *podState) bool { _, gone := q.evicted[m]; return gone || !candidate[m] }) {
+			if u = pr.groupUnit(g, among); u == nil {
 				continue // a member may not be preempted: none is
 			}
-			slices.SortFunc(u, compareUIDs)
 		}
 		if slices.ContainsFunc(u, func(m *podState) bool { return slices.Contains(preemptor, m) }) {
 			continue
 		}
-		out = append(out, u)
+		out = append(out, newVictimCandidate(u, pr.blockedAt))
 	}
-	// A unit ranks by its most valuable member: the highest priority, the earliest
-	// admitted; it borrows when any member was admitted by borrowing.
-	type rank struct {
-		blocked      int // a PodDisruptionBudget refused its eviction: last (blocked.go)
-		notBorrowing int
-		prio         int32
-		at           time.Time
-	}
-	key := func(u []*podState) rank {
-		r := rank{notBorrowing: 1, prio: u[0].pod.Priority, at: u[0].admittedTime()}
-		for _, m := range u {
-			r.prio = max(r.prio, m.pod.Priority)
-			if t := m.admittedTime(); t.Before(r.at) {
-				r.at = t
-			}
-			if len(m.borrowing) > 0 {
-				r.notBorrowing = 0
-			}
-			if _, ok := q.blockedAt[m]; ok {
-				r.blocked = 1
-			}
-		}
-		return r
-	}
-	slices.SortStableFunc(out, func(a, b []*podState) int {
-		ka, kb := key(a), key(b)
-		return cmp.Or(cmp.Compare(ka.blocked, kb.blocked), cmp.Compare(ka.notBorrowing, kb.notBorrowing), cmp.Compare(ka.prio, kb.prio), kb.at.Compare(ka.at), compareUIDs(a[0], b[0]))
-	})
+	slices.SortStableFunc(out, compareVictims)
 	return out
+}
+
+// goneAlready reports whether a pod counts as gone already: its eviction was accepted,
+// it was chosen as a victim, or it is terminating.
+func (pr *preemptions) goneAlready(p *podState) bool {
+	_, evicted := pr.evicting[p]
+	return evicted || pr.victims[p] != nil || !p.pod.ReleaseAt.IsZero()
+}
+
+// groupUnit returns g's running members in UID order, or nil when one of them may not
+// be preempted: not among the candidates, or gone already.
+func (pr *preemptions) groupUnit(g *group, among map[*podState]bool) []*podState {
+	var u []*podState
+	for _, m := range g.members {
+		if !m.running() {
+			continue
+		}
+		if !among[m] || pr.goneAlready(m) {
+			return nil
+		}
+		u = append(u, m)
+	}
+	slices.SortFunc(u, compareUIDs)
+	return u
 }
 
 // running reports whether the pod is known to be ungated: seen so, or its ungate
@@ -127,53 +120,12 @@ func (q *AdmissionQueue) PreemptionNeeded(uid types.UID) bool {
 	if p == nil {
 		return false
 	}
-	rec, ok := q.victims[p]
-	if !ok {
-		return false
+	needed, wake := q.preemptions.needed(p)
+	// The pods that counted it as leaving look again (they may need it now).
+	if wake != nil && q.alive(wake) {
+		q.wake(wake)
 	}
-	if !q.stillVictim(p) || !q.stillNeeded(p) {
-		delete(q.victims, p)
-		// The pods that counted it as leaving look again (they may need it now).
-		if b := rec.preemptor().wait.budget; b != nil && q.alive(b) {
-			q.wake(b)
-		}
-		return false
-	}
-	return true
-}
-
-// stillNeeded reports whether a victim's preemptor would fit with it gone, and not
-// without it, every other pod on its way out counted as gone (the members of its own
-// group go with it).
-func (q *AdmissionQueue) stillNeeded(p *podState) bool {
-	rec := q.victims[p]
-	going := q.leaving()
-	var mine []*podState
-	for v, r := range q.victims {
-		switch {
-		case v == p || (p.group != nil && v.group == p.group && r == rec):
-			mine = append(mine, v)
-		case q.stillVictim(v): // not terminating yet (those are in leaving)
-			going = append(going, v)
-		}
-	}
-	hide(going)
-	defer show(going)
-	w := rec.preemptor().wait
-	claims := q.preemptionClaims(rec.unit, w)
-	fits := func() bool { return q.fitsAfter(claims, rec.budgets, rec.add, w) }
-	if fits() {
-		return false // the others make room enough
-	}
-	var floor reclaimFloor
-	if rec.reason == PreemptReclaim {
-		floor, _ = q.newReclaimFloor(claims, rec.budgets, rec.add, w)
-	}
-	hide(mine)
-	defer show(mine)
-	// Its sibling may have ended pods since it was chosen: it goes only while the
-	// siblings keep their hard without it (reclaimfloor.go).
-	return fits() && floor.holds()
+	return needed
 }
 
 // Evicted records that a victim's eviction was accepted: it counts as leaving from now
@@ -182,38 +134,7 @@ func (q *AdmissionQueue) stillNeeded(p *podState) bool {
 func (q *AdmissionQueue) Evicted(uid types.UID) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if p := q.pods[uid]; p != nil && p.phase != phaseWaiting {
-		delete(q.victims, p)
-		q.evicted[p] = struct{}{}
+	if p := q.pods[uid]; p != nil {
+		q.preemptions.evicted(p)
 	}
-}
-
-// leaving is every charged pod on its way out that still counts: terminating (within
-// its grace period) or evicted and not yet seen terminating.
-func (q *AdmissionQueue) leaving() []*podState {
-	going := slices.Clone(q.releases.pods)
-	for p := range q.evicted {
-		if p.pod.ReleaseAt.IsZero() {
-			going = append(going, p)
-		}
-	}
-	return going
-}
-
-func (q *AdmissionQueue) stillVictim(p *podState) bool {
-	v, ok := q.victims[p]
-	if !ok || !p.running() || !p.pod.ReleaseAt.IsZero() {
-		return false
-	}
-	if _, gone := q.evicted[p]; gone {
-		return false
-	}
-	w := v.preemptor()
-	if q.pods[w.pod.UID] != w || w.phase != phaseWaiting {
-		return false
-	}
-	// It still waits for what preemption answers: for a reclaim, room within its own
-	// hard (pods of its budget admitted since may have taken that).
-	_, _, ok = preemptionKind(v.unit, v.budgets, v.add, w.wait)
-	return ok
 }

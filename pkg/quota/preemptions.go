@@ -1,0 +1,168 @@
+package quota
+
+import (
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// The preemption part (preempt.go says what it decides): it owns which pods are chosen
+// as victims and for whom, which evictions were accepted and not yet seen terminating,
+// which a PodDisruptionBudget refused, and the decisions not yet handed out. It reads
+// and changes the ledgers only through the budgets it is handed, and hides and shows
+// charges only while it decides, so every ledger is as before once a call returns.
+// AdmissionQueue holds it (the field preemptions) under its lock, and asks it:
+//
+//   - decide, when a unit does not fit (admit.go);
+//   - take, for Preemptions; needed, for PreemptionNeeded; evicted, for Evicted;
+//     refused, for EvictionBlocked (blocked.go);
+//   - forget, when a pod ends or is deleted.
+//
+// What it needs of the rest of the core is preemptionCore.
+
+// preemptionCore is what the preemption part asks of the core that holds it.
+type preemptionCore interface {
+	// capacityWait says why a unit that adds add(b) to each budget b of budgets does
+	// not fit as the ledgers are now (over is false when it fits; admit.go).
+	capacityWait(budgets []*budget, add func(*budget) corev1.ResourceList) (w waitInfo, over bool)
+	// stuck reports whether a waiting pod may not be admitted now whatever is freed: a
+	// covering budget does not admit, or a StrictFIFO head of another unit is ahead.
+	stuck(p *podState) bool
+	// known reports whether p is the pod the core holds under its UID (not one that
+	// ended or was deleted, nor an older record of it).
+	known(p *podState) bool
+	// terminating returns the charged pods within their grace period; the caller does
+	// not change the slice.
+	terminating() []*podState
+}
+
+var _ preemptionCore = (*AdmissionQueue)(nil)
+
+// preemptions is the preemption part's state.
+type preemptions struct {
+	core preemptionCore
+
+	victims   map[*podState]*victim   // pods chosen for preemption, while still needed
+	evicting  map[*podState]struct{}  // evicted (the eviction accepted), not yet seen terminating
+	blockedAt map[*podState]time.Time // pods whose eviction a PDB refused, since (blocked.go)
+	decided   []Preemption            // not yet returned by take
+}
+
+func newPreemptions(core preemptionCore) preemptions {
+	return preemptions{
+		core:      core,
+		victims:   map[*podState]*victim{},
+		evicting:  map[*podState]struct{}{},
+		blockedAt: map[*podState]time.Time{},
+	}
+}
+
+// take returns the decisions taken since the last call, in the order they were taken.
+func (pr *preemptions) take() []Preemption {
+	out := pr.decided
+	pr.decided = nil
+	return out
+}
+
+// forget drops what the part knows of a pod that ended or was deleted; the core asks
+// only for a pod marked preemption. A victim record whose preemptor it is stays until
+// asked for (stillVictim then says no).
+func (pr *preemptions) forget(p *podState) {
+	delete(pr.victims, p)
+	delete(pr.evicting, p)
+	delete(pr.blockedAt, p)
+}
+
+// evicted records that a pod's eviction was accepted: it counts as leaving from now on,
+// before its terminating view arrives, so that no room is taken from anyone twice, and
+// it is no longer a victim. A waiting pod was not evicted: nothing changes.
+func (pr *preemptions) evicted(p *podState) {
+	if p.phase == phaseWaiting {
+		return
+	}
+	delete(pr.victims, p)
+	pr.evicting[p], p.preemption = struct{}{}, true
+}
+
+// needed reports whether a victim is still to be evicted (PreemptionNeeded). When it
+// no longer is, it stops being a victim, and wake is the budget whose pods counted it
+// as leaving, to look again (nil for none; the caller wakes it if it still exists).
+func (pr *preemptions) needed(p *podState) (ok bool, wake *budget) {
+	rec, chosen := pr.victims[p]
+	if !chosen {
+		return false, nil
+	}
+	if !pr.stillVictim(p) || !pr.stillNeeded(p) {
+		delete(pr.victims, p)
+		return false, rec.preemptor().wait.budget
+	}
+	return true, nil
+}
+
+// leaving is every charged pod on its way out that still counts: terminating (within
+// its grace period) or evicted and not yet seen terminating.
+func (pr *preemptions) leaving() []*podState {
+	going := slices.Clone(pr.core.terminating())
+	for p := range pr.evicting {
+		if p.pod.ReleaseAt.IsZero() {
+			going = append(going, p)
+		}
+	}
+	return going
+}
+
+// stillVictim reports whether a victim may still be evicted as chosen: it runs, is not
+// on its way out, and the unit it makes room for still waits for what preemption
+// answers.
+func (pr *preemptions) stillVictim(p *podState) bool {
+	v, ok := pr.victims[p]
+	if !ok || !p.running() || !p.pod.ReleaseAt.IsZero() {
+		return false
+	}
+	if _, gone := pr.evicting[p]; gone {
+		return false
+	}
+	w := v.preemptor()
+	if !pr.core.known(w) || w.phase != phaseWaiting {
+		return false
+	}
+	// It still waits for what preemption answers: for a reclaim, room within its own
+	// hard (pods of its budget admitted since may have taken that).
+	_, _, ok = preemptionKind(v.unit, v.budgets, v.add, w.wait)
+	return ok
+}
+
+// stillNeeded reports whether a victim's preemptor would fit with it gone, and not
+// without it, every other pod on its way out counted as gone (the members of its own
+// group go with it).
+func (pr *preemptions) stillNeeded(p *podState) bool {
+	rec := pr.victims[p]
+	going := pr.leaving()
+	var mine []*podState
+	for v, r := range pr.victims {
+		switch {
+		case v == p || (p.group != nil && v.group == p.group && r == rec):
+			mine = append(mine, v)
+		case pr.stillVictim(v): // not terminating yet (those are in leaving)
+			going = append(going, v)
+		}
+	}
+	hide(going)
+	defer show(going)
+	w := rec.preemptor().wait
+	claims := pr.claims(rec.unit, w)
+	fits := func() bool { return pr.fitsAfter(claims, rec.budgets, rec.add, w) }
+	if fits() {
+		return false // the others make room enough
+	}
+	var floor reclaimFloor
+	if rec.reason == PreemptReclaim {
+		floor, _ = pr.reclaimFloor(claims, rec.budgets, rec.add, w)
+	}
+	hide(mine)
+	defer show(mine)
+	// Its sibling may have ended pods since it was chosen: it goes only while the
+	// siblings keep their hard without it (reclaimfloor.go).
+	return fits() && floor.holds()
+}
