@@ -113,9 +113,17 @@ func (w *world) checkPreemptions() error {
 // keeps its hard of every resource it may borrow, or, where WithinBudget victims of its
 // own take it below, all that they leave. (Pods are whole: the core skips a victim that
 // frees part of its hard, docs/budgets.md, "Taking lent quota back".)
+//
+// Only the accepted evictions the core was told of count as gone: one applied unheard
+// and not retried (evictUnheard) is leaving, but the core, never told, counts it running
+// until the pod goes; it may choose it again as a victim (counted once, below) or spare
+// it and choose another, as it would if the pod stayed.
 func (w *world) notBelowHard(from BudgetKey, used map[BudgetKey]corev1.ResourceList) error {
 	left := used[from].DeepCopy()
 	for _, uid := range w.accepted {
+		if slices.Contains(w.untold, uid) {
+			continue
+		}
 		if p := w.pods[uid]; p != nil && slices.Contains(w.charged(p), from) {
 			subtractFrom(left, p.usage)
 		}
@@ -182,7 +190,7 @@ func (w *world) evict(all bool) {
 			w.deletePod(p)
 		}
 	}
-	w.accepted = w.accepted[:0]
+	w.accepted, w.untold = w.accepted[:0], w.untold[:0]
 	w.evictUnheard()
 	var keep []types.UID
 	queued := len(w.evicting)
@@ -235,12 +243,17 @@ func (w *world) evictUnheard() {
 			w.deletePod(p)
 			p = nil
 		}
-		if p == nil || w.q.PreemptionNeeded(uid) {
+		told := p == nil || w.q.PreemptionNeeded(uid)
+		if told {
 			w.logf("evict %s again: gone or terminating, reported evicted", uid)
 			w.q.Evicted(uid)
 		}
 		if p != nil {
 			w.accepted = append(w.accepted, uid)
+		}
+		if !told {
+			w.logf("evict %s: no longer needed, not retried; terminating, the core not told", p.obj.Name)
+			w.untold = append(w.untold, uid)
 		}
 	}
 	w.unheard = w.unheard[:0]

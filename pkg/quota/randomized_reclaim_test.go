@@ -36,7 +36,7 @@ func TestRandomizedReclaim(t *testing.T) {
 			continue
 		}
 		if err := runReclaimWorld(seed, 120); err != nil {
-			t.Fatalf("seed %d (rerun with -args -quota.seed=%d): %v", seed, seed, err)
+			t.Fatalf("seed %d (rerun with -args -quota.seed=%d -quota.seeds=%d): %v", seed, seed, seed+1, err)
 		}
 	}
 }

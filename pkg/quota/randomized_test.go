@@ -151,6 +151,7 @@ type world struct {
 	evicting   []types.UID        // preemption victims to evict (randomized_preempt_test.go)
 	accepted   []types.UID        // evicted, still terminating
 	unheard    []types.UID        // evicted with the answer lost: going, the core not told
+	untold     []types.UID        // of accepted: applied unheard, not retried; the core not told
 	reclaims   map[types.UID]bool // victims decided by reclaim (not WithinBudget)
 	failed     error              // a check that failed outside admitAndCheck (evict)
 }
