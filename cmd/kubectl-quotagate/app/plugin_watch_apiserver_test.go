@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/internal/testbed"
 )
 
 // testWatch runs queue -w and budgets -w as the tenant while the admin raises team-a's
@@ -71,29 +71,11 @@ func testWatch(t *testing.T, admin client.Client, asTenant func(...string) []str
 	})
 }
 
-// lockedBuffer is a buffer that a running command writes while the test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // startReal starts the plugin with args, as runReal runs it, until stop is called;
 // stop returns what the command returned.
-func startReal(t *testing.T, args ...string) (out *lockedBuffer, stop func() error) {
+func startReal(t *testing.T, args ...string) (out *testbed.Output, stop func() error) {
 	t.Helper()
-	out = &lockedBuffer{}
+	out = &testbed.Output{}
 	ctx, cancel := context.WithCancel(t.Context())
 	cmd := NewCommand(streamsTo(out, io.Discard))
 	cmd.SetArgs(args)
@@ -107,7 +89,7 @@ func startReal(t *testing.T, args ...string) (out *lockedBuffer, stop func() err
 }
 
 // waitOutput waits until out matches the regular expression re.
-func waitOutput(t *testing.T, out *lockedBuffer, re string) {
+func waitOutput(t *testing.T, out *testbed.Output, re string) {
 	t.Helper()
 	r := regexp.MustCompile(re)
 	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, pollTimeout, true, func(context.Context) (bool, error) {
