@@ -2,14 +2,14 @@ package ui
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"strconv"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
 
 	visv1 "github.com/quotagate/quotagate/api/visibility/v1alpha1"
+	"github.com/quotagate/quotagate/pkg/quota"
+	"github.com/quotagate/quotagate/pkg/visibility"
 )
 
 // queuePage reads one page of a budget's queue, in admission order, from the
@@ -20,24 +20,13 @@ type queuePage func(ctx context.Context, kind, ns, name string, offset, limit in
 
 // visibilityPages reads pages with rc, a REST client of the user's rest config.
 func visibilityPages(rc rest.Interface) queuePage {
+	c := visibility.NewClient(rc)
 	return func(ctx context.Context, kind, ns, name string, offset, limit int) (*visv1.PendingPodList, error) {
-		path := "/apis/" + visv1.GroupName + "/v1alpha1/namespaces/" + ns + "/" + visv1.ResourceBudgets + "/" + name + "/" + visv1.SubresourcePendingPods
+		key := quota.BudgetKey{Namespace: ns, Name: name}
 		if kind == "ClusterBudget" {
-			path = "/apis/" + visv1.GroupName + "/v1alpha1/" + visv1.ResourceClusterBudgets + "/" + name + "/" + visv1.SubresourcePendingPods
+			key = quota.BudgetKey{Name: name}
 		}
-		res := rc.Get().AbsPath(path).Param("limit", strconv.Itoa(limit)).Param("offset", strconv.Itoa(offset)).Do(ctx)
-		if err := res.Error(); err != nil {
-			return nil, err
-		}
-		body, err := res.Raw()
-		if err != nil {
-			return nil, err
-		}
-		var page visv1.PendingPodList
-		if err := json.Unmarshal(body, &page); err != nil {
-			return nil, fmt.Errorf("reading %s: %w", path, err)
-		}
-		return &page, nil
+		return c.PendingPods(ctx, key, offset, limit)
 	}
 }
 

@@ -17,22 +17,13 @@ import (
 	"github.com/quotagate/quotagate/pkg/quota"
 )
 
-// Queues pages a budget's gated pods and finds one gated pod's places;
-// *quota.AdmissionQueue is one.
-type Queues interface {
-	Page(key quota.BudgetKey, offset, limit int) (quota.BudgetPage, bool)
-	PodWaitByName(namespace, name string) (quota.PodWait, bool)
-}
-
-var _ Queues = (*quota.AdmissionQueue)(nil)
-
 // GroupVersionPath is the path prefix of the API.
 const GroupVersionPath = "/apis/" + visv1.GroupName + "/v1alpha1"
 
 // pendingPods serves the pendingpods subresources of q. It expects the request to be
 // authenticated and authorized already (the generic API server's filters do both).
 type pendingPods struct {
-	queues Queues
+	queues quota.Reader
 	clock  clock.PassiveClock
 }
 
@@ -104,7 +95,7 @@ func (h pendingPods) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, notFound(req.budget))
 		return
 	}
-	writeJSON(w, http.StatusOK, toList(page, req.offset, h.clock.Now()))
+	writeJSON(w, http.StatusOK, NewPendingPodList(page, req.offset, h.clock.Now()))
 }
 
 // notFound is the answer for a budget the core does not hold: it does not exist, or
@@ -116,8 +107,11 @@ func notFound(key quota.BudgetKey) error {
 	return apierrors.NewNotFound(schema.GroupResource{Group: "quotagate.io", Resource: visv1.ResourceBudgets}, key.Namespace+"/"+key.Name)
 }
 
-// toList converts a page of the core to the API's type.
-func toList(page quota.BudgetPage, offset int, now time.Time) *visv1.PendingPodList {
+// NewPendingPodList is a page of the core as the API answers it at now: offset is the
+// position the page was asked from (a page of a whole queue, as the plugin builds from
+// the manager's snapshot, has offset 0 and Total len(page.Pods)). It is the one place
+// the core's queue becomes the API's type, so every reader prints alike.
+func NewPendingPodList(page quota.BudgetPage, offset int, now time.Time) *visv1.PendingPodList {
 	kind := "Budget"
 	if page.Budget.IsCluster() {
 		kind = "ClusterBudget"

@@ -20,8 +20,11 @@ import (
 )
 
 // fakeQueues holds n pods per budget, position k named pod-k, and pages them as the
-// core; waits are the gated pods PodWaitByName finds, by namespace/name.
+// core; waits are the gated pods PodWaitByName finds, by namespace/name. The visibility
+// API reads only those two of the read side: the embedded nil Reader panics if it
+// asks anything else.
 type fakeQueues struct {
+	quota.Reader
 	n       map[quota.BudgetKey]int
 	created time.Time
 	waits   map[string]quota.PodWait

@@ -19,7 +19,7 @@ import (
 // PendingPodStatus (/namespaces/NS/pendingpods/NAME) and the pendingpods subresources
 // of budgets. It neither authenticates nor authorizes: New serves it behind delegated
 // authentication and authorization, and only on the leader; tests serve it bare.
-func NewHandler(queues Queues, clk clock.PassiveClock) http.Handler {
+func NewHandler(queues quota.Reader, clk clock.PassiveClock) http.Handler {
 	pods := pendingPods{queues: queues, clock: clk}
 	status := podStatus{queues: queues, clock: clk}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -48,7 +48,7 @@ func podStatusPath(path string) (namespace, name string, ok bool) {
 // request to be authenticated and authorized already (get on pendingpods in the pod's
 // namespace).
 type podStatus struct {
-	queues Queues
+	queues quota.Reader
 	clock  clock.PassiveClock
 }
 

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	visv1 "github.com/quotagate/quotagate/api/visibility/v1alpha1"
+	"github.com/quotagate/quotagate/pkg/quota"
 )
 
 // Options configure the visibility server.
@@ -58,7 +59,7 @@ type Leadership interface {
 // other requests to standby (nil answers 503). The server is built when it starts: with
 // certManager.enabled=false the manager's own rotator writes the certificate, so at
 // process start the mounted Secret may still be empty.
-func New(o Options, queues Queues, lead Leadership, standby http.Handler) (*Server, error) {
+func New(o Options, queues quota.Reader, lead Leadership, standby http.Handler) (*Server, error) {
 	if o.Port <= 0 || o.Port > 65535 {
 		return nil, fmt.Errorf("the visibility server's port %d is not in 1-65535", o.Port)
 	}

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -14,15 +13,11 @@ import (
 
 	visv1 "github.com/quotagate/quotagate/api/visibility/v1alpha1"
 	"github.com/quotagate/quotagate/pkg/quota"
+	"github.com/quotagate/quotagate/pkg/visibility"
 )
 
 // podStatusSource reads where one gated pod waits.
 type podStatusSource func(ctx context.Context, namespace, name string) (*visv1.PendingPodStatus, error)
-
-// podStatusPath is the visibility API's path for one pod's PendingPodStatus.
-func podStatusPath(namespace, name string) string {
-	return "/apis/" + visv1.GroupName + "/v1alpha1/namespaces/" + namespace + "/" + visv1.ResourcePendingPods + "/" + name
-}
 
 // podStatusFromFlags returns env.podStatus for the plugin: the visibility API read with
 // the kubeconfig's credentials, or nil (why reads the snapshot) with --manager-url.
@@ -42,24 +37,7 @@ func podStatusFromFlags(flags *genericclioptions.ConfigFlags, mf *ManagerFlags) 
 // visibilityPodStatus reads a pod's PendingPodStatus from visibility.quotagate.io through
 // the API server, with the user's own credentials.
 func visibilityPodStatus(rc rest.Interface) podStatusSource {
-	return func(ctx context.Context, namespace, name string) (*visv1.PendingPodStatus, error) {
-		path := podStatusPath(namespace, name)
-		// Result.Error, unlike DoRaw, decodes the server's Status: its message, and
-		// the details that tell the manager's 404 from a missing API.
-		res := rc.Get().AbsPath(path).Do(ctx)
-		if err := res.Error(); err != nil {
-			return nil, err
-		}
-		body, err := res.Raw()
-		if err != nil {
-			return nil, err
-		}
-		var st visv1.PendingPodStatus
-		if err := json.Unmarshal(body, &st); err != nil {
-			return nil, fmt.Errorf("reading %s: %w", path, err)
-		}
-		return &st, nil
-	}
+	return visibility.NewClient(rc).PodStatus
 }
 
 // errNotHeld is a podStatusSource's answer for a pod the manager holds no gated pod by
@@ -89,7 +67,7 @@ func readPodStatus(ctx context.Context, read podStatusSource, pod *corev1.Pod) (
 	case apierrors.IsServiceUnavailable(err):
 		return nil, fmt.Errorf("the visibility API is unavailable (kubectl get apiservice v1alpha1.%s shows why): %w", visv1.GroupName, err)
 	}
-	return nil, fmt.Errorf("reading %s: %w", podStatusPath(pod.Namespace, pod.Name), err)
+	return nil, fmt.Errorf("reading %s: %w", visibility.PodStatusPath(pod.Namespace, pod.Name), err)
 }
 
 // placesOf converts the API's places to why's, ordered by budget as the snapshot path

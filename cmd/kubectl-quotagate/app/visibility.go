@@ -2,9 +2,7 @@ package app
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"strconv"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,39 +18,20 @@ import (
 // API answers it: one PendingPodList with every page's pods.
 type queueSource func(ctx context.Context, key quota.BudgetKey) (*visv1.PendingPodList, error)
 
-// pendingPodsPath is the visibility API's path for key's queue.
-func pendingPodsPath(key quota.BudgetKey) string {
-	if key.IsCluster() {
-		return "/apis/" + visv1.GroupName + "/v1alpha1/clusterbudgets/" + key.Name + "/pendingpods"
-	}
-	return "/apis/" + visv1.GroupName + "/v1alpha1/namespaces/" + key.Namespace + "/budgets/" + key.Name + "/pendingpods"
-}
-
 // visibilityQueues reads queues from visibility.quotagate.io through the API server,
 // with the user's own credentials, a page of visv1.DefaultLimit pods at a time, and
 // joins the pages into one list (offset 0, total as the last page says).
 func visibilityQueues(rc rest.Interface) queueSource {
+	c := visibility.NewClient(rc)
 	return func(ctx context.Context, key quota.BudgetKey) (*visv1.PendingPodList, error) {
-		path := pendingPodsPath(key)
 		var all *visv1.PendingPodList
 		for offset := 0; ; {
-			res := rc.Get().AbsPath(path).
-				Param("limit", strconv.Itoa(visv1.DefaultLimit)).Param("offset", strconv.Itoa(offset)).
-				Do(ctx)
-			// Error, unlike DoRaw, keeps the message of the Status the API answers.
-			if err := res.Error(); err != nil {
-				return nil, explainVisibilityError(key, path, err)
-			}
-			body, err := res.Raw()
+			page, err := c.PendingPods(ctx, key, offset, visv1.DefaultLimit)
 			if err != nil {
-				return nil, explainVisibilityError(key, path, err)
-			}
-			var page visv1.PendingPodList
-			if err := json.Unmarshal(body, &page); err != nil {
-				return nil, fmt.Errorf("reading %s: %w", path, err)
+				return nil, explainVisibilityError(key, visibility.PendingPodsPath(key), err)
 			}
 			if all == nil {
-				all = &page
+				all = page
 				if all.Items == nil {
 					all.Items = []visv1.PendingPod{}
 				}
@@ -72,23 +51,8 @@ func visibilityQueues(rc rest.Interface) queueSource {
 // pendingPodList is a budget's queue from the manager's snapshot as the visibility
 // API would answer it at now, so that both sources print alike.
 func pendingPodList(bq quota.BudgetQueue, now time.Time) *visv1.PendingPodList {
-	kind := "Budget"
-	if bq.Budget.IsCluster() {
-		kind = "ClusterBudget"
-	}
-	list := &visv1.PendingPodList{
-		TypeMeta:   metav1.TypeMeta{APIVersion: visv1.GroupVersion.String(), Kind: visv1.KindPendingPodList},
-		ObjectMeta: metav1.ObjectMeta{Namespace: bq.Budget.Namespace, Name: bq.Budget.Name},
-		BudgetKind: kind,
-		State:      string(bq.State),
-		Strategy:   string(bq.Strategy),
-		Total:      int64(len(bq.Pods)),
-		Items:      make([]visv1.PendingPod, 0, len(bq.Pods)),
-	}
-	for _, p := range bq.Pods {
-		list.Items = append(list.Items, visibility.PendingPodOf(p, now))
-	}
-	return list
+	whole := quota.BudgetPage{Budget: bq.Budget, State: bq.State, Strategy: bq.Strategy, Total: len(bq.Pods), Pods: bq.Pods}
+	return visibility.NewPendingPodList(whole, 0, now)
 }
 
 // budgetKeyOf is the budget a PendingPodList names.

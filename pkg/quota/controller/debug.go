@@ -25,7 +25,7 @@ func (c *Controller) DebugHandlers() map[string]http.Handler {
 }
 
 // QueuesHandler serves q's snapshot as JSON.
-func QueuesHandler(q *quota.AdmissionQueue) http.Handler {
+func QueuesHandler(q quota.Reader) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet {
 			http.Error(w, "only GET is served", http.StatusMethodNotAllowed)
