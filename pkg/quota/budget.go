@@ -275,7 +275,7 @@ type budget struct {
 	// to the family must then look at its pods again, even when nobody borrows.
 	familyParks bool
 	ancestors   []*budget // parent first; stops before repeating in a cycle
-	problem     *problem  // why this budget itself cannot admit (nil when fine)
+	problem     *Problem  // why this budget itself cannot admit (nil when fine)
 	admitting   bool      // open, fine, and every ancestor admitting
 	closedBy    *budget   // the ancestor that stops it, when its own spec is fine
 
@@ -286,12 +286,6 @@ type budget struct {
 
 	woken     []*podState // moved to active by wake on the assumption they are admitted
 	inRecheck bool        // listed in AdmissionQueue.recheck
-}
-
-// problem is a reason a budget admits nothing, for its Ready condition.
-type problem struct {
-	Reason  string
-	Message string
 }
 
 func newBudget(spec Budget) *budget {

@@ -47,7 +47,7 @@ func (t *topology) resolve(seeds ...*budget) (changed, started, limits, families
 	t.rederived += len(set)
 	type view struct {
 		admitting bool
-		problem   problem
+		problem   Problem
 		closedBy  *budget
 	}
 	viewOf := func(b *budget) view {
@@ -94,11 +94,11 @@ func (t *topology) resolve(seeds ...*budget) (changed, started, limits, families
 		b.ancestors, loops = chain(b)
 		switch {
 		case loops:
-			b.problem = &problem{Reason: v1alpha1.ReasonParentCycle, Message: "parent chain loops: " + cycleString(b)}
+			b.problem = &Problem{Reason: v1alpha1.ReasonParentCycle, Message: "parent chain loops: " + cycleString(b)}
 		case b.specErr != "":
-			b.problem = &problem{Reason: b.specReason, Message: b.specErr}
+			b.problem = &Problem{Reason: b.specReason, Message: b.specErr}
 		case b.spec.Parent != "" && b.parent == nil:
-			b.problem = &problem{Reason: v1alpha1.ReasonParentNotFound, Message: fmt.Sprintf("parent ClusterBudget %s not found", b.spec.Parent)}
+			b.problem = &Problem{Reason: v1alpha1.ReasonParentNotFound, Message: fmt.Sprintf("parent ClusterBudget %s not found", b.spec.Parent)}
 		}
 	}
 	for _, b := range set {

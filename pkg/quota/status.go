@@ -41,7 +41,7 @@ type BudgetStatus struct {
 	NeverFit []NeverFitPod `json:"neverFit,omitempty"`
 }
 
-// Problem is why a budget admits nothing.
+// Problem is why a budget admits nothing, for its Ready condition.
 type Problem struct {
 	Reason  string `json:"reason"`
 	Message string `json:"message"`
@@ -82,7 +82,8 @@ func (q *AdmissionQueue) Status(key BudgetKey) (BudgetStatus, bool) {
 		GatedPods:    int32(b.gated()),
 	}
 	if b.problem != nil {
-		st.Problem = &Problem{Reason: b.problem.Reason, Message: b.problem.Message}
+		p := *b.problem // a copy: the status outlives the lock
+		st.Problem = &p
 	}
 	if borrowed := b.borrowed(); len(borrowed) > 0 {
 		st.Borrowed = borrowed
