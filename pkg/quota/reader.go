@@ -5,9 +5,10 @@ import "k8s.io/apimachinery/pkg/types"
 // Reader is the core's read side: what a budget's status and queues look like now, and
 // where and why a gated pod waits. Nothing it answers moves a decision, so the views
 // that only read take a Reader instead of the AdmissionQueue: the visibility API
-// (pages and a pod's places), the manager's /debug/queues (the snapshot), the
-// controller's Queues, and the kubectl plugin's usage and oldest readers, which feed a
-// core of their own and then read it like the others. *AdmissionQueue is one.
+// (pages and a pod's places), the manager's /debug/queues (the snapshot) and the
+// controller's Queues. The kubectl plugin reads the same answers through them
+// (pkg/visibility's Client, or the snapshot), and its usage command feeds a core of its
+// own and reads its Status. *AdmissionQueue is one.
 type Reader interface {
 	// Status is a budget's status as the controller writes it, false when the core
 	// does not know the budget.
