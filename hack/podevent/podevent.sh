@@ -7,8 +7,17 @@
 # another and came back to a file it had left; then the same for the calls of
 # AdmissionQueue's own methods alone (the composing layer, the parts' calls left out).
 #
-#   hack/podevent/podevent.sh [commit]   (default: HEAD)
+# With -e budget it traces the other event the issue of the core's reshape measures: the
+# budget's hard raised by one with one pod waiting, up to the same ungate.
+#
+#   hack/podevent/podevent.sh [-e pod|budget] [commit]   (default: pod, HEAD)
 set -euo pipefail
+event=pod
+if [ "${1:-}" = -e ]; then
+	event=${2:?-e takes pod or budget}
+	shift 2
+fi
+case $event in pod | budget) ;; *) echo "unknown event $event: pod or budget" >&2; exit 2 ;; esac
 root=$(git rev-parse --show-toplevel)
 work=$(mktemp -d)
 src=$work/src
@@ -56,7 +65,7 @@ gate='v1alpha1.SchedulingGate, '
 if grep -q '^func NewPod(p \*corev1.Pod, now' "$src/pkg/quota/pod.go"; then gate=''; fi
 mkdir -p "$src/zz_podevent"
 sed "s/GATE/$gate/" "$root/hack/podevent/main.go.tmpl" >"$src/zz_podevent/main.go"
-(cd "$src" && go run ./zz_podevent) | awk '
+(cd "$src" && go run ./zz_podevent "$event") | awk '
 # step follows a path k (all: every call; q: AdmissionQueue methods alone) into file f.
 function step(k, f) {
 	calls[k]++
