@@ -72,7 +72,7 @@ func runReal(t *testing.T, args ...string) (string, string, error) {
 // apiPod is a gated pod of team-a to create through the API (which sets UID and
 // creation time).
 func apiPod(name string, cpu string) *corev1.Pod {
-	p := makePod("team-a", name).CPU(cpu).Obj()
+	p := makePod("team-a", name).Req("cpu=" + cpu).Obj()
 	p.UID, p.CreationTimestamp = "", metav1.Time{}
 	p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](0)
 	return p
