@@ -1,7 +1,6 @@
 package charts_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -167,7 +166,7 @@ func evalRule(t *testing.T, r renderedRule, series string, at int) bool {
 		labels.EmptyLabels(), labels.EmptyLabels(), "", false, nil)
 	query := rules.EngineQueryFunc(engine, st)
 	for m := 0; m <= at; m++ {
-		if _, err := rule.Eval(context.Background(), 0, time.Unix(0, 0).Add(time.Duration(m)*time.Minute), query, nil, 0); err != nil {
+		if _, err := rule.Eval(t.Context(), 0, time.Unix(0, 0).Add(time.Duration(m)*time.Minute), query, nil, 0); err != nil {
 			t.Fatalf("evaluating at %dm: %v", m, err)
 		}
 	}

@@ -27,6 +27,7 @@ import (
 
 	"github.com/quotagate/quotagate/internal/chartrender"
 	"github.com/quotagate/quotagate/internal/localcluster"
+	"github.com/quotagate/quotagate/internal/testbed/podtest"
 )
 
 // warnings collects the warnings the API server sends back (Pod Security, unknown fields).
@@ -254,13 +255,7 @@ func grantPodPatch(ctx context.Context, t *testing.T, cs kubernetes.Interface, n
 
 func createGatedPod(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns, name string) {
 	t.Helper()
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: corev1.PodSpec{
-			SchedulingGates: []corev1.PodSchedulingGate{{Name: gate}},
-			Containers:      []corev1.Container{{Name: "c", Image: "busybox"}},
-		},
-	}
+	pod := podtest.New(name).NS(ns).Gates(gate).Container("c", "busybox").Obj()
 	if _, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

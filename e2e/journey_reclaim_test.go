@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -136,7 +135,7 @@ func testReclaim(t *testing.T, e env, _ *podWatcher) {
 	for _, o := range []client.Object{
 		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: borrowerNS, Name: "web"}}, batch,
 	} {
-		fatalIf(t, e.c.Delete(context.Background(), o, client.PropagationPolicy(metav1.DeletePropagationBackground)), "cleaning up")
+		fatalIf(t, e.c.Delete(t.Context(), o, client.PropagationPolicy(metav1.DeletePropagationBackground)), "cleaning up")
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/internal/testbed/podtest"
 )
 
 // streamNS is an opted-in namespace whose one Budget (churnBudget) has room for every
@@ -115,25 +116,11 @@ func (s *podStream) checkAllGated(t *testing.T, what string) {
 
 // streamPod is a small bare pod that kwok runs for a second.
 func streamPod(namespace, name string) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: namespace, Name: name,
-			Labels: map[string]string{"app": "churn"},
-			Annotations: map[string]string{
-				"pod-complete.stage.kwok.x-k8s.io/delay":        "1s",
-				"pod-complete.stage.kwok.x-k8s.io/jitter-delay": "1s",
-			},
-		},
-		Spec: corev1.PodSpec{
-			RestartPolicy: corev1.RestartPolicyNever,
-			Containers: []corev1.Container{{
-				Name: "work", Image: "registry.example/churn:1.0",
-				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-					corev1.ResourceCPU: resource.MustParse("1m"), corev1.ResourceMemory: resource.MustParse("1Mi"),
-				}},
-			}},
-		},
-	}
+	return podtest.New(name).NS(namespace).Label("app", "churn").
+		Annotation("pod-complete.stage.kwok.x-k8s.io/delay", "1s").
+		Annotation("pod-complete.stage.kwok.x-k8s.io/jitter-delay", "1s").
+		RestartPolicy(corev1.RestartPolicyNever).Container("work", "registry.example/churn:1.0").Req("cpu=1m,memory=1Mi").
+		Obj()
 }
 
 // servedCert is the certificate the webhook presents at addr, verified against caBundle

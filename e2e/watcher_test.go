@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -48,25 +49,19 @@ func (w *podWatcher) snapshot() (states map[string][]string, ungated []string, p
 	return r.States, ungated, r.Peak[corev1.ResourceRequestsCPU], int(pods.Value()), r.Violations
 }
 
-// waitFor polls cond every 100 ms until it returns true or timeout passes, then fails
-// the test with the last message cond gave.
+// waitFor polls cond every testbed.PollInterval until it returns true or timeout
+// passes, then fails the test with the last message cond gave.
 func waitFor(t *testing.T, what string, timeout time.Duration, cond func() (bool, string)) {
 	t.Helper()
-	waitForEvery(t, what, timeout, 100*time.Millisecond, cond)
+	waitForEvery(t, what, timeout, testbed.PollInterval, cond)
 }
 
-// waitForEvery is waitFor polling every interval, for moments that pass quickly.
+// waitForEvery is waitFor polling every interval, for moments that pass quickly: it
+// adapts e2e's conditions, which say why they are not done, to testbed.PollEvery.
 func waitForEvery(t *testing.T, what string, timeout, interval time.Duration, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	testbed.PollEvery(t, interval, timeout, what, func(context.Context) (bool, error) {
 		ok, msg := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Timed out after %v waiting for %s: %s", timeout, what, msg)
-		}
-		time.Sleep(interval)
-	}
+		return ok, testbed.NotYet(errors.New(msg))
+	})
 }

@@ -10,20 +10,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/internal/testbed/podtest"
 )
 
 func pod(name, cpu string, gated bool, phase corev1.PodPhase) *corev1.Pod {
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
-			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)},
-		}}}},
-		Status: corev1.PodStatus{Phase: phase},
-	}
+	b := podtest.New(name).Container("c", "").Req("cpu=" + cpu).Phase(phase)
 	if gated {
-		p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: v1alpha1.SchedulingGate}}
+		b.Gated()
 	}
-	return p
+	return b.Obj()
 }
 
 func TestTracker(t *testing.T) {

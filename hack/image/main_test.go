@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -30,7 +29,7 @@ func TestCreatedTime(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			got, err := createdTime(context.Background(), ".", tc.epoch)
+			got, err := createdTime(t.Context(), ".", tc.epoch)
 			if tc.wantErr != "" {
 				if err == nil || err.Error() != tc.wantErr {
 					t.Fatalf("createdTime(%q) error %v, want %q", tc.epoch, err, tc.wantErr)
@@ -45,7 +44,7 @@ func TestCreatedTime(t *testing.T) {
 }
 
 func TestCreatedTimeOutsideGit(t *testing.T) {
-	_, err := createdTime(context.Background(), t.TempDir(), "")
+	_, err := createdTime(t.Context(), t.TempDir(), "")
 	if err == nil || !strings.Contains(err.Error(), "set SOURCE_DATE_EPOCH") {
 		t.Errorf("createdTime outside a checkout: error %v, want one that says to set SOURCE_DATE_EPOCH", err)
 	}

@@ -2,6 +2,7 @@ package testbed
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -10,24 +11,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 
-	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/internal/testbed/podtest"
 )
 
 func gatedPod(name, cpu string) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(name)},
-		Spec: corev1.PodSpec{
-			SchedulingGates: []corev1.PodSchedulingGate{{Name: v1alpha1.SchedulingGate}},
-			Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
-				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)},
-			}}},
-		},
-		Status: corev1.PodStatus{Phase: corev1.PodPending},
-	}
+	return podtest.New(name).NS("ns").UID(name).Gated().Container("c", "").Req("cpu=" + cpu).Phase(corev1.PodPending).Obj()
 }
 
 func TestUsageWatcherChecksEveryRevision(t *testing.T) {
@@ -135,13 +126,10 @@ func stepper(t *testing.T, w *UsageWatcher) func(what string, do func() error) {
 			t.Fatalf("%s: %v", what, err)
 		}
 		events++
-		deadline := time.Now().Add(10 * time.Second)
-		for w.Report().Events < events {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: the watcher saw %d events, want %d", what, w.Report().Events, events)
-			}
-			time.Sleep(time.Millisecond)
-		}
+		PollEvery(t, time.Millisecond, 10*time.Second, what+": the watcher to see it", func(context.Context) (bool, error) {
+			n := w.Report().Events
+			return n >= events, NotYet(fmt.Errorf("the watcher saw %d events, want %d", n, events))
+		})
 	}
 }
 

@@ -20,6 +20,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/internal/testbed"
+	"github.com/quotagate/quotagate/internal/testbed/podtest"
 	"github.com/quotagate/quotagate/pkg/gates"
 )
 
@@ -53,7 +55,7 @@ func testGating(t *testing.T, e *env) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			i++
-			pod := newPod("gating-" + strconv.Itoa(i))
+			pod := podtest.New("gating-" + strconv.Itoa(i)).Obj()
 			pod.Spec.NodeName = tc.nodeName
 			for _, g := range tc.gates {
 				pod.Spec.SchedulingGates = append(pod.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: g})
@@ -75,11 +77,11 @@ func testGating(t *testing.T, e *env) {
 	}
 
 	t.Run("gated pod shows SchedulingGated", func(t *testing.T) {
-		created, err := e.client.CoreV1().Pods(e.gated).Create(t.Context(), newPod("shows-gated"), metav1.CreateOptions{})
+		created, err := e.client.CoreV1().Pods(e.gated).Create(t.Context(), podtest.New("shows-gated").Obj(), metav1.CreateOptions{})
 		if err != nil {
 			t.Fatalf("creating pod: %v", err)
 		}
-		e.poll(t, "PodScheduled=False reason SchedulingGated", func(ctx context.Context) (bool, error) {
+		testbed.Poll(t, waitTimeout, "PodScheduled=False reason SchedulingGated", func(ctx context.Context) (bool, error) {
 			pod, err := e.client.CoreV1().Pods(e.gated).Get(ctx, created.Name, metav1.GetOptions{})
 			if err != nil {
 				return false, err
@@ -99,7 +101,7 @@ func testWorkloads(t *testing.T, e *env) {
 	template := func(app string) corev1.PodTemplateSpec {
 		return corev1.PodTemplateSpec{
 			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": app}},
-			Spec:       newPod("").Spec,
+			Spec:       podtest.New("").Obj().Spec,
 		}
 	}
 	selector := func(app string) *metav1.LabelSelector {
@@ -143,7 +145,7 @@ func testWorkloads(t *testing.T, e *env) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			var pods []corev1.Pod
-			e.poll(t, "2 pods of "+tc.app, func(ctx context.Context) (bool, error) {
+			testbed.Poll(t, waitTimeout, "2 pods of "+tc.app, func(ctx context.Context) (bool, error) {
 				list, err := e.client.CoreV1().Pods(e.gated).List(ctx, metav1.ListOptions{LabelSelector: "app=" + tc.app})
 				if err != nil {
 					return false, err
@@ -166,7 +168,7 @@ func testGateGuard(t *testing.T, e *env) {
 	intruder := e.serviceAccountClient(t, e.gated, "intruder")
 	manager := e.managerClient(t)
 
-	pod, err := e.client.CoreV1().Pods(e.gated).Create(ctx, newPod("guarded"), metav1.CreateOptions{})
+	pod, err := e.client.CoreV1().Pods(e.gated).Create(ctx, podtest.New("guarded").Obj(), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("creating pod: %v", err)
 	}
@@ -189,7 +191,7 @@ func testGateGuard(t *testing.T, e *env) {
 	}
 	// The API server loads the policy asynchronously: wait until a dry run
 	// of the intruder's patch is refused by it.
-	e.poll(t, "the gate guard to take effect", func(ctx context.Context) (bool, error) {
+	testbed.Poll(t, waitTimeout, "the gate guard to take effect", func(ctx context.Context) (bool, error) {
 		_, err := patch(ctx, intruder, types.JSONPatchType, ungate, true)
 		return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "quotagate-gate-guard"), nil
 	})
@@ -285,7 +287,7 @@ func testAdmissionRecordAtCreate(t *testing.T, e *env) {
 	tenant := e.tenantClient(t)
 	tenantUser := "system:serviceaccount:" + e.gated + ":tenant"
 	forged := func(name string, annotations map[string]string) *corev1.Pod {
-		pod := newPod(name)
+		pod := podtest.New(name).Obj()
 		pod.Annotations = annotations
 		return pod
 	}
@@ -340,7 +342,7 @@ func testAdmissionRecordAtCreate(t *testing.T, e *env) {
 	t.Run("a Job whose template carries the record gets no pod, and says why", func(t *testing.T) {
 		template := corev1.PodTemplateSpec{
 			ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{v1alpha1.AdmittedByAnnotation: e.gated + "/big-budget"}},
-			Spec:       newPod("").Spec,
+			Spec:       podtest.New("").Obj().Spec,
 		}
 		template.Spec.RestartPolicy = corev1.RestartPolicyNever
 		job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "copied"}, Spec: batchv1.JobSpec{Template: template}}
@@ -349,7 +351,7 @@ func testAdmissionRecordAtCreate(t *testing.T, e *env) {
 			t.Fatalf("creating Job: %v", err)
 		}
 		var message string
-		e.poll(t, "a FailedCreate event on the Job", func(ctx context.Context) (bool, error) {
+		testbed.Poll(t, waitTimeout, "a FailedCreate event on the Job", func(ctx context.Context) (bool, error) {
 			events, err := e.client.CoreV1().Events(e.gated).List(ctx, metav1.ListOptions{
 				FieldSelector: "involvedObject.uid=" + string(created.UID) + ",reason=FailedCreate",
 			})
@@ -377,20 +379,20 @@ func testAdmissionRecordAtCreate(t *testing.T, e *env) {
 
 func testFailClosed(t *testing.T, e *env) {
 	ctx := t.Context()
-	survivor, err := e.client.CoreV1().Pods(e.gated).Create(ctx, newPod("survivor"), metav1.CreateOptions{})
+	survivor, err := e.client.CoreV1().Pods(e.gated).Create(ctx, podtest.New("survivor").Obj(), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("creating pod: %v", err)
 	}
 	e.stopWebhook()
 
 	t.Run("pod create in an opted-in namespace fails", func(t *testing.T) {
-		_, err := e.client.CoreV1().Pods(e.gated).Create(ctx, newPod("refused"), metav1.CreateOptions{})
+		_, err := e.client.CoreV1().Pods(e.gated).Create(ctx, podtest.New("refused").Obj(), metav1.CreateOptions{})
 		if err == nil || !strings.Contains(err.Error(), `failed calling webhook "gate.quotagate.io"`) {
 			t.Errorf("create = %v, want a failure calling gate.quotagate.io", err)
 		}
 	})
 	t.Run("pod create elsewhere works", func(t *testing.T) {
-		if _, err := e.client.CoreV1().Pods(e.plain).Create(ctx, newPod("unaffected"), metav1.CreateOptions{}); err != nil {
+		if _, err := e.client.CoreV1().Pods(e.plain).Create(ctx, podtest.New("unaffected").Obj(), metav1.CreateOptions{}); err != nil {
 			t.Errorf("create in %s: %v", e.plain, err)
 		}
 	})

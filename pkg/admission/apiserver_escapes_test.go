@@ -20,6 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/internal/testbed"
+	"github.com/quotagate/quotagate/internal/testbed/podtest"
 	"github.com/quotagate/quotagate/pkg/admission"
 	"github.com/quotagate/quotagate/pkg/gates"
 )
@@ -43,7 +45,7 @@ func testEscapes(t *testing.T, e *env) {
 	nodeName := nodes.Items[0].Name
 
 	t.Run("tenant's pod with a DaemonSet controller reference is gated", func(t *testing.T) {
-		pod := newPod("fake-daemon")
+		pod := podtest.New("fake-daemon").Obj()
 		pod.OwnerReferences = []metav1.OwnerReference{{
 			APIVersion: "apps/v1", Kind: "DaemonSet", Name: "no-such-daemonset", UID: "0c2b6ad3-4f53-4c55-8d8b-1d0c3f0a1e2d",
 			Controller: ptr.To(true),
@@ -63,7 +65,7 @@ func testEscapes(t *testing.T, e *env) {
 		// it: the pod never exists ungated.
 		// Only the webhook counts what it gates; the policy leaves no trace.
 		before := webhookCount(t, "quotagate_webhook_requests_total", "gated")
-		pod := newPod("fake-mirror")
+		pod := podtest.New("fake-mirror").Obj()
 		pod.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "fake"}
 		_, err := tenant.CoreV1().Pods(e.gated).Create(ctx, pod, metav1.CreateOptions{})
 		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "must set spec.nodeName if mirror pod annotation is set") {
@@ -83,7 +85,7 @@ func testEscapes(t *testing.T, e *env) {
 		"tenant's DaemonSet-shaped pod with spec.nodeName is refused": nil,
 	} {
 		t.Run(name, func(t *testing.T) {
-			pod := newPod("bound")
+			pod := podtest.New("bound").Obj()
 			pod.Spec.NodeName = nodeName
 			pod.Annotations = annotations
 			if strings.Contains(name, "DaemonSet") {
@@ -106,7 +108,7 @@ func testEscapes(t *testing.T, e *env) {
 			"bound-by-node": nil,
 			"static-web":    {corev1.MirrorPodAnnotationKey: "fake"},
 		} {
-			pod := newPod(name)
+			pod := podtest.New(name).Obj()
 			pod.Spec.NodeName = nodeName
 			pod.Annotations = annotations
 			got, err := node.CoreV1().Pods(e.gated).Create(ctx, pod, metav1.CreateOptions{})
@@ -148,7 +150,7 @@ func testEscapes(t *testing.T, e *env) {
 		if _, err := e.managerClient(t).CoreV1().Pods(e.gated).Patch(ctx, pod.Name, types.JSONPatchType, ungate, metav1.PatchOptions{}); err != nil {
 			t.Fatalf("manager removing the gate: %v", err)
 		}
-		e.poll(t, "the admitted DaemonSet pod to be bound to "+target, func(ctx context.Context) (bool, error) {
+		testbed.Poll(t, waitTimeout, "the admitted DaemonSet pod to be bound to "+target, func(ctx context.Context) (bool, error) {
 			got, err := e.client.CoreV1().Pods(e.gated).Get(ctx, pod.Name, metav1.GetOptions{})
 			if err != nil {
 				return false, err
@@ -156,7 +158,7 @@ func testEscapes(t *testing.T, e *env) {
 			return got.Spec.NodeName == target, nil
 		})
 		// The other stays gated, and the controller made no replacement for either.
-		e.poll(t, "the DaemonSet's status to count the scheduled pod", func(ctx context.Context) (bool, error) {
+		testbed.Poll(t, waitTimeout, "the DaemonSet's status to count the scheduled pod", func(ctx context.Context) (bool, error) {
 			ds, err := e.client.AppsV1().DaemonSets(e.gated).Get(ctx, "real-agent", metav1.GetOptions{})
 			return err == nil && ds.Status.ObservedGeneration == ds.Generation &&
 				ds.Status.CurrentNumberScheduled == int32(len(nodes.Items)), err
@@ -195,7 +197,7 @@ func testEscapes(t *testing.T, e *env) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pod := newPod("fake-exempt")
+		pod := podtest.New("fake-exempt").Obj()
 		pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: ds.Name, UID: ds.UID, Controller: ptr.To(true)}}
 		got, err := tenant.CoreV1().Pods(e.gated).Create(ctx, pod, metav1.CreateOptions{})
 		if err != nil {
@@ -212,7 +214,7 @@ func testEscapes(t *testing.T, e *env) {
 // one per node.
 func (e *env) createDaemonSet(t *testing.T, c kubernetes.Interface, name string, nodes int) []corev1.Pod {
 	t.Helper()
-	template := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}}, Spec: newPod("").Spec}
+	template := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}}, Spec: podtest.New("").Obj().Spec}
 	ds := &appsv1.DaemonSet{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: appsv1.DaemonSetSpec{
@@ -224,7 +226,7 @@ func (e *env) createDaemonSet(t *testing.T, c kubernetes.Interface, name string,
 		t.Fatalf("creating DaemonSet %s: %v", name, err)
 	}
 	var pods []corev1.Pod
-	e.poll(t, "a pod of DaemonSet "+name+" for every node", func(ctx context.Context) (bool, error) {
+	testbed.Poll(t, waitTimeout, "a pod of DaemonSet "+name+" for every node", func(ctx context.Context) (bool, error) {
 		list, err := e.client.CoreV1().Pods(e.gated).List(ctx, metav1.ListOptions{LabelSelector: "app=" + name})
 		if err != nil {
 			return false, err
@@ -266,7 +268,7 @@ func testResizeGuard(t *testing.T, e *env) {
 	// gate. holdGate keeps it unscheduled, because the API server refuses a
 	// resize of a running pod on a node that does not report resize support
 	// (kwok's nodes do not).
-	pod := newPod("resizable")
+	pod := podtest.New("resizable").Obj()
 	pod.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: holdGate}}
 	pod.Spec.Containers[0].Resources = corev1.ResourceRequirements{
 		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
@@ -303,7 +305,7 @@ func testResizeGuard(t *testing.T, e *env) {
 		return `{"spec":{"containers":[{"name":"` + name + `","resources":` + requirements + `}]}}`
 	}
 	// The API server loads the policy asynchronously.
-	e.poll(t, "the resize guard to take effect", func(ctx context.Context) (bool, error) {
+	testbed.Poll(t, waitTimeout, "the resize guard to take effect", func(ctx context.Context) (bool, error) {
 		err := resize(ctx, tenant, e.gated, pod.Name, container("c", `{"requests":{"cpu":"200m"}}`), true)
 		return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "quotagate-resize-guard"), nil
 	})
@@ -374,7 +376,7 @@ func testResizeGuard(t *testing.T, e *env) {
 	}
 
 	t.Run("a raise in a namespace that is not opted in passes", func(t *testing.T) {
-		other := newPod("elsewhere")
+		other := podtest.New("elsewhere").Obj()
 		other.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: holdGate}}
 		other.Spec.Containers[0].Resources = pod.Spec.Containers[0].Resources
 		if _, err := e.client.CoreV1().Pods(e.plain).Create(ctx, other, metav1.CreateOptions{}); err != nil {
@@ -409,7 +411,7 @@ func (e *env) tenantClient(t *testing.T) kubernetes.Interface {
 	}
 	c := kubernetes.NewForConfigOrDie(cfg)
 	// The controller manager aggregates edit's rules after start-up.
-	e.poll(t, "the tenant to be allowed to create pods", func(ctx context.Context) (bool, error) {
+	testbed.Poll(t, waitTimeout, "the tenant to be allowed to create pods", func(ctx context.Context) (bool, error) {
 		r, err := c.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
 			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
 				Namespace: e.gated, Verb: "create", Resource: "pods",

@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/internal/testbed"
+	"github.com/quotagate/quotagate/internal/testbed/podtest"
 	"github.com/quotagate/quotagate/pkg/gates"
 )
 
@@ -28,15 +30,15 @@ const (
 func (e *env) startPolicy(t *testing.T) {
 	t.Helper()
 	e.applyPolicy(t, gatePolicyFile, e.withExemptDaemonSet(string(readFile(t, "../../config/policy/"+gatePolicyFile))))
-	e.poll(t, "the API server to apply the gate policy", func(ctx context.Context) (bool, error) {
-		pod, err := e.client.CoreV1().Pods(e.gated).Create(ctx, newPod("probe"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	testbed.Poll(t, waitTimeout, "the API server to apply the gate policy", func(ctx context.Context) (bool, error) {
+		pod, err := e.client.CoreV1().Pods(e.gated).Create(ctx, podtest.New("probe").Obj(), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		if err != nil {
 			return false, nil
 		}
 		return gates.HasGate(pod, v1alpha1.SchedulingGate), nil
 	})
-	e.poll(t, "the API server to apply the bound-pod guard", func(ctx context.Context) (bool, error) {
-		pod := newPod("bound-probe")
+	testbed.Poll(t, waitTimeout, "the API server to apply the bound-pod guard", func(ctx context.Context) (bool, error) {
+		pod := podtest.New("bound-probe").Obj()
 		pod.Spec.NodeName = "no-such-node"
 		_, err := e.client.CoreV1().Pods(e.gated).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return apierrors.IsForbidden(err) && strings.Contains(err.Error(), boundPodGuardName), nil
@@ -58,7 +60,7 @@ func (e *env) refusalPrefix() string {
 // who may delete the policy decides who may bypass the queue).
 func testPolicyRemoved(t *testing.T, e *env) {
 	ctx := t.Context()
-	survivor, err := e.client.CoreV1().Pods(e.gated).Create(ctx, newPod("survivor"), metav1.CreateOptions{})
+	survivor, err := e.client.CoreV1().Pods(e.gated).Create(ctx, podtest.New("survivor").Obj(), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("creating pod: %v", err)
 	}
@@ -68,13 +70,13 @@ func testPolicyRemoved(t *testing.T, e *env) {
 	if err := e.client.AdmissionregistrationV1().MutatingAdmissionPolicyBindings().Delete(ctx, gatePolicyName, metav1.DeleteOptions{}); err != nil {
 		t.Fatalf("deleting the binding: %v", err)
 	}
-	e.poll(t, "the API server to drop the gate policy", func(ctx context.Context) (bool, error) {
-		pod, err := e.client.CoreV1().Pods(e.gated).Create(ctx, newPod("probe"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	testbed.Poll(t, waitTimeout, "the API server to drop the gate policy", func(ctx context.Context) (bool, error) {
+		pod, err := e.client.CoreV1().Pods(e.gated).Create(ctx, podtest.New("probe").Obj(), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return err == nil && !gates.HasGate(pod, v1alpha1.SchedulingGate), nil
 	})
 
 	t.Run("pod create in an opted-in namespace works, ungated", func(t *testing.T) {
-		pod, err := e.client.CoreV1().Pods(e.gated).Create(ctx, newPod("ungated"), metav1.CreateOptions{})
+		pod, err := e.client.CoreV1().Pods(e.gated).Create(ctx, podtest.New("ungated").Obj(), metav1.CreateOptions{})
 		if err != nil {
 			t.Fatalf("create: %v", err)
 		}

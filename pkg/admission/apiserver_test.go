@@ -21,12 +21,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quotagate/quotagate/internal/testbed"
-
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/utils/ptr"
@@ -36,6 +33,8 @@ import (
 	"github.com/quotagate/quotagate/api/v1alpha1"
 	"github.com/quotagate/quotagate/cmd/webhook/app"
 	"github.com/quotagate/quotagate/internal/localcluster"
+	"github.com/quotagate/quotagate/internal/testbed"
+	"github.com/quotagate/quotagate/internal/testbed/podtest"
 	"github.com/quotagate/quotagate/pkg/admission"
 	"github.com/quotagate/quotagate/pkg/gates"
 )
@@ -129,7 +128,7 @@ func (e *env) createNamespace(t *testing.T, name string, labels map[string]strin
 	}
 	// The ServiceAccount admission plugin refuses pods until the
 	// controller-manager has made the namespace's default ServiceAccount.
-	e.poll(t, "default ServiceAccount in "+name, func(ctx context.Context) (bool, error) {
+	testbed.Poll(t, waitTimeout, "default ServiceAccount in "+name, func(ctx context.Context) (bool, error) {
 		_, err := e.client.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{})
 		return err == nil, nil
 	})
@@ -171,7 +170,7 @@ func (e *env) startWebhook(t *testing.T) func() {
 		}
 	}
 	t.Cleanup(stop)
-	e.poll(t, "webhook /readyz", func(context.Context) (bool, error) {
+	testbed.Poll(t, waitTimeout, "webhook /readyz", func(context.Context) (bool, error) {
 		resp, err := http.Get("http://" + o.HealthProbeBindAddress + "/readyz")
 		if err != nil {
 			return false, nil
@@ -196,8 +195,8 @@ func (e *env) startWebhook(t *testing.T) func() {
 	}
 	// The API server picks the configuration up from its informer: wait
 	// until a dry-run create comes back gated.
-	e.poll(t, "the API server to call the webhook", func(ctx context.Context) (bool, error) {
-		pod, err := e.client.CoreV1().Pods(e.gated).Create(ctx, newPod("probe"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	testbed.Poll(t, waitTimeout, "the API server to call the webhook", func(ctx context.Context) (bool, error) {
+		pod, err := e.client.CoreV1().Pods(e.gated).Create(ctx, podtest.New("probe").Obj(), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		if err != nil {
 			return false, nil
 		}
@@ -223,7 +222,7 @@ func (e *env) createLatency(t *testing.T, namespace string) ([]time.Duration, in
 	took := make([]time.Duration, 0, latencySamples)
 	gated := 0
 	for i := range warmup + latencySamples {
-		pod := newPod(fmt.Sprintf("latency-%d", i))
+		pod := podtest.New(fmt.Sprintf("latency-%d", i)).Obj()
 		pod.Labels = map[string]string{"latency": "true"}
 		pod.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/hold"}}
 		start := time.Now()
@@ -251,22 +250,6 @@ func percentile(d []time.Duration, p int) time.Duration {
 	slices.Sort(s)
 	i := (len(s)*p+99)/100 - 1
 	return s[max(i, 0)]
-}
-
-func newPod(name string) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{
-			Name: "c", Image: "registry.k8s.io/pause:3.10",
-		}}},
-	}
-}
-
-func (e *env) poll(t *testing.T, what string, cond wait.ConditionWithContextFunc) {
-	t.Helper()
-	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, waitTimeout, true, cond); err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
 }
 
 func readFile(t *testing.T, path string) []byte {

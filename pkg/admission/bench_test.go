@@ -1,7 +1,6 @@
 package admission
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"testing"
@@ -16,7 +15,7 @@ import (
 // benchPod is a Deployment's pod of realistic size: two containers with
 // resources, env and probes, labels and annotations.
 func benchPod() *corev1.Pod {
-	pod := makePod().Owner("apps/v1", "ReplicaSet", true).Annotation("prometheus.io/scrape", "true").Obj()
+	pod := makePod().Owner("apps/v1", "ReplicaSet", "owner", true).Annotation("prometheus.io/scrape", "true").Obj()
 	pod.Labels = map[string]string{"app": "web", "pod-template-hash": "5d9c7b8f6"}
 	c := corev1.Container{
 		Name:  "app",
@@ -47,7 +46,7 @@ func BenchmarkPodGaterHandle(b *testing.B) {
 	req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
 		UID: "req", Kind: podKind, Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: raw},
 	}}
-	ctx := context.Background()
+	ctx := b.Context()
 	b.ReportAllocs()
 	for b.Loop() {
 		if resp := g.Handle(ctx, req); len(resp.Patches) != 1 {

@@ -15,17 +15,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/quotagate/quotagate/internal/loglevel"
 	"github.com/quotagate/quotagate/pkg/gates"
 )
 
 // Path is where the webhook server serves PodGater.
 const Path = "/mutate-v1-pod"
-
-// Log levels: what happened, and how it was decided.
-const (
-	logLevelEvents  = 2
-	logLevelDetails = 4
-)
 
 // MirrorPodAnnotation marks a static pod's mirror in the API server; the
 // kubelet runs it whatever the API server says, so gating it would only lie.
@@ -141,17 +136,17 @@ func (g *PodGater) handle(ctx context.Context, req admission.Request) (admission
 	if pod.Spec.NodeName != "" {
 		// The API server refuses a scheduling gate beside spec.nodeName, and
 		// a pod bound by anyone but a node must not run outside the queue.
-		logger.V(logLevelEvents).Info("Refusing pod bound to a node by another identity",
+		logger.V(loglevel.Events).Info("Refusing pod bound to a node by another identity",
 			"nodeName", pod.Spec.NodeName, "user", req.UserInfo.Username)
 		return admission.Denied(boundPodRefusal(pod, req.Namespace, req.UserInfo.Username, g.gate)), resultDenied
 	}
-	logger.V(logLevelEvents).Info("Gating pod", "gate", g.gate, "generateName", pod.GenerateName)
+	logger.V(loglevel.Events).Info("Gating pod", "gate", g.gate, "generateName", pod.GenerateName)
 	return admission.Patched("", gates.AddOps(pod, g.gate)...), resultGated
 }
 
 func (g *PodGater) skip(ctx context.Context, reason SkipReason) admission.Response {
 	g.metrics.podsSkipped.WithLabelValues(string(reason)).Inc()
-	log.FromContext(ctx).V(logLevelDetails).Info("Not gating pod", "reason", reason)
+	log.FromContext(ctx).V(loglevel.Details).Info("Not gating pod", "reason", reason)
 	return admission.Allowed(string(reason))
 }
 

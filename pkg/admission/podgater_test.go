@@ -13,56 +13,18 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/quotagate/quotagate/internal/testbed/podtest"
 )
 
 const quotaGate = "quotagate.io/budget"
 
-// podBuilder builds test pods, after kube-scheduler's st.MakePod().
-type podBuilder struct{ pod *corev1.Pod }
-
-func makePod() *podBuilder {
-	return &podBuilder{pod: &corev1.Pod{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "web-", Namespace: "team-a"},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{
-			Name:  "c",
-			Image: "registry.k8s.io/pause:3.10",
-		}}},
-	}}
+// makePod builds a pod of team-a named by the API server from "web-", with its
+// apiVersion and kind as an admission review carries them.
+func makePod() *podtest.Builder {
+	return podtest.New("").GenerateName("web-").NS("team-a").TypeMeta()
 }
-
-func (b *podBuilder) Gates(names ...string) *podBuilder {
-	for _, n := range names {
-		b.pod.Spec.SchedulingGates = append(b.pod.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: n})
-	}
-	return b
-}
-
-func (b *podBuilder) NodeName(n string) *podBuilder { b.pod.Spec.NodeName = n; return b }
-
-func (b *podBuilder) Annotation(k, v string) *podBuilder {
-	metav1.SetMetaDataAnnotation(&b.pod.ObjectMeta, k, v)
-	return b
-}
-
-func (b *podBuilder) Owner(apiVersion, kind string, controller bool) *podBuilder {
-	b.pod.OwnerReferences = append(b.pod.OwnerReferences, metav1.OwnerReference{
-		APIVersion: apiVersion, Kind: kind, Name: "owner", UID: "uid-owner",
-		Controller: ptr.To(controller),
-	})
-	return b
-}
-
-// OwnerNamed adds a controller ownerReference to the object kind named name.
-func (b *podBuilder) OwnerNamed(apiVersion, kind, name string) *podBuilder {
-	b.Owner(apiVersion, kind, true)
-	b.pod.OwnerReferences[len(b.pod.OwnerReferences)-1].Name = name
-	return b
-}
-
-func (b *podBuilder) Obj() *corev1.Pod { return b.pod }
 
 // The identities the tests send requests as.
 var (
@@ -95,15 +57,17 @@ type skipCase struct {
 // skipCases are the pod shapes and identities that TestSkipReasonFor checks
 // against SkipReasonFor and TestMatchConditions against the shipped CEL.
 func skipCases() map[string]skipCase {
-	mirror := func() *podBuilder { return makePod().NodeName("n1").Annotation(corev1.MirrorPodAnnotationKey, "x") }
-	daemon := func() *podBuilder { return makePod().Owner("apps/v1", "DaemonSet", true) }
+	mirror := func() *podtest.Builder {
+		return makePod().NodeName("n1").Annotation(corev1.MirrorPodAnnotationKey, "x")
+	}
+	daemon := func() *podtest.Builder { return makePod().Owner("apps/v1", "DaemonSet", "owner", true) }
 	// The builders' pods are in team-a and owned by "owner".
 	exempt := []DaemonSetRef{{Namespace: "ops", Name: "agent"}, {Namespace: "team-a", Name: "owner"}}
 	return map[string]skipCase{
 		"plain pod":                          {pod: makePod().Obj(), user: tenant, want: ""},
 		"other gate":                         {pod: makePod().Gates("a.io/x").Obj(), user: tenant, want: ""},
-		"deployment pod":                     {pod: makePod().Owner("apps/v1", "ReplicaSet", true).Obj(), user: tenant, want: ""},
-		"job pod":                            {pod: makePod().Owner("batch/v1", "Job", true).Obj(), user: tenant, want: ""},
+		"deployment pod":                     {pod: makePod().Owner("apps/v1", "ReplicaSet", "owner", true).Obj(), user: tenant, want: ""},
+		"job pod":                            {pod: makePod().Owner("batch/v1", "Job", "owner", true).Obj(), user: tenant, want: ""},
 		"already gated":                      {pod: makePod().Gates("a.io/x", quotaGate).Obj(), user: tenant, want: SkipAlreadyGated},
 		"mirror pod from a node":             {pod: mirror().Obj(), user: node, want: SkipMirrorPod},
 		"mirror pod from another node":       {pod: mirror().NodeName("n2").Obj(), user: node, want: SkipMirrorPod},
@@ -150,13 +114,13 @@ func skipCases() map[string]skipCase {
 			pod: daemon().Obj(), user: daemonSetController, exempt: []DaemonSetRef{{Namespace: "team-b", Name: "owner"}}, want: "",
 		},
 		"an exempt name that is not an apps DaemonSet": {
-			pod: makePod().Owner("apps.kruise.io/v1alpha1", "DaemonSet", true).Obj(), user: daemonSetController, exempt: exempt, want: "",
+			pod: makePod().Owner("apps.kruise.io/v1alpha1", "DaemonSet", "owner", true).Obj(), user: daemonSetController, exempt: exempt, want: "",
 		},
 		"exempt daemonset owner that is not the controller": {
-			pod: makePod().Owner("apps/v1", "DaemonSet", false).Obj(), user: daemonSetController, exempt: exempt, want: "",
+			pod: makePod().Owner("apps/v1", "DaemonSet", "owner", false).Obj(), user: daemonSetController, exempt: exempt, want: "",
 		},
 		"replicaset of an exempt name from the DS controller": {
-			pod: makePod().Owner("apps/v1", "ReplicaSet", true).Obj(), user: daemonSetController, exempt: exempt, want: "",
+			pod: makePod().Owner("apps/v1", "ReplicaSet", "owner", true).Obj(), user: daemonSetController, exempt: exempt, want: "",
 		},
 	}
 }
@@ -232,17 +196,17 @@ func TestPodGaterServeHTTP(t *testing.T) {
 			want: answer{Allowed: true, Code: 200, Message: "node-name"},
 		},
 		"daemonset pod from its controller is gated": {
-			body: reviewAs(t, admissionv1.Create, makePod().Owner("apps/v1", "DaemonSet", true).Obj(), daemonSetController),
+			body: reviewAs(t, admissionv1.Create, makePod().Owner("apps/v1", "DaemonSet", "owner", true).Obj(), daemonSetController),
 			want: answer{Allowed: true, Code: 200,
 				Patch: `[{"op":"add","path":"/spec/schedulingGates","value":[{"name":"quotagate.io/budget"}]}]`},
 		},
 		"exempt daemonset pod from its controller is skipped": {
-			body:   reviewAs(t, admissionv1.Create, makePod().Owner("apps/v1", "DaemonSet", true).Obj(), daemonSetController),
+			body:   reviewAs(t, admissionv1.Create, makePod().Owner("apps/v1", "DaemonSet", "owner", true).Obj(), daemonSetController),
 			exempt: []DaemonSetRef{{Namespace: "team-a", Name: "owner"}},
 			want:   answer{Allowed: true, Code: 200, Message: "exempt-daemonset"},
 		},
 		"daemonset pod from a tenant is gated": {
-			body: review(t, admissionv1.Create, makePod().Owner("apps/v1", "DaemonSet", true).Obj()),
+			body: review(t, admissionv1.Create, makePod().Owner("apps/v1", "DaemonSet", "owner", true).Obj()),
 			want: answer{Allowed: true, Code: 200,
 				Patch: `[{"op":"add","path":"/spec/schedulingGates","value":[{"name":"quotagate.io/budget"}]}]`},
 		},
@@ -354,10 +318,10 @@ func TestPodGaterMetrics(t *testing.T) {
 		review(t, admissionv1.Create, makePod().Obj()),
 		review(t, admissionv1.Create, makePod().Gates("a.io/x").Obj()),
 		review(t, admissionv1.Create, makePod().Gates(quotaGate).Obj()),
-		reviewAs(t, admissionv1.Create, makePod().Owner("apps/v1", "DaemonSet", true).Obj(), daemonSetController),
-		reviewAs(t, admissionv1.Create, makePod().Owner("apps/v1", "DaemonSet", true).Obj(), controllerManager),
+		reviewAs(t, admissionv1.Create, makePod().Owner("apps/v1", "DaemonSet", "owner", true).Obj(), daemonSetController),
+		reviewAs(t, admissionv1.Create, makePod().Owner("apps/v1", "DaemonSet", "owner", true).Obj(), controllerManager),
 		// Another DaemonSet's pod: gated.
-		reviewAs(t, admissionv1.Create, makePod().OwnerNamed("apps/v1", "DaemonSet", "tenant-ds").Obj(), daemonSetController),
+		reviewAs(t, admissionv1.Create, makePod().Owner("apps/v1", "DaemonSet", "tenant-ds", true).Obj(), daemonSetController),
 		review(t, admissionv1.Create, makePod().NodeName("n1").Obj()),
 		reviewRaw(t, admissionv1.Create, podKind, []byte(`[]`)),
 	} {

@@ -5,22 +5,15 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/quotagate/quotagate/internal/testbed/podtest"
 )
 
 const quotaGate = "quotagate.io/budget"
 
 // makePod returns a pod carrying the named scheduling gates, in order.
 func makePod(gates ...string) *corev1.Pod {
-	pod := &corev1.Pod{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
-		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "team-a"},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
-	}
-	for _, g := range gates {
-		pod.Spec.SchedulingGates = append(pod.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: g})
-	}
-	return pod
+	return podtest.New("p").NS("team-a").TypeMeta().Container("c", "busybox").Gates(gates...).Obj()
 }
 
 func gateNames(pod *corev1.Pod) []string {

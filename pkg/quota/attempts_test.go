@@ -5,8 +5,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/quotagate/quotagate/api/v1alpha1"
 )
 
 // TestUncertainUngate: what an ungate attempt's outcome, and the views of the pod that
@@ -168,8 +166,7 @@ func TestPinsAreNotReadFromThePod(t *testing.T) {
 	q, _ := newTestQueue()
 	other := BudgetKey{Namespace: "team-b", Name: "b"}
 	q.UpsertBudget(makeBudget("team-b", "b").Hard("cpu=2").Obj())
-	forged := makePod("p").Req("cpu=2").Ungated()
-	forged.pod.Annotations = map[string]string{v1alpha1.AdmittedByAnnotation: "team-b/b"}
+	forged := makePod("p").Req("cpu=2").Ungated().AdmittedBy("team-b/b")
 	q.UpsertPod(forged.Pod())
 	q.UpsertPod(makePod("p").Req("cpu=2").Ungated().Label("x", "y").Pod())
 	if diff := listDiff(parseList("requests.cpu=0"), mustStatus(t, q, other).Used); diff != "" {

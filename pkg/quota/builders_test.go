@@ -1,125 +1,46 @@
 package quota
 
 import (
-	"fmt"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/internal/testbed/podtest"
 )
 
 // t0 is the fake clock's start; pods are created at t0 plus their creation offset.
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// podBuilder builds test pods, after kube-scheduler's st.MakePod().
-type podBuilder struct{ pod *corev1.Pod }
+// podBuilder is podtest's builder with the core's defaults (makePod) and Pod, which
+// turns the pod into the core's view of it; its methods forward to podtest.
+type podBuilder struct{ b *podtest.Builder }
 
+// makePod builds a gated pod team-a/name created at t0, its UID its name.
 func makePod(name string) *podBuilder {
-	return &podBuilder{pod: &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: name, Namespace: "team-a", UID: types.UID(name),
-			CreationTimestamp: metav1.NewTime(t0),
-		},
-		Spec: corev1.PodSpec{
-			SchedulingGates: []corev1.PodSchedulingGate{{Name: v1alpha1.SchedulingGate}},
-			Containers:      []corev1.Container{{Name: "main"}},
-		},
-	}}
+	return &podBuilder{b: podtest.New(name).NS("team-a").UID(name).At(t0).Gated().Container("main", "")}
 }
 
-func (b *podBuilder) NS(ns string) *podBuilder { b.pod.Namespace = ns; return b }
-func (b *podBuilder) Priority(p int32) *podBuilder {
-	b.pod.Spec.Priority = &p
-	return b
-}
+func (b *podBuilder) NS(ns string) *podBuilder            { b.b.NS(ns); return b }
+func (b *podBuilder) Priority(p int32) *podBuilder        { b.b.Priority(p); return b }
+func (b *podBuilder) Created(s int) *podBuilder           { b.b.Created(s); return b }
+func (b *podBuilder) Req(spec string) *podBuilder         { b.b.Req(spec); return b }
+func (b *podBuilder) Lim(spec string) *podBuilder         { b.b.Lim(spec); return b }
+func (b *podBuilder) Label(k, v string) *podBuilder       { b.b.Label(k, v); return b }
+func (b *podBuilder) Group(g string, n int) *podBuilder   { b.b.Group(g, n); return b }
+func (b *podBuilder) Ungated() *podBuilder                { b.b.Ungated(); return b }
+func (b *podBuilder) AdmittedBy(v string) *podBuilder     { b.b.AdmittedBy(v); return b }
+func (b *podBuilder) RV(rv int) *podBuilder               { b.b.RV(rv); return b }
+func (b *podBuilder) Phase(p corev1.PodPhase) *podBuilder { b.b.Phase(p); return b }
+func (b *podBuilder) Obj() *corev1.Pod                    { return b.b.Obj() }
+func (b *podBuilder) Pod() Pod                            { return NewPod(b.b.Obj(), v1alpha1.SchedulingGate, t0) }
 
-// Created sets the creation time to t0 plus s seconds.
-func (b *podBuilder) Created(s int) *podBuilder {
-	b.pod.CreationTimestamp = metav1.NewTime(t0.Add(time.Duration(s) * time.Second))
-	return b
-}
-
-// Req adds container requests, "cpu=2,memory=1Gi".
-func (b *podBuilder) Req(spec string) *podBuilder {
-	setList(&b.pod.Spec.Containers[0].Resources.Requests, spec)
-	return b
-}
-
-// Lim adds container limits, "cpu=2,memory=1Gi".
-func (b *podBuilder) Lim(spec string) *podBuilder {
-	setList(&b.pod.Spec.Containers[0].Resources.Limits, spec)
-	return b
-}
-
-// setList sets the quantities of spec ("cpu=2,memory=1Gi") in *list, making it first
-// when it is nil.
-func setList(list *corev1.ResourceList, spec string) {
-	if *list == nil {
-		*list = corev1.ResourceList{}
-	}
-	for name, q := range parseList(spec) {
-		(*list)[name] = q
-	}
-}
-
-func (b *podBuilder) Label(k, v string) *podBuilder {
-	if b.pod.Labels == nil {
-		b.pod.Labels = map[string]string{}
-	}
-	b.pod.Labels[k] = v
-	return b
-}
-
-// Group puts the pod in a group of size n.
-func (b *podBuilder) Group(name string, n int) *podBuilder {
-	b.Label(v1alpha1.GroupLabel, name)
-	if b.pod.Annotations == nil {
-		b.pod.Annotations = map[string]string{}
-	}
-	b.pod.Annotations[v1alpha1.GroupSizeAnnotation] = fmt.Sprint(n)
-	return b
-}
-
-func (b *podBuilder) Ungated() *podBuilder { b.pod.Spec.SchedulingGates = nil; return b }
-
-// AdmittedBy sets the admitted-by annotation the manager's ungate patch writes.
-func (b *podBuilder) AdmittedBy(value string) *podBuilder {
-	if b.pod.Annotations == nil {
-		b.pod.Annotations = map[string]string{}
-	}
-	b.pod.Annotations[v1alpha1.AdmittedByAnnotation] = value
-	return b
-}
-
-// RV sets the resourceVersion the view is read at.
-func (b *podBuilder) RV(rv int) *podBuilder { b.pod.ResourceVersion = strconv.Itoa(rv); return b }
-func (b *podBuilder) Phase(p corev1.PodPhase) *podBuilder {
-	b.pod.Status.Phase = p
-	return b
-}
-func (b *podBuilder) Obj() *corev1.Pod { return b.pod }
-func (b *podBuilder) Pod() Pod         { return NewPod(b.pod, v1alpha1.SchedulingGate, t0) }
-
-func parseList(spec string) corev1.ResourceList {
-	out := corev1.ResourceList{}
-	if spec == "" {
-		return out
-	}
-	for _, kv := range strings.Split(spec, ",") {
-		k, v, _ := strings.Cut(kv, "=")
-		out[corev1.ResourceName(k)] = resource.MustParse(v)
-	}
-	return out
-}
+// parseList parses "cpu=2,memory=1Gi".
+var parseList = podtest.ParseList
 
 // budgetBuilder builds budget specs.
 type budgetBuilder struct{ b Budget }

@@ -51,7 +51,7 @@ func serveUI(t *testing.T, w *world, args ...string) string {
 		}
 	})
 	var url string
-	err := poll(t.Context(), func(context.Context) (bool, error) {
+	testbed.Poll(t, 2*time.Minute, fmt.Sprintf("kubectl quotagate ui %v to print its URL", args), func(context.Context) (bool, error) {
 		select {
 		case err := <-done:
 			done <- err
@@ -64,9 +64,6 @@ func serveUI(t *testing.T, w *world, args ...string) string {
 		}
 		return false, nil
 	})
-	if err != nil {
-		t.Fatalf("kubectl quotagate ui %v did not print its URL: %v", args, err)
-	}
 	return url
 }
 

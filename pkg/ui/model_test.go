@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/internal/testbed/podtest"
 )
 
 func budget(ns, name, parent string, hard, used corev1.ResourceList) v1alpha1.Budget {
@@ -103,18 +104,17 @@ var now = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 // statsPod is a pod created at created, admitted at admitted (not when zero) and
 // scheduled at scheduled (not when zero), all as offsets from now.
 func statsPod(name string, created, admitted, scheduled time.Duration, gated bool) *corev1.Pod {
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: name, CreationTimestamp: metav1.NewTime(now.Add(created))},
-		Spec: corev1.PodSpec{Priority: ptr.To[int32](0)}}
+	b := podtest.New(name).NS("team-a").At(now.Add(created)).Priority(0)
 	if gated {
-		p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: v1alpha1.SchedulingGate}}
+		b.Gated()
 	}
 	if admitted != 0 {
-		p.Annotations = map[string]string{v1alpha1.AdmittedAtAnnotation: now.Add(admitted).Format(time.RFC3339), v1alpha1.AdmittedByAnnotation: "team-a/quota"}
+		b.Annotation(v1alpha1.AdmittedAtAnnotation, now.Add(admitted).Format(time.RFC3339)).AdmittedBy("team-a/quota")
 	}
 	if scheduled != 0 {
-		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(now.Add(scheduled))}}
+		b.Condition(corev1.PodScheduled, now.Add(scheduled))
 	}
-	return p
+	return b.Obj()
 }
 
 func TestLastHour(t *testing.T) {

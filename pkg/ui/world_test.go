@@ -21,7 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -29,6 +28,7 @@ import (
 	visv1 "github.com/quotagate/quotagate/api/visibility/v1alpha1"
 	"github.com/quotagate/quotagate/internal/localcluster"
 	"github.com/quotagate/quotagate/internal/localinstall"
+	"github.com/quotagate/quotagate/internal/testbed/podtest"
 	"github.com/quotagate/quotagate/pkg/gates"
 )
 
@@ -128,13 +128,7 @@ func start() (w *world, err error) {
 }
 
 func cpuPod(ns, name string) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: corev1.PodSpec{TerminationGracePeriodSeconds: ptr.To[int64](0), Containers: []corev1.Container{{
-			Name: "c", Image: "registry.example/app:1",
-			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}},
-		}}},
-	}
+	return podtest.New(name).NS(ns).GracePeriod(0).Container("c", "registry.example/app:1").Req("cpu=1").Obj()
 }
 
 func teamBudget(ns string) *v1alpha1.Budget {

@@ -217,7 +217,7 @@ func (f *Forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			pr.Out.Header.Set(forwardedHeader, "1")
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			log.FromContext(r.Context()).Info("Forwarding to the leader failed", "leader", leader, "err", err.Error())
+			log.FromContext(r.Context()).Info("Forwarding to the leader failed", "leader", leader, "error", err.Error())
 			f.mu.Lock()
 			f.leader = ""
 			f.mu.Unlock()

@@ -15,7 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -72,7 +71,7 @@ func runReal(t *testing.T, args ...string) (string, string, error) {
 // apiPod is a gated pod of team-a to create through the API (which sets UID and
 // creation time).
 func apiPod(name string, cpu string) *corev1.Pod {
-	p := makePod("team-a", name).CPU(cpu).Obj()
+	p := makePod("team-a", name).Req("cpu=" + cpu).Obj()
 	p.UID, p.CreationTimestamp = "", metav1.Time{}
 	p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](0)
 	return p
@@ -82,9 +81,9 @@ func apiPod(name string, cpu string) *corev1.Pod {
 // not exist yet.
 func createPod(t *testing.T, c client.Client, p *corev1.Pod) {
 	t.Helper()
-	waitFor(t, "pod "+p.Name+" to be created", func() (bool, error) {
+	testbed.Poll(t, pollTimeout, "pod "+p.Name+" to be created", func(context.Context) (bool, error) {
 		err := c.Create(t.Context(), p.DeepCopy())
-		return err == nil, err
+		return err == nil, testbed.NotYet(err)
 	})
 }
 
@@ -111,18 +110,6 @@ func create(t *testing.T, c client.Client, objs ...client.Object) {
 		if err := c.Create(t.Context(), o); err != nil {
 			t.Fatalf("creating %T %s: %v", o, o.GetName(), err)
 		}
-	}
-}
-
-func waitFor(t *testing.T, what string, cond func() (bool, error)) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, pollTimeout, true,
-		func(context.Context) (bool, error) {
-			ok, _ := cond() // transient errors: try again
-			return ok, nil
-		})
-	if err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
 	}
 }
 

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -91,13 +92,13 @@ func TestSnapshotOnAPIServer(t *testing.T) {
 	teamA := namespace("team-a", true)
 	create(t, admin, teamA, budget("team-a", "team-a", "requests.cpu=1", ""))
 	createPod(t, admin, apiPod("first", "1"))
-	waitFor(t, "pod first to be admitted", func() (bool, error) {
+	testbed.Poll(t, pollTimeout, "pod first to be admitted", func(context.Context) (bool, error) {
 		var p corev1.Pod
 		err := admin.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "first"}, &p)
-		return err == nil && !gates.HasGate(&p, v1alpha1.SchedulingGate), err
+		return err == nil && !gates.HasGate(&p, v1alpha1.SchedulingGate), testbed.NotYet(err)
 	})
 	createPod(t, admin, apiPod("second", "1"))
-	waitFor(t, "pod second to wait for room", func() (bool, error) {
+	testbed.Poll(t, pollTimeout, "pod second to wait for room", func(context.Context) (bool, error) {
 		code, body := get(t, base+debugQueuesPath, readerToken)
 		return code == http.StatusOK && strings.Contains(body, string(quota.CodeInsufficient)), nil
 	})
@@ -184,19 +185,19 @@ func TestSnapshotOnAPIServer(t *testing.T) {
 	t.Run("budgets and close through the API", func(t *testing.T) {
 		// The manager writes status shortly after it admits.
 		var out string
-		waitFor(t, "budgets to show one admitted and one gated pod", func() (bool, error) {
+		testbed.Poll(t, pollTimeout, "budgets to show one admitted and one gated pod", func(context.Context) (bool, error) {
 			var err error
 			out, _, err = runReal(t, append(direct, "budgets", "-n", "team-a")...)
-			return err == nil && strings.Contains(out, "Budget team-a/team-a   Open    1          1") && strings.Contains(out, "requests.cpu   1/1"), err
+			return err == nil && strings.Contains(out, "Budget team-a/team-a   Open    1          1") && strings.Contains(out, "requests.cpu   1/1"), testbed.NotYet(err)
 		})
 		t.Logf("kubectl quotagate budgets -n team-a:\n%s", out)
 		if _, errOut, err := runReal(t, append(direct, "close", "team-a", "-n", "team-a")...); err != nil {
 			t.Fatalf("close: %v\n%s", err, errOut)
 		}
-		waitFor(t, "Budget team-a/team-a to report Closing", func() (bool, error) {
+		testbed.Poll(t, pollTimeout, "Budget team-a/team-a to report Closing", func(context.Context) (bool, error) {
 			var b v1alpha1.Budget
 			err := admin.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "team-a"}, &b)
-			return err == nil && b.Status.State == v1alpha1.StateClosing, err
+			return err == nil && b.Status.State == v1alpha1.StateClosing, testbed.NotYet(err)
 		})
 		out, _, err = runReal(t, append(direct, "why", "team-a/second")...)
 		if err != nil || !strings.Contains(out, "Reason: Budget team-a/team-a is Closing\n") {
@@ -230,13 +231,13 @@ func TestSnapshotOnAPIServer(t *testing.T) {
 			},
 		}
 		createPod(t, admin, standIn)
-		waitFor(t, "the stand-in pod to claim "+ip, func() (bool, error) {
+		testbed.Poll(t, pollTimeout, "the stand-in pod to claim "+ip, func(context.Context) (bool, error) {
 			var p corev1.Pod
 			if err := admin.Get(ctx, client.ObjectKeyFromObject(standIn), &p); err != nil {
-				return false, err
+				return false, testbed.NotYet(err)
 			}
 			p.Status.PodIP, p.Status.PodIPs = ip, []corev1.PodIP{{IP: ip}}
-			return true, admin.Status().Update(ctx, &p)
+			return true, testbed.NotYet(admin.Status().Update(ctx, &p))
 		})
 		create(t, admin, &discoveryv1.EndpointSlice{
 			ObjectMeta: metav1.ObjectMeta{

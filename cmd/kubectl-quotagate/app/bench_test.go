@@ -23,7 +23,7 @@ func BenchmarkQueueOf10kPods(b *testing.B) {
 	key := quota.BudgetKey{Namespace: "team-a", Name: "team-a"}
 	q.UpsertBudget(quota.Budget{Key: key, Hard: parseList("cpu=1")})
 	for i := range n {
-		p := makePod("team-a", fmt.Sprintf("p-%05d", i)).Priority(int32(i % 7)).Created(i).CPU("2").Obj()
+		p := makePod("team-a", fmt.Sprintf("p-%05d", i)).Priority(int32(i % 7)).Created(i).Req("cpu=2").Obj()
 		q.UpsertPod(quota.NewPod(p, v1alpha1.SchedulingGate, now))
 	}
 	q.Admit()

@@ -19,7 +19,7 @@ func TestClosedByParent(t *testing.T) {
 		[]*corev1.Namespace{namespace("team-a", true)},
 		[]*v1alpha1.Budget{budget("team-a", "team-a", "requests.cpu=4", "org")},
 		[]*v1alpha1.ClusterBudget{org},
-		[]*corev1.Pod{makePod("team-a", "train").CPU("1").Created(30).Obj()})
+		[]*corev1.Pod{makePod("team-a", "train").Req("cpu=1").Created(30).Obj()})
 	if len(w.admitted) != 0 {
 		t.Fatalf("a closed parent admitted %v", w.admitted)
 	}

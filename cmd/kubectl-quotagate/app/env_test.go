@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/internal/testbed/podtest"
 	"github.com/quotagate/quotagate/pkg/quota"
 	"github.com/quotagate/quotagate/pkg/quota/controller"
 )
@@ -27,38 +28,11 @@ var (
 	now = t0.Add(10 * time.Minute)
 )
 
-// podBuilder builds test pods, after kube-scheduler's st.MakePod().
-type podBuilder struct{ pod *corev1.Pod }
-
-// makePod builds a gated pod ns/name created at t0, its UID its name.
-func makePod(ns, name string) *podBuilder {
-	return &podBuilder{pod: &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: types.UID(ns + "-" + name), CreationTimestamp: metav1.NewTime(t0)},
-		Spec: corev1.PodSpec{
-			SchedulingGates: []corev1.PodSchedulingGate{{Name: v1alpha1.SchedulingGate}},
-			Containers:      []corev1.Container{{Name: "main", Image: "busybox"}},
-		},
-	}}
+// makePod builds a gated pod ns/name created at t0 (Created counts from t0), its UID
+// ns-name.
+func makePod(ns, name string) *podtest.Builder {
+	return podtest.New(name).NS(ns).UID(ns+"-"+name).At(t0).Gated().Container("main", "busybox")
 }
-
-func (b *podBuilder) Priority(p int32) *podBuilder { b.pod.Spec.Priority = &p; return b }
-
-// Created sets the creation time to t0 plus s seconds.
-func (b *podBuilder) Created(s int) *podBuilder {
-	b.pod.CreationTimestamp = metav1.NewTime(t0.Add(time.Duration(s) * time.Second))
-	return b
-}
-
-// CPU requests q CPUs.
-func (b *podBuilder) CPU(q string) *podBuilder {
-	b.pod.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(q)}
-	return b
-}
-
-// Ungated drops the gate: the pod ran before quotagate, or was admitted.
-func (b *podBuilder) Ungated() *podBuilder { b.pod.Spec.SchedulingGates = nil; return b }
-
-func (b *podBuilder) Obj() *corev1.Pod { return b.pod }
 
 func budget(ns, name, hard, parent string) *v1alpha1.Budget {
 	return &v1alpha1.Budget{

@@ -7,7 +7,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -32,12 +31,10 @@ type orderPod struct {
 }
 
 func (p orderPod) pod() *corev1.Pod {
-	b := makePod(p.ns, p.name).Priority(p.priority).Created(p.created)
-	req := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(p.cpu)}
+	b := makePod(p.ns, p.name).Priority(p.priority).Created(p.created).Req("cpu=" + p.cpu)
 	if p.memory != "" {
-		req[corev1.ResourceMemory] = resource.MustParse(p.memory)
+		b.Req("memory=" + p.memory)
 	}
-	b.pod.Spec.Containers[0].Resources.Requests = req
 	return b.Obj()
 }
 

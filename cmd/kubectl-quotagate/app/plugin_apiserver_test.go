@@ -232,20 +232,20 @@ func kubeconfigInNamespace(t *testing.T, path, ns string) string {
 // waitAdmitted waits until the manager has removed the gate of pod ns/name.
 func waitAdmitted(t *testing.T, c client.Client, ns, name string) {
 	t.Helper()
-	waitFor(t, "pod "+ns+"/"+name+" to be admitted", func() (bool, error) {
+	testbed.Poll(t, pollTimeout, "pod "+ns+"/"+name+" to be admitted", func(context.Context) (bool, error) {
 		var p corev1.Pod
-		err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &p)
-		return err == nil && len(p.Spec.SchedulingGates) == 0, err
+		err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, &p)
+		return err == nil && len(p.Spec.SchedulingGates) == 0, testbed.NotYet(err)
 	})
 }
 
 // waitStatus waits until Budget ns/ns's status says cpu used and gated pods.
 func waitStatus(t *testing.T, c client.Client, ns, cpu string, gated int32) {
 	t.Helper()
-	waitFor(t, fmt.Sprintf("Budget %s/%s to use %s CPU with %d gated", ns, ns, cpu, gated), func() (bool, error) {
+	testbed.Poll(t, pollTimeout, fmt.Sprintf("Budget %s/%s to use %s CPU with %d gated", ns, ns, cpu, gated), func(context.Context) (bool, error) {
 		var b v1alpha1.Budget
-		err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: ns}, &b)
+		err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: ns}, &b)
 		used := b.Status.Used[corev1.ResourceRequestsCPU]
-		return err == nil && used.Cmp(resource.MustParse(cpu)) == 0 && b.Status.GatedPods == gated, err
+		return err == nil && used.Cmp(resource.MustParse(cpu)) == 0 && b.Status.GatedPods == gated, testbed.NotYet(err)
 	})
 }

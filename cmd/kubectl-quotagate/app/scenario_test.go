@@ -27,15 +27,15 @@ func teamsWorld(t *testing.T) *world {
 		[]*v1alpha1.ClusterBudget{clusterBudget("org", "requests.cpu=8", nil)},
 		[]*corev1.Pod{
 			// Running since before team-a opted in: it counts, and was never gated.
-			makePod("team-a", "web").CPU("2").Ungated().Obj(),
-			makePod("team-a", "train-hi").Priority(1000).CPU("1").Created(60).Obj(),
-			makePod("team-a", "train-1").CPU("2").Created(120).Obj(),
-			makePod("team-a", "train-2").CPU("1").Created(180).Obj(),
-			makePod("team-a", "train-3").CPU("1").Created(240).Obj(),
-			makePod("team-a", "huge").CPU("6").Created(30).Obj(),
-			makePod("team-b", "batch-1").CPU("3").Created(30).Obj(),
-			makePod("team-b", "batch-2").Priority(500).CPU("1").Created(90).Obj(),
-			makePod("team-b", "batch-3").CPU("2").Created(100).Obj(),
-			makePod("legacy", "cron").CPU("1").Ungated().Obj(),
+			makePod("team-a", "web").Req("cpu=2").Ungated().Obj(),
+			makePod("team-a", "train-hi").Priority(1000).Req("cpu=1").Created(60).Obj(),
+			makePod("team-a", "train-1").Req("cpu=2").Created(120).Obj(),
+			makePod("team-a", "train-2").Req("cpu=1").Created(180).Obj(),
+			makePod("team-a", "train-3").Req("cpu=1").Created(240).Obj(),
+			makePod("team-a", "huge").Req("cpu=6").Created(30).Obj(),
+			makePod("team-b", "batch-1").Req("cpu=3").Created(30).Obj(),
+			makePod("team-b", "batch-2").Priority(500).Req("cpu=1").Created(90).Obj(),
+			makePod("team-b", "batch-3").Req("cpu=2").Created(100).Obj(),
+			makePod("legacy", "cron").Req("cpu=1").Ungated().Obj(),
 		})
 }

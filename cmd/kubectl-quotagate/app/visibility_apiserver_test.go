@@ -113,10 +113,10 @@ func TestQueueOnRealAPIServer(t *testing.T) {
 
 	t.Run("a tenant reads its namespace's queues", func(t *testing.T) {
 		var out, errOut string
-		waitFor(t, "the tenant to read team-a's queues", func() (bool, error) {
+		testbed.Poll(t, pollTimeout, "the tenant to read team-a's queues", func(context.Context) (bool, error) {
 			var err error
 			out, errOut, err = runReal(t, as("tenant", "queue", "-n", "team-a", "-o", "name")...)
-			return err == nil, err
+			return err == nil, testbed.NotYet(err)
 		})
 		if diff := cmp.Diff("pod/huge\npod/train-1\npod/train-3\n", out); diff != "" || errOut != "" {
 			t.Errorf("queue -n team-a -o name (-want +got):\n%s\nstderr: %s", diff, errOut)
@@ -253,10 +253,10 @@ func registerAPIService(t *testing.T, cfg *rest.Config, port int, caPEM []byte) 
 	if _, err := apiservices.Create(t.Context(), apisvc, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the APIService to become available", func() (bool, error) {
+	testbed.Poll(t, pollTimeout, "the APIService to become available", func(context.Context) (bool, error) {
 		got, err := apiservices.Get(t.Context(), name, metav1.GetOptions{})
 		if err != nil {
-			return false, err
+			return false, testbed.NotYet(err)
 		}
 		conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
 		for _, c := range conds {

@@ -148,9 +148,9 @@ func TestWhyBorrowing(t *testing.T) {
 		[]*v1alpha1.Budget{a, budget("team-b", "b", "requests.cpu=2", "org")},
 		[]*v1alpha1.ClusterBudget{clusterBudget("org", "requests.cpu=4", nil)},
 		[]*corev1.Pod{
-			makePod("team-a", "a1").CPU("1").Created(10).Obj(),
-			makePod("team-a", "a2").CPU("1").Created(20).Obj(),
-			makePod("team-a", "a3").CPU("1").Created(30).Obj(),
+			makePod("team-a", "a1").Req("cpu=1").Created(10).Obj(),
+			makePod("team-a", "a2").Req("cpu=1").Created(20).Obj(),
+			makePod("team-a", "a3").Req("cpu=1").Created(30).Obj(),
 		})
 	for name, want := range map[string]string{
 		"a2": "Pod team-a/a2 was admitted at 2026-01-01T09:05:00Z (5m ago, after waiting 4m40s) by Budget team-a/a, ClusterBudget org\n",

@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -12,10 +13,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/internal/testbed"
 	"github.com/quotagate/quotagate/pkg/quota/controller"
 )
 
@@ -29,25 +30,25 @@ func TestBudgetAdmitsUpToHardAndDrainsJobs(t *testing.T) {
 	for i := range 10 {
 		mustCreate(t, gatedJob(ns, "job-"+podName(i), "1", 1, "3s", ""))
 	}
-	poll(t, time.Minute, "ten Job pods", func() (bool, error) { return len(podsOf(t, ns)) == 10, nil })
+	testbed.Poll(t, time.Minute, "ten Job pods", func(context.Context) (bool, error) { return len(podsOf(t, ns)) == 10, nil })
 	startManager(t, nil, false)
 
-	poll(t, time.Minute, "four pods admitted", func() (bool, error) {
+	testbed.Poll(t, time.Minute, "four pods admitted", func(context.Context) (bool, error) {
 		gated, ungated := countGated(t, ns)
 		return gated == 6 && ungated == 4, nil
 	})
-	poll(t, time.Minute, "the Budget's status to show 4 admitted and 6 gated", func() (bool, error) {
+	testbed.Poll(t, time.Minute, "the Budget's status to show 4 admitted and 6 gated", func(context.Context) (bool, error) {
 		b := &v1alpha1.Budget{}
-		if err := admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "team"}, b); err != nil {
+		if err := admin.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "team"}, b); err != nil {
 			return false, err
 		}
 		used := b.Status.Used["requests.cpu"]
 		return b.Status.AdmittedPods == 4 && b.Status.GatedPods == 6 && used.String() == "4" &&
 			b.Status.State == v1alpha1.StateOpen, nil
 	})
-	poll(t, 2*time.Minute, "every Job to complete", func() (bool, error) {
+	testbed.Poll(t, 2*time.Minute, "every Job to complete", func(context.Context) (bool, error) {
 		jobs := &batchv1.JobList{}
-		if err := admin.List(context.Background(), jobs, client.InNamespace(ns)); err != nil {
+		if err := admin.List(t.Context(), jobs, client.InNamespace(ns)); err != nil {
 			return false, err
 		}
 		for _, j := range jobs.Items {
@@ -79,13 +80,13 @@ func TestAdmissionOrderIsPriorityThenCreationTime(t *testing.T) {
 	mustCreate(t, budget(ns, "one", cpu("1"), ""))
 	mk := func(name, class string) *batchv1.Job { return gatedJob(ns, name, "1", 1, "300ms", class) }
 	mustCreate(t, mk("low-a", "qg-low"), mk("high-a", "qg-high"), mk("mid-a", "qg-mid"))
-	poll(t, time.Minute, "three Job pods", func() (bool, error) { return len(podsOf(t, ns)) == 3, nil })
+	testbed.Poll(t, time.Minute, "three Job pods", func(context.Context) (bool, error) { return len(podsOf(t, ns)) == 3, nil })
 	// Creation timestamps have one-second resolution: the next ones are created later.
 	time.Sleep(1100 * time.Millisecond)
 	mustCreate(t, mk("high-b", "qg-high"), mk("low-b", "qg-low"))
-	poll(t, time.Minute, "five Job pods", func() (bool, error) { return len(podsOf(t, ns)) == 5, nil })
+	testbed.Poll(t, time.Minute, "five Job pods", func(context.Context) (bool, error) { return len(podsOf(t, ns)) == 5, nil })
 	startManager(t, nil, false)
-	poll(t, 2*time.Minute, "all five admitted", func() (bool, error) {
+	testbed.Poll(t, 2*time.Minute, "all five admitted", func(context.Context) (bool, error) {
 		_, ungated := countGated(t, ns)
 		return ungated == 5, nil
 	})
@@ -116,13 +117,13 @@ func TestStrictFIFOBlocksAndBestEffortOvertakes(t *testing.T) {
 			running := gatedPod(ns, "running", "2")
 			startManager(t, nil, false)
 			mustCreate(t, running)
-			poll(t, time.Minute, "the first pod admitted", func() (bool, error) { return !isGated(t, ns, "running"), nil })
+			testbed.Poll(t, time.Minute, "the first pod admitted", func(context.Context) (bool, error) { return !isGated(t, ns, "running"), nil })
 			head := gatedPod(ns, "head", "2")
 			head.Spec.PriorityClassName = "qg-high" // ahead of small, whatever the timestamps
 			small := gatedPod(ns, "small", "1")
 			mustCreate(t, head, small)
 			if tc.smallAdmitted {
-				poll(t, time.Minute, "small admitted past the head", func() (bool, error) { return !isGated(t, ns, "small"), nil })
+				testbed.Poll(t, time.Minute, "small admitted past the head", func(context.Context) (bool, error) { return !isGated(t, ns, "small"), nil })
 			} else {
 				waitForWaitingEvent(t, ns, "small", "StrictFIFOOrder")
 				if !isGated(t, ns, "small") {
@@ -133,10 +134,10 @@ func TestStrictFIFOBlocksAndBestEffortOvertakes(t *testing.T) {
 				t.Errorf("head (2 CPU) was admitted with 1 CPU free")
 			}
 			// Freeing the running pod admits the head (and then small, in StrictFIFO).
-			if err := admin.Delete(context.Background(), running); err != nil {
+			if err := admin.Delete(t.Context(), running); err != nil {
 				t.Fatal(err)
 			}
-			poll(t, time.Minute, "head and small admitted", func() (bool, error) {
+			testbed.Poll(t, time.Minute, "head and small admitted", func(context.Context) (bool, error) {
 				return !isGated(t, ns, "head") && !isGated(t, ns, "small"), nil
 			})
 		})
@@ -150,10 +151,10 @@ func TestPodOverWholeBudgetStaysGatedAndIsReported(t *testing.T) {
 	mustCreate(t, budget(ns, "b", cpu("2"), ""))
 	startManager(t, nil, false)
 	mustCreate(t, gatedPod(ns, "huge", "4"), gatedPod(ns, "fits", "1"))
-	poll(t, time.Minute, "the small pod admitted", func() (bool, error) { return !isGated(t, ns, "fits"), nil })
-	poll(t, time.Minute, "the PodsNeverFit condition", func() (bool, error) {
+	testbed.Poll(t, time.Minute, "the small pod admitted", func(context.Context) (bool, error) { return !isGated(t, ns, "fits"), nil })
+	testbed.Poll(t, time.Minute, "the PodsNeverFit condition", func(context.Context) (bool, error) {
 		b := &v1alpha1.Budget{}
-		if err := admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "b"}, b); err != nil {
+		if err := admin.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "b"}, b); err != nil {
 			return false, err
 		}
 		c := apimeta.FindStatusCondition(b.Status.Conditions, v1alpha1.ConditionPodsNeverFit)
@@ -177,16 +178,16 @@ func TestRaisingHardAdmitsMore(t *testing.T) {
 	for i := range 3 {
 		mustCreate(t, gatedPod(ns, podName(i), "1"))
 	}
-	poll(t, time.Minute, "one admitted", func() (bool, error) {
+	testbed.Poll(t, time.Minute, "one admitted", func(context.Context) (bool, error) {
 		g, u := countGated(t, ns)
 		return g == 2 && u == 1, nil
 	})
 	patch := client.MergeFrom(b.DeepCopy())
 	b.Spec.Hard = cpu("3")
-	if err := admin.Patch(context.Background(), b, patch); err != nil {
+	if err := admin.Patch(t.Context(), b, patch); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, time.Minute, "all three admitted", func() (bool, error) {
+	testbed.Poll(t, time.Minute, "all three admitted", func(context.Context) (bool, error) {
 		g, u := countGated(t, ns)
 		return g == 0 && u == 3, nil
 	})
@@ -206,10 +207,10 @@ func TestDeletingBudgetReevaluatesItsPods(t *testing.T) {
 	if g, _ := countGated(t, ns); g != 3 {
 		t.Fatalf("%d pods gated under a zero budget, want 3", g)
 	}
-	if err := admin.Delete(context.Background(), b); err != nil {
+	if err := admin.Delete(t.Context(), b); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, time.Minute, "all pods admitted", func() (bool, error) {
+	testbed.Poll(t, time.Minute, "all pods admitted", func(context.Context) (bool, error) {
 		g, _ := countGated(t, ns)
 		return g == 0, nil
 	})
@@ -236,15 +237,15 @@ func TestOptOutReleasesGatedPods(t *testing.T) {
 	}
 	waitForWaitingEvent(t, ns, podName(2), "RequestsExceedHard")
 	n := &corev1.Namespace{}
-	if err := admin.Get(context.Background(), client.ObjectKey{Name: ns}, n); err != nil {
+	if err := admin.Get(t.Context(), client.ObjectKey{Name: ns}, n); err != nil {
 		t.Fatal(err)
 	}
 	patch := client.MergeFrom(n.DeepCopy())
 	delete(n.Labels, v1alpha1.EnabledLabel)
-	if err := admin.Patch(context.Background(), n, patch); err != nil {
+	if err := admin.Patch(t.Context(), n, patch); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, time.Minute, "the gated pods released", func() (bool, error) {
+	testbed.Poll(t, time.Minute, "the gated pods released", func(context.Context) (bool, error) {
 		g, _ := countGated(t, ns)
 		return g == 0, nil
 	})
@@ -257,13 +258,13 @@ func TestDeletingPodFreesCapacity(t *testing.T) {
 	startManager(t, nil, false)
 	first := gatedPod(ns, "first", "1")
 	mustCreate(t, first)
-	poll(t, time.Minute, "first admitted", func() (bool, error) { return !isGated(t, ns, "first"), nil })
+	testbed.Poll(t, time.Minute, "first admitted", func(context.Context) (bool, error) { return !isGated(t, ns, "first"), nil })
 	mustCreate(t, gatedPod(ns, "second", "1"))
 	waitForWaitingEvent(t, ns, "second", "InsufficientQuota")
-	if err := admin.Delete(context.Background(), first, client.GracePeriodSeconds(0)); err != nil {
+	if err := admin.Delete(t.Context(), first, client.GracePeriodSeconds(0)); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, time.Minute, "second admitted", func() (bool, error) { return !isGated(t, ns, "second"), nil })
+	testbed.Poll(t, time.Minute, "second admitted", func(context.Context) (bool, error) { return !isGated(t, ns, "second"), nil })
 }
 
 // A ClusterBudget limits the pods of every namespace its selector matches, together.
@@ -272,11 +273,11 @@ func TestClusterBudgetAcrossNamespaces(t *testing.T) {
 	nss := []string{newNamespace(t, true), newNamespace(t, true)}
 	for _, ns := range nss {
 		n := &corev1.Namespace{}
-		if err := admin.Get(context.Background(), client.ObjectKey{Name: ns}, n); err != nil {
+		if err := admin.Get(t.Context(), client.ObjectKey{Name: ns}, n); err != nil {
 			t.Fatal(err)
 		}
 		n.Labels["team"] = team
-		if err := admin.Update(context.Background(), n); err != nil {
+		if err := admin.Update(t.Context(), n); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -295,9 +296,9 @@ func TestClusterBudgetAcrossNamespaces(t *testing.T) {
 			mustCreate(t, gatedPod(ns, podName(i), "1"))
 		}
 	}
-	poll(t, time.Minute, "the ClusterBudget's status to show 2 admitted and 2 gated", func() (bool, error) {
+	testbed.Poll(t, time.Minute, "the ClusterBudget's status to show 2 admitted and 2 gated", func(context.Context) (bool, error) {
 		got := &v1alpha1.ClusterBudget{}
-		if err := admin.Get(context.Background(), client.ObjectKey{Name: team}, got); err != nil {
+		if err := admin.Get(t.Context(), client.ObjectKey{Name: team}, got); err != nil {
 			return false, err
 		}
 		return got.Status.AdmittedPods == 2 && got.Status.GatedPods == 2, nil
@@ -322,15 +323,15 @@ func TestManagerRestartMidRun(t *testing.T) {
 		mustCreate(t, gatedJob(ns, "job-"+podName(i), "1", 1, "2s", ""))
 	}
 	first := startManager(t, nil, true)
-	poll(t, 2*time.Minute, "five pods admitted by the first manager", func() (bool, error) {
+	testbed.Poll(t, 2*time.Minute, "five pods admitted by the first manager", func(context.Context) (bool, error) {
 		_, u := countGated(t, ns)
 		return u >= 5, nil
 	})
 	first.stop(t)
 	startManager(t, nil, true)
-	poll(t, 3*time.Minute, "every Job to complete", func() (bool, error) {
+	testbed.Poll(t, 3*time.Minute, "every Job to complete", func(context.Context) (bool, error) {
 		jobs := &batchv1.JobList{}
-		if err := admin.List(context.Background(), jobs, client.InNamespace(ns)); err != nil {
+		if err := admin.List(t.Context(), jobs, client.InNamespace(ns)); err != nil {
 			return false, err
 		}
 		done := 0
@@ -352,26 +353,23 @@ func TestManagerRestartMidRun(t *testing.T) {
 func waitForWaitingEvent(t *testing.T, ns, pod, reason string) corev1.Event {
 	t.Helper()
 	var found corev1.Event
-	var seen []string
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	testbed.Poll(t, time.Minute, fmt.Sprintf("a %s event on pod %q", reason, pod), func(ctx context.Context) (bool, error) {
 		evs, err := clientset.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
 		}
-		seen = seen[:0]
+		var seen []string
 		for _, e := range evs.Items {
 			seen = append(seen, e.InvolvedObject.Name+": "+e.Reason+": "+e.Message)
 		}
 		i := slices.IndexFunc(evs.Items, func(e corev1.Event) bool {
 			return (pod == "" || e.InvolvedObject.Name == pod) && e.Reason == reason
 		})
-		if i >= 0 {
-			found = evs.Items[i]
+		if i < 0 {
+			return false, testbed.NotYet(fmt.Errorf("events:\n%s", strings.Join(seen, "\n")))
 		}
-		return i >= 0, nil
+		found = evs.Items[i]
+		return true, nil
 	})
-	if err != nil {
-		t.Fatalf("waiting for a %s event on pod %q: %v; events:\n%s", reason, pod, err, strings.Join(seen, "\n"))
-	}
 	return found
 }

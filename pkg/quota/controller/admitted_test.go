@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"context"
 	"slices"
 	"testing"
 	"time"
@@ -63,7 +62,7 @@ func newAdmittedFixture(t *testing.T, podEvents bool, pods ...*corev1.Pod) *admi
 func (f *admittedFixture) deliver(t *testing.T, p *corev1.Pod, initialList bool) {
 	t.Helper()
 	fresh := &corev1.Pod{}
-	if err := f.api.Get(context.Background(), client.ObjectKeyFromObject(p), fresh); err != nil {
+	if err := f.api.Get(t.Context(), client.ObjectKeyFromObject(p), fresh); err != nil {
 		t.Fatal(err)
 	}
 	f.c.onPod(fresh, initialList)
@@ -78,9 +77,9 @@ func (f *admittedFixture) admitAll(t *testing.T, want int) []string {
 		t.Fatalf("admitted %d pods, want %d", len(adm), want)
 	}
 	for _, a := range adm {
-		f.c.ungate(context.Background(), a)
+		f.c.ungate(t.Context(), a)
 	}
-	f.c.announceAdmitted(context.Background())
+	f.c.announceAdmitted(t.Context())
 	return f.events(t)
 }
 
@@ -90,7 +89,7 @@ func (f *admittedFixture) events(t *testing.T) []string {
 	t.Helper()
 	var got []string
 	list := &eventsv1.EventList{}
-	if err := f.api.List(context.Background(), list); err != nil {
+	if err := f.api.List(t.Context(), list); err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range list.Items {
@@ -165,13 +164,13 @@ func TestAdmittedEventsSumUpPerBudget(t *testing.T) {
 	}
 
 	f.clk.Step(DefaultAdmittedEventInterval - 3*time.Second)
-	f.c.announceAdmitted(context.Background())
+	f.c.announceAdmitted(t.Context())
 	if diff := cmp.Diff([]string{"Normal Admitted Admitted 2 pods in the last 9s; longest wait 2s"}, f.events(t)); diff != "" {
 		t.Errorf("events one interval after the first (-want +got):\n%s", diff)
 	}
 
 	f.clk.Step(DefaultAdmittedEventInterval)
-	f.c.announceAdmitted(context.Background())
+	f.c.announceAdmitted(t.Context())
 	if got := f.events(t); len(got) != 0 {
 		t.Errorf("events after an interval without admissions: %q, want none", got)
 	}

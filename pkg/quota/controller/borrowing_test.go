@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/internal/testbed"
 )
 
 // Two teams under one parent, as a user sets them up: team A may borrow 2 CPU beyond its
@@ -34,20 +35,20 @@ func TestBorrowingBetweenTeams(t *testing.T) {
 	for i := range 4 {
 		mustCreate(t, gatedPod(nsA, podName(i), "1"))
 	}
-	poll(t, time.Minute, "team A's 4 pods admitted, 2 of them borrowed", func() (bool, error) {
+	testbed.Poll(t, time.Minute, "team A's 4 pods admitted, 2 of them borrowed", func(context.Context) (bool, error) {
 		_, u := countGated(t, nsA)
 		return u == 4, nil
 	})
-	poll(t, time.Minute, "team A's status borrowing 2 CPU", func() (bool, error) {
+	testbed.Poll(t, time.Minute, "team A's status borrowing 2 CPU", func(context.Context) (bool, error) {
 		var got v1alpha1.Budget
-		if err := admin.Get(context.Background(), client.ObjectKeyFromObject(a), &got); err != nil {
+		if err := admin.Get(t.Context(), client.ObjectKeyFromObject(a), &got); err != nil {
 			return false, err
 		}
 		q := got.Status.Borrowed["requests.cpu"]
 		return q.String() == "2", nil
 	})
 	var podsA corev1.PodList
-	if err := admin.List(context.Background(), &podsA, client.InNamespace(nsA)); err != nil {
+	if err := admin.List(t.Context(), &podsA, client.InNamespace(nsA)); err != nil {
 		t.Fatal(err)
 	}
 	borrowing := 0
@@ -65,10 +66,10 @@ func TestBorrowingBetweenTeams(t *testing.T) {
 	t.Logf("team B's pod waits: %s", ev.Message)
 
 	victim := gatedPod(nsA, podName(0), "1")
-	if err := admin.Delete(context.Background(), victim, client.GracePeriodSeconds(0)); err != nil {
+	if err := admin.Delete(t.Context(), victim, client.GracePeriodSeconds(0)); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, time.Minute, "team B's pod admitted into the quota it lent", func() (bool, error) {
+	testbed.Poll(t, time.Minute, "team B's pod admitted into the quota it lent", func(context.Context) (bool, error) {
 		return !isGated(t, nsB, "lender"), nil
 	})
 	if !isGated(t, nsA, "late") {

@@ -1,7 +1,6 @@
 package controller_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 
@@ -13,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/internal/testbed/podtest"
 	"github.com/quotagate/quotagate/pkg/gates"
 )
 
@@ -27,21 +27,10 @@ func kwokRunFor(d string) map[string]string {
 
 // gatedPod is a pod as the webhook would have admitted it: carrying the quotagate gate.
 func gatedPod(ns, name string, cpu string) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: corev1.PodSpec{
-			SchedulingGates: []corev1.PodSchedulingGate{{Name: v1alpha1.SchedulingGate}},
-			Containers: []corev1.Container{{
-				Name:  "c",
-				Image: "registry.invalid/app",
-				Resources: corev1.ResourceRequirements{
-					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)},
-				},
-			}},
-			// kwok nodes carry this taint; real pods would run on real nodes.
-			Tolerations: []corev1.Toleration{{Key: "kwok.x-k8s.io/node", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
-		},
-	}
+	return podtest.New(name).NS(ns).Gated().Container("c", "registry.invalid/app").Req("cpu=" + cpu).
+		// kwok nodes carry this taint; real pods would run on real nodes.
+		Toleration(corev1.Toleration{Key: "kwok.x-k8s.io/node", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}).
+		Obj()
 }
 
 // gatedJob is a Job whose pods carry the gate and run for runFor on kwok.
@@ -80,7 +69,7 @@ func cpu(v string) corev1.ResourceList {
 func mustCreate(t *testing.T, objs ...client.Object) {
 	t.Helper()
 	for _, o := range objs {
-		if err := admin.Create(context.Background(), o); err != nil {
+		if err := admin.Create(t.Context(), o); err != nil {
 			t.Fatalf("creating %T %s: %v", o, o.GetName(), err)
 		}
 	}
@@ -89,7 +78,7 @@ func mustCreate(t *testing.T, objs ...client.Object) {
 // podsOf lists a namespace's pods.
 func podsOf(t *testing.T, ns string) []corev1.Pod {
 	t.Helper()
-	list, err := clientset.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+	list, err := clientset.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatalf("listing pods: %v", err)
 	}
@@ -110,7 +99,7 @@ func countGated(t *testing.T, ns string) (gated, ungated int) {
 
 func isGated(t *testing.T, ns, name string) bool {
 	t.Helper()
-	p, err := clientset.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+	p, err := clientset.CoreV1().Pods(ns).Get(t.Context(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("getting pod %s: %v", name, err)
 	}

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/quotagate/quotagate/internal/loglevel"
 )
 
 // catchUpPageSize bounds the memory of the catch-up read.
@@ -26,7 +28,7 @@ func (c *Controller) catchUpUntilDone(ctx context.Context) error {
 			logger.Error(err, "Catching up with the API server before admitting; retrying")
 			return false, nil
 		}
-		logger.V(logLevelEvents).Info("Caught up with the API server", "pods", n, "took", c.opts.Clock.Since(start))
+		logger.V(loglevel.Events).Info("Caught up with the API server", "pods", n, "took", c.opts.Clock.Since(start))
 		return true, nil
 	})
 }

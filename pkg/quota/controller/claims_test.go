@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/quotagate/quotagate/internal/testbed"
 	"github.com/quotagate/quotagate/pkg/quota"
 )
 
@@ -24,7 +25,7 @@ import (
 // does not exist waits and says for which. No driver allocates anything: quotagate
 // charges at ungate, as ResourceQuota charges at claim creation.
 func TestDRADevicesAreChargedFromClaims(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := newNamespace(t, true)
 	class := ns // DeviceClasses are cluster-scoped: one per test namespace
 	devices := corev1.ResourceName(class + ".deviceclass.resource.k8s.io/devices")
@@ -33,7 +34,9 @@ func TestDRADevicesAreChargedFromClaims(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: class},
 		Spec:       resourceapi.DeviceClassSpec{ExtendedResourceName: ptr.To("example.com/" + class)},
 	})
-	t.Cleanup(func() { _ = admin.Delete(ctx, &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: class}}) })
+	t.Cleanup(func() {
+		_ = admin.Delete(context.Background(), &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: class}})
+	})
 	mustCreate(t, budget(ns, "gpus", corev1.ResourceList{devices: resource.MustParse("4"), extended: resource.MustParse("100")}, ""))
 	tenant := editTenant(t, ns)
 	m := startManager(t, nil, false)
@@ -50,7 +53,7 @@ func TestDRADevicesAreChargedFromClaims(t *testing.T) {
 	waitReason(t, m, ns, "early", quota.CodeClaimPending, "waiting for ResourceClaimTemplate "+ns+"/sixteen")
 	// Kubernetes makes the claim from the template while the pod is gated; it is
 	// still charged as the template says, and still waits.
-	poll(t, time.Minute, "the trainer's claim to be generated", func() (bool, error) {
+	testbed.Poll(t, time.Minute, "the trainer's claim to be generated", func(context.Context) (bool, error) {
 		p, err := clientset.CoreV1().Pods(ns).Get(ctx, "trainer", metav1.GetOptions{})
 		return err == nil && len(p.Status.ResourceClaimStatuses) == 1, err
 	})
@@ -59,7 +62,7 @@ func TestDRADevicesAreChargedFromClaims(t *testing.T) {
 	}
 
 	setHard(t, ns, "gpus", corev1.ResourceList{devices: resource.MustParse("8"), extended: resource.MustParse("100")})
-	poll(t, time.Minute, "the trainer to be admitted", func() (bool, error) { return !isGated(t, ns, "trainer"), nil })
+	testbed.Poll(t, time.Minute, "the trainer to be admitted", func(context.Context) (bool, error) { return !isGated(t, ns, "trainer"), nil })
 	wantUsed(t, ns, "gpus", map[corev1.ResourceName]string{devices: "8", extended: "8"})
 
 	// A claim shared by two pods is charged once, and stays charged while either runs.
@@ -70,7 +73,7 @@ func TestDRADevicesAreChargedFromClaims(t *testing.T) {
 	for _, name := range []string{"s1", "s2"} {
 		tenantCreate(t, tenant.CoreV1().Pods(ns).Create, claimPod(ns, name, corev1.PodResourceClaim{Name: "gpu", ResourceClaimName: ptr.To("shared")}))
 	}
-	poll(t, time.Minute, "both pods of the shared claim to be admitted", func() (bool, error) {
+	testbed.Poll(t, time.Minute, "both pods of the shared claim to be admitted", func(context.Context) (bool, error) {
 		return !isGated(t, ns, "s1") && !isGated(t, ns, "s2"), nil
 	})
 	wantUsed(t, ns, "gpus", map[corev1.ResourceName]string{devices: "12", extended: "12"})
@@ -81,7 +84,7 @@ func TestDRADevicesAreChargedFromClaims(t *testing.T) {
 	waitReason(t, m, ns, "s3", quota.CodeInsufficient, string(devices)+": 1 requested, 0 free")
 
 	deletePod(t, ns, "s1", 0)
-	poll(t, time.Minute, "the manager to see s1 gone", func() (bool, error) {
+	testbed.Poll(t, time.Minute, "the manager to see s1 gone", func(context.Context) (bool, error) {
 		b := getBudget(t, ns, "gpus")
 		return b.Status.AdmittedPods == 2, nil
 	})
@@ -90,7 +93,7 @@ func TestDRADevicesAreChargedFromClaims(t *testing.T) {
 	}
 	wantUsed(t, ns, "gpus", map[corev1.ResourceName]string{devices: "12", extended: "12"})
 	deletePod(t, ns, "s2", 0)
-	poll(t, time.Minute, "s3 to be admitted once the shared claim's last pod ended", func() (bool, error) { return !isGated(t, ns, "s3"), nil })
+	testbed.Poll(t, time.Minute, "s3 to be admitted once the shared claim's last pod ended", func(context.Context) (bool, error) { return !isGated(t, ns, "s3"), nil })
 	wantUsed(t, ns, "gpus", map[corev1.ResourceName]string{devices: "9", extended: "9"})
 
 	// The template appears: the early pod's claim is known, and it would need 16.
@@ -120,7 +123,7 @@ func claimPod(ns, name string, claim corev1.PodResourceClaim) *corev1.Pod {
 // to the built-in edit ClusterRole, once it may create pods and ResourceClaims.
 func editTenant(t *testing.T, ns string) kubernetes.Interface {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	cfg, err := cluster.ServiceAccountConfig(ctx, ns, "tenant", time.Hour)
 	if err != nil {
 		t.Fatalf("credentials for the tenant: %v", err)
@@ -131,7 +134,7 @@ func editTenant(t *testing.T, ns string) kubernetes.Interface {
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "tenant"}},
 	})
 	c := kubernetes.NewForConfigOrDie(cfg)
-	poll(t, time.Minute, "the tenant to be allowed to create pods and resourceclaims", func() (bool, error) {
+	testbed.Poll(t, time.Minute, "the tenant to be allowed to create pods and resourceclaims", func(context.Context) (bool, error) {
 		_, err := c.ResourceV1().ResourceClaims(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, nil
@@ -147,8 +150,8 @@ func editTenant(t *testing.T, ns string) kubernetes.Interface {
 func tenantCreate[T any](t *testing.T, create func(context.Context, T, metav1.CreateOptions) (T, error), obj T) {
 	t.Helper()
 	var last error
-	poll(t, time.Minute, "the tenant's create to succeed", func() (bool, error) {
-		_, last = create(context.Background(), obj, metav1.CreateOptions{})
+	testbed.Poll(t, time.Minute, "the tenant's create to succeed", func(context.Context) (bool, error) {
+		_, last = create(t.Context(), obj, metav1.CreateOptions{})
 		return last == nil, nil
 	})
 }
@@ -157,12 +160,12 @@ func tenantCreate[T any](t *testing.T, create func(context.Context, T, metav1.Cr
 // message contains text.
 func waitReason(t *testing.T, m *runningManager, ns, name string, code quota.ReasonCode, text string) {
 	t.Helper()
-	p, err := clientset.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+	p, err := clientset.CoreV1().Pods(ns).Get(t.Context(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("getting pod %s: %v", name, err)
 	}
 	var last quota.Reason
-	poll(t, time.Minute, "pod "+name+" to wait with "+string(code), func() (bool, error) {
+	testbed.Poll(t, time.Minute, "pod "+name+" to wait with "+string(code), func(context.Context) (bool, error) {
 		last, _ = m.ctrl.Core().WaitReason(p.UID)
 		return last.Code == code && strings.Contains(last.Message, text), nil
 	})
@@ -172,7 +175,7 @@ func setHard(t *testing.T, ns, name string, hard corev1.ResourceList) {
 	t.Helper()
 	b := getBudget(t, ns, name)
 	b.Spec.Hard = hard
-	if err := admin.Update(context.Background(), b); err != nil {
+	if err := admin.Update(t.Context(), b); err != nil {
 		t.Fatalf("updating budget %s: %v", name, err)
 	}
 }
@@ -189,7 +192,7 @@ func wantUsed(t *testing.T, ns, name string, want map[corev1.ResourceName]string
 		}
 		return true
 	}
-	poll(t, time.Minute, "budget "+name+" to show used "+formatUsed(want), func() (bool, error) { return matches(), nil })
+	testbed.Poll(t, time.Minute, "budget "+name+" to show used "+formatUsed(want), func(context.Context) (bool, error) { return matches(), nil })
 }
 
 func formatUsed(want map[corev1.ResourceName]string) string {

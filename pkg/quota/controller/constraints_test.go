@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/internal/testbed"
 )
 
 // ResourceQuota's constraints, with a queue's manners: under a Budget that tracks
@@ -22,7 +23,7 @@ import (
 // (applied by the API server before any admission) is admitted and charged them. Once
 // the budget stops tracking the values, the held pod is admitted.
 func TestPodsThatLeaveTrackedResourcesUnsetAreHeldAndLimitRangeDefaultsCount(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := newNamespace(t, true)
 	hard := corev1.ResourceList{
 		"requests.cpu":    resource.MustParse("2"),
@@ -37,7 +38,7 @@ func TestPodsThatLeaveTrackedResourcesUnsetAreHeldAndLimitRangeDefaultsCount(t *
 	sets := gatedPod(ns, "sets", "100m")
 	sets.Spec.Containers[0].Resources.Requests[corev1.ResourceMemory] = resource.MustParse("100Mi")
 	mustCreate(t, bestEffort, sets)
-	poll(t, time.Minute, "the pod that sets its values admitted", func() (bool, error) { return !isGated(t, ns, "sets"), nil })
+	testbed.Poll(t, time.Minute, "the pod that sets its values admitted", func(context.Context) (bool, error) { return !isGated(t, ns, "sets"), nil })
 
 	ev := waitForWaitingEvent(t, ns, "besteffort", "MustSpecifyResources")
 	if ev.Type != corev1.EventTypeWarning {
@@ -46,7 +47,7 @@ func TestPodsThatLeaveTrackedResourcesUnsetAreHeldAndLimitRangeDefaultsCount(t *
 	if want := "must specify requests.cpu for: c; requests.memory for: c (Budget " + ns + "/b tracks them"; !strings.Contains(ev.Message, want) {
 		t.Errorf("event message %q does not say %q", ev.Message, want)
 	}
-	poll(t, time.Minute, "PodsNeverFit True with reason MustSpecifyResources", func() (bool, error) {
+	testbed.Poll(t, time.Minute, "PodsNeverFit True with reason MustSpecifyResources", func(context.Context) (bool, error) {
 		b := getBudget(t, ns, "b")
 		c := apimeta.FindStatusCondition(b.Status.Conditions, v1alpha1.ConditionPodsNeverFit)
 		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == v1alpha1.ReasonMustSpecifyResources &&
@@ -69,7 +70,7 @@ func TestPodsThatLeaveTrackedResourcesUnsetAreHeldAndLimitRangeDefaultsCount(t *
 	defaulted := gatedPod(ns, "defaulted", "1")
 	defaulted.Spec.Containers[0].Resources = corev1.ResourceRequirements{}
 	mustCreate(t, defaulted)
-	poll(t, time.Minute, "the pod defaulted by the LimitRange admitted", func() (bool, error) { return !isGated(t, ns, "defaulted"), nil })
+	testbed.Poll(t, time.Minute, "the pod defaulted by the LimitRange admitted", func(context.Context) (bool, error) { return !isGated(t, ns, "defaulted"), nil })
 	got, err := clientset.CoreV1().Pods(ns).Get(ctx, "defaulted", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +78,7 @@ func TestPodsThatLeaveTrackedResourcesUnsetAreHeldAndLimitRangeDefaultsCount(t *
 	if m := got.Spec.Containers[0].Resources.Requests[corev1.ResourceMemory]; m.String() != "256Mi" {
 		t.Errorf("the API server gave the pod requests %v, want the LimitRange's defaults", got.Spec.Containers[0].Resources.Requests)
 	}
-	poll(t, time.Minute, "the defaulted pod charged its defaults", func() (bool, error) {
+	testbed.Poll(t, time.Minute, "the defaulted pod charged its defaults", func(context.Context) (bool, error) {
 		b := getBudget(t, ns, "b")
 		cpu, mem := b.Status.Used["requests.cpu"], b.Status.Used["requests.memory"]
 		return cpu.Cmp(resource.MustParse("300m")) == 0 && mem.Cmp(resource.MustParse("356Mi")) == 0 && b.Status.AdmittedPods == 2, nil
@@ -92,8 +93,8 @@ func TestPodsThatLeaveTrackedResourcesUnsetAreHeldAndLimitRangeDefaultsCount(t *
 	if err := admin.Update(ctx, b); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, time.Minute, "the BestEffort pod admitted once nothing tracks its values", func() (bool, error) { return !isGated(t, ns, "besteffort"), nil })
-	poll(t, time.Minute, "PodsNeverFit False", func() (bool, error) {
+	testbed.Poll(t, time.Minute, "the BestEffort pod admitted once nothing tracks its values", func(context.Context) (bool, error) { return !isGated(t, ns, "besteffort"), nil })
+	testbed.Poll(t, time.Minute, "PodsNeverFit False", func(context.Context) (bool, error) {
 		c := apimeta.FindStatusCondition(getBudget(t, ns, "b").Status.Conditions, v1alpha1.ConditionPodsNeverFit)
 		return c != nil && c.Status == metav1.ConditionFalse, nil
 	})
@@ -102,7 +103,7 @@ func TestPodsThatLeaveTrackedResourcesUnsetAreHeldAndLimitRangeDefaultsCount(t *
 func getBudget(t *testing.T, ns, name string) *v1alpha1.Budget {
 	t.Helper()
 	b := &v1alpha1.Budget{}
-	if err := admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, b); err != nil {
+	if err := admin.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, b); err != nil {
 		t.Fatalf("getting budget %s/%s: %v", ns, name, err)
 	}
 	return b

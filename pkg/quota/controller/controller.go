@@ -81,12 +81,6 @@ type Options struct {
 	Registerer prometheus.Registerer
 }
 
-// Log levels: what happened, and how it was decided.
-const (
-	logLevelEvents  = 2
-	logLevelDetails = 4
-)
-
 // DefaultOptions returns the defaults: enough workers that the API server, not the
 // manager, limits how fast pods are released.
 func DefaultOptions() Options {

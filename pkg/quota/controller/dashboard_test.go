@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/internal/testbed"
 	"github.com/quotagate/quotagate/pkg/quota/controller"
 )
 
@@ -45,9 +46,9 @@ func TestDashboardShowsOneReplicasTruthWithTwoReplicas(t *testing.T) {
 
 	regA, regB := prometheus.NewRegistry(), prometheus.NewRegistry()
 	a := startManager(t, func(o *controller.Options) { o.Registerer = regA }, true)
-	poll(t, time.Minute, "the first replica to lead", func() (bool, error) { return a.ctrl.Leading(), nil })
+	testbed.Poll(t, time.Minute, "the first replica to lead", func(context.Context) (bool, error) { return a.ctrl.Leading(), nil })
 	b := startManager(t, func(o *controller.Options) { o.Registerer = regB }, true)
-	poll(t, time.Minute, "the standby's informers to sync", func() (bool, error) { return b.ctrl.ReadyCheck(nil) == nil, nil })
+	testbed.Poll(t, time.Minute, "the standby's informers to sync", func(context.Context) (bool, error) { return b.ctrl.ReadyCheck(nil) == nil, nil })
 	if b.ctrl.Leading() {
 		t.Fatal("the second replica leads while the first holds the lease")
 	}
@@ -58,7 +59,7 @@ func TestDashboardShowsOneReplicasTruthWithTwoReplicas(t *testing.T) {
 	scrape1 := scrapeWhenLeaderShows(t, ns, truth1, urlA, urlB)
 	b1 := getBudget(t, ns, "b")
 	b1.Spec.Hard = cpu("3")
-	if err := admin.Update(context.Background(), b1); err != nil {
+	if err := admin.Update(t.Context(), b1); err != nil {
 		t.Fatalf("raising the budget's hard: %v", err)
 	}
 	truth2 := waitForTruth(t, ns, "b", 3, 2)
@@ -129,8 +130,8 @@ func TestDashboardShowsOneReplicasTruthWithTwoReplicas(t *testing.T) {
 
 	// Failover: the standby, elected, exports the same truth at once from its warm core.
 	a.stop(t)
-	poll(t, time.Minute, "the standby to lead", func() (bool, error) { return b.ctrl.Leading(), nil })
-	poll(t, time.Minute, "the new leader to export the budget", func() (bool, error) {
+	testbed.Poll(t, time.Minute, "the standby to lead", func(context.Context) (bool, error) { return b.ctrl.Leading(), nil })
+	testbed.Poll(t, time.Minute, "the new leader to export the budget", func(context.Context) (bool, error) {
 		s := scrapeReplica(t, urlB)
 		return s[gatedKey(ns)] == float64(truth2.GatedPods) && queueDepthSum(s, ns) == float64(truth2.GatedPods), nil
 	})
@@ -175,9 +176,9 @@ func readDashboard(t *testing.T) []dashboardPanel {
 func waitForTruth(t *testing.T, ns, name string, admitted, gated int32) v1alpha1.BudgetStatus {
 	t.Helper()
 	var st v1alpha1.BudgetStatus
-	poll(t, 2*time.Minute, fmt.Sprintf("budget %s/%s to show %d admitted and %d gated", ns, name, admitted, gated), func() (bool, error) {
+	testbed.Poll(t, 2*time.Minute, fmt.Sprintf("budget %s/%s to show %d admitted and %d gated", ns, name, admitted, gated), func(context.Context) (bool, error) {
 		b := &v1alpha1.Budget{}
-		if err := admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, b); err != nil {
+		if err := admin.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, b); err != nil {
 			return false, err
 		}
 		st = b.Status
@@ -264,7 +265,7 @@ func queueDepthSum(s scrape, ns string) float64 {
 // series show the budget's status.
 func scrapeWhenLeaderShows(t *testing.T, ns string, st v1alpha1.BudgetStatus, urls ...string) []scrape {
 	t.Helper()
-	poll(t, time.Minute, "the leader's metrics to show the budget's status", func() (bool, error) {
+	testbed.Poll(t, time.Minute, "the leader's metrics to show the budget's status", func(context.Context) (bool, error) {
 		s := scrapeReplica(t, urls[0])
 		return s[gatedKey(ns)] == float64(st.GatedPods) && queueDepthSum(s, ns) == float64(st.GatedPods), nil
 	})
@@ -313,12 +314,12 @@ func loadScrapes(t *testing.T, instances []string, first, second []scrape) stora
 func evalAt(t *testing.T, st storage.Queryable, query string) map[string]float64 {
 	t.Helper()
 	engine := promqltest.NewTestEngine(t, false, 0, promqltest.DefaultMaxSamplesPerQuery)
-	q, err := engine.NewInstantQuery(context.Background(), st, nil, query, time.Unix(0, 0).Add(8*time.Minute))
+	q, err := engine.NewInstantQuery(t.Context(), st, nil, query, time.Unix(0, 0).Add(8*time.Minute))
 	if err != nil {
 		t.Fatalf("query %s: %v", query, err)
 	}
 	defer q.Close()
-	res := q.Exec(context.Background())
+	res := q.Exec(t.Context())
 	if res.Err != nil {
 		t.Fatalf("query %s: %v", query, res.Err)
 	}

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/quotagate/quotagate/internal/loglevel"
 	"github.com/quotagate/quotagate/pkg/quota"
 )
 
@@ -98,7 +99,7 @@ func (c *Controller) preempt(ctx context.Context, p quota.Preemption) {
 	reported := false
 	for retry := evictRetryFirst; ; retry = min(2*retry, evictRetryMax) {
 		if !c.core.PreemptionNeeded(p.Victim.UID) {
-			logger.V(logLevelDetails).Info("Preemption no longer needed")
+			logger.V(loglevel.Details).Info("Preemption no longer needed")
 			c.wake() // the core may decide again for the pods that counted on it
 			return
 		}
@@ -113,11 +114,11 @@ func (c *Controller) preempt(ctx context.Context, p quota.Preemption) {
 		case evicted:
 			if err != nil {
 				c.metrics.preemptionsBlocked.WithLabelValues(string(p.Reason)).Inc()
-				logger.V(logLevelEvents).Info("Eviction answered with an error, but applied", "err", err.Error())
+				logger.V(loglevel.Events).Info("Eviction answered with an error, but applied", "error", err.Error())
 			}
 			c.core.Evicted(p.Victim.UID)
 			c.metrics.preemptions.WithLabelValues(string(p.Reason)).Inc()
-			logger.V(logLevelEvents).Info("Preempted", "budget", p.Budget.String(), "from", p.From.String())
+			logger.V(loglevel.Events).Info("Preempted", "budget", p.Budget.String(), "from", p.From.String())
 			c.recorder.Eventf(victim, relatedOfVictim, corev1.EventTypeNormal, eventPreempted, "Evict",
 				"Evicted to make room for %s: %s", quota.PodFor(p.Victim.Namespace, p.Preemptor), p.VictimMessage)
 			c.recorder.Eventf(preemptor, relatedOfPreemptor, corev1.EventTypeNormal, eventPreempting, "Evict",
@@ -139,7 +140,7 @@ func (c *Controller) preempt(ctx context.Context, p quota.Preemption) {
 			if !retryIt {
 				// Other victims make room without it (their evictions start with the
 				// next round), or it is no longer needed.
-				logger.V(logLevelEvents).Info("Eviction refused; other victims chosen instead", "err", err.Error())
+				logger.V(loglevel.Events).Info("Eviction refused; other victims chosen instead", "error", err.Error())
 				c.wake()
 				return
 			}
@@ -165,7 +166,7 @@ func (c *Controller) preempt(ctx context.Context, p quota.Preemption) {
 				c.recorder.Eventf(preemptor, relatedOfPreemptor, corev1.EventTypeWarning, eventPreemptionBlocked, "Evict",
 					"Eviction of %s refused, will retry: %s", quota.PodFor(p.Preemptor.Namespace, p.Victim), msg)
 			}
-			logger.V(logLevelEvents).Info("Eviction refused, will retry", "err", err.Error())
+			logger.V(loglevel.Events).Info("Eviction refused, will retry", "error", err.Error())
 		default:
 			c.metrics.preemptionsBlocked.WithLabelValues(string(p.Reason)).Inc()
 			logger.Error(err, "Eviction failed, will retry")
@@ -195,7 +196,7 @@ func (c *Controller) forceEvict(ctx context.Context, p quota.Preemption, victim,
 	}
 	c.core.Evicted(p.Victim.UID)
 	c.metrics.preemptions.WithLabelValues(string(p.Reason)).Inc()
-	logger.V(logLevelEvents).Info("Deleted despite its PodDisruptionBudget", "budget", p.Budget.String(), "blockedTimeout", p.BlockedTimeout)
+	logger.V(loglevel.Events).Info("Deleted despite its PodDisruptionBudget", "budget", p.Budget.String(), "blockedTimeout", p.BlockedTimeout)
 	c.recorder.Eventf(victim, relatedOfVictim, corev1.EventTypeWarning, eventPreemptionForced, "Delete",
 		"Deleted despite its PodDisruptionBudget, which refused its eviction for %s (blockedTimeout of %s), to make room for %s: %s",
 		p.BlockedTimeout, quota.BudgetFor(p.Victim.Namespace, p.Budget), quota.PodFor(p.Victim.Namespace, p.Preemptor), p.VictimMessage)

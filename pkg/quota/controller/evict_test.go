@@ -121,7 +121,7 @@ func TestEvictionOutcomes(t *testing.T) {
 		},
 		"the victim ended on its own: nothing to evict, nothing reported": {
 			evict: func(_ int, apply func() error, c client.Client, _ *quota.AdmissionQueue) error {
-				if err := c.Delete(context.Background(), runningPod("low", 1)); err != nil {
+				if err := c.Delete(t.Context(), runningPod("low", 1)); err != nil {
 					return err
 				}
 				return apply()
@@ -131,7 +131,7 @@ func TestEvictionOutcomes(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
+			ctx := t.Context()
 			clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 			low, high := runningPod("low", 1), gatedPod("high", 2)
 			high.Spec.Priority = ptr.To[int32](10)

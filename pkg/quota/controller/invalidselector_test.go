@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/internal/testbed"
 	"github.com/quotagate/quotagate/pkg/quota/controller"
 )
 
@@ -26,11 +27,11 @@ func TestInvalidSelectorFailsClosed(t *testing.T) {
 	covered := newNamespace(t, true)
 	other := newNamespace(t, true)
 	n := &corev1.Namespace{}
-	if err := admin.Get(context.Background(), client.ObjectKey{Name: covered}, n); err != nil {
+	if err := admin.Get(t.Context(), client.ObjectKey{Name: covered}, n); err != nil {
 		t.Fatal(err)
 	}
 	n.Labels[key] = "x"
-	if err := admin.Update(context.Background(), n); err != nil {
+	if err := admin.Update(t.Context(), n); err != nil {
 		t.Fatal(err)
 	}
 	cb := &v1alpha1.ClusterBudget{
@@ -57,15 +58,15 @@ func TestInvalidSelectorFailsClosed(t *testing.T) {
 	if ready == nil || ready.Status != metav1.ConditionFalse || !strings.HasPrefix(ready.Message, "invalid namespaceSelector: ") {
 		t.Errorf("Ready condition %+v, want False with the selector's error", ready)
 	}
-	poll(t, time.Minute, "the pod no budget can cover to be admitted", func() (bool, error) { return !isGated(t, other, "free"), nil })
+	testbed.Poll(t, time.Minute, "the pod no budget can cover to be admitted", func(context.Context) (bool, error) { return !isGated(t, other, "free"), nil })
 	if !isGated(t, covered, "held") {
 		t.Fatal("the pod the broken ClusterBudget might cover was admitted")
 	}
 
 	patch := fmt.Sprintf(`{"spec":{"namespaceSelector":{"matchExpressions":[{"key":%q,"operator":"In","values":["x"]}]}}}`, key)
-	if err := admin.Patch(context.Background(), cb, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
+	if err := admin.Patch(t.Context(), cb, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
 		t.Fatalf("fixing the selector: %v", err)
 	}
-	poll(t, time.Minute, "the held pod to be admitted once the selector is fixed", func() (bool, error) { return !isGated(t, covered, "held"), nil })
+	testbed.Poll(t, time.Minute, "the held pod to be admitted once the selector is fixed", func(context.Context) (bool, error) { return !isGated(t, covered, "held"), nil })
 	waitForState(t, "", key, v1alpha1.StateOpen, v1alpha1.ReasonActive)
 }

@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -14,10 +15,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/internal/testbed"
+	"github.com/quotagate/quotagate/internal/testbed/podtest"
 	"github.com/quotagate/quotagate/pkg/gates"
 )
 
@@ -72,8 +74,8 @@ func newOraclePair(t *testing.T, hard corev1.ResourceList) *oraclePair {
 		&corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: o.quotaNS, Name: oracleName}, Spec: corev1.ResourceQuotaSpec{Hard: hard}},
 	)
 	startManager(t, nil, false)
-	poll(t, time.Minute, "the ResourceQuota's and the Budget's status", func() (bool, error) {
-		rq, err := clientset.CoreV1().ResourceQuotas(o.quotaNS).Get(context.Background(), oracleName, metav1.GetOptions{})
+	testbed.Poll(t, time.Minute, "the ResourceQuota's and the Budget's status", func(context.Context) (bool, error) {
+		rq, err := clientset.CoreV1().ResourceQuotas(o.quotaNS).Get(t.Context(), oracleName, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -90,14 +92,14 @@ func (o *oraclePair) both(do func(ns string)) {
 
 // podIn is p in ns: gated in the Budget's namespace, as the webhook makes it.
 func (o *oraclePair) podIn(ns string, p oraclePod) *corev1.Pod {
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: p.name, Labels: map[string]string{"shape": p.shape}}, Spec: *p.spec.DeepCopy()}
+	b := podtest.New(p.name).NS(ns).Label("shape", p.shape).Spec(*p.spec.DeepCopy())
 	if p.hold {
-		pod.Finalizers = []string{holdFinalizer}
+		b.Finalizers(holdFinalizer)
 	}
 	if ns == o.budgetNS {
-		pod.Spec.SchedulingGates = append(pod.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: v1alpha1.SchedulingGate})
+		b.Gated()
 	}
-	return pod
+	return b.Obj()
 }
 
 // create creates each pod in both namespaces; both must accept it.
@@ -150,7 +152,7 @@ func (o *oraclePair) diffs(t *testing.T, step string) []string {
 	// fresher cache. The Budget's side gets no such help.
 	nudged, nudges := time.Now(), 0
 	var budgetUsed, quotaUsed, hard corev1.ResourceList
-	pollWhy(t, time.Minute, "both namespaces to settle after "+step, func() string {
+	testbed.Poll(t, time.Minute, "both namespaces to settle after "+step, func(context.Context) (bool, error) {
 		b, q, h, why := o.settled(t, marker.name)
 		if strings.HasPrefix(why, quotaBehind) && time.Since(nudged) > 10*time.Second {
 			nudges++
@@ -162,14 +164,14 @@ func (o *oraclePair) diffs(t *testing.T, step string) []string {
 			t.Logf("After %s the ResourceQuota still disagreed with the API server (%s); nudged its recount with %s", step, why, nudge.name)
 		}
 		if why != "" {
-			return why
+			return false, testbed.NotYet(errors.New(why))
 		}
 		same := budgetUsed != nil && equalQuantities(b, budgetUsed) && equalQuantities(q, quotaUsed)
 		budgetUsed, quotaUsed, hard = b, q, h
 		if !same {
-			return "used not yet the same on two reads in a row"
+			return false, testbed.NotYet(errors.New("used not yet the same on two reads in a row"))
 		}
-		return ""
+		return true, nil
 	})
 	return oracleDiffs(hard, budgetUsed, quotaUsed)
 }
@@ -185,14 +187,14 @@ func (o *oraclePair) settled(t *testing.T, marker string) (budgetUsed, quotaUsed
 		return nil, nil, nil, "the Budget has not admitted " + marker
 	}
 	b := &v1alpha1.Budget{}
-	if err := admin.Get(context.Background(), client.ObjectKey{Namespace: o.budgetNS, Name: oracleName}, b); err != nil {
+	if err := admin.Get(t.Context(), client.ObjectKey{Namespace: o.budgetNS, Name: oracleName}, b); err != nil {
 		return nil, nil, nil, err.Error()
 	}
 	if b.Status.ObservedGeneration != b.Generation || int(b.Status.AdmittedPods) != bPods.charged || int(b.Status.GatedPods) != len(bPods.gatedNames) {
 		return nil, nil, nil, fmt.Sprintf("the Budget shows %d admitted and %d gated, the API server %d charged and %d gated",
 			b.Status.AdmittedPods, b.Status.GatedPods, bPods.charged, len(bPods.gatedNames))
 	}
-	rq, err := clientset.CoreV1().ResourceQuotas(o.quotaNS).Get(context.Background(), oracleName, metav1.GetOptions{})
+	rq, err := clientset.CoreV1().ResourceQuotas(o.quotaNS).Get(t.Context(), oracleName, metav1.GetOptions{})
 	if err != nil {
 		return nil, nil, nil, err.Error()
 	}
@@ -285,17 +287,4 @@ func (o *oraclePair) release(t *testing.T, name string) {
 			t.Errorf("removing the finalizer of %s/%s: %v", ns, name, err)
 		}
 	})
-}
-
-// pollWhy waits until cond returns "", failing the test with the last reason it gave.
-func pollWhy(t *testing.T, timeout time.Duration, what string, cond func() string) {
-	t.Helper()
-	last := "not checked yet"
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
-		last = cond()
-		return last == "", nil
-	})
-	if err != nil {
-		t.Fatalf("waiting for %s: %v; last: %s", what, err, last)
-	}
 }

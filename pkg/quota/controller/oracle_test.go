@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quotagate/quotagate/internal/localcluster"
+	"github.com/quotagate/quotagate/internal/testbed"
 )
 
 // kube-controller-manager's own ResourceQuota controller is the oracle of what a Budget
@@ -94,7 +95,7 @@ func TestResourceQuotaOracle(t *testing.T) {
 	})
 	o.compare(t, "an in-place resize down that the kubelet has not applied yet")
 	o.both(func(ns string) {
-		pod, err := clientset.CoreV1().Pods(ns).Get(context.Background(), resized.name, metav1.GetOptions{})
+		pod, err := clientset.CoreV1().Pods(ns).Get(t.Context(), resized.name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -124,11 +125,11 @@ func TestResourceQuotaOracleConstraints(t *testing.T) {
 	var created []string
 	for _, c := range oracleConstraintCases {
 		p := oraclePod{name: "x-" + c.name, shape: c.name, spec: c.spec}
-		_, err := clientset.CoreV1().Pods(o.quotaNS).Create(context.Background(), o.podIn(o.quotaNS, p), metav1.CreateOptions{})
+		_, err := clientset.CoreV1().Pods(o.quotaNS).Create(t.Context(), o.podIn(o.quotaNS, p), metav1.CreateOptions{})
 		if !apierrors.IsForbidden(err) || !strings.Contains(fmt.Sprint(err), c.refusal) {
 			t.Errorf("%s: the ResourceQuota's namespace answered %v, want forbidden: %s", c.name, err, c.refusal)
 		}
-		if _, err := clientset.CoreV1().Pods(o.budgetNS).Create(context.Background(), o.podIn(o.budgetNS, p), metav1.CreateOptions{}); err != nil {
+		if _, err := clientset.CoreV1().Pods(o.budgetNS).Create(t.Context(), o.podIn(o.budgetNS, p), metav1.CreateOptions{}); err != nil {
 			t.Errorf("%s: creating it in the Budget's namespace: %v", c.name, err)
 			continue
 		}
@@ -158,11 +159,11 @@ func advertiseOracleResources(t *testing.T) {
 			corev1.ResourceCPU: resource.MustParse("120m"), corev1.ResourceMemory: resource.MustParse("40Mi"),
 		}},
 	}
-	if err := admin.Create(context.Background(), rc); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := admin.Create(t.Context(), rc); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("creating RuntimeClass: %v", err)
 	}
 	t.Cleanup(func() { _ = admin.Delete(context.Background(), rc) })
-	nodes, err := clientset.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{LabelSelector: localcluster.NodeTypeLabel + "=kwok"})
+	nodes, err := clientset.CoreV1().Nodes().List(t.Context(), metav1.ListOptions{LabelSelector: localcluster.NodeTypeLabel + "=kwok"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,30 +204,30 @@ func oracleJob(o *oraclePair, ns string) *batchv1.Job {
 // let go of them (its finalizer removed).
 func waitForJob(t *testing.T, ns string) {
 	t.Helper()
-	pollWhy(t, time.Minute, "the Job in "+ns+" to complete", func() string {
+	testbed.Poll(t, time.Minute, "the Job in "+ns+" to complete", func(context.Context) (bool, error) {
 		job := &batchv1.Job{}
-		if err := admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "finished"}, job); err != nil {
-			return err.Error()
+		if err := admin.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "finished"}, job); err != nil {
+			return false, testbed.NotYet(err)
 		}
 		if job.Status.Succeeded != 2 || job.Status.UncountedTerminatedPods != nil && len(job.Status.UncountedTerminatedPods.Succeeded) > 0 {
-			return fmt.Sprintf("%d succeeded", job.Status.Succeeded)
+			return false, testbed.NotYet(fmt.Errorf("%d succeeded", job.Status.Succeeded))
 		}
-		return ""
+		return true, nil
 	})
 }
 
 // waitForPhase waits until a pod reaches phase.
 func waitForPhase(t *testing.T, ns, name string, phase corev1.PodPhase) {
 	t.Helper()
-	pollWhy(t, time.Minute, fmt.Sprintf("%s/%s to be %s", ns, name, phase), func() string {
-		pod, err := clientset.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+	testbed.Poll(t, time.Minute, fmt.Sprintf("%s/%s to be %s", ns, name, phase), func(context.Context) (bool, error) {
+		pod, err := clientset.CoreV1().Pods(ns).Get(t.Context(), name, metav1.GetOptions{})
 		if err != nil {
-			return err.Error()
+			return false, testbed.NotYet(err)
 		}
 		if pod.Status.Phase != phase {
-			return fmt.Sprintf("it is %s on node %q, conditions %v", pod.Status.Phase, pod.Spec.NodeName, pod.Status.Conditions)
+			return false, testbed.NotYet(fmt.Errorf("it is %s on node %q, conditions %v", pod.Status.Phase, pod.Spec.NodeName, pod.Status.Conditions))
 		}
-		return ""
+		return true, nil
 	})
 }
 
@@ -235,12 +236,12 @@ func setPodStatus(t *testing.T, ns, name string, change func(*corev1.PodStatus))
 	t.Helper()
 	pods := clientset.CoreV1().Pods(ns)
 	for {
-		pod, err := pods.Get(context.Background(), name, metav1.GetOptions{})
+		pod, err := pods.Get(t.Context(), name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		change(&pod.Status)
-		if _, err = pods.UpdateStatus(context.Background(), pod, metav1.UpdateOptions{}); err == nil {
+		if _, err = pods.UpdateStatus(t.Context(), pod, metav1.UpdateOptions{}); err == nil {
 			return
 		} else if !apierrors.IsConflict(err) {
 			t.Fatalf("updating the status of %s/%s: %v", ns, name, err)
@@ -251,7 +252,7 @@ func setPodStatus(t *testing.T, ns, name string, change func(*corev1.PodStatus))
 // deletePod deletes a pod with a grace period in seconds.
 func deletePod(t *testing.T, ns, name string, grace int64) {
 	t.Helper()
-	err := clientset.CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(grace)})
+	err := clientset.CoreV1().Pods(ns).Delete(t.Context(), name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(grace)})
 	if err != nil && !apierrors.IsNotFound(err) {
 		t.Fatalf("deleting %s/%s: %v", ns, name, err)
 	}
@@ -261,7 +262,7 @@ func deletePod(t *testing.T, ns, name string, grace int64) {
 // lowering its cpu limit as much, and returns its containers before and after.
 func resizeDown(t *testing.T, ns, name string) (before, after []corev1.Container) {
 	t.Helper()
-	pod, err := clientset.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+	pod, err := clientset.CoreV1().Pods(ns).Get(t.Context(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +274,7 @@ func resizeDown(t *testing.T, ns, name string) (before, after []corev1.Container
 	cut := res.Requests.Cpu().MilliValue() / 2
 	res.Requests[corev1.ResourceCPU] = *resource.NewMilliQuantity(res.Requests.Cpu().MilliValue()-cut, resource.DecimalSI)
 	res.Limits[corev1.ResourceCPU] = *resource.NewMilliQuantity(res.Limits.Cpu().MilliValue()-cut, resource.DecimalSI)
-	got, err := clientset.CoreV1().Pods(ns).UpdateResize(context.Background(), name, pod, metav1.UpdateOptions{})
+	got, err := clientset.CoreV1().Pods(ns).UpdateResize(t.Context(), name, pod, metav1.UpdateOptions{})
 	if err != nil {
 		t.Fatalf("resizing %s/%s: %v", ns, name, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/internal/testbed"
 	"github.com/quotagate/quotagate/pkg/quota"
 )
 
@@ -24,7 +25,7 @@ import (
 // despite the PDB, and A's pod is admitted. B keeps its hard; the family stays within
 // its parent's 4 CPU at every event.
 func TestBlockedTimeoutDeletesPastAPodDisruptionBudget(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	parent, nsA, nsB, family := twoTeams(t)
 	watchB := watchAdmissions(t, nsB, "4")
 	var a v1alpha1.Budget
@@ -65,7 +66,7 @@ func TestBlockedTimeoutDeletesPastAPodDisruptionBudget(t *testing.T) {
 	if v := forced.InvolvedObject.Name; v != "b2" && v != "b3" {
 		t.Errorf("deleted %s despite the PDB, want one of B's borrowing pods b2, b3", v)
 	}
-	poll(t, 2*time.Minute, "a0 admitted", func() (bool, error) { return !isGated(t, nsA, "a0"), nil })
+	testbed.Poll(t, 2*time.Minute, "a0 admitted", func(context.Context) (bool, error) { return !isGated(t, nsA, "a0"), nil })
 	var left []string
 	for _, p := range podsOf(t, nsB) {
 		if p.DeletionTimestamp == nil {

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/internal/testbed"
 )
 
 // webBudget is a Budget of the namespace that covers only pods labelled app=web.
@@ -36,9 +37,9 @@ func TestPinsSurviveManagerRestart(t *testing.T) {
 	mustCreate(t, webBudget(ns, "2"))
 	first := startManager(t, nil, false)
 	mustCreate(t, labelled(gatedPod(ns, "first", "2"), "web"))
-	poll(t, time.Minute, "the first pod admitted", func() (bool, error) { return !isGated(t, ns, "first"), nil })
+	testbed.Poll(t, time.Minute, "the first pod admitted", func(context.Context) (bool, error) { return !isGated(t, ns, "first"), nil })
 	pod := &corev1.Pod{}
-	if err := admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "first"}, pod); err != nil {
+	if err := admin.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "first"}, pod); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := pod.Annotations[v1alpha1.AdmittedByAnnotation], ns+"/web"; got != want {
@@ -49,7 +50,7 @@ func TestPinsSurviveManagerRestart(t *testing.T) {
 	// While no manager runs, the tenant relabels the running pod out of web, and asks
 	// for another 2 CPU in web.
 	tenant := editTenant(t, ns)
-	if _, err := tenant.CoreV1().Pods(ns).Patch(context.Background(), "first", types.MergePatchType,
+	if _, err := tenant.CoreV1().Pods(ns).Patch(t.Context(), "first", types.MergePatchType,
 		[]byte(`{"metadata":{"labels":{"app":"batch"}}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatalf("relabelling the running pod as the tenant: %v", err)
 	}
@@ -62,10 +63,10 @@ func TestPinsSurviveManagerRestart(t *testing.T) {
 	if !isGated(t, ns, "second") {
 		t.Fatal("web admitted a second pod of 2 CPU while the relabelled one still runs under hard 2")
 	}
-	if err := admin.Delete(context.Background(), pod); err != nil {
+	if err := admin.Delete(t.Context(), pod); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, time.Minute, "the second pod admitted once the first is gone", func() (bool, error) { return !isGated(t, ns, "second"), nil })
+	testbed.Poll(t, time.Minute, "the second pod admitted once the first is gone", func(context.Context) (bool, error) { return !isGated(t, ns, "second"), nil })
 	w.waitForAdmissions(t, 2)
 	w.check(t)
 }
@@ -79,11 +80,11 @@ func TestTenantRelabelOutOfEverySelectorStaysGated(t *testing.T) {
 	startManager(t, nil, false)
 	tenant := editTenant(t, ns)
 	pod := labelled(gatedPod(ns, "big", "2"), "web")
-	if _, err := tenant.CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+	if _, err := tenant.CoreV1().Pods(ns).Create(t.Context(), pod, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating the pod as the tenant: %v", err)
 	}
 	waitForWaitingEvent(t, ns, "big", "RequestsExceedHard")
-	if _, err := tenant.CoreV1().Pods(ns).Patch(context.Background(), "big", types.MergePatchType,
+	if _, err := tenant.CoreV1().Pods(ns).Patch(t.Context(), "big", types.MergePatchType,
 		[]byte(`{"metadata":{"labels":{"app":"escaped"}}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatalf("relabelling the gated pod as the tenant: %v", err)
 	}

@@ -35,7 +35,7 @@ import (
 // the victims go; B's pods within its hard are never touched. Watchers check at every
 // event that the parent, A and B stay within 4, 2 and 4 CPU.
 func TestReclaimEvictsBorrowedPods(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	parent, nsA, nsB, family := twoTeams(t)
 	watchA, watchB := watchAdmissions(t, nsA, "2"), watchAdmissions(t, nsB, "4")
 	pdb := &policyv1.PodDisruptionBudget{
@@ -81,7 +81,7 @@ func TestReclaimEvictsBorrowedPods(t *testing.T) {
 	if !slices.Equal(victims, []string{"b2", "b3"}) {
 		t.Fatalf("the victims are %v, want B's borrowing pods b2 and b3", victims)
 	}
-	poll(t, time.Minute, "one of A's pods admitted in the room the first eviction made", func() (bool, error) {
+	testbed.Poll(t, time.Minute, "one of A's pods admitted in the room the first eviction made", func(context.Context) (bool, error) {
 		_, ungated := countGated(t, nsA)
 		return ungated == 1, nil
 	})
@@ -109,7 +109,7 @@ func TestReclaimEvictsBorrowedPods(t *testing.T) {
 		t.Fatal(err)
 	}
 	at("the PDB is relaxed to minAvailable 2")
-	poll(t, 2*time.Minute, "both of A's pods admitted", func() (bool, error) {
+	testbed.Poll(t, 2*time.Minute, "both of A's pods admitted", func(context.Context) (bool, error) {
 		_, ungated := countGated(t, nsA)
 		return ungated == 2, nil
 	})
@@ -130,7 +130,7 @@ func TestReclaimEvictsBorrowedPods(t *testing.T) {
 	// Team A learns that pods of another namespace made room, never which: no event in
 	// A names B's namespace, its pods or its PodDisruptionBudget, or relates to a pod of
 	// B; nor does any event in B name A's pods (DESIGN: "Tenants see only their own").
-	poll(t, time.Minute, "a Preempting event in A", func() (bool, error) {
+	testbed.Poll(t, time.Minute, "a Preempting event in A", func(context.Context) (bool, error) {
 		return len(eventNames(t, nsA, func(e corev1.Event) (string, bool) { return e.Name, e.Reason == "Preempting" })) > 0, nil
 	})
 	for ns, other := range map[string]string{nsA: nsB, nsB: nsA} {
@@ -241,11 +241,11 @@ func TestSteadyTwoTeamsDoNotThrash(t *testing.T) {
 		return j
 	}
 	mustCreate(t, steadyJob(nsB, "b", 4))
-	poll(t, time.Minute, "team B running 4 pods, 2 of them borrowed", func() (bool, error) {
+	testbed.Poll(t, time.Minute, "team B running 4 pods, 2 of them borrowed", func(context.Context) (bool, error) {
 		return len(family.Report().Admitted) >= 4 && running(t, nsB) == 4, nil
 	})
 	mustCreate(t, steadyJob(nsA, "a", 2))
-	poll(t, 2*time.Minute, "team A running its 2 pods", func() (bool, error) {
+	testbed.Poll(t, 2*time.Minute, "team A running its 2 pods", func(context.Context) (bool, error) {
 		return running(t, nsA) == 2, nil
 	})
 	reclaimed := reclaimCounter(t, reg, "quotagate_preemptions_total")
@@ -310,7 +310,7 @@ func admitInTurn(t *testing.T, ns, parent, app string, n int) {
 	for i := range n {
 		name := fmt.Sprintf("%s%d", app, i)
 		mustCreate(t, familyPod(ns, name, app, parent))
-		poll(t, time.Minute, name+" admitted", func() (bool, error) { return !isGated(t, ns, name), nil })
+		testbed.Poll(t, time.Minute, name+" admitted", func(context.Context) (bool, error) { return !isGated(t, ns, name), nil })
 	}
 }
 
@@ -319,9 +319,9 @@ func admitInTurn(t *testing.T, ns, parent, app string, n int) {
 func waitPDB(t *testing.T, pdb *policyv1.PodDisruptionBudget, healthy, allowed int32) {
 	t.Helper()
 	what := fmt.Sprintf("PDB %s: %d pods healthy, %d disruptions allowed", pdb.Name, healthy, allowed)
-	poll(t, time.Minute, what, func() (bool, error) {
+	testbed.Poll(t, time.Minute, what, func(context.Context) (bool, error) {
 		var got policyv1.PodDisruptionBudget
-		if err := admin.Get(context.Background(), client.ObjectKeyFromObject(pdb), &got); err != nil {
+		if err := admin.Get(t.Context(), client.ObjectKeyFromObject(pdb), &got); err != nil {
 			return false, err
 		}
 		s := got.Status

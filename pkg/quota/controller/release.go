@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
+	"github.com/quotagate/quotagate/internal/loglevel"
 	"github.com/quotagate/quotagate/pkg/gates"
 )
 
@@ -174,7 +175,7 @@ func (r *releaser) pass(ctx context.Context) (int, error) {
 	for {
 		list, err := r.cs.CoreV1().Pods(r.opts.Namespace).List(ctx, metav1.ListOptions{Limit: r.opts.PageSize, Continue: cont})
 		if apierrors.IsResourceExpired(err) && cont != "" && restarts < releaseListRestarts {
-			logr.FromContextOrDiscard(ctx).V(logLevelEvents).Info("Continue token expired, listing pods again from the start")
+			logr.FromContextOrDiscard(ctx).V(loglevel.Events).Info("Continue token expired, listing pods again from the start")
 			restarts++
 			cont = ""
 			continue
@@ -243,7 +244,7 @@ func (r *releaser) releasePod(ctx context.Context, pod *corev1.Pod) (bool, error
 		_, err = pods.Patch(ctx, pod.Name, types.JSONPatchType, patch, metav1.PatchOptions{})
 		switch {
 		case err == nil:
-			logr.FromContextOrDiscard(ctx).V(logLevelEvents).Info("Released pod", "pod", klog.KObj(pod))
+			logr.FromContextOrDiscard(ctx).V(loglevel.Events).Info("Released pod", "pod", klog.KObj(pod))
 			return true, nil
 		case apierrors.IsNotFound(err):
 			return false, nil

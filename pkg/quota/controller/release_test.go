@@ -15,10 +15,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/quotagate/quotagate/internal/testbed/podtest"
 	"github.com/quotagate/quotagate/pkg/gates"
 	"github.com/quotagate/quotagate/pkg/quota/controller"
 )
@@ -31,14 +31,7 @@ const (
 var podsResource = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 
 func gatedPodIn(namespace, name string, gateNames ...string) *corev1.Pod {
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, UID: types.UID("uid-" + namespace + "-" + name)},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
-	}
-	for _, g := range gateNames {
-		pod.Spec.SchedulingGates = append(pod.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: g})
-	}
-	return pod
+	return podtest.New(name).NS(namespace).UID("uid-"+namespace+"-"+name).Container("c", "busybox").Gates(gateNames...).Obj()
 }
 
 // gatedNames lists the pods that still carry the quotagate gate, as namespace/name.

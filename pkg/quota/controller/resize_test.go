@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/quotagate/quotagate/internal/testbed"
 )
 
 // An in-place resize down frees the difference only once the kubelet has applied it, as
@@ -16,12 +18,12 @@ import (
 // its status says was allocated and applied. kwok plays no kubelet here, so the test
 // writes the status a kubelet would write, before and after applying the resize.
 func TestResizeDownFreesTheBudgetOnlyOnceApplied(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := newNamespace(t, true)
 	mustCreate(t, budget(ns, "b", cpu("4"), ""))
 	startManager(t, nil, false)
 	mustCreate(t, gatedPod(ns, "big", "3"))
-	poll(t, time.Minute, "big running", func() (bool, error) {
+	testbed.Poll(t, time.Minute, "big running", func(context.Context) (bool, error) {
 		p, err := clientset.CoreV1().Pods(ns).Get(ctx, "big", metav1.GetOptions{})
 		return err == nil && p.Status.Phase == corev1.PodRunning, err
 	})
@@ -71,8 +73,8 @@ func TestResizeDownFreesTheBudgetOnlyOnceApplied(t *testing.T) {
 	}
 
 	setApplied("1")
-	poll(t, time.Minute, "the waiting pod admitted once the resize is applied", func() (bool, error) { return !isGated(t, ns, "waiting"), nil })
-	poll(t, time.Minute, "used 3 CPUs: 1 resized, 2 admitted", func() (bool, error) {
+	testbed.Poll(t, time.Minute, "the waiting pod admitted once the resize is applied", func(context.Context) (bool, error) { return !isGated(t, ns, "waiting"), nil })
+	testbed.Poll(t, time.Minute, "used 3 CPUs: 1 resized, 2 admitted", func(context.Context) (bool, error) {
 		u := getBudget(t, ns, "b").Status.Used["requests.cpu"]
 		return u.Cmp(resource.MustParse("3")) == 0, nil
 	})

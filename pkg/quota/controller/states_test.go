@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/internal/testbed"
 )
 
 // getStatus reads a Budget (namespace set) or ClusterBudget (namespace "") status.
@@ -21,13 +22,13 @@ func getStatus(t *testing.T, ns, name string) v1alpha1.BudgetStatus {
 	t.Helper()
 	if ns == "" {
 		cb := &v1alpha1.ClusterBudget{}
-		if err := admin.Get(context.Background(), client.ObjectKey{Name: name}, cb); err != nil {
+		if err := admin.Get(t.Context(), client.ObjectKey{Name: name}, cb); err != nil {
 			t.Fatalf("getting ClusterBudget %s: %v", name, err)
 		}
 		return cb.Status
 	}
 	b := &v1alpha1.Budget{}
-	if err := admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, b); err != nil {
+	if err := admin.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, b); err != nil {
 		t.Fatalf("getting Budget %s/%s: %v", ns, name, err)
 	}
 	return b.Status
@@ -35,7 +36,7 @@ func getStatus(t *testing.T, ns, name string) v1alpha1.BudgetStatus {
 
 func waitForState(t *testing.T, ns, name string, state v1alpha1.BudgetState, reason string) {
 	t.Helper()
-	poll(t, 2*time.Minute, fmt.Sprintf("%s/%s to be %s (%s)", ns, name, state, reason), func() (bool, error) {
+	testbed.Poll(t, 2*time.Minute, fmt.Sprintf("%s/%s to be %s (%s)", ns, name, state, reason), func(context.Context) (bool, error) {
 		st := getStatus(t, ns, name)
 		ready := apimeta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady)
 		return st.State == state && (reason == "" || (ready != nil && ready.Reason == reason)), nil
@@ -45,7 +46,7 @@ func waitForState(t *testing.T, ns, name string, state v1alpha1.BudgetState, rea
 func setBudgetState(t *testing.T, obj client.Object, state v1alpha1.BudgetState) {
 	t.Helper()
 	raw := fmt.Sprintf(`{"spec":{"state":%q}}`, state)
-	if err := admin.Patch(context.Background(), obj, client.RawPatch("application/merge-patch+json", []byte(raw))); err != nil {
+	if err := admin.Patch(t.Context(), obj, client.RawPatch("application/merge-patch+json", []byte(raw))); err != nil {
 		t.Fatalf("setting state %s: %v", state, err)
 	}
 }
@@ -75,7 +76,7 @@ func TestCloseBusyBudgetThenReopen(t *testing.T) {
 	for i := range 2 {
 		mustCreate(t, gatedJob(ns, "run-"+podName(i), "1", 1, "4s", ""))
 	}
-	poll(t, time.Minute, "two pods admitted", func() (bool, error) {
+	testbed.Poll(t, time.Minute, "two pods admitted", func(context.Context) (bool, error) {
 		_, u := countGated(t, ns)
 		return u == 2, nil
 	})
@@ -89,7 +90,7 @@ func TestCloseBusyBudgetThenReopen(t *testing.T) {
 	}
 	setBudgetState(t, b, v1alpha1.StateOpen)
 	waitForState(t, ns, "b", v1alpha1.StateOpen, v1alpha1.ReasonActive)
-	poll(t, time.Minute, "the waiting pod admitted after re-opening", func() (bool, error) {
+	testbed.Poll(t, time.Minute, "the waiting pod admitted after re-opening", func(context.Context) (bool, error) {
 		g, _ := countGated(t, ns)
 		return g == 0, nil
 	})
@@ -108,7 +109,7 @@ func TestParentIsTheBindingLimit(t *testing.T) {
 	for i := range 4 {
 		mustCreate(t, gatedPod(ns, podName(i), "1"))
 	}
-	poll(t, time.Minute, "the parent's status: 2 admitted, 2 gated", func() (bool, error) {
+	testbed.Poll(t, time.Minute, "the parent's status: 2 admitted, 2 gated", func(context.Context) (bool, error) {
 		st := getStatus(t, "", parent)
 		used := st.Used["requests.cpu"]
 		return st.AdmittedPods == 2 && st.GatedPods == 2 && used.String() == "2", nil
@@ -154,7 +155,7 @@ func TestParentCycleIsReported(t *testing.T) {
 	a := fmt.Sprintf("cyc-a-%d", nsCounter.Add(1))
 	b := fmt.Sprintf("cyc-b-%d", nsCounter.Add(1))
 	self := clusterBudget("self-"+a, "self-"+a, cpu("1"))
-	if err := admin.Create(context.Background(), self); err == nil || !strings.Contains(err.Error(), "cannot name itself as parent") {
+	if err := admin.Create(t.Context(), self); err == nil || !strings.Contains(err.Error(), "cannot name itself as parent") {
 		t.Errorf("creating a self-parented ClusterBudget: err = %v, want a refusal naming the rule", err)
 	}
 	createClusterBudgets(t, clusterBudget(a, b, cpu("1")), clusterBudget(b, a, cpu("1")))
@@ -171,7 +172,7 @@ func TestGroupIsAdmittedAllTogether(t *testing.T) {
 	startManager(t, nil, false)
 	blocker := gatedPod(ns, "blocker", "1")
 	mustCreate(t, blocker)
-	poll(t, time.Minute, "the blocker admitted", func() (bool, error) { return !isGated(t, ns, "blocker"), nil })
+	testbed.Poll(t, time.Minute, "the blocker admitted", func(context.Context) (bool, error) { return !isGated(t, ns, "blocker"), nil })
 	for i := range 4 {
 		mustCreate(t, groupPod(ns, podName(i), "g1", 4))
 	}
@@ -182,10 +183,10 @@ func TestGroupIsAdmittedAllTogether(t *testing.T) {
 	if g, _ := countGated(t, ns); g != 4 {
 		t.Fatalf("%d of the group's 4 pods gated with room for 3, want 4", g)
 	}
-	if err := admin.Delete(context.Background(), blocker, client.GracePeriodSeconds(0)); err != nil {
+	if err := admin.Delete(t.Context(), blocker, client.GracePeriodSeconds(0)); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, time.Minute, "the whole group admitted", func() (bool, error) {
+	testbed.Poll(t, time.Minute, "the whole group admitted", func(context.Context) (bool, error) {
 		g, _ := countGated(t, ns)
 		return g == 0, nil
 	})
@@ -221,7 +222,7 @@ func TestTwoHalfFittingGroupsDoNotDeadlock(t *testing.T) {
 		mustCreate(t, groupPod(ns, "a-"+podName(i), "ga", 2), groupPod(ns, "b-"+podName(i), "gb", 2))
 	}
 	startManager(t, nil, false)
-	poll(t, time.Minute, "one whole group admitted", func() (bool, error) {
+	testbed.Poll(t, time.Minute, "one whole group admitted", func(context.Context) (bool, error) {
 		_, u := countGated(t, ns)
 		return u == 2, nil
 	})
@@ -247,7 +248,7 @@ func groupPod(ns, name, group string, size int) *corev1.Pod {
 func jobPod(t *testing.T, ns, job string) string {
 	t.Helper()
 	var name string
-	poll(t, time.Minute, "the pod of Job "+job, func() (bool, error) {
+	testbed.Poll(t, time.Minute, "the pod of Job "+job, func(context.Context) (bool, error) {
 		for _, p := range podsOf(t, ns) {
 			if p.Labels[batchv1.JobNameLabel] == job {
 				name = p.Name

@@ -16,7 +16,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -213,18 +212,8 @@ func newNamespace(t *testing.T, enabled bool) string {
 	if enabled {
 		ns.Labels = map[string]string{v1alpha1.EnabledLabel: "true"}
 	}
-	if err := admin.Create(context.Background(), ns); err != nil {
+	if err := admin.Create(t.Context(), ns); err != nil {
 		t.Fatalf("creating namespace: %v", err)
 	}
 	return name
-}
-
-// poll waits until cond holds, failing the test with what after timeout.
-func poll(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, timeout, true,
-		func(context.Context) (bool, error) { return cond() })
-	if err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
 }

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/internal/loglevel"
 	"github.com/quotagate/quotagate/pkg/gates"
 	"github.com/quotagate/quotagate/pkg/quota"
 )
@@ -70,7 +71,7 @@ func (c *Controller) ungate(ctx context.Context, a quota.Admission) {
 		case "":
 			c.core.Done(a.Pod.UID, quota.Ungated, "")
 			c.admitted(pod, a, since, now)
-			logger.V(logLevelEvents).Info("Ungated pod", "budgets", budgets, "waited", now.Sub(since))
+			logger.V(loglevel.Events).Info("Ungated pod", "budgets", budgets, "waited", now.Sub(since))
 			return
 		case reasonNotFound:
 			c.core.Done(a.Pod.UID, quota.Gone, "")
@@ -91,7 +92,7 @@ func (c *Controller) ungate(ctx context.Context, a quota.Admission) {
 		if !gates.HasGate(fresh, c.opts.Gate) {
 			c.core.Done(a.Pod.UID, quota.Ungated, "")
 			c.admitted(fresh, a, since, now)
-			logger.V(logLevelEvents).Info("Ungated pod; the patch applied although its answer was an error", "reason", reason)
+			logger.V(loglevel.Events).Info("Ungated pod; the patch applied although its answer was an error", "reason", reason)
 			return
 		}
 		if fresh.ResourceVersion != attempt && try < maxFencedTries {
@@ -105,7 +106,7 @@ func (c *Controller) ungate(ctx context.Context, a quota.Admission) {
 		// knows the attempt failed and gives the charge back; when it is not, the
 		// attempt may still be in flight, and the core keeps the charge and retries.
 		c.core.Done(a.Pod.UID, quota.Unknown, attempt)
-		logger.V(logLevelDetails).Info("Ungate did not apply; backing off", "reason", reason, "error", err.Error())
+		logger.V(loglevel.Details).Info("Ungate did not apply; backing off", "reason", reason, "error", err.Error())
 		return
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/internal/testbed/podtest"
 	"github.com/quotagate/quotagate/pkg/gates"
 	"github.com/quotagate/quotagate/pkg/quota"
 )
@@ -122,7 +123,7 @@ func TestUngateOutcomes(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
+			ctx := t.Context()
 			clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 			p1, p2 := gatedPod("p1", 1), gatedPod("p2", 2)
 			patches := 0
@@ -192,18 +193,8 @@ func showCore(ctx context.Context, t *testing.T, c *Controller, api client.Reade
 }
 
 func gatedPod(name string, created int) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: name, Namespace: "ns", UID: types.UID("uid-" + name),
-			CreationTimestamp: metav1.NewTime(time.Date(2026, 1, 1, 0, 0, created, 0, time.UTC)),
-		},
-		Spec: corev1.PodSpec{
-			SchedulingGates: []corev1.PodSchedulingGate{{Name: v1alpha1.SchedulingGate}},
-			Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
-				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
-			}}},
-		},
-	}
+	return podtest.New(name).NS("ns").UID("uid-"+name).At(time.Date(2026, 1, 1, 0, 0, created, 0, time.UTC)).
+		Gated().Container("c", "").Req("cpu=2").Obj()
 }
 
 // relabel is a concurrent writer's update of the pod: a new resourceVersion.
@@ -240,7 +231,7 @@ func (r interceptedReader) Get(context.Context, client.ObjectKey, client.Object,
 // leader before it ungated p2 just before it died. The new leader reads fresh before it
 // admits, so p2 is charged and p1, first in line, does not take the room p2 holds.
 func TestCatchUpCountsTheOldLeadersUngates(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	p1, p2 := gatedPod("p1", 1), gatedPod("p2", 2)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns", Labels: map[string]string{v1alpha1.EnabledLabel: "true"}}}

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/quotagate/quotagate/internal/testbed"
 	"github.com/quotagate/quotagate/pkg/quota/controller"
 )
 
@@ -20,7 +21,7 @@ func TestWaitingEventsAtTheHeadOnly(t *testing.T) {
 	mustCreate(t, budget(ns, "b", cpu("1"), ""))
 	startManager(t, func(o *controller.Options) { o.WaitingEventsPerBudget = 2 }, false)
 	mustCreate(t, gatedPod(ns, podName(0), "1"))
-	poll(t, time.Minute, "p00 admitted", func() (bool, error) { return !isGated(t, ns, podName(0)), nil })
+	testbed.Poll(t, time.Minute, "p00 admitted", func(context.Context) (bool, error) { return !isGated(t, ns, podName(0)), nil })
 	// Then four that wait, in this order whatever their timestamps.
 	for i, class := range []string{"qg-high", "qg-mid", "qg-low", ""} {
 		pod := gatedPod(ns, podName(i+1), "1")
@@ -34,10 +35,10 @@ func TestWaitingEventsAtTheHeadOnly(t *testing.T) {
 	}
 
 	// p00 goes: p01 is admitted and p03 reaches the head.
-	if err := admin.Delete(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: podName(0)}}); err != nil {
+	if err := admin.Delete(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: podName(0)}}); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, time.Minute, "p01 admitted", func() (bool, error) { return !isGated(t, ns, podName(1)), nil })
+	testbed.Poll(t, time.Minute, "p01 admitted", func(context.Context) (bool, error) { return !isGated(t, ns, podName(1)), nil })
 	waitForWaitingEvent(t, ns, podName(3), "InsufficientQuota")
 	if got := waitingEventsOn(t, ns); !slices.Equal(got, []string{podName(1), podName(2), podName(3)}) {
 		t.Errorf("Waiting events on %v, want p01, p02 and p03 (p04 is third in line)", got)
@@ -56,7 +57,7 @@ func waitingEventsOn(t *testing.T, ns string) []string {
 // keeps.
 func eventNames(t *testing.T, ns string, name func(corev1.Event) (string, bool)) []string {
 	t.Helper()
-	evs, err := clientset.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+	evs, err := clientset.CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

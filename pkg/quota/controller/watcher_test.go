@@ -35,7 +35,7 @@ func watchAdmissions(t *testing.T, ns string, limit string) *admissionWatcher {
 // a pod ungated before this watch's event for it has arrived.
 func (aw *admissionWatcher) waitForAdmissions(t *testing.T, n int) {
 	t.Helper()
-	poll(t, time.Minute, fmt.Sprintf("the watch to see %d admissions", n), func() (bool, error) {
+	testbed.Poll(t, time.Minute, fmt.Sprintf("the watch to see %d admissions", n), func(context.Context) (bool, error) {
 		return len(aw.Report().Admitted) >= n, nil
 	})
 }

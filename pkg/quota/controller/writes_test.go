@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/internal/testbed"
 )
 
 // writeCounter counts the API writes (every request but get, list and watch) a client
@@ -79,15 +80,15 @@ func TestAdmissionIsOneWrite(t *testing.T) {
 	cfg.Wrap(counter.wrap)
 	m := startManagerWithConfig(t, cfg, nil, false)
 
-	poll(t, time.Minute, "every pod admitted", func() (bool, error) {
+	testbed.Poll(t, time.Minute, "every pod admitted", func(context.Context) (bool, error) {
 		gated, ungated := countGated(t, ns)
 		return gated == 0 && ungated == pods, nil
 	})
 	// The Admitted events of the Budget sum up to every pod: at once for the first
 	// round, then at most one more per interval.
 	var admittedEvents []string
-	poll(t, admittedEventWait, "Admitted events on the Budget counting every pod", func() (bool, error) {
-		evs, err := clientset.EventsV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+	testbed.Poll(t, admittedEventWait, "Admitted events on the Budget counting every pod", func(context.Context) (bool, error) {
+		evs, err := clientset.EventsV1().Events(ns).List(t.Context(), metav1.ListOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -133,7 +134,7 @@ func TestAdmissionIsOneWrite(t *testing.T) {
 		}
 	}
 	b := &v1alpha1.Budget{}
-	if err := admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "team"}, b); err != nil {
+	if err := admin.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "team"}, b); err != nil {
 		t.Fatal(err)
 	}
 	if b.Status.AdmittedPods != pods {
