@@ -50,8 +50,8 @@ func (q *AdmissionQueue) Admit() []Admission {
 	for {
 		for len(q.dirty) > 0 {
 			b := q.dirty[0]
-			e := b.active.min()
-			if e == nil || !b.admitting || (b.strict() && !sameUnit(b.strictHead(), e)) {
+			e := b.queues.activeHead()
+			if e == nil || !b.admitting || (b.strict() && !sameUnit(b.queues.strictHead(), e)) {
 				heap.Pop(&q.dirty)
 				continue
 			}
@@ -120,7 +120,7 @@ func (q *AdmissionQueue) capacityWait(budgets []*budget, add func(*budget) corev
 	family := inBorrowingFamily(budgets)
 	insufficient := func(b *budget) bool {
 		a := add(b)
-		r, over := b.excess(a)
+		r, over := b.ledger.excess(a)
 		if over {
 			w = waitInfo{code: CodeInsufficient, budget: b, resource: r, requested: a[r]}
 		}
@@ -160,7 +160,7 @@ func (q *AdmissionQueue) blocked(cover []*budget, inUnit func(*podState) bool) (
 		if !b.strict() {
 			continue
 		}
-		if h := b.strictHead(); h != nil && !inUnit(h.pod) {
+		if h := b.queues.strictHead(); h != nil && !inUnit(h.pod) {
 			return waitInfo{code: CodeBehindHead, budget: b, ahead: h.pod.pod.PodRef}, true
 		}
 	}
@@ -179,7 +179,7 @@ func (q *AdmissionQueue) stuck(p *podState) bool {
 // budget: only an event in the budget that blocks it can change the answer.
 func (q *AdmissionQueue) fail(unit []*podState, w waitInfo) {
 	for _, p := range unit {
-		if old := p.wait; old.code == CodeNoLendable && (w.code != CodeNoLendable || w.budget != old.budget) && q.alive(old.budget) {
+		if old := p.wait; old.code == CodeNoLendable && (w.code != CodeNoLendable || w.budget != old.budget) && q.topology.alive(old.budget) {
 			// It no longer claims lendable quota in that family: borrowers it held back
 			// look again.
 			defer q.wake(old.budget)
@@ -275,7 +275,7 @@ func (q *AdmissionQueue) runTimers(now time.Time) {
 	}
 	if now.Sub(q.lastFlush) >= q.opts.flushInterval {
 		if q.nInadm > 0 {
-			for _, b := range q.sorted() {
+			for _, b := range q.topology.sorted() {
 				q.wakeAll(b)
 			}
 		}

@@ -105,12 +105,12 @@ func (p *budget) familyExcess(adds map[*budget]corev1.ResourceList, names []core
 		borrows := false
 		for c, a := range adds {
 			q, ok := a[r]
-			h, limited := c.hard[r]
+			h, limited := c.ledger.limit(r)
 			if !ok || !limited {
 				continue
 			}
 			added.Add(q)
-			use := c.used[r].DeepCopy()
+			use := c.ledger.usedOf(r).DeepCopy()
 			use.Add(q)
 			borrows = borrows || use.Cmp(h) > 0
 		}
@@ -118,7 +118,7 @@ func (p *budget) familyExcess(adds map[*budget]corev1.ResourceList, names []core
 			claims = lenderClaims(p)
 		}
 		pool, above := p.familySum(r, func(c *budget) resource.Quantity {
-			use := c.used[r].DeepCopy()
+			use := c.ledger.usedOf(r).DeepCopy()
 			if a, ok := adds[c]; ok {
 				if q, ok := a[r]; ok {
 					use.Add(q)
@@ -132,7 +132,7 @@ func (p *budget) familyExcess(adds map[*budget]corev1.ResourceList, names []core
 			if claim, ok := claims[c]; ok {
 				want := use.DeepCopy()
 				want.Add(claim[r])
-				if h := c.hard[r]; want.Cmp(h) > 0 {
+				if h, _ := c.ledger.limit(r); want.Cmp(h) > 0 {
 					want = h.DeepCopy()
 				}
 				if want.Cmp(use) > 0 {
@@ -151,7 +151,7 @@ func (p *budget) familyExcess(adds map[*budget]corev1.ResourceList, names []core
 // familyStatus is what the family of p lends and uses above its guaranteed parts, for
 // r: for messages.
 func (p *budget) familyStatus(r corev1.ResourceName) (pool, above resource.Quantity) {
-	return p.familySum(r, func(c *budget) resource.Quantity { return c.used[r] })
+	return p.familySum(r, func(c *budget) resource.Quantity { return c.ledger.usedOf(r) })
 }
 
 // familySum adds up, over the children of p whose hard limits r, what they lend (pool)
@@ -159,11 +159,11 @@ func (p *budget) familyStatus(r corev1.ResourceName) (pool, above resource.Quant
 // (above).
 func (p *budget) familySum(r corev1.ResourceName, use func(c *budget) resource.Quantity) (pool, above resource.Quantity) {
 	for _, c := range p.children {
-		h, limited := c.hard[r]
+		h, limited := c.ledger.limit(r)
 		if !limited {
 			continue
 		}
-		lendable := c.lendable(r)
+		lendable := c.ledger.lendable(r)
 		pool.Add(lendable)
 		over := use(c).DeepCopy()
 		over.Sub(h)
@@ -223,11 +223,11 @@ func (f *budget) lenderClaims(stuck func(*podState) bool) map[*budget]corev1.Res
 			// Only what fits within c's own hard is c's to claim: a pod that would
 			// borrow is a borrower, and borrowers do not hold each other back.
 			for r, q := range p.pod.Usage {
-				h, limited := c.hard[r]
+				h, limited := c.ledger.limit(r)
 				if !limited {
 					continue
 				}
-				use := c.used[r].DeepCopy()
+				use := c.ledger.usedOf(r).DeepCopy()
 				use.Add(q)
 				if use.Cmp(h) > 0 {
 					continue
@@ -252,7 +252,7 @@ func familyNeverFits(cover []*budget, add func(*budget) corev1.ResourceList) (w 
 		for _, r := range names {
 			var added resource.Quantity
 			for c, a := range adds {
-				if _, limited := c.hard[r]; limited {
+				if c.ledger.tracks(r) {
 					added.Add(a[r])
 				}
 			}
@@ -273,12 +273,12 @@ func familyNeverFits(cover []*budget, add func(*budget) corev1.ResourceList) (w 
 func borrowingIn(p *podState) []BudgetKey {
 	var out []BudgetKey
 	for _, b := range p.chargedTo {
-		if !b.borrows() {
+		if !b.ledger.borrows() {
 			continue
 		}
 		for r, q := range p.chargedUsage {
-			h, limited := b.hard[r]
-			if u := b.used[r]; limited && !q.IsZero() && u.Cmp(h) > 0 {
+			h, limited := b.ledger.limit(r)
+			if u := b.ledger.usedOf(r); limited && !q.IsZero() && u.Cmp(h) > 0 {
 				out = append(out, b.key)
 				break
 			}
@@ -297,19 +297,19 @@ func (b *budget) lent() corev1.ResourceList {
 	if f == nil {
 		return out
 	}
-	for _, r := range b.hardNames {
+	for _, r := range b.ledger.resources() {
 		var borrowed, idle, mine int64
 		for _, c := range f.children {
-			h, limited := c.hard[r]
+			h, limited := c.ledger.limit(r)
 			if !limited {
 				continue
 			}
-			u := c.used[r]
+			u := c.ledger.usedOf(r)
 			if over := u.MilliValue() - h.MilliValue(); over > 0 {
 				borrowed += over
 				continue
 			}
-			lend := c.lendable(r)
+			lend := c.ledger.lendable(r)
 			unused := min(lend.MilliValue(), h.MilliValue()-u.MilliValue())
 			if unused > 0 {
 				idle += unused
@@ -323,7 +323,8 @@ func (b *budget) lent() corev1.ResourceList {
 		}
 		share := new(big.Int).Mul(big.NewInt(min(borrowed, idle)), big.NewInt(mine))
 		share.Quo(share, big.NewInt(idle))
-		out[r] = *resource.NewMilliQuantity(share.Int64(), b.hard[r].Format)
+		h, _ := b.ledger.limit(r)
+		out[r] = *resource.NewMilliQuantity(share.Int64(), h.Format)
 	}
 	return out
 }

@@ -22,7 +22,11 @@
 //
 // The parts, each with its own state and table tests, composed by AdmissionQueue (which
 // owns the one lock and reads as the algorithm: on an event, update the ledgers and the
-// queues, wake the budgets that could now admit, then Admit takes decisions in order):
+// queues, wake the budgets that could now admit, then Admit takes decisions in order).
+// Each is a named field, never embedded (budget.ledger, budget.queues,
+// AdmissionQueue.topology, AdmissionQueue.preemptions), and only its own files select
+// the fields of its type: everyone else calls its methods (parts_test.go checks it, in
+// make verify and make test).
 //
 //   - ledger (ledger.go): one budget's accounts: hard, its ceiling (hard plus
 //     borrowingLimit) and what it lends, used (reservations included), pending, the pods
@@ -30,7 +34,7 @@
 //   - queues (queue.go, wake.go): one budget's active, backoff, inadmissible and parked
 //     heaps, in admission order (orderKey.compare); move, strictHead, inOrder; wakeable
 //     picks the inadmissible pods an event in the budget may let in.
-//   - topology (topology.go): the budgets, namespaces and selectors; which budgets cover
+//   - topology (topology.go, resolve.go): the budgets, namespaces and selectors; which budgets cover
 //     a pod (coverage); parents, children, ancestors, problems and states (resolve). A
 //     budget event resolves only the budgets it touches (the budget, and for a
 //     ClusterBudget the budgets under it); one that changes nothing resolve reads (the

@@ -33,7 +33,7 @@ type AdmissionQueue struct {
 	mu   sync.Mutex
 	opts options
 
-	topology // budgets, namespaces and what covers what
+	topology topology // budgets, namespaces and what covers what
 
 	pods   map[types.UID]*podState
 	podsNS map[string]map[types.UID]*podState
@@ -106,7 +106,7 @@ func (q *AdmissionQueue) moveEntry(e *entry, to queueKind) {
 		return
 	}
 	b := e.budget
-	headChanged := b.move(e, to)
+	headChanged := b.queues.move(e, to)
 	if from == queueInadmissible {
 		q.nInadm--
 	}
@@ -123,7 +123,7 @@ func (q *AdmissionQueue) moveEntry(e *entry, to queueKind) {
 
 // markDirty schedules the budget's active head for evaluation by the next Admit.
 func (q *AdmissionQueue) markDirty(b *budget) {
-	if b.dirtyIndex < 0 && len(b.active) > 0 {
+	if b.dirtyIndex < 0 && b.queues.activeHead() != nil {
 		heap.Push(&q.dirty, b)
 	}
 }
@@ -135,7 +135,7 @@ func (q *AdmissionQueue) attach(p *podState, to queueKind) {
 		e := &entry{pod: p, budget: b, index: -1}
 		p.entries[i] = e
 		q.moveEntry(e, to)
-		b.wait(p.pod.Usage)
+		b.ledger.wait(p.pod.Usage)
 		q.markStatus(b)
 		if to == queueActive {
 			q.markDirty(b)
@@ -148,14 +148,14 @@ func (q *AdmissionQueue) attach(p *podState, to queueKind) {
 func (q *AdmissionQueue) detach(p *podState) {
 	for _, e := range p.entries {
 		b := e.budget
-		wasHead := b.strict() && e.kind != queueParked && b.strictHead() == e
+		wasHead := b.strict() && e.kind != queueParked && b.queues.strictHead() == e
 		q.moveEntry(e, queueNone)
-		b.unwait(p.pod.Usage)
+		b.ledger.unwait(p.pod.Usage)
 		q.markStatus(b)
 		if wasHead {
 			q.wake(b)
 		}
-		if f := b.borrowingParent(); f != nil && q.alive(f) {
+		if f := b.borrowingParent(); f != nil && q.topology.alive(f) {
 			q.wake(f) // a pod that waited on the family may have left it (borrowing.go)
 		}
 	}
@@ -173,4 +173,42 @@ func (q *AdmissionQueue) moveAll(p *podState, from, to queueKind) {
 			}
 		}
 	}
+}
+
+// budgetHeap holds the dirty budgets, the one with the best active head first, so that
+// pods competing for a shared parent are evaluated in admission order.
+type budgetHeap []*budget
+
+var _ heap.Interface = (*budgetHeap)(nil)
+
+func (h budgetHeap) Len() int { return len(h) }
+func (h budgetHeap) Less(i, j int) bool {
+	a, b := h[i].queues.activeHead(), h[j].queues.activeHead()
+	switch {
+	case a == nil || b == nil:
+		if (a == nil) != (b == nil) {
+			return b == nil
+		}
+	case a.pod != b.pod:
+		return podLess(a.pod, b.pod)
+	}
+	return h[i].key.Compare(h[j].key) < 0
+}
+func (h budgetHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].dirtyIndex = i
+	h[j].dirtyIndex = j
+}
+func (h *budgetHeap) Push(x any) {
+	b := x.(*budget)
+	b.dirtyIndex = len(*h)
+	*h = append(*h, b)
+}
+func (h *budgetHeap) Pop() any {
+	old := *h
+	b := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	b.dirtyIndex = -1
+	return b
 }

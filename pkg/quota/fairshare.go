@@ -38,7 +38,7 @@ func (q *AdmissionQueue) yieldsTo(first *podState, budgets []*budget, add func(*
 			return false
 		}
 		for _, d := range f.children {
-			if _, in := adds[d]; in || !d.borrows() {
+			if _, in := adds[d]; in || !d.ledger.borrows() {
 				continue
 			}
 			h := q.fairHead(d)
@@ -66,7 +66,7 @@ func (q *AdmissionQueue) yieldsTo(first *podState, budgets []*budget, add func(*
 // group (a group's turn is its own); nil when there is none.
 func (q *AdmissionQueue) fairHead(d *budget) *podState {
 	var h *entry
-	for _, e := range []*entry{d.active.min(), d.inadmissible.min()} {
+	for _, e := range []*entry{d.queues.activeHead(), d.queues.inadmissibleHead()} {
 		if e != nil && (h == nil || e.pod.order.compare(&h.pod.order) < 0) {
 			h = e
 		}
@@ -80,12 +80,13 @@ func (q *AdmissionQueue) fairHead(d *budget) *podState {
 // shareWith is b's dominant share of what the family of f lends, with add charged to
 // it, over its weight, and whether it would borrow at all (use beyond its hard).
 func (b *budget) shareWith(f *budget, add corev1.ResourceList) (share float64, borrows bool) {
-	for _, r := range b.hardNames {
-		u := b.used[r].DeepCopy()
+	for _, r := range b.ledger.resources() {
+		u := b.ledger.usedOf(r).DeepCopy()
 		if q, ok := add[r]; ok {
 			u.Add(q)
 		}
-		u.Sub(b.hard[r])
+		h, _ := b.ledger.limit(r)
+		u.Sub(h)
 		if u.Sign() <= 0 {
 			continue
 		}

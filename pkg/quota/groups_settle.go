@@ -170,7 +170,7 @@ func neverFits(waiting []*podState) *waitInfo {
 	}
 	budgets, sums := unitCharges(waiting)
 	for _, b := range budgets {
-		if r, over := b.neverFits(sums[b]); over {
+		if r, over := b.ledger.neverFits(sums[b]); over {
 			return &waitInfo{code: CodeNeverFits, budget: b, resource: r, requested: sums[b][r]}
 		}
 	}

@@ -29,11 +29,11 @@ func (q *AdmissionQueue) holdFreed(b *budget, usage corev1.ResourceList) {
 	}
 	freed := corev1.ResourceList{}
 	for r, u := range usage {
-		h, limited := b.hard[r]
+		h, limited := b.ledger.limit(r)
 		if !limited || u.Sign() <= 0 {
 			continue
 		}
-		after := b.used[r] // already released
+		after := b.ledger.usedOf(r) // already released
 		before := after.DeepCopy()
 		before.Add(u)
 		if before.Cmp(h) > 0 {
@@ -113,7 +113,7 @@ func (q *AdmissionQueue) expireHolds(now time.Time) {
 		if len(b.holds) == 0 {
 			delete(q.holding, b)
 		}
-		if f := b.borrowingParent(); expired && f != nil && q.alive(f) {
+		if f := b.borrowingParent(); expired && f != nil && q.topology.alive(f) {
 			q.wake(f)
 		}
 	}

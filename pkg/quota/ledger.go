@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"iter"
 	"maps"
 	"slices"
 
@@ -89,6 +90,10 @@ func (l *ledger) setCeiling() {
 // borrows reports whether the budget may use more than hard: it has a borrowingLimit
 // and a parent.
 func (l *ledger) borrows() bool { return l.inFamily && len(l.borrow) > 0 }
+
+// borrowLimited reports whether it has a borrowingLimit (on a resource hard limits),
+// with a parent or not.
+func (l *ledger) borrowLimited() bool { return len(l.borrow) > 0 }
 
 // lendable is how much of hard r its siblings may borrow: lend, at most hard.
 func (l *ledger) lendable(r corev1.ResourceName) resource.Quantity {
@@ -201,6 +206,43 @@ func (l *ledger) tracks(r corev1.ResourceName) bool {
 	_, ok := l.hard[r]
 	return ok
 }
+
+// limit is the hard limit of r and whether hard limits r (not a copy: the caller
+// copies before it changes it).
+func (l *ledger) limit(r corev1.ResourceName) (resource.Quantity, bool) {
+	h, ok := l.hard[r]
+	return h, ok
+}
+
+// usedOf is what is used of r (not a copy: the caller copies before it changes it).
+func (l *ledger) usedOf(r corev1.ResourceName) resource.Quantity { return l.used[r] }
+
+// resources are the resources hard limits, in name order; the caller does not change
+// the slice.
+func (l *ledger) resources() []corev1.ResourceName { return l.hardNames }
+
+// borrowLimit is the borrowingLimit of r and whether there is one.
+func (l *ledger) borrowLimit(r corev1.ResourceName) (resource.Quantity, bool) {
+	q, ok := l.borrow[r]
+	return q, ok
+}
+
+// excessOverHard is excess under hard instead of the ceiling: the first resource of
+// which add does not fit within hard beside what is used.
+func (l *ledger) excessOverHard(add corev1.ResourceList) (corev1.ResourceName, bool) {
+	return firstExcess(l.hardNames, l.hard, l.used, add)
+}
+
+// claimUsers is how many charged pods use the claim key (0 when it is not charged).
+func (l *ledger) claimUsers(key string) int {
+	if ref := l.claims[key]; ref != nil {
+		return ref.pods
+	}
+	return 0
+}
+
+// chargedPods are the pods charged here, in no particular order.
+func (l *ledger) chargedPods() iter.Seq[*podState] { return maps.Values(l.charged) }
 
 // hardOf is the hard limit of r (a copy; zero when r is not limited).
 func (l *ledger) hardOf(r corev1.ResourceName) resource.Quantity { return l.hard[r].DeepCopy() }

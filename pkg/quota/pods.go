@@ -53,7 +53,7 @@ func (q *AdmissionQueue) addPod(pod Pod) {
 		q.podsNS[pod.Namespace] = ns
 	}
 	ns[pod.UID] = p
-	p.cover = q.coverage(&p.pod)
+	p.cover = q.topology.coverage(&p.pod)
 	q.joinGroup(p)
 	if !pod.Gated {
 		p.phase = phaseCharged
@@ -78,7 +78,7 @@ func (q *AdmissionQueue) updatePod(p *podState, pod Pod) {
 		// Seen still gated at a version newer than every attempt to ungate it: none of
 		// them applied, and none can any more (each was fenced on an older version).
 		p.pod = pod
-		p.cover = q.coverage(&p.pod)
+		p.cover = q.topology.coverage(&p.pod)
 		if !sameGroup {
 			q.leaveGroup(p)
 			q.joinGroup(p)
@@ -94,7 +94,7 @@ func (q *AdmissionQueue) updatePod(p *podState, pod Pod) {
 		}
 		q.detach(p) // before p.pod changes: pending is given back with the old usage
 		p.pod = pod
-		p.cover = q.coverage(&p.pod)
+		p.cover = q.topology.coverage(&p.pod)
 		if !pod.Gated {
 			// Ungated by someone else (the namespace's release, an admin): it runs now.
 			q.backoff.remove(p)
@@ -126,7 +126,7 @@ func (q *AdmissionQueue) updatePod(p *podState, pod Pod) {
 	if !sameLabels || !sameUsage {
 		// A relabelled pod stays charged where it was admitted (pinned), and is
 		// charged wherever it is covered now as well.
-		q.recharge(p, q.coverage(&p.pod))
+		q.recharge(p, q.topology.coverage(&p.pod))
 	} else if !pod.ReleaseAt.IsZero() {
 		q.releases.set(p)
 	}
@@ -257,7 +257,7 @@ func (q *AdmissionQueue) singlePark(p *podState) *waitInfo {
 		return w
 	}
 	for _, b := range p.cover {
-		if r, over := b.neverFits(p.pod.Usage); over {
+		if r, over := b.ledger.neverFits(p.pod.Usage); over {
 			return &waitInfo{code: CodeNeverFits, budget: b, resource: r, requested: p.pod.Usage[r]}
 		}
 	}
@@ -282,14 +282,14 @@ func (q *AdmissionQueue) namespacePark(namespace string) *waitInfo {
 }
 
 func (q *AdmissionQueue) knownNamespace(namespace string) bool {
-	_, known := q.namespaces[namespace]
+	_, known := q.topology.namespaceLabels(namespace)
 	return known
 }
 
 // released reports whether a namespace is known and not opted in: its gated pods are
 // let go without quota (removing the opt-in label releases them).
 func (q *AdmissionQueue) released(namespace string) bool {
-	l, known := q.namespaces[namespace]
+	l, known := q.topology.namespaceLabels(namespace)
 	return known && l[v1alpha1.EnabledLabel] != "true"
 }
 
@@ -300,7 +300,7 @@ func (q *AdmissionQueue) CatchUpNamespaces() []string {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	set := map[string]struct{}{}
-	for ns, l := range q.namespaces {
+	for ns, l := range q.topology.seenNamespaces() {
 		if l[v1alpha1.EnabledLabel] == "true" {
 			set[ns] = struct{}{}
 		}

@@ -3,12 +3,12 @@ package quota
 import (
 	"cmp"
 	"fmt"
+	"iter"
 	"maps"
 	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
 )
@@ -230,7 +230,7 @@ func (pr *preemptions) claims(unit []*podState, w waitInfo) []*podState {
 func claim(pods []*podState) {
 	for _, p := range pods {
 		for _, b := range p.cover {
-			b.charge(p, p.pod.Usage, p.pod.Claims)
+			b.ledger.charge(p, p.pod.Usage, p.pod.Claims)
 		}
 	}
 }
@@ -238,7 +238,7 @@ func claim(pods []*podState) {
 func unclaim(pods []*podState) {
 	for _, p := range pods {
 		for _, b := range p.cover {
-			b.release(p, p.pod.Usage, p.pod.Claims)
+			b.ledger.release(p, p.pod.Usage, p.pod.Claims)
 		}
 	}
 }
@@ -280,7 +280,7 @@ func borrowsUnder(f *budget, budgets []*budget, add func(*budget) corev1.Resourc
 		if c.parent != f {
 			continue
 		}
-		if _, over := firstExcess(c.hardNames, c.hard, c.used, add(c)); over {
+		if _, over := c.ledger.excessOverHard(add(c)); over {
 			return true
 		}
 	}
@@ -294,8 +294,8 @@ func borrowsUnder(f *budget, budgets []*budget, add func(*budget) corev1.Resourc
 func (pr *preemptions) candidates(reason PreemptionReason, lowerOnly bool, unit []*podState, budgets []*budget, w waitInfo) []victimCandidate {
 	prio := slices.MinFunc(unit, func(a, b *podState) int { return cmp.Compare(a.pod.Priority, b.pod.Priority) }).pod.Priority
 	var pods []*podState
-	take := func(from map[types.UID]*podState) {
-		for _, p := range from {
+	take := func(from iter.Seq[*podState]) {
+		for p := range from {
 			if !lowerOnly || p.pod.Priority < prio {
 				pods = append(pods, p)
 			}
@@ -303,12 +303,12 @@ func (pr *preemptions) candidates(reason PreemptionReason, lowerOnly bool, unit 
 	}
 	if reason == PreemptReclaim {
 		for _, s := range w.budget.children {
-			if !slices.Contains(budgets, s) && s.borrows() {
-				take(s.charged)
+			if !slices.Contains(budgets, s) && s.ledger.borrows() {
+				take(s.ledger.chargedPods())
 			}
 		}
 	} else {
-		take(w.budget.charged)
+		take(w.budget.ledger.chargedPods())
 	}
 	return pr.victimCandidates(pods, unit)
 }

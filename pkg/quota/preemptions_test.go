@@ -24,7 +24,7 @@ type fakeCore struct {
 func (c *fakeCore) capacityWait(budgets []*budget, add func(*budget) corev1.ResourceList) (waitInfo, bool) {
 	for _, b := range budgets {
 		a := add(b)
-		if r, over := b.excess(a); over {
+		if r, over := b.ledger.excess(a); over {
 			return waitInfo{code: CodeInsufficient, budget: b, resource: r, requested: a[r]}, true
 		}
 	}
@@ -47,7 +47,7 @@ func setOf(pods ...*podState) map[*podState]bool {
 func runningIn(b *budget, name string, prio int32, admitted int) *podState {
 	p := &podState{pod: makePod(name).Priority(prio).Req("cpu=1").Pod(), phase: phaseCharged, admittedAt: at(admitted)}
 	p.chargedTo, p.chargedUsage = []*budget{b}, p.pod.Usage
-	b.charge(p, p.pod.Usage, nil)
+	b.ledger.charge(p, p.pod.Usage, nil)
 	return p
 }
 
@@ -206,14 +206,14 @@ func TestPreemptionsDecide(t *testing.T) {
 		core := newFakeCore()
 		pr := newPreemptions(core)
 		urgent := waitingIn(core, b, "urgent", 10)
-		used := b.used.DeepCopy()
+		used := b.ledger.used.DeepCopy()
 		if diff := cmp.Diff([]string{"low2"}, decideFor(&pr, urgent)); diff != "" {
 			t.Errorf("victims (-want +got):\n%s", diff)
 		}
 		if got := pr.take(); len(got) != 0 {
 			t.Errorf("handed out again: %v", got)
 		}
-		if diff := cmp.Diff(used, b.used); diff != "" {
+		if diff := cmp.Diff(used, b.ledger.used); diff != "" {
 			t.Errorf("the ledger after the decision is not as before (-before +after):\n%s", diff)
 		}
 	})
