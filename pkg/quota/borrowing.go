@@ -26,22 +26,6 @@ import (
 // borrowing pods end. Every pod of the family is charged to the parent too, so each
 // release wakes the parent, and with it the pods that wait on the family.
 
-// borrowingParent is b's parent when some child of it has a borrowingLimit (its family
-// borrows), else nil.
-func (b *budget) borrowingParent() *budget {
-	if p := b.parent; p != nil && p.borrowers > 0 {
-		return p
-	}
-	return nil
-}
-
-// inBorrowingFamily reports whether a budget of cover has a parent whose family
-// borrows: only then are the family checks needed (cheap, and it spares the callers'
-// closures an allocation on every decision).
-func inBorrowingFamily(cover []*budget) bool {
-	return slices.ContainsFunc(cover, func(b *budget) bool { return b.borrowingParent() != nil })
-}
-
 // borrowingFamilies calls f with each distinct borrowing parent of the budgets of
 // cover, in cover's order, with what the unit adds (add) to each of its children in
 // cover, and the resources the unit adds a non-zero amount of, in name order; it stops
@@ -80,7 +64,7 @@ func borrowingFamilies(cover []*budget, add func(*budget) corev1.ResourceList,
 // resource (in name order) the sum would exceed. over is false when it fits.
 //
 // claims(f) is what the members of f's family claim for their own pods
-// (AdmissionQueue.familyClaims), which a unit that borrows leaves them.
+// (families.claims), which a unit that borrows leaves them.
 func familyExcess(cover []*budget, add func(*budget) corev1.ResourceList, claims func(f *budget) map[*budget]corev1.ResourceList) (w waitInfo, over bool) {
 	over = borrowingFamilies(cover, add, func(p *budget, adds map[*budget]corev1.ResourceList, names []corev1.ResourceName) bool {
 		r, requested, over := p.familyExcess(adds, names, claims)
@@ -175,29 +159,48 @@ func (p *budget) familySum(r corev1.ResourceName, use func(c *budget) resource.Q
 	return pool, above
 }
 
-// familyClaims is what the members of f's family claim for their own pods, which a
+// claims is what the members of f's family claim for their own pods, which a
 // borrower leaves them: what their waiting pods ask within their hard (lenderClaims)
 // and what they hold (hold.go).
-func (q *AdmissionQueue) familyClaims(f *budget) map[*budget]corev1.ResourceList {
-	claims := f.lenderClaims(q.stuck)
-	if len(q.holding) > 0 {
-		f.addHeld(claims, q.opts.clock.Now())
+func (fs *families) claims(f *budget) map[*budget]corev1.ResourceList {
+	claims := lenderClaims(f, fs.core.stuck)
+	if len(fs.holding) > 0 {
+		addHeld(f, claims, fs.clock.Now())
 	}
 	return claims
 }
 
-// waitsOnFamily reports whether a pod recorded in f.lendWaiters still waits, queued, for
+// waitsOnFamily reports whether a pod recorded in f's lendWaiters still waits, queued, for
 // lendable quota in f's family (a pod that left the queues, deleted included, does not).
-func (f *budget) waitsOnFamily(p *podState) bool {
+func waitsOnFamily(f *budget, p *podState) bool {
 	return p.phase == phaseWaiting && p.wait.code == CodeNoLendable && p.wait.budget == f && len(p.entries) > 0
 }
 
 // noteLendWaiter records that p waits on p's family parent f for lendable quota.
-func (f *budget) noteLendWaiter(p *podState) {
-	if f.lendWaiters == nil {
-		f.lendWaiters = map[*podState]struct{}{}
+func noteLendWaiter(f *budget, p *podState) {
+	s := familyOf(f)
+	if s.lendWaiters == nil {
+		s.lendWaiters = map[*podState]struct{}{}
 	}
-	f.lendWaiters[p] = struct{}{}
+	s.lendWaiters[p] = struct{}{}
+}
+
+// lendWaiters returns the pods that wait on f's family for lendable quota, in admission
+// order (each by its own key), and forgets those that no longer do (preemptionCore).
+func (fs *families) lendWaiters(f *budget) []*podState {
+	if f.family == nil {
+		return nil
+	}
+	var out []*podState
+	for p := range f.family.lendWaiters {
+		if !waitsOnFamily(f, p) {
+			delete(f.family.lendWaiters, p) // lenderClaims prunes the same way
+			continue
+		}
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b *podState) int { return a.order.compare(&b.order) })
+	return out
 }
 
 // lenderClaims sums, for each child, what its pods that wait on the family
@@ -206,11 +209,14 @@ func (f *budget) noteLendWaiter(p *podState) {
 // borrower that is a StrictFIFO head ahead of them would wait on them forever). Pods
 // that no longer wait so are dropped here: only fail records them, and nothing else
 // needs to forget them.
-func (f *budget) lenderClaims(stuck func(*podState) bool) map[*budget]corev1.ResourceList {
+func lenderClaims(f *budget, stuck func(*podState) bool) map[*budget]corev1.ResourceList {
 	out := map[*budget]corev1.ResourceList{}
-	for p := range f.lendWaiters {
-		if !f.waitsOnFamily(p) {
-			delete(f.lendWaiters, p)
+	if f.family == nil {
+		return out
+	}
+	for p := range f.family.lendWaiters {
+		if !waitsOnFamily(f, p) {
+			delete(f.family.lendWaiters, p)
 			continue
 		}
 		if stuck(p) || p.inBackoff {
@@ -258,7 +264,7 @@ func familyNeverFits(cover []*budget, add func(*budget) corev1.ResourceList) (w 
 			}
 			pool, above := p.familySum(r, func(c *budget) resource.Quantity { return adds[c][r] })
 			if added.Sign() > 0 && above.Cmp(pool) > 0 {
-				p.familyParks = true
+				familyOf(p).parks = true
 				w = waitInfo{code: CodeNeverFits, budget: p, resource: r, requested: added, family: true}
 				return true
 			}

@@ -159,21 +159,13 @@ type budget struct {
 	borrowers int       // how many of its children have a borrowingLimit
 	counted   bool      // counted in parent.borrowers
 
-	// lendWaiters are pods that waited on this budget's family for lendable quota when
-	// last evaluated (borrowing.go; checked and pruned when read).
-	lendWaiters map[*podState]struct{}
-	// fairWaiters are pods that yielded to a sibling's pod by fair sharing
-	// (fairshare.go), woken once it was decided.
-	fairWaiters map[*podState]struct{}
-	// holds are freed quota kept for its own pods for a while (hold.go).
-	holds []hold
-	// familyParks is set once a pod was parked as never fitting in its family: a change
-	// to the family must then look at its pods again, even when nobody borrows.
-	familyParks bool
-	ancestors   []*budget // parent first; stops before repeating in a cycle
-	problem     *problem  // why this budget itself cannot admit (nil when fine)
-	admitting   bool      // open, fine, and every ancestor admitting
-	closedBy    *budget   // the ancestor that stops it, when its own spec is fine
+	// family is what the family part keeps on it (families.go): nil until the part
+	// first needs it, so a budget that never was in a borrowing family has none.
+	family    *familyState
+	ancestors []*budget // parent first; stops before repeating in a cycle
+	problem   *problem  // why this budget itself cannot admit (nil when fine)
+	admitting bool      // open, fine, and every ancestor admitting
+	closedBy  *budget   // the ancestor that stops it, when its own spec is fine
 
 	ledger ledger // hard, used (admitted, reservations included) and pending
 	queues queues // where its gated pods wait
@@ -274,4 +266,24 @@ func (b *budget) state() (v1alpha1.BudgetState, string) {
 		return v1alpha1.StateClosing, reason
 	}
 	return v1alpha1.StateClosed, reason
+}
+
+// borrowingParent is b's parent when some child of it has a borrowingLimit (its family
+// borrows), else nil.
+func (b *budget) borrowingParent() *budget {
+	if p := b.parent; p != nil && p.borrowers > 0 {
+		return p
+	}
+	return nil
+}
+
+// inBorrowingFamily reports whether a budget of cover has a parent whose family
+// borrows: only then does the core ask the family part (families.go).
+func inBorrowingFamily(cover []*budget) bool {
+	for _, b := range cover {
+		if p := b.parent; p != nil && p.borrowers > 0 {
+			return true
+		}
+	}
+	return false
 }

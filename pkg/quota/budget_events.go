@@ -59,7 +59,7 @@ func (q *AdmissionQueue) DeleteBudget(key BudgetKey) {
 		return
 	}
 	delete(q.statusDirty, key)
-	delete(q.holding, b)
+	q.families.forgetBudget(b)
 	q.resolveTopology(b)
 	q.recover(key)
 	if p := b.parent; p != nil && q.topology.alive(p) {
@@ -154,7 +154,7 @@ func (q *AdmissionQueue) resettle(b *budget) {
 // went, or changed its limits: what the family lends changed, so its pods may start or
 // stop never fitting (familyNeverFits), and those waiting for lendable quota look again.
 func (q *AdmissionQueue) familyChanged(p *budget) {
-	if p.borrowers == 0 && len(p.lendWaiters) == 0 && !p.familyParks {
+	if p.borrowers == 0 && !q.families.watched(p) {
 		return
 	}
 	q.resettle(p)

@@ -17,8 +17,8 @@ func (q *AdmissionQueue) charge(p *podState) {
 		if len(p.chargedClaims) > 0 {
 			q.wakeClaimSharers(b, p.chargedClaims)
 		}
-		if len(b.holds) > 0 {
-			b.useHolds(p.chargedUsage)
+		if b.family != nil {
+			q.families.useHolds(b, p.chargedUsage)
 		}
 		q.markStatus(b)
 	}
@@ -59,14 +59,17 @@ func usesClaim(claims []ClaimCharge, key string) bool {
 func (q *AdmissionQueue) release(p *podState) {
 	for _, b := range p.chargedTo {
 		b.ledger.release(p, p.chargedUsage, p.chargedClaims)
-		q.holdFreed(b, p.chargedUsage)
+		f := b.borrowingParent()
+		if f != nil {
+			q.families.freed(b, p.chargedUsage)
+		}
 		q.markStatus(b)
 		if q.topology.lookup(b.key) != nil {
 			q.wake(b)
 		}
 		// A pod charged to a member of a borrowing family need not be charged to the
 		// family's parent (it may be pinned to a budget that changed parents since).
-		if f := b.borrowingParent(); f != nil && q.topology.alive(f) && !slices.Contains(p.chargedTo, f) {
+		if f != nil && q.topology.alive(f) && !slices.Contains(p.chargedTo, f) {
 			q.wake(f)
 		}
 	}

@@ -50,7 +50,7 @@ type AdmissionQueue struct {
 	wakeBuf      []*entry                // wake's reused list of the pods it wakes for capacity
 	out          []Admission             // decided, not yet returned by Admit
 	preemptions  preemptions             // victims, evictions in flight, decisions (preemptions.go)
-	holding      map[*budget]struct{}    // budgets that hold freed quota for their own pods (hold.go)
+	families     families                // borrowing, fair sharing, lend holds (families.go)
 	deciding     bool                    // inside Admit: decisions may be taken
 	immediate    map[types.UID]*podState // pods to admit without quota at the next Admit
 	statusDirty  map[BudgetKey]struct{}
@@ -79,7 +79,6 @@ func NewAdmissionQueue(opts ...Option) *AdmissionQueue {
 		groups:       groupIndex{},
 		held:         map[types.UID]*podState{},
 		immediate:    map[types.UID]*podState{},
-		holding:      map[*budget]struct{}{},
 		statusDirty:  map[BudgetKey]struct{}{},
 		seenStatuses: map[BudgetKey]struct{}{},
 	}
@@ -92,6 +91,7 @@ func NewAdmissionQueue(opts ...Option) *AdmissionQueue {
 		index: func(p *podState) *int { return &p.releaseIndex },
 	}
 	q.preemptions = newPreemptions(q)
+	q.families = newFamilies(q, o.clock, o.lendHold)
 	q.lastFlush = o.clock.Now()
 	return q
 }
@@ -162,6 +162,9 @@ func (q *AdmissionQueue) detach(p *podState) {
 	p.entries = nil
 	delete(q.held, p.pod.UID)
 }
+
+// activate moves a waiting pod's inadmissible entries back to active (familyCore).
+func (q *AdmissionQueue) activate(p *podState) { q.moveAll(p, queueInadmissible, queueActive) }
 
 // moveAll moves every entry of the pod that is in queue from to queue to.
 func (q *AdmissionQueue) moveAll(p *podState, from, to queueKind) {

@@ -32,12 +32,18 @@ type part struct {
 	files []string
 }
 
+// familyFiles are the family part's files: its state is families (on AdmissionQueue)
+// and familyState (on each budget).
+var familyFiles = []string{"families.go", "borrowing.go", "fairshare.go", "hold.go"}
+
 // coreParts are the parts doc.go draws.
 var coreParts = []part{
 	{typ: "ledger", files: []string{"ledger.go"}},
 	{typ: "queues", files: []string{"queue.go", "wake.go"}},
 	{typ: "topology", files: []string{"topology.go", "resolve.go"}},
 	{typ: "preemptions", files: []string{"preemptions.go", "preempt.go", "victims.go", "victimorder.go", "reclaimfloor.go", "blocked.go"}},
+	{typ: "families", files: familyFiles},
+	{typ: "familyState", files: familyFiles},
 }
 
 func TestPartsOwnTheirFields(t *testing.T) {

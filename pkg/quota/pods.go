@@ -158,6 +158,10 @@ func (q *AdmissionQueue) known(p *podState) bool { return q.pods[p.pod.UID] == p
 // terminating returns the charged pods within their grace period (preemptionCore).
 func (q *AdmissionQueue) terminating() []*podState { return q.releases.pods }
 
+// lendWaiters returns the pods waiting on f's family for lendable quota
+// (preemptionCore).
+func (q *AdmissionQueue) lendWaiters(f *budget) []*podState { return q.families.lendWaiters(f) }
+
 // forget drops a pod that ended or was deleted.
 func (q *AdmissionQueue) forget(p *podState) {
 	if p.phase == phaseWaiting {
@@ -171,9 +175,8 @@ func (q *AdmissionQueue) forget(p *podState) {
 	if p.preemption {
 		q.preemptions.forget(p)
 	}
-	if b := p.wait.budget; b != nil {
-		delete(b.lendWaiters, p) // the family's records of what it waited for
-		delete(b.fairWaiters, p)
+	if b := p.wait.budget; b != nil && b.family != nil {
+		q.families.forgetPod(b, p) // the family's records of what it waited for
 	}
 	p.pinned = nil
 	delete(q.pods, p.pod.UID)
@@ -183,7 +186,9 @@ func (q *AdmissionQueue) forget(p *podState) {
 			delete(q.podsNS, p.pod.Namespace)
 		}
 	}
-	q.leaveGroup(p)
+	if p.group != nil { // a pod outside any group does not enter the groups part
+		q.leaveGroup(p)
+	}
 }
 
 // settleWaiting (re)places a gated pod after anything about it changed: admitted at

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"iter"
-	"maps"
 	"slices"
 	"time"
 
@@ -207,11 +206,7 @@ func (pr *preemptions) claims(unit []*podState, w waitInfo) []*podState {
 		f := w.budget
 		claim(out)
 		defer func() { unclaim(out) }()
-		for _, p := range slices.SortedFunc(maps.Keys(f.lendWaiters), func(a, b *podState) int { return a.order.compare(&b.order) }) {
-			if !f.waitsOnFamily(p) {
-				delete(f.lendWaiters, p) // no longer waits so (lenderClaims prunes the same way)
-				continue
-			}
+		for _, p := range pr.core.lendWaiters(f) {
 			if seen[p] || p.order.compare(&unit[0].order) >= 0 || p.inBackoff || pr.core.stuck(p) {
 				continue
 			}

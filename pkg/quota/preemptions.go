@@ -35,6 +35,9 @@ type preemptionCore interface {
 	// terminating returns the charged pods within their grace period; the caller does
 	// not change the slice.
 	terminating() []*podState
+	// lendWaiters returns the pods waiting on f's family for lendable quota, in
+	// admission order (families.lendWaiters).
+	lendWaiters(f *budget) []*podState
 }
 
 var _ preemptionCore = (*AdmissionQueue)(nil)

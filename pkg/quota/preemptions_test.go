@@ -30,10 +30,11 @@ func (c *fakeCore) capacityWait(budgets []*budget, add func(*budget) corev1.Reso
 	}
 	return waitInfo{}, false
 }
-func (c *fakeCore) stuck(*podState) bool      { return false }
-func (c *fakeCore) known(p *podState) bool    { return c.pods[p] }
-func (c *fakeCore) terminating() []*podState  { return c.leaving }
-func newFakeCore(pods ...*podState) *fakeCore { return &fakeCore{pods: setOf(pods...)} }
+func (c *fakeCore) stuck(*podState) bool            { return false }
+func (c *fakeCore) known(p *podState) bool          { return c.pods[p] }
+func (c *fakeCore) terminating() []*podState        { return c.leaving }
+func (c *fakeCore) lendWaiters(*budget) []*podState { return nil }
+func newFakeCore(pods ...*podState) *fakeCore       { return &fakeCore{pods: setOf(pods...)} }
 
 func setOf(pods ...*podState) map[*podState]bool {
 	out := map[*podState]bool{}

@@ -107,6 +107,13 @@ func (q *AdmissionQueue) wake(b *budget) {
 	q.markDirty(b)
 }
 
+// wakeIfAlive wakes b unless it was deleted or replaced (familyCore).
+func (q *AdmissionQueue) wakeIfAlive(b *budget) {
+	if q.topology.alive(b) {
+		q.wake(b)
+	}
+}
+
 // recheckWakes runs at the end of Admit: a budget that woke pods for capacity counted
 // on them being admitted; if one was not (blocked elsewhere, deleted), the pods behind
 // it that it held back get their chance now.
