@@ -5,8 +5,6 @@ import (
 	"maps"
 	"slices"
 	"time"
-
-	corev1 "k8s.io/api/core/v1"
 )
 
 // Admission is one decision: the pod may be ungated. Its usage is already charged to
@@ -96,7 +94,7 @@ func (q *AdmissionQueue) evaluate(p *podState) {
 // when it would borrow while a sibling with a smaller share goes first, it yields.
 // It reports whether the unit waits; if not, the caller admits it. Only a unit with a
 // borrowing family asks the family part, once.
-func (q *AdmissionQueue) waitsForCapacity(unit []*podState, budgets []*budget, add func(*budget) corev1.ResourceList) bool {
+func (q *AdmissionQueue) waitsForCapacity(unit []*podState, budgets []*budget, add demand) bool {
 	var w waitInfo
 	var over, yield bool
 	if inBorrowingFamily(budgets) {
@@ -117,7 +115,7 @@ func (q *AdmissionQueue) waitsForCapacity(unit []*podState, budgets []*budget, a
 // capacityWait returns why a unit that adds add(b) to each budget b of budgets does not
 // fit (over is false when it fits): the first budget that has no room for it, in the
 // order of budgets, or its borrowing family (families.capacityWait).
-func (q *AdmissionQueue) capacityWait(budgets []*budget, add func(*budget) corev1.ResourceList) (w waitInfo, over bool) {
+func (q *AdmissionQueue) capacityWait(budgets []*budget, add demand) (w waitInfo, over bool) {
 	if inBorrowingFamily(budgets) {
 		return q.families.capacityWait(budgets, add)
 	}
@@ -126,7 +124,7 @@ func (q *AdmissionQueue) capacityWait(budgets []*budget, add func(*budget) corev
 
 // ledgersWait is capacityWait for budgets outside any borrowing family: the first
 // budget, in the order of budgets, that has no room for what the unit adds to it.
-func ledgersWait(budgets []*budget, add func(*budget) corev1.ResourceList) (waitInfo, bool) {
+func ledgersWait(budgets []*budget, add demand) (waitInfo, bool) {
 	for _, b := range budgets {
 		a := add(b)
 		if r, over := b.ledger.excess(a); over {

@@ -30,7 +30,7 @@ import (
 // cover, in cover's order, with what the unit adds (add) to each of its children in
 // cover, and the resources the unit adds a non-zero amount of, in name order; it stops
 // at the first f that returns true, and reports whether one did.
-func borrowingFamilies(cover []*budget, add func(*budget) corev1.ResourceList,
+func borrowingFamilies(cover []*budget, add demand,
 	f func(p *budget, adds map[*budget]corev1.ResourceList, names []corev1.ResourceName) bool) bool {
 	var seen []*budget
 	for _, b := range cover {
@@ -65,7 +65,7 @@ func borrowingFamilies(cover []*budget, add func(*budget) corev1.ResourceList,
 //
 // claims(f) is what the members of f's family claim for their own pods
 // (families.claims), which a unit that borrows leaves them.
-func familyExcess(cover []*budget, add func(*budget) corev1.ResourceList, claims func(f *budget) map[*budget]corev1.ResourceList) (w waitInfo, over bool) {
+func familyExcess(cover []*budget, add demand, claims func(f *budget) map[*budget]corev1.ResourceList) (w waitInfo, over bool) {
 	over = borrowingFamilies(cover, add, func(p *budget, adds map[*budget]corev1.ResourceList, names []corev1.ResourceName) bool {
 		r, requested, over := p.familyExcess(adds, names, claims)
 		if over {
@@ -253,7 +253,7 @@ func lenderClaims(f *budget, stuck func(*podState) bool) map[*budget]corev1.Reso
 // familyNeverFits returns why a unit that adds add(b) to each budget b of cover can
 // never be admitted by a borrowing family, even an empty one: what it needs above its
 // budgets' guaranteed parts is more than the family lends.
-func familyNeverFits(cover []*budget, add func(*budget) corev1.ResourceList) (w waitInfo, never bool) {
+func familyNeverFits(cover []*budget, add demand) (w waitInfo, never bool) {
 	never = borrowingFamilies(cover, add, func(p *budget, adds map[*budget]corev1.ResourceList, names []corev1.ResourceName) bool {
 		for _, r := range names {
 			var added resource.Quantity

@@ -24,7 +24,7 @@ import (
 // yieldsTo returns why a unit that fits, adding add(b) to each budget b of budgets,
 // waits for a sibling with a smaller share, and wakes that sibling's head; ok is false
 // when it goes now. first is the unit's first pod (its admission order).
-func (fs *families) yieldsTo(first *podState, budgets []*budget, add func(*budget) corev1.ResourceList) (waitInfo, bool) {
+func (fs *families) yieldsTo(first *podState, budgets []*budget, add demand) (waitInfo, bool) {
 	var w waitInfo
 	yield := borrowingFamilies(budgets, add, func(f *budget, adds map[*budget]corev1.ResourceList, _ []corev1.ResourceName) bool {
 		mine, borrows := -1.0, false

@@ -3,7 +3,6 @@ package quota
 import (
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 )
 
@@ -30,7 +29,7 @@ import (
 type familyCore interface {
 	// capacityWait says why a unit that adds add(b) to each budget b of budgets does
 	// not fit as the ledgers are now (over is false when it fits; admit.go).
-	capacityWait(budgets []*budget, add func(*budget) corev1.ResourceList) (w waitInfo, over bool)
+	capacityWait(budgets []*budget, add demand) (w waitInfo, over bool)
 	// stuck reports whether a waiting pod may not be admitted now whatever is freed.
 	stuck(p *podState) bool
 	// known reports whether p is the pod the core holds under its UID.
@@ -81,7 +80,7 @@ func familyOf(b *budget) *familyState {
 // admits decides for a unit that nothing but capacity blocks, adding add(b) to each
 // budget b of budgets, first pod first: over when it does not fit (capacityWait), else
 // yield when it waits for a sibling with a smaller share (yieldsTo); w says why.
-func (fs *families) admits(first *podState, budgets []*budget, add func(*budget) corev1.ResourceList) (w waitInfo, over, yield bool) {
+func (fs *families) admits(first *podState, budgets []*budget, add demand) (w waitInfo, over, yield bool) {
 	if w, over := fs.capacityWait(budgets, add); over {
 		return w, true, false
 	}
@@ -94,7 +93,7 @@ func (fs *families) admits(first *podState, budgets []*budget, add func(*budget)
 // pod of a lender that asks for no more than its own hard waits for lent quota
 // (NoLendableQuota, a claim borrowers respect, and what reclaim answers), not for the
 // parent.
-func (fs *families) capacityWait(budgets []*budget, add func(*budget) corev1.ResourceList) (w waitInfo, over bool) {
+func (fs *families) capacityWait(budgets []*budget, add demand) (w waitInfo, over bool) {
 	for _, b := range budgets {
 		if b.borrowers == 0 {
 			if w, over := insufficient(b, add); over {
@@ -116,7 +115,7 @@ func (fs *families) capacityWait(budgets []*budget, add func(*budget) corev1.Res
 }
 
 // insufficient says why b has no room for add(b) under its ceiling, if it has none.
-func insufficient(b *budget, add func(*budget) corev1.ResourceList) (waitInfo, bool) {
+func insufficient(b *budget, add demand) (waitInfo, bool) {
 	a := add(b)
 	if r, over := b.ledger.excess(a); over {
 		return waitInfo{code: CodeInsufficient, budget: b, resource: r, requested: a[r]}, true

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
@@ -20,7 +19,7 @@ type fakeFamilyCore struct {
 	activated []string           // pods moved back to active, by name
 }
 
-func (c *fakeFamilyCore) capacityWait(budgets []*budget, add func(*budget) corev1.ResourceList) (waitInfo, bool) {
+func (c *fakeFamilyCore) capacityWait(budgets []*budget, add demand) (waitInfo, bool) {
 	for _, b := range budgets {
 		if w, over := insufficient(b, add); over {
 			return w, true
@@ -155,7 +154,7 @@ func TestFamilyCapacityWait(t *testing.T) {
 			fs := newFamilies(c, clk, 5*time.Second)
 			in, cpu := tc.setup(c, &fs, clk, org, a, b)
 			usage := makePod("unit").Req("cpu=" + cpu).Pod().Usage
-			got := describeWait(fs.capacityWait([]*budget{in, org}, func(*budget) corev1.ResourceList { return usage }))
+			got := describeWait(fs.capacityWait([]*budget{in, org}, usageDemand(usage)))
 			if got != tc.want {
 				t.Errorf("capacityWait: %s, want %s", got, tc.want)
 			}

@@ -177,7 +177,7 @@ func neverFits(waiting []*podState) *waitInfo {
 	if !inBorrowingFamily(budgets) {
 		return nil
 	}
-	if w, never := familyNeverFits(budgets, func(b *budget) corev1.ResourceList { return sums[b] }); never {
+	if w, never := familyNeverFits(budgets, sumsDemand(sums)); never {
 		return &w
 	}
 	return nil
@@ -231,7 +231,7 @@ func (q *AdmissionQueue) evaluateGroup(g *group) {
 		q.fail(cands, w)
 		return
 	}
-	if q.waitsForCapacity(cands, budgets, func(b *budget) corev1.ResourceList { return sums[b] }) {
+	if q.waitsForCapacity(cands, budgets, sumsDemand(sums)) {
 		return
 	}
 	q.admitUnit(cands, Reason{Code: CodeFits, Message: fitsMessage(g, budgets)})

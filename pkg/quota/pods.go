@@ -4,7 +4,6 @@ import (
 	"maps"
 	"slices"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
@@ -269,7 +268,7 @@ func (q *AdmissionQueue) singlePark(p *podState) *waitInfo {
 	if !inBorrowingFamily(p.cover) {
 		return nil
 	}
-	if w, never := familyNeverFits(p.cover, func(*budget) corev1.ResourceList { return p.pod.Usage }); never {
+	if w, never := familyNeverFits(p.cover, usageDemand(p.pod.Usage)); never {
 		return &w
 	}
 	return nil

@@ -92,7 +92,7 @@ func (q *AdmissionQueue) Preemptions() []Preemption {
 
 // decide decides whether admitted pods must go to make room for a unit that failed
 // with w; see the comment at the top of the file.
-func (pr *preemptions) decide(unit []*podState, budgets []*budget, add func(*budget) corev1.ResourceList, w waitInfo) {
+func (pr *preemptions) decide(unit []*podState, budgets []*budget, add demand, w waitInfo) {
 	reason, lowerOnly, ok := preemptionKind(unit, budgets, add, w)
 	if !ok {
 		return
@@ -173,7 +173,7 @@ func (pr *preemptions) decide(unit []*podState, budgets []*budget, add func(*bud
 // count as admitted while it asks (only then: a budget whose pods wait does not borrow
 // because of them). A unit that waits for lent quota fits only within its own hard:
 // after the pods ahead of it, it would borrow, and there is nothing to reclaim.
-func (pr *preemptions) fitsAfter(claims []*podState, budgets []*budget, add func(*budget) corev1.ResourceList, w waitInfo) bool {
+func (pr *preemptions) fitsAfter(claims []*podState, budgets []*budget, add demand, w waitInfo) bool {
 	claim(claims)
 	defer unclaim(claims)
 	if w.code == CodeNoLendable && borrowsUnder(w.budget, budgets, add) {
@@ -210,7 +210,7 @@ func (pr *preemptions) claims(unit []*podState, w waitInfo) []*podState {
 			if seen[p] || p.order.compare(&unit[0].order) >= 0 || p.inBackoff || pr.core.stuck(p) {
 				continue
 			}
-			if !borrowsUnder(f, p.cover, func(*budget) corev1.ResourceList { return p.pod.Usage }) {
+			if !borrowsUnder(f, p.cover, usageDemand(p.pod.Usage)) {
 				seen[p] = true
 				out = append(out, p)
 				claim(out[len(out)-1:]) // the next is tested after it
@@ -243,7 +243,7 @@ func unclaim(pods []*podState) {
 // and they allow it (lowerOnly: only pods of lower priority than the unit's lowest),
 // WithinBudget for a budget that does not fit and preempts lower priorities. ok is
 // false otherwise.
-func preemptionKind(unit []*podState, budgets []*budget, add func(*budget) corev1.ResourceList, w waitInfo) (reason PreemptionReason, lowerOnly bool, ok bool) {
+func preemptionKind(unit []*podState, budgets []*budget, add demand, w waitInfo) (reason PreemptionReason, lowerOnly bool, ok bool) {
 	switch {
 	case w.code == CodeNoLendable:
 		if borrowsUnder(w.budget, budgets, add) {
@@ -270,7 +270,7 @@ func preemptionKind(unit []*podState, budgets []*budget, add func(*budget) corev
 
 // borrowsUnder reports whether a unit would take a member of f's family among budgets
 // beyond its hard.
-func borrowsUnder(f *budget, budgets []*budget, add func(*budget) corev1.ResourceList) bool {
+func borrowsUnder(f *budget, budgets []*budget, add demand) bool {
 	for _, c := range budgets {
 		if c.parent != f {
 			continue

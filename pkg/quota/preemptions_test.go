@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -21,7 +20,7 @@ type fakeCore struct {
 	leaving []*podState        // terminating, within their grace period
 }
 
-func (c *fakeCore) capacityWait(budgets []*budget, add func(*budget) corev1.ResourceList) (waitInfo, bool) {
+func (c *fakeCore) capacityWait(budgets []*budget, add demand) (waitInfo, bool) {
 	for _, b := range budgets {
 		a := add(b)
 		if r, over := b.ledger.excess(a); over {
@@ -55,7 +54,7 @@ func runningIn(b *budget, name string, prio int32, admitted int) *podState {
 // waitingIn returns a gated pod of 1 CPU that does not fit in b, with its wait.
 func waitingIn(c *fakeCore, b *budget, name string, prio int32) *podState {
 	p := &podState{pod: makePod(name).Priority(prio).Req("cpu=1").Pod(), phase: phaseWaiting, cover: []*budget{b}}
-	p.wait, _ = c.capacityWait(p.cover, func(*budget) corev1.ResourceList { return p.pod.Usage })
+	p.wait, _ = c.capacityWait(p.cover, usageDemand(p.pod.Usage))
 	c.pods[p] = true
 	return p
 }
@@ -71,7 +70,7 @@ func podNames(pods []*podState) []string {
 // decideFor asks the part for a waiting pod alone and returns the names of the victims
 // it hands out.
 func decideFor(pr *preemptions, p *podState) []string {
-	pr.decide([]*podState{p}, p.cover, func(*budget) corev1.ResourceList { return p.pod.Usage }, p.wait)
+	pr.decide([]*podState{p}, p.cover, usageDemand(p.pod.Usage), p.wait)
 	var out []string
 	for _, d := range pr.take() {
 		out = append(out, d.Victim.Name)

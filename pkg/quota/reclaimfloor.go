@@ -27,7 +27,7 @@ type reclaimFloor map[*budget]corev1.ResourceList
 // w.budget, adding add(b) to each of budgets, with claims served first; the charges on
 // their way out must be hidden already. scarce is the resources the unit does not fit
 // for alone, in name order.
-func (pr *preemptions) reclaimFloor(claims []*podState, budgets []*budget, add func(*budget) corev1.ResourceList, w waitInfo) (floor reclaimFloor, scarce []corev1.ResourceName) {
+func (pr *preemptions) reclaimFloor(claims []*podState, budgets []*budget, add demand, w waitInfo) (floor reclaimFloor, scarce []corev1.ResourceName) {
 	f := w.budget
 	names := map[corev1.ResourceName]bool{}
 	for _, c := range budgets {
