@@ -30,7 +30,8 @@
 //
 //   - ledger (ledger.go): one budget's accounts: hard, its ceiling (hard plus
 //     borrowingLimit) and what it lends, used (reservations included), pending, the pods
-//     charged; charge, release, excess, neverFits, free, borrowed.
+//     charged; charge, release, excess, neverFits, free, borrowed; and the arithmetic
+//     over resource lists the accounts are kept in (addTo, subtractFrom, firstExcess).
 //   - queues (queue.go, wake.go): one budget's active, backoff, inadmissible and parked
 //     heaps, in admission order (orderKey.compare); move, strictHead, inOrder; wakeable
 //     picks the inadmissible pods an event in the budget may let in.

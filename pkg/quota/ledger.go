@@ -254,3 +254,75 @@ func (l *ledger) free(r corev1.ResourceName) resource.Quantity {
 	f.Sub(l.used[r])
 	return f
 }
+
+// The arithmetic the accounts are kept in: resource lists, added, subtracted and
+// compared entry by entry.
+
+// firstExcess returns the first resource (in names' order) for which used+add exceeds
+// hard. Only names in hard are limited.
+func firstExcess(names []corev1.ResourceName, hard, used, add corev1.ResourceList) (corev1.ResourceName, bool) {
+	for _, name := range names {
+		req, ok := add[name]
+		if !ok || req.IsZero() {
+			continue
+		}
+		sum := used[name].DeepCopy()
+		sum.Add(req)
+		if sum.Cmp(hard[name]) > 0 {
+			return name, true
+		}
+	}
+	return "", false
+}
+
+// equalLists reports whether two lists hold equal quantities under the same names, as
+// equality.Semantic does (nil and empty are equal), without its reflection: it runs on
+// every update of a waiting pod.
+func equalLists(a, b corev1.ResourceList) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for name, q := range a {
+		o, ok := b[name]
+		if !ok || q.Cmp(o) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// addTo adds src into dst, entry by entry.
+func addTo(dst, src corev1.ResourceList) {
+	for name, q := range src {
+		cur := dst[name].DeepCopy()
+		cur.Add(q)
+		dst[name] = cur
+	}
+}
+
+// subtractFrom subtracts src from dst, entry by entry; entries that reach zero are
+// dropped so that empty budgets compare equal to fresh ones.
+func subtractFrom(dst, src corev1.ResourceList) {
+	for name, q := range src {
+		cur := dst[name].DeepCopy()
+		cur.Sub(q)
+		if cur.IsZero() {
+			delete(dst, name)
+			continue
+		}
+		dst[name] = cur
+	}
+}
+
+// restrictTo returns the entries of list named in names; absent ones are zero.
+func restrictTo(list corev1.ResourceList, names []corev1.ResourceName) corev1.ResourceList {
+	out := make(corev1.ResourceList, len(names))
+	for _, name := range names {
+		q := list[name].DeepCopy()
+		if q.Format == "" {
+			q = *resource.NewQuantity(0, resource.DecimalSI)
+		}
+		out[name] = q
+	}
+	return out
+}
