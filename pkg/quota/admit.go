@@ -238,7 +238,9 @@ func (q *AdmissionQueue) handOut(p *podState) {
 // terminating pods past their grace period, and the periodic flush of inadmissible
 // pods.
 func (q *AdmissionQueue) runTimers(now time.Time) {
-	q.families.expire(now)
+	if q.holds {
+		q.holds = q.families.expire(now)
+	}
 	for p := q.backoff.min(); p != nil && !p.retryAt.After(now); p = q.backoff.min() {
 		q.backoff.remove(p)
 		if p.phase == phaseAssumed {
@@ -290,8 +292,10 @@ func (q *AdmissionQueue) NextWakeup() (time.Time, bool) {
 	if q.nInadm > 0 {
 		consider(q.lastFlush.Add(q.opts.flushInterval))
 	}
-	if t, ok := q.families.nextEnd(); ok {
-		consider(t)
+	if q.holds {
+		if t, ok := q.families.nextEnd(); ok {
+			consider(t)
+		}
 	}
 	return next, !next.IsZero()
 }

@@ -61,7 +61,7 @@ func (q *AdmissionQueue) release(p *podState) {
 		b.ledger.release(p, p.chargedUsage, p.chargedClaims)
 		f := b.borrowingParent()
 		if f != nil {
-			q.families.freed(b, p.chargedUsage)
+			q.holds = q.families.freed(b, p.chargedUsage)
 		}
 		q.markStatus(b)
 		if q.topology.lookup(b.key) != nil {

@@ -19,7 +19,9 @@ import (
 //     pod by fair sharing (admit.go); capacityWait, the first of the two alone;
 //   - failed, when a unit waits; admitted, when one is admitted (its borrowing);
 //   - freed and useHolds, when a charge is released or made (charges.go);
-//   - expire and nextEnd, for the clock; forgetPod and forgetBudget, when those go;
+//   - expire and nextEnd, for the clock, only while freed or expire last said the
+//     part holds something; forgetPod, forgetBudget and watched, when pods or budgets
+//     go or a family changes; lendWaiters, for the preemption part (preemptionCore);
 //   - familyNeverFits, when a pod or group is placed; lent and familyStatus, to read.
 //
 // A unit in budgets without a borrowing family never enters these files. What the part

@@ -218,7 +218,9 @@ func TestFamilyHolds(t *testing.T) {
 	for _, bb := range p.chargedTo {
 		bb.ledger.release(p, p.chargedUsage, nil)
 	}
-	fs.freed(b, p.chargedUsage)
+	if !fs.freed(b, p.chargedUsage) {
+		t.Error("freed b's quota: want the part to say it holds")
+	}
 	fs.freed(a, p.chargedUsage) // a is above its hard: nothing of its hard is freed
 	heldCPU := func(x *budget) string {
 		h := held(x, clk.Now())["requests.cpu"]
@@ -237,11 +239,15 @@ func TestFamilyHolds(t *testing.T) {
 	if end, ok := fs.nextEnd(); !ok || !end.Equal(t0.Add(5*time.Second)) {
 		t.Errorf("nextEnd: %v %v, want t0+5s", end, ok)
 	}
-	fs.expire(t0.Add(4 * time.Second))
+	if !fs.expire(t0.Add(4 * time.Second)) {
+		t.Error("expire before the hold ends: want the part to say it still holds")
+	}
 	if len(c.woken) != 0 {
 		t.Errorf("before the hold ends the part woke %v", c.woken)
 	}
-	fs.expire(t0.Add(5 * time.Second))
+	if fs.expire(t0.Add(5 * time.Second)) {
+		t.Error("expire when the hold ends: want the part to say it holds nothing")
+	}
 	if len(c.woken) != 1 || c.woken[0] != org.key.Name {
 		t.Errorf("when the hold ends the part woke %v, want [org]", c.woken)
 	}

@@ -23,9 +23,10 @@ type hold struct {
 
 // freed records, for a member of a borrowing family, the part of its hard that a
 // released charge of usage frees (what it used within hard before and no longer does).
-func (fs *families) freed(b *budget, usage corev1.ResourceList) {
+// It reports whether the part holds anything now (the core asks expire only then).
+func (fs *families) freed(b *budget, usage corev1.ResourceList) (holds bool) {
 	if fs.lendHold <= 0 || b.borrowingParent() == nil {
-		return
+		return len(fs.holding) > 0
 	}
 	freed := corev1.ResourceList{}
 	for r, u := range usage {
@@ -45,11 +46,12 @@ func (fs *families) freed(b *budget, usage corev1.ResourceList) {
 		}
 	}
 	if len(freed) == 0 {
-		return
+		return len(fs.holding) > 0
 	}
 	s := familyOf(b)
 	s.holds = append(s.holds, hold{amount: freed, until: fs.clock.Now().Add(fs.lendHold)})
 	fs.holding[b] = struct{}{}
+	return true
 }
 
 // useHolds lets an admitted pod's usage use up what its budget holds, oldest first:
@@ -106,8 +108,8 @@ func held(b *budget, now time.Time) corev1.ResourceList {
 }
 
 // expire drops the holds that ended by now and wakes the families that may lend them
-// again.
-func (fs *families) expire(now time.Time) {
+// again. It reports whether the part still holds anything.
+func (fs *families) expire(now time.Time) (holds bool) {
 	for b := range fs.holding {
 		s := b.family
 		kept := s.holds[:0]
@@ -126,6 +128,7 @@ func (fs *families) expire(now time.Time) {
 			fs.core.wakeIfAlive(f)
 		}
 	}
+	return len(fs.holding) > 0
 }
 
 // nextEnd is when the first hold ends, if any.
