@@ -5,8 +5,6 @@ import (
 	"maps"
 	"slices"
 	"time"
-
-	corev1 "k8s.io/api/core/v1"
 )
 
 // Admission is one decision: the pod may be ungated. Its usage is already charged to
@@ -50,8 +48,8 @@ func (q *AdmissionQueue) Admit() []Admission {
 	for {
 		for len(q.dirty) > 0 {
 			b := q.dirty[0]
-			e := b.active.min()
-			if e == nil || !b.admitting || (b.strict() && !sameUnit(b.strictHead(), e)) {
+			e := b.queues.activeHead()
+			if e == nil || !b.admitting || (b.strict() && !sameUnit(b.queues.strictHead(), e)) {
 				heap.Pop(&q.dirty)
 				continue
 			}
@@ -94,52 +92,43 @@ func (q *AdmissionQueue) evaluate(p *podState) {
 // waitsForCapacity decides for a unit that nothing but capacity blocks, adding add(b)
 // to each budget b of budgets: when it does not fit, it fails (and may preempt), and
 // when it would borrow while a sibling with a smaller share goes first, it yields.
-// It reports whether the unit waits; if not, the caller admits it.
-func (q *AdmissionQueue) waitsForCapacity(unit []*podState, budgets []*budget, add func(*budget) corev1.ResourceList) bool {
-	if w, over := q.capacityWait(budgets, add); over {
+// It reports whether the unit waits; if not, the caller admits it. Only a unit with a
+// borrowing family asks the family part, once.
+func (q *AdmissionQueue) waitsForCapacity(unit []*podState, budgets []*budget, add demand) bool {
+	var w waitInfo
+	var over, yield bool
+	if inBorrowingFamily(budgets) {
+		w, over, yield = q.families.admits(unit[0], budgets, add)
+	} else {
+		w, over = ledgersWait(budgets, add)
+	}
+	switch {
+	case over:
 		q.fail(unit, w)
 		q.preemptions.decide(unit, budgets, add, w)
-		return true
+	case yield:
+		q.fail(unit, w)
 	}
-	if inBorrowingFamily(budgets) {
-		if w, yield := q.yieldsTo(unit[0], budgets, add); yield {
-			q.fail(unit, w)
-			return true
-		}
-	}
-	return false
+	return over || yield
 }
 
 // capacityWait returns why a unit that adds add(b) to each budget b of budgets does not
 // fit (over is false when it fits): the first budget that has no room for it, in the
-// order of budgets, or its borrowing family. A family is checked before its parent's own
-// hard: when borrowers fill the parent, the pod of a lender that asks for no more than
-// its own hard waits for lent quota (NoLendableQuota, a claim borrowers respect, and
-// what reclaim answers), not for the parent.
-func (q *AdmissionQueue) capacityWait(budgets []*budget, add func(*budget) corev1.ResourceList) (w waitInfo, over bool) {
-	family := inBorrowingFamily(budgets)
-	insufficient := func(b *budget) bool {
+// order of budgets, or its borrowing family (families.capacityWait).
+func (q *AdmissionQueue) capacityWait(budgets []*budget, add demand) (w waitInfo, over bool) {
+	if inBorrowingFamily(budgets) {
+		return q.families.capacityWait(budgets, add)
+	}
+	return ledgersWait(budgets, add)
+}
+
+// ledgersWait is capacityWait for budgets outside any borrowing family: the first
+// budget, in the order of budgets, that has no room for what the unit adds to it.
+func ledgersWait(budgets []*budget, add demand) (waitInfo, bool) {
+	for _, b := range budgets {
 		a := add(b)
-		r, over := b.excess(a)
-		if over {
-			w = waitInfo{code: CodeInsufficient, budget: b, resource: r, requested: a[r]}
-		}
-		return over
-	}
-	for _, b := range budgets {
-		if (!family || b.borrowers == 0) && insufficient(b) {
-			return w, true
-		}
-	}
-	if !family {
-		return waitInfo{}, false
-	}
-	if w, over := familyExcess(budgets, add, q.familyClaims); over {
-		return w, true
-	}
-	for _, b := range budgets {
-		if b.borrowers > 0 && insufficient(b) {
-			return w, true
+		if r, over := b.ledger.excess(a); over {
+			return waitInfo{code: CodeInsufficient, budget: b, resource: r, requested: a[r]}, true
 		}
 	}
 	return waitInfo{}, false
@@ -160,7 +149,7 @@ func (q *AdmissionQueue) blocked(cover []*budget, inUnit func(*podState) bool) (
 		if !b.strict() {
 			continue
 		}
-		if h := b.strictHead(); h != nil && !inUnit(h.pod) {
+		if h := b.queues.strictHead(); h != nil && !inUnit(h.pod) {
 			return waitInfo{code: CodeBehindHead, budget: b, ahead: h.pod.pod.PodRef}, true
 		}
 	}
@@ -176,27 +165,25 @@ func (q *AdmissionQueue) stuck(p *podState) bool {
 }
 
 // fail records why the unit waits and moves it from active to inadmissible in every
-// budget: only an event in the budget that blocks it can change the answer.
+// budget: only an event in the budget that blocks it can change the answer. The family
+// part records a wait in a borrowing family (families.failed).
 func (q *AdmissionQueue) fail(unit []*podState, w waitInfo) {
 	for _, p := range unit {
-		if old := p.wait; old.code == CodeNoLendable && (w.code != CodeNoLendable || w.budget != old.budget) && q.alive(old.budget) {
-			// It no longer claims lendable quota in that family: borrowers it held back
-			// look again.
-			defer q.wake(old.budget)
-		}
+		old := p.wait
 		p.wait = w
-		switch w.code {
-		case CodeNoLendable:
-			w.budget.noteLendWaiter(p)
-		case CodeFairShare:
-			w.budget.noteFairWaiter(p)
-		}
 		q.moveAll(p, queueActive, queueInadmissible)
-		if w.code != CodeFairShare {
-			q.wakeFairWaiters(p) // the pod they yielded to may have been this one
+		if inBorrowingFamily(p.cover) || familyWait(old) || familyWait(w) {
+			if f := q.families.failed(p, old, w); f != nil && q.topology.alive(f) {
+				// It no longer claims lendable quota in that family: borrowers it held
+				// back look again.
+				defer q.wake(f)
+			}
 		}
 	}
 }
+
+// familyWait reports whether a wait is on a borrowing family (the family part's).
+func familyWait(w waitInfo) bool { return w.code == CodeNoLendable || w.code == CodeFairShare }
 
 // admitNow admits a unit that needs no quota decision: no budget covers it, or its
 // namespace is not opted in. Outside Admit the decision is deferred to the next Admit,
@@ -225,8 +212,10 @@ func (q *AdmissionQueue) admitUnit(unit []*podState, reason Reason) {
 		p.admitted = reason
 		p.admittedAt = q.opts.clock.Now()
 		q.charge(p)
-		p.borrowing = borrowingIn(p)
-		q.wakeFairWaiters(p)
+		p.borrowing = nil
+		if inBorrowingFamily(p.chargedTo) {
+			p.borrowing = q.families.admitted(p)
+		}
 		q.handOut(p)
 	}
 }
@@ -249,8 +238,8 @@ func (q *AdmissionQueue) handOut(p *podState) {
 // terminating pods past their grace period, and the periodic flush of inadmissible
 // pods.
 func (q *AdmissionQueue) runTimers(now time.Time) {
-	if len(q.holding) > 0 {
-		q.expireHolds(now)
+	if q.holds {
+		q.holds = q.families.expire(now)
 	}
 	for p := q.backoff.min(); p != nil && !p.retryAt.After(now); p = q.backoff.min() {
 		q.backoff.remove(p)
@@ -275,7 +264,7 @@ func (q *AdmissionQueue) runTimers(now time.Time) {
 	}
 	if now.Sub(q.lastFlush) >= q.opts.flushInterval {
 		if q.nInadm > 0 {
-			for _, b := range q.sorted() {
+			for _, b := range q.topology.sorted() {
 				q.wakeAll(b)
 			}
 		}
@@ -303,8 +292,10 @@ func (q *AdmissionQueue) NextWakeup() (time.Time, bool) {
 	if q.nInadm > 0 {
 		consider(q.lastFlush.Add(q.opts.flushInterval))
 	}
-	if t, ok := q.nextHoldEnd(); ok {
-		consider(t)
+	if q.holds {
+		if t, ok := q.families.nextEnd(); ok {
+			consider(t)
+		}
 	}
 	return next, !next.IsZero()
 }

@@ -26,27 +26,11 @@ import (
 // borrowing pods end. Every pod of the family is charged to the parent too, so each
 // release wakes the parent, and with it the pods that wait on the family.
 
-// borrowingParent is b's parent when some child of it has a borrowingLimit (its family
-// borrows), else nil.
-func (b *budget) borrowingParent() *budget {
-	if p := b.parent; p != nil && p.borrowers > 0 {
-		return p
-	}
-	return nil
-}
-
-// inBorrowingFamily reports whether a budget of cover has a parent whose family
-// borrows: only then are the family checks needed (cheap, and it spares the callers'
-// closures an allocation on every decision).
-func inBorrowingFamily(cover []*budget) bool {
-	return slices.ContainsFunc(cover, func(b *budget) bool { return b.borrowingParent() != nil })
-}
-
 // borrowingFamilies calls f with each distinct borrowing parent of the budgets of
 // cover, in cover's order, with what the unit adds (add) to each of its children in
 // cover, and the resources the unit adds a non-zero amount of, in name order; it stops
 // at the first f that returns true, and reports whether one did.
-func borrowingFamilies(cover []*budget, add func(*budget) corev1.ResourceList,
+func borrowingFamilies(cover []*budget, add demand,
 	f func(p *budget, adds map[*budget]corev1.ResourceList, names []corev1.ResourceName) bool) bool {
 	var seen []*budget
 	for _, b := range cover {
@@ -80,8 +64,8 @@ func borrowingFamilies(cover []*budget, add func(*budget) corev1.ResourceList,
 // resource (in name order) the sum would exceed. over is false when it fits.
 //
 // claims(f) is what the members of f's family claim for their own pods
-// (AdmissionQueue.familyClaims), which a unit that borrows leaves them.
-func familyExcess(cover []*budget, add func(*budget) corev1.ResourceList, claims func(f *budget) map[*budget]corev1.ResourceList) (w waitInfo, over bool) {
+// (families.claims), which a unit that borrows leaves them.
+func familyExcess(cover []*budget, add demand, claims func(f *budget) map[*budget]corev1.ResourceList) (w waitInfo, over bool) {
 	over = borrowingFamilies(cover, add, func(p *budget, adds map[*budget]corev1.ResourceList, names []corev1.ResourceName) bool {
 		r, requested, over := p.familyExcess(adds, names, claims)
 		if over {
@@ -105,12 +89,12 @@ func (p *budget) familyExcess(adds map[*budget]corev1.ResourceList, names []core
 		borrows := false
 		for c, a := range adds {
 			q, ok := a[r]
-			h, limited := c.hard[r]
+			h, limited := c.ledger.limit(r)
 			if !ok || !limited {
 				continue
 			}
 			added.Add(q)
-			use := c.used[r].DeepCopy()
+			use := c.ledger.usedOf(r).DeepCopy()
 			use.Add(q)
 			borrows = borrows || use.Cmp(h) > 0
 		}
@@ -118,7 +102,7 @@ func (p *budget) familyExcess(adds map[*budget]corev1.ResourceList, names []core
 			claims = lenderClaims(p)
 		}
 		pool, above := p.familySum(r, func(c *budget) resource.Quantity {
-			use := c.used[r].DeepCopy()
+			use := c.ledger.usedOf(r).DeepCopy()
 			if a, ok := adds[c]; ok {
 				if q, ok := a[r]; ok {
 					use.Add(q)
@@ -132,7 +116,7 @@ func (p *budget) familyExcess(adds map[*budget]corev1.ResourceList, names []core
 			if claim, ok := claims[c]; ok {
 				want := use.DeepCopy()
 				want.Add(claim[r])
-				if h := c.hard[r]; want.Cmp(h) > 0 {
+				if h, _ := c.ledger.limit(r); want.Cmp(h) > 0 {
 					want = h.DeepCopy()
 				}
 				if want.Cmp(use) > 0 {
@@ -151,7 +135,7 @@ func (p *budget) familyExcess(adds map[*budget]corev1.ResourceList, names []core
 // familyStatus is what the family of p lends and uses above its guaranteed parts, for
 // r: for messages.
 func (p *budget) familyStatus(r corev1.ResourceName) (pool, above resource.Quantity) {
-	return p.familySum(r, func(c *budget) resource.Quantity { return c.used[r] })
+	return p.familySum(r, func(c *budget) resource.Quantity { return c.ledger.usedOf(r) })
 }
 
 // familySum adds up, over the children of p whose hard limits r, what they lend (pool)
@@ -159,11 +143,11 @@ func (p *budget) familyStatus(r corev1.ResourceName) (pool, above resource.Quant
 // (above).
 func (p *budget) familySum(r corev1.ResourceName, use func(c *budget) resource.Quantity) (pool, above resource.Quantity) {
 	for _, c := range p.children {
-		h, limited := c.hard[r]
+		h, limited := c.ledger.limit(r)
 		if !limited {
 			continue
 		}
-		lendable := c.lendable(r)
+		lendable := c.ledger.lendable(r)
 		pool.Add(lendable)
 		over := use(c).DeepCopy()
 		over.Sub(h)
@@ -175,29 +159,48 @@ func (p *budget) familySum(r corev1.ResourceName, use func(c *budget) resource.Q
 	return pool, above
 }
 
-// familyClaims is what the members of f's family claim for their own pods, which a
+// claims is what the members of f's family claim for their own pods, which a
 // borrower leaves them: what their waiting pods ask within their hard (lenderClaims)
 // and what they hold (hold.go).
-func (q *AdmissionQueue) familyClaims(f *budget) map[*budget]corev1.ResourceList {
-	claims := f.lenderClaims(q.stuck)
-	if len(q.holding) > 0 {
-		f.addHeld(claims, q.opts.clock.Now())
+func (fs *families) claims(f *budget) map[*budget]corev1.ResourceList {
+	claims := lenderClaims(f, fs.core.stuck)
+	if len(fs.holding) > 0 {
+		addHeld(f, claims, fs.clock.Now())
 	}
 	return claims
 }
 
-// waitsOnFamily reports whether a pod recorded in f.lendWaiters still waits, queued, for
+// waitsOnFamily reports whether a pod recorded in f's lendWaiters still waits, queued, for
 // lendable quota in f's family (a pod that left the queues, deleted included, does not).
-func (f *budget) waitsOnFamily(p *podState) bool {
+func waitsOnFamily(f *budget, p *podState) bool {
 	return p.phase == phaseWaiting && p.wait.code == CodeNoLendable && p.wait.budget == f && len(p.entries) > 0
 }
 
 // noteLendWaiter records that p waits on p's family parent f for lendable quota.
-func (f *budget) noteLendWaiter(p *podState) {
-	if f.lendWaiters == nil {
-		f.lendWaiters = map[*podState]struct{}{}
+func noteLendWaiter(f *budget, p *podState) {
+	s := familyOf(f)
+	if s.lendWaiters == nil {
+		s.lendWaiters = map[*podState]struct{}{}
 	}
-	f.lendWaiters[p] = struct{}{}
+	s.lendWaiters[p] = struct{}{}
+}
+
+// lendWaiters returns the pods that wait on f's family for lendable quota, in admission
+// order (each by its own key), and forgets those that no longer do (preemptionCore).
+func (fs *families) lendWaiters(f *budget) []*podState {
+	if f.family == nil {
+		return nil
+	}
+	var out []*podState
+	for p := range f.family.lendWaiters {
+		if !waitsOnFamily(f, p) {
+			delete(f.family.lendWaiters, p) // lenderClaims prunes the same way
+			continue
+		}
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b *podState) int { return a.order.compare(&b.order) })
+	return out
 }
 
 // lenderClaims sums, for each child, what its pods that wait on the family
@@ -206,11 +209,14 @@ func (f *budget) noteLendWaiter(p *podState) {
 // borrower that is a StrictFIFO head ahead of them would wait on them forever). Pods
 // that no longer wait so are dropped here: only fail records them, and nothing else
 // needs to forget them.
-func (f *budget) lenderClaims(stuck func(*podState) bool) map[*budget]corev1.ResourceList {
+func lenderClaims(f *budget, stuck func(*podState) bool) map[*budget]corev1.ResourceList {
 	out := map[*budget]corev1.ResourceList{}
-	for p := range f.lendWaiters {
-		if !f.waitsOnFamily(p) {
-			delete(f.lendWaiters, p)
+	if f.family == nil {
+		return out
+	}
+	for p := range f.family.lendWaiters {
+		if !waitsOnFamily(f, p) {
+			delete(f.family.lendWaiters, p)
 			continue
 		}
 		if stuck(p) || p.inBackoff {
@@ -223,11 +229,11 @@ func (f *budget) lenderClaims(stuck func(*podState) bool) map[*budget]corev1.Res
 			// Only what fits within c's own hard is c's to claim: a pod that would
 			// borrow is a borrower, and borrowers do not hold each other back.
 			for r, q := range p.pod.Usage {
-				h, limited := c.hard[r]
+				h, limited := c.ledger.limit(r)
 				if !limited {
 					continue
 				}
-				use := c.used[r].DeepCopy()
+				use := c.ledger.usedOf(r).DeepCopy()
 				use.Add(q)
 				if use.Cmp(h) > 0 {
 					continue
@@ -247,18 +253,18 @@ func (f *budget) lenderClaims(stuck func(*podState) bool) map[*budget]corev1.Res
 // familyNeverFits returns why a unit that adds add(b) to each budget b of cover can
 // never be admitted by a borrowing family, even an empty one: what it needs above its
 // budgets' guaranteed parts is more than the family lends.
-func familyNeverFits(cover []*budget, add func(*budget) corev1.ResourceList) (w waitInfo, never bool) {
+func familyNeverFits(cover []*budget, add demand) (w waitInfo, never bool) {
 	never = borrowingFamilies(cover, add, func(p *budget, adds map[*budget]corev1.ResourceList, names []corev1.ResourceName) bool {
 		for _, r := range names {
 			var added resource.Quantity
 			for c, a := range adds {
-				if _, limited := c.hard[r]; limited {
+				if c.ledger.tracks(r) {
 					added.Add(a[r])
 				}
 			}
 			pool, above := p.familySum(r, func(c *budget) resource.Quantity { return adds[c][r] })
 			if added.Sign() > 0 && above.Cmp(pool) > 0 {
-				p.familyParks = true
+				familyOf(p).parks = true
 				w = waitInfo{code: CodeNeverFits, budget: p, resource: r, requested: added, family: true}
 				return true
 			}
@@ -273,12 +279,12 @@ func familyNeverFits(cover []*budget, add func(*budget) corev1.ResourceList) (w 
 func borrowingIn(p *podState) []BudgetKey {
 	var out []BudgetKey
 	for _, b := range p.chargedTo {
-		if !b.borrows() {
+		if !b.ledger.borrows() {
 			continue
 		}
 		for r, q := range p.chargedUsage {
-			h, limited := b.hard[r]
-			if u := b.used[r]; limited && !q.IsZero() && u.Cmp(h) > 0 {
+			h, limited := b.ledger.limit(r)
+			if u := b.ledger.usedOf(r); limited && !q.IsZero() && u.Cmp(h) > 0 {
 				out = append(out, b.key)
 				break
 			}
@@ -297,19 +303,19 @@ func (b *budget) lent() corev1.ResourceList {
 	if f == nil {
 		return out
 	}
-	for _, r := range b.hardNames {
+	for _, r := range b.ledger.resources() {
 		var borrowed, idle, mine int64
 		for _, c := range f.children {
-			h, limited := c.hard[r]
+			h, limited := c.ledger.limit(r)
 			if !limited {
 				continue
 			}
-			u := c.used[r]
+			u := c.ledger.usedOf(r)
 			if over := u.MilliValue() - h.MilliValue(); over > 0 {
 				borrowed += over
 				continue
 			}
-			lend := c.lendable(r)
+			lend := c.ledger.lendable(r)
 			unused := min(lend.MilliValue(), h.MilliValue()-u.MilliValue())
 			if unused > 0 {
 				idle += unused
@@ -323,7 +329,8 @@ func (b *budget) lent() corev1.ResourceList {
 		}
 		share := new(big.Int).Mul(big.NewInt(min(borrowed, idle)), big.NewInt(mine))
 		share.Quo(share, big.NewInt(idle))
-		out[r] = *resource.NewMilliQuantity(share.Int64(), b.hard[r].Format)
+		h, _ := b.ledger.limit(r)
+		out[r] = *resource.NewMilliQuantity(share.Int64(), h.Format)
 	}
 	return out
 }

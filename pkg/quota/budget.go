@@ -1,23 +1,14 @@
 package quota
 
 import (
-	"time"
-
 	"cmp"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
-	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
-	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
 )
@@ -130,101 +121,6 @@ func ClusterBudgetFromAPI(b *v1alpha1.ClusterBudget) Budget {
 	return out
 }
 
-// SelectorError is a podSelector or namespaceSelector that does not parse. It gets past
-// the API server only through a CRD older than its validation rules, or through a label
-// syntax error that CEL cannot afford to check; the budget then reports InvalidSelector.
-type SelectorError struct {
-	// Field is "podSelector" or "namespaceSelector".
-	Field string
-	// Err lists what does not parse, by field path.
-	Err error
-	// Holds says what the budget covers until the selector is fixed: the widened
-	// selector, in words.
-	Holds string
-}
-
-func (e *SelectorError) Error() string {
-	return fmt.Sprintf("invalid %s: %v; until it is fixed the budget covers %s, and admits nothing", e.Field, e.Err, e.Holds)
-}
-
-func (e *SelectorError) Unwrap() error { return e.Err }
-
-// parseSelector converts a label selector; nil stays nil (the field is unset). A
-// selector that does not parse is replaced by a wider one that still matches everything
-// its author could have meant, trusting its keys and operators, and a *SelectorError
-// says so (all and some describe what the wider selector covers: all when it is empty,
-// some, formatted with its string, otherwise):
-//
-//   - a requirement that parses is kept as written;
-//   - a requirement whose key and operator are valid but whose values are not keeps what
-//     the operator asks of the key whatever the values: In (and a matchLabels entry)
-//     becomes Exists, since every In needs the key; Exists and DoesNotExist stay; NotIn,
-//     which matches objects without the key too, is dropped;
-//   - a requirement with an invalid key or an unknown operator is dropped.
-//
-// Requirements are ANDed, so dropping or widening one only widens the selector: every
-// object the author could have meant is still matched, and so held by a budget that
-// admits nothing until it is fixed. A ClusterBudget whose namespaceSelector names no
-// valid requirement at all holds every namespace.
-func parseSelector(name string, ls *metav1.LabelSelector, all, some string) (labels.Selector, error) {
-	if ls == nil {
-		return nil, nil
-	}
-	sel, parseErr := metav1.LabelSelectorAsSelector(ls)
-	if parseErr == nil {
-		return sel, nil
-	}
-	var reqs []labels.Requirement
-	keep := func(key string, op selection.Operator, values []string) {
-		if r, err := labels.NewRequirement(key, op, values); err == nil {
-			reqs = append(reqs, *r)
-			return
-		}
-		if len(validation.IsQualifiedName(key)) > 0 {
-			return
-		}
-		switch op {
-		case selection.Equals, selection.In, selection.Exists:
-			op = selection.Exists
-		case selection.DoesNotExist:
-		default:
-			return
-		}
-		if r, err := labels.NewRequirement(key, op, nil); err == nil {
-			reqs = append(reqs, *r)
-		}
-	}
-	for _, k := range slices.Sorted(maps.Keys(ls.MatchLabels)) {
-		keep(k, selection.Equals, []string{ls.MatchLabels[k]})
-	}
-	for _, e := range ls.MatchExpressions {
-		if op, ok := selectorOperators[e.Operator]; ok {
-			keep(e.Key, op, slices.Clone(e.Values))
-		}
-	}
-	sel = labels.NewSelector().Add(reqs...)
-	holds := all
-	if !sel.Empty() {
-		holds = fmt.Sprintf(some, sel.String())
-	}
-	// The API server's own wording for selectors of built-in kinds, with field paths.
-	var msgs []string
-	for _, e := range metav1validation.ValidateLabelSelector(ls, metav1validation.LabelSelectorValidationOptions{}, field.NewPath(name)) {
-		msgs = append(msgs, e.Error())
-	}
-	if len(msgs) == 0 {
-		msgs = append(msgs, parseErr.Error())
-	}
-	return sel, &SelectorError{Field: name, Err: errors.New(strings.Join(msgs, "; ")), Holds: holds}
-}
-
-var selectorOperators = map[metav1.LabelSelectorOperator]selection.Operator{
-	metav1.LabelSelectorOpIn:           selection.In,
-	metav1.LabelSelectorOpNotIn:        selection.NotIn,
-	metav1.LabelSelectorOpExists:       selection.Exists,
-	metav1.LabelSelectorOpDoesNotExist: selection.DoesNotExist,
-}
-
 func fromSpec(key BudgetKey, s *v1alpha1.BudgetSpec) Budget {
 	out := Budget{
 		Key:            key,
@@ -263,24 +159,16 @@ type budget struct {
 	borrowers int       // how many of its children have a borrowingLimit
 	counted   bool      // counted in parent.borrowers
 
-	// lendWaiters are pods that waited on this budget's family for lendable quota when
-	// last evaluated (borrowing.go; checked and pruned when read).
-	lendWaiters map[*podState]struct{}
-	// fairWaiters are pods that yielded to a sibling's pod by fair sharing
-	// (fairshare.go), woken once it was decided.
-	fairWaiters map[*podState]struct{}
-	// holds are freed quota kept for its own pods for a while (hold.go).
-	holds []hold
-	// familyParks is set once a pod was parked as never fitting in its family: a change
-	// to the family must then look at its pods again, even when nobody borrows.
-	familyParks bool
-	ancestors   []*budget // parent first; stops before repeating in a cycle
-	problem     *Problem  // why this budget itself cannot admit (nil when fine)
-	admitting   bool      // open, fine, and every ancestor admitting
-	closedBy    *budget   // the ancestor that stops it, when its own spec is fine
+	// family is what the family part keeps on it (families.go): nil until the part
+	// first needs it, so a budget that never was in a borrowing family has none.
+	family    *familyState
+	ancestors []*budget // parent first; stops before repeating in a cycle
+	problem   *Problem  // why this budget itself cannot admit (nil when fine)
+	admitting bool      // open, fine, and every ancestor admitting
+	closedBy  *budget   // the ancestor that stops it, when its own spec is fine
 
-	ledger // hard, used (admitted, reservations included) and pending
-	queues
+	ledger ledger // hard, used (admitted, reservations included) and pending
+	queues queues // where its gated pods wait
 
 	dirtyIndex int // position in AdmissionQueue.dirty; -1 when not there
 
@@ -294,7 +182,7 @@ func newBudget(spec Budget) *budget {
 		ledger:     newLedger(),
 		dirtyIndex: -1,
 	}
-	b.init(b)
+	b.queues.init(b)
 	b.setSpec(spec)
 	return b
 }
@@ -310,7 +198,7 @@ func (b *budget) setSpec(spec Budget) (topologyChanged, hardChanged bool) {
 	hard, err := NormalizeHard(spec.Hard)
 	borrow, borrowErr := NormalizeHard(spec.BorrowingLimit)
 	lend, lendErr := NormalizeHard(spec.LendingLimit)
-	hardChanged = b.setLimits(hard, borrow, lend)
+	hardChanged = b.ledger.setLimits(hard, borrow, lend)
 	b.specErr, b.specReason = "", v1alpha1.ReasonInvalidSpec
 	if spec.SpecError != nil {
 		b.specErr = spec.SpecError.Error()
@@ -368,8 +256,28 @@ func (b *budget) state() (v1alpha1.BudgetState, string) {
 	if b.problem != nil {
 		reason = b.problem.Reason
 	}
-	if b.admitted() > 0 {
+	if b.ledger.admitted() > 0 {
 		return v1alpha1.StateClosing, reason
 	}
 	return v1alpha1.StateClosed, reason
+}
+
+// borrowingParent is b's parent when some child of it has a borrowingLimit (its family
+// borrows), else nil.
+func (b *budget) borrowingParent() *budget {
+	if p := b.parent; p != nil && p.borrowers > 0 {
+		return p
+	}
+	return nil
+}
+
+// inBorrowingFamily reports whether a budget of cover has a parent whose family
+// borrows: only then does the core ask the family part (families.go).
+func inBorrowingFamily(cover []*budget) bool {
+	for _, b := range cover {
+		if p := b.parent; p != nil && p.borrowers > 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -25,13 +25,13 @@ import (
 func (q *AdmissionQueue) UpsertBudget(spec Budget) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	b := q.budgets[spec.Key]
+	b := q.topology.lookup(spec.Key)
 	topology, hardChanged, resolve := true, false, true
 	if b == nil {
-		b = q.add(spec)
+		b = q.topology.add(spec)
 	} else {
 		oldStrict := b.strict()
-		topology, hardChanged, resolve = q.setSpec(b, spec)
+		topology, hardChanged, resolve = q.topology.setSpec(b, spec)
 		if oldStrict != b.strict() {
 			q.wakeAll(b)
 		}
@@ -54,15 +54,15 @@ func (q *AdmissionQueue) UpsertBudget(spec Budget) {
 func (q *AdmissionQueue) DeleteBudget(key BudgetKey) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	b := q.remove(key)
+	b := q.topology.remove(key)
 	if b == nil {
 		return
 	}
 	delete(q.statusDirty, key)
-	delete(q.holding, b)
+	q.families.forgetBudget(b)
 	q.resolveTopology(b)
 	q.recover(key)
-	if p := b.parent; p != nil && q.alive(p) {
+	if p := b.parent; p != nil && q.topology.alive(p) {
 		q.familyChanged(p) // resolve does not see a member that is gone
 	}
 	if b.dirtyIndex >= 0 {
@@ -79,14 +79,14 @@ func (q *AdmissionQueue) SetNamespace(name string, l map[string]string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	wasKnown := q.knownNamespace(name)
-	if !q.setNamespace(name, l) {
+	if !q.topology.setNamespace(name, l) {
 		return
 	}
 	for _, p := range q.sortedPodsIn(name) {
 		if q.pods[p.pod.UID] != p {
 			continue // forgotten while settling an earlier pod's group
 		}
-		cover := q.coverage(&p.pod)
+		cover := q.topology.coverage(&p.pod)
 		switch {
 		case p.phase != phaseWaiting:
 			q.coverAdmitted(p, cover)
@@ -102,7 +102,7 @@ func (q *AdmissionQueue) SetNamespace(name string, l map[string]string) {
 func (q *AdmissionQueue) DeleteNamespace(name string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	delete(q.namespaces, name)
+	q.topology.forgetNamespace(name)
 }
 
 func sameBudgets(a, b []*budget) bool { return slices.Equal(a, b) }
@@ -111,7 +111,7 @@ func sameBudgets(a, b []*budget) bool { return slices.Equal(a, b) }
 // resolve reads of it (the budgets it touches: topology.resolve), marks the status of
 // every budget whose state changed, and wakes those that start admitting.
 func (q *AdmissionQueue) resolveTopology(b *budget) {
-	changed, started, limits, families := q.resolve(b)
+	changed, started, limits, families := q.topology.resolve(b)
 	for _, b := range changed {
 		q.markStatus(b)
 	}
@@ -122,7 +122,7 @@ func (q *AdmissionQueue) resolveTopology(b *budget) {
 		q.limitsChanged(b)
 	}
 	for _, p := range families {
-		if q.alive(p) {
+		if q.topology.alive(p) {
 			q.familyChanged(p)
 		}
 	}
@@ -134,7 +134,7 @@ func (q *AdmissionQueue) resolveTopology(b *budget) {
 func (q *AdmissionQueue) limitsChanged(b *budget) {
 	q.markStatus(b)
 	q.resettle(b)
-	if p := b.parent; p != nil && q.alive(p) {
+	if p := b.parent; p != nil && q.topology.alive(p) {
 		q.familyChanged(p)
 	}
 }
@@ -154,7 +154,7 @@ func (q *AdmissionQueue) resettle(b *budget) {
 // went, or changed its limits: what the family lends changed, so its pods may start or
 // stop never fitting (familyNeverFits), and those waiting for lendable quota look again.
 func (q *AdmissionQueue) familyChanged(p *budget) {
-	if p.borrowers == 0 && len(p.lendWaiters) == 0 && !p.familyParks {
+	if p.borrowers == 0 && !q.families.watched(p) {
 		return
 	}
 	q.resettle(p)
@@ -173,7 +173,7 @@ func (q *AdmissionQueue) recover(key BudgetKey) {
 		if q.pods[p.pod.UID] != p {
 			continue // forgotten while settling an earlier pod's group
 		}
-		cover := q.coverage(&p.pod)
+		cover := q.topology.coverage(&p.pod)
 		if p.phase != phaseWaiting {
 			q.coverAdmitted(p, cover)
 			continue
@@ -201,7 +201,7 @@ func (q *AdmissionQueue) sortedPodsIn(ns string) []*podState {
 
 // waitingIn returns the gated pods a budget covers, by UID.
 func (q *AdmissionQueue) waitingIn(b *budget) []*podState {
-	entries := b.entries()
+	entries := b.queues.entries()
 	out := make([]*podState, len(entries))
 	for i, e := range entries {
 		out[i] = e.pod

@@ -60,7 +60,7 @@ func TestBudgetUpdateWithTheSameSpec(t *testing.T) {
 				}
 			}
 			admitNames(q)
-			before, derived := q.Snapshot(), q.rederived
+			before, derived := q.Snapshot(), q.topology.rederived
 			statuses := map[BudgetKey]BudgetStatus{}
 			for _, b := range specs() {
 				statuses[b.Key] = mustStatus(t, q, b.Key)
@@ -68,8 +68,8 @@ func TestBudgetUpdateWithTheSameSpec(t *testing.T) {
 			for _, b := range specs() { // each a new value, as a new object converts
 				q.UpsertBudget(b)
 			}
-			if q.rederived != derived {
-				t.Errorf("the same specs derived %d budgets again, want none", q.rederived-derived)
+			if q.topology.rederived != derived {
+				t.Errorf("the same specs derived %d budgets again, want none", q.topology.rederived-derived)
 			}
 			if got := admitNames(q); len(got) != 0 {
 				t.Errorf("the same specs admitted %v", got)
@@ -97,10 +97,10 @@ func TestBudgetSpecChangeTakesEffect(t *testing.T) {
 		if diff := cmp.Diff([]string{"p1"}, admitNames(q)); diff != "" {
 			t.Fatalf("admitted (-want +got):\n%s", diff)
 		}
-		derived := q.rederived
+		derived := q.topology.rederived
 		q.UpsertBudget(makeBudget("team-a", "b").Hard("cpu=2").Parent("org").Obj())
-		if q.rederived != derived {
-			t.Errorf("raising hard derived %d budgets again, want none", q.rederived-derived)
+		if q.topology.rederived != derived {
+			t.Errorf("raising hard derived %d budgets again, want none", q.topology.rederived-derived)
 		}
 		if diff := cmp.Diff([]string{"p2"}, admitNames(q)); diff != "" {
 			t.Errorf("admitted after raising hard (-want +got):\n%s", diff)
@@ -119,15 +119,15 @@ func TestBudgetSpecChangeTakesEffect(t *testing.T) {
 		if diff := cmp.Diff([]string{"p1"}, admitNames(q)); diff != "" {
 			t.Fatalf("admitted (-want +got):\n%s", diff)
 		}
-		derived := q.rederived
+		derived := q.topology.rederived
 		q.UpsertBudget(makeBudget("team-a", "b").Hard("cpu=10").Parent("large").Obj())
-		if got := q.rederived - derived; got != 1 {
+		if got := q.topology.rederived - derived; got != 1 {
 			t.Errorf("moving one Budget derived %d budgets again, want 1", got)
 		}
 		if diff := cmp.Diff([]string{"p2"}, admitNames(q)); diff != "" {
 			t.Errorf("admitted after the move (-want +got):\n%s", diff)
 		}
-		small, large := q.budgets[BudgetKey{Name: "small"}], q.budgets[BudgetKey{Name: "large"}]
+		small, large := q.topology.budgets[BudgetKey{Name: "small"}], q.topology.budgets[BudgetKey{Name: "large"}]
 		if len(small.children) != 20 || len(large.children) != 1 || large.children[0].key.Name != "b" {
 			t.Errorf("families: small has %d children, large %d; want 20 and [b]", len(small.children), len(large.children))
 		}
@@ -147,9 +147,9 @@ func TestBudgetSpecChangeTakesEffect(t *testing.T) {
 			q.UpsertBudget(makeBudget("team-a", fmt.Sprintf("a%d", i)).Hard("cpu=1").Parent("org").Obj())
 			q.UpsertBudget(makeBudget("team-b", fmt.Sprintf("b%d", i)).Hard("cpu=1").Parent("other").Obj())
 		}
-		derived := q.rederived
+		derived := q.topology.rederived
 		q.UpsertBudget(makeBudget("", "org").Hard("cpu=10").Closed().Obj())
-		if got := q.rederived - derived; got != 6 {
+		if got := q.topology.rederived - derived; got != 6 {
 			t.Errorf("closing a parent of 5 derived %d budgets again, want 6", got)
 		}
 		for _, key := range []BudgetKey{{Namespace: "team-a", Name: "a3"}, {Namespace: "team-b", Name: "b3"}} {
@@ -223,9 +223,9 @@ func TestResolveIncrementalAgreesWithFull(t *testing.T) {
 			for _, c := range b.children {
 				children = append(children, c.key.String())
 			}
-			c := b.ceiling["requests.cpu"]
+			c := b.ledger.ceiling["requests.cpu"]
 			out[k.String()] = fmt.Sprintf("parent %q ancestors %v children %v borrowers %d problem %q admitting %v closedBy %q family %v ceiling %s",
-				parent, ancestors, children, b.borrowers, prob, b.admitting, closedBy, b.inFamily, c.String())
+				parent, ancestors, children, b.borrowers, prob, b.admitting, closedBy, b.ledger.inFamily, c.String())
 		}
 		return out
 	}

@@ -13,12 +13,12 @@ func (q *AdmissionQueue) charge(p *podState) {
 	p.chargedTo = slices.Clone(q.chargeSet(p, p.cover))
 	p.chargedUsage, p.chargedClaims = p.pod.Usage, p.pod.Claims
 	for _, b := range p.chargedTo {
-		b.charge(p, p.chargedUsage, p.chargedClaims)
+		b.ledger.charge(p, p.chargedUsage, p.chargedClaims)
 		if len(p.chargedClaims) > 0 {
 			q.wakeClaimSharers(b, p.chargedClaims)
 		}
-		if len(b.holds) > 0 {
-			b.useHolds(p.chargedUsage)
+		if b.family != nil {
+			q.families.useHolds(b, p.chargedUsage)
 		}
 		q.markStatus(b)
 	}
@@ -33,10 +33,10 @@ func (q *AdmissionQueue) charge(p *podState) {
 func (q *AdmissionQueue) wakeClaimSharers(b *budget, claims []ClaimCharge) {
 	var sharers []*entry
 	for _, c := range claims {
-		if ref := b.claims[c.Key]; ref == nil || ref.pods != 1 {
+		if b.ledger.claimUsers(c.Key) != 1 {
 			continue // charged before this pod: nothing changed for the others
 		}
-		for _, e := range b.inadmissible {
+		for e := range b.queues.in(queueInadmissible) {
 			if usesClaim(e.pod.pod.Claims, c.Key) && !slices.Contains(sharers, e) {
 				sharers = append(sharers, e)
 			}
@@ -58,15 +58,18 @@ func usesClaim(claims []ClaimCharge, key string) bool {
 // release gives the pod's charge back and wakes only the budgets it was charged to.
 func (q *AdmissionQueue) release(p *podState) {
 	for _, b := range p.chargedTo {
-		b.release(p, p.chargedUsage, p.chargedClaims)
-		q.holdFreed(b, p.chargedUsage)
+		b.ledger.release(p, p.chargedUsage, p.chargedClaims)
+		f := b.borrowingParent()
+		if f != nil {
+			q.holds = q.families.freed(b, p.chargedUsage)
+		}
 		q.markStatus(b)
-		if _, alive := q.budgets[b.key]; alive {
+		if q.topology.lookup(b.key) != nil {
 			q.wake(b)
 		}
 		// A pod charged to a member of a borrowing family need not be charged to the
 		// family's parent (it may be pinned to a budget that changed parents since).
-		if f := b.borrowingParent(); f != nil && q.alive(f) && !slices.Contains(p.chargedTo, f) {
+		if f != nil && q.topology.alive(f) && !slices.Contains(p.chargedTo, f) {
 			q.wake(f)
 		}
 	}
@@ -108,7 +111,7 @@ func (q *AdmissionQueue) coverAdmitted(p *podState, cover []*budget) {
 func (q *AdmissionQueue) chargeSet(p *podState, cover []*budget) []*budget {
 	out := cover
 	for _, k := range p.pinned {
-		if b := q.budgets[k]; b != nil && !slices.Contains(out, b) {
+		if b := q.topology.lookup(k); b != nil && !slices.Contains(out, b) {
 			if len(out) == len(cover) {
 				out = slices.Clone(cover)
 			}

@@ -210,5 +210,5 @@ func sameClaims(a, b []ClaimCharge) bool {
 // adds is what admitting the pod would add to budget b: its usage, less the claims b
 // already charges for other pods.
 func (p *podState) adds(b *budget) corev1.ResourceList {
-	return b.unshared(p.pod.Usage, p.pod.Claims)
+	return b.ledger.unshared(p.pod.Usage, p.pod.Claims)
 }

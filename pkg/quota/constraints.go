@@ -105,7 +105,7 @@ func shareUnset(l []UnsetResource) []UnsetResource {
 func tracksUnset(b *budget, unset []UnsetResource) (sentence string, first corev1.ResourceName, ok bool) {
 	var parts []string
 	for _, u := range unset {
-		if !b.tracks(u.Name) {
+		if !b.ledger.tracks(u.Name) {
 			continue
 		}
 		if first == "" {
@@ -152,7 +152,7 @@ func unsetMessage(w *waitInfo) string {
 // unset (counts by name, as a group keeps them).
 func tracksAnyUnset(b *budget, counts map[corev1.ResourceName]int) bool {
 	for name, n := range counts {
-		if n > 0 && b.tracks(name) {
+		if n > 0 && b.ledger.tracks(name) {
 			return true
 		}
 	}

@@ -22,25 +22,37 @@
 //
 // The parts, each with its own state and table tests, composed by AdmissionQueue (which
 // owns the one lock and reads as the algorithm: on an event, update the ledgers and the
-// queues, wake the budgets that could now admit, then Admit takes decisions in order):
+// queues, wake the budgets that could now admit, then Admit takes decisions in order).
+// Each is a named field, never embedded (budget.ledger, budget.queues, budget.family,
+// AdmissionQueue.topology, AdmissionQueue.preemptions, AdmissionQueue.families), and
+// only its own files select the fields of its type: everyone else calls its methods
+// (parts_test.go checks it, in make verify and make test).
 //
 //   - ledger (ledger.go): one budget's accounts: hard, its ceiling (hard plus
 //     borrowingLimit) and what it lends, used (reservations included), pending, the pods
-//     charged; charge, release, excess, neverFits, free, borrowed.
+//     charged; charge, release, excess, neverFits, free, borrowed; and the arithmetic
+//     over resource lists the accounts are kept in (addTo, subtractFrom, firstExcess).
 //   - queues (queue.go, wake.go): one budget's active, backoff, inadmissible and parked
 //     heaps, in admission order (orderKey.compare); move, strictHead, inOrder; wakeable
 //     picks the inadmissible pods an event in the budget may let in.
-//   - topology (topology.go): the budgets, namespaces and selectors; which budgets cover
-//     a pod (coverage); parents, children, ancestors, problems and states (resolve). A
+//   - topology (topology.go, resolve.go): the budgets, namespaces and selectors; which
+//     budgets cover a pod (coverage); parents, children, ancestors, problems and states (resolve). A
 //     budget event resolves only the budgets it touches (the budget, and for a
 //     ClusterBudget the budgets under it); one that changes nothing resolve reads (the
 //     manager's own status write coming back, or hard alone) resolves none, so its cost
 //     does not grow with the number of budgets.
-//   - families (borrowing.go, fairshare.go, hold.go): the budgets under one parent,
-//     which may borrow what the others leave idle (borrowingLimit) and keep part of
-//     hard (lendingLimit): familyExcess, familyNeverFits, the claims of lenders'
-//     waiting pods and of what their ended pods freed (lend holds), lent, and fair
-//     sharing between borrowers (yieldsTo).
+//   - families (families.go, borrowing.go, fairshare.go, hold.go): the budgets under
+//     one parent, which may borrow what the others leave idle (borrowingLimit) and keep
+//     part of hard (lendingLimit). It owns, on each budget (budget.family, nil until
+//     needed), the pods waiting on the family for lendable quota, those that yielded by
+//     fair sharing, the lend holds and whether a pod was parked as never fitting in the
+//     family; and which budgets hold. admits says whether a unit fits in the family
+//     (familyExcess, with what the lenders claim: their waiting pods and their holds)
+//     and whether it yields to a sibling (fair sharing, yieldsTo); failed, admitted,
+//     freed, useHolds, expire, familyNeverFits and lent do the rest. The core asks it
+//     only for a unit with a borrowing family (inBorrowingFamily, budget.go), once per
+//     step, so a pod in a budget without one never enters these files; it asks the
+//     rest of the core only what familyCore names.
 //   - preemptions (preemptions.go, preempt.go, victims.go, victimorder.go,
 //     reclaimfloor.go, blocked.go): the victims chosen and for whom, the evictions
 //     accepted and not yet seen terminating, those a PodDisruptionBudget refused, and

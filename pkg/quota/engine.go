@@ -33,7 +33,7 @@ type AdmissionQueue struct {
 	mu   sync.Mutex
 	opts options
 
-	topology // budgets, namespaces and what covers what
+	topology topology // budgets, namespaces and what covers what
 
 	pods   map[types.UID]*podState
 	podsNS map[string]map[types.UID]*podState
@@ -50,7 +50,8 @@ type AdmissionQueue struct {
 	wakeBuf      []*entry                // wake's reused list of the pods it wakes for capacity
 	out          []Admission             // decided, not yet returned by Admit
 	preemptions  preemptions             // victims, evictions in flight, decisions (preemptions.go)
-	holding      map[*budget]struct{}    // budgets that hold freed quota for their own pods (hold.go)
+	families     families                // borrowing, fair sharing, lend holds (families.go)
+	holds        bool                    // the family part said it holds freed quota: Admit expires holds only then
 	deciding     bool                    // inside Admit: decisions may be taken
 	immediate    map[types.UID]*podState // pods to admit without quota at the next Admit
 	statusDirty  map[BudgetKey]struct{}
@@ -79,7 +80,6 @@ func NewAdmissionQueue(opts ...Option) *AdmissionQueue {
 		groups:       groupIndex{},
 		held:         map[types.UID]*podState{},
 		immediate:    map[types.UID]*podState{},
-		holding:      map[*budget]struct{}{},
 		statusDirty:  map[BudgetKey]struct{}{},
 		seenStatuses: map[BudgetKey]struct{}{},
 	}
@@ -92,6 +92,7 @@ func NewAdmissionQueue(opts ...Option) *AdmissionQueue {
 		index: func(p *podState) *int { return &p.releaseIndex },
 	}
 	q.preemptions = newPreemptions(q)
+	q.families = newFamilies(q, o.clock, o.lendHold)
 	q.lastFlush = o.clock.Now()
 	return q
 }
@@ -106,7 +107,7 @@ func (q *AdmissionQueue) moveEntry(e *entry, to queueKind) {
 		return
 	}
 	b := e.budget
-	headChanged := b.move(e, to)
+	headChanged := b.queues.move(e, to)
 	if from == queueInadmissible {
 		q.nInadm--
 	}
@@ -123,7 +124,7 @@ func (q *AdmissionQueue) moveEntry(e *entry, to queueKind) {
 
 // markDirty schedules the budget's active head for evaluation by the next Admit.
 func (q *AdmissionQueue) markDirty(b *budget) {
-	if b.dirtyIndex < 0 && len(b.active) > 0 {
+	if b.dirtyIndex < 0 && b.queues.activeHead() != nil {
 		heap.Push(&q.dirty, b)
 	}
 }
@@ -135,7 +136,7 @@ func (q *AdmissionQueue) attach(p *podState, to queueKind) {
 		e := &entry{pod: p, budget: b, index: -1}
 		p.entries[i] = e
 		q.moveEntry(e, to)
-		b.wait(p.pod.Usage)
+		b.ledger.wait(p.pod.Usage)
 		q.markStatus(b)
 		if to == queueActive {
 			q.markDirty(b)
@@ -148,20 +149,23 @@ func (q *AdmissionQueue) attach(p *podState, to queueKind) {
 func (q *AdmissionQueue) detach(p *podState) {
 	for _, e := range p.entries {
 		b := e.budget
-		wasHead := b.strict() && e.kind != queueParked && b.strictHead() == e
+		wasHead := b.strict() && e.kind != queueParked && b.queues.strictHead() == e
 		q.moveEntry(e, queueNone)
-		b.unwait(p.pod.Usage)
+		b.ledger.unwait(p.pod.Usage)
 		q.markStatus(b)
 		if wasHead {
 			q.wake(b)
 		}
-		if f := b.borrowingParent(); f != nil && q.alive(f) {
+		if f := b.borrowingParent(); f != nil && q.topology.alive(f) {
 			q.wake(f) // a pod that waited on the family may have left it (borrowing.go)
 		}
 	}
 	p.entries = nil
 	delete(q.held, p.pod.UID)
 }
+
+// activate moves a waiting pod's inadmissible entries back to active (familyCore).
+func (q *AdmissionQueue) activate(p *podState) { q.moveAll(p, queueInadmissible, queueActive) }
 
 // moveAll moves every entry of the pod that is in queue from to queue to.
 func (q *AdmissionQueue) moveAll(p *podState, from, to queueKind) {
@@ -173,4 +177,42 @@ func (q *AdmissionQueue) moveAll(p *podState, from, to queueKind) {
 			}
 		}
 	}
+}
+
+// budgetHeap holds the dirty budgets, the one with the best active head first, so that
+// pods competing for a shared parent are evaluated in admission order.
+type budgetHeap []*budget
+
+var _ heap.Interface = (*budgetHeap)(nil)
+
+func (h budgetHeap) Len() int { return len(h) }
+func (h budgetHeap) Less(i, j int) bool {
+	a, b := h[i].queues.activeHead(), h[j].queues.activeHead()
+	switch {
+	case a == nil || b == nil:
+		if (a == nil) != (b == nil) {
+			return b == nil
+		}
+	case a.pod != b.pod:
+		return podLess(a.pod, b.pod)
+	}
+	return h[i].key.Compare(h[j].key) < 0
+}
+func (h budgetHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].dirtyIndex = i
+	h[j].dirtyIndex = j
+}
+func (h *budgetHeap) Push(x any) {
+	b := x.(*budget)
+	b.dirtyIndex = len(*h)
+	*h = append(*h, b)
+}
+func (h *budgetHeap) Pop() any {
+	old := *h
+	b := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	b.dirtyIndex = -1
+	return b
 }

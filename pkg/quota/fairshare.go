@@ -24,7 +24,7 @@ import (
 // yieldsTo returns why a unit that fits, adding add(b) to each budget b of budgets,
 // waits for a sibling with a smaller share, and wakes that sibling's head; ok is false
 // when it goes now. first is the unit's first pod (its admission order).
-func (q *AdmissionQueue) yieldsTo(first *podState, budgets []*budget, add func(*budget) corev1.ResourceList) (waitInfo, bool) {
+func (fs *families) yieldsTo(first *podState, budgets []*budget, add demand) (waitInfo, bool) {
 	var w waitInfo
 	yield := borrowingFamilies(budgets, add, func(f *budget, adds map[*budget]corev1.ResourceList, _ []corev1.ResourceName) bool {
 		mine, borrows := -1.0, false
@@ -38,10 +38,10 @@ func (q *AdmissionQueue) yieldsTo(first *podState, budgets []*budget, add func(*
 			return false
 		}
 		for _, d := range f.children {
-			if _, in := adds[d]; in || !d.borrows() {
+			if _, in := adds[d]; in || !d.ledger.borrows() {
 				continue
 			}
-			h := q.fairHead(d)
+			h := fs.fairHead(d)
 			if h == nil {
 				continue
 			}
@@ -49,10 +49,10 @@ func (q *AdmissionQueue) yieldsTo(first *podState, budgets []*budget, add func(*
 			if !b || theirs > mine || (theirs == mine && h.order.compare(&first.order) >= 0) {
 				continue
 			}
-			if _, over := q.capacityWait(h.cover, h.adds); over {
+			if _, over := fs.core.capacityWait(h.cover, h.adds); over {
 				continue // it cannot go now either: nothing to yield to
 			}
-			q.moveAll(h, queueInadmissible, queueActive)
+			fs.core.activate(h)
 			w = waitInfo{code: CodeFairShare, budget: f, ahead: h.pod.PodRef}
 			return true
 		}
@@ -64,14 +64,14 @@ func (q *AdmissionQueue) yieldsTo(first *podState, budgets []*budget, add func(*
 // fairHead is the first gated pod of d in admission order that could be admitted now
 // for all that order and state say: not in backoff, not parked, not stuck, not in a
 // group (a group's turn is its own); nil when there is none.
-func (q *AdmissionQueue) fairHead(d *budget) *podState {
+func (fs *families) fairHead(d *budget) *podState {
 	var h *entry
-	for _, e := range []*entry{d.active.min(), d.inadmissible.min()} {
+	for _, e := range []*entry{d.queues.activeHead(), d.queues.inadmissibleHead()} {
 		if e != nil && (h == nil || e.pod.order.compare(&h.pod.order) < 0) {
 			h = e
 		}
 	}
-	if h == nil || h.pod.group != nil || h.pod.inBackoff || q.stuck(h.pod) {
+	if h == nil || h.pod.group != nil || h.pod.inBackoff || fs.core.stuck(h.pod) {
 		return nil
 	}
 	return h.pod
@@ -80,12 +80,13 @@ func (q *AdmissionQueue) fairHead(d *budget) *podState {
 // shareWith is b's dominant share of what the family of f lends, with add charged to
 // it, over its weight, and whether it would borrow at all (use beyond its hard).
 func (b *budget) shareWith(f *budget, add corev1.ResourceList) (share float64, borrows bool) {
-	for _, r := range b.hardNames {
-		u := b.used[r].DeepCopy()
+	for _, r := range b.ledger.resources() {
+		u := b.ledger.usedOf(r).DeepCopy()
 		if q, ok := add[r]; ok {
 			u.Add(q)
 		}
-		u.Sub(b.hard[r])
+		h, _ := b.ledger.limit(r)
+		u.Sub(h)
 		if u.Sign() <= 0 {
 			continue
 		}
@@ -112,25 +113,26 @@ func (b *budget) shareWith(f *budget, add corev1.ResourceList) (share float64, b
 
 // noteFairWaiter records that a unit's pod yielded in the family of f; wakeFairWaiters
 // moves those pods back to active, once the head they yielded to was decided.
-func (f *budget) noteFairWaiter(p *podState) {
-	if f.fairWaiters == nil {
-		f.fairWaiters = map[*podState]struct{}{}
+func noteFairWaiter(f *budget, p *podState) {
+	s := familyOf(f)
+	if s.fairWaiters == nil {
+		s.fairWaiters = map[*podState]struct{}{}
 	}
-	f.fairWaiters[p] = struct{}{}
+	s.fairWaiters[p] = struct{}{}
 }
 
 // wakeFairWaiters wakes the pods that yielded in the families p is a member of.
-func (q *AdmissionQueue) wakeFairWaiters(p *podState) {
+func (fs *families) wakeFairWaiters(p *podState) {
 	for _, b := range p.cover {
 		f := b.borrowingParent()
-		if f == nil || len(f.fairWaiters) == 0 {
+		if f == nil || f.family == nil || len(f.family.fairWaiters) == 0 {
 			continue
 		}
-		for w := range f.fairWaiters {
-			if w != p && w.phase == phaseWaiting && q.pods[w.pod.UID] == w {
-				q.moveAll(w, queueInadmissible, queueActive)
+		for w := range f.family.fairWaiters {
+			if w != p && w.phase == phaseWaiting && fs.core.known(w) {
+				fs.core.activate(w)
 			}
 		}
-		clear(f.fairWaiters)
+		clear(f.family.fairWaiters)
 	}
 }

@@ -215,7 +215,7 @@ func (g *group) account(r *memberRec, sign int) {
 func (g *group) mayNeverFit() bool {
 	family := false
 	for b, c := range g.charges {
-		if _, over := b.neverFits(c.sum); over || tracksAnyUnset(b, c.unset) {
+		if _, over := b.ledger.neverFits(c.sum); over || tracksAnyUnset(b, c.unset) {
 			return true
 		}
 		family = family || b.borrowingParent() != nil
@@ -241,4 +241,36 @@ func countUnset(c *budgetCharge, unset []UnsetResource, sign int) {
 			delete(c.unset, u.Name)
 		}
 	}
+}
+
+// memberHeap orders a group's gated members by their own order key, tracking each
+// one's position so that any member can be removed.
+type memberHeap []*memberRec
+
+var _ heap.Interface = (*memberHeap)(nil)
+
+func (h memberHeap) Len() int { return len(h) }
+func (h memberHeap) Less(i, j int) bool {
+	if c := h[i].key.compare(&h[j].key); c != 0 {
+		return c < 0
+	}
+	return compareUIDs(h[i].pod, h[j].pod) < 0
+}
+func (h memberHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index = i
+	h[j].index = j
+}
+func (h *memberHeap) Push(x any) {
+	r := x.(*memberRec)
+	r.index = len(*h)
+	*h = append(*h, r)
+}
+func (h *memberHeap) Pop() any {
+	old := *h
+	r := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	r.index = -1
+	return r
 }

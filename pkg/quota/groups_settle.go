@@ -170,14 +170,14 @@ func neverFits(waiting []*podState) *waitInfo {
 	}
 	budgets, sums := unitCharges(waiting)
 	for _, b := range budgets {
-		if r, over := b.neverFits(sums[b]); over {
+		if r, over := b.ledger.neverFits(sums[b]); over {
 			return &waitInfo{code: CodeNeverFits, budget: b, resource: r, requested: sums[b][r]}
 		}
 	}
 	if !inBorrowingFamily(budgets) {
 		return nil
 	}
-	if w, never := familyNeverFits(budgets, func(b *budget) corev1.ResourceList { return sums[b] }); never {
+	if w, never := familyNeverFits(budgets, sumsDemand(sums)); never {
 		return &w
 	}
 	return nil
@@ -231,7 +231,7 @@ func (q *AdmissionQueue) evaluateGroup(g *group) {
 		q.fail(cands, w)
 		return
 	}
-	if q.waitsForCapacity(cands, budgets, func(b *budget) corev1.ResourceList { return sums[b] }) {
+	if q.waitsForCapacity(cands, budgets, sumsDemand(sums)) {
 		return
 	}
 	q.admitUnit(cands, Reason{Code: CodeFits, Message: fitsMessage(g, budgets)})

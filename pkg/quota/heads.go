@@ -64,12 +64,7 @@ func firstGated(qs *queues, n int) map[*podState]bool {
 			first = first[:n]
 		}
 	}
-	for _, h := range []entryHeap{qs.active, qs.backoff, qs.inadmissible} {
-		for _, e := range h {
-			consider(e.pod)
-		}
-	}
-	for e := range qs.parked {
+	for e := range qs.all() {
 		consider(e.pod)
 	}
 	out := make(map[*podState]bool, len(first))

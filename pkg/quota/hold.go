@@ -21,19 +21,20 @@ type hold struct {
 	until  time.Time
 }
 
-// holdFreed records, for a member of a borrowing family, the part of its hard that a
+// freed records, for a member of a borrowing family, the part of its hard that a
 // released charge of usage frees (what it used within hard before and no longer does).
-func (q *AdmissionQueue) holdFreed(b *budget, usage corev1.ResourceList) {
-	if q.opts.lendHold <= 0 || b.borrowingParent() == nil {
-		return
+// It reports whether the part holds anything now (the core asks expire only then).
+func (fs *families) freed(b *budget, usage corev1.ResourceList) (holds bool) {
+	if fs.lendHold <= 0 || b.borrowingParent() == nil {
+		return len(fs.holding) > 0
 	}
 	freed := corev1.ResourceList{}
 	for r, u := range usage {
-		h, limited := b.hard[r]
+		h, limited := b.ledger.limit(r)
 		if !limited || u.Sign() <= 0 {
 			continue
 		}
-		after := b.used[r] // already released
+		after := b.ledger.usedOf(r) // already released
 		before := after.DeepCopy()
 		before.Add(u)
 		if before.Cmp(h) > 0 {
@@ -45,22 +46,28 @@ func (q *AdmissionQueue) holdFreed(b *budget, usage corev1.ResourceList) {
 		}
 	}
 	if len(freed) == 0 {
-		return
+		return len(fs.holding) > 0
 	}
-	b.holds = append(b.holds, hold{amount: freed, until: q.opts.clock.Now().Add(q.opts.lendHold)})
-	q.holding[b] = struct{}{}
+	s := familyOf(b)
+	s.holds = append(s.holds, hold{amount: freed, until: fs.clock.Now().Add(fs.lendHold)})
+	fs.holding[b] = struct{}{}
+	return true
 }
 
 // useHolds lets an admitted pod's usage use up what its budget holds, oldest first:
 // as much of the holds together as it asks for.
-func (b *budget) useHolds(usage corev1.ResourceList) {
+func (fs *families) useHolds(b *budget, usage corev1.ResourceList) {
+	s := b.family
+	if s == nil || len(s.holds) == 0 {
+		return
+	}
 	for r, u := range usage {
 		want := u.DeepCopy()
-		for i := range b.holds {
+		for i := range s.holds {
 			if want.Sign() <= 0 {
 				break
 			}
-			left, ok := b.holds[i].amount[r]
+			left, ok := s.holds[i].amount[r]
 			if !ok || left.Sign() <= 0 {
 				continue
 			}
@@ -70,15 +77,18 @@ func (b *budget) useHolds(usage corev1.ResourceList) {
 			}
 			left.Sub(take)
 			want.Sub(take)
-			b.holds[i].amount[r] = left
+			s.holds[i].amount[r] = left
 		}
 	}
 }
 
 // held is what b holds now for its own pods, per resource.
-func (b *budget) held(now time.Time) corev1.ResourceList {
+func held(b *budget, now time.Time) corev1.ResourceList {
 	var out corev1.ResourceList
-	for _, h := range b.holds {
+	if b.family == nil {
+		return out
+	}
+	for _, h := range b.family.holds {
 		if !h.until.After(now) {
 			continue
 		}
@@ -97,33 +107,35 @@ func (b *budget) held(now time.Time) corev1.ResourceList {
 	return out
 }
 
-// expireHolds drops the holds that ended by now and wakes the families that may lend
-// them again.
-func (q *AdmissionQueue) expireHolds(now time.Time) {
-	for b := range q.holding {
-		kept := b.holds[:0]
-		for _, h := range b.holds {
+// expire drops the holds that ended by now and wakes the families that may lend them
+// again. It reports whether the part still holds anything.
+func (fs *families) expire(now time.Time) (holds bool) {
+	for b := range fs.holding {
+		s := b.family
+		kept := s.holds[:0]
+		for _, h := range s.holds {
 			if h.until.After(now) {
 				kept = append(kept, h)
 			}
 		}
-		expired := len(kept) < len(b.holds)
-		clear(b.holds[len(kept):])
-		b.holds = kept
-		if len(b.holds) == 0 {
-			delete(q.holding, b)
+		expired := len(kept) < len(s.holds)
+		clear(s.holds[len(kept):])
+		s.holds = kept
+		if len(s.holds) == 0 {
+			delete(fs.holding, b)
 		}
-		if f := b.borrowingParent(); expired && f != nil && q.alive(f) {
-			q.wake(f)
+		if f := b.borrowingParent(); expired && f != nil {
+			fs.core.wakeIfAlive(f)
 		}
 	}
+	return len(fs.holding) > 0
 }
 
-// nextHoldEnd is when the first hold ends, if any.
-func (q *AdmissionQueue) nextHoldEnd() (time.Time, bool) {
+// nextEnd is when the first hold ends, if any.
+func (fs *families) nextEnd() (time.Time, bool) {
 	var next time.Time
-	for b := range q.holding {
-		for _, h := range b.holds {
+	for b := range fs.holding {
+		for _, h := range b.family.holds {
 			if next.IsZero() || h.until.Before(next) {
 				next = h.until
 			}
@@ -133,9 +145,9 @@ func (q *AdmissionQueue) nextHoldEnd() (time.Time, bool) {
 }
 
 // addHeld adds what the children of f hold to claims (lenderClaims).
-func (f *budget) addHeld(claims map[*budget]corev1.ResourceList, now time.Time) {
+func addHeld(f *budget, claims map[*budget]corev1.ResourceList, now time.Time) {
 	for _, c := range f.children {
-		held := c.held(now)
+		held := held(c, now)
 		if len(held) == 0 {
 			continue
 		}

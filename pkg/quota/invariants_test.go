@@ -37,7 +37,7 @@ func (q *AdmissionQueue) checkInvariants() error {
 				if e.pod != p || e.budget != p.cover[i] {
 					return fmt.Errorf("pod %s: entry %d points elsewhere", uid, i)
 				}
-				if q.budgets[e.budget.key] != e.budget {
+				if q.topology.budgets[e.budget.key] != e.budget {
 					return fmt.Errorf("pod %s queued in deleted budget %v", uid, e.budget.key)
 				}
 				switch e.kind {
@@ -45,7 +45,7 @@ func (q *AdmissionQueue) checkInvariants() error {
 					if !p.parked {
 						return fmt.Errorf("pod %s parked in %v but not parked", uid, e.budget.key)
 					}
-					if _, ok := e.budget.parked[e]; !ok {
+					if _, ok := e.budget.queues.parked[e]; !ok {
 						return fmt.Errorf("pod %s not in %v's parked set", uid, e.budget.key)
 					}
 				case queueActive, queueBackoff, queueInadmissible:
@@ -55,7 +55,7 @@ func (q *AdmissionQueue) checkInvariants() error {
 					if (e.kind == queueBackoff) != p.inBackoff {
 						return fmt.Errorf("pod %s: backoff %v but in %s of %v", uid, p.inBackoff, e.kind.name(), e.budget.key)
 					}
-					h := *e.budget.heapOf(e.kind)
+					h := *e.budget.queues.heapOf(e.kind)
 					if e.index < 0 || e.index >= len(h) || h[e.index] != e {
 						return fmt.Errorf("pod %s: bad heap index in %s of %v", uid, e.kind.name(), e.budget.key)
 					}
@@ -79,7 +79,7 @@ func (q *AdmissionQueue) checkInvariants() error {
 				return fmt.Errorf("admitted pod %s still queued", uid)
 			}
 			for _, b := range p.chargedTo {
-				if b.charged[uid] != p {
+				if b.ledger.charged[uid] != p {
 					return fmt.Errorf("pod %s charged to %v, which does not list it", uid, b.key)
 				}
 				if used[b] == nil {
@@ -102,22 +102,22 @@ func (q *AdmissionQueue) checkInvariants() error {
 	if inadm != q.nInadm {
 		return fmt.Errorf("%d inadmissible entries, counter says %d", inadm, q.nInadm)
 	}
-	for key, b := range q.budgets {
+	for key, b := range q.topology.budgets {
 		if b.key != key {
 			return fmt.Errorf("budget %v filed under %v", b.key, key)
 		}
-		if n := b.gated(); n != entries[b] {
+		if n := b.queues.gated(); n != entries[b] {
 			return fmt.Errorf("budget %v holds %d entries, pods point at %d", key, n, entries[b])
 		}
-		for uid, p := range b.charged {
+		for uid, p := range b.ledger.charged {
 			if q.pods[uid] != p || p.phase == phaseWaiting {
 				return fmt.Errorf("budget %v charges pod %s that is not admitted", key, uid)
 			}
 		}
-		if len(claimPods[b]) != len(b.claims) {
-			return fmt.Errorf("budget %v charges claims %v, its pods use %v", key, b.claims, claimPods[b])
+		if len(claimPods[b]) != len(b.ledger.claims) {
+			return fmt.Errorf("budget %v charges claims %v, its pods use %v", key, b.ledger.claims, claimPods[b])
 		}
-		for k, ref := range b.claims {
+		for k, ref := range b.ledger.claims {
 			if claimPods[b][k] != ref.pods {
 				return fmt.Errorf("budget %v counts %d pods of claim %s, %d charged pods use it", key, ref.pods, k, claimPods[b][k])
 			}
@@ -126,11 +126,11 @@ func (q *AdmissionQueue) checkInvariants() error {
 			}
 			addTo(used[b], ref.usage)
 		}
-		if !sameAmounts(used[b], b.used) {
-			return fmt.Errorf("budget %v used %v differs from its charges %v", key, b.used, used[b])
+		if !sameAmounts(used[b], b.ledger.used) {
+			return fmt.Errorf("budget %v used %v differs from its charges %v", key, b.ledger.used, used[b])
 		}
-		if !sameAmounts(pending[b], b.pending) {
-			return fmt.Errorf("budget %v pending %v differs from its queues %v", key, b.pending, pending[b])
+		if !sameAmounts(pending[b], b.ledger.pending) {
+			return fmt.Errorf("budget %v pending %v differs from its queues %v", key, b.ledger.pending, pending[b])
 		}
 		if b.dirtyIndex >= 0 && (b.dirtyIndex >= len(q.dirty) || q.dirty[b.dirtyIndex] != b) {
 			return fmt.Errorf("budget %v: bad dirty index", key)
@@ -158,8 +158,8 @@ func (q *AdmissionQueue) chargedNames(k BudgetKey) []string {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	var out []string
-	if b := q.budgets[k]; b != nil {
-		for _, p := range b.charged {
+	if b := q.topology.budgets[k]; b != nil {
+		for _, p := range b.ledger.charged {
 			out = append(out, p.pod.Name)
 		}
 	}

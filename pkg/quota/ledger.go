@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"iter"
 	"maps"
 	"slices"
 
@@ -89,6 +90,10 @@ func (l *ledger) setCeiling() {
 // borrows reports whether the budget may use more than hard: it has a borrowingLimit
 // and a parent.
 func (l *ledger) borrows() bool { return l.inFamily && len(l.borrow) > 0 }
+
+// borrowLimited reports whether it has a borrowingLimit (on a resource hard limits),
+// with a parent or not.
+func (l *ledger) borrowLimited() bool { return len(l.borrow) > 0 }
 
 // lendable is how much of hard r its siblings may borrow: lend, at most hard.
 func (l *ledger) lendable(r corev1.ResourceName) resource.Quantity {
@@ -202,6 +207,43 @@ func (l *ledger) tracks(r corev1.ResourceName) bool {
 	return ok
 }
 
+// limit is the hard limit of r and whether hard limits r (not a copy: the caller
+// copies before it changes it).
+func (l *ledger) limit(r corev1.ResourceName) (resource.Quantity, bool) {
+	h, ok := l.hard[r]
+	return h, ok
+}
+
+// usedOf is what is used of r (not a copy: the caller copies before it changes it).
+func (l *ledger) usedOf(r corev1.ResourceName) resource.Quantity { return l.used[r] }
+
+// resources are the resources hard limits, in name order; the caller does not change
+// the slice.
+func (l *ledger) resources() []corev1.ResourceName { return l.hardNames }
+
+// borrowLimit is the borrowingLimit of r and whether there is one.
+func (l *ledger) borrowLimit(r corev1.ResourceName) (resource.Quantity, bool) {
+	q, ok := l.borrow[r]
+	return q, ok
+}
+
+// excessOverHard is excess under hard instead of the ceiling: the first resource of
+// which add does not fit within hard beside what is used.
+func (l *ledger) excessOverHard(add corev1.ResourceList) (corev1.ResourceName, bool) {
+	return firstExcess(l.hardNames, l.hard, l.used, add)
+}
+
+// claimUsers is how many charged pods use the claim key (0 when it is not charged).
+func (l *ledger) claimUsers(key string) int {
+	if ref := l.claims[key]; ref != nil {
+		return ref.pods
+	}
+	return 0
+}
+
+// chargedPods are the pods charged here, in no particular order.
+func (l *ledger) chargedPods() iter.Seq[*podState] { return maps.Values(l.charged) }
+
 // hardOf is the hard limit of r (a copy; zero when r is not limited).
 func (l *ledger) hardOf(r corev1.ResourceName) resource.Quantity { return l.hard[r].DeepCopy() }
 
@@ -211,4 +253,76 @@ func (l *ledger) free(r corev1.ResourceName) resource.Quantity {
 	f := l.ceiling[r].DeepCopy()
 	f.Sub(l.used[r])
 	return f
+}
+
+// The arithmetic the accounts are kept in: resource lists, added, subtracted and
+// compared entry by entry.
+
+// firstExcess returns the first resource (in names' order) for which used+add exceeds
+// hard. Only names in hard are limited.
+func firstExcess(names []corev1.ResourceName, hard, used, add corev1.ResourceList) (corev1.ResourceName, bool) {
+	for _, name := range names {
+		req, ok := add[name]
+		if !ok || req.IsZero() {
+			continue
+		}
+		sum := used[name].DeepCopy()
+		sum.Add(req)
+		if sum.Cmp(hard[name]) > 0 {
+			return name, true
+		}
+	}
+	return "", false
+}
+
+// equalLists reports whether two lists hold equal quantities under the same names, as
+// equality.Semantic does (nil and empty are equal), without its reflection: it runs on
+// every update of a waiting pod.
+func equalLists(a, b corev1.ResourceList) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for name, q := range a {
+		o, ok := b[name]
+		if !ok || q.Cmp(o) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// addTo adds src into dst, entry by entry.
+func addTo(dst, src corev1.ResourceList) {
+	for name, q := range src {
+		cur := dst[name].DeepCopy()
+		cur.Add(q)
+		dst[name] = cur
+	}
+}
+
+// subtractFrom subtracts src from dst, entry by entry; entries that reach zero are
+// dropped so that empty budgets compare equal to fresh ones.
+func subtractFrom(dst, src corev1.ResourceList) {
+	for name, q := range src {
+		cur := dst[name].DeepCopy()
+		cur.Sub(q)
+		if cur.IsZero() {
+			delete(dst, name)
+			continue
+		}
+		dst[name] = cur
+	}
+}
+
+// restrictTo returns the entries of list named in names; absent ones are zero.
+func restrictTo(list corev1.ResourceList, names []corev1.ResourceName) corev1.ResourceList {
+	out := make(corev1.ResourceList, len(names))
+	for _, name := range names {
+		q := list[name].DeepCopy()
+		if q.Format == "" {
+			q = *resource.NewQuantity(0, resource.DecimalSI)
+		}
+		out[name] = q
+	}
+	return out
 }

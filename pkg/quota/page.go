@@ -22,8 +22,8 @@ type BudgetPage struct {
 func (q *AdmissionQueue) Page(key BudgetKey, offset, limit int) (BudgetPage, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	b, ok := q.budgets[key]
-	if !ok {
+	b := q.topology.lookup(key)
+	if b == nil {
 		return BudgetPage{}, false
 	}
 	state, _ := b.state()

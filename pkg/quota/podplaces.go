@@ -109,30 +109,15 @@ func (q *AdmissionQueue) podWait(p *podState) PodWait {
 }
 
 // rank returns p's position among budget b's gated pods in admission order (1 first)
-// and how many there are, by counting: O(n), no sort, no copy. While b is positioned
-// (Snapshot, WaitReasons, Page) the position written on p's entry is read instead.
+// and how many there are (queues.rank: read from p's entry while b is positioned, else
+// counted).
 func rank(p *podState, b *budget) (k, n int) {
-	if b.positioned {
-		for i, e := range p.entries {
-			if i < len(p.cover) && p.cover[i] == b {
-				return e.position, b.gated()
-			}
+	var mine *entry
+	for i, e := range p.entries {
+		if i < len(p.cover) && p.cover[i] == b {
+			mine = e
+			break
 		}
 	}
-	k = 1
-	count := func(e *entry) {
-		n++
-		if e.pod != p && podLess(e.pod, p) {
-			k++
-		}
-	}
-	for _, h := range []entryHeap{b.active, b.backoff, b.inadmissible} {
-		for _, e := range h {
-			count(e)
-		}
-	}
-	for e := range b.parked {
-		count(e)
-	}
-	return k, n
+	return b.queues.rank(p, mine)
 }

@@ -4,7 +4,6 @@ import (
 	"maps"
 	"slices"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
@@ -53,7 +52,7 @@ func (q *AdmissionQueue) addPod(pod Pod) {
 		q.podsNS[pod.Namespace] = ns
 	}
 	ns[pod.UID] = p
-	p.cover = q.coverage(&p.pod)
+	p.cover = q.topology.coverage(&p.pod)
 	q.joinGroup(p)
 	if !pod.Gated {
 		p.phase = phaseCharged
@@ -78,7 +77,7 @@ func (q *AdmissionQueue) updatePod(p *podState, pod Pod) {
 		// Seen still gated at a version newer than every attempt to ungate it: none of
 		// them applied, and none can any more (each was fenced on an older version).
 		p.pod = pod
-		p.cover = q.coverage(&p.pod)
+		p.cover = q.topology.coverage(&p.pod)
 		if !sameGroup {
 			q.leaveGroup(p)
 			q.joinGroup(p)
@@ -94,7 +93,7 @@ func (q *AdmissionQueue) updatePod(p *podState, pod Pod) {
 		}
 		q.detach(p) // before p.pod changes: pending is given back with the old usage
 		p.pod = pod
-		p.cover = q.coverage(&p.pod)
+		p.cover = q.topology.coverage(&p.pod)
 		if !pod.Gated {
 			// Ungated by someone else (the namespace's release, an admin): it runs now.
 			q.backoff.remove(p)
@@ -126,7 +125,7 @@ func (q *AdmissionQueue) updatePod(p *podState, pod Pod) {
 	if !sameLabels || !sameUsage {
 		// A relabelled pod stays charged where it was admitted (pinned), and is
 		// charged wherever it is covered now as well.
-		q.recharge(p, q.coverage(&p.pod))
+		q.recharge(p, q.topology.coverage(&p.pod))
 	} else if !pod.ReleaseAt.IsZero() {
 		q.releases.set(p)
 	}
@@ -158,6 +157,10 @@ func (q *AdmissionQueue) known(p *podState) bool { return q.pods[p.pod.UID] == p
 // terminating returns the charged pods within their grace period (preemptionCore).
 func (q *AdmissionQueue) terminating() []*podState { return q.releases.pods }
 
+// lendWaiters returns the pods waiting on f's family for lendable quota
+// (preemptionCore).
+func (q *AdmissionQueue) lendWaiters(f *budget) []*podState { return q.families.lendWaiters(f) }
+
 // forget drops a pod that ended or was deleted.
 func (q *AdmissionQueue) forget(p *podState) {
 	if p.phase == phaseWaiting {
@@ -171,9 +174,8 @@ func (q *AdmissionQueue) forget(p *podState) {
 	if p.preemption {
 		q.preemptions.forget(p)
 	}
-	if b := p.wait.budget; b != nil {
-		delete(b.lendWaiters, p) // the family's records of what it waited for
-		delete(b.fairWaiters, p)
+	if b := p.wait.budget; b != nil && b.family != nil {
+		q.families.forgetPod(b, p) // the family's records of what it waited for
 	}
 	p.pinned = nil
 	delete(q.pods, p.pod.UID)
@@ -183,7 +185,9 @@ func (q *AdmissionQueue) forget(p *podState) {
 			delete(q.podsNS, p.pod.Namespace)
 		}
 	}
-	q.leaveGroup(p)
+	if p.group != nil { // a pod outside any group does not enter the groups part
+		q.leaveGroup(p)
+	}
 }
 
 // settleWaiting (re)places a gated pod after anything about it changed: admitted at
@@ -257,14 +261,14 @@ func (q *AdmissionQueue) singlePark(p *podState) *waitInfo {
 		return w
 	}
 	for _, b := range p.cover {
-		if r, over := b.neverFits(p.pod.Usage); over {
+		if r, over := b.ledger.neverFits(p.pod.Usage); over {
 			return &waitInfo{code: CodeNeverFits, budget: b, resource: r, requested: p.pod.Usage[r]}
 		}
 	}
 	if !inBorrowingFamily(p.cover) {
 		return nil
 	}
-	if w, never := familyNeverFits(p.cover, func(*budget) corev1.ResourceList { return p.pod.Usage }); never {
+	if w, never := familyNeverFits(p.cover, usageDemand(p.pod.Usage)); never {
 		return &w
 	}
 	return nil
@@ -282,14 +286,14 @@ func (q *AdmissionQueue) namespacePark(namespace string) *waitInfo {
 }
 
 func (q *AdmissionQueue) knownNamespace(namespace string) bool {
-	_, known := q.namespaces[namespace]
+	_, known := q.topology.namespaceLabels(namespace)
 	return known
 }
 
 // released reports whether a namespace is known and not opted in: its gated pods are
 // let go without quota (removing the opt-in label releases them).
 func (q *AdmissionQueue) released(namespace string) bool {
-	l, known := q.namespaces[namespace]
+	l, known := q.topology.namespaceLabels(namespace)
 	return known && l[v1alpha1.EnabledLabel] != "true"
 }
 
@@ -300,7 +304,7 @@ func (q *AdmissionQueue) CatchUpNamespaces() []string {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	set := map[string]struct{}{}
-	for ns, l := range q.namespaces {
+	for ns, l := range q.topology.seenNamespaces() {
 		if l[v1alpha1.EnabledLabel] == "true" {
 			set[ns] = struct{}{}
 		}

@@ -3,12 +3,11 @@ package quota
 import (
 	"cmp"
 	"fmt"
-	"maps"
+	"iter"
 	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
 )
@@ -93,7 +92,7 @@ func (q *AdmissionQueue) Preemptions() []Preemption {
 
 // decide decides whether admitted pods must go to make room for a unit that failed
 // with w; see the comment at the top of the file.
-func (pr *preemptions) decide(unit []*podState, budgets []*budget, add func(*budget) corev1.ResourceList, w waitInfo) {
+func (pr *preemptions) decide(unit []*podState, budgets []*budget, add demand, w waitInfo) {
 	reason, lowerOnly, ok := preemptionKind(unit, budgets, add, w)
 	if !ok {
 		return
@@ -174,7 +173,7 @@ func (pr *preemptions) decide(unit []*podState, budgets []*budget, add func(*bud
 // count as admitted while it asks (only then: a budget whose pods wait does not borrow
 // because of them). A unit that waits for lent quota fits only within its own hard:
 // after the pods ahead of it, it would borrow, and there is nothing to reclaim.
-func (pr *preemptions) fitsAfter(claims []*podState, budgets []*budget, add func(*budget) corev1.ResourceList, w waitInfo) bool {
+func (pr *preemptions) fitsAfter(claims []*podState, budgets []*budget, add demand, w waitInfo) bool {
 	claim(claims)
 	defer unclaim(claims)
 	if w.code == CodeNoLendable && borrowsUnder(w.budget, budgets, add) {
@@ -207,15 +206,11 @@ func (pr *preemptions) claims(unit []*podState, w waitInfo) []*podState {
 		f := w.budget
 		claim(out)
 		defer func() { unclaim(out) }()
-		for _, p := range slices.SortedFunc(maps.Keys(f.lendWaiters), func(a, b *podState) int { return a.order.compare(&b.order) }) {
-			if !f.waitsOnFamily(p) {
-				delete(f.lendWaiters, p) // no longer waits so (lenderClaims prunes the same way)
-				continue
-			}
+		for _, p := range pr.core.lendWaiters(f) {
 			if seen[p] || p.order.compare(&unit[0].order) >= 0 || p.inBackoff || pr.core.stuck(p) {
 				continue
 			}
-			if !borrowsUnder(f, p.cover, func(*budget) corev1.ResourceList { return p.pod.Usage }) {
+			if !borrowsUnder(f, p.cover, usageDemand(p.pod.Usage)) {
 				seen[p] = true
 				out = append(out, p)
 				claim(out[len(out)-1:]) // the next is tested after it
@@ -230,7 +225,7 @@ func (pr *preemptions) claims(unit []*podState, w waitInfo) []*podState {
 func claim(pods []*podState) {
 	for _, p := range pods {
 		for _, b := range p.cover {
-			b.charge(p, p.pod.Usage, p.pod.Claims)
+			b.ledger.charge(p, p.pod.Usage, p.pod.Claims)
 		}
 	}
 }
@@ -238,7 +233,7 @@ func claim(pods []*podState) {
 func unclaim(pods []*podState) {
 	for _, p := range pods {
 		for _, b := range p.cover {
-			b.release(p, p.pod.Usage, p.pod.Claims)
+			b.ledger.release(p, p.pod.Usage, p.pod.Claims)
 		}
 	}
 }
@@ -248,7 +243,7 @@ func unclaim(pods []*podState) {
 // and they allow it (lowerOnly: only pods of lower priority than the unit's lowest),
 // WithinBudget for a budget that does not fit and preempts lower priorities. ok is
 // false otherwise.
-func preemptionKind(unit []*podState, budgets []*budget, add func(*budget) corev1.ResourceList, w waitInfo) (reason PreemptionReason, lowerOnly bool, ok bool) {
+func preemptionKind(unit []*podState, budgets []*budget, add demand, w waitInfo) (reason PreemptionReason, lowerOnly bool, ok bool) {
 	switch {
 	case w.code == CodeNoLendable:
 		if borrowsUnder(w.budget, budgets, add) {
@@ -275,12 +270,12 @@ func preemptionKind(unit []*podState, budgets []*budget, add func(*budget) corev
 
 // borrowsUnder reports whether a unit would take a member of f's family among budgets
 // beyond its hard.
-func borrowsUnder(f *budget, budgets []*budget, add func(*budget) corev1.ResourceList) bool {
+func borrowsUnder(f *budget, budgets []*budget, add demand) bool {
 	for _, c := range budgets {
 		if c.parent != f {
 			continue
 		}
-		if _, over := firstExcess(c.hardNames, c.hard, c.used, add(c)); over {
+		if _, over := c.ledger.excessOverHard(add(c)); over {
 			return true
 		}
 	}
@@ -294,8 +289,8 @@ func borrowsUnder(f *budget, budgets []*budget, add func(*budget) corev1.Resourc
 func (pr *preemptions) candidates(reason PreemptionReason, lowerOnly bool, unit []*podState, budgets []*budget, w waitInfo) []victimCandidate {
 	prio := slices.MinFunc(unit, func(a, b *podState) int { return cmp.Compare(a.pod.Priority, b.pod.Priority) }).pod.Priority
 	var pods []*podState
-	take := func(from map[types.UID]*podState) {
-		for _, p := range from {
+	take := func(from iter.Seq[*podState]) {
+		for p := range from {
 			if !lowerOnly || p.pod.Priority < prio {
 				pods = append(pods, p)
 			}
@@ -303,12 +298,12 @@ func (pr *preemptions) candidates(reason PreemptionReason, lowerOnly bool, unit 
 	}
 	if reason == PreemptReclaim {
 		for _, s := range w.budget.children {
-			if !slices.Contains(budgets, s) && s.borrows() {
-				take(s.charged)
+			if !slices.Contains(budgets, s) && s.ledger.borrows() {
+				take(s.ledger.chargedPods())
 			}
 		}
 	} else {
-		take(w.budget.charged)
+		take(w.budget.ledger.chargedPods())
 	}
 	return pr.victimCandidates(pods, unit)
 }

@@ -3,8 +3,6 @@ package quota
 import (
 	"slices"
 	"time"
-
-	corev1 "k8s.io/api/core/v1"
 )
 
 // The preemption part (preempt.go says what it decides): it owns which pods are chosen
@@ -25,7 +23,7 @@ import (
 type preemptionCore interface {
 	// capacityWait says why a unit that adds add(b) to each budget b of budgets does
 	// not fit as the ledgers are now (over is false when it fits; admit.go).
-	capacityWait(budgets []*budget, add func(*budget) corev1.ResourceList) (w waitInfo, over bool)
+	capacityWait(budgets []*budget, add demand) (w waitInfo, over bool)
 	// stuck reports whether a waiting pod may not be admitted now whatever is freed: a
 	// covering budget does not admit, or a StrictFIFO head of another unit is ahead.
 	stuck(p *podState) bool
@@ -35,6 +33,9 @@ type preemptionCore interface {
 	// terminating returns the charged pods within their grace period; the caller does
 	// not change the slice.
 	terminating() []*podState
+	// lendWaiters returns the pods waiting on f's family for lendable quota, in
+	// admission order (families.lendWaiters).
+	lendWaiters(f *budget) []*podState
 }
 
 var _ preemptionCore = (*AdmissionQueue)(nil)

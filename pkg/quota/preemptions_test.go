@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -21,19 +20,20 @@ type fakeCore struct {
 	leaving []*podState        // terminating, within their grace period
 }
 
-func (c *fakeCore) capacityWait(budgets []*budget, add func(*budget) corev1.ResourceList) (waitInfo, bool) {
+func (c *fakeCore) capacityWait(budgets []*budget, add demand) (waitInfo, bool) {
 	for _, b := range budgets {
 		a := add(b)
-		if r, over := b.excess(a); over {
+		if r, over := b.ledger.excess(a); over {
 			return waitInfo{code: CodeInsufficient, budget: b, resource: r, requested: a[r]}, true
 		}
 	}
 	return waitInfo{}, false
 }
-func (c *fakeCore) stuck(*podState) bool      { return false }
-func (c *fakeCore) known(p *podState) bool    { return c.pods[p] }
-func (c *fakeCore) terminating() []*podState  { return c.leaving }
-func newFakeCore(pods ...*podState) *fakeCore { return &fakeCore{pods: setOf(pods...)} }
+func (c *fakeCore) stuck(*podState) bool            { return false }
+func (c *fakeCore) known(p *podState) bool          { return c.pods[p] }
+func (c *fakeCore) terminating() []*podState        { return c.leaving }
+func (c *fakeCore) lendWaiters(*budget) []*podState { return nil }
+func newFakeCore(pods ...*podState) *fakeCore       { return &fakeCore{pods: setOf(pods...)} }
 
 func setOf(pods ...*podState) map[*podState]bool {
 	out := map[*podState]bool{}
@@ -47,14 +47,14 @@ func setOf(pods ...*podState) map[*podState]bool {
 func runningIn(b *budget, name string, prio int32, admitted int) *podState {
 	p := &podState{pod: makePod(name).Priority(prio).Req("cpu=1").Pod(), phase: phaseCharged, admittedAt: at(admitted)}
 	p.chargedTo, p.chargedUsage = []*budget{b}, p.pod.Usage
-	b.charge(p, p.pod.Usage, nil)
+	b.ledger.charge(p, p.pod.Usage, nil)
 	return p
 }
 
 // waitingIn returns a gated pod of 1 CPU that does not fit in b, with its wait.
 func waitingIn(c *fakeCore, b *budget, name string, prio int32) *podState {
 	p := &podState{pod: makePod(name).Priority(prio).Req("cpu=1").Pod(), phase: phaseWaiting, cover: []*budget{b}}
-	p.wait, _ = c.capacityWait(p.cover, func(*budget) corev1.ResourceList { return p.pod.Usage })
+	p.wait, _ = c.capacityWait(p.cover, usageDemand(p.pod.Usage))
 	c.pods[p] = true
 	return p
 }
@@ -70,7 +70,7 @@ func podNames(pods []*podState) []string {
 // decideFor asks the part for a waiting pod alone and returns the names of the victims
 // it hands out.
 func decideFor(pr *preemptions, p *podState) []string {
-	pr.decide([]*podState{p}, p.cover, func(*budget) corev1.ResourceList { return p.pod.Usage }, p.wait)
+	pr.decide([]*podState{p}, p.cover, usageDemand(p.pod.Usage), p.wait)
 	var out []string
 	for _, d := range pr.take() {
 		out = append(out, d.Victim.Name)
@@ -206,14 +206,14 @@ func TestPreemptionsDecide(t *testing.T) {
 		core := newFakeCore()
 		pr := newPreemptions(core)
 		urgent := waitingIn(core, b, "urgent", 10)
-		used := b.used.DeepCopy()
+		used := b.ledger.used.DeepCopy()
 		if diff := cmp.Diff([]string{"low2"}, decideFor(&pr, urgent)); diff != "" {
 			t.Errorf("victims (-want +got):\n%s", diff)
 		}
 		if got := pr.take(); len(got) != 0 {
 			t.Errorf("handed out again: %v", got)
 		}
-		if diff := cmp.Diff(used, b.used); diff != "" {
+		if diff := cmp.Diff(used, b.ledger.used); diff != "" {
 			t.Errorf("the ledger after the decision is not as before (-before +after):\n%s", diff)
 		}
 	})

@@ -37,6 +37,7 @@ package quota
 import (
 	"cmp"
 	"container/heap"
+	"iter"
 	"slices"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -177,23 +178,6 @@ func (h entryHeap) min() *entry {
 	return h[0]
 }
 
-// orderHeap orders entries for a one-off pass (wake), without touching their
-// positions in the queue heaps they live in.
-type orderHeap []*entry
-
-var _ heap.Interface = (*orderHeap)(nil)
-
-func (h orderHeap) Len() int           { return len(h) }
-func (h orderHeap) Less(i, j int) bool { return podLess(h[i].pod, h[j].pod) }
-func (h orderHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *orderHeap) Push(x any)        { *h = append(*h, x.(*entry)) }
-func (h *orderHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return e
-}
-
 // queues are one budget's places for the gated pods it covers.
 type queues struct {
 	active, backoff, inadmissible entryHeap
@@ -261,6 +245,75 @@ func (q *queues) inOrder() []*entry {
 	return entries
 }
 
+// activeHead and inadmissibleHead are the first entries of active and inadmissible
+// in admission order (nil when empty).
+func (q *queues) activeHead() *entry       { return q.active.min() }
+func (q *queues) inadmissibleHead() *entry { return q.inadmissible.min() }
+
+// in yields the entries of one queue (not queueNone), in no particular order; the
+// caller moves none of them while it reads.
+func (q *queues) in(k queueKind) iter.Seq[*entry] {
+	return func(yield func(*entry) bool) {
+		if k == queueParked {
+			for e := range q.parked {
+				if !yield(e) {
+					return
+				}
+			}
+			return
+		}
+		for _, e := range *q.heapOf(k) {
+			if !yield(e) {
+				return
+			}
+		}
+	}
+}
+
+// all yields every entry of the budget's queues, in no particular order, without
+// copying them into a list (entries does).
+func (q *queues) all() iter.Seq[*entry] {
+	return func(yield func(*entry) bool) {
+		for _, k := range []queueKind{queueActive, queueBackoff, queueInadmissible, queueParked} {
+			for e := range q.in(k) {
+				if !yield(e) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// position gives every entry its place in admission order, for rank to read until
+// unposition (Snapshot, WaitReasons, Page), and returns them in that order.
+func (q *queues) position() []*entry {
+	entries := q.inOrder()
+	for k, e := range entries {
+		e.position = k + 1
+	}
+	q.positioned = true
+	return entries
+}
+
+func (q *queues) unposition() { q.positioned = false }
+
+// rank returns p's position among the budget's gated pods in admission order (1 first)
+// and how many there are: while positioned, the position written on e (p's entry here;
+// nil when not known), else by counting: O(n), no sort, no copy.
+func (q *queues) rank(p *podState, e *entry) (k, n int) {
+	if q.positioned && e != nil {
+		return e.position, q.gated()
+	}
+	k = 1
+	for e := range q.all() {
+		n++
+		if e.pod != p && podLess(e.pod, p) {
+			k++
+		}
+	}
+	return k, n
+}
+
 // gated counts the pods waiting in any of the budget's queues.
 func (q *queues) gated() int {
 	return len(q.active) + len(q.backoff) + len(q.inadmissible) + len(q.parked)
@@ -276,74 +329,4 @@ func (q *queues) strictHead() *entry {
 		}
 	}
 	return head
-}
-
-// budgetHeap holds the dirty budgets, the one with the best active head first, so that
-// pods competing for a shared parent are evaluated in admission order.
-type budgetHeap []*budget
-
-var _ heap.Interface = (*budgetHeap)(nil)
-
-func (h budgetHeap) Len() int { return len(h) }
-func (h budgetHeap) Less(i, j int) bool {
-	a, b := h[i].active.min(), h[j].active.min()
-	switch {
-	case a == nil || b == nil:
-		if (a == nil) != (b == nil) {
-			return b == nil
-		}
-	case a.pod != b.pod:
-		return podLess(a.pod, b.pod)
-	}
-	return h[i].key.Compare(h[j].key) < 0
-}
-func (h budgetHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].dirtyIndex = i
-	h[j].dirtyIndex = j
-}
-func (h *budgetHeap) Push(x any) {
-	b := x.(*budget)
-	b.dirtyIndex = len(*h)
-	*h = append(*h, b)
-}
-func (h *budgetHeap) Pop() any {
-	old := *h
-	b := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	b.dirtyIndex = -1
-	return b
-}
-
-// memberHeap orders a group's gated members by their own order key, tracking each
-// one's position so that any member can be removed.
-type memberHeap []*memberRec
-
-var _ heap.Interface = (*memberHeap)(nil)
-
-func (h memberHeap) Len() int { return len(h) }
-func (h memberHeap) Less(i, j int) bool {
-	if c := h[i].key.compare(&h[j].key); c != 0 {
-		return c < 0
-	}
-	return compareUIDs(h[i].pod, h[j].pod) < 0
-}
-func (h memberHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].index = i
-	h[j].index = j
-}
-func (h *memberHeap) Push(x any) {
-	r := x.(*memberRec)
-	r.index = len(*h)
-	*h = append(*h, r)
-}
-func (h *memberHeap) Pop() any {
-	old := *h
-	r := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	r.index = -1
-	return r
 }

@@ -140,7 +140,7 @@ func (q *AdmissionQueue) currentWait(p *podState) waitInfo {
 				break
 			}
 		}
-		if w.budget != nil && (!q.alive(w.budget) || (w.code == CodeBudgetClosed && w.budget.admitting)) {
+		if w.budget != nil && (!q.topology.alive(w.budget) || (w.code == CodeBudgetClosed && w.budget.admitting)) {
 			w = waitInfo{} // that budget is gone; the next Admit looks again
 		}
 		if w.code == "" {
@@ -165,7 +165,7 @@ func (q *AdmissionQueue) waitReason(p *podState) Reason {
 	switch w.code {
 	case CodeInsufficient:
 		b := w.budget
-		free := b.free(w.resource)
+		free := b.ledger.free(w.resource)
 		if free.Sign() < 0 {
 			free = resource.Quantity{}
 		}
@@ -180,9 +180,9 @@ func (q *AdmissionQueue) waitReason(p *podState) Reason {
 			msg = fmt.Sprintf("%s: %s requested, more than the budgets under %s keep for it and lend together (%s lent): it can never fit", w.resource, w.requested.String(), w.budget.key.Describe(), pool.String())
 			break
 		}
-		hard := w.budget.hardOf(w.resource)
+		hard := w.budget.ledger.hardOf(w.resource)
 		limit := hard.String() + " hard"
-		if borrow, ok := w.budget.borrow[w.resource]; ok {
+		if borrow, ok := w.budget.ledger.borrowLimit(w.resource); ok {
 			limit = fmt.Sprintf("%s hard plus %s borrowingLimit", hard.String(), borrow.String())
 		}
 		msg = fmt.Sprintf("%s: %s requested, more than the %s of %s: it can never fit", w.resource, w.requested.String(), limit, w.budget.key.Describe())

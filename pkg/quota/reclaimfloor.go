@@ -27,7 +27,7 @@ type reclaimFloor map[*budget]corev1.ResourceList
 // w.budget, adding add(b) to each of budgets, with claims served first; the charges on
 // their way out must be hidden already. scarce is the resources the unit does not fit
 // for alone, in name order.
-func (pr *preemptions) reclaimFloor(claims []*podState, budgets []*budget, add func(*budget) corev1.ResourceList, w waitInfo) (floor reclaimFloor, scarce []corev1.ResourceName) {
+func (pr *preemptions) reclaimFloor(claims []*podState, budgets []*budget, add demand, w waitInfo) (floor reclaimFloor, scarce []corev1.ResourceName) {
 	f := w.budget
 	names := map[corev1.ResourceName]bool{}
 	for _, c := range budgets {
@@ -58,8 +58,9 @@ func (pr *preemptions) reclaimFloor(claims []*podState, budgets []*budget, add f
 			continue
 		}
 		keep := corev1.ResourceList{}
-		for _, r := range s.hardNames {
-			h, u := s.hard[r], s.used[r]
+		for _, r := range s.ledger.resources() {
+			h, _ := s.ledger.limit(r)
+			u := s.ledger.usedOf(r)
 			if u.Cmp(h) > 0 {
 				keep[r] = h.DeepCopy() // it borrows r: down to its hard, no further
 			} else if slices.Contains(scarce, r) {
@@ -78,7 +79,7 @@ func (pr *preemptions) reclaimFloor(claims []*podState, budgets []*budget, add f
 func (fl reclaimFloor) holds() bool {
 	for s, keep := range fl {
 		for r, k := range keep {
-			if u := s.used[r]; u.Cmp(k) < 0 {
+			if u := s.ledger.usedOf(r); u.Cmp(k) < 0 {
 				return false
 			}
 		}
@@ -91,13 +92,13 @@ func (fl reclaimFloor) holds() bool {
 // more than its hard of it, while the candidate uses some; nil when there is none.
 func borrowsScarce(p *podState, f *budget, scarce []corev1.ResourceName) *budget {
 	for _, s := range p.chargedTo {
-		if s.parent != f || !s.borrows() {
+		if s.parent != f || !s.ledger.borrows() {
 			continue
 		}
 		for _, r := range scarce {
-			h, limited := s.hard[r]
+			h, limited := s.ledger.limit(r)
 			mine := p.chargedUsage[r]
-			if u := s.used[r]; limited && u.Cmp(h) > 0 && !mine.IsZero() {
+			if u := s.ledger.usedOf(r); limited && u.Cmp(h) > 0 && !mine.IsZero() {
 				return s
 			}
 		}

@@ -67,7 +67,7 @@ func (t *topology) resolve(seeds ...*budget) (changed, started, limits, families
 		}
 	}
 	for i, b := range set {
-		if b.setFamily(b.parent != nil) {
+		if b.ledger.setFamily(b.parent != nil) {
 			limits = append(limits, b)
 		}
 		old := wasParent[i]
@@ -236,7 +236,7 @@ func (t *topology) joinFamily(b *budget, full bool) {
 	case !found || p.children[i] != b:
 		p.children = slices.Insert(p.children, i, b)
 	}
-	if b.borrows() {
+	if b.ledger.borrows() {
 		p.borrowers++
 		b.counted = true
 	}
@@ -265,7 +265,7 @@ func (b *budget) resolveInputs() resolveInputs {
 	return resolveInputs{
 		parent:        b.spec.Parent,
 		selects:       b.key.IsCluster() && b.spec.NamespaceSelector != nil,
-		borrowLimited: len(b.borrow) > 0,
+		borrowLimited: b.ledger.borrowLimited(),
 		open:          b.specOpen(),
 		specErr:       b.specErr,
 		specReason:    b.specReason,

@@ -48,7 +48,7 @@ type QueuedPod struct {
 func (q *AdmissionQueue) Snapshot() Snapshot {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	budgets := q.sorted()
+	budgets := q.topology.sorted()
 	ordered := make([][]*entry, len(budgets))
 	for i, b := range budgets {
 		ordered[i] = positionAll(b)
@@ -102,7 +102,7 @@ func (q *AdmissionQueue) WaitReasons(uids []types.UID) map[types.UID]Reason {
 	var sorted []*budget
 	for b, k := range asked {
 		// Counting costs n per pod asked, sorting n log n once.
-		if k > bits.Len(uint(b.gated())) {
+		if k > bits.Len(uint(b.queues.gated())) {
 			positionAll(b)
 			sorted = append(sorted, b)
 		}
@@ -116,19 +116,12 @@ func (q *AdmissionQueue) WaitReasons(uids []types.UID) map[types.UID]Reason {
 }
 
 // positionAll returns the budget's entries in admission order and gives each its
-// position, for position() to read until unposition.
-func positionAll(b *budget) []*entry {
-	entries := b.inOrder()
-	for k, e := range entries {
-		e.position = k + 1
-	}
-	b.positioned = true
-	return entries
-}
+// position, for rank to read until unposition (queues.position).
+func positionAll(b *budget) []*entry { return b.queues.position() }
 
 func unposition(budgets []*budget) {
 	for _, b := range budgets {
-		b.positioned = false
+		b.queues.unposition()
 	}
 }
 

@@ -65,12 +65,12 @@ type NeverFitPod struct {
 func (q *AdmissionQueue) Status(key BudgetKey) (BudgetStatus, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	b := q.budgets[key]
+	b := q.topology.lookup(key)
 	if b == nil {
 		return BudgetStatus{}, false
 	}
 	state, reason := b.state()
-	hard, used, pending := b.totals()
+	hard, used, pending := b.ledger.totals()
 	st := BudgetStatus{
 		State:        state,
 		StateReason:  reason,
@@ -78,20 +78,20 @@ func (q *AdmissionQueue) Status(key BudgetKey) (BudgetStatus, bool) {
 		Hard:         hard,
 		Used:         used,
 		Pending:      pending,
-		AdmittedPods: int32(b.admitted()),
-		GatedPods:    int32(b.gated()),
+		AdmittedPods: int32(b.ledger.admitted()),
+		GatedPods:    int32(b.queues.gated()),
 	}
 	if b.problem != nil {
 		p := *b.problem // a copy: the status outlives the lock
 		st.Problem = &p
 	}
-	if borrowed := b.borrowed(); len(borrowed) > 0 {
+	if borrowed := b.ledger.borrowed(); len(borrowed) > 0 {
 		st.Borrowed = borrowed
 	}
 	if lent := b.lent(); len(lent) > 0 {
 		st.Lent = lent
 	}
-	for e := range b.parked {
+	for e := range b.queues.in(queueParked) {
 		w := e.pod.wait
 		if (w.code != CodeNeverFits && w.code != CodeMustSpecify) || w.budget != b {
 			continue
@@ -101,7 +101,7 @@ func (q *AdmissionQueue) Status(key BudgetKey) (BudgetStatus, bool) {
 			Group:     e.pod.pod.Group,
 			Resource:  w.resource,
 			Requested: w.requested.DeepCopy(),
-			Hard:      b.hardOf(w.resource),
+			Hard:      b.ledger.hardOf(w.resource),
 			Unset:     w.unset,
 			Member:    w.ahead.Name,
 		})
@@ -120,7 +120,7 @@ func stateMessage(b *budget) string {
 	case b.problem != nil:
 		return b.problem.Message
 	case !b.specOpen():
-		if n := b.admitted(); n > 0 {
+		if n := b.ledger.admitted(); n > 0 {
 			return fmt.Sprintf("spec.state is Closed; %d admitted pods still run", n)
 		}
 		return "spec.state is Closed"
@@ -141,7 +141,7 @@ func (q *AdmissionQueue) DirtyStatuses() []BudgetKey {
 	defer q.mu.Unlock()
 	out := make([]BudgetKey, 0, len(q.statusDirty))
 	for k := range q.statusDirty {
-		if _, ok := q.budgets[k]; ok {
+		if q.topology.lookup(k) != nil {
 			out = append(out, k)
 		}
 	}

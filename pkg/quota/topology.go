@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"iter"
 	"maps"
 	"slices"
 
@@ -96,6 +97,21 @@ func (t *topology) unname(b *budget) {
 		}
 	}
 }
+
+// lookup returns the budget of key (nil when there is none).
+func (t *topology) lookup(key BudgetKey) *budget { return t.budgets[key] }
+
+// namespaceLabels returns a namespace's labels and whether it was seen.
+func (t *topology) namespaceLabels(name string) (labels.Set, bool) {
+	l, known := t.namespaces[name]
+	return l, known
+}
+
+// seenNamespaces yields every namespace seen, with its labels (not to be changed).
+func (t *topology) seenNamespaces() iter.Seq2[string, labels.Set] { return maps.All(t.namespaces) }
+
+// forgetNamespace forgets a namespace's labels.
+func (t *topology) forgetNamespace(name string) { delete(t.namespaces, name) }
 
 // alive reports whether b is still the budget of its key (not deleted or replaced).
 func (t *topology) alive(b *budget) bool { return b != nil && t.budgets[b.key] == b }

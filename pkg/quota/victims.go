@@ -94,7 +94,7 @@ func (p *podState) admittedTime() time.Time {
 func hide(pods []*podState) {
 	for _, p := range pods {
 		for _, b := range p.chargedTo {
-			b.release(p, p.chargedUsage, p.chargedClaims)
+			b.ledger.release(p, p.chargedUsage, p.chargedClaims)
 		}
 	}
 }
@@ -102,7 +102,7 @@ func hide(pods []*podState) {
 func show(pods []*podState) {
 	for _, p := range pods {
 		for _, b := range p.chargedTo {
-			b.charge(p, p.chargedUsage, p.chargedClaims)
+			b.ledger.charge(p, p.chargedUsage, p.chargedClaims)
 		}
 	}
 }
@@ -122,7 +122,7 @@ func (q *AdmissionQueue) PreemptionNeeded(uid types.UID) bool {
 	}
 	needed, wake := q.preemptions.needed(p)
 	// The pods that counted it as leaving look again (they may need it now).
-	if wake != nil && q.alive(wake) {
+	if wake != nil && q.topology.alive(wake) {
 		q.wake(wake)
 	}
 	return needed

@@ -29,7 +29,7 @@ func wakeable(b *budget, alive func(*budget) bool, buf []*entry) (retry, fit []*
 	var capacity []*entry
 	minReq := map[corev1.ResourceName]resource.Quantity{}
 	free := map[corev1.ResourceName]resource.Quantity{}
-	for _, e := range b.inadmissible {
+	for _, e := range b.queues.inadmissible {
 		w := &e.pod.wait
 		switch {
 		case !alive(w.budget):
@@ -40,7 +40,7 @@ func wakeable(b *budget, alive func(*budget) bool, buf []*entry) (retry, fit []*
 		default:
 			f, ok := free[w.resource]
 			if !ok {
-				f = b.free(w.resource)
+				f = b.ledger.free(w.resource)
 				free[w.resource] = f
 			}
 			if w.requested.Cmp(f) > 0 {
@@ -90,7 +90,7 @@ func anyFits(minReq, free map[corev1.ResourceName]resource.Quantity) bool {
 // wake moves back to active what wakeable picks. The pods it moves for capacity are
 // assumed to be admitted; recheckWakes checks that at the end of Admit.
 func (q *AdmissionQueue) wake(b *budget) {
-	retry, fit := wakeable(b, q.alive, q.wakeBuf[:0])
+	retry, fit := wakeable(b, q.topology.alive, q.wakeBuf[:0])
 	for _, e := range retry {
 		q.moveEntry(e, queueActive)
 	}
@@ -105,6 +105,13 @@ func (q *AdmissionQueue) wake(b *budget) {
 		q.recheck = append(q.recheck, b)
 	}
 	q.markDirty(b)
+}
+
+// wakeIfAlive wakes b unless it was deleted or replaced (familyCore).
+func (q *AdmissionQueue) wakeIfAlive(b *budget) {
+	if q.topology.alive(b) {
+		q.wake(b)
+	}
 }
 
 // recheckWakes runs at the end of Admit: a budget that woke pods for capacity counted
@@ -123,7 +130,7 @@ func (q *AdmissionQueue) recheckWakes() bool {
 			}
 		}
 		b.woken = b.woken[:0]
-		if missed && q.alive(b) {
+		if missed && q.topology.alive(b) {
 			q.wake(b)
 			woke = woke || b.dirtyIndex >= 0
 		}
@@ -133,8 +140,25 @@ func (q *AdmissionQueue) recheckWakes() bool {
 
 // wakeAll moves every inadmissible pod of the budget back to active (periodic flush).
 func (q *AdmissionQueue) wakeAll(b *budget) {
-	for len(b.inadmissible) > 0 {
-		q.moveEntry(b.inadmissible[0], queueActive)
+	for len(b.queues.inadmissible) > 0 {
+		q.moveEntry(b.queues.inadmissible[0], queueActive)
 	}
 	q.markDirty(b)
+}
+
+// orderHeap orders entries for a one-off pass (wake), without touching their
+// positions in the queue heaps they live in.
+type orderHeap []*entry
+
+var _ heap.Interface = (*orderHeap)(nil)
+
+func (h orderHeap) Len() int           { return len(h) }
+func (h orderHeap) Less(i, j int) bool { return podLess(h[i].pod, h[j].pod) }
+func (h orderHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *orderHeap) Push(x any)        { *h = append(*h, x.(*entry)) }
+func (h *orderHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
 }

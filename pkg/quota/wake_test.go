@@ -17,7 +17,7 @@ func TestWakeable(t *testing.T) {
 	other := newBudget(makeBudget("team", "other").Hard("requests.cpu=4").Obj())
 	gone := newBudget(makeBudget("team", "gone").Hard("requests.cpu=4").Obj())
 	alive := func(x *budget) bool { return x == b || x == other }
-	b.charge(&podState{pod: makePod("running").Pod()}, parseList("requests.cpu=1"), nil)
+	b.ledger.charge(&podState{pod: makePod("running").Pod()}, parseList("requests.cpu=1"), nil)
 
 	g := newGroup(groupKey{"team", "g"})
 	add := func(name string, created int, blocker *budget, code ReasonCode, cpu string, grp *group) {
@@ -33,7 +33,7 @@ func TestWakeable(t *testing.T) {
 		if cpu != "" {
 			p.wait.resource, p.wait.requested = "requests.cpu", resource.MustParse(cpu)
 		}
-		b.move(&entry{pod: p, budget: b, index: -1}, queueInadmissible)
+		b.queues.move(&entry{pod: p, budget: b, index: -1}, queueInadmissible)
 	}
 	add("closed", 9, b, CodeBudgetClosed, "", nil)                 // not capacity: retry
 	add("blocked-elsewhere", 0, other, CodeInsufficient, "1", nil) // the other budget's events wake it
@@ -63,12 +63,12 @@ func TestWakeable(t *testing.T) {
 	if len(gotFit) != 2 || (gotFit[0] != "group-a" && gotFit[0] != "group-b") || gotFit[1] != "first-2" {
 		t.Errorf("fit = %v, want one member of the group, then first-2, in admission order", gotFit)
 	}
-	if got := len(b.inadmissible); got != 9 {
+	if got := len(b.queues.inadmissible); got != 9 {
 		t.Errorf("wakeable moved pods: %d inadmissible, want all 9 still there", got)
 	}
 
 	// With nothing free, only the pods blocked for another reason go back.
-	b.charge(&podState{pod: makePod("filler").Pod()}, parseList("requests.cpu=3"), nil)
+	b.ledger.charge(&podState{pod: makePod("filler").Pod()}, parseList("requests.cpu=3"), nil)
 	retry, fit = wakeable(b, alive, nil)
 	if len(fit) != 0 || len(retry) != 2 {
 		t.Errorf("a full budget: retry %v, fit %v; want the two retries and no fit", names(retry), names(fit))
