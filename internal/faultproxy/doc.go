@@ -27,7 +27,7 @@
 // faults into writes, not into the informers that let the client find out what happened.
 //
 // The proxy serves HTTPS with a certificate for 127.0.0.1 from its own CA
-// (internal/pki; clients trust Proxy.CAPEM) and speaks HTTP/1.1 to the client, so that a
+// (test/pki; clients trust Proxy.CAPEM) and speaks HTTP/1.1 to the client, so that a
 // fault can take the connection over and reset it. It forwards every header, the
 // Authorization header included: the client authenticates to the API server with its
 // own credentials (a ServiceAccount token, for the manager), and the proxy never holds

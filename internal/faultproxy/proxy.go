@@ -21,7 +21,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/quotagate/quotagate/internal/pki"
+	"github.com/quotagate/quotagate/test/pki"
 )
 
 // DefaultDelay is how long DelayResponse holds an answer when Options.Delay is 0: past

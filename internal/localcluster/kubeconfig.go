@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/quotagate/quotagate/internal/pki"
+	"github.com/quotagate/quotagate/test/pki"
 )
 
 // certValidity is long enough for any test or demo, short enough to be obviously local.

@@ -21,7 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 
-	"github.com/quotagate/quotagate/internal/pki"
+	"github.com/quotagate/quotagate/test/pki"
 )
 
 // cert-manager's Certificate and Issuer resources.

@@ -27,8 +27,8 @@ import (
 
 	visv1 "github.com/quotagate/quotagate/api/visibility/v1alpha1"
 	"github.com/quotagate/quotagate/internal/localcluster"
-	"github.com/quotagate/quotagate/internal/pki"
 	"github.com/quotagate/quotagate/pkg/quota"
+	"github.com/quotagate/quotagate/test/pki"
 )
 
 const serviceName, serviceNamespace = "quotagate-visibility", "quotagate-system"
