@@ -24,8 +24,8 @@ import (
 	"github.com/quotagate/quotagate/internal/faultproxy"
 	"github.com/quotagate/quotagate/internal/localcluster"
 	"github.com/quotagate/quotagate/internal/localinstall"
-	"github.com/quotagate/quotagate/internal/supervise"
 	"github.com/quotagate/quotagate/internal/testbed"
+	"github.com/quotagate/quotagate/test/supervise"
 )
 
 func setUpFaults(t *testing.T) *faultEnv {

@@ -17,8 +17,8 @@ import (
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
 	"github.com/quotagate/quotagate/internal/localinstall"
-	"github.com/quotagate/quotagate/internal/supervise"
 	"github.com/quotagate/quotagate/internal/testbed"
+	"github.com/quotagate/quotagate/test/supervise"
 )
 
 // The promise under injected faults (issue 11): used never exceeds hard through an

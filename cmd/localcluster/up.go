@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/quotagate/quotagate/internal/supervise"
+	"github.com/quotagate/quotagate/test/supervise"
 )
 
 // up starts `localcluster serve` in a session of its own, so it outlives this process

@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/quotagate/quotagate/internal/supervise"
+	"github.com/quotagate/quotagate/test/supervise"
 )
 
 // pollInterval is how often Start checks readiness and whether a process has exited.

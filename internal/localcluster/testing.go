@@ -6,7 +6,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/testr"
 
-	"github.com/quotagate/quotagate/internal/supervise"
+	"github.com/quotagate/quotagate/test/supervise"
 )
 
 // StartForTest starts a cluster for a test, in a directory under t.TempDir() unless

@@ -11,7 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/quotagate/quotagate/internal/supervise"
+	"github.com/quotagate/quotagate/test/supervise"
 )
 
 // component is one of the chart's Deployments, run as a process on this machine with

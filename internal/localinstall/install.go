@@ -19,7 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/quotagate/quotagate/internal/localcluster"
-	"github.com/quotagate/quotagate/internal/supervise"
+	"github.com/quotagate/quotagate/test/supervise"
 )
 
 // Installation is quotagate installed on a local control plane, with its webhook and

@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/quotagate/quotagate/internal/supervise"
+	"github.com/quotagate/quotagate/test/supervise"
 )
 
 // waitReady polls url until it answers 200, p exits, or ctx ends.

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/quotagate/quotagate/internal/localcluster"
-	"github.com/quotagate/quotagate/internal/supervise"
+	"github.com/quotagate/quotagate/test/supervise"
 )
 
 // A process that dies while Install waits for it is reported by name, with the end of
