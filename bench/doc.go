@@ -1,4 +1,4 @@
-// Command bench measures quotagate on a real local control plane (internal/localcluster)
+// Command bench measures quotagate on a real local control plane (test/localcluster)
 // and writes docs/benchmarks.md and docs/benchmarks.json.
 //
 // Every figure is measured beside its baseline in the same run: the rate at which the

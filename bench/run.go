@@ -18,7 +18,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/quotagate/quotagate/internal/localcluster"
+	"github.com/quotagate/quotagate/test/localcluster"
 )
 
 func logf(format string, args ...any) {

@@ -64,7 +64,7 @@ func parseStatusMemory(status string) (memory, error) {
 }
 
 // etcdDBSize is the size of the etcd backend file of a local control plane in dir
-// (internal/localcluster keeps etcd's data in <dir>/etcd); 0 if it cannot be read.
+// (test/localcluster keeps etcd's data in <dir>/etcd); 0 if it cannot be read.
 func etcdDBSize(dir string) uint64 {
 	fi, err := os.Stat(filepath.Join(dir, "etcd", "member", "snap", "db"))
 	if err != nil {

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/quotagate/quotagate/internal/localcluster"
+	"github.com/quotagate/quotagate/test/localcluster"
 )
 
 func TestScaleFlags(t *testing.T) {

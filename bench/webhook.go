@@ -20,10 +20,10 @@ import (
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
 	"github.com/quotagate/quotagate/cmd/webhook/app"
-	"github.com/quotagate/quotagate/internal/localcluster"
 	"github.com/quotagate/quotagate/internal/testbed"
 	"github.com/quotagate/quotagate/pkg/admission"
 	"github.com/quotagate/quotagate/pkg/gates"
+	"github.com/quotagate/quotagate/test/localcluster"
 )
 
 // webhookResult is the admission figure: create latencies in milliseconds, by

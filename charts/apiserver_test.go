@@ -26,7 +26,7 @@ import (
 	"k8s.io/client-go/restmapper"
 
 	"github.com/quotagate/quotagate/internal/chartrender"
-	"github.com/quotagate/quotagate/internal/localcluster"
+	"github.com/quotagate/quotagate/test/localcluster"
 )
 
 // warnings collects the warnings the API server sends back (Pod Security, unknown fields).

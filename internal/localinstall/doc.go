@@ -1,5 +1,5 @@
 // Package localinstall installs quotagate onto a local control plane
-// (internal/localcluster) the way a user's cluster runs it: cert-manager's CRDs, then the
+// (test/localcluster) the way a user's cluster runs it: cert-manager's CRDs, then the
 // packaged Helm chart with the Helm v4 SDK (the working tree's charts/quotagate packaged
 // into quotagate-<version>.tgz by PackageChart, as `helm package` does, or the archive
 // Options.ChartPath names), then the webhook and the manager as processes on this

@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/quotagate/quotagate/internal/localcluster"
+	"github.com/quotagate/quotagate/test/localcluster"
 	"github.com/quotagate/quotagate/test/supervise"
 )
 

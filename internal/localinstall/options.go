@@ -12,7 +12,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/quotagate/quotagate/internal/localcluster"
+	"github.com/quotagate/quotagate/test/localcluster"
 )
 
 // Defaults of Options.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quotagate/quotagate/internal/localcluster"
+	"github.com/quotagate/quotagate/test/localcluster"
 	"github.com/quotagate/quotagate/test/supervise"
 )
 

@@ -3,7 +3,7 @@ package testbed
 import (
 	"testing"
 
-	"github.com/quotagate/quotagate/internal/localcluster"
+	"github.com/quotagate/quotagate/test/localcluster"
 )
 
 // FreePort returns a port on 127.0.0.1 that was free a moment ago and that no other

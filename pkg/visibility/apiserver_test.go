@@ -26,8 +26,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	visv1 "github.com/quotagate/quotagate/api/visibility/v1alpha1"
-	"github.com/quotagate/quotagate/internal/localcluster"
 	"github.com/quotagate/quotagate/pkg/quota"
+	"github.com/quotagate/quotagate/test/localcluster"
 	"github.com/quotagate/quotagate/test/pki"
 )
 

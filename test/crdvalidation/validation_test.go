@@ -18,9 +18,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
-	"github.com/quotagate/quotagate/internal/localcluster"
 	"github.com/quotagate/quotagate/internal/testbed"
 	"github.com/quotagate/quotagate/pkg/quota"
+	"github.com/quotagate/quotagate/test/localcluster"
 )
 
 // The CRDs' validation, on a real kube-apiserver: every bad value in the tables below is

@@ -22,9 +22,9 @@ import (
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
 	visv1 "github.com/quotagate/quotagate/api/visibility/v1alpha1"
-	"github.com/quotagate/quotagate/internal/localcluster"
 	"github.com/quotagate/quotagate/internal/testbed"
 	"github.com/quotagate/quotagate/pkg/visibility"
+	"github.com/quotagate/quotagate/test/localcluster"
 	"github.com/quotagate/quotagate/test/pki"
 )
 

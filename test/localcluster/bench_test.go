@@ -12,7 +12,7 @@ import (
 // BenchmarkStart measures how long Start takes to a ready cluster, and reports the
 // summed peak resident memory (VmHWM) of the control plane's processes at that point.
 //
-//	go test -run '^$' -bench Start -benchtime 3x ./internal/localcluster
+//	go test -run '^$' -bench Start -benchtime 3x ./test/localcluster
 func BenchmarkStart(b *testing.B) {
 	var peakKB int64
 	var took time.Duration

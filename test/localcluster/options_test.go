@@ -12,9 +12,9 @@ import (
 func TestRepoRoot(t *testing.T) {
 	root := t.TempDir()
 	files := map[string]string{
-		"go.mod":                     "// quotagate\nmodule github.com/quotagate/quotagate\n\ngo 1.26.0\n",
-		"hack/tools/kwok/go.mod":     "module github.com/quotagate/quotagate/hack/tools/kwok\n",
-		"internal/localcluster/x.go": "package localcluster\n",
+		"go.mod":                 "// quotagate\nmodule github.com/quotagate/quotagate\n\ngo 1.26.0\n",
+		"hack/tools/kwok/go.mod": "module github.com/quotagate/quotagate/hack/tools/kwok\n",
+		"test/localcluster/x.go": "package localcluster\n",
 	}
 	for name, content := range files {
 		path := filepath.Join(root, filepath.FromSlash(name))
@@ -30,7 +30,7 @@ func TestRepoRoot(t *testing.T) {
 		want string
 	}{
 		"from the root":                     {from: root, want: root},
-		"from a package directory":          {from: filepath.Join(root, "internal", "localcluster"), want: root},
+		"from a package directory":          {from: filepath.Join(root, "test", "localcluster"), want: root},
 		"from inside a nested tools module": {from: filepath.Join(root, "hack", "tools", "kwok"), want: root},
 	}
 	for name, tc := range tests {
