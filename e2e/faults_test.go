@@ -16,8 +16,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
-	"github.com/quotagate/quotagate/internal/localinstall"
 	"github.com/quotagate/quotagate/internal/testbed"
+	"github.com/quotagate/quotagate/test/localinstall"
 	"github.com/quotagate/quotagate/test/supervise"
 )
 

@@ -15,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
-	"github.com/quotagate/quotagate/internal/localinstall"
+	"github.com/quotagate/quotagate/test/localinstall"
 	"github.com/quotagate/quotagate/test/supervise"
 )
 

@@ -16,8 +16,8 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
-	"github.com/quotagate/quotagate/internal/localinstall"
 	"github.com/quotagate/quotagate/test/localcluster"
+	"github.com/quotagate/quotagate/test/localinstall"
 	"github.com/quotagate/quotagate/test/supervise"
 )
 

@@ -14,5 +14,5 @@
 //
 // Run does the three for hack/deploy (and Uninstall for `make undeploy`). The e2e tests
 // take the same path: they push to an in-process registry and install through
-// internal/localinstall, which runs its Helm actions through Apply and Uninstall.
+// test/localinstall, which runs its Helm actions through Apply and Uninstall.
 package deploy
