@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
-	"github.com/quotagate/quotagate/internal/chartrender"
+	"github.com/quotagate/quotagate/tools/chartrender"
 )
 
 // The kwok annotations that set how long a bound pod takes to be initialised, to reach
