@@ -138,7 +138,7 @@ version: ## Print the version the build targets stamp into the binaries.
 build: ## Build the quotagate binaries into bin/ (webhook, manager, kubectl-quotagate and its completion kubectl_complete-quotagate).
 	CGO_ENABLED=0 go build -trimpath -ldflags '$(GO_LDFLAGS)' -o $(BIN)/ ./cmd/webhook ./cmd/manager ./cmd/kubectl-quotagate ./cmd/kubectl_complete-quotagate
 
-# The image, built with no Docker engine (internal/ociimage; docs/images.md): an OCI layout
+# The image, built with no Docker engine (tools/ociimage; docs/images.md): an OCI layout
 # directory and a tar of it (an oci-archive), at paths `make release` relies on. The created
 # time is the commit's, or SOURCE_DATE_EPOCH, so one commit always gives the same digests.
 IMAGE_LAYOUT  := _output/image/oci

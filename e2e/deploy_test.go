@@ -31,10 +31,10 @@ import (
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
 	"github.com/quotagate/quotagate/internal/deploy"
-	"github.com/quotagate/quotagate/internal/ociimage"
 	qgversion "github.com/quotagate/quotagate/internal/version"
 	"github.com/quotagate/quotagate/test/localcluster"
 	"github.com/quotagate/quotagate/test/localinstall"
+	"github.com/quotagate/quotagate/tools/ociimage"
 )
 
 // TestDeployFromCheckout is README's "Install from a checkout" (`make deploy IMG=...`) on

@@ -16,7 +16,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
-	"github.com/quotagate/quotagate/internal/ociimage"
+	"github.com/quotagate/quotagate/tools/ociimage"
 )
 
 // ContainerdImageName is the annotation on an index.json entry that containerd's

@@ -20,7 +20,7 @@ import (
 	"helm.sh/helm/v4/pkg/kube"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
-	"github.com/quotagate/quotagate/internal/ociimage"
+	"github.com/quotagate/quotagate/tools/ociimage"
 )
 
 // The clusters whose nodes Run can load an archive into, and the command that does it.

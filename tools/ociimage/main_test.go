@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quotagate/quotagate/internal/ociimage"
 	"github.com/quotagate/quotagate/internal/version"
+	"github.com/quotagate/quotagate/tools/ociimage"
 )
 
 // The metadata of the image the tests build: not the Makefile's, so that a label or a

@@ -11,8 +11,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/quotagate/quotagate/internal/ociimage"
 	"github.com/quotagate/quotagate/internal/version"
+	"github.com/quotagate/quotagate/tools/ociimage"
 )
 
 // A Dockerfile, read the way BuildKit reads one: comment lines dropped, lines ending in

@@ -17,7 +17,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
-	"github.com/quotagate/quotagate/internal/ociimage"
+	"github.com/quotagate/quotagate/tools/ociimage"
 )
 
 // openIndex opens the image index of the OCI layout at dir, checking that the layout

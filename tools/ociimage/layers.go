@@ -23,7 +23,7 @@ import (
 var rootfs embed.FS
 
 // RootfsDir is where the base's files are, relative to the module root.
-const RootfsDir = "internal/ociimage/rootfs"
+const RootfsDir = "tools/ociimage/rootfs"
 
 // entry is one file or directory of a layer.
 type entry struct {

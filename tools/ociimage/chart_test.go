@@ -20,7 +20,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
-	"github.com/quotagate/quotagate/internal/ociimage"
+	"github.com/quotagate/quotagate/tools/ociimage"
 )
 
 // TestChartValuesRunAsTheImageUser: the chart's podSecurityContext names the image's

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/quotagate/quotagate/internal/ociimage"
+	"github.com/quotagate/quotagate/tools/ociimage"
 )
 
 // unpack extracts the tar at file into dir, checking that every entry is root's and
