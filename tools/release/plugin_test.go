@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	rel "github.com/quotagate/quotagate/internal/release"
+	rel "github.com/quotagate/quotagate/tools/release"
 )
 
 func sha256Of(t *testing.T, path string) string {

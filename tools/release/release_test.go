@@ -22,7 +22,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
-	rel "github.com/quotagate/quotagate/internal/release"
+	rel "github.com/quotagate/quotagate/tools/release"
 )
 
 // testVersion is the version the tests release; the plugin is built for the host only.
