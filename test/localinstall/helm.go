@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
-	"github.com/quotagate/quotagate/internal/deploy"
+	"github.com/quotagate/quotagate/tools/deploy"
 )
 
 // helmConfig is an action configuration that talks to the cluster as the
