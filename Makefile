@@ -195,11 +195,11 @@ tools: $(KUBE_BINARIES) $(KWOK_BINARIES) ## Build the local control plane's bina
 
 .PHONY: cluster-up
 cluster-up: tools ## Start a local control plane (etcd, apiserver, scheduler, controller-manager, kwok) and print its kubeconfig.
-	go run ./cmd/localcluster up
+	go run ./hack/localcluster up
 
 .PHONY: cluster-down
 cluster-down: ## Stop the local control plane started by cluster-up.
-	go run ./cmd/localcluster down
+	go run ./hack/localcluster down
 
 .PHONY: demo
 demo: tools ## Start the local control plane, install quotagate and watch a burst of Jobs drain through a Budget.

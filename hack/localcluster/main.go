@@ -3,8 +3,8 @@
 // kube-scheduler and kwok with fake nodes, running in the background from a state
 // directory (by default <repo>/_output/localcluster).
 //
-//	go run ./cmd/localcluster up      # start, print the kubeconfig, return
-//	go run ./cmd/localcluster down    # stop and remove the state
+//	go run ./hack/localcluster up      # start, print the kubeconfig, return
+//	go run ./hack/localcluster down    # stop and remove the state
 package main
 
 import "os"
