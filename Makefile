@@ -76,8 +76,9 @@ lint: $(GOLANGCI_LINT) ## Run the pinned golangci-lint (the root module and the 
 	cd api && $(GOLANGCI_LINT) run ./...
 
 .PHONY: verify
-verify: generate manifests $(GOLANGCI_LINT) ## Regenerate, check formatting, vet and lint; fail on any diff or a tracked binary.
+verify: generate manifests $(GOLANGCI_LINT) ## Regenerate, check formatting, vet and lint; fail on any diff, a tracked binary or a non-test file importing testing.
 	bash hack/check-tracked-files.sh
+	bash hack/check-test-imports.sh
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
 	go vet ./...
 	cd api && go vet ./...
