@@ -84,15 +84,7 @@ func runPeers(ctx context.Context, o peerOptions, renderOnly bool) (err error) {
 		if err != nil {
 			return err
 		}
-		raw, err := os.ReadFile(abs(o.json))
-		if err != nil {
-			return err
-		}
-		var r PeersReport
-		if err := json.Unmarshal(raw, &r); err != nil {
-			return fmt.Errorf("%s: %w", o.json, err)
-		}
-		return os.WriteFile(abs(o.markdown), []byte(r.markdown()), 0o644)
+		return renderAgain(&PeersReport{}, abs(o.json), abs(o.markdown))
 	}
 	if o.kueue == "" {
 		return errors.New("-kueue: the path of Kueue's manager binary is needed (make bench-peers builds it)")
@@ -143,14 +135,7 @@ func runPeers(ctx context.Context, o peerOptions, renderOnly bool) (err error) {
 	r.Machine.LoadAfter = loadAverage()
 	r.Took = time.Since(began).Round(time.Second).String()
 	logf("Done in %s", r.Took)
-	raw, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(abs(o.json), append(raw, '\n'), 0o644); err != nil {
-		return err
-	}
-	return os.WriteFile(abs(o.markdown), []byte(r.markdown()), 0o644)
+	return write(r, abs(o.json), abs(o.markdown))
 }
 
 func measureQuotagateAndBare(ctx context.Context, e *env, o peerOptions, bin, bareBin, dir string, r *PeersReport) (err error) {

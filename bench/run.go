@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -32,7 +31,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	if o.renderOnly {
-		return renderAgain(abs(o.json), abs(o.markdown))
+		return renderAgain(&Report{}, abs(o.json), abs(o.markdown))
 	}
 	// Keep the manager's and the webhook's logs to errors: a log line per pod would be
 	// part of what is measured.
@@ -218,33 +217,6 @@ func shortenShapes(line string) string {
 		b.WriteString("[…]")
 		line = line[end:]
 	}
-}
-
-func write(r Report, jsonPath, mdPath string) error {
-	raw, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(jsonPath, append(raw, '\n'), 0o644); err != nil {
-		return err
-	}
-	if err := os.WriteFile(mdPath, []byte(r.markdown()), 0o644); err != nil {
-		return err
-	}
-	logf("Wrote %s and %s", mdPath, jsonPath)
-	return nil
-}
-
-func renderAgain(jsonPath, mdPath string) error {
-	raw, err := os.ReadFile(jsonPath)
-	if err != nil {
-		return err
-	}
-	var r Report
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return fmt.Errorf("reading %s: %w", jsonPath, err)
-	}
-	return os.WriteFile(mdPath, []byte(r.markdown()), 0o644)
 }
 
 func machine() Machine {

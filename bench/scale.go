@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -95,7 +94,7 @@ func runScale(ctx context.Context, o scaleOptions, renderOnly bool) error {
 		return err
 	}
 	if renderOnly {
-		return renderScaleAgain(abs(o.json), abs(o.markdown))
+		return renderAgain(&scaleReport{}, abs(o.json), abs(o.markdown))
 	}
 	ctrl.SetLogger(zap.New(zap.Level(zapcore.ErrorLevel), zap.WriteTo(os.Stderr)))
 	o.profiles = abs(o.profiles)
@@ -128,7 +127,7 @@ func runScale(ctx context.Context, o scaleOptions, renderOnly bool) error {
 		r.Sizes = append(r.Sizes, pt)
 		r.Machine.LoadAfter = loadAverage()
 		r.Took = time.Since(began).Round(time.Second).String()
-		if werr := writeScale(r, abs(o.json), abs(o.markdown)); werr != nil {
+		if werr := write(r, abs(o.json), abs(o.markdown)); werr != nil {
 			return werr
 		}
 		if ctx.Err() != nil {
@@ -139,32 +138,4 @@ func runScale(ctx context.Context, o scaleOptions, renderOnly bool) error {
 		}
 	}
 	return nil
-}
-
-func writeScale(r scaleReport, jsonPath, mdPath string) error {
-	raw, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(jsonPath, append(raw, '\n'), 0o644); err != nil {
-		return err
-	}
-	if err := os.WriteFile(mdPath, []byte(r.markdown()), 0o644); err != nil {
-		return err
-	}
-	logf("Wrote %s and %s", mdPath, jsonPath)
-	return nil
-}
-
-// renderScaleAgain renders the Markdown report again from the JSON one.
-func renderScaleAgain(jsonPath, mdPath string) error {
-	raw, err := os.ReadFile(jsonPath)
-	if err != nil {
-		return err
-	}
-	var r scaleReport
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return fmt.Errorf("reading %s: %w", jsonPath, err)
-	}
-	return os.WriteFile(mdPath, []byte(r.markdown()), 0o644)
 }
