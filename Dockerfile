@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 #
 # quotagate's image, for those who build with Docker. `make image` builds the same image
-# with no Docker engine (internal/ociimage, docs/images.md); a test there parses this file
+# with no Docker engine (tools/ociimage, docs/images.md); a test there parses this file
 # and fails if the two drift apart: same binaries at the same paths, same ldflags, same
 # base files, user, entrypoint and labels.
 #
@@ -27,7 +27,7 @@ RUN CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath \
       -o /out/ ./cmd/webhook ./cmd/manager
 # The base: /etc/passwd and /etc/group with the nonroot user 65532, and /tmp. No shell,
 # no CA bundle (the binaries trust only the cluster's CA, from the service account).
-COPY internal/ociimage/rootfs/ /rootfs/
+COPY tools/ociimage/rootfs/ /rootfs/
 RUN mkdir -m 1777 /rootfs/tmp && chmod 644 /rootfs/etc/passwd /rootfs/etc/group
 
 FROM scratch

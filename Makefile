@@ -76,8 +76,9 @@ lint: $(GOLANGCI_LINT) ## Run the pinned golangci-lint (the root module and the 
 	cd api && $(GOLANGCI_LINT) run ./...
 
 .PHONY: verify
-verify: generate manifests $(GOLANGCI_LINT) ## Regenerate, check formatting, vet, check that the core parts own their fields (pkg/quota/parts_test.go) and lint; fail on any diff or a tracked binary.
+verify: generate manifests $(GOLANGCI_LINT) ## Regenerate, check formatting, vet, check that the core parts own their fields (pkg/quota/parts_test.go) and lint; fail on any diff, a tracked binary or a non-test file importing testing.
 	bash hack/check-tracked-files.sh
+	bash hack/check-test-imports.sh
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
 	go vet ./...
 	cd api && go vet ./...
@@ -139,7 +140,7 @@ version: ## Print the version the build targets stamp into the binaries.
 build: ## Build the quotagate binaries into bin/ (webhook, manager, kubectl-quotagate and its completion kubectl_complete-quotagate).
 	CGO_ENABLED=0 go build -trimpath -ldflags '$(GO_LDFLAGS)' -o $(BIN)/ ./cmd/webhook ./cmd/manager ./cmd/kubectl-quotagate ./cmd/kubectl_complete-quotagate
 
-# The image, built with no Docker engine (internal/ociimage; docs/images.md): an OCI layout
+# The image, built with no Docker engine (tools/ociimage; docs/images.md): an OCI layout
 # directory and a tar of it (an oci-archive), at paths `make release` relies on. The created
 # time is the commit's, or SOURCE_DATE_EPOCH, so one commit always gives the same digests.
 IMAGE_LAYOUT  := _output/image/oci
@@ -196,11 +197,11 @@ tools: $(KUBE_BINARIES) $(KWOK_BINARIES) ## Build the local control plane's bina
 
 .PHONY: cluster-up
 cluster-up: tools ## Start a local control plane (etcd, apiserver, scheduler, controller-manager, kwok) and print its kubeconfig.
-	go run ./cmd/localcluster up
+	go run ./hack/localcluster up
 
 .PHONY: cluster-down
 cluster-down: ## Stop the local control plane started by cluster-up.
-	go run ./cmd/localcluster down
+	go run ./hack/localcluster down
 
 .PHONY: demo
 demo: tools ## Start the local control plane, install quotagate and watch a burst of Jobs drain through a Budget.

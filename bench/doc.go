@@ -1,14 +1,14 @@
-// Command bench measures quotagate on a real local control plane (internal/localcluster)
-// and writes docs/benchmarks.md and docs/benchmarks.json.
+// Command bench measures quotagate on a real local control plane (test/localcluster).
+// It runs one of three benchmarks, each a package of its own:
 //
-// Every figure is measured beside its baseline in the same run: the rate at which the
-// manager releases gated pods against a bare client that removes the same gates with the
-// same JSON patch; the reaction to freed capacity against the same bare client reacting
-// to the same watch event; pod create latency with the webhook against without it; the
-// manager's heap with 0 and N gated pods; the admission core's own benchmarks; and pods
-// Running on kwok nodes through kube-scheduler with either releaser.
+//	go run ./bench            bench/figures: seven figures, each beside its baseline;
+//	                          docs/benchmarks.{md,json} (make bench)
+//	go run ./bench -scale     bench/scale: up to 100,000 gated pods in 1,000 budgets;
+//	                          docs/benchmarks-scale.{md,json} (make bench-scale)
+//	go run ./bench -peers     bench/peers: quotagate beside Kueue and the bare client;
+//	                          docs/benchmarks-peers.{md,json} (make bench-peers)
 //
-// The manager and the webhook run in this process, with the manager's ServiceAccount
-// and generated ClusterRole and the shipped webhook configuration, so profiles of this
-// process are profiles of quotagate. Run it with `go run ./bench`; -h lists the knobs.
+// bench/report is what the three share to write and render their reports; with
+// -render-only each renders its Markdown again from its JSON without measuring.
+// -h lists the knobs.
 package main

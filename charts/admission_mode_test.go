@@ -18,7 +18,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/quotagate/quotagate/internal/chartrender"
+	"github.com/quotagate/quotagate/tools/chartrender"
 )
 
 // mapVersion is what `.Capabilities.APIVersions` holds on a cluster that serves

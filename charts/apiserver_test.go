@@ -25,9 +25,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 
-	"github.com/quotagate/quotagate/internal/chartrender"
-	"github.com/quotagate/quotagate/internal/localcluster"
 	"github.com/quotagate/quotagate/internal/testbed/podtest"
+	"github.com/quotagate/quotagate/test/localcluster"
+	"github.com/quotagate/quotagate/tools/chartrender"
 )
 
 // warnings collects the warnings the API server sends back (Pod Security, unknown fields).

@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
-	"github.com/quotagate/quotagate/internal/chartrender"
+	"github.com/quotagate/quotagate/tools/chartrender"
 )
 
 // kustomizeBuild runs `kubectl kustomize` on a directory of config/, as a user without Helm

@@ -9,7 +9,7 @@ import (
 
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 
-	"github.com/quotagate/quotagate/internal/chartrender"
+	"github.com/quotagate/quotagate/tools/chartrender"
 
 	"helm.sh/helm/v4/pkg/action"
 	"helm.sh/helm/v4/pkg/chart/common"

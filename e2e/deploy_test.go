@@ -30,16 +30,16 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
-	"github.com/quotagate/quotagate/internal/deploy"
-	"github.com/quotagate/quotagate/internal/localcluster"
-	"github.com/quotagate/quotagate/internal/localinstall"
-	"github.com/quotagate/quotagate/internal/ociimage"
 	qgversion "github.com/quotagate/quotagate/internal/version"
+	"github.com/quotagate/quotagate/test/localcluster"
+	"github.com/quotagate/quotagate/test/localinstall"
+	"github.com/quotagate/quotagate/tools/deploy"
+	"github.com/quotagate/quotagate/tools/ociimage"
 )
 
 // TestDeployFromCheckout is README's "Install from a checkout" (`make deploy IMG=...`) on
 // the local control plane: the image `make image` builds (this machine's platform only,
-// to save a cross-compile), pushed by internal/deploy to a registry (in process), the
+// to save a cross-compile), pushed by tools/deploy to a registry (in process), the
 // chart installed with the values deploy computes from IMG through deploy.Apply (what
 // `make deploy` runs; localinstall's post-renderer added). Each Deployment runs the
 // pushed image by digest, the registry holds it under IMG's tag, and the webhook and

@@ -16,15 +16,15 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
-	"github.com/quotagate/quotagate/internal/localinstall"
-	"github.com/quotagate/quotagate/internal/supervise"
 	"github.com/quotagate/quotagate/internal/testbed"
+	"github.com/quotagate/quotagate/test/localinstall"
+	"github.com/quotagate/quotagate/test/supervise"
 )
 
 // The promise under injected faults (issue 11): used never exceeds hard through an
 // admission, whatever the network does to the manager's patches and however often the
 // leader dies. The manager runs as a process, under its ServiceAccount and the shipped
-// RBAC, and talks to kube-apiserver through internal/faultproxy. Job pods carry the gate
+// RBAC, and talks to kube-apiserver through test/faultproxy. Job pods carry the gate
 // in their template (no webhook needed); the shipped gate guard makes sure only the
 // manager can remove it. A testbed.UsageWatcher checks the budget at every revision.
 //

@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
-	"github.com/quotagate/quotagate/internal/localinstall"
+	"github.com/quotagate/quotagate/test/localinstall"
 )
 
 const (
@@ -34,7 +34,7 @@ const (
 // then upgrade and uninstall quotagate without stranding a pod.
 //
 // It runs with the webhook in both certificate modes: cert-manager's (emulated, see
-// internal/localinstall) and quotagate's own (the manager's rotator, for real); and with
+// test/localinstall) and quotagate's own (the manager's rotator, for real); and with
 // the admission policy, which auto picks here, and which has no certificate. The renewal
 // step is cert-manager's; TestSelfManagedCertificates renews and rotates the self-managed one.
 func TestUserJourney(t *testing.T) {

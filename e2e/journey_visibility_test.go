@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	visv1 "github.com/quotagate/quotagate/api/visibility/v1alpha1"
-	"github.com/quotagate/quotagate/internal/localcluster"
+	"github.com/quotagate/quotagate/test/localcluster"
 )
 
 // testTenantSeesQueue is the question a tenant asks first, answered with nothing but

@@ -15,8 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
-	"github.com/quotagate/quotagate/internal/localinstall"
-	"github.com/quotagate/quotagate/internal/supervise"
+	"github.com/quotagate/quotagate/test/localinstall"
+	"github.com/quotagate/quotagate/test/supervise"
 )
 
 // testUpgrade: `helm upgrade` (new manager arguments) restarts the manager, which

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/quotagate/quotagate/internal/localinstall"
+	"github.com/quotagate/quotagate/test/localinstall"
 )
 
 // upgradeFromFile names the git commit of the previous release, the one place it is

@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/quotagate/quotagate/internal/localinstall"
+	"github.com/quotagate/quotagate/test/localinstall"
 )
 
 // TestSelfManagedCertificates installs the chart with certManager.enabled=false on a

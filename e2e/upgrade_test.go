@@ -31,8 +31,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
-	"github.com/quotagate/quotagate/internal/localcluster"
-	"github.com/quotagate/quotagate/internal/localinstall"
+	"github.com/quotagate/quotagate/test/localcluster"
+	"github.com/quotagate/quotagate/test/localinstall"
 )
 
 const (

@@ -22,7 +22,7 @@ import (
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
 	visv1 "github.com/quotagate/quotagate/api/visibility/v1alpha1"
-	"github.com/quotagate/quotagate/internal/localinstall"
+	"github.com/quotagate/quotagate/test/localinstall"
 )
 
 // TestVisibilityFollowsTheLeader runs two manager replicas behind the visibility API's

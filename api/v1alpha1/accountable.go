@@ -11,7 +11,7 @@ import (
 // below match. This file is their one source. The CRD's rule on each of the three fields
 // (the XValidation markers on BudgetSpec, a rule and a messageExpression each) is
 // AccountableNameCEL written out, because a marker cannot name a Go value; a test in the
-// root module (internal/crdvalidation) fails when a rule in the generated CRDs is not
+// root module (test/crdvalidation) fails when a rule in the generated CRDs is not
 // AccountableNameCEL, and when pkg/quota accounts other names than the rule admits.
 
 // AccountableResourceNames are the names accepted as they are: ResourceQuota's names of

@@ -12,7 +12,7 @@
 // default (resources, podSecurityContext). The table replaces what lies between the lines
 // BeginMarker and EndMarker in the README.
 //
-// The inventory renders the chart (internal/chartrender) with the defaults and with each
+// The inventory renders the chart (tools/chartrender) with the defaults and with each
 // setting of Renderings (the admission modes, cert-manager or not, visibility, the
 // Prometheus options, every value that adds or takes away an object) and lists every
 // object once: when it is rendered ("always", "with a; unless b", from the settings of

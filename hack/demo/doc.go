@@ -4,7 +4,7 @@
 // It builds the webhook and manager, starts a local control plane (etcd,
 // kube-apiserver, kube-controller-manager, kube-scheduler and kwok nodes) in
 // _output/demo, installs quotagate from its Helm chart the way the e2e tests do
-// (internal/localinstall), creates the namespace "demo" with a Budget of 6 CPUs and
+// (test/localinstall), creates the namespace "demo" with a Budget of 6 CPUs and
 // submits 30 one-CPU Jobs of mixed priorities that run 1 to 6 seconds each. While the
 // burst drains it prints a progress line per budget twice a second and a line for
 // every pod that changes state; then it checks that every Job succeeded and that the

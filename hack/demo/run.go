@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
-	"github.com/quotagate/quotagate/internal/localcluster"
-	"github.com/quotagate/quotagate/internal/localinstall"
+	"github.com/quotagate/quotagate/test/localcluster"
+	"github.com/quotagate/quotagate/test/localinstall"
 )
 
 // tick is how often the progress line is printed.

@@ -1,7 +1,7 @@
 // Command deploy is `make deploy IMG=registry/repository:tag`: it pushes the image `make
 // image` wrote to IMG (or, with --load kind|k3d, loads it into the cluster's nodes) and
 // installs or upgrades the chart pointing at it, on the cluster of the current kubeconfig
-// (internal/deploy).
+// (tools/deploy).
 //
 //	go run ./hack/deploy --image registry.example/quotagate:dev --layout _output/image/oci
 package main
@@ -14,7 +14,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/quotagate/quotagate/internal/deploy"
+	"github.com/quotagate/quotagate/tools/deploy"
 )
 
 func main() {

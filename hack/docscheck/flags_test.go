@@ -14,7 +14,7 @@ import (
 	plugin "github.com/quotagate/quotagate/cmd/kubectl-quotagate/app"
 	manager "github.com/quotagate/quotagate/cmd/manager/app"
 	webhook "github.com/quotagate/quotagate/cmd/webhook/app"
-	"github.com/quotagate/quotagate/internal/deploy"
+	"github.com/quotagate/quotagate/tools/deploy"
 )
 
 // otherToolFlags are the flags the docs use of tools other than quotagate's binaries,

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/quotagate/quotagate/internal/chartrender"
+	"github.com/quotagate/quotagate/tools/chartrender"
 )
 
 // What `helm install` prints says what this release installed: who adds the gate (the

@@ -1,5 +1,5 @@
 // Command image builds quotagate's multi-platform OCI image with no Docker engine (see
-// package internal/ociimage) and prints what it wrote and how much each platform weighs.
+// package tools/ociimage) and prints what it wrote and how much each platform weighs.
 // `make image` runs it:
 //
 //	go run ./hack/image --version v0.2.0 --revision <commit> --ldflags "$(GO_LDFLAGS)" \

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/quotagate/quotagate/internal/ociimage"
+	"github.com/quotagate/quotagate/tools/ociimage"
 )
 
 func main() {

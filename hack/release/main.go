@@ -1,5 +1,5 @@
 // Command release writes quotagate's release artifacts for one version into a
-// directory (see internal/release); `make release VERSION=vX.Y.Z` runs it.
+// directory (see tools/release); `make release VERSION=vX.Y.Z` runs it.
 //
 //	go run ./hack/release -version v1.2.3 -revision "$(git rev-parse HEAD)" -out _output/release
 package main
@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/quotagate/quotagate/internal/release"
+	"github.com/quotagate/quotagate/tools/release"
 )
 
 func main() {

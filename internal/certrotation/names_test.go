@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/quotagate/quotagate/internal/pki"
+	"github.com/quotagate/quotagate/test/pki"
 )
 
 func servingCert(t *testing.T, names ...string) []byte {

@@ -3,11 +3,17 @@ package testbed
 import (
 	"context"
 	"errors"
-	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
 )
+
+// pollT is the part of testing.TB that Poll uses: an interface, so that this non-test
+// file does not import testing (`make verify` checks it).
+type pollT interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
 
 // PollInterval is how often Poll asks its condition.
 const PollInterval = 100 * time.Millisecond
@@ -16,13 +22,13 @@ const PollInterval = 100 * time.Millisecond
 // fails the test naming what when timeout passes first or when cond returns an error
 // that NotYet did not make. A NotYet error is cond's reason for not being done; Poll
 // keeps polling and names the last such reason when it times out.
-func Poll(t testing.TB, timeout time.Duration, what string, cond func(ctx context.Context) (bool, error)) {
+func Poll(t pollT, timeout time.Duration, what string, cond func(ctx context.Context) (bool, error)) {
 	t.Helper()
 	PollEvery(t, PollInterval, timeout, what, cond)
 }
 
 // PollEvery is Poll asking every interval, for moments that pass quickly.
-func PollEvery(t testing.TB, interval, timeout time.Duration, what string, cond func(ctx context.Context) (bool, error)) {
+func PollEvery(t pollT, interval, timeout time.Duration, what string, cond func(ctx context.Context) (bool, error)) {
 	t.Helper()
 	var last error
 	// Not t.Context(): Poll also runs in t.Cleanup, after t.Context() is done.

@@ -1,6 +1,6 @@
 package admission_test
 
-// Tests against a real kube-apiserver (internal/localcluster), once for each
+// Tests against a real kube-apiserver (test/localcluster), once for each
 // admission mode, with the same cases: in mode webhook the webhook binary's
 // server runs in this process on 127.0.0.1, registered with the shipped
 // webhook configuration (config/webhook); in mode policy the API server adds
@@ -32,11 +32,11 @@ import (
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
 	"github.com/quotagate/quotagate/cmd/webhook/app"
-	"github.com/quotagate/quotagate/internal/localcluster"
 	"github.com/quotagate/quotagate/internal/testbed"
 	"github.com/quotagate/quotagate/internal/testbed/podtest"
 	"github.com/quotagate/quotagate/pkg/admission"
 	"github.com/quotagate/quotagate/pkg/gates"
+	"github.com/quotagate/quotagate/test/localcluster"
 )
 
 // exemptDaemonSet is the DaemonSet of the opted-in namespace that the tests'

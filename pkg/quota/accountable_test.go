@@ -11,7 +11,7 @@ import (
 )
 
 // TestAccountableNames checks quotaName and usageKey against the one list of names
-// quotagate accounts (api/v1alpha1/accountable.go; internal/crdvalidation checks the
+// quotagate accounts (api/v1alpha1/accountable.go; test/crdvalidation checks the
 // CRD's rule and NormalizeHard against it with more names of the patterns' forms):
 // quotaName accepts every listed name and near misses of none; and for every name a
 // container asks for, pods that differ only in its quantity differ in usageKey, and

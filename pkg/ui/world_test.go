@@ -26,10 +26,10 @@ import (
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
 	visv1 "github.com/quotagate/quotagate/api/visibility/v1alpha1"
-	"github.com/quotagate/quotagate/internal/localcluster"
-	"github.com/quotagate/quotagate/internal/localinstall"
 	"github.com/quotagate/quotagate/internal/testbed/podtest"
 	"github.com/quotagate/quotagate/pkg/gates"
+	"github.com/quotagate/quotagate/test/localcluster"
+	"github.com/quotagate/quotagate/test/localinstall"
 )
 
 type world struct {

@@ -26,9 +26,9 @@ import (
 	"k8s.io/client-go/rest"
 
 	visv1 "github.com/quotagate/quotagate/api/visibility/v1alpha1"
-	"github.com/quotagate/quotagate/internal/localcluster"
-	"github.com/quotagate/quotagate/internal/pki"
 	"github.com/quotagate/quotagate/pkg/quota"
+	"github.com/quotagate/quotagate/test/localcluster"
+	"github.com/quotagate/quotagate/test/pki"
 )
 
 const serviceName, serviceNamespace = "quotagate-visibility", "quotagate-system"

@@ -18,9 +18,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
-	"github.com/quotagate/quotagate/internal/localcluster"
 	"github.com/quotagate/quotagate/internal/testbed"
 	"github.com/quotagate/quotagate/pkg/quota"
+	"github.com/quotagate/quotagate/test/localcluster"
 )
 
 // TestTenantSeesNoOtherNamespacesPods: a real admission core behind a real

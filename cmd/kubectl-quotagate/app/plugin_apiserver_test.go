@@ -20,8 +20,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
-	"github.com/quotagate/quotagate/internal/localcluster"
 	"github.com/quotagate/quotagate/internal/testbed"
+	"github.com/quotagate/quotagate/test/localcluster"
 )
 
 // TestCommandsOnRealAPIServer runs the plugin's completion, -l, -w, --dry-run, usage and

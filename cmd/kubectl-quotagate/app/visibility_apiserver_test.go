@@ -22,10 +22,10 @@ import (
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
 	visv1 "github.com/quotagate/quotagate/api/visibility/v1alpha1"
-	"github.com/quotagate/quotagate/internal/localcluster"
-	"github.com/quotagate/quotagate/internal/pki"
 	"github.com/quotagate/quotagate/internal/testbed"
 	"github.com/quotagate/quotagate/pkg/visibility"
+	"github.com/quotagate/quotagate/test/localcluster"
+	"github.com/quotagate/quotagate/test/pki"
 )
 
 // visibilityService is the Service the test's APIService names.

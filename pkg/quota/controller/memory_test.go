@@ -22,7 +22,7 @@ import (
 const memoryPods = 20000
 
 // apiPodJSON returns pod i as the API server sends it to the manager's informer: the
-// bench's gated pod (bench/env.go) with the defaults the API server adds.
+// bench's gated pod (bench/figures/env.go) with the defaults the API server adds.
 func apiPodJSON(i int) []byte {
 	pod := &corev1.Pod{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},

@@ -1,0 +1,20 @@
+// Package figures is `go run ./bench` (make bench): it measures quotagate on a real
+// local control plane (test/localcluster) and writes docs/benchmarks.md and
+// docs/benchmarks.json.
+//
+// Every figure is measured beside its baseline in the same run: the rate at which the
+// manager releases gated pods against a bare client that removes the same gates with the
+// same JSON patch; the reaction to freed capacity against the same bare client reacting
+// to the same watch event; pod create latency with the webhook against without it; the
+// manager's heap with 0 and N gated pods; the admission core's own benchmarks; and pods
+// Running on kwok nodes through kube-scheduler with either releaser.
+//
+// The manager and the webhook run in this process, with the manager's ServiceAccount
+// and generated ClusterRole and the shipped webhook configuration, so profiles of this
+// process are profiles of quotagate.
+//
+// Env, the world the figures are measured in (the control plane, the identities, the
+// manager in this process, pod watches, the bare client, CPU and memory meters), and the
+// release, reaction and create-to-ungate measurements are exported: bench/peers and
+// bench/scale measure with them.
+package figures

@@ -1,0 +1,121 @@
+package figures
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/quotagate/quotagate/cmd/manager/app"
+	"github.com/quotagate/quotagate/pkg/quota/controller"
+)
+
+// runningManager is the quotagate manager running in this process.
+type runningManager struct {
+	ctrl   *controller.Controller
+	cancel context.CancelFunc
+	done   chan error
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// ManagerSettings are the flags the benchmark runs the manager with: cmd/manager's
+// defaults, so the figures are what an installation gets out of the box.
+type ManagerSettings struct {
+	QPS     float64 `json:"kubeAPIQPS"`
+	Burst   int     `json:"kubeAPIBurst"`
+	Workers int     `json:"workers"`
+}
+
+func DefaultManagerSettings() ManagerSettings {
+	o := app.DefaultOptions()
+	return ManagerSettings{QPS: o.QPS, Burst: o.Burst, Workers: o.Controller.Workers}
+}
+
+// startManager runs a manager as the quotagate-manager ServiceAccount, with the
+// settings of cmd/manager's defaults, and returns once its informers have synced.
+// With discardEvents the controller's event recorder drops every event: a diagnostic
+// that measures what the manager's events cost the API server.
+func (e *Env) startManager(ctx context.Context, s ManagerSettings, discardEvents bool) (*runningManager, error) {
+	opts := app.DefaultOptions().Controller
+	opts.Workers = s.Workers
+	// As cmd/manager does: the figures read the manager's metrics from this registry.
+	opts.Registerer = crmetrics.Registry
+	if discardEvents {
+		opts.Recorder = &events.FakeRecorder{}
+	}
+	cfg := rest.CopyConfig(e.ManagerSA)
+	cfg.QPS, cfg.Burst = float32(s.QPS), s.Burst
+	q, mgr, err := controller.NewManager(cfg, opts, ctrl.Options{
+		Metrics:                 metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress:  "0",
+		GracefulShutdownTimeout: ptr.To(5 * time.Second),
+	})
+	if err != nil {
+		return nil, err
+	}
+	mctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	m := &runningManager{ctrl: q, cancel: cancel, done: make(chan error, 1)}
+	go func() { m.done <- mgr.Start(mctx) }()
+	err = Poll(ctx, func(context.Context) (bool, error) {
+		select {
+		case err := <-m.done:
+			m.done <- err // for stop
+			return false, fmt.Errorf("manager stopped: %w", err)
+		default:
+		}
+		return q.ReadyCheck(nil) == nil, nil
+	})
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("waiting for the manager to sync: %w", err), m.Stop())
+	}
+	return m, nil
+}
+
+// stop stops the manager and waits for it to return. It is idempotent.
+func (m *runningManager) Stop() error {
+	m.stopOnce.Do(func() {
+		m.cancel()
+		select {
+		case m.stopErr = <-m.done:
+		case <-time.After(time.Minute):
+			m.stopErr = errors.New("the manager did not stop within a minute")
+		}
+	})
+	return m.stopErr
+}
+
+// UseManager stops the manager the env runs, if any, and starts one with s (and
+// discardEvents); stopManager stops it.
+func (e *Env) UseManager(ctx context.Context, s ManagerSettings, discardEvents bool) error {
+	if err := e.StopManager(); err != nil {
+		return err
+	}
+	m, err := e.startManager(ctx, s, discardEvents)
+	if err != nil {
+		return err
+	}
+	e.manager = m
+	return nil
+}
+
+func (e *Env) StopManager() error {
+	if e.manager == nil {
+		return nil
+	}
+	err := e.manager.Stop()
+	e.manager = nil
+	if err != nil {
+		return fmt.Errorf("stopping the manager: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,192 @@
+package figures
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/bench/report"
+)
+
+// reactionResult is the reaction figure: latency samples in milliseconds.
+type reactionResult struct {
+	Quotagate []float64 `json:"quotagateMillis"`
+	Baseline  []float64 `json:"baselineMillis"`
+}
+
+// succeed marks a pod Succeeded through the status subresource, as a kubelet would.
+func (e *Env) succeed(ctx context.Context, ns, name string) error {
+	_, err := e.Client.CoreV1().Pods(ns).Patch(ctx, name, types.MergePatchType,
+		[]byte(`{"status":{"phase":"Succeeded"}}`), metav1.PatchOptions{}, "status")
+	if err != nil {
+		return fmt.Errorf("marking %s/%s Succeeded: %w", ns, name, err)
+	}
+	return nil
+}
+
+// ChainLatencies runs reps rounds on a namespace where one pod at a time is admitted:
+// each round marks the admitted pod Succeeded and measures, from the watch, the time
+// from that status event to the next pod's ungate event.
+func (e *Env) ChainLatencies(ctx context.Context, ns string, pw *PodWatch, reps int) ([]time.Duration, error) {
+	var out []time.Duration
+	for i := range reps {
+		pw.Mu.Lock()
+		cur := pw.Order[i]
+		pw.Mu.Unlock()
+		if err := e.succeed(ctx, ns, cur); err != nil {
+			return nil, err
+		}
+		err := pw.WaitFor(ctx, "the next pod to be released", func(pw *PodWatch) bool {
+			_, done := pw.terminal[cur]
+			return done && len(pw.Order) >= i+2
+		})
+		if err != nil {
+			return nil, err
+		}
+		pw.Mu.Lock()
+		if n := len(pw.Order); n > i+2 {
+			pw.Mu.Unlock()
+			return nil, fmt.Errorf("%d pods released after %d ended: the budget admits one at a time", n, i+1)
+		}
+		out = append(out, pw.Ungated[pw.Order[i+1]].Sub(pw.terminal[cur]))
+		pw.Mu.Unlock()
+	}
+	return out, nil
+}
+
+// ReactionByQuotagate: a Budget of one CPU, pods of one CPU each, reps+1 of them.
+func (e *Env) ReactionByQuotagate(ctx context.Context, reps int) ([]time.Duration, error) {
+	ns, err := e.NewNamespace(ctx, "reaction-qg", true)
+	if err != nil {
+		return nil, err
+	}
+	return e.ReactionInNamespace(ctx, ns, reps)
+}
+
+// ReactionInNamespace runs the quotagate chain in ns, an opted-in namespace with a
+// ServiceAccount and nothing else yet.
+func (e *Env) ReactionInNamespace(ctx context.Context, ns string, reps int) ([]time.Duration, error) {
+	if err := e.CreateBudget(ctx, ns, "1"); err != nil {
+		return nil, err
+	}
+	pw, err := WatchPods(ctx, e.Client, ns, v1alpha1.SchedulingGate)
+	if err != nil {
+		return nil, err
+	}
+	defer pw.Stop()
+	spec := PodSpec{Prefix: "p", CPU: "1", Gates: []string{v1alpha1.SchedulingGate, HoldGate}}
+	if err := e.CreatePods(ctx, ns, spec, 0, reps+1); err != nil {
+		return nil, err
+	}
+	if err := e.WaitGated(ctx, ns, reps); err != nil {
+		return nil, err
+	}
+	out, err := e.ChainLatencies(ctx, ns, pw, reps)
+	if err != nil {
+		return nil, err
+	}
+	return out, e.DeletePods(ctx, ns)
+}
+
+// ReactionByBareClient: the same chain, where the reacting controller is a bare watch
+// that ungates the next pod as soon as it reads a pod's terminal status.
+func (e *Env) ReactionByBareClient(ctx context.Context, reps int) ([]time.Duration, error) {
+	ns, err := e.NewNamespace(ctx, "reaction-bare", false)
+	if err != nil {
+		return nil, err
+	}
+	pw, err := WatchPods(ctx, e.Client, ns, BaselineGate)
+	if err != nil {
+		return nil, err
+	}
+	defer pw.Stop()
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	reactor, err := e.startReactor(rctx, ns, reps+1)
+	if err != nil {
+		return nil, err
+	}
+	spec := PodSpec{Prefix: "p", CPU: "1", Gates: []string{BaselineGate, HoldGate}}
+	if err := e.CreatePods(ctx, ns, spec, 0, reps+1); err != nil {
+		return nil, err
+	}
+	if err := pw.WaitFor(ctx, "the first pod to be released", func(pw *PodWatch) bool { return len(pw.Order) == 1 }); err != nil {
+		return nil, err
+	}
+	out, err := e.ChainLatencies(ctx, ns, pw, reps)
+	if err != nil {
+		return nil, err
+	}
+	cancel()
+	if err := <-reactor; err != nil {
+		return nil, err
+	}
+	return out, e.DeletePods(ctx, ns)
+}
+
+// startReactor watches ns; once it has seen all n pods it ungates the first, and after
+// that the next one each time a pod turns terminal. It reports its error, or nil when
+// ctx ends, on the returned channel.
+func (e *Env) startReactor(ctx context.Context, ns string, n int) (<-chan error, error) {
+	w, err := resumingWatch(ctx, e.Client, ns)
+	if err != nil {
+		return nil, err
+	}
+	done := make(chan error, 1)
+	go func() {
+		defer w.Stop()
+		var queue []*corev1.Pod
+		released := 0
+		ended := map[string]bool{}
+		release := func() error {
+			if released >= len(queue) {
+				return nil
+			}
+			released++
+			return bareUngateOne(ctx, e.bare, queue[released-1], BaselineGate)
+		}
+		for ev := range w.ResultChan() {
+			pod, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			var err error
+			switch {
+			case ev.Type == watch.Added:
+				queue = append(queue, pod)
+				if len(queue) == n {
+					err = release()
+				}
+			case ev.Type == watch.Modified && !ended[pod.Name] &&
+				(pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed):
+				ended[pod.Name] = true
+				err = release()
+			}
+			if err != nil && ctx.Err() == nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	return done, nil
+}
+
+// measureReaction runs the quotagate chain, then the bare client's.
+func (e *Env) measureReaction(ctx context.Context, reps int) (reactionResult, error) {
+	q, err := e.ReactionByQuotagate(ctx, reps)
+	if err != nil {
+		return reactionResult{}, fmt.Errorf("quotagate: %w", err)
+	}
+	b, err := e.ReactionByBareClient(ctx, reps)
+	if err != nil {
+		return reactionResult{}, fmt.Errorf("bare client: %w", err)
+	}
+	return reactionResult{Quotagate: report.Millis(q), Baseline: report.Millis(b)}, nil
+}

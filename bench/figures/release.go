@@ -1,0 +1,308 @@
+package figures
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime/pprof"
+	"sync"
+	"time"
+
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/quotagate/quotagate/api/v1alpha1"
+)
+
+// PodCPUMilli is what each pod of a release batch requests, so that n pods need
+// n*podCPUMilli millicores.
+const PodCPUMilli = 10
+
+// ReleaseOpts describe one release measurement.
+type ReleaseOpts struct {
+	N int
+	// ToRunning waits for every pod to be Running on a kwok node instead of for every
+	// gate to be gone; the pods then carry no hold gate, so kube-scheduler binds them.
+	ToRunning bool
+	// CPUProfile, when set, is where the CPU profile of this process (the manager) is
+	// written while quotagate releases.
+	CPUProfile string
+}
+
+func (o ReleaseOpts) spec(prefix, gate string) PodSpec {
+	s := PodSpec{Prefix: prefix, CPU: fmt.Sprintf("%dm", PodCPUMilli), Gates: []string{gate}}
+	if !o.ToRunning {
+		s.Gates = append(s.Gates, HoldGate)
+	}
+	return s
+}
+
+func (o ReleaseOpts) Done(pw *PodWatch) bool {
+	if o.ToRunning {
+		return len(pw.Running) == o.N
+	}
+	return len(pw.Ungated) == o.N
+}
+
+func (o ReleaseOpts) First(pw *PodWatch) time.Time {
+	if o.ToRunning {
+		return FirstOf(pw.Running)
+	}
+	return FirstOf(pw.Ungated)
+}
+
+func (o ReleaseOpts) Last(pw *PodWatch) time.Time {
+	if o.ToRunning {
+		return LastOf(pw.Running)
+	}
+	return LastOf(pw.Ungated)
+}
+
+// ReleaseByQuotagate parks n pods behind a Budget whose requests.cpu is 0 (each pod
+// requests more than that, so the core sees them as never fitting), raises the budget
+// to fit them all, and returns the time from that write to the last pod's watch event.
+func (e *Env) ReleaseByQuotagate(ctx context.Context, o ReleaseOpts) (ReleaseRun, error) {
+	var run ReleaseRun
+	ns, err := e.NewNamespace(ctx, "release-qg", true)
+	if err != nil {
+		return run, err
+	}
+	if err := e.CreateBudget(ctx, ns, "0"); err != nil {
+		return run, err
+	}
+	pw, err := WatchPods(ctx, e.Client, ns, v1alpha1.SchedulingGate)
+	if err != nil {
+		return run, err
+	}
+	defer pw.Stop()
+	if err := e.CreatePods(ctx, ns, o.spec("p", v1alpha1.SchedulingGate), 0, o.N); err != nil {
+		return run, err
+	}
+	if err := e.WaitGated(ctx, ns, o.N); err != nil {
+		return run, err
+	}
+	eventsBefore, err := e.WaitEventsSettled(ctx, ns)
+	if err != nil {
+		return run, err
+	}
+	stopProfile := func() {}
+	if o.CPUProfile != "" {
+		if stopProfile, err = startCPUProfile(o.CPUProfile); err != nil {
+			return run, err
+		}
+		defer stopProfile()
+	}
+	errsBefore, err := ungateErrors()
+	if err != nil {
+		return run, err
+	}
+	before := e.Meter.Sample()
+	start := time.Now()
+	if err := e.setBudgetCPU(ctx, ns, fmt.Sprintf("%dm", o.N*PodCPUMilli)); err != nil {
+		return run, err
+	}
+	if err := pw.WaitFor(ctx, "quotagate to release every pod", o.Done); err != nil {
+		return run, err
+	}
+	stopProfile()
+	run.CPU = e.Meter.Since(before)
+	eventsAfter, err := e.countEvents(ctx, ns)
+	if err != nil {
+		return run, err
+	}
+	run.events = eventsAfter - eventsBefore
+	errsAfter, err := ungateErrors()
+	if err != nil {
+		return run, err
+	}
+	run.ungateErrors = map[string]float64{}
+	for reason, n := range errsAfter {
+		if d := n - errsBefore[reason]; d > 0 {
+			run.ungateErrors[reason] = d
+		}
+	}
+	pw.Mu.Lock()
+	run.Took = o.Last(pw).Sub(start)
+	run.First = o.First(pw).Sub(start)
+	pw.Mu.Unlock()
+	return run, e.DeletePods(ctx, ns)
+}
+
+// ReleaseByBareClient creates the same batch with the baseline gate in a namespace
+// that is not opted in, lists it, and times bareUngate from its first patch to the
+// last pod's watch event.
+func (e *Env) ReleaseByBareClient(ctx context.Context, o ReleaseOpts, workers int) (ReleaseRun, error) {
+	var run ReleaseRun
+	ns, err := e.NewNamespace(ctx, "release-bare", false)
+	if err != nil {
+		return run, err
+	}
+	pw, err := WatchPods(ctx, e.Client, ns, BaselineGate)
+	if err != nil {
+		return run, err
+	}
+	defer pw.Stop()
+	if err := e.CreatePods(ctx, ns, o.spec("p", BaselineGate), 0, o.N); err != nil {
+		return run, err
+	}
+	pods, err := listGated(ctx, e.Client, ns, o.N)
+	if err != nil {
+		return run, err
+	}
+	before := e.Meter.Sample()
+	start := time.Now()
+	if err := bareUngate(ctx, e.bare, pods, BaselineGate, workers); err != nil {
+		return run, err
+	}
+	if err := pw.WaitFor(ctx, "the bare client's releases to be seen", o.Done); err != nil {
+		return run, err
+	}
+	run.CPU = e.Meter.Since(before)
+	pw.Mu.Lock()
+	run.Took = o.Last(pw).Sub(start)
+	run.First = o.First(pw).Sub(start)
+	pw.Mu.Unlock()
+	return run, e.DeletePods(ctx, ns)
+}
+
+// ReleaseRun is one release: how long it took, and the CPU seconds each process of the
+// cluster and this process used meanwhile.
+type ReleaseRun struct {
+	Took time.Duration
+	CPU  map[string]float64
+	// events is how many events were written in the namespace meanwhile.
+	events int
+	// First is the time to the first pod's event.
+	First time.Duration
+	// ungateErrors is the growth of quotagate_ungate_errors_total, by reason.
+	ungateErrors map[string]float64
+}
+
+// releaseResult is a release figure: how long each repetition took, per releaser, and
+// the CPU seconds each process used, summed over the repetitions.
+type releaseResult struct {
+	N            int                `json:"n"`
+	Quotagate    []float64          `json:"quotagateSeconds"`
+	Baseline     []float64          `json:"baselineSeconds"`
+	QuotagateCPU map[string]float64 `json:"quotagateCPUSeconds"`
+	BaselineCPU  map[string]float64 `json:"baselineCPUSeconds"`
+	// QuotagateEvents counts the events written while quotagate released, summed over
+	// the repetitions (the bare client writes none).
+	QuotagateEvents int `json:"quotagateEvents"`
+	// FirstQuotagate and FirstBaseline are the seconds to the first pod's event.
+	FirstQuotagate []float64 `json:"quotagateFirstSeconds"`
+	FirstBaseline  []float64 `json:"baselineFirstSeconds"`
+	// UngateErrors sums quotagate_ungate_errors_total's growth, by reason.
+	UngateErrors map[string]float64 `json:"ungateErrors,omitempty"`
+	// EventlessQuotagate, a diagnostic, is quotagate with its event recorder dropping
+	// every event, measured after the other repetitions.
+	EventlessQuotagate    []float64          `json:"eventlessQuotagateSeconds,omitempty"`
+	EventlessQuotagateCPU map[string]float64 `json:"eventlessQuotagateCPUSeconds,omitempty"`
+}
+
+// measureRelease alternates quotagate and the bare client for reps repetitions, so a
+// change in the machine's load touches both alike. Then it swaps in a manager whose
+// events are dropped for eventlessReps more repetitions, if any, and swaps back.
+func (e *Env) measureRelease(ctx context.Context, o ReleaseOpts, reps, workers, eventlessReps int, logf func(string, ...any)) (releaseResult, error) {
+	r := releaseResult{N: o.N, QuotagateCPU: map[string]float64{}, BaselineCPU: map[string]float64{}}
+	profile := o.CPUProfile
+	for i := range reps {
+		qo := o
+		qo.CPUProfile = ""
+		if i == 0 {
+			qo.CPUProfile = profile
+		}
+		q, err := e.ReleaseByQuotagate(ctx, qo)
+		if err != nil {
+			return r, fmt.Errorf("quotagate, repetition %d: %w", i+1, err)
+		}
+		b, err := e.ReleaseByBareClient(ctx, o, workers)
+		if err != nil {
+			return r, fmt.Errorf("bare client, repetition %d: %w", i+1, err)
+		}
+		r.Quotagate = append(r.Quotagate, q.Took.Seconds())
+		r.Baseline = append(r.Baseline, b.Took.Seconds())
+		for name, s := range q.CPU {
+			r.QuotagateCPU[name] += s
+		}
+		r.QuotagateEvents += q.events
+		r.FirstQuotagate = append(r.FirstQuotagate, q.First.Seconds())
+		r.FirstBaseline = append(r.FirstBaseline, b.First.Seconds())
+		for reason, n := range q.ungateErrors {
+			if r.UngateErrors == nil {
+				r.UngateErrors = map[string]float64{}
+			}
+			r.UngateErrors[reason] += n
+		}
+		for name, s := range b.CPU {
+			r.BaselineCPU[name] += s
+		}
+		logf("  repetition %d: quotagate %.0f pods/s (first after %v, %d events, ungate errors %v), bare client %.0f pods/s (first after %v)", i+1,
+			float64(o.N)/q.Took.Seconds(), q.First.Round(time.Millisecond), q.events, q.ungateErrors,
+			float64(o.N)/b.Took.Seconds(), b.First.Round(time.Millisecond))
+	}
+	if eventlessReps == 0 {
+		return r, nil
+	}
+	settings := DefaultManagerSettings()
+	if err := e.UseManager(ctx, settings, true); err != nil {
+		return r, err
+	}
+	r.EventlessQuotagateCPU = map[string]float64{}
+	for i := range eventlessReps {
+		q, err := e.ReleaseByQuotagate(ctx, o)
+		if err != nil {
+			return r, fmt.Errorf("quotagate without events, repetition %d: %w", i+1, err)
+		}
+		r.EventlessQuotagate = append(r.EventlessQuotagate, q.Took.Seconds())
+		for name, s := range q.CPU {
+			r.EventlessQuotagateCPU[name] += s
+		}
+		logf("  repetition %d: quotagate with events dropped %.0f pods/s", i+1, float64(o.N)/q.Took.Seconds())
+	}
+	return r, e.UseManager(ctx, settings, false)
+}
+
+// startCPUProfile profiles this process into path until the returned func is first
+// called.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("creating CPU profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("starting CPU profile: %w", err)
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			pprof.StopCPUProfile()
+			_ = f.Close()
+		})
+	}, nil
+}
+
+// ungateErrors reads quotagate_ungate_errors_total, by reason, from the registry the
+// in-process manager's metrics are in.
+func ungateErrors() (map[string]float64, error) {
+	families, err := crmetrics.Registry.Gather()
+	if err != nil {
+		return nil, fmt.Errorf("reading the manager's metrics: %w", err)
+	}
+	out := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != "quotagate_ungate_errors_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			reason := ""
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "reason" {
+					reason = l.GetValue()
+				}
+			}
+			out[reason] += m.GetCounter().GetValue()
+		}
+	}
+	return out, nil
+}
