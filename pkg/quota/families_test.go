@@ -54,6 +54,15 @@ func chargeCPU(b *budget, name, cpu string) *podState {
 	return p
 }
 
+// endCharged ends p, a pod chargeCPU charged to b: its charges are released and the
+// family part is told what b freed (which b then holds for its own pods for a while).
+func endCharged(fs *families, b *budget, p *podState) {
+	for _, c := range p.chargedTo {
+		c.ledger.release(p, p.chargedUsage, nil)
+	}
+	fs.freed(b, p.chargedUsage)
+}
+
 // lendWaiter is a pod of b asking cpu that waits on its family for lendable quota.
 func lendWaiter(c *fakeFamilyCore, b *budget, name, cpu string) *podState {
 	p := &podState{pod: makePod(name).Req("cpu=" + cpu).Pod(), phase: phaseWaiting, cover: []*budget{b, b.parent}}
@@ -107,11 +116,7 @@ func TestFamilyCapacityWait(t *testing.T) {
 		"what b holds is b's until the hold ends": {
 			setup: func(_ *fakeFamilyCore, fs *families, clk *clocktesting.FakePassiveClock, _, a, b *budget) (*budget, string) {
 				chargeCPU(a, "a1", "2")
-				p := chargeCPU(b, "b1", "3")
-				for _, c := range p.chargedTo {
-					c.ledger.release(p, p.chargedUsage, nil)
-				}
-				fs.freed(b, p.chargedUsage)
+				endCharged(fs, b, chargeCPU(b, "b1", "3"))
 				chargeCPU(b, "b2", "1")
 				return a, "2"
 			},
@@ -120,11 +125,7 @@ func TestFamilyCapacityWait(t *testing.T) {
 		"a hold that ended is lent again": {
 			setup: func(_ *fakeFamilyCore, fs *families, clk *clocktesting.FakePassiveClock, _, a, b *budget) (*budget, string) {
 				chargeCPU(a, "a1", "2")
-				p := chargeCPU(b, "b1", "3")
-				for _, c := range p.chargedTo {
-					c.ledger.release(p, p.chargedUsage, nil)
-				}
-				fs.freed(b, p.chargedUsage)
+				endCharged(fs, b, chargeCPU(b, "b1", "3"))
 				chargeCPU(b, "b2", "1")
 				clk.SetTime(t0.Add(5 * time.Second))
 				return a, "2"
