@@ -57,6 +57,15 @@ func (o ReleaseOpts) Last(pw *PodWatch) time.Time {
 	return LastOf(pw.Ungated)
 }
 
+// Times is how long after start the watch saw the first and the last pod released
+// (or running, with ToRunning), read under the watch's lock: every arm of the release
+// figures ends with it.
+func (o ReleaseOpts) Times(pw *PodWatch, start time.Time) (took, first time.Duration) {
+	pw.Mu.Lock()
+	defer pw.Mu.Unlock()
+	return o.Last(pw).Sub(start), o.First(pw).Sub(start)
+}
+
 // ReleaseByQuotagate parks n pods behind a Budget whose requests.cpu is 0 (each pod
 // requests more than that, so the core sees them as never fitting), raises the budget
 // to fit them all, and returns the time from that write to the last pod's watch event.
@@ -120,10 +129,7 @@ func (e *Env) ReleaseByQuotagate(ctx context.Context, o ReleaseOpts) (ReleaseRun
 			run.ungateErrors[reason] = d
 		}
 	}
-	pw.Mu.Lock()
-	run.Took = o.Last(pw).Sub(start)
-	run.First = o.First(pw).Sub(start)
-	pw.Mu.Unlock()
+	run.Took, run.First = o.Times(pw, start)
 	return run, e.DeletePods(ctx, ns)
 }
 
@@ -157,10 +163,7 @@ func (e *Env) ReleaseByBareClient(ctx context.Context, o ReleaseOpts, workers in
 		return run, err
 	}
 	run.CPU = e.Meter.Since(before)
-	pw.Mu.Lock()
-	run.Took = o.Last(pw).Sub(start)
-	run.First = o.First(pw).Sub(start)
-	pw.Mu.Unlock()
+	run.Took, run.First = o.Times(pw, start)
 	return run, e.DeletePods(ctx, ns)
 }
 

@@ -75,10 +75,7 @@ func (e *env) releaseByKueue(ctx context.Context, o figures.ReleaseOpts, rss fun
 		return run, err
 	}
 	run.CPU = e.Meter.Since(before)
-	pw.Mu.Lock()
-	run.Took = o.Last(pw).Sub(start)
-	run.First = o.First(pw).Sub(start)
-	pw.Mu.Unlock()
+	run.Took, run.First = o.Times(pw, start)
 	return run, e.DeletePods(ctx, ns)
 }
 
