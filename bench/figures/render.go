@@ -69,7 +69,7 @@ func (r Report) Markdown() string {
 		}
 		p("\nMeasured one namespace at a time after the paired latency series, the baseline before and after\n")
 		p("(pooled). Creates include the deletes of each block's pods, the same in every column. TCP sockets on\n")
-		p("the webhook's port right after the paired series: %s.\n\n", errorsTextInt(r.Webhook.Connections))
+		p("the webhook's port right after the paired series: %s.\n\n", countsText(r.Webhook.Connections))
 	}
 	if r.Core != nil {
 		p("### Admission core benchmarks (figure 5)\n\n`%s`\n\n%s\n", r.Core.Command, coreTable(*r.Core))

@@ -302,7 +302,7 @@ func firstLine(x releaseResult) string {
 	}
 	q, b := report.Summarize(millis1k(x.FirstQuotagate)), report.Summarize(millis1k(x.FirstBaseline))
 	return fmt.Sprintf("First pod seen released after (median of %d): %.0f ms from the Budget raise with quotagate, "+
-		"%.0f ms from the first patch with the bare client. Ungate errors: %s.\n", q.N, q.P50, b.P50, errorsText(x.UngateErrors))
+		"%.0f ms from the first patch with the bare client. Ungate errors: %s.\n", q.N, q.P50, b.P50, countsText(x.UngateErrors))
 }
 
 func millis1k(seconds []float64) []float64 {
@@ -313,24 +313,15 @@ func millis1k(seconds []float64) []float64 {
 	return out
 }
 
-func errorsText(errs map[string]float64) string {
-	if len(errs) == 0 {
-		return "none"
-	}
-	var parts []string
-	for _, reason := range slices.Sorted(maps.Keys(errs)) {
-		parts = append(parts, fmt.Sprintf("%s %.0f", reason, errs[reason]))
-	}
-	return strings.Join(parts, ", ")
-}
-
-func errorsTextInt(m map[string]int) string {
+// countsText is a count per reason, "none" when there is none: "reason n, ..." in
+// reason order (counts print as whole numbers, whether kept as int or float64).
+func countsText[V int | float64](m map[string]V) string {
 	if len(m) == 0 {
 		return "none"
 	}
 	var parts []string
 	for _, k := range slices.Sorted(maps.Keys(m)) {
-		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+		parts = append(parts, fmt.Sprintf("%s %.0f", k, float64(m[k])))
 	}
 	return strings.Join(parts, ", ")
 }
