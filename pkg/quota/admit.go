@@ -1,7 +1,6 @@
 package quota
 
 import (
-	"container/heap"
 	"maps"
 	"slices"
 	"time"
@@ -46,16 +45,15 @@ func (q *AdmissionQueue) Admit() []Admission {
 		}
 	}
 	for {
-		for len(q.dirty) > 0 {
-			b := q.dirty[0]
+		for b := q.agenda.next(); b != nil; b = q.agenda.next() {
 			e := b.queues.activeHead()
 			if e == nil || !b.admitting || (b.strict() && !sameUnit(b.queues.strictHead(), e)) {
-				heap.Pop(&q.dirty)
+				q.agenda.pop()
 				continue
 			}
 			q.evaluate(e.pod)
 		}
-		if !q.recheckWakes() {
+		if !q.agenda.recheckWakes() {
 			break
 		}
 	}
@@ -171,12 +169,12 @@ func (q *AdmissionQueue) fail(unit []*podState, w waitInfo) {
 	for _, p := range unit {
 		old := p.wait
 		p.wait = w
-		q.moveAll(p, queueActive, queueInadmissible)
+		q.agenda.moveAll(p, queueActive, queueInadmissible)
 		if inBorrowingFamily(p.cover) || familyWait(old) || familyWait(w) {
 			if f := q.families.failed(p, old, w); f != nil && q.topology.alive(f) {
 				// It no longer claims lendable quota in that family: borrowers it held
 				// back look again.
-				defer q.wake(f)
+				defer q.agenda.wake(f)
 			}
 		}
 	}
@@ -204,7 +202,7 @@ func (q *AdmissionQueue) admitNow(unit []*podState, reason Reason) bool {
 // (reserved before its patch is sent) and leaves every queue.
 func (q *AdmissionQueue) admitUnit(unit []*podState, reason Reason) {
 	for _, p := range unit {
-		q.detach(p)
+		q.agenda.detach(p)
 		q.backoff.remove(p)
 		p.inBackoff, p.parked, p.wait = false, false, waitInfo{}
 		p.phase = phaseAssumed
@@ -254,7 +252,7 @@ func (q *AdmissionQueue) runTimers(now time.Time) {
 			continue
 		}
 		if len(p.entries) > 0 && !p.parked {
-			q.moveAll(p, queueBackoff, queueActive)
+			q.agenda.moveAll(p, queueBackoff, queueActive)
 		} else {
 			q.settleWaiting(p)
 		}
@@ -263,11 +261,7 @@ func (q *AdmissionQueue) runTimers(now time.Time) {
 		q.forget(p)
 	}
 	if now.Sub(q.lastFlush) >= q.opts.flushInterval {
-		if q.nInadm > 0 {
-			for _, b := range q.topology.sorted() {
-				q.wakeAll(b)
-			}
-		}
+		q.agenda.flush()
 		q.lastFlush = now
 	}
 }
@@ -289,7 +283,7 @@ func (q *AdmissionQueue) NextWakeup() (time.Time, bool) {
 	if p := q.releases.min(); p != nil {
 		consider(p.pod.ReleaseAt)
 	}
-	if q.nInadm > 0 {
+	if q.agenda.nInadm > 0 {
 		consider(q.lastFlush.Add(q.opts.flushInterval))
 	}
 	if q.holds {

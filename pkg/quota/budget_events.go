@@ -1,7 +1,6 @@
 package quota
 
 import (
-	"container/heap"
 	"maps"
 	"slices"
 )
@@ -33,10 +32,10 @@ func (q *AdmissionQueue) UpsertBudget(spec Budget) {
 		oldStrict := b.strict()
 		topology, hardChanged, resolve = q.topology.setSpec(b, spec)
 		if oldStrict != b.strict() {
-			q.wakeAll(b)
+			q.agenda.wakeAll(b)
 		}
 	}
-	q.markStatus(b)
+	q.agenda.markStatus(b)
 	if resolve {
 		q.resolveTopology(b)
 	}
@@ -58,16 +57,13 @@ func (q *AdmissionQueue) DeleteBudget(key BudgetKey) {
 	if b == nil {
 		return
 	}
-	delete(q.statusDirty, key)
 	q.families.forgetBudget(b)
 	q.resolveTopology(b)
 	q.recover(key)
 	if p := b.parent; p != nil && q.topology.alive(p) {
 		q.familyChanged(p) // resolve does not see a member that is gone
 	}
-	if b.dirtyIndex >= 0 {
-		heap.Remove(&q.dirty, b.dirtyIndex)
-	}
+	q.agenda.forgetBudget(b)
 }
 
 // SetNamespace records a namespace's labels (for namespaceSelectors and the opt-in
@@ -91,7 +87,7 @@ func (q *AdmissionQueue) SetNamespace(name string, l map[string]string) {
 		case p.phase != phaseWaiting:
 			q.coverAdmitted(p, cover)
 		case !wasKnown || !sameBudgets(cover, p.cover) || q.released(name):
-			q.detach(p)
+			q.agenda.detach(p)
 			p.cover = cover
 			q.settleWaiting(p)
 		}
@@ -113,10 +109,10 @@ func sameBudgets(a, b []*budget) bool { return slices.Equal(a, b) }
 func (q *AdmissionQueue) resolveTopology(b *budget) {
 	changed, started, limits, families := q.topology.resolve(b)
 	for _, b := range changed {
-		q.markStatus(b)
+		q.agenda.markStatus(b)
 	}
 	for _, b := range started {
-		q.wake(b)
+		q.agenda.wake(b)
 	}
 	for _, b := range limits {
 		q.limitsChanged(b)
@@ -132,7 +128,7 @@ func (q *AdmissionQueue) resolveTopology(b *budget) {
 // limit changed: they may start or stop never fitting, and the rest get another look,
 // as do the pods that wait on its family.
 func (q *AdmissionQueue) limitsChanged(b *budget) {
-	q.markStatus(b)
+	q.agenda.markStatus(b)
 	q.resettle(b)
 	if p := b.parent; p != nil && q.topology.alive(p) {
 		q.familyChanged(p)
@@ -147,7 +143,7 @@ func (q *AdmissionQueue) resettle(b *budget) {
 			q.settleWaiting(p)
 		}
 	}
-	q.wake(b)
+	q.agenda.wake(b)
 }
 
 // familyChanged looks again at the pods waiting on p's family after a member came,
@@ -181,7 +177,7 @@ func (q *AdmissionQueue) recover(key BudgetKey) {
 		if sameBudgets(cover, p.cover) {
 			continue
 		}
-		q.detach(p)
+		q.agenda.detach(p)
 		p.cover = cover
 		q.settleWaiting(p)
 	}

@@ -20,7 +20,7 @@ func (q *AdmissionQueue) charge(p *podState) {
 		if b.family != nil {
 			q.families.useHolds(b, p.chargedUsage)
 		}
-		q.markStatus(b)
+		q.agenda.markStatus(b)
 	}
 	if !p.pod.ReleaseAt.IsZero() {
 		q.releases.set(p)
@@ -43,10 +43,10 @@ func (q *AdmissionQueue) wakeClaimSharers(b *budget, claims []ClaimCharge) {
 		}
 	}
 	for _, e := range sharers {
-		q.moveEntry(e, queueActive)
+		q.agenda.move(e, queueActive)
 	}
 	if len(sharers) > 0 {
-		q.markDirty(b)
+		q.agenda.markDirty(b)
 	}
 }
 
@@ -63,14 +63,14 @@ func (q *AdmissionQueue) release(p *podState) {
 		if f != nil {
 			q.holds = q.families.freed(b, p.chargedUsage)
 		}
-		q.markStatus(b)
+		q.agenda.markStatus(b)
 		if q.topology.lookup(b.key) != nil {
-			q.wake(b)
+			q.agenda.wake(b)
 		}
 		// A pod charged to a member of a borrowing family need not be charged to the
 		// family's parent (it may be pinned to a budget that changed parents since).
 		if f != nil && q.topology.alive(f) && !slices.Contains(p.chargedTo, f) {
-			q.wake(f)
+			q.agenda.wake(f)
 		}
 	}
 	p.chargedTo, p.chargedUsage, p.chargedClaims = nil, nil, nil

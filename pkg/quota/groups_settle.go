@@ -33,7 +33,7 @@ func (q *AdmissionQueue) settleChange(g *group, p *podState) {
 		return
 	}
 	if p.group == g && p.phase == phaseWaiting {
-		q.detach(p)
+		q.agenda.detach(p)
 		q.place(p, q.groupPark(g))
 	}
 	if g.placed == placedQueued {
@@ -74,7 +74,7 @@ func (q *AdmissionQueue) kick(g *group) {
 		if m.inBackoff || m.parked || len(m.entries) == 0 {
 			continue
 		}
-		q.moveAll(m, queueInadmissible, queueActive)
+		q.agenda.moveAll(m, queueInadmissible, queueActive)
 		return
 	}
 }
@@ -86,7 +86,7 @@ func (q *AdmissionQueue) settleGroup(g *group) {
 	g.placed = placedAnyhow
 	waiting := g.waitingByUID()
 	for _, m := range waiting {
-		q.detach(m)
+		q.agenda.detach(m)
 	}
 	if len(waiting) == 0 {
 		return

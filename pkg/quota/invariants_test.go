@@ -99,8 +99,8 @@ func (q *AdmissionQueue) checkInvariants() error {
 			return fmt.Errorf("pod %s not a member of its group", uid)
 		}
 	}
-	if inadm != q.nInadm {
-		return fmt.Errorf("%d inadmissible entries, counter says %d", inadm, q.nInadm)
+	if inadm != q.agenda.nInadm {
+		return fmt.Errorf("%d inadmissible entries, counter says %d", inadm, q.agenda.nInadm)
 	}
 	for key, b := range q.topology.budgets {
 		if b.key != key {
@@ -132,7 +132,7 @@ func (q *AdmissionQueue) checkInvariants() error {
 		if !sameAmounts(pending[b], b.ledger.pending) {
 			return fmt.Errorf("budget %v pending %v differs from its queues %v", key, b.ledger.pending, pending[b])
 		}
-		if b.dirtyIndex >= 0 && (b.dirtyIndex >= len(q.dirty) || q.dirty[b.dirtyIndex] != b) {
+		if b.dirtyIndex >= 0 && (b.dirtyIndex >= len(q.agenda.dirty) || q.agenda.dirty[b.dirtyIndex] != b) {
 			return fmt.Errorf("budget %v: bad dirty index", key)
 		}
 	}

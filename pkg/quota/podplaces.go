@@ -77,7 +77,7 @@ func (q *AdmissionQueue) PodWait(uid types.UID) (PodWait, bool) {
 // waitsSomewhere reports whether a gated pod is in a budget's queues or held, as a
 // snapshot would show it; a gated pod in neither is about to be let go without quota.
 func (q *AdmissionQueue) waitsSomewhere(p *podState) bool {
-	_, held := q.held[p.pod.UID]
+	_, held := q.agenda.held[p.pod.UID]
 	return held || len(p.entries) > 0
 }
 
@@ -94,7 +94,7 @@ func (q *AdmissionQueue) podWait(p *podState) PodWait {
 		t := p.retryAt
 		w.RetryAt = &t
 	}
-	if _, held := q.held[p.pod.UID]; held {
+	if _, held := q.agenda.held[p.pod.UID]; held {
 		w.Held = true
 	}
 	for i, e := range p.entries {

@@ -91,7 +91,7 @@ func (q *AdmissionQueue) updatePod(p *podState, pod Pod) {
 			p.pod = pod
 			return
 		}
-		q.detach(p) // before p.pod changes: pending is given back with the old usage
+		q.agenda.detach(p) // before p.pod changes: pending is given back with the old usage
 		p.pod = pod
 		p.cover = q.topology.coverage(&p.pod)
 		if !pod.Gated {
@@ -152,7 +152,7 @@ func firstSeenPins(p *podState) []BudgetKey {
 }
 
 // known reports whether p is the pod the core holds under its UID (preemptionCore).
-func (q *AdmissionQueue) known(p *podState) bool { return q.pods[p.pod.UID] == p }
+func (q *AdmissionQueue) known(p *podState) bool { return !p.forgotten }
 
 // terminating returns the charged pods within their grace period (preemptionCore).
 func (q *AdmissionQueue) terminating() []*podState { return q.releases.pods }
@@ -164,7 +164,7 @@ func (q *AdmissionQueue) lendWaiters(f *budget) []*podState { return q.families.
 // forget drops a pod that ended or was deleted.
 func (q *AdmissionQueue) forget(p *podState) {
 	if p.phase == phaseWaiting {
-		q.detach(p)
+		q.agenda.detach(p)
 	} else {
 		q.release(p)
 	}
@@ -178,6 +178,7 @@ func (q *AdmissionQueue) forget(p *podState) {
 		q.families.forgetPod(b, p) // the family's records of what it waited for
 	}
 	p.pinned = nil
+	p.forgotten = true
 	delete(q.pods, p.pod.UID)
 	if ns := q.podsNS[p.pod.Namespace]; ns != nil {
 		delete(ns, p.pod.UID)
@@ -194,7 +195,7 @@ func (q *AdmissionQueue) forget(p *podState) {
 // once when its namespace is not opted in (or, with WithHoldUncovered(false), no
 // budget covers it), else parked or queued in every budget that covers it, or held.
 func (q *AdmissionQueue) settleWaiting(p *podState) {
-	q.detach(p)
+	q.agenda.detach(p)
 	if p.group != nil {
 		q.settleMember(p)
 		return
@@ -232,17 +233,17 @@ func (q *AdmissionQueue) place(p *podState, park *waitInfo) {
 			p.wait = waitInfo{code: CodeUncovered}
 		}
 		if p.parked {
-			q.held[p.pod.UID] = p
+			q.agenda.hold(p)
 		}
 		return
 	}
 	switch {
 	case park != nil:
-		q.attach(p, queueParked)
+		q.agenda.attach(p, queueParked)
 	case p.inBackoff:
-		q.attach(p, queueBackoff)
+		q.agenda.attach(p, queueBackoff)
 	default:
-		q.attach(p, queueActive)
+		q.agenda.attach(p, queueActive)
 	}
 }
 

@@ -65,6 +65,9 @@ type podState struct {
 	// evicted, or refused by a PDB): only then does forget ask the part to drop it, so
 	// that a pod's end enters the part only when preemption touched the pod.
 	preemption bool
+	// forgotten is set when the core drops the record (forget): a later record of the
+	// same UID is another podState.
+	forgotten bool
 
 	backoffIndex int
 	releaseIndex int

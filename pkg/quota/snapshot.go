@@ -68,7 +68,7 @@ func (q *AdmissionQueue) Snapshot() Snapshot {
 		s.Budgets = append(s.Budgets, bq)
 	}
 	held := slices.Collect(func(yield func(*podState) bool) {
-		for _, p := range q.held {
+		for _, p := range q.agenda.held {
 			if !yield(p) {
 				return
 			}

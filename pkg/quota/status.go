@@ -139,13 +139,5 @@ func stateMessage(b *budget) string {
 func (q *AdmissionQueue) DirtyStatuses() []BudgetKey {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	out := make([]BudgetKey, 0, len(q.statusDirty))
-	for k := range q.statusDirty {
-		if q.topology.lookup(k) != nil {
-			out = append(out, k)
-		}
-	}
-	clear(q.statusDirty)
-	slices.SortFunc(out, BudgetKey.Compare)
-	return out
+	return q.agenda.takeStatuses()
 }

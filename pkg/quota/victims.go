@@ -123,7 +123,7 @@ func (q *AdmissionQueue) PreemptionNeeded(uid types.UID) bool {
 	needed, wake := q.preemptions.needed(p)
 	// The pods that counted it as leaving look again (they may need it now).
 	if wake != nil && q.topology.alive(wake) {
-		q.wake(wake)
+		q.agenda.wake(wake)
 	}
 	return needed
 }

@@ -89,49 +89,49 @@ func anyFits(minReq, free map[corev1.ResourceName]resource.Quantity) bool {
 
 // wake moves back to active what wakeable picks. The pods it moves for capacity are
 // assumed to be admitted; recheckWakes checks that at the end of Admit.
-func (q *AdmissionQueue) wake(b *budget) {
-	retry, fit := wakeable(b, q.topology.alive, q.wakeBuf[:0])
+func (a *agenda) wake(b *budget) {
+	retry, fit := wakeable(b, a.topology.alive, a.wakeBuf[:0])
 	for _, e := range retry {
-		q.moveEntry(e, queueActive)
+		a.move(e, queueActive)
 	}
 	for _, e := range fit {
-		q.moveEntry(e, queueActive)
+		a.move(e, queueActive)
 		b.woken = append(b.woken, e.pod)
 	}
 	clear(fit) // hold no entries beyond the event
-	q.wakeBuf = fit[:0]
+	a.wakeBuf = fit[:0]
 	if len(b.woken) > 0 && !b.inRecheck {
 		b.inRecheck = true
-		q.recheck = append(q.recheck, b)
+		a.recheck = append(a.recheck, b)
 	}
-	q.markDirty(b)
+	a.markDirty(b)
 }
 
-// wakeIfAlive wakes b unless it was deleted or replaced (familyCore).
-func (q *AdmissionQueue) wakeIfAlive(b *budget) {
-	if q.topology.alive(b) {
-		q.wake(b)
+// wakeIfAlive wakes b unless it was deleted or replaced.
+func (a *agenda) wakeIfAlive(b *budget) {
+	if a.topology.alive(b) {
+		a.wake(b)
 	}
 }
 
 // recheckWakes runs at the end of Admit: a budget that woke pods for capacity counted
 // on them being admitted; if one was not (blocked elsewhere, deleted), the pods behind
 // it that it held back get their chance now.
-func (q *AdmissionQueue) recheckWakes() bool {
+func (a *agenda) recheckWakes() bool {
 	woke := false
-	for len(q.recheck) > 0 {
-		b := q.recheck[0]
-		q.recheck = q.recheck[1:]
+	for len(a.recheck) > 0 {
+		b := a.recheck[0]
+		a.recheck = a.recheck[1:]
 		b.inRecheck = false
 		missed := false
 		for _, p := range b.woken {
-			if q.pods[p.pod.UID] != p || p.phase == phaseWaiting {
+			if p.forgotten || p.phase == phaseWaiting {
 				missed = true
 			}
 		}
 		b.woken = b.woken[:0]
-		if missed && q.topology.alive(b) {
-			q.wake(b)
+		if missed && a.topology.alive(b) {
+			a.wake(b)
 			woke = woke || b.dirtyIndex >= 0
 		}
 	}
@@ -139,11 +139,11 @@ func (q *AdmissionQueue) recheckWakes() bool {
 }
 
 // wakeAll moves every inadmissible pod of the budget back to active (periodic flush).
-func (q *AdmissionQueue) wakeAll(b *budget) {
+func (a *agenda) wakeAll(b *budget) {
 	for len(b.queues.inadmissible) > 0 {
-		q.moveEntry(b.queues.inadmissible[0], queueActive)
+		a.move(b.queues.inadmissible[0], queueActive)
 	}
-	q.markDirty(b)
+	a.markDirty(b)
 }
 
 // orderHeap orders entries for a one-off pass (wake), without touching their

@@ -1,0 +1,194 @@
+package quota
+
+import (
+	"container/heap"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// agenda is the part that keeps what the next Admit looks at: the budgets whose active
+// heads need evaluating (dirty, the best head first), the budgets whose status may have
+// changed, and the gated pods held outside every budget. It moves a pod's entries
+// between its budgets' queues (attach, detach, move), and wakes the inadmissible pods
+// an event in a budget may let in (wake.go). It reads the topology only to tell whether
+// a budget is still alive.
+type agenda struct {
+	topology *topology
+	observer Observer // WithObserver; may be nil
+
+	dirty    budgetHeap              // budgets whose active heads need evaluating
+	nInadm   int                     // inadmissible entries, over all budgets
+	held     map[types.UID]*podState // gated pods held because no budget covers them
+	statuses map[BudgetKey]struct{}  // budgets whose status may have changed
+
+	recheck []*budget // budgets that woke pods for capacity, see wake
+	wakeBuf []*entry  // wake's reused list of the pods it wakes for capacity
+}
+
+func newAgenda(t *topology, obs Observer) *agenda {
+	return &agenda{topology: t, observer: obs, held: map[types.UID]*podState{}, statuses: map[BudgetKey]struct{}{}}
+}
+
+// markStatus notes that b's status may have changed.
+func (a *agenda) markStatus(b *budget) { a.statuses[b.key] = struct{}{} }
+
+// takeStatuses returns, sorted, and forgets the budgets whose status may have changed
+// that still exist.
+func (a *agenda) takeStatuses() []BudgetKey {
+	out := make([]BudgetKey, 0, len(a.statuses))
+	for k := range a.statuses {
+		if a.topology.lookup(k) != nil {
+			out = append(out, k)
+		}
+	}
+	clear(a.statuses)
+	slices.SortFunc(out, BudgetKey.Compare)
+	return out
+}
+
+// forgetBudget drops a deleted budget from the agenda.
+func (a *agenda) forgetBudget(b *budget) {
+	delete(a.statuses, b.key)
+	if b.dirtyIndex >= 0 {
+		heap.Remove(&a.dirty, b.dirtyIndex)
+	}
+}
+
+// next returns the dirty budget with the best active head, or nil; pop takes it off.
+func (a *agenda) next() *budget {
+	if len(a.dirty) == 0 {
+		return nil
+	}
+	return a.dirty[0]
+}
+
+func (a *agenda) pop() { heap.Pop(&a.dirty) }
+
+// move moves one entry between queues of its budget, keeping counts and the dirty heap
+// right. to may be queueNone (leave the queues).
+func (a *agenda) move(e *entry, to queueKind) {
+	from := e.kind
+	if from == to {
+		return
+	}
+	b := e.budget
+	headChanged := b.queues.move(e, to)
+	if from == queueInadmissible {
+		a.nInadm--
+	}
+	if to == queueInadmissible {
+		a.nInadm++
+	}
+	if b.dirtyIndex >= 0 && headChanged {
+		heap.Fix(&a.dirty, b.dirtyIndex)
+	}
+	if a.observer != nil {
+		a.observer.Moved(b.key, from.name(), to.name())
+	}
+}
+
+// markDirty schedules the budget's active head for evaluation by the next Admit.
+func (a *agenda) markDirty(b *budget) {
+	if b.dirtyIndex < 0 && b.queues.activeHead() != nil {
+		heap.Push(&a.dirty, b)
+	}
+}
+
+// attach creates the pod's entries in its covering budgets, in the given queue.
+func (a *agenda) attach(p *podState, to queueKind) {
+	p.entries = make([]*entry, len(p.cover))
+	for i, b := range p.cover {
+		e := &entry{pod: p, budget: b, index: -1}
+		p.entries[i] = e
+		a.move(e, to)
+		b.ledger.wait(p.pod.Usage)
+		a.markStatus(b)
+		if to == queueActive {
+			a.markDirty(b)
+		}
+	}
+}
+
+// hold keeps a gated pod that no budget covers until something does.
+func (a *agenda) hold(p *podState) { a.held[p.pod.UID] = p }
+
+// detach removes the pod from every queue it is in, and from the held pods. A
+// StrictFIFO budget whose head leaves is woken: the pod behind may go now.
+func (a *agenda) detach(p *podState) {
+	for _, e := range p.entries {
+		b := e.budget
+		wasHead := b.strict() && e.kind != queueParked && b.queues.strictHead() == e
+		a.move(e, queueNone)
+		b.ledger.unwait(p.pod.Usage)
+		a.markStatus(b)
+		if wasHead {
+			a.wake(b)
+		}
+		if f := b.borrowingParent(); f != nil && a.topology.alive(f) {
+			a.wake(f) // a pod that waited on the family may have left it (borrowing.go)
+		}
+	}
+	p.entries = nil
+	delete(a.held, p.pod.UID)
+}
+
+// moveAll moves every entry of the pod that is in queue from to queue to.
+func (a *agenda) moveAll(p *podState, from, to queueKind) {
+	for _, e := range p.entries {
+		if e.kind == from {
+			a.move(e, to)
+			if to == queueActive {
+				a.markDirty(e.budget)
+			}
+		}
+	}
+}
+
+// flush moves every inadmissible pod back to active (the periodic flush).
+func (a *agenda) flush() {
+	if a.nInadm == 0 {
+		return
+	}
+	for _, b := range a.topology.sorted() {
+		a.wakeAll(b)
+	}
+}
+
+// budgetHeap holds the dirty budgets, the one with the best active head first, so that
+// pods competing for a shared parent are evaluated in admission order.
+type budgetHeap []*budget
+
+var _ heap.Interface = (*budgetHeap)(nil)
+
+func (h budgetHeap) Len() int { return len(h) }
+func (h budgetHeap) Less(i, j int) bool {
+	a, b := h[i].queues.activeHead(), h[j].queues.activeHead()
+	switch {
+	case a == nil || b == nil:
+		if (a == nil) != (b == nil) {
+			return b == nil
+		}
+	case a.pod != b.pod:
+		return podLess(a.pod, b.pod)
+	}
+	return h[i].key.Compare(h[j].key) < 0
+}
+func (h budgetHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].dirtyIndex = i
+	h[j].dirtyIndex = j
+}
+func (h *budgetHeap) Push(x any) {
+	b := x.(*budget)
+	b.dirtyIndex = len(*h)
+	*h = append(*h, b)
+}
+func (h *budgetHeap) Pop() any {
+	old := *h
+	b := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	b.dirtyIndex = -1
+	return b
+}
