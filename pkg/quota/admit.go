@@ -209,7 +209,7 @@ func (q *AdmissionQueue) admitUnit(unit []*podState, reason Reason) {
 		p.pinned = keysOf(p.cover)
 		p.admitted = reason
 		p.admittedAt = q.opts.clock.Now()
-		q.charge(p)
+		q.charges.charge(p)
 		p.borrowing = nil
 		if inBorrowingFamily(p.chargedTo) {
 			p.borrowing = q.families.admitted(p)
@@ -236,9 +236,7 @@ func (q *AdmissionQueue) handOut(p *podState) {
 // terminating pods past their grace period, and the periodic flush of inadmissible
 // pods.
 func (q *AdmissionQueue) runTimers(now time.Time) {
-	if q.holds {
-		q.holds = q.families.expire(now)
-	}
+	q.charges.expireHolds(now)
 	for p := q.backoff.min(); p != nil && !p.retryAt.After(now); p = q.backoff.min() {
 		q.backoff.remove(p)
 		if p.phase == phaseAssumed {
@@ -257,7 +255,7 @@ func (q *AdmissionQueue) runTimers(now time.Time) {
 			q.settleWaiting(p)
 		}
 	}
-	for p := q.releases.min(); p != nil && !p.pod.ReleaseAt.After(now); p = q.releases.min() {
+	for p := q.charges.due(now); p != nil; p = q.charges.due(now) {
 		q.forget(p)
 	}
 	if now.Sub(q.lastFlush) >= q.opts.flushInterval {
@@ -280,16 +278,14 @@ func (q *AdmissionQueue) NextWakeup() (time.Time, bool) {
 	if p := q.backoff.min(); p != nil {
 		consider(p.retryAt)
 	}
-	if p := q.releases.min(); p != nil {
-		consider(p.pod.ReleaseAt)
+	if t, ok := q.charges.nextRelease(); ok {
+		consider(t)
 	}
 	if q.agenda.nInadm > 0 {
 		consider(q.lastFlush.Add(q.opts.flushInterval))
 	}
-	if q.holds {
-		if t, ok := q.families.nextEnd(); ok {
-			consider(t)
-		}
+	if t, ok := q.charges.holdEnd(); ok {
+		consider(t)
 	}
 	return next, !next.IsZero()
 }

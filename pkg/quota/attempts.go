@@ -87,7 +87,7 @@ func (q *AdmissionQueue) provesNotUngated(p *podState, view Pod) bool {
 // it is evaluated again.
 func (q *AdmissionQueue) giveBack(p *podState) {
 	q.backoff.remove(p)
-	q.release(p)
+	q.charges.release(p)
 	p.phase = phaseWaiting
 	p.unresolved = false
 	p.attemptRV = ""

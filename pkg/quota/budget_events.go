@@ -85,7 +85,7 @@ func (q *AdmissionQueue) SetNamespace(name string, l map[string]string) {
 		cover := q.topology.coverage(&p.pod)
 		switch {
 		case p.phase != phaseWaiting:
-			q.coverAdmitted(p, cover)
+			q.charges.coverAdmitted(p, cover)
 		case !wasKnown || !sameBudgets(cover, p.cover) || q.released(name):
 			q.agenda.detach(p)
 			p.cover = cover
@@ -171,7 +171,7 @@ func (q *AdmissionQueue) recover(key BudgetKey) {
 		}
 		cover := q.topology.coverage(&p.pod)
 		if p.phase != phaseWaiting {
-			q.coverAdmitted(p, cover)
+			q.charges.coverAdmitted(p, cover)
 			continue
 		}
 		if sameBudgets(cover, p.cover) {

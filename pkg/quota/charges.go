@@ -1,36 +1,56 @@
 package quota
 
-import "slices"
+import (
+	"slices"
+	"time"
+)
 
-// Charges: what each admitted or running pod is charged to. A pod is charged to every
-// budget that covers it and to the budgets it is pinned to (the ones that admitted it),
-// from the moment it is admitted until it ends; release gives the charge back and wakes
-// only those budgets.
+// charges is the part that charges each admitted or running pod. A pod is charged to
+// every budget that covers it and to the budgets it is pinned to (the ones that
+// admitted it), from the moment it is admitted until it ends; release gives the charge
+// back and wakes only those budgets. It keeps the charged pods within their grace
+// period (releases: they stop counting at its end), and whether the family part holds
+// quota that a release freed (holds: Admit expires holds only then).
+type charges struct {
+	agenda   *agenda
+	topology *topology
+	families *families
+
+	releases timerHeap // charged pods that stop counting at their grace period's end
+	holds    bool      // the family part said it holds freed quota
+}
+
+func newCharges(a *agenda, t *topology, f *families) *charges {
+	return &charges{agenda: a, topology: t, families: f, releases: timerHeap{
+		at:    func(p *podState) time.Time { return p.pod.ReleaseAt },
+		index: func(p *podState) *int { return &p.releaseIndex },
+	}}
+}
 
 // charge charges the pod's usage to every budget that covers it, and to those it is
 // pinned to.
-func (q *AdmissionQueue) charge(p *podState) {
-	p.chargedTo = slices.Clone(q.chargeSet(p, p.cover))
+func (c *charges) charge(p *podState) {
+	p.chargedTo = slices.Clone(c.chargeSet(p, p.cover))
 	p.chargedUsage, p.chargedClaims = p.pod.Usage, p.pod.Claims
 	for _, b := range p.chargedTo {
 		b.ledger.charge(p, p.chargedUsage, p.chargedClaims)
 		if len(p.chargedClaims) > 0 {
-			q.wakeClaimSharers(b, p.chargedClaims)
+			c.wakeClaimSharers(b, p.chargedClaims)
 		}
 		if b.family != nil {
-			q.families.useHolds(b, p.chargedUsage)
+			c.families.useHolds(b, p.chargedUsage)
 		}
-		q.agenda.markStatus(b)
+		c.agenda.markStatus(b)
 	}
 	if !p.pod.ReleaseAt.IsZero() {
-		q.releases.set(p)
+		c.releases.set(p)
 	}
 }
 
 // wakeClaimSharers moves back to active the pods waiting in b that use one of claims
 // that b has just started to charge: what each of them would add shrank by that claim,
 // so an answer "does not fit" given before may be wrong now.
-func (q *AdmissionQueue) wakeClaimSharers(b *budget, claims []ClaimCharge) {
+func (c *charges) wakeClaimSharers(b *budget, claims []ClaimCharge) {
 	var sharers []*entry
 	for _, c := range claims {
 		if b.ledger.claimUsers(c.Key) != 1 {
@@ -43,10 +63,10 @@ func (q *AdmissionQueue) wakeClaimSharers(b *budget, claims []ClaimCharge) {
 		}
 	}
 	for _, e := range sharers {
-		q.agenda.move(e, queueActive)
+		c.agenda.move(e, queueActive)
 	}
 	if len(sharers) > 0 {
-		q.agenda.markDirty(b)
+		c.agenda.markDirty(b)
 	}
 }
 
@@ -56,35 +76,35 @@ func usesClaim(claims []ClaimCharge, key string) bool {
 }
 
 // release gives the pod's charge back and wakes only the budgets it was charged to.
-func (q *AdmissionQueue) release(p *podState) {
+func (c *charges) release(p *podState) {
 	for _, b := range p.chargedTo {
 		b.ledger.release(p, p.chargedUsage, p.chargedClaims)
 		f := b.borrowingParent()
 		if f != nil {
-			q.holds = q.families.freed(b, p.chargedUsage)
+			c.holds = c.families.freed(b, p.chargedUsage)
 		}
-		q.agenda.markStatus(b)
-		if q.topology.lookup(b.key) != nil {
-			q.agenda.wake(b)
+		c.agenda.markStatus(b)
+		if c.topology.lookup(b.key) != nil {
+			c.agenda.wake(b)
 		}
 		// A pod charged to a member of a borrowing family need not be charged to the
 		// family's parent (it may be pinned to a budget that changed parents since).
-		if f != nil && q.topology.alive(f) && !slices.Contains(p.chargedTo, f) {
-			q.agenda.wake(f)
+		if f != nil && c.topology.alive(f) && !slices.Contains(p.chargedTo, f) {
+			c.agenda.wake(f)
 		}
 	}
 	p.chargedTo, p.chargedUsage, p.chargedClaims = nil, nil, nil
-	q.releases.remove(p)
+	c.releases.remove(p)
 }
 
 // recharge moves an admitted pod's charge to a new set of covering budgets (its labels,
 // its usage or the budgets changed). It stays charged to the budgets it was pinned to
 // when it was admitted, for as long as they exist: relabelling a running pod does not
 // free what it holds.
-func (q *AdmissionQueue) recharge(p *podState, cover []*budget) {
-	q.release(p)
+func (c *charges) recharge(p *podState, cover []*budget) {
+	c.release(p)
 	p.cover = cover
-	q.charge(p)
+	c.charge(p)
 }
 
 // keysOf returns the keys of budgets (nil for none).
@@ -98,20 +118,20 @@ func keysOf(budgets []*budget) []BudgetKey {
 
 // coverAdmitted records an admitted pod's new coverage, and moves its charge when that
 // changes where it is charged.
-func (q *AdmissionQueue) coverAdmitted(p *podState, cover []*budget) {
-	if sameBudgets(q.chargeSet(p, cover), p.chargedTo) {
+func (c *charges) coverAdmitted(p *podState, cover []*budget) {
+	if sameBudgets(c.chargeSet(p, cover), p.chargedTo) {
 		p.cover = cover
 		return
 	}
-	q.recharge(p, cover)
+	c.recharge(p, cover)
 }
 
 // chargeSet is where an admitted pod with the given coverage is charged: its covering
 // budgets, then the budgets it is pinned to that still exist.
-func (q *AdmissionQueue) chargeSet(p *podState, cover []*budget) []*budget {
+func (c *charges) chargeSet(p *podState, cover []*budget) []*budget {
 	out := cover
 	for _, k := range p.pinned {
-		if b := q.topology.lookup(k); b != nil && !slices.Contains(out, b) {
+		if b := c.topology.lookup(k); b != nil && !slices.Contains(out, b) {
 			if len(out) == len(cover) {
 				out = slices.Clone(cover)
 			}
@@ -119,4 +139,42 @@ func (q *AdmissionQueue) chargeSet(p *podState, cover []*budget) []*budget {
 		}
 	}
 	return out
+}
+
+// graceChanged notes a charged pod's grace period (its ReleaseAt), set or moved.
+func (c *charges) graceChanged(p *podState) { c.releases.set(p) }
+
+// terminating returns the charged pods within their grace period; the caller does not
+// change the slice.
+func (c *charges) terminating() []*podState { return c.releases.pods }
+
+// due returns a pod whose grace period ended by now, or nil.
+func (c *charges) due(now time.Time) *podState {
+	if p := c.releases.min(); p != nil && !p.pod.ReleaseAt.After(now) {
+		return p
+	}
+	return nil
+}
+
+// nextRelease is when the first grace period ends.
+func (c *charges) nextRelease() (time.Time, bool) {
+	if p := c.releases.min(); p != nil {
+		return p.pod.ReleaseAt, true
+	}
+	return time.Time{}, false
+}
+
+// expireHolds ends the lend holds that are due (hold.go), when the family part holds any.
+func (c *charges) expireHolds(now time.Time) {
+	if c.holds {
+		c.holds = c.families.expire(now)
+	}
+}
+
+// holdEnd is when the first lend hold ends, if any is held.
+func (c *charges) holdEnd() (time.Time, bool) {
+	if !c.holds {
+		return time.Time{}, false
+	}
+	return c.families.nextEnd()
 }

@@ -39,14 +39,13 @@ type AdmissionQueue struct {
 	groups groupIndex
 	agenda *agenda // dirty budgets, dirty statuses, held pods, moves and wakes (agenda.go)
 
+	charges   *charges  // what admitted and running pods are charged to (charges.go)
 	backoff   timerHeap // pods waiting for their retry time
-	releases  timerHeap // charged pods that stop counting at their grace period's end
 	lastFlush time.Time
 
 	out         []Admission             // decided, not yet returned by Admit
 	preemptions preemptions             // victims, evictions in flight, decisions (preemptions.go)
 	families    families                // borrowing, fair sharing, lend holds (families.go)
-	holds       bool                    // the family part said it holds freed quota: Admit expires holds only then
 	deciding    bool                    // inside Admit: decisions may be taken
 	immediate   map[types.UID]*podState // pods to admit without quota at the next Admit
 }
@@ -77,13 +76,10 @@ func NewAdmissionQueue(opts ...Option) *AdmissionQueue {
 		at:    func(p *podState) time.Time { return p.retryAt },
 		index: func(p *podState) *int { return &p.backoffIndex },
 	}
-	q.releases = timerHeap{
-		at:    func(p *podState) time.Time { return p.pod.ReleaseAt },
-		index: func(p *podState) *int { return &p.releaseIndex },
-	}
 	q.agenda = newAgenda(&q.topology, o.observer)
 	q.preemptions = newPreemptions(q)
 	q.families = newFamilies(q, o.clock, o.lendHold)
+	q.charges = newCharges(q.agenda, &q.topology, &q.families)
 	q.lastFlush = o.clock.Now()
 	return q
 }

@@ -57,7 +57,7 @@ func (q *AdmissionQueue) addPod(pod Pod) {
 	if !pod.Gated {
 		p.phase = phaseCharged
 		p.pinned = firstSeenPins(p)
-		q.charge(p)
+		q.charges.charge(p)
 		if p.group != nil {
 			q.settleMember(p)
 		}
@@ -100,7 +100,7 @@ func (q *AdmissionQueue) updatePod(p *podState, pod Pod) {
 			p.inBackoff, p.parked, p.wait = false, false, waitInfo{}
 			p.phase = phaseCharged
 			p.pinned = firstSeenPins(p)
-			q.charge(p)
+			q.charges.charge(p)
 		}
 		if !sameGroup {
 			q.leaveGroup(p)
@@ -125,9 +125,9 @@ func (q *AdmissionQueue) updatePod(p *podState, pod Pod) {
 	if !sameLabels || !sameUsage {
 		// A relabelled pod stays charged where it was admitted (pinned), and is
 		// charged wherever it is covered now as well.
-		q.recharge(p, q.topology.coverage(&p.pod))
+		q.charges.recharge(p, q.topology.coverage(&p.pod))
 	} else if !pod.ReleaseAt.IsZero() {
-		q.releases.set(p)
+		q.charges.graceChanged(p)
 	}
 	if !sameGroup {
 		q.leaveGroup(p)
@@ -155,7 +155,7 @@ func firstSeenPins(p *podState) []BudgetKey {
 func (q *AdmissionQueue) known(p *podState) bool { return !p.forgotten }
 
 // terminating returns the charged pods within their grace period (preemptionCore).
-func (q *AdmissionQueue) terminating() []*podState { return q.releases.pods }
+func (q *AdmissionQueue) terminating() []*podState { return q.charges.terminating() }
 
 // lendWaiters returns the pods waiting on f's family for lendable quota
 // (preemptionCore).
@@ -166,10 +166,9 @@ func (q *AdmissionQueue) forget(p *podState) {
 	if p.phase == phaseWaiting {
 		q.agenda.detach(p)
 	} else {
-		q.release(p)
+		q.charges.release(p)
 	}
 	q.backoff.remove(p)
-	q.releases.remove(p)
 	delete(q.immediate, p.pod.UID)
 	if p.preemption {
 		q.preemptions.forget(p)
