@@ -4,6 +4,8 @@ import (
 	"maps"
 	"slices"
 	"time"
+
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Admission is one decision: the pod may be ungated. Its usage is already charged to
@@ -24,6 +26,44 @@ type Admission struct {
 	Created time.Time `json:"created"`
 }
 
+// admitter is the part that takes decisions: Admit's pass over the dirty budgets'
+// heads, each unit admitted (charged, handed out) or failed with why it waits, and
+// what the clock makes due. It owns the decisions not yet returned (out), the pods to
+// admit without quota at the next Admit (immediate), the pods backing off, and when the
+// inadmissible pods were last flushed. Placing a pod (where it waits) is the placement
+// part's; the admitter asks it to place a pod again, or to forget one.
+type admitter struct {
+	opts        *options
+	topology    *topology
+	agenda      *agenda
+	charges     *charges
+	families    *families
+	preemptions *preemptions
+	pods        *podIndex
+	place       *placer
+
+	out       []Admission             // decided, not yet returned by Admit
+	deciding  bool                    // inside Admit: decisions may be taken
+	immediate map[types.UID]*podState // pods to admit without quota at the next Admit
+	backoff   timerHeap               // pods waiting for their retry time
+	lastFlush time.Time
+}
+
+func newAdmitter(o *options, t *topology, ag *agenda, c *charges, f *families, pr *preemptions, pods *podIndex) *admitter {
+	return &admitter{
+		opts: o, topology: t, agenda: ag, charges: c, families: f, preemptions: pr, pods: pods,
+		immediate: map[types.UID]*podState{},
+		backoff: timerHeap{
+			at:    func(p *podState) time.Time { return p.retryAt },
+			index: func(p *podState) *int { return &p.backoffIndex },
+		},
+		lastFlush: o.clock.Now(),
+	}
+}
+
+// placeWith gives the admitter the placer it asks to place or forget pods.
+func (a *admitter) placeWith(pl *placer) { a.place = pl }
+
 // Admit evaluates the budgets whose queues changed since the last call (and whatever
 // the clock made due: backoffs, grace periods, the periodic flush) and returns the
 // pods to ungate, each already reserved. It is cheap when nothing changed: only dirty
@@ -32,33 +72,37 @@ type Admission struct {
 func (q *AdmissionQueue) Admit() []Admission {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.deciding = true
-	defer func() { q.deciding = false }()
-	q.runTimers(q.opts.clock.Now())
-	if len(q.immediate) > 0 {
-		pending := slices.SortedFunc(maps.Values(q.immediate), compareUIDs)
-		clear(q.immediate)
+	return q.admit.admit()
+}
+
+func (a *admitter) admit() []Admission {
+	a.deciding = true
+	defer func() { a.deciding = false }()
+	a.runTimers(a.opts.clock.Now())
+	if len(a.immediate) > 0 {
+		pending := slices.SortedFunc(maps.Values(a.immediate), compareUIDs)
+		clear(a.immediate)
 		for _, p := range pending {
-			if q.pods[p.pod.UID] == p && p.phase == phaseWaiting {
-				q.settleWaiting(p)
+			if !p.forgotten && p.phase == phaseWaiting {
+				a.place.settleWaiting(p)
 			}
 		}
 	}
 	for {
-		for b := q.agenda.next(); b != nil; b = q.agenda.next() {
+		for b := a.agenda.next(); b != nil; b = a.agenda.next() {
 			e := b.queues.activeHead()
 			if e == nil || !b.admitting || (b.strict() && !sameUnit(b.queues.strictHead(), e)) {
-				q.agenda.pop()
+				a.agenda.pop()
 				continue
 			}
-			q.evaluate(e.pod)
+			a.evaluate(e.pod)
 		}
-		if !q.agenda.recheckWakes() {
+		if !a.agenda.recheckWakes() {
 			break
 		}
 	}
-	out := q.out
-	q.out = nil
+	out := a.out
+	a.out = nil
 	return out
 }
 
@@ -71,20 +115,49 @@ func sameUnit(a, b *entry) bool {
 // evaluate decides for the pod at the head of an active queue (with its group, if it
 // has one). Either way the pod leaves every active queue: admitted, or inadmissible
 // everywhere with the reason.
-func (q *AdmissionQueue) evaluate(p *podState) {
+func (a *admitter) evaluate(p *podState) {
 	if p.group != nil {
-		q.evaluateGroup(p.group)
+		a.evaluateGroup(p.group)
 		return
 	}
 	unit := []*podState{p}
-	if w, blocked := q.blocked(p.cover, func(h *podState) bool { return h == p }); blocked {
-		q.fail(unit, w)
+	if w, blocked := a.blocked(p.cover, func(h *podState) bool { return h == p }); blocked {
+		a.fail(unit, w)
 		return
 	}
-	if q.waitsForCapacity(unit, p.cover, p.adds) {
+	if a.waitsForCapacity(unit, p.cover, p.adds) {
 		return
 	}
-	q.admitUnit(unit, Reason{Code: CodeFits, Message: fitsMessage(nil, p.cover)})
+	a.admitUnit(unit, Reason{Code: CodeFits, Message: fitsMessage(nil, p.cover)})
+}
+
+// evaluateGroup decides for the whole group that p belongs to: all its ready gated
+// members are admitted in one step, or none is. It runs once per evaluation of the
+// group, not once per member.
+func (a *admitter) evaluateGroup(g *group) {
+	var cands []*podState
+	for _, r := range g.waiting {
+		if m := r.pod; !m.inBackoff && !m.parked {
+			cands = append(cands, m)
+		}
+	}
+	slices.SortFunc(cands, compareUIDs)
+	if !g.started() && len(cands) < g.size {
+		a.fail(cands, waitInfo{code: CodeGroupBackoff})
+		return
+	}
+	budgets, sums := unitCharges(cands)
+	if w, blocked := a.blocked(budgets, func(h *podState) bool { return h.group == g }); blocked {
+		a.fail(cands, w)
+		return
+	}
+	if a.waitsForCapacity(cands, budgets, sumsDemand(sums)) {
+		return
+	}
+	a.admitUnit(cands, Reason{Code: CodeFits, Message: fitsMessage(g, budgets)})
+	for _, m := range cands {
+		g.sync(m)
+	}
 }
 
 // waitsForCapacity decides for a unit that nothing but capacity blocks, adding add(b)
@@ -92,20 +165,20 @@ func (q *AdmissionQueue) evaluate(p *podState) {
 // when it would borrow while a sibling with a smaller share goes first, it yields.
 // It reports whether the unit waits; if not, the caller admits it. Only a unit with a
 // borrowing family asks the family part, once.
-func (q *AdmissionQueue) waitsForCapacity(unit []*podState, budgets []*budget, add demand) bool {
+func (a *admitter) waitsForCapacity(unit []*podState, budgets []*budget, add demand) bool {
 	var w waitInfo
 	var over, yield bool
 	if inBorrowingFamily(budgets) {
-		w, over, yield = q.families.admits(unit[0], budgets, add)
+		w, over, yield = a.families.admits(unit[0], budgets, add)
 	} else {
 		w, over = ledgersWait(budgets, add)
 	}
 	switch {
 	case over:
-		q.fail(unit, w)
-		q.preemptions.decide(unit, budgets, add, w)
+		a.fail(unit, w)
+		a.preemptions.decide(unit, budgets, add, w)
 	case yield:
-		q.fail(unit, w)
+		a.fail(unit, w)
 	}
 	return over || yield
 }
@@ -113,23 +186,11 @@ func (q *AdmissionQueue) waitsForCapacity(unit []*podState, budgets []*budget, a
 // capacityWait returns why a unit that adds add(b) to each budget b of budgets does not
 // fit (over is false when it fits): the first budget that has no room for it, in the
 // order of budgets, or its borrowing family (families.capacityWait).
-func (q *AdmissionQueue) capacityWait(budgets []*budget, add demand) (w waitInfo, over bool) {
+func (a *admitter) capacityWait(budgets []*budget, add demand) (w waitInfo, over bool) {
 	if inBorrowingFamily(budgets) {
-		return q.families.capacityWait(budgets, add)
+		return a.families.capacityWait(budgets, add)
 	}
 	return ledgersWait(budgets, add)
-}
-
-// ledgersWait is capacityWait for budgets outside any borrowing family: the first
-// budget, in the order of budgets, that has no room for what the unit adds to it.
-func ledgersWait(budgets []*budget, add demand) (waitInfo, bool) {
-	for _, b := range budgets {
-		a := add(b)
-		if r, over := b.ledger.excess(a); over {
-			return waitInfo{code: CodeInsufficient, budget: b, resource: r, requested: a[r]}, true
-		}
-	}
-	return waitInfo{}, false
 }
 
 // blocked returns why a unit may not be admitted now regardless of capacity: a
@@ -137,7 +198,7 @@ func ledgersWait(budgets []*budget, add demand) (waitInfo, bool) {
 // its head. Because admission order is one global order, the unit that is first
 // everywhere is never blocked by order, so StrictFIFO budgets cannot wait on each other
 // in a cycle.
-func (q *AdmissionQueue) blocked(cover []*budget, inUnit func(*podState) bool) (waitInfo, bool) {
+func (a *admitter) blocked(cover []*budget, inUnit func(*podState) bool) (waitInfo, bool) {
 	for _, b := range cover {
 		if !b.admitting {
 			return waitInfo{code: CodeBudgetClosed, budget: b}, true
@@ -157,72 +218,69 @@ func (q *AdmissionQueue) blocked(cover []*budget, inUnit func(*podState) bool) (
 // stuck reports whether a waiting pod may not be admitted now regardless of capacity
 // (blocked): a covering budget does not admit, or a StrictFIFO head of another unit is
 // ahead of it.
-func (q *AdmissionQueue) stuck(p *podState) bool {
-	_, blocked := q.blocked(p.cover, func(h *podState) bool { return h == p || (p.group != nil && h.group == p.group) })
+func (a *admitter) stuck(p *podState) bool {
+	_, blocked := a.blocked(p.cover, func(h *podState) bool { return h == p || (p.group != nil && h.group == p.group) })
 	return blocked
 }
 
 // fail records why the unit waits and moves it from active to inadmissible in every
 // budget: only an event in the budget that blocks it can change the answer. The family
 // part records a wait in a borrowing family (families.failed).
-func (q *AdmissionQueue) fail(unit []*podState, w waitInfo) {
+func (a *admitter) fail(unit []*podState, w waitInfo) {
 	for _, p := range unit {
 		old := p.wait
 		p.wait = w
-		q.agenda.moveAll(p, queueActive, queueInadmissible)
+		a.agenda.moveAll(p, queueActive, queueInadmissible)
 		if inBorrowingFamily(p.cover) || familyWait(old) || familyWait(w) {
-			if f := q.families.failed(p, old, w); f != nil && q.topology.alive(f) {
+			if f := a.families.failed(p, old, w); f != nil && a.topology.alive(f) {
 				// It no longer claims lendable quota in that family: borrowers it held
 				// back look again.
-				defer q.agenda.wake(f)
+				defer a.agenda.wake(f)
 			}
 		}
 	}
 }
 
-// familyWait reports whether a wait is on a borrowing family (the family part's).
-func familyWait(w waitInfo) bool { return w.code == CodeNoLendable || w.code == CodeFairShare }
-
 // admitNow admits a unit that needs no quota decision: no budget covers it, or its
 // namespace is not opted in. Outside Admit the decision is deferred to the next Admit,
 // which checks again (a budget created in between may cover the pods by then); it then
 // reports false and the caller places the pods as usual meanwhile.
-func (q *AdmissionQueue) admitNow(unit []*podState, reason Reason) bool {
-	if q.deciding {
-		q.admitUnit(unit, reason)
+func (a *admitter) admitNow(unit []*podState, reason Reason) bool {
+	if a.deciding {
+		a.admitUnit(unit, reason)
 		return true
 	}
 	for _, p := range unit {
-		q.immediate[p.pod.UID] = p
+		a.immediate[p.pod.UID] = p
 	}
 	return false
 }
 
 // admitUnit admits pods in one step: each is charged to every budget that covers it
 // (reserved before its patch is sent) and leaves every queue.
-func (q *AdmissionQueue) admitUnit(unit []*podState, reason Reason) {
+func (a *admitter) admitUnit(unit []*podState, reason Reason) {
 	for _, p := range unit {
-		q.agenda.detach(p)
-		q.backoff.remove(p)
+		a.agenda.detach(p)
+		a.backoff.remove(p)
 		p.inBackoff, p.parked, p.wait = false, false, waitInfo{}
 		p.phase = phaseAssumed
 		p.pinned = keysOf(p.cover)
 		p.admitted = reason
-		p.admittedAt = q.opts.clock.Now()
-		q.charges.charge(p)
+		p.admittedAt = a.opts.clock.Now()
+		a.charges.charge(p)
 		p.borrowing = nil
 		if inBorrowingFamily(p.chargedTo) {
-			p.borrowing = q.families.admitted(p)
+			p.borrowing = a.families.admitted(p)
 		}
-		q.handOut(p)
+		a.handOut(p)
 	}
 }
 
 // handOut returns the admission of an assumed pod from this Admit: the first time, or
 // again to retry an ungate whose outcome is not known.
-func (q *AdmissionQueue) handOut(p *podState) {
+func (a *admitter) handOut(p *podState) {
 	p.inFlight = true
-	q.out = append(q.out, Admission{
+	a.out = append(a.out, Admission{
 		Pod:       p.pod.PodRef,
 		Budgets:   keysOf(p.chargedTo),
 		Borrowing: p.borrowing,
@@ -232,60 +290,17 @@ func (q *AdmissionQueue) handOut(p *podState) {
 	})
 }
 
-// runTimers applies what the clock says: lend holds that ended, backoffs that ended,
-// terminating pods past their grace period, and the periodic flush of inadmissible
-// pods.
-func (q *AdmissionQueue) runTimers(now time.Time) {
-	q.charges.expireHolds(now)
-	for p := q.backoff.min(); p != nil && !p.retryAt.After(now); p = q.backoff.min() {
-		q.backoff.remove(p)
-		if p.phase == phaseAssumed {
-			if p.unresolved && !p.inFlight {
-				q.handOut(p) // try the ungate again; the charge still stands
-			}
-			continue
-		}
-		p.inBackoff = false
-		if p.phase != phaseWaiting {
-			continue
-		}
-		if len(p.entries) > 0 && !p.parked {
-			q.agenda.moveAll(p, queueBackoff, queueActive)
-		} else {
-			q.settleWaiting(p)
+// ledgersWait is capacityWait for budgets outside any borrowing family: the first
+// budget, in the order of budgets, that has no room for what the unit adds to it.
+func ledgersWait(budgets []*budget, add demand) (waitInfo, bool) {
+	for _, b := range budgets {
+		a := add(b)
+		if r, over := b.ledger.excess(a); over {
+			return waitInfo{code: CodeInsufficient, budget: b, resource: r, requested: a[r]}, true
 		}
 	}
-	for p := q.charges.due(now); p != nil; p = q.charges.due(now) {
-		q.forget(p)
-	}
-	if now.Sub(q.lastFlush) >= q.opts.flushInterval {
-		q.agenda.flush()
-		q.lastFlush = now
-	}
+	return waitInfo{}, false
 }
 
-// NextWakeup returns when Admit should run again even if no event arrives: the first
-// backoff end, grace-period end or flush, if any is due.
-func (q *AdmissionQueue) NextWakeup() (time.Time, bool) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	var next time.Time
-	consider := func(t time.Time) {
-		if next.IsZero() || t.Before(next) {
-			next = t
-		}
-	}
-	if p := q.backoff.min(); p != nil {
-		consider(p.retryAt)
-	}
-	if t, ok := q.charges.nextRelease(); ok {
-		consider(t)
-	}
-	if q.agenda.nInadm > 0 {
-		consider(q.lastFlush.Add(q.opts.flushInterval))
-	}
-	if t, ok := q.charges.holdEnd(); ok {
-		consider(t)
-	}
-	return next, !next.IsZero()
-}
+// familyWait reports whether a wait is on a borrowing family (the family part's).
+func familyWait(w waitInfo) bool { return w.code == CodeNoLendable || w.code == CodeFairShare }

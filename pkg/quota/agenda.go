@@ -113,6 +113,15 @@ func (a *agenda) attach(p *podState, to queueKind) {
 // hold keeps a gated pod that no budget covers until something does.
 func (a *agenda) hold(p *podState) { a.held[p.pod.UID] = p }
 
+// isHeld reports whether the pod is held; heldPods are those held, in no order.
+func (a *agenda) isHeld(p *podState) bool { _, ok := a.held[p.pod.UID]; return ok }
+
+func (a *agenda) heldPods() map[types.UID]*podState { return a.held }
+
+// inadmissible reports whether any budget has an inadmissible pod (the flush is due
+// only then).
+func (a *agenda) inadmissible() bool { return a.nInadm > 0 }
+
 // detach removes the pod from every queue it is in, and from the held pods. A
 // StrictFIFO budget whose head leaves is woken: the pod behind may go now.
 func (a *agenda) detach(p *podState) {

@@ -45,7 +45,11 @@ const (
 func (q *AdmissionQueue) Done(uid types.UID, r Result, attemptRV string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	p := q.pods[uid]
+	q.admit.done(uid, r, attemptRV)
+}
+
+func (a *admitter) done(uid types.UID, r Result, attemptRV string) {
+	p := a.pods.get(uid)
 	if p == nil || !p.inFlight {
 		return
 	}
@@ -55,7 +59,7 @@ func (q *AdmissionQueue) Done(uid types.UID, r Result, attemptRV string) {
 		p.attempts = 0
 		p.unresolved = false
 	case Gone:
-		q.forget(p)
+		a.place.forget(p)
 	case Unknown:
 		if p.phase != phaseAssumed {
 			return // already seen ungated: it runs, the charge stays
@@ -65,19 +69,19 @@ func (q *AdmissionQueue) Done(uid types.UID, r Result, attemptRV string) {
 		}
 		p.unresolved = true
 		p.attempts++
-		if q.provesNotUngated(p, p.pod) {
+		if a.provesNotUngated(p, p.pod) {
 			// The core already holds a view newer than the attempt, still gated.
-			q.giveBack(p)
+			a.giveBack(p)
 			return
 		}
-		p.retryAt = q.opts.clock.Now().Add(q.opts.backoff(p.attempts))
-		q.backoff.set(p)
+		p.retryAt = a.opts.clock.Now().Add(a.opts.backoff(p.attempts))
+		a.backoff.set(p)
 	}
 }
 
 // provesNotUngated reports whether view shows that no ungate attempt of the assumed pod
 // applied: gated, at a version newer than every attempt, with no attempt in flight.
-func (q *AdmissionQueue) provesNotUngated(p *podState, view Pod) bool {
+func (a *admitter) provesNotUngated(p *podState, view Pod) bool {
 	return p.phase == phaseAssumed && p.unresolved && !p.inFlight && view.Gated &&
 		newerVersion(view.ResourceVersion, p.attemptRV)
 }
@@ -85,15 +89,15 @@ func (q *AdmissionQueue) provesNotUngated(p *podState, view Pod) bool {
 // giveBack returns an assumed pod whose attempts are proven not to have applied to the
 // queues: its charge is released and it backs off (by the attempts Done counted) before
 // it is evaluated again.
-func (q *AdmissionQueue) giveBack(p *podState) {
-	q.backoff.remove(p)
-	q.charges.release(p)
+func (a *admitter) giveBack(p *podState) {
+	a.backoff.remove(p)
+	a.charges.release(p)
 	p.phase = phaseWaiting
 	p.unresolved = false
 	p.attemptRV = ""
 	p.pinned = nil
-	p.retryAt = q.opts.clock.Now().Add(q.opts.backoff(p.attempts))
+	p.retryAt = a.opts.clock.Now().Add(a.opts.backoff(p.attempts))
 	p.inBackoff = true
-	q.backoff.set(p)
-	q.settleWaiting(p)
+	a.backoff.set(p)
+	a.place.settleWaiting(p)
 }

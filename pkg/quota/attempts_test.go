@@ -185,7 +185,7 @@ func TestStandbyForgetsDeletedPods(t *testing.T) {
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if n := len(q.immediate) + len(q.pods) + len(q.podsNS); n != 0 {
+	if n := len(q.admit.immediate) + len(q.pods.byUID) + len(q.pods.byNS); n != 0 {
 		t.Errorf("%d entries left after every pod was deleted", n)
 	}
 }

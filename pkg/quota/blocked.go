@@ -27,7 +27,7 @@ import (
 func (q *AdmissionQueue) EvictionBlocked(uid types.UID) (retry bool, since time.Time) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	p := q.pods[uid]
+	p := q.pods.get(uid)
 	if p == nil {
 		return false, time.Time{}
 	}

@@ -1,7 +1,6 @@
 package quota
 
 import (
-	"maps"
 	"slices"
 )
 
@@ -40,7 +39,7 @@ func (q *AdmissionQueue) UpsertBudget(spec Budget) {
 		q.resolveTopology(b)
 	}
 	if topology {
-		q.recover(spec.Key)
+		q.place.recover(spec.Key)
 	}
 	if hardChanged {
 		q.limitsChanged(b)
@@ -59,7 +58,7 @@ func (q *AdmissionQueue) DeleteBudget(key BudgetKey) {
 	}
 	q.families.forgetBudget(b)
 	q.resolveTopology(b)
-	q.recover(key)
+	q.place.recover(key)
 	if p := b.parent; p != nil && q.topology.alive(p) {
 		q.familyChanged(p) // resolve does not see a member that is gone
 	}
@@ -74,23 +73,9 @@ func (q *AdmissionQueue) DeleteBudget(key BudgetKey) {
 func (q *AdmissionQueue) SetNamespace(name string, l map[string]string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	wasKnown := q.knownNamespace(name)
-	if !q.topology.setNamespace(name, l) {
-		return
-	}
-	for _, p := range q.sortedPodsIn(name) {
-		if q.pods[p.pod.UID] != p {
-			continue // forgotten while settling an earlier pod's group
-		}
-		cover := q.topology.coverage(&p.pod)
-		switch {
-		case p.phase != phaseWaiting:
-			q.charges.coverAdmitted(p, cover)
-		case !wasKnown || !sameBudgets(cover, p.cover) || q.released(name):
-			q.agenda.detach(p)
-			p.cover = cover
-			q.settleWaiting(p)
-		}
+	wasKnown := q.place.knownNamespace(name)
+	if q.topology.setNamespace(name, l) {
+		q.place.namespaceChanged(name, wasKnown)
 	}
 }
 
@@ -129,21 +114,10 @@ func (q *AdmissionQueue) resolveTopology(b *budget) {
 // as do the pods that wait on its family.
 func (q *AdmissionQueue) limitsChanged(b *budget) {
 	q.agenda.markStatus(b)
-	q.resettle(b)
+	q.place.resettle(b)
 	if p := b.parent; p != nil && q.topology.alive(p) {
 		q.familyChanged(p)
 	}
-}
-
-// resettle places every gated pod of b again (each may start or stop never fitting)
-// and wakes b.
-func (q *AdmissionQueue) resettle(b *budget) {
-	for _, p := range q.waitingIn(b) {
-		if q.pods[p.pod.UID] == p && p.phase == phaseWaiting {
-			q.settleWaiting(p)
-		}
-	}
-	q.agenda.wake(b)
 }
 
 // familyChanged looks again at the pods waiting on p's family after a member came,
@@ -153,50 +127,11 @@ func (q *AdmissionQueue) familyChanged(p *budget) {
 	if p.borrowers == 0 && !q.families.watched(p) {
 		return
 	}
-	q.resettle(p)
+	q.place.resettle(p)
 }
 
-// recover re-computes coverage after a budget's selectors, parent or existence changed:
-// the pods of its namespace for a Budget, every pod for a ClusterBudget.
-func (q *AdmissionQueue) recover(key BudgetKey) {
-	var pods []*podState
-	if key.IsCluster() {
-		pods = q.sortedPods()
-	} else {
-		pods = q.sortedPodsIn(key.Namespace)
-	}
-	for _, p := range pods {
-		if q.pods[p.pod.UID] != p {
-			continue // forgotten while settling an earlier pod's group
-		}
-		cover := q.topology.coverage(&p.pod)
-		if p.phase != phaseWaiting {
-			q.charges.coverAdmitted(p, cover)
-			continue
-		}
-		if sameBudgets(cover, p.cover) {
-			continue
-		}
-		q.agenda.detach(p)
-		p.cover = cover
-		q.settleWaiting(p)
-	}
-}
-
-func (q *AdmissionQueue) sortedPods() []*podState {
-	out := slices.Collect(maps.Values(q.pods))
-	slices.SortFunc(out, compareUIDs)
-	return out
-}
-
-func (q *AdmissionQueue) sortedPodsIn(ns string) []*podState {
-	out := slices.Collect(maps.Values(q.podsNS[ns]))
-	slices.SortFunc(out, compareUIDs)
-	return out
-}
-
-// waitingIn returns the gated pods a budget covers, by UID.
-func (q *AdmissionQueue) waitingIn(b *budget) []*podState {
+// gatedIn returns the gated pods a budget covers, by UID.
+func gatedIn(b *budget) []*podState {
 	entries := b.queues.entries()
 	out := make([]*podState, len(entries))
 	for i, e := range entries {

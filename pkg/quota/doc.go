@@ -20,13 +20,15 @@
 //	q.WaitCode(uid) / q.WaitReason(uid)            // why a pod waits, for events
 //	q.Snapshot()                                   // every queue, for /debug/queues
 //
-// The parts, each with its own state and table tests, composed by AdmissionQueue (which
-// owns the one lock and reads as the algorithm: on an event, update the ledgers and the
-// queues, wake the budgets that could now admit, then Admit takes decisions in order).
-// Each is a named field, never embedded (budget.ledger, budget.queues, budget.family,
-// AdmissionQueue.topology, AdmissionQueue.preemptions, AdmissionQueue.families), and
-// only its own files select the fields of its type: everyone else calls its methods
-// (parts_test.go checks it, in make verify and make test).
+// The parts, each with its own state, composed by AdmissionQueue, which owns the one
+// lock and the API: each exported method locks and hands the event to the part it
+// concerns (a pod or namespace event to the placer, Admit and Done to the admitter, a
+// budget event to the topology and then the placer). Each part is a named field, never
+// embedded (budget.ledger, budget.queues, budget.family, and on AdmissionQueue the
+// topology, pods, agenda, charges, families, preemptions, placer and admitter); a part
+// is handed the parts it calls when it is built, and only its own files select the
+// fields of its type: everyone else calls its methods (parts_test.go checks it, in make
+// verify and make test).
 //
 //   - ledger (ledger.go): one budget's accounts: hard, its ceiling (hard plus
 //     borrowingLimit) and what it lends, used (reservations included), pending, the pods
@@ -61,13 +63,32 @@
 //     without moving anything: hide and show take charges out of the ledgers and put
 //     them back. victimCandidates filters what may go, compareVictims orders it (a
 //     pure comparator). It asks the rest of the core only what preemptionCore names.
-//   - groups (groups.go, groups_settle.go): the index of groups (join, leave), each
+//   - groups (groups.go): the index of groups (join, leave), each
 //     group's gated members and what they would charge (sync), readiness, and one
-//     decision for the whole group.
+//     decision for the whole group (the admitter takes it: evaluateGroup).
+//   - agenda (agenda.go, wake.go): what the next Admit looks at: the budgets whose
+//     active heads need evaluating (dirty, best head first), the budgets whose status
+//     may have changed, the gated pods held outside every budget; it moves a pod's
+//     entries between its budgets' queues (attach, detach, move) and wakes the
+//     inadmissible pods an event in a budget may let in (wake, recheckWakes, flush).
+//   - charges (charges.go): what each admitted or running pod is charged to (charge,
+//     release, recharge, coverAdmitted), the pods within their grace period, and whether
+//     the family part holds freed quota.
+//   - pods (podIndex, podstate.go): every pod the core knows, by UID and namespace; a
+//     pod's record (podState) says itself when it was forgotten.
+//   - placer (placer.go, groups_settle.go): where each pod waits. A pod event (add,
+//     update, forget), a namespace's labels or a budget's coverage come here; a gated
+//     pod is queued in every budget that covers it, parked with why, held, or admitted
+//     at once when no quota decision is needed; a group's members are placed together.
+//   - admitter (admit.go, attempts.go, timers.go): the decisions. Admit evaluates the
+//     dirty budgets' heads in order: a unit (a pod or a group) is blocked, waits for
+//     capacity (asking the family part, and the preemption part when it does not fit),
+//     or is admitted (charged, handed out). It owns the decisions not yet returned, the
+//     backoffs, the ungate attempts' outcomes (Done) and the periodic flush.
 //
-// AdmissionQueue itself (engine.go, with the pod record in podstate.go) holds the parts
-// and the pods, and moves a pod's entries between its budgets' queues (attach, detach).
-// hack/podevent/podevent.sh prints the path of one pod event through these files.
+// AdmissionQueue itself (engine.go) holds the parts; it answers the family and
+// preemption parts' questions (familyCore, preemptionCore) by asking the part that
+// knows. hack/podevent/podevent.sh prints the path of one pod event through these files.
 //
 // Accounting follows ResourceQuota (usage.go): pod usage is computed with
 // k8s.io/component-helpers/resource and keyed by ResourceQuota's names. The queues

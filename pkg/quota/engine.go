@@ -4,7 +4,6 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 )
 
@@ -32,22 +31,16 @@ type AdmissionQueue struct {
 	mu   sync.Mutex
 	opts options
 
-	topology topology // budgets, namespaces and what covers what
-
-	pods   map[types.UID]*podState
-	podsNS map[string]map[types.UID]*podState
-	groups groupIndex
-	agenda *agenda // dirty budgets, dirty statuses, held pods, moves and wakes (agenda.go)
-
-	charges   *charges  // what admitted and running pods are charged to (charges.go)
-	backoff   timerHeap // pods waiting for their retry time
-	lastFlush time.Time
-
-	out         []Admission             // decided, not yet returned by Admit
-	preemptions preemptions             // victims, evictions in flight, decisions (preemptions.go)
-	families    families                // borrowing, fair sharing, lend holds (families.go)
-	deciding    bool                    // inside Admit: decisions may be taken
-	immediate   map[types.UID]*podState // pods to admit without quota at the next Admit
+	// The parts (doc.go): each owns its state and reaches the others only through
+	// their methods.
+	topology    topology    // budgets, namespaces and what covers what (topology.go)
+	pods        *podIndex   // every pod the core knows (podstate.go)
+	agenda      *agenda     // dirty budgets and statuses, held pods, moves, wakes (agenda.go)
+	charges     *charges    // what admitted and running pods are charged to (charges.go)
+	families    families    // borrowing, fair sharing, lend holds (families.go)
+	preemptions preemptions // victims, evictions in flight, decisions (preemptions.go)
+	place       *placer     // where each pod waits, pod and namespace events (placer.go)
+	admit       *admitter   // Admit's decisions, backoffs, the flush (admit.go)
 }
 
 // NewAdmissionQueue returns an empty AdmissionQueue.
@@ -64,23 +57,13 @@ func NewAdmissionQueue(opts ...Option) *AdmissionQueue {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	q := &AdmissionQueue{
-		opts:      o,
-		topology:  newTopology(),
-		pods:      map[types.UID]*podState{},
-		podsNS:    map[string]map[types.UID]*podState{},
-		groups:    groupIndex{},
-		immediate: map[types.UID]*podState{},
-	}
-	q.backoff = timerHeap{
-		at:    func(p *podState) time.Time { return p.retryAt },
-		index: func(p *podState) *int { return &p.backoffIndex },
-	}
+	q := &AdmissionQueue{opts: o, topology: newTopology(), pods: newPodIndex()}
 	q.agenda = newAgenda(&q.topology, o.observer)
 	q.preemptions = newPreemptions(q)
 	q.families = newFamilies(q, o.clock, o.lendHold)
 	q.charges = newCharges(q.agenda, &q.topology, &q.families)
-	q.lastFlush = o.clock.Now()
+	q.admit = newAdmitter(&q.opts, &q.topology, q.agenda, q.charges, &q.families, &q.preemptions, q.pods)
+	q.place = newPlacer(&q.opts, &q.topology, q.agenda, q.charges, &q.families, &q.preemptions, q.pods, q.admit)
 	return q
 }
 
@@ -91,3 +74,13 @@ func (q *AdmissionQueue) activate(p *podState) {
 
 // wakeIfAlive wakes b unless it was deleted or replaced (familyCore).
 func (q *AdmissionQueue) wakeIfAlive(b *budget) { q.agenda.wakeIfAlive(b) }
+
+// capacityWait says why a unit does not fit as the ledgers are now (familyCore,
+// preemptionCore; admit.go).
+func (q *AdmissionQueue) capacityWait(budgets []*budget, add demand) (waitInfo, bool) {
+	return q.admit.capacityWait(budgets, add)
+}
+
+// stuck reports whether a waiting pod may not be admitted now whatever is freed
+// (familyCore, preemptionCore; admit.go).
+func (q *AdmissionQueue) stuck(p *podState) bool { return q.admit.stuck(p) }

@@ -4,159 +4,8 @@ package quota
 // group's own accounting is in groups.go.
 
 import (
-	"slices"
-
 	corev1 "k8s.io/api/core/v1"
 )
-
-func (q *AdmissionQueue) joinGroup(p *podState) { q.groups.join(p) }
-
-// leaveGroup takes the pod out of its group and re-settles the members left behind.
-func (q *AdmissionQueue) leaveGroup(p *podState) {
-	if g := q.groups.leave(p); g != nil {
-		q.settleChange(g, p)
-	}
-}
-
-// settleMember re-places a group member after anything about it changed: it came,
-// was seen running, or is gated again (after a failed ungate, a changed spec, a
-// changed coverage).
-func (q *AdmissionQueue) settleMember(p *podState) { q.settleChange(p.group, p) }
-
-// settleChange brings the group up to date after p (a member, or one that just left)
-// changed: only p is placed when the group's placement stays as it was, else every
-// gated member is re-placed (settleGroup).
-func (q *AdmissionQueue) settleChange(g *group, p *podState) {
-	g.sync(p)
-	if !q.keepPlacement(g) {
-		q.settleGroup(g)
-		return
-	}
-	if p.group == g && p.phase == phaseWaiting {
-		q.agenda.detach(p)
-		q.place(p, q.groupPark(g))
-	}
-	if g.placed == placedQueued {
-		q.kick(g)
-	}
-}
-
-// keepPlacement reports whether the group's gated members may stay where they are
-// after a change to one of them: settleGroup would place them the same way (an
-// incomplete group stays incomplete; a queued group stays queued under the same key).
-// It costs O(budgets the group touches), not a pass over the members.
-func (q *AdmissionQueue) keepPlacement(g *group) bool {
-	best, ok := g.best()
-	if !ok || q.released(g.key.namespace) {
-		return false
-	}
-	park := q.groupPark(g)
-	switch g.placed {
-	case placedIncomplete:
-		if park == nil || park.code != CodeGroupIncomplete {
-			return false
-		}
-		g.order = best // every gated member is parked: no heap compares them
-		return true
-	case placedQueued:
-		// A group no budget covers may be admitted at once: settleGroup decides.
-		return park == nil && g.covered > 0 && best == g.order && !g.mayNeverFit()
-	}
-	return false
-}
-
-// kick makes sure a queued group gets evaluated again after a change: settleGroup would
-// move every gated member back to active, but evaluateGroup looks at all of them
-// whichever queue they are in, so one member in active is enough.
-func (q *AdmissionQueue) kick(g *group) {
-	for _, r := range g.waiting {
-		m := r.pod
-		if m.inBackoff || m.parked || len(m.entries) == 0 {
-			continue
-		}
-		q.agenda.moveAll(m, queueInadmissible, queueActive)
-		return
-	}
-}
-
-// settleGroup re-places every gated member of the group: parked while the group is
-// incomplete or can never fit, queued otherwise; admitted at once when no budget
-// covers any of them or their namespace is not opted in.
-func (q *AdmissionQueue) settleGroup(g *group) {
-	g.placed = placedAnyhow
-	waiting := g.waitingByUID()
-	for _, m := range waiting {
-		q.agenda.detach(m)
-	}
-	if len(waiting) == 0 {
-		return
-	}
-	g.order, _ = g.best()
-
-	var ready []*podState
-	for _, m := range waiting {
-		if !m.inBackoff {
-			ready = append(ready, m)
-		}
-	}
-	park := q.groupPark(g)
-	if park == nil && g.mayNeverFit() {
-		park = neverFits(waiting)
-	}
-	var reason Reason
-	switch {
-	case len(ready) == 0:
-	case q.released(g.key.namespace):
-		reason = q.releaseReason(g.key.namespace)
-	case park == nil && !q.opts.holdUncovered && g.covered == 0 && (len(ready) == len(waiting) || g.started()):
-		reason = noBudgetReason()
-	}
-	if reason.Code != "" && q.admitNow(ready, reason) {
-		for _, m := range ready {
-			g.sync(m)
-		}
-		for _, m := range waiting {
-			if m.inBackoff {
-				q.place(m, nil)
-			}
-		}
-		return
-	}
-	for _, m := range waiting {
-		q.place(m, park)
-	}
-	switch {
-	case park == nil:
-		g.placed = placedQueued
-	case park.code == CodeGroupIncomplete:
-		g.placed = placedIncomplete
-	}
-}
-
-// groupPark returns why the group's gated members wait for members: their namespace
-// is not known yet (namespacePark), fewer of them exist than the group's size (and
-// none runs), or uncovered pods are held and a gated member is covered by no budget
-// (the group is admitted all together or not at all, and that member may not go: the
-// others are parked, so that they block no StrictFIFO queue meanwhile). A group that can never fit is found
-// by settleGroup (neverFits).
-func (q *AdmissionQueue) groupPark(g *group) *waitInfo {
-	if w := q.namespacePark(g.key.namespace); w != nil {
-		return w
-	}
-	if !g.started() && len(g.waiting) < g.size {
-		return &waitInfo{code: CodeGroupIncomplete, have: len(g.members), want: g.size}
-	}
-	if q.opts.holdUncovered && g.covered < len(g.waiting) {
-		w := &waitInfo{code: CodeUncovered}
-		for _, r := range g.waiting {
-			if len(r.cover) == 0 && (w.ahead.UID == "" || r.pod.pod.UID < w.ahead.UID) {
-				w.ahead = r.pod.pod.PodRef
-			}
-		}
-		return w
-	}
-	return nil
-}
 
 // neverFits returns why a group whose members' sum exceeds a covering budget's hard,
 // or one of whose members leaves unset what a covering budget tracks (unsetPark), can
@@ -211,31 +60,151 @@ func unitCharges(pods []*podState) ([]*budget, map[*budget]corev1.ResourceList) 
 	return order, sums
 }
 
-// evaluateGroup decides for the whole group that p belongs to: all its ready gated
-// members are admitted in one step, or none is. It runs once per evaluation of the
-// group, not once per member.
-func (q *AdmissionQueue) evaluateGroup(g *group) {
-	var cands []*podState
+func (pl *placer) joinGroup(p *podState) { pl.groups.join(p) }
+
+// leaveGroup takes the pod out of its group and re-settles the members left behind.
+func (pl *placer) leaveGroup(p *podState) {
+	if g := pl.groups.leave(p); g != nil {
+		pl.settleChange(g, p)
+	}
+}
+
+// settleMember re-places a group member after anything about it changed: it came,
+// was seen running, or is gated again (after a failed ungate, a changed spec, a
+// changed coverage).
+func (pl *placer) settleMember(p *podState) { pl.settleChange(p.group, p) }
+
+// settleChange brings the group up to date after p (a member, or one that just left)
+// changed: only p is placed when the group's placement stays as it was, else every
+// gated member is re-placed (settleGroup).
+func (pl *placer) settleChange(g *group, p *podState) {
+	g.sync(p)
+	if !pl.keepPlacement(g) {
+		pl.settleGroup(g)
+		return
+	}
+	if p.group == g && p.phase == phaseWaiting {
+		pl.agenda.detach(p)
+		pl.place(p, pl.groupPark(g))
+	}
+	if g.placed == placedQueued {
+		pl.kick(g)
+	}
+}
+
+// keepPlacement reports whether the group's gated members may stay where they are
+// after a change to one of them: settleGroup would place them the same way (an
+// incomplete group stays incomplete; a queued group stays queued under the same key).
+// It costs O(budgets the group touches), not a pass over the members.
+func (pl *placer) keepPlacement(g *group) bool {
+	best, ok := g.best()
+	if !ok || pl.released(g.key.namespace) {
+		return false
+	}
+	park := pl.groupPark(g)
+	switch g.placed {
+	case placedIncomplete:
+		if park == nil || park.code != CodeGroupIncomplete {
+			return false
+		}
+		g.order = best // every gated member is parked: no heap compares them
+		return true
+	case placedQueued:
+		// A group no budget covers may be admitted at once: settleGroup decides.
+		return park == nil && g.covered > 0 && best == g.order && !g.mayNeverFit()
+	}
+	return false
+}
+
+// kick makes sure a queued group gets evaluated again after a change: settleGroup would
+// move every gated member back to active, but evaluateGroup looks at all of them
+// whichever queue they are in, so one member in active is enough.
+func (pl *placer) kick(g *group) {
 	for _, r := range g.waiting {
-		if m := r.pod; !m.inBackoff && !m.parked {
-			cands = append(cands, m)
+		m := r.pod
+		if m.inBackoff || m.parked || len(m.entries) == 0 {
+			continue
+		}
+		pl.agenda.moveAll(m, queueInadmissible, queueActive)
+		return
+	}
+}
+
+// settleGroup re-places every gated member of the group: parked while the group is
+// incomplete or can never fit, queued otherwise; admitted at once when no budget
+// covers any of them or their namespace is not opted in.
+func (pl *placer) settleGroup(g *group) {
+	g.placed = placedAnyhow
+	waiting := g.waitingByUID()
+	for _, m := range waiting {
+		pl.agenda.detach(m)
+	}
+	if len(waiting) == 0 {
+		return
+	}
+	g.order, _ = g.best()
+
+	var ready []*podState
+	for _, m := range waiting {
+		if !m.inBackoff {
+			ready = append(ready, m)
 		}
 	}
-	slices.SortFunc(cands, compareUIDs)
-	if !g.started() && len(cands) < g.size {
-		q.fail(cands, waitInfo{code: CodeGroupBackoff})
+	park := pl.groupPark(g)
+	if park == nil && g.mayNeverFit() {
+		park = neverFits(waiting)
+	}
+	var reason Reason
+	switch {
+	case len(ready) == 0:
+	case pl.released(g.key.namespace):
+		reason = releaseReason(g.key.namespace)
+	case park == nil && !pl.opts.holdUncovered && g.covered == 0 && (len(ready) == len(waiting) || g.started()):
+		reason = noBudgetReason()
+	}
+	if reason.Code != "" && pl.admit.admitNow(ready, reason) {
+		for _, m := range ready {
+			g.sync(m)
+		}
+		for _, m := range waiting {
+			if m.inBackoff {
+				pl.place(m, nil)
+			}
+		}
 		return
 	}
-	budgets, sums := unitCharges(cands)
-	if w, blocked := q.blocked(budgets, func(h *podState) bool { return h.group == g }); blocked {
-		q.fail(cands, w)
-		return
+	for _, m := range waiting {
+		pl.place(m, park)
 	}
-	if q.waitsForCapacity(cands, budgets, sumsDemand(sums)) {
-		return
+	switch {
+	case park == nil:
+		g.placed = placedQueued
+	case park.code == CodeGroupIncomplete:
+		g.placed = placedIncomplete
 	}
-	q.admitUnit(cands, Reason{Code: CodeFits, Message: fitsMessage(g, budgets)})
-	for _, m := range cands {
-		g.sync(m)
+}
+
+// groupPark returns why the group's gated members wait for members: their namespace
+// is not known yet (namespacePark), fewer of them exist than the group's size (and
+// none runs), or uncovered pods are held and a gated member is covered by no budget
+// (the group is admitted all together or not at all, and that member may not go: the
+// others are parked, so that they block no StrictFIFO queue meanwhile). A group that can never fit is found
+// by settleGroup (neverFits).
+func (pl *placer) groupPark(g *group) *waitInfo {
+	if w := pl.namespacePark(g.key.namespace); w != nil {
+		return w
 	}
+	if !g.started() && len(g.waiting) < g.size {
+		return &waitInfo{code: CodeGroupIncomplete, have: len(g.members), want: g.size}
+	}
+	if pl.opts.holdUncovered && g.covered < len(g.waiting) {
+		w := &waitInfo{code: CodeUncovered}
+		for _, r := range g.waiting {
+			if len(r.cover) == 0 && (w.ahead.UID == "" || r.pod.pod.UID < w.ahead.UID) {
+				w.ahead = r.pod.pod.PodRef
+			}
+		}
+		return w
+	}
+	return nil
 }

@@ -22,7 +22,7 @@ func (q *AdmissionQueue) AtHead(uids []types.UID, n int) map[types.UID]bool {
 	}
 	heads := map[*budget]map[*podState]bool{}
 	for _, uid := range uids {
-		p := q.pods[uid]
+		p := q.pods.get(uid)
 		if p == nil || p.phase != phaseWaiting {
 			continue
 		}

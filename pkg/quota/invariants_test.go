@@ -18,7 +18,7 @@ func (q *AdmissionQueue) checkInvariants() error {
 	pending := map[*budget]corev1.ResourceList{}
 	entries := map[*budget]int{}
 	inadm := 0
-	for uid, p := range q.pods {
+	for uid, p := range q.pods.byUID {
 		if p.pod.UID != uid {
 			return fmt.Errorf("pod %s filed under %s", p.pod.UID, uid)
 		}
@@ -110,7 +110,7 @@ func (q *AdmissionQueue) checkInvariants() error {
 			return fmt.Errorf("budget %v holds %d entries, pods point at %d", key, n, entries[b])
 		}
 		for uid, p := range b.ledger.charged {
-			if q.pods[uid] != p || p.phase == phaseWaiting {
+			if q.pods.get(uid) != p || p.phase == phaseWaiting {
 				return fmt.Errorf("budget %v charges pod %s that is not admitted", key, uid)
 			}
 		}

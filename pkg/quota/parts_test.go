@@ -44,6 +44,11 @@ var coreParts = []part{
 	{typ: "preemptions", files: []string{"preemptions.go", "preempt.go", "victims.go", "victimorder.go", "reclaimfloor.go", "blocked.go"}},
 	{typ: "families", files: familyFiles},
 	{typ: "familyState", files: familyFiles},
+	{typ: "agenda", files: []string{"agenda.go", "wake.go"}},
+	{typ: "charges", files: []string{"charges.go"}},
+	{typ: "podIndex", files: []string{"podstate.go"}},
+	{typ: "placer", files: []string{"placer.go", "groups_settle.go"}},
+	{typ: "admitter", files: []string{"admit.go", "attempts.go", "timers.go"}},
 }
 
 func TestPartsOwnTheirFields(t *testing.T) {

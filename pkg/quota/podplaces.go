@@ -48,7 +48,7 @@ func (q *AdmissionQueue) PodWaitByName(namespace, name string) (PodWait, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	var found *podState
-	for _, p := range q.podsNS[namespace] {
+	for _, p := range q.pods.inNamespace(namespace) {
 		if p.phase != phaseWaiting || p.pod.Name != name {
 			continue
 		}
@@ -67,7 +67,7 @@ func (q *AdmissionQueue) PodWaitByName(namespace, name string) (PodWait, bool) {
 func (q *AdmissionQueue) PodWait(uid types.UID) (PodWait, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	p := q.pods[uid]
+	p := q.pods.get(uid)
 	if p == nil || p.phase != phaseWaiting || !q.waitsSomewhere(p) {
 		return PodWait{}, false
 	}
@@ -77,7 +77,7 @@ func (q *AdmissionQueue) PodWait(uid types.UID) (PodWait, bool) {
 // waitsSomewhere reports whether a gated pod is in a budget's queues or held, as a
 // snapshot would show it; a gated pod in neither is about to be let go without quota.
 func (q *AdmissionQueue) waitsSomewhere(p *podState) bool {
-	_, held := q.agenda.held[p.pod.UID]
+	held := q.agenda.isHeld(p)
 	return held || len(p.entries) > 0
 }
 
@@ -94,7 +94,7 @@ func (q *AdmissionQueue) podWait(p *podState) PodWait {
 		t := p.retryAt
 		w.RetryAt = &t
 	}
-	if _, held := q.agenda.held[p.pod.UID]; held {
+	if held := q.agenda.isHeld(p); held {
 		w.Held = true
 	}
 	for i, e := range p.entries {

@@ -1,9 +1,13 @@
 package quota
 
 import (
+	"iter"
+	"maps"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // The core's record of one pod: where it waits, what it is charged, how its ungate
@@ -71,4 +75,66 @@ type podState struct {
 
 	backoffIndex int
 	releaseIndex int
+}
+
+// podIndex is every non-terminal pod the core knows, by UID and by namespace.
+type podIndex struct {
+	byUID map[types.UID]*podState
+	byNS  map[string]map[types.UID]*podState
+}
+
+func newPodIndex() *podIndex {
+	return &podIndex{byUID: map[types.UID]*podState{}, byNS: map[string]map[types.UID]*podState{}}
+}
+
+// get returns the pod with the UID, or nil.
+func (x *podIndex) get(uid types.UID) *podState { return x.byUID[uid] }
+
+func (x *podIndex) add(p *podState) {
+	x.byUID[p.pod.UID] = p
+	ns := x.byNS[p.pod.Namespace]
+	if ns == nil {
+		ns = map[types.UID]*podState{}
+		x.byNS[p.pod.Namespace] = ns
+	}
+	ns[p.pod.UID] = p
+}
+
+func (x *podIndex) remove(p *podState) {
+	delete(x.byUID, p.pod.UID)
+	if ns := x.byNS[p.pod.Namespace]; ns != nil {
+		delete(ns, p.pod.UID)
+		if len(ns) == 0 {
+			delete(x.byNS, p.pod.Namespace)
+		}
+	}
+}
+
+// inNamespace returns the namespace's pods; the caller does not change the map.
+func (x *podIndex) inNamespace(ns string) map[types.UID]*podState { return x.byNS[ns] }
+
+// sorted returns every pod, by UID.
+func (x *podIndex) sorted() []*podState {
+	return slices.SortedFunc(maps.Values(x.byUID), compareUIDs)
+}
+
+// sortedIn returns the namespace's pods, by UID.
+func (x *podIndex) sortedIn(ns string) []*podState {
+	return slices.SortedFunc(maps.Values(x.byNS[ns]), compareUIDs)
+}
+
+// waitingNamespaces returns the namespaces with a gated pod.
+func (x *podIndex) waitingNamespaces() iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for ns, pods := range x.byNS {
+			for _, p := range pods {
+				if p.phase == phaseWaiting {
+					if !yield(ns) {
+						return
+					}
+					break
+				}
+			}
+		}
+	}
 }

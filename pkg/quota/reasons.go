@@ -103,7 +103,7 @@ func (w *waitInfo) parks() bool {
 func (q *AdmissionQueue) WaitReason(uid types.UID) (Reason, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	p := q.pods[uid]
+	p := q.pods.get(uid)
 	if p == nil || p.phase != phaseWaiting {
 		return Reason{}, false
 	}
@@ -116,7 +116,7 @@ func (q *AdmissionQueue) WaitReason(uid types.UID) (Reason, bool) {
 func (q *AdmissionQueue) WaitCode(uid types.UID) (ReasonCode, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	p := q.pods[uid]
+	p := q.pods.get(uid)
 	if p == nil || p.phase != phaseWaiting {
 		return "", false
 	}
@@ -144,7 +144,7 @@ func (q *AdmissionQueue) currentWait(p *podState) waitInfo {
 			w = waitInfo{} // that budget is gone; the next Admit looks again
 		}
 		if w.code == "" {
-			if bw, blocked := q.blocked(p.cover, func(h *podState) bool { return h == p || (p.group != nil && h.group == p.group) }); blocked {
+			if bw, blocked := q.admit.blocked(p.cover, func(h *podState) bool { return h == p || (p.group != nil && h.group == p.group) }); blocked {
 				w = bw
 			}
 		}
@@ -230,7 +230,7 @@ func (q *AdmissionQueue) aheadOf(p *podState, ahead PodRef) string {
 	if ahead.Namespace == p.pod.Namespace {
 		return "pod " + ahead.String()
 	}
-	h := q.pods[ahead.UID]
+	h := q.pods.get(ahead.UID)
 	switch {
 	case h == nil:
 		return "a pod in another namespace"
@@ -305,6 +305,6 @@ func noBudgetReason() Reason {
 	return Reason{Code: CodeNoBudget, Message: "no Budget or ClusterBudget covers it"}
 }
 
-func (q *AdmissionQueue) releaseReason(namespace string) Reason {
+func releaseReason(namespace string) Reason {
 	return Reason{Code: CodeNamespaceNotEnabled, Message: fmt.Sprintf("namespace %s is not labelled %s=true: released without quota", namespace, v1alpha1.EnabledLabel)}
 }

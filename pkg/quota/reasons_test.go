@@ -275,8 +275,8 @@ func TestFairShareReasonNamesNoOtherNamespace(t *testing.T) {
 		"secret-project-x-trainer": "it would borrow under ClusterBudget org, and a pod of lower priority in another namespace goes first: its budget's borrowing is a smaller share of what the family lends (fair sharing)",
 		"x2":                       "it would borrow under ClusterBudget org, and pod team-a/x2 goes first: its budget's borrowing is a smaller share of what the family lends (fair sharing)",
 	} {
-		p := q.pods["x"]
-		p.wait = waitInfo{code: CodeFairShare, budget: org, ahead: q.pods[types.UID(ahead)].pod.PodRef}
+		p := q.pods.get("x")
+		p.wait = waitInfo{code: CodeFairShare, budget: org, ahead: q.pods.get(types.UID(ahead)).pod.PodRef}
 		got, _ := q.WaitReason("x")
 		if diff := cmp.Diff(Reason{Code: CodeFairShare, Message: want}, got); diff != "" {
 			t.Errorf("yielding to %s (-want +got):\n%s", ahead, diff)

@@ -68,7 +68,7 @@ func (q *AdmissionQueue) Snapshot() Snapshot {
 		s.Budgets = append(s.Budgets, bq)
 	}
 	held := slices.Collect(func(yield func(*podState) bool) {
-		for _, p := range q.agenda.held {
+		for _, p := range q.agenda.heldPods() {
 			if !yield(p) {
 				return
 			}
@@ -90,7 +90,7 @@ func (q *AdmissionQueue) WaitReasons(uids []types.UID) map[types.UID]Reason {
 	var pods []*podState
 	asked := map[*budget]int{}
 	for _, uid := range uids {
-		p := q.pods[uid]
+		p := q.pods.get(uid)
 		if p == nil || p.phase != phaseWaiting {
 			continue
 		}

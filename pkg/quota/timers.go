@@ -56,3 +56,76 @@ func (h *timerHeap) min() *podState {
 	}
 	return h.pods[0]
 }
+
+// The admitter's timers: backoffs, grace periods, lend holds and the periodic flush.
+
+// runTimers applies what the clock says: lend holds that ended, backoffs that ended,
+// terminating pods past their grace period, and the periodic flush of inadmissible
+// pods.
+func (a *admitter) runTimers(now time.Time) {
+	a.charges.expireHolds(now)
+	for p := a.backoff.min(); p != nil && !p.retryAt.After(now); p = a.backoff.min() {
+		a.backoff.remove(p)
+		if p.phase == phaseAssumed {
+			if p.unresolved && !p.inFlight {
+				a.handOut(p) // try the ungate again; the charge still stands
+			}
+			continue
+		}
+		p.inBackoff = false
+		if p.phase != phaseWaiting {
+			continue
+		}
+		if len(p.entries) > 0 && !p.parked {
+			a.agenda.moveAll(p, queueBackoff, queueActive)
+		} else {
+			a.place.settleWaiting(p)
+		}
+	}
+	for p := a.charges.due(now); p != nil; p = a.charges.due(now) {
+		a.place.forget(p)
+	}
+	if now.Sub(a.lastFlush) >= a.opts.flushInterval {
+		a.agenda.flush()
+		a.lastFlush = now
+	}
+}
+
+// NextWakeup returns when Admit should run again even if no event arrives: the first
+// backoff end, grace-period end or flush, if any is due.
+func (q *AdmissionQueue) NextWakeup() (time.Time, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.admit.nextWakeup()
+}
+
+func (a *admitter) nextWakeup() (time.Time, bool) {
+	var next time.Time
+	consider := func(t time.Time) {
+		if next.IsZero() || t.Before(next) {
+			next = t
+		}
+	}
+	if p := a.backoff.min(); p != nil {
+		consider(p.retryAt)
+	}
+	if t, ok := a.charges.nextRelease(); ok {
+		consider(t)
+	}
+	if a.agenda.inadmissible() {
+		consider(a.lastFlush.Add(a.opts.flushInterval))
+	}
+	if t, ok := a.charges.holdEnd(); ok {
+		consider(t)
+	}
+	return next, !next.IsZero()
+}
+
+// cancelRetry takes a pod out of backoff: it is admitted, or seen ungated.
+func (a *admitter) cancelRetry(p *podState) { a.backoff.remove(p) }
+
+// forgetPod drops what the admitter keeps of a pod that ended or was deleted.
+func (a *admitter) forgetPod(p *podState) {
+	a.backoff.remove(p)
+	delete(a.immediate, p.pod.UID)
+}

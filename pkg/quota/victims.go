@@ -116,7 +116,7 @@ func show(pods []*podState) {
 func (q *AdmissionQueue) PreemptionNeeded(uid types.UID) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	p := q.pods[uid]
+	p := q.pods.get(uid)
 	if p == nil {
 		return false
 	}
@@ -134,7 +134,7 @@ func (q *AdmissionQueue) PreemptionNeeded(uid types.UID) bool {
 func (q *AdmissionQueue) Evicted(uid types.UID) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if p := q.pods[uid]; p != nil {
+	if p := q.pods.get(uid); p != nil {
 		q.preemptions.evicted(p)
 	}
 }

@@ -1,0 +1,309 @@
+package quota
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/quotagate/quotagate/api/v1alpha1"
+)
+
+// placer is the part that keeps every pod the core knows in its place: a gated pod
+// waits in the queues of every budget that covers it (active, backoff, inadmissible,
+// or parked with why), or is held, or is admitted at once when no quota decision is
+// needed; an admitted or running pod is charged (charges.go). Every event about a pod
+// (UpsertPod, DeletePod), a namespace or a budget's coverage comes here, and a group's
+// members are placed together (groups_settle.go). Deciding which waiting pod goes is
+// the admitter's (admit.go).
+type placer struct {
+	opts        *options
+	topology    *topology
+	agenda      *agenda
+	charges     *charges
+	families    *families
+	preemptions *preemptions
+	groups      groupIndex
+	pods        *podIndex
+	admit       *admitter
+}
+
+func newPlacer(o *options, t *topology, ag *agenda, c *charges, f *families, pr *preemptions, pods *podIndex, a *admitter) *placer {
+	pl := &placer{opts: o, topology: t, agenda: ag, charges: c, families: f, preemptions: pr, groups: groupIndex{}, pods: pods, admit: a}
+	a.placeWith(pl)
+	return pl
+}
+
+func (pl *placer) addPod(pod Pod) {
+	p := &podState{pod: pod, order: ownKey(&pod), backoffIndex: -1, releaseIndex: -1}
+	pl.pods.add(p)
+	p.cover = pl.topology.coverage(&p.pod)
+	pl.joinGroup(p)
+	if !pod.Gated {
+		p.phase = phaseCharged
+		p.pinned = firstSeenPins(p)
+		pl.charges.charge(p)
+		if p.group != nil {
+			pl.settleMember(p)
+		}
+		return
+	}
+	p.phase = phaseWaiting
+	pl.settleWaiting(p)
+}
+
+func (pl *placer) updatePod(p *podState, pod Pod) {
+	old := p.pod
+	sameGroup := old.Group == pod.Group && old.GroupSize == pod.GroupSize && old.GroupError == pod.GroupError && old.ClaimsError == pod.ClaimsError
+	sameLabels := maps.Equal(old.Labels, pod.Labels)
+	sameUsage := equalLists(old.Usage, pod.Usage) && sameClaims(old.Claims, pod.Claims)
+
+	if pl.admit.provesNotUngated(p, pod) {
+		// Seen still gated at a version newer than every attempt to ungate it: none of
+		// them applied, and none can any more (each was fenced on an older version).
+		p.pod = pod
+		p.cover = pl.topology.coverage(&p.pod)
+		if !sameGroup {
+			pl.leaveGroup(p)
+			pl.joinGroup(p)
+		}
+		pl.admit.giveBack(p)
+		return
+	}
+
+	if p.phase == phaseWaiting {
+		if pod.Gated && sameGroup && sameLabels && sameUsage && slices.Equal(old.Unset, pod.Unset) && old.Priority == pod.Priority && old.Created.Equal(pod.Created) {
+			p.pod = pod
+			return
+		}
+		pl.agenda.detach(p) // before p.pod changes: pending is given back with the old usage
+		p.pod = pod
+		p.cover = pl.topology.coverage(&p.pod)
+		if !pod.Gated {
+			// Ungated by someone else (the namespace's release, an admin): it runs now.
+			pl.admit.cancelRetry(p)
+			p.inBackoff, p.parked, p.wait = false, false, waitInfo{}
+			p.phase = phaseCharged
+			p.pinned = firstSeenPins(p)
+			pl.charges.charge(p)
+		}
+		if !sameGroup {
+			pl.leaveGroup(p)
+			pl.joinGroup(p)
+		}
+		if p.phase == phaseWaiting {
+			pl.settleWaiting(p)
+		} else if p.group != nil {
+			pl.settleMember(p)
+		}
+		return
+	}
+
+	// Admitted (assumed or charged). A gated view of an assumed pod that does not prove
+	// the attempts failed changes nothing: Done, a retry or a newer view settles it.
+	p.pod = pod
+	if !pod.Gated && p.phase == phaseAssumed {
+		p.phase = phaseCharged
+		p.unresolved = false
+		pl.admit.cancelRetry(p) // a retry of the ungate is no longer needed
+	}
+	if !sameLabels || !sameUsage {
+		// A relabelled pod stays charged where it was admitted (pinned), and is
+		// charged wherever it is covered now as well.
+		pl.charges.recharge(p, pl.topology.coverage(&p.pod))
+	} else if !pod.ReleaseAt.IsZero() {
+		pl.charges.graceChanged(p)
+	}
+	if !sameGroup {
+		pl.leaveGroup(p)
+		pl.joinGroup(p)
+		if p.group != nil {
+			pl.settleMember(p)
+		}
+	}
+}
+
+// forget drops a pod that ended or was deleted.
+func (pl *placer) forget(p *podState) {
+	if p.phase == phaseWaiting {
+		pl.agenda.detach(p)
+	} else {
+		pl.charges.release(p)
+	}
+	pl.admit.forgetPod(p)
+	if p.preemption {
+		pl.preemptions.forget(p)
+	}
+	if b := p.wait.budget; b != nil && b.family != nil {
+		pl.families.forgetPod(b, p) // the family's records of what it waited for
+	}
+	p.pinned = nil
+	p.forgotten = true
+	pl.pods.remove(p)
+	if p.group != nil { // a pod outside any group does not enter the groups part
+		pl.leaveGroup(p)
+	}
+}
+
+// settleWaiting (re)places a gated pod after anything about it changed: admitted at
+// once when its namespace is not opted in (or, with WithHoldUncovered(false), no
+// budget covers it), else parked or queued in every budget that covers it, or held.
+func (pl *placer) settleWaiting(p *podState) {
+	pl.agenda.detach(p)
+	if p.group != nil {
+		pl.settleMember(p)
+		return
+	}
+	p.order = ownKey(&p.pod)
+	if !p.inBackoff {
+		var reason Reason
+		switch {
+		case pl.released(p.pod.Namespace):
+			reason = releaseReason(p.pod.Namespace)
+		case len(p.cover) == 0 && !pl.opts.holdUncovered && p.pod.GroupError == "" && p.pod.ClaimsError == "" && pl.knownNamespace(p.pod.Namespace):
+			reason = noBudgetReason()
+		}
+		if reason.Code != "" && pl.admit.admitNow([]*podState{p}, reason) {
+			return
+		}
+	}
+	pl.place(p, pl.singlePark(p))
+}
+
+// place puts a detached gated pod where it belongs: parked (with why) when park is
+// set, else in backoff or active in every covering budget. Pods no budget covers are
+// held, or wait for their group or their backoff.
+func (pl *placer) place(p *podState, park *waitInfo) {
+	p.parked = park != nil
+	switch {
+	case park != nil:
+		p.wait = *park
+	case p.wait.parks():
+		p.wait = waitInfo{} // no longer parked: the next evaluation says why it waits
+	}
+	if len(p.cover) == 0 {
+		if park == nil && pl.opts.holdUncovered && !pl.released(p.pod.Namespace) {
+			p.parked = true
+			p.wait = waitInfo{code: CodeUncovered}
+		}
+		if p.parked {
+			pl.agenda.hold(p)
+		}
+		return
+	}
+	switch {
+	case park != nil:
+		pl.agenda.attach(p, queueParked)
+	case p.inBackoff:
+		pl.agenda.attach(p, queueBackoff)
+	default:
+		pl.agenda.attach(p, queueActive)
+	}
+}
+
+// singlePark returns why a pod outside any group cannot be queued, or nil.
+func (pl *placer) singlePark(p *podState) *waitInfo {
+	if w := pl.namespacePark(p.pod.Namespace); w != nil {
+		return w
+	}
+	if p.pod.GroupError != "" {
+		return &waitInfo{code: CodeGroupInvalid}
+	}
+	if p.pod.ClaimsError != "" {
+		return &waitInfo{code: CodeClaimPending}
+	}
+	if w := unsetPark(p.pod.Unset, p.cover, PodRef{}); w != nil {
+		return w
+	}
+	for _, b := range p.cover {
+		if r, over := b.ledger.neverFits(p.pod.Usage); over {
+			return &waitInfo{code: CodeNeverFits, budget: b, resource: r, requested: p.pod.Usage[r]}
+		}
+	}
+	if !inBorrowingFamily(p.cover) {
+		return nil
+	}
+	if w, never := familyNeverFits(p.cover, usageDemand(p.pod.Usage)); never {
+		return &w
+	}
+	return nil
+}
+
+// namespacePark holds the gated pods of a namespace the core has not seen yet: until
+// its labels are known, neither the opt-in label nor the ClusterBudgets that select it
+// by namespaceSelector are, so nothing about its pods may be decided. SetNamespace
+// places them again.
+func (pl *placer) namespacePark(namespace string) *waitInfo {
+	if pl.knownNamespace(namespace) {
+		return nil
+	}
+	return &waitInfo{code: CodeNamespaceUnknown}
+}
+
+func (pl *placer) knownNamespace(namespace string) bool {
+	_, known := pl.topology.namespaceLabels(namespace)
+	return known
+}
+
+// released reports whether a namespace is known and not opted in: its gated pods are
+// let go without quota (removing the opt-in label releases them).
+func (pl *placer) released(namespace string) bool {
+	l, known := pl.topology.namespaceLabels(namespace)
+	return known && l[v1alpha1.EnabledLabel] != "true"
+}
+
+// resettle places every gated pod of b again (each may start or stop never fitting)
+// and wakes b.
+func (pl *placer) resettle(b *budget) {
+	for _, p := range gatedIn(b) {
+		if !p.forgotten && p.phase == phaseWaiting {
+			pl.settleWaiting(p)
+		}
+	}
+	pl.agenda.wake(b)
+}
+
+// recover re-computes coverage after a budget's selectors, parent or existence changed:
+// the pods of its namespace for a Budget, every pod for a ClusterBudget.
+func (pl *placer) recover(key BudgetKey) {
+	var pods []*podState
+	if key.IsCluster() {
+		pods = pl.pods.sorted()
+	} else {
+		pods = pl.pods.sortedIn(key.Namespace)
+	}
+	for _, p := range pods {
+		if p.forgotten {
+			continue // forgotten while settling an earlier pod's group
+		}
+		cover := pl.topology.coverage(&p.pod)
+		if p.phase != phaseWaiting {
+			pl.charges.coverAdmitted(p, cover)
+			continue
+		}
+		if sameBudgets(cover, p.cover) {
+			continue
+		}
+		pl.agenda.detach(p)
+		p.cover = cover
+		pl.settleWaiting(p)
+	}
+}
+
+// namespaceChanged re-covers every pod of a namespace whose labels changed: the gated
+// pods of a namespace seen for the first time, or released, or covered differently, are
+// placed again; an admitted pod's charge moves with its coverage.
+func (pl *placer) namespaceChanged(name string, wasKnown bool) {
+	for _, p := range pl.pods.sortedIn(name) {
+		if p.forgotten {
+			continue // forgotten while settling an earlier pod's group
+		}
+		cover := pl.topology.coverage(&p.pod)
+		switch {
+		case p.phase != phaseWaiting:
+			pl.charges.coverAdmitted(p, cover)
+		case !wasKnown || !sameBudgets(cover, p.cover) || pl.released(name):
+			pl.agenda.detach(p)
+			p.cover = cover
+			pl.settleWaiting(p)
+		}
+	}
+}
