@@ -170,10 +170,10 @@ type budget struct {
 	ledger ledger // hard, used (admitted, reservations included) and pending
 	queues queues // where its gated pods wait
 
-	dirtyIndex int // position in AdmissionQueue.dirty; -1 when not there
+	dirtyIndex int // position in the agenda's dirty heap; -1 when not there
 
 	woken     []*podState // moved to active by wake on the assumption they are admitted
-	inRecheck bool        // listed in AdmissionQueue.recheck
+	inRecheck bool        // listed in the agenda's recheck
 }
 
 func newBudget(spec Budget) *budget {

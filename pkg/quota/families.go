@@ -90,7 +90,7 @@ func (fs *families) admits(first *podState, budgets []*budget, add demand) (w wa
 	return w, false, yield
 }
 
-// capacityWait is AdmissionQueue.capacityWait for a unit with a borrowing family. A
+// capacityWait is the admitter's capacityWait for a unit with a borrowing family. A
 // family is checked before its parent's own hard: when borrowers fill the parent, the
 // pod of a lender that asks for no more than its own hard waits for lent quota
 // (NoLendableQuota, a claim borrowers respect, and what reclaim answers), not for the

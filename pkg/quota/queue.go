@@ -6,10 +6,10 @@ package quota
 //
 //   - active: a heap in admission order (priority high first, then creation time, then
 //     UID; the members of a group share the key of their best member, so a group moves
-//     as one unit). AdmissionQueue.Admit pops heads from the active heaps of the budgets
+//     as one unit). Admit (the admitter) pops heads from the active heaps of the budgets
 //     marked dirty.
 //   - backoff: pods whose ungate patch failed transiently. The retry time belongs to the
-//     pod, so one heap by retry time (AdmissionQueue.backoff) serves every budget; each
+//     pod, so one heap by retry time (the admitter's backoff) serves every budget; each
 //     budget keeps its backoff pods in a heap in admission order, because a StrictFIFO
 //     head in backoff still blocks the pods behind it.
 //   - inadmissible: pods that were evaluated and did not fit. They stay there until an
