@@ -4,6 +4,7 @@
 // it what the informers see (pods, budgets, namespaces) and act on what it decides:
 //
 //	q := quota.NewAdmissionQueue(quota.WithClock(clk), quota.WithObserver(metrics))
+//	r := q.Reader()                                // its read side (reader.go)
 //	q.SetNamespace("team-a", ns.Labels)
 //	q.UpsertBudget(quota.BudgetFromAPI(budget))   // or ClusterBudgetFromAPI
 //	q.UpsertPod(quota.NewPod(pod, gate, clk.Now())) // DeletePod(uid) on delete
@@ -12,21 +13,22 @@
 //		q.Done(a.Pod.UID, resultOf(err), rv)       // Ungated, Gone, or Unknown: the charge stays
 //	}                                              // until a view settles it (attempts.go)
 //	if t, ok := q.NextWakeup(); ok { requeueAt(t) } // backoffs, grace periods, flush
-//	for _, k := range q.DirtyStatuses() { st, _ := q.Status(k); writeStatus(k, st) }
+//	for _, k := range q.DirtyStatuses() { st, _ := r.Status(k); writeStatus(k, st) }
 //	for _, p := range q.Preemptions() {            // victims to evict (preempt.go)
 //		for q.PreemptionNeeded(p.Victim.UID) && evict(p.Victim) != nil { backOff() }
 //		// a PDB's refusal: if retry, _ := q.EvictionBlocked(uid); !retry { stop }
 //	}
-//	q.WaitCode(uid) / q.WaitReason(uid)            // why a pod waits, for events
-//	q.Snapshot()                                   // every queue, for /debug/queues
+//	r.WaitCode(uid) / r.WaitReason(uid)            // why a pod waits, for events
+//	r.Snapshot()                                   // every queue, for /debug/queues
 //
 // The parts, each with its own state and table tests, composed by AdmissionQueue (which
 // owns the one lock and reads as the algorithm: on an event, update the ledgers and the
 // queues, wake the budgets that could now admit, then Admit takes decisions in order).
 // Each is a named field, never embedded (budget.ledger, budget.queues, budget.family,
-// AdmissionQueue.topology, AdmissionQueue.preemptions, AdmissionQueue.families), and
-// only its own files select the fields of its type: everyone else calls its methods
-// (parts_test.go checks it, in make verify and make test).
+// AdmissionQueue.topology, AdmissionQueue.preemptions, AdmissionQueue.families,
+// AdmissionQueue.reads), and only its own files select the fields of its type:
+// everyone else calls its methods (parts_test.go checks it, in make verify and make
+// test).
 //
 //   - ledger (ledger.go): one budget's accounts: hard, its ceiling (hard plus
 //     borrowingLimit) and what it lends, used (reservations included), pending, the pods
@@ -64,6 +66,15 @@
 //   - groups (groups.go, groups_settle.go): the index of groups (join, leave), each
 //     group's gated members and what they would charge (sync), readiness, and one
 //     decision for the whole group.
+//   - reads (reader.go, status.go, snapshot.go, page.go, podplaces.go, reasons.go,
+//     heads.go): the read side, Reads, which AdmissionQueue hands out (Reader): a
+//     budget's status, every queue in admission order (Snapshot) or one page of one
+//     (Page), where and why a gated pod waits (PodWait, PodWaitByName, WaitReason,
+//     WaitCode, WaitReasons), and which waiting pods are among the first of their
+//     queues (AtHead). It changes nothing, and each of its exported methods takes the
+//     core's one lock. quota.Reader is the part of it the views that only read take
+//     (the visibility API, /debug/queues); the controller uses the rest for its events
+//     and status writes. It asks the rest of the core only what readCore names.
 //
 // AdmissionQueue itself (engine.go, with the pod record in podstate.go) holds the parts
 // and the pods, and moves a pod's entries between its budgets' queues (attach, detach).
@@ -74,5 +85,6 @@
 // follow kube-scheduler's scheduling queue (queue.go explains them and how a pod moves
 // between them); groups are in groups.go. Decisions are taken only inside Admit, so
 // that a batch of informer events is applied before anything is decided. Every
-// exported method of AdmissionQueue is safe for concurrent use: one mutex guards it.
+// exported method of AdmissionQueue and of its Reads is safe for concurrent use: one
+// mutex guards them.
 package quota

@@ -51,6 +51,7 @@ type AdmissionQueue struct {
 	out          []Admission             // decided, not yet returned by Admit
 	preemptions  preemptions             // victims, evictions in flight, decisions (preemptions.go)
 	families     families                // borrowing, fair sharing, lend holds (families.go)
+	reads        Reads                   // the read side, under mu (reader.go)
 	holds        bool                    // the family part said it holds freed quota: Admit expires holds only then
 	deciding     bool                    // inside Admit: decisions may be taken
 	immediate    map[types.UID]*podState // pods to admit without quota at the next Admit
@@ -93,6 +94,7 @@ func NewAdmissionQueue(opts ...Option) *AdmissionQueue {
 	}
 	q.preemptions = newPreemptions(q)
 	q.families = newFamilies(q, o.clock, o.lendHold)
+	q.reads = newReads(&q.mu, q)
 	q.lastFlush = o.clock.Now()
 	return q
 }

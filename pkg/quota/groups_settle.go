@@ -107,7 +107,7 @@ func (q *AdmissionQueue) settleGroup(g *group) {
 	switch {
 	case len(ready) == 0:
 	case q.released(g.key.namespace):
-		reason = q.releaseReason(g.key.namespace)
+		reason = releaseReason(g.key.namespace)
 	case park == nil && !q.opts.holdUncovered && g.covered == 0 && (len(ready) == len(waiting) || g.started()):
 		reason = noBudgetReason()
 	}

@@ -44,6 +44,7 @@ var coreParts = []part{
 	{typ: "preemptions", files: []string{"preemptions.go", "preempt.go", "victims.go", "victimorder.go", "reclaimfloor.go", "blocked.go"}},
 	{typ: "families", files: familyFiles},
 	{typ: "familyState", files: familyFiles},
+	{typ: "Reads", files: []string{"reader.go", "status.go", "snapshot.go", "page.go", "podplaces.go", "reasons.go", "heads.go"}},
 }
 
 func TestPartsOwnTheirFields(t *testing.T) {

@@ -204,7 +204,7 @@ func (q *AdmissionQueue) settleWaiting(p *podState) {
 		var reason Reason
 		switch {
 		case q.released(p.pod.Namespace):
-			reason = q.releaseReason(p.pod.Namespace)
+			reason = releaseReason(p.pod.Namespace)
 		case len(p.cover) == 0 && !q.opts.holdUncovered && p.pod.GroupError == "" && p.pod.ClaimsError == "" && q.knownNamespace(p.pod.Namespace):
 			reason = noBudgetReason()
 		}

@@ -1,6 +1,12 @@
 package quota
 
-import "k8s.io/apimachinery/pkg/types"
+import (
+	"iter"
+	"maps"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
+)
 
 // Reader is the core's read side: what a budget's status and queues look like now, and
 // where and why a gated pod waits. Nothing it answers moves a decision, so the views
@@ -8,7 +14,7 @@ import "k8s.io/apimachinery/pkg/types"
 // (pages and a pod's places), the manager's /debug/queues (the snapshot) and the
 // controller's Queues. The kubectl plugin reads the same answers through them
 // (pkg/visibility's Client, or the snapshot), and its usage command feeds a core of its
-// own and reads its Status. *AdmissionQueue is one.
+// own and reads its Status. *Reads (AdmissionQueue.Reader) is one.
 type Reader interface {
 	// Status is a budget's status as the controller writes it, false when the core
 	// does not know the budget.
@@ -25,4 +31,70 @@ type Reader interface {
 	WaitReason(uid types.UID) (Reason, bool)
 }
 
-var _ Reader = (*AdmissionQueue)(nil)
+var _ Reader = (*Reads)(nil)
+
+// Reads is the read part of the core (status.go, snapshot.go, page.go, podplaces.go,
+// reasons.go, heads.go): a budget's status, the queues in admission order, a page of
+// one, where and why a gated pod waits, and which waiting pods are near the head of
+// their queues. It changes nothing, so that the views can ask it as often as they like
+// without moving a decision. Every exported method takes the core's one lock
+// (AdmissionQueue.mu) for its duration, so each answer is one consistent moment of the
+// core, and is safe for concurrent use with the AdmissionQueue. AdmissionQueue holds
+// it and hands it out (AdmissionQueue.Reader). What it needs of the rest of the core is
+// readCore; the budgets and pods it is handed it reads directly.
+type Reads struct {
+	mu   *sync.Mutex // the core's lock (AdmissionQueue.mu), not one of its own
+	core readCore
+}
+
+// readCore is what the read part asks of the core that holds it, under the core's lock.
+type readCore interface {
+	// pod returns the core's record of the pod under uid, nil when it holds none.
+	pod(uid types.UID) *podState
+	// podsOf yields the pods of a namespace the core holds, in no order.
+	podsOf(namespace string) iter.Seq[*podState]
+	// isHeld reports whether the gated pod under uid is held: no budget covers it and
+	// the core keeps it gated (WithHoldUncovered, or a member waiting for its group).
+	isHeld(uid types.UID) bool
+	// heldPods yields the held pods, in no order.
+	heldPods() iter.Seq[*podState]
+	// budget returns the budget under key, nil when the core holds none.
+	budget(key BudgetKey) *budget
+	// budgets returns every budget, by key.
+	budgets() []*budget
+	// blocked says why a unit (inUnit) may not be admitted now whatever its size: a
+	// budget of cover does not admit, or a StrictFIFO one has a pod of another unit at
+	// its head (admit.go; Admit asks it too).
+	blocked(cover []*budget, inUnit func(*podState) bool) (waitInfo, bool)
+}
+
+var _ readCore = (*AdmissionQueue)(nil)
+
+func newReads(mu *sync.Mutex, core readCore) Reads { return Reads{mu: mu, core: core} }
+
+// Reader returns the core's read side. It is the AdmissionQueue's own (one for its
+// life, no allocation), and it reads under the AdmissionQueue's lock.
+func (q *AdmissionQueue) Reader() *Reads { return &q.reads }
+
+// pod returns the record under uid (readCore).
+func (q *AdmissionQueue) pod(uid types.UID) *podState { return q.pods[uid] }
+
+// podsOf yields the pods of namespace (readCore).
+func (q *AdmissionQueue) podsOf(namespace string) iter.Seq[*podState] {
+	return maps.Values(q.podsNS[namespace])
+}
+
+// isHeld reports whether the pod under uid is held (readCore).
+func (q *AdmissionQueue) isHeld(uid types.UID) bool {
+	_, held := q.held[uid]
+	return held
+}
+
+// heldPods yields the held pods (readCore).
+func (q *AdmissionQueue) heldPods() iter.Seq[*podState] { return maps.Values(q.held) }
+
+// budget returns the budget under key (readCore).
+func (q *AdmissionQueue) budget(key BudgetKey) *budget { return q.topology.lookup(key) }
+
+// budgets returns every budget by key (readCore).
+func (q *AdmissionQueue) budgets() []*budget { return q.topology.sorted() }
