@@ -74,7 +74,8 @@
 //     queues (AtHead). It changes nothing, and each of its exported methods takes the
 //     core's one lock. quota.Reader is the part of it the views that only read take
 //     (the visibility API, /debug/queues); the controller uses the rest for its events
-//     and status writes. It asks the rest of the core only what readCore names.
+//     and status writes. It finds budgets through the topology's methods, and asks
+//     the rest of the core only what readCore names.
 //
 // AdmissionQueue itself (engine.go, with the pod record in podstate.go) holds the parts
 // and the pods, and moves a pod's entries between its budgets' queues (attach, detach).

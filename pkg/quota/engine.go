@@ -94,7 +94,7 @@ func NewAdmissionQueue(opts ...Option) *AdmissionQueue {
 	}
 	q.preemptions = newPreemptions(q)
 	q.families = newFamilies(q, o.clock, o.lendHold)
-	q.reads = newReads(&q.mu, q)
+	q.reads = newReads(&q.mu, &q.topology, q)
 	q.lastFlush = o.clock.Now()
 	return q
 }

@@ -22,7 +22,7 @@ type BudgetPage struct {
 func (r *Reads) Page(key BudgetKey, offset, limit int) (BudgetPage, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	b := r.core.budget(key)
+	b := r.topology.lookup(key)
 	if b == nil {
 		return BudgetPage{}, false
 	}

@@ -40,11 +40,13 @@ var _ Reader = (*Reads)(nil)
 // without moving a decision. Every exported method takes the core's one lock
 // (AdmissionQueue.mu) for its duration, so each answer is one consistent moment of the
 // core, and is safe for concurrent use with the AdmissionQueue. AdmissionQueue holds
-// it and hands it out (AdmissionQueue.Reader). What it needs of the rest of the core is
-// readCore; the budgets and pods it is handed it reads directly.
+// it and hands it out (AdmissionQueue.Reader). It finds budgets through the topology
+// part's own methods (lookup, sorted, alive), and asks the rest of the core only what
+// readCore names; the budgets and pods it is handed it reads directly.
 type Reads struct {
-	mu   *sync.Mutex // the core's lock (AdmissionQueue.mu), not one of its own
-	core readCore
+	mu       *sync.Mutex // the core's lock (AdmissionQueue.mu), not one of its own
+	topology *topology   // the core's (AdmissionQueue.topology), read only
+	core     readCore
 }
 
 // readCore is what the read part asks of the core that holds it, under the core's lock.
@@ -58,10 +60,6 @@ type readCore interface {
 	isHeld(uid types.UID) bool
 	// heldPods yields the held pods, in no order.
 	heldPods() iter.Seq[*podState]
-	// budget returns the budget under key, nil when the core holds none.
-	budget(key BudgetKey) *budget
-	// budgets returns every budget, by key.
-	budgets() []*budget
 	// blocked says why a unit (inUnit) may not be admitted now whatever its size: a
 	// budget of cover does not admit, or a StrictFIFO one has a pod of another unit at
 	// its head (admit.go; Admit asks it too).
@@ -70,7 +68,9 @@ type readCore interface {
 
 var _ readCore = (*AdmissionQueue)(nil)
 
-func newReads(mu *sync.Mutex, core readCore) Reads { return Reads{mu: mu, core: core} }
+func newReads(mu *sync.Mutex, t *topology, core readCore) Reads {
+	return Reads{mu: mu, topology: t, core: core}
+}
 
 // Reader returns the core's read side. It is the AdmissionQueue's own (one for its
 // life, no allocation), and it reads under the AdmissionQueue's lock.
@@ -92,9 +92,3 @@ func (q *AdmissionQueue) isHeld(uid types.UID) bool {
 
 // heldPods yields the held pods (readCore).
 func (q *AdmissionQueue) heldPods() iter.Seq[*podState] { return maps.Values(q.held) }
-
-// budget returns the budget under key (readCore).
-func (q *AdmissionQueue) budget(key BudgetKey) *budget { return q.topology.lookup(key) }
-
-// budgets returns every budget by key (readCore).
-func (q *AdmissionQueue) budgets() []*budget { return q.topology.sorted() }

@@ -140,7 +140,7 @@ func (r *Reads) currentWait(p *podState) waitInfo {
 				break
 			}
 		}
-		if w.budget != nil && (r.core.budget(w.budget.key) != w.budget || (w.code == CodeBudgetClosed && w.budget.admitting)) {
+		if w.budget != nil && (!r.topology.alive(w.budget) || (w.code == CodeBudgetClosed && w.budget.admitting)) {
 			w = waitInfo{} // that budget is gone; the next Admit looks again
 		}
 		if w.code == "" {

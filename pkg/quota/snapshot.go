@@ -48,7 +48,7 @@ type QueuedPod struct {
 func (r *Reads) Snapshot() Snapshot {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	budgets := r.core.budgets()
+	budgets := r.topology.sorted()
 	ordered := make([][]*entry, len(budgets))
 	for i, b := range budgets {
 		ordered[i] = positionAll(b)

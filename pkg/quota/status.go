@@ -65,7 +65,7 @@ type NeverFitPod struct {
 func (r *Reads) Status(key BudgetKey) (BudgetStatus, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	b := r.core.budget(key)
+	b := r.topology.lookup(key)
 	if b == nil {
 		return BudgetStatus{}, false
 	}
