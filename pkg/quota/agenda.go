@@ -2,6 +2,8 @@ package quota
 
 import (
 	"container/heap"
+	"iter"
+	"maps"
 	"slices"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -113,10 +115,11 @@ func (a *agenda) attach(p *podState, to queueKind) {
 // hold keeps a gated pod that no budget covers until something does.
 func (a *agenda) hold(p *podState) { a.held[p.pod.UID] = p }
 
-// isHeld reports whether the pod is held; heldPods are those held, in no order.
-func (a *agenda) isHeld(p *podState) bool { _, ok := a.held[p.pod.UID]; return ok }
+// isHeld reports whether the pod under uid is held; heldPods yields those held, in no
+// order.
+func (a *agenda) isHeld(uid types.UID) bool { _, ok := a.held[uid]; return ok }
 
-func (a *agenda) heldPods() map[types.UID]*podState { return a.held }
+func (a *agenda) heldPods() iter.Seq[*podState] { return maps.Values(a.held) }
 
 // inadmissible reports whether any budget has an inadmissible pod (the flush is due
 // only then).

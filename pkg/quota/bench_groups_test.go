@@ -83,7 +83,7 @@ func BenchmarkSnapshot(b *testing.B) {
 			b.ReportAllocs()
 			startCPU := cpuTime()
 			for b.Loop() {
-				s := q.Snapshot()
+				s := q.Reader().Snapshot()
 				if n := len(s.Budgets[0].Pods); n != gated/budgets-1 {
 					b.Fatalf("%d pods in the first budget, want %d", n, gated/budgets-1)
 				}
@@ -114,7 +114,7 @@ func BenchmarkWaitReasons(b *testing.B) {
 		startCPU := cpuTime()
 		for b.Loop() {
 			for _, uid := range uids {
-				q.WaitReason(uid)
+				q.Reader().WaitReason(uid)
 			}
 		}
 		if cpu := cpuTime() - startCPU; cpu > 0 {
@@ -124,7 +124,7 @@ func BenchmarkWaitReasons(b *testing.B) {
 	b.Run("batch", func(b *testing.B) {
 		startCPU := cpuTime()
 		for b.Loop() {
-			if n := len(q.WaitReasons(uids)); n != gated-1 {
+			if n := len(q.Reader().WaitReasons(uids)); n != gated-1 {
 				b.Fatalf("%d reasons, want %d", n, gated-1)
 			}
 		}

@@ -167,7 +167,7 @@ func BenchmarkWaitCode(b *testing.B) {
 	uid := benchPod("ns-7", 150, 1000).UID
 	b.ReportAllocs()
 	for b.Loop() {
-		if code, _ := q.WaitCode(uid); code != CodeInsufficient {
+		if code, _ := q.Reader().WaitCode(uid); code != CodeInsufficient {
 			b.Fatalf("code %q", code)
 		}
 	}

@@ -86,14 +86,14 @@ func TestBorrowing(t *testing.T) {
 				t.Errorf("team-b admitted (-want +got):\n%s", diff)
 			}
 			waiting := tc.then[len(tc.wantThen)]
-			if code, _ := q.WaitCode(waiting.UID); code != tc.code {
-				r, _ := q.WaitReason(waiting.UID)
+			if code, _ := q.Reader().WaitCode(waiting.UID); code != tc.code {
+				r, _ := q.Reader().WaitReason(waiting.UID)
 				t.Errorf("%s waits with %s (%s), want %s", waiting.Name, code, r.Message, tc.code)
 			}
 			if tc.code != CodeNoLendable {
 				return
 			}
-			r, _ := q.WaitReason(waiting.UID)
+			r, _ := q.Reader().WaitReason(waiting.UID)
 			if !strings.Contains(r.Message, "ClusterBudget org") || !strings.Contains(r.Message, "borrowed quota to be returned") {
 				t.Errorf("the reason does not name the family and what it waits for: %s", r.Message)
 			}

@@ -60,7 +60,7 @@ func TestBudgetUpdateWithTheSameSpec(t *testing.T) {
 				}
 			}
 			admitNames(q)
-			before, derived := q.Snapshot(), q.topology.rederived
+			before, derived := q.Reader().Snapshot(), q.topology.rederived
 			statuses := map[BudgetKey]BudgetStatus{}
 			for _, b := range specs() {
 				statuses[b.Key] = mustStatus(t, q, b.Key)
@@ -74,7 +74,7 @@ func TestBudgetUpdateWithTheSameSpec(t *testing.T) {
 			if got := admitNames(q); len(got) != 0 {
 				t.Errorf("the same specs admitted %v", got)
 			}
-			if diff := cmp.Diff(before, q.Snapshot()); diff != "" {
+			if diff := cmp.Diff(before, q.Reader().Snapshot()); diff != "" {
 				t.Errorf("the same specs changed the queues (-before +after):\n%s", diff)
 			}
 			for key, want := range statuses {

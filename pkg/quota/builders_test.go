@@ -112,7 +112,7 @@ func admitNames(q *AdmissionQueue) []string {
 
 func mustStatus(t testing.TB, q *AdmissionQueue, key BudgetKey) BudgetStatus {
 	t.Helper()
-	st, ok := q.Status(key)
+	st, ok := q.Reader().Status(key)
 	if !ok {
 		t.Fatalf("no status for %v", key)
 	}

@@ -259,10 +259,10 @@ func TestAdmitSharedClaimAndPendingClaim(t *testing.T) {
 		}
 	}
 	devices(8)
-	if r, ok := q.WaitReason(pending.UID); !ok || r.Code != CodeClaimPending || r.Message != `waiting for ResourceClaimTemplate team-a/sixteen (resourceClaims "gpu") to exist` {
+	if r, ok := q.Reader().WaitReason(pending.UID); !ok || r.Code != CodeClaimPending || r.Message != `waiting for ResourceClaimTemplate team-a/sixteen (resourceClaims "gpu") to exist` {
 		t.Errorf("pending pod's reason = %+v, %v", r, ok)
 	}
-	if r, _ := q.WaitReason(c.UID); r.Code != CodeInsufficient {
+	if r, _ := q.Reader().WaitReason(c.UID); r.Code != CodeInsufficient {
 		t.Errorf("c's reason = %+v, want %s", r, CodeInsufficient)
 	}
 	// a ends: b still uses the claim, so nothing is freed.

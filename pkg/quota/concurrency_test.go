@@ -40,7 +40,7 @@ func TestConcurrentUse(t *testing.T) {
 					mu.Unlock()
 					q.Done(a.Pod.UID, Ungated, "")
 				}
-				q.Snapshot()
+				q.Reader().Snapshot()
 				q.DirtyStatuses()
 				q.NextWakeup()
 			}

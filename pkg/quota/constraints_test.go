@@ -139,7 +139,7 @@ func TestPodThatLeavesTrackedResourcesUnsetIsHeld(t *testing.T) {
 			if len(got) > 0 {
 				t.Fatalf("admitted %v, want it held", got)
 			}
-			r, _ := q.WaitReason(pod.UID)
+			r, _ := q.Reader().WaitReason(pod.UID)
 			if r.Code != tc.wantCode || (tc.wantMsg != "" && r.Message != tc.wantMsg) {
 				t.Errorf("WaitReason = %s: %s, want %s: %s", r.Code, r.Message, tc.wantCode, tc.wantMsg)
 			}
@@ -187,7 +187,7 @@ func TestBudgetThatStartsTrackingParksThePodsThatLeaveItUnset(t *testing.T) {
 	q.UpsertBudget(makeBudget("team-a", "b").Hard("cpu=1,memory=4Gi").Obj())
 	admitNames(q)
 	for name, want := range map[string]ReasonCode{"nomem": CodeMustSpecify, "withmem": CodeInsufficient} {
-		if code, _ := q.WaitCode(makePod(name).Pod().UID); code != want {
+		if code, _ := q.Reader().WaitCode(makePod(name).Pod().UID); code != want {
 			t.Errorf("%s waits with %s, want %s", name, code, want)
 		}
 	}
@@ -206,7 +206,7 @@ func TestGroupMemberThatLeavesTrackedResourcesUnsetHoldsTheGroup(t *testing.T) {
 		t.Fatalf("admitted %v, want the group held", got)
 	}
 	for _, name := range []string{"a", "b"} {
-		r, _ := q.WaitReason(makePod(name).Pod().UID)
+		r, _ := q.Reader().WaitReason(makePod(name).Pod().UID)
 		want := "group g: pod b must specify requests.memory for: main (Budget team-a/b tracks it; as in ResourceQuota, every container must set what a budget tracks): set it, or give the namespace a LimitRange with defaults, and recreate the pod"
 		if r.Code != CodeMustSpecify || r.Message != want {
 			t.Errorf("%s waits with %s: %s\nwant %s: %s", name, r.Code, r.Message, CodeMustSpecify, want)

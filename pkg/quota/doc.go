@@ -4,6 +4,7 @@
 // it what the informers see (pods, budgets, namespaces) and act on what it decides:
 //
 //	q := quota.NewAdmissionQueue(quota.WithClock(clk), quota.WithObserver(metrics))
+//	r := q.Reader()                                // its read side (reader.go)
 //	q.SetNamespace("team-a", ns.Labels)
 //	q.UpsertBudget(quota.BudgetFromAPI(budget))   // or ClusterBudgetFromAPI
 //	q.UpsertPod(quota.NewPod(pod, gate, clk.Now())) // DeletePod(uid) on delete
@@ -12,20 +13,20 @@
 //		q.Done(a.Pod.UID, resultOf(err), rv)       // Ungated, Gone, or Unknown: the charge stays
 //	}                                              // until a view settles it (attempts.go)
 //	if t, ok := q.NextWakeup(); ok { requeueAt(t) } // backoffs, grace periods, flush
-//	for _, k := range q.DirtyStatuses() { st, _ := q.Status(k); writeStatus(k, st) }
+//	for _, k := range q.DirtyStatuses() { st, _ := r.Status(k); writeStatus(k, st) }
 //	for _, p := range q.Preemptions() {            // victims to evict (preempt.go)
 //		for q.PreemptionNeeded(p.Victim.UID) && evict(p.Victim) != nil { backOff() }
 //		// a PDB's refusal: if retry, _ := q.EvictionBlocked(uid); !retry { stop }
 //	}
-//	q.WaitCode(uid) / q.WaitReason(uid)            // why a pod waits, for events
-//	q.Snapshot()                                   // every queue, for /debug/queues
+//	r.WaitCode(uid) / r.WaitReason(uid)            // why a pod waits, for events
+//	r.Snapshot()                                   // every queue, for /debug/queues
 //
 // The parts, each with its own state, composed by AdmissionQueue, which owns the one
 // lock and the API: each exported method locks and hands the event to the part it
 // concerns (a pod or namespace event to the placer, Admit and Done to the admitter, a
 // budget event to the topology and then the placer). Each part is a named field, never
 // embedded (budget.ledger, budget.queues, budget.family, and on AdmissionQueue the
-// topology, pods, agenda, charges, families, preemptions, placer and admitter); a part
+// topology, pods, agenda, charges, families, preemptions, placer, admitter and reads); a part
 // is handed the parts it calls when it is built, and only its own files select the
 // fields of its type: everyone else calls its methods (parts_test.go checks it, in make
 // verify and make test).
@@ -85,6 +86,16 @@
 //     capacity (asking the family part, and the preemption part when it does not fit),
 //     or is admitted (charged, handed out). It owns the decisions not yet returned, the
 //     backoffs, the ungate attempts' outcomes (Done) and the periodic flush.
+//   - reads (reader.go, status.go, snapshot.go, page.go, podplaces.go, reasons.go,
+//     heads.go): the read side, Reads, which AdmissionQueue hands out (Reader): a
+//     budget's status, every queue in admission order (Snapshot) or one page of one
+//     (Page), where and why a gated pod waits (PodWait, PodWaitByName, WaitReason,
+//     WaitCode, WaitReasons), and which waiting pods are among the first of their
+//     queues (AtHead). It changes nothing, and each of its exported methods takes the
+//     core's one lock. quota.Reader is the part of it the views that only read take
+//     (the visibility API, /debug/queues); the controller uses the rest for its events
+//     and status writes. It finds budgets through the topology's methods, pods
+//     through the pod index, held pods through the agenda.
 //
 // AdmissionQueue itself (engine.go) holds the parts; it answers the family and
 // preemption parts' questions (familyCore, preemptionCore) by asking the part that
@@ -95,5 +106,6 @@
 // follow kube-scheduler's scheduling queue (queue.go explains them and how a pod moves
 // between them); groups are in groups.go. Decisions are taken only inside Admit, so
 // that a batch of informer events is applied before anything is decided. Every
-// exported method of AdmissionQueue is safe for concurrent use: one mutex guards it.
+// exported method of AdmissionQueue and of its Reads is safe for concurrent use: one
+// mutex guards them.
 package quota

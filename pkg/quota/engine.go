@@ -41,6 +41,7 @@ type AdmissionQueue struct {
 	preemptions preemptions // victims, evictions in flight, decisions (preemptions.go)
 	place       *placer     // where each pod waits, pod and namespace events (placer.go)
 	admit       *admitter   // Admit's decisions, backoffs, the flush (admit.go)
+	reads       Reads       // the read side, under mu (reader.go)
 }
 
 // NewAdmissionQueue returns an empty AdmissionQueue.
@@ -64,6 +65,7 @@ func NewAdmissionQueue(opts ...Option) *AdmissionQueue {
 	q.charges = newCharges(q.agenda, &q.topology, &q.families)
 	q.admit = newAdmitter(&q.opts, &q.topology, q.agenda, q.charges, &q.families, &q.preemptions, q.pods)
 	q.place = newPlacer(&q.opts, &q.topology, q.agenda, q.charges, &q.families, &q.preemptions, q.pods, q.admit)
+	q.reads = newReads(&q.mu, &q.topology, q.pods, q.agenda, q.admit)
 	return q
 }
 

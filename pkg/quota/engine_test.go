@@ -254,7 +254,7 @@ func TestWokenPodBlockedElsewhereLetsOthersIn(t *testing.T) {
 	if diff := cmp.Diff([]string{"p2"}, admitNames(q)); diff != "" {
 		t.Errorf("admitted (-want +got):\n%s", diff)
 	}
-	r, _ := q.WaitReason("p1")
+	r, _ := q.Reader().WaitReason("p1")
 	if r.Code != CodeInsufficient || !strings.Contains(r.Message, "Budget team-a/gpu") {
 		t.Errorf("p1 waits with %+v, want insufficient nvidia.com/gpu in Budget team-a/gpu", r)
 	}

@@ -53,8 +53,8 @@ func TestFairSharing(t *testing.T) {
 				other = "y"
 			}
 			uid := makePod(other).Pod().UID
-			if code, _ := q.WaitCode(uid); code != tc.waits {
-				r, _ := q.WaitReason(uid)
+			if code, _ := q.Reader().WaitCode(uid); code != tc.waits {
+				r, _ := q.Reader().WaitReason(uid)
 				t.Errorf("%s waits with %s (%s), want %s", other, code, r.Message, tc.waits)
 			}
 		})

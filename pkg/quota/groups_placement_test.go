@@ -10,7 +10,7 @@ import (
 // snapshotRows lists one budget's snapshot as "position name queue: reason".
 func snapshotRows(t *testing.T, q *AdmissionQueue, key BudgetKey) []string {
 	t.Helper()
-	for _, bq := range q.Snapshot().Budgets {
+	for _, bq := range q.Reader().Snapshot().Budgets {
 		if bq.Budget != key {
 			continue
 		}

@@ -24,7 +24,7 @@ func TestGroupWaitsForRoomForAll(t *testing.T) {
 	if got := admitNames(q); len(got) != 0 {
 		t.Fatalf("admitted %v with room for 3 of 4", got)
 	}
-	r, _ := q.WaitReason("g-0")
+	r, _ := q.Reader().WaitReason("g-0")
 	if diff := cmp.Diff(Reason{Code: CodeInsufficient, Message: "group g: requests.cpu: 4 requested, 3 free in Budget team-a/b; position 1 of 4"}, r); diff != "" {
 		t.Errorf("wait reason (-want +got):\n%s", diff)
 	}
@@ -50,7 +50,7 @@ func TestGroupWaitsForMembers(t *testing.T) {
 	if got := admitNames(q); len(got) != 0 {
 		t.Fatalf("admitted %v with 3 of 4 members", got)
 	}
-	r, _ := q.WaitReason("g-1")
+	r, _ := q.Reader().WaitReason("g-1")
 	if diff := cmp.Diff(Reason{Code: CodeGroupIncomplete, Message: "group g: 3 of 4 members exist"}, r); diff != "" {
 		t.Errorf("wait reason (-want +got):\n%s", diff)
 	}
@@ -108,7 +108,7 @@ func TestGroupTooLargeNeverFits(t *testing.T) {
 	if diff := cmp.Diff(want, never); diff != "" {
 		t.Errorf("never fit (-want +got):\n%s", diff)
 	}
-	r, _ := q.WaitReason("g-0")
+	r, _ := q.Reader().WaitReason("g-0")
 	if diff := cmp.Diff(Reason{Code: CodeNeverFits, Message: "group g: requests.cpu: 3 requested, more than the 2 hard of Budget team-a/b: it can never fit"}, r); diff != "" {
 		t.Errorf("wait reason (-want +got):\n%s", diff)
 	}
@@ -169,7 +169,7 @@ func TestInvalidGroupSizeHolds(t *testing.T) {
 	if got := admitNames(q); len(got) != 0 {
 		t.Fatalf("admitted %v", got)
 	}
-	r, _ := q.WaitReason("p")
+	r, _ := q.Reader().WaitReason("p")
 	if diff := cmp.Diff(Reason{Code: CodeGroupInvalid, Message: "group g: annotation quotagate.io/group-size is missing"}, r); diff != "" {
 		t.Errorf("wait reason (-want +got):\n%s", diff)
 	}

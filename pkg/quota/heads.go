@@ -13,16 +13,16 @@ import (
 //
 // It reads each budget one of the pods waits in once: O(gated pods of those budgets ×
 // log n).
-func (q *AdmissionQueue) AtHead(uids []types.UID, n int) map[types.UID]bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
+func (r *Reads) AtHead(uids []types.UID, n int) map[types.UID]bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	out := map[types.UID]bool{}
 	if n <= 0 {
 		return out
 	}
 	heads := map[*budget]map[*podState]bool{}
 	for _, uid := range uids {
-		p := q.pods.get(uid)
+		p := r.pods.get(uid)
 		if p == nil || p.phase != phaseWaiting {
 			continue
 		}

@@ -98,7 +98,7 @@ func TestAtHead(t *testing.T) {
 				uids[i] = types.UID(name)
 			}
 			var got []string
-			for uid := range q.AtHead(uids, tc.n) {
+			for uid := range q.Reader().AtHead(uids, tc.n) {
 				got = append(got, string(uid))
 			}
 			slices.Sort(got)

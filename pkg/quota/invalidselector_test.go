@@ -255,7 +255,7 @@ func TestBrokenSelectorHoldsWhatItMightCover(t *testing.T) {
 			if st.State != v1alpha1.StateClosed || st.StateReason != v1alpha1.ReasonInvalidSelector {
 				t.Errorf("state %s (%s), want Closed (InvalidSelector)", st.State, st.StateReason)
 			}
-			r, ok := q.WaitReason("held")
+			r, ok := q.Reader().WaitReason("held")
 			if !ok {
 				t.Fatal("held pod is not waiting")
 			}

@@ -27,12 +27,12 @@ func TestUnknownNamespaceHolds(t *testing.T) {
 			if got := admitNames(q); len(got) != 0 {
 				t.Fatalf("admitted %v in a namespace the core has not seen", got)
 			}
-			r, _ := q.WaitReason("p0")
+			r, _ := q.Reader().WaitReason("p0")
 			want := Reason{Code: CodeNamespaceUnknown, Message: "namespace new has not been seen yet: which budgets cover it is decided once it is"}
 			if diff := cmp.Diff(want, r); diff != "" {
 				t.Errorf("wait reason (-want +got):\n%s", diff)
 			}
-			if w, ok := q.PodWait("p0"); !ok || !w.Held {
+			if w, ok := q.Reader().PodWait("p0"); !ok || !w.Held {
 				t.Errorf("PodWait = %+v, %v; want held", w, ok)
 			}
 
@@ -60,7 +60,7 @@ func TestUnknownNamespaceHoldsCoveredPods(t *testing.T) {
 	if got := admitNames(q); len(got) != 0 {
 		t.Fatalf("admitted %v in a namespace the core has not seen", got)
 	}
-	if code, _ := q.WaitCode("p1"); code != CodeNamespaceUnknown {
+	if code, _ := q.Reader().WaitCode("p1"); code != CodeNamespaceUnknown {
 		t.Errorf("wait code %s, want %s", code, CodeNamespaceUnknown)
 	}
 	q.SetNamespace("new", map[string]string{v1alpha1.EnabledLabel: "true", "tier": "gold"})
@@ -109,7 +109,7 @@ func TestUncoveredGroupMemberParksGroup(t *testing.T) {
 	if diff := cmp.Diff([]string{"after"}, admitNames(q)); diff != "" {
 		t.Errorf("admitted (-want +got):\n%s", diff)
 	}
-	r, _ := q.WaitReason("g1")
+	r, _ := q.Reader().WaitReason("g1")
 	want := Reason{Code: CodeUncovered, Message: "group g: no Budget or ClusterBudget covers member g2, and uncovered pods are held"}
 	if diff := cmp.Diff(want, r); diff != "" {
 		t.Errorf("wait reason (-want +got):\n%s", diff)

@@ -19,10 +19,10 @@ type BudgetPage struct {
 // if the core holds no such budget. It orders the budget's pods once, O(n log n) on
 // pointers, but copies (and writes the wait reason of) only the pods of the page, so a
 // small page of a long queue stays cheap; the visibility API pages with it.
-func (q *AdmissionQueue) Page(key BudgetKey, offset, limit int) (BudgetPage, bool) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	b := q.topology.lookup(key)
+func (r *Reads) Page(key BudgetKey, offset, limit int) (BudgetPage, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	b := r.topology.lookup(key)
 	if b == nil {
 		return BudgetPage{}, false
 	}
@@ -41,7 +41,7 @@ func (q *AdmissionQueue) Page(key BudgetKey, offset, limit int) (BudgetPage, boo
 	}
 	page.Pods = make([]QueuedPod, 0, end-offset)
 	for _, e := range ordered[offset:end] {
-		page.Pods = append(page.Pods, q.queuedPod(e.pod, e.position, e.kind.name()))
+		page.Pods = append(page.Pods, r.queuedPod(e.pod, e.position, e.kind.name()))
 	}
 	return page, true
 }

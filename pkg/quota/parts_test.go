@@ -49,6 +49,7 @@ var coreParts = []part{
 	{typ: "podIndex", files: []string{"podstate.go"}},
 	{typ: "placer", files: []string{"placer.go", "groups_settle.go"}},
 	{typ: "admitter", files: []string{"admit.go", "attempts.go", "timers.go"}},
+	{typ: "Reads", files: []string{"reader.go", "status.go", "snapshot.go", "page.go", "podplaces.go", "reasons.go", "heads.go"}},
 }
 
 func TestPartsOwnTheirFields(t *testing.T) {

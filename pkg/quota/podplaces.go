@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"maps"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -44,11 +45,11 @@ type PodPlace struct {
 // each budget that holds the pod, O(n) in that budget's gated pods: no queue is copied
 // or sorted. (An index by name would make the look-up O(1) at some 60 bytes per pod;
 // a user's question does not pay for that.)
-func (q *AdmissionQueue) PodWaitByName(namespace, name string) (PodWait, bool) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
+func (r *Reads) PodWaitByName(namespace, name string) (PodWait, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	var found *podState
-	for _, p := range q.pods.inNamespace(namespace) {
+	for p := range maps.Values(r.pods.inNamespace(namespace)) {
 		if p.phase != phaseWaiting || p.pod.Name != name {
 			continue
 		}
@@ -57,44 +58,43 @@ func (q *AdmissionQueue) PodWaitByName(namespace, name string) (PodWait, bool) {
 			found = p
 		}
 	}
-	if found == nil || !q.waitsSomewhere(found) {
+	if found == nil || !r.waitsSomewhere(found) {
 		return PodWait{}, false
 	}
-	return q.podWait(found), true
+	return r.podWait(found), true
 }
 
 // PodWait is PodWaitByName for a pod's UID.
-func (q *AdmissionQueue) PodWait(uid types.UID) (PodWait, bool) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	p := q.pods.get(uid)
-	if p == nil || p.phase != phaseWaiting || !q.waitsSomewhere(p) {
+func (r *Reads) PodWait(uid types.UID) (PodWait, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p := r.pods.get(uid)
+	if p == nil || p.phase != phaseWaiting || !r.waitsSomewhere(p) {
 		return PodWait{}, false
 	}
-	return q.podWait(p), true
+	return r.podWait(p), true
 }
 
 // waitsSomewhere reports whether a gated pod is in a budget's queues or held, as a
 // snapshot would show it; a gated pod in neither is about to be let go without quota.
-func (q *AdmissionQueue) waitsSomewhere(p *podState) bool {
-	held := q.agenda.isHeld(p)
-	return held || len(p.entries) > 0
+func (r *Reads) waitsSomewhere(p *podState) bool {
+	return r.agenda.isHeld(p.pod.UID) || len(p.entries) > 0
 }
 
-func (q *AdmissionQueue) podWait(p *podState) PodWait {
+func (r *Reads) podWait(p *podState) PodWait {
 	w := PodWait{
 		Pod:      p.pod.PodRef,
 		Group:    p.pod.Group,
 		Priority: p.pod.Priority,
 		Requests: p.pod.Usage.DeepCopy(),
 		Created:  p.pod.Created,
-		Reason:   q.waitReason(p),
+		Reason:   r.waitReason(p),
 	}
 	if p.inBackoff {
 		t := p.retryAt
 		w.RetryAt = &t
 	}
-	if held := q.agenda.isHeld(p); held {
+	if r.agenda.isHeld(p.pod.UID) {
 		w.Held = true
 	}
 	for i, e := range p.entries {

@@ -87,7 +87,7 @@ func TestPodWaitByName(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			got, ok := q.PodWaitByName(tc.namespace, tc.name)
+			got, ok := q.Reader().PodWaitByName(tc.namespace, tc.name)
 			if tc.want == nil {
 				if ok {
 					t.Fatalf("found %+v, want not found", got)
@@ -132,7 +132,7 @@ func TestPodWaitAgreesWithSnapshot(t *testing.T) {
 	q.Admit()
 	want := map[PodRef][]PodPlace{}
 	reasons := map[PodRef]Reason{}
-	for _, bq := range q.Snapshot().Budgets {
+	for _, bq := range q.Reader().Snapshot().Budgets {
 		for _, p := range bq.Pods {
 			want[p.Pod] = append(want[p.Pod], PodPlace{Budget: bq.Budget, Position: p.Position, Total: len(bq.Pods), Queue: p.Queue})
 			reasons[p.Pod] = p.Reason
@@ -143,7 +143,7 @@ func TestPodWaitAgreesWithSnapshot(t *testing.T) {
 	}
 	byBudget := cmpopts.SortSlices(func(a, b PodPlace) bool { return a.Budget.String() < b.Budget.String() })
 	for ref, places := range want {
-		got, ok := q.PodWaitByName(ref.Namespace, ref.Name)
+		got, ok := q.Reader().PodWaitByName(ref.Namespace, ref.Name)
 		if !ok {
 			t.Errorf("%s: not found by name", ref)
 			continue
@@ -154,7 +154,7 @@ func TestPodWaitAgreesWithSnapshot(t *testing.T) {
 		if diff := cmp.Diff(reasons[ref], got.Reason); diff != "" {
 			t.Errorf("%s: reason differs from the snapshot's (-snapshot +PodWaitByName):\n%s", ref, diff)
 		}
-		byUID, ok := q.PodWait(ref.UID)
+		byUID, ok := q.Reader().PodWait(ref.UID)
 		if !ok {
 			t.Errorf("%s: not found by UID", ref)
 			continue
@@ -170,13 +170,13 @@ func TestPodWaitAgreesWithSnapshot(t *testing.T) {
 func TestPodWaitUncoveredNotHeld(t *testing.T) {
 	q, _ := newTestQueue(WithHoldUncovered(false))
 	q.UpsertPod(makePod("free").Req("cpu=1").Pod())
-	if w, ok := q.PodWaitByName("team-a", "free"); ok {
+	if w, ok := q.Reader().PodWaitByName("team-a", "free"); ok {
 		t.Errorf("found %+v", w)
 	}
-	if w, ok := q.PodWait("free"); ok {
+	if w, ok := q.Reader().PodWait("free"); ok {
 		t.Errorf("found by UID %+v", w)
 	}
-	if s := q.Snapshot(); len(s.Held) != 0 || len(s.Budgets) != 0 {
+	if s := q.Reader().Snapshot(); len(s.Held) != 0 || len(s.Budgets) != 0 {
 		t.Errorf("the snapshot shows it: %+v", s)
 	}
 }
@@ -193,7 +193,7 @@ func TestPodWaitByNameNewerTwin(t *testing.T) {
 	newer := makePod("twin").Created(5).Req("cpu=1").Obj()
 	newer.UID = "new"
 	q.UpsertPod(NewPod(newer, v1alpha1.SchedulingGate, t0))
-	got, ok := q.PodWaitByName("team-a", "twin")
+	got, ok := q.Reader().PodWaitByName("team-a", "twin")
 	if !ok || got.Pod.UID != "new" {
 		t.Fatalf("got %v (found %v), want the pod with UID new", got.Pod, ok)
 	}
@@ -212,7 +212,7 @@ func BenchmarkPodWait(b *testing.B) {
 	b.Run("PodWaitByName", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if w, ok := q.PodWaitByName(pod.Namespace, pod.Name); !ok || len(w.Places) != 1 {
+			if w, ok := q.Reader().PodWaitByName(pod.Namespace, pod.Name); !ok || len(w.Places) != 1 {
 				b.Fatalf("%s: found %v, places %v", pod.Name, ok, w.Places)
 			}
 		}
@@ -220,7 +220,7 @@ func BenchmarkPodWait(b *testing.B) {
 	b.Run("Page limit 1", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if p, ok := q.Page(BudgetKey{Namespace: "ns-0", Name: "b"}, 0, 1); !ok || len(p.Pods) != 1 {
+			if p, ok := q.Reader().Page(BudgetKey{Namespace: "ns-0", Name: "b"}, 0, 1); !ok || len(p.Pods) != 1 {
 				b.Fatalf("page: %v %v", ok, len(p.Pods))
 			}
 		}
@@ -241,12 +241,12 @@ func TestPodWaitByNameAfterDeletes(t *testing.T) {
 				q.UpsertPod(NewPod(p, v1alpha1.SchedulingGate, t0))
 			}
 			q.DeletePod(types.UID(first))
-			got, ok := q.PodWaitByName("team-a", "twin")
+			got, ok := q.Reader().PodWaitByName("team-a", "twin")
 			if !ok || got.Pod.UID == types.UID(first) {
 				t.Fatalf("after forgetting %s: got %v (found %v)", first, got.Pod, ok)
 			}
 			q.DeletePod(got.Pod.UID)
-			if _, ok := q.PodWaitByName("team-a", "twin"); ok {
+			if _, ok := q.Reader().PodWaitByName("team-a", "twin"); ok {
 				t.Fatal("found a pod after both twins were deleted")
 			}
 		})

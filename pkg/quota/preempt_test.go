@@ -164,8 +164,8 @@ func TestReclaim(t *testing.T) {
 					break
 				}
 			}
-			if code, _ := q.WaitCode(waiting.UID); code != tc.code {
-				r, _ := q.WaitReason(waiting.UID)
+			if code, _ := q.Reader().WaitCode(waiting.UID); code != tc.code {
+				r, _ := q.Reader().WaitReason(waiting.UID)
 				t.Errorf("%s waits with %s (%s), want %s", waiting.Name, code, r.Message, tc.code)
 			}
 			if len(tc.victims) == 0 {

@@ -112,7 +112,7 @@ func (w *world) admitAndCheck() error {
 	}
 	for _, uid := range slices.Sorted(mapsKeys(w.pods)) {
 		p := w.pods[uid]
-		if _, waiting := w.q.WaitCode(uid); waiting && !p.gated() {
+		if _, waiting := w.q.Reader().WaitCode(uid); waiting && !p.gated() {
 			return fmt.Errorf("pod %s is ungated in the API server (rv %d), but the core counts it as waiting: its charge was given back", p.obj.Name, p.rv)
 		}
 	}
@@ -140,7 +140,7 @@ func (w *world) admitAndCheck() error {
 		}
 	}
 	for _, k := range w.budgetKeys() {
-		st, ok := w.q.Status(k)
+		st, ok := w.q.Reader().Status(k)
 		if !ok {
 			return fmt.Errorf("no status for %s", k.Describe())
 		}
@@ -167,7 +167,7 @@ func (w *world) admitAndCheck() error {
 // checkAtHead: AtHead picks exactly the pods the snapshot places among the first n of
 // some budget's queue, or holds with no budget, whichever queue they wait in.
 func (w *world) checkAtHead(n int) error {
-	s := w.q.Snapshot()
+	s := w.q.Reader().Snapshot()
 	want := map[types.UID]bool{}
 	var asked []types.UID
 	for _, bq := range s.Budgets {
@@ -182,7 +182,7 @@ func (w *world) checkAtHead(n int) error {
 		asked = append(asked, qp.Pod.UID)
 		want[qp.Pod.UID] = true
 	}
-	got := w.q.AtHead(asked, n)
+	got := w.q.Reader().AtHead(asked, n)
 	if !maps.Equal(got, want) {
 		return fmt.Errorf("AtHead(n=%d) = %v, the snapshot's first %d = %v", n, slices.Sorted(maps.Keys(got)), n, slices.Sorted(maps.Keys(want)))
 	}
@@ -250,7 +250,7 @@ func (w *world) calmDown() error {
 		if w.neverAdmissible(p) {
 			continue
 		}
-		r, _ := w.q.WaitReason(uid)
+		r, _ := w.q.Reader().WaitReason(uid)
 		return fmt.Errorf("pod %s/%s is still gated in a calm world: %s: %s", p.obj.Namespace, p.obj.Name, r.Code, r.Message)
 	}
 	return nil

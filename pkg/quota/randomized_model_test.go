@@ -193,7 +193,7 @@ func (w *world) workConserving() error {
 		if p.state != mGated || p.groupName != "" {
 			continue
 		}
-		if code, _ := w.q.WaitCode(uid); code == CodeBackoff {
+		if code, _ := w.q.Reader().WaitCode(uid); code == CodeBackoff {
 			continue
 		}
 		cover := w.cover(p.obj)
@@ -237,7 +237,7 @@ func (w *world) workConserving() error {
 			}
 		}
 		if fits {
-			r, _ := w.q.WaitReason(uid)
+			r, _ := w.q.Reader().WaitReason(uid)
 			return fmt.Errorf("pod %s/%s fits its open BestEffortFIFO budgets %v but waits: %s: %s", p.obj.Namespace, p.obj.Name, cover, r.Code, r.Message)
 		}
 	}

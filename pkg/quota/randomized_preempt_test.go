@@ -56,7 +56,7 @@ func (w *world) checkPreemptions() error {
 		if by == nil || by.state != mGated {
 			return fmt.Errorf("preempting %s for %s, which is not gated", p.Victim, p.Preemptor)
 		}
-		if code, waiting := w.q.WaitCode(p.Preemptor.UID); !waiting || (code != CodeNoLendable && code != CodeInsufficient) {
+		if code, waiting := w.q.Reader().WaitCode(p.Preemptor.UID); !waiting || (code != CodeNoLendable && code != CodeInsufficient) {
 			return fmt.Errorf("preempting %s for %s, which does not wait for capacity (%s)", p.Victim, p.Preemptor, code)
 		}
 		if !slices.Contains(w.charged(v), p.From) {

@@ -130,7 +130,7 @@ func runReclaimWorld(seed, steps int) (err error) {
 				continue
 			}
 			if w.step-since > maxReclaimSteps {
-				r, _ := w.q.WaitReason(uid)
+				r, _ := w.q.Reader().WaitReason(uid)
 				return fmt.Errorf("%s/%s fits in its team's own hard since step %d, still gated at step %d: %s: %s", p.obj.Namespace, p.obj.Name, since, w.step, r.Code, r.Message)
 			}
 		}

@@ -121,7 +121,7 @@ func (w *world) view(p *mPod) {
 // sync follows what the core decided for a pod it was told about: a charge given back
 // (the pod waits again), or confirmed (it runs).
 func (w *world) sync(p *mPod) {
-	if _, waiting := w.q.WaitCode(p.obj.UID); waiting && p.state == mUnresolved {
+	if _, waiting := w.q.Reader().WaitCode(p.obj.UID); waiting && p.state == mUnresolved {
 		w.logf("core gave back %s", p.obj.Name)
 		p.state = mGated
 		p.pinned = nil

@@ -96,7 +96,7 @@ func (w *world) admittedSetsTracked(p *mPod) error {
 func (w *world) checkUnset() error {
 	listed := map[types.UID]bool{}
 	for _, k := range w.budgetKeys() {
-		st, _ := w.q.Status(k)
+		st, _ := w.q.Reader().Status(k)
 		for _, nf := range st.NeverFit {
 			if nf.Unset == "" {
 				continue
@@ -118,7 +118,7 @@ func (w *world) checkUnset() error {
 	}
 	for _, uid := range slices.Sorted(mapsKeys(w.pods)) {
 		p := w.pods[uid]
-		code, waiting := w.q.WaitCode(uid)
+		code, waiting := w.q.Reader().WaitCode(uid)
 		if !waiting || p.groupName != "" {
 			continue
 		}
@@ -127,12 +127,12 @@ func (w *world) checkUnset() error {
 		}
 		switch held := w.leavesTrackedUnset(p.obj); {
 		case held && code != CodeMustSpecify:
-			r, _ := w.q.WaitReason(uid)
+			r, _ := w.q.Reader().WaitReason(uid)
 			return fmt.Errorf("%s/%s leaves unset %v but waits with %s: %s", p.obj.Namespace, p.obj.Name, modelUnset(p.obj), r.Code, r.Message)
 		case held && !listed[uid]:
 			return fmt.Errorf("%s/%s waits with %s, but no budget lists it", p.obj.Namespace, p.obj.Name, code)
 		case !held && code == CodeMustSpecify:
-			r, _ := w.q.WaitReason(uid)
+			r, _ := w.q.Reader().WaitReason(uid)
 			return fmt.Errorf("%s/%s sets everything its budgets track, yet waits with %s", p.obj.Namespace, p.obj.Name, r.Message)
 		}
 	}

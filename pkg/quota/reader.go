@@ -1,6 +1,10 @@
 package quota
 
-import "k8s.io/apimachinery/pkg/types"
+import (
+	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
+)
 
 // Reader is the core's read side: what a budget's status and queues look like now, and
 // where and why a gated pod waits. Nothing it answers moves a decision, so the views
@@ -8,7 +12,7 @@ import "k8s.io/apimachinery/pkg/types"
 // (pages and a pod's places), the manager's /debug/queues (the snapshot) and the
 // controller's Queues. The kubectl plugin reads the same answers through them
 // (pkg/visibility's Client, or the snapshot), and its usage command feeds a core of its
-// own and reads its Status. *AdmissionQueue is one.
+// own and reads its Status. *Reads (AdmissionQueue.Reader) is one.
 type Reader interface {
 	// Status is a budget's status as the controller writes it, false when the core
 	// does not know the budget.
@@ -25,4 +29,31 @@ type Reader interface {
 	WaitReason(uid types.UID) (Reason, bool)
 }
 
-var _ Reader = (*AdmissionQueue)(nil)
+var _ Reader = (*Reads)(nil)
+
+// Reads is the read part of the core (status.go, snapshot.go, page.go, podplaces.go,
+// reasons.go, heads.go): a budget's status, the queues in admission order, a page of
+// one, where and why a gated pod waits, and which waiting pods are near the head of
+// their queues. It changes nothing, so that the views can ask it as often as they like
+// without moving a decision. Every exported method takes the core's one lock
+// (AdmissionQueue.mu) for its duration, so each answer is one consistent moment of the
+// core, and is safe for concurrent use with the AdmissionQueue. AdmissionQueue holds
+// it and hands it out (AdmissionQueue.Reader). It finds budgets through the topology
+// part's own methods (lookup, sorted, alive), and reads the pods (podIndex), the held pods
+// (agenda) and why a unit is blocked (admitter) through those parts' methods; the
+// budgets and pods it is handed it reads directly.
+type Reads struct {
+	mu       *sync.Mutex // the core's lock (AdmissionQueue.mu), not one of its own
+	topology *topology   // the core's parts, read only
+	pods     *podIndex
+	agenda   *agenda
+	admit    *admitter
+}
+
+func newReads(mu *sync.Mutex, t *topology, pods *podIndex, ag *agenda, a *admitter) Reads {
+	return Reads{mu: mu, topology: t, pods: pods, agenda: ag, admit: a}
+}
+
+// Reader returns the core's read side. It is the AdmissionQueue's own (one for its
+// life, no allocation), and it reads under the AdmissionQueue's lock.
+func (q *AdmissionQueue) Reader() *Reads { return &q.reads }

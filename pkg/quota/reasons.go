@@ -100,32 +100,32 @@ func (w *waitInfo) parks() bool {
 
 // WaitReason returns why a gated pod waits, or false when the core does not hold it
 // (unknown, or admitted).
-func (q *AdmissionQueue) WaitReason(uid types.UID) (Reason, bool) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	p := q.pods.get(uid)
+func (r *Reads) WaitReason(uid types.UID) (Reason, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p := r.pods.get(uid)
 	if p == nil || p.phase != phaseWaiting {
 		return Reason{}, false
 	}
-	return q.waitReason(p), true
+	return r.waitReason(p), true
 }
 
 // WaitCode returns just the code of WaitReason, cheaply (no message, no queue
 // position): callers that announce reasons on transitions only should poll this and
 // ask WaitReason when the code changed.
-func (q *AdmissionQueue) WaitCode(uid types.UID) (ReasonCode, bool) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	p := q.pods.get(uid)
+func (r *Reads) WaitCode(uid types.UID) (ReasonCode, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p := r.pods.get(uid)
 	if p == nil || p.phase != phaseWaiting {
 		return "", false
 	}
-	return q.currentWait(p).code, true
+	return r.currentWait(p).code, true
 }
 
 // currentWait is why the pod waits now: its park reason, its backoff, a covering budget
 // that admits nothing, the reason its last evaluation gave, or a StrictFIFO head ahead.
-func (q *AdmissionQueue) currentWait(p *podState) waitInfo {
+func (r *Reads) currentWait(p *podState) waitInfo {
 	w := p.wait
 	switch {
 	case p.parked:
@@ -140,11 +140,11 @@ func (q *AdmissionQueue) currentWait(p *podState) waitInfo {
 				break
 			}
 		}
-		if w.budget != nil && (!q.topology.alive(w.budget) || (w.code == CodeBudgetClosed && w.budget.admitting)) {
+		if w.budget != nil && (!r.topology.alive(w.budget) || (w.code == CodeBudgetClosed && w.budget.admitting)) {
 			w = waitInfo{} // that budget is gone; the next Admit looks again
 		}
 		if w.code == "" {
-			if bw, blocked := q.admit.blocked(p.cover, func(h *podState) bool { return h == p || (p.group != nil && h.group == p.group) }); blocked {
+			if bw, blocked := r.admit.blocked(p.cover, func(h *podState) bool { return h == p || (p.group != nil && h.group == p.group) }); blocked {
 				w = bw
 			}
 		}
@@ -155,8 +155,8 @@ func (q *AdmissionQueue) currentWait(p *podState) waitInfo {
 	return w
 }
 
-func (q *AdmissionQueue) waitReason(p *podState) Reason {
-	w := q.currentWait(p)
+func (r *Reads) waitReason(p *podState) Reason {
+	w := r.currentWait(p)
 	prefix := ""
 	if p.group != nil && w.code != CodeGroupIncomplete {
 		prefix = "group " + p.pod.Group + ": "
@@ -169,11 +169,11 @@ func (q *AdmissionQueue) waitReason(p *podState) Reason {
 		if free.Sign() < 0 {
 			free = resource.Quantity{}
 		}
-		msg = fmt.Sprintf("%s: %s requested, %s free in %s; %s", w.resource, w.requested.String(), free.String(), b.key.Describe(), q.position(p, b))
+		msg = fmt.Sprintf("%s: %s requested, %s free in %s; %s", w.resource, w.requested.String(), free.String(), b.key.Describe(), r.position(p, b))
 	case CodeBudgetClosed:
 		msg = closedMessage(w.budget)
 	case CodeBehindHead:
-		msg = fmt.Sprintf("behind %s in StrictFIFO %s; %s", q.aheadOf(p, w.ahead), w.budget.key.Describe(), q.position(p, w.budget))
+		msg = fmt.Sprintf("behind %s in StrictFIFO %s; %s", r.aheadOf(p, w.ahead), w.budget.key.Describe(), r.position(p, w.budget))
 	case CodeNeverFits:
 		if w.family {
 			pool, _ := w.budget.familyStatus(w.resource)
@@ -190,7 +190,7 @@ func (q *AdmissionQueue) waitReason(p *podState) Reason {
 		msg = unsetMessage(&w)
 	case CodeFairShare:
 		msg = fmt.Sprintf("it would borrow under %s, and %s goes first: its budget's borrowing is a smaller share of what the family lends (fair sharing)",
-			w.budget.key.Describe(), q.aheadOf(p, w.ahead))
+			w.budget.key.Describe(), r.aheadOf(p, w.ahead))
 	case CodeNoLendable:
 		pool, above := w.budget.familyStatus(w.resource)
 		msg = fmt.Sprintf("%s: %s requested; the budgets under %s use %s beyond what they keep for themselves, of the %s they lend: waiting for borrowed quota to be returned",
@@ -216,7 +216,7 @@ func (q *AdmissionQueue) waitReason(p *podState) Reason {
 	default:
 		msg = "queued, not evaluated yet"
 		if len(p.cover) > 0 {
-			msg += "; " + q.position(p, p.cover[0]) + " in " + p.cover[0].key.Describe()
+			msg += "; " + r.position(p, p.cover[0]) + " in " + p.cover[0].key.Describe()
 		}
 	}
 	return Reason{Code: w.code, Message: prefix + msg}
@@ -226,11 +226,11 @@ func (q *AdmissionQueue) waitReason(p *podState) Reason {
 // namespace reads (events, the visibility API, the plugin): a pod of the same namespace
 // by name, a pod of another namespace only by how it ranks ahead (DESIGN: "Tenants see
 // only their own").
-func (q *AdmissionQueue) aheadOf(p *podState, ahead PodRef) string {
+func (r *Reads) aheadOf(p *podState, ahead PodRef) string {
 	if ahead.Namespace == p.pod.Namespace {
 		return "pod " + ahead.String()
 	}
-	h := q.pods.get(ahead.UID)
+	h := r.pods.get(ahead.UID)
 	switch {
 	case h == nil:
 		return "a pod in another namespace"
@@ -284,7 +284,7 @@ func stateSentence(b *budget) string {
 // assigned (positionAll), O(budgets covering p); otherwise it counts the budget's pods,
 // O(n): WaitReason is asked on demand only (a pod's reason code changed, a user asks),
 // and WaitReasons serves a round of them.
-func (q *AdmissionQueue) position(p *podState, b *budget) string {
+func (r *Reads) position(p *podState, b *budget) string {
 	k, n := rank(p, b)
 	return fmt.Sprintf("position %d of %d", k, n)
 }

@@ -103,14 +103,14 @@ func TestWaitReasons(t *testing.T) {
 			if tc.want.Code != CodeQueued {
 				admitNames(q)
 			}
-			got, ok := q.WaitReason(types.UID(tc.ask))
+			got, ok := q.Reader().WaitReason(types.UID(tc.ask))
 			if !ok {
 				t.Fatalf("pod %s does not wait", tc.ask)
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("WaitReason (-want +got):\n%s", diff)
 			}
-			if code, _ := q.WaitCode(types.UID(tc.ask)); code != tc.want.Code {
+			if code, _ := q.Reader().WaitCode(types.UID(tc.ask)); code != tc.want.Code {
 				t.Errorf("WaitCode = %q, want %q", code, tc.want.Code)
 			}
 		})
@@ -137,11 +137,11 @@ func TestUncoveredPods(t *testing.T) {
 	if got := admitNames(held); len(got) != 0 {
 		t.Fatalf("held queue admitted %v", got)
 	}
-	r, _ := held.WaitReason("p")
+	r, _ := held.Reader().WaitReason("p")
 	if diff := cmp.Diff(Reason{Code: CodeUncovered, Message: "no Budget or ClusterBudget covers it, and uncovered pods are held"}, r); diff != "" {
 		t.Errorf("wait reason (-want +got):\n%s", diff)
 	}
-	if n := len(held.Snapshot().Held); n != 1 {
+	if n := len(held.Reader().Snapshot().Held); n != 1 {
 		t.Errorf("snapshot holds %d pods, want 1", n)
 	}
 	held.UpsertBudget(makeBudget("team-a", "b").Hard("cpu=1").Obj())
@@ -247,7 +247,7 @@ func TestSnapshotAndStatus(t *testing.T) {
 		t.Errorf("status (-want +got):\n%s", diff)
 	}
 
-	snap := q.Snapshot()
+	snap := q.Reader().Snapshot()
 	var rows []string
 	for _, p := range snap.Budgets[0].Pods {
 		rows = append(rows, string(p.Queue)+" "+p.Pod.Name+" "+string(p.Reason.Code))
@@ -277,7 +277,7 @@ func TestFairShareReasonNamesNoOtherNamespace(t *testing.T) {
 	} {
 		p := q.pods.get("x")
 		p.wait = waitInfo{code: CodeFairShare, budget: org, ahead: q.pods.get(types.UID(ahead)).pod.PodRef}
-		got, _ := q.WaitReason("x")
+		got, _ := q.Reader().WaitReason("x")
 		if diff := cmp.Diff(Reason{Code: CodeFairShare, Message: want}, got); diff != "" {
 			t.Errorf("yielding to %s (-want +got):\n%s", ahead, diff)
 		}

@@ -45,10 +45,10 @@ type QueuedPod struct {
 // Snapshot copies every budget's queues, budgets by key, pods in admission order. It
 // sorts each budget's pods once, O(n log n), and the wait reasons it writes take their
 // "position k of n" from that order.
-func (q *AdmissionQueue) Snapshot() Snapshot {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	budgets := q.topology.sorted()
+func (r *Reads) Snapshot() Snapshot {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	budgets := r.topology.sorted()
 	ordered := make([][]*entry, len(budgets))
 	for i, b := range budgets {
 		ordered[i] = positionAll(b)
@@ -63,20 +63,14 @@ func (q *AdmissionQueue) Snapshot() Snapshot {
 		}
 		bq := BudgetQueue{Budget: b.key, State: state, Strategy: strategy, Pods: make([]QueuedPod, len(ordered[i]))}
 		for k, e := range ordered[i] {
-			bq.Pods[k] = q.queuedPod(e.pod, e.position, e.kind.name())
+			bq.Pods[k] = r.queuedPod(e.pod, e.position, e.kind.name())
 		}
 		s.Budgets = append(s.Budgets, bq)
 	}
-	held := slices.Collect(func(yield func(*podState) bool) {
-		for _, p := range q.agenda.heldPods() {
-			if !yield(p) {
-				return
-			}
-		}
-	})
+	held := slices.Collect(r.agenda.heldPods())
 	slices.SortFunc(held, comparePods)
 	for i, p := range held {
-		s.Held = append(s.Held, q.queuedPod(p, i+1, QueueParked))
+		s.Held = append(s.Held, r.queuedPod(p, i+1, QueueParked))
 	}
 	return s
 }
@@ -84,13 +78,13 @@ func (q *AdmissionQueue) Snapshot() Snapshot {
 // WaitReasons is WaitReason for many pods at once, for callers that announce reasons
 // in rounds: a budget that many of the pods wait in is sorted once, O(n log n), rather
 // than counted for each of them. Pods the core does not hold as gated are left out.
-func (q *AdmissionQueue) WaitReasons(uids []types.UID) map[types.UID]Reason {
-	q.mu.Lock()
-	defer q.mu.Unlock()
+func (r *Reads) WaitReasons(uids []types.UID) map[types.UID]Reason {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	var pods []*podState
 	asked := map[*budget]int{}
 	for _, uid := range uids {
-		p := q.pods.get(uid)
+		p := r.pods.get(uid)
 		if p == nil || p.phase != phaseWaiting {
 			continue
 		}
@@ -110,7 +104,7 @@ func (q *AdmissionQueue) WaitReasons(uids []types.UID) map[types.UID]Reason {
 	defer unposition(sorted)
 	out := make(map[types.UID]Reason, len(pods))
 	for _, p := range pods {
-		out[p.pod.UID] = q.waitReason(p)
+		out[p.pod.UID] = r.waitReason(p)
 	}
 	return out
 }
@@ -125,7 +119,7 @@ func unposition(budgets []*budget) {
 	}
 }
 
-func (q *AdmissionQueue) queuedPod(p *podState, pos int, queue Queue) QueuedPod {
+func (r *Reads) queuedPod(p *podState, pos int, queue Queue) QueuedPod {
 	qp := QueuedPod{
 		Position: pos,
 		Pod:      p.pod.PodRef,
@@ -134,7 +128,7 @@ func (q *AdmissionQueue) queuedPod(p *podState, pos int, queue Queue) QueuedPod 
 		Requests: p.pod.Usage.DeepCopy(),
 		Created:  p.pod.Created,
 		Queue:    queue,
-		Reason:   q.waitReason(p),
+		Reason:   r.waitReason(p),
 	}
 	if p.inBackoff {
 		t := p.retryAt

@@ -50,14 +50,14 @@ func TestSnapshotPositions(t *testing.T) {
 			}
 			q.Admit()
 
-			snap := q.Snapshot()
+			snap := q.Reader().Snapshot()
 			var uids []types.UID
 			for _, bq := range snap.Budgets {
 				for _, p := range bq.Pods {
 					uids = append(uids, p.Pod.UID)
 				}
 			}
-			batch := q.WaitReasons(append(uids, "unknown", "running"))
+			batch := q.Reader().WaitReasons(append(uids, "unknown", "running"))
 			if len(batch) != 8 {
 				t.Errorf("WaitReasons returned %d reasons, want one for each of the 8 gated pods", len(batch))
 			}
@@ -70,7 +70,7 @@ func TestSnapshotPositions(t *testing.T) {
 					if bq.Budget == key {
 						order = append(order, p.Pod.Name)
 					}
-					alone, _ := q.WaitReason(p.Pod.UID)
+					alone, _ := q.Reader().WaitReason(p.Pod.UID)
 					if diff := cmp.Diff(alone, p.Reason); diff != "" {
 						t.Errorf("%s: snapshot reason differs from WaitReason (-alone +snapshot):\n%s", p.Pod.Name, diff)
 					}
@@ -94,7 +94,7 @@ func TestSnapshotPositions(t *testing.T) {
 			// time: it is the one admitted.
 			hard := 4
 			for round := 0; round < len(wantOrder); round++ {
-				head := q.Snapshot().Budgets[0].Pods
+				head := q.Reader().Snapshot().Budgets[0].Pods
 				if len(head) == 0 {
 					break
 				}
@@ -108,7 +108,7 @@ func TestSnapshotPositions(t *testing.T) {
 					t.Fatalf("admitted after freeing room for %s (-want +got):\n%s", head[0].Pod.Name, diff)
 				}
 			}
-			if n := len(q.Snapshot().Budgets[0].Pods); n != 0 {
+			if n := len(q.Reader().Snapshot().Budgets[0].Pods); n != 0 {
 				t.Errorf("%d pods still gated", n)
 			}
 		})

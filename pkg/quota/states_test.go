@@ -156,7 +156,7 @@ func TestBrokenBudgetsAdmitNothing(t *testing.T) {
 			if diff := cmp.Diff(tc.wantProblem, mustStatus(t, q, tc.key).Problem); diff != "" {
 				t.Errorf("problem (-want +got):\n%s", diff)
 			}
-			r, _ := q.WaitReason("p")
+			r, _ := q.Reader().WaitReason("p")
 			if diff := cmp.Diff(Reason{Code: CodeBudgetClosed, Message: tc.wantWait}, r); diff != "" {
 				t.Errorf("wait reason (-want +got):\n%s", diff)
 			}
@@ -196,7 +196,7 @@ func TestDeletingBudgetReleasesClaim(t *testing.T) {
 	if diff := cmp.Diff([]string{"p2"}, admitNames(q)); diff != "" {
 		t.Errorf("after delete (-want +got):\n%s", diff)
 	}
-	if _, ok := q.Status(BudgetKey{Namespace: "team-a", Name: "tight"}); ok {
+	if _, ok := q.Reader().Status(BudgetKey{Namespace: "team-a", Name: "tight"}); ok {
 		t.Errorf("deleted budget still has a status")
 	}
 }

@@ -62,10 +62,10 @@ type NeverFitPod struct {
 }
 
 // Status returns the status of a budget, or false if the core does not know it.
-func (q *AdmissionQueue) Status(key BudgetKey) (BudgetStatus, bool) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	b := q.topology.lookup(key)
+func (r *Reads) Status(key BudgetKey) (BudgetStatus, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	b := r.topology.lookup(key)
 	if b == nil {
 		return BudgetStatus{}, false
 	}

@@ -74,7 +74,7 @@ func TestPeriodicFlush(t *testing.T) {
 	if moves != 1 {
 		t.Errorf("flushed %d pods, want 1", moves)
 	}
-	r, _ := q.WaitReason("p")
+	r, _ := q.Reader().WaitReason("p")
 	if r.Code != CodeInsufficient {
 		t.Errorf("after the flush the pod waits with %q, want %q", r.Code, CodeInsufficient)
 	}

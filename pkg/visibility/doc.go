@@ -10,10 +10,11 @@
 // budgets/pendingpods and clusterbudgets/pendingpods in this group, namespaced as the
 // budget is (k8s.io/apiserver's delegated authentication and authorization).
 //
-// The API is not backed by storage: every page is computed from the admission core
-// (quota.AdmissionQueue.Page), which orders the budget's pods and copies only the page.
-// Only the leader's queues are evaluated, so a standby replica does not answer from its
-// own core: it forwards the request, under its own identity, to the address the leader
-// publishes in a Lease (leader.go). The request reaching the leader is authorized
-// again, as the manager's ServiceAccount, which the chart allows to read every queue.
+// The API is not backed by storage: every page is computed from the admission core's
+// read side (quota.Reads.Page), which orders the budget's pods and copies only the
+// page. Only the leader's queues are evaluated, so a standby replica does not answer
+// from its own core: it forwards the request, under its own identity, to the address
+// the leader publishes in a Lease (leader.go). The request reaching the leader is
+// authorized again, as the manager's ServiceAccount, which the chart allows to read
+// every queue.
 package visibility

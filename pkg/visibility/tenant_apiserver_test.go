@@ -61,7 +61,7 @@ func TestTenantSeesNoOtherNamespacesPods(t *testing.T) {
 	}
 
 	port := testbed.FreePort(t)
-	srv, err := New(Options{BindAddress: net.IPv4(127, 0, 0, 1), Port: port, CertDir: filepath.Join(dir, "certs"), Kubeconfig: cluster.KubeconfigPath()}, core, leading(true), nil)
+	srv, err := New(Options{BindAddress: net.IPv4(127, 0, 0, 1), Port: port, CertDir: filepath.Join(dir, "certs"), Kubeconfig: cluster.KubeconfigPath()}, core.Reader(), leading(true), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,7 @@ func BenchmarkQueueOf10kPods(b *testing.B) {
 		q.UpsertPod(quota.NewPod(p, v1alpha1.SchedulingGate, now))
 	}
 	q.Admit()
-	raw, err := json.Marshal(q.Snapshot())
+	raw, err := json.Marshal(q.Reader().Snapshot())
 	if err != nil {
 		b.Fatal(err)
 	}

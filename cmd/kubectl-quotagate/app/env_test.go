@@ -151,7 +151,7 @@ func newWorld(t *testing.T, admitAt time.Time, namespaces []*corev1.Namespace, b
 	}
 	w.client = fake.NewClientBuilder().WithScheme(newScheme()).WithObjects(objs...).
 		WithStatusSubresource(&v1alpha1.Budget{}, &v1alpha1.ClusterBudget{}).Build()
-	w.server = httptest.NewTLSServer(controller.QueuesHandler(ctl.Core()))
+	w.server = httptest.NewTLSServer(controller.QueuesHandler(ctl.Queues()))
 	t.Cleanup(w.server.Close)
 	return w
 }
@@ -160,7 +160,7 @@ func newWorld(t *testing.T, admitAt time.Time, namespaces []*corev1.Namespace, b
 // manager's status writer does.
 func writeStatus(t *testing.T, core *quota.AdmissionQueue, key quota.BudgetKey, status *v1alpha1.BudgetStatus) {
 	t.Helper()
-	st, ok := core.Status(key)
+	st, ok := core.Reader().Status(key)
 	if !ok {
 		t.Fatalf("the core has no status for %s", key.Describe())
 	}

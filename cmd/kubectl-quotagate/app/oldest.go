@@ -88,5 +88,5 @@ func oldestFromPods(ctx context.Context, c client.Client, ns string, budgets []v
 			core.UpsertPod(p)
 		}
 	}
-	return oldestFromSnapshot(core.Snapshot()), nil
+	return oldestFromSnapshot(core.Reader().Snapshot()), nil
 }

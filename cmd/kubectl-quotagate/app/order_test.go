@@ -136,7 +136,7 @@ func TestSnapshotOrderIsAdmissionOrder(t *testing.T) {
 			if diff := cmp.Diff(tc.wantFirst, admitted); diff != "" {
 				t.Fatalf("first Admit (-want +got):\n%s", diff)
 			}
-			want := snapshotOrder(q.Snapshot(), tc.watch)
+			want := snapshotOrder(q.Reader().Snapshot(), tc.watch)
 			if len(want) != len(tc.pods)-len(admitted) {
 				t.Fatalf("snapshot of %s lists %d pods, want the %d that wait", tc.watch.Describe(), len(want), len(tc.pods)-len(admitted))
 			}
@@ -183,7 +183,7 @@ func TestSnapshotReasonsNameResourceAmountsAndBudget(t *testing.T) {
 		t.Fatalf("first Admit (-want +got):\n%s", diff)
 	}
 	got := map[string]string{}
-	for _, b := range q.Snapshot().Budgets {
+	for _, b := range q.Reader().Snapshot().Budgets {
 		if b.Budget != teamA {
 			continue
 		}

@@ -71,7 +71,7 @@ func TestQueueJSON(t *testing.T) {
 	}
 	key := quota.BudgetKey{Namespace: "team-a", Name: "team-a"}
 	var want []string
-	for _, b := range w.core.Snapshot().Budgets {
+	for _, b := range w.core.Reader().Snapshot().Budgets {
 		if b.Budget == key {
 			for _, p := range b.Pods {
 				want = append(want, fmt.Sprintf("%d %s %s %s %s %s", p.Position, p.Pod, p.Pod.UID, p.Queue, p.Reason.Code, p.Reason.Message))

@@ -35,7 +35,7 @@ func (w *world) queuesEnv(t *testing.T, c client.WithWatch, forbidden ...quota.B
 	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		key, ok := budgetOfPath(r.URL.Path)
 		queues := map[quota.BudgetKey]quota.BudgetQueue{}
-		for _, b := range w.core.Snapshot().Budgets {
+		for _, b := range w.core.Reader().Snapshot().Budgets {
 			queues[b.Budget] = b
 		}
 		bq, held := queues[key]

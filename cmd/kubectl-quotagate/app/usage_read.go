@@ -81,14 +81,14 @@ func loadUsage(ctx context.Context, c client.Client, key quota.BudgetKey, now ti
 	slices.SortFunc(pods.Items, func(a, b corev1.Pod) int {
 		return quota.PodRef{Namespace: a.Namespace, Name: a.Name}.Compare(quota.PodRef{Namespace: b.Namespace, Name: b.Name})
 	})
-	before, _ := core.Status(key)
+	before, _ := core.Reader().Status(key)
 	for i := range pods.Items {
 		p := quota.NewPod(&pods.Items[i], v1alpha1.SchedulingGate, now)
 		if p.Gated || p.Terminal {
 			continue
 		}
 		core.UpsertPod(p)
-		after, _ := core.Status(key)
+		after, _ := core.Reader().Status(key)
 		charged := after.AdmittedPods > before.AdmittedPods
 		if !charged {
 			continue // not charged to this budget

@@ -55,7 +55,7 @@ func TestQueueOnRealAPIServer(t *testing.T) {
 	w := teamsWorld(t)
 	port := testbed.FreePort(t)
 	srv, err := visibility.New(visibility.Options{BindAddress: net.IPv4(127, 0, 0, 1), Port: port, CertDir: filepath.Join(dir, "certs"), Kubeconfig: cluster.KubeconfigPath()},
-		w.core, alwaysLeading{}, nil)
+		w.core.Reader(), alwaysLeading{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -75,7 +75,7 @@ func TestWhyReasonIsTheCoresReason(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), &got); err != nil {
 			t.Fatalf("decoding why -o json: %v\n%s", err, out)
 		}
-		want, ok := w.core.WaitReason(got.Pod.UID)
+		want, ok := w.core.Reader().WaitReason(got.Pod.UID)
 		if !ok {
 			t.Fatalf("the core holds no wait reason for %s", name)
 		}

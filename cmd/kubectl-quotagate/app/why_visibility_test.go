@@ -33,7 +33,7 @@ func restClientFor(t *testing.T, url string) rest.Interface {
 // snapshot is unreachable, so an answer that fell back to it would show.
 func (w *world) visibilityEnv(t *testing.T) *env {
 	t.Helper()
-	srv := httptest.NewServer(visibility.NewHandler(w.core, clocktesting.NewFakePassiveClock(now)))
+	srv := httptest.NewServer(visibility.NewHandler(w.core.Reader(), clocktesting.NewFakePassiveClock(now)))
 	t.Cleanup(srv.Close)
 	e := w.env(failingSource{})
 	rc := restClientFor(t, srv.URL)
@@ -126,7 +126,7 @@ func TestWhyVisibilityAnswers(t *testing.T) {
 		},
 		"the manager holds no gated pod by that name": {
 			source: func(t *testing.T, w *world) podStatusSource {
-				srv := httptest.NewServer(visibility.NewHandler(w.core, clocktesting.NewFakePassiveClock(now)))
+				srv := httptest.NewServer(visibility.NewHandler(w.core.Reader(), clocktesting.NewFakePassiveClock(now)))
 				t.Cleanup(srv.Close)
 				w.core.DeletePod("team-a-train-3")
 				return visibilityPodStatus(restClientFor(t, srv.URL))
@@ -182,7 +182,7 @@ func TestWhyVisibilityJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("decoding: %v\n%s", err, out)
 	}
-	want, _ := w.core.WaitReason("team-a-train-1")
+	want, _ := w.core.Reader().WaitReason("team-a-train-1")
 	if got.Reason == nil || *got.Reason != want {
 		t.Errorf("reason %v, want the core's %v", got.Reason, want)
 	}

@@ -166,7 +166,7 @@ func waitReason(t *testing.T, m *runningManager, ns, name string, code quota.Rea
 	}
 	var last quota.Reason
 	testbed.Poll(t, time.Minute, "pod "+name+" to wait with "+string(code), func(context.Context) (bool, error) {
-		last, _ = m.ctrl.Core().WaitReason(p.UID)
+		last, _ = m.ctrl.Core().Reader().WaitReason(p.UID)
 		return last.Code == code && strings.Contains(last.Message, text), nil
 	})
 }

@@ -62,7 +62,7 @@ func TestClaimEventsReachThePod(t *testing.T) {
 	}
 	reason := func(want quota.ReasonCode, wantMsg string) {
 		t.Helper()
-		r, ok := c.core.WaitReason("u1")
+		r, ok := c.core.Reader().WaitReason("u1")
 		if !ok || r.Code != want || (wantMsg != "" && r.Message != wantMsg) {
 			t.Errorf("reason = %+v (waiting %v), want %s %q", r, ok, want, wantMsg)
 		}
@@ -84,7 +84,7 @@ func TestClaimEventsReachThePod(t *testing.T) {
 	// The class names an extended resource: the pod asks it as well.
 	c.onClaimObject(&resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "gpu"},
 		Spec: resourceapi.DeviceClassSpec{ExtendedResourceName: ptr.To("example.com/gpu")}}, false)
-	st, _ := c.core.Status(quota.BudgetKey{Namespace: "team-a", Name: "gpus"})
+	st, _ := c.core.Reader().Status(quota.BudgetKey{Namespace: "team-a", Name: "gpus"})
 	if q := st.Pending["requests.example.com/gpu"]; q.Value() != 8 {
 		t.Errorf("pending requests.example.com/gpu = %s, want 8", q.String())
 	}
@@ -101,7 +101,7 @@ func TestClaimEventsReachThePod(t *testing.T) {
 	if len(admitted) != 1 || admitted[0].Pod.Name != "trainer" {
 		t.Fatalf("admitted %v, want the trainer", admitted)
 	}
-	st, _ = c.core.Status(quota.BudgetKey{Namespace: "team-a", Name: "gpus"})
+	st, _ = c.core.Reader().Status(quota.BudgetKey{Namespace: "team-a", Name: "gpus"})
 	if q := st.Used["gpu.deviceclass.resource.k8s.io/devices"]; q.Value() != 2 {
 		t.Errorf("used devices = %s, want 2", q.String())
 	}

@@ -14,7 +14,7 @@ import (
 // nothing when nobody asks. Only the leader answers: a standby replica's core is fed by
 // its informers but never evaluates its queues, so its order and reasons would be stale.
 func (c *Controller) DebugHandlers() map[string]http.Handler {
-	queues := QueuesHandler(c.core)
+	queues := QueuesHandler(c.core.Reader())
 	return map[string]http.Handler{"/debug/queues": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !c.leading.Load() {
 			http.Error(w, "this manager replica is not the leader (or has not synced yet): ask the leader, named by the manager's leader election Lease", http.StatusServiceUnavailable)

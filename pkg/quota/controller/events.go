@@ -67,7 +67,7 @@ func (c *Controller) announceWaiting() {
 	c.mu.Lock()
 	var changed []types.UID
 	for uid, w := range c.waiting {
-		code, ok := c.core.WaitCode(uid)
+		code, ok := c.core.Reader().WaitCode(uid)
 		if !ok || code == w.code || code == quota.CodeQueued {
 			continue
 		}
@@ -77,7 +77,7 @@ func (c *Controller) announceWaiting() {
 	if len(changed) == 0 {
 		return
 	}
-	heads := c.core.AtHead(changed, c.opts.WaitingEventsPerBudget)
+	heads := c.core.Reader().AtHead(changed, c.opts.WaitingEventsPerBudget)
 	uids := changed[:0]
 	for _, uid := range changed {
 		if heads[uid] {
@@ -89,7 +89,7 @@ func (c *Controller) announceWaiting() {
 	}
 	// One call for the round: a budget many of them wait in is sorted once for their
 	// positions, not counted again for each pod.
-	reasons := c.core.WaitReasons(uids)
+	reasons := c.core.Reader().WaitReasons(uids)
 	var announce []waitingPod
 	c.mu.Lock()
 	for _, uid := range uids {

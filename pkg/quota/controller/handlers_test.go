@@ -57,7 +57,7 @@ func TestPodEventsBeforeTheirNamespace(t *testing.T) {
 			if diff := cmp.Diff([]string{"p0"}, names); diff != "" {
 				t.Errorf("admitted once the namespace arrived (-want +got):\n%s", diff)
 			}
-			st, _ := c.core.Status(quota.BudgetKey{Name: "gold"})
+			st, _ := c.core.Reader().Status(quota.BudgetKey{Name: "gold"})
 			if used := st.Used["requests.cpu"]; used.Cmp(resource.MustParse("1")) != 0 {
 				t.Errorf("gold used %s, want 1", used.String())
 			}

@@ -61,7 +61,7 @@ func (c *Controller) runStatus(ctx context.Context) {
 }
 
 func (c *Controller) writeStatus(ctx context.Context, key quota.BudgetKey) error {
-	st, ok := c.core.Status(key)
+	st, ok := c.core.Reader().Status(key)
 	if !ok {
 		return nil
 	}

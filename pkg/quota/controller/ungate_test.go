@@ -161,7 +161,7 @@ func TestUngateOutcomes(t *testing.T) {
 			if diff := cmp.Diff(tc.wantAdmit, admitted); diff != "" {
 				t.Errorf("Admit right after (-want +got):\n%s", diff)
 			}
-			if _, waiting := c.core.WaitCode(p1.UID); waiting != tc.wantWaiting {
+			if _, waiting := c.core.Reader().WaitCode(p1.UID); waiting != tc.wantWaiting {
 				t.Errorf("p1 waiting in the core = %v, want %v", waiting, tc.wantWaiting)
 			}
 			clk.Step(quota.DefaultInitialBackoff)
