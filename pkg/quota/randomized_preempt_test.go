@@ -46,7 +46,11 @@ func (w *world) checkPreemptions() error {
 	}
 	used := w.usedAll()
 	for _, p := range ps {
-		w.reclaims[p.Victim.UID] = p.Reason == PreemptReclaim
+		if p.Reason == PreemptReclaim {
+			w.reclaimed[p.Victim.UID] = p.From
+		} else {
+			delete(w.reclaimed, p.Victim.UID)
+		}
 	}
 	for _, p := range ps {
 		v, by := w.pods[p.Victim.UID], w.pods[p.Preemptor.UID]
@@ -112,7 +116,10 @@ func (w *world) checkPreemptions() error {
 // still needs gone too (this batch's and earlier ones, asked again now), the borrower
 // keeps its hard of every resource it may borrow, or, where WithinBudget victims of its
 // own take it below, all that they leave. (Pods are whole: the core skips a victim that
-// frees part of its hard, docs/budgets.md, "Taking lent quota back".)
+// frees part of its hard, docs/budgets.md, "Taking lent quota back".) What a reclaim
+// protects is the hard of the budgets it takes from: a victim reclaimed from a sibling
+// in one family may also be charged to a budget of another family (a ClusterBudget over
+// the same namespace), which it may take below that budget's hard.
 //
 // Only the accepted evictions the core was told of count as gone: one applied unheard
 // and not retried (evictUnheard) is leaving, but the core, never told, counts it running
@@ -138,11 +145,15 @@ func (w *world) notBelowHard(from BudgetKey, used map[BudgetKey]corev1.ResourceL
 		}
 		seen[uid] = true
 		names = append(names, p.obj.Name)
-		if w.reclaims[uid] {
-			addTo(reclaimed, p.usage)
-		} else {
+		switch k, ok := w.reclaimed[uid]; {
+		case !ok:
 			addTo(mine, p.usage) // WithinBudget: its own pod takes the room
+		case k == from:
+			addTo(reclaimed, p.usage)
 		}
+		// A victim reclaimed from a budget of another family is no reclaim from this
+		// one: it ran only by borrowing there, so this budget's hard does not keep it
+		// (docs/budgets.md, "Taking lent quota back").
 	}
 	hard, _ := NormalizeHard(w.budgets[from].Hard)
 	borrow, _ := NormalizeHard(w.budgets[from].BorrowingLimit)
