@@ -2,6 +2,7 @@ package quota
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -45,8 +46,13 @@ func (w *world) checkPreemptions() error {
 		batch[p.Victim.UID] = true
 	}
 	used := w.usedAll()
+	gone := w.goneBefore(used, batch)
 	for _, p := range ps {
-		w.reclaims[p.Victim.UID] = p.Reason == PreemptReclaim
+		if by := w.pods[p.Preemptor.UID]; p.Reason == PreemptReclaim && by != nil {
+			w.reclaimed[p.Victim.UID] = reclaim{from: p.From, lacks: w.lacks(by, p.Budget, gone)}
+		} else {
+			delete(w.reclaimed, p.Victim.UID)
+		}
 	}
 	for _, p := range ps {
 		v, by := w.pods[p.Victim.UID], w.pods[p.Preemptor.UID]
@@ -107,12 +113,15 @@ func (w *world) checkPreemptions() error {
 	return nil
 }
 
-// notBelowHard checks that reclaim takes from a borrower only what it borrows, never
-// its own hard: with the pods whose eviction was accepted gone, and the victims the core
-// still needs gone too (this batch's and earlier ones, asked again now), the borrower
-// keeps its hard of every resource it may borrow, or, where WithinBudget victims of its
-// own take it below, all that they leave. (Pods are whole: the core skips a victim that
-// frees part of its hard, docs/budgets.md, "Taking lent quota back".)
+// notBelowHard checks the floor of a reclaim as docs/budgets.md ("Taking lent quota
+// back") words it: with the accepted evictions and the victims the core still needs
+// gone (this batch's and earlier ones, asked again now), the borrower keeps its hard of
+// each resource it uses beyond hard, and all it has of each one that a pod its victims
+// make room for lacks (or what its own WithinBudget victims leave). A resource neither
+// borrowed nor lacked may go below hard: nobody takes it. (Pods are whole: the core
+// skips a victim that frees part of what the borrower keeps.) A reclaim protects the
+// budget it takes from, not a budget of another family the victim is also charged to
+// (a ClusterBudget over the same namespace): the victim ran there only by borrowing.
 //
 // Only the accepted evictions the core was told of count as gone: one applied unheard
 // and not retried (evictUnheard) is leaving, but the core, never told, counts it running
@@ -130,6 +139,7 @@ func (w *world) notBelowHard(from BudgetKey, used map[BudgetKey]corev1.ResourceL
 	}
 	mine, reclaimed := corev1.ResourceList{}, corev1.ResourceList{}
 	var names []string
+	var lacked []corev1.ResourceName // by the pods the reclaims from it make room for
 	seen := map[types.UID]bool{}
 	for _, uid := range slices.Concat(w.evicting, w.unheard) {
 		p := w.pods[uid]
@@ -138,33 +148,112 @@ func (w *world) notBelowHard(from BudgetKey, used map[BudgetKey]corev1.ResourceL
 		}
 		seen[uid] = true
 		names = append(names, p.obj.Name)
-		if w.reclaims[uid] {
-			addTo(reclaimed, p.usage)
-		} else {
+		switch rc, ok := w.reclaimed[uid]; {
+		case !ok:
 			addTo(mine, p.usage) // WithinBudget: its own pod takes the room
+		case rc.from == from:
+			addTo(reclaimed, p.usage)
+			lacked = append(lacked, rc.lacks...)
 		}
 	}
 	hard, _ := NormalizeHard(w.budgets[from].Hard)
-	borrow, _ := NormalizeHard(w.budgets[from].BorrowingLimit)
-	for r := range borrow {
-		h, limited := hard[r]
-		if q := reclaimed[r]; !limited || q.IsZero() {
+	for r, h := range hard {
+		if q := reclaimed[r]; q.IsZero() {
 			continue
 		}
-		floor := left[r].DeepCopy()
-		floor.Sub(mine[r])
-		if floor.Cmp(h) > 0 {
-			floor = h
+		before := left[r].DeepCopy()
+		before.Sub(mine[r])
+		var floor resource.Quantity
+		switch {
+		case before.Cmp(h) > 0:
+			floor = h // it borrows r: down to its hard, no further
+		case slices.Contains(lacked, r):
+			floor = before // within its hard, and lacked: none of it
+		default:
+			continue // neither borrowed nor lacked: it may go below its hard
 		}
-		after := left[r].DeepCopy()
-		after.Sub(mine[r])
+		after := before.DeepCopy()
 		after.Sub(reclaimed[r])
 		if after.Cmp(floor) < 0 {
 			u := used[from][r]
-			return fmt.Errorf("reclaim victims %v would take %s to %s %s, below its hard %s (used %s, accepted evictions leave %s)", names, from.Describe(), after.String(), r, h.String(), u.String(), left.Name(r, resource.DecimalSI).String())
+			return fmt.Errorf("reclaim victims %v would take %s to %s %s, below %s (hard %s, used %s, accepted evictions leave %s; lacked: %v)", names, from.Describe(), after.String(), r, floor.String(), h.String(), u.String(), left.Name(r, resource.DecimalSI).String(), lacked)
 		}
 	}
 	return nil
+}
+
+// reclaim is what the model records of a victim decided by reclaim: the budget it is
+// taken from, and what the pod it makes room for lacks (lacks).
+type reclaim struct {
+	from  BudgetKey
+	lacks []corev1.ResourceName
+}
+
+// goneBefore is used with the pods on their way out before a batch of decisions gone:
+// the accepted evictions the core was told of, and the victims of earlier batches it
+// still needs (the core counts them gone before it chooses more).
+func (w *world) goneBefore(used map[BudgetKey]corev1.ResourceList, batch map[types.UID]bool) map[BudgetKey]corev1.ResourceList {
+	out := map[BudgetKey]corev1.ResourceList{}
+	for k, u := range used {
+		out[k] = u.DeepCopy()
+	}
+	seen := map[types.UID]bool{}
+	for _, uid := range slices.Concat(w.accepted, w.evicting, w.unheard) {
+		p := w.pods[uid]
+		if p == nil || seen[uid] || batch[uid] || slices.Contains(w.untold, uid) {
+			continue
+		}
+		if !slices.Contains(w.accepted, uid) && !w.q.PreemptionNeeded(uid) {
+			continue
+		}
+		seen[uid] = true
+		for _, k := range w.charged(p) {
+			subtractFrom(out[k], p.usage)
+		}
+	}
+	return out
+}
+
+// lacks is the model's "the waiting pod lacks" (docs/budgets.md, "Taking lent quota
+// back"): the resources of which the unit of by (with its gated group mates) does not
+// fit, each alone, with used: over the hard of a member of lender's family that covers
+// it (a reclaim makes room only within hard), over the ceiling of another budget that
+// covers it, or over what the family lends. (The core also serves first the family's
+// pods ahead of it; the model leaves them out.)
+func (w *world) lacks(by *mPod, lender BudgetKey, used map[BudgetKey]corev1.ResourceList) []corev1.ResourceName {
+	parent := w.budgets[lender].Parent
+	unit := by.usage.DeepCopy()
+	for _, m := range w.pods {
+		if by.groupName != "" && m != by && m.groupName == by.groupName && m.obj.Namespace == by.obj.Namespace && m.state == mGated {
+			addTo(unit, m.usage)
+		}
+	}
+	cover := w.cover(by.obj)
+	var out []corev1.ResourceName
+	for r, q := range unit {
+		if q.IsZero() {
+			continue
+		}
+		view := maps.Clone(used)
+		over := false
+		for _, k := range cover {
+			u := used[k][r].DeepCopy()
+			u.Add(q)
+			view[k] = corev1.ResourceList{r: u}
+			limit := w.ceiling(k)
+			if w.budgets[k].Parent == parent {
+				limit, _ = NormalizeHard(w.budgets[k].Hard)
+			}
+			if h, ok := limit[r]; ok && u.Cmp(h) > 0 {
+				over = true
+			}
+		}
+		if above, pool := w.familyAbove(BudgetKey{Name: parent}, r, view); over || above.Cmp(pool) > 0 {
+			out = append(out, r)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 func (w *world) usesBeyondHard(k BudgetKey, used map[BudgetKey]corev1.ResourceList) bool {

@@ -148,12 +148,12 @@ type world struct {
 	pods       map[types.UID]*mPod
 	events     []string
 	rvSerial   int
-	evicting   []types.UID        // preemption victims to evict (randomized_preempt_test.go)
-	accepted   []types.UID        // evicted, still terminating
-	unheard    []types.UID        // evicted with the answer lost: going, the core not told
-	untold     []types.UID        // of accepted: applied unheard, not retried; the core not told
-	reclaims   map[types.UID]bool // victims decided by reclaim (not WithinBudget)
-	failed     error              // a check that failed outside admitAndCheck (evict)
+	evicting   []types.UID           // preemption victims to evict (randomized_preempt_test.go)
+	accepted   []types.UID           // evicted, still terminating
+	unheard    []types.UID           // evicted with the answer lost: going, the core not told
+	untold     []types.UID           // of accepted: applied unheard, not retried; the core not told
+	reclaimed  map[types.UID]reclaim // victims decided by reclaim (not WithinBudget)
+	failed     error                 // a check that failed outside admitAndCheck (evict)
 }
 
 var worldNamespaces = []string{"ns-a", "ns-b", "ns-c"}
@@ -180,7 +180,7 @@ func newWorld(seed int) *world {
 		late:       map[string]map[string]string{},
 		budgets:    map[BudgetKey]Budget{},
 		pods:       map[types.UID]*mPod{},
-		reclaims:   map[types.UID]bool{},
+		reclaimed:  map[types.UID]reclaim{},
 	}
 	w.q = w.newCore()
 	return w
