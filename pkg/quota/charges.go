@@ -11,7 +11,7 @@ import "slices"
 // pinned to.
 func (q *AdmissionQueue) charge(p *podState) {
 	p.chargedTo = slices.Clone(q.chargeSet(p, p.cover))
-	p.chargedUsage, p.chargedClaims = p.pod.Usage, p.pod.Claims
+	p.chargedUsage, p.chargedClaims = p.usage(), p.claims()
 	for _, b := range p.chargedTo {
 		b.ledger.charge(p, p.chargedUsage, p.chargedClaims)
 		if len(p.chargedClaims) > 0 {
@@ -30,7 +30,7 @@ func (q *AdmissionQueue) charge(p *podState) {
 // wakeClaimSharers moves back to active the pods waiting in b that use one of claims
 // that b has just started to charge: what each of them would add shrank by that claim,
 // so an answer "does not fit" given before may be wrong now.
-func (q *AdmissionQueue) wakeClaimSharers(b *budget, claims []ClaimCharge) {
+func (q *AdmissionQueue) wakeClaimSharers(b *budget, claims []claimAmount) {
 	var sharers []*entry
 	for _, c := range claims {
 		if b.ledger.claimUsers(c.Key) != 1 {

@@ -136,7 +136,7 @@ func (q *AdmissionQueue) attach(p *podState, to queueKind) {
 		e := &entry{pod: p, budget: b, index: -1}
 		p.entries[i] = e
 		q.moveEntry(e, to)
-		b.ledger.wait(p.pod.Usage)
+		b.ledger.wait(p.usage())
 		q.markStatus(b)
 		if to == queueActive {
 			q.markDirty(b)
@@ -151,7 +151,7 @@ func (q *AdmissionQueue) detach(p *podState) {
 		b := e.budget
 		wasHead := b.strict() && e.kind != queueParked && b.queues.strictHead() == e
 		q.moveEntry(e, queueNone)
-		b.ledger.unwait(p.pod.Usage)
+		b.ledger.unwait(p.usage())
 		q.markStatus(b)
 		if wasHead {
 			q.wake(b)

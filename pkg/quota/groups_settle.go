@@ -3,11 +3,7 @@ package quota
 // How the queue places a group's gated members and admits a group (DESIGN: Groups); the
 // group's own accounting is in groups.go.
 
-import (
-	"slices"
-
-	corev1 "k8s.io/api/core/v1"
-)
+import "slices"
 
 func (q *AdmissionQueue) joinGroup(p *podState) { q.groups.join(p) }
 
@@ -194,18 +190,18 @@ func groupWaitCounts(p *podState, w *waitInfo) (have, want int) {
 
 // unitCharges returns the budgets that cover any of the pods, in first-seen order, and
 // the sum each of them would be charged.
-func unitCharges(pods []*podState) ([]*budget, map[*budget]corev1.ResourceList) {
+func unitCharges(pods []*podState) ([]*budget, map[*budget]amounts) {
 	var order []*budget
-	sums := map[*budget]corev1.ResourceList{}
+	sums := map[*budget]amounts{}
 	for _, p := range pods {
 		for _, b := range p.cover {
 			sum, ok := sums[b]
 			if !ok {
-				sum = corev1.ResourceList{}
+				sum = amounts{}
 				sums[b] = sum
 				order = append(order, b)
 			}
-			addTo(sum, p.pod.Usage)
+			sum.add(p.usage())
 		}
 	}
 	return order, sums
