@@ -92,6 +92,23 @@ func (a amounts) add(b amounts) {
 	}
 }
 
+// addWritten is add, noting in formats, for each entry of a that was zero, the format
+// written gives b's entry (DecimalSI when it has none): the format a Quantity sum
+// takes, so that a status reads as the Quantity arithmetic wrote it.
+func (a amounts) addWritten(b amounts, written corev1.ResourceList, formats map[corev1.ResourceName]resource.Format) {
+	for r, v := range b {
+		before := a[r]
+		a[r] = addAmount(before, v)
+		if before == 0 {
+			f := written[r].Format
+			if f == "" {
+				f = resource.DecimalSI
+			}
+			formats[r] = f
+		}
+	}
+}
+
 // sub subtracts b from a, entry by entry; entries that reach zero are dropped, so
 // that an empty account compares equal to a fresh one.
 func (a amounts) sub(b amounts) {

@@ -155,3 +155,34 @@ func amountString(v int64) string {
 	q := quantityOf(v, "")
 	return q.String()
 }
+
+// Used and pending print in the format of the pod quantity that made them non-zero, as
+// the Quantity sums did, whatever format hard is written in; borrowed as used, lent as
+// hard.
+func TestLedgerTotalsKeepThePodsFormat(t *testing.T) {
+	l := newLedger()
+	l.setHard(parseList("requests.memory=8G,requests.cpu=4"))
+	a, b := &podState{pod: makePod("a").Pod()}, &podState{pod: makePod("b").Pod()}
+	a.pod.Usage = parseList("requests.memory=512Mi,requests.cpu=500m")
+	b.pod.Usage = parseList("requests.memory=1G,requests.cpu=1")
+	l.charge(a, a.usage(), nil)
+	l.charge(b, b.usage(), nil)
+	l.wait(b.usage(), b.pod.Usage)
+	_, used, pending := l.totals()
+	for name, tc := range map[string]struct {
+		got  resource.Quantity
+		want string
+	}{
+		"used memory":    {used["requests.memory"], "1536870912"}, // 512Mi first: BinarySI, which 1G breaks
+		"used cpu":       {used["requests.cpu"], "1500m"},
+		"pending memory": {pending["requests.memory"], "1G"},
+	} {
+		if got := tc.got.String(); got != tc.want {
+			t.Errorf("%s = %s, want %s", name, got, tc.want)
+		}
+	}
+	l.release(b, b.usage(), nil)
+	if _, used, _ := l.totals(); used.Name("requests.memory", "").String() != "512Mi" {
+		t.Errorf("used memory after b ends = %s, want 512Mi", used.Name("requests.memory", "").String())
+	}
+}

@@ -136,7 +136,7 @@ func (q *AdmissionQueue) attach(p *podState, to queueKind) {
 		e := &entry{pod: p, budget: b, index: -1}
 		p.entries[i] = e
 		q.moveEntry(e, to)
-		b.ledger.wait(p.usage())
+		b.ledger.wait(p.usage(), p.pod.Usage)
 		q.markStatus(b)
 		if to == queueActive {
 			q.markDirty(b)

@@ -30,7 +30,11 @@ type ledger struct {
 	inFamily  bool                  // it has a parent: borrow applies
 	used      amounts
 	pending   amounts
-	charged   map[types.UID]*podState
+	// usedFormat and pendingFormat are what used and pending print in, per resource:
+	// the format of the pod quantity that last made the entry non-zero, as Quantity
+	// arithmetic kept it (Quantity.Add takes the format of a term added to zero).
+	usedFormat, pendingFormat map[corev1.ResourceName]resource.Format
+	charged                   map[types.UID]*podState
 	// claims are the ResourceClaims charged here, each once for all the charged pods
 	// that use it (claims.go), with what it was charged.
 	claims map[string]*claimRef
@@ -56,7 +60,9 @@ type account struct {
 func (a account) free() int64 { return addAmount(a.ceiling, -a.used) }
 
 func newLedger() ledger {
-	return ledger{hard: amounts{}, ceiling: amounts{}, used: amounts{}, pending: amounts{}, charged: map[types.UID]*podState{}}
+	return ledger{hard: amounts{}, ceiling: amounts{}, used: amounts{}, pending: amounts{},
+		usedFormat: map[corev1.ResourceName]resource.Format{}, pendingFormat: map[corev1.ResourceName]resource.Format{},
+		charged: map[types.UID]*podState{}}
 }
 
 // setHard replaces the hard limits (normalized), with no borrowing or lending limit, and
@@ -127,7 +133,7 @@ func (l *ledger) borrowed() corev1.ResourceList {
 	out := corev1.ResourceList{}
 	for _, r := range l.hardNames {
 		if over := addAmount(l.used[r], -l.hard[r]); over > 0 {
-			out[r] = l.quantity(r, over)
+			out[r] = quantityOf(over, l.usedFormat[r])
 		}
 	}
 	return out
@@ -136,7 +142,7 @@ func (l *ledger) borrowed() corev1.ResourceList {
 // charge adds an admitted pod's usage: usage includes its claims' (the pod's Usage),
 // and a claim that another charged pod uses is not charged again.
 func (l *ledger) charge(p *podState, usage amounts, claims []claimAmount) {
-	l.used.add(usage)
+	l.used.addWritten(usage, p.pod.Usage, l.usedFormat)
 	for _, c := range claims {
 		l.used.sub(c.usage)
 		ref := l.claims[c.Key]
@@ -146,7 +152,7 @@ func (l *ledger) charge(p *podState, usage amounts, claims []claimAmount) {
 			}
 			ref = &claimRef{usage: c.usage}
 			l.claims[c.Key] = ref
-			l.used.add(c.usage)
+			l.used.addWritten(c.usage, nil, l.usedFormat) // claims count in DecimalSI
 		}
 		ref.pods++
 	}
@@ -193,8 +199,11 @@ func (l *ledger) unshared(usage amounts, claims []claimAmount) amounts {
 // admitted is how many pods are charged.
 func (l *ledger) admitted() int { return len(l.charged) }
 
-// wait and unwait count a gated pod's usage as pending here, or stop counting it.
-func (l *ledger) wait(usage amounts)   { l.pending.add(usage) }
+// wait and unwait count a gated pod's usage as pending here, or stop counting it;
+// written is the usage as the pod writes it (its formats).
+func (l *ledger) wait(usage amounts, written corev1.ResourceList) {
+	l.pending.addWritten(usage, written, l.pendingFormat)
+}
 func (l *ledger) unwait(usage amounts) { l.pending.sub(usage) }
 
 // excess is the first resource (in name order) of which add does not fit beside what
@@ -224,14 +233,15 @@ func (l *ledger) totals() (hard, used, pending corev1.ResourceList) {
 	pending = make(corev1.ResourceList, len(l.hardNames))
 	for _, r := range l.hardNames {
 		hard[r] = l.hardList[r].DeepCopy()
-		used[r] = l.quantity(r, l.used[r])
-		pending[r] = l.quantity(r, l.pending[r])
+		used[r] = quantityOf(l.used[r], l.usedFormat[r])
+		pending[r] = quantityOf(l.pending[r], l.pendingFormat[r])
 	}
 	return hard, used, pending
 }
 
 // quantity is v of r as a Quantity for output, in the format r's hard is written in
-// (DecimalSI when hard does not limit r): a status or a message.
+// (DecimalSI when hard does not limit r): lent, a parked pod's request, messages.
+// (Used, pending and borrowed keep the pods' format: totals, borrowed.)
 func (l *ledger) quantity(r corev1.ResourceName, v int64) resource.Quantity {
 	return quantityOf(v, l.hardList[r].Format)
 }

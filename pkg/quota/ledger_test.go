@@ -51,7 +51,7 @@ func TestLedger(t *testing.T) {
 		case "release":
 			l.release(podOf(s.pod), amountsOf(u), nil)
 		case "wait":
-			l.wait(amountsOf(u))
+			l.wait(amountsOf(u), u)
 		case "unwait":
 			l.unwait(amountsOf(u))
 		case "hard":
@@ -81,7 +81,7 @@ func TestLedgerNeverFitsFreeAndTotals(t *testing.T) {
 		t.Error("setHard with equal amounts written differently reported a change")
 	}
 	l.charge(&podState{pod: makePod("a").Pod()}, parseAmounts("requests.cpu=1500m,pods=1,requests.memory=1Gi"), nil)
-	l.wait(parseAmounts("requests.cpu=1,pods=1"))
+	l.wait(parseAmounts("requests.cpu=1,pods=1"), nil)
 
 	if r, never := l.neverFits(parseAmounts("requests.cpu=2")); never {
 		t.Errorf("neverFits(cpu=2) in a budget of 2 = %q, want it to fit an empty budget", r)
