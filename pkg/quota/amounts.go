@@ -72,6 +72,12 @@ func quantityOf(v int64, f resource.Format) resource.Quantity {
 	return *resource.NewMilliQuantity(v, f)
 }
 
+// amountText is quantityOf(v, f) as it prints.
+func amountText(v int64, f resource.Format) string {
+	q := quantityOf(v, f)
+	return q.String()
+}
+
 // addAmount is x+y, saturated at ±maxAmount.
 func addAmount(x, y int64) int64 {
 	s := x + y
@@ -89,23 +95,6 @@ func addAmount(x, y int64) int64 {
 func (a amounts) add(b amounts) {
 	for r, v := range b {
 		a[r] = addAmount(a[r], v)
-	}
-}
-
-// addWritten is add, noting in formats, for each entry of a that was zero, the format
-// written gives b's entry (DecimalSI when it has none): the format a Quantity sum
-// takes, so that a status reads as the Quantity arithmetic wrote it.
-func (a amounts) addWritten(b amounts, written corev1.ResourceList, formats map[corev1.ResourceName]resource.Format) {
-	for r, v := range b {
-		before := a[r]
-		a[r] = addAmount(before, v)
-		if before == 0 {
-			f := written[r].Format
-			if f == "" {
-				f = resource.DecimalSI
-			}
-			formats[r] = f
-		}
 	}
 }
 

@@ -2,10 +2,12 @@ package quota
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // The model and the invariants keep their own accounts in resource lists, with
@@ -184,5 +186,39 @@ func TestLedgerTotalsKeepThePodsFormat(t *testing.T) {
 	l.release(b, b.usage(), nil)
 	if _, used, _ := l.totals(); used.Name("requests.memory", "").String() != "512Mi" {
 		t.Errorf("used memory after b ends = %s, want 512Mi", used.Name("requests.memory", "").String())
+	}
+	// A hard written in another format changes none of it.
+	l.setHard(parseList("requests.memory=8Gi,requests.cpu=4"))
+	if _, used, pending := l.totals(); used.Name("requests.memory", "").String() != "512Mi" || pending.Name("requests.memory", "").String() != "1G" {
+		t.Errorf("after hard changed format: used memory %s, pending %s; want 512Mi, 1G",
+			used.Name("requests.memory", "").String(), pending.Name("requests.memory", "").String())
+	}
+}
+
+// What a pod requests prints as the pod writes it, in its reason and in the status's
+// neverFit, whatever format hard is written in; what is free prints as hard.
+func TestRequestedPrintsInThePodsFormat(t *testing.T) {
+	q, _ := newTestQueue()
+	optIn(q, "team-a")
+	key := BudgetKey{Namespace: "team-a", Name: "mem"}
+	q.UpsertBudget(makeBudget("team-a", "mem").Hard("memory=1G").Obj())
+	q.UpsertPod(makePod("big").Req("memory=2Gi").Pod())
+	q.UpsertPod(makePod("fits").Created(1).Req("memory=768Mi").Pod())
+	q.UpsertPod(makePod("next").Created(2).Req("memory=512Mi").Pod())
+	if diff := admitNames(q); len(diff) != 1 || diff[0] != "fits" {
+		t.Fatalf("admitted %v, want [fits]", diff)
+	}
+	st := mustStatus(t, q, key)
+	if len(st.NeverFit) != 1 || st.NeverFit[0].Requested.String() != "2Gi" || st.NeverFit[0].Hard.String() != "1G" {
+		t.Errorf("neverFit = %+v, want big requesting 2Gi of hard 1G", st.NeverFit)
+	}
+	for uid, want := range map[string]string{
+		"big":  "requests.memory: 2Gi requested, more than the 1G hard of Budget team-a/mem: it can never fit",
+		"next": "requests.memory: 512Mi requested, 194693632 free in Budget team-a/mem",
+	} {
+		r, _ := q.WaitReason(types.UID(uid))
+		if !strings.HasPrefix(r.Message, want) {
+			t.Errorf("%s waits: %q, want it to start %q", uid, r.Message, want)
+		}
 	}
 }

@@ -282,22 +282,19 @@ func inBorrowingFamily(cover []*budget) bool {
 	return false
 }
 
-// quantity is v of r as a Quantity for output (statuses, messages), in the format r is
-// written in the hard of b or, for a parent that does not limit r, of its first child
-// that does (DecimalSI when none does).
-func (b *budget) quantity(r corev1.ResourceName, v int64) resource.Quantity {
-	if !b.ledger.tracks(r) {
+// text is v of r as it prints in a message (what is free, lent, used beyond the
+// guaranteed parts), in the format r is written in the hard of b or, for a parent that
+// does not limit r, of its first child that does (DecimalSI when none does).
+func (b *budget) text(r corev1.ResourceName, v int64) string {
+	l := &b.ledger
+	if !l.tracks(r) {
 		for _, c := range b.children {
 			if c.ledger.tracks(r) {
-				return c.ledger.quantity(r, v)
+				l = &c.ledger
+				break
 			}
 		}
 	}
-	return b.ledger.quantity(r, v)
-}
-
-// text is quantity(r, v) as it prints, for messages.
-func (b *budget) text(r corev1.ResourceName, v int64) string {
-	q := b.quantity(r, v)
+	q := l.quantity(r, v)
 	return q.String()
 }

@@ -14,7 +14,8 @@ import (
 // non-terminal pods, reservations included) and what waits on it. It knows nothing of
 // queues, coverage or states: the AdmissionQueue decides what to charge where, and
 // asks the ledger whether it fits. The accounts are amounts (amounts.go); the spec's
-// lists are kept only to write hard and the limits back as they were written.
+// lists are kept only to write hard and the limits back as they were written, and
+// the formats of the sums to write them as Quantity sums were written (formats).
 //
 // Borrowing (DESIGN: borrowing between budgets under one parent). A budget may use up to
 // its ceiling, hard plus its borrowingLimit, of each resource hard limits; lend is how
@@ -30,10 +31,9 @@ type ledger struct {
 	inFamily  bool                  // it has a parent: borrow applies
 	used      amounts
 	pending   amounts
-	// usedFormat and pendingFormat are what used and pending print in, per resource:
-	// the format of the pod quantity that last made the entry non-zero, as Quantity
-	// arithmetic kept it (Quantity.Add takes the format of a term added to zero).
-	usedFormat, pendingFormat map[corev1.ResourceName]resource.Format
+	// usedFormat and pendingFormat are what used and pending print in where it is
+	// not hard's format (addWritten).
+	usedFormat, pendingFormat formats
 	charged                   map[types.UID]*podState
 	// claims are the ResourceClaims charged here, each once for all the charged pods
 	// that use it (claims.go), with what it was charged.
@@ -48,8 +48,8 @@ type claimRef struct {
 
 // account is one resource's figures in a ledger (of).
 type account struct {
-	limited  bool  // hard limits it (else the figures but used are zero)
-	hard     int64 //
+	limited  bool // hard limits it (else the figures but used are zero)
+	hard     int64
 	ceiling  int64 // hard plus the borrowingLimit, when the budget borrows
 	lendable int64 // how much of hard its siblings may borrow: lend, at most hard
 	used     int64
@@ -60,9 +60,7 @@ type account struct {
 func (a account) free() int64 { return addAmount(a.ceiling, -a.used) }
 
 func newLedger() ledger {
-	return ledger{hard: amounts{}, ceiling: amounts{}, used: amounts{}, pending: amounts{},
-		usedFormat: map[corev1.ResourceName]resource.Format{}, pendingFormat: map[corev1.ResourceName]resource.Format{},
-		charged: map[types.UID]*podState{}}
+	return ledger{hard: amounts{}, ceiling: amounts{}, used: amounts{}, pending: amounts{}, charged: map[types.UID]*podState{}}
 }
 
 // setHard replaces the hard limits (normalized), with no borrowing or lending limit, and
@@ -84,6 +82,8 @@ func (l *ledger) setLimits(hard, borrow, lend corev1.ResourceList) (changed bool
 	}
 	borrow, lend = limited(borrow), limited(lend)
 	changed = !equalLists(l.hardList, hard) || !equalLists(l.borrow, borrow) || !l.lend.equal(amountsOf(lend))
+	l.usedFormat.keep(l.used, l.hardList, hard)
+	l.pendingFormat.keep(l.pending, l.hardList, hard)
 	l.hardList, l.borrow = hard, borrow
 	l.hard, l.lend = amountsOf(hard), amountsOf(lend)
 	l.hardNames = slices.Sorted(maps.Keys(hard))
@@ -133,7 +133,7 @@ func (l *ledger) borrowed() corev1.ResourceList {
 	out := corev1.ResourceList{}
 	for _, r := range l.hardNames {
 		if over := addAmount(l.used[r], -l.hard[r]); over > 0 {
-			out[r] = quantityOf(over, l.usedFormat[r])
+			out[r] = quantityOf(over, l.usedFormat.of(r, l.hardList))
 		}
 	}
 	return out
@@ -142,7 +142,7 @@ func (l *ledger) borrowed() corev1.ResourceList {
 // charge adds an admitted pod's usage: usage includes its claims' (the pod's Usage),
 // and a claim that another charged pod uses is not charged again.
 func (l *ledger) charge(p *podState, usage amounts, claims []claimAmount) {
-	l.used.addWritten(usage, p.pod.Usage, l.usedFormat)
+	addWritten(l.used, usage, p.pod.Usage, l.hardList, &l.usedFormat)
 	for _, c := range claims {
 		l.used.sub(c.usage)
 		ref := l.claims[c.Key]
@@ -152,7 +152,7 @@ func (l *ledger) charge(p *podState, usage amounts, claims []claimAmount) {
 			}
 			ref = &claimRef{usage: c.usage}
 			l.claims[c.Key] = ref
-			l.used.addWritten(c.usage, nil, l.usedFormat) // claims count in DecimalSI
+			addWritten(l.used, c.usage, nil, l.hardList, &l.usedFormat) // claims count in DecimalSI
 		}
 		ref.pods++
 	}
@@ -202,7 +202,7 @@ func (l *ledger) admitted() int { return len(l.charged) }
 // wait and unwait count a gated pod's usage as pending here, or stop counting it;
 // written is the usage as the pod writes it (its formats).
 func (l *ledger) wait(usage amounts, written corev1.ResourceList) {
-	l.pending.addWritten(usage, written, l.pendingFormat)
+	addWritten(l.pending, usage, written, l.hardList, &l.pendingFormat)
 }
 func (l *ledger) unwait(usage amounts) { l.pending.sub(usage) }
 
@@ -233,8 +233,8 @@ func (l *ledger) totals() (hard, used, pending corev1.ResourceList) {
 	pending = make(corev1.ResourceList, len(l.hardNames))
 	for _, r := range l.hardNames {
 		hard[r] = l.hardList[r].DeepCopy()
-		used[r] = quantityOf(l.used[r], l.usedFormat[r])
-		pending[r] = quantityOf(l.pending[r], l.pendingFormat[r])
+		used[r] = quantityOf(l.used[r], l.usedFormat.of(r, l.hardList))
+		pending[r] = quantityOf(l.pending[r], l.pendingFormat.of(r, l.hardList))
 	}
 	return hard, used, pending
 }
@@ -275,3 +275,57 @@ func (l *ledger) claimUsers(key string) int {
 
 // chargedPods are the pods charged here, in no particular order.
 func (l *ledger) chargedPods() iter.Seq[*podState] { return maps.Values(l.charged) }
+
+// formats are the formats a ledger's sums print in, for the resources hard limits,
+// where they are not the format hard is written in (nil until one is not: most pods
+// write what hard writes, and an empty map costs nothing).
+type formats map[corev1.ResourceName]resource.Format
+
+// addWritten adds usage to acc (used or pending), as amounts.add does, and for each
+// resource hard limits whose sum was zero, notes in fs the format written gives it:
+// the format the Quantity sum took (Quantity.Add takes the format of a term added to
+// zero), so that a status reads as the Quantity arithmetic wrote it.
+func addWritten(acc, usage amounts, written, hard corev1.ResourceList, fs *formats) {
+	for r, v := range usage {
+		before := acc[r]
+		acc[r] = addAmount(before, v)
+		h, limited := hard[r]
+		if before != 0 || !limited {
+			continue
+		}
+		f := written[r].Format
+		if f == "" {
+			f = resource.DecimalSI
+		}
+		switch {
+		case f == h.Format:
+			delete(*fs, r)
+		case *fs == nil:
+			*fs = formats{r: f}
+		default:
+			(*fs)[r] = f
+		}
+	}
+}
+
+// of is the format r's sum prints in.
+func (fs formats) of(r corev1.ResourceName, hard corev1.ResourceList) resource.Format {
+	if f, ok := fs[r]; ok {
+		return f
+	}
+	return hard[r].Format
+}
+
+// keep notes, when hard is replaced by next, the format of each non-zero sum of acc
+// that followed the old hard's format, where next writes r in another (or not at all).
+func (fs *formats) keep(acc amounts, old, next corev1.ResourceList) {
+	for r, q := range old {
+		if _, noted := (*fs)[r]; noted || acc[r] == 0 || next[r].Format == q.Format {
+			continue
+		}
+		if *fs == nil {
+			*fs = formats{}
+		}
+		(*fs)[r] = q.Format
+	}
+}

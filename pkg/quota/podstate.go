@@ -1,6 +1,11 @@
 package quota
 
-import "time"
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
 
 // The core's record of one pod: where it waits, what it is charged, how its ungate
 // attempts went.
@@ -84,6 +89,15 @@ func (p *podState) usage() amounts {
 		p.units = sharedAmountsOf(p.pod.Usage)
 	}
 	return p.units
+}
+
+// writtenFormat is the format the pod writes r in (DecimalSI when it does not ask for
+// r): what it requests prints so, as the Quantity it was printed from did.
+func (p *podState) writtenFormat(r corev1.ResourceName) resource.Format {
+	if q, ok := p.pod.Usage[r]; ok && q.Format != "" {
+		return q.Format
+	}
+	return resource.DecimalSI
 }
 
 // claims are the pod's claims (pod.Claims) with their usage in amounts (nil when it

@@ -165,7 +165,7 @@ func (q *AdmissionQueue) waitReason(p *podState) Reason {
 	case CodeInsufficient:
 		b := w.budget
 		free := max(b.ledger.of(w.resource).free(), 0)
-		msg = fmt.Sprintf("%s: %s requested, %s free in %s; %s", w.resource, w.budget.text(w.resource, w.requested), w.budget.text(w.resource, free), b.key.Describe(), q.position(p, b))
+		msg = fmt.Sprintf("%s: %s requested, %s free in %s; %s", w.resource, amountText(w.requested, p.writtenFormat(w.resource)), w.budget.text(w.resource, free), b.key.Describe(), q.position(p, b))
 	case CodeBudgetClosed:
 		msg = closedMessage(w.budget)
 	case CodeBehindHead:
@@ -173,7 +173,7 @@ func (q *AdmissionQueue) waitReason(p *podState) Reason {
 	case CodeNeverFits:
 		if w.family {
 			pool, _ := w.budget.familyStatus(w.resource)
-			msg = fmt.Sprintf("%s: %s requested, more than the budgets under %s keep for it and lend together (%s lent): it can never fit", w.resource, w.budget.text(w.resource, w.requested), w.budget.key.Describe(), w.budget.text(w.resource, pool))
+			msg = fmt.Sprintf("%s: %s requested, more than the budgets under %s keep for it and lend together (%s lent): it can never fit", w.resource, amountText(w.requested, p.writtenFormat(w.resource)), w.budget.key.Describe(), w.budget.text(w.resource, pool))
 			break
 		}
 		hard := w.budget.ledger.hardOf(w.resource)
@@ -181,7 +181,7 @@ func (q *AdmissionQueue) waitReason(p *podState) Reason {
 		if borrow, ok := w.budget.ledger.borrowLimit(w.resource); ok {
 			limit = fmt.Sprintf("%s hard plus %s borrowingLimit", hard.String(), borrow.String())
 		}
-		msg = fmt.Sprintf("%s: %s requested, more than the %s of %s: it can never fit", w.resource, w.budget.text(w.resource, w.requested), limit, w.budget.key.Describe())
+		msg = fmt.Sprintf("%s: %s requested, more than the %s of %s: it can never fit", w.resource, amountText(w.requested, p.writtenFormat(w.resource)), limit, w.budget.key.Describe())
 	case CodeMustSpecify:
 		msg = unsetMessage(&w)
 	case CodeFairShare:
@@ -190,7 +190,7 @@ func (q *AdmissionQueue) waitReason(p *podState) Reason {
 	case CodeNoLendable:
 		pool, above := w.budget.familyStatus(w.resource)
 		msg = fmt.Sprintf("%s: %s requested; the budgets under %s use %s beyond what they keep for themselves, of the %s they lend: waiting for borrowed quota to be returned",
-			w.resource, w.budget.text(w.resource, w.requested), w.budget.key.Describe(), w.budget.text(w.resource, above), w.budget.text(w.resource, pool))
+			w.resource, amountText(w.requested, p.writtenFormat(w.resource)), w.budget.key.Describe(), w.budget.text(w.resource, above), w.budget.text(w.resource, pool))
 	case CodeGroupIncomplete:
 		have, want := groupWaitCounts(p, &w)
 		msg = fmt.Sprintf("group %s: %d of %d members exist", p.pod.Group, have, want)
