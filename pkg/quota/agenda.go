@@ -104,7 +104,7 @@ func (a *agenda) attach(p *podState, to queueKind) {
 		e := &entry{pod: p, budget: b, index: -1}
 		p.entries[i] = e
 		a.move(e, to)
-		b.ledger.wait(p.pod.Usage)
+		b.ledger.wait(p.usage(), p.pod.Usage)
 		a.markStatus(b)
 		if to == queueActive {
 			a.markDirty(b)
@@ -132,7 +132,7 @@ func (a *agenda) detach(p *podState) {
 		b := e.budget
 		wasHead := b.strict() && e.kind != queueParked && b.queues.strictHead() == e
 		a.move(e, queueNone)
-		b.ledger.unwait(p.pod.Usage)
+		b.ledger.unwait(p.usage())
 		a.markStatus(b)
 		if wasHead {
 			a.wake(b)

@@ -2,11 +2,10 @@ package quota
 
 import (
 	"maps"
-	"math/big"
+	"math/bits"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // Borrowing between the budgets that name the same parent (their family; DESIGN:
@@ -31,7 +30,7 @@ import (
 // cover, and the resources the unit adds a non-zero amount of, in name order; it stops
 // at the first f that returns true, and reports whether one did.
 func borrowingFamilies(cover []*budget, add demand,
-	f func(p *budget, adds map[*budget]corev1.ResourceList, names []corev1.ResourceName) bool) bool {
+	f func(p *budget, adds map[*budget]amounts, names []corev1.ResourceName) bool) bool {
 	var seen []*budget
 	for _, b := range cover {
 		p := b.borrowingParent()
@@ -39,15 +38,15 @@ func borrowingFamilies(cover []*budget, add demand,
 			continue
 		}
 		seen = append(seen, p)
-		adds := map[*budget]corev1.ResourceList{}
+		adds := map[*budget]amounts{}
 		names := map[corev1.ResourceName]bool{}
 		for _, c := range cover {
 			if c.parent != p {
 				continue
 			}
 			adds[c] = add(c)
-			for r, q := range adds[c] {
-				if !q.IsZero() {
+			for r, v := range adds[c] {
+				if v != 0 {
 					names[r] = true
 				}
 			}
@@ -65,8 +64,8 @@ func borrowingFamilies(cover []*budget, add demand,
 //
 // claims(f) is what the members of f's family claim for their own pods
 // (families.claims), which a unit that borrows leaves them.
-func familyExcess(cover []*budget, add demand, claims func(f *budget) map[*budget]corev1.ResourceList) (w waitInfo, over bool) {
-	over = borrowingFamilies(cover, add, func(p *budget, adds map[*budget]corev1.ResourceList, names []corev1.ResourceName) bool {
+func familyExcess(cover []*budget, add demand, claims func(f *budget) map[*budget]amounts) (w waitInfo, over bool) {
+	over = borrowingFamilies(cover, add, func(p *budget, adds map[*budget]amounts, names []corev1.ResourceName) bool {
 		r, requested, over := p.familyExcess(adds, names, claims)
 		if over {
 			w = waitInfo{code: CodeNoLendable, budget: p, resource: r, requested: requested}
@@ -82,78 +81,62 @@ func familyExcess(cover []*budget, add demand, claims func(f *budget) map[*budge
 // leaves room for what the other members' pods waiting on the family ask within their
 // own hard (lenderClaims): a borrower does not take quota its lender waits for, so a
 // lender gets its share back as soon as borrowed pods end.
-func (p *budget) familyExcess(adds map[*budget]corev1.ResourceList, names []corev1.ResourceName, lenderClaims func(f *budget) map[*budget]corev1.ResourceList) (corev1.ResourceName, resource.Quantity, bool) {
-	var claims map[*budget]corev1.ResourceList
+func (p *budget) familyExcess(adds map[*budget]amounts, names []corev1.ResourceName, lenderClaims func(f *budget) map[*budget]amounts) (corev1.ResourceName, int64, bool) {
+	var claims map[*budget]amounts
 	for _, r := range names {
-		var added resource.Quantity
+		var added int64
 		borrows := false
 		for c, a := range adds {
-			q, ok := a[r]
-			h, limited := c.ledger.limit(r)
-			if !ok || !limited {
+			v, ok := a[r]
+			acc := c.ledger.of(r)
+			if !ok || !acc.limited {
 				continue
 			}
-			added.Add(q)
-			use := c.ledger.usedOf(r).DeepCopy()
-			use.Add(q)
-			borrows = borrows || use.Cmp(h) > 0
+			added = addAmount(added, v)
+			borrows = borrows || addAmount(acc.used, v) > acc.hard
 		}
 		if borrows && claims == nil {
 			claims = lenderClaims(p)
 		}
-		pool, above := p.familySum(r, func(c *budget) resource.Quantity {
-			use := c.ledger.usedOf(r).DeepCopy()
+		pool, above := p.familySum(r, func(c *budget, acc account) int64 {
+			use := acc.used
 			if a, ok := adds[c]; ok {
-				if q, ok := a[r]; ok {
-					use.Add(q)
-				}
-				return use
+				return addAmount(use, a[r])
 			}
 			if !borrows {
 				return use
 			}
 			// What its pods waiting on the family ask, up to its hard, is its own.
 			if claim, ok := claims[c]; ok {
-				want := use.DeepCopy()
-				want.Add(claim[r])
-				if h, _ := c.ledger.limit(r); want.Cmp(h) > 0 {
-					want = h.DeepCopy()
-				}
-				if want.Cmp(use) > 0 {
-					use = want
-				}
+				use = max(use, min(addAmount(use, claim[r]), acc.hard))
 			}
 			return use
 		})
-		if added.Sign() > 0 && above.Cmp(pool) > 0 {
+		if added > 0 && above > pool {
 			return r, added, true
 		}
 	}
-	return "", resource.Quantity{}, false
+	return "", 0, false
 }
 
 // familyStatus is what the family of p lends and uses above its guaranteed parts, for
 // r: for messages.
-func (p *budget) familyStatus(r corev1.ResourceName) (pool, above resource.Quantity) {
-	return p.familySum(r, func(c *budget) resource.Quantity { return c.ledger.usedOf(r) })
+func (p *budget) familyStatus(r corev1.ResourceName) (pool, above int64) {
+	return p.familySum(r, func(_ *budget, acc account) int64 { return acc.used })
 }
 
 // familySum adds up, over the children of p whose hard limits r, what they lend (pool)
 // and how much of use(c) is above each one's guaranteed part, hard minus what it lends
-// (above).
-func (p *budget) familySum(r corev1.ResourceName, use func(c *budget) resource.Quantity) (pool, above resource.Quantity) {
+// (above). use is given c's account of r.
+func (p *budget) familySum(r corev1.ResourceName, use func(c *budget, acc account) int64) (pool, above int64) {
 	for _, c := range p.children {
-		h, limited := c.ledger.limit(r)
-		if !limited {
+		acc := c.ledger.of(r)
+		if !acc.limited {
 			continue
 		}
-		lendable := c.ledger.lendable(r)
-		pool.Add(lendable)
-		over := use(c).DeepCopy()
-		over.Sub(h)
-		over.Add(lendable)
-		if over.Sign() > 0 {
-			above.Add(over)
+		pool = addAmount(pool, acc.lendable)
+		if over := addAmount(addAmount(use(c, acc), -acc.hard), acc.lendable); over > 0 {
+			above = addAmount(above, over)
 		}
 	}
 	return pool, above
@@ -162,7 +145,7 @@ func (p *budget) familySum(r corev1.ResourceName, use func(c *budget) resource.Q
 // claims is what the members of f's family claim for their own pods, which a
 // borrower leaves them: what their waiting pods ask within their hard (lenderClaims)
 // and what they hold (hold.go).
-func (fs *families) claims(f *budget) map[*budget]corev1.ResourceList {
+func (fs *families) claims(f *budget) map[*budget]amounts {
 	claims := lenderClaims(f, fs.core.stuck)
 	if len(fs.holding) > 0 {
 		addHeld(f, claims, fs.clock.Now())
@@ -209,8 +192,8 @@ func (fs *families) lendWaiters(f *budget) []*podState {
 // borrower that is a StrictFIFO head ahead of them would wait on them forever). Pods
 // that no longer wait so are dropped here: only fail records them, and nothing else
 // needs to forget them.
-func lenderClaims(f *budget, stuck func(*podState) bool) map[*budget]corev1.ResourceList {
-	out := map[*budget]corev1.ResourceList{}
+func lenderClaims(f *budget, stuck func(*podState) bool) map[*budget]amounts {
+	out := map[*budget]amounts{}
 	if f.family == nil {
 		return out
 	}
@@ -228,22 +211,15 @@ func lenderClaims(f *budget, stuck func(*podState) bool) map[*budget]corev1.Reso
 			}
 			// Only what fits within c's own hard is c's to claim: a pod that would
 			// borrow is a borrower, and borrowers do not hold each other back.
-			for r, q := range p.pod.Usage {
-				h, limited := c.ledger.limit(r)
-				if !limited {
-					continue
-				}
-				use := c.ledger.usedOf(r).DeepCopy()
-				use.Add(q)
-				if use.Cmp(h) > 0 {
+			for r, v := range p.usage() {
+				acc := c.ledger.of(r)
+				if !acc.limited || addAmount(acc.used, v) > acc.hard {
 					continue
 				}
 				if out[c] == nil {
-					out[c] = corev1.ResourceList{}
+					out[c] = amounts{}
 				}
-				sum := out[c][r]
-				sum.Add(q)
-				out[c][r] = sum
+				out[c][r] = addAmount(out[c][r], v)
 			}
 		}
 	}
@@ -254,16 +230,16 @@ func lenderClaims(f *budget, stuck func(*podState) bool) map[*budget]corev1.Reso
 // never be admitted by a borrowing family, even an empty one: what it needs above its
 // budgets' guaranteed parts is more than the family lends.
 func familyNeverFits(cover []*budget, add demand) (w waitInfo, never bool) {
-	never = borrowingFamilies(cover, add, func(p *budget, adds map[*budget]corev1.ResourceList, names []corev1.ResourceName) bool {
+	never = borrowingFamilies(cover, add, func(p *budget, adds map[*budget]amounts, names []corev1.ResourceName) bool {
 		for _, r := range names {
-			var added resource.Quantity
+			var added int64
 			for c, a := range adds {
 				if c.ledger.tracks(r) {
-					added.Add(a[r])
+					added = addAmount(added, a[r])
 				}
 			}
-			pool, above := p.familySum(r, func(c *budget) resource.Quantity { return adds[c][r] })
-			if added.Sign() > 0 && above.Cmp(pool) > 0 {
+			pool, above := p.familySum(r, func(c *budget, _ account) int64 { return adds[c][r] })
+			if added > 0 && above > pool {
 				familyOf(p).parks = true
 				w = waitInfo{code: CodeNeverFits, budget: p, resource: r, requested: added, family: true}
 				return true
@@ -282,9 +258,8 @@ func borrowingIn(p *podState) []BudgetKey {
 		if !b.ledger.borrows() {
 			continue
 		}
-		for r, q := range p.chargedUsage {
-			h, limited := b.ledger.limit(r)
-			if u := b.ledger.usedOf(r); limited && !q.IsZero() && u.Cmp(h) > 0 {
+		for r, v := range p.chargedUsage {
+			if acc := b.ledger.of(r); acc.limited && v != 0 && acc.used > acc.hard {
 				out = append(out, b.key)
 				break
 			}
@@ -297,6 +272,7 @@ func borrowingIn(p *podState) []BudgetKey {
 // none): the family's borrowing (what its members use beyond their hard) shared among
 // the members that leave some of what they lend unused, in proportion to that unused
 // part. Rounded down to the milli-unit, so the shares may add up to a little less.
+// For a status: a list.
 func (b *budget) lent() corev1.ResourceList {
 	out := corev1.ResourceList{}
 	f := b.borrowingParent()
@@ -306,19 +282,16 @@ func (b *budget) lent() corev1.ResourceList {
 	for _, r := range b.ledger.resources() {
 		var borrowed, idle, mine int64
 		for _, c := range f.children {
-			h, limited := c.ledger.limit(r)
-			if !limited {
+			acc := c.ledger.of(r)
+			if !acc.limited {
 				continue
 			}
-			u := c.ledger.usedOf(r)
-			if over := u.MilliValue() - h.MilliValue(); over > 0 {
-				borrowed += over
+			if over := addAmount(acc.used, -acc.hard); over > 0 {
+				borrowed = addAmount(borrowed, over)
 				continue
 			}
-			lend := c.ledger.lendable(r)
-			unused := min(lend.MilliValue(), h.MilliValue()-u.MilliValue())
-			if unused > 0 {
-				idle += unused
+			if unused := min(acc.lendable, addAmount(acc.hard, -acc.used)); unused > 0 {
+				idle = addAmount(idle, unused)
 				if c == b {
 					mine = unused
 				}
@@ -327,10 +300,10 @@ func (b *budget) lent() corev1.ResourceList {
 		if borrowed <= 0 || mine <= 0 {
 			continue
 		}
-		share := new(big.Int).Mul(big.NewInt(min(borrowed, idle)), big.NewInt(mine))
-		share.Quo(share, big.NewInt(idle))
-		h, _ := b.ledger.limit(r)
-		out[r] = *resource.NewMilliQuantity(share.Int64(), h.Format)
+		// min(borrowed, idle) * mine / idle, in 128 bits: it is at most mine.
+		hi, lo := bits.Mul64(uint64(min(borrowed, idle)), uint64(mine))
+		share, _ := bits.Div64(hi, lo, uint64(idle))
+		out[r] = b.ledger.quantity(r, int64(share))
 	}
 	return out
 }

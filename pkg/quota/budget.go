@@ -281,3 +281,20 @@ func inBorrowingFamily(cover []*budget) bool {
 	}
 	return false
 }
+
+// text is v of r as it prints in a message (what is free, lent, used beyond the
+// guaranteed parts), in the format r is written in the hard of b or, for a parent that
+// does not limit r, of its first child that does (DecimalSI when none does).
+func (b *budget) text(r corev1.ResourceName, v int64) string {
+	l := &b.ledger
+	if !l.tracks(r) {
+		for _, c := range b.children {
+			if c.ledger.tracks(r) {
+				l = &c.ledger
+				break
+			}
+		}
+	}
+	q := l.quantity(r, v)
+	return q.String()
+}

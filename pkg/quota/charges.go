@@ -31,7 +31,7 @@ func newCharges(a *agenda, t *topology, f *families) *charges {
 // pinned to.
 func (c *charges) charge(p *podState) {
 	p.chargedTo = slices.Clone(c.chargeSet(p, p.cover))
-	p.chargedUsage, p.chargedClaims = p.pod.Usage, p.pod.Claims
+	p.chargedUsage, p.chargedClaims = p.usage(), p.claims()
 	for _, b := range p.chargedTo {
 		b.ledger.charge(p, p.chargedUsage, p.chargedClaims)
 		if len(p.chargedClaims) > 0 {
@@ -50,7 +50,7 @@ func (c *charges) charge(p *podState) {
 // wakeClaimSharers moves back to active the pods waiting in b that use one of claims
 // that b has just started to charge: what each of them would add shrank by that claim,
 // so an answer "does not fit" given before may be wrong now.
-func (c *charges) wakeClaimSharers(b *budget, claims []ClaimCharge) {
+func (c *charges) wakeClaimSharers(b *budget, claims []claimAmount) {
 	var sharers []*entry
 	for _, c := range claims {
 		if b.ledger.claimUsers(c.Key) != 1 {

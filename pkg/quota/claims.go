@@ -209,6 +209,16 @@ func sameClaims(a, b []ClaimCharge) bool {
 
 // adds is what admitting the pod would add to budget b: its usage, less the claims b
 // already charges for other pods.
-func (p *podState) adds(b *budget) corev1.ResourceList {
-	return b.ledger.unshared(p.pod.Usage, p.pod.Claims)
+func (p *podState) adds(b *budget) amounts {
+	return b.ledger.unshared(p.usage(), p.claims())
+}
+
+// addTo adds src into dst, entry by entry: a pod's usage and its claims', before
+// they are amounts.
+func addTo(dst, src corev1.ResourceList) {
+	for name, q := range src {
+		cur := dst[name].DeepCopy()
+		cur.Add(q)
+		dst[name] = cur
+	}
 }

@@ -207,26 +207,26 @@ func TestLedgerChargesASharedClaimOnce(t *testing.T) {
 	b := &podState{pod: withClaims(makePod("b").Req("cpu=1").Pod(), map[string]int64{"shared": 8})}
 	used := func(want string) {
 		t.Helper()
-		if diff := listDiff(parseList(want), restrictTo(l.used, l.hardNames)); diff != "" {
+		if diff := listDiff(parseList(want), restrictTo(listOf(l.used), l.hardNames)); diff != "" {
 			t.Errorf("used (-want +got):\n%s", diff)
 		}
 	}
-	if diff := listDiff(parseList("requests.cpu=1,pods=1,count/pods=1"), l.unshared(a.pod.Usage, a.pod.Claims)); diff == "" {
+	if diff := listDiff(parseList("requests.cpu=1,pods=1,count/pods=1"), listOf(l.unshared(a.usage(), a.claims()))); diff == "" {
 		t.Error("before any charge, unshared dropped the claim")
 	}
-	l.charge(a, a.pod.Usage, a.pod.Claims)
+	l.charge(a, a.usage(), a.claims())
 	used("gpu.deviceclass.resource.k8s.io/devices=8,requests.cpu=1")
-	if r, over := l.excess(l.unshared(b.pod.Usage, b.pod.Claims)); over {
+	if r, over := l.excess(l.unshared(b.usage(), b.claims())); over {
 		t.Errorf("b, whose claim is charged already, does not fit: %s", r)
 	}
-	if _, over := l.excess(b.pod.Usage); !over {
+	if _, over := l.excess(b.usage()); !over {
 		t.Error("b's whole usage fits beside a's: the test proves nothing")
 	}
-	l.charge(b, b.pod.Usage, b.pod.Claims)
+	l.charge(b, b.usage(), b.claims())
 	used("gpu.deviceclass.resource.k8s.io/devices=8,requests.cpu=2")
-	l.release(a, a.pod.Usage, a.pod.Claims)
+	l.release(a, a.usage(), a.claims())
 	used("gpu.deviceclass.resource.k8s.io/devices=8,requests.cpu=1")
-	l.release(b, b.pod.Usage, b.pod.Claims)
+	l.release(b, b.usage(), b.claims())
 	used("gpu.deviceclass.resource.k8s.io/devices=0,requests.cpu=0")
 	if len(l.claims) != 0 {
 		t.Errorf("claims left charged after every pod was released: %v", l.claims)

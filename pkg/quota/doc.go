@@ -33,8 +33,9 @@
 //
 //   - ledger (ledger.go): one budget's accounts: hard, its ceiling (hard plus
 //     borrowingLimit) and what it lends, used (reservations included), pending, the pods
-//     charged; charge, release, excess, neverFits, free, borrowed; and the arithmetic
-//     over resource lists the accounts are kept in (addTo, subtractFrom, firstExcess).
+//     charged; charge, release, excess, neverFits, borrowed, and one resource's
+//     account (of: hard, ceiling, lendable, used, free). The accounts are amounts
+//     (amounts.go): int64 milli-units per resource, with add, sub and firstExcess.
 //   - queues (queue.go, wake.go): one budget's active, backoff, inadmissible and parked
 //     heaps, in admission order (orderKey.compare); move, strictHead, inOrder; wakeable
 //     picks the inadmissible pods an event in the budget may let in.
@@ -102,7 +103,11 @@
 // knows. hack/podevent/podevent.sh prints the path of one pod event through these files.
 //
 // Accounting follows ResourceQuota (usage.go): pod usage is computed with
-// k8s.io/component-helpers/resource and keyed by ResourceQuota's names. The queues
+// k8s.io/component-helpers/resource and keyed by ResourceQuota's names. Inside the
+// core it is kept as amounts (amounts.go), converted once from a pod's usage and a
+// budget's hard and back only for statuses and messages: milli-units for every
+// resource, so that fractional quantities (memory "100m") sum as ResourceQuota sums
+// them, saturated at ±9.2e15 units instead of overflowing. The queues
 // follow kube-scheduler's scheduling queue (queue.go explains them and how a pod moves
 // between them); groups are in groups.go. Decisions are taken only inside Admit, so
 // that a batch of informer events is applied before anything is decided. Every

@@ -26,7 +26,7 @@ import (
 // when it goes now. first is the unit's first pod (its admission order).
 func (fs *families) yieldsTo(first *podState, budgets []*budget, add demand) (waitInfo, bool) {
 	var w waitInfo
-	yield := borrowingFamilies(budgets, add, func(f *budget, adds map[*budget]corev1.ResourceList, _ []corev1.ResourceName) bool {
+	yield := borrowingFamilies(budgets, add, func(f *budget, adds map[*budget]amounts, _ []corev1.ResourceName) bool {
 		mine, borrows := -1.0, false
 		for c, a := range adds {
 			if s, b := c.shareWith(f, a); b {
@@ -45,7 +45,7 @@ func (fs *families) yieldsTo(first *podState, budgets []*budget, add demand) (wa
 			if h == nil {
 				continue
 			}
-			theirs, b := d.shareWith(f, h.pod.Usage)
+			theirs, b := d.shareWith(f, h.usage())
 			if !b || theirs > mine || (theirs == mine && h.order.compare(&first.order) >= 0) {
 				continue
 			}
@@ -79,22 +79,18 @@ func (fs *families) fairHead(d *budget) *podState {
 
 // shareWith is b's dominant share of what the family of f lends, with add charged to
 // it, over its weight, and whether it would borrow at all (use beyond its hard).
-func (b *budget) shareWith(f *budget, add corev1.ResourceList) (share float64, borrows bool) {
+func (b *budget) shareWith(f *budget, add amounts) (share float64, borrows bool) {
 	for _, r := range b.ledger.resources() {
-		u := b.ledger.usedOf(r).DeepCopy()
-		if q, ok := add[r]; ok {
-			u.Add(q)
-		}
-		h, _ := b.ledger.limit(r)
-		u.Sub(h)
-		if u.Sign() <= 0 {
+		acc := b.ledger.of(r)
+		over := addAmount(addAmount(acc.used, add[r]), -acc.hard)
+		if over <= 0 {
 			continue
 		}
 		borrows = true
 		pool, _ := f.familyStatus(r)
 		s := math.Inf(1)
-		if pool.Sign() > 0 {
-			s = u.AsApproximateFloat64() / pool.AsApproximateFloat64()
+		if pool > 0 {
+			s = float64(over) / float64(pool)
 		}
 		share = max(share, s)
 	}

@@ -47,9 +47,9 @@ func orgFamily() (org, a, b *budget) {
 // chargeCPU charges a running pod asking cpu to b and its parent.
 func chargeCPU(b *budget, name, cpu string) *podState {
 	p := &podState{pod: makePod(name).Req("cpu=" + cpu).Pod(), phase: phaseCharged}
-	p.chargedTo, p.chargedUsage = []*budget{b, b.parent}, p.pod.Usage
+	p.chargedTo, p.chargedUsage = []*budget{b, b.parent}, p.usage()
 	for _, c := range p.chargedTo {
-		c.ledger.charge(p, p.pod.Usage, nil)
+		c.ledger.charge(p, p.usage(), nil)
 	}
 	return p
 }
@@ -77,7 +77,7 @@ func describeWait(w waitInfo, over bool) string {
 	if !over {
 		return "fits"
 	}
-	return fmt.Sprintf("%s %s %s %s", w.code, w.budget.key.Name, w.resource, w.requested.String())
+	return fmt.Sprintf("%s %s %s %s", w.code, w.budget.key.Name, w.resource, amountString(w.requested))
 }
 
 // Whether a unit fits in a family: each member's ceiling, what the family lends with
@@ -154,7 +154,7 @@ func TestFamilyCapacityWait(t *testing.T) {
 			clk := clocktesting.NewFakePassiveClock(t0)
 			fs := newFamilies(c, clk, 5*time.Second)
 			in, cpu := tc.setup(c, &fs, clk, org, a, b)
-			usage := makePod("unit").Req("cpu=" + cpu).Pod().Usage
+			usage := amountsOf(makePod("unit").Req("cpu=" + cpu).Pod().Usage)
 			got := describeWait(fs.capacityWait([]*budget{in, org}, usageDemand(usage)))
 			if got != tc.want {
 				t.Errorf("capacityWait: %s, want %s", got, tc.want)
@@ -225,7 +225,7 @@ func TestFamilyHolds(t *testing.T) {
 	fs.freed(a, p.chargedUsage) // a is above its hard: nothing of its hard is freed
 	heldCPU := func(x *budget) string {
 		h := held(x, clk.Now())["requests.cpu"]
-		return h.String()
+		return amountString(h)
 	}
 	if got := heldCPU(b); got != "3" {
 		t.Errorf("b holds %s, want the 3 its pod freed", got)
@@ -233,7 +233,7 @@ func TestFamilyHolds(t *testing.T) {
 	if got := heldCPU(a); got != "0" {
 		t.Errorf("a holds %s, want none", got)
 	}
-	fs.useHolds(b, makePod("b2").Req("cpu=1").Pod().Usage)
+	fs.useHolds(b, amountsOf(makePod("b2").Req("cpu=1").Pod().Usage))
 	if got := heldCPU(b); got != "2" {
 		t.Errorf("after its next pod b holds %s, want 2", got)
 	}

@@ -72,14 +72,14 @@ type memberRec struct {
 	pod   *podState
 	key   orderKey
 	cover []*budget
-	usage corev1.ResourceList
+	usage amounts
 	unset []UnsetResource
 	index int // in group.waiting
 }
 
 type budgetCharge struct {
 	members int
-	sum     corev1.ResourceList
+	sum     amounts
 	// unset counts, by name, the members that leave it unset (UnsetResources).
 	unset map[corev1.ResourceName]int
 }
@@ -180,7 +180,7 @@ func (g *group) sync(p *podState) {
 	if p.group != g || p.phase != phaseWaiting || g.members[p.pod.UID] != p {
 		return
 	}
-	r := &memberRec{pod: p, key: ownKey(&p.pod), cover: p.cover, usage: p.pod.Usage, unset: p.pod.Unset}
+	r := &memberRec{pod: p, key: ownKey(&p.pod), cover: p.cover, usage: p.usage(), unset: p.pod.Unset}
 	g.recs[p] = r
 	heap.Push(&g.waiting, r)
 	g.account(r, +1)
@@ -193,14 +193,14 @@ func (g *group) account(r *memberRec, sign int) {
 	for _, b := range r.cover {
 		c := g.charges[b]
 		if c == nil {
-			c = &budgetCharge{sum: corev1.ResourceList{}}
+			c = &budgetCharge{sum: amounts{}}
 			g.charges[b] = c
 		}
 		c.members += sign
 		if sign > 0 {
-			addTo(c.sum, r.usage)
+			c.sum.add(r.usage)
 		} else {
-			subtractFrom(c.sum, r.usage)
+			c.sum.sub(r.usage)
 		}
 		countUnset(c, r.unset, sign)
 		if c.members == 0 {
@@ -227,7 +227,7 @@ func (g *group) mayNeverFit() bool {
 	for b := range g.charges {
 		cover = append(cover, b)
 	}
-	_, never := familyNeverFits(cover, func(b *budget) corev1.ResourceList { return g.charges[b].sum })
+	_, never := familyNeverFits(cover, func(b *budget) amounts { return g.charges[b].sum })
 	return never
 }
 

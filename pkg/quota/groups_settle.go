@@ -3,10 +3,6 @@ package quota
 // How the queue places a group's gated members and admits a group (DESIGN: Groups); the
 // group's own accounting is in groups.go.
 
-import (
-	corev1 "k8s.io/api/core/v1"
-)
-
 // neverFits returns why a group whose members' sum exceeds a covering budget's hard,
 // or one of whose members leaves unset what a covering budget tracks (unsetPark), can
 // never be admitted: the first such budget, the budgets taken in the order the members
@@ -43,18 +39,18 @@ func groupWaitCounts(p *podState, w *waitInfo) (have, want int) {
 
 // unitCharges returns the budgets that cover any of the pods, in first-seen order, and
 // the sum each of them would be charged.
-func unitCharges(pods []*podState) ([]*budget, map[*budget]corev1.ResourceList) {
+func unitCharges(pods []*podState) ([]*budget, map[*budget]amounts) {
 	var order []*budget
-	sums := map[*budget]corev1.ResourceList{}
+	sums := map[*budget]amounts{}
 	for _, p := range pods {
 		for _, b := range p.cover {
 			sum, ok := sums[b]
 			if !ok {
-				sum = corev1.ResourceList{}
+				sum = amounts{}
 				sums[b] = sum
 				order = append(order, b)
 			}
-			addTo(sum, p.pod.Usage)
+			sum.add(p.usage())
 		}
 	}
 	return order, sums

@@ -1,10 +1,6 @@
 package quota
 
-import (
-	"time"
-
-	corev1 "k8s.io/api/core/v1"
-)
+import "time"
 
 // Lend holds: no lend-and-reclaim loop. A lender's workload is a stream of pods: a Job
 // re-creates a pod moments after the last one ends. If the quota the ended pod frees
@@ -17,32 +13,26 @@ import (
 
 // hold is freed quota kept for a member's own pods until a time.
 type hold struct {
-	amount corev1.ResourceList
+	amount amounts
 	until  time.Time
 }
 
 // freed records, for a member of a borrowing family, the part of its hard that a
 // released charge of usage frees (what it used within hard before and no longer does).
 // It reports whether the part holds anything now (the core asks expire only then).
-func (fs *families) freed(b *budget, usage corev1.ResourceList) (holds bool) {
+func (fs *families) freed(b *budget, usage amounts) (holds bool) {
 	if fs.lendHold <= 0 || b.borrowingParent() == nil {
 		return len(fs.holding) > 0
 	}
-	freed := corev1.ResourceList{}
+	freed := amounts{}
 	for r, u := range usage {
-		h, limited := b.ledger.limit(r)
-		if !limited || u.Sign() <= 0 {
+		acc := b.ledger.of(r)
+		if !acc.limited || u <= 0 {
 			continue
 		}
-		after := b.ledger.usedOf(r) // already released
-		before := after.DeepCopy()
-		before.Add(u)
-		if before.Cmp(h) > 0 {
-			before = h.DeepCopy()
-		}
-		before.Sub(after)
-		if before.Sign() > 0 {
-			freed[r] = before
+		// What was used within hard before the release, less what is used now.
+		if d := addAmount(min(addAmount(acc.used, u), acc.hard), -acc.used); d > 0 {
+			freed[r] = d
 		}
 	}
 	if len(freed) == 0 {
@@ -56,35 +46,30 @@ func (fs *families) freed(b *budget, usage corev1.ResourceList) (holds bool) {
 
 // useHolds lets an admitted pod's usage use up what its budget holds, oldest first:
 // as much of the holds together as it asks for.
-func (fs *families) useHolds(b *budget, usage corev1.ResourceList) {
+func (fs *families) useHolds(b *budget, usage amounts) {
 	s := b.family
 	if s == nil || len(s.holds) == 0 {
 		return
 	}
-	for r, u := range usage {
-		want := u.DeepCopy()
+	for r, want := range usage {
 		for i := range s.holds {
-			if want.Sign() <= 0 {
+			if want <= 0 {
 				break
 			}
 			left, ok := s.holds[i].amount[r]
-			if !ok || left.Sign() <= 0 {
+			if !ok || left <= 0 {
 				continue
 			}
-			take := want.DeepCopy()
-			if take.Cmp(left) > 0 {
-				take = left.DeepCopy()
-			}
-			left.Sub(take)
-			want.Sub(take)
-			s.holds[i].amount[r] = left
+			take := min(want, left)
+			s.holds[i].amount[r] = left - take
+			want -= take
 		}
 	}
 }
 
 // held is what b holds now for its own pods, per resource.
-func held(b *budget, now time.Time) corev1.ResourceList {
-	var out corev1.ResourceList
+func held(b *budget, now time.Time) amounts {
+	var out amounts
 	if b.family == nil {
 		return out
 	}
@@ -92,16 +77,14 @@ func held(b *budget, now time.Time) corev1.ResourceList {
 		if !h.until.After(now) {
 			continue
 		}
-		for r, q := range h.amount {
-			if q.Sign() <= 0 {
+		for r, v := range h.amount {
+			if v <= 0 {
 				continue
 			}
 			if out == nil {
-				out = corev1.ResourceList{}
+				out = amounts{}
 			}
-			sum := out[r]
-			sum.Add(q)
-			out[r] = sum
+			out[r] = addAmount(out[r], v)
 		}
 	}
 	return out
@@ -145,15 +128,15 @@ func (fs *families) nextEnd() (time.Time, bool) {
 }
 
 // addHeld adds what the children of f hold to claims (lenderClaims).
-func addHeld(f *budget, claims map[*budget]corev1.ResourceList, now time.Time) {
+func addHeld(f *budget, claims map[*budget]amounts, now time.Time) {
 	for _, c := range f.children {
 		held := held(c, now)
 		if len(held) == 0 {
 			continue
 		}
 		if claims[c] == nil {
-			claims[c] = corev1.ResourceList{}
+			claims[c] = amounts{}
 		}
-		addTo(claims[c], held)
+		claims[c].add(held)
 	}
 }

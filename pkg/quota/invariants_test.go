@@ -69,7 +69,7 @@ func (q *AdmissionQueue) checkInvariants() error {
 				if pending[e.budget] == nil {
 					pending[e.budget] = corev1.ResourceList{}
 				}
-				addTo(pending[e.budget], p.pod.Usage)
+				addTo(pending[e.budget], listOf(p.usage()))
 			}
 			if p.inBackoff && p.backoffIndex < 0 {
 				return fmt.Errorf("pod %s backs off without a timer", uid)
@@ -85,9 +85,9 @@ func (q *AdmissionQueue) checkInvariants() error {
 				if used[b] == nil {
 					used[b] = corev1.ResourceList{}
 				}
-				addTo(used[b], p.chargedUsage)
+				addTo(used[b], listOf(p.chargedUsage))
 				for _, c := range p.chargedClaims { // charged once, below
-					subtractFrom(used[b], c.Usage)
+					subtractFrom(used[b], listOf(c.usage))
 					if claimPods[b] == nil {
 						claimPods[b] = map[string]int{}
 					}
@@ -124,12 +124,12 @@ func (q *AdmissionQueue) checkInvariants() error {
 			if used[b] == nil {
 				used[b] = corev1.ResourceList{}
 			}
-			addTo(used[b], ref.usage)
+			addTo(used[b], listOf(ref.usage))
 		}
-		if !sameAmounts(used[b], b.ledger.used) {
+		if !sameAmounts(used[b], listOf(b.ledger.used)) {
 			return fmt.Errorf("budget %v used %v differs from its charges %v", key, b.ledger.used, used[b])
 		}
-		if !sameAmounts(pending[b], b.ledger.pending) {
+		if !sameAmounts(pending[b], listOf(b.ledger.pending)) {
 			return fmt.Errorf("budget %v pending %v differs from its queues %v", key, b.ledger.pending, pending[b])
 		}
 		if b.dirtyIndex >= 0 && (b.dirtyIndex >= len(q.agenda.dirty) || q.agenda.dirty[b.dirtyIndex] != b) {

@@ -13,22 +13,28 @@ import (
 // ledger is one budget's accounts: its hard limits, what is charged to it (the admitted,
 // non-terminal pods, reservations included) and what waits on it. It knows nothing of
 // queues, coverage or states: the AdmissionQueue decides what to charge where, and
-// asks the ledger whether it fits.
+// asks the ledger whether it fits. The accounts are amounts (amounts.go); the spec's
+// lists are kept only to write hard and the limits back as they were written, and
+// the formats of the sums to write them as Quantity sums were written (formats).
 //
 // Borrowing (DESIGN: borrowing between budgets under one parent). A budget may use up to
 // its ceiling, hard plus its borrowingLimit, of each resource hard limits; lend is how
 // much of hard its siblings may borrow (all of it by default), so hard minus lend is
 // guaranteed to its own pods. Without a borrowingLimit the ceiling is hard.
 type ledger struct {
-	hard      corev1.ResourceList
+	hard      amounts
+	hardList  corev1.ResourceList   // hard as normalized: for status, and the output format
 	hardNames []corev1.ResourceName // sorted, for deterministic reasons
-	borrow    corev1.ResourceList   // spec.borrowingLimit, normalized
-	lend      corev1.ResourceList   // spec.lendingLimit, normalized
-	ceiling   corev1.ResourceList   // hard plus borrow, for the resources hard limits
+	borrow    corev1.ResourceList   // spec.borrowingLimit, normalized (for messages)
+	lend      amounts               // spec.lendingLimit, normalized
+	ceiling   amounts               // hard plus borrow, for the resources hard limits
 	inFamily  bool                  // it has a parent: borrow applies
-	used      corev1.ResourceList
-	pending   corev1.ResourceList
-	charged   map[types.UID]*podState
+	used      amounts
+	pending   amounts
+	// usedFormat and pendingFormat are what used and pending print in where it is
+	// not hard's format (addWritten).
+	usedFormat, pendingFormat formats
+	charged                   map[types.UID]*podState
 	// claims are the ResourceClaims charged here, each once for all the charged pods
 	// that use it (claims.go), with what it was charged.
 	claims map[string]*claimRef
@@ -36,12 +42,25 @@ type ledger struct {
 
 // claimRef is one charged claim: its usage and how many charged pods use it.
 type claimRef struct {
-	usage corev1.ResourceList
+	usage amounts
 	pods  int
 }
 
+// account is one resource's figures in a ledger (of).
+type account struct {
+	limited  bool // hard limits it (else the figures but used are zero)
+	hard     int64
+	ceiling  int64 // hard plus the borrowingLimit, when the budget borrows
+	lendable int64 // how much of hard its siblings may borrow: lend, at most hard
+	used     int64
+}
+
+// free is what is left: the ceiling minus used (negative when hard was lowered below
+// use).
+func (a account) free() int64 { return addAmount(a.ceiling, -a.used) }
+
 func newLedger() ledger {
-	return ledger{used: corev1.ResourceList{}, pending: corev1.ResourceList{}, charged: map[types.UID]*podState{}}
+	return ledger{hard: amounts{}, ceiling: amounts{}, used: amounts{}, pending: amounts{}, charged: map[types.UID]*podState{}}
 }
 
 // setHard replaces the hard limits (normalized), with no borrowing or lending limit, and
@@ -62,8 +81,11 @@ func (l *ledger) setLimits(hard, borrow, lend corev1.ResourceList) (changed bool
 		return out
 	}
 	borrow, lend = limited(borrow), limited(lend)
-	changed = !equalLists(l.hard, hard) || !equalLists(l.borrow, borrow) || !equalLists(l.lend, lend)
-	l.hard, l.borrow, l.lend = hard, borrow, lend
+	changed = !equalLists(l.hardList, hard) || !equalLists(l.borrow, borrow) || !l.lend.equal(amountsOf(lend))
+	l.usedFormat.keep(l.used, l.hardList, hard)
+	l.pendingFormat.keep(l.pending, l.hardList, hard)
+	l.hardList, l.borrow = hard, borrow
+	l.hard, l.lend = amountsOf(hard), amountsOf(lend)
 	l.hardNames = slices.Sorted(maps.Keys(hard))
 	l.setCeiling()
 	return changed
@@ -82,8 +104,8 @@ func (l *ledger) setFamily(in bool) (changed bool) {
 func (l *ledger) setCeiling() {
 	l.ceiling = l.hard
 	if l.borrows() {
-		l.ceiling = maps.Clone(l.hard)
-		addTo(l.ceiling, l.borrow)
+		l.ceiling = l.hard.clone()
+		l.ceiling.add(amountsOf(l.borrow))
 	}
 }
 
@@ -95,24 +117,23 @@ func (l *ledger) borrows() bool { return l.inFamily && len(l.borrow) > 0 }
 // with a parent or not.
 func (l *ledger) borrowLimited() bool { return len(l.borrow) > 0 }
 
-// lendable is how much of hard r its siblings may borrow: lend, at most hard.
-func (l *ledger) lendable(r corev1.ResourceName) resource.Quantity {
-	h := l.hard[r]
-	if q, ok := l.lend[r]; ok && q.Cmp(h) < 0 {
-		return q.DeepCopy()
+// of is the account of r: hard, ceiling, what it lends and what is used.
+func (l *ledger) of(r corev1.ResourceName) account {
+	h, limited := l.hard[r]
+	a := account{limited: limited, hard: h, ceiling: l.ceiling[r], lendable: h, used: l.used[r]}
+	if q, ok := l.lend[r]; ok && q < h {
+		a.lendable = q
 	}
-	return h.DeepCopy()
+	return a
 }
 
 // borrowed is what is used beyond hard, for the resources hard limits (empty when
-// nothing is).
+// nothing is): for a status.
 func (l *ledger) borrowed() corev1.ResourceList {
 	out := corev1.ResourceList{}
 	for _, r := range l.hardNames {
-		over := l.used[r].DeepCopy()
-		over.Sub(l.hard[r])
-		if over.Sign() > 0 {
-			out[r] = over
+		if over := addAmount(l.used[r], -l.hard[r]); over > 0 {
+			out[r] = quantityOf(over, l.usedFormat.of(r, l.hardList))
 		}
 	}
 	return out
@@ -120,18 +141,18 @@ func (l *ledger) borrowed() corev1.ResourceList {
 
 // charge adds an admitted pod's usage: usage includes its claims' (the pod's Usage),
 // and a claim that another charged pod uses is not charged again.
-func (l *ledger) charge(p *podState, usage corev1.ResourceList, claims []ClaimCharge) {
-	addTo(l.used, usage)
+func (l *ledger) charge(p *podState, usage amounts, claims []claimAmount) {
+	addWritten(l.used, usage, p.pod.Usage, l.hardList, &l.usedFormat)
 	for _, c := range claims {
-		subtractFrom(l.used, c.Usage)
+		l.used.sub(c.usage)
 		ref := l.claims[c.Key]
 		if ref == nil {
 			if l.claims == nil {
 				l.claims = map[string]*claimRef{}
 			}
-			ref = &claimRef{usage: c.Usage}
+			ref = &claimRef{usage: c.usage}
 			l.claims[c.Key] = ref
-			addTo(l.used, c.Usage)
+			addWritten(l.used, c.usage, nil, l.hardList, &l.usedFormat) // claims count in DecimalSI
 		}
 		ref.pods++
 	}
@@ -140,16 +161,16 @@ func (l *ledger) charge(p *podState, usage corev1.ResourceList, claims []ClaimCh
 
 // release gives back what charge added: a claim is given back with the last charged
 // pod that uses it, as much as it was charged.
-func (l *ledger) release(p *podState, usage corev1.ResourceList, claims []ClaimCharge) {
-	subtractFrom(l.used, usage)
+func (l *ledger) release(p *podState, usage amounts, claims []claimAmount) {
+	l.used.sub(usage)
 	for _, c := range claims {
 		ref := l.claims[c.Key]
 		if ref == nil {
 			continue
 		}
-		addTo(l.used, c.Usage)
+		l.used.add(c.usage)
 		if ref.pods--; ref.pods <= 0 {
-			subtractFrom(l.used, ref.usage)
+			l.used.sub(ref.usage)
 			delete(l.claims, c.Key)
 		}
 	}
@@ -158,16 +179,16 @@ func (l *ledger) release(p *podState, usage corev1.ResourceList, claims []ClaimC
 
 // unshared is what charging a pod would add here: usage without the claims already
 // charged (usage itself when there are none).
-func (l *ledger) unshared(usage corev1.ResourceList, claims []ClaimCharge) corev1.ResourceList {
-	var out corev1.ResourceList
+func (l *ledger) unshared(usage amounts, claims []claimAmount) amounts {
+	var out amounts
 	for _, c := range claims {
 		if l.claims[c.Key] == nil {
 			continue
 		}
 		if out == nil {
-			out = maps.Clone(usage)
+			out = usage.clone()
 		}
-		subtractFrom(out, c.Usage)
+		out.sub(c.usage)
 	}
 	if out == nil {
 		return usage
@@ -178,27 +199,51 @@ func (l *ledger) unshared(usage corev1.ResourceList, claims []ClaimCharge) corev
 // admitted is how many pods are charged.
 func (l *ledger) admitted() int { return len(l.charged) }
 
-// wait and unwait count a gated pod's usage as pending here, or stop counting it.
-func (l *ledger) wait(usage corev1.ResourceList)   { addTo(l.pending, usage) }
-func (l *ledger) unwait(usage corev1.ResourceList) { subtractFrom(l.pending, usage) }
+// wait and unwait count a gated pod's usage as pending here, or stop counting it;
+// written is the usage as the pod writes it (its formats).
+func (l *ledger) wait(usage amounts, written corev1.ResourceList) {
+	addWritten(l.pending, usage, written, l.hardList, &l.pendingFormat)
+}
+func (l *ledger) unwait(usage amounts) { l.pending.sub(usage) }
 
 // excess is the first resource (in name order) of which add does not fit beside what
 // is used, under the ceiling; ok is false when it all fits.
-func (l *ledger) excess(add corev1.ResourceList) (corev1.ResourceName, bool) {
+func (l *ledger) excess(add amounts) (corev1.ResourceName, bool) {
 	return firstExcess(l.hardNames, l.ceiling, l.used, add)
 }
 
 // neverFits is the first resource of which add is more than the ceiling: it cannot fit
 // even in an empty budget.
-func (l *ledger) neverFits(add corev1.ResourceList) (corev1.ResourceName, bool) {
+func (l *ledger) neverFits(add amounts) (corev1.ResourceName, bool) {
 	return firstExcess(l.hardNames, l.ceiling, nil, add)
+}
+
+// excessOverHard is excess under hard instead of the ceiling: the first resource of
+// which add does not fit within hard beside what is used.
+func (l *ledger) excessOverHard(add amounts) (corev1.ResourceName, bool) {
+	return firstExcess(l.hardNames, l.hard, l.used, add)
 }
 
 // totals are hard, used and pending for the limited resources (a resource of used or
 // pending that hard does not limit is left out; one it limits and nobody uses is 0):
-// copies, for a status.
+// new lists, for a status.
 func (l *ledger) totals() (hard, used, pending corev1.ResourceList) {
-	return restrictTo(l.hard, l.hardNames), restrictTo(l.used, l.hardNames), restrictTo(l.pending, l.hardNames)
+	hard = make(corev1.ResourceList, len(l.hardNames))
+	used = make(corev1.ResourceList, len(l.hardNames))
+	pending = make(corev1.ResourceList, len(l.hardNames))
+	for _, r := range l.hardNames {
+		hard[r] = l.hardList[r].DeepCopy()
+		used[r] = quantityOf(l.used[r], l.usedFormat.of(r, l.hardList))
+		pending[r] = quantityOf(l.pending[r], l.pendingFormat.of(r, l.hardList))
+	}
+	return hard, used, pending
+}
+
+// quantity is v of r as a Quantity for output, in the format r's hard is written in
+// (DecimalSI when hard does not limit r): lent, a parked pod's request, messages.
+// (Used, pending and borrowed keep the pods' format: totals, borrowed.)
+func (l *ledger) quantity(r corev1.ResourceName, v int64) resource.Quantity {
+	return quantityOf(v, l.hardList[r].Format)
 }
 
 // tracks reports whether hard limits r.
@@ -207,30 +252,17 @@ func (l *ledger) tracks(r corev1.ResourceName) bool {
 	return ok
 }
 
-// limit is the hard limit of r and whether hard limits r (not a copy: the caller
-// copies before it changes it).
-func (l *ledger) limit(r corev1.ResourceName) (resource.Quantity, bool) {
-	h, ok := l.hard[r]
-	return h, ok
-}
-
-// usedOf is what is used of r (not a copy: the caller copies before it changes it).
-func (l *ledger) usedOf(r corev1.ResourceName) resource.Quantity { return l.used[r] }
-
 // resources are the resources hard limits, in name order; the caller does not change
 // the slice.
 func (l *ledger) resources() []corev1.ResourceName { return l.hardNames }
 
-// borrowLimit is the borrowingLimit of r and whether there is one.
+// hardOf is the hard limit of r as written (a copy; zero when r is not limited), and
+// borrowLimit the borrowingLimit of r and whether there is one: for messages.
+func (l *ledger) hardOf(r corev1.ResourceName) resource.Quantity { return l.hardList[r].DeepCopy() }
+
 func (l *ledger) borrowLimit(r corev1.ResourceName) (resource.Quantity, bool) {
 	q, ok := l.borrow[r]
 	return q, ok
-}
-
-// excessOverHard is excess under hard instead of the ceiling: the first resource of
-// which add does not fit within hard beside what is used.
-func (l *ledger) excessOverHard(add corev1.ResourceList) (corev1.ResourceName, bool) {
-	return firstExcess(l.hardNames, l.hard, l.used, add)
 }
 
 // claimUsers is how many charged pods use the claim key (0 when it is not charged).
@@ -244,85 +276,56 @@ func (l *ledger) claimUsers(key string) int {
 // chargedPods are the pods charged here, in no particular order.
 func (l *ledger) chargedPods() iter.Seq[*podState] { return maps.Values(l.charged) }
 
-// hardOf is the hard limit of r (a copy; zero when r is not limited).
-func (l *ledger) hardOf(r corev1.ResourceName) resource.Quantity { return l.hard[r].DeepCopy() }
+// formats are the formats a ledger's sums print in, for the resources hard limits,
+// where they are not the format hard is written in (nil until one is not: most pods
+// write what hard writes, and an empty map costs nothing).
+type formats map[corev1.ResourceName]resource.Format
 
-// free is what is left of r: the ceiling minus used (negative when hard was lowered
-// below use).
-func (l *ledger) free(r corev1.ResourceName) resource.Quantity {
-	f := l.ceiling[r].DeepCopy()
-	f.Sub(l.used[r])
-	return f
-}
-
-// The arithmetic the accounts are kept in: resource lists, added, subtracted and
-// compared entry by entry.
-
-// firstExcess returns the first resource (in names' order) for which used+add exceeds
-// hard. Only names in hard are limited.
-func firstExcess(names []corev1.ResourceName, hard, used, add corev1.ResourceList) (corev1.ResourceName, bool) {
-	for _, name := range names {
-		req, ok := add[name]
-		if !ok || req.IsZero() {
+// addWritten adds usage to acc (used or pending), as amounts.add does, and for each
+// resource hard limits whose sum was zero, notes in fs the format written gives it:
+// the format the Quantity sum took (Quantity.Add takes the format of a term added to
+// zero), so that a status reads as the Quantity arithmetic wrote it.
+func addWritten(acc, usage amounts, written, hard corev1.ResourceList, fs *formats) {
+	for r, v := range usage {
+		before := acc[r]
+		acc[r] = addAmount(before, v)
+		h, limited := hard[r]
+		if before != 0 || !limited {
 			continue
 		}
-		sum := used[name].DeepCopy()
-		sum.Add(req)
-		if sum.Cmp(hard[name]) > 0 {
-			return name, true
+		f := written[r].Format
+		if f == "" {
+			f = resource.DecimalSI
+		}
+		switch {
+		case f == h.Format:
+			delete(*fs, r)
+		case *fs == nil:
+			*fs = formats{r: f}
+		default:
+			(*fs)[r] = f
 		}
 	}
-	return "", false
 }
 
-// equalLists reports whether two lists hold equal quantities under the same names, as
-// equality.Semantic does (nil and empty are equal), without its reflection: it runs on
-// every update of a waiting pod.
-func equalLists(a, b corev1.ResourceList) bool {
-	if len(a) != len(b) {
-		return false
+// of is the format r's sum prints in.
+func (fs formats) of(r corev1.ResourceName, hard corev1.ResourceList) resource.Format {
+	if f, ok := fs[r]; ok {
+		return f
 	}
-	for name, q := range a {
-		o, ok := b[name]
-		if !ok || q.Cmp(o) != 0 {
-			return false
-		}
-	}
-	return true
+	return hard[r].Format
 }
 
-// addTo adds src into dst, entry by entry.
-func addTo(dst, src corev1.ResourceList) {
-	for name, q := range src {
-		cur := dst[name].DeepCopy()
-		cur.Add(q)
-		dst[name] = cur
-	}
-}
-
-// subtractFrom subtracts src from dst, entry by entry; entries that reach zero are
-// dropped so that empty budgets compare equal to fresh ones.
-func subtractFrom(dst, src corev1.ResourceList) {
-	for name, q := range src {
-		cur := dst[name].DeepCopy()
-		cur.Sub(q)
-		if cur.IsZero() {
-			delete(dst, name)
+// keep notes, when hard is replaced by next, the format of each non-zero sum of acc
+// that followed the old hard's format, where next writes r in another (or not at all).
+func (fs *formats) keep(acc amounts, old, next corev1.ResourceList) {
+	for r, q := range old {
+		if _, noted := (*fs)[r]; noted || acc[r] == 0 || next[r].Format == q.Format {
 			continue
 		}
-		dst[name] = cur
-	}
-}
-
-// restrictTo returns the entries of list named in names; absent ones are zero.
-func restrictTo(list corev1.ResourceList, names []corev1.ResourceName) corev1.ResourceList {
-	out := make(corev1.ResourceList, len(names))
-	for _, name := range names {
-		q := list[name].DeepCopy()
-		if q.Format == "" {
-			q = *resource.NewQuantity(0, resource.DecimalSI)
+		if *fs == nil {
+			*fs = formats{}
 		}
-		out[name] = q
+		(*fs)[r] = q.Format
 	}
-	return out
 }

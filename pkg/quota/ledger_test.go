@@ -47,25 +47,25 @@ func TestLedger(t *testing.T) {
 		u := parseList(s.usage)
 		switch s.do {
 		case "charge":
-			l.charge(podOf(s.pod), u, nil)
+			l.charge(podOf(s.pod), amountsOf(u), nil)
 		case "release":
-			l.release(podOf(s.pod), u, nil)
+			l.release(podOf(s.pod), amountsOf(u), nil)
 		case "wait":
-			l.wait(u)
+			l.wait(amountsOf(u), u)
 		case "unwait":
-			l.unwait(u)
+			l.unwait(amountsOf(u))
 		case "hard":
 			if !l.setHard(u) {
 				t.Fatalf("step %d: setHard(%v) reported no change", i, u)
 			}
 		}
-		if diff := listDiff(parseList(s.wantUsed), l.used); diff != "" {
+		if diff := listDiff(parseList(s.wantUsed), listOf(l.used)); diff != "" {
 			t.Errorf("step %d (%s %s): used (-want +got):\n%s", i, s.do, s.pod, diff)
 		}
-		if diff := listDiff(parseList(s.wantPending), l.pending); diff != "" {
+		if diff := listDiff(parseList(s.wantPending), listOf(l.pending)); diff != "" {
 			t.Errorf("step %d (%s): pending (-want +got):\n%s", i, s.do, diff)
 		}
-		if got, over := l.excess(parseList(s.excessOf)); got != s.wantExcess || over != (s.wantExcess != "") {
+		if got, over := l.excess(parseAmounts(s.excessOf)); got != s.wantExcess || over != (s.wantExcess != "") {
 			t.Errorf("step %d: excess(%s) = %q, %v; want %q", i, s.excessOf, got, over, s.wantExcess)
 		}
 	}
@@ -80,21 +80,21 @@ func TestLedgerNeverFitsFreeAndTotals(t *testing.T) {
 	if l.setHard(parseList("requests.cpu=2000m,pods=3")) {
 		t.Error("setHard with equal amounts written differently reported a change")
 	}
-	l.charge(&podState{pod: makePod("a").Pod()}, parseList("requests.cpu=1500m,pods=1,requests.memory=1Gi"), nil)
-	l.wait(parseList("requests.cpu=1,pods=1"))
+	l.charge(&podState{pod: makePod("a").Pod()}, parseAmounts("requests.cpu=1500m,pods=1,requests.memory=1Gi"), nil)
+	l.wait(parseAmounts("requests.cpu=1,pods=1"), nil)
 
-	if r, never := l.neverFits(parseList("requests.cpu=2")); never {
+	if r, never := l.neverFits(parseAmounts("requests.cpu=2")); never {
 		t.Errorf("neverFits(cpu=2) in a budget of 2 = %q, want it to fit an empty budget", r)
 	}
-	if r, never := l.neverFits(parseList("requests.cpu=2001m")); !never || r != "requests.cpu" {
+	if r, never := l.neverFits(parseAmounts("requests.cpu=2001m")); !never || r != "requests.cpu" {
 		t.Errorf("neverFits(cpu=2001m) = %q, %v; want requests.cpu", r, never)
 	}
-	if f := l.free("requests.cpu"); f.String() != "500m" {
-		t.Errorf("free cpu = %s, want 500m", f.String())
+	if f := amountString(l.of("requests.cpu").free()); f != "500m" {
+		t.Errorf("free cpu = %s, want 500m", f)
 	}
 	l.setHard(parseList("requests.cpu=1,pods=3"))
-	if f := l.free("requests.cpu"); f.String() != "-500m" {
-		t.Errorf("free cpu after hard was lowered below use = %s, want -500m", f.String())
+	if f := amountString(l.of("requests.cpu").free()); f != "-500m" {
+		t.Errorf("free cpu after hard was lowered below use = %s, want -500m", f)
 	}
 	hard, used, pending := l.totals()
 	for name, tc := range map[string]struct{ want, got corev1.ResourceList }{
@@ -110,8 +110,8 @@ func TestLedgerNeverFitsFreeAndTotals(t *testing.T) {
 	q := used["requests.cpu"]
 	q.Add(parseList("requests.cpu=1")["requests.cpu"])
 	used["requests.cpu"] = q
-	if f := l.free("requests.cpu"); f.String() != "-500m" {
-		t.Errorf("changing totals changed the ledger: free cpu = %s", f.String())
+	if f := amountString(l.of("requests.cpu").free()); f != "-500m" {
+		t.Errorf("changing totals changed the ledger: free cpu = %s", f)
 	}
 	if hl := l.hardOf("requests.memory"); !hl.IsZero() {
 		t.Errorf("hardOf an unlimited resource = %s, want 0", hl.String())

@@ -59,7 +59,7 @@ func (pl *placer) updatePod(p *podState, pod Pod) {
 	if pl.admit.provesNotUngated(p, pod) {
 		// Seen still gated at a version newer than every attempt to ungate it: none of
 		// them applied, and none can any more (each was fenced on an older version).
-		p.pod = pod
+		p.setPod(pod)
 		p.cover = pl.topology.coverage(&p.pod)
 		if !sameGroup {
 			pl.leaveGroup(p)
@@ -75,7 +75,7 @@ func (pl *placer) updatePod(p *podState, pod Pod) {
 			return
 		}
 		pl.agenda.detach(p) // before p.pod changes: pending is given back with the old usage
-		p.pod = pod
+		p.setPod(pod)
 		p.cover = pl.topology.coverage(&p.pod)
 		if !pod.Gated {
 			// Ungated by someone else (the namespace's release, an admin): it runs now.
@@ -99,7 +99,7 @@ func (pl *placer) updatePod(p *podState, pod Pod) {
 
 	// Admitted (assumed or charged). A gated view of an assumed pod that does not prove
 	// the attempts failed changes nothing: Done, a retry or a newer view settles it.
-	p.pod = pod
+	p.setPod(pod)
 	if !pod.Gated && p.phase == phaseAssumed {
 		p.phase = phaseCharged
 		p.unresolved = false
@@ -214,14 +214,14 @@ func (pl *placer) singlePark(p *podState) *waitInfo {
 		return w
 	}
 	for _, b := range p.cover {
-		if r, over := b.ledger.neverFits(p.pod.Usage); over {
-			return &waitInfo{code: CodeNeverFits, budget: b, resource: r, requested: p.pod.Usage[r]}
+		if r, over := b.ledger.neverFits(p.usage()); over {
+			return &waitInfo{code: CodeNeverFits, budget: b, resource: r, requested: p.usage()[r]}
 		}
 	}
 	if !inBorrowingFamily(p.cover) {
 		return nil
 	}
-	if w, never := familyNeverFits(p.cover, usageDemand(p.pod.Usage)); never {
+	if w, never := familyNeverFits(p.cover, usageDemand(p.usage())); never {
 		return &w
 	}
 	return nil

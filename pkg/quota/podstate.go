@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -34,10 +35,15 @@ type podState struct {
 	cover   []*budget // covering budgets: direct ones (Budgets, then ClusterBudgets), then ancestors
 	entries []*entry  // parallel to cover while waiting
 
+	// units and claimUnits are pod.Usage and pod.Claims in amounts (usage, claims):
+	// converted once per view of the pod, on first use; setPod forgets them.
+	units      amounts
+	claimUnits []claimAmount
+
 	chargedTo    []*budget // where its usage is charged (phases assumed and charged)
-	chargedUsage corev1.ResourceList
-	// chargedClaims are the claims charged with it (pod.Claims when it was charged).
-	chargedClaims []ClaimCharge
+	chargedUsage amounts
+	// chargedClaims are the claims charged with it (its claims when it was charged).
+	chargedClaims []claimAmount
 	// pinned are the budgets that admitted it, or that covered it when the core first
 	// saw it running: it stays charged to those that exist while it runs, whatever its
 	// labels become. They are the core's own record, never read from the pod, so a
@@ -137,4 +143,40 @@ func (x *podIndex) waitingNamespaces() iter.Seq[string] {
 			}
 		}
 	}
+}
+
+// setPod replaces the pod's view; its amounts are converted again when next asked.
+func (p *podState) setPod(pod Pod) {
+	p.pod = pod
+	p.units, p.claimUnits = nil, nil
+}
+
+// usage is the pod's usage (pod.Usage) in amounts, shared with the pods of equal usage:
+// read-only.
+func (p *podState) usage() amounts {
+	if p.units == nil {
+		p.units = sharedAmountsOf(p.pod.Usage)
+	}
+	return p.units
+}
+
+// writtenFormat is the format the pod writes r in (DecimalSI when it does not ask for
+// r): what it requests prints so, as the Quantity it was printed from did.
+func (p *podState) writtenFormat(r corev1.ResourceName) resource.Format {
+	if q, ok := p.pod.Usage[r]; ok && q.Format != "" {
+		return q.Format
+	}
+	return resource.DecimalSI
+}
+
+// claims are the pod's claims (pod.Claims) with their usage in amounts (nil when it
+// uses none).
+func (p *podState) claims() []claimAmount {
+	if p.claimUnits == nil && len(p.pod.Claims) > 0 {
+		p.claimUnits = make([]claimAmount, len(p.pod.Claims))
+		for i, c := range p.pod.Claims {
+			p.claimUnits[i] = claimAmount{Key: c.Key, usage: amountsOf(c.Usage)}
+		}
+	}
+	return p.claimUnits
 }

@@ -76,11 +76,11 @@ type victim struct {
 	reason  PreemptionReason
 	unit    []*podState
 	budgets []*budget
-	adds    map[*budget]corev1.ResourceList
+	adds    map[*budget]amounts
 }
 
-func (v *victim) preemptor() *podState              { return v.unit[0] }
-func (v *victim) add(b *budget) corev1.ResourceList { return v.adds[b] }
+func (v *victim) preemptor() *podState  { return v.unit[0] }
+func (v *victim) add(b *budget) amounts { return v.adds[b] }
 
 // Preemptions returns the preemptions decided since the last call, in the order they
 // were decided. Before each eviction, ask PreemptionNeeded.
@@ -157,7 +157,7 @@ func (pr *preemptions) decide(unit []*podState, budgets []*budget, add demand, w
 		}
 		hide(chosen[i])
 	}
-	rec := &victim{reason: reason, unit: slices.Clone(unit), budgets: slices.Clone(budgets), adds: map[*budget]corev1.ResourceList{}}
+	rec := &victim{reason: reason, unit: slices.Clone(unit), budgets: slices.Clone(budgets), adds: map[*budget]amounts{}}
 	for _, b := range budgets {
 		rec.adds[b] = add(b)
 	}
@@ -210,7 +210,7 @@ func (pr *preemptions) claims(unit []*podState, w waitInfo) []*podState {
 			if seen[p] || p.order.compare(&unit[0].order) >= 0 || p.inBackoff || pr.core.stuck(p) {
 				continue
 			}
-			if !borrowsUnder(f, p.cover, usageDemand(p.pod.Usage)) {
+			if !borrowsUnder(f, p.cover, usageDemand(p.usage())) {
 				seen[p] = true
 				out = append(out, p)
 				claim(out[len(out)-1:]) // the next is tested after it
@@ -225,7 +225,7 @@ func (pr *preemptions) claims(unit []*podState, w waitInfo) []*podState {
 func claim(pods []*podState) {
 	for _, p := range pods {
 		for _, b := range p.cover {
-			b.ledger.charge(p, p.pod.Usage, p.pod.Claims)
+			b.ledger.charge(p, p.usage(), p.claims())
 		}
 	}
 }
@@ -233,7 +233,7 @@ func claim(pods []*podState) {
 func unclaim(pods []*podState) {
 	for _, p := range pods {
 		for _, b := range p.cover {
-			b.ledger.release(p, p.pod.Usage, p.pod.Claims)
+			b.ledger.release(p, p.usage(), p.claims())
 		}
 	}
 }

@@ -46,15 +46,15 @@ func setOf(pods ...*podState) map[*podState]bool {
 // runningIn returns a pod of 1 CPU charged to b, admitted at t0 plus admitted seconds.
 func runningIn(b *budget, name string, prio int32, admitted int) *podState {
 	p := &podState{pod: makePod(name).Priority(prio).Req("cpu=1").Pod(), phase: phaseCharged, admittedAt: at(admitted)}
-	p.chargedTo, p.chargedUsage = []*budget{b}, p.pod.Usage
-	b.ledger.charge(p, p.pod.Usage, nil)
+	p.chargedTo, p.chargedUsage = []*budget{b}, p.usage()
+	b.ledger.charge(p, p.usage(), nil)
 	return p
 }
 
 // waitingIn returns a gated pod of 1 CPU that does not fit in b, with its wait.
 func waitingIn(c *fakeCore, b *budget, name string, prio int32) *podState {
 	p := &podState{pod: makePod(name).Priority(prio).Req("cpu=1").Pod(), phase: phaseWaiting, cover: []*budget{b}}
-	p.wait, _ = c.capacityWait(p.cover, usageDemand(p.pod.Usage))
+	p.wait, _ = c.capacityWait(p.cover, usageDemand(p.usage()))
 	c.pods[p] = true
 	return p
 }
@@ -70,7 +70,7 @@ func podNames(pods []*podState) []string {
 // decideFor asks the part for a waiting pod alone and returns the names of the victims
 // it hands out.
 func decideFor(pr *preemptions, p *podState) []string {
-	pr.decide([]*podState{p}, p.cover, usageDemand(p.pod.Usage), p.wait)
+	pr.decide([]*podState{p}, p.cover, usageDemand(p.usage()), p.wait)
 	var out []string
 	for _, d := range pr.take() {
 		out = append(out, d.Victim.Name)
@@ -206,7 +206,7 @@ func TestPreemptionsDecide(t *testing.T) {
 		core := newFakeCore()
 		pr := newPreemptions(core)
 		urgent := waitingIn(core, b, "urgent", 10)
-		used := b.ledger.used.DeepCopy()
+		used := b.ledger.used.clone()
 		if diff := cmp.Diff([]string{"low2"}, decideFor(&pr, urgent)); diff != "" {
 			t.Errorf("victims (-want +got):\n%s", diff)
 		}

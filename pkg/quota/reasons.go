@@ -6,7 +6,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
@@ -79,7 +78,7 @@ type waitInfo struct {
 	code      ReasonCode
 	budget    *budget
 	resource  corev1.ResourceName
-	requested resource.Quantity
+	requested int64 // in amounts (amounts.go)
 	ahead     PodRef
 	have      int
 	want      int
@@ -165,11 +164,8 @@ func (r *Reads) waitReason(p *podState) Reason {
 	switch w.code {
 	case CodeInsufficient:
 		b := w.budget
-		free := b.ledger.free(w.resource)
-		if free.Sign() < 0 {
-			free = resource.Quantity{}
-		}
-		msg = fmt.Sprintf("%s: %s requested, %s free in %s; %s", w.resource, w.requested.String(), free.String(), b.key.Describe(), r.position(p, b))
+		free := max(b.ledger.of(w.resource).free(), 0)
+		msg = fmt.Sprintf("%s: %s requested, %s free in %s; %s", w.resource, amountText(w.requested, p.writtenFormat(w.resource)), w.budget.text(w.resource, free), b.key.Describe(), r.position(p, b))
 	case CodeBudgetClosed:
 		msg = closedMessage(w.budget)
 	case CodeBehindHead:
@@ -177,7 +173,7 @@ func (r *Reads) waitReason(p *podState) Reason {
 	case CodeNeverFits:
 		if w.family {
 			pool, _ := w.budget.familyStatus(w.resource)
-			msg = fmt.Sprintf("%s: %s requested, more than the budgets under %s keep for it and lend together (%s lent): it can never fit", w.resource, w.requested.String(), w.budget.key.Describe(), pool.String())
+			msg = fmt.Sprintf("%s: %s requested, more than the budgets under %s keep for it and lend together (%s lent): it can never fit", w.resource, amountText(w.requested, p.writtenFormat(w.resource)), w.budget.key.Describe(), w.budget.text(w.resource, pool))
 			break
 		}
 		hard := w.budget.ledger.hardOf(w.resource)
@@ -185,7 +181,7 @@ func (r *Reads) waitReason(p *podState) Reason {
 		if borrow, ok := w.budget.ledger.borrowLimit(w.resource); ok {
 			limit = fmt.Sprintf("%s hard plus %s borrowingLimit", hard.String(), borrow.String())
 		}
-		msg = fmt.Sprintf("%s: %s requested, more than the %s of %s: it can never fit", w.resource, w.requested.String(), limit, w.budget.key.Describe())
+		msg = fmt.Sprintf("%s: %s requested, more than the %s of %s: it can never fit", w.resource, amountText(w.requested, p.writtenFormat(w.resource)), limit, w.budget.key.Describe())
 	case CodeMustSpecify:
 		msg = unsetMessage(&w)
 	case CodeFairShare:
@@ -194,7 +190,7 @@ func (r *Reads) waitReason(p *podState) Reason {
 	case CodeNoLendable:
 		pool, above := w.budget.familyStatus(w.resource)
 		msg = fmt.Sprintf("%s: %s requested; the budgets under %s use %s beyond what they keep for themselves, of the %s they lend: waiting for borrowed quota to be returned",
-			w.resource, w.requested.String(), w.budget.key.Describe(), above.String(), pool.String())
+			w.resource, amountText(w.requested, p.writtenFormat(w.resource)), w.budget.key.Describe(), w.budget.text(w.resource, above), w.budget.text(w.resource, pool))
 	case CodeGroupIncomplete:
 		have, want := groupWaitCounts(p, &w)
 		msg = fmt.Sprintf("group %s: %d of %d members exist", p.pod.Group, have, want)

@@ -21,7 +21,7 @@ import (
 // lender does not take it, and nobody else needs it.
 
 // reclaimFloor is what each sibling keeps through one reclaim: floor[s][r].
-type reclaimFloor map[*budget]corev1.ResourceList
+type reclaimFloor map[*budget]amounts
 
 // reclaimFloor takes the floor for a unit that waits with w on the family of
 // w.budget, adding add(b) to each of budgets, with claims served first; the charges on
@@ -35,17 +35,17 @@ func (pr *preemptions) reclaimFloor(claims []*podState, budgets []*budget, add d
 			continue
 		}
 		for r, v := range add(c) {
-			if !v.IsZero() {
+			if v != 0 {
 				names[r] = true
 			}
 		}
 	}
 	for r := range names {
-		only := func(b *budget) corev1.ResourceList {
+		only := func(b *budget) amounts {
 			if v, ok := add(b)[r]; ok {
-				return corev1.ResourceList{r: v}
+				return amounts{r: v}
 			}
-			return corev1.ResourceList{}
+			return amounts{}
 		}
 		if !pr.fitsAfter(claims, budgets, only, w) {
 			scarce = append(scarce, r)
@@ -57,14 +57,13 @@ func (pr *preemptions) reclaimFloor(claims []*podState, budgets []*budget, add d
 		if slices.Contains(budgets, s) {
 			continue
 		}
-		keep := corev1.ResourceList{}
+		keep := amounts{}
 		for _, r := range s.ledger.resources() {
-			h, _ := s.ledger.limit(r)
-			u := s.ledger.usedOf(r)
-			if u.Cmp(h) > 0 {
-				keep[r] = h.DeepCopy() // it borrows r: down to its hard, no further
+			acc := s.ledger.of(r)
+			if acc.used > acc.hard {
+				keep[r] = acc.hard // it borrows r: down to its hard, no further
 			} else if slices.Contains(scarce, r) {
-				keep[r] = u.DeepCopy() // scarce and not borrowed: none of it
+				keep[r] = acc.used // scarce and not borrowed: none of it
 			}
 		}
 		if len(keep) > 0 {
@@ -79,7 +78,7 @@ func (pr *preemptions) reclaimFloor(claims []*podState, budgets []*budget, add d
 func (fl reclaimFloor) holds() bool {
 	for s, keep := range fl {
 		for r, k := range keep {
-			if u := s.ledger.usedOf(r); u.Cmp(k) < 0 {
+			if s.ledger.of(r).used < k {
 				return false
 			}
 		}
@@ -96,9 +95,7 @@ func borrowsScarce(p *podState, f *budget, scarce []corev1.ResourceName) *budget
 			continue
 		}
 		for _, r := range scarce {
-			h, limited := s.ledger.limit(r)
-			mine := p.chargedUsage[r]
-			if u := s.ledger.usedOf(r); limited && u.Cmp(h) > 0 && !mine.IsZero() {
+			if acc := s.ledger.of(r); acc.limited && acc.used > acc.hard && p.chargedUsage[r] != 0 {
 				return s
 			}
 		}

@@ -100,7 +100,7 @@ func (r *Reads) Status(key BudgetKey) (BudgetStatus, bool) {
 			Pod:       e.pod.pod.PodRef,
 			Group:     e.pod.pod.Group,
 			Resource:  w.resource,
-			Requested: w.requested.DeepCopy(),
+			Requested: quantityOf(w.requested, e.pod.writtenFormat(w.resource)),
 			Hard:      b.ledger.hardOf(w.resource),
 			Unset:     w.unset,
 			Member:    w.ahead.Name,

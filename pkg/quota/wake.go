@@ -4,7 +4,6 @@ import (
 	"container/heap"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // Waking (kube-scheduler's queueing hints): an event in a budget (a charged pod ends,
@@ -27,8 +26,8 @@ import (
 func wakeable(b *budget, alive func(*budget) bool, buf []*entry) (retry, fit []*entry) {
 	fit = buf
 	var capacity []*entry
-	minReq := map[corev1.ResourceName]resource.Quantity{}
-	free := map[corev1.ResourceName]resource.Quantity{}
+	minReq := map[corev1.ResourceName]int64{}
+	free := map[corev1.ResourceName]int64{}
 	for _, e := range b.queues.inadmissible {
 		w := &e.pod.wait
 		switch {
@@ -40,14 +39,14 @@ func wakeable(b *budget, alive func(*budget) bool, buf []*entry) (retry, fit []*
 		default:
 			f, ok := free[w.resource]
 			if !ok {
-				f = b.ledger.free(w.resource)
+				f = b.ledger.of(w.resource).free()
 				free[w.resource] = f
 			}
-			if w.requested.Cmp(f) > 0 {
+			if w.requested > f {
 				continue
 			}
 			capacity = append(capacity, e)
-			if m, ok := minReq[w.resource]; !ok || w.requested.Cmp(m) < 0 {
+			if m, ok := minReq[w.resource]; !ok || w.requested < m {
 				minReq[w.resource] = w.requested
 			}
 		}
@@ -68,19 +67,18 @@ func wakeable(b *budget, alive func(*budget) bool, buf []*entry) (retry, fit []*
 		}
 		w := &e.pod.wait
 		left := free[w.resource]
-		if w.requested.Cmp(left) > 0 {
+		if w.requested > left {
 			continue
 		}
-		left.Sub(w.requested)
-		free[w.resource] = left
+		free[w.resource] = left - w.requested
 		fit = append(fit, e)
 	}
 	return retry, fit
 }
 
-func anyFits(minReq, free map[corev1.ResourceName]resource.Quantity) bool {
+func anyFits(minReq, free map[corev1.ResourceName]int64) bool {
 	for r, m := range minReq {
-		if m.Cmp(free[r]) <= 0 {
+		if m <= free[r] {
 			return true
 		}
 	}

@@ -17,7 +17,7 @@ func TestWakeable(t *testing.T) {
 	other := newBudget(makeBudget("team", "other").Hard("requests.cpu=4").Obj())
 	gone := newBudget(makeBudget("team", "gone").Hard("requests.cpu=4").Obj())
 	alive := func(x *budget) bool { return x == b || x == other }
-	b.ledger.charge(&podState{pod: makePod("running").Pod()}, parseList("requests.cpu=1"), nil)
+	b.ledger.charge(&podState{pod: makePod("running").Pod()}, parseAmounts("requests.cpu=1"), nil)
 
 	g := newGroup(groupKey{"team", "g"})
 	add := func(name string, created int, blocker *budget, code ReasonCode, cpu string, grp *group) {
@@ -31,7 +31,7 @@ func TestWakeable(t *testing.T) {
 		}
 		p.wait = waitInfo{code: code, budget: blocker}
 		if cpu != "" {
-			p.wait.resource, p.wait.requested = "requests.cpu", resource.MustParse(cpu)
+			p.wait.resource, p.wait.requested = "requests.cpu", amountOf(resource.MustParse(cpu))
 		}
 		b.queues.move(&entry{pod: p, budget: b, index: -1}, queueInadmissible)
 	}
@@ -68,7 +68,7 @@ func TestWakeable(t *testing.T) {
 	}
 
 	// With nothing free, only the pods blocked for another reason go back.
-	b.ledger.charge(&podState{pod: makePod("filler").Pod()}, parseList("requests.cpu=3"), nil)
+	b.ledger.charge(&podState{pod: makePod("filler").Pod()}, parseAmounts("requests.cpu=3"), nil)
 	retry, fit = wakeable(b, alive, nil)
 	if len(fit) != 0 || len(retry) != 2 {
 		t.Errorf("a full budget: retry %v, fit %v; want the two retries and no fit", names(retry), names(fit))

@@ -1,0 +1,224 @@
+package quota
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// The model and the invariants keep their own accounts in resource lists, with
+// Quantity arithmetic, as the core kept its accounts before amounts: an oracle that
+// shares no code with amounts.go.
+
+// subtractFrom subtracts src from dst, entry by entry; entries that reach zero are
+// dropped.
+func subtractFrom(dst, src corev1.ResourceList) {
+	for name, q := range src {
+		cur := dst[name].DeepCopy()
+		cur.Sub(q)
+		if cur.IsZero() {
+			delete(dst, name)
+			continue
+		}
+		dst[name] = cur
+	}
+}
+
+// restrictTo returns the entries of list named in names; absent ones are zero.
+func restrictTo(list corev1.ResourceList, names []corev1.ResourceName) corev1.ResourceList {
+	out := make(corev1.ResourceList, len(names))
+	for _, name := range names {
+		q := list[name].DeepCopy()
+		if q.Format == "" {
+			q = *resource.NewQuantity(0, resource.DecimalSI)
+		}
+		out[name] = q
+	}
+	return out
+}
+
+// listOf is a as a resource list (DecimalSI), to compare with lists by value.
+func listOf(a amounts) corev1.ResourceList {
+	out := make(corev1.ResourceList, len(a))
+	for r, v := range a {
+		out[r] = quantityOf(v, resource.DecimalSI)
+	}
+	return out
+}
+
+// parseAmounts is parseList's list as amounts.
+func parseAmounts(s string) amounts { return amountsOf(parseList(s)) }
+
+func TestAmountOf(t *testing.T) {
+	for in, want := range map[string]int64{
+		"0":     0,
+		"1":     1000,
+		"1500m": 1500,
+		"100m":  100, // a tenth of a byte, if it is memory: kept, as ResourceQuota keeps it
+		"1u":    1,   // finer than a milli-unit: rounded up, as MilliValue rounds
+		"-1u":   -1,  // away from zero
+		"1Gi":   1 << 30 * 1000,
+		"1k":    1_000_000,
+		"1Pi":   1 << 50 * 1000,
+		"8Pi":   8 << 50 * 1000, // 9.007e18: still below the bound
+		"9Pi":   math.MaxInt64,  // beyond it: saturated
+		"1Ei":   math.MaxInt64,
+		"1e300": math.MaxInt64,
+		"-1Ei":  -math.MaxInt64,
+		"2.5":   2500,
+	} {
+		if got := amountOf(resource.MustParse(in)); got != want {
+			t.Errorf("amountOf(%s) = %d, want %d", in, got, want)
+		}
+	}
+}
+
+func TestAddAmountSaturates(t *testing.T) {
+	for _, tc := range []struct{ x, y, want int64 }{
+		{1, 2, 3},
+		{math.MaxInt64, 1, math.MaxInt64},
+		{math.MaxInt64 - 1, math.MaxInt64 - 1, math.MaxInt64},
+		{-math.MaxInt64, -1, -math.MaxInt64},
+		{math.MinInt64 + 5, -10, -math.MaxInt64},
+		{math.MaxInt64, -math.MaxInt64, 0},
+	} {
+		if got := addAmount(tc.x, tc.y); got != tc.want {
+			t.Errorf("addAmount(%d, %d) = %d, want %d", tc.x, tc.y, got, tc.want)
+		}
+	}
+}
+
+// Amounts written back for a status read as Quantity arithmetic wrote them.
+func TestQuantityOf(t *testing.T) {
+	for _, tc := range []struct {
+		v      int64
+		format resource.Format
+		want   string
+	}{
+		{4000, resource.DecimalSI, "4"},
+		{1500, resource.DecimalSI, "1500m"},
+		{0, resource.BinarySI, "0"},
+		{2 << 30 * 1000, resource.BinarySI, "2Gi"},
+		{1_000_000, resource.DecimalSI, "1k"},
+		{100, resource.BinarySI, "100m"},
+		{-500, resource.DecimalSI, "-500m"},
+		{3000, "", "3"},
+	} {
+		q := quantityOf(tc.v, tc.format)
+		if got := q.String(); got != tc.want {
+			t.Errorf("quantityOf(%d, %q) = %s, want %s", tc.v, tc.format, got, tc.want)
+		}
+	}
+}
+
+// Fractional memory sums as ResourceQuota sums it: ten pods of a tenth of a byte fit
+// in a hard of one byte, and the eleventh does not.
+func TestLedgerFractionalMemory(t *testing.T) {
+	l := newLedger()
+	l.setHard(parseList("requests.memory=1"))
+	for i := range 10 {
+		if r, over := l.excess(parseAmounts("requests.memory=100m")); over {
+			t.Fatalf("pod %d of memory 100m does not fit in hard 1: %s", i, r)
+		}
+		l.charge(&podState{pod: makePod("p" + string(rune('a'+i))).Pod()}, parseAmounts("requests.memory=100m"), nil)
+	}
+	if _, over := l.excess(parseAmounts("requests.memory=100m")); !over {
+		t.Error("an eleventh pod of memory 100m fits in hard 1")
+	}
+	_, used, _ := l.totals()
+	if got := used["requests.memory"]; got.String() != "1" {
+		t.Errorf("used requests.memory = %s, want 1", got.String())
+	}
+}
+
+// A hard beyond the bound limits nothing a pod asks, and a usage beyond it fits no
+// smaller hard, as with Quantities.
+func TestLedgerHugeQuantities(t *testing.T) {
+	l := newLedger()
+	l.setHard(parseList("requests.memory=1Ei,requests.cpu=4"))
+	if _, over := l.excess(parseAmounts("requests.memory=8Pi,requests.cpu=1")); over {
+		t.Error("8Pi does not fit in a hard of 1Ei")
+	}
+	if r, over := l.excess(parseAmounts("requests.cpu=1Ei")); !over || r != "requests.cpu" {
+		t.Errorf("excess(cpu=1Ei) under hard cpu=4 = %q, %v; want requests.cpu", r, over)
+	}
+	hard, _, _ := l.totals()
+	if got := hard["requests.memory"]; got.String() != "1Ei" {
+		t.Errorf("hard written back = %s, want 1Ei as written", got.String())
+	}
+}
+
+// amountString is v as a Quantity prints it (DecimalSI).
+func amountString(v int64) string {
+	q := quantityOf(v, "")
+	return q.String()
+}
+
+// Used and pending print in the format of the pod quantity that made them non-zero, as
+// the Quantity sums did, whatever format hard is written in; borrowed as used, lent as
+// hard.
+func TestLedgerTotalsKeepThePodsFormat(t *testing.T) {
+	l := newLedger()
+	l.setHard(parseList("requests.memory=8G,requests.cpu=4"))
+	a, b := &podState{pod: makePod("a").Pod()}, &podState{pod: makePod("b").Pod()}
+	a.pod.Usage = parseList("requests.memory=512Mi,requests.cpu=500m")
+	b.pod.Usage = parseList("requests.memory=1G,requests.cpu=1")
+	l.charge(a, a.usage(), nil)
+	l.charge(b, b.usage(), nil)
+	l.wait(b.usage(), b.pod.Usage)
+	_, used, pending := l.totals()
+	for name, tc := range map[string]struct {
+		got  resource.Quantity
+		want string
+	}{
+		"used memory":    {used["requests.memory"], "1536870912"}, // 512Mi first: BinarySI, which 1G breaks
+		"used cpu":       {used["requests.cpu"], "1500m"},
+		"pending memory": {pending["requests.memory"], "1G"},
+	} {
+		if got := tc.got.String(); got != tc.want {
+			t.Errorf("%s = %s, want %s", name, got, tc.want)
+		}
+	}
+	l.release(b, b.usage(), nil)
+	if _, used, _ := l.totals(); used.Name("requests.memory", "").String() != "512Mi" {
+		t.Errorf("used memory after b ends = %s, want 512Mi", used.Name("requests.memory", "").String())
+	}
+	// A hard written in another format changes none of it.
+	l.setHard(parseList("requests.memory=8Gi,requests.cpu=4"))
+	if _, used, pending := l.totals(); used.Name("requests.memory", "").String() != "512Mi" || pending.Name("requests.memory", "").String() != "1G" {
+		t.Errorf("after hard changed format: used memory %s, pending %s; want 512Mi, 1G",
+			used.Name("requests.memory", "").String(), pending.Name("requests.memory", "").String())
+	}
+}
+
+// What a pod requests prints as the pod writes it, in its reason and in the status's
+// neverFit, whatever format hard is written in; what is free prints as hard.
+func TestRequestedPrintsInThePodsFormat(t *testing.T) {
+	q, _ := newTestQueue()
+	optIn(q, "team-a")
+	key := BudgetKey{Namespace: "team-a", Name: "mem"}
+	q.UpsertBudget(makeBudget("team-a", "mem").Hard("memory=1G").Obj())
+	q.UpsertPod(makePod("big").Req("memory=2Gi").Pod())
+	q.UpsertPod(makePod("fits").Created(1).Req("memory=768Mi").Pod())
+	q.UpsertPod(makePod("next").Created(2).Req("memory=512Mi").Pod())
+	if diff := admitNames(q); len(diff) != 1 || diff[0] != "fits" {
+		t.Fatalf("admitted %v, want [fits]", diff)
+	}
+	st := mustStatus(t, q, key)
+	if len(st.NeverFit) != 1 || st.NeverFit[0].Requested.String() != "2Gi" || st.NeverFit[0].Hard.String() != "1G" {
+		t.Errorf("neverFit = %+v, want big requesting 2Gi of hard 1G", st.NeverFit)
+	}
+	for uid, want := range map[string]string{
+		"big":  "requests.memory: 2Gi requested, more than the 1G hard of Budget team-a/mem: it can never fit",
+		"next": "requests.memory: 512Mi requested, 194693632 free in Budget team-a/mem",
+	} {
+		r, _ := q.Reader().WaitReason(types.UID(uid))
+		if !strings.HasPrefix(r.Message, want) {
+			t.Errorf("%s waits: %q, want it to start %q", uid, r.Message, want)
+		}
+	}
+}
