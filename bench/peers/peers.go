@@ -30,11 +30,15 @@ type Options struct {
 	// the sizes of Kueue's scheduler performance scenario.
 	parts      string
 	schedScale int
+	// deepDepth and deepReps are the deep queue's; memoryLevels the pending pods of the
+	// memory growth figure, divided by schedScale.
+	deepDepth, deepReps int
+	memoryLevels        figures.IntList
 }
 
 // peerParts are what -peers-parts may name: the figures of issue 14 (release, reaction,
 // create → ungate, memory with gated pods) and Kueue's scheduler performance scenario.
-var peerParts = []string{"figures", "kueue-scheduler"}
+var peerParts = []string{"figures", "deep-queue", "memory-growth", "family-release", "kueue-scheduler"}
 
 func (o Options) want(part string) bool {
 	return slices.Contains(strings.Split(o.parts, ","), part)
@@ -47,6 +51,7 @@ func DefaultOptions() Options {
 		json:         "docs/benchmarks-peers.json",
 		n:            1000, reps: 2, reactionReps: 100, createSamples: 200,
 		parts: strings.Join(peerParts, ","), schedScale: 1,
+		deepDepth: 536, deepReps: 50, memoryLevels: figures.IntList{1000, 10000, 50000},
 	}
 }
 
@@ -61,7 +66,10 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.reactionReps, "peers-reaction-reps", o.reactionReps, "Reaction repetitions per system (-peers).")
 	fs.IntVar(&o.createSamples, "peers-create-samples", o.createSamples, "Create→ungate samples per system (-peers).")
 	fs.StringVar(&o.parts, "peers-parts", o.parts, "The parts to run, comma-separated, of "+strings.Join(peerParts, ",")+" (-peers).")
-	fs.IntVar(&o.schedScale, "peers-scale", o.schedScale, "Divide the workload counts of Kueue's scheduler performance scenario by this (-peers; 1: its full size).")
+	fs.IntVar(&o.schedScale, "peers-scale", o.schedScale, "Divide the workload counts of Kueue's scheduler performance scenario and the memory growth levels by this (-peers; 1: full size).")
+	fs.IntVar(&o.deepDepth, "peers-deep-depth", o.deepDepth, "Pods queued behind the head in the deep queue figure (-peers).")
+	fs.IntVar(&o.deepReps, "peers-deep-reps", o.deepReps, "Rounds of the deep queue figure per system (-peers).")
+	fs.Var(&o.memoryLevels, "peers-memory-levels", "Pending pods at which the memory growth figure reads each manager's memory, before -peers-scale divides them (-peers).")
 }
 
 // env is the benchmark's world (figures.Env), with the steps that measure Kueue and the
@@ -99,8 +107,11 @@ type PeersReport struct {
 	Quotagate    system         `json:"quotagate"`
 	Kueue        system         `json:"kueue"`
 	Bare         system         `json:"bareClient"`
-	// Sched is Kueue's scheduler performance scenario (-peers-parts kueue-scheduler).
-	Sched *schedReport `json:"kueueScheduler,omitempty"`
+	// The parts of issue 35, each when the run includes it (-peers-parts).
+	DeepQueue     *deepQueue     `json:"deepQueue,omitempty"`
+	MemoryGrowth  []memoryLevel  `json:"memoryGrowth,omitempty"`
+	FamilyRelease *familyRelease `json:"familyRelease,omitempty"`
+	Sched         *schedReport   `json:"kueueScheduler,omitempty"`
 }
 
 // Run starts a local control plane and measures quotagate's manager, Kueue's
@@ -193,6 +204,9 @@ func measureQuotagateAndBare(ctx context.Context, e *env, o Options, bin, bareBi
 			return err
 		}
 	}
+	if err := measureGrowthQuotagateAndBare(ctx, e, o, p, r); err != nil {
+		return err
+	}
 	if e.sched != nil {
 		report.Logf("quotagate: Kueue's scheduler performance scenario, %d workloads", len(e.sched.Workloads))
 		if r.Sched.Quotagate, err = e.runSched(ctx, *e.sched, e.quotagateSched()); err != nil {
@@ -264,6 +278,9 @@ func measureKueue(ctx context.Context, e *env, o Options, bin, root, dir string,
 			return err
 		}
 	}
+	if err := measureGrowthKueue(ctx, e, o, p, r); err != nil {
+		return err
+	}
 	if e.sched != nil {
 		report.Logf("Kueue: Kueue's scheduler performance scenario, %d workloads", len(e.sched.Workloads))
 		if r.Sched.Kueue, err = e.runSched(ctx, *e.sched, e.kueueSched()); err != nil {
@@ -291,7 +308,7 @@ func measureFiguresKueue(ctx context.Context, e *env, o Options, p *peerProcess,
 		report.Logf("  release %d: Kueue %.1f pods/s (first after %v)", i+1, float64(o.n)/k.Took.Seconds(), k.First.Round(time.Millisecond))
 	}
 	report.Logf("Kueue: reaction, %d repetitions", o.reactionReps)
-	k, err := e.reactionByKueue(ctx, o.reactionReps)
+	k, err := e.reactionByKueue(ctx, "reaction-kueue", 0, o.reactionReps)
 	if err != nil {
 		return fmt.Errorf("kueue reaction: %w", err)
 	}
