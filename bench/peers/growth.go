@@ -79,7 +79,8 @@ func (e *env) memoryGrowthQuotagate(ctx context.Context, levels []int, pid int, 
 }
 
 // memoryGrowthKueue is memoryGrowthQuotagate for Kueue: a ClusterQueue of zero cpu, read
-// once it counts each level of pending Workloads.
+// once it counts each level of pending Workloads. Its pods are left in place
+// (measureGrowthKueueLast).
 func (e *env) memoryGrowthKueue(ctx context.Context, levels []int, pid int, out []memoryLevel) error {
 	ns, err := e.newKueueNamespace(ctx, "growth-kueue")
 	if err != nil {
@@ -103,7 +104,7 @@ func (e *env) memoryGrowthKueue(ctx context.Context, levels []int, pid int, out 
 		}
 		report.Logf("  Kueue with %d pending Workloads: RSS %.0f MiB", level, report.MiB(out[i].Kueue.RSS))
 	}
-	return e.DeletePods(ctx, ns)
+	return nil
 }
 
 // releaseInFamily is figures' ReleaseByQuotagate in a family: n pods gated in a Budget

@@ -57,8 +57,8 @@ func measureGrowthQuotagateAndBare(ctx context.Context, e *env, o Options, p *pe
 	return nil
 }
 
-// measureGrowthKueue is measureGrowthQuotagateAndBare's Kueue side, with its manager p.
-func measureGrowthKueue(ctx context.Context, e *env, o Options, p *peerProcess, r *PeersReport) error {
+// measureGrowthKueue is the deep queue on Kueue's side.
+func measureGrowthKueue(ctx context.Context, e *env, o Options, r *PeersReport) error {
 	if r.DeepQueue != nil {
 		report.Logf("Kueue: deep queue, %d pods behind the head, %d rounds", o.deepDepth, o.deepReps)
 		k, err := e.reactionByKueue(ctx, "deep-kueue", o.deepDepth, o.deepReps)
@@ -67,6 +67,13 @@ func measureGrowthKueue(ctx context.Context, e *env, o Options, p *peerProcess, 
 		}
 		r.DeepQueue.Kueue = report.Millis(k)
 	}
+	return nil
+}
+
+// measureGrowthKueueLast is the memory growth on Kueue's side. It leaves its pods in
+// place (Kueue releases each one's finalizer, some ten a second), so it is the last
+// thing measured on the control plane, which stops after it.
+func measureGrowthKueueLast(ctx context.Context, e *env, p *peerProcess, r *PeersReport) error {
 	if len(r.MemoryGrowth) > 0 {
 		levels := make([]int, len(r.MemoryGrowth))
 		for i, m := range r.MemoryGrowth {

@@ -278,7 +278,7 @@ func measureKueue(ctx context.Context, e *env, o Options, bin, root, dir string,
 			return err
 		}
 	}
-	if err := measureGrowthKueue(ctx, e, o, p, r); err != nil {
+	if err := measureGrowthKueue(ctx, e, o, r); err != nil {
 		return err
 	}
 	if e.sched != nil {
@@ -287,7 +287,7 @@ func measureKueue(ctx context.Context, e *env, o Options, bin, root, dir string,
 			return fmt.Errorf("kueue, its scheduler performance scenario: %w", err)
 		}
 	}
-	return nil
+	return measureGrowthKueueLast(ctx, e, p, r)
 }
 
 func measureFiguresKueue(ctx context.Context, e *env, o Options, p *peerProcess, r *PeersReport) error {

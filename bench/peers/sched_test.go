@@ -205,8 +205,8 @@ func TestSchedWatchChecksQuota(t *testing.T) {
 	if diff := cmp.Diff([]int{0, 1}, admitted); diff != "" {
 		t.Errorf("admitted (-want +got):\n%s", diff)
 	}
-	if !sw.admittedAt[0].Equal(at.Add(4*time.Second)) || !sw.lastEnd.Equal(at.Add(8*time.Second)) {
-		t.Errorf("admitted at %v, last end %v", sw.admittedAt[0], sw.lastEnd)
+	if !sw.seenAt[0].Equal(at) || !sw.seenAt[1].Equal(at.Add(2*time.Second)) || !sw.admittedAt[0].Equal(at.Add(4*time.Second)) || !sw.lastEnd.Equal(at.Add(8*time.Second)) {
+		t.Errorf("workload 0 seen at %v, admitted at %v; workload 1 seen at %v; last end %v", sw.seenAt[0], sw.admittedAt[0], sw.seenAt[1], sw.lastEnd)
 	}
 	if sw.violations != 1 || sw.over != 1000 || sw.lost != 1 || sw.queueUse["q"] != 0 {
 		t.Errorf("violations %d over %d lost %d use %d; want 1, 1000, 1, 0", sw.violations, sw.over, sw.lost, sw.queueUse["q"])

@@ -50,8 +50,8 @@ func (e *env) planSched(ctx context.Context, root string, scale int, r *PeersRep
 		return err
 	}
 	e.sched, r.Sched = &p, newSchedReport(p, scale)
-	report.Logf("Kueue's scheduler performance scenario at 1/%d: %d workloads in %d queues; the ideal replay ends after %.1f s",
-		scale, len(p.Workloads), len(p.Queues), r.Sched.Ideal.WallSeconds)
+	report.Logf("Kueue's scheduler performance scenario at 1/%d: %d workloads in %d queues; the ideal replay: wall %.1f s, %s",
+		scale, len(p.Workloads), len(p.Queues), r.Sched.Ideal.WallSeconds, r.Sched.Ideal.classesText(p.classes()))
 	return nil
 }
 

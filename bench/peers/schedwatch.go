@@ -36,10 +36,13 @@ type schedWatch struct {
 	ungated    []int                     // pods of each workload that lost the gate
 	ended      []int                     // pods of each workload that ended
 	admittedAt []time.Time
-	lastEnd    time.Time
-	finished   int
-	queueUse   map[string]int64
-	cohortUse  map[string]int64
+	// seenAt is when the first event of each workload's pods arrived: its creation, as
+	// Kueue's recorder takes it (the first event of the Workload).
+	seenAt    []time.Time
+	lastEnd   time.Time
+	finished  int
+	queueUse  map[string]int64
+	cohortUse map[string]int64
 	// violations counts the events after which some queue or cohort used more than its
 	// quota; over is the largest excess seen, in millicores.
 	violations int
@@ -60,7 +63,7 @@ type schedPodState struct {
 func newSchedWatch(p schedPlan, gate string, onAdmit func(int)) *schedWatch {
 	sw := &schedWatch{plan: p, gate: gate, onAdmit: onAdmit, limits: map[string]int64{}, cohorts: p.cohortMilli(), cohort: map[string]string{},
 		pods: map[string]*schedPodState{}, ungated: make([]int, len(p.Workloads)), ended: make([]int, len(p.Workloads)),
-		admittedAt: make([]time.Time, len(p.Workloads)), queueUse: map[string]int64{}, cohortUse: map[string]int64{},
+		admittedAt: make([]time.Time, len(p.Workloads)), seenAt: make([]time.Time, len(p.Workloads)), queueUse: map[string]int64{}, cohortUse: map[string]int64{},
 		done: make(chan struct{})}
 	for _, q := range p.Queues {
 		limit := q.NominalMilli
@@ -91,6 +94,9 @@ func (sw *schedWatch) observe(typ watch.EventType, pod *corev1.Pod, at time.Time
 	if st == nil {
 		st = &schedPodState{w: w, milli: podCPUMilli(pod)}
 		sw.pods[key] = st
+	}
+	if sw.seenAt[w].IsZero() {
+		sw.seenAt[w] = at
 	}
 	if st.ended {
 		return nil
