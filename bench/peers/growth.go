@@ -96,7 +96,8 @@ func (e *env) memoryGrowthKueue(ctx context.Context, levels []int, pid int, out 
 			return err
 		}
 		from = level
-		if err := e.waitKueuePending(ctx, ns, level); err != nil {
+		// Kueue makes a Workload of each pod at some tens a second: 50,000 take minutes.
+		if err := e.waitKueuePendingWithin(ctx, ns, level, 5*time.Minute+time.Duration(level)*100*time.Millisecond); err != nil {
 			return err
 		}
 		if out[i].Kueue, err = figures.ProcessMemory(pid); err != nil {

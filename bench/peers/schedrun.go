@@ -206,9 +206,9 @@ func (e *env) runSched(ctx context.Context, p schedPlan, sys schedSystem) (res s
 	case err := <-errs:
 		creators.Wait()
 		return res, err
-	case <-time.After(last + 10*time.Minute):
+	case <-time.After(last + schedGrace(len(p.Workloads))):
 		cancel()
-		return res, fmt.Errorf("%s: the scenario did not end within 10 minutes of its last create", sys.name)
+		return res, fmt.Errorf("%s: the scenario did not end within %v of its last create", sys.name, schedGrace(len(p.Workloads)))
 	}
 	creators.Wait()
 	finishers.Wait()
@@ -258,6 +258,13 @@ func (r schedResult) classesText(classes []string) string {
 		parts[i] = fmt.Sprintf("%s %.2f s", c, r.Classes[c].Mean)
 	}
 	return "mean time to admission " + strings.Join(parts, ", ")
+}
+
+// schedGrace is how long after its last create a run may take to end: 10 minutes,
+// and 250 ms per workload (Kueue admitted some 7 plain pods a second of this scenario on a
+// busy machine, so the full size takes it tens of minutes).
+func schedGrace(workloads int) time.Duration {
+	return 10*time.Minute + time.Duration(workloads)*250*time.Millisecond
 }
 
 // bySet is the plan's workloads by workload set, each set in creation order.
