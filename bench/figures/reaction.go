@@ -72,6 +72,12 @@ func (e *Env) ReactionByQuotagate(ctx context.Context, reps int) ([]time.Duratio
 // ReactionInNamespace runs the quotagate chain in ns, an opted-in namespace with a
 // ServiceAccount and nothing else yet.
 func (e *Env) ReactionInNamespace(ctx context.Context, ns string, reps int) ([]time.Duration, error) {
+	return e.ReactionBehind(ctx, ns, 0, reps)
+}
+
+// ReactionBehind is ReactionInNamespace with depth more pods queued behind the chain's:
+// every round's next pod is the head of a queue of at least depth pods.
+func (e *Env) ReactionBehind(ctx context.Context, ns string, depth, reps int) ([]time.Duration, error) {
 	if err := e.CreateBudget(ctx, ns, "1"); err != nil {
 		return nil, err
 	}
@@ -81,10 +87,10 @@ func (e *Env) ReactionInNamespace(ctx context.Context, ns string, reps int) ([]t
 	}
 	defer pw.Stop()
 	spec := PodSpec{Prefix: "p", CPU: "1", Gates: []string{v1alpha1.SchedulingGate, HoldGate}}
-	if err := e.CreatePods(ctx, ns, spec, 0, reps+1); err != nil {
+	if err := e.CreatePods(ctx, ns, spec, 0, depth+reps+1); err != nil {
 		return nil, err
 	}
-	if err := e.WaitGated(ctx, ns, reps); err != nil {
+	if err := e.WaitGated(ctx, ns, depth+reps); err != nil {
 		return nil, err
 	}
 	out, err := e.ChainLatencies(ctx, ns, pw, reps)
@@ -97,7 +103,13 @@ func (e *Env) ReactionInNamespace(ctx context.Context, ns string, reps int) ([]t
 // ReactionByBareClient: the same chain, where the reacting controller is a bare watch
 // that ungates the next pod as soon as it reads a pod's terminal status.
 func (e *Env) ReactionByBareClient(ctx context.Context, reps int) ([]time.Duration, error) {
-	ns, err := e.NewNamespace(ctx, "reaction-bare", false)
+	return e.BareReactionBehind(ctx, "reaction-bare", 0, reps)
+}
+
+// BareReactionBehind is ReactionByBareClient in a namespace named after what, with depth
+// more pods queued behind the chain's (ReactionBehind).
+func (e *Env) BareReactionBehind(ctx context.Context, what string, depth, reps int) ([]time.Duration, error) {
+	ns, err := e.NewNamespace(ctx, what, false)
 	if err != nil {
 		return nil, err
 	}
@@ -108,12 +120,12 @@ func (e *Env) ReactionByBareClient(ctx context.Context, reps int) ([]time.Durati
 	defer pw.Stop()
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	reactor, err := e.startReactor(rctx, ns, reps+1)
+	reactor, err := e.startReactor(rctx, ns, depth+reps+1)
 	if err != nil {
 		return nil, err
 	}
 	spec := PodSpec{Prefix: "p", CPU: "1", Gates: []string{BaselineGate, HoldGate}}
-	if err := e.CreatePods(ctx, ns, spec, 0, reps+1); err != nil {
+	if err := e.CreatePods(ctx, ns, spec, 0, depth+reps+1); err != nil {
 		return nil, err
 	}
 	if err := pw.WaitFor(ctx, "the first pod to be released", func(pw *PodWatch) bool { return len(pw.Order) == 1 }); err != nil {

@@ -80,9 +80,10 @@ func (e *env) releaseByKueue(ctx context.Context, o figures.ReleaseOpts, rss fun
 }
 
 // reactionByKueue is reactionByQuotagate for Kueue: a ClusterQueue of one CPU, pods of
-// one CPU each.
-func (e *env) reactionByKueue(ctx context.Context, reps int) ([]time.Duration, error) {
-	ns, err := e.newKueueNamespace(ctx, "reaction-kueue")
+// one CPU each, in a namespace named after what, with depth more pods queued behind the
+// chain's (figures.ReactionBehind).
+func (e *env) reactionByKueue(ctx context.Context, what string, depth, reps int) ([]time.Duration, error) {
+	ns, err := e.newKueueNamespace(ctx, what)
 	if err != nil {
 		return nil, err
 	}
@@ -95,10 +96,10 @@ func (e *env) reactionByKueue(ctx context.Context, reps int) ([]time.Duration, e
 	}
 	defer pw.Stop()
 	spec := kueueSpec(figures.PodSpec{Prefix: "p", CPU: "1", Gates: []string{figures.HoldGate}})
-	if err := e.CreatePods(ctx, ns, spec, 0, reps+1); err != nil {
+	if err := e.CreatePods(ctx, ns, spec, 0, depth+reps+1); err != nil {
 		return nil, err
 	}
-	if err := e.waitKueuePending(ctx, ns, reps); err != nil {
+	if err := e.waitKueuePending(ctx, ns, depth+reps); err != nil {
 		return nil, err
 	}
 	if err := pw.WaitFor(ctx, "Kueue to release the first pod", func(pw *figures.PodWatch) bool { return len(pw.Order) == 1 }); err != nil {

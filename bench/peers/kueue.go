@@ -8,11 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -273,7 +275,12 @@ func (e *env) setKueueCPU(ctx context.Context, ns, cpu string) error {
 // waitKueuePending waits until ns's ClusterQueue counts n pending workloads: Kueue has
 // seen every pod and found it does not fit.
 func (e *env) waitKueuePending(ctx context.Context, ns string, n int) error {
-	err := figures.Poll(ctx, func(ctx context.Context) (bool, error) {
+	return e.waitKueuePendingWithin(ctx, ns, n, 5*time.Minute)
+}
+
+// waitKueuePendingWithin is waitKueuePending for at most timeout.
+func (e *env) waitKueuePendingWithin(ctx context.Context, ns string, n int, timeout time.Duration) error {
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		cq := kueueObject("ClusterQueue", "", ns, nil)
 		if err := e.Admin.Get(ctx, client.ObjectKey{Name: ns}, cq); err != nil {
 			return false, nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -25,6 +26,22 @@ type Options struct {
 	markdown, json        string
 	n, reps, reactionReps int
 	createSamples         int
+	// parts are the parts of the run (peerParts), comma-separated; schedScale divides
+	// the sizes of Kueue's scheduler performance scenario.
+	parts      string
+	schedScale int
+	// deepDepth and deepReps are the deep queue's; memoryLevels the pending pods of the
+	// memory growth figure, divided by schedScale.
+	deepDepth, deepReps int
+	memoryLevels        figures.IntList
+}
+
+// peerParts are what -peers-parts may name: the figures of issue 14 (release, reaction,
+// create → ungate, memory with gated pods) and Kueue's scheduler performance scenario.
+var peerParts = []string{"figures", "deep-queue", "memory-growth", "family-release", "kueue-scheduler"}
+
+func (o Options) want(part string) bool {
+	return slices.Contains(strings.Split(o.parts, ","), part)
 }
 
 func DefaultOptions() Options {
@@ -33,6 +50,8 @@ func DefaultOptions() Options {
 		markdown:     "docs/benchmarks-peers.md",
 		json:         "docs/benchmarks-peers.json",
 		n:            1000, reps: 2, reactionReps: 100, createSamples: 200,
+		parts: strings.Join(peerParts, ","), schedScale: 1,
+		deepDepth: 536, deepReps: 50, memoryLevels: figures.IntList{1000, 10000, 50000},
 	}
 }
 
@@ -46,11 +65,20 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.reps, "peers-reps", o.reps, "Release repetitions per system (-peers).")
 	fs.IntVar(&o.reactionReps, "peers-reaction-reps", o.reactionReps, "Reaction repetitions per system (-peers).")
 	fs.IntVar(&o.createSamples, "peers-create-samples", o.createSamples, "Create→ungate samples per system (-peers).")
+	fs.StringVar(&o.parts, "peers-parts", o.parts, "The parts to run, comma-separated, of "+strings.Join(peerParts, ",")+" (-peers).")
+	fs.IntVar(&o.schedScale, "peers-scale", o.schedScale, "Divide the workload counts of Kueue's scheduler performance scenario and the memory growth levels by this (-peers; 1: full size).")
+	fs.IntVar(&o.deepDepth, "peers-deep-depth", o.deepDepth, "Pods queued behind the head in the deep queue figure (-peers).")
+	fs.IntVar(&o.deepReps, "peers-deep-reps", o.deepReps, "Rounds of the deep queue figure per system (-peers).")
+	fs.Var(&o.memoryLevels, "peers-memory-levels", "Pending pods at which the memory growth figure reads each manager's memory, before -peers-scale divides them (-peers).")
 }
 
 // env is the benchmark's world (figures.Env), with the steps that measure Kueue and the
 // managers running as processes as its methods.
-type env struct{ *figures.Env }
+type env struct {
+	*figures.Env
+	// sched is Kueue's scheduler performance scenario, when the run includes it.
+	sched *schedPlan
+}
 
 // system is one of the three measured side by side.
 type system struct {
@@ -79,6 +107,11 @@ type PeersReport struct {
 	Quotagate    system         `json:"quotagate"`
 	Kueue        system         `json:"kueue"`
 	Bare         system         `json:"bareClient"`
+	// The parts of issue 35, each when the run includes it (-peers-parts).
+	DeepQueue     *deepQueue     `json:"deepQueue,omitempty"`
+	MemoryGrowth  []memoryLevel  `json:"memoryGrowth,omitempty"`
+	FamilyRelease *familyRelease `json:"familyRelease,omitempty"`
+	Sched         *schedReport   `json:"kueueScheduler,omitempty"`
 }
 
 // Run starts a local control plane and measures quotagate's manager, Kueue's
@@ -91,6 +124,11 @@ func Run(ctx context.Context, o Options, renderOnly bool) (err error) {
 			return err
 		}
 		return report.RenderAgain(&PeersReport{}, abs(o.json), abs(o.markdown))
+	}
+	for _, part := range strings.Split(o.parts, ",") {
+		if !slices.Contains(peerParts, part) {
+			return fmt.Errorf("-peers-parts: %q is none of %s", part, strings.Join(peerParts, ","))
+		}
 	}
 	if o.kueue == "" {
 		return errors.New("-kueue: the path of Kueue's manager binary is needed (make bench-peers builds it)")
@@ -130,8 +168,13 @@ func Run(ctx context.Context, o Options, renderOnly bool) (err error) {
 	if err != nil {
 		return err
 	}
-	e := &env{fe}
+	e := &env{Env: fe}
 	defer func() { err = errors.Join(err, e.Cluster.Stop()) }()
+	if o.want("kueue-scheduler") {
+		if err := e.planSched(ctx, root, o.schedScale, &r); err != nil {
+			return err
+		}
+	}
 
 	if err := measureQuotagateAndBare(ctx, e, o, qgBin, bareBin, dir, &r); err != nil {
 		return err
@@ -156,6 +199,24 @@ func measureQuotagateAndBare(ctx context.Context, e *env, o Options, bin, bareBi
 	if r.Quotagate.Idle, err = figures.ProcessMemory(p.pid()); err != nil {
 		return err
 	}
+	if o.want("figures") {
+		if err := measureFiguresQuotagateAndBare(ctx, e, o, p, bareBin, dir, r); err != nil {
+			return err
+		}
+	}
+	if err := measureGrowthQuotagateAndBare(ctx, e, o, p, r); err != nil {
+		return err
+	}
+	if e.sched != nil {
+		report.Logf("quotagate: Kueue's scheduler performance scenario, %d workloads", len(e.sched.Workloads))
+		if r.Sched.Quotagate, err = e.runSched(ctx, *e.sched, e.quotagateSched()); err != nil {
+			return fmt.Errorf("quotagate, Kueue's scheduler performance scenario: %w", err)
+		}
+	}
+	return nil
+}
+
+func measureFiguresQuotagateAndBare(ctx context.Context, e *env, o Options, p *peerProcess, bareBin, dir string, r *PeersReport) error {
 	if err := measureBareManager(ctx, e, o.n, bareBin, dir, r, func(also func(context.Context) error) error {
 		report.Logf("quotagate and the bare manager: memory with %d gated pods", o.n)
 		gated, err := e.parkedMemory(ctx, o.n, p.pid(), also)
@@ -212,6 +273,24 @@ func measureKueue(ctx context.Context, e *env, o Options, bin, root, dir string,
 	if r.Kueue.Idle, err = figures.ProcessMemory(p.pid()); err != nil {
 		return err
 	}
+	if o.want("figures") {
+		if err := measureFiguresKueue(ctx, e, o, p, r); err != nil {
+			return err
+		}
+	}
+	if err := measureGrowthKueue(ctx, e, o, r); err != nil {
+		return err
+	}
+	if e.sched != nil {
+		report.Logf("Kueue: Kueue's scheduler performance scenario, %d workloads", len(e.sched.Workloads))
+		if r.Sched.Kueue, err = e.runSched(ctx, *e.sched, e.kueueSched()); err != nil {
+			return fmt.Errorf("kueue, its scheduler performance scenario: %w", err)
+		}
+	}
+	return measureGrowthKueueLast(ctx, e, p, r)
+}
+
+func measureFiguresKueue(ctx context.Context, e *env, o Options, p *peerProcess, r *PeersReport) error {
 	r.Kueue.ReleaseCPU = map[string]float64{}
 	for i := range o.reps {
 		rss := func() error { return nil }
@@ -229,7 +308,7 @@ func measureKueue(ctx context.Context, e *env, o Options, bin, root, dir string,
 		report.Logf("  release %d: Kueue %.1f pods/s (first after %v)", i+1, float64(o.n)/k.Took.Seconds(), k.First.Round(time.Millisecond))
 	}
 	report.Logf("Kueue: reaction, %d repetitions", o.reactionReps)
-	k, err := e.reactionByKueue(ctx, o.reactionReps)
+	k, err := e.reactionByKueue(ctx, "reaction-kueue", 0, o.reactionReps)
 	if err != nil {
 		return fmt.Errorf("kueue reaction: %w", err)
 	}

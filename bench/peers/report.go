@@ -227,6 +227,10 @@ Machine: %[7]d CPUs, %.1[8]f GiB, shared with other work; load average (1, 5, 15
 	b.WriteString("\n" + r.bareBound())
 	fmt.Fprintf(&b, "\nCPU milliseconds per released pod, by process, over the releases: quotagate: %s. Kueue: %s. Bare client: %s.\n",
 		cpuPerPod(r.Quotagate, r.N), cpuPerPod(r.Kueue, r.N), cpuPerPod(r.Bare, r.N))
+	b.WriteString(r.growthMarkdown())
+	if r.Sched != nil {
+		b.WriteString(r.Sched.markdown())
+	}
 	b.WriteString("\n" + peersAnalysis)
 	return b.String()
 }
