@@ -123,8 +123,10 @@ bench-scale: tools ## Measure quotagate with up to 100,000 gated pods in 1,000 b
 	go run ./bench -scale -sizes $(SCALE_SIZES)
 
 .PHONY: bench-peers
-bench-peers: tools $(KUEUE_MANAGER) ## Measure quotagate beside Kueue $(KUEUE_VERSION) (plain pods) and the bare client in one run; write docs/benchmarks-peers.{md,json}.
-	go run ./bench -peers -kueue $(KUEUE_MANAGER) -kueue-version $(KUEUE_VERSION)
+PEERS_ARGS ?=
+
+bench-peers: tools $(KUEUE_MANAGER) ## Measure quotagate beside Kueue $(KUEUE_VERSION) (plain pods) and the bare client in one run; write docs/benchmarks-peers.{md,json} (PEERS_ARGS='-peers-scale 50' for a small run).
+	go run ./bench -peers -kueue $(KUEUE_MANAGER) -kueue-version $(KUEUE_VERSION) $(PEERS_ARGS)
 
 .PHONY: bench-unit
 bench-unit: ## Run the in-process Go benchmarks (admission core, webhook handler, gate patches).
