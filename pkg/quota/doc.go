@@ -26,10 +26,10 @@
 // concerns (a pod or namespace event to the placer, Admit and Done to the admitter, a
 // budget event to the topology and then the placer). Each part is a named field, never
 // embedded (budget.ledger, budget.queues, budget.family, and on AdmissionQueue the
-// topology, pods, agenda, charges, families, preemptions, placer, admitter and reads); a part
-// is handed the parts it calls when it is built, and only its own files select the
-// fields of its type: everyone else calls its methods (parts_test.go checks it, in make
-// verify and make test).
+// topology, pods, agenda, charges, families, preemptions, placer, admitter and
+// reads); a part is handed the parts it calls when it is built, and only its own files
+// select the fields of its type: everyone else calls its methods (parts_test.go checks
+// it, in make verify and make test).
 //
 //   - ledger (ledger.go): one budget's accounts: hard, its ceiling (hard plus
 //     borrowingLimit) and what it lends, used (reservations included), pending, the pods
