@@ -81,12 +81,15 @@ func (l *ledger) setLimits(hard, borrow, lend corev1.ResourceList) (changed bool
 		return out
 	}
 	borrow, lend = limited(borrow), limited(lend)
-	changed = !equalLists(l.hardList, hard) || !equalLists(l.borrow, borrow) || !l.lend.equal(amountsOf(lend))
+	sameHard, lendAmounts := equalLists(l.hardList, hard), amountsOf(lend)
+	changed = !sameHard || !equalLists(l.borrow, borrow) || !l.lend.equal(lendAmounts)
 	l.usedFormat.keep(l.used, l.hardList, hard)
 	l.pendingFormat.keep(l.pending, l.hardList, hard)
-	l.hardList, l.borrow = hard, borrow
-	l.hard, l.lend = amountsOf(hard), amountsOf(lend)
-	l.hardNames = slices.Sorted(maps.Keys(hard))
+	l.hardList, l.borrow, l.lend = hard, borrow, lendAmounts
+	if !sameHard { // an update that keeps hard (a status write coming back) converts nothing
+		l.hard = amountsOf(hard)
+		l.hardNames = slices.Sorted(maps.Keys(hard))
+	}
 	l.setCeiling()
 	return changed
 }
