@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"maps"
 	"math"
 
 	corev1 "k8s.io/api/core/v1"
@@ -111,16 +112,7 @@ func (a amounts) sub(b amounts) {
 }
 
 // clone is a copy of a (nil stays nil).
-func (a amounts) clone() amounts {
-	if a == nil {
-		return nil
-	}
-	out := make(amounts, len(a))
-	for r, v := range a {
-		out[r] = v
-	}
-	return out
-}
+func (a amounts) clone() amounts { return maps.Clone(a) }
 
 // equal reports whether a and b hold the same amounts, an absent entry counting as
 // zero.
