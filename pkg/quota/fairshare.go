@@ -125,7 +125,7 @@ func (fs *families) wakeFairWaiters(p *podState) {
 			continue
 		}
 		for w := range f.family.fairWaiters {
-			if w != p && w.phase == phaseWaiting && fs.core.known(w) {
+			if w != p && w.phase == phaseWaiting && !w.forgotten {
 				fs.core.activate(w)
 			}
 		}

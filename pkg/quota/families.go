@@ -34,8 +34,6 @@ type familyCore interface {
 	capacityWait(budgets []*budget, add demand) (w waitInfo, over bool)
 	// stuck reports whether a waiting pod may not be admitted now whatever is freed.
 	stuck(p *podState) bool
-	// known reports whether p is the pod the core holds under its UID.
-	known(p *podState) bool
 	// wakeIfAlive wakes b (wake.go) unless it was deleted or replaced.
 	wakeIfAlive(b *budget)
 	// activate moves a waiting pod's inadmissible entries back to active.

@@ -14,9 +14,8 @@ import (
 // fakeFamilyCore answers the part's questions: a unit fits when each of its budgets
 // has room under its ceiling; it records what the part wakes and activates.
 type fakeFamilyCore struct {
-	held      map[*podState]bool // the pods the core holds
-	woken     []string           // budgets woken, by name
-	activated []string           // pods moved back to active, by name
+	woken     []string // budgets woken, by name
+	activated []string // pods moved back to active, by name
 }
 
 func (c *fakeFamilyCore) capacityWait(budgets []*budget, add demand) (waitInfo, bool) {
@@ -27,11 +26,10 @@ func (c *fakeFamilyCore) capacityWait(budgets []*budget, add demand) (waitInfo, 
 	}
 	return waitInfo{}, false
 }
-func (c *fakeFamilyCore) stuck(*podState) bool   { return false }
-func (c *fakeFamilyCore) known(p *podState) bool { return c.held[p] }
-func (c *fakeFamilyCore) wakeIfAlive(b *budget)  { c.woken = append(c.woken, b.key.Name) }
-func (c *fakeFamilyCore) activate(p *podState)   { c.activated = append(c.activated, p.pod.Name) }
-func newFakeFamilyCore() *fakeFamilyCore         { return &fakeFamilyCore{held: map[*podState]bool{}} }
+func (c *fakeFamilyCore) stuck(*podState) bool  { return false }
+func (c *fakeFamilyCore) wakeIfAlive(b *budget) { c.woken = append(c.woken, b.key.Name) }
+func (c *fakeFamilyCore) activate(p *podState)  { c.activated = append(c.activated, p.pod.Name) }
+func newFakeFamilyCore() *fakeFamilyCore        { return &fakeFamilyCore{} }
 
 // orgFamily is ClusterBudget org (hard cpu=10) over Budget team-a/a (hard cpu=2, may
 // borrow cpu=4) and team-b/b (hard cpu=4, lends all of it), resolved.
@@ -67,7 +65,6 @@ func endCharged(fs *families, b *budget, p *podState) {
 func lendWaiter(c *fakeFamilyCore, b *budget, name, cpu string) *podState {
 	p := &podState{pod: makePod(name).Req("cpu=" + cpu).Pod(), phase: phaseWaiting, cover: []*budget{b, b.parent}}
 	p.entries = []*entry{{pod: p, budget: b}, {pod: p, budget: b.parent}}
-	c.held[p] = true
 	p.wait = waitInfo{code: CodeNoLendable, budget: b.parent}
 	noteLendWaiter(b.parent, p)
 	return p
@@ -182,7 +179,6 @@ func TestFamilyFailed(t *testing.T) {
 			fs := newFamilies(c, clocktesting.NewFakePassiveClock(t0), 0)
 			p := &podState{pod: makePod("p").Req("cpu=1").Pod(), phase: phaseWaiting, cover: []*budget{b, org}}
 			p.entries = []*entry{{pod: p, budget: b}, {pod: p, budget: org}}
-			c.held[p] = true
 			waitOf := func(code ReasonCode) waitInfo {
 				switch code {
 				case "":

@@ -56,9 +56,6 @@ func firstSeenPins(p *podState) []BudgetKey {
 	return keysOf(p.cover)
 }
 
-// known reports whether p is the pod the core holds under its UID (preemptionCore).
-func (q *AdmissionQueue) known(p *podState) bool { return !p.forgotten }
-
 // terminating returns the charged pods within their grace period (preemptionCore).
 func (q *AdmissionQueue) terminating() []*podState { return q.charges.terminating() }
 

@@ -196,7 +196,7 @@ func (pr *preemptions) claims(unit []*podState, w waitInfo) []*podState {
 	}
 	for _, v := range pr.victims {
 		for _, p := range v.unit {
-			if !seen[p] && p.phase == phaseWaiting && pr.core.known(p) {
+			if !seen[p] && p.phase == phaseWaiting && !p.forgotten {
 				seen[p] = true
 				out = append(out, p)
 			}

@@ -27,9 +27,6 @@ type preemptionCore interface {
 	// stuck reports whether a waiting pod may not be admitted now whatever is freed: a
 	// covering budget does not admit, or a StrictFIFO head of another unit is ahead.
 	stuck(p *podState) bool
-	// known reports whether p is the pod the core holds under its UID (not one that
-	// ended or was deleted, nor an older record of it).
-	known(p *podState) bool
 	// terminating returns the charged pods within their grace period; the caller does
 	// not change the slice.
 	terminating() []*podState
@@ -125,7 +122,7 @@ func (pr *preemptions) stillVictim(p *podState) bool {
 		return false
 	}
 	w := v.preemptor()
-	if !pr.core.known(w) || w.phase != phaseWaiting {
+	if w.forgotten || w.phase != phaseWaiting {
 		return false
 	}
 	// It still waits for what preemption answers: for a reclaim, room within its own

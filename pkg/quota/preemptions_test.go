@@ -16,8 +16,7 @@ import (
 // fakeCore answers the part's questions for budgets outside any family: a unit fits
 // when each of its budgets has room for it.
 type fakeCore struct {
-	pods    map[*podState]bool // the pods the core holds
-	leaving []*podState        // terminating, within their grace period
+	leaving []*podState // terminating, within their grace period
 }
 
 func (c *fakeCore) capacityWait(budgets []*budget, add demand) (waitInfo, bool) {
@@ -30,18 +29,9 @@ func (c *fakeCore) capacityWait(budgets []*budget, add demand) (waitInfo, bool) 
 	return waitInfo{}, false
 }
 func (c *fakeCore) stuck(*podState) bool            { return false }
-func (c *fakeCore) known(p *podState) bool          { return c.pods[p] }
 func (c *fakeCore) terminating() []*podState        { return c.leaving }
 func (c *fakeCore) lendWaiters(*budget) []*podState { return nil }
-func newFakeCore(pods ...*podState) *fakeCore       { return &fakeCore{pods: setOf(pods...)} }
-
-func setOf(pods ...*podState) map[*podState]bool {
-	out := map[*podState]bool{}
-	for _, p := range pods {
-		out[p] = true
-	}
-	return out
-}
+func newFakeCore() *fakeCore                        { return &fakeCore{} }
 
 // runningIn returns a pod of 1 CPU charged to b, admitted at t0 plus admitted seconds.
 func runningIn(b *budget, name string, prio int32, admitted int) *podState {
@@ -55,7 +45,6 @@ func runningIn(b *budget, name string, prio int32, admitted int) *podState {
 func waitingIn(c *fakeCore, b *budget, name string, prio int32) *podState {
 	p := &podState{pod: makePod(name).Priority(prio).Req("cpu=1").Pod(), phase: phaseWaiting, cover: []*budget{b}}
 	p.wait, _ = c.capacityWait(p.cover, usageDemand(p.usage()))
-	c.pods[p] = true
 	return p
 }
 
@@ -234,7 +223,7 @@ func TestPreemptionsDecide(t *testing.T) {
 		if ok, wake := pr.needed(low2); !ok || wake != nil {
 			t.Errorf("needed(low2) = %t, %v; want true, nil", ok, wake)
 		}
-		delete(core.pods, urgent) // deleted
+		urgent.forgotten = true // deleted: the core dropped its record
 		if ok, wake := pr.needed(low2); ok || wake != b {
 			t.Errorf("needed(low2) after its preemptor was deleted = %t, %v; want false, the budget to wake", ok, wake)
 		}
