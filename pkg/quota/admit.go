@@ -24,6 +24,9 @@ type Admission struct {
 	Reason Reason `json:"reason"`
 	// Created is the pod's creation time, for the wait-time metric.
 	Created time.Time `json:"created"`
+	// Flavor is the flavor the pod is admitted on (nil for none): the ungate patch adds
+	// its node labels to the pod's nodeSelector and its tolerations to the pod's.
+	Flavor *Flavor `json:"flavor,omitempty"`
 }
 
 // admitter is the part that takes decisions: Admit's pass over the dirty budgets'

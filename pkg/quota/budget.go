@@ -70,6 +70,10 @@ type Budget struct {
 	// written; the core normalizes them as hard (see ledger.go).
 	BorrowingLimit corev1.ResourceList
 	LendingLimit   corev1.ResourceList
+	// Flavors are spec.flavors, in the order pods try them; Fungibility is
+	// spec.flavorFungibility.
+	Flavors     []FlavorQuota
+	Fungibility Fungibility
 	// Reclaim and WithinBudget are spec.preemption ("" means the defaults: Any and
 	// Never; preempt.go).
 	Reclaim      v1alpha1.ReclaimPolicy

@@ -40,6 +40,10 @@ type Pod struct {
 	// still gated at a version newer than the attempt was not ungated by it.
 	ResourceVersion string
 	Labels          map[string]string
+	// NodeSelector is what the pod asks of its node's labels: spec.nodeSelector, and
+	// the single-value In requirements that every term of its required node affinity
+	// has. A pod that selects all of a flavor's labels is on that flavor.
+	NodeSelector map[string]string
 	// Priority is spec.priority (0 when unset).
 	Priority int32
 	// Created is the creation timestamp; it orders pods of equal priority.

@@ -39,6 +39,9 @@ type BudgetStatus struct {
 	// NeverFit lists the gated pods that request more than Hard, or leave unset a
 	// value it tracks (CodeMustSpecify), by namespace/name.
 	NeverFit []NeverFitPod `json:"neverFit,omitempty"`
+	// Flavors is what it holds and uses per flavor, in the order of its spec.flavors
+	// (nil when it has none).
+	Flavors []FlavorStatus `json:"flavors,omitempty"`
 }
 
 // Problem is why a budget admits nothing, for its Ready condition.
