@@ -44,6 +44,7 @@ type admitter struct {
 	preemptions *preemptions
 	pods        *podIndex
 	place       *placer
+	flavors     *flavorIndex
 
 	out       []Admission             // decided, not yet returned by Admit
 	deciding  bool                    // inside Admit: decisions may be taken
@@ -52,9 +53,9 @@ type admitter struct {
 	lastFlush time.Time
 }
 
-func newAdmitter(o *options, t *topology, ag *agenda, c *charges, f *families, pr *preemptions, pods *podIndex) *admitter {
+func newAdmitter(o *options, t *topology, ag *agenda, c *charges, f *families, pr *preemptions, pods *podIndex, fl *flavorIndex) *admitter {
 	return &admitter{
-		opts: o, topology: t, agenda: ag, charges: c, families: f, preemptions: pr, pods: pods,
+		opts: o, topology: t, agenda: ag, charges: c, families: f, preemptions: pr, pods: pods, flavors: fl,
 		immediate: map[types.UID]*podState{},
 		backoff: timerHeap{
 			at:    func(p *podState) time.Time { return p.retryAt },
@@ -128,10 +129,21 @@ func (a *admitter) evaluate(p *podState) {
 		a.fail(unit, w)
 		return
 	}
-	if a.waitsForCapacity(unit, p.cover, p.adds) {
+	var f *Flavor
+	if anyFlavored(p.cover) {
+		c, w, ok := a.flavors.choices(p.cover, p.pod.NodeSelector, p.usage())
+		if !ok {
+			a.fail(unit, w)
+			return
+		}
+		var waits bool
+		if f, waits = a.onFlavors(unit, p.cover, c, func(f string) demand { return flavoredDemand(p.adds, f) }); waits {
+			return
+		}
+	} else if a.waitsForCapacity(unit, p.cover, p.adds) {
 		return
 	}
-	a.admitUnit(unit, Reason{Code: CodeFits, Message: fitsMessage(nil, p.cover)})
+	a.admitUnit(unit, f, Reason{Code: CodeFits, Message: fitsMessage(nil, p.cover, f)})
 }
 
 // evaluateGroup decides for the whole group that p belongs to: all its ready gated
@@ -154,10 +166,21 @@ func (a *admitter) evaluateGroup(g *group) {
 		a.fail(cands, w)
 		return
 	}
-	if a.waitsForCapacity(cands, budgets, sumsDemand(sums)) {
+	var f *Flavor
+	if anyFlavored(budgets) {
+		c, w, ok := a.groupChoices(cands)
+		if !ok {
+			a.fail(cands, w)
+			return
+		}
+		var waits bool
+		if f, waits = a.onFlavors(cands, budgets, c, func(f string) demand { return flavoredDemand(sumsDemand(sums), f) }); waits {
+			return
+		}
+	} else if a.waitsForCapacity(cands, budgets, sumsDemand(sums)) {
 		return
 	}
-	a.admitUnit(cands, Reason{Code: CodeFits, Message: fitsMessage(g, budgets)})
+	a.admitUnit(cands, f, Reason{Code: CodeFits, Message: fitsMessage(g, budgets, f)})
 	for _, m := range cands {
 		g.sync(m)
 	}
@@ -250,7 +273,7 @@ func (a *admitter) fail(unit []*podState, w waitInfo) {
 // reports false and the caller places the pods as usual meanwhile.
 func (a *admitter) admitNow(unit []*podState, reason Reason) bool {
 	if a.deciding {
-		a.admitUnit(unit, reason)
+		a.admitUnit(unit, nil, reason)
 		return true
 	}
 	for _, p := range unit {
@@ -261,9 +284,10 @@ func (a *admitter) admitNow(unit []*podState, reason Reason) bool {
 
 // admitUnit admits pods in one step: each is charged to every budget that covers it
 // (reserved before its patch is sent) and leaves every queue.
-func (a *admitter) admitUnit(unit []*podState, reason Reason) {
+func (a *admitter) admitUnit(unit []*podState, f *Flavor, reason Reason) {
 	for _, p := range unit {
-		a.agenda.detach(p)
+		a.agenda.detach(p) // before its flavor: pending is given back without one
+		p.setFlavor(f)
 		a.backoff.remove(p)
 		p.inBackoff, p.parked, p.wait = false, false, waitInfo{}
 		p.phase = phaseAssumed
@@ -290,6 +314,7 @@ func (a *admitter) handOut(p *podState) {
 		Group:     p.pod.Group,
 		Reason:    p.admitted,
 		Created:   p.pod.Created,
+		Flavor:    p.flavor,
 	})
 }
 

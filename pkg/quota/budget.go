@@ -156,6 +156,10 @@ type budget struct {
 	// specReason is the Ready reason for specErr: InvalidSelector when a selector does
 	// not parse, else InvalidSpec.
 	specReason string
+	// flavorNames are, per flavor of spec.flavors, the resources its hard names
+	// (normalized): a pod is put on a flavor only if it names all the flavored resources
+	// the pod requests (flavors.go).
+	flavorNames map[string]map[corev1.ResourceName]bool
 
 	// Derived by topology.resolve.
 	parent    *budget
@@ -202,6 +206,40 @@ func (b *budget) setSpec(spec Budget) (topologyChanged, hardChanged bool) {
 	hard, err := NormalizeHard(spec.Hard)
 	borrow, borrowErr := NormalizeHard(spec.BorrowingLimit)
 	lend, lendErr := NormalizeHard(spec.LendingLimit)
+	type fieldErr struct {
+		field string
+		err   error
+	}
+	errs := []fieldErr{{"", err}, {"borrowingLimit: ", borrowErr}, {"lendingLimit: ", lendErr}}
+	b.flavorNames = nil
+	for _, f := range spec.Flavors {
+		if b.flavorNames[f.Name] != nil {
+			errs = append(errs, fieldErr{"flavors: ", fmt.Errorf("flavor %s is named twice", f.Name)})
+			continue
+		}
+		names := map[corev1.ResourceName]bool{}
+		for _, l := range []struct {
+			field    string
+			in       corev1.ResourceList
+			out      corev1.ResourceList
+			limiting bool
+		}{{"hard", f.Hard, hard, true}, {"borrowingLimit", f.BorrowingLimit, borrow, false}, {"lendingLimit", f.LendingLimit, lend, false}} {
+			n, err := NormalizeHard(l.in)
+			if err != nil {
+				errs = append(errs, fieldErr{fmt.Sprintf("flavors[%s].%s: ", f.Name, l.field), err})
+			}
+			for r, q := range n {
+				l.out[flavored(r, f.Name)] = q
+				if l.limiting {
+					names[r] = true
+				}
+			}
+		}
+		if b.flavorNames == nil {
+			b.flavorNames = map[string]map[corev1.ResourceName]bool{}
+		}
+		b.flavorNames[f.Name] = names
+	}
 	hardChanged = b.ledger.setLimits(hard, borrow, lend)
 	b.specErr, b.specReason = "", v1alpha1.ReasonInvalidSpec
 	if spec.SpecError != nil {
@@ -210,10 +248,7 @@ func (b *budget) setSpec(spec Budget) (topologyChanged, hardChanged bool) {
 			b.specReason = v1alpha1.ReasonInvalidSelector
 		}
 	}
-	for _, e := range []struct {
-		field string
-		err   error
-	}{{"", err}, {"borrowingLimit: ", borrowErr}, {"lendingLimit: ", lendErr}} {
+	for _, e := range errs {
 		if e.err == nil {
 			continue
 		}
@@ -273,6 +308,17 @@ func (b *budget) borrowingParent() *budget {
 		return p
 	}
 	return nil
+}
+
+// anyFlavored reports whether a budget of cover holds quota per flavor: only then does
+// the admitter choose a flavor (flavor_choice.go).
+func anyFlavored(cover []*budget) bool {
+	for _, b := range cover {
+		if len(b.spec.Flavors) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // inBorrowingFamily reports whether a budget of cover has a parent whose family

@@ -15,21 +15,28 @@ type charges struct {
 	agenda   *agenda
 	topology *topology
 	families *families
+	flavors  *flavorIndex
 
 	releases timerHeap // charged pods that stop counting at their grace period's end
 	holds    bool      // the family part said it holds freed quota
 }
 
-func newCharges(a *agenda, t *topology, f *families) *charges {
-	return &charges{agenda: a, topology: t, families: f, releases: timerHeap{
+func newCharges(a *agenda, t *topology, f *families, fl *flavorIndex) *charges {
+	return &charges{agenda: a, topology: t, families: f, flavors: fl, releases: timerHeap{
 		at:    func(p *podState) time.Time { return p.pod.ReleaseAt },
 		index: func(p *podState) *int { return &p.releaseIndex },
 	}}
 }
 
 // charge charges the pod's usage to every budget that covers it, and to those it is
-// pinned to.
+// pinned to. A pod not put on a flavor by an admission is charged on the flavor its
+// node selector selects, if any: a pod seen running is on the flavor of its nodes.
 func (c *charges) charge(p *podState) {
+	if p.flavor == nil {
+		if f := c.flavors.get(c.flavors.selected(p.pod.NodeSelector)); f != nil {
+			p.setFlavor(f)
+		}
+	}
 	p.chargedTo = slices.Clone(c.chargeSet(p, p.cover))
 	p.chargedUsage, p.chargedClaims = p.usage(), p.claims()
 	for _, b := range p.chargedTo {
@@ -104,6 +111,18 @@ func (c *charges) release(p *podState) {
 func (c *charges) recharge(p *podState, cover []*budget) {
 	c.release(p)
 	p.cover = cover
+	c.charge(p)
+}
+
+// reflavor moves a charged pod to the flavor its node selector selects now (a Flavor
+// was created, changed or deleted), if that is another.
+func (c *charges) reflavor(p *podState) {
+	f := c.flavors.get(c.flavors.selected(p.pod.NodeSelector))
+	if f == p.flavor || (f != nil && p.flavor != nil && f.Name == p.flavor.Name) {
+		return
+	}
+	c.release(p)
+	p.setFlavor(f)
 	c.charge(p)
 }
 

@@ -26,8 +26,8 @@
 // concerns (a pod or namespace event to the placer, Admit and Done to the admitter, a
 // budget event to the topology and then the placer). Each part is a named field, never
 // embedded (budget.ledger, budget.queues, budget.family, and on AdmissionQueue the
-// topology, pods, agenda, charges, families, preemptions, placer, admitter and
-// reads); a part is handed the parts it calls when it is built, and only its own files
+// topology, pods, agenda, charges, families, preemptions, placer, admitter, flavors
+// and reads); a part is handed the parts it calls when it is built, and only its own files
 // select the fields of its type: everyone else calls its methods (parts_test.go checks
 // it, in make verify and make test).
 //
@@ -86,7 +86,14 @@
 //     dirty budgets' heads in order: a unit (a pod or a group) is blocked, waits for
 //     capacity (asking the family part, and the preemption part when it does not fit),
 //     or is admitted (charged, handed out). It owns the decisions not yet returned, the
-//     backoffs, the ungate attempts' outcomes (Done) and the periodic flush.
+//     backoffs, the ungate attempts' outcomes (Done) and the periodic flush. Its
+//     flavor side (flavor_choice.go) chooses the flavor a unit is admitted on, in its
+//     flavored budget's order and under its fungibility, and takes the Flavor events.
+//   - flavors (flavorIndex, flavors.go): the Flavor objects, which flavors a gated pod
+//     may be put on (choices), and which one a running pod's node selector selects. A
+//     budget's per-flavor quota is accounted as resources of their own, r@flavor beside
+//     r, so the ledger, the family and the preemption parts need no flavor logic; a pod
+//     on a flavor (podState.flavor) counts its usage on it too.
 //   - reads (reader.go, status.go, snapshot.go, page.go, podplaces.go, reasons.go,
 //     heads.go): the read side, Reads, which AdmissionQueue hands out (Reader): a
 //     budget's status, every queue in admission order (Snapshot) or one page of one

@@ -33,15 +33,16 @@ type AdmissionQueue struct {
 
 	// The parts (doc.go): each owns its state and reaches the others only through
 	// their methods.
-	topology    topology    // budgets, namespaces and what covers what (topology.go)
-	pods        *podIndex   // every pod the core knows (podstate.go)
-	agenda      *agenda     // dirty budgets and statuses, held pods, moves, wakes (agenda.go)
-	charges     *charges    // what admitted and running pods are charged to (charges.go)
-	families    families    // borrowing, fair sharing, lend holds (families.go)
-	preemptions preemptions // victims, evictions in flight, decisions (preemptions.go)
-	place       *placer     // where each pod waits, pod and namespace events (placer.go)
-	admit       *admitter   // Admit's decisions, backoffs, the flush (admit.go)
-	reads       Reads       // the read side, under mu (reader.go)
+	topology    topology     // budgets, namespaces and what covers what (topology.go)
+	pods        *podIndex    // every pod the core knows (podstate.go)
+	agenda      *agenda      // dirty budgets and statuses, held pods, moves, wakes (agenda.go)
+	charges     *charges     // what admitted and running pods are charged to (charges.go)
+	families    families     // borrowing, fair sharing, lend holds (families.go)
+	preemptions preemptions  // victims, evictions in flight, decisions (preemptions.go)
+	place       *placer      // where each pod waits, pod and namespace events (placer.go)
+	admit       *admitter    // Admit's decisions, backoffs, the flush (admit.go)
+	flavors     *flavorIndex // the Flavors, and which a pod may be put on (flavors.go)
+	reads       Reads        // the read side, under mu (reader.go)
 }
 
 // NewAdmissionQueue returns an empty AdmissionQueue.
@@ -58,12 +59,12 @@ func NewAdmissionQueue(opts ...Option) *AdmissionQueue {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	q := &AdmissionQueue{opts: o, topology: newTopology(), pods: newPodIndex()}
+	q := &AdmissionQueue{opts: o, topology: newTopology(), pods: newPodIndex(), flavors: newFlavorIndex()}
 	q.agenda = newAgenda(&q.topology, o.observer)
 	q.preemptions = newPreemptions(q)
 	q.families = newFamilies(q, o.clock, o.lendHold)
-	q.charges = newCharges(q.agenda, &q.topology, &q.families)
-	q.admit = newAdmitter(&q.opts, &q.topology, q.agenda, q.charges, &q.families, &q.preemptions, q.pods)
+	q.charges = newCharges(q.agenda, &q.topology, &q.families, q.flavors)
+	q.admit = newAdmitter(&q.opts, &q.topology, q.agenda, q.charges, &q.families, &q.preemptions, q.pods, q.flavors)
 	q.place = newPlacer(&q.opts, &q.topology, q.agenda, q.charges, &q.families, &q.preemptions, q.pods, q.admit)
 	q.reads = newReads(&q.mu, &q.topology, q.pods, q.agenda, q.admit)
 	return q

@@ -33,13 +33,13 @@ type Fungibility struct {
 	AvoidBorrowing bool
 }
 
-// FlavorStatus is what a budget uses of one of its flavors, for its status.
+// FlavorStatus is what a budget holds and uses of one of its flavors, for its status.
+// Gated pods are not on a flavor yet: what they request counts in the budget's pending,
+// not a flavor's.
 type FlavorStatus struct {
-	Name         string              `json:"name"`
-	Hard         corev1.ResourceList `json:"hard,omitempty"`
-	Used         corev1.ResourceList `json:"used,omitempty"`
-	Pending      corev1.ResourceList `json:"pending,omitempty"`
-	Borrowed     corev1.ResourceList `json:"borrowed,omitempty"`
-	Lent         corev1.ResourceList `json:"lent,omitempty"`
-	AdmittedPods int32               `json:"admittedPods"`
+	Name     string              `json:"name"`
+	Hard     corev1.ResourceList `json:"hard,omitempty"`
+	Used     corev1.ResourceList `json:"used,omitempty"`
+	Borrowed corev1.ResourceList `json:"borrowed,omitempty"`
+	Lent     corev1.ResourceList `json:"lent,omitempty"`
 }

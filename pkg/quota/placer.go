@@ -70,7 +70,7 @@ func (pl *placer) updatePod(p *podState, pod Pod) {
 	}
 
 	if p.phase == phaseWaiting {
-		if pod.Gated && sameGroup && sameLabels && sameUsage && slices.Equal(old.Unset, pod.Unset) && old.Priority == pod.Priority && old.Created.Equal(pod.Created) {
+		if pod.Gated && sameGroup && sameLabels && sameUsage && slices.Equal(old.Unset, pod.Unset) && old.Priority == pod.Priority && old.Created.Equal(pod.Created) && maps.Equal(old.NodeSelector, pod.NodeSelector) {
 			p.pod = pod
 			return
 		}

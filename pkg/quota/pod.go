@@ -3,6 +3,7 @@ package quota
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -95,6 +96,7 @@ func NewPod(p *corev1.Pod, gate string, now time.Time) Pod {
 		PodRef:          PodRef{UID: p.UID, Namespace: ShareString(p.Namespace), Name: p.Name},
 		ResourceVersion: p.ResourceVersion,
 		Labels:          ShareLabels(p.Labels), // a copy of its own: informer objects may change
+		NodeSelector:    ShareLabels(nodeSelectorOf(&p.Spec)),
 		Created:         p.CreationTimestamp.Time,
 		Usage:           SharedPodUsage(p),
 		Unset:           UnsetResources(p),
@@ -120,6 +122,48 @@ func NewPod(p *corev1.Pod, gate string, now time.Time) Pod {
 	if name := p.Labels[v1alpha1.GroupLabel]; name != "" {
 		out.Group = ShareString(name)
 		out.GroupSize, out.GroupError = parseGroupSize(p.Annotations)
+	}
+	return out
+}
+
+// nodeSelectorOf is what a pod spec asks of its node's labels, as a map: its
+// nodeSelector, and each label that every term of its required node affinity asks to
+// have one value (operator In with a single value). The map is spec.nodeSelector itself
+// when there is no such affinity (the caller copies it).
+func nodeSelectorOf(spec *corev1.PodSpec) map[string]string {
+	a := spec.Affinity
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return spec.NodeSelector
+	}
+	terms := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	if len(terms) == 0 {
+		return spec.NodeSelector
+	}
+	var common map[string]string
+	for i, t := range terms {
+		own := map[string]string{}
+		for _, r := range t.MatchExpressions {
+			if r.Operator == corev1.NodeSelectorOpIn && len(r.Values) == 1 {
+				own[r.Key] = r.Values[0]
+			}
+		}
+		if i == 0 {
+			common = own
+			continue
+		}
+		maps.DeleteFunc(common, func(k, v string) bool { return own[k] != v })
+	}
+	if len(common) == 0 {
+		return spec.NodeSelector
+	}
+	out := maps.Clone(spec.NodeSelector)
+	if out == nil {
+		out = map[string]string{}
+	}
+	for k, v := range common {
+		if _, set := out[k]; !set {
+			out[k] = v
+		}
 	}
 	return out
 }

@@ -36,9 +36,13 @@ type podState struct {
 	entries []*entry  // parallel to cover while waiting
 
 	// units and claimUnits are pod.Usage and pod.Claims in amounts (usage, claims):
-	// converted once per view of the pod, on first use; setPod forgets them.
+	// converted once per view of the pod, on first use; setPod forgets them. On a
+	// flavor, they count every resource on the flavor too (onFlavor).
 	units      amounts
 	claimUnits []claimAmount
+	// flavor is the flavor it is admitted on or runs on (nil for none; flavors.go): set
+	// when it is charged, cleared when it waits again. A gated pod has none.
+	flavor *Flavor
 
 	chargedTo    []*budget // where its usage is charged (phases assumed and charged)
 	chargedUsage amounts
@@ -151,11 +155,26 @@ func (p *podState) setPod(pod Pod) {
 	p.units, p.claimUnits = nil, nil
 }
 
-// usage is the pod's usage (pod.Usage) in amounts, shared with the pods of equal usage:
-// read-only.
+// setFlavor puts the pod on a flavor (nil for none); its amounts are converted again
+// when next asked.
+func (p *podState) setFlavor(f *Flavor) {
+	p.flavor = f
+	p.units, p.claimUnits = nil, nil
+}
+
+// flavorName is the name of the pod's flavor ("" for none).
+func (p *podState) flavorName() string {
+	if p.flavor == nil {
+		return ""
+	}
+	return p.flavor.Name
+}
+
+// usage is the pod's usage (pod.Usage) in amounts, shared with the pods of equal usage
+// when it has no flavor: read-only.
 func (p *podState) usage() amounts {
 	if p.units == nil {
-		p.units = sharedAmountsOf(p.pod.Usage)
+		p.units = onFlavor(sharedAmountsOf(p.pod.Usage), p.flavorName())
 	}
 	return p.units
 }
@@ -163,6 +182,7 @@ func (p *podState) usage() amounts {
 // writtenFormat is the format the pod writes r in (DecimalSI when it does not ask for
 // r): what it requests prints so, as the Quantity it was printed from did.
 func (p *podState) writtenFormat(r corev1.ResourceName) resource.Format {
+	r, _ = splitFlavor(r)
 	if q, ok := p.pod.Usage[r]; ok && q.Format != "" {
 		return q.Format
 	}
@@ -175,7 +195,7 @@ func (p *podState) claims() []claimAmount {
 	if p.claimUnits == nil && len(p.pod.Claims) > 0 {
 		p.claimUnits = make([]claimAmount, len(p.pod.Claims))
 		for i, c := range p.pod.Claims {
-			p.claimUnits[i] = claimAmount{Key: c.Key, usage: amountsOf(c.Usage)}
+			p.claimUnits[i] = claimAmount{Key: c.Key, usage: onFlavor(amountsOf(c.Usage), p.flavorName())}
 		}
 	}
 	return p.claimUnits

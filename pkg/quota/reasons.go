@@ -53,6 +53,10 @@ const (
 	// CodeFairShare: it would borrow, and a budget under the same parent whose
 	// borrowing is a smaller share of what the family lends goes first (fairshare.go).
 	CodeFairShare ReasonCode = "FairSharing"
+	// CodeNoFlavor: its budget holds quota per flavor, and no flavor can take it (its
+	// node selector asks for other labels, no flavor holds quota for what it requests,
+	// or the Flavor does not exist; flavors.go).
+	CodeNoFlavor ReasonCode = "NoFlavor"
 )
 
 // Why a pod was admitted.
@@ -86,6 +90,11 @@ type waitInfo struct {
 	family bool
 	// unset: CodeMustSpecify's "must specify ..." (ahead names the group member).
 	unset string
+	// detail: CodeNoFlavor's sentence (flavors.go).
+	detail string
+	// anyFlavor: it waits for room on any of several flavors, so an event in any
+	// budget that covers it may let it in (wakeable retries it).
+	anyFlavor bool
 }
 
 // parks reports whether the reason keeps a pod parked (out of the queues).
@@ -165,7 +174,7 @@ func (r *Reads) waitReason(p *podState) Reason {
 	case CodeInsufficient:
 		b := w.budget
 		free := max(b.ledger.of(w.resource).free(), 0)
-		msg = fmt.Sprintf("%s: %s requested, %s free in %s; %s", w.resource, amountText(w.requested, p.writtenFormat(w.resource)), w.budget.text(w.resource, free), b.key.Describe(), r.position(p, b))
+		msg = fmt.Sprintf("%s: %s requested, %s free in %s; %s", resourceText(w.resource), amountText(w.requested, p.writtenFormat(w.resource)), w.budget.text(w.resource, free), b.key.Describe(), r.position(p, b))
 	case CodeBudgetClosed:
 		msg = closedMessage(w.budget)
 	case CodeBehindHead:
@@ -173,7 +182,7 @@ func (r *Reads) waitReason(p *podState) Reason {
 	case CodeNeverFits:
 		if w.family {
 			pool, _ := w.budget.familyStatus(w.resource)
-			msg = fmt.Sprintf("%s: %s requested, more than the budgets under %s keep for it and lend together (%s lent): it can never fit", w.resource, amountText(w.requested, p.writtenFormat(w.resource)), w.budget.key.Describe(), w.budget.text(w.resource, pool))
+			msg = fmt.Sprintf("%s: %s requested, more than the budgets under %s keep for it and lend together (%s lent): it can never fit", resourceText(w.resource), amountText(w.requested, p.writtenFormat(w.resource)), w.budget.key.Describe(), w.budget.text(w.resource, pool))
 			break
 		}
 		hard := w.budget.ledger.hardOf(w.resource)
@@ -181,7 +190,7 @@ func (r *Reads) waitReason(p *podState) Reason {
 		if borrow, ok := w.budget.ledger.borrowLimit(w.resource); ok {
 			limit = fmt.Sprintf("%s hard plus %s borrowingLimit", hard.String(), borrow.String())
 		}
-		msg = fmt.Sprintf("%s: %s requested, more than the %s of %s: it can never fit", w.resource, amountText(w.requested, p.writtenFormat(w.resource)), limit, w.budget.key.Describe())
+		msg = fmt.Sprintf("%s: %s requested, more than the %s of %s: it can never fit", resourceText(w.resource), amountText(w.requested, p.writtenFormat(w.resource)), limit, w.budget.key.Describe())
 	case CodeMustSpecify:
 		msg = unsetMessage(&w)
 	case CodeFairShare:
@@ -190,7 +199,7 @@ func (r *Reads) waitReason(p *podState) Reason {
 	case CodeNoLendable:
 		pool, above := w.budget.familyStatus(w.resource)
 		msg = fmt.Sprintf("%s: %s requested; the budgets under %s use %s beyond what they keep for themselves, of the %s they lend: waiting for borrowed quota to be returned",
-			w.resource, amountText(w.requested, p.writtenFormat(w.resource)), w.budget.key.Describe(), w.budget.text(w.resource, above), w.budget.text(w.resource, pool))
+			resourceText(w.resource), amountText(w.requested, p.writtenFormat(w.resource)), w.budget.key.Describe(), w.budget.text(w.resource, above), w.budget.text(w.resource, pool))
 	case CodeGroupIncomplete:
 		have, want := groupWaitCounts(p, &w)
 		msg = fmt.Sprintf("group %s: %d of %d members exist", p.pod.Group, have, want)
@@ -198,6 +207,8 @@ func (r *Reads) waitReason(p *podState) Reason {
 		msg = fmt.Sprintf("group %s: %s", p.pod.Group, p.pod.GroupError)
 	case CodeClaimPending:
 		msg = p.pod.ClaimsError
+	case CodeNoFlavor:
+		msg = w.detail
 	case CodeGroupBackoff:
 		msg = "waiting for members that back off after a failed ungate"
 	case CodeBackoff:
@@ -285,7 +296,7 @@ func (r *Reads) position(p *podState, b *budget) string {
 	return fmt.Sprintf("position %d of %d", k, n)
 }
 
-func fitsMessage(g *group, budgets []*budget) string {
+func fitsMessage(g *group, budgets []*budget, f *Flavor) string {
 	names := make([]string, len(budgets))
 	for i, b := range budgets {
 		names[i] = b.key.Describe()
@@ -293,6 +304,9 @@ func fitsMessage(g *group, budgets []*budget) string {
 	msg := "fits in " + strings.Join(names, ", ")
 	if g != nil {
 		msg = fmt.Sprintf("group %s: all gated members fit in %s", g.key.name, strings.Join(names, ", "))
+	}
+	if f != nil {
+		msg += " on flavor " + f.Name
 	}
 	return msg
 }

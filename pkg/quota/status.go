@@ -110,7 +110,52 @@ func (r *Reads) Status(key BudgetKey) (BudgetStatus, bool) {
 		})
 	}
 	slices.SortFunc(st.NeverFit, func(a, b NeverFitPod) int { return a.Pod.Compare(b.Pod) })
+	st.Flavors = splitFlavors(b, &st)
 	return st, true
+}
+
+// splitFlavors moves the flavored entries of a status's lists (r@flavor, flavors.go)
+// to the flavors they are of, in the order of the budget's spec.flavors.
+func splitFlavors(b *budget, st *BudgetStatus) []FlavorStatus {
+	if len(b.spec.Flavors) == 0 {
+		return nil
+	}
+	out := make([]FlavorStatus, len(b.spec.Flavors))
+	at := make(map[string]int, len(out))
+	for i, f := range b.spec.Flavors {
+		out[i].Name = f.Name
+		at[f.Name] = i
+	}
+	for _, l := range []struct {
+		from *corev1.ResourceList
+		to   func(*FlavorStatus) *corev1.ResourceList
+	}{
+		{&st.Hard, func(f *FlavorStatus) *corev1.ResourceList { return &f.Hard }},
+		{&st.Used, func(f *FlavorStatus) *corev1.ResourceList { return &f.Used }},
+		{&st.Borrowed, func(f *FlavorStatus) *corev1.ResourceList { return &f.Borrowed }},
+		{&st.Lent, func(f *FlavorStatus) *corev1.ResourceList { return &f.Lent }},
+	} {
+		for r, q := range *l.from {
+			base, name := splitFlavor(r)
+			if name == "" {
+				continue
+			}
+			delete(*l.from, r)
+			i, ok := at[name]
+			if !ok {
+				continue
+			}
+			to := l.to(&out[i])
+			if *to == nil {
+				*to = corev1.ResourceList{}
+			}
+			(*to)[base] = q
+		}
+		if *l.from != nil && len(*l.from) == 0 && l.from != &st.Hard && l.from != &st.Used {
+			*l.from = nil
+		}
+	}
+	return out
 }
 
 // stateMessage explains the effective state in a sentence for the Ready condition. It

@@ -31,7 +31,7 @@ func wakeable(b *budget, alive func(*budget) bool, buf []*entry) (retry, fit []*
 	for _, e := range b.queues.inadmissible {
 		w := &e.pod.wait
 		switch {
-		case !alive(w.budget):
+		case !alive(w.budget), w.anyFlavor:
 			retry = append(retry, e)
 		case w.budget != b:
 		case w.code != CodeInsufficient:

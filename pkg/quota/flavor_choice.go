@@ -1,0 +1,135 @@
+package quota
+
+import "slices"
+
+// The admitter's side of flavors: which flavor a unit is admitted on, and the Flavor
+// events.
+
+// UpsertFlavor adds or changes a Flavor. Running pods whose node selector selects it
+// are charged on it from now on (pods may arrive before the Flavors they run on), and
+// the pods waiting in budgets that name it are looked at again.
+func (q *AdmissionQueue) UpsertFlavor(f Flavor) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.flavors.set(f) {
+		q.admit.flavorChanged(f.Name)
+	}
+}
+
+// DeleteFlavor forgets a Flavor: the pods running on it are no longer charged on it,
+// and no pod is put on it any more.
+func (q *AdmissionQueue) DeleteFlavor(name string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.flavors.remove(name) {
+		q.admit.flavorChanged(name)
+	}
+}
+
+// flavorChanged moves the running pods to the flavors their node selectors select now,
+// and wakes every budget that names the flavor.
+func (a *admitter) flavorChanged(name string) {
+	for _, p := range a.pods.sorted() {
+		if p.phase == phaseCharged {
+			a.charges.reflavor(p)
+		}
+	}
+	for _, b := range a.topology.sorted() {
+		if b.flavorNames[name] != nil {
+			a.agenda.wakeAll(b)
+		}
+	}
+}
+
+// flavoredDemand is d with every resource counted on flavor f too (d when f is "").
+func flavoredDemand(d demand, f string) demand {
+	if f == "" {
+		return d
+	}
+	return func(b *budget) amounts { return onFlavor(d(b), f) }
+}
+
+// onFlavors decides for a unit that nothing but capacity blocks, given the flavors it
+// may be put on (none: it is admitted without one, as any unit). It tries them in the
+// flavored budget's order and takes the first it fits in, unless its fungibility says
+// otherwise: WaitForPreferred stops at the first that it does not fit in;
+// AvoidBorrowing passes a flavor it fits in only by borrowing while a later one may
+// fit without. When none fits, the unit waits on the first (and may preempt for it),
+// and, when several could take it, any event in a budget that covers it looks at it
+// again. It returns the flavor to admit the unit on, or waits.
+func (a *admitter) onFlavors(unit []*podState, budgets []*budget, c flavorChoice, add func(f string) demand) (*Flavor, bool) {
+	if len(c.names) == 0 {
+		return nil, a.waitsForCapacity(unit, budgets, add(""))
+	}
+	fung := c.home.spec.Fungibility
+	borrowing := ""
+	for i, name := range c.names {
+		d := add(name)
+		if _, over := a.capacityWait(budgets, d); over {
+			if fung.WaitForPreferred {
+				break
+			}
+			continue
+		}
+		if fung.AvoidBorrowing && i < len(c.names)-1 && borrowsIn(budgets, d) {
+			if borrowing == "" {
+				borrowing = name
+			}
+			continue
+		}
+		return a.onFlavor(unit, budgets, name, d, len(c.names) > 1)
+	}
+	if borrowing != "" {
+		return a.onFlavor(unit, budgets, borrowing, add(borrowing), len(c.names) > 1)
+	}
+	return a.onFlavor(unit, budgets, c.names[0], add(c.names[0]), len(c.names) > 1 && !fung.WaitForPreferred)
+}
+
+// onFlavor decides for the unit on one flavor (waitsForCapacity); a unit that waits
+// although another flavor may take it is marked to be looked at on any event.
+func (a *admitter) onFlavor(unit []*podState, budgets []*budget, name string, d demand, others bool) (*Flavor, bool) {
+	if a.waitsForCapacity(unit, budgets, d) {
+		if others {
+			for _, p := range unit {
+				p.wait.anyFlavor = true
+			}
+		}
+		return nil, true
+	}
+	return a.flavors.get(name), false
+}
+
+// borrowsIn reports whether adding d takes a budget of budgets beyond its hard.
+func borrowsIn(budgets []*budget, d demand) bool {
+	for _, b := range budgets {
+		if _, over := b.ledger.excessOverHard(d(b)); over {
+			return true
+		}
+	}
+	return false
+}
+
+// groupChoices are the flavors every member of a group may be put on, in the first
+// member's order: a group's members are admitted on one flavor.
+func (a *admitter) groupChoices(members []*podState) (flavorChoice, waitInfo, bool) {
+	var out flavorChoice
+	for i, m := range members {
+		c, w, ok := a.flavors.choices(m.cover, m.pod.NodeSelector, m.usage())
+		if !ok {
+			return flavorChoice{}, w, false
+		}
+		switch {
+		case c.home == nil:
+			// No flavor applies to this member: it goes on the others' flavor, if any.
+			continue
+		case i == 0 || out.home == nil:
+			out = c
+			continue
+		}
+		out.names = slices.DeleteFunc(out.names, func(n string) bool { return !slices.Contains(c.names, n) })
+		if len(out.names) == 0 {
+			return flavorChoice{}, waitInfo{code: CodeNoFlavor, budget: out.home, detail: "no flavor of " + out.home.key.Describe() + " can take every member of the group"}, false
+		}
+	}
+	return out, waitInfo{}, true
+}
