@@ -12,7 +12,7 @@ func (q *AdmissionQueue) UpsertFlavor(f Flavor) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.flavors.set(f) {
-		q.admit.flavorChanged(f.Name)
+		q.admit.flavorChanged()
 	}
 }
 
@@ -22,20 +22,21 @@ func (q *AdmissionQueue) DeleteFlavor(name string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.flavors.remove(name) {
-		q.admit.flavorChanged(name)
+		q.admit.flavorChanged()
 	}
 }
 
 // flavorChanged moves the running pods to the flavors their node selectors select now,
-// and wakes every budget that names the flavor.
-func (a *admitter) flavorChanged(name string) {
+// and wakes every budget with flavors.
+func (a *admitter) flavorChanged() {
 	for _, p := range a.pods.sorted() {
 		if p.phase == phaseCharged {
 			a.charges.reflavor(p)
 		}
 	}
+	// Every budget with flavors: which flavors a pod selects depends on which exist.
 	for _, b := range a.topology.sorted() {
-		if b.flavorNames[name] != nil {
+		if len(b.flavorNames) > 0 {
 			a.agenda.wakeAll(b)
 		}
 	}

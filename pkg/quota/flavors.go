@@ -158,12 +158,12 @@ type flavorChoice struct {
 
 // choices returns the flavors a gated pod (with what it requests, usage) may be put on.
 // None apply when no budget of cover has flavors, or the pod requests none of the
-// resources their flavors name. Otherwise a flavor of home (flavoredBudget) is a choice
-// when its Flavor exists, the pod's node selector does not ask for other values of
-// its labels (and, if the pod selects some flavors itself, it is one of them), its
-// hard names every flavored resource the pod requests, and every other flavored budget
-// of cover has it too. ok is false, with the wait, when flavors apply and none is a
-// choice.
+// resources their flavors name (it then runs where it likes, charged on no flavor).
+// Otherwise a flavor of home (flavoredBudget) is a choice when its Flavor exists, the
+// pod's node selector does not ask for other values of its labels (and, if the pod
+// selects flavors itself, it is one of them), every flavored budget of cover has it,
+// and together they name every flavored resource the pod requests. ok is false, with
+// the wait, when flavors apply and none is a choice.
 func (x *flavorIndex) choices(cover []*budget, sel map[string]string, usage amounts) (c flavorChoice, w waitInfo, ok bool) {
 	home := flavoredBudget(cover)
 	if home == nil {
@@ -171,14 +171,8 @@ func (x *flavorIndex) choices(cover []*budget, sel map[string]string, usage amou
 	}
 	var wanted []corev1.ResourceName
 	for r, v := range usage {
-		if v == 0 {
-			continue
-		}
-		for _, names := range home.flavorNames {
-			if names[r] {
-				wanted = append(wanted, r)
-				break
-			}
+		if v != 0 && namedByAFlavor(cover, r) {
+			wanted = append(wanted, r)
 		}
 	}
 	if len(wanted) == 0 {
@@ -200,10 +194,10 @@ func (x *flavorIndex) choices(cover []*budget, sel map[string]string, usage amou
 			missing = append(missing, fq.Name)
 		case contradicts(sel, f) || (selectsAny && !selects(sel, f)):
 			contradicted = append(contradicted, fq.Name)
-		case !coversAll(home.flavorNames[fq.Name], wanted):
-			uncovered = append(uncovered, fq.Name)
-		case !allHave(cover, home, fq.Name):
+		case !allHave(cover, fq.Name):
 			elsewhere = append(elsewhere, fq.Name)
+		case !namesAll(cover, fq.Name, wanted):
+			uncovered = append(uncovered, fq.Name)
 		default:
 			c.names = append(c.names, fq.Name)
 		}
@@ -215,19 +209,40 @@ func (x *flavorIndex) choices(cover []*budget, sel map[string]string, usage amou
 	return flavorChoice{}, waitInfo{code: CodeNoFlavor, budget: home, detail: noFlavorText(home, wanted, missing, contradicted, uncovered, elsewhere)}, false
 }
 
-func coversAll(names map[corev1.ResourceName]bool, wanted []corev1.ResourceName) bool {
-	for _, r := range wanted {
-		if !names[r] {
+// namedByAFlavor reports whether a flavor of a budget of cover holds quota for r.
+func namedByAFlavor(cover []*budget, r corev1.ResourceName) bool {
+	for _, b := range cover {
+		for _, names := range b.flavorNames {
+			if names[r] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// allHave reports whether every flavored budget of cover has flavor f.
+func allHave(cover []*budget, f string) bool {
+	for _, b := range cover {
+		if len(b.spec.Flavors) > 0 && b.flavorNames[f] == nil {
 			return false
 		}
 	}
 	return true
 }
 
-// allHave reports whether every flavored budget of cover besides home has flavor f.
-func allHave(cover []*budget, home *budget, f string) bool {
-	for _, b := range cover {
-		if b != home && len(b.spec.Flavors) > 0 && b.flavorNames[f] == nil {
+// namesAll reports whether the budgets of cover, together, hold quota on flavor f for
+// every resource of wanted.
+func namesAll(cover []*budget, f string, wanted []corev1.ResourceName) bool {
+	for _, r := range wanted {
+		named := false
+		for _, b := range cover {
+			if b.flavorNames[f][r] {
+				named = true
+				break
+			}
+		}
+		if !named {
 			return false
 		}
 	}
@@ -245,7 +260,7 @@ func noFlavorText(home *budget, wanted []corev1.ResourceName, missing, contradic
 		for i, r := range wanted {
 			names[i] = string(r)
 		}
-		parts = append(parts, strings.Join(uncovered, ", ")+" hold no quota for all of "+strings.Join(names, ", "))
+		parts = append(parts, strings.Join(uncovered, ", ")+" hold no quota for "+strings.Join(names, " and "))
 	}
 	if len(elsewhere) > 0 {
 		parts = append(parts, "another budget that covers it holds no quota on "+strings.Join(elsewhere, ", "))
