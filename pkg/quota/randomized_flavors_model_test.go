@@ -88,8 +88,9 @@ func (w *flavorWorld) mUsed(k BudgetKey) (base mQty, perFlavor map[string]mQty) 
 }
 
 // mChoices are the flavors that may take a pod, in its flavored budget's order, and
-// whether flavors apply to it at all.
-func (w *flavorWorld) mChoices(p *fPod) (names []string, apply bool) {
+// whether flavors apply to it at all; preferred is set when that budget waits for the
+// first of them.
+func (w *flavorWorld) mChoices(p *fPod) (names []string, apply, preferred bool) {
 	cover := mCover(p.view.Namespace)
 	var home *Budget
 	named := map[string]map[corev1.ResourceName]bool{} // flavor -> resources some budget names
@@ -116,7 +117,7 @@ func (w *flavorWorld) mChoices(p *fPod) (names []string, apply bool) {
 		}
 	}
 	if home == nil {
-		return nil, false
+		return nil, false, false
 	}
 	var wanted []corev1.ResourceName
 	for r, v := range mQtyOf(p.view.Usage) {
@@ -128,7 +129,7 @@ func (w *flavorWorld) mChoices(p *fPod) (names []string, apply bool) {
 		}
 	}
 	if len(wanted) == 0 {
-		return nil, false
+		return nil, false, false
 	}
 	selected := w.mSelected(p.view.NodeSelector)
 	for _, fq := range home.Flavors {
@@ -149,7 +150,7 @@ func (w *flavorWorld) mChoices(p *fPod) (names []string, apply bool) {
 			names = append(names, fq.Name)
 		}
 	}
-	return names, true
+	return names, true, home.Fungibility.WaitForPreferred
 }
 
 // mFits reports whether the pod fits beside the running pods on flavor f ("" for
@@ -183,7 +184,7 @@ func (w *flavorWorld) admitAndCheck() error {
 		if p == nil || p.running {
 			return fmt.Errorf("admitted %s, which is not a gated pod of the world", a.Pod.Name)
 		}
-		choices, apply := w.mChoices(p)
+		choices, apply, preferred := w.mChoices(p)
 		on := ""
 		if a.Flavor != nil {
 			on = a.Flavor.Name
@@ -197,6 +198,8 @@ func (w *flavorWorld) admitAndCheck() error {
 			return fmt.Errorf("%s admitted on %s; no flavor applies to it, and it does not select %s", a.Pod.Name, on, on)
 		case apply && !slices.Contains(choices, on):
 			return fmt.Errorf("%s admitted on %s, not one of %v", a.Pod.Name, on, choices)
+		case preferred && on != choices[0]:
+			return fmt.Errorf("%s admitted on %s; its budget waits for %s", a.Pod.Name, on, choices[0])
 		}
 		if err := w.mFits(p, on); err != nil {
 			return fmt.Errorf("%s admitted on %q without room: %v", a.Pod.Name, on, err)
@@ -256,9 +259,12 @@ func (w *flavorWorld) checkLiveness() error {
 		if p.running {
 			continue
 		}
-		choices, apply := w.mChoices(p)
-		if !apply {
+		choices, apply, preferred := w.mChoices(p)
+		switch {
+		case !apply:
 			choices = []string{""}
+		case preferred && len(choices) > 0:
+			choices = choices[:1]
 		}
 		for _, f := range choices {
 			if w.mFits(p, f) == nil {

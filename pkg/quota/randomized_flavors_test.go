@@ -26,11 +26,13 @@ var randomFlavorSeeds = flag.Int("quota.flavorseeds", 200, "seeds for TestRandom
 //   - a pod admitted on a flavor fits there: every budget that covers it has room for
 //     it on its flavor-less hard and on that flavor's hard;
 //   - fungibility order: every flavor before it in its flavored budget's order that
-//     could take it had no room for it;
+//     could take it had no room for it, and a budget that waits for its preferred
+//     flavor admits on no other;
 //   - accounting: every budget's used, flavor-less and per flavor, is the model's sum
 //     over running pods, each on the flavor its node selector selects;
 //   - liveness: once running pods end, no gated pod is left that fits on a flavor
-//     that can take it (or without one, when none applies).
+//     that can take it (its preferred one, when its budget waits for that), or without
+//     one when none applies.
 func TestRandomizedFlavors(t *testing.T) {
 	n := *randomFlavorSeeds
 	if testing.Short() {
@@ -121,9 +123,10 @@ func (w *flavorWorld) setBudget(k BudgetKey) {
 	if w.rng.IntN(2) == 0 {
 		b.Hard("nvidia.com/gpu=" + strconv.FormatInt(scale*int64(2+w.rng.IntN(4)), 10))
 	}
+	b.b.Fungibility.WaitForPreferred = k != flavorOrg && w.rng.IntN(4) == 0
 	w.budgets[k] = b.Obj()
 	w.q.UpsertBudget(b.Obj())
-	w.logf("budget %s: hard %v, flavors %v", k, b.b.Hard, b.b.Flavors)
+	w.logf("budget %s: hard %v, flavors %v, wait for preferred %v", k, b.b.Hard, b.b.Flavors, b.b.Fungibility.WaitForPreferred)
 }
 
 func (w *flavorWorld) newPod() {
