@@ -137,7 +137,7 @@ func (a *admitter) evaluate(p *podState) {
 			return
 		}
 		var waits bool
-		if f, waits = a.onFlavors(unit, p.cover, c, func(f string) demand { return flavoredDemand(p.adds, f) }); waits {
+		if f, waits = a.onFlavors(unit, p.cover, c, p.addsOn); waits {
 			return
 		}
 	} else if a.waitsForCapacity(unit, p.cover, p.adds) {

@@ -172,6 +172,24 @@ var noAmounts = amounts{}
 // form (appendList): pods of one template share one map, as they share the list.
 var sharedAmounts sharedTable[amounts]
 
+// sharedAmountsOn is onFlavor(amountsOf(l), f), shared with every list of the same form
+// on the same flavor: read-only.
+func sharedAmountsOn(l corev1.ResourceList, f string) amounts {
+	if f == "" {
+		return sharedAmountsOf(l)
+	}
+	if len(l) == 0 {
+		return noAmounts
+	}
+	var buf [256]byte
+	key := append(append(appendList(buf[:0], l), flavorMark...), f...)
+	v, ok := sharedAmounts.get(key, func() amounts { return onFlavor(amountsOf(l), f) })
+	if !ok {
+		return onFlavor(amountsOf(l), f)
+	}
+	return v
+}
+
 // sharedAmountsOf is amountsOf(l), shared with every list of the same form: read-only.
 func sharedAmountsOf(l corev1.ResourceList) amounts {
 	if len(l) == 0 {

@@ -169,7 +169,8 @@ func (x *flavorIndex) choices(cover []*budget, sel map[string]string, usage amou
 	if home == nil {
 		return flavorChoice{}, waitInfo{}, true // a group member no flavor applies to
 	}
-	var wanted []corev1.ResourceName
+	var buf [8]corev1.ResourceName
+	wanted := buf[:0]
 	for r, v := range usage {
 		if v != 0 && namedByAFlavor(cover, r) {
 			wanted = append(wanted, r)
@@ -205,6 +206,7 @@ func (x *flavorIndex) choices(cover []*budget, sel map[string]string, usage amou
 	if len(c.names) > 0 {
 		return c, waitInfo{}, true
 	}
+	wanted = slices.Clone(wanted)
 	slices.Sort(wanted)
 	return flavorChoice{}, waitInfo{code: CodeNoFlavor, budget: home, detail: noFlavorText(home, wanted, missing, contradicted, uncovered, elsewhere)}, false
 }

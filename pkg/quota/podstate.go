@@ -170,11 +170,11 @@ func (p *podState) flavorName() string {
 	return p.flavor.Name
 }
 
-// usage is the pod's usage (pod.Usage) in amounts, shared with the pods of equal usage
-// when it has no flavor: read-only.
+// usage is the pod's usage (pod.Usage) in amounts, on its flavor, shared with the pods
+// of equal usage on the same flavor: read-only.
 func (p *podState) usage() amounts {
 	if p.units == nil {
-		p.units = onFlavor(sharedAmountsOf(p.pod.Usage), p.flavorName())
+		p.units = sharedAmountsOn(p.pod.Usage, p.flavorName())
 	}
 	return p.units
 }
