@@ -36,6 +36,12 @@ const (
 	// Gone: the pod no longer exists (404, or another pod now has its name); it is
 	// forgotten.
 	Gone
+	// NotSent: no patch was sent, because the pod as the controller sees it cannot take
+	// the admission (its node selector asks for other values of the flavor's labels
+	// than the flavor's, changed since the decision). Unless an earlier attempt may
+	// still apply, the charge is given back and the pod, after a backoff, is decided
+	// again on what it asks now.
+	NotSent
 )
 
 // Done reports the outcome of the ungate attempt for a pod Admit returned. attemptRV is
@@ -60,6 +66,18 @@ func (a *admitter) done(uid types.UID, r Result, attemptRV string) {
 		p.unresolved = false
 	case Gone:
 		a.place.forget(p)
+	case NotSent:
+		if p.phase != phaseAssumed {
+			return // already seen ungated: it runs, the charge stays
+		}
+		p.attempts++
+		if !p.unresolved || a.provesNotUngated(p, p.pod) {
+			a.giveBack(p)
+			return
+		}
+		// An earlier attempt may still apply: keep the charge until a view settles it.
+		p.retryAt = a.opts.clock.Now().Add(a.opts.backoff(p.attempts))
+		a.backoff.set(p)
 	case Unknown:
 		if p.phase != phaseAssumed {
 			return // already seen ungated: it runs, the charge stays

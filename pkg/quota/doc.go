@@ -10,7 +10,7 @@
 //	q.UpsertPod(quota.NewPod(pod, gate, clk.Now())) // DeletePod(uid) on delete
 //	for _, a := range q.Admit() {                  // each already reserved ("assumed")
 //		rv, err := patch(a.Pod)                    // fenced on rv: test it, test + remove the gate
-//		q.Done(a.Pod.UID, resultOf(err), rv)       // Ungated, Gone, or Unknown: the charge stays
+//		q.Done(a.Pod.UID, resultOf(err), rv)       // Ungated, Gone, Unknown (the charge stays) or NotSent
 //	}                                              // until a view settles it (attempts.go)
 //	if t, ok := q.NextWakeup(); ok { requeueAt(t) } // backoffs, grace periods, flush
 //	for _, k := range q.DirtyStatuses() { st, _ := r.Status(k); writeStatus(k, st) }

@@ -3,6 +3,7 @@ package quota
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -342,5 +343,35 @@ func TestNodeSelectorOf(t *testing.T) {
 	}
 	if pod.Spec.NodeSelector["gpu"] != "" {
 		t.Errorf("NewPod changed the pod's own nodeSelector: %v", pod.Spec.NodeSelector)
+	}
+}
+
+// TestNotSentGivesTheChargeBack: the controller finds that the pod, changed since the
+// decision, contradicts its flavor, and sends nothing; the pod waits again (after a
+// backoff) and is decided again on what it asks now.
+func TestNotSentGivesTheChargeBack(t *testing.T) {
+	key := BudgetKey{Namespace: "team-a", Name: "gpus"}
+	q, clk := newTestQueue()
+	q.UpsertFlavor(h100)
+	q.UpsertFlavor(a100)
+	q.UpsertBudget(makeBudget("team-a", "gpus").flavor("h100", "nvidia.com/gpu=1", "").flavor("a100", "nvidia.com/gpu=1", "").Obj())
+	p := makePod("p").RV(1).Req("nvidia.com/gpu=1").Pod()
+	q.UpsertPod(p)
+	adm := q.Admit()
+	if len(adm) != 1 || adm[0].Flavor == nil || adm[0].Flavor.Name != "h100" {
+		t.Fatalf("admissions %+v, want p on h100", adm)
+	}
+	moved := withSelector(makePod("p").RV(2).Req("nvidia.com/gpu=1").Pod(), map[string]string{"gpu": "a100"})
+	q.UpsertPod(moved) // the tenant narrowed the selector while the patch was being built
+	q.Done(p.UID, NotSent, "2")
+	if got := flavorUsed(t, q, key)["h100/requests.nvidia.com/gpu"]; got != "0" {
+		t.Errorf("h100 used %s after NotSent, want the charge given back", got)
+	}
+	if r, ok := q.Reader().WaitReason(p.UID); !ok || r.Code != CodeBackoff {
+		t.Errorf("p: %v %+v, want waiting in backoff", ok, r)
+	}
+	clk.Step(time.Minute)
+	if diff := cmp.Diff([]string{"p@a100"}, admitFlavors(q)); diff != "" {
+		t.Errorf("after the backoff (-want +got):\n%s", diff)
 	}
 }

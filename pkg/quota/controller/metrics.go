@@ -55,6 +55,8 @@ type metrics struct {
 	admissions    *prometheus.CounterVec
 	budgetHard    *prometheus.GaugeVec
 	budgetUsed    *prometheus.GaugeVec
+	flavorHard    *prometheus.GaugeVec
+	flavorUsed    *prometheus.GaugeVec
 	budgetPending *prometheus.GaugeVec
 	budgetState   *prometheus.GaugeVec
 	budgetReady   *prometheus.GaugeVec
@@ -102,6 +104,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, budgetLabels),
 		budgetHard:    gauge("quotagate_budget_hard", "A budget's hard limit per resource.", perBudget("resource")),
 		budgetUsed:    gauge("quotagate_budget_used", "Requests of the admitted, non-terminal pods charged to a budget, per resource.", perBudget("resource")),
+		flavorHard:    gauge("quotagate_budget_flavor_hard", "A budget's hard limit per flavor (spec.flavors) and resource.", perBudget("flavor", "resource")),
+		flavorUsed:    gauge("quotagate_budget_flavor_used", "Requests of the admitted, non-terminal pods charged to a budget on a flavor, per resource.", perBudget("flavor", "resource")),
 		budgetPending: gauge("quotagate_budget_pending", "Requests of the pods gated on a budget, per resource.", perBudget("resource")),
 		budgetState:   gauge("quotagate_budget_state", "1 for a budget's effective state (Open, Closing, Closed), 0 for the others.", perBudget("state")),
 		budgetReady:   gauge("quotagate_budget_ready", "1 when a budget's Ready condition is True, 0 when it has a problem (invalid spec, missing parent, cycle).", budgetLabels),
@@ -123,7 +127,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	m.gate = &leaderOnly{metrics: m, collectors: []prometheus.Collector{
 		m.incomingPods, m.queueMoves, m.admissions, m.ungateErrors, m.preemptions, m.preemptionsBlocked,
-		m.queueDepth, m.budgetHard, m.budgetUsed, m.budgetPending, m.budgetState, m.budgetReady,
+		m.queueDepth, m.budgetHard, m.budgetUsed, m.flavorHard, m.flavorUsed, m.budgetPending, m.budgetState, m.budgetReady,
 		m.gatedPods, m.admittedPods, m.neverFitPods, m.podWait,
 	}}
 	gate, err := promreg.Register(reg, m.gate)
@@ -218,6 +222,17 @@ func (m *metrics) setBudget(key quota.BudgetKey, st quota.BudgetStatus) {
 		m.budgetUsed.WithLabelValues(r...).Set(used.AsApproximateFloat64())
 		m.budgetPending.WithLabelValues(r...).Set(pending.AsApproximateFloat64())
 	}
+	// A flavor or resource the budget no longer holds drops its series.
+	m.flavorHard.DeletePartialMatch(prometheus.Labels{"kind": b[0], "namespace": b[1], "name": b[2]})
+	m.flavorUsed.DeletePartialMatch(prometheus.Labels{"kind": b[0], "namespace": b[1], "name": b[2]})
+	for _, f := range st.Flavors {
+		for name, q := range f.Hard {
+			r := append(b, f.Name, string(name))
+			used := f.Used[name]
+			m.flavorHard.WithLabelValues(r...).Set(q.AsApproximateFloat64())
+			m.flavorUsed.WithLabelValues(r...).Set(used.AsApproximateFloat64())
+		}
+	}
 	for _, s := range []v1alpha1.BudgetState{v1alpha1.StateOpen, v1alpha1.StateClosing, v1alpha1.StateClosed} {
 		m.budgetState.WithLabelValues(append(b, string(s))...).Set(boolFloat(st.State == s))
 	}
@@ -231,7 +246,7 @@ func (m *metrics) setBudget(key quota.BudgetKey, st quota.BudgetStatus) {
 func (m *metrics) forgetBudget(key quota.BudgetKey) {
 	b := labelsOf(key)
 	l := prometheus.Labels{"kind": b[0], "namespace": b[1], "name": b[2]}
-	for _, v := range []*prometheus.GaugeVec{m.queueDepth, m.budgetHard, m.budgetUsed, m.budgetPending,
+	for _, v := range []*prometheus.GaugeVec{m.queueDepth, m.budgetHard, m.budgetUsed, m.flavorHard, m.flavorUsed, m.budgetPending,
 		m.budgetState, m.budgetReady, m.gatedPods, m.admittedPods, m.neverFitPods} {
 		v.DeletePartialMatch(l)
 	}
