@@ -7,6 +7,7 @@ package main
 var purposes = map[string]string{
 	"CustomResourceDefinition budgets.quotagate.io":        "The Budget kind. Templates, so upgrades update them; kept on uninstall unless `crds.keep=false`.",
 	"CustomResourceDefinition clusterbudgets.quotagate.io": "The ClusterBudget kind, as above.",
+	"CustomResourceDefinition flavors.quotagate.io":        "The Flavor kind (a kind of node that budgets hold quota for), as above.",
 
 	"ServiceAccount quotagate-manager":                       "The manager's identity: the only one the gate guard lets remove the gate (with `guard.extraAllowedUsers`).",
 	"Deployment quotagate-manager":                           "The manager: accounting, admission queues, the patches that remove the gate, the visibility API; one leader, standbys with `manager.replicas`.",
