@@ -13,7 +13,7 @@ var purposes = map[string]string{
 	"Deployment quotagate-manager":                           "The manager: accounting, admission queues, the patches that remove the gate, the visibility API; one leader, standbys with `manager.replicas`.",
 	"Service quotagate-manager-metrics":                      "The manager's `/metrics` and `/debug/queues` (HTTPS with `manager.metricsSecure`).",
 	"PodDisruptionBudget quotagate-manager":                  "Keeps a manager through voluntary evictions, with `manager.replicas` above 1.",
-	"ClusterRole quotagate-manager":                          "The manager's cluster-wide rights, generated from its RBAC markers: it patches pods to remove the gate, evicts and deletes pods to preempt, and reads budgets and DRA objects.",
+	"ClusterRole quotagate-manager":                          "The manager's cluster-wide rights, generated from its RBAC markers: it patches pods to remove the gate, evicts and deletes pods to preempt, and reads budgets, flavors and DRA objects.",
 	"ClusterRoleBinding quotagate-manager":                   "Binds it to the manager's ServiceAccount.",
 	"Role quotagate-manager-leader-election":                 "The manager's leader election Lease in the release namespace.",
 	"RoleBinding quotagate-manager-leader-election":          "Binds it to the manager's ServiceAccount.",
