@@ -292,7 +292,6 @@ type BudgetStatus struct {
 // +kubebuilder:printcolumn:name="Parent",type=string,JSONPath=`.spec.parent`,priority=1
 // +kubebuilder:printcolumn:name="Borrowed",type=string,JSONPath=`.status.borrowed`,priority=1
 // +kubebuilder:printcolumn:name="Lent",type=string,JSONPath=`.status.lent`,priority=1
-// +kubebuilder:printcolumn:name="Flavors",type=string,JSONPath=`.spec.flavors[*].name`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Budget struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -340,7 +339,6 @@ type ClusterBudgetSpec struct {
 // +kubebuilder:printcolumn:name="Parent",type=string,JSONPath=`.spec.parent`,priority=1
 // +kubebuilder:printcolumn:name="Borrowed",type=string,JSONPath=`.status.borrowed`,priority=1
 // +kubebuilder:printcolumn:name="Lent",type=string,JSONPath=`.status.lent`,priority=1
-// +kubebuilder:printcolumn:name="Flavors",type=string,JSONPath=`.spec.flavors[*].name`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ClusterBudget struct {
 	metav1.TypeMeta   `json:",inline"`
