@@ -1,4 +1,4 @@
-// Package crdvalidation holds only tests: the Budget and ClusterBudget CRDs' validation
+// Package crdvalidation holds only tests: the Budget, ClusterBudget and Flavor CRDs' validation
 // (config/crd/bases) on a real kube-apiserver, and that the manager accounts exactly the
 // names and selectors the API server accepts. They live here, in the root module, rather
 // than beside the types in api/v1alpha1, because they need the local control plane and
