@@ -115,6 +115,12 @@ func TestFlavorValidationOnRealAPIServer(t *testing.T) {
 			add(kind+" flavor "+field+" negative", object(t, kind, k+"-"+strings.ToLower(field)+"-negative", flavorsSpec(fmt.Sprintf(`{name: a100}, {name: h100, %s: {cpu: "-1"}}`, field))),
 				fmt.Sprintf(`spec.flavors[1].%s: Invalid value: %s quantities must not be negative`, field, field))
 		}
+		var names []string
+		for i := range 25 {
+			names = append(names, fmt.Sprintf(`"example.com/r%d": "1"`, i))
+		}
+		add(kind+" flavor with 25 names", object(t, kind, k+"-25-names", flavorsSpec(`{name: h100, hard: {`+strings.Join(names, ", ")+`}}`)),
+			`[spec.flavors[0].hard: Too many: 25: must have at most 24 items`+celSkipped)
 		add(kind+" flavor negative integer", object(t, kind, k+"-negative-int", flavorsSpec(`{name: h100, hard: {pods: -1}}`)),
 			`spec.flavors[0].hard: Invalid value: hard quantities must not be negative`)
 		var many []string
