@@ -136,6 +136,7 @@ func TestBudgetRolesOnRealAPIServer(t *testing.T) {
 	bind("ns-admin", "admin")
 	bindCluster("platform", "quotagate-budget-admin")
 	bindCluster("auditor", "quotagate-clusterbudget-viewer")
+	bindCluster("flavor-reader", "quotagate-flavor-viewer")
 
 	tenants := []string{"viewer", "editor", "ns-admin"}
 	// kube-controller-manager folds the budget-viewer rules into view, edit and admin
@@ -168,6 +169,7 @@ func TestBudgetRolesOnRealAPIServer(t *testing.T) {
 			}
 			wantForbidden(t, "list Budgets in team-b", c.List(ctx, &v1alpha1.BudgetList{}, client.InNamespace("team-b")))
 			wantForbidden(t, "list ClusterBudgets", c.List(ctx, &v1alpha1.ClusterBudgetList{}))
+			wantForbidden(t, "list Flavors", c.List(ctx, &v1alpha1.FlavorList{}))
 
 			raised := b.DeepCopy()
 			raised.Spec.Hard = hard("400")
@@ -218,6 +220,21 @@ func TestBudgetRolesOnRealAPIServer(t *testing.T) {
 		if err := c.Delete(ctx, &v1alpha1.Budget{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "batch"}}); err != nil {
 			t.Errorf("delete Budget: %v", err)
 		}
+		if err := c.Create(ctx, spotFlavor()); err != nil {
+			t.Errorf("create Flavor: %v", err)
+		}
+	})
+
+	t.Run("flavor-viewer", func(t *testing.T) {
+		c := impersonating(t, cluster, "flavor-reader")
+		var list v1alpha1.FlavorList
+		if err := c.List(ctx, &list); err != nil || len(list.Items) != 1 {
+			t.Errorf("list Flavors: %d items, %v; want the one", len(list.Items), err)
+		}
+		patch := client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"tolerations":[]}}`))
+		wantForbidden(t, "patch a Flavor", c.Patch(ctx, spotFlavor(), patch))
+		wantForbidden(t, "create a Flavor", c.Create(ctx, &v1alpha1.Flavor{ObjectMeta: metav1.ObjectMeta{Name: "mine"}, Spec: v1alpha1.FlavorSpec{NodeLabels: map[string]string{"pool": "mine"}}}))
+		wantForbidden(t, "list ClusterBudgets", c.List(ctx, &v1alpha1.ClusterBudgetList{}))
 	})
 
 	t.Run("clusterbudget-viewer", func(t *testing.T) {
@@ -230,6 +247,11 @@ func TestBudgetRolesOnRealAPIServer(t *testing.T) {
 		wantForbidden(t, "patch a ClusterBudget", c.Patch(ctx, &v1alpha1.ClusterBudget{ObjectMeta: metav1.ObjectMeta{Name: "all"}}, patch))
 		wantForbidden(t, "list Budgets in team-a", c.List(ctx, &v1alpha1.BudgetList{}, client.InNamespace("team-a")))
 	})
+}
+
+// spotFlavor is the Flavor budget-admin creates and flavor-viewer reads.
+func spotFlavor() *v1alpha1.Flavor {
+	return &v1alpha1.Flavor{ObjectMeta: metav1.ObjectMeta{Name: "spot"}, Spec: v1alpha1.FlavorSpec{NodeLabels: map[string]string{"pool": "spot"}}}
 }
 
 // wantForbidden fails unless err is the API server's 403 for an RBAC denial.

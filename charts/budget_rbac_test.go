@@ -88,8 +88,9 @@ func TestBudgetViewerAggregationCanBeTurnedOff(t *testing.T) {
 	}
 }
 
-// The platform's roles: budget-admin does everything to Budgets, ClusterBudgets and their
-// status; clusterbudget-viewer reads ClusterBudgets. Neither is aggregated anywhere.
+// The platform's roles: budget-admin does everything to Budgets, ClusterBudgets, their
+// status and Flavors; clusterbudget-viewer reads ClusterBudgets, flavor-viewer Flavors.
+// None is aggregated anywhere.
 func TestPlatformBudgetRoles(t *testing.T) {
 	roles := clusterRoles(t, mustInstall(t, "acme", "acme-system", nil))
 	admin, ok := roles["acme-quotagate-budget-admin"]
@@ -113,6 +114,18 @@ func TestPlatformBudgetRoles(t *testing.T) {
 			}
 		}
 	}
+	for _, verb := range []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"} {
+		if !allows(admin.Rules, "flavors", verb) {
+			t.Errorf("budget-admin may not %s flavors", verb)
+		}
+	}
+	flavors, ok := roles["acme-quotagate-flavor-viewer"]
+	if !ok {
+		t.Fatal("no ClusterRole acme-quotagate-flavor-viewer")
+	}
+	if diff := cmp.Diff([]rbacv1.PolicyRule{{APIGroups: []string{"quotagate.io"}, Resources: []string{"flavors"}, Verbs: readVerbs}}, flavors.Rules); diff != "" {
+		t.Errorf("flavor-viewer rules (-want +got):\n%s", diff)
+	}
 	reader, ok := roles["acme-quotagate-clusterbudget-viewer"]
 	if !ok {
 		t.Fatal("no ClusterRole acme-quotagate-clusterbudget-viewer")
@@ -121,7 +134,7 @@ func TestPlatformBudgetRoles(t *testing.T) {
 	if diff := cmp.Diff(want, reader.Rules); diff != "" {
 		t.Errorf("clusterbudget-viewer rules (-want +got):\n%s", diff)
 	}
-	for _, r := range []rbacv1.ClusterRole{admin, reader} {
+	for _, r := range []rbacv1.ClusterRole{admin, reader, flavors} {
 		for _, l := range aggregateLabels {
 			if _, ok := r.Labels[l]; ok {
 				t.Errorf("%s is aggregated (%s)", r.Name, l)

@@ -173,6 +173,23 @@ type BudgetSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !string(self[k]).startsWith('-'))",message="lendingLimit quantities must not be negative"
 	LendingLimit corev1.ResourceList `json:"lendingLimit,omitempty"`
 
+	// Flavors is the quota per flavor (a Flavor object each: a kind of node), in the
+	// order pods try them. A pod that selects one flavor's node labels is charged to
+	// that flavor; any other pod gets the first flavor, in this order, that has room,
+	// and quotagate adds the flavor's node labels and tolerations to it as it removes
+	// the gate. hard still caps the budget's total over all flavors (docs/budgets.md,
+	// "Flavors").
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	Flavors []FlavorQuota `json:"flavors,omitempty"`
+
+	// FlavorFungibility says how a pod moves between the flavors. Unset: it takes the
+	// next flavor when one is full, and the first it fits in by borrowing.
+	// +optional
+	FlavorFungibility *FlavorFungibility `json:"flavorFungibility,omitempty"`
+
 	// Preemption says when quotagate evicts admitted pods to make room for this
 	// budget's gated pods (docs/budgets.md, "Preemption"). Unset: it takes back
 	// quota it lent (reclaim: Any), and never evicts its own pods.
@@ -244,6 +261,13 @@ type BudgetStatus struct {
 	// +kubebuilder:default=0
 	// +kubebuilder:validation:Minimum=0
 	GatedPods int32 `json:"gatedPods"`
+
+	// Flavors is what the budget holds and uses per flavor, in the order of
+	// spec.flavors.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Flavors []FlavorStatus `json:"flavors,omitempty"`
 
 	// Conditions say whether the budget is working, and why not.
 	// +optional

@@ -19,7 +19,7 @@ var (
 )
 
 func addKnownTypes(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(GroupVersion, &Budget{}, &BudgetList{}, &ClusterBudget{}, &ClusterBudgetList{})
+	scheme.AddKnownTypes(GroupVersion, &Budget{}, &BudgetList{}, &ClusterBudget{}, &ClusterBudgetList{}, &Flavor{}, &FlavorList{})
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil
 }

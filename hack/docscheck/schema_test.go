@@ -124,7 +124,7 @@ func (k kind) lookup(path []string) (fieldTree, string, bool) {
 	return cur, "", true
 }
 
-// crdKinds are Budget and ClusterBudget, from the CRDs in the tree.
+// crdKinds are Budget, ClusterBudget and Flavor, from the CRDs in the tree.
 func crdKinds(t *testing.T) []kind {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(repoRoot, crdDir, "*.yaml"))
@@ -151,8 +151,8 @@ func crdKinds(t *testing.T) []kind {
 			root:      crdField{crd.Spec.Versions[0].Schema.OpenAPIV3Schema},
 		})
 	}
-	if len(kinds) != 2 {
-		t.Fatalf("found %d CRDs in %s, want Budget and ClusterBudget", len(kinds), crdDir)
+	if len(kinds) != 3 {
+		t.Fatalf("found %d CRDs in %s, want Budget, ClusterBudget and Flavor", len(kinds), crdDir)
 	}
 	return kinds
 }

@@ -144,6 +144,25 @@ func fromSpec(key BudgetKey, s *v1alpha1.BudgetSpec) Budget {
 	if s.FairSharing != nil {
 		out.Weight = s.FairSharing.Weight
 	}
+	out.Flavors = flavorQuotas(s.Flavors)
+	if f := s.FlavorFungibility; f != nil {
+		out.Fungibility = Fungibility{
+			WaitForPreferred: f.WhenFull == v1alpha1.FlavorWaitForPreferred,
+			AvoidBorrowing:   f.WhenCanBorrow == v1alpha1.FlavorTryNext,
+		}
+	}
+	return out
+}
+
+// flavorQuotas copies spec.flavors, in order (nil for none).
+func flavorQuotas(in []v1alpha1.FlavorQuota) []FlavorQuota {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]FlavorQuota, len(in))
+	for i, f := range in {
+		out[i] = FlavorQuota{Name: f.Name, Hard: f.Hard, BorrowingLimit: f.BorrowingLimit, LendingLimit: f.LendingLimit}
+	}
 	return out
 }
 

@@ -25,8 +25,9 @@ type nameRule struct {
 	rule, messageExpression string
 }
 
-// nameRules reads, from both generated CRDs (config/crd/bases), the rules on
-// limitFields whose message names an unsupported resource name.
+// nameRules reads, from both generated budget CRDs (config/crd/bases), the rules on
+// limitFields, in spec and in each of spec.flavors, whose message names an unsupported
+// resource name.
 func nameRules(t *testing.T) []nameRule {
 	t.Helper()
 	var rules []nameRule
@@ -41,10 +42,16 @@ func nameRules(t *testing.T) []nameRule {
 		}
 		for _, v := range crd.Spec.Versions {
 			spec := v.Schema.OpenAPIV3Schema.Properties["spec"]
-			for _, field := range limitFields {
-				for _, r := range spec.Properties[field].XValidations {
-					if strings.Contains(r.MessageExpression, "unsupported resource name") {
-						rules = append(rules, nameRule{crd: file + " " + v.Name, field: field, rule: r.Rule, messageExpression: r.MessageExpression})
+			places := map[string]apiextensionsv1.JSONSchemaProps{"spec": spec}
+			if items := spec.Properties["flavors"].Items; items != nil && items.Schema != nil {
+				places["spec.flavors[]"] = *items.Schema
+			}
+			for place, schema := range places {
+				for _, field := range limitFields {
+					for _, r := range schema.Properties[field].XValidations {
+						if strings.Contains(r.MessageExpression, "unsupported resource name") {
+							rules = append(rules, nameRule{crd: file + " " + v.Name + " " + place, field: field, rule: r.Rule, messageExpression: r.MessageExpression})
+						}
 					}
 				}
 			}
@@ -54,15 +61,16 @@ func nameRules(t *testing.T) []nameRule {
 }
 
 // TestAccountableNamesOneSource: every accountable-name rule in the generated CRDs (three
-// fields in each of two CRDs, a rule and a messageExpression each) is
+// fields in spec and three in each of spec.flavors, in each of two CRDs, a rule and a
+// messageExpression each) is
 // v1alpha1.AccountableNameCEL; what it admits is what the manager accounts, on the
 // names of v1alpha1.AccountableResourceNames and the tables of this package; and every
 // name it admits is a name PodUsage or ClaimUsage can charge.
 func TestAccountableNamesOneSource(t *testing.T) {
 	pred := v1alpha1.AccountableNameCEL()
 	rules := nameRules(t)
-	if len(rules) != 2*len(limitFields) {
-		t.Fatalf("%d accountable-name rules in the CRDs, want one on each of %v in both CRDs", len(rules), limitFields)
+	if len(rules) != 2*2*len(limitFields) {
+		t.Fatalf("%d accountable-name rules in the CRDs, want one on each of %v, in spec and in spec.flavors[], in both CRDs", len(rules), limitFields)
 	}
 	env, err := cel.NewEnv(cel.Variable("self", cel.MapType(cel.StringType, cel.StringType)))
 	if err != nil {

@@ -31,6 +31,7 @@ import (
 var (
 	budgets        = v1alpha1.GroupVersion.WithResource("budgets")
 	clusterBudgets = v1alpha1.GroupVersion.WithResource("clusterbudgets")
+	flavors        = v1alpha1.GroupVersion.WithResource("flavors")
 )
 
 const testNamespace = "team-a"
@@ -350,8 +351,11 @@ var resourceOne = resource.MustParse("1")
 type apiClient struct{ dyn dynamic.Interface }
 
 func (a *apiClient) resource(obj *unstructured.Unstructured) dynamic.ResourceInterface {
-	if obj.GetKind() == "ClusterBudget" {
+	switch obj.GetKind() {
+	case "ClusterBudget":
 		return a.dyn.Resource(clusterBudgets)
+	case "Flavor":
+		return a.dyn.Resource(flavors)
 	}
 	return a.dyn.Resource(budgets).Namespace(obj.GetNamespace())
 }
@@ -361,8 +365,8 @@ func (a *apiClient) create(ctx context.Context, obj *unstructured.Unstructured) 
 	return err
 }
 
-// object builds a Budget (in testNamespace) or ClusterBudget from its spec in YAML; an
-// empty spec leaves spec out.
+// object builds a Budget (in testNamespace), ClusterBudget or Flavor from its spec in
+// YAML; an empty spec leaves spec out.
 func object(t *testing.T, kind, name, spec string) *unstructured.Unstructured {
 	t.Helper()
 	obj := &unstructured.Unstructured{Object: map[string]any{}}

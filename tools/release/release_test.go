@@ -229,8 +229,8 @@ func TestInstallYAML(t *testing.T) {
 	for _, o := range objs {
 		kinds[o.GetKind()]++
 	}
-	if kinds["CustomResourceDefinition"] != 2 || kinds["Deployment"] != 2 || kinds["MutatingWebhookConfiguration"] != 1 {
-		t.Errorf("install.yaml kinds %v: want 2 CRDs, 2 Deployments and the webhook configuration", kinds)
+	if kinds["CustomResourceDefinition"] != 3 || kinds["Deployment"] != 2 || kinds["MutatingWebhookConfiguration"] != 1 {
+		t.Errorf("install.yaml kinds %v: want 3 CRDs, 2 Deployments and the webhook configuration", kinds)
 	}
 	checkReleaseImages(t, "install.yaml", objs)
 }
@@ -249,7 +249,7 @@ func TestCRDs(t *testing.T) {
 		}
 		names = append(names, o.GetName())
 	}
-	if got := strings.Join(names, ","); got != "budgets.quotagate.io,clusterbudgets.quotagate.io" {
+	if got := strings.Join(names, ","); got != "budgets.quotagate.io,clusterbudgets.quotagate.io,flavors.quotagate.io" {
 		t.Errorf("%s holds %s", rel.CRDsFile, got)
 	}
 }

@@ -33,6 +33,7 @@ import (
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=quotagate.io,resources=budgets;clusterbudgets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=quotagate.io,resources=budgets/status;clusterbudgets/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups=quotagate.io,resources=flavors,verbs=get;list;watch
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
@@ -247,6 +248,7 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 		{&corev1.Namespace{}, c.namespaceHandler()},
 		{&v1alpha1.Budget{}, c.budgetHandler()},
 		{&v1alpha1.ClusterBudget{}, c.clusterBudgetHandler()},
+		{&v1alpha1.Flavor{}, c.flavorHandler()},
 		{&corev1.Pod{}, c.podHandler()},
 	} {
 		inf, err := mgr.GetCache().GetInformer(ctx, h.obj)

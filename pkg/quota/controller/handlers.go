@@ -124,6 +124,26 @@ func (c *Controller) onClusterBudget(obj any) {
 	}
 }
 
+func (c *Controller) flavorHandler() toolscache.ResourceEventHandler {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.onFlavor(obj) },
+		UpdateFunc: func(_, obj any) { c.onFlavor(obj) },
+		DeleteFunc: func(obj any) {
+			if f, ok := unwrap[*v1alpha1.Flavor](obj); ok {
+				c.core.DeleteFlavor(f.Name)
+				c.wake()
+			}
+		},
+	}
+}
+
+func (c *Controller) onFlavor(obj any) {
+	if f, ok := obj.(*v1alpha1.Flavor); ok {
+		c.core.UpsertFlavor(quota.FlavorFromAPI(f))
+		c.wake()
+	}
+}
+
 // unwrap returns the object of a delete event, which may come as a tombstone.
 func unwrap[T any](obj any) (T, bool) {
 	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {

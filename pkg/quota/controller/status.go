@@ -108,6 +108,7 @@ func applyStatus(status *v1alpha1.BudgetStatus, st quota.BudgetStatus, ns string
 	status.Lent = st.Lent
 	status.AdmittedPods = st.AdmittedPods
 	status.GatedPods = st.GatedPods
+	status.Flavors = flavorStatuses(st.Flavors)
 	status.ObservedGeneration = generation
 
 	ready := metav1.Condition{
@@ -143,6 +144,21 @@ func applyStatus(status *v1alpha1.BudgetStatus, st quota.BudgetStatus, ns string
 		neverFit.Message = neverFitMessage(st.NeverFit, ns)
 	}
 	apimeta.SetStatusCondition(&status.Conditions, neverFit)
+}
+
+// flavorStatuses converts the core's per-flavor status (nil for none).
+func flavorStatuses(in []quota.FlavorStatus) []v1alpha1.FlavorStatus {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]v1alpha1.FlavorStatus, len(in))
+	for i, f := range in {
+		out[i] = v1alpha1.FlavorStatus{
+			Name: f.Name, Hard: f.Hard, Used: f.Used, Pending: f.Pending,
+			Borrowed: f.Borrowed, Lent: f.Lent, AdmittedPods: f.AdmittedPods,
+		}
+	}
+	return out
 }
 
 // neverFitMessage names up to five pods that can never fit, and how many more there are.
