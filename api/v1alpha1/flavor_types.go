@@ -150,10 +150,6 @@ type FlavorStatus struct {
 	// +optional
 	Used corev1.ResourceList `json:"used,omitempty"`
 
-	// Pending is the sum of the requests of the gated pods waiting on this flavor.
-	// +optional
-	Pending corev1.ResourceList `json:"pending,omitempty"`
-
 	// Borrowed is what the budget uses of this flavor beyond its hard, by borrowing.
 	// +optional
 	Borrowed corev1.ResourceList `json:"borrowed,omitempty"`
@@ -161,10 +157,4 @@ type FlavorStatus struct {
 	// Lent is the part of this flavor's hard that budgets under the same parent borrow.
 	// +optional
 	Lent corev1.ResourceList `json:"lent,omitempty"`
-
-	// AdmittedPods counts the admitted, non-terminal pods on this flavor.
-	// +optional
-	// +kubebuilder:default=0
-	// +kubebuilder:validation:Minimum=0
-	AdmittedPods int32 `json:"admittedPods"`
 }

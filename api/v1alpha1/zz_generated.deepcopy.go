@@ -451,13 +451,6 @@ func (in *FlavorStatus) DeepCopyInto(out *FlavorStatus) {
 			(*out)[key] = val.DeepCopy()
 		}
 	}
-	if in.Pending != nil {
-		in, out := &in.Pending, &out.Pending
-		*out = make(corev1.ResourceList, len(*in))
-		for key, val := range *in {
-			(*out)[key] = val.DeepCopy()
-		}
-	}
 	if in.Borrowed != nil {
 		in, out := &in.Borrowed, &out.Borrowed
 		*out = make(corev1.ResourceList, len(*in))

@@ -154,18 +154,6 @@ func fromSpec(key BudgetKey, s *v1alpha1.BudgetSpec) Budget {
 	return out
 }
 
-// flavorQuotas copies spec.flavors, in order (nil for none).
-func flavorQuotas(in []v1alpha1.FlavorQuota) []FlavorQuota {
-	if len(in) == 0 {
-		return nil
-	}
-	out := make([]FlavorQuota, len(in))
-	for i, f := range in {
-		out[i] = FlavorQuota{Name: f.Name, Hard: f.Hard, BorrowingLimit: f.BorrowingLimit, LendingLimit: f.LendingLimit}
-	}
-	return out
-}
-
 // budget is the core's live view of one budget: its spec, its derived topology, what is
 // charged to it and its queues.
 type budget struct {
@@ -225,40 +213,10 @@ func (b *budget) setSpec(spec Budget) (topologyChanged, hardChanged bool) {
 	hard, err := NormalizeHard(spec.Hard)
 	borrow, borrowErr := NormalizeHard(spec.BorrowingLimit)
 	lend, lendErr := NormalizeHard(spec.LendingLimit)
-	type fieldErr struct {
-		field string
-		err   error
-	}
 	errs := []fieldErr{{"", err}, {"borrowingLimit: ", borrowErr}, {"lendingLimit: ", lendErr}}
-	b.flavorNames = nil
-	for _, f := range spec.Flavors {
-		if b.flavorNames[f.Name] != nil {
-			errs = append(errs, fieldErr{"flavors: ", fmt.Errorf("flavor %s is named twice", f.Name)})
-			continue
-		}
-		names := map[corev1.ResourceName]bool{}
-		for _, l := range []struct {
-			field    string
-			in       corev1.ResourceList
-			out      corev1.ResourceList
-			limiting bool
-		}{{"hard", f.Hard, hard, true}, {"borrowingLimit", f.BorrowingLimit, borrow, false}, {"lendingLimit", f.LendingLimit, lend, false}} {
-			n, err := NormalizeHard(l.in)
-			if err != nil {
-				errs = append(errs, fieldErr{fmt.Sprintf("flavors[%s].%s: ", f.Name, l.field), err})
-			}
-			for r, q := range n {
-				l.out[flavored(r, f.Name)] = q
-				if l.limiting {
-					names[r] = true
-				}
-			}
-		}
-		if b.flavorNames == nil {
-			b.flavorNames = map[string]map[corev1.ResourceName]bool{}
-		}
-		b.flavorNames[f.Name] = names
-	}
+	var flavorErrs []fieldErr
+	b.flavorNames, flavorErrs = addFlavorLimits(spec.Flavors, hard, borrow, lend)
+	errs = append(errs, flavorErrs...)
 	hardChanged = b.ledger.setLimits(hard, borrow, lend)
 	b.specErr, b.specReason = "", v1alpha1.ReasonInvalidSpec
 	if spec.SpecError != nil {

@@ -1,10 +1,12 @@
 package quota
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // FlavorFromAPI converts a Flavor object. It copies the labels and tolerations, so the
@@ -17,10 +19,57 @@ func FlavorFromAPI(f *v1alpha1.Flavor) Flavor {
 	}
 }
 
-// placeholder: the lead's branch replaces this file's two methods
+// flavorQuotas copies spec.flavors, in order (nil for none).
+func flavorQuotas(in []v1alpha1.FlavorQuota) []FlavorQuota {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]FlavorQuota, len(in))
+	for i, f := range in {
+		out[i] = FlavorQuota{Name: f.Name, Hard: f.Hard, BorrowingLimit: f.BorrowingLimit, LendingLimit: f.LendingLimit}
+	}
+	return out
+}
 
-// UpsertFlavor adds or replaces a flavor.
-func (q *AdmissionQueue) UpsertFlavor(f Flavor) {}
+// fieldErr is a problem of one field of a budget's spec, for its InvalidSpec message.
+type fieldErr struct {
+	field string
+	err   error
+}
 
-// DeleteFlavor forgets a flavor.
-func (q *AdmissionQueue) DeleteFlavor(name string) {}
+// addFlavorLimits adds the quota of each flavor of a spec to the normalized hard,
+// borrowingLimit and lendingLimit, as resources of their own (r@flavor, flavors.go),
+// and returns, per flavor, the resources its hard names.
+func addFlavorLimits(flavors []FlavorQuota, hard, borrow, lend corev1.ResourceList) (map[string]map[corev1.ResourceName]bool, []fieldErr) {
+	var names map[string]map[corev1.ResourceName]bool
+	var errs []fieldErr
+	for _, f := range flavors {
+		if names[f.Name] != nil {
+			errs = append(errs, fieldErr{"flavors: ", fmt.Errorf("flavor %s is named twice", f.Name)})
+			continue
+		}
+		own := map[corev1.ResourceName]bool{}
+		for _, l := range []struct {
+			field    string
+			in       corev1.ResourceList
+			out      corev1.ResourceList
+			limiting bool
+		}{{"hard", f.Hard, hard, true}, {"borrowingLimit", f.BorrowingLimit, borrow, false}, {"lendingLimit", f.LendingLimit, lend, false}} {
+			n, err := NormalizeHard(l.in)
+			if err != nil {
+				errs = append(errs, fieldErr{fmt.Sprintf("flavors[%s].%s: ", f.Name, l.field), err})
+			}
+			for r, q := range n {
+				l.out[flavored(r, f.Name)] = q
+				if l.limiting {
+					own[r] = true
+				}
+			}
+		}
+		if names == nil {
+			names = map[string]map[corev1.ResourceName]bool{}
+		}
+		names[f.Name] = own
+	}
+	return names, errs
+}

@@ -154,8 +154,7 @@ func flavorStatuses(in []quota.FlavorStatus) []v1alpha1.FlavorStatus {
 	out := make([]v1alpha1.FlavorStatus, len(in))
 	for i, f := range in {
 		out[i] = v1alpha1.FlavorStatus{
-			Name: f.Name, Hard: f.Hard, Used: f.Used, Pending: f.Pending,
-			Borrowed: f.Borrowed, Lent: f.Lent, AdmittedPods: f.AdmittedPods,
+			Name: f.Name, Hard: f.Hard, Used: f.Used, Borrowed: f.Borrowed, Lent: f.Lent,
 		}
 	}
 	return out

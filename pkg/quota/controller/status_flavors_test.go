@@ -22,9 +22,9 @@ func TestStatusCarriesFlavors(t *testing.T) {
 		return corev1.ResourceList{corev1.ResourceName(name): resource.MustParse(v)}
 	}
 	flavors := []quota.FlavorStatus{
-		{Name: "h100", Hard: list("nvidia.com/gpu", "8"), Used: list("nvidia.com/gpu", "6"), Pending: list("nvidia.com/gpu", "4"),
-			Borrowed: list("requests.cpu", "2"), Lent: list("requests.memory", "1Gi"), AdmittedPods: 3},
-		{Name: "a100", Hard: list("nvidia.com/gpu", "32"), AdmittedPods: 0},
+		{Name: "h100", Hard: list("nvidia.com/gpu", "8"), Used: list("nvidia.com/gpu", "6"),
+			Borrowed: list("requests.cpu", "2"), Lent: list("requests.memory", "1Gi")},
+		{Name: "a100", Hard: list("nvidia.com/gpu", "32")},
 	}
 	var status v1alpha1.BudgetStatus
 	applyStatus(&status, quota.BudgetStatus{State: v1alpha1.StateOpen, Flavors: flavors}, "team-a", 1, metav1.Now())
