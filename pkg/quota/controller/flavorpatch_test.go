@@ -11,10 +11,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
 	"github.com/quotagate/quotagate/internal/testbed/podtest"
 	"github.com/quotagate/quotagate/pkg/gates"
+	"github.com/quotagate/quotagate/pkg/quota"
+	"github.com/quotagate/quotagate/pkg/quota/controller"
 )
 
 // The flavor of the patch tests: node labels whose keys need escaping in a JSON pointer,
@@ -181,5 +184,72 @@ func TestNodeSelectorGrowsOnlyWhileGated(t *testing.T) {
 	}
 	if len(got.Spec.NodeSelector) != 0 {
 		t.Errorf("the refused patch changed the pod: nodeSelector %v", got.Spec.NodeSelector)
+	}
+}
+
+// The controller's ungate, against the real API server as the manager, with the pod read
+// through the informer's transform: an admission on a flavor leaves the pod ungated on
+// the flavor's nodes and says so in its event; a pod whose nodeSelector contradicts the
+// flavor is left as it is.
+func TestUngateOnFlavorOnAPIServer(t *testing.T) {
+	ns := newNamespace(t, false)
+	api, err := client.New(managerSA, client.Options{Scheme: admin.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	flavor := &quota.Flavor{Name: "spot", NodeLabels: flavorLabels, Tolerations: []corev1.Toleration{flavorToleration}}
+	tests := map[string]struct {
+		selector     map[string]string
+		wantGated    bool
+		wantSelector map[string]string
+		wantEvent    string
+	}{
+		"an unrelated nodeSelector key": {
+			selector:     map[string]string{"disk": "ssd"},
+			wantSelector: map[string]string{"disk": "ssd", "node.example.com/pool": "spot", "topology.kubernetes.io/zone": "zone-a"},
+			wantEvent:    "Normal Admitted Admitted on flavor spot after ",
+		},
+		"a nodeSelector that contradicts the flavor": {
+			selector:     map[string]string{"topology.kubernetes.io/zone": "zone-b"},
+			wantGated:    true,
+			wantSelector: map[string]string{"topology.kubernetes.io/zone": "zone-b"},
+		},
+	}
+	i := 0
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			i++
+			pod := podtest.New(fmt.Sprintf("ungate-%d", i)).NS(ns).Gated().Container("c", podtest.Image).Req("cpu=1").Obj()
+			pod.Spec.NodeSelector, pod.Spec.Tolerations = tc.selector, []corev1.Toleration{otherToleration}
+			created, err := clientset.CoreV1().Pods(ns).Create(t.Context(), pod, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			events := controller.UngateOnFlavor(t, api, created, flavor)
+
+			got, err := clientset.CoreV1().Pods(ns).Get(t.Context(), created.Name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if gated := gates.HasGate(got, v1alpha1.SchedulingGate); gated != tc.wantGated {
+				t.Errorf("gated = %v, want %v", gated, tc.wantGated)
+			}
+			if diff := gocmp.Diff(tc.wantSelector, got.Spec.NodeSelector); diff != "" {
+				t.Errorf("nodeSelector (-want +got):\n%s", diff)
+			}
+			wantTolerations := 1
+			if tc.wantGated {
+				wantTolerations = 0
+			}
+			if n := countToleration(got, flavorToleration); n != wantTolerations {
+				t.Errorf("the flavor's toleration %d times, want %d: %v", n, wantTolerations, got.Spec.Tolerations)
+			}
+			if want := ns + "/b"; !tc.wantGated && got.Annotations[v1alpha1.AdmittedByAnnotation] != want {
+				t.Errorf("admitted-by = %q, want %q", got.Annotations[v1alpha1.AdmittedByAnnotation], want)
+			}
+			if tc.wantEvent == "" && len(events) > 0 || tc.wantEvent != "" && (len(events) != 1 || !strings.HasPrefix(events[0], tc.wantEvent)) {
+				t.Errorf("events %q, want one starting with %q", events, tc.wantEvent)
+			}
+		})
 	}
 }
