@@ -2,7 +2,11 @@ package gates
 
 import (
 	"errors"
+	"maps"
+	"slices"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -174,4 +178,79 @@ func TestUngatePatchOnFlavorFencedOnResourceVersion(t *testing.T) {
 	if _, err := applyPatch(t, now, patch); err == nil {
 		t.Error("applying a patch built from version 10 to version 11 succeeded, want the resourceVersion test to fail")
 	}
+}
+
+// The flavor patch, applied as the API server applies it, must remove the gate, leave
+// the pod's nodeSelector with every flavor label added and nothing else changed, and
+// its tolerations with each of the flavor's it lacked appended once; or, when a label
+// contradicts the pod's selector, there must be no patch.
+func FuzzUngatePatchOnFlavor(f *testing.F) {
+	f.Add("", "zone=a", "", "spot")
+	f.Add("disk=ssd", "zone=a\na/b=c", "x", "spot\nx\nspot")
+	f.Add("zone=a", "zone=a", "spot", "spot")
+	f.Add("zone=b", "zone=a", "", "")
+	f.Fuzz(func(t *testing.T, selector, labels, podTolerations, flavorTolerations string) {
+		pod := makePod("a.io/x", quotaGate)
+		var ok1, ok2 bool
+		pod.Spec.NodeSelector, ok1 = fuzzAnnotations(selector)
+		flavor, ok2 := fuzzAnnotations(labels)
+		pts, ok3 := fuzzTolerations(podTolerations)
+		fts, ok4 := fuzzTolerations(flavorTolerations)
+		if !ok1 || !ok2 || !ok3 || !ok4 {
+			return // not valid UTF-8: no API server would hold it
+		}
+		pod.Spec.Tolerations = pts
+
+		patch, ok, err := UngatePatchOnFlavor(pod, quotaGate, nil, flavor, fts)
+		contradicts := false
+		for k, v := range flavor {
+			if have, has := pod.Spec.NodeSelector[k]; has && have != v {
+				contradicts = true
+			}
+		}
+		if contradicts {
+			if ok || patch != nil || err == nil {
+				t.Fatalf("UngatePatchOnFlavor() = %s, %v, %v for a contradicting selector, want no patch and an error", patch, ok, err)
+			}
+			return
+		}
+		if !ok || err != nil {
+			t.Fatalf("UngatePatchOnFlavor() ok = %v, error %v for a gated pod", ok, err)
+		}
+		got, err := applyPatch(t, pod, patch)
+		if err != nil {
+			t.Fatalf("applying %s: %v", patch, err)
+		}
+		want := pod.DeepCopy()
+		Ungate(want, quotaGate)
+		if len(flavor) > 0 {
+			if want.Spec.NodeSelector == nil {
+				want.Spec.NodeSelector = map[string]string{}
+			}
+			maps.Copy(want.Spec.NodeSelector, flavor)
+		}
+		for _, tol := range fts {
+			if !slices.Contains(want.Spec.Tolerations, tol) {
+				want.Spec.Tolerations = append(want.Spec.Tolerations, tol)
+			}
+		}
+		if diff := cmp.Diff(roundTrip(t, want), got, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("patched pod (-want +got):\n%s", diff)
+		}
+	})
+}
+
+// fuzzTolerations turns lines into tolerations of the taints named by them (NoSchedule,
+// Exists); it reports false for input that is not valid UTF-8.
+func fuzzTolerations(lines string) ([]corev1.Toleration, bool) {
+	if !utf8.ValidString(lines) {
+		return nil, false
+	}
+	var ts []corev1.Toleration
+	for _, l := range strings.Split(lines, "\n") {
+		if l != "" {
+			ts = append(ts, corev1.Toleration{Key: l, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule})
+		}
+	}
+	return ts, true
 }
