@@ -6,5 +6,7 @@
 // admission request, and the manager sends UngatePatch as a
 // client.RawPatch(types.JSONPatchType, ...). The remove ops always `test` the
 // gate's name at the index they remove, so a patch built from a stale copy of
-// the pod fails instead of removing someone else's gate.
+// the pod fails instead of removing someone else's gate. A pod admitted on a
+// flavor gets UngatePatchOnFlavor, which also adds the flavor's node labels and
+// tolerations in the same patch.
 package gates

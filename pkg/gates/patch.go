@@ -95,20 +95,44 @@ func AnnotateOps(pod *corev1.Pod, annotations map[string]string) []Op {
 // when pod shows none), and the gate's `test` refuses the patch if the gate has
 // moved.
 func UngatePatch(pod *corev1.Pod, gate string, annotations map[string]string) ([]byte, bool) {
+	// Without node labels there is no selector to conflict with.
+	patch, ok, _ := UngatePatchOnFlavor(pod, gate, annotations, nil, nil)
+	return patch, ok
+}
+
+// UngatePatchOnFlavor is UngatePatch for a pod admitted on a flavor: after the gate's
+// removal and the annotations, the same patch adds the flavor's node labels to pod's
+// nodeSelector (see NodeSelectorOps) and its tolerations to pod's (see TolerationOps),
+// all under the one resourceVersion fence. Kubernetes lets nodeSelector grow only while
+// the pod is gated (KEP-3838), so the additions must be part of the patch that removes
+// the gate. With no labels and no tolerations the patch is UngatePatch's, byte for byte.
+//
+// It returns false and no patch when pod does not carry the gate, and a
+// *SelectorConflictError and no patch when pod's nodeSelector has one of the labels with
+// another value: the pod cannot be put on this flavor, and the patch must not overwrite
+// its owner's selector.
+func UngatePatchOnFlavor(pod *corev1.Pod, gate string, annotations, nodeLabels map[string]string,
+	tolerations []corev1.Toleration) ([]byte, bool, error) {
 	ops := RemoveOps(pod, gate)
 	if ops == nil {
-		return nil, false
+		return nil, false, nil
+	}
+	selector, err := NodeSelectorOps(pod, nodeLabels)
+	if err != nil {
+		return nil, false, err
 	}
 	if pod.ResourceVersion != "" {
 		ops = append([]Op{{Operation: "test", Path: "/metadata/resourceVersion", Value: pod.ResourceVersion}}, ops...)
 	}
 	ops = append(ops, AnnotateOps(pod, annotations)...)
+	ops = append(ops, selector...)
+	ops = append(ops, TolerationOps(pod, tolerations)...)
 	patch, err := json.Marshal(ops)
 	if err != nil {
-		// Strings, string maps and gate structs always marshal.
+		// Strings, string maps, gate and toleration structs always marshal.
 		panic(fmt.Sprintf("marshalling ungate patch: %v", err))
 	}
-	return patch, true
+	return patch, true, nil
 }
 
 // EscapePointer escapes s for use as one reference token of a JSON pointer

@@ -16,7 +16,8 @@ import (
 // core's view of it, computed once when the pod arrives, and the little an ungate patch
 // needs besides. Even stripped to what accounting reads, a corev1.Pod is 1.2 KB of
 // struct and 0.4 KB per container before any content; this is about 250 bytes, with
-// its labels, usage and gates shared between pods that have equal ones.
+// its labels, usage, gates, nodeSelector and tolerations shared between pods that have
+// equal ones.
 //
 // Objects in the cache are read-only, as client-go requires of informer objects.
 type cachedPod struct {
@@ -29,6 +30,9 @@ type cachedPod struct {
 	// hasAnnotations: the pod has annotations. An ungate patch must then add its own
 	// key by key, never replace /metadata/annotations as a whole (gates.AnnotateOps).
 	hasAnnotations bool
+	// placement is the pod's nodeSelector and tolerations, for an ungate patch on a
+	// flavor; shared between pods with equal ones, nil for a pod with neither.
+	placement *podPlacement
 	// claims are the pod's spec.resourceClaims, resolved (nil for none): the core's
 	// view gets what they charge when the pod is given to it (claims.go).
 	claims []quota.PodClaim
@@ -64,8 +68,8 @@ func (p *cachedPod) at(now time.Time, gate string) quota.Pod {
 // is all an ungate patch needs to know.
 var someAnnotations = map[string]string{"quotagate.io/cached-pod-has-annotations": "true"}
 
-// patchTarget is the pod as far as an ungate patch reads it (gates.UngatePatch): its
-// key, version, gates and whether it has annotations.
+// patchTarget is the pod as far as an ungate patch reads it (gates.UngatePatchOnFlavor):
+// its key, version, gates, whether it has annotations, its nodeSelector and tolerations.
 func (p *cachedPod) patchTarget() *corev1.Pod {
 	pod := &corev1.Pod{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
@@ -77,6 +81,9 @@ func (p *cachedPod) patchTarget() *corev1.Pod {
 	}
 	if p.hasAnnotations {
 		pod.Annotations = someAnnotations
+	}
+	if p.placement != nil {
+		pod.Spec.NodeSelector, pod.Spec.Tolerations = p.placement.nodeSelector, p.placement.tolerations
 	}
 	return pod
 }
@@ -103,6 +110,7 @@ func compactPod(pod *corev1.Pod) *cachedPod {
 		view:           quota.NewPod(pod, "", time.Time{}),
 		gates:          quota.ShareGates(pod.Spec.SchedulingGates),
 		hasAnnotations: len(pod.Annotations) > 0,
+		placement:      placementOf(pod),
 		claims:         quota.PodClaims(pod),
 	}
 }

@@ -35,6 +35,12 @@ const maxFencedTries = 3
 func (c *Controller) ungate(ctx context.Context, a quota.Admission) {
 	defer c.wake()
 	logger := log.FromContext(ctx).WithValues("pod", klog.KRef(a.Pod.Namespace, a.Pod.Name))
+	var nodeLabels map[string]string
+	var tolerations []corev1.Toleration
+	if a.Flavor != nil {
+		logger = logger.WithValues("flavor", a.Flavor.Name)
+		nodeLabels, tolerations = a.Flavor.NodeLabels, a.Flavor.Tolerations
+	}
 	cached, ok := c.cachedPod(a.Pod)
 	if !ok {
 		// Deleted (and maybe re-created under the same name) since the decision.
@@ -63,8 +69,20 @@ func (c *Controller) ungate(ctx context.Context, a quota.Admission) {
 		if len(borrowing) > 0 {
 			annotations[v1alpha1.BorrowingAnnotation] = strings.Join(borrowing, ",")
 		}
-		patch, _ := gates.UngatePatch(pod, c.opts.Gate, annotations)
+		// The cached pod knows its nodeSelector and tolerations too (patchTarget), so
+		// the patch adds only what the flavor's are missing.
+		patch, _, conflict := gates.UngatePatchOnFlavor(pod, c.opts.Gate, annotations, nodeLabels, tolerations)
 		attempt := pod.ResourceVersion
+		if conflict != nil {
+			// The core chooses only flavors a pod does not contradict, so the pod's
+			// nodeSelector grew since the choice (a gated pod's may). Nothing is sent, and
+			// the patch must not overwrite the owner's selector. The core keeps the charge
+			// as for an attempt at this version: it is retried after a backoff, and given
+			// back once the pod is seen gated at a newer version.
+			c.core.Done(a.Pod.UID, quota.Unknown, attempt)
+			logger.Error(conflict, "Not ungating the pod: its nodeSelector contradicts the flavor it was admitted on")
+			return
+		}
 		err := c.patch(ctx, pod, patch)
 		reason := classify(err)
 		switch reason {
@@ -161,8 +179,17 @@ func (c *Controller) admitted(pod *corev1.Pod, a quota.Admission, since, now tim
 	c.tally(a.Budgets, wait, now)
 	if c.opts.PodAdmittedEvents {
 		c.recorder.Eventf(pod, nil, corev1.EventTypeNormal, "Admitted", "Ungate",
-			"Admitted after %s: %s", wait.Round(time.Millisecond), a.Reason.Message)
+			"Admitted%s after %s: %s", onFlavor(a), wait.Round(time.Millisecond), a.Reason.Message)
 	}
+}
+
+// onFlavor is " on flavor F" for an admission on flavor F, for its event; empty without
+// one.
+func onFlavor(a quota.Admission) string {
+	if a.Flavor == nil {
+		return ""
+	}
+	return " on flavor " + a.Flavor.Name
 }
 
 // keyStrings are the budgets' keys as the annotations write them: namespace/name, or
