@@ -86,7 +86,7 @@ func TestCompactPodKeepsThePlacement(t *testing.T) {
 
 // An admission on a flavor: the patch puts the pod on the flavor's nodes, and the event
 // says which. A pod whose nodeSelector grew to contradict the flavor is not patched;
-// the charge stays and the ungate is retried after a backoff.
+// the charge is given back (NotSent) and the pod is decided again after a backoff.
 func TestUngateOnFlavor(t *testing.T) {
 	tests := map[string]struct {
 		pod          *corev1.Pod
@@ -130,7 +130,9 @@ func TestUngateOnFlavor(t *testing.T) {
 			if len(adm) != 1 {
 				t.Fatalf("Admit = %v, want p1", adm)
 			}
-			adm[0].Flavor = spotFlavor // the core does not choose flavors yet
+			// The budget holds no flavors; the admission is put on one as a flavored
+			// budget's would be, so that only the controller's side is under test.
+			adm[0].Flavor = spotFlavor
 			c.ungate(ctx, adm[0])
 
 			got := &corev1.Pod{}
@@ -162,8 +164,11 @@ func TestUngateOnFlavor(t *testing.T) {
 			}
 			if tc.wantGated {
 				clk.Step(quota.DefaultInitialBackoff)
+				if st, _ := c.core.Reader().Status(quota.BudgetKey{Namespace: "ns", Name: "b"}); st.AdmittedPods != 0 {
+					t.Errorf("after NotSent the budget still charges %d pods, want the charge given back", st.AdmittedPods)
+				}
 				if again := c.core.Admit(); len(again) != 1 {
-					t.Errorf("after a backoff Admit = %v, want the admission handed out again", again)
+					t.Errorf("after a backoff Admit = %v, want the pod decided again", again)
 				}
 			}
 		})

@@ -76,11 +76,10 @@ func (c *Controller) ungate(ctx context.Context, a quota.Admission) {
 		if conflict != nil {
 			// The core chooses only flavors a pod does not contradict, so the pod's
 			// nodeSelector grew since the choice (a gated pod's may). Nothing is sent, and
-			// the patch must not overwrite the owner's selector. The core keeps the charge
-			// as for an attempt at this version: it is retried after a backoff, and given
-			// back once the pod is seen gated at a newer version.
-			c.core.Done(a.Pod.UID, quota.Unknown, attempt)
-			logger.Error(conflict, "Not ungating the pod: its nodeSelector contradicts the flavor it was admitted on")
+			// the patch must not overwrite the owner's selector. The core gives the charge
+			// back (unless an earlier attempt may still apply) and decides again.
+			c.core.Done(a.Pod.UID, quota.NotSent, attempt)
+			logger.V(loglevel.Events).Info("Not ungating the pod: its nodeSelector contradicts the flavor it was admitted on; deciding again", "reason", conflict.Error())
 			return
 		}
 		err := c.patch(ctx, pod, patch)
