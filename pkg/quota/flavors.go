@@ -1,12 +1,14 @@
 package quota
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Flavors: quota per kind of node. A budget's spec.flavors hold quota for each flavor
@@ -70,14 +72,29 @@ func onFlavor(a amounts, f string) amounts {
 // be put on.
 type flavorIndex struct {
 	byName map[string]*Flavor
+	// invalid are the Flavors whose node labels a nodeSelector cannot hold (the CRD
+	// checks only their lengths), with why: no pod is put on them.
+	invalid map[string]string
 }
 
-func newFlavorIndex() *flavorIndex { return &flavorIndex{byName: map[string]*Flavor{}} }
+func newFlavorIndex() *flavorIndex {
+	return &flavorIndex{byName: map[string]*Flavor{}, invalid: map[string]string{}}
+}
 
-// set records a Flavor and reports whether it changed.
+// set records a Flavor and reports whether it changed. A Flavor whose labels are not
+// valid label keys and values is recorded as invalid instead.
 func (x *flavorIndex) set(f Flavor) bool {
+	if problem := labelProblem(f.NodeLabels); problem != "" {
+		_, known := x.byName[f.Name]
+		delete(x.byName, f.Name)
+		changed := known || x.invalid[f.Name] != problem
+		x.invalid[f.Name] = problem
+		return changed
+	}
+	_, wasInvalid := x.invalid[f.Name]
+	delete(x.invalid, f.Name)
 	old := x.byName[f.Name]
-	if old != nil && maps.Equal(old.NodeLabels, f.NodeLabels) && equality.Semantic.DeepEqual(old.Tolerations, f.Tolerations) {
+	if !wasInvalid && old != nil && maps.Equal(old.NodeLabels, f.NodeLabels) && equality.Semantic.DeepEqual(old.Tolerations, f.Tolerations) {
 		return false
 	}
 	f.NodeLabels = maps.Clone(f.NodeLabels)
@@ -86,11 +103,29 @@ func (x *flavorIndex) set(f Flavor) bool {
 	return true
 }
 
+// labelProblem says why labels cannot be a nodeSelector ("" when they can).
+func labelProblem(labels map[string]string) string {
+	if len(labels) == 0 {
+		return "it has no node labels"
+	}
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+			return fmt.Sprintf("node label key %q: %s", k, strings.Join(errs, "; "))
+		}
+		if errs := validation.IsValidLabelValue(labels[k]); len(errs) > 0 {
+			return fmt.Sprintf("node label %s value %q: %s", k, labels[k], strings.Join(errs, "; "))
+		}
+	}
+	return ""
+}
+
 // remove forgets a Flavor and reports whether it was known.
 func (x *flavorIndex) remove(name string) bool {
 	_, ok := x.byName[name]
+	_, bad := x.invalid[name]
 	delete(x.byName, name)
-	return ok
+	delete(x.invalid, name)
+	return ok || bad
 }
 
 // get returns the Flavor of name, or nil.
@@ -187,10 +222,12 @@ func (x *flavorIndex) choices(cover []*budget, sel map[string]string, usage amou
 		}
 	}
 	c.home = home
-	var missing, contradicted, uncovered, elsewhere []string
+	var missing, contradicted, uncovered, elsewhere, invalid []string
 	for _, fq := range home.spec.Flavors {
 		f := x.byName[fq.Name]
 		switch {
+		case f == nil && x.invalid[fq.Name] != "":
+			invalid = append(invalid, "Flavor "+fq.Name+" cannot be used: "+x.invalid[fq.Name])
 		case f == nil:
 			missing = append(missing, fq.Name)
 		case contradicts(sel, f) || (selectsAny && !selects(sel, f)):
@@ -208,7 +245,7 @@ func (x *flavorIndex) choices(cover []*budget, sel map[string]string, usage amou
 	}
 	wanted = slices.Clone(wanted)
 	slices.Sort(wanted)
-	return flavorChoice{}, waitInfo{code: CodeNoFlavor, budget: home, detail: noFlavorText(home, wanted, missing, contradicted, uncovered, elsewhere)}, false
+	return flavorChoice{}, waitInfo{code: CodeNoFlavor, budget: home, detail: noFlavorText(home, wanted, missing, contradicted, uncovered, elsewhere, invalid)}, false
 }
 
 // namedByAFlavor reports whether a flavor of a budget of cover holds quota for r.
@@ -252,7 +289,7 @@ func namesAll(cover []*budget, f string, wanted []corev1.ResourceName) bool {
 }
 
 // noFlavorText says why none of home's flavors can take a pod, flavor by flavor.
-func noFlavorText(home *budget, wanted []corev1.ResourceName, missing, contradicted, uncovered, elsewhere []string) string {
+func noFlavorText(home *budget, wanted []corev1.ResourceName, missing, contradicted, uncovered, elsewhere, invalid []string) string {
 	var parts []string
 	if len(contradicted) > 0 {
 		parts = append(parts, "its node selector asks for other node labels than "+strings.Join(contradicted, ", "))
@@ -270,5 +307,6 @@ func noFlavorText(home *budget, wanted []corev1.ResourceName, missing, contradic
 	if len(missing) > 0 {
 		parts = append(parts, "no Flavor named "+strings.Join(missing, ", ")+" exists")
 	}
+	parts = append(parts, invalid...)
 	return "no flavor of " + home.key.Describe() + " can take it: " + strings.Join(parts, "; ")
 }

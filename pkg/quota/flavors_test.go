@@ -375,3 +375,20 @@ func TestNotSentGivesTheChargeBack(t *testing.T) {
 		t.Errorf("after the backoff (-want +got):\n%s", diff)
 	}
 }
+
+// TestInvalidFlavorLabels: the CRD checks only the lengths of a Flavor's labels; one
+// whose labels a nodeSelector cannot hold takes no pod, and the pods say why.
+func TestInvalidFlavorLabels(t *testing.T) {
+	q := flavorQueue(t, Flavor{Name: "h100", NodeLabels: map[string]string{"my pool": "x"}}, a100)
+	q.UpsertBudget(makeBudget("team-a", "gpus").flavor("h100", "nvidia.com/gpu=1", "").Obj())
+	q.UpsertPod(makePod("p").Req("nvidia.com/gpu=1").Pod())
+	admitFlavors(q)
+	r, ok := q.Reader().WaitReason(makePod("p").Pod().UID)
+	if !ok || r.Code != CodeNoFlavor || !strings.Contains(r.Message, `Flavor h100 cannot be used: node label key "my pool"`) {
+		t.Errorf("p: %v %+v, want NoFlavor naming the bad label", ok, r)
+	}
+	q.UpsertFlavor(h100) // fixed: the pod is looked at again
+	if diff := cmp.Diff([]string{"p@h100"}, admitFlavors(q)); diff != "" {
+		t.Errorf("after the Flavor is fixed (-want +got):\n%s", diff)
+	}
+}
