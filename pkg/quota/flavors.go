@@ -222,7 +222,7 @@ func (x *flavorIndex) choices(cover []*budget, sel map[string]string, usage amou
 		}
 	}
 	c.home = home
-	var missing, contradicted, uncovered, elsewhere, invalid []string
+	var missing, contradicted, uncovered, tooSmall, elsewhere, invalid []string
 	for _, fq := range home.spec.Flavors {
 		f := x.byName[fq.Name]
 		switch {
@@ -236,6 +236,8 @@ func (x *flavorIndex) choices(cover []*budget, sel map[string]string, usage amou
 			elsewhere = append(elsewhere, fq.Name)
 		case !namesAll(cover, fq.Name, wanted):
 			uncovered = append(uncovered, fq.Name)
+		case neverFitsOn(cover, usage, fq.Name):
+			tooSmall = append(tooSmall, fq.Name)
 		default:
 			c.names = append(c.names, fq.Name)
 		}
@@ -245,7 +247,7 @@ func (x *flavorIndex) choices(cover []*budget, sel map[string]string, usage amou
 	}
 	wanted = slices.Clone(wanted)
 	slices.Sort(wanted)
-	return flavorChoice{}, waitInfo{code: CodeNoFlavor, budget: home, detail: noFlavorText(home, wanted, missing, contradicted, uncovered, elsewhere, invalid)}, false
+	return flavorChoice{}, waitInfo{code: CodeNoFlavor, budget: home, detail: noFlavorText(home, wanted, missing, contradicted, uncovered, tooSmall, elsewhere, invalid)}, false
 }
 
 // namedByAFlavor reports whether a flavor of a budget of cover holds quota for r.
@@ -270,6 +272,23 @@ func allHave(cover []*budget, f string) bool {
 	return true
 }
 
+// neverFitsOn reports whether a pod requesting usage can never fit on flavor f: a
+// budget of cover holds less of a resource on f than it requests (a flavor given 0 of
+// what its nodes do not have is no choice for a pod that asks for it).
+func neverFitsOn(cover []*budget, usage amounts, f string) bool {
+	for _, b := range cover {
+		for r, v := range usage {
+			if v <= 0 || !b.flavorNames[f][r] {
+				continue
+			}
+			if acc := b.ledger.of(flavored(r, f)); acc.limited && v > acc.ceiling {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // namesAll reports whether the budgets of cover, together, hold quota on flavor f for
 // every resource of wanted.
 func namesAll(cover []*budget, f string, wanted []corev1.ResourceName) bool {
@@ -289,7 +308,7 @@ func namesAll(cover []*budget, f string, wanted []corev1.ResourceName) bool {
 }
 
 // noFlavorText says why none of home's flavors can take a pod, flavor by flavor.
-func noFlavorText(home *budget, wanted []corev1.ResourceName, missing, contradicted, uncovered, elsewhere, invalid []string) string {
+func noFlavorText(home *budget, wanted []corev1.ResourceName, missing, contradicted, uncovered, tooSmall, elsewhere, invalid []string) string {
 	var parts []string
 	if len(contradicted) > 0 {
 		parts = append(parts, "its node selector asks for other node labels than "+strings.Join(contradicted, ", "))
@@ -300,6 +319,9 @@ func noFlavorText(home *budget, wanted []corev1.ResourceName, missing, contradic
 			names[i] = string(r)
 		}
 		parts = append(parts, strings.Join(uncovered, ", ")+" hold no quota for "+strings.Join(names, " and "))
+	}
+	if len(tooSmall) > 0 {
+		parts = append(parts, "it requests more than "+strings.Join(tooSmall, ", ")+" can ever hold")
 	}
 	if len(elsewhere) > 0 {
 		parts = append(parts, "another budget that covers it holds no quota on "+strings.Join(elsewhere, ", "))

@@ -150,6 +150,20 @@ func TestFlavorsAreTriedInOrder(t *testing.T) {
 			},
 			want: []string{"cpu@spot", "gpu@h100"},
 		},
+		"a flavor that holds 0 of what a pod requests is no choice for it, even to wait for": {
+			budget: func() Budget {
+				b := makeBudget("team-a", "gpus").flavor("spot", "cpu=8,nvidia.com/gpu=0", "").
+					flavor("h100", "cpu=8,nvidia.com/gpu=2", "").Obj()
+				b.Fungibility.WaitForPreferred = true
+				return b
+			}(),
+			flavors: []Flavor{h100, spot},
+			pods: []Pod{
+				makePod("gpu").Created(1).Req("cpu=1,nvidia.com/gpu=1").Pod(),
+				makePod("cpu").Created(2).Req("cpu=1").Pod(),
+			},
+			want: []string{"gpu@h100", "cpu@spot"},
+		},
 		"WaitForPreferred: a full first flavor is waited for": {
 			budget: func() Budget {
 				b := gpus().Obj()

@@ -146,6 +146,15 @@ func (w *flavorWorld) mChoices(p *fPod) (names []string, apply, preferred bool) 
 		for _, r := range wanted {
 			ok = ok && named[fq.Name][r]
 		}
+		// A flavor that holds less of a resource than the pod requests (0 of what its
+		// nodes do not have) is no choice for it.
+		req := mQtyOf(p.view.Usage)
+		for _, k := range cover {
+			_, per := w.mLimits(k)
+			for r, h := range per[fq.Name] {
+				ok = ok && req[r] <= h
+			}
+		}
 		if ok {
 			names = append(names, fq.Name)
 		}
