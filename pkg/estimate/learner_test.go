@@ -91,15 +91,15 @@ func TestLearnerFallback(t *testing.T) {
 			ask:   job("train"),
 		},
 		"the owner's own durations first": {
-			learn: func(l *Learner) { record(l, job("train"), 10, 20, 30); record(l, job("eval"), 1, 1, 1) },
-			ask:   job("train"),
-			want:  Duration{Median: 20 * time.Minute, Low: 10 * time.Minute, High: 30 * time.Minute, Samples: 3, Basis: "Job team-a/train"},
+			learn:     func(l *Learner) { record(l, job("train"), 10, 20, 30); record(l, job("eval"), 1, 1, 1) },
+			ask:       job("train"),
+			want:      Duration{Median: 20 * time.Minute, Low: 10 * time.Minute, High: 30 * time.Minute, Samples: 3, Basis: "Job team-a/train"},
 			wantFound: true,
 		},
 		"too few of the owner's: the namespace's": {
-			learn: func(l *Learner) { record(l, job("train"), 10, 20); record(l, job("eval"), 1, 2, 3) },
-			ask:   job("train"),
-			want:  Duration{Median: 3 * time.Minute, Low: 1 * time.Minute, High: 20 * time.Minute, Samples: 5, Basis: "namespace team-a"},
+			learn:     func(l *Learner) { record(l, job("train"), 10, 20); record(l, job("eval"), 1, 2, 3) },
+			ask:       job("train"),
+			want:      Duration{Median: 3 * time.Minute, Low: 1 * time.Minute, High: 20 * time.Minute, Samples: 5, Basis: "namespace team-a"},
 			wantFound: true,
 		},
 		"a new namespace: the budget's": {
