@@ -110,6 +110,9 @@ func run(w *World, o *Options, pk pick) result {
 	capped := false
 	for steps := 0; ; steps++ {
 		s.admit()
+		if o.afterAdmit != nil {
+			o.afterAdmit(s.q)
+		}
 		if s.left == 0 {
 			break
 		}

@@ -36,6 +36,10 @@ type Options struct {
 	MaxSteps int
 	// Horizon is how far ahead it simulates; 0 means DefaultHorizon.
 	Horizon time.Duration
+
+	// afterAdmit, when set, is called after each simulated moment's admissions, with
+	// the simulation's core (the randomized test checks the budgets there).
+	afterAdmit func(q *quota.AdmissionQueue)
 }
 
 // DefaultHorizon is how far ahead a simulation looks by default: a pod that would start
