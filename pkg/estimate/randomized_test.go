@@ -119,7 +119,7 @@ func randomWorld(r *rand.Rand) (World, map[quota.BudgetKey]corev1.ResourceList) 
 		orgUsed += n
 		e := expect()
 		e.Start = t0.Add(-time.Duration(r.IntN(30)) * time.Minute)
-		w.Running = append(w.Running, Pod{Pod: view(podIn(ns, fmt.Sprintf("run-%d", i), -3600, fmt.Sprintf("cpu=%d", n)).Priority(int32(10*r.IntN(2)))), Expect: e})
+		w.Running = append(w.Running, Pod{Pod: view(podIn(ns, fmt.Sprintf("run-%d", i), -3600, fmt.Sprintf("cpu=%d", n)).Priority(int32(10 * r.IntN(2)))), Expect: e})
 	}
 	for i := 0; i < 2+r.IntN(12); i++ {
 		ns := namespaces[r.IntN(len(namespaces))]
