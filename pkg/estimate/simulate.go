@@ -12,9 +12,11 @@ type World struct {
 	// Budgets and Namespaces (labels by name) as the manager feeds them to its core.
 	Budgets    []quota.Budget
 	Namespaces map[string]map[string]string
-	// Running are the pods that hold quota (admitted or running, not gated), with
-	// when each is expected to end; Waiting the gated pods, with how long each is
-	// expected to run once admitted.
+	// Running are the pods that hold quota, with when each is expected to end: the
+	// running pods and those the real core admitted whose ungate it has not seen yet,
+	// all with Gated false (a pod first seen ungated is charged to the budgets that
+	// cover it, or those its admitted-by annotation names). Waiting are the gated pods,
+	// with how long each is expected to run once admitted.
 	Running []Pod
 	Waiting []Pod
 }
