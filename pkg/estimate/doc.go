@@ -20,7 +20,8 @@
 // held their quota until they ended. A learned duration runs from when the pod took its
 // quota (quotagate.io/admitted-at) to when its last container finished; it is a median
 // and a range (the 10th to the 90th percentile of the key's last Window runs), with
-// its sample count and basis beside it.
+// its sample count and basis beside it; for a running pod, of the runs that lasted
+// longer than it has so far.
 //
 // Simulate feeds a fresh quota.AdmissionQueue, on a clock of its own, the budgets, the
 // namespaces, the pods that hold quota and the gated pods, and advances it: it admits
@@ -40,14 +41,15 @@
 //
 // An estimate is as good as the durations behind it: Start.Ends says how many pod ends
 // it waits for and Start.Samples the fewest finished pods behind any learned one among
-// them. It is early when pods run longer than their kind did (a pod past its expected
-// end is expected to end at once), when pods not created yet arrive ahead of it (a
-// higher priority, a group, a preempted pod recreated), and when the scheduler, not the
-// quota, is what holds a pod back; it is late when pods end before their deadline or
-// their declared duration (a deadline is only an upper bound: its range reaches down
-// to the learned low when one is known), or are deleted. The time from admission to
-// status.startTime is not simulated. Backoffs of failed ungates and victims' grace
-// periods are not simulated.
+// them. It is early when pods run longer than their kind did (a running pod is expected
+// to run as the runs of its kind that lasted longer than it has so far, and one that
+// outlasted them all to end at once), when pods not created yet arrive ahead of it (a
+// higher priority, a group, a preempted pod recreated), and when the scheduler, not
+// the quota, is what holds a pod back. It is late when pods end before their deadline
+// or their declared duration (a deadline is only an upper bound: its range reaches
+// down to the learned low when one is known), or are deleted. Not simulated: the time
+// from admission to status.startTime, backoffs of failed ungates, victims' grace
+// periods.
 //
 // # Memory
 //

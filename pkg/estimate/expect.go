@@ -66,10 +66,16 @@ func (e Expectation) Ends(now time.Time) (median, low, high time.Time) {
 // its own deadline (spec.activeDeadlineSeconds), a declared duration (the
 // quotagate.io/expected-duration annotation), the Learner's durations for its keys
 // (KeysOf(pod, budgets)), else SourceNone. A deadline is the latest the pod can end:
-// its range reaches down to the learned Low when the Learner knows the pod's kind.
-func (l *Learner) Expect(pod *corev1.Pod, budgets []quota.BudgetKey) Expectation {
+// its range reaches down to the learned Low when the Learner knows the pod's kind. A
+// pod that has held its quota for a while at now is expected to run as the runs of its
+// kind that lasted longer (Learner.EstimateAfter).
+func (l *Learner) Expect(pod *corev1.Pod, budgets []quota.BudgetKey, now time.Time) Expectation {
 	declared, ignored := declaredDuration(pod)
-	learned, hasLearned := l.Estimate(KeysOf(pod, budgets))
+	var elapsed time.Duration
+	if start := holdStart(pod); !start.IsZero() {
+		elapsed = max(now.Sub(start), 0)
+	}
+	learned, hasLearned := l.EstimateAfter(KeysOf(pod, budgets), elapsed)
 	var out Expectation
 	switch {
 	case pod.Spec.ActiveDeadlineSeconds != nil && *pod.Spec.ActiveDeadlineSeconds > 0:

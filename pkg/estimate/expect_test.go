@@ -35,6 +35,7 @@ func TestExpect(t *testing.T) {
 	for name, tc := range map[string]struct {
 		pod   *podtest.Builder
 		learn bool
+		now   time.Time // zero: t0
 		want  Expectation
 	}{
 		"nothing known": {
@@ -44,6 +45,20 @@ func TestExpect(t *testing.T) {
 		"learned, from admitted-at": {
 			pod:   running(),
 			learn: true,
+			want: Expectation{Source: SourceLearned, Start: t0, Duration: Duration{
+				Median: 20 * time.Minute, Low: 10 * time.Minute, High: 30 * time.Minute, Samples: 3, Basis: "Job team-a/train"}},
+		},
+		"learned, after it ran past its kind's low: the longer runs": {
+			pod:   running(),
+			learn: true,
+			now:   t0.Add(25 * time.Minute),
+			want: Expectation{Source: SourceLearned, Start: t0, Duration: Duration{
+				Median: 30 * time.Minute, Low: 30 * time.Minute, High: 30 * time.Minute, Samples: 1, Basis: "Job team-a/train, its runs longer than 25m0s"}},
+		},
+		"learned, after it ran longer than every run: all of them": {
+			pod:   running(),
+			learn: true,
+			now:   t0.Add(40 * time.Minute),
 			want: Expectation{Source: SourceLearned, Start: t0, Duration: Duration{
 				Median: 20 * time.Minute, Low: 10 * time.Minute, High: 30 * time.Minute, Samples: 3, Basis: "Job team-a/train"}},
 		},
@@ -87,7 +102,11 @@ func TestExpect(t *testing.T) {
 			if tc.learn {
 				learned(l)
 			}
-			got := l.Expect(tc.pod.Obj(), nil)
+			now := tc.now
+			if now.IsZero() {
+				now = t0
+			}
+			got := l.Expect(tc.pod.Obj(), nil, now)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("Expect (-want +got):\n%s", diff)
 			}

@@ -2,6 +2,7 @@ package estimate
 
 import (
 	"container/list"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -100,7 +101,13 @@ func (l *Learner) Record(keys []Key, d time.Duration) {
 
 // Estimate returns the durations of the first key, in the order given (most specific
 // first), with at least MinSamples samples; false when none has.
-func (l *Learner) Estimate(keys []Key) (Duration, bool) {
+func (l *Learner) Estimate(keys []Key) (Duration, bool) { return l.EstimateAfter(keys, 0) }
+
+// EstimateAfter is Estimate for a pod that has held its quota for elapsed already: the
+// quantiles of the key's runs that lasted longer than that (a pod past the median of
+// its kind is among the long ones), or of all its runs when none did, or when elapsed
+// is below their Low.
+func (l *Learner) EstimateAfter(keys []Key, elapsed time.Duration) (Duration, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, k := range keys {
@@ -114,6 +121,11 @@ func (l *Learner) Estimate(keys []Key) (Duration, bool) {
 		}
 		if s.stale {
 			s.summarize()
+		}
+		if elapsed >= s.summary.Low {
+			if d, ok := s.longerThan(elapsed); ok {
+				return d, true
+			}
 		}
 		return s.summary, true
 	}
@@ -141,6 +153,29 @@ func (s *series) summarize() {
 		Basis:   s.key.String(),
 	}
 	s.stale = false
+}
+
+// longerThan is the quantiles of the runs longer than elapsed, with their count as
+// Samples; false when there is none.
+func (s *series) longerThan(elapsed time.Duration) (Duration, bool) {
+	var buf [Window]time.Duration
+	w := buf[:0]
+	for _, d := range s.ring[:s.n] {
+		if d > elapsed {
+			w = append(w, d)
+		}
+	}
+	if len(w) == 0 {
+		return Duration{}, false
+	}
+	slices.Sort(w)
+	return Duration{
+		Median:  rank(w, 50),
+		Low:     rank(w, 10),
+		High:    rank(w, 90),
+		Samples: len(w),
+		Basis:   fmt.Sprintf("%s, its runs longer than %s", s.key, elapsed.Round(time.Second)),
+	}, true
 }
 
 // rank is the nearest-rank p-th percentile of sorted (not empty).
