@@ -141,6 +141,14 @@ func TestSimulate(t *testing.T) {
 			// solo fits at once; the group needs 3 of the 4 and gets them when r ends.
 			want: map[string]got{"g1": {Median: 10, Low: 10, High: 10}, "g2": {Median: 10, Low: 10, High: 10}, "g3": {Median: 10, Low: 10, High: 10}, "solo": {}},
 		},
+		"an incomplete group: unknown, blocked": {
+			w: world([]quota.Budget{budget("team-a", "a", "cpu=4")}, nil, []Pod{
+				waiting(podIn("team-a", "g1", 1, "cpu=1").Group("g", 3), runs(min)),
+				waiting(podIn("team-a", "g2", 1, "cpu=1").Group("g", 3), runs(min)),
+			}),
+			reasons: map[string]string{"g1": "group", "g2": "group"},
+			want:    map[string]got{"g1": {Unknown: UnknownBlocked, Reason: "group"}, "g2": {Unknown: UnknownBlocked, Reason: "group"}},
+		},
 		"a closed budget: unknown": {
 			w:       world([]quota.Budget{closed}, nil, []Pod{waiting(podIn("team-a", "w", 1, "cpu=1"), runs(min))}),
 			reasons: map[string]string{"w": "is Closed"},
@@ -204,5 +212,22 @@ func TestSimulateSamples(t *testing.T) {
 	s := Simulate(w, Options{})[0]
 	if s.Ends != 1 || s.Samples != 3 {
 		t.Errorf("Ends %d, Samples %d; want 1 and 3", s.Ends, s.Samples)
+	}
+}
+
+// The core's wakeups are simulated moments too: quota a lender frees is held for its
+// own pods (WithLendHold) before a sibling borrows it.
+func TestSimulateLendHold(t *testing.T) {
+	a, b := budget("team-a", "a", "cpu=2"), budget("team-b", "b", "cpu=2")
+	a.Parent, b.Parent, a.BorrowingLimit = "org", "org", podtest.ParseList("cpu=2")
+	budgets := []quota.Budget{{Key: quota.BudgetKey{Name: "org"}, Hard: podtest.ParseList("cpu=100")}, a, b}
+	w := world(budgets,
+		[]Pod{running("team-a", "ar", "cpu=2", runs(time.Hour)), running("team-b", "br", "cpu=2", runs(10*time.Minute))},
+		[]Pod{waiting(podIn("team-a", "a1", 1, "cpu=2"), runs(time.Minute))})
+	for hold, want := range map[time.Duration]time.Duration{0: 10 * time.Minute, 5 * time.Second: 10*time.Minute + 5*time.Second} {
+		s := Simulate(w, Options{Core: []quota.Option{quota.WithLendHold(hold)}})[0]
+		if !s.Known || s.Median.Sub(t0) != want {
+			t.Errorf("lend hold %v: a1 starts %v after t0 (%+v), want %v", hold, s.Median.Sub(t0), s, want)
+		}
 	}
 }
