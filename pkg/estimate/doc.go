@@ -62,12 +62,13 @@
 //
 // Three simulations of the world, each a step per distinct moment a pod ends; each
 // step costs what the core costs for those ends and an Admit. Measured with
-// `go test ./pkg/estimate -bench BenchmarkSimulate -benchtime=3x` on 2 shared vCPUs
-// (20 Budgets of 50 CPUs, full, 1,000 running pods):
+// `go test ./pkg/estimate -run '^$' -bench BenchmarkSimulate -benchtime=3x` (20
+// Budgets of 50 CPUs, full, 1,000 running pods), per Simulate, in CPU time (the wall
+// time on a shared 2-vCPU machine was up to twice as long):
 //
-//	1,000 gated pods                      0.15 s,  13 MB,    91k allocations per Simulate
-//	10,000 gated pods                     5.6 s,  274 MB,   1.0M allocations
-//	400 gated pods in a borrowing family  13 s,   307 MB,   3.7M allocations
+//	1,000 gated pods                      0.06 s,  13 MB allocated,  91k allocations
+//	10,000 gated pods                     1.9 s,  274 MB allocated, 1.0M allocations
+//	400 gated pods in a borrowing family  5.4 s,  307 MB allocated, 3.7M allocations
 //
 // The core's wake of a budget's inadmissible pods on each pod end dominates the
 // first two; in a borrowing family, the core's sum of what lenders' waiting pods claim
