@@ -54,8 +54,8 @@
 // # Memory
 //
 // A Learner keeps, per key, a ring of the last Window (32) durations and their cached
-// quantiles, about 500 bytes, and at most maxKeys keys (DefaultMaxKeys, 4096: some
-// 2 MB), dropping the least recently recorded first. A simulation holds a fresh core
+// quantiles, some 600 bytes, and at most maxKeys keys (DefaultMaxKeys, 4096: some
+// 2.4 MB), dropping the least recently recorded first. A simulation holds a fresh core
 // of the world's pods (the core's own cost per pod) and one heap entry per pod.
 //
 // # Cost
