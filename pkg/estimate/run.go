@@ -1,6 +1,7 @@
 package estimate
 
 import (
+	"cmp"
 	"container/heap"
 	"fmt"
 	"time"
@@ -103,7 +104,7 @@ func run(w *World, o *Options, pk pick) result {
 		s.waiting[p.Pod.UID] = i
 		s.q.UpsertPod(p.Pod)
 	}
-	horizon, maxSteps := w.Now.Add(cmpOr(o.Horizon, DefaultHorizon)), o.MaxSteps
+	horizon, maxSteps := w.Now.Add(cmp.Or(o.Horizon, DefaultHorizon)), o.MaxSteps
 	if maxSteps <= 0 {
 		maxSteps = DefaultMaxSteps(w)
 	}
@@ -129,13 +130,6 @@ func run(w *World, o *Options, pk pick) result {
 	}
 	s.explain(capped)
 	return result{pods: s.out, stopped: clk.now}
-}
-
-func cmpOr(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return def
 }
 
 // holds records that a pod holds quota until end (for ever when e is not Known).
