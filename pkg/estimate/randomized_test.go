@@ -3,6 +3,7 @@ package estimate
 import (
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 	"time"
 
@@ -17,7 +18,8 @@ import (
 // some closed; pods of two priorities, some in groups, some too big, some with no
 // expected end), every admission the simulation makes keeps every budget within its
 // hard (its ceiling, hard plus borrowingLimit, when it borrows): the budgets' statuses
-// are read from the simulation's core after each simulated moment.
+// are read from the simulation's core after each simulated moment. And a simulation is
+// deterministic: the same world gives the same starts.
 func TestSimulateRandomWithinHard(t *testing.T) {
 	for seed := range uint64(300) {
 		r := rand.New(rand.NewPCG(seed, 7))
@@ -41,6 +43,9 @@ func TestSimulateRandomWithinHard(t *testing.T) {
 		starts := Simulate(w, Options{afterAdmit: check})
 		if steps == 0 {
 			t.Fatalf("seed %d: the check never ran", seed)
+		}
+		if again := Simulate(w, Options{}); !reflect.DeepEqual(again, starts) {
+			t.Fatalf("seed %d: a second simulation of the same world differs:\n%+v\n%+v", seed, starts, again)
 		}
 		for _, s := range starts {
 			if s.Known && (s.Low.After(s.Median) || s.Median.After(s.High) || s.Low.Before(w.Now)) {
