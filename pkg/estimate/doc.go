@@ -63,12 +63,16 @@
 // Three simulations of the world, each a step per distinct moment a pod ends; each
 // step costs what the core costs for those ends and an Admit. Measured with
 // `go test ./pkg/estimate -run '^$' -bench BenchmarkSimulate -benchtime=3x` (20
-// Budgets of 50 CPUs, full, 1,000 running pods), per Simulate, in CPU time (the wall
-// time on a shared 2-vCPU machine was up to twice as long):
+// Budgets of 50 CPUs, full, 1,000 running pods), per Simulate, in CPU time over three
+// runs of the benchmark (the wall time on a shared, loaded 2-vCPU machine was up to
+// twice as long):
 //
-//	1,000 gated pods                      0.06 s,  13 MB allocated,  91k allocations
-//	10,000 gated pods                     1.9 s,  274 MB allocated, 1.0M allocations
-//	400 gated pods in a borrowing family  5.4 s,  307 MB allocated, 3.7M allocations
+//	1,000 gated pods                      0.06–0.07 s,  13 MB allocated,  91k allocations
+//	10,000 gated pods                     1.9–2.5 s,   274 MB allocated, 1.0M allocations
+//	400 gated pods in a borrowing family  5.4 s,       307 MB allocated, 3.7M allocations
+//
+// Running the three simulations at once made it slower there (2.0–2.2 s of CPU and as
+// much wall time against 1.7 s run one after the other, at 10,000): they run in turn.
 //
 // The core's wake of a budget's inadmissible pods on each pod end dominates the
 // first two; in a borrowing family, the core's sum of what lenders' waiting pods claim
