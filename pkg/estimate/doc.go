@@ -40,8 +40,8 @@
 // # How wrong it can be
 //
 // An estimate is as good as the durations behind it: Start.Ends says how many pod ends
-// it waits for and Start.Samples the fewest finished pods behind any learned one among
-// them. It is early when pods run longer than their kind did (a running pod is expected
+// the simulation went through before it started and Start.Samples the fewest finished
+// pods behind any learned one among them. It is early when pods run longer than their kind did (a running pod is expected
 // to run as the runs of its kind that lasted longer than it has so far, and one that
 // outlasted them all to end at once), when pods not created yet arrive ahead of it (a
 // higher priority, a group, a preempted pod recreated), and when the scheduler, not

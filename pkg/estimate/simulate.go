@@ -84,9 +84,10 @@ type Start struct {
 	Median, Low, High time.Time
 	Unknown           Unknown
 	Reason            string
-	// Ends is how many pod ends it waits for (in the median simulation), and Samples
-	// the fewest finished pods behind a learned duration among those ends (0 when no
-	// learned duration was used): the more ends and the fewer samples, the less sure.
+	// Ends is how many pods the median simulation ended before it started (in every
+	// budget: an upper bound on those it waits for), and Samples the fewest finished
+	// pods behind a learned duration among those ends (0 when none was learned): the
+	// more ends and the fewer samples, the less sure.
 	Ends, Samples int
 }
 
