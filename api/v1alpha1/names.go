@@ -21,4 +21,11 @@ const (
 	GroupLabel = "quotagate.io/group"
 	// GroupSizeAnnotation is how many members the group has.
 	GroupSizeAnnotation = "quotagate.io/group-size"
+
+	// ExpectedDurationAnnotation declares how long a pod runs once started, in Go's
+	// duration syntax ("90m", "2h30m"). Estimates of when the quota it holds is free
+	// again trust it after the pod's own activeDeadlineSeconds and before the durations
+	// learned from finished pods (pkg/estimate); a value that does not parse, or is not
+	// positive, is ignored with a reason.
+	ExpectedDurationAnnotation = "quotagate.io/expected-duration"
 )

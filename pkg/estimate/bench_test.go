@@ -1,0 +1,77 @@
+package estimate
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/internal/testbed/podtest"
+	"github.com/quotagate/quotagate/pkg/quota"
+)
+
+// BenchmarkSimulate estimates every gated pod of a busy cluster in one Simulate (three
+// simulations): 20 namespaces, each a Budget of 50 CPUs full of running pods ending
+// within the hour, and n gated pods of 1 or 2 CPUs, of two priorities, each with a
+// learned duration of 5 to 60 minutes. In the "family" worlds the Budgets are under one
+// ClusterBudget of 1000 CPUs and may each borrow 10: the core's own cost of evaluating
+// pods in a borrowing family grows with the pods waiting on it (doc.go: cost).
+func BenchmarkSimulate(b *testing.B) {
+	for _, tc := range []struct {
+		n      int
+		family bool
+	}{{1000, false}, {10000, false}, {400, true}} {
+		name := fmt.Sprintf("gated=%d", tc.n)
+		if tc.family {
+			name = fmt.Sprintf("family/gated=%d", tc.n)
+		}
+		b.Run(name, func(b *testing.B) {
+			w := busyWorld(tc.n, tc.family)
+			b.ReportAllocs()
+			startCPU := cpuTime()
+			for b.Loop() {
+				starts := Simulate(w, Options{})
+				if !starts[len(starts)-1].Known {
+					b.Fatalf("the last pod's start is unknown: %+v", starts[len(starts)-1])
+				}
+			}
+			if cpu := cpuTime() - startCPU; cpu > 0 {
+				b.ReportMetric(float64(cpu.Milliseconds())/float64(b.N), "cpu-ms/op")
+			}
+		})
+	}
+}
+
+func busyWorld(n int, family bool) World {
+	r := rand.New(rand.NewPCG(1, 2))
+	w := World{Now: t0, Namespaces: map[string]map[string]string{}}
+	if family {
+		w.Budgets = append(w.Budgets, quota.Budget{Key: quota.BudgetKey{Name: "org"}, Hard: podtest.ParseList("cpu=1000")})
+	}
+	learned := func() Expectation {
+		m := time.Duration(5+r.IntN(56)) * time.Minute
+		return Expectation{Source: SourceLearned, Duration: Duration{Median: m, Low: m / 2, High: m * 2, Samples: Window}}
+	}
+	const namespaces = 20
+	for i := range namespaces {
+		ns := fmt.Sprintf("ns-%d", i)
+		w.Namespaces[ns] = map[string]string{v1alpha1.EnabledLabel: "true"}
+		b := quota.Budget{Key: quota.BudgetKey{Namespace: ns, Name: "b"}, Hard: podtest.ParseList("cpu=50")}
+		if family {
+			b.BorrowingLimit, b.Parent = podtest.ParseList("cpu=10"), "org"
+		}
+		w.Budgets = append(w.Budgets, b)
+		for j := range 50 {
+			e := learned()
+			e.Start = t0.Add(-time.Duration(r.IntN(int(e.Median/time.Minute))) * time.Minute)
+			w.Running = append(w.Running, Pod{Pod: view(podIn(ns, fmt.Sprintf("run-%d-%d", i, j), -3600, "cpu=1")), Expect: e})
+		}
+	}
+	for j := range n {
+		ns := fmt.Sprintf("ns-%d", r.IntN(namespaces))
+		b := podIn(ns, fmt.Sprintf("w-%d", j), j, fmt.Sprintf("cpu=%d", 1+r.IntN(2))).Priority(int32(10 * r.IntN(2)))
+		w.Waiting = append(w.Waiting, waiting(b, learned()))
+	}
+	return w
+}

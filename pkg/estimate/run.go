@@ -1,0 +1,299 @@
+package estimate
+
+import (
+	"cmp"
+	"container/heap"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/pkg/quota"
+)
+
+// pick chooses which of a duration's values a simulation uses.
+type pick int
+
+const (
+	pickMedian pick = iota
+	pickLow
+	pickHigh
+)
+
+func (p pick) of(d Duration) time.Duration {
+	switch p {
+	case pickLow:
+		return d.Low
+	case pickHigh:
+		return d.High
+	}
+	return d.Median
+}
+
+func (p pick) end(e Expectation, now time.Time) time.Time {
+	median, low, high := e.Ends(now)
+	switch p {
+	case pickLow:
+		return low
+	case pickHigh:
+		return high
+	}
+	return median
+}
+
+// outcome is what one simulation found for one waiting pod.
+type outcome struct {
+	started bool
+	at      time.Time
+	ends    int
+	samples int
+	unknown Unknown
+	reason  string
+}
+
+type result struct {
+	pods    []outcome // by index in World.Waiting
+	stopped time.Time // the simulated time it stopped at
+}
+
+// never is the flush interval of the simulation's core: it does not flush, since
+// every simulated moment is an event the core wakes its queues for (a pod that ends),
+// and a flush every 5 simulated minutes would cost a pass over every inadmissible pod.
+const never = time.Duration(1 << 62)
+
+// sim is one simulation: a fresh core on a clock of its own, and the pods' ends.
+type sim struct {
+	w       *World
+	q       *quota.AdmissionQueue
+	clk     *simClock
+	pick    pick
+	ends    endHeap
+	seq     int                // ends scheduled so far
+	gone    map[types.UID]bool // ended or preempted
+	forever map[types.UID]bool // holding quota with no expected end
+	waiting map[types.UID]int  // index in w.Waiting
+	out     []outcome
+	left    int // waiting pods not started yet
+	ended   int // pods ended so far
+	weakest int // the fewest samples behind a learned end so far (0: none)
+}
+
+// run simulates the world with every duration at pk until every waiting pod is
+// admitted or nothing more can happen, within o's bounds.
+func run(w *World, o *Options, pk pick) result {
+	clk := &simClock{now: w.Now}
+	core := append(append([]quota.Option(nil), o.Core...), quota.WithClock(clk), quota.WithFlushInterval(never))
+	s := &sim{
+		w: w, q: quota.NewAdmissionQueue(core...), clk: clk, pick: pk,
+		gone: map[types.UID]bool{}, forever: map[types.UID]bool{},
+		waiting: make(map[types.UID]int, len(w.Waiting)),
+		out:     make([]outcome, len(w.Waiting)), left: len(w.Waiting),
+	}
+	for ns, l := range w.Namespaces {
+		s.q.SetNamespace(ns, l)
+	}
+	for _, b := range w.Budgets {
+		s.q.UpsertBudget(b)
+	}
+	for _, p := range w.Running {
+		s.q.UpsertPod(p.Pod)
+		s.holds(p.Pod.UID, p.Expect, pk.end(p.Expect, w.Now))
+	}
+	for i, p := range w.Waiting {
+		s.waiting[p.Pod.UID] = i
+		s.q.UpsertPod(p.Pod)
+	}
+	horizon, maxSteps := w.Now.Add(cmp.Or(o.Horizon, DefaultHorizon)), o.MaxSteps
+	if maxSteps <= 0 {
+		maxSteps = DefaultMaxSteps(w)
+	}
+	capped := false
+	for steps := 0; ; steps++ {
+		s.admit()
+		if o.afterAdmit != nil {
+			o.afterAdmit(s.q)
+		}
+		if s.left == 0 {
+			break
+		}
+		next, ok := s.next(horizon)
+		if !ok {
+			break
+		}
+		if next.After(horizon) || steps >= maxSteps {
+			capped = true
+			break
+		}
+		clk.now = next
+		s.endDue()
+	}
+	s.explain(capped)
+	return result{pods: s.out, stopped: clk.now}
+}
+
+// holds records that a pod holds quota until end (for ever when e is not Known).
+func (s *sim) holds(uid types.UID, e Expectation, end time.Time) {
+	if !e.Known() {
+		s.forever[uid] = true
+		return
+	}
+	samples := 0
+	if e.Source == SourceLearned {
+		samples = e.Samples
+	}
+	s.seq++
+	heap.Push(&s.ends, podEnd{at: end, seq: s.seq, uid: uid, samples: samples})
+}
+
+// admit takes what the core admits now, starts it, and carries out the preemptions it
+// decides (the victims end now: their grace periods are not simulated), until the core
+// decides nothing more.
+func (s *sim) admit() {
+	for {
+		admitted := s.q.Admit()
+		for _, a := range admitted {
+			s.q.Done(a.Pod.UID, quota.Ungated, "")
+			s.started(a.Pod.UID)
+		}
+		preempted := false
+		for _, p := range s.q.Preemptions() {
+			if s.q.PreemptionNeeded(p.Victim.UID) {
+				s.end(p.Victim.UID, 0, false)
+				preempted = true
+			}
+		}
+		if len(admitted) == 0 && !preempted {
+			return
+		}
+	}
+}
+
+func (s *sim) started(uid types.UID) {
+	i, ok := s.waiting[uid]
+	if !ok || s.out[i].started {
+		return
+	}
+	now := s.clk.now
+	s.out[i] = outcome{started: true, at: now, ends: s.ended, samples: s.weakest}
+	s.left--
+	e := s.w.Waiting[i].Expect
+	s.holds(uid, e, now.Add(max(s.pick.of(e.Duration), 0)))
+}
+
+// end ends a pod now: the core forgets it (as it forgets a Terminal view) and its
+// charge is released.
+func (s *sim) end(uid types.UID, samples int, counted bool) {
+	if s.gone[uid] {
+		return
+	}
+	s.gone[uid] = true
+	delete(s.forever, uid)
+	s.q.DeletePod(uid)
+	if counted {
+		s.ended++
+		if samples > 0 && (s.weakest == 0 || samples < s.weakest) {
+			s.weakest = samples
+		}
+	}
+}
+
+// next is the next simulated moment: the next pod's end, or the core's next wakeup
+// (a lend hold's end) when that comes first. A wakeup past the horizon is not one (the
+// flush the simulation's core never does is one such).
+func (s *sim) next(horizon time.Time) (time.Time, bool) {
+	for len(s.ends.items) > 0 && s.gone[s.ends.items[0].uid] {
+		heap.Pop(&s.ends)
+	}
+	var next time.Time
+	if len(s.ends.items) > 0 {
+		next = s.ends.items[0].at
+	}
+	if t, ok := s.q.NextWakeup(); ok && t.After(s.clk.now) && !t.After(horizon) && (next.IsZero() || t.Before(next)) {
+		next = t
+	}
+	return next, !next.IsZero()
+}
+
+// endDue ends every pod whose end has come.
+func (s *sim) endDue() {
+	for len(s.ends.items) > 0 && !s.ends.items[0].at.After(s.clk.now) {
+		e := heap.Pop(&s.ends).(podEnd)
+		s.end(e.uid, e.samples, true)
+	}
+}
+
+// explain says why each waiting pod that did not start did not: the core's reason for
+// what no pod's end changes, else what stopped the simulation.
+func (s *sim) explain(capped bool) {
+	var uids []types.UID
+	for _, p := range s.w.Waiting {
+		if i := s.waiting[p.Pod.UID]; !s.out[i].started {
+			uids = append(uids, p.Pod.UID)
+		}
+	}
+	if len(uids) == 0 {
+		return
+	}
+	reasons := s.q.Reader().WaitReasons(uids)
+	for _, uid := range uids {
+		o := &s.out[s.waiting[uid]]
+		r, ok := reasons[uid]
+		switch {
+		case !ok:
+			o.unknown, o.reason = UnknownBlocked, "the core does not hold it as a gated pod"
+		case r.Code == quota.CodeBudgetClosed:
+			o.unknown, o.reason = UnknownBudgetClosed, r.Message
+		case r.Code == quota.CodeNeverFits || r.Code == quota.CodeMustSpecify:
+			o.unknown, o.reason = UnknownNeverFits, r.Message
+		case !waitsForRoom(r.Code):
+			o.unknown, o.reason = UnknownBlocked, r.Message
+		case capped:
+			o.unknown, o.reason = UnknownCapped, fmt.Sprintf("it would start after %s, beyond what the estimate simulates", s.clk.now.UTC().Format(time.RFC3339))
+		case len(s.forever) > 0:
+			o.unknown, o.reason = UnknownNoHistory, fmt.Sprintf("it waits for quota held by pods with no expected end (no activeDeadlineSeconds, no %s, fewer than %d finished pods like them)", v1alpha1.ExpectedDurationAnnotation, MinSamples)
+		default:
+			o.unknown, o.reason = UnknownBlocked, r.Message
+		}
+	}
+}
+
+// waitsForRoom reports whether a pod waiting with code waits for quota that pods'
+// ends free.
+func waitsForRoom(code quota.ReasonCode) bool {
+	switch code {
+	case quota.CodeInsufficient, quota.CodeNoLendable, quota.CodeFairShare, quota.CodeBehindHead, quota.CodeQueued, quota.CodeBackoff:
+		return true
+	}
+	return false
+}
+
+// simClock is the simulation's clock: it moves only when the simulation moves it.
+type simClock struct{ now time.Time }
+
+func (c *simClock) Now() time.Time                  { return c.now }
+func (c *simClock) Since(t time.Time) time.Duration { return c.now.Sub(t) }
+
+// podEnd is when a pod that holds quota ends; seq keeps ends at the same moment in
+// the order they were scheduled.
+type podEnd struct {
+	at      time.Time
+	seq     int
+	uid     types.UID
+	samples int
+}
+
+type endHeap struct{ items []podEnd }
+
+func (h *endHeap) Len() int { return len(h.items) }
+func (h *endHeap) Less(i, j int) bool {
+	a, b := h.items[i], h.items[j]
+	return a.at.Before(b.at) || (a.at.Equal(b.at) && a.seq < b.seq)
+}
+func (h *endHeap) Swap(i, j int) { h.items[i], h.items[j] = h.items[j], h.items[i] }
+func (h *endHeap) Push(x any)    { h.items = append(h.items, x.(podEnd)) }
+func (h *endHeap) Pop() any {
+	last := h.items[len(h.items)-1]
+	h.items = h.items[:len(h.items)-1]
+	return last
+}

@@ -1,0 +1,124 @@
+package estimate
+
+import (
+	"time"
+
+	"github.com/quotagate/quotagate/pkg/quota"
+)
+
+// World is what a simulation starts from: the core's inputs at Now.
+type World struct {
+	Now time.Time
+	// Budgets and Namespaces (labels by name) as the manager feeds them to its core.
+	Budgets    []quota.Budget
+	Namespaces map[string]map[string]string
+	// Running are the pods that hold quota, with when each is expected to end: the
+	// running pods and those the real core admitted whose ungate it has not seen yet,
+	// all with Gated false (a pod first seen ungated is charged to the budgets that
+	// cover it, or those its admitted-by annotation names). Waiting are the gated pods,
+	// with how long each is expected to run once admitted.
+	Running []Pod
+	Waiting []Pod
+}
+
+// Pod is a pod's view for the core and its Expectation (Learner.Expect).
+type Pod struct {
+	Pod    quota.Pod
+	Expect Expectation
+}
+
+// Options bound a simulation.
+type Options struct {
+	// Core are the options the manager builds its core with (WithLendHold,
+	// WithPriorityCeiling, WithHoldUncovered): the simulation's core must decide as
+	// the real one does. Its clock and flush interval are the simulation's own.
+	Core []quota.Option
+	// MaxSteps caps the simulated moments (each ends at least one pod, or is a
+	// wakeup of the core: a lend hold's end); 0 means DefaultMaxSteps of the world.
+	MaxSteps int
+	// Horizon is how far ahead it simulates; 0 means DefaultHorizon.
+	Horizon time.Duration
+
+	// afterAdmit, when set, is called after each simulated moment's admissions, with
+	// the simulation's core (the randomized test checks the budgets there).
+	afterAdmit func(q *quota.AdmissionQueue)
+}
+
+// DefaultHorizon is how far ahead a simulation looks by default: a pod that would start
+// later is Unknown (UnknownCapped).
+const DefaultHorizon = 365 * 24 * time.Hour
+
+// DefaultMaxSteps is the default cap on simulated moments: every pod of the world ends
+// once at most, so 2 × its pods, plus room for the core's wakeups (lend holds).
+func DefaultMaxSteps(w *World) int { return 2*(len(w.Running)+len(w.Waiting)) + 1024 }
+
+// Unknown says why a waiting pod's start cannot be estimated.
+type Unknown string
+
+const (
+	// UnknownNoHistory: it waits for room that pods with no expected end hold (no
+	// deadline, no declared duration, fewer than MinSamples finished pods like them).
+	UnknownNoHistory Unknown = "NoHistory"
+	// UnknownBudgetClosed: a budget that covers it admits nothing (closed, or its spec
+	// or parent has a problem).
+	UnknownBudgetClosed Unknown = "BudgetClosed"
+	// UnknownNeverFits: it asks for more than a covering budget's hard, or leaves unset
+	// what the budget tracks.
+	UnknownNeverFits Unknown = "NeverFits"
+	// UnknownBlocked: it waits for something no pod's end brings (its group's other
+	// members, its namespace, a ResourceClaim, a budget that covers it).
+	UnknownBlocked Unknown = "Blocked"
+	// UnknownCapped: it would start beyond the horizon, or after more steps than the
+	// simulation may take.
+	UnknownCapped Unknown = "Capped"
+)
+
+// Start is a waiting pod's estimated start.
+type Start struct {
+	Pod quota.PodRef
+	// Known: Median, Low and High are set; otherwise Unknown and Reason say why.
+	Known bool
+	// Median is when the simulation with every duration at its median admits it; Low
+	// and High are the earliest and latest of that and the simulations with every
+	// duration at its low and at its high.
+	Median, Low, High time.Time
+	Unknown           Unknown
+	Reason            string
+	// Ends is how many pods the median simulation ended before it started (in every
+	// budget: an upper bound on those it waits for), and Samples the fewest finished
+	// pods behind a learned duration among those ends (0 when none was learned): the
+	// more ends and the fewer samples, the less sure.
+	Ends, Samples int
+}
+
+// Simulate estimates when each waiting pod starts: a fresh core is fed the world and
+// advanced in simulated time, admitting in its own order and ending each pod at its
+// expected end, three times (durations at their median, low and high). The result is in
+// the order of w.Waiting.
+func Simulate(w World, o Options) []Start {
+	median := run(&w, &o, pickMedian)
+	low := run(&w, &o, pickLow)
+	high := run(&w, &o, pickHigh)
+	out := make([]Start, len(w.Waiting))
+	for i, p := range w.Waiting {
+		m := median.pods[i]
+		s := Start{Pod: p.Pod.PodRef, Ends: m.ends, Samples: m.samples}
+		if !m.started {
+			s.Unknown, s.Reason = m.unknown, m.reason
+			out[i] = s
+			continue
+		}
+		s.Known, s.Median, s.Low, s.High = true, m.at, m.at, m.at
+		if l := low.pods[i]; l.started && l.at.Before(s.Low) {
+			s.Low = l.at
+		}
+		switch h := high.pods[i]; {
+		case h.started && h.at.After(s.High):
+			s.High = h.at
+		case !h.started && high.stopped.After(s.High):
+			s.High = high.stopped // it starts no earlier than where that simulation stopped
+		}
+		out[i] = s
+	}
+	return out
+}

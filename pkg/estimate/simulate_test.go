@@ -1,0 +1,233 @@
+package estimate
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/internal/testbed/podtest"
+	"github.com/quotagate/quotagate/pkg/quota"
+)
+
+// The world's pods: name is the UID too; created counts seconds from t0.
+func podIn(ns, name string, created int, req string) *podtest.Builder {
+	return podtest.New(name).NS(ns).UID(name).At(t0).Created(created).Container("main", "").Req(req)
+}
+
+func view(b *podtest.Builder) quota.Pod { return quota.NewPod(b.Obj(), v1alpha1.SchedulingGate, t0) }
+
+// runs is an expectation of d (low, median, high all d unless spread gives two more).
+func runs(d time.Duration, spread ...time.Duration) Expectation {
+	e := Expectation{Source: SourceDeclared, Duration: Duration{Median: d, Low: d, High: d}}
+	if len(spread) == 2 {
+		e.Source, e.Low, e.High, e.Samples = SourceLearned, spread[0], spread[1], 3
+	}
+	return e
+}
+
+// running: a pod that holds req since t0 and ends after d.
+func running(ns, name, req string, e Expectation) Pod {
+	e.Start = t0
+	return Pod{Pod: view(podIn(ns, name, -60, req)), Expect: e}
+}
+
+// waiting: a gated pod that runs for e once admitted.
+func waiting(b *podtest.Builder, e Expectation) Pod { return Pod{Pod: view(b.Gated()), Expect: e} }
+
+func budget(ns, name, hard string) quota.Budget {
+	return quota.Budget{Key: quota.BudgetKey{Namespace: ns, Name: name}, Hard: podtest.ParseList(hard)}
+}
+
+func world(budgets []quota.Budget, run, wait []Pod) World {
+	ns := map[string]map[string]string{}
+	for _, n := range []string{"team-a", "team-b"} {
+		ns[n] = map[string]string{v1alpha1.EnabledLabel: "true"}
+	}
+	return World{Now: t0, Budgets: budgets, Namespaces: ns, Running: run, Waiting: wait}
+}
+
+// got is a start as the tests compare it: minutes after t0, or why unknown.
+type got struct {
+	Median, Low, High float64 // minutes after t0
+	Unknown           Unknown
+	Reason            string // a part of the reason
+}
+
+func summarize(s Start, reasonPart string) got {
+	if !s.Known {
+		g := got{Unknown: s.Unknown}
+		if reasonPart != "" && strings.Contains(s.Reason, reasonPart) {
+			g.Reason = reasonPart
+		} else {
+			g.Reason = s.Reason
+		}
+		return g
+	}
+	m := func(t time.Time) float64 { return t.Sub(t0).Minutes() }
+	return got{Median: m(s.Median), Low: m(s.Low), High: m(s.High)}
+}
+
+func TestSimulate(t *testing.T) {
+	min := time.Minute
+	strict := budget("team-a", "a", "cpu=4")
+	strict.Strategy = v1alpha1.StrictFIFO
+	closed := budget("team-a", "a", "cpu=4")
+	closed.State = v1alpha1.StateClosed
+	family := func(reclaim v1alpha1.ReclaimPolicy) []quota.Budget {
+		a, b := budget("team-a", "a", "cpu=2"), budget("team-b", "b", "cpu=2")
+		a.Parent, b.Parent = "org", "org"
+		a.BorrowingLimit = podtest.ParseList("cpu=2")
+		b.Reclaim = reclaim
+		return []quota.Budget{{Key: quota.BudgetKey{Name: "org"}, Hard: podtest.ParseList("cpu=100")}, a, b}
+	}
+	for name, tc := range map[string]struct {
+		w       World
+		reasons map[string]string // a part of the reason of unknown pods
+		want    map[string]got
+	}{
+		"best effort: the small pod goes first, the big one when room is freed": {
+			w: world([]quota.Budget{budget("team-a", "a", "cpu=4")},
+				[]Pod{running("team-a", "r", "cpu=3", runs(10*min))},
+				[]Pod{waiting(podIn("team-a", "big", 1, "cpu=4"), runs(10*min)), waiting(podIn("team-a", "small", 2, "cpu=1"), runs(5*min))}),
+			want: map[string]got{"big": {Median: 10, Low: 10, High: 10}, "small": {}},
+		},
+		"strict FIFO: the small pod waits behind the big one": {
+			w: world([]quota.Budget{strict},
+				[]Pod{running("team-a", "r", "cpu=3", runs(10*min))},
+				[]Pod{waiting(podIn("team-a", "big", 1, "cpu=4"), runs(10*min)), waiting(podIn("team-a", "small", 2, "cpu=1"), runs(5*min))}),
+			want: map[string]got{"big": {Median: 10, Low: 10, High: 10}, "small": {Median: 20, Low: 20, High: 20}},
+		},
+		"priorities: the later pod of higher priority goes first": {
+			w: world([]quota.Budget{budget("team-a", "a", "cpu=2")},
+				[]Pod{running("team-a", "r", "cpu=2", runs(10*min))},
+				[]Pod{waiting(podIn("team-a", "low", 1, "cpu=2"), runs(10*min)), waiting(podIn("team-a", "high", 2, "cpu=2").Priority(100), runs(10*min))}),
+			want: map[string]got{"high": {Median: 10, Low: 10, High: 10}, "low": {Median: 20, Low: 20, High: 20}},
+		},
+		"the range: durations at their low and high": {
+			w: world([]quota.Budget{budget("team-a", "a", "cpu=2")},
+				[]Pod{running("team-a", "r", "cpu=2", runs(10*min, 5*min, 20*min))},
+				[]Pod{waiting(podIn("team-a", "w1", 1, "cpu=2"), runs(10*min, 5*min, 20*min)), waiting(podIn("team-a", "w2", 2, "cpu=2"), runs(min))}),
+			want: map[string]got{"w1": {Median: 10, Low: 5, High: 20}, "w2": {Median: 20, Low: 10, High: 40}},
+		},
+		"borrowing: a borrows what b leaves idle": {
+			w: world(family(v1alpha1.ReclaimNever), nil, []Pod{
+				waiting(podIn("team-a", "a1", 1, "cpu=2"), runs(10*min)),
+				waiting(podIn("team-a", "a2", 2, "cpu=2"), runs(20*min)),
+				waiting(podIn("team-a", "a3", 3, "cpu=2"), runs(10*min)),
+				waiting(podIn("team-b", "b1", 4, "cpu=2"), runs(10*min)),
+			}),
+			// a1 and a2 take a's 2 and b's 2; b1 waits for b's quota back (a1's end),
+			// a3 then for a's own (a2's end).
+			want: map[string]got{"a1": {}, "a2": {}, "b1": {Median: 10, Low: 10, High: 10}, "a3": {Median: 20, Low: 20, High: 20}},
+		},
+		"borrowing with reclaim: b takes its quota back at once": {
+			w: world(family(v1alpha1.ReclaimAny),
+				[]Pod{running("team-a", "r1", "cpu=2", runs(30*min)), running("team-a", "r2", "cpu=2", runs(30*min))},
+				[]Pod{waiting(podIn("team-b", "b1", 4, "cpu=2"), runs(10*min))}),
+			want: map[string]got{"b1": {}},
+		},
+		"a group starts all together": {
+			w: world([]quota.Budget{budget("team-a", "a", "cpu=4")},
+				[]Pod{running("team-a", "r", "cpu=2", runs(10*min))},
+				[]Pod{
+					waiting(podIn("team-a", "g1", 1, "cpu=1").Group("g", 3), runs(10*min)),
+					waiting(podIn("team-a", "g2", 1, "cpu=1").Group("g", 3), runs(10*min)),
+					waiting(podIn("team-a", "g3", 1, "cpu=1").Group("g", 3), runs(10*min)),
+					waiting(podIn("team-a", "solo", 2, "cpu=1"), runs(30*min)),
+				}),
+			// solo fits at once; the group needs 3 of the 4 and gets them when r ends.
+			want: map[string]got{"g1": {Median: 10, Low: 10, High: 10}, "g2": {Median: 10, Low: 10, High: 10}, "g3": {Median: 10, Low: 10, High: 10}, "solo": {}},
+		},
+		"an incomplete group: unknown, blocked": {
+			w: world([]quota.Budget{budget("team-a", "a", "cpu=4")}, nil, []Pod{
+				waiting(podIn("team-a", "g1", 1, "cpu=1").Group("g", 3), runs(min)),
+				waiting(podIn("team-a", "g2", 1, "cpu=1").Group("g", 3), runs(min)),
+			}),
+			reasons: map[string]string{"g1": "group", "g2": "group"},
+			want:    map[string]got{"g1": {Unknown: UnknownBlocked, Reason: "group"}, "g2": {Unknown: UnknownBlocked, Reason: "group"}},
+		},
+		"a closed budget: unknown": {
+			w:       world([]quota.Budget{closed}, nil, []Pod{waiting(podIn("team-a", "w", 1, "cpu=1"), runs(min))}),
+			reasons: map[string]string{"w": "is Closed"},
+			want:    map[string]got{"w": {Unknown: UnknownBudgetClosed, Reason: "is Closed"}},
+		},
+		"a pod that never fits: unknown": {
+			w:       world([]quota.Budget{budget("team-a", "a", "cpu=2")}, nil, []Pod{waiting(podIn("team-a", "w", 1, "cpu=3"), runs(min))}),
+			reasons: map[string]string{"w": "cpu"},
+			want:    map[string]got{"w": {Unknown: UnknownNeverFits, Reason: "cpu"}},
+		},
+		"no history for what it waits behind: unknown": {
+			w: world([]quota.Budget{budget("team-a", "a", "cpu=2")},
+				[]Pod{running("team-a", "r", "cpu=2", runs(10*min))},
+				[]Pod{waiting(podIn("team-a", "w1", 1, "cpu=2"), Expectation{}), waiting(podIn("team-a", "w2", 2, "cpu=2"), runs(min))}),
+			reasons: map[string]string{"w2": "no expected end"},
+			want:    map[string]got{"w1": {Median: 10, Low: 10, High: 10}, "w2": {Unknown: UnknownNoHistory, Reason: "no expected end"}},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			starts := Simulate(tc.w, Options{})
+			have := map[string]got{}
+			for _, s := range starts {
+				have[s.Pod.Name] = summarize(s, tc.reasons[s.Pod.Name])
+			}
+			if diff := cmp.Diff(tc.want, have); diff != "" {
+				t.Errorf("starts (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// The bounds: a start beyond the horizon, or after more steps than allowed, is unknown.
+func TestSimulateBounds(t *testing.T) {
+	w := world([]quota.Budget{budget("team-a", "a", "cpu=1")},
+		[]Pod{running("team-a", "r", "cpu=1", runs(2*time.Hour))},
+		[]Pod{waiting(podIn("team-a", "w1", 1, "cpu=1"), runs(time.Minute)), waiting(podIn("team-a", "w2", 2, "cpu=1"), runs(time.Minute))})
+	for name, o := range map[string]Options{
+		"horizon": {Horizon: time.Hour},
+		"steps":   {MaxSteps: 1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			starts := Simulate(w, o)
+			last := starts[len(starts)-1]
+			if last.Known || last.Unknown != UnknownCapped {
+				t.Errorf("w2: %+v, want unknown (%s)", last, UnknownCapped)
+			}
+		})
+	}
+	// Unbounded, both start: w1 when r ends, w2 a minute later.
+	starts := Simulate(w, Options{})
+	if !starts[1].Known || starts[1].Median.Sub(t0) != 2*time.Hour+time.Minute || starts[1].Ends != 2 {
+		t.Errorf("w2: %+v, want a start 2h1m after t0 after 2 ends", starts[1])
+	}
+}
+
+// Samples is the fewest samples behind a learned end the pod waited for.
+func TestSimulateSamples(t *testing.T) {
+	w := world([]quota.Budget{budget("team-a", "a", "cpu=1")},
+		[]Pod{running("team-a", "r", "cpu=1", runs(10*time.Minute, 5*time.Minute, 20*time.Minute))},
+		[]Pod{waiting(podIn("team-a", "w", 1, "cpu=1"), runs(time.Minute))})
+	s := Simulate(w, Options{})[0]
+	if s.Ends != 1 || s.Samples != 3 {
+		t.Errorf("Ends %d, Samples %d; want 1 and 3", s.Ends, s.Samples)
+	}
+}
+
+// The core's wakeups are simulated moments too: quota a lender frees is held for its
+// own pods (WithLendHold) before a sibling borrows it.
+func TestSimulateLendHold(t *testing.T) {
+	a, b := budget("team-a", "a", "cpu=2"), budget("team-b", "b", "cpu=2")
+	a.Parent, b.Parent, a.BorrowingLimit = "org", "org", podtest.ParseList("cpu=2")
+	budgets := []quota.Budget{{Key: quota.BudgetKey{Name: "org"}, Hard: podtest.ParseList("cpu=100")}, a, b}
+	w := world(budgets,
+		[]Pod{running("team-a", "ar", "cpu=2", runs(time.Hour)), running("team-b", "br", "cpu=2", runs(10*time.Minute))},
+		[]Pod{waiting(podIn("team-a", "a1", 1, "cpu=2"), runs(time.Minute))})
+	for hold, want := range map[time.Duration]time.Duration{0: 10 * time.Minute, 5 * time.Second: 10*time.Minute + 5*time.Second} {
+		s := Simulate(w, Options{Core: []quota.Option{quota.WithLendHold(hold)}})[0]
+		if !s.Known || s.Median.Sub(t0) != want {
+			t.Errorf("lend hold %v: a1 starts %v after t0 (%+v), want %v", hold, s.Median.Sub(t0), s, want)
+		}
+	}
+}
