@@ -93,6 +93,9 @@ func run(w *World, o *Options, pk pick) result {
 	for ns, l := range w.Namespaces {
 		s.q.SetNamespace(ns, l)
 	}
+	for _, f := range w.Flavors {
+		s.q.UpsertFlavor(f)
+	}
 	for _, b := range w.Budgets {
 		s.q.UpsertBudget(b)
 	}

@@ -12,6 +12,8 @@ type World struct {
 	// Budgets and Namespaces (labels by name) as the manager feeds them to its core.
 	Budgets    []quota.Budget
 	Namespaces map[string]map[string]string
+	// Flavors are the Flavor objects, for budgets with spec.flavors.
+	Flavors []quota.Flavor
 	// Running are the pods that hold quota, with when each is expected to end: the
 	// running pods and those the real core admitted whose ungate it has not seen yet,
 	// all with Gated false (a pod first seen ungated is charged to the budgets that

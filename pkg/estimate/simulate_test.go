@@ -231,3 +231,30 @@ func TestSimulateLendHold(t *testing.T) {
 		}
 	}
 }
+
+// TestSimulateOnFlavors: a budget with quota on two flavors; a waiting pod starts when
+// the first of them frees, on whichever that is.
+func TestSimulateOnFlavors(t *testing.T) {
+	b := quota.Budget{Key: quota.BudgetKey{Namespace: "team-a", Name: "gpus"}, Flavors: []quota.FlavorQuota{
+		{Name: "h100", Hard: podtest.ParseList("nvidia.com/gpu=1")},
+		{Name: "a100", Hard: podtest.ParseList("nvidia.com/gpu=1")},
+	}}
+	onH100 := running("team-a", "on-h100", "nvidia.com/gpu=1", runs(30*time.Minute))
+	onH100.Pod.NodeSelector = map[string]string{"gpu": "h100"}
+	onA100 := running("team-a", "on-a100", "nvidia.com/gpu=1", runs(10*time.Minute))
+	onA100.Pod.NodeSelector = map[string]string{"gpu": "a100"}
+	w := world([]quota.Budget{b}, []Pod{onH100, onA100}, []Pod{waiting(podIn("team-a", "next", 1, "nvidia.com/gpu=1"), runs(time.Hour))})
+	w.Flavors = []quota.Flavor{
+		{Name: "h100", NodeLabels: map[string]string{"gpu": "h100"}},
+		{Name: "a100", NodeLabels: map[string]string{"gpu": "a100"}},
+	}
+	starts := Simulate(w, Options{})
+	if diff := cmp.Diff(got{Median: 10, Low: 10, High: 10}, summarize(starts[0], "")); diff != "" {
+		t.Errorf("next starts when a100 frees (-want +got):\n%s", diff)
+	}
+	w.Flavors = w.Flavors[:1] // without Flavor a100, only h100 can take it
+	starts = Simulate(w, Options{})
+	if diff := cmp.Diff(got{Median: 30, Low: 30, High: 30}, summarize(starts[0], "")); diff != "" {
+		t.Errorf("next, with only h100 existing (-want +got):\n%s", diff)
+	}
+}
