@@ -406,3 +406,21 @@ func TestInvalidFlavorLabels(t *testing.T) {
 		t.Errorf("after the Flavor is fixed (-want +got):\n%s", diff)
 	}
 }
+
+// TestNarrowedSelectorMovesAGatedPod: a gated pod waiting for h100 whose tenant narrows
+// its node selector to a100 is decided again on a100.
+func TestNarrowedSelectorMovesAGatedPod(t *testing.T) {
+	q := flavorQueue(t, h100, a100)
+	q.UpsertBudget(makeBudget("team-a", "gpus").flavor("h100", "nvidia.com/gpu=1", "").flavor("a100", "nvidia.com/gpu=1", "").Obj())
+	q.UpsertPod(withSelector(makePod("run").Ungated().Req("nvidia.com/gpu=1").Pod(), map[string]string{"gpu": "h100"}))
+	p := withSelector(makePod("p").RV(1).Req("nvidia.com/gpu=1").Pod(), map[string]string{"gpu": "h100"})
+	q.UpsertPod(p)
+	if got := admitFlavors(q); len(got) != 0 {
+		t.Fatalf("admitted %v; p selects the full h100", got)
+	}
+	narrowed := withSelector(makePod("p").RV(2).Req("nvidia.com/gpu=1").Pod(), map[string]string{"gpu": "a100"})
+	q.UpsertPod(narrowed)
+	if diff := cmp.Diff([]string{"p@a100"}, admitFlavors(q)); diff != "" {
+		t.Errorf("after the selector names a100 (-want +got):\n%s", diff)
+	}
+}
