@@ -32,7 +32,7 @@ func newCharges(a *agenda, t *topology, f *families, fl *flavorIndex) *charges {
 // pinned to. A pod not put on a flavor by an admission is charged on the flavor its
 // node selector selects, if any: a pod seen running is on the flavor of its nodes.
 func (c *charges) charge(p *podState) {
-	if p.flavor == nil {
+	if p.flavor == nil && len(p.pod.NodeSelector) > 0 {
 		if f := c.flavors.get(c.flavors.selected(p.pod.NodeSelector)); f != nil {
 			p.setFlavor(f)
 		}
