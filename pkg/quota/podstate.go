@@ -158,6 +158,9 @@ func (p *podState) setPod(pod Pod) {
 // setFlavor puts the pod on a flavor (nil for none); its amounts are converted again
 // when next asked.
 func (p *podState) setFlavor(f *Flavor) {
+	if f == p.flavor {
+		return
+	}
 	p.flavor = f
 	p.units, p.claimUnits = nil, nil
 }
