@@ -217,7 +217,7 @@ func (b *budget) setSpec(spec Budget) (topologyChanged, hardChanged bool) {
 	var flavorErrs []fieldErr
 	b.flavorNames, flavorErrs = addFlavorLimits(spec.Flavors, hard, borrow, lend)
 	errs = append(errs, flavorErrs...)
-	hardChanged = b.ledger.setLimits(hard, borrow, lend)
+	hardChanged = b.ledger.setLimits(hard, borrow, lend) || flavorOrderChanged(old, spec)
 	b.specErr, b.specReason = "", v1alpha1.ReasonInvalidSpec
 	if spec.SpecError != nil {
 		b.specErr = spec.SpecError.Error()

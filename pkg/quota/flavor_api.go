@@ -73,3 +73,9 @@ func addFlavorLimits(flavors []FlavorQuota, hard, borrow, lend corev1.ResourceLi
 	}
 	return names, errs
 }
+
+// flavorOrderChanged reports whether a new spec tries its flavors in another order, or
+// under another fungibility: the pods that wait are decided again, as when hard changes.
+func flavorOrderChanged(old, spec Budget) bool {
+	return old.Fungibility != spec.Fungibility || !slices.EqualFunc(old.Flavors, spec.Flavors, func(a, b FlavorQuota) bool { return a.Name == b.Name })
+}

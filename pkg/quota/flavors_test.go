@@ -424,3 +424,22 @@ func TestNarrowedSelectorMovesAGatedPod(t *testing.T) {
 		t.Errorf("after the selector names a100 (-want +got):\n%s", diff)
 	}
 }
+
+// TestFungibilityChangeWakesWaitingPods: a pod waiting for its preferred flavor takes
+// the next one once the budget stops waiting for the preferred.
+func TestFungibilityChangeWakesWaitingPods(t *testing.T) {
+	q := flavorQueue(t, h100, a100)
+	b := makeBudget("team-a", "gpus").flavor("h100", "nvidia.com/gpu=1", "").flavor("a100", "nvidia.com/gpu=1", "").Obj()
+	b.Fungibility.WaitForPreferred = true
+	q.UpsertBudget(b)
+	q.UpsertPod(makePod("p1").Created(1).Req("nvidia.com/gpu=1").Pod())
+	q.UpsertPod(makePod("p2").Created(2).Req("nvidia.com/gpu=1").Pod())
+	if diff := cmp.Diff([]string{"p1@h100"}, admitFlavors(q)); diff != "" {
+		t.Fatalf("waiting for h100 (-want +got):\n%s", diff)
+	}
+	b.Fungibility.WaitForPreferred = false
+	q.UpsertBudget(b)
+	if diff := cmp.Diff([]string{"p2@a100"}, admitFlavors(q)); diff != "" {
+		t.Errorf("after whenFull: TryNextFlavor (-want +got):\n%s", diff)
+	}
+}
