@@ -443,3 +443,24 @@ func TestFungibilityChangeWakesWaitingPods(t *testing.T) {
 		t.Errorf("after whenFull: TryNextFlavor (-want +got):\n%s", diff)
 	}
 }
+
+// TestPreemptionOnAFlavor: a pod of higher priority that may go only on h100 preempts a
+// lower one on h100, never the one on a100, which would not make room for it.
+func TestPreemptionOnAFlavor(t *testing.T) {
+	q, clk := newTestQueue()
+	q.UpsertFlavor(h100)
+	q.UpsertFlavor(a100)
+	q.UpsertBudget(makeBudget("team-a", "gpus").PreemptLowerPriority().flavor("h100", "nvidia.com/gpu=1", "").flavor("a100", "nvidia.com/gpu=1", "").Obj())
+	for i, n := range []string{"low-h", "low-a"} {
+		q.UpsertPod(makePod(n).Created(i).Priority(1).Req("nvidia.com/gpu=1").Pod())
+		admitFlavors(q)
+		clk.Step(1e9)
+	}
+	q.UpsertPod(withSelector(makePod("urgent").Created(10).Priority(10).Req("nvidia.com/gpu=1").Pod(), map[string]string{"gpu": "h100"}))
+	if got := admitFlavors(q); len(got) != 0 {
+		t.Fatalf("admitted %v onto a full h100", got)
+	}
+	if diff := cmp.Diff([]string{"low-h"}, victimNames(t, q)); diff != "" {
+		t.Errorf("victims (-want +got):\n%s", diff)
+	}
+}
