@@ -215,6 +215,34 @@ func TestUITenantSeesOnlyItsNamespace(t *testing.T) {
 	waitPage(t, ctx, "another namespace's pod to be refused", textHas("main", "No pod team-b/b-secret-1 is in the watch"))
 }
 
+// TestUITenantSeesFlavors: a user who may view team-a sees its flavored budget's
+// flavors, in the order pods try them, with each flavor's used of hard, on the budget
+// tree and on the budget's own page.
+func TestUITenantSeesFlavors(t *testing.T) {
+	w := setUp(t)
+	url := serveUI(t, w, "--as", "tenant-a", "-n", "team-a")
+	ctx := tab(t, w)
+	base := strings.SplitN(url, "/?", 2)[0]
+	flavors := `Array.from(document.querySelectorAll("#b-team-a-gpus li.flavor, main > ul.flavors li.flavor")).map(f => f.dataset.flavor + ": " + f.innerText.replace(/\s+/g, " ").trim())`
+	want := []string{
+		"h100: Flavor h100 requests.nvidia.com/gpu on flavor h100: 0 of 2 used",
+		"a100: Flavor a100 requests.nvidia.com/gpu on flavor a100: 0 of 4 used",
+	}
+	// The first view is the URL printed, whose token sets the cookie.
+	for _, v := range []string{url, base + "/budgets/team-a/gpus"} {
+		navigate(t, ctx, v)
+		waitPage(t, ctx, "the flavors of Budget team-a/gpus on "+v, textHas("main", "Budget team-a/gpus", "Flavor h100", "Flavor a100"))
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](flavors))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("%s: the flavors on the page are\n%s\nwant\n%s", v, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	}
+	checkAccessibility(t, ctx, w, "a flavored budget")
+}
+
 // TestUIWithoutRightsSaysSo: a user who may read nothing gets a page that says so.
 func TestUIWithoutRightsSaysSo(t *testing.T) {
 	w := setUp(t)

@@ -99,6 +99,44 @@ func TestResourceSummaries(t *testing.T) {
 	}
 }
 
+// A flavored budget shows each flavor, in the order of status.flavors, with the
+// resources its hard names, each summary naming the flavor; a flavor has no pending.
+func TestFlavorViews(t *testing.T) {
+	gpu := func(s string) corev1.ResourceList {
+		return corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse(s)}
+	}
+	b := budget("team-a", "gpus", "", cpu("16"), cpu("3"))
+	b.Status.Flavors = []v1alpha1.FlavorStatus{
+		{Name: "h100", Hard: gpu("2"), Used: gpu("3"), Borrowed: gpu("1")},
+		{Name: "a100", Hard: gpu("4"), Used: gpu("1"), Lent: gpu("2")},
+		{Name: "spot"},
+	}
+	b.Status.Pending = gpu("5")
+	v := budgetViewOf(&b)
+	want := []flavorView{
+		{Name: "h100", Resources: []resourceView{{Name: "requests.nvidia.com/gpu", Flavor: "h100", Used: "3", Hard: "2", Borrowed: "1", Percent: 100, Over: true}}},
+		{Name: "a100", Resources: []resourceView{{Name: "requests.nvidia.com/gpu", Flavor: "a100", Used: "1", Hard: "4", Lent: "2", Percent: 25}}},
+		{Name: "spot"},
+	}
+	if diff := cmp.Diff(want, v.Flavors); diff != "" {
+		t.Errorf("flavors (-want +got):\n%s", diff)
+	}
+	var got []string
+	for _, f := range v.Flavors {
+		for _, r := range f.Resources {
+			got = append(got, r.Summary())
+		}
+	}
+	wantText := []string{"requests.nvidia.com/gpu on flavor h100: 3 of 2 used, 1 borrowed", "requests.nvidia.com/gpu on flavor a100: 1 of 4 used, 2 lent"}
+	if diff := cmp.Diff(wantText, got); diff != "" {
+		t.Errorf("summaries (-want +got):\n%s", diff)
+	}
+	plain := budget("team-a", "quota", "", cpu("4"), nil)
+	if v := budgetViewOf(&plain); v.Flavors != nil {
+		t.Errorf("a budget without flavors shows flavors %v", v.Flavors)
+	}
+}
+
 var now = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 
 // statsPod is a pod created at created, admitted at admitted (not when zero) and

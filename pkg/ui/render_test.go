@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
@@ -24,6 +25,11 @@ func TestPagesRender(t *testing.T) {
 	tree := budgetTree([]v1alpha1.Budget{b}, []v1alpha1.ClusterBudget{clusterBudget("org", "")}, "")
 	pod := statsPod("a-2", -10*time.Minute, -time.Minute, -50*time.Second, false)
 	u, _ := url.Parse("/budgets/team-a/quota")
+	flavored := budget("team-a", "gpus", "", cpu("16"), nil)
+	flavored.Status.Flavors = []v1alpha1.FlavorStatus{
+		{Name: "h100", Hard: corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("2")}, Used: corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("1")}},
+		{Name: "spot"},
+	}
 	tests := map[string]struct {
 		v    *view
 		want []string
@@ -40,6 +46,12 @@ func TestPagesRender(t *testing.T) {
 				Paging: pagingOf(u, 0, podPageSize, 2, 2), Scope: "team-a"},
 			want: []string{`<tr data-pod="team-a/a-2"><td>1</td>`, `<tr data-pod="team-a/a-3"><td>2</td>`, "1–2 of 2", "requests.cpu: 1 requested, 0 free",
 				"Namespace <strong>team-a</strong>"},
+		},
+		"a flavored budget": {
+			v: &view{Kind: "budget", Title: "Budget team-a/gpus", Budget: budgetViewOf(&flavored), Scope: "team-a"},
+			want: []string{`<li class="flavor" data-flavor="h100"><span class="flavor-name">Flavor h100</span>`,
+				"requests.nvidia.com/gpu on flavor h100: 1 of 2 used", `<meter min="0" max="100" value="50"`,
+				`<li class="flavor" data-flavor="spot"><span class="flavor-name">Flavor spot</span>: no hard of its own, only the budget's</li>`},
 		},
 		"queue refused": {
 			v:    &view{Kind: "budget", Title: "ClusterBudget org", Budget: tree[0], QueueNote: "You may not see this ClusterBudget's queue"},

@@ -25,6 +25,8 @@ type budgetView struct {
 	Admitted  int32
 	Gated     int32
 	Resources []resourceView
+	// Flavors are its quota per flavor (status.flavors), in the order pods try them.
+	Flavors []flavorView
 	// Problems are the conditions that say the budget does not work as written.
 	Problems []string
 	Children []*budgetView
@@ -54,10 +56,19 @@ func (b *budgetView) ID() string {
 	return "b-" + b.Namespace + "-" + b.Name
 }
 
-// resourceView is one resource of a budget: its used, hard, borrowed and lent, as text
-// and as a bar.
+// flavorView is one flavor of a budget: the resources its hard names. A flavor with
+// none is limited only by the budget's own hard.
+type flavorView struct {
+	Name      string
+	Resources []resourceView
+}
+
+// resourceView is one resource of a budget, or of one of its flavors: its used, hard,
+// borrowed and lent, as text and as a bar.
 type resourceView struct {
 	Name, Used, Hard, Borrowed, Lent, Pending string
+	// Flavor is the flavor the figures are of; empty for the budget's own.
+	Flavor string
 	// Percent is used of hard, 0 to 100, for the bar's width; Over is used beyond hard
 	// (borrowing).
 	Percent int
@@ -66,7 +77,11 @@ type resourceView struct {
 
 // Summary is the resource in one sentence: the text alternative of its bar.
 func (r resourceView) Summary() string {
-	s := fmt.Sprintf("%s: %s of %s used", r.Name, r.Used, r.Hard)
+	name := r.Name
+	if r.Flavor != "" {
+		name += " on flavor " + r.Flavor
+	}
+	s := fmt.Sprintf("%s: %s of %s used", name, r.Used, r.Hard)
 	if r.Borrowed != "" {
 		s += ", " + r.Borrowed + " borrowed"
 	}
@@ -92,16 +107,29 @@ func viewOfStatus(kind, ns, name string, spec v1alpha1.BudgetSpec, st v1alpha1.B
 	if len(hard) == 0 {
 		hard = spec.Hard
 	}
+	b.Resources = resourceViews("", hard, st.Used, st.Borrowed, st.Lent, st.Pending)
+	for _, f := range st.Flavors {
+		b.Flavors = append(b.Flavors, flavorView{Name: f.Name, Resources: resourceViews(f.Name, f.Hard, f.Used, f.Borrowed, f.Lent, nil)})
+	}
+	b.Problems = problems(st.Conditions)
+	return b
+}
+
+// resourceViews are the resources of hard, in name order, with their used, borrowed,
+// lent and pending; flavor is the flavor they are of ("" for the budget's own). A
+// flavor has no pending: gated pods are on no flavor until they are admitted.
+func resourceViews(flavor string, hard, used, borrowed, lent, pending corev1.ResourceList) []resourceView {
 	names := make([]string, 0, len(hard))
 	for n := range hard {
 		names = append(names, string(n))
 	}
 	slices.Sort(names)
+	var out []resourceView
 	for _, n := range names {
 		rn := corev1.ResourceName(n)
 		h := hard[rn]
-		r := resourceView{Name: n, Hard: h.String(), Used: "0"}
-		if u, ok := st.Used[rn]; ok {
+		r := resourceView{Name: n, Flavor: flavor, Hard: h.String(), Used: "0"}
+		if u, ok := used[rn]; ok {
 			r.Used = u.String()
 			if h.MilliValue() > 0 {
 				pct := u.MilliValue() * 100 / h.MilliValue()
@@ -111,19 +139,18 @@ func viewOfStatus(kind, ns, name string, spec v1alpha1.BudgetSpec, st v1alpha1.B
 				r.Over, r.Percent = true, 100
 			}
 		}
-		if q, ok := st.Borrowed[rn]; ok && !q.IsZero() {
+		if q, ok := borrowed[rn]; ok && !q.IsZero() {
 			r.Borrowed = q.String()
 		}
-		if q, ok := st.Lent[rn]; ok && !q.IsZero() {
+		if q, ok := lent[rn]; ok && !q.IsZero() {
 			r.Lent = q.String()
 		}
-		if q, ok := st.Pending[rn]; ok && !q.IsZero() {
+		if q, ok := pending[rn]; ok && !q.IsZero() {
 			r.Pending = q.String()
 		}
-		b.Resources = append(b.Resources, r)
+		out = append(out, r)
 	}
-	b.Problems = problems(st.Conditions)
-	return b
+	return out
 }
 
 // problems are the conditions that say something is wrong: Ready not True (with its

@@ -136,16 +136,38 @@ func teamBudget(ns string) *v1alpha1.Budget {
 		Spec: v1alpha1.BudgetSpec{Parent: "org", Hard: corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse("1")}}}
 }
 
+// gpuFlavor is a Flavor of nodes labelled gpu.product=name.
+func gpuFlavor(name string) *v1alpha1.Flavor {
+	return &v1alpha1.Flavor{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1alpha1.FlavorSpec{NodeLabels: map[string]string{"gpu.product": name}}}
+}
+
+// gpuBudget is Budget team-a/gpus: 2 GPUs on h100, then 4 on a100, for the pods
+// labelled app=train (there are none: it changes no other budget's queue).
+func gpuBudget() *v1alpha1.Budget {
+	gpus := func(n string) corev1.ResourceList {
+		return corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse(n)}
+	}
+	return &v1alpha1.Budget{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "gpus"},
+		Spec: v1alpha1.BudgetSpec{
+			Hard:        corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse("8")},
+			PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "train"}},
+			Flavors:     []v1alpha1.FlavorQuota{{Name: "h100", Hard: gpus("2")}, {Name: "a100", Hard: gpus("4")}},
+		}}
+}
+
 // createWorld: ClusterBudget org, parent of Budgets team-a/quota and team-b/quota of
 // 1 CPU each; three pods of 1 CPU in team-a (one admitted, two queued) and two in
-// team-b; tenant-a may view team-a, nobody may view nothing.
+// team-b; Budget team-a/gpus with the flavors h100 and a100; tenant-a may view team-a,
+// nobody may view nothing.
 func createWorld(ctx context.Context, c client.Client) error {
 	objs := []client.Object{
+		gpuFlavor("h100"), gpuFlavor("a100"),
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a", Labels: map[string]string{v1alpha1.EnabledLabel: "true"}}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-b", Labels: map[string]string{v1alpha1.EnabledLabel: "true"}}},
 		&v1alpha1.ClusterBudget{ObjectMeta: metav1.ObjectMeta{Name: "org"},
 			Spec: v1alpha1.ClusterBudgetSpec{BudgetSpec: v1alpha1.BudgetSpec{Hard: corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse("10")}}}},
-		teamBudget("team-a"), teamBudget("team-b"),
+		teamBudget("team-a"), teamBudget("team-b"), gpuBudget(),
 		&rbacv1.RoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "tenant-a-view"},
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
@@ -177,10 +199,17 @@ func createWorld(ctx context.Context, c client.Client) error {
 			}
 		}
 	}
-	return poll(ctx, func(ctx context.Context) (bool, error) {
+	if err := poll(ctx, func(ctx context.Context) (bool, error) {
 		var b v1alpha1.Budget
 		err := c.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "quota"}, &b)
 		return err == nil && b.Status.GatedPods == 2 && b.Status.AdmittedPods == 1, nil
+	}); err != nil {
+		return err
+	}
+	return poll(ctx, func(ctx context.Context) (bool, error) {
+		var b v1alpha1.Budget
+		err := c.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "gpus"}, &b)
+		return err == nil && len(b.Status.Flavors) == 2, nil
 	})
 }
 

@@ -29,7 +29,9 @@ func newBudgetsCommand(e *env) *cobra.Command {
 		Short:   "List budgets with their usage, admitted and gated pods, and the oldest wait",
 		Long: `List the Budgets of a namespace (with the ClusterBudgets above them), or with -A every
 Budget and ClusterBudget: state, each hard resource as used/hard with a bar, admitted and
-gated pods, and how long the oldest gated pod has waited.
+gated pods, and how long the oldest gated pod has waited. A budget with flavors
+(spec.flavors) has a line more for each resource of each flavor's hard, in the order pods
+try the flavors: "requests.nvidia.com/gpu on h100".
 
 -o wide adds STRATEGY, PARENT and each resource's PENDING (requests of gated pods);
 -o json|yaml print the Budget and ClusterBudget objects as the API has them, in a v1
@@ -105,6 +107,8 @@ type budgetRow struct {
 	Borrowed corev1.ResourceList
 	// Lent is the part of hard its siblings use by borrowing (status.lent).
 	Lent corev1.ResourceList
+	// Flavors are its quota per flavor (status.flavors), in the order pods try them.
+	Flavors []v1alpha1.FlavorStatus
 	// Object is the Budget or ClusterBudget, its apiVersion and kind set, for -o
 	// json|yaml|name.
 	Object client.Object
@@ -201,7 +205,7 @@ func clusterBudgetRowOf(b *v1alpha1.ClusterBudget, oldest map[quota.BudgetKey]ti
 func newBudgetRow(key quota.BudgetKey, obj client.Object, spec *v1alpha1.BudgetSpec, st *v1alpha1.BudgetStatus, oldest map[quota.BudgetKey]time.Time, now time.Time) budgetRow {
 	r := budgetRow{
 		Key: key, State: string(st.State), Hard: st.Hard, Used: st.Used, Admitted: st.AdmittedPods, Gated: st.GatedPods, OldestWait: "-",
-		Strategy: string(spec.QueueingStrategy), Parent: spec.Parent, Pending: st.Pending, Borrowed: st.Borrowed, Lent: st.Lent, Object: obj,
+		Strategy: string(spec.QueueingStrategy), Parent: spec.Parent, Pending: st.Pending, Borrowed: st.Borrowed, Lent: st.Lent, Flavors: st.Flavors, Object: obj,
 	}
 	if r.State == "" {
 		r.State = "Unknown"

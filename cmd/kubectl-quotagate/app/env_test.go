@@ -88,6 +88,13 @@ type world struct {
 // writes every budget's status from the core.
 func newWorld(t *testing.T, admitAt time.Time, namespaces []*corev1.Namespace, budgets []*v1alpha1.Budget, clusterBudgets []*v1alpha1.ClusterBudget, pods []*corev1.Pod) *world {
 	t.Helper()
+	return newFlavoredWorld(t, nil, admitAt, namespaces, budgets, clusterBudgets, pods)
+}
+
+// newFlavoredWorld is newWorld with Flavors, which the budgets' spec.flavors name; a pod
+// admitted on a flavor gets its node labels, as the ungate patch adds them.
+func newFlavoredWorld(t *testing.T, flavors []*v1alpha1.Flavor, admitAt time.Time, namespaces []*corev1.Namespace, budgets []*v1alpha1.Budget, clusterBudgets []*v1alpha1.ClusterBudget, pods []*corev1.Pod) *world {
+	t.Helper()
 	clk := clocktesting.NewFakeClock(admitAt)
 	opts := controller.DefaultOptions()
 	opts.Clock = clk
@@ -96,6 +103,9 @@ func newWorld(t *testing.T, admitAt time.Time, namespaces []*corev1.Namespace, b
 		t.Fatalf("controller.New: %v", err)
 	}
 	core := ctl.Core()
+	for _, f := range flavors {
+		core.UpsertFlavor(quota.FlavorFromAPI(f))
+	}
 	for _, ns := range namespaces {
 		core.SetNamespace(ns.Name, ns.Labels)
 	}
@@ -115,6 +125,9 @@ func newWorld(t *testing.T, admitAt time.Time, namespaces []*corev1.Namespace, b
 		core.Done(a.Pod.UID, quota.Ungated, "")
 		p := byUID[a.Pod.UID]
 		p.Spec.SchedulingGates = nil
+		if a.Flavor != nil {
+			p.Spec.NodeSelector = a.Flavor.NodeLabels
+		}
 		names := make([]string, len(a.Budgets))
 		for i, k := range a.Budgets {
 			names[i] = k.String()
@@ -166,6 +179,10 @@ func writeStatus(t *testing.T, core *quota.AdmissionQueue, key quota.BudgetKey, 
 	}
 	status.State, status.Hard, status.Used, status.Pending = st.State, st.Hard, st.Used, st.Pending
 	status.AdmittedPods, status.GatedPods = st.AdmittedPods, st.GatedPods
+	status.Flavors = nil
+	for _, f := range st.Flavors {
+		status.Flavors = append(status.Flavors, v1alpha1.FlavorStatus{Name: f.Name, Hard: f.Hard, Used: f.Used, Borrowed: f.Borrowed, Lent: f.Lent})
+	}
 	ready := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: st.StateReason, Message: st.StateMessage}
 	if st.State != v1alpha1.StateOpen {
 		ready.Status = metav1.ConditionFalse

@@ -218,3 +218,78 @@ func TestOnlyALeadingReplicaExportsItsSeries(t *testing.T) {
 		t.Errorf("after both stopped leading the process exports %v, want nothing", got)
 	}
 }
+
+// A flavored budget publishes its hard and used per flavor and resource, and a budget
+// whose status drops a flavor (or a flavor's resource) drops those series at its next
+// status, not only when the budget is deleted.
+func TestFlavorMetricsFollowTheBudgetsFlavors(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := newMetrics(reg)
+	if err != nil {
+		t.Fatalf("newMetrics: %v", err)
+	}
+	defer m.gate.lead()()
+	list := func(kv ...string) corev1.ResourceList {
+		l := corev1.ResourceList{}
+		for i := 0; i < len(kv); i += 2 {
+			l[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
+		}
+		return l
+	}
+	team := quota.BudgetKey{Namespace: "team-a", Name: "gpus"}
+	org := quota.BudgetKey{Name: "org"}
+	m.setBudget(team, quota.BudgetStatus{
+		State: v1alpha1.StateOpen,
+		Hard:  list("requests.cpu", "64"),
+		Used:  list("requests.cpu", "10"),
+		Flavors: []quota.FlavorStatus{
+			{Name: "h100", Hard: list("requests.nvidia.com/gpu", "8", "requests.cpu", "32"), Used: list("requests.nvidia.com/gpu", "6")},
+			{Name: "a100", Hard: list("requests.nvidia.com/gpu", "32"), Used: list("requests.nvidia.com/gpu", "1")},
+			// A flavor without a hard of its own has nothing to publish.
+			{Name: "spot", Used: list("requests.cpu", "4")},
+		},
+	})
+	m.setBudget(org, quota.BudgetStatus{
+		State:   v1alpha1.StateOpen,
+		Flavors: []quota.FlavorStatus{{Name: "h100", Hard: list("requests.nvidia.com/gpu", "16")}},
+	})
+	names := []string{"quotagate_budget_flavor_hard", "quotagate_budget_flavor_used"}
+	want := map[string]float64{
+		"quotagate_budget_flavor_hard{flavor=h100,kind=Budget,name=gpus,namespace=team-a,resource=requests.nvidia.com/gpu}": 8,
+		"quotagate_budget_flavor_used{flavor=h100,kind=Budget,name=gpus,namespace=team-a,resource=requests.nvidia.com/gpu}": 6,
+		"quotagate_budget_flavor_hard{flavor=h100,kind=Budget,name=gpus,namespace=team-a,resource=requests.cpu}":            32,
+		"quotagate_budget_flavor_used{flavor=h100,kind=Budget,name=gpus,namespace=team-a,resource=requests.cpu}":            0,
+		"quotagate_budget_flavor_hard{flavor=a100,kind=Budget,name=gpus,namespace=team-a,resource=requests.nvidia.com/gpu}": 32,
+		"quotagate_budget_flavor_used{flavor=a100,kind=Budget,name=gpus,namespace=team-a,resource=requests.nvidia.com/gpu}": 1,
+		"quotagate_budget_flavor_hard{flavor=h100,kind=ClusterBudget,name=org,namespace=,resource=requests.nvidia.com/gpu}": 16,
+		"quotagate_budget_flavor_used{flavor=h100,kind=ClusterBudget,name=org,namespace=,resource=requests.nvidia.com/gpu}": 0,
+	}
+	if diff := cmp.Diff(want, series(t, reg, names...)); diff != "" {
+		t.Errorf("flavor series (-want +got):\n%s", diff)
+	}
+
+	// team-a/gpus drops a100, and h100 stops limiting CPU: their series go; org's stay.
+	m.setBudget(team, quota.BudgetStatus{
+		State: v1alpha1.StateOpen,
+		Hard:  list("requests.cpu", "64"),
+		Flavors: []quota.FlavorStatus{
+			{Name: "h100", Hard: list("requests.nvidia.com/gpu", "8"), Used: list("requests.nvidia.com/gpu", "7")},
+		},
+	})
+	want = map[string]float64{
+		"quotagate_budget_flavor_hard{flavor=h100,kind=Budget,name=gpus,namespace=team-a,resource=requests.nvidia.com/gpu}": 8,
+		"quotagate_budget_flavor_used{flavor=h100,kind=Budget,name=gpus,namespace=team-a,resource=requests.nvidia.com/gpu}": 7,
+		"quotagate_budget_flavor_hard{flavor=h100,kind=ClusterBudget,name=org,namespace=,resource=requests.nvidia.com/gpu}": 16,
+		"quotagate_budget_flavor_used{flavor=h100,kind=ClusterBudget,name=org,namespace=,resource=requests.nvidia.com/gpu}": 0,
+	}
+	if diff := cmp.Diff(want, series(t, reg, names...)); diff != "" {
+		t.Errorf("flavor series after dropping a flavor (-want +got):\n%s", diff)
+	}
+
+	// Without flavors the budget has none of these series; deleting org drops its own.
+	m.setBudget(team, quota.BudgetStatus{State: v1alpha1.StateOpen, Hard: list("requests.cpu", "64")})
+	m.forgetBudget(org)
+	if got := series(t, reg, names...); len(got) != 0 {
+		t.Errorf("flavor series left after the budget dropped its flavors and org was deleted: %v", got)
+	}
+}
