@@ -264,6 +264,7 @@ func (e *Env) measureRelease(ctx context.Context, o ReleaseOpts, reps, workers, 
 		if err != nil {
 			return r, fmt.Errorf("quotagate, repetition %d: %w", i+1, err)
 		}
+		flavoredLog := ""
 		if flavors > 0 {
 			fo := qo
 			fo.Flavors = flavors
@@ -275,7 +276,7 @@ func (e *Env) measureRelease(ctx context.Context, o ReleaseOpts, reps, workers, 
 				return r, fmt.Errorf("quotagate with %d flavors, repetition %d: %w", flavors, i+1, err)
 			}
 			r.addFlavored(f)
-			logf("  repetition %d: quotagate with %d flavors %.0f pods/s (first after %v, %d events, ungate errors %v)", i+1, flavors,
+			flavoredLog = fmt.Sprintf("  repetition %d: quotagate with %d flavors %.0f pods/s (first after %v, %d events, ungate errors %v), run between the two above", i+1, flavors,
 				float64(o.N)/f.Took.Seconds(), f.First.Round(time.Millisecond), f.events, f.ungateErrors)
 		}
 		b, err := e.ReleaseByBareClient(ctx, o, workers)
@@ -302,6 +303,9 @@ func (e *Env) measureRelease(ctx context.Context, o ReleaseOpts, reps, workers, 
 		logf("  repetition %d: quotagate %.0f pods/s (first after %v, %d events, ungate errors %v), bare client %.0f pods/s (first after %v)", i+1,
 			float64(o.N)/q.Took.Seconds(), q.First.Round(time.Millisecond), q.events, q.ungateErrors,
 			float64(o.N)/b.Took.Seconds(), b.First.Round(time.Millisecond))
+		if flavoredLog != "" {
+			logf("%s", flavoredLog)
+		}
 	}
 	if eventlessReps == 0 {
 		return r, nil
