@@ -7,7 +7,9 @@
 // same JSON patch; the reaction to freed capacity against the same bare client reacting
 // to the same watch event; pod create latency with the webhook against without it; the
 // manager's heap with 0 and N gated pods; the admission core's own benchmarks; and pods
-// Running on kwok nodes through kube-scheduler with either releaser.
+// Running on kwok nodes through kube-scheduler with either releaser. The release and the
+// reaction are also measured with the Budget's quota split over Flavors (flavors.go),
+// beside the plain Budget: what choosing a flavor and adding its labels costs.
 //
 // The manager and the webhook run in this process, with the manager's ServiceAccount
 // and generated ClusterRole and the shipped webhook configuration, so profiles of this

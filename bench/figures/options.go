@@ -22,6 +22,7 @@ type Options struct {
 	eventlessReps            int
 	ungateN, ungateBacklog   int
 	ungateReps               int
+	flavors                  int
 }
 
 func DefaultOptions() Options {
@@ -43,6 +44,7 @@ func DefaultOptions() Options {
 		ungateN:       200,
 		ungateBacklog: 2000,
 		ungateReps:    3,
+		flavors:       2,
 	}
 }
 
@@ -64,6 +66,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.ungateN, "ungate-n", o.ungateN, "Pods created one at a time per series (figure 7).")
 	fs.IntVar(&o.ungateBacklog, "ungate-backlog", o.ungateBacklog, "Pods of the backlog binding while figure 7's loaded series run.")
 	fs.IntVar(&o.ungateReps, "ungate-reps", o.ungateReps, "Repetitions of each figure 7 series (each loaded one with a backlog of its own), samples pooled.")
+	fs.IntVar(&o.flavors, "flavors", o.flavors, "Flavors the flavored arms of figures 1 and 2 split their budget over (0 skips those arms).")
 	fs.BoolVar(&o.RenderOnly, "render-only", o.RenderOnly, "Measure nothing: render the Markdown report again from the JSON one.")
 }
 

@@ -18,6 +18,10 @@ import (
 type reactionResult struct {
 	Quotagate []float64 `json:"quotagateMillis"`
 	Baseline  []float64 `json:"baselineMillis"`
+	// Flavors is how many Flavors the flavored chain's budget is split over (0: no such
+	// arm), and Flavored its samples (ReactionOverFlavors).
+	Flavors  int       `json:"flavors,omitempty"`
+	Flavored []float64 `json:"flavoredMillis,omitempty"`
 }
 
 // succeed marks a pod Succeeded through the status subresource, as a kubelet would.
@@ -34,27 +38,34 @@ func (e *Env) succeed(ctx context.Context, ns, name string) error {
 // each round marks the admitted pod Succeeded and measures, from the watch, the time
 // from that status event to the next pod's ungate event.
 func (e *Env) ChainLatencies(ctx context.Context, ns string, pw *PodWatch, reps int) ([]time.Duration, error) {
+	return e.chainFrom(ctx, ns, pw, 0, reps)
+}
+
+// chainFrom is ChainLatencies where the chain starts at the from-th pod released: the
+// from pods before it hold quota and never end.
+func (e *Env) chainFrom(ctx context.Context, ns string, pw *PodWatch, from, reps int) ([]time.Duration, error) {
 	var out []time.Duration
 	for i := range reps {
+		j := from + i
 		pw.Mu.Lock()
-		cur := pw.Order[i]
+		cur := pw.Order[j]
 		pw.Mu.Unlock()
 		if err := e.succeed(ctx, ns, cur); err != nil {
 			return nil, err
 		}
 		err := pw.WaitFor(ctx, "the next pod to be released", func(pw *PodWatch) bool {
 			_, done := pw.terminal[cur]
-			return done && len(pw.Order) >= i+2
+			return done && len(pw.Order) >= j+2
 		})
 		if err != nil {
 			return nil, err
 		}
 		pw.Mu.Lock()
-		if n := len(pw.Order); n > i+2 {
+		if n := len(pw.Order); n > j+2 {
 			pw.Mu.Unlock()
-			return nil, fmt.Errorf("%d pods released after %d ended: the budget admits one at a time", n, i+1)
+			return nil, fmt.Errorf("%d pods released after %d ended: the budget admits one at a time", n-from, i+1)
 		}
-		out = append(out, pw.Ungated[pw.Order[i+1]].Sub(pw.terminal[cur]))
+		out = append(out, pw.Ungated[pw.Order[j+1]].Sub(pw.terminal[cur]))
 		pw.Mu.Unlock()
 	}
 	return out, nil
@@ -190,15 +201,25 @@ func (e *Env) startReactor(ctx context.Context, ns string, n int) (<-chan error,
 	return done, nil
 }
 
-// measureReaction runs the quotagate chain, then the bare client's.
-func (e *Env) measureReaction(ctx context.Context, reps int) (reactionResult, error) {
+// measureReaction runs the quotagate chain, then with flavors > 0 the flavored one,
+// then the bare client's.
+func (e *Env) measureReaction(ctx context.Context, reps, flavors int) (reactionResult, error) {
 	q, err := e.ReactionByQuotagate(ctx, reps)
 	if err != nil {
 		return reactionResult{}, fmt.Errorf("quotagate: %w", err)
+	}
+	r := reactionResult{Quotagate: report.Millis(q), Flavors: flavors}
+	if flavors > 0 {
+		f, err := e.ReactionOverFlavors(ctx, flavors, reps)
+		if err != nil {
+			return reactionResult{}, fmt.Errorf("quotagate with %d flavors: %w", flavors, err)
+		}
+		r.Flavored = report.Millis(f)
 	}
 	b, err := e.ReactionByBareClient(ctx, reps)
 	if err != nil {
 		return reactionResult{}, fmt.Errorf("bare client: %w", err)
 	}
-	return reactionResult{Quotagate: report.Millis(q), Baseline: report.Millis(b)}, nil
+	r.Baseline = report.Millis(b)
+	return r, nil
 }

@@ -2,9 +2,11 @@ package figures
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"runtime/pprof"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,6 +28,10 @@ type ReleaseOpts struct {
 	// CPUProfile, when set, is where the CPU profile of this process (the manager) is
 	// written while quotagate releases.
 	CPUProfile string
+	// Flavors, when above 0, splits quotagate's budget over that many Flavors of the
+	// batch's own (flavors.go): each pod is ungated with a flavor's node labels, and
+	// the arm fails unless each flavor took the share its hard allows.
+	Flavors int
 }
 
 func (o ReleaseOpts) spec(prefix, gate string) PodSpec {
@@ -69,13 +75,19 @@ func (o ReleaseOpts) Times(pw *PodWatch, start time.Time) (took, first time.Dura
 // ReleaseByQuotagate parks n pods behind a Budget whose requests.cpu is 0 (each pod
 // requests more than that, so the core sees them as never fitting), raises the budget
 // to fit them all, and returns the time from that write to the last pod's watch event.
-func (e *Env) ReleaseByQuotagate(ctx context.Context, o ReleaseOpts) (ReleaseRun, error) {
-	var run ReleaseRun
-	ns, err := e.NewNamespace(ctx, "release-qg", true)
+// With o.Flavors, the Budget's Flavors are raised in the same write, and deleted after.
+func (e *Env) ReleaseByQuotagate(ctx context.Context, o ReleaseOpts) (run ReleaseRun, err error) {
+	what := "release-qg"
+	if o.Flavors > 0 {
+		what = "release-flavors"
+	}
+	ns, err := e.NewNamespace(ctx, what, true)
 	if err != nil {
 		return run, err
 	}
-	if err := e.CreateBudget(ctx, ns, "0"); err != nil {
+	fs, err := e.releaseBudget(ctx, ns, o)
+	defer func() { err = errors.Join(err, fs.delete(ctx, e.Admin)) }()
+	if err != nil {
 		return run, err
 	}
 	pw, err := WatchPods(ctx, e.Client, ns, v1alpha1.SchedulingGate)
@@ -106,7 +118,7 @@ func (e *Env) ReleaseByQuotagate(ctx context.Context, o ReleaseOpts) (ReleaseRun
 	}
 	before := e.Meter.Sample()
 	start := time.Now()
-	if err := e.setBudgetCPU(ctx, ns, fmt.Sprintf("%dm", o.N*PodCPUMilli)); err != nil {
+	if err := e.raiseRelease(ctx, ns, o, fs); err != nil {
 		return run, err
 	}
 	if err := pw.WaitFor(ctx, "quotagate to release every pod", o.Done); err != nil {
@@ -119,6 +131,11 @@ func (e *Env) ReleaseByQuotagate(ctx context.Context, o ReleaseOpts) (ReleaseRun
 		return run, err
 	}
 	run.events = eventsAfter - eventsBefore
+	if len(fs) > 0 {
+		if err := e.checkSplit(ctx, ns, fs, splitN(o.N, len(fs))); err != nil {
+			return run, err
+		}
+	}
 	errsAfter, err := ungateErrors()
 	if err != nil {
 		return run, err
@@ -200,13 +217,42 @@ type releaseResult struct {
 	// every event, measured after the other repetitions.
 	EventlessQuotagate    []float64          `json:"eventlessQuotagateSeconds,omitempty"`
 	EventlessQuotagateCPU map[string]float64 `json:"eventlessQuotagateCPUSeconds,omitempty"`
+	// Flavors is how many Flavors the flavored arm split quotagate's budget over (0: no
+	// such arm). Its repetitions alternate with the plain arm's, measured the same way.
+	Flavors              int                `json:"flavors,omitempty"`
+	Flavored             []float64          `json:"flavoredSeconds,omitempty"`
+	FlavoredCPU          map[string]float64 `json:"flavoredCPUSeconds,omitempty"`
+	FlavoredEvents       int                `json:"flavoredEvents,omitempty"`
+	FirstFlavored        []float64          `json:"flavoredFirstSeconds,omitempty"`
+	FlavoredUngateErrors map[string]float64 `json:"flavoredUngateErrors,omitempty"`
 }
 
-// measureRelease alternates quotagate and the bare client for reps repetitions, so a
-// change in the machine's load touches both alike. Then it swaps in a manager whose
-// events are dropped for eventlessReps more repetitions, if any, and swaps back.
-func (e *Env) measureRelease(ctx context.Context, o ReleaseOpts, reps, workers, eventlessReps int, logf func(string, ...any)) (releaseResult, error) {
-	r := releaseResult{N: o.N, QuotagateCPU: map[string]float64{}, BaselineCPU: map[string]float64{}}
+// addFlavored adds a repetition of the flavored arm.
+func (r *releaseResult) addFlavored(f ReleaseRun) {
+	if r.FlavoredCPU == nil {
+		r.FlavoredCPU = map[string]float64{}
+	}
+	r.Flavored = append(r.Flavored, f.Took.Seconds())
+	r.FirstFlavored = append(r.FirstFlavored, f.First.Seconds())
+	r.FlavoredEvents += f.events
+	for name, s := range f.CPU {
+		r.FlavoredCPU[name] += s
+	}
+	for reason, n := range f.ungateErrors {
+		if r.FlavoredUngateErrors == nil {
+			r.FlavoredUngateErrors = map[string]float64{}
+		}
+		r.FlavoredUngateErrors[reason] += n
+	}
+}
+
+// measureRelease alternates quotagate, quotagate with its budget split over flavors
+// Flavors (if flavors > 0) and the bare client for reps repetitions, so a change in the
+// machine's load touches all alike; the first repetition of each quotagate arm is
+// profiled. Then it swaps in a manager whose events are dropped for eventlessReps more
+// repetitions, if any, and swaps back.
+func (e *Env) measureRelease(ctx context.Context, o ReleaseOpts, reps, workers, flavors, eventlessReps int, logf func(string, ...any)) (releaseResult, error) {
+	r := releaseResult{N: o.N, QuotagateCPU: map[string]float64{}, BaselineCPU: map[string]float64{}, Flavors: flavors}
 	profile := o.CPUProfile
 	for i := range reps {
 		qo := o
@@ -217,6 +263,21 @@ func (e *Env) measureRelease(ctx context.Context, o ReleaseOpts, reps, workers, 
 		q, err := e.ReleaseByQuotagate(ctx, qo)
 		if err != nil {
 			return r, fmt.Errorf("quotagate, repetition %d: %w", i+1, err)
+		}
+		flavoredLog := ""
+		if flavors > 0 {
+			fo := qo
+			fo.Flavors = flavors
+			if fo.CPUProfile != "" {
+				fo.CPUProfile = FlavoredProfile(fo.CPUProfile)
+			}
+			f, err := e.ReleaseByQuotagate(ctx, fo)
+			if err != nil {
+				return r, fmt.Errorf("quotagate with %d flavors, repetition %d: %w", flavors, i+1, err)
+			}
+			r.addFlavored(f)
+			flavoredLog = fmt.Sprintf("  repetition %d: quotagate with %d flavors %.0f pods/s (first after %v, %d events, ungate errors %v), run between the two above", i+1, flavors,
+				float64(o.N)/f.Took.Seconds(), f.First.Round(time.Millisecond), f.events, f.ungateErrors)
 		}
 		b, err := e.ReleaseByBareClient(ctx, o, workers)
 		if err != nil {
@@ -242,6 +303,9 @@ func (e *Env) measureRelease(ctx context.Context, o ReleaseOpts, reps, workers, 
 		logf("  repetition %d: quotagate %.0f pods/s (first after %v, %d events, ungate errors %v), bare client %.0f pods/s (first after %v)", i+1,
 			float64(o.N)/q.Took.Seconds(), q.First.Round(time.Millisecond), q.events, q.ungateErrors,
 			float64(o.N)/b.Took.Seconds(), b.First.Round(time.Millisecond))
+		if flavoredLog != "" {
+			logf("%s", flavoredLog)
+		}
 	}
 	if eventlessReps == 0 {
 		return r, nil
@@ -263,6 +327,11 @@ func (e *Env) measureRelease(ctx context.Context, o ReleaseOpts, reps, workers, 
 		logf("  repetition %d: quotagate with events dropped %.0f pods/s", i+1, float64(o.N)/q.Took.Seconds())
 	}
 	return r, e.UseManager(ctx, settings, false)
+}
+
+// FlavoredProfile is where the flavored arm's CPU profile goes, beside the plain one's.
+func FlavoredProfile(path string) string {
+	return strings.TrimSuffix(path, ".pprof") + "-flavors.pprof"
 }
 
 // startCPUProfile profiles this process into path until the returned func is first

@@ -41,6 +41,9 @@ func (r Report) Markdown() string {
 	p("%s\n", methods)
 	if r.Release != nil {
 		p("### CPU used while releasing (figure 1)\n\n%s\n%s\n%s\n", cpuTable(*r.Release), eventlessLine(*r.Release), firstLine(*r.Release))
+		if l := flavoredLine(*r.Release); l != "" {
+			p("%s\n", l)
+		}
 	}
 	if r.EndToEnd != nil {
 		p("### CPU used from freed capacity to Running (figure 6)\n\n%s\n%s\n", cpuTable(*r.EndToEnd), firstLine(*r.EndToEnd))
@@ -110,11 +113,23 @@ const methods = `## How each figure is measured
    second gate, so the scheduler does not compete for the API server. The shipped gate
    guard (config/policy, CEL in the API server) checks every pod update in both arms.
    A diagnostic third arm runs the manager with its event recorder dropping events.
+   A flavored arm (` + "`-flavors`" + `, 2 by default) parks the same batch behind a Budget
+   whose quota is split over that many Flavors created for the repetition (each with a
+   node label of its own; ` + "`requests.cpu: 0`" + ` on the Budget and on every flavor), then
+   raises all of them in one write, each flavor to its share of the batch: the first
+   flavor fills and the rest fall back to the next, each pod ungated with its flavor's
+   label added to its nodeSelector in the same patch. The arm fails unless every pod
+   carries one flavor's label and each flavor took exactly its share. Its repetitions
+   alternate with the plain arm's, measured the same way; its Flavors are deleted after.
 2. **Reaction latency.** A Budget of one CPU, pods of one CPU, one admitted at a time.
    Each repetition writes phase Succeeded on the admitted pod through the status
    subresource, and measures from the arrival of that status event to the arrival of
    the next pod's ungate event, both on one watch in this process. Baseline: the same
    chain, where a bare watch ungates the next pod as soon as it reads the terminal status.
+   A flavored chain (after the plain one, before the baseline) splits the Budget over
+   the same number of Flavors as figure 1's, one CPU each; pods that never end hold all
+   but the last, so every next pod is admitted on the last flavor after the others are
+   found full (the chain fails unless each pod got it).
 3. **Webhook cost.** Pod creates, timed at the client, at concurrency 1 and 16, in five
    opted-in namespaces side by side: the shipped webhook configuration (the webhook
    server in this process on 127.0.0.1) is registered for the first only, a bare webhook

@@ -39,6 +39,9 @@ func (r Report) rows() []Row {
 	var rows []Row
 	if x := r.Release; x != nil {
 		rows = append(rows, releaseRow(fmt.Sprintf("1. Release throughput, %d pods (pods/s)", x.N), *x, 0.9))
+		if len(x.Flavored) > 0 {
+			rows = append(rows, flavoredReleaseRow(*x))
+		}
 	}
 	if x := r.Reaction; x != nil {
 		q, b := report.Summarize(x.Quotagate), report.Summarize(x.Baseline)
@@ -50,6 +53,9 @@ func (r Report) rows() []Row {
 			Goal:      "p99 < 50 ms",
 			Met:       report.YesNo(q.N > 0 && q.P99 < 50),
 		})
+		if len(x.Flavored) > 0 {
+			rows = append(rows, flavoredReactionRow(*x))
+		}
 	}
 	if x := r.Webhook; x != nil {
 		rows = append(rows, createRows("", x.With, x.Without, 1.2, "")...)
@@ -235,6 +241,10 @@ func cpuTable(x releaseResult) string {
 	}
 	cols := []column{{x.QuotagateCPU, x.Quotagate}, {x.BaselineCPU, x.Baseline}}
 	header := "| process | CPU s per 1,000 pods, quotagate | CPU s per 1,000 pods, bare client |"
+	if len(x.Flavored) > 0 {
+		cols = append(cols, column{x.FlavoredCPU, x.Flavored})
+		header += fmt.Sprintf(" CPU s per 1,000 pods, quotagate over %d flavors |", x.Flavors)
+	}
 	if len(x.EventlessQuotagate) > 0 {
 		cols = append(cols, column{x.EventlessQuotagateCPU, x.EventlessQuotagate})
 		header += " CPU s per 1,000 pods, quotagate with events dropped |"

@@ -233,3 +233,94 @@ func TestGateOnlyRowIsNotJudged(t *testing.T) {
 		t.Errorf("the mutation-alone row = %+v, want it unjudged with its p99 ratio 1.50", last)
 	}
 }
+
+func TestFlavoredRows(t *testing.T) {
+	r := Report{
+		Release: &releaseResult{
+			N: 1000, Quotagate: []float64{2, 2.5, 4}, Baseline: []float64{2, 2, 2},
+			Flavors: 2, Flavored: []float64{2, 3, 5},
+		},
+		Reaction: &reactionResult{
+			Quotagate: []float64{10, 20, 40},
+			Baseline:  []float64{5, 5, 10},
+			Flavors:   2,
+			Flavored:  []float64{10, 20, 30},
+		},
+	}
+	want := []Row{
+		{Figure: "1. Release throughput, 1000 pods (pods/s)", Quotagate: "400 (slowest 250)", Baseline: "500 (slowest 500)", Ratio: "0.80", Goal: ">= 0.9 of baseline", Met: "**no**"},
+		{
+			Figure:    "1. Release throughput, 1000 pods, the budget split over 2 Flavors, against one Budget (pods/s)",
+			Quotagate: "333 (slowest 200)", Baseline: "400 (slowest 250), no flavors", Ratio: "0.83",
+			Goal: "median >= the slowest repetition without flavors", Met: "yes",
+		},
+		{Figure: "2. Reaction latency, 3 repetitions (ms)", Quotagate: "p50 20.0, p99 40.0", Baseline: "p50 5.0, p99 10.0", Ratio: "4.00 (p99)", Goal: "p99 < 50 ms", Met: "yes"},
+		{
+			Figure:    "2. Reaction latency, each pod admitted on the last of 2 Flavors, against one Budget, 3 repetitions (ms)",
+			Quotagate: "p50 20.0, p99 30.0", Baseline: "p50 20.0, p99 40.0, no flavors", Ratio: "0.75 (p99; 95% interval 0.25 to 3.00)",
+			Goal: "p99 < 50 ms", Met: "yes",
+		},
+	}
+	if diff := cmp.Diff(want, r.rows()); diff != "" {
+		t.Errorf("rows (-want +got):\n%s", diff)
+	}
+
+	// A flavored median below every plain repetition misses the goal, and a flavored
+	// chain is judged by its own p99.
+	r.Release.Flavored = []float64{4.5, 5, 5}
+	r.Reaction.Flavored = []float64{10, 20, 60}
+	rows := r.rows()
+	if got := rows[1]; got.Met != "**no**" || got.Quotagate != "200 (slowest 200)" {
+		t.Errorf("flavored release row with a median of 200 pods/s against a slowest plain 250 = %+v, want it missed", got)
+	}
+	if got := rows[3]; got.Met != "**no**" || got.Quotagate != "p50 20.0, p99 60.0" {
+		t.Errorf("flavored reaction row with a p99 of 60 ms = %+v, want it missed", got)
+	}
+}
+
+func TestCPUTableWithFlavored(t *testing.T) {
+	x := releaseResult{
+		N: 1000, Quotagate: []float64{1}, Baseline: []float64{2}, Flavors: 2, Flavored: []float64{2, 2},
+		EventlessQuotagate:    []float64{1},
+		QuotagateCPU:          map[string]float64{"etcd": 2},
+		BaselineCPU:           map[string]float64{"etcd": 1},
+		FlavoredCPU:           map[string]float64{"etcd": 6},
+		EventlessQuotagateCPU: map[string]float64{"etcd": 1},
+	}
+	want := "| process | CPU s per 1,000 pods, quotagate | CPU s per 1,000 pods, bare client | CPU s per 1,000 pods, quotagate over 2 flavors | CPU s per 1,000 pods, quotagate with events dropped |\n|---|---|---|---|---|\n" +
+		"| etcd | 2.00 | 1.00 | 3.00 | 1.00 |\n| all of them | 2.00 | 1.00 | 3.00 | 1.00 |\n| cores kept busy, on average | 2.00 | 0.50 | 1.50 | 1.00 |\n"
+	if diff := cmp.Diff(want, cpuTable(x)); diff != "" {
+		t.Errorf("cpuTable (-want +got):\n%s", diff)
+	}
+}
+
+func TestFlavoredLine(t *testing.T) {
+	x := releaseResult{
+		N: 1000, Quotagate: []float64{2, 4}, FirstQuotagate: []float64{0.1, 0.3}, QuotagateEvents: 3,
+		Flavors: 2, Flavored: []float64{2.5, 5}, FirstFlavored: []float64{0.05, 0.05}, FlavoredEvents: 4,
+		FlavoredUngateErrors: map[string]float64{"conflict": 2},
+	}
+	want := "The budget split over 2 Flavors, same run, repetitions alternating with the plain arm's: 400, 200 pods/s in each repetition, " +
+		"against 500, 250 pods/s without flavors; first pod after 50 ms (median), against 100 ms; 4 events written while releasing, against 3. " +
+		"Ungate errors: conflict 2.\n"
+	if diff := cmp.Diff(want, flavoredLine(x)); diff != "" {
+		t.Errorf("flavoredLine (-want +got):\n%s", diff)
+	}
+	if got := flavoredLine(releaseResult{N: 1000, Quotagate: []float64{1}}); got != "" {
+		t.Errorf("flavoredLine without the flavored arm = %q, want empty", got)
+	}
+	if md := (Report{Release: &x}).Markdown(); !strings.Contains(md, want) || !strings.Contains(md, "| 1. Release throughput, 1000 pods, the budget split over 2 Flavors") {
+		t.Errorf("the Markdown report lacks the flavored arm's line or row:\n%s", md)
+	}
+}
+
+func TestSplitN(t *testing.T) {
+	for _, tc := range []struct {
+		n, k int
+		want []int
+	}{{300, 2, []int{150, 150}}, {301, 2, []int{151, 150}}, {10, 3, []int{4, 3, 3}}, {5, 1, []int{5}}} {
+		if diff := cmp.Diff(tc.want, splitN(tc.n, tc.k)); diff != "" {
+			t.Errorf("splitN(%d, %d) (-want +got):\n%s", tc.n, tc.k, diff)
+		}
+	}
+}

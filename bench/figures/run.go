@@ -124,16 +124,19 @@ func measureWithManager(ctx context.Context, e *Env, o Options, profileDir strin
 	if o.want(1) {
 		report.Logf("Figure 1: release throughput, %d pods, %d repetitions", o.n, o.reps)
 		cpu := filepath.Join(profileDir, "manager-release-cpu.pprof")
-		rel, err := e.measureRelease(ctx, ReleaseOpts{N: o.n, CPUProfile: cpu}, o.reps, workers, o.eventlessReps, report.Logf)
+		rel, err := e.measureRelease(ctx, ReleaseOpts{N: o.n, CPUProfile: cpu}, o.reps, workers, o.flavors, o.eventlessReps, report.Logf)
 		if err != nil {
 			return fmt.Errorf("figure 1: %w", err)
 		}
 		r.Release = &rel
 		profiles["Manager CPU while releasing "+strconv.Itoa(o.n)+" pods (figure 1, first repetition)"] = profile{file: cpu}
+		if o.flavors > 0 {
+			profiles["Manager CPU while releasing "+strconv.Itoa(o.n)+" pods over "+strconv.Itoa(o.flavors)+" flavors (figure 1, first repetition)"] = profile{file: FlavoredProfile(cpu)}
+		}
 	}
 	if o.want(2) {
 		report.Logf("Figure 2: reaction latency, %d repetitions", o.reactionReps)
-		re, err := e.measureReaction(ctx, o.reactionReps)
+		re, err := e.measureReaction(ctx, o.reactionReps, o.flavors)
 		if err != nil {
 			return fmt.Errorf("figure 2: %w", err)
 		}
@@ -141,7 +144,7 @@ func measureWithManager(ctx context.Context, e *Env, o Options, profileDir strin
 	}
 	if o.want(6) {
 		report.Logf("Figure 6: freed capacity to Running, %d pods, %d repetitions", o.endToEndN, o.endToEndReps)
-		rel, err := e.measureRelease(ctx, ReleaseOpts{N: o.endToEndN, ToRunning: true}, o.endToEndReps, workers, 0, report.Logf)
+		rel, err := e.measureRelease(ctx, ReleaseOpts{N: o.endToEndN, ToRunning: true}, o.endToEndReps, workers, 0, 0, report.Logf)
 		if err != nil {
 			return fmt.Errorf("figure 6: %w", err)
 		}
