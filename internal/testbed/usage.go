@@ -39,8 +39,8 @@ type UsageWatcher struct {
 	// hard holds the flavors' hards too, as r@flavor (flavorMark).
 	hard    corev1.ResourceList
 	flavors map[string]map[string]string // each flavor's node labels
-	cancel    context.CancelFunc
-	done      chan struct{}
+	cancel  context.CancelFunc
+	done    chan struct{}
 
 	mu         sync.Mutex
 	pods       map[types.UID]*corev1.Pod
@@ -302,6 +302,7 @@ func (w *UsageWatcher) observe(typ watch.EventType, pod *corev1.Pod) {
 		}
 	}
 	var over []string
+	var overNames []corev1.ResourceName
 	for name, limit := range w.hard {
 		u := w.used[name]
 		if p := w.peak[name]; u.Cmp(p) > 0 {
@@ -309,12 +310,16 @@ func (w *UsageWatcher) observe(typ watch.EventType, pod *corev1.Pod) {
 		}
 		if u.Cmp(limit) > 0 {
 			over = append(over, fmt.Sprintf("%s %s > %s", name, u.String(), limit.String()))
+			overNames = append(overNames, name)
 		}
 	}
 	if len(over) > 0 {
+		// The pods that use what is over: on a flavor, only that flavor's.
 		var names []string
-		for uid := range w.charged {
-			names = append(names, w.pods[uid].Name)
+		for uid, c := range w.charged {
+			if slices.ContainsFunc(overNames, func(r corev1.ResourceName) bool { q := c[r]; return !q.IsZero() }) {
+				names = append(names, w.pods[uid].Name)
+			}
 		}
 		slices.Sort(over)
 		slices.Sort(names)

@@ -133,8 +133,8 @@ func TestUsageWatcherChecksEachFlavor(t *testing.T) {
 	}
 	step("p5 admitted on spot: 3 of 2", update(on(gatedPod("p5", "1"), spot)))
 	r := w.Report()
-	if len(r.Violations) != 1 || !strings.Contains(r.Violations[0], "requests.cpu@spot 3 > 2") || !strings.Contains(r.Violations[0], "p5") {
-		t.Errorf("violations %q, want one naming 3 CPU over spot's 2", r.Violations)
+	if len(r.Violations) != 1 || !strings.Contains(r.Violations[0], "requests.cpu@spot 3 > 2, admitted pods p1, p2, p5") {
+		t.Errorf("violations %q, want one naming 3 CPU over spot's 2 in p1, p2 and p5, the pods on spot", r.Violations)
 	}
 	peak := map[string]string{}
 	for name, q := range r.Peak {
