@@ -139,7 +139,12 @@ func testFlavors(t *testing.T, e env, _ *podWatcher) {
 			t.Errorf("peak CPU on %s %s, want its whole hard %s used at some point", p.flavor.Name, peak.String(), p.cpu)
 		}
 	}
-	t.Logf("The watcher checked %d pod events; peaks %v", r.Events, r.Peak)
+	var peaks []string
+	for name, q := range r.Peak {
+		peaks = append(peaks, string(name)+"="+q.String())
+	}
+	slices.Sort(peaks)
+	t.Logf("The watcher checked %d pod events; peaks %s", r.Events, strings.Join(peaks, " "))
 
 	var left []client.Object
 	for n := range jobs {
