@@ -59,6 +59,9 @@ const renewalStep = "the serving certificate renews with no failed create"
 // reclaimStep: a team takes back the quota it lent (journey_reclaim_test.go).
 const reclaimStep = "a team takes back what it lent, through a PodDisruptionBudget"
 
+// flavorsStep: quota per kind of node (journey_flavors_test.go).
+const flavorsStep = "pods fill the preferred flavor, fall back to the next, and run on their flavor's nodes"
+
 func journey(t *testing.T, opts localinstall.Options) {
 	began := time.Now()
 	e := setUpWith(t, opts)
@@ -98,13 +101,14 @@ func journey(t *testing.T, opts localinstall.Options) {
 		{"a tenant sees the queue with their own credentials", testTenantSeesQueue},
 		{"the burst drains within the budget, by priority", testDrain},
 		{"the manager's metrics", testMetrics},
+		{flavorsStep, testFlavors},
 		{reclaimStep, testReclaim},
 		{renewalStep, testCertificateRenewal},
 		{"helm upgrade keeps queued pods queued", testUpgrade},
 		{"helm uninstall releases every gated pod", testUninstall},
 	}
 	for _, s := range steps {
-		if (selfManaged || policy) && (s.name == renewalStep || s.name == reclaimStep) {
+		if (selfManaged || policy) && (s.name == renewalStep || s.name == reclaimStep || s.name == flavorsStep) {
 			continue // shown once, with the default install
 		}
 		if !t.Run(s.name, func(t *testing.T) { s.run(t, e, w) }) {

@@ -144,16 +144,22 @@ func buildPlugin(t *testing.T) string {
 // to the ClusterRole role ("" for no binding at all), and returns its path.
 func tenantKubeconfig(t *testing.T, e env, name, role string) string {
 	t.Helper()
+	return tenantKubeconfigIn(t, e, teamNS, name, role)
+}
+
+// tenantKubeconfigIn is tenantKubeconfig for a ServiceAccount of namespace ns, bound in ns.
+func tenantKubeconfigIn(t *testing.T, e env, ns, name, role string) string {
+	t.Helper()
 	ctx := t.Context()
-	cfg, err := e.cluster.ServiceAccountConfig(ctx, teamNS, name, 0)
+	cfg, err := e.cluster.ServiceAccountConfig(ctx, ns, name, 0)
 	fatalIf(t, err, "a token for ServiceAccount "+name)
 	if role != "" {
 		rb := &rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Namespace: teamNS, Name: name + "-" + role},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-" + role},
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: teamNS, Name: name}},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}},
 		}
-		_, err := e.cs.RbacV1().RoleBindings(teamNS).Create(ctx, rb, metav1.CreateOptions{})
+		_, err := e.cs.RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{})
 		fatalIf(t, err, "binding "+name+" to "+role)
 	}
 	path := filepath.Join(t.TempDir(), name+".kubeconfig")

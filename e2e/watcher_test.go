@@ -27,10 +27,18 @@ func hasGate(pod *corev1.Pod) bool { return gates.HasGate(pod, v1alpha1.Scheduli
 // with ctx.
 func watchPods(ctx context.Context, t *testing.T, cs kubernetes.Interface, namespace string, hardCPU string, hardPods int) *podWatcher {
 	t.Helper()
-	w, err := testbed.WatchUsage(ctx, cs, namespace, corev1.ResourceList{
+	return watchFlavoredPods(ctx, t, cs, namespace, corev1.ResourceList{
 		corev1.ResourceRequestsCPU: resource.MustParse(hardCPU),
 		corev1.ResourcePods:        *resource.NewQuantity(int64(hardPods), resource.DecimalSI),
-	})
+	}, nil)
+}
+
+// watchFlavoredPods is watchPods for a budget with flavors: it checks hard and, at
+// every revision too, each flavor's hard against the admitted pods whose nodeSelector
+// puts them on that flavor.
+func watchFlavoredPods(ctx context.Context, t *testing.T, cs kubernetes.Interface, namespace string, hard corev1.ResourceList, flavors []testbed.FlavorLimit) *podWatcher {
+	t.Helper()
+	w, err := testbed.WatchUsageFlavored(ctx, cs, namespace, hard, flavors)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,15 +26,21 @@ import (
 // not terminal, not deleted) fit in hard, as DESIGN.md defines used; and it records
 // each pod's states and when each pod was first seen admitted.
 //
+// With flavors (WatchUsageFlavored) it also checks each flavor's hard against the
+// admitted pods on that flavor: those whose spec.nodeSelector carries every one of the
+// flavor's node labels, which is how the manager puts a pod on its flavor.
+//
 // The watch resumes from the last resourceVersion seen if the API server ends it, so
 // no revision goes unchecked; a watch that cannot resume is reported as a violation.
 type UsageWatcher struct {
 	cs        kubernetes.Interface
 	namespace string
 	selector  string // a label selector, empty for every pod
-	hard      corev1.ResourceList
-	cancel    context.CancelFunc
-	done      chan struct{}
+	// hard holds the flavors' hards too, as r@flavor (flavorMark).
+	hard    corev1.ResourceList
+	flavors map[string]map[string]string // each flavor's node labels
+	cancel  context.CancelFunc
+	done    chan struct{}
 
 	mu         sync.Mutex
 	pods       map[types.UID]*corev1.Pod
@@ -89,9 +95,40 @@ func WatchUsage(ctx context.Context, cs kubernetes.Interface, namespace string, 
 // WatchUsageSelected is WatchUsage for the pods matching a label selector, in namespace
 // or, when it is "", in every namespace (what a parent ClusterBudget sums up).
 func WatchUsageSelected(ctx context.Context, cs kubernetes.Interface, namespace, selector string, hard corev1.ResourceList) (*UsageWatcher, error) {
+	return watchUsage(ctx, cs, namespace, selector, hard, nil)
+}
+
+// FlavorLimit is a flavor's hard, for WatchUsageFlavored: the admitted pods whose
+// spec.nodeSelector has every one of NodeLabels are on the flavor, and must fit in Hard
+// (in WatchUsage's names).
+type FlavorLimit struct {
+	Name       string
+	NodeLabels map[string]string
+	Hard       corev1.ResourceList
+}
+
+// flavorMark separates a resource from its flavor in the names of hard, Used, Peak and
+// the violations: "requests.cpu@spot", as the core names them.
+const flavorMark = "@"
+
+// WatchUsageFlavored is WatchUsage that also checks each flavor's hard. The report's
+// Used and Peak name a flavor's resources r@flavor.
+func WatchUsageFlavored(ctx context.Context, cs kubernetes.Interface, namespace string, hard corev1.ResourceList, flavors []FlavorLimit) (*UsageWatcher, error) {
+	return watchUsage(ctx, cs, namespace, "", hard, flavors)
+}
+
+func watchUsage(ctx context.Context, cs kubernetes.Interface, namespace, selector string, hard corev1.ResourceList, flavors []FlavorLimit) (*UsageWatcher, error) {
+	all := hard.DeepCopy()
+	labels := map[string]map[string]string{}
+	for _, f := range flavors {
+		labels[f.Name] = f.NodeLabels
+		for r, q := range f.Hard {
+			all[corev1.ResourceName(string(r)+flavorMark+f.Name)] = q.DeepCopy()
+		}
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	w := &UsageWatcher{
-		cs: cs, namespace: namespace, selector: selector, hard: hard.DeepCopy(), cancel: cancel, done: make(chan struct{}),
+		cs: cs, namespace: namespace, selector: selector, hard: all, flavors: labels, cancel: cancel, done: make(chan struct{}),
 		pods: map[types.UID]*corev1.Pod{}, charged: map[types.UID]corev1.ResourceList{}, releaseAt: map[types.UID]time.Time{},
 		used: corev1.ResourceList{}, peak: corev1.ResourceList{},
 		states: map[string][]string{}, admittedBy: map[types.UID]bool{},
@@ -195,19 +232,34 @@ func (w *UsageWatcher) uncharge(uid types.UID) {
 	delete(w.releaseAt, uid)
 }
 
-// usage is what pod counts against each resource of hard.
+// usage is what pod counts against each resource of hard: a flavor's only when the pod
+// is on that flavor.
 func (w *UsageWatcher) usage(pod *corev1.Pod) corev1.ResourceList {
 	reqs := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
 	out := corev1.ResourceList{}
 	for name := range w.hard {
-		switch name {
+		base, flavor, _ := strings.Cut(string(name), flavorMark)
+		if flavor != "" && !onFlavor(pod, w.flavors[flavor]) {
+			continue
+		}
+		switch corev1.ResourceName(base) {
 		case corev1.ResourcePods, "count/pods":
 			out[name] = *resource.NewQuantity(1, resource.DecimalSI)
 		default:
-			out[name] = reqs[corev1.ResourceName(strings.TrimPrefix(string(name), "requests."))]
+			out[name] = reqs[corev1.ResourceName(strings.TrimPrefix(base, "requests."))]
 		}
 	}
 	return out
+}
+
+// onFlavor reports whether the pod's nodeSelector selects every one of a flavor's labels.
+func onFlavor(pod *corev1.Pod, labels map[string]string) bool {
+	for k, v := range labels {
+		if got, ok := pod.Spec.NodeSelector[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
 }
 
 func (w *UsageWatcher) observe(typ watch.EventType, pod *corev1.Pod) {
@@ -250,6 +302,7 @@ func (w *UsageWatcher) observe(typ watch.EventType, pod *corev1.Pod) {
 		}
 	}
 	var over []string
+	var overNames []corev1.ResourceName
 	for name, limit := range w.hard {
 		u := w.used[name]
 		if p := w.peak[name]; u.Cmp(p) > 0 {
@@ -257,12 +310,16 @@ func (w *UsageWatcher) observe(typ watch.EventType, pod *corev1.Pod) {
 		}
 		if u.Cmp(limit) > 0 {
 			over = append(over, fmt.Sprintf("%s %s > %s", name, u.String(), limit.String()))
+			overNames = append(overNames, name)
 		}
 	}
 	if len(over) > 0 {
+		// The pods that use what is over: on a flavor, only that flavor's.
 		var names []string
-		for uid := range w.charged {
-			names = append(names, w.pods[uid].Name)
+		for uid, c := range w.charged {
+			if slices.ContainsFunc(overNames, func(r corev1.ResourceName) bool { q := c[r]; return !q.IsZero() }) {
+				names = append(names, w.pods[uid].Name)
+			}
 		}
 		slices.Sort(over)
 		slices.Sort(names)

@@ -103,6 +103,48 @@ func TestUsageWatcherStopsCountingPastTheGracePeriod(t *testing.T) {
 	}
 }
 
+// A flavor's hard holds for the admitted pods whose nodeSelector selects the flavor,
+// whatever room the budget's own hard has left.
+func TestUsageWatcherChecksEachFlavor(t *testing.T) {
+	ctx := t.Context()
+	cs := fake.NewClientset()
+	w, err := WatchUsageFlavored(ctx, cs, "ns", corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse("8")}, []FlavorLimit{
+		{Name: "spot", NodeLabels: map[string]string{"pool": "spot", "zone": "a"}, Hard: corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse("2")}},
+		{Name: "on-demand", NodeLabels: map[string]string{"pool": "on-demand"}, Hard: corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse("1")}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	step := stepper(t, w)
+	create, update := podWrites(ctx, cs.CoreV1().Pods("ns"))
+	on := func(p *corev1.Pod, labels map[string]string) *corev1.Pod {
+		p.Spec.SchedulingGates, p.Spec.NodeSelector = nil, labels
+		return p
+	}
+	spot := map[string]string{"pool": "spot", "zone": "a", "disk": "ssd"}
+	step("p1 on spot", create(on(gatedPod("p1", "1"), spot)))
+	step("p2 on spot", create(on(gatedPod("p2", "1"), spot)))
+	step("p3 selects half of spot's labels: on no flavor", create(on(gatedPod("p3", "1"), map[string]string{"pool": "spot"})))
+	step("p4 on on-demand", create(on(gatedPod("p4", "1"), map[string]string{"pool": "on-demand"})))
+	step("p5 gated, selecting spot", create(func() *corev1.Pod { p := gatedPod("p5", "1"); p.Spec.NodeSelector = spot; return p }()))
+	if r := w.Report(); len(r.Violations) != 0 {
+		t.Fatalf("violations %q, want none: 2 of spot's 2, 1 of on-demand's 1, 4 of 8 in all", r.Violations)
+	}
+	step("p5 admitted on spot: 3 of 2", update(on(gatedPod("p5", "1"), spot)))
+	r := w.Report()
+	if len(r.Violations) != 1 || !strings.Contains(r.Violations[0], "requests.cpu@spot 3 > 2, admitted pods p1, p2, p5") {
+		t.Errorf("violations %q, want one naming 3 CPU over spot's 2 in p1, p2 and p5, the pods on spot", r.Violations)
+	}
+	peak := map[string]string{}
+	for name, q := range r.Peak {
+		peak[string(name)] = q.String()
+	}
+	if diff := cmp.Diff(map[string]string{"requests.cpu": "5", "requests.cpu@spot": "3", "requests.cpu@on-demand": "1"}, peak); diff != "" {
+		t.Errorf("peaks (-want +got):\n%s", diff)
+	}
+}
+
 func TestUsageWatcherStopsWithItsContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	w, err := WatchUsage(ctx, fake.NewClientset(), "ns", corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")})
