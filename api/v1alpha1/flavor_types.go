@@ -66,8 +66,13 @@ type FlavorWhenFull string
 // +kubebuilder:validation:Enum=Borrow;TryNextFlavor
 type FlavorWhenCanBorrow string
 
-// FlavorTryNext is a value of both whenFull and whenCanBorrow, so it is untyped: move on
-// to the next flavor of the budget's spec.flavors.
+// FlavorWhenCanPreempt says whether a pod stops at the first flavor where preempting
+// would make room for it.
+// +kubebuilder:validation:Enum=Preempt;TryNextFlavor
+type FlavorWhenCanPreempt string
+
+// FlavorTryNext is a value of whenFull, whenCanBorrow and whenCanPreempt, so it is
+// untyped: move on to the next flavor of the budget's spec.flavors.
 const FlavorTryNext = "TryNextFlavor"
 
 const (
@@ -77,6 +82,9 @@ const (
 	// FlavorBorrow (whenCanBorrow): take the first flavor the pod fits in, by
 	// borrowing if it must.
 	FlavorBorrow FlavorWhenCanBorrow = "Borrow"
+	// FlavorPreempt (whenCanPreempt): stop at the first flavor where the pod fits, or
+	// where preempting would make room for it, and preempt there.
+	FlavorPreempt FlavorWhenCanPreempt = "Preempt"
 )
 
 // FlavorFungibility is how a pod moves between its budget's flavors.
@@ -94,6 +102,15 @@ type FlavorFungibility struct {
 	// +optional
 	// +kubebuilder:default=Borrow
 	WhenCanBorrow FlavorWhenCanBorrow `json:"whenCanBorrow,omitempty"`
+
+	// WhenCanPreempt: TryNextFlavor (the default) gives a pod a later flavor where it
+	// fits before preempting anybody, and preempts, when it fits in none, on the first
+	// flavor where that makes room; Preempt stops at the first flavor where the pod
+	// fits or preempting makes room, and preempts there rather than take a later one.
+	// Which pods may be preempted is the budgets' spec.preemption and spec.reclaim.
+	// +optional
+	// +kubebuilder:default=TryNextFlavor
+	WhenCanPreempt FlavorWhenCanPreempt `json:"whenCanPreempt,omitempty"`
 }
 
 // FlavorQuota is a budget's quota on one flavor: what the pods it admits on that flavor

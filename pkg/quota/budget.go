@@ -149,6 +149,7 @@ func fromSpec(key BudgetKey, s *v1alpha1.BudgetSpec) Budget {
 		out.Fungibility = Fungibility{
 			WaitForPreferred: f.WhenFull == v1alpha1.FlavorWaitForPreferred,
 			AvoidBorrowing:   f.WhenCanBorrow == v1alpha1.FlavorTryNext,
+			StopToPreempt:    f.WhenCanPreempt == v1alpha1.FlavorPreempt,
 		}
 	}
 	return out

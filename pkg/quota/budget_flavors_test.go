@@ -35,6 +35,8 @@ func TestBudgetFromAPIFlavors(t *testing.T) {
 			Fungibility{WaitForPreferred: true}},
 		"avoid borrowing": {&v1alpha1.FlavorFungibility{WhenFull: v1alpha1.FlavorTryNext, WhenCanBorrow: v1alpha1.FlavorTryNext},
 			Fungibility{AvoidBorrowing: true}},
+		"stop to preempt": {&v1alpha1.FlavorFungibility{WhenFull: v1alpha1.FlavorTryNext, WhenCanBorrow: v1alpha1.FlavorBorrow, WhenCanPreempt: v1alpha1.FlavorPreempt},
+			Fungibility{StopToPreempt: true}},
 		"both": {&v1alpha1.FlavorFungibility{WhenFull: v1alpha1.FlavorWaitForPreferred, WhenCanBorrow: v1alpha1.FlavorTryNext},
 			Fungibility{WaitForPreferred: true, AvoidBorrowing: true}},
 	} {

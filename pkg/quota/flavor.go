@@ -21,8 +21,9 @@ type FlavorQuota struct {
 }
 
 // Fungibility is a budget's spec.flavorFungibility: how a pod moves between its
-// flavors. The zero value is the default: try the next flavor when one is full, and
-// stop at the first flavor the pod fits in by borrowing.
+// flavors. The zero value is the default: try the next flavor when one is full, stop at
+// the first flavor the pod fits in by borrowing, and preempt only when no flavor has
+// room.
 type Fungibility struct {
 	// WaitForPreferred: a pod waits for the first flavor it may use instead of taking
 	// a later one (whenFull: WaitForPreferred).
@@ -31,6 +32,10 @@ type Fungibility struct {
 	// flavors first, and borrows only when none fits without (whenCanBorrow:
 	// TryNextFlavor).
 	AvoidBorrowing bool
+	// StopToPreempt: a pod that does not fit a flavor but would once preemption made
+	// room there stays on it and preempts, rather than take a later flavor
+	// (whenCanPreempt: Preempt).
+	StopToPreempt bool
 }
 
 // FlavorStatus is what a budget holds and uses of one of its flavors, for its status.

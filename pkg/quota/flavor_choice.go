@@ -55,20 +55,26 @@ func flavoredDemand(d demand, f string) demand {
 // flavored budget's order and takes the first it fits in, unless its fungibility says
 // otherwise: WaitForPreferred stops at the first that it does not fit in;
 // AvoidBorrowing passes a flavor it fits in only by borrowing while a later one may
-// fit without. When none fits, the unit waits on the first (and may preempt for it),
-// and, when several could take it, any event in a budget that covers it looks at it
-// again. It returns the flavor to admit the unit on, or waits.
+// fit without; StopToPreempt stops at the first where preemption makes room (after
+// a flavor it fits in by borrowing, it takes that one instead). When none
+// fits, the unit waits on the first where preemption makes room (and preempts there),
+// else on the first; and, when several could take it, any event in a budget that
+// covers it looks at it again. It returns the flavor to admit the unit on, or waits.
 func (a *admitter) onFlavors(unit []*podState, budgets []*budget, c flavorChoice, add func(f string) demand) (*Flavor, bool) {
 	if len(c.names) == 0 {
 		return nil, a.waitsForCapacity(unit, budgets, add(""))
 	}
 	fung := c.home.spec.Fungibility
+	others := len(c.names) > 1 && !fung.WaitForPreferred
 	borrowing := ""
 	for i, name := range c.names {
 		d := add(name)
-		if _, over := a.capacityWait(budgets, d); over {
+		if w, over := a.capacityWait(budgets, d); over {
 			if fung.WaitForPreferred {
 				break
+			}
+			if fung.StopToPreempt && borrowing == "" && a.preemptions.makesRoom(unit, budgets, d, w) {
+				return a.onFlavor(unit, budgets, name, d, others)
 			}
 			continue
 		}
@@ -83,7 +89,18 @@ func (a *admitter) onFlavors(unit []*podState, budgets []*budget, c flavorChoice
 	if borrowing != "" {
 		return a.onFlavor(unit, budgets, borrowing, add(borrowing), len(c.names) > 1)
 	}
-	return a.onFlavor(unit, budgets, c.names[0], add(c.names[0]), len(c.names) > 1 && !fung.WaitForPreferred)
+	wait := c.names[0]
+	if !fung.StopToPreempt && !fung.WaitForPreferred && len(c.names) > 1 {
+		// (Stopping to preempt, the loop has asked every flavor already.)
+		for _, name := range c.names {
+			d := add(name)
+			if w, over := a.capacityWait(budgets, d); over && a.preemptions.makesRoom(unit, budgets, d, w) {
+				wait = name
+				break
+			}
+		}
+	}
+	return a.onFlavor(unit, budgets, wait, add(wait), others)
 }
 
 // onFlavor decides for the unit on one flavor (waitsForCapacity); a unit that waits

@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -462,5 +463,123 @@ func TestPreemptionOnAFlavor(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"low-h"}, victimNames(t, q)); diff != "" {
 		t.Errorf("victims (-want +got):\n%s", diff)
+	}
+}
+
+// TestWhenCanPreempt: a pod of higher priority, with h100 full of a lower one and room
+// on a100, takes a100 by default and preempts on h100 under whenCanPreempt: Preempt;
+// with both full, it preempts on the first flavor where that makes room (a100 here,
+// where the pod of lower priority runs), unless it waits for its preferred one.
+func TestWhenCanPreempt(t *testing.T) {
+	for name, tc := range map[string]struct {
+		fung     Fungibility
+		running  []string // "name/priority", admitted in order: h100 first, then a100
+		admitted []string
+		victims  []string
+	}{
+		"room on a100: taken by default": {
+			running:  []string{"low/1"},
+			admitted: []string{"urgent@a100"},
+		},
+		"room on a100: Preempt stops at h100 and preempts there": {
+			fung:    Fungibility{StopToPreempt: true},
+			running: []string{"low/1"},
+			victims: []string{"low"},
+		},
+		"room on a100, but h100 holds only higher priorities: Preempt moves on": {
+			fung:     Fungibility{StopToPreempt: true},
+			running:  []string{"high/20"},
+			admitted: []string{"urgent@a100"},
+		},
+		"both full: preempts where that makes room, a100": {
+			running: []string{"high/20", "low/1"},
+			victims: []string{"low"},
+		},
+		"both full, Preempt: the same": {
+			fung:    Fungibility{StopToPreempt: true},
+			running: []string{"high/20", "low/1"},
+			victims: []string{"low"},
+		},
+		"both full, WaitForPreferred: only h100, where nobody may be preempted": {
+			fung:    Fungibility{WaitForPreferred: true},
+			running: []string{"high/20", "low/1"},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			q, clk := newTestQueue()
+			q.UpsertFlavor(h100)
+			q.UpsertFlavor(a100)
+			b := makeBudget("team-a", "gpus").PreemptLowerPriority().flavor("h100", "nvidia.com/gpu=1", "").flavor("a100", "nvidia.com/gpu=1", "").Obj()
+			q.UpsertBudget(b)
+			for i, r := range tc.running {
+				n, prio, _ := strings.Cut(r, "/")
+				p, _ := strconv.Atoi(prio)
+				q.UpsertPod(makePod(n).Created(i).Priority(int32(p)).Req("nvidia.com/gpu=1").Pod())
+				if got := admitFlavors(q); len(got) != 1 {
+					t.Fatalf("%s: admitted %v", n, got)
+				}
+				clk.Step(1e9)
+			}
+			b.Fungibility = tc.fung
+			q.UpsertBudget(b)
+			q.UpsertPod(makePod("urgent").Created(10).Priority(10).Req("nvidia.com/gpu=1").Pod())
+			if diff := cmp.Diff(tc.admitted, admitFlavors(q)); diff != "" {
+				t.Errorf("admitted (-want +got):\n%s", diff)
+			}
+			victims := victimNames(t, q)
+			if diff := cmp.Diff(tc.victims, victims); diff != "" {
+				t.Fatalf("victims (-want +got):\n%s", diff)
+			}
+			for _, v := range victims {
+				q.DeletePod(makePod(v).Pod().UID)
+			}
+			if len(victims) > 0 {
+				// The victim's flavor is the one freed: the pod goes there.
+				want := "urgent@a100"
+				if tc.running[0] == "low/1" {
+					want = "urgent@h100"
+				}
+				if diff := cmp.Diff([]string{want}, admitFlavors(q)); diff != "" {
+					t.Errorf("once the victim is gone (-want +got):\n%s", diff)
+				}
+			}
+		})
+	}
+}
+
+// TestWhenCanPreemptReclaims: in a family, team-b's h100 is lent to team-a. A pod of
+// team-b takes its a100 by default, and reclaims its h100 under whenCanPreempt:
+// Preempt.
+func TestWhenCanPreemptReclaims(t *testing.T) {
+	for name, tc := range map[string]struct {
+		fung     Fungibility
+		admitted []string
+		victims  []string
+	}{
+		"default: its own free a100":         {admitted: []string{"b0@a100"}},
+		"Preempt: takes its lent h100 back": {fung: Fungibility{StopToPreempt: true}, victims: []string{"a3"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			q, clk := newTestQueue()
+			q.UpsertFlavor(h100)
+			q.UpsertFlavor(a100)
+			q.UpsertBudget(makeBudget("", "org").flavor("h100", "nvidia.com/gpu=4", "").flavor("a100", "nvidia.com/gpu=2", "").Obj())
+			q.UpsertBudget(makeBudget("team-a", "a").Parent("org").flavor("h100", "nvidia.com/gpu=2", "nvidia.com/gpu=2").flavor("a100", "nvidia.com/gpu=1", "").Obj())
+			b := makeBudget("team-b", "b").Parent("org").flavor("h100", "nvidia.com/gpu=2", "").flavor("a100", "nvidia.com/gpu=1", "").Obj()
+			b.Fungibility = tc.fung
+			q.UpsertBudget(b)
+			for i := range 4 {
+				q.UpsertPod(makePod("a" + strconv.Itoa(i)).Created(i).Req("nvidia.com/gpu=1").Pod())
+				admitFlavors(q)
+				clk.Step(1e9)
+			}
+			q.UpsertPod(makePod("b0").NS("team-b").Created(9).Req("nvidia.com/gpu=1").Pod())
+			if diff := cmp.Diff(tc.admitted, admitFlavors(q)); diff != "" {
+				t.Errorf("admitted (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.victims, victimNames(t, q)); diff != "" {
+				t.Errorf("victims (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

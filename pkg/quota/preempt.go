@@ -93,9 +93,37 @@ func (q *AdmissionQueue) Preemptions() []Preemption {
 // decide decides whether admitted pods must go to make room for a unit that failed
 // with w; see the comment at the top of the file.
 func (pr *preemptions) decide(unit []*podState, budgets []*budget, add demand, w waitInfo) {
+	reason, chosen, from, ok := pr.plan(unit, budgets, add, w)
+	if !ok || len(chosen) == 0 {
+		return
+	}
+	rec := &victim{reason: reason, unit: slices.Clone(unit), budgets: slices.Clone(budgets), adds: map[*budget]amounts{}}
+	for _, b := range budgets {
+		rec.adds[b] = add(b)
+	}
+	for _, c := range chosen {
+		for _, v := range c {
+			pr.victims[v], v.preemption = rec, true
+			pr.decided = append(pr.decided, preemption(reason, v, unit[0], w, budgets, from[c[0]]))
+		}
+	}
+}
+
+// makesRoom reports whether preemption makes room for a unit that failed with w: pods
+// already leaving do, or victims may be chosen (decide would evict them).
+func (pr *preemptions) makesRoom(unit []*podState, budgets []*budget, add demand, w waitInfo) bool {
+	_, _, _, ok := pr.plan(unit, budgets, add, w)
+	return ok
+}
+
+// plan chooses the victims whose eviction makes room for a unit that failed with w,
+// without evicting them, and from which budget each victim unit borrows (Reclaim). ok
+// is false when preemption cannot make room; it is true with no victims when the pods
+// already leaving make it.
+func (pr *preemptions) plan(unit []*podState, budgets []*budget, add demand, w waitInfo) (PreemptionReason, [][]*podState, map[*podState]*budget, bool) {
 	reason, lowerOnly, ok := preemptionKind(unit, budgets, add, w)
 	if !ok {
-		return
+		return "", nil, nil, false
 	}
 	// What is on its way out counts as gone already.
 	going := pr.leaving()
@@ -114,7 +142,7 @@ func (pr *preemptions) decide(unit []*podState, budgets []*budget, add demand, w
 	claims := pr.claims(unit, w)
 	fits := func() bool { return pr.fitsAfter(claims, budgets, add, w) }
 	if fits() {
-		return // it waits for pods already leaving
+		return reason, nil, nil, true // it waits for pods already leaving
 	}
 	var floor reclaimFloor
 	var scarce []corev1.ResourceName
@@ -146,7 +174,7 @@ func (pr *preemptions) decide(unit []*podState, budgets []*budget, add demand, w
 		}
 	}()
 	if !fits() {
-		return // even all of them would not make room: evict nobody
+		return "", nil, nil, false // even all of them would not make room: evict nobody
 	}
 	// Drop every victim the others make room without, latest choice kept.
 	for i := len(chosen) - 2; i >= 0; i-- {
@@ -157,16 +185,7 @@ func (pr *preemptions) decide(unit []*podState, budgets []*budget, add demand, w
 		}
 		hide(chosen[i])
 	}
-	rec := &victim{reason: reason, unit: slices.Clone(unit), budgets: slices.Clone(budgets), adds: map[*budget]amounts{}}
-	for _, b := range budgets {
-		rec.adds[b] = add(b)
-	}
-	for _, c := range chosen {
-		for _, v := range c {
-			pr.victims[v], v.preemption = rec, true
-			pr.decided = append(pr.decided, preemption(reason, v, unit[0], w, budgets, from[c[0]]))
-		}
-	}
+	return reason, chosen, from, true
 }
 
 // fitsAfter reports whether a unit that waits with w fits once claims are served: they

@@ -131,7 +131,7 @@ func TestFlavorValidationOnRealAPIServer(t *testing.T) {
 			`[spec.flavors: Too many: 17: must have at most 16 items`+celSkipped)
 		good = append(good,
 			object(t, kind, k+"-16-flavors", flavorsSpec(strings.Join(many[:16], ", "))),
-			object(t, kind, k+"-flavors", `{hard: {requests.cpu: "64"}, parent: org, flavors: [{name: h100, hard: {nvidia.com/gpu: 8}, borrowingLimit: {nvidia.com/gpu: 2}, lendingLimit: {nvidia.com/gpu: 4}}, {name: a100, hard: {nvidia.com/gpu: 32}}, {name: spot.cpu}], flavorFungibility: {whenFull: WaitForPreferred, whenCanBorrow: TryNextFlavor}}`),
+			object(t, kind, k+"-flavors", `{hard: {requests.cpu: "64"}, parent: org, flavors: [{name: h100, hard: {nvidia.com/gpu: 8}, borrowingLimit: {nvidia.com/gpu: 2}, lendingLimit: {nvidia.com/gpu: 4}}, {name: a100, hard: {nvidia.com/gpu: 32}}, {name: spot.cpu}], flavorFungibility: {whenFull: WaitForPreferred, whenCanBorrow: TryNextFlavor, whenCanPreempt: Preempt}}`),
 			object(t, kind, k+"-flavors-only", `{flavors: [{name: h100, hard: {nvidia.com/gpu: "0", pods: 0}}], flavorFungibility: {}}`))
 	}
 	const flavorNamePattern = `'^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$'`
@@ -147,6 +147,8 @@ func TestFlavorValidationOnRealAPIServer(t *testing.T) {
 		`[spec.flavorFungibility.whenFull: Unsupported value: "Wait": supported values: "TryNextFlavor", "WaitForPreferred"`+celSkipped)
 	add("whenCanBorrow", object(t, "ClusterBudget", "bad-when-can-borrow", `{flavors: [{name: h100}], flavorFungibility: {whenCanBorrow: Preempt}}`),
 		`[spec.flavorFungibility.whenCanBorrow: Unsupported value: "Preempt": supported values: "Borrow", "TryNextFlavor"`+celSkipped)
+	add("whenCanPreempt", object(t, "Budget", "bad-when-can-preempt", `{flavors: [{name: h100}], flavorFungibility: {whenCanPreempt: Borrow}}`),
+		`[spec.flavorFungibility.whenCanPreempt: Unsupported value: "Borrow": supported values: "Preempt", "TryNextFlavor"`+celSkipped)
 
 	for name, tc := range bad {
 		t.Run("refused/"+name, func(t *testing.T) {
@@ -174,8 +176,8 @@ func TestFlavorValidationOnRealAPIServer(t *testing.T) {
 			t.Fatal(err)
 		}
 		f, _, _ := unstructured.NestedStringMap(got.Object, "spec", "flavorFungibility")
-		if f["whenFull"] != "TryNextFlavor" || f["whenCanBorrow"] != "Borrow" {
-			t.Errorf("flavorFungibility: {} defaults to %v, want whenFull TryNextFlavor and whenCanBorrow Borrow", f)
+		if f["whenFull"] != "TryNextFlavor" || f["whenCanBorrow"] != "Borrow" || f["whenCanPreempt"] != "TryNextFlavor" {
+			t.Errorf("flavorFungibility: {} defaults to %v, want whenFull TryNextFlavor, whenCanBorrow Borrow and whenCanPreempt TryNextFlavor", f)
 		}
 	})
 
