@@ -556,7 +556,7 @@ func TestWhenCanPreemptReclaims(t *testing.T) {
 		admitted []string
 		victims  []string
 	}{
-		"default: its own free a100":         {admitted: []string{"b0@a100"}},
+		"default: its own free a100":        {admitted: []string{"b0@a100"}},
 		"Preempt: takes its lent h100 back": {fung: Fungibility{StopToPreempt: true}, victims: []string{"a3"}},
 	} {
 		t.Run(name, func(t *testing.T) {
