@@ -235,7 +235,34 @@ func (w *flavorWorld) admitAndCheck() error {
 		p.view.ResourceVersion = strconv.Itoa(w.rv)
 		w.q.UpsertPod(p.view)
 	}
+	if err := w.evict(); err != nil {
+		return err
+	}
 	return w.checkAccounts()
+}
+
+// evict ends the victims of the preemptions the core decided, as the controller's
+// evictions do, after checking that each may be preempted: a running pod, of lower
+// priority than its preemptor's when in the same budget.
+func (w *flavorWorld) evict() error {
+	for _, pr := range w.q.Preemptions() {
+		v, by := w.pods[pr.Victim.UID], w.pods[pr.Preemptor.UID]
+		switch {
+		case v == nil || !v.running:
+			return fmt.Errorf("%s preempted for %s, but it is not a running pod", pr.Victim.Name, pr.Preemptor.Name)
+		case by == nil || by.running:
+			return fmt.Errorf("%s preempted for %s, which is not a gated pod", pr.Victim.Name, pr.Preemptor.Name)
+		case pr.Reason == PreemptWithinBudget && v.view.Priority >= by.view.Priority:
+			return fmt.Errorf("%s (priority %d) preempted within %s for %s (priority %d)", pr.Victim.Name, v.view.Priority, pr.Budget, pr.Preemptor.Name, by.view.Priority)
+		}
+		if !w.q.PreemptionNeeded(pr.Victim.UID) {
+			continue
+		}
+		delete(w.pods, pr.Victim.UID)
+		w.q.DeletePod(pr.Victim.UID)
+		w.logf("pod %s preempted (%s) for %s", pr.Victim.Name, pr.Reason, pr.Preemptor.Name)
+	}
+	return nil
 }
 
 func (w *flavorWorld) checkAccounts() error {

@@ -18,8 +18,10 @@ var randomFlavorSeeds = flag.Int("quota.flavorseeds", 200, "seeds for TestRandom
 // TestRandomizedFlavors drives the core with random flavor events (pods that select a
 // flavor, ask for other labels or none; gated pods that narrow their node selector;
 // budgets whose flavors, order and quota change; Flavor objects created and deleted;
-// restarts whose pods arrive before or after the Flavors) in a family of two Budgets
-// under a ClusterBudget, and checks after every step, against a model of its own:
+// restarts whose pods arrive before or after the Flavors; priorities, budgets that
+// preempt lower ones and stop on a flavor to preempt, victims evicted as the controller
+// does) in a family of two Budgets under a ClusterBudget, and checks after every step,
+// against a model of its own:
 //
 //   - no pod is admitted on a flavor whose labels its node selector contradicts, or on
 //     another flavor than the one it selects, or on a Flavor that does not exist;
@@ -28,6 +30,8 @@ var randomFlavorSeeds = flag.Int("quota.flavorseeds", 200, "seeds for TestRandom
 //   - fungibility order: every flavor before it in its flavored budget's order that
 //     could take it had no room for it, and a budget that waits for its preferred
 //     flavor admits on no other;
+//   - a victim is a running pod, preempted for a gated one, of lower priority when in
+//     the same budget;
 //   - accounting: every budget's used, flavor-less and per flavor, is the model's sum
 //     over running pods, each on the flavor its node selector selects;
 //   - liveness: once running pods end, no gated pod is left that fits on a flavor
@@ -124,22 +128,26 @@ func (w *flavorWorld) setBudget(k BudgetKey) {
 		b.Hard("nvidia.com/gpu=" + strconv.FormatInt(scale*int64(2+w.rng.IntN(4)), 10))
 	}
 	b.b.Fungibility.WaitForPreferred = k != flavorOrg && w.rng.IntN(4) == 0
+	b.b.Fungibility.StopToPreempt = k != flavorOrg && w.rng.IntN(3) == 0
+	if k != flavorOrg && w.rng.IntN(2) == 0 {
+		b.PreemptLowerPriority()
+	}
 	w.budgets[k] = b.Obj()
 	w.q.UpsertBudget(b.Obj())
-	w.logf("budget %s: hard %v, flavors %v, wait for preferred %v", k, b.b.Hard, b.b.Flavors, b.b.Fungibility.WaitForPreferred)
+	w.logf("budget %s: hard %v, flavors %v, fungibility %+v, preempts lower priorities %v", k, b.b.Hard, b.b.Flavors, b.b.Fungibility, b.b.WithinBudget != "")
 }
 
 func (w *flavorWorld) newPod() {
 	w.next++
 	ns := []string{"team-a", "team-b"}[w.rng.IntN(2)]
 	req := fmt.Sprintf("nvidia.com/gpu=%d,cpu=%d", w.rng.IntN(3), w.rng.IntN(3))
-	view := makePod("p" + strconv.Itoa(w.next)).NS(ns).Created(w.next).Req(req).Pod()
+	view := makePod("p" + strconv.Itoa(w.next)).NS(ns).Created(w.next).Priority(int32(w.rng.IntN(3))).Req(req).Pod()
 	view.NodeSelector = w.randomSelector()
 	w.rv++
 	view.ResourceVersion = strconv.Itoa(w.rv)
 	w.pods[view.UID] = &fPod{view: view}
 	w.q.UpsertPod(view)
-	w.logf("pod %s/%s created: %s, selector %v", ns, view.Name, req, view.NodeSelector)
+	w.logf("pod %s/%s created: %s, priority %d, selector %v", ns, view.Name, req, view.Priority, view.NodeSelector)
 }
 
 func (w *flavorWorld) randomSelector() map[string]string {
