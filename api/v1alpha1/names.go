@@ -16,6 +16,10 @@ const (
 	// the hard of, by borrowing what the budgets under the same parent did not use
 	// (spec.borrowingLimit). Set with admitted-by; absent when it borrowed nothing.
 	BorrowingAnnotation = "quotagate.io/borrowing"
+	// FlavorAnnotation names the Flavor a pod was admitted on, whose node labels and
+	// tolerations the same patch added. Set with admitted-by; absent when the pod got
+	// no flavor. It is what the pod was given; its charge follows its nodeSelector.
+	FlavorAnnotation = "quotagate.io/flavor"
 
 	// GroupLabel names the group a pod belongs to; a group is admitted all together.
 	GroupLabel = "quotagate.io/group"

@@ -136,6 +136,9 @@ func newFlavoredWorld(t *testing.T, flavors []*v1alpha1.Flavor, admitAt time.Tim
 			v1alpha1.AdmittedAtAnnotation: admitAt.UTC().Format(time.RFC3339),
 			v1alpha1.AdmittedByAnnotation: strings.Join(names, ","),
 		}
+		if a.Flavor != nil {
+			p.Annotations[v1alpha1.FlavorAnnotation] = a.Flavor.Name
+		}
 		if len(a.Borrowing) > 0 {
 			borrowing := make([]string, len(a.Borrowing))
 			for i, k := range a.Borrowing {

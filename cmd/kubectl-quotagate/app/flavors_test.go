@@ -145,6 +145,10 @@ BUDGET           POSITION   QUEUE
 Budget ml/gpus   2 of 3     inadmissible
 `,
 		},
+		"why, admitted on its flavor": {
+			args: []string{"why", "ml/train-3"},
+			want: "Pod ml/train-3 was admitted at 2026-01-01T09:05:00Z (5m ago, after waiting 4m30s) by Budget ml/gpus, on flavor a100 (quotagate added its node labels and tolerations)\n",
+		},
 		"why, no flavor can take it": {
 			args: []string{"why", "ml/v100"},
 			want: `Pod ml/v100 is waiting for 9m (gate quotagate.io/budget)

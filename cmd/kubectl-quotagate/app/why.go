@@ -90,6 +90,8 @@ type whyResult struct {
 	Created    time.Time  `json:"created"`
 	AdmittedAt *time.Time `json:"admittedAt,omitempty"`
 	AdmittedBy []string   `json:"admittedBy,omitempty"`
+	// Flavor is the Flavor it was admitted on, if any.
+	Flavor string `json:"flavor,omitempty"`
 	// Borrowing are the budgets it was admitted beyond the hard of
 	// (quotagate.io/borrowing): what lent it may take it back.
 	Borrowing []string `json:"borrowing,omitempty"`
@@ -179,6 +181,10 @@ func explainUngated(res *whyResult, pod *corev1.Pod, now time.Time) *whyResult {
 		byText = describeAdmittedByAll(res.AdmittedBy)
 	}
 	res.Summary = fmt.Sprintf("Pod %s was admitted at %s by %s", res.Pod, when, byText)
+	if f := pod.Annotations[v1alpha1.FlavorAnnotation]; f != "" {
+		res.Flavor = f
+		res.Summary += fmt.Sprintf(", on flavor %s (quotagate added its node labels and tolerations)", f)
+	}
 	if borrowing := pod.Annotations[v1alpha1.BorrowingAnnotation]; borrowing != "" {
 		res.Borrowing = strings.Split(borrowing, ",")
 		res.Summary += fmt.Sprintf("; it runs beyond the hard of %s, on quota borrowed under its parent, and may be evicted when a budget that lent it needs it back",

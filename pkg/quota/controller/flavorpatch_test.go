@@ -247,6 +247,9 @@ func TestUngateOnFlavorOnAPIServer(t *testing.T) {
 			if want := ns + "/b"; !tc.wantGated && got.Annotations[v1alpha1.AdmittedByAnnotation] != want {
 				t.Errorf("admitted-by = %q, want %q", got.Annotations[v1alpha1.AdmittedByAnnotation], want)
 			}
+			if want := flavor.Name; !tc.wantGated && got.Annotations[v1alpha1.FlavorAnnotation] != want {
+				t.Errorf("flavor annotation = %q, want %q", got.Annotations[v1alpha1.FlavorAnnotation], want)
+			}
 			if tc.wantEvent == "" && len(events) > 0 || tc.wantEvent != "" && (len(events) != 1 || !strings.HasPrefix(events[0], tc.wantEvent)) {
 				t.Errorf("events %q, want one starting with %q", events, tc.wantEvent)
 			}

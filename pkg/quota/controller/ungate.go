@@ -69,6 +69,9 @@ func (c *Controller) ungate(ctx context.Context, a quota.Admission) {
 		if len(borrowing) > 0 {
 			annotations[v1alpha1.BorrowingAnnotation] = strings.Join(borrowing, ",")
 		}
+		if a.Flavor != nil {
+			annotations[v1alpha1.FlavorAnnotation] = a.Flavor.Name
+		}
 		// The cached pod knows its nodeSelector and tolerations too (patchTarget), so
 		// the patch adds only what the flavor's are missing.
 		patch, _, conflict := gates.UngatePatchOnFlavor(pod, c.opts.Gate, annotations, nodeLabels, tolerations)
