@@ -87,3 +87,7 @@ func (q *AdmissionQueue) capacityWait(budgets []*budget, add demand) (waitInfo, 
 // stuck reports whether a waiting pod may not be admitted now whatever is freed
 // (familyCore, preemptionCore; admit.go).
 func (q *AdmissionQueue) stuck(p *podState) bool { return q.admit.stuck(p) }
+
+// headFlavor is the flavor a waiting pod would be admitted on now, and whether it
+// fits there (familyCore; flavor_choice.go).
+func (q *AdmissionQueue) headFlavor(p *podState) (string, bool) { return q.admit.headFlavor(p) }

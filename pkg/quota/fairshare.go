@@ -17,7 +17,10 @@ import (
 // what no sibling of positive weight waits for). A unit that would borrow yields to
 // the head of a sibling that would borrow too, would end with a smaller share (or the
 // same share, and is ahead in admission order), and fits now: the unit waits
-// (CodeFairShare) and the sibling's head is evaluated in the same Admit. When that head
+// (CodeFairShare) and the sibling's head is evaluated in the same Admit. On flavors, a
+// unit competes only with heads that would go on its flavor now, and shares are of
+// what the family lends of that flavor: the head then picks the same flavor, and the
+// same strict order holds there. When that head
 // is admitted or fails, the units that yielded to it are evaluated again. Yielding
 // follows the shares strictly, so no two units yield to each other, and an Admit ends.
 
@@ -27,6 +30,7 @@ import (
 func (fs *families) yieldsTo(first *podState, budgets []*budget, add demand) (waitInfo, bool) {
 	var w waitInfo
 	yield := borrowingFamilies(budgets, add, func(f *budget, adds map[*budget]amounts, _ []corev1.ResourceName) bool {
+		fl := demandFlavor(adds)
 		mine, borrows := -1.0, false
 		for c, a := range adds {
 			if s, b := c.shareWith(f, a); b {
@@ -45,11 +49,20 @@ func (fs *families) yieldsTo(first *podState, budgets []*budget, add demand) (wa
 			if h == nil {
 				continue
 			}
-			theirs, b := d.shareWith(f, h.usage())
+			usage, hAdds := h.usage(), h.adds
+			if fl != "" {
+				// The unit goes on flavor fl: it competes with a head that goes there too,
+				// for what the family lends of fl, and their shares are of that.
+				if hf, fits := fs.core.headFlavor(h); !fits || hf != fl {
+					continue
+				}
+				usage, hAdds = onFlavor(usage, fl), h.addsOn(fl)
+			}
+			theirs, b := d.shareWith(f, usage)
 			if !b || theirs > mine || (theirs == mine && h.order.compare(&first.order) >= 0) {
 				continue
 			}
-			if _, over := fs.core.capacityWait(h.cover, h.adds); over {
+			if _, over := fs.core.capacityWait(h.cover, hAdds); over {
 				continue // it cannot go now either: nothing to yield to
 			}
 			fs.core.activate(h)
@@ -59,6 +72,18 @@ func (fs *families) yieldsTo(first *podState, budgets []*budget, add demand) (wa
 		return false
 	})
 	return w, yield
+}
+
+// demandFlavor is the flavor a unit's adds are on ("" for none).
+func demandFlavor(adds map[*budget]amounts) string {
+	for _, a := range adds {
+		for r := range a {
+			if _, f := splitFlavor(r); f != "" {
+				return f
+			}
+		}
+	}
+	return ""
 }
 
 // fairHead is the first gated pod of d in admission order that could be admitted now

@@ -38,6 +38,9 @@ type familyCore interface {
 	wakeIfAlive(b *budget)
 	// activate moves a waiting pod's inadmissible entries back to active.
 	activate(p *podState)
+	// headFlavor is the flavor a waiting pod would be admitted on now, and whether it
+	// fits there; "" and true when no flavor applies to it (flavor_choice.go).
+	headFlavor(p *podState) (string, bool)
 }
 
 var _ familyCore = (*AdmissionQueue)(nil)

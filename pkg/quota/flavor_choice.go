@@ -51,21 +51,30 @@ func flavoredDemand(d demand, f string) demand {
 }
 
 // onFlavors decides for a unit that nothing but capacity blocks, given the flavors it
-// may be put on (none: it is admitted without one, as any unit). It tries them in the
-// flavored budget's order and takes the first it fits in, unless its fungibility says
-// otherwise: WaitForPreferred stops at the first that it does not fit in;
-// AvoidBorrowing passes a flavor it fits in only by borrowing while a later one may
-// fit without; StopToPreempt stops at the first where preemption makes room (after
-// a flavor it fits in by borrowing, it takes that one instead). When none
-// fits, the unit waits on the first where preemption makes room (and preempts there),
-// else on the first; and, when several could take it, any event in a budget that
-// covers it looks at it again. It returns the flavor to admit the unit on, or waits.
+// may be put on (none: it is admitted without one, as any unit), on the flavor
+// flavorFor picks. When it waits although several flavors could take it, any event in
+// a budget that covers it looks at it again. It returns the flavor to admit the unit
+// on, or waits.
 func (a *admitter) onFlavors(unit []*podState, budgets []*budget, c flavorChoice, add func(f string) demand) (*Flavor, bool) {
 	if len(c.names) == 0 {
 		return nil, a.waitsForCapacity(unit, budgets, add(""))
 	}
+	name, fits := a.flavorFor(unit, budgets, c, add)
+	others := len(c.names) > 1 && (fits || !c.home.spec.Fungibility.WaitForPreferred)
+	return a.onFlavor(unit, budgets, name, add(name), others)
+}
+
+// flavorFor picks the flavor for a unit, of the ones it may be put on (c.names, at
+// least one), as the ledgers are now: fits says it fits there. It tries them in the
+// flavored budget's order and takes the first it fits in, unless its fungibility says
+// otherwise: WaitForPreferred stops at the first that it does not fit in;
+// AvoidBorrowing passes a flavor it fits in only by borrowing while a later one may
+// fit without; StopToPreempt stops at the first where preemption makes room (after a
+// flavor it fits in by borrowing, it takes that one instead). When none fits, the unit
+// waits on the first where preemption makes room (and preempts there), else on the
+// first.
+func (a *admitter) flavorFor(unit []*podState, budgets []*budget, c flavorChoice, add func(f string) demand) (name string, fits bool) {
 	fung := c.home.spec.Fungibility
-	others := len(c.names) > 1 && !fung.WaitForPreferred
 	borrowing := ""
 	for i, name := range c.names {
 		d := add(name)
@@ -74,7 +83,7 @@ func (a *admitter) onFlavors(unit []*podState, budgets []*budget, c flavorChoice
 				break
 			}
 			if fung.StopToPreempt && borrowing == "" && a.preemptions.makesRoom(unit, budgets, d, w) {
-				return a.onFlavor(unit, budgets, name, d, others)
+				return name, false
 			}
 			continue
 		}
@@ -84,23 +93,35 @@ func (a *admitter) onFlavors(unit []*podState, budgets []*budget, c flavorChoice
 			}
 			continue
 		}
-		return a.onFlavor(unit, budgets, name, d, len(c.names) > 1)
+		return name, true
 	}
 	if borrowing != "" {
-		return a.onFlavor(unit, budgets, borrowing, add(borrowing), len(c.names) > 1)
+		return borrowing, true
 	}
-	wait := c.names[0]
 	if !fung.StopToPreempt && !fung.WaitForPreferred && len(c.names) > 1 {
 		// (Stopping to preempt, the loop has asked every flavor already.)
 		for _, name := range c.names {
 			d := add(name)
 			if w, over := a.capacityWait(budgets, d); over && a.preemptions.makesRoom(unit, budgets, d, w) {
-				wait = name
-				break
+				return name, false
 			}
 		}
 	}
-	return a.onFlavor(unit, budgets, wait, add(wait), others)
+	return c.names[0], false
+}
+
+// headFlavor is the flavor a waiting pod would be admitted on now, and whether it fits
+// there (flavorFor); "" and true when no flavor applies to it (a capacity check is
+// then the caller's), and false when no flavor can take it.
+func (a *admitter) headFlavor(p *podState) (string, bool) {
+	c, _, ok := a.flavors.choices(p.cover, p.pod.NodeSelector, p.usage())
+	switch {
+	case !ok:
+		return "", false
+	case len(c.names) == 0:
+		return "", true
+	}
+	return a.flavorFor([]*podState{p}, p.cover, c, p.addsOn)
 }
 
 // onFlavor decides for the unit on one flavor (waitsForCapacity); a unit that waits

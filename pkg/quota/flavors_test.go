@@ -583,3 +583,44 @@ func TestWhenCanPreemptReclaims(t *testing.T) {
 		})
 	}
 }
+
+// TestFairSharingOnAFlavor: fair sharing works per flavor as per resource. Two budgets
+// borrow h100 GPUs under one parent, with room left for one more: team-a borrows 4
+// already, team-b nothing, so team-b's pod goes first although team-a's is ahead in
+// admission order, unless team-a's weight says otherwise. A head that goes on another
+// flavor does not compete.
+func TestFairSharingOnAFlavor(t *testing.T) {
+	for name, tc := range map[string]struct {
+		weightA  string
+		ySelects map[string]string
+		admitted []string
+	}{
+		// The other borrows a100 then: its next flavor, with room.
+		"the smaller share on h100 goes first":               {admitted: []string{"y@h100", "x@a100"}},
+		"a weight of 8 lets team-a go":                       {weightA: "8", admitted: []string{"x@h100", "y@a100"}},
+		"team-b's head goes on a100: no competition on h100": {ySelects: a100.NodeLabels, admitted: []string{"x@h100", "y@a100"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			q := flavorQueue(t, h100, a100)
+			q.UpsertBudget(makeBudget("", "org").flavor("h100", "nvidia.com/gpu=100", "").flavor("a100", "nvidia.com/gpu=100", "").Obj())
+			a := makeBudget("team-a", "a").Parent("org").flavor("h100", "nvidia.com/gpu=2", "nvidia.com/gpu=10").flavor("a100", "nvidia.com/gpu=0", "nvidia.com/gpu=10")
+			if tc.weightA != "" {
+				a.Weight(tc.weightA)
+			}
+			q.UpsertBudget(a.Obj())
+			q.UpsertBudget(makeBudget("team-b", "b").Parent("org").flavor("h100", "nvidia.com/gpu=2", "nvidia.com/gpu=10").flavor("a100", "nvidia.com/gpu=0", "nvidia.com/gpu=10").Obj())
+			// Idle: lends 5 on h100 and 5 on a100.
+			q.UpsertBudget(makeBudget("team-c", "c").Parent("org").flavor("h100", "nvidia.com/gpu=5", "").flavor("a100", "nvidia.com/gpu=5", "").Obj())
+			q.UpsertPod(makePod("a-run").NS("team-a").Req("nvidia.com/gpu=6").Pod())
+			q.UpsertPod(makePod("b-run").NS("team-b").Req("nvidia.com/gpu=2").Pod())
+			if got := admitFlavors(q); len(got) != 2 {
+				t.Fatalf("admitted %v, want a-run and b-run", got)
+			}
+			q.UpsertPod(makePod("x").NS("team-a").Created(1).Priority(10).Req("nvidia.com/gpu=1").Pod())
+			q.UpsertPod(withSelector(makePod("y").NS("team-b").Created(2).Req("nvidia.com/gpu=1").Pod(), tc.ySelects))
+			if diff := cmp.Diff(tc.admitted, admitFlavors(q)); diff != "" {
+				t.Errorf("admitted (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
