@@ -192,6 +192,12 @@ func (a *admitter) evaluateGroup(g *group) {
 // It reports whether the unit waits; if not, the caller admits it. Only a unit with a
 // borrowing family asks the family part, once.
 func (a *admitter) waitsForCapacity(unit []*podState, budgets []*budget, add demand) bool {
+	return a.waitsForCapacityOn(unit, budgets, add, "", false)
+}
+
+// waitsForCapacityOn is waitsForCapacity for a unit on a flavor: when it waits, it
+// waits on that flavor (waitInfo.flavor), or on any of several (anyFlavor).
+func (a *admitter) waitsForCapacityOn(unit []*podState, budgets []*budget, add demand, flavor string, anyFlavor bool) bool {
 	var w waitInfo
 	var over, yield bool
 	if inBorrowingFamily(budgets) {
@@ -199,6 +205,7 @@ func (a *admitter) waitsForCapacity(unit []*podState, budgets []*budget, add dem
 	} else {
 		w, over = ledgersWait(budgets, add)
 	}
+	w.flavor, w.anyFlavor = flavor, anyFlavor
 	switch {
 	case over:
 		a.fail(unit, w)

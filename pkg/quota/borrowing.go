@@ -211,7 +211,7 @@ func lenderClaims(f *budget, stuck func(*podState) bool) map[*budget]amounts {
 			}
 			// Only what fits within c's own hard is c's to claim: a pod that would
 			// borrow is a borrower, and borrowers do not hold each other back.
-			for r, v := range p.usage() {
+			for r, v := range p.waitUsage() {
 				acc := c.ledger.of(r)
 				if !acc.limited || addAmount(acc.used, v) > acc.hard {
 					continue

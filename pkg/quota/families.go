@@ -128,10 +128,11 @@ func insufficient(b *budget, add demand) (waitInfo, bool) {
 
 // failed records a unit's pod p that now waits with w, after old: its claim on the
 // family (lenderClaims) or its yield (fairshare.go), and wakes the pods that yielded to
-// it. It returns the family whose borrowers p no longer holds back, to be woken once
-// the unit is placed (nil for none).
+// it. It returns the family whose borrowers p no longer holds back (it waits for
+// something else now, or on another flavor), to be woken once the unit is placed (nil
+// for none).
 func (fs *families) failed(p *podState, old, w waitInfo) (wake *budget) {
-	if old.code == CodeNoLendable && (w.code != CodeNoLendable || w.budget != old.budget) {
+	if old.code == CodeNoLendable && (w.code != CodeNoLendable || w.budget != old.budget || w.flavor != old.flavor) {
 		wake = old.budget
 	}
 	switch w.code {

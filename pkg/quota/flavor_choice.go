@@ -127,12 +127,7 @@ func (a *admitter) headFlavor(p *podState) (string, bool) {
 // onFlavor decides for the unit on one flavor (waitsForCapacity); a unit that waits
 // although another flavor may take it is marked to be looked at on any event.
 func (a *admitter) onFlavor(unit []*podState, budgets []*budget, name string, d demand, others bool) (*Flavor, bool) {
-	if a.waitsForCapacity(unit, budgets, d) {
-		if others {
-			for _, p := range unit {
-				p.wait.anyFlavor = true
-			}
-		}
+	if a.waitsForCapacityOn(unit, budgets, d, name, others) {
 		return nil, true
 	}
 	return a.flavors.get(name), false

@@ -624,3 +624,32 @@ func TestFairSharingOnAFlavor(t *testing.T) {
 		})
 	}
 }
+
+// TestReclaimOnAFlavorHoldsWhatItFrees: team-b takes back the h100 GPU it lent to
+// team-a; once the victim ends, the GPU goes to team-b's pod, not to team-a's next pod,
+// which was created earlier but would borrow it again (the claim is on the flavor).
+func TestReclaimOnAFlavorHoldsWhatItFrees(t *testing.T) {
+	q, clk := newTestQueue()
+	q.UpsertFlavor(h100)
+	q.UpsertBudget(makeBudget("", "org").flavor("h100", "nvidia.com/gpu=4", "").Obj())
+	q.UpsertBudget(makeBudget("team-a", "a").Parent("org").flavor("h100", "nvidia.com/gpu=2", "nvidia.com/gpu=2").Obj())
+	q.UpsertBudget(makeBudget("team-b", "b").Parent("org").flavor("h100", "nvidia.com/gpu=2", "").Obj())
+	for i := range 4 {
+		q.UpsertPod(makePod("a" + strconv.Itoa(i)).Created(i).Req("nvidia.com/gpu=1").Pod())
+		admitFlavors(q)
+		clk.Step(1e9)
+	}
+	q.UpsertPod(makePod("a4").Created(10).Req("nvidia.com/gpu=1").Pod())
+	q.UpsertPod(makePod("b0").NS("team-b").Created(11).Req("nvidia.com/gpu=1").Pod())
+	if got := admitFlavors(q); len(got) != 0 {
+		t.Fatalf("admitted %v into a full family", got)
+	}
+	victims := victimNames(t, q)
+	if diff := cmp.Diff([]string{"a3"}, victims); diff != "" {
+		t.Fatalf("victims (-want +got):\n%s", diff)
+	}
+	q.DeletePod(makePod("a3").Pod().UID)
+	if diff := cmp.Diff([]string{"b0@h100"}, admitFlavors(q)); diff != "" {
+		t.Errorf("once the victim ends (-want +got):\n%s", diff)
+	}
+}

@@ -182,6 +182,9 @@ func (p *podState) usage() amounts {
 	return p.units
 }
 
+// waitUsage is what a waiting pod asks for: its usage, on the flavor it waits on.
+func (p *podState) waitUsage() amounts { return onFlavor(p.usage(), p.wait.flavor) }
+
 // writtenFormat is the format the pod writes r in (DecimalSI when it does not ask for
 // r): what it requests prints so, as the Quantity it was printed from did.
 func (p *podState) writtenFormat(r corev1.ResourceName) resource.Format {

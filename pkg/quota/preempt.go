@@ -229,7 +229,7 @@ func (pr *preemptions) claims(unit []*podState, w waitInfo) []*podState {
 			if seen[p] || p.order.compare(&unit[0].order) >= 0 || p.inBackoff || pr.core.stuck(p) {
 				continue
 			}
-			if !borrowsUnder(f, p.cover, usageDemand(p.usage())) {
+			if !borrowsUnder(f, p.cover, usageDemand(p.waitUsage())) {
 				seen[p] = true
 				out = append(out, p)
 				claim(out[len(out)-1:]) // the next is tested after it
@@ -239,12 +239,13 @@ func (pr *preemptions) claims(unit []*podState, w waitInfo) []*podState {
 	return slices.Clip(out)
 }
 
-// claim charges waiting pods to the ledgers of their budgets as if admitted, and
-// unclaim takes that back: to ask whether a unit would fit after them.
+// claim charges waiting pods to the ledgers of their budgets as if admitted (on the
+// flavor each waits on), and unclaim takes that back: to ask whether a unit would fit
+// after them.
 func claim(pods []*podState) {
 	for _, p := range pods {
 		for _, b := range p.cover {
-			b.ledger.charge(p, p.usage(), p.claims())
+			b.ledger.charge(p, p.waitUsage(), p.claims())
 		}
 	}
 }
@@ -252,7 +253,7 @@ func claim(pods []*podState) {
 func unclaim(pods []*podState) {
 	for _, p := range pods {
 		for _, b := range p.cover {
-			b.ledger.release(p, p.usage(), p.claims())
+			b.ledger.release(p, p.waitUsage(), p.claims())
 		}
 	}
 }

@@ -95,6 +95,9 @@ type waitInfo struct {
 	// anyFlavor: it waits for room on any of several flavors, so an event in any
 	// budget that covers it may let it in (wakeable retries it).
 	anyFlavor bool
+	// flavor is the flavor it waits on ("" for none): what it claims of its family,
+	// and counts as when pods wait for room being made, is on it (podState.waitUsage).
+	flavor string
 }
 
 // parks reports whether the reason keeps a pod parked (out of the queues).
