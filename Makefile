@@ -118,6 +118,10 @@ soak: tools ## Run two teams' steady Jobs under one parent for $(SOAK) (SOAK=10m
 bench: tools ## Measure quotagate against its baselines on a local control plane; write docs/benchmarks.{md,json} (~10 min).
 	go run ./bench
 
+.PHONY: bench-flavors
+bench-flavors: tools ## Measure figures 1 and 2 only, each beside its arm with the budget split over 2 Flavors, 5 repetitions; write docs/benchmarks-flavors.{md,json} (~5 min).
+	go run ./bench -figures 1,2 -reps 5 -eventless-reps 0 -out docs/benchmarks-flavors.md -json docs/benchmarks-flavors.json
+
 .PHONY: bench-scale
 bench-scale: tools ## Measure quotagate with up to 100,000 gated pods in 1,000 budgets; write docs/benchmarks-scale.{md,json} (SCALE_SIZES=1000,10000 for a quick run).
 	go run ./bench -scale -sizes $(SCALE_SIZES)

@@ -12,8 +12,11 @@ import (
 // Report is everything a run measured; docs/benchmarks.json is this, and
 // docs/benchmarks.md is rendered from it.
 type Report struct {
-	Date     string          `json:"date"`
-	Command  string          `json:"command"`
+	Date    string `json:"date"`
+	Command string `json:"command"`
+	// JSON is the file name of the JSON report, beside the Markdown one (unset in
+	// reports written before it: benchmarks.json).
+	JSON     string          `json:"json,omitempty"`
 	Took     string          `json:"took"`
 	Machine  report.Machine  `json:"machine"`
 	Manager  ManagerSettings `json:"managerSettings"`
