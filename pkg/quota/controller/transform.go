@@ -2,12 +2,14 @@ package controller
 
 import (
 	"time"
+	"unique"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/quotagate/quotagate/pkg/estimate"
 	"github.com/quotagate/quotagate/pkg/gates"
 	"github.com/quotagate/quotagate/pkg/quota"
 )
@@ -36,6 +38,10 @@ type cachedPod struct {
 	// claims are the pod's spec.resourceClaims, resolved (nil for none): the core's
 	// view gets what they charge when the pod is given to it (claims.go).
 	claims []quota.PodClaim
+	// facts are what the estimator reads of the pod (its owner, deadline, declared
+	// duration, start and end), shared between pods with equal ones: the gated pods of
+	// one Job share one copy (estimates.go).
+	facts unique.Handle[estimate.Facts]
 }
 
 var _ runtime.Object = (*cachedPod)(nil)
@@ -112,5 +118,6 @@ func compactPod(pod *corev1.Pod) *cachedPod {
 		hasAnnotations: len(pod.Annotations) > 0,
 		placement:      placementOf(pod),
 		claims:         quota.PodClaims(pod),
+		facts:          unique.Make(estimate.FactsOf(pod)),
 	}
 }

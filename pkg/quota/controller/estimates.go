@@ -1,0 +1,322 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/pkg/estimate"
+	"github.com/quotagate/quotagate/pkg/quota"
+)
+
+// The estimator answers "when will my pod start?" (package estimate) for the views.
+//
+// It is a part of its own, beside the admission loop and never in its way:
+//   - its informer handlers feed a Learner with every pod first seen Succeeded or
+//     Failed (on every replica, so that a new leader starts with what the old one
+//     learned since it started), and note that something changed;
+//   - on the leader, at most every EstimateInterval and only when something changed,
+//     it builds an estimate.World from the informers' caches (Budgets, ClusterBudgets,
+//     namespaces, Flavors and the pod cache's compact views), never from the core, and
+//     runs estimate.Simulate on a fresh core of its own: the real core's lock is never
+//     taken, so admission never waits for an estimate;
+//   - it keeps the latest Start of every gated pod, swapped in whole under its own lock,
+//     which EstimatedStart reads.
+//
+// Pods the real core admitted whose ungate the cache has not shown yet are gated in
+// the world: the simulation admits them at once, as the core did.
+type estimator struct {
+	learner  *estimate.Learner
+	interval time.Duration
+	// pods lists the pod informer's store, of cachedPods.
+	pods podLister
+	// changed is set by every informer event, and cleared by the pass it starts.
+	changed atomic.Bool
+
+	// mu guards starts. It is held only to read or swap the map, never while a
+	// simulation runs.
+	mu     sync.RWMutex
+	starts map[types.UID]estimate.Start // nil until the first pass
+}
+
+// podLister lists the pod informer's store.
+type podLister interface{ List() []any }
+
+// DefaultEstimateInterval is the least time between two estimator passes.
+const DefaultEstimateInterval = 5 * time.Second
+
+func newEstimator(interval time.Duration) *estimator {
+	if interval <= 0 {
+		return nil
+	}
+	e := &estimator{learner: estimate.NewLearner(0), interval: interval}
+	e.changed.Store(true)
+	return e
+}
+
+// EstimatedStart is a gated pod's estimated start as of the estimator's last pass;
+// false when the estimator is off, has not run yet, or did not see the pod gated.
+func (c *Controller) EstimatedStart(uid types.UID) (estimate.Start, bool) {
+	e := c.estimates
+	if e == nil {
+		return estimate.Start{}, false
+	}
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	s, ok := e.starts[uid]
+	return s, ok
+}
+
+// estimateHandlers are the estimator's informer handlers: pods teach the Learner; any
+// event of the objects a world is built from asks for a new pass.
+func (c *Controller) estimateHandlers() []informerHandler {
+	changed := c.estimates.changedHandler()
+	return []informerHandler{
+		{&corev1.Namespace{}, changed},
+		{&v1alpha1.Budget{}, changed},
+		{&v1alpha1.ClusterBudget{}, changed},
+		{&v1alpha1.Flavor{}, changed},
+		{&corev1.Pod{}, c.estimatePodHandler()},
+	}
+}
+
+// informerHandler is a handler for the informer of obj's type.
+type informerHandler struct {
+	obj     client.Object
+	handler toolscache.ResourceEventHandler
+}
+
+func (e *estimator) changedHandler() toolscache.ResourceEventHandler {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { e.changed.Store(true) },
+		UpdateFunc: func(_, _ any) { e.changed.Store(true) },
+		DeleteFunc: func(any) { e.changed.Store(true) },
+	}
+}
+
+// estimatePodHandler teaches the Learner each pod first seen ended, and asks for a
+// new pass on every pod event.
+func (c *Controller) estimatePodHandler() toolscache.ResourceEventHandler {
+	e := c.estimates
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if cp, ok := obj.(*cachedPod); ok {
+				c.learn(cp, nil)
+			}
+			e.changed.Store(true)
+		},
+		UpdateFunc: func(old, obj any) {
+			was, _ := old.(*cachedPod)
+			if cp, ok := obj.(*cachedPod); ok && was != nil {
+				c.learn(cp, was)
+			}
+			e.changed.Store(true)
+		},
+		DeleteFunc: func(any) { e.changed.Store(true) },
+	}
+}
+
+// learn observes a pod the first time it is seen ended (old is its previous version,
+// nil for a pod seen for the first time): the informer's first list teaches the pods
+// that ended before the manager started, an update the pods that end while it runs.
+func (c *Controller) learn(cp, old *cachedPod) bool {
+	f := cp.facts.Value()
+	if !f.Ended || (old != nil && old.facts.Value().Ended) {
+		return false
+	}
+	v := cp.view
+	return c.estimates.learner.ObserveFacts(&f, v.AdmittedByKeys(), c.opts.Clock.Now())
+}
+
+// runEstimates is the leader's estimator loop: a pass when something changed, at most
+// one per interval, passes one after another.
+func (c *Controller) runEstimates(ctx context.Context) error {
+	logger := log.FromContext(ctx).WithName("estimates")
+	ctx = log.IntoContext(ctx, logger)
+	if !toolscache.WaitForCacheSync(ctx.Done(), c.handlersSynced) {
+		return nil
+	}
+	for {
+		// The interval runs from the end of a pass: a pass longer than the interval
+		// (tens of thousands of gated pods) leaves the manager time for the rest.
+		timer := c.opts.Clock.NewTimer(c.estimates.interval)
+		if c.estimates.changed.Swap(false) {
+			if err := c.estimateOnce(ctx); err != nil {
+				logger.Error(err, "Estimating starts")
+			}
+		}
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil
+		case <-timer.C():
+		}
+	}
+}
+
+// estimateOnce builds the world from the caches, simulates it and publishes the starts.
+func (c *Controller) estimateOnce(ctx context.Context) error {
+	began := time.Now()
+	w, err := c.world(ctx, c.opts.Clock.Now())
+	if err != nil {
+		return err
+	}
+	built := time.Since(began)
+	starts := estimate.Simulate(w, estimate.Options{Core: c.opts.coreOptions()})
+	m := make(map[types.UID]estimate.Start, len(starts))
+	for _, s := range starts {
+		m[s.Pod.UID] = s
+	}
+	c.estimates.mu.Lock()
+	c.estimates.starts = m
+	c.estimates.mu.Unlock()
+	log.FromContext(ctx).V(4).Info("Estimated starts", "gated", len(w.Waiting), "running", len(w.Running),
+		"build", built, "simulate", time.Since(began)-built)
+	return nil
+}
+
+// world is what the informers' caches hold at now, as Simulate takes it: every
+// budget, namespace and flavor; the pods that hold quota (not gated, not terminal) and
+// the gated pods, each with what the Learner expects of it.
+func (c *Controller) world(ctx context.Context, now time.Time) (estimate.World, error) {
+	if c.estimates.pods == nil {
+		return estimate.World{}, errors.New("the pod cache is not set up")
+	}
+	w := estimate.World{Now: now, Namespaces: map[string]map[string]string{}}
+	var namespaces corev1.NamespaceList
+	if err := c.reader.List(ctx, &namespaces, client.UnsafeDisableDeepCopy); err != nil {
+		return w, fmt.Errorf("listing namespaces: %w", err)
+	}
+	for i := range namespaces.Items {
+		ns := &namespaces.Items[i]
+		w.Namespaces[ns.Name] = ns.Labels
+	}
+	var budgets v1alpha1.BudgetList
+	if err := c.reader.List(ctx, &budgets, client.UnsafeDisableDeepCopy); err != nil {
+		return w, fmt.Errorf("listing budgets: %w", err)
+	}
+	for i := range budgets.Items {
+		w.Budgets = append(w.Budgets, quota.BudgetFromAPI(&budgets.Items[i]))
+	}
+	var clusterBudgets v1alpha1.ClusterBudgetList
+	if err := c.reader.List(ctx, &clusterBudgets, client.UnsafeDisableDeepCopy); err != nil {
+		return w, fmt.Errorf("listing clusterbudgets: %w", err)
+	}
+	for i := range clusterBudgets.Items {
+		w.Budgets = append(w.Budgets, quota.ClusterBudgetFromAPI(&clusterBudgets.Items[i]))
+	}
+	var flavors v1alpha1.FlavorList
+	if err := c.reader.List(ctx, &flavors, client.UnsafeDisableDeepCopy); err != nil {
+		return w, fmt.Errorf("listing flavors: %w", err)
+	}
+	for i := range flavors.Items {
+		w.Flavors = append(w.Flavors, quota.FlavorFromAPI(&flavors.Items[i]))
+	}
+
+	cover := newCoverIndex(w.Budgets, w.Namespaces)
+	learner := c.estimates.learner
+	for _, item := range c.estimates.pods.List() {
+		cp, ok := item.(*cachedPod)
+		if !ok {
+			continue
+		}
+		p := c.viewOf(cp, now)
+		if p.Terminal {
+			continue
+		}
+		f := cp.facts.Value()
+		if p.Gated {
+			w.Waiting = append(w.Waiting, estimate.Pod{Pod: p, Expect: learner.ExpectFacts(&f, cover.of(&p), now)})
+		} else {
+			w.Running = append(w.Running, estimate.Pod{Pod: p, Expect: learner.ExpectFacts(&f, p.AdmittedByKeys(), now)})
+		}
+	}
+	return w, nil
+}
+
+// viewOf is the core's view of a cached pod at now, resolved against its claims as
+// upsertPod gives it to the core (without giving it).
+func (c *Controller) viewOf(cp *cachedPod, now time.Time) quota.Pod {
+	p := cp.at(now, c.opts.Gate)
+	if c.claims == nil || len(cp.claims) == 0 {
+		return p
+	}
+	c.claims.mu.Lock()
+	defer c.claims.mu.Unlock()
+	return c.claims.resolve(p, cp.claims)
+}
+
+// coverIndex finds the budgets a gated pod will be charged to, for the Learner's
+// budget keys (the least specific durations it falls back to): the Budgets of its
+// namespace whose podSelector matches it, the ClusterBudgets whose namespaceSelector
+// matches its namespace, and their parents, as the admitted-by annotation of an
+// admitted pod names them. It is the estimate's guess, not the core's decision.
+type coverIndex struct {
+	byNamespace map[string][]*quota.Budget
+	cluster     []*quota.Budget
+	byName      map[string]*quota.Budget // ClusterBudgets
+	namespaces  map[string]map[string]string
+	// clusterOf caches each namespace's ClusterBudgets with their parents.
+	clusterOf map[string][]quota.BudgetKey
+}
+
+func newCoverIndex(budgets []quota.Budget, namespaces map[string]map[string]string) *coverIndex {
+	x := &coverIndex{byNamespace: map[string][]*quota.Budget{}, byName: map[string]*quota.Budget{},
+		namespaces: namespaces, clusterOf: map[string][]quota.BudgetKey{}}
+	for i := range budgets {
+		b := &budgets[i]
+		if b.Key.IsCluster() {
+			x.cluster = append(x.cluster, b)
+			x.byName[b.Key.Name] = b
+		} else {
+			x.byNamespace[b.Key.Namespace] = append(x.byNamespace[b.Key.Namespace], b)
+		}
+	}
+	return x
+}
+
+func (x *coverIndex) of(p *quota.Pod) []quota.BudgetKey {
+	var out []quota.BudgetKey
+	for _, b := range x.byNamespace[p.Namespace] {
+		if b.PodSelector == nil || b.PodSelector.Matches(labels.Set(p.Labels)) {
+			out = x.withParents(out, b)
+		}
+	}
+	cluster, ok := x.clusterOf[p.Namespace]
+	if !ok {
+		nsLabels := labels.Set(x.namespaces[p.Namespace])
+		for _, b := range x.cluster {
+			if b.NamespaceSelector != nil && b.NamespaceSelector.Matches(nsLabels) {
+				cluster = x.withParents(cluster, b)
+			}
+		}
+		x.clusterOf[p.Namespace] = cluster
+	}
+	for _, k := range cluster {
+		if !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// withParents appends b and its parents (a cycle stops where it repeats).
+func (x *coverIndex) withParents(out []quota.BudgetKey, b *quota.Budget) []quota.BudgetKey {
+	for b != nil && !slices.Contains(out, b.Key) {
+		out = append(out, b.Key)
+		b = x.byName[b.Parent]
+	}
+	return out
+}
