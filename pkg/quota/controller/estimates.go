@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -189,61 +187,52 @@ func (c *Controller) estimateOnce(ctx context.Context) error {
 
 // world is what the informers' caches hold at now, as Simulate takes it: every
 // budget, namespace and flavor; the pods that hold quota (not gated, not terminal) and
-// the gated pods, each with what the Learner expects of it.
+// the gated pods, each with what the Learner expects of it (estimate.WorldBuilder).
 func (c *Controller) world(ctx context.Context, now time.Time) (estimate.World, error) {
 	if c.estimates.pods == nil {
 		return estimate.World{}, errors.New("the pod cache is not set up")
 	}
-	w := estimate.World{Now: now, Namespaces: map[string]map[string]string{}}
 	var namespaces corev1.NamespaceList
 	if err := c.reader.List(ctx, &namespaces, client.UnsafeDisableDeepCopy); err != nil {
-		return w, fmt.Errorf("listing namespaces: %w", err)
+		return estimate.World{}, fmt.Errorf("listing namespaces: %w", err)
 	}
+	nsLabels := make(map[string]map[string]string, len(namespaces.Items))
 	for i := range namespaces.Items {
 		ns := &namespaces.Items[i]
-		w.Namespaces[ns.Name] = ns.Labels
+		nsLabels[ns.Name] = ns.Labels
 	}
 	var budgets v1alpha1.BudgetList
 	if err := c.reader.List(ctx, &budgets, client.UnsafeDisableDeepCopy); err != nil {
-		return w, fmt.Errorf("listing budgets: %w", err)
-	}
-	for i := range budgets.Items {
-		w.Budgets = append(w.Budgets, quota.BudgetFromAPI(&budgets.Items[i]))
+		return estimate.World{}, fmt.Errorf("listing budgets: %w", err)
 	}
 	var clusterBudgets v1alpha1.ClusterBudgetList
 	if err := c.reader.List(ctx, &clusterBudgets, client.UnsafeDisableDeepCopy); err != nil {
-		return w, fmt.Errorf("listing clusterbudgets: %w", err)
+		return estimate.World{}, fmt.Errorf("listing clusterbudgets: %w", err)
+	}
+	all := make([]quota.Budget, 0, len(budgets.Items)+len(clusterBudgets.Items))
+	for i := range budgets.Items {
+		all = append(all, quota.BudgetFromAPI(&budgets.Items[i]))
 	}
 	for i := range clusterBudgets.Items {
-		w.Budgets = append(w.Budgets, quota.ClusterBudgetFromAPI(&clusterBudgets.Items[i]))
+		all = append(all, quota.ClusterBudgetFromAPI(&clusterBudgets.Items[i]))
 	}
-	var flavors v1alpha1.FlavorList
-	if err := c.reader.List(ctx, &flavors, client.UnsafeDisableDeepCopy); err != nil {
-		return w, fmt.Errorf("listing flavors: %w", err)
+	var flavorList v1alpha1.FlavorList
+	if err := c.reader.List(ctx, &flavorList, client.UnsafeDisableDeepCopy); err != nil {
+		return estimate.World{}, fmt.Errorf("listing flavors: %w", err)
 	}
-	for i := range flavors.Items {
-		w.Flavors = append(w.Flavors, quota.FlavorFromAPI(&flavors.Items[i]))
+	flavors := make([]quota.Flavor, 0, len(flavorList.Items))
+	for i := range flavorList.Items {
+		flavors = append(flavors, quota.FlavorFromAPI(&flavorList.Items[i]))
 	}
 
-	cover := newCoverIndex(w.Budgets, w.Namespaces)
-	learner := c.estimates.learner
+	b := estimate.NewWorldBuilder(now, c.estimates.learner, nsLabels, all, flavors)
 	for _, item := range c.estimates.pods.List() {
-		cp, ok := item.(*cachedPod)
-		if !ok {
-			continue
-		}
-		p := c.viewOf(cp, now)
-		if p.Terminal {
-			continue
-		}
-		f := cp.facts.Value()
-		if p.Gated {
-			w.Waiting = append(w.Waiting, estimate.Pod{Pod: p, Expect: learner.ExpectFacts(&f, cover.of(&p), now)})
-		} else {
-			w.Running = append(w.Running, estimate.Pod{Pod: p, Expect: learner.ExpectFacts(&f, p.AdmittedByKeys(), now)})
+		if cp, ok := item.(*cachedPod); ok {
+			f := cp.facts.Value()
+			b.Add(c.viewOf(cp, now), &f)
 		}
 	}
-	return w, nil
+	return b.World(), nil
 }
 
 // viewOf is the core's view of a cached pod at now, resolved against its claims as
@@ -256,67 +245,4 @@ func (c *Controller) viewOf(cp *cachedPod, now time.Time) quota.Pod {
 	c.claims.mu.Lock()
 	defer c.claims.mu.Unlock()
 	return c.claims.resolve(p, cp.claims)
-}
-
-// coverIndex finds the budgets a gated pod will be charged to, for the Learner's
-// budget keys (the least specific durations it falls back to): the Budgets of its
-// namespace whose podSelector matches it, the ClusterBudgets whose namespaceSelector
-// matches its namespace, and their parents, as the admitted-by annotation of an
-// admitted pod names them. It is the estimate's guess, not the core's decision.
-type coverIndex struct {
-	byNamespace map[string][]*quota.Budget
-	cluster     []*quota.Budget
-	byName      map[string]*quota.Budget // ClusterBudgets
-	namespaces  map[string]map[string]string
-	// clusterOf caches each namespace's ClusterBudgets with their parents.
-	clusterOf map[string][]quota.BudgetKey
-}
-
-func newCoverIndex(budgets []quota.Budget, namespaces map[string]map[string]string) *coverIndex {
-	x := &coverIndex{byNamespace: map[string][]*quota.Budget{}, byName: map[string]*quota.Budget{},
-		namespaces: namespaces, clusterOf: map[string][]quota.BudgetKey{}}
-	for i := range budgets {
-		b := &budgets[i]
-		if b.Key.IsCluster() {
-			x.cluster = append(x.cluster, b)
-			x.byName[b.Key.Name] = b
-		} else {
-			x.byNamespace[b.Key.Namespace] = append(x.byNamespace[b.Key.Namespace], b)
-		}
-	}
-	return x
-}
-
-func (x *coverIndex) of(p *quota.Pod) []quota.BudgetKey {
-	var out []quota.BudgetKey
-	for _, b := range x.byNamespace[p.Namespace] {
-		if b.PodSelector == nil || b.PodSelector.Matches(labels.Set(p.Labels)) {
-			out = x.withParents(out, b)
-		}
-	}
-	cluster, ok := x.clusterOf[p.Namespace]
-	if !ok {
-		nsLabels := labels.Set(x.namespaces[p.Namespace])
-		for _, b := range x.cluster {
-			if b.NamespaceSelector != nil && b.NamespaceSelector.Matches(nsLabels) {
-				cluster = x.withParents(cluster, b)
-			}
-		}
-		x.clusterOf[p.Namespace] = cluster
-	}
-	for _, k := range cluster {
-		if !slices.Contains(out, k) {
-			out = append(out, k)
-		}
-	}
-	return out
-}
-
-// withParents appends b and its parents (a cycle stops where it repeats).
-func (x *coverIndex) withParents(out []quota.BudgetKey, b *quota.Budget) []quota.BudgetKey {
-	for b != nil && !slices.Contains(out, b.Key) {
-		out = append(out, b.Key)
-		b = x.byName[b.Parent]
-	}
-	return out
 }
