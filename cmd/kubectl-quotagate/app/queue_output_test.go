@@ -162,3 +162,33 @@ POSITION   POD           PRIORITY   REQUESTS           WAITING   QUEUE          
 		})
 	}
 }
+
+// queue -w prints a pod again when its estimate moves, and a pod that left the queue
+// with no ETA: its estimate was of the wait it no longer has.
+func TestQueueWatchRowsWithEstimates(t *testing.T) {
+	w := teamsWorld(t)
+	at := func(d time.Duration) *metav1.Time { t := metav1.NewTime(now.Add(d)); return &t }
+	item := func(name string, position int64, median time.Duration) visv1.PendingPod {
+		return visv1.PendingPod{Namespace: "team-a", Name: name, UID: "team-a-" + name, Position: position, Requests: parseList("requests.cpu=1"),
+			CreationTimestamp: metav1.NewTime(t0), WaitingSeconds: 60, Queue: visv1.QueueInadmissible, ReasonCode: "InsufficientQuota", Reason: "waits",
+			EstimatedStart: &visv1.EstimatedStart{Median: at(median), Low: at(median), High: at(median), Ends: 1}}
+	}
+	list := func(items ...visv1.PendingPod) *visv1.PendingPodList {
+		return &visv1.PendingPodList{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "team-a"}, BudgetKind: "Budget", Items: items}
+	}
+	// train-hi was admitted (the world's pod is ungated); train-3's estimate moved.
+	before := list(item("train-hi", 1, 2*time.Minute), item("train-3", 2, 4*time.Minute))
+	after := list(item("train-3", 1, 9*time.Minute))
+	out := newOutputFlags(true, formatWide)
+	out.noHeaders = true
+	var b strings.Builder
+	if err := out.printTable(&b, queueColumns(false), queueRows(changedPods(t.Context(), w.client, before, after), false, false, now)); err != nil {
+		t.Fatal(err)
+	}
+	want := `1     team-a/train-3    0     cpu=1   60s   inadmissible   9m    waits
+-     team-a/train-hi   0     cpu=1   -     -              -     admitted
+`
+	if diff := cmp.Diff(want, b.String()); diff != "" {
+		t.Errorf("rows (-want +got):\n%s", diff)
+	}
+}
