@@ -235,8 +235,9 @@ func (c *Controller) world(ctx context.Context, now time.Time) (estimate.World, 
 	return b.World(), nil
 }
 
-// viewOf is the core's view of a cached pod at now, resolved against its claims as
-// upsertPod gives it to the core (without giving it).
+// viewOf is the core's view of a cached pod at now, charged for its claims as upsertPod
+// gives it to the core, read only: unlike resolve, it records nothing in the claims'
+// users (a pod deleted since the store was listed must not come back there).
 func (c *Controller) viewOf(cp *cachedPod, now time.Time) quota.Pod {
 	p := cp.at(now, c.opts.Gate)
 	if c.claims == nil || len(cp.claims) == 0 {
@@ -244,5 +245,5 @@ func (c *Controller) viewOf(cp *cachedPod, now time.Time) quota.Pod {
 	}
 	c.claims.mu.Lock()
 	defer c.claims.mu.Unlock()
-	return c.claims.resolve(p, cp.claims)
+	return quota.WithClaims(p, cp.claims, c.claims)
 }

@@ -7,12 +7,14 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	toolscache "k8s.io/client-go/tools/cache"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -264,4 +266,32 @@ func TestEstimatorLoop(t *testing.T) {
 		s, ok := f.c.EstimatedStart("g2")
 		return ok && s.Known, nil
 	})
+}
+
+// The world charges a pod for its ResourceClaims as the core does, and building it
+// records nothing in the claims' index: a pod the store still lists after its delete
+// is not brought back as a claim user.
+func TestEstimateWorldChargesClaims(t *testing.T) {
+	f := newEstimateFixture(t)
+	f.c.claims = newClaimIndex()
+	f.c.onClaimObject(&resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "gpus"},
+		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
+			Name: "r", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "gpu", AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 2},
+		}}}}}, false)
+	pod := estimatePod("team-a", "trainer", 60, "1").Gated().Obj()
+	pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To("gpus")}}
+	f.add(t, pod)
+	w, err := f.c.world(context.Background(), estimateT0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(w.Waiting) != 1 {
+		t.Fatalf("%d waiting pods, want the trainer", len(w.Waiting))
+	}
+	if q := w.Waiting[0].Pod.Usage["gpu.deviceclass.resource.k8s.io/devices"]; q.Value() != 2 {
+		t.Errorf("the trainer is charged %s devices, want 2 (its claim's)", q.String())
+	}
+	if n := len(f.c.claims.podsOf("")); n != 0 {
+		t.Errorf("building the world recorded %d claim users, want none", n)
+	}
 }
