@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/internal/loglevel"
 	"github.com/quotagate/quotagate/pkg/estimate"
 	"github.com/quotagate/quotagate/pkg/quota"
 )
@@ -180,7 +181,7 @@ func (c *Controller) estimateOnce(ctx context.Context) error {
 	c.estimates.mu.Lock()
 	c.estimates.starts = m
 	c.estimates.mu.Unlock()
-	log.FromContext(ctx).V(4).Info("Estimated starts", "gated", len(w.Waiting), "running", len(w.Running),
+	log.FromContext(ctx).V(loglevel.Details).Info("Estimated starts", "gated", len(w.Waiting), "running", len(w.Running),
 		"build", built, "simulate", time.Since(began)-built)
 	return nil
 }
