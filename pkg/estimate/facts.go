@@ -46,3 +46,22 @@ func FactsOf(pod *corev1.Pod) Facts {
 	f.Declared, f.Ignored = declaredDuration(pod)
 	return f
 }
+
+// Compact returns f without what the pod's name gives back: a bare pod's owner is the
+// pod itself, named after it (ownerOf), so pods that differ only in their names (the
+// gated pods of one namespace, created one by one) have equal compact facts, and a
+// cache can keep one copy of them (unique.Make). Expand restores them.
+func (f Facts) Compact(podName string) Facts {
+	if f.OwnerKind == "Pod" && f.Owner == trimGenerated(podName) {
+		f.Owner = ""
+	}
+	return f
+}
+
+// Expand is the inverse of Compact for the pod named podName.
+func (f Facts) Expand(podName string) Facts {
+	if f.OwnerKind == "Pod" && f.Owner == "" {
+		f.Owner = trimGenerated(podName)
+	}
+	return f
+}

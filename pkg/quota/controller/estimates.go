@@ -131,8 +131,8 @@ func (c *Controller) estimatePodHandler() toolscache.ResourceEventHandler {
 // nil for a pod seen for the first time): the informer's first list teaches the pods
 // that ended before the manager started, an update the pods that end while it runs.
 func (c *Controller) learn(cp, old *cachedPod) bool {
-	f := cp.facts.Value()
-	if !f.Ended || (old != nil && old.facts.Value().Ended) {
+	f := cp.factsOf()
+	if !f.Ended || (old != nil && old.factsOf().Ended) {
 		return false
 	}
 	v := cp.view
@@ -229,7 +229,7 @@ func (c *Controller) world(ctx context.Context, now time.Time) (estimate.World, 
 	b := estimate.NewWorldBuilder(now, c.estimates.learner, nsLabels, all, flavors)
 	for _, item := range c.estimates.pods.List() {
 		if cp, ok := item.(*cachedPod); ok {
-			f := cp.facts.Value()
+			f := cp.factsOf()
 			b.Add(c.viewOf(cp, now), &f)
 		}
 	}
