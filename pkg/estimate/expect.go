@@ -70,31 +70,36 @@ func (e Expectation) Ends(now time.Time) (median, low, high time.Time) {
 // pod that has held its quota for a while at now is expected to run as the runs of its
 // kind that lasted longer (Learner.EstimateAfter).
 func (l *Learner) Expect(pod *corev1.Pod, budgets []quota.BudgetKey, now time.Time) Expectation {
-	declared, ignored := declaredDuration(pod)
+	f := FactsOf(pod)
+	return l.ExpectFacts(&f, budgets, now)
+}
+
+// ExpectFacts is Expect for the pod f are the facts of.
+func (l *Learner) ExpectFacts(f *Facts, budgets []quota.BudgetKey, now time.Time) Expectation {
 	var elapsed time.Duration
-	if start := holdStart(pod); !start.IsZero() {
-		elapsed = max(now.Sub(start), 0)
+	if !f.Held.IsZero() {
+		elapsed = max(now.Sub(f.Held), 0)
 	}
-	learned, hasLearned := l.EstimateAfter(KeysOf(pod, budgets), elapsed)
+	learned, hasLearned := l.EstimateAfter(f.Keys(budgets), elapsed)
 	var out Expectation
 	switch {
-	case pod.Spec.ActiveDeadlineSeconds != nil && *pod.Spec.ActiveDeadlineSeconds > 0:
-		d := time.Duration(*pod.Spec.ActiveDeadlineSeconds) * time.Second
-		out = Expectation{Source: SourceDeadline, Start: startTime(pod), Duration: Duration{
+	case f.Deadline > 0:
+		d := f.Deadline
+		out = Expectation{Source: SourceDeadline, Start: f.Started, Duration: Duration{
 			Median: d, Low: d, High: d, Basis: "spec.activeDeadlineSeconds",
 		}}
 		if hasLearned && learned.Low < d {
 			out.Low, out.Samples = learned.Low, learned.Samples
 		}
-	case declared > 0:
-		out = Expectation{Source: SourceDeclared, Start: startTime(pod), Duration: Duration{
-			Median: declared, Low: declared, High: declared,
+	case f.Declared > 0:
+		out = Expectation{Source: SourceDeclared, Start: f.Started, Duration: Duration{
+			Median: f.Declared, Low: f.Declared, High: f.Declared,
 			Basis: "annotation " + v1alpha1.ExpectedDurationAnnotation,
 		}}
 	case hasLearned:
-		out = Expectation{Source: SourceLearned, Start: holdStart(pod), Duration: learned}
+		out = Expectation{Source: SourceLearned, Start: f.Held, Duration: learned}
 	}
-	out.Ignored = ignored
+	out.Ignored = f.Ignored
 	return out
 }
 
@@ -105,21 +110,23 @@ func (l *Learner) Expect(pod *corev1.Pod, budgets []quota.BudgetKey, now time.Ti
 // for a pod that did not end or never started. Call it once per pod: on the update
 // that first shows it ended.
 func (l *Learner) Observe(pod *corev1.Pod, budgets []quota.BudgetKey, now time.Time) bool {
-	if pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
+	f := FactsOf(pod)
+	return l.ObserveFacts(&f, budgets, now)
+}
+
+// ObserveFacts is Observe for the pod f are the facts of.
+func (l *Learner) ObserveFacts(f *Facts, budgets []quota.BudgetKey, now time.Time) bool {
+	if !f.Ended || f.Held.IsZero() {
 		return false
 	}
-	start := holdStart(pod)
-	if start.IsZero() {
-		return false
-	}
-	end := finishedAt(pod)
+	end := f.Finished
 	if end.IsZero() {
 		end = now
 	}
-	if !end.After(start) {
+	if !end.After(f.Held) {
 		return false
 	}
-	l.Record(KeysOf(pod, budgets), end.Sub(start))
+	l.Record(f.Keys(budgets), end.Sub(f.Held))
 	return true
 }
 

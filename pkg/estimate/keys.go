@@ -52,10 +52,19 @@ func (k Key) String() string {
 // order).
 func KeysOf(pod *corev1.Pod, budgets []quota.BudgetKey) []Key {
 	kind, owner := ownerOf(pod)
+	return keysOf(pod.Namespace, kind, owner, budgets)
+}
+
+// Keys is KeysOf for the pod these are the facts of.
+func (f *Facts) Keys(budgets []quota.BudgetKey) []Key {
+	return keysOf(f.Namespace, f.OwnerKind, f.Owner, budgets)
+}
+
+func keysOf(namespace, kind, owner string, budgets []quota.BudgetKey) []Key {
 	keys := make([]Key, 0, 2+len(budgets))
 	keys = append(keys,
-		Key{Level: LevelOwner, Namespace: pod.Namespace, OwnerKind: kind, Owner: owner},
-		Key{Level: LevelNamespace, Namespace: pod.Namespace})
+		Key{Level: LevelOwner, Namespace: namespace, OwnerKind: kind, Owner: owner},
+		Key{Level: LevelNamespace, Namespace: namespace})
 	for _, b := range budgets {
 		keys = append(keys, Key{Level: LevelBudget, Budget: b})
 	}

@@ -210,3 +210,26 @@ func TestObserve(t *testing.T) {
 		})
 	}
 }
+
+// Compact facts of pods that differ only in their names are equal, and Expand gives
+// each pod its own facts back.
+func TestFactsCompact(t *testing.T) {
+	for name, pod := range map[string]*podtest.Builder{
+		"a bare pod":                       podtest.New("train-7").NS("team-a"),
+		"a bare pod with a generated name": podtest.New("train-x7k2p").NS("team-a"),
+		"a pod of generateName":            podtest.New("web-b5c2d").NS("team-a").GenerateName("web-"),
+		"a Job's pod":                      podtest.New("train-q8z4w").NS("team-a").Owner("batch/v1", "Job", "train", true),
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := pod.Obj()
+			f := FactsOf(p)
+			if diff := cmp.Diff(f, f.Compact(p.Name).Expand(p.Name)); diff != "" {
+				t.Errorf("Expand(Compact(f)) (-f +got):\n%s", diff)
+			}
+		})
+	}
+	a, b := FactsOf(podtest.New("p-00001").NS("team-a").Obj()), FactsOf(podtest.New("p-00002").NS("team-a").Obj())
+	if a == b || a.Compact("p-00001") != b.Compact("p-00002") {
+		t.Errorf("two bare pods' facts: %+v and %+v; compact, they should be equal", a, b)
+	}
+}

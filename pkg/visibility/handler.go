@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
 	visv1 "github.com/quotagate/quotagate/api/visibility/v1alpha1"
@@ -23,8 +24,9 @@ const GroupVersionPath = "/apis/" + visv1.GroupName + "/v1alpha1"
 // pendingPods serves the pendingpods subresources of q. It expects the request to be
 // authenticated and authorized already (the generic API server's filters do both).
 type pendingPods struct {
-	queues quota.Reader
-	clock  clock.PassiveClock
+	queues    quota.Reader
+	clock     clock.PassiveClock
+	estimates Estimates // nil: no estimates
 }
 
 // request is what a pendingpods path names.
@@ -95,7 +97,11 @@ func (h pendingPods) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, notFound(req.budget))
 		return
 	}
-	writeJSON(w, http.StatusOK, NewPendingPodList(page, req.offset, h.clock.Now()))
+	list := NewPendingPodList(page, req.offset, h.clock.Now())
+	for i := range list.Items {
+		list.Items[i].EstimatedStart = estimatedStart(h.estimates, types.UID(list.Items[i].UID))
+	}
+	writeJSON(w, http.StatusOK, list)
 }
 
 // notFound is the answer for a budget the core does not hold: it does not exist, or

@@ -12,10 +12,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
 	visv1 "github.com/quotagate/quotagate/api/visibility/v1alpha1"
+	"github.com/quotagate/quotagate/pkg/estimate"
 	"github.com/quotagate/quotagate/pkg/quota"
 )
 
@@ -44,7 +46,7 @@ func (f fakeQueues) Page(key quota.BudgetKey, offset, limit int) (quota.BudgetPa
 	for k := offset + 1; k <= min(n, offset+limit); k++ {
 		page.Pods = append(page.Pods, quota.QueuedPod{
 			Position: k,
-			Pod:      quota.PodRef{Namespace: "team-a", Name: fmt.Sprintf("pod-%d", k)},
+			Pod:      quota.PodRef{UID: types.UID(fmt.Sprintf("uid-%d", k)), Namespace: "team-a", Name: fmt.Sprintf("pod-%d", k)},
 			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")},
 			Created:  f.created,
 			Queue:    quota.QueueInadmissible,
@@ -146,6 +148,64 @@ func TestLeaderOnly(t *testing.T) {
 			leaderOnly(leading(tc.leading), answered, tc.standby).ServeHTTP(rec, r)
 			if rec.Code != tc.want {
 				t.Errorf("code %d, want %d", rec.Code, tc.want)
+			}
+		})
+	}
+}
+
+// fakeEstimates are the estimator's latest starts, by pod UID.
+type fakeEstimates map[types.UID]estimate.Start
+
+func (f fakeEstimates) EstimatedStart(uid types.UID) (estimate.Start, bool) {
+	s, ok := f[uid]
+	return s, ok
+}
+
+// Each pod of a page carries its own estimate: a range and its basis, or why it is
+// unknown; a pod the estimator has not estimated, or a handler without estimates, has
+// none.
+func TestPendingPodsEstimates(t *testing.T) {
+	created := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(min int) *metav1.Time {
+		t := metav1.NewTime(created.Add(time.Duration(min) * time.Minute))
+		return &t
+	}
+	estimates := fakeEstimates{
+		"uid-1": {Known: true, Median: created.Add(4 * time.Minute), Low: created.Add(2 * time.Minute), High: created.Add(9 * time.Minute), Ends: 12, Samples: 5},
+		"uid-2": {Unknown: estimate.UnknownNoHistory, Reason: "it waits for quota held by pods with no expected end", Ends: 3},
+	}
+	queues := fakeQueues{created: created, n: map[quota.BudgetKey]int{{Namespace: "team-a", Name: "gpu"}: 3}}
+	clk := clocktesting.NewFakePassiveClock(created)
+	for name, tc := range map[string]struct {
+		handler http.Handler
+		want    []*visv1.EstimatedStart
+	}{
+		"with the estimator's starts": {
+			handler: NewHandler(queues, clk, WithEstimates(estimates)),
+			want: []*visv1.EstimatedStart{
+				{Median: at(4), Low: at(2), High: at(9), Ends: 12, Samples: 5},
+				{Unknown: "NoHistory", Message: "it waits for quota held by pods with no expected end", Ends: 3},
+				nil,
+			},
+		},
+		"without an estimator": {handler: NewHandler(queues, clk), want: []*visv1.EstimatedStart{nil, nil, nil}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			tc.handler.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, GroupVersionPath+"/namespaces/team-a/budgets/gpu/pendingpods", nil))
+			if rec.Code != http.StatusOK {
+				t.Fatalf("code %d: %s", rec.Code, rec.Body)
+			}
+			var list visv1.PendingPodList
+			if err := json.Unmarshal(rec.Body.Bytes(), &list); err != nil {
+				t.Fatal(err)
+			}
+			var got []*visv1.EstimatedStart
+			for _, p := range list.Items {
+				got = append(got, p.EstimatedStart)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("estimated starts (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -17,11 +17,16 @@ import (
 
 // NewHandler serves every path under GroupVersionPath from queues: one pod's
 // PendingPodStatus (/namespaces/NS/pendingpods/NAME) and the pendingpods subresources
-// of budgets. It neither authenticates nor authorizes: New serves it behind delegated
-// authentication and authorization, and only on the leader; tests serve it bare.
-func NewHandler(queues quota.Reader, clk clock.PassiveClock) http.Handler {
-	pods := pendingPods{queues: queues, clock: clk}
-	status := podStatus{queues: queues, clock: clk}
+// of budgets, each pod with its estimated start when WithEstimates gives a source. It
+// neither authenticates nor authorizes: New serves it behind delegated authentication
+// and authorization, and only on the leader; tests serve it bare.
+func NewHandler(queues quota.Reader, clk clock.PassiveClock, opts ...HandlerOption) http.Handler {
+	var o handlerOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	pods := pendingPods{queues: queues, clock: clk, estimates: o.estimates}
+	status := podStatus{queues: queues, clock: clk, estimates: o.estimates}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if ns, name, ok := podStatusPath(r.URL.Path); ok {
 			status.serve(w, r, ns, name)
@@ -48,8 +53,9 @@ func podStatusPath(path string) (namespace, name string, ok bool) {
 // request to be authenticated and authorized already (get on pendingpods in the pod's
 // namespace).
 type podStatus struct {
-	queues quota.Reader
-	clock  clock.PassiveClock
+	queues    quota.Reader
+	clock     clock.PassiveClock
+	estimates Estimates // nil: no estimates
 }
 
 var pendingPodsResource = schema.GroupResource{Group: visv1.GroupName, Resource: visv1.ResourcePendingPods}
@@ -66,7 +72,9 @@ func (h podStatus) serve(w http.ResponseWriter, r *http.Request, namespace, name
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, toPodStatus(wait, h.clock.Now()))
+	st := toPodStatus(wait, h.clock.Now())
+	st.EstimatedStart = estimatedStart(h.estimates, wait.Pod.UID)
+	writeJSON(w, http.StatusOK, st)
 }
 
 // toPodStatus converts the core's answer to the API's type.

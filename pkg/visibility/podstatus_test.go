@@ -15,6 +15,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	visv1 "github.com/quotagate/quotagate/api/visibility/v1alpha1"
+	"github.com/quotagate/quotagate/pkg/estimate"
 	"github.com/quotagate/quotagate/pkg/quota"
 )
 
@@ -47,7 +48,11 @@ func podWaits(created time.Time) map[string]quota.PodWait {
 func TestPodStatus(t *testing.T) {
 	created := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	queues := fakeQueues{created: created, waits: podWaits(created), n: map[quota.BudgetKey]int{{Namespace: "team-a", Name: "gpu"}: 5}}
-	h := NewHandler(queues, clocktesting.NewFakePassiveClock(created.Add(90*time.Second)))
+	median := metav1.NewTime(created.Add(10 * time.Minute))
+	h := NewHandler(queues, clocktesting.NewFakePassiveClock(created.Add(90*time.Second)), WithEstimates(fakeEstimates{
+		"u-train-0": {Known: true, Median: median.Time, Low: median.Time, High: median.Time, Ends: 2},
+		"u-lonely":  {Unknown: estimate.UnknownBlocked, Reason: "no Budget or ClusterBudget covers it"},
+	}))
 	retry := metav1.NewTime(created.Add(time.Minute))
 	tests := map[string]struct {
 		method, path string
@@ -62,6 +67,7 @@ func TestPodStatus(t *testing.T) {
 				ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "train-0", UID: "u-train-0", CreationTimestamp: metav1.NewTime(created)},
 				Priority:   5, Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
 				WaitingSeconds: 90, RetryAt: &retry, ReasonCode: "Backoff", Reason: "backoff until then",
+				EstimatedStart: &visv1.EstimatedStart{Median: &median, Low: &median, High: &median, Ends: 2},
 				Budgets: []visv1.BudgetPlace{
 					{BudgetKind: "Budget", Namespace: "team-a", Name: "gpu", Position: 2, Total: 5, Queue: "backoff"},
 					{BudgetKind: "ClusterBudget", Name: "org", Position: 7, Total: 40, Queue: "backoff"},
@@ -75,6 +81,7 @@ func TestPodStatus(t *testing.T) {
 				ObjectMeta:     metav1.ObjectMeta{Namespace: "team-a", Name: "lonely", UID: "u-lonely", CreationTimestamp: metav1.NewTime(created)},
 				WaitingSeconds: 90, ReasonCode: "Uncovered", Reason: "no Budget or ClusterBudget covers it, and uncovered pods are held",
 				Held: true, Budgets: []visv1.BudgetPlace{},
+				EstimatedStart: &visv1.EstimatedStart{Unknown: "Blocked", Message: "no Budget or ClusterBudget covers it"},
 			},
 		},
 		"a pod the manager does not hold": {

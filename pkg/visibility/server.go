@@ -36,6 +36,8 @@ type Options struct {
 	// Kubeconfig is the kubeconfig for TokenReviews, SubjectAccessReviews and the
 	// extension-apiserver-authentication ConfigMap; empty means in-cluster.
 	Kubeconfig string
+	// Estimates, when set, gives each gated pod its estimated start.
+	Estimates Estimates
 }
 
 // Server is the visibility API server.
@@ -70,7 +72,7 @@ func New(o Options, queues quota.Reader, lead Leadership, standby http.Handler) 
 	metav1.AddToGroupVersion(scheme, metav1.SchemeGroupVersion)
 	return &Server{
 		opts:     o,
-		handler:  leaderOnly(lead, NewHandler(queues, clock.RealClock{}), standby),
+		handler:  leaderOnly(lead, NewHandler(queues, clock.RealClock{}, WithEstimates(o.Estimates)), standby),
 		codecs:   serializer.NewCodecFactory(scheme),
 		certPoll: time.Second,
 	}, nil

@@ -90,6 +90,34 @@ type PendingPod struct {
 	ReasonCode string `json:"reasonCode"`
 	// Reason is the sentence that explains why the pod waits.
 	Reason string `json:"reason"`
+	// EstimatedStart is when the manager estimates the pod starts; absent when the
+	// manager's estimator is off or has not estimated the pod yet.
+	EstimatedStart *EstimatedStart `json:"estimatedStart,omitempty"`
+}
+
+// EstimatedStart is a gated pod's estimated start (docs/visibility.md): the manager
+// runs its admission core forward in simulated time, ending each pod that holds quota
+// at its expected end (a deadline, a declared duration, or the durations of finished
+// pods like it), until the pod is admitted. Either Median, Low and High are set, or
+// Unknown and Message say why the start cannot be estimated. It names no other pod.
+type EstimatedStart struct {
+	// Median is when the pod starts if every pod runs for its median duration.
+	Median *metav1.Time `json:"median,omitempty"`
+	// Low and High are the earliest and latest start: every pod at the low and at the
+	// high end of its durations' range.
+	Low  *metav1.Time `json:"low,omitempty"`
+	High *metav1.Time `json:"high,omitempty"`
+	// Ends is how many pods the simulation ended before the pod started (in every
+	// budget: at most this many ends are waited for). The more ends, the less sure.
+	Ends int64 `json:"ends,omitempty"`
+	// Samples is the fewest finished pods behind a learned duration among those ends
+	// (0 when none was learned: deadlines and declared durations only).
+	Samples int64 `json:"samples,omitempty"`
+	// Unknown is why the start cannot be estimated: NoHistory, BudgetClosed,
+	// NeverFits, Blocked or Capped; empty when it is estimated.
+	Unknown string `json:"unknown,omitempty"`
+	// Message explains Unknown in a sentence.
+	Message string `json:"message,omitempty"`
 }
 
 // PendingPodStatus is where one gated pod waits and why: its place in the queue of
@@ -117,6 +145,9 @@ type PendingPodStatus struct {
 	ReasonCode string `json:"reasonCode"`
 	// Reason is the sentence that explains why the pod waits, as its Waiting event.
 	Reason string `json:"reason"`
+	// EstimatedStart is when the manager estimates the pod starts; absent when the
+	// manager's estimator is off or has not estimated the pod yet.
+	EstimatedStart *EstimatedStart `json:"estimatedStart,omitempty"`
 	// Held is true for a pod no budget covers that the manager holds (uncovered pods
 	// are held, or a group member waits for its group); Budgets is empty then.
 	Held bool `json:"held,omitempty"`

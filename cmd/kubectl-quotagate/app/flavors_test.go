@@ -131,10 +131,10 @@ func TestQueueAndWhyShowFlavoredReasons(t *testing.T) {
 		"queue": {
 			args: []string{"queue", "ml/gpus"},
 			want: `Budget ml/gpus: Open, BestEffortFIFO, 3 gated
-POSITION   POD          PRIORITY   REQUESTS                 WAITING   QUEUE          REASON
-1          ml/train-4   0          cpu=1,nvidia.com/gpu=1   9m20s     inadmissible   requests.nvidia.com/gpu on flavor h100: 1 requested, 0 free in Budget ml/gpus; position 1 of 3
-2          ml/pinned    0          cpu=1,nvidia.com/gpu=1   9m10s     inadmissible   requests.nvidia.com/gpu on flavor h100: 1 requested, 0 free in Budget ml/gpus; position 2 of 3
-3          ml/v100      0          cpu=1,nvidia.com/gpu=1   9m        inadmissible   no flavor of Budget ml/gpus can take it: its node selector asks for other node labels than h100, a100, spot
+POSITION   POD          PRIORITY   REQUESTS                 WAITING   QUEUE          ETA   REASON
+1          ml/train-4   0          cpu=1,nvidia.com/gpu=1   9m20s     inadmissible   -     requests.nvidia.com/gpu on flavor h100: 1 requested, 0 free in Budget ml/gpus; position 1 of 3
+2          ml/pinned    0          cpu=1,nvidia.com/gpu=1   9m10s     inadmissible   -     requests.nvidia.com/gpu on flavor h100: 1 requested, 0 free in Budget ml/gpus; position 2 of 3
+3          ml/v100      0          cpu=1,nvidia.com/gpu=1   9m        inadmissible   -     no flavor of Budget ml/gpus can take it: its node selector asks for other node labels than h100, a100, spot
 `,
 		},
 		"why, waiting for its flavor": {

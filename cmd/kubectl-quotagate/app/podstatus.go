@@ -109,5 +109,6 @@ func explainFromVisibility(ctx context.Context, read podStatusSource, pod *corev
 	default:
 		res.Reason = &quota.Reason{Code: quota.ReasonCode(st.ReasonCode), Message: st.Reason}
 		res.Budgets = placesOf(st)
+		res.EstimatedStart = st.EstimatedStart
 	}
 }

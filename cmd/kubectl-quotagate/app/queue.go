@@ -24,7 +24,9 @@ func newQueueCommand(e *env) *cobra.Command {
 		Short: "Show a budget's gated pods in admission order, with why each waits",
 		Long: `Show a budget's gated pods in the order the manager will admit them: position, pod,
 priority, requests, how long it has waited, which queue it is in (active, backoff,
-inadmissible, parked) and the reason it waits.
+inadmissible, parked), when the manager estimates it starts (ETA: the median of its
+estimate, "unknown" when it cannot be estimated, "-" when there is no estimate; why
+POD gives its range and basis) and the reason it waits.
 
 BUDGET is NAME or budget/NAME (a Budget in the current namespace, or -n), NAMESPACE/NAME,
 or clusterbudget/NAME. Without BUDGET, the queues of every Budget of the namespace; with
@@ -181,7 +183,7 @@ func podObjects(l *visv1.PendingPodList) []runtime.Object {
 }
 
 // queueColumns are the queue table's columns, the budget's first when the table holds
-// several queues; the wide-only ones come before REASON, the longest.
+// several queues; the wide-only ones come before ETA and REASON, the longest last.
 func queueColumns(withBudget bool) []metav1.TableColumnDefinition {
 	var cols []metav1.TableColumnDefinition
 	if withBudget {
@@ -191,7 +193,7 @@ func queueColumns(withBudget bool) []metav1.TableColumnDefinition {
 		column("Position", false), column("Pod", false), column("Priority", false), column("Requests", false),
 		column("Waiting", false), column("Queue", false),
 		column("Retry In", true), column("Group", true), column("UID", true), column("Reason Code", true),
-		column("Reason", false))
+		column("ETA", false), column("Reason", false))
 }
 
 // queueRows are one queue's rows. Without wide, a pod's group follows its name.
@@ -211,7 +213,8 @@ func queueRows(l *visv1.PendingPodList, wide, withBudget bool, now time.Time) []
 			position = strconv.FormatInt(p.Position, 10)
 		}
 		cells = append(cells, position, pod, strconv.Itoa(int(p.Priority)), requestsString(p.Requests),
-			waiting(p), p.Queue, retryIn(p.RetryAt, now), orDash(p.Group), orDash(p.UID), orDash(p.ReasonCode), p.Reason)
+			waiting(p), p.Queue, retryIn(p.RetryAt, now), orDash(p.Group), orDash(p.UID), orDash(p.ReasonCode),
+			eta(p.EstimatedStart, now), p.Reason)
 		rows = append(rows, tableRow(cells...))
 	}
 	return rows

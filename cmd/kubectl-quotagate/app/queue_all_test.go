@@ -54,21 +54,21 @@ func TestQueueOfSeveralBudgets(t *testing.T) {
 		"-A as an admin": {
 			env:  w.queuesEnv(t, nil),
 			args: []string{"queue", "-A"},
-			want: `BUDGET                 POSITION   POD              PRIORITY   REQUESTS   WAITING   QUEUE          REASON
-Budget team-a/team-a   1          team-a/huge      0          cpu=6      9m30s     parked         requests.cpu: 6 requested, more than the 4 hard of Budget team-a/team-a: it can never fit
-Budget team-a/team-a   2          team-a/train-1   0          cpu=2      8m        inadmissible   requests.cpu: 2 requested, 0 free in Budget team-a/team-a; position 2 of 3
-Budget team-a/team-a   3          team-a/train-3   0          cpu=1      6m        inadmissible   requests.cpu: 1 requested, 0 free in Budget team-a/team-a; position 3 of 3
-Budget team-b/team-b   1          team-b/batch-3   0          cpu=2      8m20s     inadmissible   requests.cpu: 2 requested, 0 free in Budget team-b/team-b; position 1 of 1
-ClusterBudget org      1          team-a/huge      0          cpu=6      9m30s     parked         requests.cpu: 6 requested, more than the 4 hard of Budget team-a/team-a: it can never fit
-ClusterBudget org      2          team-b/batch-3   0          cpu=2      8m20s     inadmissible   requests.cpu: 2 requested, 0 free in Budget team-b/team-b; position 1 of 1
-ClusterBudget org      3          team-a/train-1   0          cpu=2      8m        inadmissible   requests.cpu: 2 requested, 0 free in Budget team-a/team-a; position 2 of 3
-ClusterBudget org      4          team-a/train-3   0          cpu=1      6m        inadmissible   requests.cpu: 1 requested, 0 free in Budget team-a/team-a; position 3 of 3
+			want: `BUDGET                 POSITION   POD              PRIORITY   REQUESTS   WAITING   QUEUE          ETA   REASON
+Budget team-a/team-a   1          team-a/huge      0          cpu=6      9m30s     parked         -     requests.cpu: 6 requested, more than the 4 hard of Budget team-a/team-a: it can never fit
+Budget team-a/team-a   2          team-a/train-1   0          cpu=2      8m        inadmissible   -     requests.cpu: 2 requested, 0 free in Budget team-a/team-a; position 2 of 3
+Budget team-a/team-a   3          team-a/train-3   0          cpu=1      6m        inadmissible   -     requests.cpu: 1 requested, 0 free in Budget team-a/team-a; position 3 of 3
+Budget team-b/team-b   1          team-b/batch-3   0          cpu=2      8m20s     inadmissible   -     requests.cpu: 2 requested, 0 free in Budget team-b/team-b; position 1 of 1
+ClusterBudget org      1          team-a/huge      0          cpu=6      9m30s     parked         -     requests.cpu: 6 requested, more than the 4 hard of Budget team-a/team-a: it can never fit
+ClusterBudget org      2          team-b/batch-3   0          cpu=2      8m20s     inadmissible   -     requests.cpu: 2 requested, 0 free in Budget team-b/team-b; position 1 of 1
+ClusterBudget org      3          team-a/train-1   0          cpu=2      8m        inadmissible   -     requests.cpu: 2 requested, 0 free in Budget team-a/team-a; position 2 of 3
+ClusterBudget org      4          team-a/train-3   0          cpu=1      6m        inadmissible   -     requests.cpu: 1 requested, 0 free in Budget team-a/team-a; position 3 of 3
 `,
 		},
 		"no BUDGET: the namespace's Budgets": {
 			env:  w.queuesEnv(t, nil),
 			args: []string{"queue", "-n", "team-b", "--no-headers"},
-			want: "Budget team-b/team-b   1     team-b/batch-3   0     cpu=2   8m20s   inadmissible   requests.cpu: 2 requested, 0 free in Budget team-b/team-b; position 1 of 1\n",
+			want: "Budget team-b/team-b   1     team-b/batch-3   0     cpu=2   8m20s   inadmissible   -     requests.cpu: 2 requested, 0 free in Budget team-b/team-b; position 1 of 1\n",
 		},
 		"-A skips the queues the user may not read": {
 			env:  w.queuesEnv(t, nil, teamB, org),

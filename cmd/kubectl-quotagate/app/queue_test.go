@@ -20,27 +20,27 @@ func TestQueue(t *testing.T) {
 		"namespace/name": {
 			args: []string{"queue", "team-a/team-a"},
 			want: `Budget team-a/team-a: Open, BestEffortFIFO, 3 gated
-POSITION   POD              PRIORITY   REQUESTS   WAITING   QUEUE          REASON
-1          team-a/huge      0          cpu=6      9m30s     parked         requests.cpu: 6 requested, more than the 4 hard of Budget team-a/team-a: it can never fit
-2          team-a/train-1   0          cpu=2      8m        inadmissible   requests.cpu: 2 requested, 0 free in Budget team-a/team-a; position 2 of 3
-3          team-a/train-3   0          cpu=1      6m        inadmissible   requests.cpu: 1 requested, 0 free in Budget team-a/team-a; position 3 of 3
+POSITION   POD              PRIORITY   REQUESTS   WAITING   QUEUE          ETA   REASON
+1          team-a/huge      0          cpu=6      9m30s     parked         -     requests.cpu: 6 requested, more than the 4 hard of Budget team-a/team-a: it can never fit
+2          team-a/train-1   0          cpu=2      8m        inadmissible   -     requests.cpu: 2 requested, 0 free in Budget team-a/team-a; position 2 of 3
+3          team-a/train-3   0          cpu=1      6m        inadmissible   -     requests.cpu: 1 requested, 0 free in Budget team-a/team-a; position 3 of 3
 `,
 		},
 		"name in -n namespace": {
 			args: []string{"queue", "team-b", "-n", "team-b"},
 			want: `Budget team-b/team-b: Open, BestEffortFIFO, 1 gated
-POSITION   POD              PRIORITY   REQUESTS   WAITING   QUEUE          REASON
-1          team-b/batch-3   0          cpu=2      8m20s     inadmissible   requests.cpu: 2 requested, 0 free in Budget team-b/team-b; position 1 of 1
+POSITION   POD              PRIORITY   REQUESTS   WAITING   QUEUE          ETA   REASON
+1          team-b/batch-3   0          cpu=2      8m20s     inadmissible   -     requests.cpu: 2 requested, 0 free in Budget team-b/team-b; position 1 of 1
 `,
 		},
 		"a ClusterBudget holds the pods of both teams": {
 			args: []string{"queue", "clusterbudget/org"},
 			want: `ClusterBudget org: Open, BestEffortFIFO, 4 gated
-POSITION   POD              PRIORITY   REQUESTS   WAITING   QUEUE          REASON
-1          team-a/huge      0          cpu=6      9m30s     parked         requests.cpu: 6 requested, more than the 4 hard of Budget team-a/team-a: it can never fit
-2          team-b/batch-3   0          cpu=2      8m20s     inadmissible   requests.cpu: 2 requested, 0 free in Budget team-b/team-b; position 1 of 1
-3          team-a/train-1   0          cpu=2      8m        inadmissible   requests.cpu: 2 requested, 0 free in Budget team-a/team-a; position 2 of 3
-4          team-a/train-3   0          cpu=1      6m        inadmissible   requests.cpu: 1 requested, 0 free in Budget team-a/team-a; position 3 of 3
+POSITION   POD              PRIORITY   REQUESTS   WAITING   QUEUE          ETA   REASON
+1          team-a/huge      0          cpu=6      9m30s     parked         -     requests.cpu: 6 requested, more than the 4 hard of Budget team-a/team-a: it can never fit
+2          team-b/batch-3   0          cpu=2      8m20s     inadmissible   -     requests.cpu: 2 requested, 0 free in Budget team-b/team-b; position 1 of 1
+3          team-a/train-1   0          cpu=2      8m        inadmissible   -     requests.cpu: 2 requested, 0 free in Budget team-a/team-a; position 2 of 3
+4          team-a/train-3   0          cpu=1      6m        inadmissible   -     requests.cpu: 1 requested, 0 free in Budget team-a/team-a; position 3 of 3
 `,
 		},
 	}

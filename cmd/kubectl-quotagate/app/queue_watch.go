@@ -174,7 +174,7 @@ func changedPods(ctx context.Context, c client.Client, before, now *visv1.Pendin
 	if before != nil {
 		for _, p := range before.Items {
 			if _, left := was[p.Namespace+"/"+p.Name]; left {
-				p.Position, p.Queue, p.RetryAt, p.ReasonCode = 0, "-", nil, ""
+				p.Position, p.Queue, p.RetryAt, p.ReasonCode, p.EstimatedStart = 0, "-", nil, "", nil
 				p.CreationTimestamp = metav1.Time{}
 				p.Reason = whatBecameOf(ctx, c, p)
 				out.Items = append(out.Items, p)

@@ -87,7 +87,7 @@ func (e *env) whyText(ctx context.Context, namespace, name string) (string, erro
 		return "", err
 	}
 	var b bytes.Buffer
-	if err := renderWhy(&b, newOutputFlags(false), res); err != nil {
+	if err := renderWhy(&b, newOutputFlags(false), res, e.now()); err != nil {
 		return b.String(), err
 	}
 	writeNotes(&b, res.Notes)

@@ -123,7 +123,7 @@ func TestQueueOnRealAPIServer(t *testing.T) {
 		}
 		out, _, err := runReal(t, as("tenant", "queue", "team-a", "-n", "team-a", "-o", "wide")...)
 		if err != nil || !strings.HasPrefix(out, "Budget team-a/team-a: Open, BestEffortFIFO, 3 gated\nPOSITION   POD              PRIORITY   REQUESTS   WAITING") ||
-			!strings.Contains(out, "team-a-train-1   InsufficientQuota    requests.cpu: 2 requested, 0 free in Budget team-a/team-a; position 2 of 3\n") {
+			!strings.Contains(out, "team-a-train-1   InsufficientQuota    -     requests.cpu: 2 requested, 0 free in Budget team-a/team-a; position 2 of 3\n") {
 			t.Errorf("queue team-a -o wide: %v\n%s", err, out)
 		}
 		t.Logf("kubectl quotagate queue team-a -n team-a -o wide (as tenant):\n%s", out)

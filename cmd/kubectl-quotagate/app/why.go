@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+	visv1 "github.com/quotagate/quotagate/api/visibility/v1alpha1"
 	"github.com/quotagate/quotagate/pkg/gates"
 	"github.com/quotagate/quotagate/pkg/quota"
 )
@@ -23,8 +24,10 @@ func newWhyCommand(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "why POD",
 		Short: "Explain why a pod waits, or when and by which budgets it was admitted",
-		Long: `Explain a pod: while it is gated, the budgets that hold it, its position in each and the
-reason in one sentence (the same sentence as its Waiting event and the snapshot); once
+		Long: `Explain a pod: while it is gated, the budgets that hold it, its position in each, the
+reason in one sentence (the same sentence as its Waiting event and the snapshot) and,
+from the visibility API, when the manager estimates it starts, with the range and what
+the estimate rests on (pod ends simulated, finished pods learned from); once
 admitted, when and by which budgets; in a namespace not opted in, that quotagate does not
 gate it.
 
@@ -61,7 +64,7 @@ client-side kind that no API serves); the notes are in it instead of on stderr.`
 			if p != nil {
 				return p.PrintObj(newPodExplanation(res), e.streams.Out)
 			}
-			err = renderWhy(e.streams.Out, out, res)
+			err = renderWhy(e.streams.Out, out, res, e.now())
 			writeNotes(e.streams.ErrOut, res.Notes)
 			return err
 		},
@@ -95,7 +98,10 @@ type whyResult struct {
 	// Borrowing are the budgets it was admitted beyond the hard of
 	// (quotagate.io/borrowing): what lent it may take it back.
 	Borrowing []string `json:"borrowing,omitempty"`
-	Notes     []string `json:"notes,omitempty"`
+	// EstimatedStart is the manager's estimate of when the pod starts (visibility API
+	// only: the snapshot carries none).
+	EstimatedStart *visv1.EstimatedStart `json:"estimatedStart,omitempty"`
+	Notes          []string              `json:"notes,omitempty"`
 }
 
 func explainPod(ctx context.Context, e *env, c client.Client, key client.ObjectKey) (*whyResult, error) {
@@ -211,13 +217,16 @@ func describeAdmittedBy(s string) string {
 	return quota.BudgetKey{Name: s}.Describe()
 }
 
-// renderWhy writes the explanation: the summary, the reason, and the pod's place in
-// each budget that holds it, a table printed by cli-runtime's table printer as the
-// other commands' tables are.
-func renderWhy(w io.Writer, out *outputFlags, r *whyResult) error {
+// renderWhy writes the explanation at now: the summary, the reason, the estimated
+// start, and the pod's place in each budget that holds it, a table printed by
+// cli-runtime's table printer as the other commands' tables are.
+func renderWhy(w io.Writer, out *outputFlags, r *whyResult, now time.Time) error {
 	fmt.Fprintln(w, r.Summary)
 	if r.Reason != nil {
 		fmt.Fprintf(w, "Reason: %s\n", r.Reason.Message)
+	}
+	if line := estimateLine(r.EstimatedStart, now); line != "" {
+		fmt.Fprintln(w, line)
 	}
 	if len(r.Budgets) == 0 {
 		return nil

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -140,6 +141,41 @@ func TestWhyVisibilityAnswers(t *testing.T) {
 			},
 			wantOut:   summary,
 			wantNotes: notHeld,
+		},
+		"with an estimate: when, its range and what it rests on": {
+			source: func(*testing.T, *world) podStatusSource {
+				at := func(d time.Duration) *metav1.Time { t := metav1.NewTime(now.Add(d)); return &t }
+				return statusSource(&visv1.PendingPodStatus{
+					ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "train-3", UID: "team-a-train-3"},
+					ReasonCode: "InsufficientQuota", Reason: "requests.cpu: 1 requested, 0 free in Budget team-a/team-a; position 3 of 3",
+					EstimatedStart: &visv1.EstimatedStart{Median: at(4 * time.Minute), Low: at(2 * time.Minute), High: at(9 * time.Minute), Ends: 12, Samples: 5},
+				})
+			},
+			wantOut: summary + "Reason: requests.cpu: 1 requested, 0 free in Budget team-a/team-a; position 3 of 3\n" +
+				"Estimated start: in 4m (between 2m and 9m), from 12 pod ends, 5 samples at least\n",
+		},
+		"with an estimate from declared durations, due now": {
+			source: func(*testing.T, *world) podStatusSource {
+				at := metav1.NewTime(now.Add(-time.Second))
+				return statusSource(&visv1.PendingPodStatus{
+					ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "train-3", UID: "team-a-train-3"},
+					ReasonCode: "InsufficientQuota", Reason: "requests.cpu: 1 requested, 0 free in Budget team-a/team-a; position 1 of 1",
+					EstimatedStart: &visv1.EstimatedStart{Median: &at, Low: &at, High: &at, Ends: 1},
+				})
+			},
+			wantOut: summary + "Reason: requests.cpu: 1 requested, 0 free in Budget team-a/team-a; position 1 of 1\n" +
+				"Estimated start: now, from 1 pod ends\n",
+		},
+		"with an estimate that is unknown": {
+			source: func(*testing.T, *world) podStatusSource {
+				return statusSource(&visv1.PendingPodStatus{
+					ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "train-3", UID: "team-a-train-3"},
+					ReasonCode: "InsufficientQuota", Reason: "requests.cpu: 1 requested, 0 free in Budget team-a/team-a; position 3 of 3",
+					EstimatedStart: &visv1.EstimatedStart{Unknown: "NoHistory", Message: "it waits for quota held by pods with no expected end"},
+				})
+			},
+			wantOut: summary + "Reason: requests.cpu: 1 requested, 0 free in Budget team-a/team-a; position 3 of 3\n" +
+				"Estimated start: unknown (NoHistory: it waits for quota held by pods with no expected end)\n",
 		},
 		"held, no budget covers it": {
 			source: func(*testing.T, *world) podStatusSource {

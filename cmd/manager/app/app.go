@@ -100,6 +100,7 @@ func NewCommand() *cobra.Command {
 	f.IntVar(&o.Controller.WaitingEventsPerBudget, "waiting-events-per-budget", o.Controller.WaitingEventsPerBudget, "Send a Waiting event (why a pod waits, on each change) to the first this many gated pods of each budget's queue; the pods behind get theirs when they reach the head. 0 sends none.")
 	f.DurationVar(&o.Controller.FlushInterval, "flush-interval", o.Controller.FlushInterval, "How often pods found not to fit are re-evaluated even without an event.")
 	f.DurationVar(&o.Controller.LendHold, "lend-hold", o.Controller.LendHold, "How long the quota a lender's ended pod frees is kept for the lender's next pods before budgets under the same parent may borrow it (0: lent at once).")
+	f.DurationVar(&o.Controller.EstimateInterval, "estimate-interval", o.Controller.EstimateInterval, "Least time between two estimates of when each gated pod starts (a simulation of the admission queues, run when something changed; the visibility API and the plugin show them). 0 turns estimates off.")
 	f.DurationVar(&o.Controller.UngateTimeout, "ungate-timeout", o.Controller.UngateTimeout, "Timeout of one ungate patch; keep it below the lease duration minus the renew deadline.")
 
 	addCertFlags(f, &o.Certs)
@@ -118,6 +119,9 @@ func NewCommand() *cobra.Command {
 func (o Options) Validate() error {
 	if o.Controller.WaitingEventsPerBudget < 0 {
 		return fmt.Errorf("--waiting-events-per-budget (%d) must be 0 (no Waiting events) or more", o.Controller.WaitingEventsPerBudget)
+	}
+	if o.Controller.EstimateInterval < 0 {
+		return fmt.Errorf("--estimate-interval (%s) must be 0 (no estimates) or more", o.Controller.EstimateInterval)
 	}
 	if o.RenewDeadline >= o.LeaseDuration {
 		return fmt.Errorf("--leader-elect-renew-deadline (%s) must be less than --leader-elect-lease-duration (%s)", o.RenewDeadline, o.LeaseDuration)

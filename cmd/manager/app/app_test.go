@@ -28,6 +28,11 @@ func TestValidate(t *testing.T) {
 			mutate:  func(o *Options) { o.Controller.WaitingEventsPerBudget = -1 },
 			wantErr: "--waiting-events-per-budget (-1) must be 0 (no Waiting events) or more",
 		},
+		"a negative estimate interval": {
+			mutate:  func(o *Options) { o.Controller.EstimateInterval = -time.Second },
+			wantErr: "--estimate-interval (-1s) must be 0 (no estimates) or more",
+		},
+		"estimates off": {mutate: func(o *Options) { o.Controller.EstimateInterval = 0 }},
 		"a long ungate timeout is fine without leader election": {
 			mutate: func(o *Options) { o.LeaderElect, o.Controller.UngateTimeout = false, time.Minute },
 		},

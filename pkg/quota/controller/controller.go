@@ -77,6 +77,9 @@ type Options struct {
 	// Recorder, when set, takes the controller's events instead of the manager's
 	// recorder (the benchmark drops them this way, to measure what they cost).
 	Recorder recorder.EventRecorder
+	// EstimateInterval is the least time between two passes of the estimator, which
+	// estimates when each gated pod starts (estimates.go); 0 turns it off.
+	EstimateInterval time.Duration
 	// Registerer gets the manager's metrics (the binary passes controller-runtime's
 	// metrics.Registry); nil keeps them in a registry of their own that nothing serves.
 	Registerer prometheus.Registerer
@@ -95,6 +98,7 @@ func DefaultOptions() Options {
 		PriorityCeiling: quota.DefaultPriorityCeiling,
 		Clock:           clock.RealClock{},
 
+		EstimateInterval:       DefaultEstimateInterval,
 		AdmittedEventInterval:  DefaultAdmittedEventInterval,
 		WaitingEventsPerBudget: DefaultWaitingEventsPerBudget,
 	}
@@ -124,6 +128,8 @@ type Controller struct {
 	recorder  recorder.EventRecorder
 	// claims are the DRA objects pods use; nil when resource.k8s.io/v1 is not served.
 	claims *claimIndex
+	// estimates is the estimator (estimates.go); nil when it is off.
+	estimates *estimator
 
 	// kick wakes the admission loop; statusKick wakes the status writer. Both hold at
 	// most one pending signal, so a burst of events costs one round.
@@ -172,6 +178,9 @@ func New(opts Options) (*Controller, error) {
 	if opts.FlushInterval <= 0 {
 		opts.FlushInterval = quota.DefaultFlushInterval
 	}
+	if opts.EstimateInterval < 0 {
+		return nil, fmt.Errorf("the estimate interval must not be negative, got %s", opts.EstimateInterval)
+	}
 	if opts.UngateTimeout <= 0 {
 		opts.UngateTimeout = DefaultUngateTimeout
 	}
@@ -193,16 +202,24 @@ func New(opts Options) (*Controller, error) {
 		waiting:    map[types.UID]waitingPod{},
 		evicting:   map[types.UID]*quota.Preemption{},
 		tallies:    map[quota.BudgetKey]*admittedTally{},
+		estimates:  newEstimator(opts.EstimateInterval),
 	}
-	c.core = quota.NewAdmissionQueue(
+	c.core = quota.NewAdmissionQueue(append(opts.coreOptions(),
 		quota.WithClock(opts.Clock),
-		quota.WithHoldUncovered(opts.HoldUncovered),
 		quota.WithFlushInterval(opts.FlushInterval),
-		quota.WithLendHold(opts.LendHold),
-		quota.WithPriorityCeiling(opts.PriorityCeiling),
 		quota.WithObserver(c.metrics),
-	)
+	)...)
 	return c, nil
+}
+
+// coreOptions are the options that decide what the core admits: the real core's and
+// every simulation's (estimates.go) alike.
+func (o Options) coreOptions() []quota.Option {
+	return []quota.Option{
+		quota.WithHoldUncovered(o.HoldUncovered),
+		quota.WithLendHold(o.LendHold),
+		quota.WithPriorityCeiling(o.PriorityCeiling),
+	}
 }
 
 // Core exposes the admission core, for the queue snapshot and tests.
@@ -268,7 +285,26 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 		}
 		c.registrations = append(c.registrations, reg)
 	}
-	return mgr.Add(manager.RunnableFunc(c.run))
+	if err := mgr.Add(manager.RunnableFunc(c.run)); err != nil {
+		return err
+	}
+	if c.estimates == nil {
+		return nil
+	}
+	if c.estimates.pods, _ = c.pods.(podLister); c.estimates.pods == nil {
+		return fmt.Errorf("the pod informer's store (%T) cannot list", c.pods)
+	}
+	for _, h := range c.estimateHandlers() {
+		inf, err := mgr.GetCache().GetInformer(ctx, h.obj)
+		if err != nil {
+			return fmt.Errorf("getting informer for %T: %w", h.obj, err)
+		}
+		if _, err := inf.AddEventHandler(h.handler); err != nil {
+			return fmt.Errorf("adding the estimator's handler for %T: %w", h.obj, err)
+		}
+	}
+	// Leader only, as the admission loop: only the leader's views are answered.
+	return mgr.Add(manager.RunnableFunc(c.runEstimates))
 }
 
 // ReadyCheck is the readiness probe: ready once every informer delivered its list.

@@ -2,12 +2,14 @@ package controller
 
 import (
 	"time"
+	"unique"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/quotagate/quotagate/pkg/estimate"
 	"github.com/quotagate/quotagate/pkg/gates"
 	"github.com/quotagate/quotagate/pkg/quota"
 )
@@ -36,6 +38,12 @@ type cachedPod struct {
 	// claims are the pod's spec.resourceClaims, resolved (nil for none): the core's
 	// view gets what they charge when the pod is given to it (claims.go).
 	claims []quota.PodClaim
+	// facts are what the estimator reads of the pod (its owner, deadline, declared
+	// duration, start and end), compact (estimate.Facts.Compact: a bare pod's own name
+	// left out) and shared between pods with equal ones: the gated pods of one Job, or
+	// of one namespace's bare pods, share one copy (estimates.go; read them with
+	// factsOf).
+	facts unique.Handle[estimate.Facts]
 }
 
 var _ runtime.Object = (*cachedPod)(nil)
@@ -88,6 +96,9 @@ func (p *cachedPod) patchTarget() *corev1.Pod {
 	return pod
 }
 
+// factsOf is the pod's estimate.Facts.
+func (p *cachedPod) factsOf() estimate.Facts { return p.facts.Value().Expand(p.view.Name) }
+
 // CompactPod is the pod informer's transform: it keeps a cachedPod instead of the pod,
 // so the cache stays small with tens of thousands of pods. Pod resource math
 // (quota.PodUsage), ordering and grouping read the full pod here, once.
@@ -112,5 +123,6 @@ func compactPod(pod *corev1.Pod) *cachedPod {
 		hasAnnotations: len(pod.Annotations) > 0,
 		placement:      placementOf(pod),
 		claims:         quota.PodClaims(pod),
+		facts:          unique.Make(estimate.FactsOf(pod).Compact(pod.Name)),
 	}
 }

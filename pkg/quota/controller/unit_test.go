@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/pkg/estimate"
 	"github.com/quotagate/quotagate/pkg/gates"
 	"github.com/quotagate/quotagate/pkg/quota"
 )
@@ -57,6 +58,9 @@ func TestCompactPodKeepsWhatTheManagerReads(t *testing.T) {
 	now := time.Unix(1_700_000_100, 0)
 	if diff := cmp.Diff(quota.NewPod(full, v1alpha1.SchedulingGate, now), cached.at(now, v1alpha1.SchedulingGate)); diff != "" {
 		t.Errorf("the core's view changed by caching (-full +cached):\n%s", diff)
+	}
+	if diff := cmp.Diff(estimate.FactsOf(full), cached.factsOf()); diff != "" {
+		t.Errorf("the estimator's facts changed by caching (-full +cached):\n%s", diff)
 	}
 	if cached.at(now, "example.com/other").Gated {
 		t.Errorf("gated for a gate the pod does not carry")

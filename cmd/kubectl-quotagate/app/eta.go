@@ -1,0 +1,64 @@
+package app
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/duration"
+
+	visv1 "github.com/quotagate/quotagate/api/visibility/v1alpha1"
+)
+
+// The manager's estimate of when a gated pod starts (docs/visibility.md), as queue's ETA
+// column and why's "Estimated start" line show it.
+
+// eta is the ETA column: how long until the estimated start (its median), "now" when
+// it is due, "unknown" when the manager cannot estimate it, "-" when there is no
+// estimate (the estimator is off or has not run, or the queue was read from the
+// manager's snapshot).
+func eta(e *visv1.EstimatedStart, now time.Time) string {
+	switch {
+	case e == nil:
+		return "-"
+	case e.Unknown != "" || e.Median == nil:
+		return "unknown"
+	}
+	return until(now, e.Median.Time)
+}
+
+// until is how long from now to t, as kubectl prints ages; "now" when t has come.
+func until(now, t time.Time) string {
+	if !t.After(now) {
+		return "now"
+	}
+	return duration.HumanDuration(t.Sub(now))
+}
+
+// estimateLine is why's line for an estimate: when, its range, and what it rests on;
+// "" when there is none.
+func estimateLine(e *visv1.EstimatedStart, now time.Time) string {
+	switch {
+	case e == nil:
+		return ""
+	case e.Unknown != "" || e.Median == nil:
+		return fmt.Sprintf("Estimated start: unknown (%s: %s)", e.Unknown, e.Message)
+	}
+	var b strings.Builder
+	b.WriteString("Estimated start: ")
+	if when := until(now, e.Median.Time); when == "now" {
+		b.WriteString(when)
+	} else {
+		b.WriteString("in " + when)
+	}
+	if e.Low != nil && e.High != nil && !e.Low.Equal(e.High) {
+		fmt.Fprintf(&b, " (between %s and %s)", until(now, e.Low.Time), until(now, e.High.Time))
+	}
+	if e.Ends > 0 {
+		fmt.Fprintf(&b, ", from %d pod ends", e.Ends)
+	}
+	if e.Samples > 0 {
+		fmt.Fprintf(&b, ", %d samples at least", e.Samples)
+	}
+	return b.String()
+}

@@ -1,0 +1,250 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/internal/loglevel"
+	"github.com/quotagate/quotagate/pkg/estimate"
+	"github.com/quotagate/quotagate/pkg/quota"
+)
+
+// The estimator answers "when will my pod start?" (package estimate) for the views.
+//
+// It is a part of its own, beside the admission loop and never in its way:
+//   - its informer handlers feed a Learner with every pod first seen Succeeded or
+//     Failed (on every replica, so that a new leader starts with what the old one
+//     learned since it started), and note that something changed;
+//   - on the leader, at most every EstimateInterval and only when something changed,
+//     it builds an estimate.World from the informers' caches (Budgets, ClusterBudgets,
+//     namespaces, Flavors and the pod cache's compact views), never from the core, and
+//     runs estimate.Simulate on a fresh core of its own: the real core's lock is never
+//     taken, so admission never waits for an estimate;
+//   - it keeps the latest Start of every gated pod, swapped in whole under its own lock,
+//     which EstimatedStart reads.
+//
+// Pods the real core admitted whose ungate the cache has not shown yet are gated in
+// the world: the simulation admits them at once, as the core did.
+type estimator struct {
+	learner  *estimate.Learner
+	interval time.Duration
+	// pods lists the pod informer's store, of cachedPods.
+	pods podLister
+	// changed is set by every informer event, and cleared by the pass it starts.
+	changed atomic.Bool
+
+	// mu guards starts. It is held only to read or swap the map, never while a
+	// simulation runs.
+	mu     sync.RWMutex
+	starts map[types.UID]estimate.Start // nil until the first pass
+}
+
+// podLister lists the pod informer's store.
+type podLister interface{ List() []any }
+
+// DefaultEstimateInterval is the least time between two estimator passes.
+const DefaultEstimateInterval = 5 * time.Second
+
+func newEstimator(interval time.Duration) *estimator {
+	if interval <= 0 {
+		return nil
+	}
+	e := &estimator{learner: estimate.NewLearner(0), interval: interval}
+	e.changed.Store(true)
+	return e
+}
+
+// EstimatedStart is a gated pod's estimated start as of the estimator's last pass;
+// false when the estimator is off, has not run yet, or did not see the pod gated.
+func (c *Controller) EstimatedStart(uid types.UID) (estimate.Start, bool) {
+	e := c.estimates
+	if e == nil {
+		return estimate.Start{}, false
+	}
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	s, ok := e.starts[uid]
+	return s, ok
+}
+
+// estimateHandlers are the estimator's informer handlers: pods teach the Learner; any
+// event of the objects a world is built from asks for a new pass.
+func (c *Controller) estimateHandlers() []informerHandler {
+	changed := c.estimates.changedHandler()
+	return []informerHandler{
+		{&corev1.Namespace{}, changed},
+		{&v1alpha1.Budget{}, changed},
+		{&v1alpha1.ClusterBudget{}, changed},
+		{&v1alpha1.Flavor{}, changed},
+		{&corev1.Pod{}, c.estimatePodHandler()},
+	}
+}
+
+// informerHandler is a handler for the informer of obj's type.
+type informerHandler struct {
+	obj     client.Object
+	handler toolscache.ResourceEventHandler
+}
+
+func (e *estimator) changedHandler() toolscache.ResourceEventHandler {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { e.changed.Store(true) },
+		UpdateFunc: func(_, _ any) { e.changed.Store(true) },
+		DeleteFunc: func(any) { e.changed.Store(true) },
+	}
+}
+
+// estimatePodHandler teaches the Learner each pod first seen ended, and asks for a
+// new pass on every pod event.
+func (c *Controller) estimatePodHandler() toolscache.ResourceEventHandler {
+	e := c.estimates
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if cp, ok := obj.(*cachedPod); ok {
+				c.learn(cp, nil)
+			}
+			e.changed.Store(true)
+		},
+		UpdateFunc: func(old, obj any) {
+			was, _ := old.(*cachedPod)
+			if cp, ok := obj.(*cachedPod); ok && was != nil {
+				c.learn(cp, was)
+			}
+			e.changed.Store(true)
+		},
+		DeleteFunc: func(any) { e.changed.Store(true) },
+	}
+}
+
+// learn observes a pod the first time it is seen ended (old is its previous version,
+// nil for a pod seen for the first time): the informer's first list teaches the pods
+// that ended before the manager started, an update the pods that end while it runs.
+func (c *Controller) learn(cp, old *cachedPod) bool {
+	f := cp.factsOf()
+	if !f.Ended || (old != nil && old.factsOf().Ended) {
+		return false
+	}
+	v := cp.view
+	return c.estimates.learner.ObserveFacts(&f, v.AdmittedByKeys(), c.opts.Clock.Now())
+}
+
+// runEstimates is the leader's estimator loop: a pass when something changed, at most
+// one per interval, passes one after another.
+func (c *Controller) runEstimates(ctx context.Context) error {
+	logger := log.FromContext(ctx).WithName("estimates")
+	ctx = log.IntoContext(ctx, logger)
+	if !toolscache.WaitForCacheSync(ctx.Done(), c.handlersSynced) {
+		return nil
+	}
+	for {
+		// The interval runs from the end of a pass: a pass longer than the interval
+		// (tens of thousands of gated pods) leaves the manager time for the rest.
+		timer := c.opts.Clock.NewTimer(c.estimates.interval)
+		if c.estimates.changed.Swap(false) {
+			if err := c.estimateOnce(ctx); err != nil {
+				logger.Error(err, "Estimating starts")
+			}
+		}
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil
+		case <-timer.C():
+		}
+	}
+}
+
+// estimateOnce builds the world from the caches, simulates it and publishes the starts.
+func (c *Controller) estimateOnce(ctx context.Context) error {
+	began := time.Now()
+	w, err := c.world(ctx, c.opts.Clock.Now())
+	if err != nil {
+		return err
+	}
+	built := time.Since(began)
+	starts := estimate.Simulate(w, estimate.Options{Core: c.opts.coreOptions()})
+	m := make(map[types.UID]estimate.Start, len(starts))
+	for _, s := range starts {
+		m[s.Pod.UID] = s
+	}
+	c.estimates.mu.Lock()
+	c.estimates.starts = m
+	c.estimates.mu.Unlock()
+	log.FromContext(ctx).V(loglevel.Details).Info("Estimated starts", "gated", len(w.Waiting), "running", len(w.Running),
+		"build", built, "simulate", time.Since(began)-built)
+	return nil
+}
+
+// world is what the informers' caches hold at now, as Simulate takes it: every
+// budget, namespace and flavor; the pods that hold quota (not gated, not terminal) and
+// the gated pods, each with what the Learner expects of it (estimate.WorldBuilder).
+func (c *Controller) world(ctx context.Context, now time.Time) (estimate.World, error) {
+	if c.estimates.pods == nil {
+		return estimate.World{}, errors.New("the pod cache is not set up")
+	}
+	var namespaces corev1.NamespaceList
+	if err := c.reader.List(ctx, &namespaces, client.UnsafeDisableDeepCopy); err != nil {
+		return estimate.World{}, fmt.Errorf("listing namespaces: %w", err)
+	}
+	nsLabels := make(map[string]map[string]string, len(namespaces.Items))
+	for i := range namespaces.Items {
+		ns := &namespaces.Items[i]
+		nsLabels[ns.Name] = ns.Labels
+	}
+	var budgets v1alpha1.BudgetList
+	if err := c.reader.List(ctx, &budgets, client.UnsafeDisableDeepCopy); err != nil {
+		return estimate.World{}, fmt.Errorf("listing budgets: %w", err)
+	}
+	var clusterBudgets v1alpha1.ClusterBudgetList
+	if err := c.reader.List(ctx, &clusterBudgets, client.UnsafeDisableDeepCopy); err != nil {
+		return estimate.World{}, fmt.Errorf("listing clusterbudgets: %w", err)
+	}
+	all := make([]quota.Budget, 0, len(budgets.Items)+len(clusterBudgets.Items))
+	for i := range budgets.Items {
+		all = append(all, quota.BudgetFromAPI(&budgets.Items[i]))
+	}
+	for i := range clusterBudgets.Items {
+		all = append(all, quota.ClusterBudgetFromAPI(&clusterBudgets.Items[i]))
+	}
+	var flavorList v1alpha1.FlavorList
+	if err := c.reader.List(ctx, &flavorList, client.UnsafeDisableDeepCopy); err != nil {
+		return estimate.World{}, fmt.Errorf("listing flavors: %w", err)
+	}
+	flavors := make([]quota.Flavor, 0, len(flavorList.Items))
+	for i := range flavorList.Items {
+		flavors = append(flavors, quota.FlavorFromAPI(&flavorList.Items[i]))
+	}
+
+	b := estimate.NewWorldBuilder(now, c.estimates.learner, nsLabels, all, flavors)
+	for _, item := range c.estimates.pods.List() {
+		if cp, ok := item.(*cachedPod); ok {
+			f := cp.factsOf()
+			b.Add(c.viewOf(cp, now), &f)
+		}
+	}
+	return b.World(), nil
+}
+
+// viewOf is the core's view of a cached pod at now, charged for its claims as upsertPod
+// gives it to the core, read only: unlike resolve, it records nothing in the claims'
+// users (a pod deleted since the store was listed must not come back there).
+func (c *Controller) viewOf(cp *cachedPod, now time.Time) quota.Pod {
+	p := cp.at(now, c.opts.Gate)
+	if c.claims == nil || len(cp.claims) == 0 {
+		return p
+	}
+	c.claims.mu.Lock()
+	defer c.claims.mu.Unlock()
+	return quota.WithClaims(p, cp.claims, c.claims)
+}

@@ -1,0 +1,52 @@
+package visibility
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	visv1 "github.com/quotagate/quotagate/api/visibility/v1alpha1"
+	"github.com/quotagate/quotagate/pkg/estimate"
+)
+
+// Estimates answers a gated pod's estimated start: the manager's estimator
+// (controller.Controller). An answer of false leaves estimatedStart out: the estimator
+// is off, or has not estimated the pod yet.
+type Estimates interface {
+	EstimatedStart(uid types.UID) (estimate.Start, bool)
+}
+
+// HandlerOption configures NewHandler.
+type HandlerOption func(*handlerOptions)
+
+type handlerOptions struct {
+	estimates Estimates
+}
+
+// WithEstimates has the handler add each gated pod's estimated start from e (nil: none).
+func WithEstimates(e Estimates) HandlerOption {
+	return func(o *handlerOptions) { o.estimates = e }
+}
+
+// estimatedStart is the API's view of uid's estimate, nil when there is none.
+func estimatedStart(e Estimates, uid types.UID) *visv1.EstimatedStart {
+	if e == nil || uid == "" {
+		return nil
+	}
+	s, ok := e.EstimatedStart(uid)
+	if !ok {
+		return nil
+	}
+	return EstimatedStartOf(s)
+}
+
+// EstimatedStartOf converts an estimate to the API's type. Like Start, it names no pod.
+func EstimatedStartOf(s estimate.Start) *visv1.EstimatedStart {
+	out := &visv1.EstimatedStart{Ends: int64(s.Ends), Samples: int64(s.Samples)}
+	if !s.Known {
+		out.Unknown, out.Message = string(s.Unknown), s.Reason
+		return out
+	}
+	at := func(t metav1.Time) *metav1.Time { return &t }
+	out.Median, out.Low, out.High = at(metav1.NewTime(s.Median)), at(metav1.NewTime(s.Low)), at(metav1.NewTime(s.High))
+	return out
+}
