@@ -107,7 +107,7 @@ type FlavorFungibility struct {
 	// fits before preempting anybody, and preempts, when it fits in none, on the first
 	// flavor where that makes room; Preempt stops at the first flavor where the pod
 	// fits or preempting makes room, and preempts there rather than take a later one.
-	// Which pods may be preempted is the budgets' spec.preemption and spec.reclaim.
+	// Which pods may be preempted is the budgets' spec.preemption (reclaim, withinBudget).
 	// +optional
 	// +kubebuilder:default=TryNextFlavor
 	WhenCanPreempt FlavorWhenCanPreempt `json:"whenCanPreempt,omitempty"`
