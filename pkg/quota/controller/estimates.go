@@ -48,6 +48,9 @@ type estimator struct {
 	// simulation runs.
 	mu     sync.RWMutex
 	starts map[types.UID]estimate.Start // nil until the first pass
+	// first is the median of the first known estimate of each gated pod, kept until
+	// it is admitted (estimateError) or no pass sees it gated any more.
+	first map[types.UID]time.Time
 }
 
 // podLister lists the pod informer's store.
@@ -178,12 +181,54 @@ func (c *Controller) estimateOnce(ctx context.Context) error {
 	for _, s := range starts {
 		m[s.Pod.UID] = s
 	}
-	c.estimates.mu.Lock()
-	c.estimates.starts = m
-	c.estimates.mu.Unlock()
+	c.estimates.publish(m)
 	log.FromContext(ctx).V(loglevel.Details).Info("Estimated starts", "gated", len(w.Waiting), "running", len(w.Running),
 		"build", built, "simulate", time.Since(began)-built)
 	return nil
+}
+
+// publish swaps in a pass's starts, and keeps the first known estimate of each pod
+// still gated.
+func (e *estimator) publish(starts map[types.UID]estimate.Start) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	first := make(map[types.UID]time.Time, len(starts))
+	for uid, s := range starts {
+		if t, ok := e.first[uid]; ok {
+			first[uid] = t
+		} else if s.Known {
+			first[uid] = s.Median
+		}
+	}
+	e.starts, e.first = starts, first
+}
+
+// estimateError is how far from at, when a pod was admitted, its estimates were: the
+// first known one and the last one (known is false for a pod that had none).
+func (e *estimator) estimateError(uid types.UID, at time.Time) (first, last time.Duration, known bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	f, ok := e.first[uid]
+	s := e.starts[uid]
+	if !ok || !s.Known {
+		return 0, 0, false
+	}
+	delete(e.first, uid)
+	return absDuration(at.Sub(f)), absDuration(at.Sub(s.Median)), true
+}
+
+func absDuration(d time.Duration) time.Duration { return max(d, -d) }
+
+// observeEstimateError records in quotagate_estimate_error_seconds how far the
+// estimates of a pod admitted at were from it.
+func (c *Controller) observeEstimateError(uid types.UID, at time.Time) {
+	if c.estimates == nil {
+		return
+	}
+	if first, last, ok := c.estimates.estimateError(uid, at); ok {
+		c.metrics.estimateError.WithLabelValues("first").Observe(first.Seconds())
+		c.metrics.estimateError.WithLabelValues("last").Observe(last.Seconds())
+	}
 }
 
 // world is what the informers' caches hold at now, as Simulate takes it: every

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -293,5 +295,45 @@ func TestEstimateWorldChargesClaims(t *testing.T) {
 	}
 	if n := len(f.c.claims.podsOf("")); n != 0 {
 		t.Errorf("building the world recorded %d claim users, want none", n)
+	}
+}
+
+// The error histogram counts, for each pod admitted with a known estimate, how far its
+// first and its last estimate were from its admission, once; a pod that never had a
+// known estimate is not counted.
+func TestEstimateErrorIsObservedAtAdmission(t *testing.T) {
+	f := newEstimateFixture(t)
+	f.add(t, runningFor(estimatePod("team-a", "r1", 600, "4"), "team-a/a", estimateT0.Add(-2*time.Minute), "10m"))
+	f.add(t, estimatePod("team-a", "g1", 60, "2").Gated().Obj())
+	f.add(t, runningFor(estimatePod("team-b", "forever", 600, "1"), "team-b/b", estimateT0.Add(-time.Hour), ""))
+	f.add(t, estimatePod("team-b", "stuck", 60, "1").Gated().Obj())
+	if err := f.c.estimateOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if s, ok := f.c.EstimatedStart("g1"); !ok || !s.Known || !s.Median.Equal(estimateT0.Add(8*time.Minute)) {
+		t.Fatalf("g1: estimate %+v, want a known start at +8m", s)
+	}
+	// A later pass moves g1's estimate to +11m; the first one stays what it was.
+	later, _ := f.c.EstimatedStart("g1")
+	later.Median = estimateT0.Add(11 * time.Minute)
+	stuck, _ := f.c.EstimatedStart("stuck")
+	f.c.estimates.publish(map[types.UID]estimate.Start{"g1": later, "stuck": stuck})
+
+	at := estimateT0.Add(10 * time.Minute)
+	f.c.observeEstimateError("g1", at)
+	f.c.observeEstimateError("g1", at) // once per pod
+	f.c.observeEstimateError("stuck", at)
+	for _, tc := range []struct {
+		estimate string
+		sum      float64
+	}{{"first", 120}, {"last", 60}} {
+		var m dto.Metric
+		if err := f.c.metrics.estimateError.WithLabelValues(tc.estimate).(prometheus.Metric).Write(&m); err != nil {
+			t.Fatal(err)
+		}
+		h := m.GetHistogram()
+		if h.GetSampleCount() != 1 || h.GetSampleSum() != tc.sum {
+			t.Errorf("estimate=%s: %d samples summing to %gs, want 1 of %gs", tc.estimate, h.GetSampleCount(), h.GetSampleSum(), tc.sum)
+		}
 	}
 }

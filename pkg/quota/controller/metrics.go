@@ -52,6 +52,7 @@ type metrics struct {
 	queueDepth    *prometheus.GaugeVec
 	queueMoves    *prometheus.CounterVec
 	podWait       *prometheus.HistogramVec
+	estimateError *prometheus.HistogramVec
 	admissions    *prometheus.CounterVec
 	budgetHard    *prometheus.GaugeVec
 	budgetUsed    *prometheus.GaugeVec
@@ -98,6 +99,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help:    "Time from when the manager first saw a pod gated (its creationTimestamp for pods already gated at startup) to the removal of its gate, per budget charged (kind=\"None\" for pods no budget covers).",
 			Buckets: waitBuckets,
 		}, budgetLabels),
+		estimateError: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "quotagate_estimate_error_seconds",
+			Help:    "How far from its admission a pod's estimated start was, in either direction: its first known estimate (estimate=\"first\") and its last (estimate=\"last\"). Pods that never had a known estimate are not counted.",
+			Buckets: waitBuckets,
+		}, []string{"estimate"}),
 		admissions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "quotagate_budget_admissions_total",
 			Help: "Pods ungated while charged to a budget (kind=\"None\" for pods no budget covers).",
@@ -128,7 +134,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.gate = &leaderOnly{metrics: m, collectors: []prometheus.Collector{
 		m.incomingPods, m.queueMoves, m.admissions, m.ungateErrors, m.preemptions, m.preemptionsBlocked,
 		m.queueDepth, m.budgetHard, m.budgetUsed, m.flavorHard, m.flavorUsed, m.budgetPending, m.budgetState, m.budgetReady,
-		m.gatedPods, m.admittedPods, m.neverFitPods, m.podWait,
+		m.gatedPods, m.admittedPods, m.neverFitPods, m.podWait, m.estimateError,
 	}}
 	gate, err := promreg.Register(reg, m.gate)
 	if err != nil {
