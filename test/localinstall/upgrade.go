@@ -49,6 +49,10 @@ func (i *Installation) UpgradeTo(ctx context.Context, chartPath, binDir string, 
 	return i.upgrade(ctx, chartPath, binDir, values)
 }
 
+// webhookPreStop is the webhook Deployment's preStop sleep in the chart: how long its
+// pods keep serving once they are deleted.
+const webhookPreStop = 5 * time.Second
+
 func (i *Installation) upgrade(ctx context.Context, chartPath, binDir string, values map[string]any) error {
 	log := logr.FromContextOrDiscard(ctx)
 	merged := maps.Clone(i.values)
@@ -57,6 +61,7 @@ func (i *Installation) upgrade(ctx context.Context, chartPath, binDir string, va
 	if err != nil {
 		return err
 	}
+	applied := time.Now()
 	i.values, i.chartPath, i.opts.BinDir = merged, chartPath, binDir
 	log.V(1).Info("Upgraded the chart", "release", rel.Name, "chart", rel.Chart.Metadata.Version, "revision", rel.Version)
 	objs, err := releaseObjects(rel)
@@ -76,9 +81,17 @@ func (i *Installation) upgrade(ctx context.Context, chartPath, binDir string, va
 	case AdmissionPolicy:
 		// No webhook to roll: one that ran before the upgrade goes with its Deployment.
 		// Its pods keep serving through their preStop sleep while the API server loads
-		// the policy that replaces them, so the process stops once the policy gates.
+		// the policy that replaces them, and drops the webhook configuration helm
+		// deleted (through an informer of its own: until then it still calls the
+		// webhook). So the process stops once the policy gates and the preStop sleep
+		// has passed since the upgrade.
 		if err := i.waitPolicyApplied(ctx); err != nil {
 			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Until(applied.Add(webhookPreStop))):
 		}
 		if err := i.webhook.stop(); err != nil {
 			return err
