@@ -2,7 +2,6 @@ package quota
 
 import (
 	"cmp"
-	"fmt"
 	"iter"
 	"slices"
 	"time"
@@ -326,33 +325,4 @@ func (pr *preemptions) candidates(reason PreemptionReason, lowerOnly bool, unit 
 		take(w.budget.ledger.chargedPods())
 	}
 	return pr.victimCandidates(pods, unit)
-}
-
-func preemption(reason PreemptionReason, v, by *podState, w waitInfo, budgets []*budget, from *budget) Preemption {
-	out := Preemption{Victim: v.pod.PodRef, Preemptor: by.pod.PodRef, Reason: reason}
-	switch reason {
-	case PreemptReclaim:
-		f := w.budget
-		for _, b := range budgets {
-			if b.parent == f {
-				out.Budget, out.BlockedTimeout = b.key, b.spec.BlockedTimeout
-				break
-			}
-		}
-		out.From = from.key
-		say := func(ns string, who string) string {
-			return fmt.Sprintf("%s takes back quota it lent under %s, which %s borrows, %s",
-				BudgetFor(ns, out.Budget), f.key.Describe(), BudgetFor(ns, out.From), who)
-		}
-		out.VictimMessage = say(v.pod.Namespace, "for "+PodFor(v.pod.Namespace, by.pod.PodRef))
-		out.PreemptorMessage = say(by.pod.Namespace, "from "+PodFor(by.pod.Namespace, v.pod.PodRef))
-	case PreemptWithinBudget:
-		out.Budget, out.From, out.BlockedTimeout = w.budget.key, w.budget.key, w.budget.spec.BlockedTimeout
-		say := func(ns string) string {
-			return fmt.Sprintf("%s (priority %d) does not fit in %s; pods of lower priority (%d) make room for it",
-				PodFor(ns, by.pod.PodRef), by.pod.Priority, BudgetFor(ns, w.budget.key), v.pod.Priority)
-		}
-		out.VictimMessage, out.PreemptorMessage = say(v.pod.Namespace), say(by.pod.Namespace)
-	}
-	return out
 }

@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"fmt"
 	"slices"
 	"time"
 )
@@ -163,4 +164,34 @@ func (pr *preemptions) stillNeeded(p *podState) bool {
 	// Its sibling may have ended pods since it was chosen: it goes only while the
 	// siblings keep their hard without it (reclaimfloor.go).
 	return fits() && floor.holds()
+}
+
+// preemption is the decision to evict v for by, with its messages.
+func preemption(reason PreemptionReason, v, by *podState, w waitInfo, budgets []*budget, from *budget) Preemption {
+	out := Preemption{Victim: v.pod.PodRef, Preemptor: by.pod.PodRef, Reason: reason}
+	switch reason {
+	case PreemptReclaim:
+		f := w.budget
+		for _, b := range budgets {
+			if b.parent == f {
+				out.Budget, out.BlockedTimeout = b.key, b.spec.BlockedTimeout
+				break
+			}
+		}
+		out.From = from.key
+		say := func(ns string, who string) string {
+			return fmt.Sprintf("%s takes back quota it lent under %s, which %s borrows, %s",
+				BudgetFor(ns, out.Budget), f.key.Describe(), BudgetFor(ns, out.From), who)
+		}
+		out.VictimMessage = say(v.pod.Namespace, "for "+PodFor(v.pod.Namespace, by.pod.PodRef))
+		out.PreemptorMessage = say(by.pod.Namespace, "from "+PodFor(by.pod.Namespace, v.pod.PodRef))
+	case PreemptWithinBudget:
+		out.Budget, out.From, out.BlockedTimeout = w.budget.key, w.budget.key, w.budget.spec.BlockedTimeout
+		say := func(ns string) string {
+			return fmt.Sprintf("%s (priority %d) does not fit in %s; pods of lower priority (%d) make room for it",
+				PodFor(ns, by.pod.PodRef), by.pod.Priority, BudgetFor(ns, w.budget.key), v.pod.Priority)
+		}
+		out.VictimMessage, out.PreemptorMessage = say(v.pod.Namespace), say(by.pod.Namespace)
+	}
+	return out
 }
