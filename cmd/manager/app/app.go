@@ -101,6 +101,7 @@ func NewCommand() *cobra.Command {
 	f.DurationVar(&o.Controller.FlushInterval, "flush-interval", o.Controller.FlushInterval, "How often pods found not to fit are re-evaluated even without an event.")
 	f.DurationVar(&o.Controller.LendHold, "lend-hold", o.Controller.LendHold, "How long the quota a lender's ended pod frees is kept for the lender's next pods before budgets under the same parent may borrow it (0: lent at once).")
 	f.DurationVar(&o.Controller.EstimateInterval, "estimate-interval", o.Controller.EstimateInterval, "Least time between two estimates of when each gated pod starts (a simulation of the admission queues, run when something changed; the visibility API and the plugin show them). 0 turns estimates off.")
+	f.IntVar(&o.Controller.EstimateMaxPods, "estimate-max-pods", o.Controller.EstimateMaxPods, "The most pods (in the manager's pod cache) the estimator simulates: with more, it skips its passes and gated pods have no estimated start. 0: no bound.")
 	f.DurationVar(&o.Controller.UngateTimeout, "ungate-timeout", o.Controller.UngateTimeout, "Timeout of one ungate patch; keep it below the lease duration minus the renew deadline.")
 
 	addCertFlags(f, &o.Certs)
@@ -122,6 +123,9 @@ func (o Options) Validate() error {
 	}
 	if o.Controller.EstimateInterval < 0 {
 		return fmt.Errorf("--estimate-interval (%s) must be 0 (no estimates) or more", o.Controller.EstimateInterval)
+	}
+	if o.Controller.EstimateMaxPods < 0 {
+		return fmt.Errorf("--estimate-max-pods (%d) must be 0 (no bound) or more", o.Controller.EstimateMaxPods)
 	}
 	if o.RenewDeadline >= o.LeaseDuration {
 		return fmt.Errorf("--leader-elect-renew-deadline (%s) must be less than --leader-elect-lease-duration (%s)", o.RenewDeadline, o.LeaseDuration)

@@ -33,6 +33,10 @@ func TestValidate(t *testing.T) {
 			wantErr: "--estimate-interval (-1s) must be 0 (no estimates) or more",
 		},
 		"estimates off": {mutate: func(o *Options) { o.Controller.EstimateInterval = 0 }},
+		"a negative estimate bound": {
+			mutate:  func(o *Options) { o.Controller.EstimateMaxPods = -1 },
+			wantErr: "--estimate-max-pods (-1) must be 0 (no bound) or more",
+		},
 		"a long ungate timeout is fine without leader election": {
 			mutate: func(o *Options) { o.LeaderElect, o.Controller.UngateTimeout = false, time.Minute },
 		},

@@ -80,6 +80,10 @@ type Options struct {
 	// EstimateInterval is the least time between two passes of the estimator, which
 	// estimates when each gated pod starts (estimates.go); 0 turns it off.
 	EstimateInterval time.Duration
+	// EstimateMaxPods is the most pods (gated and holding quota) the estimator simulates:
+	// with more, it skips its passes and gated pods have no estimate (a pass costs about
+	// 1 s of CPU and 170 MB of allocations at 10,000 gated pods). 0 means no bound.
+	EstimateMaxPods int
 	// Registerer gets the manager's metrics (the binary passes controller-runtime's
 	// metrics.Registry); nil keeps them in a registry of their own that nothing serves.
 	Registerer prometheus.Registerer
@@ -99,6 +103,7 @@ func DefaultOptions() Options {
 		Clock:           clock.RealClock{},
 
 		EstimateInterval:       DefaultEstimateInterval,
+		EstimateMaxPods:        DefaultEstimateMaxPods,
 		AdmittedEventInterval:  DefaultAdmittedEventInterval,
 		WaitingEventsPerBudget: DefaultWaitingEventsPerBudget,
 	}
@@ -180,6 +185,9 @@ func New(opts Options) (*Controller, error) {
 	}
 	if opts.EstimateInterval < 0 {
 		return nil, fmt.Errorf("the estimate interval must not be negative, got %s", opts.EstimateInterval)
+	}
+	if opts.EstimateMaxPods < 0 {
+		return nil, fmt.Errorf("the estimator's most pods must not be negative, got %d", opts.EstimateMaxPods)
 	}
 	if opts.UngateTimeout <= 0 {
 		opts.UngateTimeout = DefaultUngateTimeout

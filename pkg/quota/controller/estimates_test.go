@@ -337,3 +337,28 @@ func TestEstimateErrorIsObservedAtAdmission(t *testing.T) {
 		}
 	}
 }
+
+// With more pods than EstimateMaxPods the estimator skips its pass and drops what it
+// had: no gated pod has an estimate until the pods are back under the bound.
+func TestEstimatorBound(t *testing.T) {
+	f := newEstimateFixture(t)
+	ctx := context.Background()
+	f.c.opts.EstimateMaxPods = 2
+	f.add(t, runningFor(estimatePod("team-a", "r1", 600, "4"), "team-a/a", estimateT0, "10m"))
+	f.add(t, estimatePod("team-a", "g1", 60, "2").Gated().Obj())
+	if err := f.c.estimateOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := f.c.EstimatedStart("g1"); !ok {
+		t.Fatalf("g1 has no estimate with 2 pods, at the bound")
+	}
+	f.add(t, estimatePod("team-a", "g2", 30, "2").Gated().Obj())
+	if err := f.c.estimateOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, uid := range []types.UID{"g1", "g2"} {
+		if s, ok := f.c.EstimatedStart(uid); ok {
+			t.Errorf("pod %s has an estimate %+v with 3 pods, over the bound of 2", uid, s)
+		}
+	}
+}
