@@ -25,6 +25,8 @@ type Placement struct {
 	// (neither admitted nor waiting: not a gated pod of the world).
 	Wait  quota.PodWait
 	Found bool
+	// Reason is why it is admitted (the admission's) or why it waits (Wait.Reason).
+	Reason quota.Reason
 }
 
 // Place feeds a fresh core the world, as Simulate does, lets it take its decisions
@@ -50,7 +52,7 @@ func Place(w World, o Options, uids []types.UID) []Placement {
 		}
 		if a, ok := s.admissions[uid]; ok {
 			pl.Admitted, pl.Found, pl.Preempts = true, true, a.preempts
-			pl.Budgets, pl.Borrowing = a.a.Budgets, a.a.Borrowing
+			pl.Budgets, pl.Borrowing, pl.Reason = a.a.Budgets, a.a.Borrowing, a.a.Reason
 			if a.a.Flavor != nil {
 				pl.Flavor = a.a.Flavor.Name
 			}
@@ -58,7 +60,36 @@ func Place(w World, o Options, uids []types.UID) []Placement {
 			continue
 		}
 		pl.Wait, pl.Found = r.PodWait(uid)
+		pl.Reason = pl.Wait.Reason
 		out[i] = pl
+	}
+	return out
+}
+
+// WhatIf is the answer to a what-if: pods added to a world, what the core says of each
+// at once (Place) and, unless NoStarts says why not, when each starts (Simulate).
+type WhatIf struct {
+	// Pods are the added pods' views, as the core takes them.
+	Pods       []quota.Pod
+	Placements []Placement
+	// Starts are in the order of Pods; nil when NoStarts says why there are none.
+	Starts   []Start
+	NoStarts string
+}
+
+// Suppose answers a what-if about the last n pods of w.Waiting (the added ones):
+// their Placements and, when noStarts is empty, their Starts. The world's other pods'
+// starts are computed too (a simulation needs them) but not returned.
+func Suppose(w World, o Options, n int, noStarts string) WhatIf {
+	added := w.Waiting[len(w.Waiting)-n:]
+	out := WhatIf{Pods: make([]quota.Pod, n), NoStarts: noStarts}
+	uids := make([]types.UID, n)
+	for i, p := range added {
+		out.Pods[i], uids[i] = p.Pod, p.Pod.UID
+	}
+	out.Placements = Place(w, o, uids)
+	if noStarts == "" {
+		out.Starts = Simulate(w, o)[len(w.Waiting)-n:]
 	}
 	return out
 }

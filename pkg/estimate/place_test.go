@@ -27,7 +27,10 @@ type placed struct {
 }
 
 func summarizePlace(p Placement) placed {
-	out := placed{Admitted: p.Admitted, Flavor: p.Flavor, Preempts: p.Preempts, Held: p.Wait.Held, Found: p.Found, Code: p.Wait.Reason.Code}
+	out := placed{Admitted: p.Admitted, Flavor: p.Flavor, Preempts: p.Preempts, Held: p.Wait.Held, Found: p.Found}
+	if !p.Admitted {
+		out.Code = p.Reason.Code
+	}
 	for _, b := range p.Budgets {
 		out.Budgets = append(out.Budgets, b.String())
 	}
@@ -159,5 +162,37 @@ func TestPlaceKeepsTheWorld(t *testing.T) {
 	Place(w, Options{}, []types.UID{"new"})
 	if diff := cmp.Diff(before, Simulate(w, Options{})); diff != "" {
 		t.Errorf("starts after Place (-before +after):\n%s", diff)
+	}
+}
+
+// TestSuppose: the added pods (the last of the world's waiting pods) get their
+// placements and starts; without starts, NoStarts says why.
+func TestSuppose(t *testing.T) {
+	w := world([]quota.Budget{budget("team-a", "a", "cpu=2")}, []Pod{running("team-a", "r", "cpu=2", runs(10*time.Minute))}, []Pod{
+		waiting(podIn("team-a", "old", 1, "cpu=2"), runs(5*time.Minute)),
+		waiting(podIn("team-a", "new-0", 10, "cpu=2"), runs(time.Minute)),
+		waiting(podIn("team-a", "new-1", 10, "cpu=2"), runs(time.Minute)),
+	})
+	got := Suppose(w, Options{}, 2, "")
+	var names, places []string
+	var starts []float64
+	for i, p := range got.Pods {
+		names = append(names, p.Name)
+		places = append(places, summarizePlace(got.Placements[i]).Places...)
+		starts = append(starts, got.Starts[i].Median.Sub(t0).Minutes())
+	}
+	if diff := cmp.Diff([]string{"new-0", "new-1"}, names); diff != "" {
+		t.Errorf("pods (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"team-a/a 2/3", "team-a/a 3/3"}, places); diff != "" {
+		t.Errorf("places (-want +got):\n%s", diff)
+	}
+	// r ends at 10, old runs 5 minutes, new-0 one.
+	if diff := cmp.Diff([]float64{15, 16}, starts); diff != "" {
+		t.Errorf("median starts in minutes (-want +got):\n%s", diff)
+	}
+	off := Suppose(w, Options{}, 2, "off")
+	if off.Starts != nil || off.NoStarts != "off" || len(off.Placements) != 2 {
+		t.Errorf("without starts: %d starts, %q, %d placements", len(off.Starts), off.NoStarts, len(off.Placements))
 	}
 }
