@@ -1,6 +1,8 @@
 package estimate
 
 import (
+	"time"
+
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/quotagate/quotagate/pkg/quota"
@@ -69,6 +71,8 @@ func Place(w World, o Options, uids []types.UID) []Placement {
 // WhatIf is the answer to a what-if: pods added to a world, what the core says of each
 // at once (Place) and, unless NoStarts says why not, when each starts (Simulate).
 type WhatIf struct {
+	// Now is the world's: when the pods are supposed created.
+	Now time.Time
 	// Pods are the added pods' views, as the core takes them.
 	Pods       []quota.Pod
 	Placements []Placement
@@ -82,7 +86,7 @@ type WhatIf struct {
 // starts are computed too (a simulation needs them) but not returned.
 func Suppose(w World, o Options, n int, noStarts string) WhatIf {
 	added := w.Waiting[len(w.Waiting)-n:]
-	out := WhatIf{Pods: make([]quota.Pod, n), NoStarts: noStarts}
+	out := WhatIf{Now: w.Now, Pods: make([]quota.Pod, n), NoStarts: noStarts}
 	uids := make([]types.UID, n)
 	for i, p := range added {
 		out.Pods[i], uids[i] = p.Pod, p.Pod.UID

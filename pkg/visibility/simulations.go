@@ -95,6 +95,7 @@ func (h *podSimulations) serve(w http.ResponseWriter, r *http.Request, namespace
 		writeError(w, err)
 		return
 	}
+	sim.CreationTimestamp = metav1.NewTime(whatIf.Now)
 	sim.Status = SimulationStatusOf(whatIf)
 	writeJSON(w, http.StatusCreated, sim)
 }

@@ -189,7 +189,9 @@ type BudgetPlace struct {
 // +kubebuilder:object:root=true
 type PodSimulation struct {
 	metav1.TypeMeta `json:",inline"`
-	// ObjectMeta: the namespace the pods would be created in (the request's).
+	// ObjectMeta: the namespace the pods would be created in (the request's); in the
+	// answer, creationTimestamp is when they are supposed created (the estimates'
+	// "now").
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	Spec   PodSimulationSpec   `json:"spec"`
