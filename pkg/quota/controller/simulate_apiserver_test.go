@@ -16,6 +16,7 @@ import (
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
 	"github.com/quotagate/quotagate/internal/testbed"
+	"github.com/quotagate/quotagate/pkg/estimate"
 	"github.com/quotagate/quotagate/pkg/quota"
 	"github.com/quotagate/quotagate/pkg/quota/controller"
 )
@@ -116,5 +117,38 @@ func TestSimulatePodsOnRealAPIServer(t *testing.T) {
 	}
 	if len(pods.Items) != 2 {
 		t.Errorf("the namespace holds %d pods after the simulations, want the 2 created", len(pods.Items))
+	}
+}
+
+// With the estimator off, the what-if still says where the pods would wait and why,
+// and that no start is estimated.
+func TestSimulatePodsWithTheEstimatorOff(t *testing.T) {
+	ns := newNamespace(t, true)
+	mustCreate(t, budget(ns, "team", cpu("1"), ""))
+	m := startManager(t, func(o *controller.Options) { o.EstimateInterval = 0 }, false)
+	tmpl := corev1.PodTemplateSpec{Spec: gatedPod(ns, "", "1").Spec}
+	var got []string
+	var last estimate.WhatIf
+	testbed.Poll(t, time.Minute, "the manager's caches hold the Budget", func(ctx context.Context) (bool, error) {
+		w, err := m.ctrl.SimulatePods(ctx, ns, &tmpl, 2)
+		if err != nil {
+			return false, err
+		}
+		got, last = nil, w
+		for i, p := range w.Placements {
+			s := fmt.Sprintf("%s admitted=%v %s", w.Pods[i].Name, p.Admitted, p.Reason.Code)
+			for _, pl := range p.Wait.Places {
+				s += fmt.Sprintf(" %s %d/%d", pl.Budget.Name, pl.Position, pl.Total)
+			}
+			got = append(got, s)
+		}
+		return len(w.Placements) == 2 && w.Placements[0].Admitted, nil
+	})
+	want := []string{"simulated-0 admitted=true " + string(quota.CodeFits), "simulated-1 admitted=false " + string(quota.CodeInsufficient) + " team 1/1"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the simulation (-want +got):\n%s", diff)
+	}
+	if last.Starts != nil || last.NoStarts != controller.NoStartsEstimatorOff {
+		t.Errorf("starts %v, NoStarts %q; want none and %q", last.Starts, last.NoStarts, controller.NoStartsEstimatorOff)
 	}
 }
