@@ -237,21 +237,33 @@ func TestPodSimulationsOnRealAPIServer(t *testing.T) {
 		message string
 	}{
 		"a team-a user with view only (may read pendingpods, may not create pods)": {
-			call:  func(ctx context.Context) error { _, err := postSimulation(ctx, viewer, "team-a", simulation(1)); return err },
+			call: func(ctx context.Context) error {
+				_, err := postSimulation(ctx, viewer, "team-a", simulation(1))
+				return err
+			},
 			check: apierrors.IsForbidden,
 		},
 		"a team-a user who may create podsimulations but not pods": {
-			call:    func(ctx context.Context) error { _, err := postSimulation(ctx, simulator, "team-a", simulation(1)); return err },
+			call: func(ctx context.Context) error {
+				_, err := postSimulation(ctx, simulator, "team-a", simulation(1))
+				return err
+			},
 			check:   apierrors.IsForbidden,
 			message: `may not create pods in namespace "team-a"`,
 		},
 		"a team-b editor in team-a": {
-			call:  func(ctx context.Context) error { _, err := postSimulation(ctx, other, "team-a", simulation(1)); return err },
+			call: func(ctx context.Context) error {
+				_, err := postSimulation(ctx, other, "team-a", simulation(1))
+				return err
+			},
 			check: apierrors.IsForbidden,
 		},
 		"a team-a editor who sets the forwarded header": {call: forwarded, check: apierrors.IsForbidden, message: "only the manager's replicas"},
 		"a malformed body": {
-			call:    func(ctx context.Context) error { _, err := postSimulation(ctx, editor, "team-a", []byte(`{"spec": {"count": "three"}}`)); return err },
+			call: func(ctx context.Context) error {
+				_, err := postSimulation(ctx, editor, "team-a", []byte(`{"spec": {"count": "three"}}`))
+				return err
+			},
 			check:   apierrors.IsBadRequest,
 			message: "not a PodSimulation",
 		},
@@ -265,7 +277,10 @@ func TestPodSimulationsOnRealAPIServer(t *testing.T) {
 			check: apierrors.IsBadRequest, message: "containers is empty",
 		},
 		"more pods than the bound": {
-			call:    func(ctx context.Context) error { _, err := postSimulation(ctx, editor, "team-a", simulation(visv1.MaxSimulatedPods+1)); return err },
+			call: func(ctx context.Context) error {
+				_, err := postSimulation(ctx, editor, "team-a", simulation(visv1.MaxSimulatedPods+1))
+				return err
+			},
 			check:   apierrors.IsBadRequest,
 			message: "at most 1000 pods",
 		},
