@@ -218,8 +218,9 @@ func TestPodSimulationsOnRealAPIServer(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("the simulation (-want +got):\n%s\n%s", diff, body)
 	}
-	if sim.Kind != visv1.KindPodSimulation || sim.Namespace != "team-a" || sim.Status.Pods[0].Reason == "" {
-		t.Errorf("the answer: kind %q, namespace %q, reason %q", sim.Kind, sim.Namespace, sim.Status.Pods[0].Reason)
+	const reason = "behind a pod of higher priority in another namespace in StrictFIFO ClusterBudget ml; position 3 of 4"
+	if sim.Kind != visv1.KindPodSimulation || sim.Namespace != "team-a" || !strings.Contains(sim.Status.Pods[0].Reason, reason) {
+		t.Errorf("the answer: kind %q, namespace %q, reason %q, want one with %q", sim.Kind, sim.Namespace, sim.Status.Pods[0].Reason, reason)
 	}
 	for _, secret := range []string{"secret-project-x-trainer", "team-b", "batch"} {
 		if strings.Contains(string(body), secret) {
