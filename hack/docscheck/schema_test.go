@@ -12,6 +12,8 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
+
+	visv1 "github.com/quotagate/quotagate/api/visibility/v1alpha1"
 )
 
 // crdDir holds the CRDs controller-gen writes from api/v1alpha1 (the chart's are copies).
@@ -158,10 +160,12 @@ func crdKinds(t *testing.T) []kind {
 }
 
 // builtinKinds are the other kinds whose fields the docs name: a pod's (spec.nodeName,
-// status.containerStatuses[].allocatedResources) and a DeviceClass's
-// (spec.extendedResourceName).
+// status.containerStatuses[].allocatedResources), a DeviceClass's
+// (spec.extendedResourceName) and the visibility API's PodSimulation's (spec.template,
+// status.pods).
 func builtinKinds() []kind {
 	return []kind{
+		{name: "PodSimulation", resources: []string{"podsimulations", "podsimulation"}, root: goField{reflect.TypeFor[visv1.PodSimulation]()}},
 		{name: "Pod", resources: []string{"pods", "pod", "po"}, root: goField{reflect.TypeFor[corev1.Pod]()}},
 		{name: "DeviceClass", resources: []string{"deviceclasses", "deviceclass"}, root: goField{reflect.TypeFor[resourcev1.DeviceClass]()}},
 	}

@@ -44,6 +44,15 @@
 // claim), or the simulation's bounds (Horizon, MaxSteps). Nothing in a Start names
 // another pod, so a tenant learns no other namespace's pod names from it.
 //
+// # What if
+//
+// Place and Suppose answer for pods that do not exist yet (the visibility API's
+// podsimulations): added to the world's waiting pods, gated and created at Now, they
+// are fed to a fresh core as Simulate feeds it, and Place returns what that core says
+// of them after its decisions at Now (admitted at once, on which budgets and flavor,
+// after how many preemptions; or their place in each covering budget's queue and the
+// reason), Suppose that and their Starts.
+//
 // # How wrong it can be
 //
 // An estimate is as good as the durations behind it: Start.Ends says how many pod ends

@@ -77,11 +77,55 @@ type sim struct {
 	left    int // waiting pods not started yet
 	ended   int // pods ended so far
 	weakest int // the fewest samples behind a learned end so far (0: none)
+
+	// admissions, when not nil, records each admission and how many victims had been
+	// preempted before it (Place reads them).
+	admissions map[types.UID]admission
+	preempted  int // victims ended so far
+}
+
+// admission is one admission as Place reads it.
+type admission struct {
+	a        quota.Admission
+	preempts int
 }
 
 // run simulates the world with every duration at pk until every waiting pod is
 // admitted or nothing more can happen, within o's bounds.
 func run(w *World, o *Options, pk pick) result {
+	s := newSim(w, o, pk)
+	horizon, maxSteps := w.Now.Add(cmp.Or(o.Horizon, DefaultHorizon)), o.MaxSteps
+	if maxSteps <= 0 {
+		maxSteps = DefaultMaxSteps(w)
+	}
+	capped := false
+	for steps := 0; ; steps++ {
+		s.admit()
+		if o.afterAdmit != nil {
+			o.afterAdmit(s.q)
+		}
+		if s.left == 0 {
+			break
+		}
+		next, ok := s.next(horizon)
+		if !ok {
+			break
+		}
+		if next.After(horizon) || steps >= maxSteps {
+			capped = true
+			break
+		}
+		s.clk.now = next
+		s.endDue()
+	}
+	s.explain(capped)
+	return result{pods: s.out, stopped: s.clk.now}
+}
+
+// newSim feeds a fresh core, on a clock of its own at w.Now, the world: namespaces,
+// flavors, budgets, the pods that hold quota (each with its end scheduled) and the
+// waiting pods. Nothing is admitted yet.
+func newSim(w *World, o *Options, pk pick) *sim {
 	clk := &simClock{now: w.Now}
 	core := append(append([]quota.Option(nil), o.Core...), quota.WithClock(clk), quota.WithFlushInterval(never))
 	s := &sim{
@@ -107,32 +151,7 @@ func run(w *World, o *Options, pk pick) result {
 		s.waiting[p.Pod.UID] = i
 		s.q.UpsertPod(p.Pod)
 	}
-	horizon, maxSteps := w.Now.Add(cmp.Or(o.Horizon, DefaultHorizon)), o.MaxSteps
-	if maxSteps <= 0 {
-		maxSteps = DefaultMaxSteps(w)
-	}
-	capped := false
-	for steps := 0; ; steps++ {
-		s.admit()
-		if o.afterAdmit != nil {
-			o.afterAdmit(s.q)
-		}
-		if s.left == 0 {
-			break
-		}
-		next, ok := s.next(horizon)
-		if !ok {
-			break
-		}
-		if next.After(horizon) || steps >= maxSteps {
-			capped = true
-			break
-		}
-		clk.now = next
-		s.endDue()
-	}
-	s.explain(capped)
-	return result{pods: s.out, stopped: clk.now}
+	return s
 }
 
 // holds records that a pod holds quota until end (for ever when e is not Known).
@@ -156,6 +175,9 @@ func (s *sim) admit() {
 	for {
 		admitted := s.q.Admit()
 		for _, a := range admitted {
+			if s.admissions != nil {
+				s.admissions[a.Pod.UID] = admission{a: a, preempts: s.preempted}
+			}
 			s.q.Done(a.Pod.UID, quota.Ungated, "")
 			s.started(a.Pod.UID)
 		}
@@ -163,6 +185,7 @@ func (s *sim) admit() {
 		for _, p := range s.q.Preemptions() {
 			if s.q.PreemptionNeeded(p.Victim.UID) {
 				s.end(p.Victim.UID, 0, false)
+				s.preempted++
 				preempted = true
 			}
 		}

@@ -122,6 +122,10 @@ func roles(ctx context.Context, t *testing.T, cs kubernetes.Interface) {
 			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{visv1.GroupName}, Resources: []string{"budgets/pendingpods", "pendingpods"}, Verbs: []string{"get"}}},
 		},
 		{
+			ObjectMeta: metav1.ObjectMeta{Name: "quotagate-pod-simulator", Labels: map[string]string{"rbac.authorization.k8s.io/aggregate-to-edit": "true", "rbac.authorization.k8s.io/aggregate-to-admin": "true"}},
+			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{visv1.GroupName}, Resources: []string{visv1.ResourcePodSimulations}, Verbs: []string{"create"}}},
+		},
+		{
 			ObjectMeta: metav1.ObjectMeta{Name: "quotagate-clusterqueue-viewer"},
 			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{visv1.GroupName}, Resources: []string{"budgets/pendingpods", "clusterbudgets/pendingpods", "pendingpods"}, Verbs: []string{"get"}}},
 		},

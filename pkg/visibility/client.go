@@ -60,6 +60,32 @@ func (c Client) PodStatus(ctx context.Context, namespace, name string) (*visv1.P
 	return &st, nil
 }
 
+// PodSimulationsPath is the path podsimulations are created at in namespace.
+func PodSimulationsPath(namespace string) string {
+	return GroupVersionPath + "/namespaces/" + namespace + "/" + visv1.ResourcePodSimulations
+}
+
+// Simulate creates sim in namespace and returns the answer: sim with its status.
+func (c Client) Simulate(ctx context.Context, namespace string, sim *visv1.PodSimulation) (*visv1.PodSimulation, error) {
+	body, err := json.Marshal(sim)
+	if err != nil {
+		return nil, err
+	}
+	res := c.rc.Post().AbsPath(PodSimulationsPath(namespace)).SetHeader("Content-Type", "application/json").Body(body).Do(ctx)
+	if err := res.Error(); err != nil {
+		return nil, err
+	}
+	raw, err := res.Raw()
+	if err != nil {
+		return nil, err
+	}
+	var out visv1.PodSimulation
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, fmt.Errorf("decoding the answer: %w", err)
+	}
+	return &out, nil
+}
+
 // get decodes the answer to a GET of path into into. params are name, value pairs.
 func (c Client) get(ctx context.Context, path string, into any, params ...string) error {
 	req := c.rc.Get().AbsPath(path)

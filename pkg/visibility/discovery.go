@@ -10,12 +10,14 @@ import (
 )
 
 // resources are the API's resources as discovery lists them: subresources of budgets
-// only, so that `kubectl get budgets` keeps naming quotagate.io's Budgets, and
-// pendingpods, one gated pod's place by the pod's name.
+// only, so that `kubectl get budgets` keeps naming quotagate.io's Budgets,
+// pendingpods, one gated pod's place by the pod's name, and podsimulations, the
+// create-only what-if.
 var resources = []metav1.APIResource{
 	{Name: visv1.ResourcePendingPods, SingularName: "pendingpod", Namespaced: true, Kind: visv1.KindPendingPodStatus, Verbs: metav1.Verbs{"get"}},
 	{Name: visv1.ResourceBudgets + "/" + visv1.SubresourcePendingPods, Namespaced: true, Kind: visv1.KindPendingPodList, Verbs: metav1.Verbs{"get"}},
 	{Name: visv1.ResourceClusterBudgets + "/" + visv1.SubresourcePendingPods, Namespaced: false, Kind: visv1.KindPendingPodList, Verbs: metav1.Verbs{"get"}},
+	{Name: visv1.ResourcePodSimulations, SingularName: "podsimulation", Namespaced: true, Kind: visv1.KindPodSimulation, Verbs: metav1.Verbs{"create"}},
 }
 
 // installDiscovery serves the group in /apis and the group version's resource list,

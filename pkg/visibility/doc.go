@@ -17,4 +17,12 @@
 // the leader publishes in a Lease (leader.go). The request reaching the leader is
 // authorized again, as the manager's ServiceAccount, which the chart allows to read
 // every queue.
+//
+// One resource is not read but created: podsimulations (simulations.go), the what-if
+// of pods not created yet, answered from a fresh core the manager feeds its estimator's
+// world (Simulator). Besides the generic server's authorization of create
+// podsimulations, simulationAccess (access.go) checks with a SubjectAccessReview that
+// the user may create pods in the namespace, before a standby forwards; the leader
+// takes a forwarded simulation only from a sender that may create
+// podsimulations/forwarded, which only the manager's ClusterRole grants.
 package visibility

@@ -20,6 +20,7 @@ type HandlerOption func(*handlerOptions)
 
 type handlerOptions struct {
 	estimates Estimates
+	simulator Simulator
 }
 
 // WithEstimates has the handler add each gated pod's estimated start from e (nil: none).

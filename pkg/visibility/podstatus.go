@@ -17,7 +17,8 @@ import (
 
 // NewHandler serves every path under GroupVersionPath from queues: one pod's
 // PendingPodStatus (/namespaces/NS/pendingpods/NAME) and the pendingpods subresources
-// of budgets, each pod with its estimated start when WithEstimates gives a source. It
+// of budgets, each pod with its estimated start when WithEstimates gives a source, and
+// the what-if (POST /namespaces/NS/podsimulations) when WithSimulator gives one. It
 // neither authenticates nor authorizes: New serves it behind delegated authentication
 // and authorization, and only on the leader; tests serve it bare.
 func NewHandler(queues quota.Reader, clk clock.PassiveClock, opts ...HandlerOption) http.Handler {
@@ -27,7 +28,12 @@ func NewHandler(queues quota.Reader, clk clock.PassiveClock, opts ...HandlerOpti
 	}
 	pods := pendingPods{queues: queues, clock: clk, estimates: o.estimates}
 	status := podStatus{queues: queues, clock: clk, estimates: o.estimates}
+	sims := newPodSimulations(o.simulator)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if ns, named, ok := podSimulationsPath(r.URL.Path); ok {
+			sims.serve(w, r, ns, named)
+			return
+		}
 		if ns, name, ok := podStatusPath(r.URL.Path); ok {
 			status.serve(w, r, ns, name)
 			return

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/component-base/compatibility"
 	baseversion "k8s.io/component-base/version"
 	"k8s.io/utils/clock"
@@ -38,6 +40,10 @@ type Options struct {
 	Kubeconfig string
 	// Estimates, when set, gives each gated pod its estimated start.
 	Estimates Estimates
+	// Simulator, when set, answers podsimulations; Reviewer checks that their users
+	// may create pods (nil: SubjectAccessReviews through Kubeconfig's API server).
+	Simulator Simulator
+	Reviewer  AccessReviewer
 }
 
 // Server is the visibility API server.
@@ -72,7 +78,7 @@ func New(o Options, queues quota.Reader, lead Leadership, standby http.Handler) 
 	metav1.AddToGroupVersion(scheme, metav1.SchemeGroupVersion)
 	return &Server{
 		opts:     o,
-		handler:  leaderOnly(lead, NewHandler(queues, clock.RealClock{}, WithEstimates(o.Estimates)), standby),
+		handler:  leaderOnly(lead, NewHandler(queues, clock.RealClock{}, WithEstimates(o.Estimates), WithSimulator(o.Simulator)), standby),
 		codecs:   serializer.NewCodecFactory(scheme),
 		certPoll: time.Second,
 	}, nil
@@ -152,8 +158,16 @@ func (s *Server) build() (*genericapiserver.GenericAPIServer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the visibility server: %w", err)
 	}
+	rev := o.Reviewer
+	if rev == nil {
+		kube, err := kubernetesClient(o.Kubeconfig)
+		if err != nil {
+			return nil, err
+		}
+		rev = SubjectAccessReviewer{Client: kube.AuthorizationV1().SubjectAccessReviews()}
+	}
 	installDiscovery(generic)
-	generic.Handler.NonGoRestfulMux.HandlePrefix(GroupVersionPath+"/", s.handler)
+	generic.Handler.NonGoRestfulMux.HandlePrefix(GroupVersionPath+"/", simulationAccess(rev, s.handler))
 	return generic, nil
 }
 
@@ -173,4 +187,13 @@ func leaderOnly(lead Leadership, h, standby http.Handler) http.Handler {
 		}
 		standby.ServeHTTP(w, r)
 	})
+}
+
+// kubernetesClient is a client of the API server kubeconfig names (empty: in-cluster).
+func kubernetesClient(kubeconfig string) (kubernetes.Interface, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("configuring the client for SubjectAccessReviews: %w", err)
+	}
+	return kubernetes.NewForConfig(cfg)
 }

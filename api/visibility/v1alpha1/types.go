@@ -23,7 +23,14 @@ const (
 	// PendingPodStatus by the pod's name.
 	ResourcePendingPods  = "pendingpods"
 	KindPendingPodStatus = "PendingPodStatus"
+	// ResourcePodSimulations is the namespaced, create-only resource that answers a
+	// what-if: where pods made from a template would wait, and when they would start.
+	ResourcePodSimulations = "podsimulations"
+	KindPodSimulation      = "PodSimulation"
 )
+
+// MaxSimulatedPods is the most pods one PodSimulation may ask about.
+const MaxSimulatedPods = 1000
 
 // Paging defaults: a page is DefaultLimit pods unless the request asks for another
 // size, and never more than MaxLimit.
@@ -172,6 +179,76 @@ type BudgetPlace struct {
 	Queue string `json:"queue"`
 }
 
+// PodSimulation asks, without creating anything, what would happen to Count pods made
+// from Template if they were created now in the object's namespace: which budgets
+// would cover them, the place each would take in each budget's queue and why it would
+// wait (or that it would be admitted at once, and on which flavor), and when each is
+// estimated to start. It is created (POST) only: the answer is the object with its
+// status filled in, and nothing is stored. The status names no other pod.
+//
+// +kubebuilder:object:root=true
+type PodSimulation struct {
+	metav1.TypeMeta `json:",inline"`
+	// ObjectMeta: the namespace the pods would be created in (the request's); in the
+	// answer, creationTimestamp is when they are supposed created (the estimates'
+	// "now").
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   PodSimulationSpec   `json:"spec"`
+	Status PodSimulationStatus `json:"status,omitempty"`
+}
+
+// PodSimulationSpec is the pods a PodSimulation asks about.
+type PodSimulationSpec struct {
+	// Template is the pods' metadata and spec: a Pod's, or a workload's
+	// spec.template. Its labels, annotations (quotagate.io/expected-duration among
+	// them), priority or priorityClassName, requests and ownerReferences (the owner
+	// whose finished pods' durations are learned) are read as the manager reads a
+	// created pod's.
+	Template corev1.PodTemplateSpec `json:"template"`
+	// Count is how many such pods (a workload's replicas, a Job's parallelism); 0
+	// means 1; at most MaxSimulatedPods.
+	Count int32 `json:"count,omitempty"`
+}
+
+// PodSimulationStatus is the answer: one entry per simulated pod, in the order they
+// would be created.
+type PodSimulationStatus struct {
+	// Pods are the simulated pods.
+	Pods []SimulatedPod `json:"pods"`
+}
+
+// SimulatedPod is what the manager's admission core says of one simulated pod at once,
+// and its estimated start.
+type SimulatedPod struct {
+	// Name is the simulated pod's name: the template's generateName or name and its
+	// index, or simulated-N.
+	Name string `json:"name"`
+	// Priority is the pod's priority (its priorityClassName resolved as the API server
+	// would, or the cluster's default).
+	Priority int32 `json:"priority"`
+	// Requests are what the pod would charge its budgets.
+	Requests corev1.ResourceList `json:"requests,omitempty"`
+	// Admitted is true when the core would admit the pod at once; Flavor is the
+	// flavor it would run on (empty when its budgets have none), and Preempts how many
+	// pods would be preempted first to make room.
+	Admitted bool   `json:"admitted"`
+	Flavor   string `json:"flavor,omitempty"`
+	Preempts int64  `json:"preempts,omitempty"`
+	// Held is true for a pod no budget covers that the manager would hold.
+	Held bool `json:"held,omitempty"`
+	// ReasonCode and Reason say why it would wait, or why it is admitted (Fits).
+	ReasonCode string `json:"reasonCode,omitempty"`
+	Reason     string `json:"reason,omitempty"`
+	// Budgets are the budgets that would cover the pod: when admitted, those charged
+	// (Position and Queue unset); when it would wait, its place in each one's queue,
+	// Total counting the simulated pods too.
+	Budgets []BudgetPlace `json:"budgets"`
+	// EstimatedStart is when the pod is estimated to start; Unknown and Message say
+	// why not (EstimatorOff when the manager's estimator is off).
+	EstimatedStart *EstimatedStart `json:"estimatedStart,omitempty"`
+}
+
 // PendingPodsOptions are the query parameters of a pendingpods request.
 //
 // +kubebuilder:object:root=true
@@ -191,7 +268,7 @@ var (
 )
 
 func addKnownTypes(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(GroupVersion, &PendingPodList{}, &PendingPodStatus{}, &PendingPodsOptions{})
+	scheme.AddKnownTypes(GroupVersion, &PendingPodList{}, &PendingPodStatus{}, &PendingPodsOptions{}, &PodSimulation{})
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil
 }

@@ -52,6 +52,8 @@ type env struct {
 	// podStatus, when set, reads where one gated pod waits (the visibility API); why
 	// prefers it to the snapshot.
 	podStatus func() (podStatusSource, error)
+	// simulations creates PodSimulations (the visibility API); simulate needs it.
+	simulations func() (simulationSource, error)
 	// namespace is the -n namespace, else the kubeconfig context's namespace.
 	namespace func() (string, error)
 	now       func() time.Time
@@ -125,6 +127,7 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		return visibilityQueues(cs.CoreV1().RESTClient()), nil
 	}
 	e.podStatus = podStatusFromFlags(flags, &mf)
+	e.simulations = simulationsFromFlags(flags)
 	e.namespace = func() (string, error) {
 		ns, _, err := flags.ToRawKubeConfigLoader().Namespace()
 		if err != nil {
@@ -192,7 +195,7 @@ func newRootCommand(e *env) *cobra.Command {
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%w\nSee '%s -h' for help and examples", err, c.CommandPath())
 	})
-	cmd.AddCommand(newBudgetsCommand(e), newQueueCommand(e), newWhyCommand(e), newUsageCommand(e),
+	cmd.AddCommand(newBudgetsCommand(e), newQueueCommand(e), newWhyCommand(e), newSimulateCommand(e), newUsageCommand(e),
 		newStateCommand(e, v1alpha1.StateOpen), newStateCommand(e, v1alpha1.StateClosed),
 		newUICommand(e), version.NewCommand())
 	return cmd

@@ -76,7 +76,7 @@ func addVisibility(mgr manager.Manager, cfg *rest.Config, q *controller.Controll
 			return fmt.Errorf("setting up forwarding to the leader: %w", err)
 		}
 	}
-	srvOpts := visibility.Options{BindAddress: net.ParseIP(host), Port: port, CertDir: v.CertDir, Kubeconfig: os.Getenv("KUBECONFIG"), Estimates: q}
+	srvOpts := visibility.Options{BindAddress: net.ParseIP(host), Port: port, CertDir: v.CertDir, Kubeconfig: os.Getenv("KUBECONFIG"), Estimates: q, Simulator: q}
 	if srvOpts.BindAddress == nil {
 		srvOpts.BindAddress = net.IPv4zero
 	}

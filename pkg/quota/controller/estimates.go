@@ -248,12 +248,23 @@ func (c *Controller) observeEstimateError(uid types.UID, at time.Time) {
 // budget, namespace and flavor; the pods that hold quota (not gated, not terminal) and
 // the gated pods, each with what the Learner expects of it (estimate.WorldBuilder).
 func (c *Controller) world(ctx context.Context, now time.Time) (estimate.World, error) {
-	if c.estimates.pods == nil {
-		return estimate.World{}, errors.New("the pod cache is not set up")
+	b, err := c.worldBuilder(ctx, now, c.estimates.learner, c.estimates.pods)
+	if err != nil {
+		return estimate.World{}, err
+	}
+	return b.World(), nil
+}
+
+// worldBuilder is world before it is returned: a WorldBuilder that holds the caches'
+// budgets, namespaces, flavors and pods (listed from pods, each expected by l), to
+// which a what-if adds pods of its own (simulate.go).
+func (c *Controller) worldBuilder(ctx context.Context, now time.Time, l *estimate.Learner, pods podLister) (*estimate.WorldBuilder, error) {
+	if pods == nil {
+		return nil, errors.New("the pod cache is not set up")
 	}
 	var namespaces corev1.NamespaceList
 	if err := c.reader.List(ctx, &namespaces, client.UnsafeDisableDeepCopy); err != nil {
-		return estimate.World{}, fmt.Errorf("listing namespaces: %w", err)
+		return nil, fmt.Errorf("listing namespaces: %w", err)
 	}
 	nsLabels := make(map[string]map[string]string, len(namespaces.Items))
 	for i := range namespaces.Items {
@@ -262,11 +273,11 @@ func (c *Controller) world(ctx context.Context, now time.Time) (estimate.World, 
 	}
 	var budgets v1alpha1.BudgetList
 	if err := c.reader.List(ctx, &budgets, client.UnsafeDisableDeepCopy); err != nil {
-		return estimate.World{}, fmt.Errorf("listing budgets: %w", err)
+		return nil, fmt.Errorf("listing budgets: %w", err)
 	}
 	var clusterBudgets v1alpha1.ClusterBudgetList
 	if err := c.reader.List(ctx, &clusterBudgets, client.UnsafeDisableDeepCopy); err != nil {
-		return estimate.World{}, fmt.Errorf("listing clusterbudgets: %w", err)
+		return nil, fmt.Errorf("listing clusterbudgets: %w", err)
 	}
 	all := make([]quota.Budget, 0, len(budgets.Items)+len(clusterBudgets.Items))
 	for i := range budgets.Items {
@@ -277,21 +288,21 @@ func (c *Controller) world(ctx context.Context, now time.Time) (estimate.World, 
 	}
 	var flavorList v1alpha1.FlavorList
 	if err := c.reader.List(ctx, &flavorList, client.UnsafeDisableDeepCopy); err != nil {
-		return estimate.World{}, fmt.Errorf("listing flavors: %w", err)
+		return nil, fmt.Errorf("listing flavors: %w", err)
 	}
 	flavors := make([]quota.Flavor, 0, len(flavorList.Items))
 	for i := range flavorList.Items {
 		flavors = append(flavors, quota.FlavorFromAPI(&flavorList.Items[i]))
 	}
 
-	b := estimate.NewWorldBuilder(now, c.estimates.learner, nsLabels, all, flavors)
-	for _, item := range c.estimates.pods.List() {
+	b := estimate.NewWorldBuilder(now, l, nsLabels, all, flavors)
+	for _, item := range pods.List() {
 		if cp, ok := item.(*cachedPod); ok {
 			f := cp.factsOf()
 			b.Add(c.viewOf(cp, now), &f)
 		}
 	}
-	return b.World(), nil
+	return b, nil
 }
 
 // viewOf is the core's view of a cached pod at now, charged for its claims as upsertPod

@@ -1,0 +1,133 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/quotagate/quotagate/pkg/estimate"
+)
+
+// The what-if (the visibility API's podsimulations): pods that are not created, added
+// to the world the estimator builds from the informers' caches, gated and created now,
+// and asked of a fresh core (estimate.Suppose). The real core is never asked, nor its
+// lock taken.
+//
+// +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses,verbs=get;list
+// +kubebuilder:rbac:groups=visibility.quotagate.io,resources=podsimulations;podsimulations/forwarded,verbs=create
+
+// NoStartsEstimatorOff is WhatIf.NoStarts when the estimator is off.
+const NoStartsEstimatorOff = "the manager's estimator is off (--estimate-interval 0): no start is estimated"
+
+// SimulatePods answers what would happen to count pods made from tmpl if they were
+// created now in namespace, gated: what the core would say of each at once, and, with
+// the estimator on, when each would start. The pods' priority is their
+// priorityClassName resolved as the API server's Priority admission does (an unknown
+// class is a BadRequest); their durations are expected as a created pod's (their
+// deadline, their expected-duration annotation, or what the Learner learned of their
+// owner, from the template's ownerReferences). It reads the informers' caches and,
+// for priority classes, the API server.
+func (c *Controller) SimulatePods(ctx context.Context, namespace string, tmpl *corev1.PodTemplateSpec, count int) (estimate.WhatIf, error) {
+	now := c.opts.Clock.Now()
+	pods, _ := c.pods.(podLister)
+	learner, noStarts := (*estimate.Learner)(nil), ""
+	if c.estimates != nil {
+		learner = c.estimates.learner
+	} else {
+		learner, noStarts = estimate.NewLearner(0), NoStartsEstimatorOff
+	}
+	if limit := c.opts.EstimateMaxPods; noStarts == "" && limit > 0 && pods != nil {
+		if n := len(pods.List()); n > limit {
+			noStarts = fmt.Sprintf("the manager holds %d pods, more than its estimator simulates (--estimate-max-pods %d): no start is estimated", n, limit)
+		}
+	}
+	priority, err := c.priorityOf(ctx, &tmpl.Spec)
+	if err != nil {
+		return estimate.WhatIf{}, err
+	}
+	b, err := c.worldBuilder(ctx, now, learner, pods)
+	if err != nil {
+		return estimate.WhatIf{}, err
+	}
+	run := string(uuid.NewUUID())
+	for i := range count {
+		cp := compactPod(simulatedPod(namespace, tmpl, i, count, run, now, c.opts.Gate, priority))
+		f := cp.factsOf()
+		b.Add(c.viewOf(cp, now), &f)
+	}
+	return estimate.Suppose(b.World(), estimate.Options{Core: c.opts.coreOptions()}, count, noStarts), nil
+}
+
+// simulatedPod is the i-th of count pods made from tmpl, as the API server would have
+// created it at now in namespace: gated by gate, with priority, and a UID no pod has.
+// It is named after the template (a Pod's own name when it is the only one), else
+// simulated-i.
+func simulatedPod(namespace string, tmpl *corev1.PodTemplateSpec, i, count int, run string, now time.Time, gate string, priority int32) *corev1.Pod {
+	pod := &corev1.Pod{ObjectMeta: *tmpl.ObjectMeta.DeepCopy(), Spec: *tmpl.Spec.DeepCopy()}
+	pod.Namespace = namespace
+	pod.UID = types.UID("simulated-" + run + "-" + strconv.Itoa(i))
+	pod.CreationTimestamp = metav1.NewTime(now)
+	pod.ResourceVersion, pod.DeletionTimestamp = "", nil
+	switch {
+	case tmpl.Name != "" && count == 1:
+	case tmpl.GenerateName != "":
+		pod.Name = tmpl.GenerateName + "simulated-" + strconv.Itoa(i)
+	case tmpl.Name != "":
+		pod.Name = tmpl.Name + "-simulated-" + strconv.Itoa(i)
+	default:
+		pod.Name = "simulated-" + strconv.Itoa(i)
+	}
+	pod.Spec.Priority = &priority
+	pod.Spec.NodeName = ""
+	hasGate := false
+	for _, g := range pod.Spec.SchedulingGates {
+		hasGate = hasGate || g.Name == gate
+	}
+	if !hasGate {
+		pod.Spec.SchedulingGates = append(pod.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: gate})
+	}
+	pod.Status = corev1.PodStatus{Phase: corev1.PodPending}
+	return pod
+}
+
+// priorityOf is the priority the API server's Priority admission gives a pod of spec:
+// spec.priority when set, else its priorityClassName's value, else the value of the
+// default PriorityClass (globalDefault; the lowest of several), else 0.
+func (c *Controller) priorityOf(ctx context.Context, spec *corev1.PodSpec) (int32, error) {
+	if spec.Priority != nil {
+		return *spec.Priority, nil
+	}
+	if name := spec.PriorityClassName; name != "" {
+		var pc schedulingv1.PriorityClass
+		if err := c.apiReader.Get(ctx, client.ObjectKey{Name: name}, &pc); err != nil {
+			if apierrors.IsNotFound(err) {
+				return 0, apierrors.NewBadRequest(fmt.Sprintf("no PriorityClass %q: the API server would refuse a pod that names it", name))
+			}
+			return 0, fmt.Errorf("reading PriorityClass %s: %w", name, err)
+		}
+		return pc.Value, nil
+	}
+	var list schedulingv1.PriorityClassList
+	if err := c.apiReader.List(ctx, &list); err != nil {
+		return 0, fmt.Errorf("listing PriorityClasses for the default: %w", err)
+	}
+	var def *schedulingv1.PriorityClass
+	for i := range list.Items {
+		if pc := &list.Items[i]; pc.GlobalDefault && (def == nil || pc.Value < def.Value) {
+			def = pc
+		}
+	}
+	if def == nil {
+		return 0, nil
+	}
+	return def.Value, nil
+}

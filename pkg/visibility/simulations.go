@@ -1,0 +1,188 @@
+package visibility
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	visv1 "github.com/quotagate/quotagate/api/visibility/v1alpha1"
+	"github.com/quotagate/quotagate/pkg/estimate"
+	"github.com/quotagate/quotagate/pkg/quota"
+)
+
+// Simulator answers a what-if: the manager's controller (SimulatePods). It adds count
+// pods made from tmpl, gated and created now in namespace, to the world its estimator
+// builds from its caches, and asks a fresh core of its own, never the real one.
+type Simulator interface {
+	SimulatePods(ctx context.Context, namespace string, tmpl *corev1.PodTemplateSpec, count int) (estimate.WhatIf, error)
+}
+
+// WithSimulator has the handler answer podsimulations with s (nil: they answer 503).
+func WithSimulator(s Simulator) HandlerOption {
+	return func(o *handlerOptions) { o.simulator = s }
+}
+
+// NotEstimated is EstimatedStart.Unknown of a simulated pod whose start was not
+// estimated: the estimator is off, or the manager holds more pods than it simulates.
+const NotEstimated = "NotEstimated"
+
+// maxSimulationBody bounds a PodSimulation's body: a pod template is a few KB.
+const maxSimulationBody = 1 << 20
+
+var podSimulationsResource = schema.GroupResource{Group: visv1.GroupName, Resource: visv1.ResourcePodSimulations}
+
+// podSimulationsPath reads GroupVersionPath/namespaces/NS/podsimulations and, for
+// the 405 it answers, GroupVersionPath/namespaces/NS/podsimulations/NAME (named true).
+func podSimulationsPath(path string) (namespace string, named, ok bool) {
+	rest, ok := strings.CutPrefix(path, GroupVersionPath+"/namespaces/")
+	if !ok {
+		return "", false, false
+	}
+	parts := strings.Split(strings.TrimSuffix(rest, "/"), "/")
+	if len(parts) < 2 || len(parts) > 3 || parts[1] != visv1.ResourcePodSimulations || parts[0] == "" {
+		return "", false, false
+	}
+	return parts[0], len(parts) == 3, true
+}
+
+// podSimulations answers the what-if: POST a PodSimulation, get it back with its
+// status. It expects the request to be authenticated and authorized already (create
+// podsimulations in the namespace, and create pods there: simulationAccess). One
+// simulation runs at a time (a simulation of the manager's world costs what an
+// estimator pass costs); the others wait for it or for their request's end.
+type podSimulations struct {
+	simulator Simulator // nil: not served
+	running   chan struct{}
+}
+
+func newPodSimulations(s Simulator) *podSimulations {
+	return &podSimulations{simulator: s, running: make(chan struct{}, 1)}
+}
+
+func (h *podSimulations) serve(w http.ResponseWriter, r *http.Request, namespace string, named bool) {
+	if r.Method != http.MethodPost || named {
+		err := apierrors.NewMethodNotSupported(podSimulationsResource, r.Method)
+		err.ErrStatus.Message = fmt.Sprintf("podsimulations are created only (POST %s/namespaces/%s/podsimulations): nothing is stored to %s", GroupVersionPath, namespace, strings.ToLower(r.Method))
+		writeError(w, err)
+		return
+	}
+	sim, count, err := decodeSimulation(r.Body, namespace)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if h.simulator == nil {
+		writeError(w, apierrors.NewServiceUnavailable("this server does not simulate pods"))
+		return
+	}
+	select {
+	case h.running <- struct{}{}:
+		defer func() { <-h.running }()
+	case <-r.Context().Done():
+		writeError(w, apierrors.NewTimeoutError("waiting for another pod simulation to end", 1))
+		return
+	}
+	whatIf, err := h.simulator.SimulatePods(r.Context(), namespace, &sim.Spec.Template, count)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	sim.CreationTimestamp = metav1.NewTime(whatIf.Now)
+	sim.Status = SimulationStatusOf(whatIf)
+	writeJSON(w, http.StatusCreated, sim)
+}
+
+// decodeSimulation reads a PodSimulation for namespace from body and checks it: the
+// answer's object (its kind, namespace and count set) and how many pods it asks about.
+func decodeSimulation(body io.Reader, namespace string) (*visv1.PodSimulation, int, error) {
+	data, err := io.ReadAll(io.LimitReader(body, maxSimulationBody+1))
+	if err != nil {
+		return nil, 0, apierrors.NewBadRequest(fmt.Sprintf("reading the body: %v", err))
+	}
+	if len(data) > maxSimulationBody {
+		return nil, 0, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("a PodSimulation is at most %d bytes", maxSimulationBody))
+	}
+	sim := &visv1.PodSimulation{}
+	if err := json.Unmarshal(data, sim); err != nil {
+		return nil, 0, apierrors.NewBadRequest(fmt.Sprintf("the body is not a PodSimulation (JSON, apiVersion %s): %v", visv1.GroupVersion, err))
+	}
+	if sim.Kind != "" && sim.Kind != visv1.KindPodSimulation || sim.APIVersion != "" && sim.APIVersion != visv1.GroupVersion.String() {
+		return nil, 0, apierrors.NewBadRequest(fmt.Sprintf("the body is a %s %s, not a %s %s", sim.APIVersion, sim.Kind, visv1.GroupVersion, visv1.KindPodSimulation))
+	}
+	if sim.Namespace != "" && sim.Namespace != namespace {
+		return nil, 0, apierrors.NewBadRequest(fmt.Sprintf("the PodSimulation's namespace %q is not the request's %q", sim.Namespace, namespace))
+	}
+	count := int(sim.Spec.Count)
+	switch {
+	case count < 0:
+		return nil, 0, apierrors.NewBadRequest(fmt.Sprintf("spec.count %d must not be negative", count))
+	case count > visv1.MaxSimulatedPods:
+		return nil, 0, apierrors.NewBadRequest(fmt.Sprintf("spec.count %d: a simulation asks about at most %d pods", count, visv1.MaxSimulatedPods))
+	case count == 0:
+		count = 1
+	}
+	if len(sim.Spec.Template.Spec.Containers) == 0 {
+		return nil, 0, apierrors.NewBadRequest("spec.template.spec.containers is empty: a pod needs at least one container")
+	}
+	sim.TypeMeta = metav1.TypeMeta{APIVersion: visv1.GroupVersion.String(), Kind: visv1.KindPodSimulation}
+	sim.Namespace, sim.Spec.Count = namespace, int32(count)
+	return sim, count, nil
+}
+
+// SimulationStatusOf is the API's view of a what-if: per simulated pod, the budgets
+// that would cover it, its place and reason, and its estimated start. Like the core's
+// answers it is built from, it names no other pod.
+func SimulationStatusOf(w estimate.WhatIf) visv1.PodSimulationStatus {
+	st := visv1.PodSimulationStatus{Pods: make([]visv1.SimulatedPod, 0, len(w.Pods))}
+	for i, p := range w.Pods {
+		pl := w.Placements[i]
+		out := visv1.SimulatedPod{
+			Name:       p.Name,
+			Priority:   p.Priority,
+			Requests:   p.Usage.DeepCopy(),
+			Admitted:   pl.Admitted,
+			Flavor:     pl.Flavor,
+			Preempts:   int64(pl.Preempts),
+			Held:       pl.Wait.Held,
+			ReasonCode: string(pl.Reason.Code),
+			Reason:     pl.Reason.Message,
+			Budgets:    []visv1.BudgetPlace{},
+		}
+		if len(out.Requests) == 0 {
+			out.Requests = nil
+		}
+		if pl.Admitted {
+			for _, b := range pl.Budgets {
+				out.Budgets = append(out.Budgets, budgetPlace(b, 0, 0, ""))
+			}
+		} else {
+			for _, place := range pl.Wait.Places {
+				out.Budgets = append(out.Budgets, budgetPlace(place.Budget, place.Position, place.Total, place.Queue))
+			}
+		}
+		switch {
+		case w.Starts != nil:
+			out.EstimatedStart = EstimatedStartOf(w.Starts[i])
+		case w.NoStarts != "":
+			out.EstimatedStart = &visv1.EstimatedStart{Unknown: NotEstimated, Message: w.NoStarts}
+		}
+		st.Pods = append(st.Pods, out)
+	}
+	return st
+}
+
+func budgetPlace(k quota.BudgetKey, position, total int, queue quota.Queue) visv1.BudgetPlace {
+	kind := "Budget"
+	if k.IsCluster() {
+		kind = "ClusterBudget"
+	}
+	return visv1.BudgetPlace{BudgetKind: kind, Namespace: k.Namespace, Name: k.Name, Position: int64(position), Total: int64(total), Queue: string(queue)}
+}
