@@ -47,6 +47,18 @@ func (l layout) log(name string) string        { return l.path(name + ".log") }
 func (l layout) kubeconfig(user string) string { return l.path(user + ".kubeconfig") }
 func (l layout) schedulerConfig() string       { return l.path("kube-scheduler.yaml") }
 
+// Leader election of kube-controller-manager and kube-scheduler (one replica each: the
+// leases only tell that they are up, cluster.go) tolerates a slow API server: with the
+// defaults (15 s lease, 10 s to renew, each request 5 s) a control plane loaded by a
+// benchmark lost kube-controller-manager, which exits when it cannot renew, and with it
+// the namespaces' default ServiceAccounts (make bench-peers, Kueue's release at 06:20
+// on 2026-12-03).
+const (
+	leaseDuration = "--leader-elect-lease-duration=60s"
+	renewDeadline = "--leader-elect-renew-deadline=40s"
+	retryPeriod   = "--leader-elect-retry-period=2s"
+)
+
 // schedulerConfig is kube-scheduler's configuration file: its --kubeconfig and
 // --leader-elect flags are deprecated in favour of these fields.
 func schedulerConfig(l layout) []byte {
@@ -58,6 +70,9 @@ clientConnection:
   burst: 200
 leaderElection:
   leaderElect: true
+  leaseDuration: 60s
+  renewDeadline: 40s
+  retryPeriod: 2s
 `)
 }
 
@@ -138,6 +153,7 @@ func commandLines(l layout, p ports, stages []string, extra map[string][]string)
 			"--kubeconfig=" + l.kubeconfig(KubeControllerManager),
 			"--secure-port=0",
 			"--leader-elect=true",
+			leaseDuration, renewDeadline, retryPeriod,
 			"--controllers=*",
 			"--use-service-account-credentials=true",
 			"--root-ca-file=" + l.caCert(),
