@@ -179,6 +179,9 @@ func (c *Controller) estimateOnce(ctx context.Context) error {
 	if limit := c.opts.EstimateMaxPods; limit > 0 && c.estimates.pods != nil {
 		if n := len(c.estimates.pods.List()); n > limit {
 			c.estimates.publish(nil)
+			c.metrics.estimateSkipped.Inc()
+			c.metrics.estimatePods.WithLabelValues("gated").Set(0)
+			c.metrics.estimatePods.WithLabelValues("running").Set(0)
 			log.FromContext(ctx).V(loglevel.Details).Info("Not estimating starts: too many pods", "pods", n, "max", limit)
 			return nil
 		}
@@ -190,13 +193,18 @@ func (c *Controller) estimateOnce(ctx context.Context) error {
 	}
 	built := time.Since(began)
 	starts := estimate.Simulate(w, estimate.Options{Core: c.opts.coreOptions()})
+	simulated := time.Since(began) - built
 	m := make(map[types.UID]estimate.Start, len(starts))
 	for _, s := range starts {
 		m[s.Pod.UID] = s
 	}
 	c.estimates.publish(m)
+	c.metrics.estimatePass.WithLabelValues("build").Observe(built.Seconds())
+	c.metrics.estimatePass.WithLabelValues("simulate").Observe(simulated.Seconds())
+	c.metrics.estimatePods.WithLabelValues("gated").Set(float64(len(w.Waiting)))
+	c.metrics.estimatePods.WithLabelValues("running").Set(float64(len(w.Running)))
 	log.FromContext(ctx).V(loglevel.Details).Info("Estimated starts", "gated", len(w.Waiting), "running", len(w.Running),
-		"build", built, "simulate", time.Since(began)-built)
+		"build", built, "simulate", simulated)
 	return nil
 }
 

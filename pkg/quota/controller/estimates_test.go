@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -360,5 +361,54 @@ func TestEstimatorBound(t *testing.T) {
 		if s, ok := f.c.EstimatedStart(uid); ok {
 			t.Errorf("pod %s has an estimate %+v with 3 pods, over the bound of 2", uid, s)
 		}
+	}
+	got := estimatePassMetrics(t, f.c)
+	want := estimatePassCounts{Build: 1, Simulate: 1, Gated: 0, Running: 0, Skipped: 1}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("after a pass and a skipped one: the pass metrics (-want +got):\n%s", diff)
+	}
+}
+
+// estimatePassCounts are what the estimator's pass metrics say: how many passes each
+// phase histogram observed, the pods of the last pass, and the skipped passes.
+type estimatePassCounts struct {
+	Build, Simulate uint64
+	Gated, Running  float64
+	Skipped         float64
+}
+
+func estimatePassMetrics(t *testing.T, c *Controller) estimatePassCounts {
+	t.Helper()
+	count := func(phase string) uint64 {
+		var m dto.Metric
+		if err := c.metrics.estimatePass.WithLabelValues(phase).(prometheus.Metric).Write(&m); err != nil {
+			t.Fatal(err)
+		}
+		return m.GetHistogram().GetSampleCount()
+	}
+	return estimatePassCounts{
+		Build:    count("build"),
+		Simulate: count("simulate"),
+		Gated:    testutil.ToFloat64(c.metrics.estimatePods.WithLabelValues("gated")),
+		Running:  testutil.ToFloat64(c.metrics.estimatePods.WithLabelValues("running")),
+		Skipped:  testutil.ToFloat64(c.metrics.estimateSkipped),
+	}
+}
+
+// Each pass observes how long it built and simulated, and how many pods it saw.
+func TestEstimatePassMetrics(t *testing.T) {
+	f := newEstimateFixture(t)
+	ctx := context.Background()
+	f.add(t, runningFor(estimatePod("team-a", "r1", 600, "4"), "team-a/a", estimateT0, "10m"))
+	f.add(t, estimatePod("team-a", "g1", 60, "2").Gated().Obj())
+	f.add(t, estimatePod("team-a", "g2", 30, "2").Gated().Obj())
+	for range 2 {
+		if err := f.c.estimateOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := estimatePassCounts{Build: 2, Simulate: 2, Gated: 2, Running: 1}
+	if diff := cmp.Diff(want, estimatePassMetrics(t, f.c)); diff != "" {
+		t.Errorf("after two passes over 2 gated pods and 1 running: the pass metrics (-want +got):\n%s", diff)
 	}
 }
