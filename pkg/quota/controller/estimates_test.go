@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -64,6 +65,7 @@ func newEstimateFixture(t *testing.T) *estimateFixture {
 		t.Fatal(err)
 	}
 	c.reader = fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
+	c.recorder = events.NewFakeRecorder(100)
 	store := toolscache.NewStore(toolscache.MetaNamespaceKeyFunc)
 	c.pods, c.estimates.pods = store, store
 	return &estimateFixture{c: c, clk: clk, store: store}

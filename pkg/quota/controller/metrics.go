@@ -62,18 +62,18 @@ type metrics struct {
 	estimatePass    *prometheus.HistogramVec
 	estimatePods    *prometheus.GaugeVec
 	estimateSkipped prometheus.Counter
-	admissions    *prometheus.CounterVec
-	budgetHard    *prometheus.GaugeVec
-	budgetUsed    *prometheus.GaugeVec
-	flavorHard    *prometheus.GaugeVec
-	flavorUsed    *prometheus.GaugeVec
-	budgetPending *prometheus.GaugeVec
-	budgetState   *prometheus.GaugeVec
-	budgetReady   *prometheus.GaugeVec
-	gatedPods     *prometheus.GaugeVec
-	admittedPods  *prometheus.GaugeVec
-	neverFitPods  *prometheus.GaugeVec
-	ungateErrors  *prometheus.CounterVec
+	admissions      *prometheus.CounterVec
+	budgetHard      *prometheus.GaugeVec
+	budgetUsed      *prometheus.GaugeVec
+	flavorHard      *prometheus.GaugeVec
+	flavorUsed      *prometheus.GaugeVec
+	budgetPending   *prometheus.GaugeVec
+	budgetState     *prometheus.GaugeVec
+	budgetReady     *prometheus.GaugeVec
+	gatedPods       *prometheus.GaugeVec
+	admittedPods    *prometheus.GaugeVec
+	neverFitPods    *prometheus.GaugeVec
+	ungateErrors    *prometheus.CounterVec
 
 	preemptions        *prometheus.CounterVec
 	preemptionsBlocked *prometheus.CounterVec
