@@ -2,6 +2,9 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -26,6 +29,8 @@ import (
 	"github.com/quotagate/quotagate/internal/testbed"
 	"github.com/quotagate/quotagate/internal/testbed/podtest"
 	"github.com/quotagate/quotagate/pkg/estimate"
+	"github.com/quotagate/quotagate/pkg/quota"
+	"github.com/quotagate/quotagate/pkg/visibility"
 )
 
 // estimateT0 is the estimator fixture's now.
@@ -412,5 +417,50 @@ func TestEstimatePassMetrics(t *testing.T) {
 	want := estimatePassCounts{Build: 2, Simulate: 2, Gated: 2, Running: 1}
 	if diff := cmp.Diff(want, estimatePassMetrics(t, f.c)); diff != "" {
 		t.Errorf("after two passes over 2 gated pods and 1 running: the pass metrics (-want +got):\n%s", diff)
+	}
+}
+
+// The leader's /debug/queues carries the estimator's estimated starts of the pods in
+// its queues, in the visibility API's type; without the estimator it carries none.
+func TestDebugQueuesCarriesEstimates(t *testing.T) {
+	f := newEstimateFixture(t)
+	f.add(t, runningFor(estimatePod("team-a", "r1", 600, "4"), "team-a/a", estimateT0.Add(-2*time.Minute), "10m"))
+	g1 := estimatePod("team-a", "g1", 60, "2").Gated().Obj()
+	f.add(t, g1)
+	if err := f.c.estimateOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	core := f.c.core
+	core.SetNamespace("team-a", map[string]string{v1alpha1.EnabledLabel: "true"})
+	core.UpsertBudget(quota.BudgetFromAPI(&v1alpha1.Budget{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "a"},
+		Spec: v1alpha1.BudgetSpec{Hard: podtest.ParseList("cpu=4")}}))
+	core.UpsertPod(quota.NewPod(g1, v1alpha1.SchedulingGate, estimateT0))
+	f.c.leading.Store(true)
+
+	read := func(c *Controller) visibility.QueuesSnapshot {
+		t.Helper()
+		rec := httptest.NewRecorder()
+		c.DebugHandlers()["/debug/queues"].ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/debug/queues", nil))
+		if rec.Code != http.StatusOK {
+			t.Fatalf("/debug/queues answered %d: %s", rec.Code, rec.Body)
+		}
+		var snap visibility.QueuesSnapshot
+		if err := json.Unmarshal(rec.Body.Bytes(), &snap); err != nil {
+			t.Fatal(err)
+		}
+		return snap
+	}
+	snap := read(f.c)
+	if len(snap.Budgets) != 1 || len(snap.Budgets[0].Pods) != 1 {
+		t.Fatalf("the snapshot holds %+v, want g1 in team-a/a's queue", snap.Budgets)
+	}
+	got := snap.EstimatedStarts["g1"]
+	if got == nil || got.Median == nil || !got.Median.Time.Equal(estimateT0.Add(8*time.Minute)) {
+		t.Errorf("g1's estimated start in the snapshot is %+v, want a median at +8m (r1's end)", got)
+	}
+
+	f.c.estimates = nil
+	if snap := read(f.c); snap.EstimatedStarts != nil {
+		t.Errorf("without the estimator the snapshot carries estimates %+v", snap.EstimatedStarts)
 	}
 }
