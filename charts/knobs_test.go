@@ -345,3 +345,44 @@ func TestPriorityCeiling(t *testing.T) {
 	}
 	schemaError(t, map[string]any{"manager": map[string]any{"priorityCeiling": 3000000000}}, "/manager/priorityCeiling")
 }
+
+// manager.estimates reaches the manager as --estimate-interval and --estimate-max-pods,
+// their defaults by default; "0s" and 0 (estimates off, no bound) are accepted, a
+// duration without a unit or a negative bound is not.
+func TestEstimates(t *testing.T) {
+	for name, tc := range map[string]struct {
+		estimates map[string]any
+		want      []string
+	}{
+		"default": {want: []string{"--estimate-interval=5s", "--estimate-max-pods=20000"}},
+		"slower, bounded lower": {
+			estimates: map[string]any{"interval": "30s", "maxPods": 5000},
+			want:      []string{"--estimate-interval=30s", "--estimate-max-pods=5000"},
+		},
+		"off, unbounded": {
+			estimates: map[string]any{"interval": "0s", "maxPods": 0},
+			want:      []string{"--estimate-interval=0s", "--estimate-max-pods=0"},
+		},
+		"a million, not 1e+06": {
+			estimates: map[string]any{"maxPods": 1000000},
+			want:      []string{"--estimate-interval=5s", "--estimate-max-pods=1000000"},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var values map[string]any
+			if tc.estimates != nil {
+				values = map[string]any{"manager": map[string]any{"estimates": tc.estimates}}
+			}
+			m := mustInstall(t, defaultRelease, defaultNamespace, values)
+			args := podSpecOf(t, m, "Deployment", "quotagate-manager").Containers[0].Args
+			for _, want := range tc.want {
+				if !slices.Contains(args, want) {
+					t.Errorf("the manager's args %v lack %s", args, want)
+				}
+			}
+		})
+	}
+	schemaError(t, map[string]any{"manager": map[string]any{"estimates": map[string]any{"interval": "5"}}}, "/manager/estimates/interval")
+	schemaError(t, map[string]any{"manager": map[string]any{"estimates": map[string]any{"maxPods": -1}}}, "/manager/estimates/maxPods")
+	schemaError(t, map[string]any{"manager": map[string]any{"estimates": map[string]any{"intervals": "5s"}}}, "/manager/estimates")
+}

@@ -63,7 +63,7 @@ func BenchmarkQueuePage(b *testing.B) {
 		if err := json.Unmarshal(raw, &l); err != nil {
 			b.Fatal(err)
 		}
-		v := &view{Kind: "budget", Title: "Budget team-a/quota", Queue: queueRows(&l), QueueTotal: l.Total}
+		v := &view{Kind: "budget", Title: "Budget team-a/quota", Queue: queueRows(&l, now), QueueTotal: l.Total}
 		v.Paging = pagingOf(u, 2, podPageSize, int64(len(v.Queue)), l.Total)
 		var out bytes.Buffer
 		if err := s.tmpl.ExecuteTemplate(&out, "view", v); err != nil {
@@ -103,7 +103,7 @@ func BenchmarkWholeQueue(b *testing.B) {
 	b.ReportAllocs()
 	var size int
 	for b.Loop() {
-		v := &view{Kind: "budget", Title: "Budget team-a/quota", Queue: queueRows(l), QueueTotal: l.Total}
+		v := &view{Kind: "budget", Title: "Budget team-a/quota", Queue: queueRows(l, now), QueueTotal: l.Total}
 		cw := &countingWriter{}
 		if err := s.tmpl.ExecuteTemplate(cw, "view", v); err != nil {
 			b.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,10 +14,12 @@ import (
 	"github.com/chromedp/chromedp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+	visv1 "github.com/quotagate/quotagate/api/visibility/v1alpha1"
 	"github.com/quotagate/quotagate/cmd/kubectl-quotagate/app"
 	"github.com/quotagate/quotagate/internal/testbed"
 )
@@ -165,11 +168,15 @@ func TestUIShowsBudgetsAndQueueLive(t *testing.T) {
 	}
 	head, next := strings.TrimPrefix(want[0], "team-a/"), strings.TrimPrefix(want[1], "team-a/")
 	waitPage(t, ctx, "the reason", textHas("#queue", "Budget team-a/quota"))
+	// The head waits for a-1, which declares 1h: once the manager's estimator has run
+	// (every 5 s), its start is known.
+	waitPage(t, ctx, "the head's estimated start", textHas(`#queue tr[data-pod="team-a/`+head+`"] td.eta time`, "in "))
 	screenshot(t, ctx, "queue")
 	checkAccessibility(t, ctx, w, "the queue")
 
 	navigate(t, ctx, base+"/pods/team-a/"+head)
 	waitPage(t, ctx, "the pod page", textHas("main", "Pod team-a/"+head+" is waiting", "Gated", "Created"))
+	waitPage(t, ctx, "the pod's estimated start", textHas("#pod-eta", "Estimated start: in "))
 	screenshot(t, ctx, "pod")
 	checkAccessibility(t, ctx, w, "the pod page")
 
@@ -241,6 +248,61 @@ func TestUITenantSeesFlavors(t *testing.T) {
 		}
 	}
 	checkAccessibility(t, ctx, w, "a flavored budget")
+}
+
+// TestUITenantSeesEstimatedStarts: a user who may view team-a sees, in the queue of
+// team-a/quota, each gated pod's estimated start as the visibility API gives it: the
+// time until it ("in 59m") with the absolute time in the tooltip, or "unknown: <why>";
+// and the head's estimate on its own pod page.
+func TestUITenantSeesEstimatedStarts(t *testing.T) {
+	w := setUp(t)
+	// The head waits for a-1, which declares 1h: its estimate is known once the
+	// manager's estimator (every 5 s) has run.
+	var queue []visv1.PendingPod
+	testbed.Poll(t, time.Minute, "a known estimate for the head of team-a/quota", func(context.Context) (bool, error) {
+		queue = pendingPods(t, w, "team-a", "quota")
+		return len(queue) > 0 && queue[0].EstimatedStart != nil && queue[0].EstimatedStart.Median != nil, nil
+	})
+	url := serveUI(t, w, "--as", "tenant-a", "-n", "team-a")
+	ctx := tab(t, w)
+	base := strings.SplitN(url, "/?", 2)[0]
+	navigate(t, ctx, url)
+	waitPage(t, ctx, "team-a's budget", textHas("#budget-tree", "Budget team-a/quota"))
+
+	navigate(t, ctx, base+"/budgets/team-a/quota")
+	head := queue[0]
+	median := head.EstimatedStart.Median.Time
+	cell := `#queue tr[data-pod="team-a/` + head.Name + `"] td.eta`
+	absolute := median.Local().Format("2006-01-02 15:04 MST")
+	waitPage(t, ctx, "the head's estimated start", `(() => { const e = document.querySelector('`+cell+` time');
+		return !!e && e.title.includes("Estimated start `+absolute+`") && e.getAttribute("datetime") === "`+median.UTC().Format(time.RFC3339)+`"; })()`)
+	text, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('`+cell+` time').innerText`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The page was rendered in the last seconds: the time until the median, to the
+	// minute as kubectl prints ages.
+	var want []string
+	for d := time.Until(median) - 2*time.Minute; d <= time.Until(median)+time.Minute; d += 30 * time.Second {
+		want = append(want, "in "+duration.HumanDuration(d))
+	}
+	if !slices.Contains(want, text) {
+		t.Errorf("the head %s starts %q on the page, want one of %q (its median is %s)", head.Name, text, want, median)
+	}
+	// Behind the head (unless TestUIShowsBudgetsAndQueueLive admitted it), a pod waits
+	// for the head, which declares no duration: its start is unknown.
+	if len(queue) == 2 {
+		behind := queue[1]
+		if e := behind.EstimatedStart; e == nil || e.Unknown != "NoHistory" {
+			t.Fatalf("the visibility API gives %s, behind the head, the estimate %+v; want unknown for NoHistory", behind.Name, e)
+		}
+		waitPage(t, ctx, behind.Name+"'s unknown start", textHas(`#queue tr[data-pod="team-a/`+behind.Name+`"] td.eta`, "unknown: NoHistory"))
+	}
+	checkAccessibility(t, ctx, w, "a queue with estimated starts")
+
+	navigate(t, ctx, base+"/pods/team-a/"+head.Name)
+	waitPage(t, ctx, "the head's estimated start on its page", textHas("#pod-eta", "Estimated start:", "Estimated start "+absolute))
+	checkAccessibility(t, ctx, w, "a gated pod's page")
 }
 
 // TestUIWithoutRightsSaysSo: a user who may read nothing gets a page that says so.

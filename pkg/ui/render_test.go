@@ -12,7 +12,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+	visv1 "github.com/quotagate/quotagate/api/visibility/v1alpha1"
 )
+
+// timeAt is now plus d, as the visibility API gives times.
+func timeAt(d time.Duration) *metav1.Time {
+	t := metav1.NewTime(now.Add(d))
+	return &t
+}
 
 // TestPagesRender renders every view as a whole page and checks what a user reads in
 // it: the text alternatives of the bars, the queue's order, the pod's way, the notes.
@@ -47,6 +54,28 @@ func TestPagesRender(t *testing.T) {
 			want: []string{`<tr data-pod="team-a/a-2"><td>1</td>`, `<tr data-pod="team-a/a-3"><td>2</td>`, "1–2 of 2", "requests.cpu: 1 requested, 0 free",
 				"Namespace <strong>team-a</strong>"},
 		},
+		"a queue with estimates": {
+			v: &view{Kind: "budget", Title: "Budget team-a/quota", Budget: budgetViewOf(&b), QueueTotal: 3, Now: now,
+				Queue: queueRows(&visv1.PendingPodList{Total: 3, Items: []visv1.PendingPod{
+					{Position: 1, Namespace: "team-a", Name: "a-2", EstimatedStart: &visv1.EstimatedStart{
+						Median: timeAt(12 * time.Minute), Low: timeAt(10 * time.Minute), High: timeAt(25 * time.Minute), Ends: 2}},
+					{Position: 2, Namespace: "team-a", Name: "a-3", EstimatedStart: &visv1.EstimatedStart{
+						Unknown: "NoHistory", Message: "it waits for quota held by pods with no expected end"}},
+					{Position: 3, Namespace: "team-a", Name: "a-4"},
+				}}, now),
+				Paging: pagingOf(u, 0, podPageSize, 3, 3), Scope: "team-a"},
+			want: []string{`<th scope="col">Estimated start</th>`,
+				`<td class="eta"><time datetime="2026-12-02T12:12:00Z" title="Estimated start ` + localClock(now.Add(12*time.Minute)) +
+					`, between ` + localClock(now.Add(10*time.Minute)) + ` and ` + localClock(now.Add(25*time.Minute)) + `, after 2 pod ends">in 12m</time>`,
+				`<span title="it waits for quota held by pods with no expected end">unknown: NoHistory</span>`,
+				`<span class="visually-hidden">: it waits for quota held by pods with no expected end</span>`,
+				`>no estimate</span>`},
+		},
+		"a gated pod's estimate": {
+			v: &view{Kind: "pod", Title: "Pod team-a/a-2", Now: now, Pod: &podPage{Namespace: "team-a", Name: "a-2", State: stateGated,
+				Start: &startView{Text: "in 1h", DateTime: "2026-12-02T13:00:00Z", Title: "Estimated start 2026-12-02 13:00 UTC"}}},
+			want: []string{`<p id="pod-eta"><strong>Estimated start:</strong> <time datetime="2026-12-02T13:00:00Z">in 1h</time>. Estimated start 2026-12-02 13:00 UTC</p>`},
+		},
 		"a flavored budget": {
 			v: &view{Kind: "budget", Title: "Budget team-a/gpus", Budget: budgetViewOf(&flavored), Scope: "team-a"},
 			want: []string{`<li class="flavor" data-flavor="h100"><span class="flavor-name">Flavor h100</span>`,
@@ -78,6 +107,29 @@ func TestPagesRender(t *testing.T) {
 				if !strings.Contains(out.String(), w) {
 					t.Errorf("the page lacks %q:\n%s", w, out.String())
 				}
+			}
+		})
+	}
+}
+
+// An estimate is shown as the time until its median, "due now" once the median has
+// passed, "unknown: <why>" when the manager cannot estimate it, and "no estimate" when
+// it has none.
+func TestStartOf(t *testing.T) {
+	tests := map[string]struct {
+		e    *visv1.EstimatedStart
+		want string
+	}{
+		"known":       {e: &visv1.EstimatedStart{Median: timeAt(90 * time.Minute), Low: timeAt(90 * time.Minute), High: timeAt(90 * time.Minute)}, want: "in 90m"},
+		"in two days": {e: &visv1.EstimatedStart{Median: timeAt(49 * time.Hour)}, want: "in 2d1h"},
+		"past due":    {e: &visv1.EstimatedStart{Median: timeAt(-time.Minute)}, want: "due now"},
+		"unknown":     {e: &visv1.EstimatedStart{Unknown: "BudgetClosed", Message: "Budget team-a/quota is Closed"}, want: "unknown: BudgetClosed"},
+		"no estimate": {want: "no estimate"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := startOf(tc.e, now).Text; got != tc.want {
+				t.Errorf("shown as %q, want %q", got, tc.want)
 			}
 		})
 	}

@@ -47,13 +47,15 @@ type Options struct {
 
 // Server serves the page. Create it with New, then Run it.
 type Server struct {
-	o        Options
-	scheme   *runtime.Scheme
-	direct   client.Client
-	pages    queuePage
-	tmpl     *template.Template
-	notifier *notifier
-	store    *store
+	o      Options
+	scheme *runtime.Scheme
+	direct client.Client
+	pages  queuePage
+	// podStatus reads a gated pod's place and estimated start.
+	podStatus podStatusReader
+	tmpl      *template.Template
+	notifier  *notifier
+	store     *store
 	// hosts are the Host headers accepted, set by Run from the listener; nil accepts
 	// any (a listener that is not on loopback: the token alone guards it).
 	hosts map[string]bool
@@ -100,7 +102,8 @@ func New(o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Server{o: o, scheme: scheme, direct: direct, pages: visibilityPages(cs.CoreV1().RESTClient()),
+	rc := cs.CoreV1().RESTClient()
+	return &Server{o: o, scheme: scheme, direct: direct, pages: visibilityPages(rc), podStatus: visibilityPodStatus(rc),
 		tmpl: tmpl, notifier: newNotifier()}, nil
 }
 

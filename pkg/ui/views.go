@@ -63,6 +63,7 @@ type queueRow struct {
 	Queue     string
 	Reason    string
 	Group     string
+	Start     startView
 }
 
 // Link is the pod's page.
@@ -117,9 +118,12 @@ func pageNumber(q url.Values) int {
 type podPage struct {
 	Namespace, Name, State string
 	Why, WhyNote           string
-	History                []historyStep
-	Events                 []corev1.Event
-	EventsNote             string
+	// Start is a gated pod's estimated start; StartNote says why it could not be read.
+	Start      *startView
+	StartNote  string
+	History    []historyStep
+	Events     []corev1.Event
+	EventsNote string
 }
 
 // render builds the view that u shows, and the HTTP status to answer with.
@@ -212,15 +216,16 @@ func (s *Server) queue(ctx context.Context, v *view, u *url.URL, kind, ns, name 
 		return
 	}
 	v.QueueTotal = l.Total
-	v.Queue = queueRows(l)
+	v.Queue = queueRows(l, v.Now)
 	v.Paging = pagingOf(u, page, podPageSize, int64(len(v.Queue)), l.Total)
 }
 
-func queueRows(l *visv1.PendingPodList) []queueRow {
+func queueRows(l *visv1.PendingPodList, now time.Time) []queueRow {
 	rows := make([]queueRow, len(l.Items))
 	for i, p := range l.Items {
 		rows[i] = queueRow{Position: p.Position, Namespace: p.Namespace, Name: p.Name, Priority: p.Priority,
-			Waiting: humanDuration(time.Duration(p.WaitingSeconds) * time.Second), Queue: p.Queue, Reason: p.Reason, Group: p.Group}
+			Waiting: humanDuration(time.Duration(p.WaitingSeconds) * time.Second), Queue: p.Queue, Reason: p.Reason, Group: p.Group,
+			Start: startOf(p.EstimatedStart, now)}
 	}
 	return rows
 }
@@ -233,6 +238,9 @@ func (s *Server) podPage(ctx context.Context, ns, name string) *podPage {
 		return nil
 	}
 	pp := &podPage{Namespace: ns, Name: name, State: podState(p), History: podHistory(p)}
+	if pp.State == stateGated {
+		pp.Start, pp.StartNote = s.estimatedStart(ctx, ns, name)
+	}
 	if s.o.Why != nil {
 		why, err := s.o.Why(ctx, ns, name)
 		pp.Why = why
@@ -251,6 +259,17 @@ func (s *Server) podPage(ctx context.Context, ns, name string) *podPage {
 	}
 	slices.SortStableFunc(pp.Events, func(a, b corev1.Event) int { return eventTime(a).Compare(eventTime(b)) })
 	return pp
+}
+
+// estimatedStart reads a gated pod's estimated start from the visibility API; when it
+// cannot, it says why instead.
+func (s *Server) estimatedStart(ctx context.Context, ns, name string) (*startView, string) {
+	st, err := s.podStatus(ctx, ns, name)
+	if err != nil {
+		return nil, fmt.Sprintf("The estimated start is not shown: %v", err)
+	}
+	v := startOf(st.EstimatedStart, s.o.Now())
+	return &v, ""
 }
 
 func eventTime(e corev1.Event) time.Time {

@@ -157,7 +157,8 @@ func gpuBudget() *v1alpha1.Budget {
 }
 
 // createWorld: ClusterBudget org, parent of Budgets team-a/quota and team-b/quota of
-// 1 CPU each; three pods of 1 CPU in team-a (one admitted, two queued) and two in
+// 1 CPU each; three pods of 1 CPU in team-a (one admitted, declaring it runs 1h; two
+// queued) and two in
 // team-b; Budget team-a/gpus with the flavors h100 and a100; tenant-a may view team-a,
 // nobody may view nothing.
 func createWorld(ctx context.Context, c client.Client) error {
@@ -180,7 +181,12 @@ func createWorld(ctx context.Context, c client.Client) error {
 		}
 	}
 	// One at a time, in order: the queue's order is creation order at equal priority.
-	for _, p := range []*corev1.Pod{cpuPod("team-a", "a-1"), cpuPod("team-a", "a-2"), cpuPod("team-a", "a-3"),
+	// a-1, the pod that runs, declares how long it runs: the estimator then gives the
+	// head of team-a/quota's queue a known start (an hour after a-1's), and the pod
+	// behind it an unknown one (the head declares nothing).
+	runs := cpuPod("team-a", "a-1")
+	runs.Annotations = map[string]string{v1alpha1.ExpectedDurationAnnotation: "1h"}
+	for _, p := range []*corev1.Pod{runs, cpuPod("team-a", "a-2"), cpuPod("team-a", "a-3"),
 		cpuPod("team-b", "b-secret-1"), cpuPod("team-b", "b-secret-2")} {
 		err := poll(ctx, func(ctx context.Context) (bool, error) {
 			return c.Create(ctx, p.DeepCopy()) == nil, nil // the ServiceAccount may not exist yet
@@ -223,6 +229,20 @@ func poll(ctx context.Context, cond func(context.Context) (bool, error)) error {
 // namespace/name of each pending pod, position 1 first.
 func queueOrder(t *testing.T, w *world, ns, budget string) []string {
 	t.Helper()
+	var order []string
+	for _, p := range pendingPods(t, w, ns, budget) {
+		order = append(order, p.Namespace+"/"+p.Name)
+	}
+	if len(order) != 2 {
+		t.Fatalf("the visibility API holds %v in %s/%s's queue, want two pods", order, ns, budget)
+	}
+	return order
+}
+
+// pendingPods reads a Budget's queue from the visibility API as the cluster admin,
+// position 1 first.
+func pendingPods(t *testing.T, w *world, ns, budget string) []visv1.PendingPod {
+	t.Helper()
 	cs, err := kubernetes.NewForConfig(w.cluster.Config())
 	if err != nil {
 		t.Fatal(err)
@@ -236,12 +256,5 @@ func queueOrder(t *testing.T, w *world, ns, budget string) []string {
 	if err := json.Unmarshal(body, &page); err != nil {
 		t.Fatalf("reading %s: %v", path, err)
 	}
-	var order []string
-	for _, p := range page.Items {
-		order = append(order, p.Namespace+"/"+p.Name)
-	}
-	if len(order) != 2 {
-		t.Fatalf("the visibility API holds %v in %s/%s's queue, want two pods", order, ns, budget)
-	}
-	return order
+	return page.Items
 }

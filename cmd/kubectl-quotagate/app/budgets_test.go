@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/quotagate/quotagate/pkg/quota"
+	"github.com/quotagate/quotagate/pkg/visibility"
 )
 
 func TestBudgets(t *testing.T) {
@@ -58,8 +59,8 @@ ClusterBudget org      Open    5          4       9m30s         requests.cpu   8
 // failingSource is a manager that cannot be reached.
 type failingSource struct{}
 
-func (failingSource) Snapshot(context.Context) (quota.Snapshot, error) {
-	return quota.Snapshot{}, &UnreachableError{Source: "the test manager", Err: errors.New("connection refused")}
+func (failingSource) Snapshot(context.Context) (visibility.QueuesSnapshot, error) {
+	return visibility.QueuesSnapshot{}, &UnreachableError{Source: "the test manager", Err: errors.New("connection refused")}
 }
 func (failingSource) String() string { return "the test manager" }
 

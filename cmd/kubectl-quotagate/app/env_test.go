@@ -18,6 +18,7 @@ import (
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
 	"github.com/quotagate/quotagate/internal/testbed/podtest"
+	"github.com/quotagate/quotagate/pkg/estimate"
 	"github.com/quotagate/quotagate/pkg/quota"
 	"github.com/quotagate/quotagate/pkg/quota/controller"
 )
@@ -79,8 +80,19 @@ type world struct {
 	client client.WithWatch
 	core   *quota.AdmissionQueue
 	server *httptest.Server
+	// starts are the estimated starts the snapshot serves, as the manager's estimator
+	// gives them; empty unless a test sets some.
+	starts fixedEstimates
 	// admitted lists the pods the core admitted, in order.
 	admitted []string
+}
+
+// fixedEstimates are estimated starts by pod UID, as the manager's estimator answers.
+type fixedEstimates map[types.UID]estimate.Start
+
+func (f fixedEstimates) EstimatedStart(uid types.UID) (estimate.Start, bool) {
+	s, ok := f[uid]
+	return s, ok
 }
 
 // newWorld feeds the objects to a manager's admission core at t0, admits what fits
@@ -120,7 +132,7 @@ func newFlavoredWorld(t *testing.T, flavors []*v1alpha1.Flavor, admitAt time.Tim
 		byUID[p.UID] = p
 		core.UpsertPod(quota.NewPod(p, v1alpha1.SchedulingGate, admitAt))
 	}
-	w := &world{core: core}
+	w := &world{core: core, starts: fixedEstimates{}}
 	for _, a := range core.Admit() {
 		core.Done(a.Pod.UID, quota.Ungated, "")
 		p := byUID[a.Pod.UID]
@@ -167,7 +179,7 @@ func newFlavoredWorld(t *testing.T, flavors []*v1alpha1.Flavor, admitAt time.Tim
 	}
 	w.client = fake.NewClientBuilder().WithScheme(newScheme()).WithObjects(objs...).
 		WithStatusSubresource(&v1alpha1.Budget{}, &v1alpha1.ClusterBudget{}).Build()
-	w.server = httptest.NewTLSServer(controller.QueuesHandler(ctl.Queues()))
+	w.server = httptest.NewTLSServer(controller.QueuesHandler(ctl.Queues(), w.starts))
 	t.Cleanup(w.server.Close)
 	return w
 }

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
@@ -25,7 +26,7 @@ func (e *noQueueError) Error() string {
 
 // queueReader returns the reader of budgets' queues: the visibility API, or, with
 // --manager-url (and in tests that give no visibility reader), the manager's snapshot,
-// read once for every budget the command shows.
+// read once for every budget the command shows, with the estimated starts it carries.
 func (e *env) queueReader(ctx context.Context) (queueSource, error) {
 	if e.queues != nil {
 		read, err := e.queues()
@@ -50,7 +51,11 @@ func (e *env) queueReader(ctx context.Context) (queueSource, error) {
 		if !ok {
 			return nil, &noQueueError{key: key}
 		}
-		return pendingPodList(bq, now), nil
+		l := pendingPodList(bq, now)
+		for i := range l.Items {
+			l.Items[i].EstimatedStart = view.starts[types.UID(l.Items[i].UID)]
+		}
+		return l, nil
 	}, nil
 }
 

@@ -17,7 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/quotagate/quotagate/pkg/quota"
+	"github.com/quotagate/quotagate/pkg/visibility"
 )
 
 // debugQueuesPath is where the manager serves its queue snapshot.
@@ -25,8 +25,9 @@ const debugQueuesPath = "/debug/queues"
 
 // SnapshotSource reads the manager's queue snapshot.
 type SnapshotSource interface {
-	// Snapshot returns every budget's queues in admission order.
-	Snapshot(ctx context.Context) (quota.Snapshot, error)
+	// Snapshot returns every budget's queues in admission order, and the manager's
+	// estimated starts of their pods when its estimator is on.
+	Snapshot(ctx context.Context) (visibility.QueuesSnapshot, error)
 	// String says where the snapshot comes from, for messages.
 	String() string
 }
@@ -73,7 +74,7 @@ func (s *proxySource) String() string {
 	return fmt.Sprintf("service %s/%s (port %s, %s) through the API server's proxy", s.namespace, s.service, s.port, s.scheme)
 }
 
-func (s *proxySource) Snapshot(ctx context.Context) (quota.Snapshot, error) {
+func (s *proxySource) Snapshot(ctx context.Context) (visibility.QueuesSnapshot, error) {
 	raw, err := s.clientset.CoreV1().Services(s.namespace).
 		ProxyGet(s.scheme, s.service, s.port, debugQueuesPath, nil).DoRaw(ctx)
 	if err != nil {
@@ -84,7 +85,7 @@ func (s *proxySource) Snapshot(ctx context.Context) (quota.Snapshot, error) {
 		case apierrors.IsForbidden(err):
 			ue.Hint = hintForbidden
 		}
-		return quota.Snapshot{}, ue
+		return visibility.QueuesSnapshot{}, ue
 	}
 	return decodeSnapshot(raw, s.String())
 }
@@ -128,23 +129,23 @@ func newURLSource(base, token, caFile string, insecure bool) (*urlSource, error)
 
 func (s *urlSource) String() string { return s.base.Redacted() }
 
-func (s *urlSource) Snapshot(ctx context.Context) (quota.Snapshot, error) {
+func (s *urlSource) Snapshot(ctx context.Context) (visibility.QueuesSnapshot, error) {
 	u := s.base.JoinPath(debugQueuesPath)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return quota.Snapshot{}, fmt.Errorf("building the snapshot request: %w", err)
+		return visibility.QueuesSnapshot{}, fmt.Errorf("building the snapshot request: %w", err)
 	}
 	if s.token != "" {
 		req.Header.Set("Authorization", "Bearer "+s.token)
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return quota.Snapshot{}, &UnreachableError{Source: s.String(), Err: err}
+		return visibility.QueuesSnapshot{}, &UnreachableError{Source: s.String(), Err: err}
 	}
 	defer func() { _ = resp.Body.Close() }()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
 	if err != nil {
-		return quota.Snapshot{}, &UnreachableError{Source: s.String(), Err: fmt.Errorf("reading the response: %w", err)}
+		return visibility.QueuesSnapshot{}, &UnreachableError{Source: s.String(), Err: fmt.Errorf("reading the response: %w", err)}
 	}
 	if resp.StatusCode != http.StatusOK {
 		ue := &UnreachableError{Source: s.String(), Err: fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(raw)))}
@@ -157,15 +158,15 @@ func (s *urlSource) Snapshot(ctx context.Context) (quota.Snapshot, error) {
 		case resp.StatusCode == http.StatusForbidden:
 			ue.Hint = hintForbidden
 		}
-		return quota.Snapshot{}, ue
+		return visibility.QueuesSnapshot{}, ue
 	}
 	return decodeSnapshot(raw, s.String())
 }
 
-func decodeSnapshot(raw []byte, source string) (quota.Snapshot, error) {
-	var snap quota.Snapshot
+func decodeSnapshot(raw []byte, source string) (visibility.QueuesSnapshot, error) {
+	var snap visibility.QueuesSnapshot
 	if err := json.Unmarshal(raw, &snap); err != nil {
-		return quota.Snapshot{}, &UnreachableError{Source: source, Err: fmt.Errorf("decoding the snapshot: %w", err)}
+		return visibility.QueuesSnapshot{}, &UnreachableError{Source: source, Err: fmt.Errorf("decoding the snapshot: %w", err)}
 	}
 	return snap, nil
 }

@@ -4,9 +4,15 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/quotagate/quotagate/pkg/estimate"
+	"github.com/quotagate/quotagate/pkg/quota"
 )
 
 // The URL source sends the token and turns the manager's refusals into errors that say
@@ -89,5 +95,48 @@ func TestURLSourceVerifiesTheManager(t *testing.T) {
 	}
 	if _, err := newURLSource("127.0.0.1:8443", "", "", false); err == nil {
 		t.Errorf("newURLSource accepted a URL without scheme")
+	}
+}
+
+// With --manager-url, queue and why read the estimated starts the manager's snapshot
+// carries: queue's ETA column and why's "Estimated start" line show them as they do
+// from the visibility API; a pod without one has "-" and no line.
+func TestSnapshotCarriesEstimates(t *testing.T) {
+	w := teamsWorld(t)
+	ref := func(name string) quota.PodRef {
+		return quota.PodRef{UID: types.UID("team-a-" + name), Namespace: "team-a", Name: name}
+	}
+	w.starts[ref("train-1").UID] = estimate.Start{Pod: ref("train-1"), Known: true,
+		Median: now.Add(12 * time.Minute), Low: now.Add(10 * time.Minute), High: now.Add(30 * time.Minute), Ends: 2, Samples: 5}
+	w.starts[ref("huge").UID] = estimate.Start{Pod: ref("huge"), Unknown: estimate.UnknownNeverFits,
+		Reason: "requests.cpu: 6 requested, more than the 4 hard of Budget team-a/team-a"}
+
+	out, errOut, err := run(t, w.env(nil), "queue", "team-a/team-a")
+	if err != nil {
+		t.Fatalf("queue: %v\n%s", err, errOut)
+	}
+	want := `Budget team-a/team-a: Open, BestEffortFIFO, 3 gated
+POSITION   POD              PRIORITY   REQUESTS   WAITING   QUEUE          ETA       REASON
+1          team-a/huge      0          cpu=6      9m30s     parked         unknown   requests.cpu: 6 requested, more than the 4 hard of Budget team-a/team-a: it can never fit
+2          team-a/train-1   0          cpu=2      8m        inadmissible   12m       requests.cpu: 2 requested, 0 free in Budget team-a/team-a; position 2 of 3
+3          team-a/train-3   0          cpu=1      6m        inadmissible   -         requests.cpu: 1 requested, 0 free in Budget team-a/team-a; position 3 of 3
+`
+	if diff := cmp.Diff(want, out); diff != "" {
+		t.Errorf("queue from the snapshot (-want +got):\n%s", diff)
+	}
+
+	out, errOut, err = run(t, w.env(nil), "why", "team-a/train-1")
+	if err != nil {
+		t.Fatalf("why: %v\n%s", err, errOut)
+	}
+	if line := "Estimated start: in 12m (between 10m and 30m), from 2 pod ends, 5 samples at least\n"; !strings.Contains(out, line) {
+		t.Errorf("why from the snapshot lacks %q:\n%s", line, out)
+	}
+	out, errOut, err = run(t, w.env(nil), "why", "team-a/train-3")
+	if err != nil {
+		t.Fatalf("why: %v\n%s", err, errOut)
+	}
+	if strings.Contains(out, "Estimated start") {
+		t.Errorf("why from the snapshot gives train-3, which has no estimate, one:\n%s", out)
 	}
 }

@@ -7,7 +7,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	visv1 "github.com/quotagate/quotagate/api/visibility/v1alpha1"
 	"github.com/quotagate/quotagate/pkg/quota"
+	"github.com/quotagate/quotagate/pkg/visibility"
 )
 
 // snapshotView indexes a snapshot by budget and by pod.
@@ -16,6 +18,9 @@ type snapshotView struct {
 	byBudget map[quota.BudgetKey]quota.BudgetQueue
 	byPod    map[types.UID][]podPlace
 	held     map[types.UID]quota.QueuedPod
+	// starts are the manager's estimated starts of the pods, by UID; empty when its
+	// estimator is off or the manager predates them.
+	starts map[types.UID]*visv1.EstimatedStart
 }
 
 // podPlace is a pod's place in one budget's queue.
@@ -28,9 +33,11 @@ type podPlace struct {
 	entry    quota.QueuedPod
 }
 
-func newSnapshotView(s quota.Snapshot) *snapshotView {
+func newSnapshotView(qs visibility.QueuesSnapshot) *snapshotView {
+	s := qs.Snapshot
 	v := &snapshotView{
 		raw:      s,
+		starts:   qs.EstimatedStarts,
 		byBudget: map[quota.BudgetKey]quota.BudgetQueue{},
 		byPod:    map[types.UID][]podPlace{},
 		held:     map[types.UID]quota.QueuedPod{},

@@ -150,6 +150,7 @@ func explainPod(ctx context.Context, e *env, c client.Client, key client.ObjectK
 			fmt.Sprintf("the latest reason is in the pod's events: kubectl events -n %s --for pod/%s", pod.Namespace, pod.Name))
 		return res, nil
 	}
+	res.EstimatedStart = snap.starts[pod.UID]
 	places := snap.byPod[pod.UID]
 	switch {
 	case len(places) > 0:

@@ -32,7 +32,9 @@ import (
 //     runs estimate.Simulate on a fresh core of its own: the real core's lock is never
 //     taken, so admission never waits for an estimate;
 //   - it keeps the latest Start of every gated pod, swapped in whole under its own lock,
-//     which EstimatedStart reads.
+//     which EstimatedStart reads;
+//   - it tells a pod whose estimate moved a lot in an EstimateChanged event
+//     (estimate_events.go).
 //
 // Pods the real core admitted whose ungate the cache has not shown yet are gated in
 // the world: the simulation admits them at once, as the core did.
@@ -51,6 +53,10 @@ type estimator struct {
 	// first is the median of the first known estimate of each gated pod, kept until
 	// it is admitted (estimateError) or no pass sees it gated any more.
 	first map[types.UID]time.Time
+
+	// notices is the estimate last reported to each gated pod in an EstimateChanged
+	// event (estimate_events.go); only the loop's passes use it.
+	notices *estimateNotices
 }
 
 // podLister lists the pod informer's store.
@@ -68,7 +74,7 @@ func newEstimator(interval time.Duration) *estimator {
 	if interval <= 0 {
 		return nil
 	}
-	e := &estimator{learner: estimate.NewLearner(0), interval: interval}
+	e := &estimator{learner: estimate.NewLearner(0), interval: interval, notices: newEstimateNotices()}
 	e.changed.Store(true)
 	return e
 }
@@ -179,24 +185,34 @@ func (c *Controller) estimateOnce(ctx context.Context) error {
 	if limit := c.opts.EstimateMaxPods; limit > 0 && c.estimates.pods != nil {
 		if n := len(c.estimates.pods.List()); n > limit {
 			c.estimates.publish(nil)
+			c.announceEstimates(nil, c.opts.Clock.Now())
+			c.metrics.estimateSkipped.Inc()
+			c.metrics.estimatePods.WithLabelValues("gated").Set(0)
+			c.metrics.estimatePods.WithLabelValues("running").Set(0)
 			log.FromContext(ctx).V(loglevel.Details).Info("Not estimating starts: too many pods", "pods", n, "max", limit)
 			return nil
 		}
 	}
-	began := time.Now()
-	w, err := c.world(ctx, c.opts.Clock.Now())
+	began, now := time.Now(), c.opts.Clock.Now()
+	w, err := c.world(ctx, now)
 	if err != nil {
 		return err
 	}
 	built := time.Since(began)
 	starts := estimate.Simulate(w, estimate.Options{Core: c.opts.coreOptions()})
+	simulated := time.Since(began) - built
 	m := make(map[types.UID]estimate.Start, len(starts))
 	for _, s := range starts {
 		m[s.Pod.UID] = s
 	}
 	c.estimates.publish(m)
+	c.announceEstimates(m, now)
+	c.metrics.estimatePass.WithLabelValues("build").Observe(built.Seconds())
+	c.metrics.estimatePass.WithLabelValues("simulate").Observe(simulated.Seconds())
+	c.metrics.estimatePods.WithLabelValues("gated").Set(float64(len(w.Waiting)))
+	c.metrics.estimatePods.WithLabelValues("running").Set(float64(len(w.Running)))
 	log.FromContext(ctx).V(loglevel.Details).Info("Estimated starts", "gated", len(w.Waiting), "running", len(w.Running),
-		"build", built, "simulate", time.Since(began)-built)
+		"build", built, "simulate", simulated)
 	return nil
 }
 

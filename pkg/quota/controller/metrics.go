@@ -37,6 +37,10 @@ var budgetLabels = []string{"kind", "namespace", "name"}
 var waitBuckets = []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600,
 	1800, 3600, 7200, 14400, 28800, 57600, 86400}
 
+// passBuckets go from 1ms to 2 minutes: a pass over a few hundred pods takes
+// milliseconds, one over 20,000 (the default --estimate-max-pods) seconds.
+var passBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}
+
 // metrics are the manager's Prometheus metrics, named after kube-scheduler's queue
 // metrics. It is a quota.Observer. Per-budget series are dropped when the budget is.
 //
@@ -53,18 +57,23 @@ type metrics struct {
 	queueMoves    *prometheus.CounterVec
 	podWait       *prometheus.HistogramVec
 	estimateError *prometheus.HistogramVec
-	admissions    *prometheus.CounterVec
-	budgetHard    *prometheus.GaugeVec
-	budgetUsed    *prometheus.GaugeVec
-	flavorHard    *prometheus.GaugeVec
-	flavorUsed    *prometheus.GaugeVec
-	budgetPending *prometheus.GaugeVec
-	budgetState   *prometheus.GaugeVec
-	budgetReady   *prometheus.GaugeVec
-	gatedPods     *prometheus.GaugeVec
-	admittedPods  *prometheus.GaugeVec
-	neverFitPods  *prometheus.GaugeVec
-	ungateErrors  *prometheus.CounterVec
+	// The estimator's passes: how long each phase took, how many pods the last one
+	// saw, and how many were skipped over EstimateMaxPods.
+	estimatePass    *prometheus.HistogramVec
+	estimatePods    *prometheus.GaugeVec
+	estimateSkipped prometheus.Counter
+	admissions      *prometheus.CounterVec
+	budgetHard      *prometheus.GaugeVec
+	budgetUsed      *prometheus.GaugeVec
+	flavorHard      *prometheus.GaugeVec
+	flavorUsed      *prometheus.GaugeVec
+	budgetPending   *prometheus.GaugeVec
+	budgetState     *prometheus.GaugeVec
+	budgetReady     *prometheus.GaugeVec
+	gatedPods       *prometheus.GaugeVec
+	admittedPods    *prometheus.GaugeVec
+	neverFitPods    *prometheus.GaugeVec
+	ungateErrors    *prometheus.CounterVec
 
 	preemptions        *prometheus.CounterVec
 	preemptionsBlocked *prometheus.CounterVec
@@ -104,6 +113,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help:    "How far from its admission a pod's estimated start was, in either direction: its first known estimate (estimate=\"first\") and its last (estimate=\"last\"). Pods that never had a known estimate are not counted.",
 			Buckets: waitBuckets,
 		}, []string{"estimate"}),
+		estimatePass: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "quotagate_estimate_pass_duration_seconds",
+			Help:    "How long each phase of an estimator pass took: building the world from the caches (phase=\"build\") and simulating it (phase=\"simulate\").",
+			Buckets: passBuckets,
+		}, []string{"phase"}),
+		estimatePods: gauge("quotagate_estimate_pods", "Pods in the estimator's last pass: gated (state=\"gated\", each given a start) and holding quota (state=\"running\"); 0 after a skipped pass.", []string{"state"}),
+		estimateSkipped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "quotagate_estimate_passes_skipped_total",
+			Help: "Estimator passes skipped because the pod cache held more pods than --estimate-max-pods; gated pods have no estimate after one.",
+		}),
 		admissions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "quotagate_budget_admissions_total",
 			Help: "Pods ungated while charged to a budget (kind=\"None\" for pods no budget covers).",
@@ -135,6 +154,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		m.incomingPods, m.queueMoves, m.admissions, m.ungateErrors, m.preemptions, m.preemptionsBlocked,
 		m.queueDepth, m.budgetHard, m.budgetUsed, m.flavorHard, m.flavorUsed, m.budgetPending, m.budgetState, m.budgetReady,
 		m.gatedPods, m.admittedPods, m.neverFitPods, m.podWait, m.estimateError,
+		m.estimatePass, m.estimatePods, m.estimateSkipped,
 	}}
 	gate, err := promreg.Register(reg, m.gate)
 	if err != nil {
