@@ -30,7 +30,8 @@ func clusterRoles(t *testing.T, m manifests) map[string]rbacv1.ClusterRole {
 }
 
 // Tenants holding view, edit or admin read Budgets and their status; nothing the chart
-// aggregates into those roles writes anything, so no tenant can raise its own hard limits.
+// aggregates into those roles writes anything, so no tenant can raise its own hard limits
+// (edit and admin may ask a what-if, podsimulations, which stores nothing).
 func TestBudgetViewerIsAggregatedReadOnly(t *testing.T) {
 	roles := clusterRoles(t, mustInstall(t, defaultRelease, defaultNamespace, nil))
 	viewer, ok := roles["quotagate-budget-viewer"]
@@ -59,6 +60,13 @@ func TestBudgetViewerIsAggregatedReadOnly(t *testing.T) {
 			continue
 		}
 		for _, rule := range r.Rules {
+			if isSimulation(rule) {
+				// A what-if stores nothing: edit and admin may ask it, view may not.
+				if r.Labels["rbac.authorization.k8s.io/aggregate-to-view"] == "true" {
+					t.Errorf("%s aggregates create on podsimulations into view: a viewer may not create pods", name)
+				}
+				continue
+			}
 			for _, verb := range rule.Verbs {
 				if !slices.Contains(readVerbs, verb) {
 					t.Errorf("%s is aggregated into the built-in roles and grants %s on %v", name, verb, rule.Resources)
@@ -66,6 +74,14 @@ func TestBudgetViewerIsAggregatedReadOnly(t *testing.T) {
 			}
 		}
 	}
+}
+
+// isSimulation is a rule that grants only create on the visibility API's podsimulations,
+// a what-if answered from the manager's memory that writes nothing.
+func isSimulation(rule rbacv1.PolicyRule) bool {
+	return slices.Equal(rule.APIGroups, []string{"visibility.quotagate.io"}) &&
+		slices.Equal(rule.Resources, []string{"podsimulations"}) &&
+		slices.Equal(rule.Verbs, []string{"create"})
 }
 
 func TestBudgetViewerAggregationCanBeTurnedOff(t *testing.T) {
