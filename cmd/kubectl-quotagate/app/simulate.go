@@ -56,7 +56,8 @@ flavor), and when the manager estimates it would start, with the range.
 FILE holds one Pod, Job, Deployment, ReplicaSet or StatefulSet ("-" reads stdin). A
 workload's pods are its pod template times its replicas; a Job's, its parallelism,
 bounded by its completions. The pods are simulated in the object's namespace, else
--n's, and the manager learns their durations from the workload's finished pods.
+-n's (both given and different: an error, as kubectl create says), and the manager
+learns their durations from the workload's finished pods.
 
 The visibility API answers it (POST podsimulations, docs/visibility.md) to users who
 may create pods in the namespace; the answer names no other pod.
@@ -82,10 +83,16 @@ may create pods in the namespace; the answer names no other pod.
 				return fmt.Errorf("%s: %w", file, err)
 			}
 			ns := w.namespace
-			if ns == "" {
-				if ns, err = e.namespace(); err != nil {
+			if ns == "" || cmd.Flags().Changed("namespace") {
+				given, err := e.namespace()
+				if err != nil {
 					return err
 				}
+				if ns != "" && ns != given {
+					// As kubectl create -f refuses it: which one was meant is not ours to guess.
+					return fmt.Errorf("the namespace from the provided object %q does not match the namespace %q: pass --namespace=%s, or remove the object's namespace", ns, given, ns)
+				}
+				ns = given
 			}
 			if e.simulations == nil {
 				return errors.New("simulate needs the visibility API, which this plugin was not given")

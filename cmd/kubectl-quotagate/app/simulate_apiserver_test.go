@@ -159,6 +159,14 @@ train-simulated-2 waits: `
 	if err == nil || !strings.Contains(err.Error(), "you may not simulate pods in namespace team-a: it needs create on podsimulations") {
 		t.Errorf("simulate as a viewer: %v", err)
 	}
+	elsewhere := filepath.Join(dir, "job-team-b.yaml")
+	if err := os.WriteFile(elsewhere, []byte(strings.Replace(trainJob, "  name: train\n", "  name: train\n  namespace: team-b\n", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = runReal(t, as("tenant", "simulate", "-f", elsewhere, "-n", "team-a")...)
+	if err == nil || !strings.Contains(err.Error(), `the namespace from the provided object "team-b" does not match the namespace "team-a"`) {
+		t.Errorf("simulate -f job-team-b.yaml -n team-a: %v", err)
+	}
 	cron := filepath.Join(dir, "cronjob.yaml")
 	if err := os.WriteFile(cron, []byte("apiVersion: batch/v1\nkind: CronJob\nmetadata:\n  name: nightly\n"), 0o600); err != nil {
 		t.Fatal(err)
