@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -100,6 +101,49 @@ func testTenantSeesQueue(t *testing.T, e env, _ *podWatcher) {
 	_, errOut, err = runPlugin(t, plugin, outsider, "why", head, "-n", teamNS)
 	if err == nil || !strings.Contains(errOut, "forbidden") {
 		t.Errorf("a ServiceAccount with no role binding asked why %s waits (err %v):\n%s", head, err, errOut)
+	}
+	testTenantSimulates(t, e, plugin, viewer)
+}
+
+// testTenantSimulates asks the installed chart's what-if: an editor of the namespace (the
+// chart aggregates create on podsimulations into edit) learns that a pod created now
+// would wait in the closed Budget, and nothing is created; a viewer, who may not create
+// pods, is refused.
+func testTenantSimulates(t *testing.T, e env, plugin, viewer string) {
+	editor := tenantKubeconfig(t, e, "what-if-editor", "edit")
+	file := filepath.Join(t.TempDir(), "pod.yaml")
+	fatalIf(t, os.WriteFile(file, []byte(`apiVersion: v1
+kind: Pod
+metadata:
+  name: what-if
+spec:
+  containers:
+  - name: c
+    image: registry.k8s.io/pause:3.10
+    resources: {requests: {cpu: 100m}}
+`), 0o600), "writing pod.yaml")
+	var out string
+	waitFor(t, "the editor's `kubectl quotagate simulate` to answer", time.Minute, func() (bool, string) {
+		o, errOut, err := runPlugin(t, plugin, editor, "simulate", "-f", file, "-n", teamNS)
+		out = o
+		return err == nil, errOut
+	})
+	t.Logf("kubectl quotagate simulate -f pod.yaml -n %s (as %s/what-if-editor):\n%s", teamNS, teamNS, out)
+	for _, want := range []string{"what-if", "Budget " + teamNS + "/team-a", "nothing was created"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("simulate does not say %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "Admitted") {
+		t.Errorf("simulate admits a pod into the closed Budget:\n%s", out)
+	}
+	_, err := e.cs.CoreV1().Pods(teamNS).Get(t.Context(), "what-if", metav1.GetOptions{})
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("after the simulation, get pod what-if: %v, want NotFound", err)
+	}
+	_, errOut, err := runPlugin(t, plugin, viewer, "simulate", "-f", file, "-n", teamNS)
+	if err == nil || !strings.Contains(errOut, "you may not simulate pods in namespace "+teamNS) {
+		t.Errorf("a viewer simulated a pod (err %v):\n%s", err, errOut)
 	}
 }
 
