@@ -25,8 +25,8 @@
 // Deployment's, a CronJob's), else of the same namespace, else of the same budget, the
 // first with at least MinSamples (3) pods. Succeeded and Failed pods both teach: both
 // held their quota until they ended. A learned duration runs from when the pod took its
-// quota (quotagate.io/admitted-at) to when its last container finished; it is a median
-// and a range (the 10th to the 90th percentile of the key's last Window runs), with
+// quota (quotagate.io/admitted-at) to when its last container finished; it is a mean,
+// a median and a range (the 10th to the 90th percentile of the key's last Window runs), with
 // its sample count and basis beside it; for a running pod, of the runs that lasted
 // longer than it has so far.
 //
@@ -37,8 +37,11 @@
 // victims end at once), starts those pods, jumps to the next expected end (or the
 // core's next wakeup, a lend hold's end), ends that pod, and again, until every gated
 // pod is admitted or nothing more can happen. It does so three times: with every
-// duration at its median, its low and its high; a pod's start is the median run's,
-// its range the earliest and latest of the three. A pod that is not admitted is
+// duration at its center (Duration.Center: a learned duration's mean, since a pod's
+// start is a sum of the runs ahead of it and a sum's middle is the sum of the means;
+// a deadline or a declared duration itself), its low and its high; a pod's start
+// (Start.Median, the middle of its start) is the central run's, its range the earliest
+// and latest of the three. A pod that is not admitted is
 // Unknown, with why: a covering budget is closed, it never fits, it waits behind pods
 // with no expected end (no history), something no pod's end brings (its group, a
 // claim), or the simulation's bounds (Horizon, MaxSteps). Nothing in a Start names

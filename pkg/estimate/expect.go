@@ -45,10 +45,10 @@ type Expectation struct {
 // as long as anyone can tell.
 func (e Expectation) Known() bool { return e.Source != SourceNone }
 
-// Ends returns when the pod is expected to end: its median, and its earliest and
+// Ends returns when the pod is expected to end: its center (Duration.Center), and its earliest and
 // latest in the range, counted from Start (from now when Start is zero). An end already
 // past (the pod runs longer than expected) is now: it may end at any moment.
-func (e Expectation) Ends(now time.Time) (median, low, high time.Time) {
+func (e Expectation) Ends(now time.Time) (center, low, high time.Time) {
 	start := e.Start
 	if start.IsZero() {
 		start = now
@@ -59,7 +59,7 @@ func (e Expectation) Ends(now time.Time) (median, low, high time.Time) {
 		}
 		return now
 	}
-	return at(e.Median), at(e.Low), at(e.High)
+	return at(e.Center()), at(e.Low), at(e.High)
 }
 
 // Expect returns how long pod is expected to hold its quota, in this order of trust:
@@ -86,14 +86,14 @@ func (l *Learner) ExpectFacts(f *Facts, budgets []quota.BudgetKey, now time.Time
 	case f.Deadline > 0:
 		d := f.Deadline
 		out = Expectation{Source: SourceDeadline, Start: f.Started, Duration: Duration{
-			Median: d, Low: d, High: d, Basis: "spec.activeDeadlineSeconds",
+			Median: d, Mean: d, Low: d, High: d, Basis: "spec.activeDeadlineSeconds",
 		}}
 		if hasLearned && learned.Low < d {
 			out.Low, out.Samples = learned.Low, learned.Samples
 		}
 	case f.Declared > 0:
 		out = Expectation{Source: SourceDeclared, Start: f.Started, Duration: Duration{
-			Median: f.Declared, Low: f.Declared, High: f.Declared,
+			Median: f.Declared, Mean: f.Declared, Low: f.Declared, High: f.Declared,
 			Basis: "annotation " + v1alpha1.ExpectedDurationAnnotation,
 		}}
 	case hasLearned:

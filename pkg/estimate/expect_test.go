@@ -46,45 +46,45 @@ func TestExpect(t *testing.T) {
 			pod:   running(),
 			learn: true,
 			want: Expectation{Source: SourceLearned, Start: t0, Duration: Duration{
-				Median: 20 * time.Minute, Low: 10 * time.Minute, High: 30 * time.Minute, Samples: 3, Basis: "Job team-a/train"}},
+				Median: 20 * time.Minute, Mean: 20 * time.Minute, Low: 10 * time.Minute, High: 30 * time.Minute, Samples: 3, Basis: "Job team-a/train"}},
 		},
 		"learned, after it ran past its kind's low: the longer runs": {
 			pod:   running(),
 			learn: true,
 			now:   t0.Add(25 * time.Minute),
 			want: Expectation{Source: SourceLearned, Start: t0, Duration: Duration{
-				Median: 30 * time.Minute, Low: 30 * time.Minute, High: 30 * time.Minute, Samples: 1, Basis: "Job team-a/train, its runs longer than 25m0s"}},
+				Median: 30 * time.Minute, Mean: 30 * time.Minute, Low: 30 * time.Minute, High: 30 * time.Minute, Samples: 1, Basis: "Job team-a/train, its runs longer than 25m0s"}},
 		},
 		"learned, after it ran longer than every run: all of them": {
 			pod:   running(),
 			learn: true,
 			now:   t0.Add(40 * time.Minute),
 			want: Expectation{Source: SourceLearned, Start: t0, Duration: Duration{
-				Median: 20 * time.Minute, Low: 10 * time.Minute, High: 30 * time.Minute, Samples: 3, Basis: "Job team-a/train"}},
+				Median: 20 * time.Minute, Mean: 20 * time.Minute, Low: 10 * time.Minute, High: 30 * time.Minute, Samples: 3, Basis: "Job team-a/train"}},
 		},
 		"declared beats learned, from startTime": {
 			pod:   declare(running(), "45m"),
 			learn: true,
 			want: Expectation{Source: SourceDeclared, Start: started, Duration: Duration{
-				Median: 45 * time.Minute, Low: 45 * time.Minute, High: 45 * time.Minute,
+				Median: 45 * time.Minute, Mean: 45 * time.Minute, Low: 45 * time.Minute, High: 45 * time.Minute,
 				Basis: "annotation " + v1alpha1.ExpectedDurationAnnotation}},
 		},
 		"a deadline beats both; its range reaches the learned low": {
 			pod:   deadline(declare(running(), "45m"), 3600),
 			learn: true,
 			want: Expectation{Source: SourceDeadline, Start: started, Duration: Duration{
-				Median: time.Hour, Low: 10 * time.Minute, High: time.Hour, Samples: 3, Basis: "spec.activeDeadlineSeconds"}},
+				Median: time.Hour, Mean: time.Hour, Low: 10 * time.Minute, High: time.Hour, Samples: 3, Basis: "spec.activeDeadlineSeconds"}},
 		},
 		"a deadline alone": {
 			pod: deadline(running(), 60),
 			want: Expectation{Source: SourceDeadline, Start: started, Duration: Duration{
-				Median: time.Minute, Low: time.Minute, High: time.Minute, Basis: "spec.activeDeadlineSeconds"}},
+				Median: time.Minute, Mean: time.Minute, Low: time.Minute, High: time.Minute, Basis: "spec.activeDeadlineSeconds"}},
 		},
 		"a bad annotation is ignored with a reason": {
 			pod:   declare(running(), "an hour"),
 			learn: true,
 			want: Expectation{Source: SourceLearned, Start: t0, Ignored: `annotation quotagate.io/expected-duration="an hour" is not a duration (like 90m or 2h30m): ignored`,
-				Duration: Duration{Median: 20 * time.Minute, Low: 10 * time.Minute, High: 30 * time.Minute, Samples: 3, Basis: "Job team-a/train"}},
+				Duration: Duration{Median: 20 * time.Minute, Mean: 20 * time.Minute, Low: 10 * time.Minute, High: 30 * time.Minute, Samples: 3, Basis: "Job team-a/train"}},
 		},
 		"a negative annotation is ignored with a reason": {
 			pod:  declare(running(), "-5m"),
@@ -93,7 +93,7 @@ func TestExpect(t *testing.T) {
 		"a gated pod's duration counts from its admission": {
 			pod: declare(podtest.New("p").NS("team-a").Gated(), "5m"),
 			want: Expectation{Source: SourceDeclared, Duration: Duration{
-				Median: 5 * time.Minute, Low: 5 * time.Minute, High: 5 * time.Minute,
+				Median: 5 * time.Minute, Mean: 5 * time.Minute, Low: 5 * time.Minute, High: 5 * time.Minute,
 				Basis: "annotation " + v1alpha1.ExpectedDurationAnnotation}},
 		},
 	} {

@@ -93,19 +93,19 @@ func TestLearnerFallback(t *testing.T) {
 		"the owner's own durations first": {
 			learn:     func(l *Learner) { record(l, job("train"), 10, 20, 30); record(l, job("eval"), 1, 1, 1) },
 			ask:       job("train"),
-			want:      Duration{Median: 20 * time.Minute, Low: 10 * time.Minute, High: 30 * time.Minute, Samples: 3, Basis: "Job team-a/train"},
+			want:      Duration{Median: 20 * time.Minute, Mean: 20 * time.Minute, Low: 10 * time.Minute, High: 30 * time.Minute, Samples: 3, Basis: "Job team-a/train"},
 			wantFound: true,
 		},
 		"too few of the owner's: the namespace's": {
 			learn:     func(l *Learner) { record(l, job("train"), 10, 20); record(l, job("eval"), 1, 2, 3) },
 			ask:       job("train"),
-			want:      Duration{Median: 3 * time.Minute, Low: 1 * time.Minute, High: 20 * time.Minute, Samples: 5, Basis: "namespace team-a"},
+			want:      Duration{Median: 3 * time.Minute, Mean: 36 * time.Minute / 5, Low: 1 * time.Minute, High: 20 * time.Minute, Samples: 5, Basis: "namespace team-a"},
 			wantFound: true,
 		},
 		"a new namespace: the budget's": {
 			learn:     func(l *Learner) { record(l, other, 4, 4, 5) },
 			ask:       job("train"),
-			want:      Duration{Median: 4 * time.Minute, Low: 4 * time.Minute, High: 5 * time.Minute, Samples: 3, Basis: "Budget team-a/gpu"},
+			want:      Duration{Median: 4 * time.Minute, Mean: 13 * time.Minute / 3, Low: 4 * time.Minute, High: 5 * time.Minute, Samples: 3, Basis: "Budget team-a/gpu"},
 			wantFound: true,
 		},
 		"the window keeps the last runs": {
@@ -118,7 +118,7 @@ func TestLearnerFallback(t *testing.T) {
 				}
 			},
 			ask:       job("train"),
-			want:      Duration{Median: time.Minute, Low: time.Minute, High: 100 * time.Minute, Samples: Window, Basis: "Job team-a/train"},
+			want:      Duration{Median: time.Minute, Mean: 101 * time.Minute / 2, Low: time.Minute, High: 100 * time.Minute, Samples: Window, Basis: "Job team-a/train"},
 			wantFound: true,
 		},
 		"non-positive durations teach nothing": {

@@ -42,7 +42,7 @@ type Placement struct {
 // at once are out of the queues, so a position counts only the pods still waiting
 // ahead.
 func Place(w World, o Options, uids []types.UID) []Placement {
-	s := newSim(&w, &o, pickMedian)
+	s := newSim(&w, &o, pickCenter)
 	s.admissions = map[types.UID]admission{}
 	s.admit()
 	r := s.q.Reader()

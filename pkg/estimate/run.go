@@ -16,7 +16,7 @@ import (
 type pick int
 
 const (
-	pickMedian pick = iota
+	pickCenter pick = iota
 	pickLow
 	pickHigh
 )
@@ -28,18 +28,18 @@ func (p pick) of(d Duration) time.Duration {
 	case pickHigh:
 		return d.High
 	}
-	return d.Median
+	return d.Center()
 }
 
 func (p pick) end(e Expectation, now time.Time) time.Time {
-	median, low, high := e.Ends(now)
+	center, low, high := e.Ends(now)
 	switch p {
 	case pickLow:
 		return low
 	case pickHigh:
 		return high
 	}
-	return median
+	return center
 }
 
 // outcome is what one simulation found for one waiting pod.

@@ -80,13 +80,14 @@ type Start struct {
 	Pod quota.PodRef
 	// Known: Median, Low and High are set; otherwise Unknown and Reason say why.
 	Known bool
-	// Median is when the simulation with every duration at its median admits it; Low
+	// Median is when the simulation with every duration at its center (Duration.Center:
+	// the mean of learned runs) admits it, the middle of its start; Low
 	// and High are the earliest and latest of that and the simulations with every
 	// duration at its low and at its high.
 	Median, Low, High time.Time
 	Unknown           Unknown
 	Reason            string
-	// Ends is how many pods the median simulation ended before it started (in every
+	// Ends is how many pods the central simulation ended before it started (in every
 	// budget: an upper bound on those it waits for), and Samples the fewest finished
 	// pods behind a learned duration among those ends (0 when none was learned): the
 	// more ends and the fewer samples, the less sure.
@@ -95,10 +96,10 @@ type Start struct {
 
 // Simulate estimates when each waiting pod starts: a fresh core is fed the world and
 // advanced in simulated time, admitting in its own order and ending each pod at its
-// expected end, three times (durations at their median, low and high). The result is in
+// expected end, three times (durations at their center, low and high). The result is in
 // the order of w.Waiting.
 func Simulate(w World, o Options) []Start {
-	median := run(&w, &o, pickMedian)
+	median := run(&w, &o, pickCenter)
 	low := run(&w, &o, pickLow)
 	high := run(&w, &o, pickHigh)
 	out := make([]Start, len(w.Waiting))
