@@ -107,7 +107,7 @@ func detail(moment string, e Errors) string {
 // kindTable is the median absolute errors of the first estimates by kind.
 func kindTable(r Report, j Judgement) string {
 	var b strings.Builder
-	b.WriteString("| kind | run time | judged pods | quotagate median abs. error, first / head (s) | baseline (s) |\n|---|---|---|---|---|\n")
+	b.WriteString("| kind | run time | held, median / mean (s) | judged pods | quotagate median abs. error, first / head (s) | baseline (s) |\n|---|---|---|---|---|---|\n")
 	for _, k := range r.Kinds {
 		var mine []Pod
 		for _, p := range j.Judged {
@@ -115,9 +115,11 @@ func kindTable(r Report, j Judgement) string {
 				mine = append(mine, p)
 			}
 		}
+		held := Held(r.Pods, k.Name)
 		f := ErrorsAt(mine, func(p Pod) *Sighting { return p.First })
 		h := ErrorsAt(mine, func(p Pod) *Sighting { return p.Head })
-		fmt.Fprintf(&b, "| %s | %s | %d | %.1f / %.1f | %.1f / %.1f |\n", k.Name, k.Distribution, len(mine),
+		fmt.Fprintf(&b, "| %s | %s | %.1f / %.1f | %d | %.1f / %.1f | %.1f / %.1f |\n", k.Name, k.Distribution,
+			QuantilesOf(held).P50, mean(held), len(mine),
 			QuantilesOf(f.Quotagate).P50, QuantilesOf(h.Quotagate).P50, QuantilesOf(f.Baseline).P50, QuantilesOf(h.Baseline).P50)
 	}
 	return b.String()
@@ -203,6 +205,17 @@ benchmark's watch saw them) ÷ %d, the Budget's pods at once. A pod's start is w
 showed it without the gate (its admission, what an estimate estimates; not status.startTime). An
 error is |estimate − start|; an Unknown estimate is counted, not scored.
 `, r.Poll, r.EstimateInterval, r.Slots)
+}
+
+func mean(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	var sum float64
+	for _, x := range v {
+		sum += x
+	}
+	return sum / float64(len(v))
 }
 
 func ints(v []int) []float64 {

@@ -40,7 +40,9 @@ func TestMarkdownJudgesThePodsCreatedOnceWarm(t *testing.T) {
 		"2 of 5 Jobs were created after that",
 		"1 with an unknown estimate (NoHistory 1)",
 		"median signed error (estimate − start, positive is late) +2.0 s for quotagate, +8.0 s for the baseline",
-		"| a |  | 1 | 2.0 / 1.0 | 8.0 / 0.0 |",
+		// a's pods held 10, 10 and 10 s; b's 20 and 20 s.
+		"| a |  | 10.0 / 10.0 | 1 | 2.0 / 1.0 | 8.0 / 0.0 |",
+		"| b |  | 20.0 / 20.0 | 1 | 0.0 / 0.0 | 0.0 / 0.0 |",
 		"median 2, 90th percentile 3, most 3",
 	} {
 		if !strings.Contains(md, want) {

@@ -71,6 +71,18 @@ func MeanRun(started, ended map[string]time.Time, now time.Time) time.Duration {
 	return sum / time.Duration(n)
 }
 
+// Held is how long, in seconds, each pod of kind that started and ended held its quota:
+// its run time as the benchmark's watch saw it.
+func Held(pods []Pod, kind string) []float64 {
+	var out []float64
+	for _, p := range pods {
+		if p.Kind == kind && !p.Started.IsZero() && p.Ended.After(p.Started) {
+			out = append(out, p.Ended.Sub(p.Started).Seconds())
+		}
+	}
+	return out
+}
+
 // WarmAt is the earliest moment every kind had at least least pods ended, the point
 // after which the benchmark judges the estimates: before it the Learner has too few
 // runs of some kind. False when that moment never came.
