@@ -5,7 +5,8 @@
 // A seeded workload (Plan) of Jobs of one pod each, of three kinds whose run times are
 // drawn from known distributions (Kinds), is created over time into one namespace whose
 // Budget admits slots pods of 1 CPU at once: the first 2×slots at once, the rest at the
-// rate the budget admits on average, so pods queue throughout. kube-controller-manager's
+// rate the budget admits on average, or earlier when fewer than slots pods wait, so the
+// Budget stays full and pods queue throughout. kube-controller-manager's
 // Job controller creates each pod with quotagate's gate from the Job's template; kwok
 // runs it for its drawn time once it is Ready and marks it Succeeded; the manager, in
 // this process with its default settings (an estimator pass at most every 5 s), learns

@@ -99,8 +99,8 @@ func measure(ctx context.Context, root string, o Options, plan []Arrival) (out r
 		<-polled
 	}()
 
-	report.Logf("Creating %d Jobs over %s", len(plan), plan[len(plan)-1].At.Round(time.Second))
-	created, err := createJobs(ctx, e.Client, ns, plan, pw)
+	report.Logf("Creating %d Jobs in %s at most", len(plan), plan[len(plan)-1].At.Round(time.Second))
+	created, err := createJobs(ctx, e.Client, ns, plan, o.slots, pw)
 	if err != nil {
 		return run{}, err
 	}
@@ -132,27 +132,46 @@ type job struct {
 	created    time.Time
 }
 
-// createJobs creates the plan's Jobs, each at its time, and logs the progress.
-func createJobs(ctx context.Context, c kubernetes.Interface, ns string, plan []Arrival, pw *figures.PodWatch) ([]job, error) {
-	began := time.Now()
+// createJobs creates the plan's Jobs in turn, each its planned gap after the one
+// before or as soon as fewer than floor pods wait, whichever comes first, and logs the
+// progress. The floor keeps the Budget full and a queue in front of it, which
+// exponential arrivals at the rate it admits do not (a walk at rate 1 drains as often
+// as it grows).
+func createJobs(ctx context.Context, c kubernetes.Interface, ns string, plan []Arrival, floor int, pw *figures.PodWatch) ([]job, error) {
 	out := make([]job, 0, len(plan))
+	admitted := func() int {
+		pw.Mu.Lock()
+		defer pw.Mu.Unlock()
+		return len(pw.Ungated)
+	}
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	var last time.Time
 	for i, a := range plan {
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(time.Until(began.Add(a.At))):
+		if i > 0 {
+			due := time.NewTimer(time.Until(last.Add(a.At - plan[i-1].At)))
+		wait:
+			for len(out)-admitted() >= floor {
+				select {
+				case <-ctx.Done():
+					due.Stop()
+					return nil, ctx.Err()
+				case <-due.C:
+					break wait
+				case <-tick.C:
+				}
+			}
+			due.Stop()
 		}
 		kind := Kinds[a.Kind].Name
 		j, err := c.BatchV1().Jobs(ns).Create(ctx, jobOf(ns, kind, a.Run), metav1.CreateOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("creating Job %d (%s): %w", i, kind, err)
 		}
-		out = append(out, job{name: j.Name, kind: kind, created: time.Now()})
+		last = time.Now()
+		out = append(out, job{name: j.Name, kind: kind, created: last})
 		if (i+1)%20 == 0 {
-			pw.Mu.Lock()
-			admitted := len(pw.Ungated)
-			pw.Mu.Unlock()
-			report.Logf("  %d Jobs created, %d pods admitted, %d ended (load %s)", i+1, admitted, len(pw.Ended()), report.LoadAverage())
+			report.Logf("  %d Jobs created, %d pods admitted, %d ended (load %s)", i+1, admitted(), len(pw.Ended()), report.LoadAverage())
 		}
 	}
 	return out, nil

@@ -162,7 +162,7 @@ func (r Report) Markdown() string {
 	p("%d Jobs of one pod of 1 CPU each, into one namespace whose Budget admits %d such pods at once; seed %d, run times and arrival gaps ×%g.\n",
 		len(r.Plan), r.Slots, r.Seed, r.Scale)
 	p("The first %d Jobs are created at once, the rest one at a time, exponentially spaced at the rate the Budget admits on average\n", min(2*r.Slots, len(r.Plan)))
-	p("(%d ÷ the kinds' mean run time). Each Job's kind is drawn at even odds:\n\n", r.Slots)
+	p("(%d ÷ the kinds' mean run time), or as soon as fewer than %d pods wait, so the Budget stays full. Each Job's kind is drawn at even odds:\n\n", r.Slots, r.Slots)
 	p("| kind | run time (at ×1) | mean | Jobs |\n|---|---|---|---|\n")
 	for i, k := range r.Kinds {
 		n := 0
