@@ -150,6 +150,10 @@ func (r Report) Markdown() string {
 		p("%d of them were admitted before any poll found an estimate of them; %d of all pods were not seen ended.\n\n", j.NotSeen, j.NotEnded)
 		p("%s%s\n", detail("When created", j.First), detail("At the head", j.Head))
 		p("### By kind\n\n%s\n", kindTable(r, j))
+		p("### First estimates by position\n\n%s\n", positionTable(r, j))
+		p("The manager expects each queued pod to run its kind's median, the baseline every pod the mean of all\n")
+		p("kinds'. Where a kind's median is well under its mean, a sum of medians falls short of the sum of runs,\n")
+		p("more with every such pod ahead: that shows as a signed error that grows with the position.\n\n")
 	}
 	q := QuantilesOf(ints(r.Queue))
 	p("Gated pods in the budget at each poll: median %.0f, 90th percentile %.0f, most %.0f. Polls: %d answered, %d failed",
@@ -205,6 +209,20 @@ benchmark's watch saw them) ÷ %d, the Budget's pods at once. A pod's start is w
 showed it without the gate (its admission, what an estimate estimates; not status.startTime). An
 error is |estimate − start|; an Unknown estimate is counted, not scored.
 `, r.Poll, r.EstimateInterval, r.Slots)
+}
+
+// positionTable is the first estimates' errors by the pod's position then, in bands of
+// half the slots.
+func positionTable(r Report, j Judgement) string {
+	var b strings.Builder
+	b.WriteString("| position when first estimated | pods | quotagate median abs. / signed error (s) | baseline (s) | waited, median (s) |\n|---|---|---|---|---|\n")
+	for _, band := range ByPosition(j.Judged, func(p Pod) *Sighting { return p.First }, r.Slots/2) {
+		e := band.Errors
+		fmt.Fprintf(&b, "| %d to %d | %d | %.1f / %+.1f | %.1f / %+.1f | %.1f |\n", band.From, band.To, len(e.Quotagate),
+			QuantilesOf(e.Quotagate).P50, QuantilesOf(e.QuotagateSigned).P50,
+			QuantilesOf(e.Baseline).P50, QuantilesOf(e.BaselineSigned).P50, QuantilesOf(e.Waits).P50)
+	}
+	return b.String()
 }
 
 func mean(v []float64) float64 {

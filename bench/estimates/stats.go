@@ -159,6 +159,36 @@ func ErrorsAt(judged []Pod, at func(Pod) *Sighting) Errors {
 	return e
 }
 
+// Band is the errors of the sightings at positions From to To.
+type Band struct {
+	From, To int
+	Errors   Errors
+}
+
+// ByPosition splits the errors of the sightings at picks by the pod's position then,
+// in bands of width positions: 1 to width, width+1 to 2×width, and so on; bands with
+// no sighting are left out. An estimate that is biased per pod ahead drifts from band
+// to band; one that is only noisy does not.
+func ByPosition(judged []Pod, at func(Pod) *Sighting, width int) []Band {
+	width = max(width, 1)
+	groups := map[int][]Pod{}
+	most := -1
+	for _, p := range judged {
+		if s := at(p); s != nil {
+			b := max(s.Position-1, 0) / width
+			groups[b] = append(groups[b], p)
+			most = max(most, b)
+		}
+	}
+	var out []Band
+	for b := 0; b <= most; b++ {
+		if len(groups[b]) > 0 {
+			out = append(out, Band{From: b*width + 1, To: (b + 1) * width, Errors: ErrorsAt(groups[b], at)})
+		}
+	}
+	return out
+}
+
 // Judged are the pods whose Job was created after warm, in the order they were created.
 func Judged(pods []Pod, warm time.Time) []Pod {
 	var out []Pod

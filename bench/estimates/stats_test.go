@@ -1,6 +1,7 @@
 package estimates
 
 import (
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -159,5 +160,28 @@ func TestAssemble(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("assemble (-want +got):\n%s", diff)
+	}
+}
+
+func TestByPosition(t *testing.T) {
+	sighted := func(name string, position int, early float64) Pod {
+		return Pod{Name: name, Started: at(100), First: &Sighting{At: at(10), Position: position, Quotagate: at(100 - early), Baseline: at(100)}}
+	}
+	judged := []Pod{
+		sighted("p1", 1, 1), sighted("p4", 4, 1),
+		// none at 5 to 8
+		sighted("p9", 9, 6), sighted("p12", 12, 8), sighted("p10", 10, 7),
+		{Name: "never-sighted", Started: at(5)},
+	}
+	var got []string
+	for _, b := range ByPosition(judged, func(p Pod) *Sighting { return p.First }, 4) {
+		got = append(got, fmt.Sprintf("%d-%d: %v", b.From, b.To, b.Errors.QuotagateSigned))
+	}
+	want := []string{"1-4: [-1 -1]", "9-12: [-6 -8 -7]"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ByPosition in bands of 4 (-want +got):\n%s", diff)
+	}
+	if n := len(ByPosition(judged, func(p Pod) *Sighting { return p.First }, 0)); n != 5 {
+		t.Errorf("ByPosition in bands of 0 (taken as 1): %d bands, want 5 (positions 1, 4, 9, 10 and 12)", n)
 	}
 }
