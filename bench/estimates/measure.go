@@ -40,8 +40,8 @@ const (
 // run is what one measurement saw.
 type run struct {
 	pods []Pod
-	// queue is the budget's gated pods at each poll, polls how many answered and
-	// pollErrors the last of the polls that failed, with their count.
+	// queue is the budget's gated pods at each poll, polls how many polls answered,
+	// pollErrors how many failed and lastError the last failure.
 	queue      []int
 	polls      int
 	pollErrors int
