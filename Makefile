@@ -122,6 +122,13 @@ bench: tools ## Measure quotagate against its baselines on a local control plane
 bench-flavors: tools ## Measure figures 1 and 2 only, each beside its arm with the budget split over 2 Flavors, 5 repetitions; write docs/benchmarks-flavors.{md,json} (~5 min).
 	go run ./bench -figures 1,2 -reps 5 -eventless-reps 0 -out docs/benchmarks-flavors.md -json docs/benchmarks-flavors.json
 
+# ESTIMATES_ARGS passes flags to make bench-estimates' run, e.g. a small one:
+# ESTIMATES_ARGS='-estimates-pods 40 -estimates-scale 0.4 -estimates-warm 3'.
+ESTIMATES_ARGS ?=
+.PHONY: bench-estimates
+bench-estimates: tools ## Replay Jobs of three kinds with known run times through a full Budget and set the manager's estimated starts against a naive baseline; write docs/benchmarks-estimates.{md,json} (~13 min; ESTIMATES_ARGS for a small run).
+	go run ./bench -estimates $(ESTIMATES_ARGS)
+
 .PHONY: bench-scale
 bench-scale: tools ## Measure quotagate with up to 100,000 gated pods in 1,000 budgets; write docs/benchmarks-scale.{md,json} (SCALE_SIZES=1000,10000 for a quick run).
 	go run ./bench -scale -sizes $(SCALE_SIZES)

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"time"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/quotagate/quotagate/cmd/manager/app"
 	"github.com/quotagate/quotagate/pkg/quota/controller"
+	"github.com/quotagate/quotagate/pkg/visibility"
 )
 
 // runningManager is the quotagate manager running in this process.
@@ -118,4 +121,16 @@ func (e *Env) StopManager() error {
 		return fmt.Errorf("stopping the manager: %w", err)
 	}
 	return nil
+}
+
+// Visibility serves the visibility API (pkg/visibility's handler, estimated starts
+// included) of the manager running in this process, as its server does behind
+// kube-apiserver's aggregation without the authentication in front; nil when no
+// manager runs.
+func (e *Env) Visibility() http.Handler {
+	if e.manager == nil {
+		return nil
+	}
+	q := e.manager.ctrl
+	return visibility.NewHandler(q.Queues(), clock.RealClock{}, visibility.WithEstimates(q))
 }

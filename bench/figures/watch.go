@@ -3,6 +3,7 @@ package figures
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -171,6 +172,13 @@ func FirstOf(m map[string]time.Time) time.Time {
 		}
 	}
 	return first
+}
+
+// Ended is a copy of when each pod was first seen Succeeded or Failed, by name.
+func (pw *PodWatch) Ended() map[string]time.Time {
+	pw.Mu.Lock()
+	defer pw.Mu.Unlock()
+	return maps.Clone(pw.terminal)
 }
 
 func (pw *PodWatch) Stop() {
