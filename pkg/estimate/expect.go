@@ -45,10 +45,15 @@ type Expectation struct {
 // as long as anyone can tell.
 func (e Expectation) Known() bool { return e.Source != SourceNone }
 
-// Ends returns when the pod is expected to end: its center (Duration.Center), and its earliest and
-// latest in the range, counted from Start (from now when Start is zero). An end already
-// past (the pod runs longer than expected) is now: it may end at any moment.
-func (e Expectation) Ends(now time.Time) (center, low, high time.Time) {
+// Ends returns when a pod that holds its quota is expected to end: its median, and its
+// earliest and latest in the range, counted from Start (from now when Start is zero). An
+// end already past (the pod runs longer than expected) is now: it may end at any moment.
+//
+// The median, not the mean (Duration.Center, which a simulation gives the pods it
+// admits): what a queue waits for first is the earliest of the running pods' ends, and
+// means put it late; what it waits for after that is a sum of the admitted pods' runs,
+// and medians put it early (make bench-estimates, docs/visibility.md).
+func (e Expectation) Ends(now time.Time) (median, low, high time.Time) {
 	start := e.Start
 	if start.IsZero() {
 		start = now
@@ -59,7 +64,7 @@ func (e Expectation) Ends(now time.Time) (center, low, high time.Time) {
 		}
 		return now
 	}
-	return at(e.Center()), at(e.Low), at(e.High)
+	return at(e.Median), at(e.Low), at(e.High)
 }
 
 // Expect returns how long pod is expected to hold its quota, in this order of trust:

@@ -32,12 +32,13 @@ type Duration struct {
 	Basis   string
 }
 
-// Center is the duration a simulation's central run gives the pod: its Mean when known,
-// else its Median. A waiting pod's start is a sum of the runs ahead of it, and the
-// middle of a sum is the sum of the means, not of the medians: for a kind whose runs
-// are skewed (most short, a few long) the medians add up to too little, and the error
-// grows with every pod ahead (make bench-estimates measured the first estimates
-// of 2026-12-03 early by 7 s at the median with medians).
+// Center is the duration a simulation's central run gives a pod it admits: its Mean
+// when known, else its Median. A waiting pod's start is a sum of the runs ahead of it,
+// and the middle of a sum is the sum of the means, not of the medians: for a kind whose
+// runs are skewed (most short, a few long) the medians add up to too little, and the
+// error grows with every pod ahead (make bench-estimates measured the first estimates
+// of 2026-12-03 early by 7 s at the median with medians). The pods already running end
+// at their median (Expectation.Ends).
 func (d Duration) Center() time.Duration {
 	if d.Mean > 0 {
 		return d.Mean

@@ -21,6 +21,8 @@ const (
 	pickHigh
 )
 
+// of is how long a pod the simulation admits runs: its Center (the mean of learned runs)
+// in the central run.
 func (p pick) of(d Duration) time.Duration {
 	switch p {
 	case pickLow:
@@ -31,15 +33,17 @@ func (p pick) of(d Duration) time.Duration {
 	return d.Center()
 }
 
+// end is when a pod that holds quota at the world's now ends: its median in the central
+// run (Expectation.Ends says why).
 func (p pick) end(e Expectation, now time.Time) time.Time {
-	center, low, high := e.Ends(now)
+	median, low, high := e.Ends(now)
 	switch p {
 	case pickLow:
 		return low
 	case pickHigh:
 		return high
 	}
-	return center
+	return median
 }
 
 // outcome is what one simulation found for one waiting pod.

@@ -119,14 +119,15 @@ func TestSimulate(t *testing.T) {
 				[]Pod{waiting(podIn("team-a", "w1", 1, "cpu=2"), runs(10*min, 5*min, 20*min)), waiting(podIn("team-a", "w2", 2, "cpu=2"), runs(min))}),
 			want: map[string]got{"w1": {Median: 10, Low: 5, High: 20}, "w2": {Median: 20, Low: 10, High: 40}},
 		},
-		"a skewed kind: the central run adds the runs' means, not their medians": {
-			// Runs of 1 minute mostly and 10 sometimes: median 1, mean 4. Three such
-			// pods ahead of w4 take 12 minutes on the average, not 3.
+		"a skewed kind: the running pod ends at its median, the admitted run their mean": {
+			// Runs of 1 minute mostly and 10 sometimes: median 1, mean 4. The running
+			// pod likely ends first at 1; each admitted one then holds the slot 4
+			// minutes on the average, not 1.
 			w: world([]quota.Budget{budget("team-a", "a", "cpu=1")},
 				[]Pod{running("team-a", "r", "cpu=1", skewed())},
 				[]Pod{waiting(podIn("team-a", "w1", 1, "cpu=1"), skewed()), waiting(podIn("team-a", "w2", 2, "cpu=1"), skewed()),
 					waiting(podIn("team-a", "w3", 3, "cpu=1"), skewed())}),
-			want: map[string]got{"w1": {Median: 4, Low: 1, High: 10}, "w2": {Median: 8, Low: 2, High: 20}, "w3": {Median: 12, Low: 3, High: 30}},
+			want: map[string]got{"w1": {Median: 1, Low: 1, High: 10}, "w2": {Median: 5, Low: 2, High: 20}, "w3": {Median: 9, Low: 3, High: 30}},
 		},
 		"borrowing: a borrows what b leaves idle": {
 			w: world(family(v1alpha1.ReclaimNever), nil, []Pod{
