@@ -151,9 +151,9 @@ func (r Report) Markdown() string {
 		p("%s%s\n", detail("When created", j.First), detail("At the head", j.Head))
 		p("### By kind\n\n%s\n", kindTable(r, j))
 		p("### First estimates by position\n\n%s\n", positionTable(r, j))
-		p("The manager expects each queued pod to run its kind's median, the baseline every pod the mean of all\n")
-		p("kinds'. Where a kind's median is well under its mean, a sum of medians falls short of the sum of runs,\n")
-		p("more with every such pod ahead: that shows as a signed error that grows with the position.\n\n")
+		p("The manager expects each running pod to end at its kind's median (of the runs longer than it has run so far)\n")
+		p("and each queued pod to run its kind's mean once admitted; the baseline expects every pod to run the mean\n")
+		p("of all kinds'. A bias per pod ahead shows as a signed error that drifts with the position.\n\n")
 	}
 	q := QuantilesOf(ints(r.Queue))
 	p("Gated pods in the budget at each poll: median %.0f, 90th percentile %.0f, most %.0f. Polls: %d answered, %d failed",
