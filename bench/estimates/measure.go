@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -81,6 +83,8 @@ func measure(ctx context.Context, root string, o Options, plan []Arrival) (out r
 		path:    visibility.PendingPodsPath(quota.BudgetKey{Namespace: ns, Name: "budget"}),
 		watch:   pw,
 		slots:   o.slots,
+		draw:    drawScaled(o.scale),
+		rand:    rand.New(rand.NewPCG(o.seed, 0x6f7261636c65)), // "oracle"
 		first:   map[string]*Sighting{},
 		head:    map[string]*Sighting{},
 	}
@@ -230,6 +234,9 @@ type poller struct {
 	path    string
 	watch   *figures.PodWatch
 	slots   int
+	// draw and rand draw the runs of the oracle (Oracle) from each kind's distribution.
+	draw func(kind int, r *rand.Rand) time.Duration
+	rand *rand.Rand
 
 	first, head   map[string]*Sighting
 	queue         []int
@@ -271,7 +278,9 @@ func (p *poller) poll() error {
 	p.watch.Mu.Lock()
 	started := maps.Clone(p.watch.Ungated)
 	p.watch.Mu.Unlock()
-	mean := MeanRun(started, p.watch.Ended(), at)
+	ended := p.watch.Ended()
+	mean := MeanRun(started, ended, at)
+	oracle := p.oracle(list.Items, started, ended, at)
 	for _, item := range list.Items {
 		est := item.EstimatedStart
 		if est == nil {
@@ -282,6 +291,9 @@ func (p *poller) poll() error {
 		if est.Median != nil {
 			s.Quotagate = est.Median.Time
 		}
+		if o, ok := oracle[item.Name]; ok {
+			s.Oracle = at.Add(o)
+		}
 		if p.first[item.Name] == nil {
 			p.first[item.Name] = s
 		}
@@ -290,6 +302,50 @@ func (p *poller) poll() error {
 		}
 	}
 	return nil
+}
+
+// oracle is Oracle's estimate of each listed pod's start (an offset from at), for the
+// queue the list shows and the pods the watch shows ungated and not ended, each pod's
+// kind read from its name (its Job's generateName is its kind's name); none when a pod
+// of the queue has no kind.
+func (p *poller) oracle(items []visv1.PendingPod, started, ended map[string]time.Time, at time.Time) map[string]time.Duration {
+	var running []Holder
+	for name, since := range started {
+		if _, done := ended[name]; done {
+			continue
+		}
+		if k, ok := kindOfPod(name); ok {
+			running = append(running, Holder{Kind: k, Elapsed: max(at.Sub(since), 0)})
+		}
+	}
+	queue := make([]int, 0, len(items))
+	for _, item := range items {
+		k, ok := kindOfPod(item.Name)
+		if !ok {
+			return nil
+		}
+		queue = append(queue, k)
+	}
+	starts := Oracle(running, queue, p.slots, oracleDraws, p.draw, p.rand)
+	out := make(map[string]time.Duration, len(items))
+	for i, item := range items {
+		out[item.Name] = starts[i]
+	}
+	return out
+}
+
+// kindOfPod is the index in Kinds of a pod's kind: its name up to the first "-".
+func kindOfPod(pod string) (int, bool) {
+	name, _, _ := strings.Cut(pod, "-")
+	i := slices.IndexFunc(Kinds, func(k Kind) bool { return k.Name == name })
+	return i, i >= 0
+}
+
+// drawScaled draws a run of Kinds[kind] times scale, as Plan does.
+func drawScaled(scale float64) func(int, *rand.Rand) time.Duration {
+	return func(kind int, r *rand.Rand) time.Duration {
+		return time.Duration(Kinds[kind].draw(r) * scale * float64(time.Second))
+	}
 }
 
 // assemble joins what was seen of each Job's pod: a pod's Job is its name without the

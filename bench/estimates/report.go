@@ -87,6 +87,25 @@ func row(moment string, e Errors) string {
 		moment, q.N, q.P50, q.P90, b.P50, b.P90, x, Goal, report.YesNo(q.N > 0 && x >= Goal))
 }
 
+// floor is the oracle's errors (Oracle: it knows each kind's true distribution and the
+// exact queue), the floor under any estimate from durations, and the baseline's ratio to
+// it: the most any such estimate could reach against the baseline on this workload.
+func floor(first, head Errors) string {
+	f, h := QuantilesOf(first.Oracle), QuantilesOf(head.Oracle)
+	ratio := func(e Errors, o Quantiles) float64 {
+		if o.P50 <= 0 {
+			return 0
+		}
+		return QuantilesOf(e.Baseline).P50 / o.P50
+	}
+	return fmt.Sprintf("**The floor.** An oracle that knows each kind's true distribution and the exact queue at each poll "+
+		"(%d draws of every run still to come, a running pod's from its kind's runs longer than it has run; its estimate the median start) "+
+		"erred by %.1f / %.1f s (median / p90) when created and %.1f / %.1f s at the head: no estimate from durations does better "+
+		"on the average. The baseline's median error is %.2f× the oracle's when created and %.2f× at the head: the most any "+
+		"estimate could reach against the baseline here, beside the goal of %.0f.\n",
+		oracleDraws, f.P50, f.P90, h.P50, h.P90, ratio(first, f), ratio(head, h), Goal)
+}
+
 // detail is the line under the table for one moment: unknowns, bias and waits.
 func detail(moment string, e Errors) string {
 	qs, bs, w := QuantilesOf(e.QuotagateSigned), QuantilesOf(e.BaselineSigned), QuantilesOf(e.Waits)
@@ -145,6 +164,9 @@ func (r Report) Markdown() string {
 		p("%s", row("at the head of the queue", j.Head))
 	}
 	p("\n")
+	if j.Warm && len(j.First.Oracle)+len(j.Head.Oracle) > 0 {
+		p("%s\n", floor(j.First, j.Head))
+	}
 	if j.Warm {
 		p("Every kind had %d pods ended %.0f s after the first Job; %d of %d Jobs were created after that. ", r.Warm, j.WarmAt.Seconds(), len(j.Judged), len(r.Pods))
 		p("%d of them were admitted before any poll found an estimate of them; %d of all pods were not seen ended.\n\n", j.NotSeen, j.NotEnded)

@@ -27,8 +27,8 @@ func TestMarkdownJudgesThePodsCreatedOnceWarm(t *testing.T) {
 	r := reportOf(
 		// Quotagate 2 s off, the baseline 8 s: 4 times better.
 		Pod{Name: "a-3", Kind: "a", Created: at(21), Started: at(50), Ended: at(60),
-			First: &Sighting{At: at(22), Position: 3, Quotagate: at(52), Baseline: at(58)},
-			Head:  &Sighting{At: at(45), Position: 1, Quotagate: at(51), Baseline: at(50)}},
+			First: &Sighting{At: at(22), Position: 3, Quotagate: at(52), Baseline: at(58), Oracle: at(54)},
+			Head:  &Sighting{At: at(45), Position: 1, Quotagate: at(51), Baseline: at(50), Oracle: at(50.5)}},
 		// Unknown when created: counted, not scored.
 		Pod{Name: "b-2", Kind: "b", Created: at(22), Started: at(70), Ended: at(90),
 			First: &Sighting{At: at(23), Position: 4, Unknown: "NoHistory", Baseline: at(75)}},
@@ -38,6 +38,9 @@ func TestMarkdownJudgesThePodsCreatedOnceWarm(t *testing.T) {
 		"| when created (first estimate) | 1 | 2.0 / 2.0 | 8.0 / 8.0 | 4.00 | ≥ 2 | yes |",
 		"| at the head of the queue | 1 | 1.0 / 1.0 | 0.0 / 0.0 | 0.00 | ≥ 2 | **no** |",
 		"2 of 5 Jobs were created after that",
+		// The oracle 4 s off when created (the baseline 8: 2×), 0.5 s at the head (the baseline 0).
+		"erred by 4.0 / 4.0 s (median / p90) when created and 0.5 / 0.5 s at the head",
+		"The baseline's median error is 2.00× the oracle's when created and 0.00× at the head",
 		"1 with an unknown estimate (NoHistory 1)",
 		"median signed error (estimate − start, positive is late) +2.0 s for quotagate, +8.0 s for the baseline",
 		// a's pods held 10, 10 and 10 s; b's 20 and 20 s.

@@ -39,6 +39,9 @@ type Sighting struct {
 	Samples   int64     `json:"samples,omitempty"`
 	// Baseline is Baseline's estimate at At; zero when no pod had ended yet.
 	Baseline time.Time `json:"baseline,omitzero"`
+	// Oracle is Oracle's estimate at At (the floor under any estimate from durations);
+	// zero when not computed.
+	Oracle time.Time `json:"oracle,omitzero"`
 }
 
 // Baseline is the naive estimate at now of when the pod at position (1 is next)
@@ -123,6 +126,8 @@ type Errors struct {
 	// QuotagateSigned and BaselineSigned are the same errors with their sign.
 	QuotagateSigned []float64 `json:"quotagateSignedSeconds"`
 	BaselineSigned  []float64 `json:"baselineSignedSeconds"`
+	// Oracle are the oracle's absolute errors, of those of these pods it estimated.
+	Oracle []float64 `json:"oracleSeconds,omitempty"`
 	// Waits are how long each of these pods waited from the sighting to its start.
 	Waits []float64 `json:"waitSeconds"`
 }
@@ -155,6 +160,9 @@ func ErrorsAt(judged []Pod, at func(Pod) *Sighting) Errors {
 		e.QuotagateSigned = append(e.QuotagateSigned, q)
 		e.BaselineSigned = append(e.BaselineSigned, b)
 		e.Waits = append(e.Waits, p.Started.Sub(s.At).Seconds())
+		if !s.Oracle.IsZero() {
+			e.Oracle = append(e.Oracle, math.Abs(s.Oracle.Sub(p.Started).Seconds()))
+		}
 	}
 	return e
 }
