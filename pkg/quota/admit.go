@@ -140,7 +140,7 @@ func (a *admitter) evaluate(p *podState) {
 		if f, waits = a.onFlavors(unit, p.cover, c, p.addsOn); waits {
 			return
 		}
-	} else if a.waitsForCapacity(unit, p.cover, p.adds) {
+	} else if a.waitsForCapacity(unit, p.cover, p.adds, waitOn{}) {
 		return
 	}
 	a.admitUnit(unit, f, Reason{Code: CodeFits, Message: fitsMessage(nil, p.cover, f)})
@@ -177,7 +177,7 @@ func (a *admitter) evaluateGroup(g *group) {
 		if f, waits = a.onFlavors(cands, budgets, c, func(f string) demand { return flavoredDemand(sumsDemand(sums), f) }); waits {
 			return
 		}
-	} else if a.waitsForCapacity(cands, budgets, sumsDemand(sums)) {
+	} else if a.waitsForCapacity(cands, budgets, sumsDemand(sums), waitOn{}) {
 		return
 	}
 	a.admitUnit(cands, f, Reason{Code: CodeFits, Message: fitsMessage(g, budgets, f)})
@@ -190,14 +190,8 @@ func (a *admitter) evaluateGroup(g *group) {
 // to each budget b of budgets: when it does not fit, it fails (and may preempt), and
 // when it would borrow while a sibling with a smaller share goes first, it yields.
 // It reports whether the unit waits; if not, the caller admits it. Only a unit with a
-// borrowing family asks the family part, once.
-func (a *admitter) waitsForCapacity(unit []*podState, budgets []*budget, add demand) bool {
-	return a.waitsForCapacityOn(unit, budgets, add, "", false)
-}
-
-// waitsForCapacityOn is waitsForCapacity for a unit on a flavor: when it waits, it
-// waits on that flavor (waitInfo.flavor), or on any of several (anyFlavor).
-func (a *admitter) waitsForCapacityOn(unit []*podState, budgets []*budget, add demand, flavor string, anyFlavor bool) bool {
+// borrowing family asks the family part, once. When it waits, it waits on on.
+func (a *admitter) waitsForCapacity(unit []*podState, budgets []*budget, add demand, on waitOn) bool {
 	var w waitInfo
 	var over, yield bool
 	if inBorrowingFamily(budgets) {
@@ -205,7 +199,7 @@ func (a *admitter) waitsForCapacityOn(unit []*podState, budgets []*budget, add d
 	} else {
 		w, over = ledgersWait(budgets, add)
 	}
-	w.flavor, w.anyFlavor = flavor, anyFlavor
+	w.flavor, w.anyFlavor = on.flavor, on.anyFlavor
 	switch {
 	case over:
 		a.fail(unit, w)
@@ -214,6 +208,13 @@ func (a *admitter) waitsForCapacityOn(unit []*podState, budgets []*budget, add d
 		a.fail(unit, w)
 	}
 	return over || yield
+}
+
+// waitOn is the flavor a unit that waits for capacity waits on (waitInfo.flavor), or
+// that it waits on any of several (anyFlavor); zero for a unit with no flavors.
+type waitOn struct {
+	flavor    string
+	anyFlavor bool
 }
 
 // capacityWait returns why a unit that adds add(b) to each budget b of budgets does not

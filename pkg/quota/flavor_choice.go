@@ -57,7 +57,7 @@ func flavoredDemand(d demand, f string) demand {
 // on, or waits.
 func (a *admitter) onFlavors(unit []*podState, budgets []*budget, c flavorChoice, add func(f string) demand) (*Flavor, bool) {
 	if len(c.names) == 0 {
-		return nil, a.waitsForCapacity(unit, budgets, add(""))
+		return nil, a.waitsForCapacity(unit, budgets, add(""), waitOn{})
 	}
 	name, fits := a.flavorFor(unit, budgets, c, add)
 	others := len(c.names) > 1 && (fits || !c.home.spec.Fungibility.WaitForPreferred)
@@ -127,7 +127,7 @@ func (a *admitter) headFlavor(p *podState) (string, bool) {
 // onFlavor decides for the unit on one flavor (waitsForCapacity); a unit that waits
 // although another flavor may take it is marked to be looked at on any event.
 func (a *admitter) onFlavor(unit []*podState, budgets []*budget, name string, d demand, others bool) (*Flavor, bool) {
-	if a.waitsForCapacityOn(unit, budgets, d, name, others) {
+	if a.waitsForCapacity(unit, budgets, d, waitOn{flavor: name, anyFlavor: others}) {
 		return nil, true
 	}
 	return a.flavors.get(name), false
