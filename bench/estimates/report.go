@@ -100,10 +100,11 @@ func floor(first, head Errors) string {
 	}
 	return fmt.Sprintf("**The floor.** An oracle that knows each kind's true distribution and the exact queue at each poll "+
 		"(%d draws of every run still to come, a running pod's from its kind's runs longer than it has run; its estimate the median start) "+
-		"erred by %.1f / %.1f s (median / p90) when created and %.1f / %.1f s at the head: no estimate from durations does better "+
-		"on the average. The baseline's median error is %.2f× the oracle's when created and %.2f× at the head: the most any "+
-		"estimate could reach against the baseline here, beside the goal of %.0f.\n",
-		oracleDraws, f.P50, f.P90, h.P50, h.P90, ratio(first, f), ratio(head, h), Goal)
+		"erred by %.1f / %.1f s (median / p90) when created and %.1f / %.1f s at the head. It minimizes the expected error of any "+
+		"estimate that knows only the runs' distributions and the queue, so such an estimate does better only by chance; "+
+		"it leaves out the time from a pod's end to the next ungate, and %d and %d pods are a sample with noise of its own. "+
+		"The baseline's median error is %.2f× the oracle's when created and %.2f× at the head, beside the goal of %.0f.\n",
+		oracleDraws, f.P50, f.P90, h.P50, h.P90, len(first.Oracle), len(head.Oracle), ratio(first, f), ratio(head, h), Goal)
 }
 
 // detail is the line under the table for one moment: unknowns, bias and waits.
