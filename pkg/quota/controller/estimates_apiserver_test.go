@@ -18,28 +18,8 @@ import (
 // and caches: a Budget of 1 CPU runs a pod that declares it runs 10 minutes, and the
 // gated pod behind it is estimated to start when that one ends.
 func TestEstimatesOnRealAPIServer(t *testing.T) {
-	ns := newNamespace(t, true)
-	mustCreate(t, budget(ns, "team", cpu("1"), ""))
-	declared := func(name, d string) *corev1.Pod {
-		p := gatedPod(ns, name, "1")
-		p.Annotations = map[string]string{v1alpha1.ExpectedDurationAnnotation: d}
-		return p
-	}
-	first := declared("first", "10m")
-	mustCreate(t, first)
-	m := startManager(t, func(o *controller.Options) { o.EstimateInterval = 200 * time.Millisecond }, false)
-	var started time.Time
-	testbed.Poll(t, time.Minute, "the first pod admitted and started", func(ctx context.Context) (bool, error) {
-		p := &corev1.Pod{}
-		if err := admin.Get(ctx, client.ObjectKeyFromObject(first), p); err != nil {
-			return false, err
-		}
-		if p.Status.StartTime != nil {
-			started = p.Status.StartTime.Time
-		}
-		return len(p.Spec.SchedulingGates) == 0 && !started.IsZero(), nil
-	})
-	second := declared("second", "5m")
+	ns, m, started := startDeclaredFirst(t)
+	second := declaredPod(ns, "second", "5m")
 	mustCreate(t, second)
 	want := started.Add(10 * time.Minute)
 	var last string
@@ -52,4 +32,35 @@ func TestEstimatesOnRealAPIServer(t *testing.T) {
 	if isGated(t, ns, "first") || !isGated(t, ns, "second") {
 		t.Errorf("the first pod should run and the second wait")
 	}
+}
+
+// declaredPod is a gated pod of 1 CPU in ns that declares it runs for d.
+func declaredPod(ns, name, d string) *corev1.Pod {
+	p := gatedPod(ns, name, "1")
+	p.Annotations = map[string]string{v1alpha1.ExpectedDurationAnnotation: d}
+	return p
+}
+
+// startDeclaredFirst starts what the estimator's tests on a real API server start from:
+// a new opted-in namespace with a Budget of 1 CPU, a pod "first" that declares it runs
+// 10 minutes, and a manager estimating every 200 ms. It returns once the first pod is
+// admitted and started, with when it started.
+func startDeclaredFirst(t *testing.T) (ns string, m *runningManager, started time.Time) {
+	t.Helper()
+	ns = newNamespace(t, true)
+	mustCreate(t, budget(ns, "team", cpu("1"), ""))
+	first := declaredPod(ns, "first", "10m")
+	mustCreate(t, first)
+	m = startManager(t, func(o *controller.Options) { o.EstimateInterval = 200 * time.Millisecond }, false)
+	testbed.Poll(t, time.Minute, "the first pod admitted and started", func(ctx context.Context) (bool, error) {
+		p := &corev1.Pod{}
+		if err := admin.Get(ctx, client.ObjectKeyFromObject(first), p); err != nil {
+			return false, err
+		}
+		if p.Status.StartTime != nil {
+			started = p.Status.StartTime.Time
+		}
+		return len(p.Spec.SchedulingGates) == 0 && !started.IsZero(), nil
+	})
+	return ns, m, started
 }

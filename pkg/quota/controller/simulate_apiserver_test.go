@@ -28,28 +28,8 @@ import (
 // PriorityClass of 1000 goes ahead of it (position 1 of 2) and starts when the first
 // ends. Nothing is created, and an unknown PriorityClass is a BadRequest.
 func TestSimulatePodsOnRealAPIServer(t *testing.T) {
-	ns := newNamespace(t, true)
-	mustCreate(t, budget(ns, "team", cpu("1"), ""))
-	declared := func(name, d string) *corev1.Pod {
-		p := gatedPod(ns, name, "1")
-		p.Annotations = map[string]string{v1alpha1.ExpectedDurationAnnotation: d}
-		return p
-	}
-	first := declared("first", "10m")
-	mustCreate(t, first)
-	m := startManager(t, func(o *controller.Options) { o.EstimateInterval = 200 * time.Millisecond }, false)
-	var started time.Time
-	testbed.Poll(t, time.Minute, "the first pod admitted and started", func(ctx context.Context) (bool, error) {
-		p := &corev1.Pod{}
-		if err := admin.Get(ctx, client.ObjectKeyFromObject(first), p); err != nil {
-			return false, err
-		}
-		if p.Status.StartTime != nil {
-			started = p.Status.StartTime.Time
-		}
-		return len(p.Spec.SchedulingGates) == 0 && !started.IsZero(), nil
-	})
-	mustCreate(t, declared("second", "5m"))
+	ns, m, started := startDeclaredFirst(t)
+	mustCreate(t, declaredPod(ns, "second", "5m"))
 	urgent := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: ns + "-urgent"}, Value: 1000}
 	mustCreate(t, urgent)
 	t.Cleanup(func() { _ = admin.Delete(context.Background(), urgent) })
