@@ -43,11 +43,10 @@ func Oracle(running []Holder, queue []int, slots, draws int, draw func(kind int,
 		}
 		heap.Init(&free)
 		for i, k := range queue {
-			start := free[0]
-			if len(free) > slots { // more running than slots (a moment of the watch): the earliest end frees one
+			for len(free) > slots { // more running than slots (a moment of the watch): their earliest ends free none
 				heap.Pop(&free)
-				start = free[0]
 			}
+			start := free[0]
 			starts[i] = append(starts[i], start)
 			free[0] = start + draw(k, r)
 			heap.Fix(&free, 0)

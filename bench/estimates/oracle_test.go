@@ -37,6 +37,11 @@ func TestOracleFIFO(t *testing.T) {
 			queue:   []int{0},
 			want:    []time.Duration{6 * s},
 		},
+		"two more running than slots: the third end frees the slot": {
+			running: []Holder{{Kind: 0, Elapsed: 0}, {Kind: 0, Elapsed: 3 * s}, {Kind: 0, Elapsed: 4 * s}, {Kind: 0, Elapsed: 8 * s}},
+			queue:   []int{0, 0},
+			want:    []time.Duration{7 * s, 10 * s},
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			got := Oracle(tc.running, tc.queue, 2, 5, constant, r)
