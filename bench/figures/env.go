@@ -3,6 +3,7 @@ package figures
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"os"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/bench/report"
 	"github.com/quotagate/quotagate/internal/testbed"
 	"github.com/quotagate/quotagate/test/localcluster"
 )
@@ -300,10 +302,24 @@ feed:
 
 // DeletePods deletes every pod of ns at once (grace period 0, so bound pods go too)
 // and waits until none is left, so the next measurement starts on a quiet API server.
+//
+// Tens of thousands of pods outlast the API server's request timeout (60 s): the call
+// fails with the collection half deleted. It is asked again for what is left, as long
+// as each call leaves fewer pods than the one before.
 func (e *Env) DeletePods(ctx context.Context, ns string) error {
 	pods := e.Client.CoreV1().Pods(ns)
-	if err := pods.DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{}); err != nil {
-		return fmt.Errorf("deleting the pods of %s: %w", ns, err)
+	left := math.MaxInt
+	for {
+		err := pods.DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{})
+		if err == nil {
+			break
+		}
+		l, lerr := pods.List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		if lerr != nil || len(l.Items) >= left || ctx.Err() != nil {
+			return fmt.Errorf("deleting the pods of %s: %w", ns, err)
+		}
+		left = len(l.Items)
+		report.Logf("  deleting the pods of %s: %v; %d left, asking again", ns, err, left)
 	}
 	err := Poll(ctx, func(ctx context.Context) (bool, error) {
 		l, err := pods.List(ctx, metav1.ListOptions{Limit: 1})
