@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"testing"
@@ -195,7 +194,7 @@ func TestEstimatorAnnouncesMoves(t *testing.T) {
 	f := newEstimateFixture(t)
 	rec := &podEventRecorder{FakeRecorder: events.NewFakeRecorder(0)}
 	f.c.recorder = rec
-	ctx := context.Background()
+	ctx := t.Context()
 	r1 := runningFor(estimatePod("team-a", "r1", 600, "4"), "team-a/a", estimateT0.Add(-2*time.Minute), "10m")
 	f.add(t, r1)
 	f.add(t, estimatePod("team-a", "g1", 60, "2").Gated().Annotation(v1alpha1.ExpectedDurationAnnotation, "5m").Obj())

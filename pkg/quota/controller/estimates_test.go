@@ -142,7 +142,7 @@ func minutes(s estimate.Start) [3]float64 {
 // them end; the next one when the first has run its own declared duration.
 func TestEstimateBehindRunningPods(t *testing.T) {
 	f := newEstimateFixture(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	if _, ok := f.c.EstimatedStart("g1"); ok {
 		t.Fatalf("an estimate before the estimator's first pass")
 	}
@@ -215,7 +215,7 @@ func TestEstimatorLearnsFromEndedPods(t *testing.T) {
 	// A pod of the Job runs (declared nothing: learned), and another waits behind it.
 	f.add(t, runningFor(job(estimatePod("team-a", "j4", 600, "4")), "team-a/a", estimateT0.Add(-5*time.Minute), ""))
 	f.add(t, job(estimatePod("team-a", "j5", 60, "4")).Gated().Obj())
-	if err := f.c.estimateOnce(context.Background()); err != nil {
+	if err := f.c.estimateOnce(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	s, ok := f.c.EstimatedStart("j5")
@@ -291,7 +291,7 @@ func TestEstimateWorldChargesClaims(t *testing.T) {
 	pod := estimatePod("team-a", "trainer", 60, "1").Gated().Obj()
 	pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To("gpus")}}
 	f.add(t, pod)
-	w, err := f.c.world(context.Background(), estimateT0)
+	w, err := f.c.world(t.Context(), estimateT0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +315,7 @@ func TestEstimateErrorIsObservedAtAdmission(t *testing.T) {
 	f.add(t, estimatePod("team-a", "g1", 60, "2").Gated().Obj())
 	f.add(t, runningFor(estimatePod("team-b", "forever", 600, "1"), "team-b/b", estimateT0.Add(-time.Hour), ""))
 	f.add(t, estimatePod("team-b", "stuck", 60, "1").Gated().Obj())
-	if err := f.c.estimateOnce(context.Background()); err != nil {
+	if err := f.c.estimateOnce(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if s, ok := f.c.EstimatedStart("g1"); !ok || !s.Known || !s.Median.Equal(estimateT0.Add(8*time.Minute)) {
@@ -350,7 +350,7 @@ func TestEstimateErrorIsObservedAtAdmission(t *testing.T) {
 // had: no gated pod has an estimate until the pods are back under the bound.
 func TestEstimatorBound(t *testing.T) {
 	f := newEstimateFixture(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	f.c.opts.EstimateMaxPods = 2
 	f.add(t, runningFor(estimatePod("team-a", "r1", 600, "4"), "team-a/a", estimateT0, "10m"))
 	f.add(t, estimatePod("team-a", "g1", 60, "2").Gated().Obj())
@@ -405,7 +405,7 @@ func estimatePassMetrics(t *testing.T, c *Controller) estimatePassCounts {
 // Each pass observes how long it built and simulated, and how many pods it saw.
 func TestEstimatePassMetrics(t *testing.T) {
 	f := newEstimateFixture(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	f.add(t, runningFor(estimatePod("team-a", "r1", 600, "4"), "team-a/a", estimateT0, "10m"))
 	f.add(t, estimatePod("team-a", "g1", 60, "2").Gated().Obj())
 	f.add(t, estimatePod("team-a", "g2", 30, "2").Gated().Obj())
@@ -427,7 +427,7 @@ func TestDebugQueuesCarriesEstimates(t *testing.T) {
 	f.add(t, runningFor(estimatePod("team-a", "r1", 600, "4"), "team-a/a", estimateT0.Add(-2*time.Minute), "10m"))
 	g1 := estimatePod("team-a", "g1", 60, "2").Gated().Obj()
 	f.add(t, g1)
-	if err := f.c.estimateOnce(context.Background()); err != nil {
+	if err := f.c.estimateOnce(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	core := f.c.core

@@ -179,7 +179,7 @@ func twoTeams(t *testing.T) (parent, nsA, nsB string, family *testbed.UsageWatch
 	parent = fmt.Sprintf("org-%d", nsCounter.Add(1))
 	createClusterBudgets(t, clusterBudget(parent, "", cpu("4")))
 	nsA, nsB = newNamespace(t, true), newNamespace(t, true)
-	family, err := testbed.WatchUsageSelected(context.Background(), clientset, "", "family="+parent,
+	family, err := testbed.WatchUsageSelected(t.Context(), clientset, "", "family="+parent,
 		corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse("4")})
 	if err != nil {
 		t.Fatal(err)

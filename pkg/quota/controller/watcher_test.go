@@ -23,7 +23,7 @@ type admissionWatcher struct {
 // watchAdmissions starts the watcher before any pod exists, so no event is missed.
 func watchAdmissions(t *testing.T, ns string, limit string) *admissionWatcher {
 	t.Helper()
-	w, err := testbed.WatchUsage(context.Background(), clientset, ns, corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse(limit)})
+	w, err := testbed.WatchUsage(t.Context(), clientset, ns, corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse(limit)})
 	if err != nil {
 		t.Fatal(err)
 	}
