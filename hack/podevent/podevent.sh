@@ -5,7 +5,11 @@
 # records its file and name (in a throwaway worktree), and the program prints what the
 # event ran: the files and functions, and how often the path moved from one file to
 # another and came back to a file it had left; then the same for the calls of
-# AdmissionQueue's own methods alone (the composing layer, the parts' calls left out).
+# AdmissionQueue's own methods alone (the composing layer, the parts' calls left out);
+# then each call the event makes into the core (NewPod or BudgetFromAPI, then the
+# AdmissionQueue methods the manager calls) on its own. A return across those calls is
+# the event's nature (Admit reads the ledger and the queues that UpsertPod wrote); one
+# within a call is a path that goes back and forth between parts.
 #
 # With -e budget it traces the other event the issue of the core's reshape measures: the
 # budget's hard raised by one with one pod waiting, up to the same ungate.
@@ -83,9 +87,14 @@ function summary(k) {
 	if (!($0 in seenFn)) { seenFn[$0] = 1; funcs++; fnList = fnList sprintf("  %-18s %s\n", $1, $2) }
 	step("all", $1)
 	if ($2 ~ /^AdmissionQueue\./) step("q", $1)
+	# A call the event makes into the core starts a path of its own (c1, c2, ...).
+	if ($2 ~ /^(NewPod|BudgetFromAPI|AdmissionQueue\.[A-Z])/) { ncall++; callName[ncall] = $2 }
+	if (ncall > 0) step("c" ncall, $1)
 }
 END {
 	printf "every call: %s, functions: %d\n", summary("all"), funcs
 	printf "AdmissionQueue methods alone: %s\n", summary("q")
+	printf "each call into the core on its own:\n"
+	for (i = 1; i <= ncall; i++) printf "  %s: %s\n", callName[i], summary("c" i)
 	printf "path: %s\nAdmissionQueue path: %s\nfunctions, in the order first entered:\n%s", path["all"], path["q"], fnList
 }'

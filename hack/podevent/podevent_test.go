@@ -35,6 +35,19 @@ func TestPodEventScript(t *testing.T) {
 			if calls < funcs || funcs < files || files < 2 || moves < files-1 || back > moves {
 				t.Errorf("counts do not add up: %d calls, %d functions, %d files, %d moves, %d back", calls, funcs, files, moves, back)
 			}
+			// Each call the event makes into the core is counted on its own, and together
+			// they hold every call of the event.
+			perCall := regexp.MustCompile(`(?m)^  (\S+): calls: (\d+), files: (\d+), moves between files: (\d+), of them back to a file left before: (\d+)$`).FindAllStringSubmatch(text, -1)
+			sum := 0
+			var names []string
+			for _, c := range perCall {
+				v, _ := strconv.Atoi(c[2])
+				sum += v
+				names = append(names, c[1])
+			}
+			if sum != calls || len(perCall) < 3 || names[len(names)-1] != "AdmissionQueue.Done" {
+				t.Errorf("the calls into the core (%v) hold %d calls, want all %d of the event, the last AdmissionQueue.Done", names, sum, calls)
+			}
 			for _, fn := range tc.want {
 				if !strings.Contains(text, " "+fn+"\n") {
 					t.Errorf("the event's functions do not include %s:\n%s", fn, text)
