@@ -9,11 +9,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
-	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -36,90 +34,6 @@ import (
 // +kubebuilder:rbac:groups=quotagate.io,resources=flavors,verbs=get;list;watch
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
-
-// Options configure the controller.
-type Options struct {
-	// Gate is the scheduling gate quotagate owns.
-	Gate string
-	// Workers is how many ungate patches may be in flight at once.
-	Workers int
-	// HoldUncovered keeps gated the pods of opted-in namespaces that no budget covers
-	// (true by default: no pod of an opted-in namespace runs without passing a
-	// budget's queue); false admits them at once, charged nowhere.
-	HoldUncovered bool
-	// FlushInterval is how often inadmissible pods are re-evaluated without an event.
-	FlushInterval time.Duration
-	// LendHold is how long the quota a lender's ended pod frees is kept for the
-	// lender's next pods before budgets under the same parent may borrow it (0: lent at
-	// once; pkg/quota/hold.go).
-	LendHold time.Duration
-	// PriorityCeiling is the highest priority pods are ranked by in admission order and
-	// preemption: a pod's spec.priority above it counts as it (quota.WithPriorityCeiling).
-	PriorityCeiling int32
-	// UngateTimeout bounds one ungate patch and the fresh read that settles a failed
-	// one. Keep it below the leader election's lease duration minus its renew
-	// deadline, so that a leader that lost its lease has no attempt left in flight
-	// when the next one takes over.
-	UngateTimeout time.Duration
-	// PodAdmittedEvents emits an Admitted event on every pod the manager ungates: a
-	// second API write per admission. Off by default: each budget gets one Admitted
-	// event per AdmittedEventInterval that sums up its admissions instead.
-	PodAdmittedEvents bool
-	// AdmittedEventInterval is the least time between two Admitted events of one
-	// budget.
-	AdmittedEventInterval time.Duration
-	// WaitingEventsPerBudget: only the first this many gated pods of each budget's
-	// queue, in admission order, get a Waiting event when their reason changes (the
-	// pods behind them get theirs when they reach the head). 0 sends none.
-	WaitingEventsPerBudget int
-	// Clock is where the controller reads the time and waits (tests inject a fake one).
-	Clock clock.Clock
-	// Recorder, when set, takes the controller's events instead of the manager's
-	// recorder (the benchmark drops them this way, to measure what they cost).
-	Recorder recorder.EventRecorder
-	// EstimateInterval is the least time between two passes of the estimator, which
-	// estimates when each gated pod starts (estimates.go); 0 turns it off.
-	EstimateInterval time.Duration
-	// EstimateMaxPods is the most pods (gated and holding quota) the estimator simulates:
-	// with more, it skips its passes and gated pods have no estimate (a pass costs about
-	// 1 s of CPU and 170 MB of allocations at 10,000 gated pods). 0 means no bound.
-	EstimateMaxPods int
-	// Registerer gets the manager's metrics (the binary passes controller-runtime's
-	// metrics.Registry); nil keeps them in a registry of their own that nothing serves.
-	Registerer prometheus.Registerer
-}
-
-// DefaultOptions returns the defaults: enough workers that the API server, not the
-// manager, limits how fast pods are released.
-func DefaultOptions() Options {
-	return Options{
-		Gate:            v1alpha1.SchedulingGate,
-		Workers:         32,
-		HoldUncovered:   true,
-		FlushInterval:   quota.DefaultFlushInterval,
-		LendHold:        quota.DefaultLendHold,
-		UngateTimeout:   DefaultUngateTimeout,
-		PriorityCeiling: quota.DefaultPriorityCeiling,
-		Clock:           clock.RealClock{},
-
-		EstimateInterval:       DefaultEstimateInterval,
-		EstimateMaxPods:        DefaultEstimateMaxPods,
-		AdmittedEventInterval:  DefaultAdmittedEventInterval,
-		WaitingEventsPerBudget: DefaultWaitingEventsPerBudget,
-	}
-}
-
-// DefaultAdmittedEventInterval bounds the Admitted events of one budget to one every
-// ten seconds.
-const DefaultAdmittedEventInterval = 10 * time.Second
-
-// DefaultWaitingEventsPerBudget: the head of a queue, as far as `kubectl describe pod`
-// users look, without one event per pod of a queue of thousands.
-const DefaultWaitingEventsPerBudget = 20
-
-// DefaultUngateTimeout is below the default lease duration (15 s) minus the renew
-// deadline (10 s).
-const DefaultUngateTimeout = 4 * time.Second
 
 // Controller feeds the admission core from informers and carries out its decisions.
 type Controller struct {
@@ -165,38 +79,8 @@ type Controller struct {
 
 // New returns a Controller; SetupWithManager connects it.
 func New(opts Options) (*Controller, error) {
-	if opts.Workers < 1 {
-		return nil, fmt.Errorf("workers must be at least 1, got %d", opts.Workers)
-	}
-	if opts.Gate == "" {
-		return nil, errors.New("the gate name must not be empty")
-	}
-	if opts.LendHold < 0 {
-		return nil, fmt.Errorf("the lend hold must not be negative, got %s", opts.LendHold)
-	}
-	if opts.PriorityCeiling == 0 {
-		opts.PriorityCeiling = quota.DefaultPriorityCeiling
-	}
-	if opts.Clock == nil {
-		opts.Clock = clock.RealClock{}
-	}
-	if opts.FlushInterval <= 0 {
-		opts.FlushInterval = quota.DefaultFlushInterval
-	}
-	if opts.EstimateInterval < 0 {
-		return nil, fmt.Errorf("the estimate interval must not be negative, got %s", opts.EstimateInterval)
-	}
-	if opts.EstimateMaxPods < 0 {
-		return nil, fmt.Errorf("the estimator's most pods must not be negative, got %d", opts.EstimateMaxPods)
-	}
-	if opts.UngateTimeout <= 0 {
-		opts.UngateTimeout = DefaultUngateTimeout
-	}
-	if opts.AdmittedEventInterval <= 0 {
-		opts.AdmittedEventInterval = DefaultAdmittedEventInterval
-	}
-	if opts.Registerer == nil {
-		opts.Registerer = prometheus.NewRegistry()
+	if err := opts.complete(); err != nil {
+		return nil, err
 	}
 	m, err := newMetrics(opts.Registerer)
 	if err != nil {
@@ -218,16 +102,6 @@ func New(opts Options) (*Controller, error) {
 		quota.WithObserver(c.metrics),
 	)...)
 	return c, nil
-}
-
-// coreOptions are the options that decide what the core admits: the real core's and
-// every simulation's (estimates.go) alike.
-func (o Options) coreOptions() []quota.Option {
-	return []quota.Option{
-		quota.WithHoldUncovered(o.HoldUncovered),
-		quota.WithLendHold(o.LendHold),
-		quota.WithPriorityCeiling(o.PriorityCeiling),
-	}
 }
 
 // Core exposes the admission core, for the queue snapshot and tests.
