@@ -86,6 +86,9 @@ func (e *env) whyText(ctx context.Context, namespace, name string) (string, erro
 	if err != nil {
 		return "", err
 	}
+	// The pod's page shows the estimated start in a field of its own, read from the
+	// same visibility API: the explanation leaves it out rather than say it twice.
+	res.EstimatedStart = nil
 	var b bytes.Buffer
 	if err := renderWhy(&b, newOutputFlags(false), res, e.now()); err != nil {
 		return b.String(), err

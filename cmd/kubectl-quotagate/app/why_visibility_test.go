@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -224,5 +225,30 @@ func TestWhyVisibilityJSON(t *testing.T) {
 	}
 	if len(got.Budgets) != 2 || got.Budgets[0].Position != 2 || got.Budgets[0].Of != 3 || got.Budgets[1].Budget.Name != "org" {
 		t.Errorf("places %+v, want team-a 2 of 3, then org", got.Budgets)
+	}
+}
+
+// The explanation the web UI shows on a gated pod's page is why's, without its
+// "Estimated start" line: the page shows the estimate in a field of its own.
+func TestWhyTextForThePodPageLeavesTheEstimateOut(t *testing.T) {
+	w := teamsWorld(t)
+	e := w.env(failingSource{})
+	at := metav1.NewTime(now.Add(4 * time.Minute))
+	src := statusSource(&visv1.PendingPodStatus{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "train-3", UID: "team-a-train-3"},
+		ReasonCode: "InsufficientQuota", Reason: "requests.cpu: 1 requested, 0 free in Budget team-a/team-a; position 3 of 3",
+		EstimatedStart: &visv1.EstimatedStart{Median: &at, Low: &at, High: &at, Ends: 3},
+	})
+	e.podStatus = func() (podStatusSource, error) { return src, nil }
+	out, _, err := run(t, e, "why", "team-a/train-3")
+	if err != nil || !strings.Contains(out, "Estimated start: in 4m") {
+		t.Fatalf("why: %v\n%s\nwant its Estimated start line", err, out)
+	}
+	text, err := e.whyText(t.Context(), "team-a", "train-3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(text, "Estimated start") || !strings.Contains(text, "Reason: requests.cpu: 1 requested, 0 free") {
+		t.Errorf("the pod page's explanation:\n%s\nwant the reason without the estimated start", text)
 	}
 }
