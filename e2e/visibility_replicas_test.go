@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -10,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -74,6 +76,7 @@ func TestVisibilityFollowsTheLeader(t *testing.T) {
 		total, err := direct(ctx, standby)
 		return err == nil && total == pods, fmt.Sprintf("total %d, %v", total, err)
 	})
+	testStandbyForwardsSimulation(t, e, standby, pods)
 	for range 6 {
 		total, err := viaAPIServer()
 		if err != nil || total != pods {
@@ -121,11 +124,14 @@ func pendingPodsVia(ctx context.Context, cfg *rest.Config, params map[string]str
 	return &l, nil
 }
 
-// replicaClient asks one manager process directly, with a bearer token (the server
-// reviews it with kube-apiserver, as for any client that reaches it without the
+// replicaCaller calls one manager replica's visibility server directly, as the
+// visibility Service may route any request to either replica, with a bearer token (the
+// server reviews it with kube-apiserver, as for any client that reaches it without the
 // aggregator), trusting the CA of the release's serving certificate and checking the
-// Service's name, as the aggregator does.
-func replicaClient(t *testing.T, e env, token string) func(context.Context, *localinstall.ManagerProcess) (int64, error) {
+// Service's name, as the aggregator does: method on path, with body as JSON (nil for
+// none). It returns the answer's body, or an error with the status and body of any
+// answer but 200 and 201.
+func replicaCaller(t *testing.T, e env, token string) func(ctx context.Context, p *localinstall.ManagerProcess, method, path string, body []byte) ([]byte, error) {
 	t.Helper()
 	secret, err := e.cs.CoreV1().Secrets(e.inst.Namespace()).Get(t.Context(), e.inst.WebhookCertSecret(), metav1.GetOptions{})
 	fatalIf(t, err, "reading the serving certificate's Secret")
@@ -142,29 +148,92 @@ func replicaClient(t *testing.T, e env, token string) func(context.Context, *loc
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{RootCAs: roots, ServerName: serverName, MinVersion: tls.VersionTLS12},
 	}}
-	return func(ctx context.Context, p *localinstall.ManagerProcess) (int64, error) {
-		url := p.VisibilityURL() + "/apis/visibility.quotagate.io/v1alpha1/namespaces/" + teamNS + "/budgets/team-a/pendingpods"
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	return func(ctx context.Context, p *localinstall.ManagerProcess, method, path string, body []byte) ([]byte, error) {
+		req, err := http.NewRequestWithContext(ctx, method, p.VisibilityURL()+path, bytes.NewReader(body))
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 		req.Header.Set("Authorization", "Bearer "+token)
+		if body != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
 		resp, err := client.Do(req)
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 		defer func() { _ = resp.Body.Close() }()
-		body, err := io.ReadAll(resp.Body)
+		out, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return nil, err
+		}
+		if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusCreated {
+			return nil, fmt.Errorf("%s: %s", resp.Status, out)
+		}
+		return out, nil
+	}
+}
+
+// replicaClient reads team-a's Budget queue from one manager replica directly and
+// returns how many pods it holds.
+func replicaClient(t *testing.T, e env, token string) func(context.Context, *localinstall.ManagerProcess) (int64, error) {
+	t.Helper()
+	call := replicaCaller(t, e, token)
+	return func(ctx context.Context, p *localinstall.ManagerProcess) (int64, error) {
+		body, err := call(ctx, p, http.MethodGet, "/apis/visibility.quotagate.io/v1alpha1/namespaces/"+teamNS+"/budgets/team-a/pendingpods", nil)
 		if err != nil {
 			return 0, err
-		}
-		if resp.StatusCode != http.StatusOK {
-			return 0, fmt.Errorf("%s: %s", resp.Status, body)
 		}
 		var l visv1.PendingPodList
 		if err := json.Unmarshal(body, &l); err != nil {
 			return 0, err
 		}
 		return l.Total, nil
+	}
+}
+
+// testStandbyForwardsSimulation posts a what-if straight to the standby as an editor of
+// the namespace: the standby checks the user and forwards to the leader, whose queue
+// answers (the simulated pod would wait behind the queued pods, in the closed Budget).
+// A viewer, who may not create pods, is refused by the standby itself.
+func testStandbyForwardsSimulation(t *testing.T, e env, standby *localinstall.ManagerProcess, queued int64) {
+	t.Helper()
+	path := "/apis/visibility.quotagate.io/v1alpha1/namespaces/" + teamNS + "/podsimulations"
+	sim, err := json.Marshal(&visv1.PodSimulation{
+		TypeMeta:   metav1.TypeMeta{APIVersion: visv1.GroupVersion.String(), Kind: "PodSimulation"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: teamNS},
+		Spec: visv1.PodSimulationSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name: "c", Image: "registry.k8s.io/pause:3.10",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}},
+		}}}}},
+	})
+	fatalIf(t, err, "encoding the PodSimulation")
+	editorCfg, err := clientcmd.BuildConfigFromFlags("", tenantKubeconfig(t, e, "standby-what-if", "edit"))
+	fatalIf(t, err, "reading the editor's kubeconfig")
+	simulate := replicaCaller(t, e, editorCfg.BearerToken)
+	var got visv1.PodSimulation
+	waitFor(t, "the standby to answer the editor's simulation with the leader's queue", time.Minute, func() (bool, string) {
+		body, err := simulate(t.Context(), standby, http.MethodPost, path, sim)
+		if err != nil {
+			return false, err.Error()
+		}
+		got = visv1.PodSimulation{}
+		if err := json.Unmarshal(body, &got); err != nil {
+			return false, err.Error()
+		}
+		return true, ""
+	})
+	if len(got.Status.Pods) != 1 {
+		t.Fatalf("the standby's answer has %d pods, want 1: %+v", len(got.Status.Pods), got.Status)
+	}
+	p := got.Status.Pods[0]
+	if p.Admitted || len(p.Budgets) != 1 || p.Budgets[0].Name != "team-a" || p.Budgets[0].Position != queued+1 || p.Budgets[0].Total != queued+1 {
+		t.Errorf("through the standby the simulated pod is %+v; want it waiting in Budget team-a at %d of %d, behind the leader's queue", p, queued+1, queued+1)
+	}
+
+	viewerCfg, err := clientcmd.BuildConfigFromFlags("", tenantKubeconfig(t, e, "standby-what-if-viewer", "view"))
+	fatalIf(t, err, "reading the viewer's kubeconfig")
+	_, err = replicaCaller(t, e, viewerCfg.BearerToken)(t.Context(), standby, http.MethodPost, path, sim)
+	if err == nil || !strings.Contains(err.Error(), "403") {
+		t.Errorf("a viewer's simulation posted to the standby: %v, want 403 Forbidden", err)
 	}
 }
