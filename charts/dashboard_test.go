@@ -118,7 +118,7 @@ func TestDashboardQueriesNameExportedMetrics(t *testing.T) {
 		}
 	}
 	all := strings.ToLower(strings.Join(titles, "|"))
-	for _, want := range []string{"queue depth", "used / hard", "wait time", "admissions per second", "ungate errors", "webhook latency", "leader"} {
+	for _, want := range []string{"queue depth", "used / hard", "wait time", "admissions per second", "ungate errors", "webhook latency", "leader", "estimated start", "estimator"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("no panel about %q among %q", want, titles)
 		}
