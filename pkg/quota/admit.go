@@ -92,6 +92,8 @@ func (a *admitter) admit() []Admission {
 			}
 		}
 	}
+	a.families.beginPass()
+	defer a.families.endPass()
 	for {
 		for b := a.agenda.next(); b != nil; b = a.agenda.next() {
 			e := b.queues.activeHead()
@@ -293,6 +295,8 @@ func (a *admitter) admitNow(unit []*podState, reason Reason) bool {
 // admitUnit admits pods in one step: each is charged to every budget that covers it
 // (reserved before its patch is sent) and leaves every queue.
 func (a *admitter) admitUnit(unit []*podState, f *Flavor, reason Reason) {
+	a.families.changed() // heads and waiting pods leave: what families claim may change
+	defer a.families.changed()
 	for _, p := range unit {
 		a.agenda.detach(p) // before its flavor: pending is given back without one
 		p.setFlavor(f)

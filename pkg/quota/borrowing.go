@@ -143,11 +143,12 @@ func (p *budget) familySum(r corev1.ResourceName, use func(c *budget, acc accoun
 }
 
 // claims is what the members of f's family claim for their own pods, which a
-// borrower leaves them: what their waiting pods ask within their hard (lenderClaims)
-// and what they hold (hold.go).
+// borrower leaves them: what their waiting pods ask within their hard (lenderClaims,
+// remembered for an admission pass: lendclaims.go) and what they hold (hold.go).
 func (fs *families) claims(f *budget) map[*budget]amounts {
-	claims := lenderClaims(f, fs.core.stuck)
+	claims := fs.lenderClaims(f)
 	if len(fs.holding) > 0 {
+		claims = copyClaims(claims) // the pass's memo stays as lenderClaims gave it
 		addHeld(f, claims, fs.clock.Now())
 	}
 	return claims
@@ -202,28 +203,34 @@ func lenderClaims(f *budget, stuck func(*podState) bool) map[*budget]amounts {
 			delete(f.family.lendWaiters, p)
 			continue
 		}
-		if stuck(p) || p.inBackoff {
-			continue // it could not take what it claims now
-		}
-		for _, c := range p.cover {
-			if c.parent != f {
-				continue
-			}
-			// Only what fits within c's own hard is c's to claim: a pod that would
-			// borrow is a borrower, and borrowers do not hold each other back.
-			for r, v := range p.waitUsage() {
-				acc := c.ledger.of(r)
-				if !acc.limited || addAmount(acc.used, v) > acc.hard {
-					continue
-				}
-				if out[c] == nil {
-					out[c] = amounts{}
-				}
-				out[c][r] = addAmount(out[c][r], v)
-			}
-		}
+		addLenderClaim(out, f, p, stuck)
 	}
 	return out
+}
+
+// addLenderClaim adds to out what p, a pod waiting on f's family, claims within its
+// budgets' own hard (lenderClaims).
+func addLenderClaim(out map[*budget]amounts, f *budget, p *podState, stuck func(*podState) bool) {
+	if stuck(p) || p.inBackoff {
+		return // it could not take what it claims now
+	}
+	for _, c := range p.cover {
+		if c.parent != f {
+			continue
+		}
+		// Only what fits within c's own hard is c's to claim: a pod that would
+		// borrow is a borrower, and borrowers do not hold each other back.
+		for r, v := range p.waitUsage() {
+			acc := c.ledger.of(r)
+			if !acc.limited || addAmount(acc.used, v) > acc.hard {
+				continue
+			}
+			if out[c] == nil {
+				out[c] = amounts{}
+			}
+			out[c][r] = addAmount(out[c][r], v)
+		}
+	}
 }
 
 // familyNeverFits returns why a unit that adds add(b) to each budget b of cover can

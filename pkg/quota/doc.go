@@ -45,14 +45,15 @@
 //     ClusterBudget the budgets under it); one that changes nothing resolve reads (the
 //     manager's own status write coming back, or hard alone) resolves none, so its cost
 //     does not grow with the number of budgets.
-//   - families (families.go, borrowing.go, fairshare.go, hold.go): the budgets under
+//   - families (families.go, borrowing.go, fairshare.go, hold.go, lendclaims.go): the budgets under
 //     one parent, which may borrow what the others leave idle (borrowingLimit) and keep
 //     part of hard (lendingLimit). It owns, on each budget (budget.family, nil until
 //     needed), the pods waiting on the family for lendable quota, those that yielded by
 //     fair sharing, the lend holds and whether a pod was parked as never fitting in the
 //     family; and which budgets hold. admits says whether a unit fits in the family
-//     (familyExcess, with what the lenders claim: their waiting pods and their holds)
-//     and whether it yields to a sibling (fair sharing, yieldsTo); failed, admitted,
+//     (familyExcess, with what the lenders claim: their waiting pods, remembered for
+//     an admission pass, and their holds) and whether it yields to a sibling (fair
+//     sharing, yieldsTo); failed, admitted,
 //     freed, useHolds, expire, familyNeverFits and lent do the rest. The core asks it
 //     only for a unit with a borrowing family (inBorrowingFamily, budget.go), once per
 //     step, so a pod in a budget without one never enters these files; it asks the

@@ -7,7 +7,8 @@ import (
 )
 
 // The family part (borrowing.go says what a family is and how it must fit; fairshare.go
-// and hold.go add fair sharing and lend holds). It owns what the family decisions leave
+// and hold.go add fair sharing and lend holds; lendclaims.go remembers what lenders
+// claim for an admission pass). It owns what the family decisions leave
 // behind: on each budget (budget.family, nil until the part first needs it) the pods
 // waiting on its family for lendable quota, those that yielded by fair sharing, what it
 // holds for its own pods and whether a pod was parked as never fitting in its family;
@@ -51,6 +52,11 @@ type families struct {
 	clock    clock.PassiveClock
 	lendHold time.Duration        // WithLendHold
 	holding  map[*budget]struct{} // budgets that hold freed quota for their own pods (hold.go)
+	// passing is set during an admission pass, and claimsGen moves on whenever what a
+	// family's waiting pods claim may have changed other than through its members'
+	// ledgers: the pass memoizes lenderClaims under both (lendclaims.go).
+	passing   bool
+	claimsGen uint64
 }
 
 func newFamilies(core familyCore, clk clock.PassiveClock, lendHold time.Duration) families {
@@ -70,6 +76,11 @@ type familyState struct {
 	// parks is set once a pod was parked as never fitting in its family: a change to
 	// the family must then look at its pods again, even when nobody borrows.
 	parks bool
+	// claims is lenderClaims as this pass last computed it, good while the part's
+	// claimsGen and the members' ledger versions (claimsLedgers) are as they were then.
+	claims        map[*budget]amounts
+	claimsGen     uint64
+	claimsLedgers uint64
 }
 
 // familyOf is b's family state, created on first use.
@@ -135,6 +146,7 @@ func (fs *families) failed(p *podState, old, w waitInfo) (wake *budget) {
 	if old.code == CodeNoLendable && (w.code != CodeNoLendable || w.budget != old.budget || w.flavor != old.flavor) {
 		wake = old.budget
 	}
+	fs.waitChanged(p, old, w)
 	switch w.code {
 	case CodeNoLendable:
 		noteLendWaiter(w.budget, p)

@@ -30,7 +30,10 @@ type ledger struct {
 	ceiling   amounts               // hard plus borrow, for the resources hard limits
 	inFamily  bool                  // it has a parent: borrow applies
 	used      amounts
-	pending   amounts
+	// version counts the changes of used (charge, release): what a family's pods
+	// claim depends on it (lendclaims.go).
+	version uint64
+	pending amounts
 	// usedFormat and pendingFormat are what used and pending print in where it is
 	// not hard's format (addWritten).
 	usedFormat, pendingFormat formats
@@ -145,6 +148,7 @@ func (l *ledger) borrowed() corev1.ResourceList {
 // charge adds an admitted pod's usage: usage includes its claims' (the pod's Usage),
 // and a claim that another charged pod uses is not charged again.
 func (l *ledger) charge(p *podState, usage amounts, claims []claimAmount) {
+	l.version++
 	addWritten(l.used, usage, p.pod.Usage, l.hardList, &l.usedFormat)
 	for _, c := range claims {
 		l.used.sub(c.usage)
@@ -165,6 +169,7 @@ func (l *ledger) charge(p *podState, usage amounts, claims []claimAmount) {
 // release gives back what charge added: a claim is given back with the last charged
 // pod that uses it, as much as it was charged.
 func (l *ledger) release(p *podState, usage amounts, claims []claimAmount) {
+	l.version++
 	l.used.sub(usage)
 	for _, c := range claims {
 		ref := l.claims[c.Key]
@@ -331,4 +336,14 @@ func (fs *formats) keep(acc amounts, old, next corev1.ResourceList) {
 		}
 		(*fs)[r] = q.Format
 	}
+}
+
+// ledgerVersions sums the versions of the budgets' ledgers: it moves on when any of
+// them changes (lendclaims.go).
+func ledgerVersions(budgets []*budget) uint64 {
+	var v uint64
+	for _, b := range budgets {
+		v += b.ledger.version
+	}
+	return v
 }

@@ -34,7 +34,7 @@ type part struct {
 
 // familyFiles are the family part's files: its state is families (on AdmissionQueue)
 // and familyState (on each budget).
-var familyFiles = []string{"families.go", "borrowing.go", "fairshare.go", "hold.go"}
+var familyFiles = []string{"families.go", "borrowing.go", "fairshare.go", "hold.go", "lendclaims.go"}
 
 // coreParts are the parts doc.go draws.
 var coreParts = []part{

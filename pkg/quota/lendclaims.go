@@ -1,0 +1,101 @@
+package quota
+
+import (
+	"fmt"
+	"maps"
+)
+
+// What a family's waiting pods claim (lenderClaims) is read for every unit that would
+// borrow, and it is a walk over every pod that waits on the family. In one admission
+// pass, where each gated pod of a busy family may be looked at, that walk made the pass
+// cost the square of the backlog (BenchmarkFamilyFreeingEvent: 14 s for one freed pod
+// with 6,000 waiting). So a pass remembers it per family, and forgets it when its
+// inputs may have changed:
+//
+//   - the members' ledgers (their used, through charge and release, a preemption's
+//     trial claims included): each ledger counts its changes (ledger.version);
+//   - which pods wait on the family and how (families.failed): a pod that starts to
+//     wait on it is added to the memo, one that stops, or waits on another flavor,
+//     forgets every memo;
+//   - an admission (admitUnit: a StrictFIFO head leaves, pods leave the queues), and
+//     the pass's start and end.
+//
+// Nothing else changes a claim's inputs (a pod's cover, usage, backoff, the budgets'
+// states) during a pass: those change in events between passes, or in the timers
+// run at a pass's start.
+
+// beginPass starts an admission pass's memo; endPass ends it.
+func (fs *families) beginPass() { fs.passing = true; fs.claimsGen++ }
+func (fs *families) endPass()   { fs.passing = false; fs.claimsGen++ }
+
+// changed forgets every family's memo.
+func (fs *families) changed() { fs.claimsGen++ }
+
+// lenderClaims is lenderClaims(f), from the pass's memo when it is still good. The
+// result is shared with the memo: read it, do not change it.
+func (fs *families) lenderClaims(f *budget) map[*budget]amounts {
+	s := f.family
+	if !fs.passing || s == nil {
+		return lenderClaims(f, fs.core.stuck)
+	}
+	ledgers := ledgerVersions(f.children)
+	if s.claims != nil && s.claimsGen == fs.claimsGen && s.claimsLedgers == ledgers {
+		if verifyClaimsMemo {
+			if fresh := lenderClaims(f, fs.core.stuck); !sameLenderClaims(fresh, s.claims) {
+				panic(fmt.Sprintf("the memo of %s's claims is %v, a fresh walk gives %v", f.key, s.claims, fresh))
+			}
+		}
+		return s.claims
+	}
+	s.claims, s.claimsGen, s.claimsLedgers = lenderClaims(f, fs.core.stuck), fs.claimsGen, ledgers
+	return s.claims
+}
+
+// waitChanged keeps the memos right when p, of a unit that failed, now waits with w
+// after old (p.wait is w already).
+func (fs *families) waitChanged(p *podState, old, w waitInfo) {
+	if old.code == w.code && old.budget == w.budget && old.flavor == w.flavor {
+		return // it claims what it claimed
+	}
+	if old.code == CodeNoLendable {
+		fs.changed() // it may have claimed in old.budget's family, on its old flavor
+		return
+	}
+	if w.code != CodeNoLendable {
+		return
+	}
+	// It did not wait on a family: it adds its claim to w.budget's memo, if still good.
+	f := w.budget
+	if s := f.family; s != nil && s.claims != nil && s.claimsGen == fs.claimsGen && s.claimsLedgers == ledgerVersions(f.children) &&
+		waitsOnFamily(f, p) {
+		addLenderClaim(s.claims, f, p, fs.core.stuck)
+	}
+}
+
+// copyClaims is a copy of claims that may be changed without changing claims.
+func copyClaims(claims map[*budget]amounts) map[*budget]amounts {
+	out := make(map[*budget]amounts, len(claims))
+	for c, a := range claims {
+		out[c] = maps.Clone(a)
+	}
+	return out
+}
+
+// verifyClaimsMemo makes every use of a memo check it against a fresh walk, and panic
+// when they differ: the package's tests set it (TestMain), its benchmarks do not.
+var verifyClaimsMemo bool
+
+// sameLenderClaims reports whether two lender claims hold the same amounts, an amount of zero
+// being no amount.
+func sameLenderClaims(a, b map[*budget]amounts) bool {
+	for _, pair := range [2][2]map[*budget]amounts{{a, b}, {b, a}} {
+		for c, x := range pair[0] {
+			for r, v := range x {
+				if v != pair[1][c][r] {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
