@@ -155,6 +155,19 @@ func TestIdealReplayOrder(t *testing.T) {
 	if c := r.Classes[""]; c.N != 7 || c.Max != 9 {
 		t.Errorf("time to admission = %+v, want 7 workloads, at most 9 s (s1)", c)
 	}
+
+	// quotagate's core, with no delay and no lend hold, decides this plan as the ideal
+	// does: the same borrowing, lent quota back to b first, priority in solo.
+	core, err := replayOnCore(p, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, core.admitted); diff != "" {
+		t.Errorf("quotagate's core: admission times (-ideal +core):\n%s", diff)
+	}
+	if core.events != 2*len(p.Workloads) {
+		t.Errorf("quotagate's core took %d events, want an arrival and an end per workload (%d)", core.events, 2*len(p.Workloads))
+	}
 }
 
 func schedTestPod(name, w string, cpu string, gated bool, phase corev1.PodPhase) *corev1.Pod {
@@ -241,6 +254,7 @@ func TestSchedReportJudgesOverhead(t *testing.T) {
 		Ideal:     schedResult{WallSeconds: 10, Classes: map[string]schedClass{"small": {N: 10, Mean: 1}}},
 		Quotagate: schedResult{WallSeconds: 10.5, Classes: map[string]schedClass{"small": {N: 10, Mean: 3}}, AdmittedPods: 10, Writes: map[string]float64{"pods": 20}},
 		Kueue:     schedResult{WallSeconds: 20, Classes: map[string]schedClass{"small": {N: 10, Mean: 11}}, AdmittedPods: 10, Writes: map[string]float64{"pods": 30, "workloads": 30}},
+		Policy:    schedResult{WallSeconds: 10, Classes: map[string]schedClass{"small": {N: 10, Mean: 2.5}}},
 	}
 	md := s.markdown()
 	for _, want := range []string{
@@ -249,6 +263,8 @@ func TestSchedReportJudgesOverhead(t *testing.T) {
 		// 2 s over against 10: missed.
 		"| small (10): mean time to admission (s) | 1.00 | 3.00 | 11.00 | +2.00 | +10.00 | 0.20× | **no** |",
 		"quotagate 2.0, Kueue 6.0 (3.0× quotagate's)",
+		// Of quotagate's 2 s above the ideal, its policy decides 1.5 and its delay adds 0.5.
+		"| small: mean time to admission (s) | 1.00 | 2.50 | 3.00 | +1.50 | +0.50 |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("%q not in:\n%s", want, md)

@@ -52,6 +52,11 @@ func (e *env) planSched(ctx context.Context, root string, scale int, r *PeersRep
 	e.sched, r.Sched = &p, newSchedReport(p, scale)
 	report.Logf("Kueue's scheduler performance scenario at 1/%d: %d workloads in %d queues; the ideal replay: wall %.1f s, %s",
 		scale, len(p.Workloads), len(p.Queues), r.Sched.Ideal.WallSeconds, r.Sched.Ideal.classesText(p.classes()))
+	if r.Sched.Policy, err = policyResult(p); err != nil {
+		return err
+	}
+	report.Logf("  quotagate's policy with no delay (its core on a simulated clock): wall %.1f s, %s",
+		r.Sched.Policy.WallSeconds, r.Sched.Policy.classesText(p.classes()))
 	return nil
 }
 
