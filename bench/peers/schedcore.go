@@ -3,7 +3,6 @@ package peers
 import (
 	"container/heap"
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
 
@@ -66,23 +65,13 @@ func replayOnCore(p schedPlan, lendHold time.Duration) (coreReplayResult, error)
 	}
 	workloadOf := map[types.UID]int{}
 	podIndex := map[types.UID]int{}
-	arrivals := make([]int, len(p.Workloads))
-	for i := range arrivals {
-		arrivals[i] = i
-	}
-	slices.SortStableFunc(arrivals, func(a, c int) int { return int(p.Workloads[a].At - p.Workloads[c].At) })
+	arrivals := p.arrivalOrder()
 	r := coreReplayResult{admitted: make([]time.Duration, len(p.Workloads))}
 	waiting := make([]int, len(p.Workloads)) // pods of each workload not yet admitted
 	var ends endHeap
 	next := 0
 	for next < len(arrivals) || ends.Len() > 0 {
-		now := time.Duration(1<<63 - 1)
-		if next < len(arrivals) {
-			now = p.Workloads[arrivals[next]].At
-		}
-		if ends.Len() > 0 && ends[0].at < now {
-			now = ends[0].at
-		}
+		now := p.nextEvent(arrivals, next, ends)
 		if wake, ok := q.NextWakeup(); ok && wake.Sub(t0) < now {
 			now = max(wake.Sub(t0), clk.Now().Sub(t0))
 		}

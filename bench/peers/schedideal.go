@@ -37,21 +37,11 @@ func idealReplay(p schedPlan) (admitted []time.Duration, wall time.Duration) {
 		c.queues = append(c.queues, iq)
 		queues[q.Name] = iq
 	}
-	arrivals := make([]int, len(p.Workloads))
-	for i := range arrivals {
-		arrivals[i] = i
-	}
-	slices.SortStableFunc(arrivals, func(a, b int) int { return int(p.Workloads[a].At - p.Workloads[b].At) })
+	arrivals := p.arrivalOrder()
 	var ends endHeap
 	next := 0
 	for next < len(arrivals) || ends.Len() > 0 {
-		now := time.Duration(1<<63 - 1)
-		if next < len(arrivals) {
-			now = p.Workloads[arrivals[next]].At
-		}
-		if ends.Len() > 0 && ends[0].at < now {
-			now = ends[0].at
-		}
+		now := p.nextEvent(arrivals, next, ends)
 		touched := map[*idealCohort]bool{}
 		for ends.Len() > 0 && ends[0].at == now {
 			e := heap.Pop(&ends).(idealEnd)
@@ -205,4 +195,26 @@ func (h *endHeap) Pop() any {
 	x := old[len(old)-1]
 	*h = old[:len(old)-1]
 	return x
+}
+
+// arrivalOrder is the plan's workloads by creation time (the plan's order among equals).
+func (p schedPlan) arrivalOrder() []int {
+	arrivals := make([]int, len(p.Workloads))
+	for i := range arrivals {
+		arrivals[i] = i
+	}
+	slices.SortStableFunc(arrivals, func(a, b int) int { return int(p.Workloads[a].At - p.Workloads[b].At) })
+	return arrivals
+}
+
+// nextEvent is when a replay's next arrival (arrivals[next], if any) or end comes.
+func (p schedPlan) nextEvent(arrivals []int, next int, ends endHeap) time.Duration {
+	now := time.Duration(1<<63 - 1)
+	if next < len(arrivals) {
+		now = p.Workloads[arrivals[next]].At
+	}
+	if ends.Len() > 0 && ends[0].at < now {
+		now = ends[0].at
+	}
+	return now
 }
