@@ -33,7 +33,8 @@ func replayOnCore(p schedPlan, lendHold time.Duration) (coreReplayResult, error)
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clk := clocktesting.NewFakeClock(t0)
 	q := quota.NewAdmissionQueue(quota.WithClock(clk), quota.WithLendHold(lendHold))
-	for cohort, milli := range p.cohortMilli() {
+	cohorts := p.cohortMilli()
+	for cohort, milli := range cohorts {
 		q.UpsertBudget(quota.ClusterBudgetFromAPI(&v1alpha1.ClusterBudget{ObjectMeta: metav1.ObjectMeta{Name: "sched-" + cohort},
 			Spec: v1alpha1.ClusterBudgetSpec{BudgetSpec: v1alpha1.BudgetSpec{Hard: cpuList(milli)}}}))
 	}
@@ -41,7 +42,7 @@ func replayOnCore(p schedPlan, lendHold time.Duration) (coreReplayResult, error)
 		q.SetNamespace(sq.Name, map[string]string{v1alpha1.EnabledLabel: "true"})
 		borrow := sq.BorrowMilli
 		if borrow < 0 {
-			borrow = p.cohortMilli()[sq.Cohort]
+			borrow = cohorts[sq.Cohort]
 		}
 		q.UpsertBudget(quota.BudgetFromAPI(&v1alpha1.Budget{ObjectMeta: metav1.ObjectMeta{Namespace: sq.Name, Name: "budget"},
 			Spec: v1alpha1.BudgetSpec{Hard: cpuList(sq.NominalMilli), Parent: "sched-" + sq.Cohort, BorrowingLimit: cpuList(borrow),
