@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -69,6 +70,17 @@ func TestPodsThatLeaveTrackedResourcesUnsetAreHeldAndLimitRangeDefaultsCount(t *
 	})
 	defaulted := gatedPod(ns, "defaulted", "1")
 	defaulted.Spec.Containers[0].Resources = corev1.ResourceRequirements{}
+	// The API server's LimitRanger reads LimitRanges from an informer and caches a
+	// namespace's empty live lookup for 30 s (it made one for the pods above), so a new
+	// LimitRange applies a moment after it is created: ask with dry runs until it does.
+	testbed.Poll(t, time.Minute, "the API server applying the LimitRange's defaults", func(ctx context.Context) (bool, error) {
+		probe, err := clientset.CoreV1().Pods(ns).Create(ctx, defaulted.DeepCopy(), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			return false, err
+		}
+		got := probe.Spec.Containers[0].Resources.Requests
+		return got.Memory().Cmp(resource.MustParse("256Mi")) == 0, testbed.NotYet(fmt.Errorf("a dry run got requests %v", got))
+	})
 	mustCreate(t, defaulted)
 	testbed.Poll(t, time.Minute, "the pod defaulted by the LimitRange admitted", func(context.Context) (bool, error) { return !isGated(t, ns, "defaulted"), nil })
 	got, err := clientset.CoreV1().Pods(ns).Get(ctx, "defaulted", metav1.GetOptions{})
