@@ -296,9 +296,8 @@ func (a *admitter) admitNow(unit []*podState, reason Reason) bool {
 // (reserved before its patch is sent) and leaves every queue.
 func (a *admitter) admitUnit(unit []*podState, f *Flavor, reason Reason) {
 	a.families.changed() // heads and waiting pods leave: what families claim may change
-	defer a.families.changed()
 	for _, p := range unit {
-		a.agenda.detach(p) // before its flavor: pending is given back without one
+		a.agenda.detachAdmitted(p) // before its flavor: pending is given back without one
 		p.setFlavor(f)
 		a.backoff.remove(p)
 		p.inBackoff, p.parked, p.wait = false, false, waitInfo{}
@@ -313,21 +312,13 @@ func (a *admitter) admitUnit(unit []*podState, f *Flavor, reason Reason) {
 		}
 		a.handOut(p)
 	}
-}
-
-// handOut returns the admission of an assumed pod from this Admit: the first time, or
-// again to retry an ungate whose outcome is not known.
-func (a *admitter) handOut(p *podState) {
-	p.inFlight = true
-	a.out = append(a.out, Admission{
-		Pod:       p.pod.PodRef,
-		Budgets:   keysOf(p.chargedTo),
-		Borrowing: p.borrowing,
-		Group:     p.pod.Group,
-		Reason:    p.admitted,
-		Created:   p.pod.Created,
-		Flavor:    p.flavor,
-	})
+	a.families.changed()
+	if slices.ContainsFunc(unit, func(p *podState) bool { return inBorrowingFamily(p.chargedTo) }) {
+		a.families.unitAdmitted(unit) // detachAdmitted woke its families as for room taken
+	}
+	if verifySettled {
+		a.agenda.checkSettled(a.capacityWait, a.stuck)
+	}
 }
 
 // ledgersWait is capacityWait for budgets outside any borrowing family: the first

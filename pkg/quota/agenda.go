@@ -24,8 +24,9 @@ type agenda struct {
 	held     map[types.UID]*podState // gated pods held because no budget covers them
 	statuses map[BudgetKey]struct{}  // budgets whose status may have changed
 
-	recheck []*budget // budgets that woke pods for capacity, see wake
-	wakeBuf []*entry  // wake's reused list of the pods it wakes for capacity
+	recheck []*budget   // budgets that woke pods for capacity, see wake
+	wakeBuf []*entry    // wake's reused list of the pods it wakes for capacity
+	settled []*podState // the pods wakeAdmitted left alone, while verifySettled is set
 }
 
 func newAgenda(t *topology, obs Observer) *agenda {
@@ -127,7 +128,13 @@ func (a *agenda) inadmissible() bool { return a.nInadm > 0 }
 
 // detach removes the pod from every queue it is in, and from the held pods. A
 // StrictFIFO budget whose head leaves is woken: the pod behind may go now.
-func (a *agenda) detach(p *podState) {
+func (a *agenda) detach(p *podState) { a.leave(p, false) }
+
+// detachAdmitted is detach for a pod being admitted: the borrowing families it leaves
+// are woken with wakeAdmitted, since it takes room rather than giving it.
+func (a *agenda) detachAdmitted(p *podState) { a.leave(p, true) }
+
+func (a *agenda) leave(p *podState, admitted bool) {
 	for _, e := range p.entries {
 		b := e.budget
 		wasHead := b.strict() && e.kind != queueParked && b.queues.strictHead() == e
@@ -138,7 +145,12 @@ func (a *agenda) detach(p *podState) {
 			a.wake(b)
 		}
 		if f := b.borrowingParent(); f != nil && a.topology.alive(f) {
-			a.wake(f) // a pod that waited on the family may have left it (borrowing.go)
+			// A pod that waited on the family may have left it (borrowing.go).
+			if admitted {
+				a.wakeAdmitted(f)
+			} else {
+				a.wake(f)
+			}
 		}
 	}
 	p.entries = nil

@@ -73,7 +73,8 @@
 //     active heads need evaluating (dirty, best head first), the budgets whose status
 //     may have changed, the gated pods held outside every budget; it moves a pod's
 //     entries between its budgets' queues (attach, detach, move) and wakes the
-//     inadmissible pods an event in a budget may let in (wake, recheckWakes, flush).
+//     inadmissible pods an event in a budget may let in (wake, recheckWakes, flush;
+//     after an admission, wakeAdmitted leaves the pods waiting for lendable quota alone).
 //   - charges (charges.go): what each admitted or running pod is charged to (charge,
 //     release, recharge, coverAdmitted), the pods within their grace period, and whether
 //     the family part holds freed quota.

@@ -3,6 +3,7 @@ package quota
 import (
 	"fmt"
 	"maps"
+	"slices"
 )
 
 // What a family's waiting pods claim (lenderClaims) is read for every unit that would
@@ -72,6 +73,53 @@ func (fs *families) waitChanged(p *podState, old, w waitInfo) {
 	}
 }
 
+// unitAdmitted wakes, as for room that grew, the borrowing families of an admitted
+// unit whose waiting pods may claim less now (admittedFreesRoom).
+func (fs *families) unitAdmitted(unit []*podState) {
+	var seen []*budget
+	for _, p := range unit {
+		for _, b := range p.chargedTo {
+			f := b.borrowingParent()
+			if f == nil || slices.Contains(seen, f) {
+				continue
+			}
+			seen = append(seen, f)
+			if fs.admittedFreesRoom(f, unit) {
+				fs.core.wakeIfAlive(f)
+			}
+		}
+	}
+}
+
+// admittedFreesRoom reports whether admitting unit (each pod charged now) may have
+// left borrowers of the family of a parent f more room, by making the pods waiting on
+// the family claim less: a pod claims only what fits within its budget's hard beside
+// what the budget uses (addLenderClaim), so a budget that uses more may see a waiting
+// pod's claim end. It cannot when, for each resource, the budget now uses all its hard,
+// or what its waiting pods still claim reaches it: the budget's share is then all its
+// hard, as much as before. Otherwise the caller wakes f as for any room that grew.
+// Called once the unit left the queues (so its pods claim nothing), it fills the pass's
+// memo that the next borrower reads.
+func (fs *families) admittedFreesRoom(f *budget, unit []*podState) bool {
+	for _, p := range unit {
+		for _, b := range p.chargedTo {
+			if b.parent != f {
+				continue
+			}
+			for _, r := range b.ledger.resources() {
+				acc := b.ledger.of(r)
+				if !acc.limited || acc.used >= acc.hard {
+					continue
+				}
+				if fs.lenderClaims(f)[b][r] < addAmount(acc.hard, -acc.used) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
 // copyClaims is a copy of claims that may be changed without changing claims.
 func copyClaims(claims map[*budget]amounts) map[*budget]amounts {
 	out := make(map[*budget]amounts, len(claims))
@@ -82,8 +130,10 @@ func copyClaims(claims map[*budget]amounts) map[*budget]amounts {
 }
 
 // verifyClaimsMemo makes every use of a memo check it against a fresh walk, and panic
-// when they differ: the package's tests set it (TestMain), its benchmarks do not.
-var verifyClaimsMemo bool
+// when they differ; verifySettled makes Admit check, at its end, that no pod
+// wakeAdmitted left alone would be admitted now (admitter.checkSettled). The package's
+// tests set both (TestMain), its benchmarks do not.
+var verifyClaimsMemo, verifySettled bool
 
 // sameLenderClaims reports whether two lender claims hold the same amounts, an amount of zero
 // being no amount.

@@ -2,6 +2,8 @@ package quota
 
 import (
 	"container/heap"
+	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -22,8 +24,9 @@ import (
 //     group's sum. Picking stops once nothing left could fit.
 //
 // It changes nothing; wake moves what it picks. fit is appended to buf (a buffer the
-// caller reuses, so that an event allocates no list of its own).
-func wakeable(b *budget, alive func(*budget) bool, buf []*entry) (retry, fit []*entry) {
+// caller reuses, so that an event allocates no list of its own). settled, when not nil,
+// names pods that need no look (wakeAdmitted).
+func wakeable(b *budget, alive func(*budget) bool, settled func(*podState) bool, buf []*entry) (retry, fit []*entry) {
 	fit = buf
 	var capacity []*entry
 	minReq := map[corev1.ResourceName]int64{}
@@ -34,6 +37,7 @@ func wakeable(b *budget, alive func(*budget) bool, buf []*entry) (retry, fit []*
 		case !alive(w.budget), w.anyFlavor:
 			retry = append(retry, e)
 		case w.budget != b:
+		case settled != nil && settled(e.pod):
 		case w.code != CodeInsufficient:
 			retry = append(retry, e)
 		default:
@@ -87,8 +91,43 @@ func anyFits(minReq, free map[corev1.ResourceName]int64) bool {
 
 // wake moves back to active what wakeable picks. The pods it moves for capacity are
 // assumed to be admitted; recheckWakes checks that at the end of Admit.
-func (a *agenda) wake(b *budget) {
-	retry, fit := wakeable(b, a.topology.alive, a.wakeBuf[:0])
+func (a *agenda) wake(b *budget) { a.wakeSkipping(b, nil) }
+
+// wakeAdmitted is wake for a borrowing parent f after a pod of its family was admitted,
+// which takes room and gives none (families.unitAdmitted calls wake when it may give
+// some). The pods that wait on f's family for lendable quota (NoLendableQuota) are left
+// alone: each failed after f's room last grew, since wake moves them all back to
+// active, and they would fail the same way again. Without this, each admission in a busy
+// family had every pod waiting on it evaluated again (BenchmarkCoreOnKueueScenario).
+func (a *agenda) wakeAdmitted(f *budget) {
+	a.wakeSkipping(f, func(p *podState) bool {
+		settled := p.wait.code == CodeNoLendable
+		if settled && verifySettled {
+			a.settled = append(a.settled, p)
+		}
+		return settled
+	})
+}
+
+// checkSettled panics when a pod wakeAdmitted left alone, and nothing has woken since,
+// would fit now (verifySettled; a pod of a group or on a flavor is not checked).
+func (a *agenda) checkSettled(capacityWait func([]*budget, demand) (waitInfo, bool), stuck func(*podState) bool) {
+	for _, p := range a.settled {
+		f := p.wait.budget
+		if p.forgotten || p.phase != phaseWaiting || p.wait.code != CodeNoLendable || p.group != nil || p.wait.flavor != "" || stuck(p) ||
+			!slices.ContainsFunc(p.entries, func(e *entry) bool { return e.budget == f && e.kind == queueInadmissible }) {
+			continue
+		}
+		if w, over := capacityWait(p.cover, p.adds); !over {
+			panic(fmt.Sprintf("pod %s was left waiting on %s's family, and it fits now (%+v)", p.pod.PodRef, f.key, w))
+		}
+	}
+	clear(a.settled)
+	a.settled = a.settled[:0]
+}
+
+func (a *agenda) wakeSkipping(b *budget, settled func(*podState) bool) {
+	retry, fit := wakeable(b, a.topology.alive, settled, a.wakeBuf[:0])
 	for _, e := range retry {
 		a.move(e, queueActive)
 	}

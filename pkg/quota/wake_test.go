@@ -46,7 +46,7 @@ func TestWakeable(t *testing.T) {
 	add("second-1", 2, b, CodeInsufficient, "1", nil) // nothing left
 	add("third-1", 3, b, CodeInsufficient, "1", nil)
 
-	retry, fit := wakeable(b, alive, nil)
+	retry, fit := wakeable(b, alive, nil, nil)
 	names := func(es []*entry) []string {
 		var out []string
 		for _, e := range es {
@@ -69,7 +69,7 @@ func TestWakeable(t *testing.T) {
 
 	// With nothing free, only the pods blocked for another reason go back.
 	b.ledger.charge(&podState{pod: makePod("filler").Pod()}, parseAmounts("requests.cpu=3"), nil)
-	retry, fit = wakeable(b, alive, nil)
+	retry, fit = wakeable(b, alive, nil, nil)
 	if len(fit) != 0 || len(retry) != 2 {
 		t.Errorf("a full budget: retry %v, fit %v; want the two retries and no fit", names(retry), names(fit))
 	}
