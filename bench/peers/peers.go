@@ -34,6 +34,9 @@ type Options struct {
 	// memory growth figure, divided by schedScale.
 	deepDepth, deepReps int
 	memoryLevels        figures.IntList
+	// profile has quotagate's manager serve pprof, and takes CPU profiles of it
+	// during Kueue's scenario.
+	profile bool
 }
 
 // peerParts are what -peers-parts may name: the figures of issue 14 (release, reaction,
@@ -69,6 +72,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.schedScale, "peers-scale", o.schedScale, "Divide the workload counts of Kueue's scheduler performance scenario and the memory growth levels by this (-peers; 1: full size).")
 	fs.IntVar(&o.deepDepth, "peers-deep-depth", o.deepDepth, "Pods queued behind the head in the deep queue figure (-peers).")
 	fs.IntVar(&o.deepReps, "peers-deep-reps", o.deepReps, "Rounds of the deep queue figure per system (-peers).")
+	fs.BoolVar(&o.profile, "peers-profile", o.profile, "Take CPU profiles of quotagate's manager during Kueue's scheduler performance scenario, into the run's directory (-peers).")
 	fs.Var(&o.memoryLevels, "peers-memory-levels", "Pending pods at which the memory growth figure reads each manager's memory, before -peers-scale divides them (-peers).")
 }
 
@@ -189,7 +193,7 @@ func Run(ctx context.Context, o Options, renderOnly bool) (err error) {
 }
 
 func measureQuotagateAndBare(ctx context.Context, e *env, o Options, bin, bareBin, dir string, r *PeersReport) (err error) {
-	p, err := e.startQuotagateProcess(ctx, bin, dir)
+	p, pprof, err := e.startQuotagateProcess(ctx, bin, dir, o.profile)
 	if err != nil {
 		return err
 	}
@@ -209,6 +213,10 @@ func measureQuotagateAndBare(ctx context.Context, e *env, o Options, bin, bareBi
 	}
 	if e.sched != nil {
 		report.Logf("quotagate: Kueue's scheduler performance scenario, %d workloads", len(e.sched.Workloads))
+		if pprof != "" {
+			stop := profileCPU(ctx, pprof, dir, "quotagate-sched-cpu")
+			defer stop()
+		}
 		if r.Sched.Quotagate, err = e.runSched(ctx, *e.sched, e.quotagateSched()); err != nil {
 			return fmt.Errorf("quotagate, Kueue's scheduler performance scenario: %w", err)
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"github.com/quotagate/quotagate/bench/figures"
+	"github.com/quotagate/quotagate/bench/report"
 )
 
 // peerProcess is a manager the peers bench runs as a process of its own, so its
@@ -111,19 +114,74 @@ func (e *env) startBareManager(ctx context.Context, bin, dir string) (*peerProce
 // startQuotagateProcess runs the manager binary as the quotagate-manager
 // ServiceAccount with its defaults, but for leader election (one replica) and the
 // metrics server (not read).
-func (e *env) startQuotagateProcess(ctx context.Context, bin, dir string) (*peerProcess, error) {
+// With profile, it also serves /debug/pprof on a local port, pprof (the base URL).
+func (e *env) startQuotagateProcess(ctx context.Context, bin, dir string, profile bool) (p *peerProcess, pprof string, err error) {
 	kubeconfig := filepath.Join(dir, "quotagate-manager.kubeconfig")
 	if err := e.Cluster.WriteKubeconfig(e.ManagerSA, kubeconfig); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	probe, err := figures.FreePort()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", probe)
 	args := []string{"--kubeconfig", kubeconfig, "--leader-elect=false", "--metrics-bind-address", "0",
 		"--health-probe-bind-address", addr, "--zap-log-level", "error"}
-	return startPeerProcess(ctx, "quotagate manager", bin, args, nil, filepath.Join(dir, "quotagate-manager.log"), "http://"+addr+"/readyz")
+	if profile {
+		port, err := figures.FreePort()
+		if err != nil {
+			return nil, "", err
+		}
+		pprof = fmt.Sprintf("http://127.0.0.1:%d/debug/pprof", port)
+		args = append(args, "--pprof-bind-address", fmt.Sprintf("127.0.0.1:%d", port))
+	}
+	p, err = startPeerProcess(ctx, "quotagate manager", bin, args, nil, filepath.Join(dir, "quotagate-manager.log"), "http://"+addr+"/readyz")
+	return p, pprof, err
+}
+
+// profileCPU takes CPU profiles of the process serving pprof (a /debug/pprof URL), one
+// after another, each of at most 20 s, into dir/name-N.pprof, until the returned stop
+// is called; stop waits for the last one (go tool pprof reads them together).
+func profileCPU(ctx context.Context, pprof, dir, name string) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 1; ctx.Err() == nil; i++ {
+			path := filepath.Join(dir, fmt.Sprintf("%s-%d.pprof", name, i))
+			if err := fetchProfile(ctx, pprof+"/profile?seconds=20", path); err != nil {
+				if ctx.Err() == nil {
+					report.Logf("  profile %s: %v", path, err)
+				}
+				return
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+		report.Logf("  CPU profiles of the quotagate manager: %s-*.pprof (go tool pprof -top %s-*.pprof)", filepath.Join(dir, name), filepath.Join(dir, name))
+	}
+}
+
+func fetchProfile(ctx context.Context, url, path string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, body, 0o644)
 }
 
 // measureBareManager runs the bare manager (bench/baremanager) beside quotagate's for the

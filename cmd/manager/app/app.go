@@ -22,9 +22,11 @@ import (
 
 // Options are the manager's flags.
 type Options struct {
-	MetricsAddr             string
-	MetricsSecure           bool
-	ProbeAddr               string
+	MetricsAddr   string
+	MetricsSecure bool
+	ProbeAddr     string
+	// PprofAddr is where Go's /debug/pprof endpoints are served; "0" disables them.
+	PprofAddr               string
 	LeaderElect             bool
 	LeaderElectionNamespace string
 	LeaderElectionID        string
@@ -50,6 +52,7 @@ func DefaultOptions() Options {
 		MetricsAddr:             ":8080",
 		MetricsSecure:           true,
 		ProbeAddr:               ":8081",
+		PprofAddr:               "0",
 		LeaderElect:             true,
 		LeaderElectionNamespace: envOr("POD_NAMESPACE", "quotagate-system"),
 		LeaderElectionID:        "quotagate-manager",
@@ -87,6 +90,7 @@ func NewCommand() *cobra.Command {
 	f.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "Address of the metrics and /debug/queues endpoint; 0 disables it.")
 	f.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure, "Serve metrics over HTTPS with Kubernetes authentication and authorization.")
 	f.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr, "Address of /healthz and /readyz.")
+	f.StringVar(&o.PprofAddr, "pprof-bind-address", o.PprofAddr, "Address of Go's /debug/pprof endpoints (CPU, heap and goroutine profiles), unauthenticated: bind it to localhost; 0 (the default) disables them.")
 	f.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader with a Lease, so only one replica admits pods.")
 	f.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the leader election Lease.")
 	f.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "Name of the leader election Lease.")
@@ -140,6 +144,29 @@ func (o Options) Validate() error {
 	return nil
 }
 
+// managerOptions are controller-runtime's options for the manager o describes.
+func (o *Options) managerOptions() ctrl.Options {
+	metrics := metricsserver.Options{
+		BindAddress:   o.MetricsAddr,
+		SecureServing: o.MetricsSecure,
+	}
+	if o.MetricsSecure {
+		metrics.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	return ctrl.Options{
+		Metrics:                       metrics,
+		HealthProbeBindAddress:        o.ProbeAddr,
+		PprofBindAddress:              o.PprofAddr,
+		LeaderElection:                o.LeaderElect,
+		LeaderElectionNamespace:       o.LeaderElectionNamespace,
+		LeaderElectionID:              o.LeaderElectionID,
+		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &o.LeaseDuration,
+		RenewDeadline:                 &o.RenewDeadline,
+		RetryPeriod:                   &o.RetryPeriod,
+	}
+}
+
 // Run starts the manager and blocks until ctx is done.
 func Run(ctx context.Context, o Options) error {
 	if err := o.Validate(); err != nil {
@@ -156,24 +183,7 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	o.Controller.Registerer = crmetrics.Registry
-	metrics := metricsserver.Options{
-		BindAddress:   o.MetricsAddr,
-		SecureServing: o.MetricsSecure,
-	}
-	if o.MetricsSecure {
-		metrics.FilterProvider = filters.WithAuthenticationAndAuthorization
-	}
-	q, mgr, err := controller.NewManager(cfg, o.Controller, ctrl.Options{
-		Metrics:                       metrics,
-		HealthProbeBindAddress:        o.ProbeAddr,
-		LeaderElection:                o.LeaderElect,
-		LeaderElectionNamespace:       o.LeaderElectionNamespace,
-		LeaderElectionID:              o.LeaderElectionID,
-		LeaderElectionReleaseOnCancel: true,
-		LeaseDuration:                 &o.LeaseDuration,
-		RenewDeadline:                 &o.RenewDeadline,
-		RetryPeriod:                   &o.RetryPeriod,
-	})
+	q, mgr, err := controller.NewManager(cfg, o.Controller, o.managerOptions())
 	if err != nil {
 		return err
 	}

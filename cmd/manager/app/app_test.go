@@ -55,3 +55,23 @@ func TestValidate(t *testing.T) {
 		})
 	}
 }
+
+// The profiling endpoints are off unless asked for: --pprof-bind-address defaults to 0,
+// and the address given reaches controller-runtime's manager.
+func TestPprofEndpointsAreOptIn(t *testing.T) {
+	f := NewCommand().Flags().Lookup("pprof-bind-address")
+	if f == nil {
+		t.Fatal("the manager has no --pprof-bind-address flag")
+	}
+	if f.DefValue != "0" {
+		t.Errorf("--pprof-bind-address defaults to %q, want 0 (disabled)", f.DefValue)
+	}
+	o := DefaultOptions()
+	if got := o.managerOptions().PprofBindAddress; got != "0" {
+		t.Errorf("by default the manager's pprof address is %q, want 0", got)
+	}
+	o.PprofAddr = "127.0.0.1:6060"
+	if got := o.managerOptions().PprofBindAddress; got != "127.0.0.1:6060" {
+		t.Errorf("with --pprof-bind-address=127.0.0.1:6060 the manager's pprof address is %q", got)
+	}
+}
