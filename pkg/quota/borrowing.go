@@ -147,7 +147,7 @@ func (p *budget) familySum(r corev1.ResourceName, use func(c *budget, acc accoun
 // remembered for an admission pass: lendclaims.go) and what they hold (hold.go).
 func (fs *families) claims(f *budget) map[*budget]amounts {
 	claims := fs.lenderClaims(f)
-	if len(fs.holding) > 0 {
+	if len(fs.holding) > 0 && holdsAny(f) {
 		claims = copyClaims(claims) // the pass's memo stays as lenderClaims gave it
 		addHeld(f, claims, fs.clock.Now())
 	}

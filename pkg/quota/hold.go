@@ -45,7 +45,9 @@ func (fs *families) freed(b *budget, usage amounts) (holds bool) {
 }
 
 // useHolds lets an admitted pod's usage use up what its budget holds, oldest first:
-// as much of the holds together as it asks for.
+// as much of the holds together as it asks for. A hold used up is dropped: it holds
+// nothing until it ends, and a busy member frees and uses quota many times in a lend
+// hold, so the holds read for each unit that would borrow (held) stay few.
 func (fs *families) useHolds(b *budget, usage amounts) {
 	s := b.family
 	if s == nil || len(s.holds) == 0 {
@@ -65,6 +67,38 @@ func (fs *families) useHolds(b *budget, usage amounts) {
 			want -= take
 		}
 	}
+	kept := s.holds[:0]
+	for _, h := range s.holds {
+		if positive(h.amount) {
+			kept = append(kept, h)
+		}
+	}
+	clear(s.holds[len(kept):])
+	s.holds = kept
+	if len(s.holds) == 0 {
+		delete(fs.holding, b)
+	}
+}
+
+// positive reports whether a holds more than zero of some resource.
+func positive(a amounts) bool {
+	for _, v := range a {
+		if v > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// holdsAny reports whether a child of f holds anything (held may still find that its
+// holds have ended).
+func holdsAny(f *budget) bool {
+	for _, c := range f.children {
+		if c.family != nil && len(c.family.holds) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // held is what b holds now for its own pods, per resource.
