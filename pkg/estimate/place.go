@@ -93,7 +93,9 @@ func Suppose(w World, o Options, n int, noStarts string) WhatIf {
 	}
 	out.Placements = Place(w, o, uids)
 	if noStarts == "" {
-		out.Starts = Simulate(w, o)[len(w.Waiting)-n:]
+		if starts := Simulate(w, o); starts != nil {
+			out.Starts = starts[len(w.Waiting)-n:]
+		}
 	}
 	return out
 }

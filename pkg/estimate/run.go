@@ -108,7 +108,7 @@ func run(w *World, o *Options, pk pick) result {
 		if o.afterAdmit != nil {
 			o.afterAdmit(s.q)
 		}
-		if s.left == 0 {
+		if s.left == 0 || o.stopped() {
 			break
 		}
 		next, ok := s.next(horizon)

@@ -40,10 +40,24 @@ type Options struct {
 	MaxSteps int
 	// Horizon is how far ahead it simulates; 0 means DefaultHorizon.
 	Horizon time.Duration
+	// Done, when closed, stops the simulation at its next simulated moment: the result
+	// is then incomplete and is to be dropped (the manager closes it when it stops, so
+	// that a pass over a long queue does not hold the shutdown).
+	Done <-chan struct{}
 
 	// afterAdmit, when set, is called after each simulated moment's admissions, with
 	// the simulation's core (the randomized test checks the budgets there).
 	afterAdmit func(q *quota.AdmissionQueue)
+}
+
+// stopped reports whether Done was closed.
+func (o *Options) stopped() bool {
+	select {
+	case <-o.Done:
+		return true
+	default:
+		return false
+	}
 }
 
 // DefaultHorizon is how far ahead a simulation looks by default: a pod that would start
@@ -97,11 +111,14 @@ type Start struct {
 // Simulate estimates when each waiting pod starts: a fresh core is fed the world and
 // advanced in simulated time, admitting in its own order and ending each pod at its
 // expected end, three times (durations at their center, low and high). The result is in
-// the order of w.Waiting.
+// the order of w.Waiting; nil when o.Done was closed before it was complete.
 func Simulate(w World, o Options) []Start {
 	median := run(&w, &o, pickCenter)
 	low := run(&w, &o, pickLow)
 	high := run(&w, &o, pickHigh)
+	if o.stopped() {
+		return nil
+	}
 	out := make([]Start, len(w.Waiting))
 	for i, p := range w.Waiting {
 		m := median.pods[i]

@@ -275,3 +275,41 @@ func TestSimulateOnFlavors(t *testing.T) {
 		t.Errorf("next, with only h100 existing (-want +got):\n%s", diff)
 	}
 }
+
+// A simulation stops at its next simulated moment once Done is closed, and gives no
+// starts (they would be those of a world cut short): the manager's shutdown does not
+// wait for a pass over a long queue.
+func TestSimulateStopsWhenDone(t *testing.T) {
+	w := busyWorld(200, false)
+	moments := func(o Options) (n int) {
+		o.afterAdmit = func(*quota.AdmissionQueue) { n++ }
+		if starts := Simulate(w, o); o.Done == nil && len(starts) != len(w.Waiting) {
+			t.Fatalf("a whole simulation gave %d starts for %d waiting pods", len(starts), len(w.Waiting))
+		}
+		return n
+	}
+	whole := moments(Options{})
+	if whole < 30 {
+		t.Fatalf("a whole simulation took %d moments: too few to tell whether Done stops it", whole)
+	}
+
+	done := make(chan struct{})
+	n := 0
+	starts := Simulate(w, Options{Done: done, afterAdmit: func(*quota.AdmissionQueue) {
+		if n++; n == 3 {
+			close(done)
+		}
+	}})
+	if starts != nil {
+		t.Errorf("a simulation stopped after 3 moments gave %d starts, want none", len(starts))
+	}
+	// Three moments of the first run, then one of each of the other two.
+	if n != 5 {
+		t.Errorf("the simulation went on for %d moments after Done was closed at the 3rd (a whole one takes %d), want 5", n, whole)
+	}
+	closed := make(chan struct{})
+	close(closed)
+	if got := moments(Options{Done: closed}); got != 3 {
+		t.Errorf("with Done closed before it started, the simulation took %d moments, want one per run (3)", got)
+	}
+}

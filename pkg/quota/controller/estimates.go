@@ -65,6 +65,10 @@ type podLister interface{ List() []any }
 // DefaultEstimateInterval is the least time between two estimator passes.
 const DefaultEstimateInterval = 5 * time.Second
 
+// estimateRest is how many times as long as a pass the estimator waits before the next
+// one, at least: it takes at most a quarter of a core however long its passes are.
+const estimateRest = 3
+
 // DefaultEstimateMaxPods is the most pods the estimator simulates by default: a pass
 // over more would hold a large share of a core and of the manager's memory (make bench,
 // figure 4: 200 MiB of heap at 50,000 gated pods with passes, against 84 without).
@@ -161,15 +165,20 @@ func (c *Controller) runEstimates(ctx context.Context) error {
 	if !toolscache.WaitForCacheSync(ctx.Done(), c.handlersSynced) {
 		return nil
 	}
+	var last time.Duration // how long the last pass took
 	for {
-		// The interval runs from the end of a pass: a pass longer than the interval
-		// (tens of thousands of gated pods) leaves the manager time for the rest.
-		timer := c.opts.Clock.NewTimer(c.estimates.interval)
+		// The wait runs from the end of a pass, and is at least estimateRest times the
+		// pass: a pass over a long queue (seconds of CPU with tens of thousands of gated
+		// pods, and a busy family) leaves the manager, and the API server beside it, the
+		// rest of the time. Estimates are then older, not the admissions slower.
 		if c.estimates.changed.Swap(false) {
+			began := time.Now()
 			if err := c.estimateOnce(ctx); err != nil {
 				logger.Error(err, "Estimating starts")
 			}
+			last = time.Since(began)
 		}
+		timer := c.opts.Clock.NewTimer(max(c.estimates.interval, estimateRest*last))
 		select {
 		case <-ctx.Done():
 			timer.Stop()
@@ -199,7 +208,10 @@ func (c *Controller) estimateOnce(ctx context.Context) error {
 		return err
 	}
 	built := time.Since(began)
-	starts := estimate.Simulate(w, estimate.Options{Core: c.opts.coreOptions()})
+	starts := estimate.Simulate(w, estimate.Options{Core: c.opts.coreOptions(), Done: ctx.Done()})
+	if ctx.Err() != nil {
+		return nil // stopping: the pass was cut short
+	}
 	simulated := time.Since(began) - built
 	m := make(map[types.UID]estimate.Start, len(starts))
 	for _, s := range starts {
