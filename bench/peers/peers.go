@@ -2,6 +2,7 @@ package peers
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -37,6 +38,9 @@ type Options struct {
 	// profile has quotagate's manager serve pprof, and takes CPU profiles of it
 	// during Kueue's scenario.
 	profile bool
+	// mergeSched is the JSON report of another run whose Kueue scenario replaces the
+	// report's (mergeSched), instead of a run.
+	mergeSched string
 }
 
 // peerParts are what -peers-parts may name: the figures of issue 14 (release, reaction,
@@ -72,6 +76,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.schedScale, "peers-scale", o.schedScale, "Divide the workload counts of Kueue's scheduler performance scenario and the memory growth levels by this (-peers; 1: full size).")
 	fs.IntVar(&o.deepDepth, "peers-deep-depth", o.deepDepth, "Pods queued behind the head in the deep queue figure (-peers).")
 	fs.IntVar(&o.deepReps, "peers-deep-reps", o.deepReps, "Rounds of the deep queue figure per system (-peers).")
+	fs.StringVar(&o.mergeSched, "peers-merge-sched", o.mergeSched, "Measure nothing: put the Kueue scheduler scenario of this JSON report (a run of -peers-parts kueue-scheduler, at full size) into the report at -peers-json, and render it again (-peers).")
 	fs.BoolVar(&o.profile, "peers-profile", o.profile, "Take CPU profiles of quotagate's manager during Kueue's scheduler performance scenario, into the run's directory (-peers).")
 	fs.Var(&o.memoryLevels, "peers-memory-levels", "Pending pods at which the memory growth figure reads each manager's memory, before -peers-scale divides them (-peers).")
 }
@@ -128,6 +133,9 @@ func Run(ctx context.Context, o Options, renderOnly bool) (err error) {
 			return err
 		}
 		return report.RenderAgain(&PeersReport{}, abs(o.json), abs(o.markdown))
+	}
+	if o.mergeSched != "" {
+		return mergeSched(o)
 	}
 	for _, part := range strings.Split(o.parts, ",") {
 		if !slices.Contains(peerParts, part) {
@@ -335,4 +343,34 @@ func (s *system) add(run figures.ReleaseRun) {
 	for name, v := range run.CPU {
 		s.ReleaseCPU[name] += v
 	}
+}
+
+// mergeSched puts the Kueue scheduler scenario of the run at o.mergeSched into the report
+// at o.json, noting the run it comes from, and renders the report again: the scenario at
+// full size takes over an hour, the rest of the report under half of that.
+func mergeSched(o Options) error {
+	_, abs, err := report.RepoPaths()
+	if err != nil {
+		return err
+	}
+	var r, part PeersReport
+	for path, into := range map[string]*PeersReport{abs(o.json): &r, o.mergeSched: &part} {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(raw, into); err != nil {
+			return fmt.Errorf("reading %s: %w", path, err)
+		}
+	}
+	if part.Sched == nil {
+		return fmt.Errorf("-peers-merge-sched: %s has no Kueue scheduler scenario", o.mergeSched)
+	}
+	if part.KueueVersion != r.KueueVersion {
+		return fmt.Errorf("-peers-merge-sched: %s measured Kueue %s, the report Kueue %s", o.mergeSched, part.KueueVersion, r.KueueVersion)
+	}
+	r.Sched = part.Sched
+	r.Sched.From = &partRun{Date: part.Date, Command: part.Command, Took: part.Took,
+		LoadBefore: part.Machine.LoadBefore, LoadAfter: part.Machine.LoadAfter}
+	return report.Write(r, abs(o.json), abs(o.markdown))
 }
