@@ -100,13 +100,13 @@ A quota of one pod of one cpu, %[1]d pods queued behind the head (Kueue's users'
 hundreds of workloads waiting while quota frees a little at a time); each round the admitted pod
 is marked Succeeded and the time runs to the next pod's ungate event, %[2]d rounds per system.
 Goal: quotagate's p50 within %[3]d× the bare client's.
-
+%[13]s
 | Room → head ungated (ms) | quotagate | bare client | Kueue | quotagate/bare | Goal | Met? |
 |---|---:|---:|---:|---:|---|---|
 | p50 | %[4]s | %[5]s | %[6]s | %[7]s | ≤ %[3]d× | %[8]s |
 | p99 | %[9]s | %[10]s | %[11]s | %[12]s | — | — |
 `, d.Depth, q.N, deepQueueGoal, fmtMS(q.P50), fmtMS(bare.P50), fmtMS(k.P50), fmtRatio(x), report.YesNo(x > 0 && x <= deepQueueGoal),
-			fmtMS(q.P99), fmtMS(bare.P99), fmtMS(k.P99), fmtRatio(report.Ratio(q.P99, bare.P99)))
+			fmtMS(q.P99), fmtMS(bare.P99), fmtMS(k.P99), fmtRatio(report.Ratio(q.P99, bare.P99)), r.fromLine(partDeepQueue))
 	}
 	if len(r.MemoryGrowth) > 0 {
 		b.WriteString(`
@@ -116,7 +116,7 @@ Each manager's memory with that many pods pending behind a quota of zero (quotag
 its Budget's status counts; Kueue: pending Workloads its ClusterQueue's status counts), read
 from /proc/<pid>/status: RSS, and of it the private part (RssAnon: the Go heap and stacks).
 Goal: quotagate's RSS at the last level at most 1/4 of Kueue's.
-
+` + r.fromLine(partMemoryGrowth) + `
 | Pending pods | quotagate RSS (MiB) | of which private | Kueue RSS (MiB) | of which private | quotagate/Kueue RSS | Goal | Met? |
 |---:|---:|---:|---:|---:|---:|---|---|
 `)
@@ -141,11 +141,11 @@ a Budget of zero under a ClusterBudget that borrows all it releases from a sibli
 raised (every pod admitted by borrowing), beside a second borrower of twice its fair-sharing
 weight; the two take turns, %[2]d times each. Goal: the family's throughput at least %.1[3]f of the
 plain budget's.
-
+%[8]s
 | Release throughput, median (pods/s) | plain budget | borrowing family, fair sharing | family/plain | Goal | Met? |
 |---|---:|---:|---:|---|---|
 | %[1]d pods | %.0[4]f | %.0[5]f | %[6]s | ≥ %.1[3]f× | %[7]s |
-`, f.N, len(f.Plain), familyReleaseGoal, plain, fam, fmtRatio(x), report.YesNo(x >= familyReleaseGoal))
+`, f.N, len(f.Plain), familyReleaseGoal, plain, fam, fmtRatio(x), report.YesNo(x >= familyReleaseGoal), r.fromLine(partFamilyRelease))
 	}
 	return b.String()
 }

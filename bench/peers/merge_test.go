@@ -9,9 +9,9 @@ import (
 )
 
 // A full-size run of Kueue's scenario alone is merged into the report of a smaller run of
-// every part: its scenario replaces the report's, says which run it comes from, and the
-// report's other parts stay; a run of another Kueue version is refused.
-func TestMergeSchedKeepsTheOtherParts(t *testing.T) {
+// every part: its scenario replaces the report's and says which run it comes from, the
+// report's other parts stay as they were; a run of another Kueue version is refused.
+func TestMergeKeepsTheOtherParts(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name string, r PeersReport) string {
 		t.Helper()
@@ -32,8 +32,8 @@ func TestMergeSchedKeepsTheOtherParts(t *testing.T) {
 	full.Machine.LoadBefore, full.Machine.LoadAfter = "0.30", "2.10"
 	o := DefaultOptions()
 	o.json, o.markdown = write("report.json", small), filepath.Join(dir, "report.md")
-	o.mergeSched = write("full.json", full)
-	if err := mergeSched(o); err != nil {
+	o.merge = write("full.json", full)
+	if err := mergeParts(o); err != nil {
 		t.Fatal(err)
 	}
 	var got PeersReport
@@ -44,10 +44,10 @@ func TestMergeSchedKeepsTheOtherParts(t *testing.T) {
 	if err := json.Unmarshal(raw, &got); err != nil {
 		t.Fatal(err)
 	}
-	if got.Sched == nil || got.Sched.Workloads != 15000 || got.Sched.From == nil || got.Sched.From.Date != full.Date {
+	if got.Sched == nil || got.Sched.Workloads != 15000 || got.PartsFrom[partSched] == nil || got.PartsFrom[partSched].Date != full.Date {
 		t.Errorf("the merged scenario is %+v, want the full-size run's, from %s", got.Sched, full.Date)
 	}
-	if got.Date != small.Date || got.DeepQueue == nil || got.N != 1000 {
+	if got.Date != small.Date || got.DeepQueue == nil || got.N != 1000 || got.PartsFrom[partDeepQueue] != nil {
 		t.Errorf("the merge changed the report's own run: date %q, deep queue %v, n %d", got.Date, got.DeepQueue, got.N)
 	}
 	md, err := os.ReadFile(o.markdown)
@@ -59,8 +59,8 @@ func TestMergeSchedKeepsTheOtherParts(t *testing.T) {
 	}
 
 	full.KueueVersion = "v0.18.0"
-	o.mergeSched = write("other.json", full)
-	if err := mergeSched(o); err == nil || !strings.Contains(err.Error(), "measured Kueue v0.18.0, the report Kueue v0.17.0") {
+	o.merge = write("other.json", full)
+	if err := mergeParts(o); err == nil || !strings.Contains(err.Error(), "measured Kueue v0.18.0, the report Kueue v0.17.0") {
 		t.Errorf("merging a run of another Kueue version: %v, want it refused", err)
 	}
 }

@@ -38,14 +38,22 @@ type Options struct {
 	// profile has quotagate's manager serve pprof, and takes CPU profiles of it
 	// during Kueue's scenario.
 	profile bool
-	// mergeSched is the JSON report of another run whose Kueue scenario replaces the
-	// report's (mergeSched), instead of a run.
-	mergeSched string
+	// merge is the JSON report of another run whose parts of issue 35 replace the
+	// report's (mergeParts), instead of a run.
+	merge string
 }
 
 // peerParts are what -peers-parts may name: the figures of issue 14 (release, reaction,
 // create → ungate, memory with gated pods) and Kueue's scheduler performance scenario.
-var peerParts = []string{"figures", "deep-queue", "memory-growth", "family-release", "kueue-scheduler"}
+var peerParts = []string{"figures", partDeepQueue, partMemoryGrowth, partFamilyRelease, partSched}
+
+// The parts of issue 35, by name.
+const (
+	partDeepQueue     = "deep-queue"
+	partMemoryGrowth  = "memory-growth"
+	partFamilyRelease = "family-release"
+	partSched         = "kueue-scheduler"
+)
 
 func (o Options) want(part string) bool {
 	return slices.Contains(strings.Split(o.parts, ","), part)
@@ -76,7 +84,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.schedScale, "peers-scale", o.schedScale, "Divide the workload counts of Kueue's scheduler performance scenario and the memory growth levels by this (-peers; 1: full size).")
 	fs.IntVar(&o.deepDepth, "peers-deep-depth", o.deepDepth, "Pods queued behind the head in the deep queue figure (-peers).")
 	fs.IntVar(&o.deepReps, "peers-deep-reps", o.deepReps, "Rounds of the deep queue figure per system (-peers).")
-	fs.StringVar(&o.mergeSched, "peers-merge-sched", o.mergeSched, "Measure nothing: put the Kueue scheduler scenario of this JSON report (a run of -peers-parts kueue-scheduler, at full size) into the report at -peers-json, and render it again (-peers).")
+	fs.StringVar(&o.merge, "peers-merge", o.merge, "Measure nothing: put the parts of this JSON report (a run of some -peers-parts, such as kueue-scheduler at full size) other than figures into the report at -peers-json, each saying the run it comes from, and render it again (-peers).")
 	fs.BoolVar(&o.profile, "peers-profile", o.profile, "Take CPU profiles of quotagate's manager during Kueue's scheduler performance scenario, into the run's directory (-peers).")
 	fs.Var(&o.memoryLevels, "peers-memory-levels", "Pending pods at which the memory growth figure reads each manager's memory, before -peers-scale divides them (-peers).")
 }
@@ -121,6 +129,27 @@ type PeersReport struct {
 	MemoryGrowth  []memoryLevel  `json:"memoryGrowth,omitempty"`
 	FamilyRelease *familyRelease `json:"familyRelease,omitempty"`
 	Sched         *schedReport   `json:"kueueScheduler,omitempty"`
+	// PartsFrom names, for a part measured in a run of its own (-peers-merge), that run.
+	PartsFrom map[string]*partRun `json:"partsFrom,omitempty"`
+}
+
+// partRun is the run a part of the report was measured in.
+type partRun struct {
+	Date       string `json:"date"`
+	Command    string `json:"command"`
+	Took       string `json:"took"`
+	LoadBefore string `json:"loadAverageBefore"`
+	LoadAfter  string `json:"loadAverageAfter"`
+}
+
+// fromLine says, for a part measured in a run of its own, which run: a paragraph, or "".
+func (r PeersReport) fromLine(part string) string {
+	f := r.PartsFrom[part]
+	if f == nil {
+		return ""
+	}
+	return fmt.Sprintf("\nThis part was measured in a run of its own, on %s: `%s` (took %s; load average %s before, %s after).\n",
+		f.Date, f.Command, f.Took, f.LoadBefore, f.LoadAfter)
 }
 
 // Run starts a local control plane and measures quotagate's manager, Kueue's
@@ -134,8 +163,8 @@ func Run(ctx context.Context, o Options, renderOnly bool) (err error) {
 		}
 		return report.RenderAgain(&PeersReport{}, abs(o.json), abs(o.markdown))
 	}
-	if o.mergeSched != "" {
-		return mergeSched(o)
+	if o.merge != "" {
+		return mergeParts(o)
 	}
 	for _, part := range strings.Split(o.parts, ",") {
 		if !slices.Contains(peerParts, part) {
@@ -345,16 +374,17 @@ func (s *system) add(run figures.ReleaseRun) {
 	}
 }
 
-// mergeSched puts the Kueue scheduler scenario of the run at o.mergeSched into the report
-// at o.json, noting the run it comes from, and renders the report again: the scenario at
-// full size takes over an hour, the rest of the report under half of that.
-func mergeSched(o Options) error {
+// mergeParts puts the parts of issue 35 that the run at o.merge measured (all but the
+// figures) into the report at o.json, noting the run each comes from, and renders the
+// report again: Kueue's scenario at full size takes over an hour by itself, and the
+// memory growth at 50,000 pending half an hour.
+func mergeParts(o Options) error {
 	_, abs, err := report.RepoPaths()
 	if err != nil {
 		return err
 	}
 	var r, part PeersReport
-	for path, into := range map[string]*PeersReport{abs(o.json): &r, o.mergeSched: &part} {
+	for path, into := range map[string]*PeersReport{abs(o.json): &r, o.merge: &part} {
 		raw, err := os.ReadFile(path)
 		if err != nil {
 			return err
@@ -363,14 +393,30 @@ func mergeSched(o Options) error {
 			return fmt.Errorf("reading %s: %w", path, err)
 		}
 	}
-	if part.Sched == nil {
-		return fmt.Errorf("-peers-merge-sched: %s has no Kueue scheduler scenario", o.mergeSched)
-	}
 	if part.KueueVersion != r.KueueVersion {
-		return fmt.Errorf("-peers-merge-sched: %s measured Kueue %s, the report Kueue %s", o.mergeSched, part.KueueVersion, r.KueueVersion)
+		return fmt.Errorf("-peers-merge: %s measured Kueue %s, the report Kueue %s", o.merge, part.KueueVersion, r.KueueVersion)
 	}
-	r.Sched = part.Sched
-	r.Sched.From = &partRun{Date: part.Date, Command: part.Command, Took: part.Took,
+	from := &partRun{Date: part.Date, Command: part.Command, Took: part.Took,
 		LoadBefore: part.Machine.LoadBefore, LoadAfter: part.Machine.LoadAfter}
+	var merged []string
+	take := func(name string, has bool, put func()) {
+		if !has {
+			return
+		}
+		put()
+		if r.PartsFrom == nil {
+			r.PartsFrom = map[string]*partRun{}
+		}
+		r.PartsFrom[name] = from
+		merged = append(merged, name)
+	}
+	take(partDeepQueue, part.DeepQueue != nil, func() { r.DeepQueue = part.DeepQueue })
+	take(partMemoryGrowth, len(part.MemoryGrowth) > 0, func() { r.MemoryGrowth = part.MemoryGrowth })
+	take(partFamilyRelease, part.FamilyRelease != nil, func() { r.FamilyRelease = part.FamilyRelease })
+	take(partSched, part.Sched != nil, func() { r.Sched = part.Sched })
+	if len(merged) == 0 {
+		return fmt.Errorf("-peers-merge: %s has none of the parts %s", o.merge, strings.Join(peerParts[1:], ","))
+	}
+	report.Logf("Merging %s from %s", strings.Join(merged, ", "), o.merge)
 	return report.Write(r, abs(o.json), abs(o.markdown))
 }

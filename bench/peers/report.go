@@ -229,7 +229,7 @@ Machine: %[7]d CPUs, %.1[8]f GiB, shared with other work; load average (1, 5, 15
 		cpuPerPod(r.Quotagate, r.N), cpuPerPod(r.Kueue, r.N), cpuPerPod(r.Bare, r.N))
 	b.WriteString(r.growthMarkdown())
 	if r.Sched != nil {
-		b.WriteString(r.Sched.markdown())
+		b.WriteString(r.Sched.markdown(r.fromLine(partSched)))
 	}
 	b.WriteString("\n" + peersAnalysis)
 	return b.String()

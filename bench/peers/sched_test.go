@@ -256,7 +256,7 @@ func TestSchedReportJudgesOverhead(t *testing.T) {
 		Kueue:     schedResult{WallSeconds: 20, Classes: map[string]schedClass{"small": {N: 10, Mean: 11}}, AdmittedPods: 10, Writes: map[string]float64{"pods": 30, "workloads": 30}},
 		Policy:    schedResult{WallSeconds: 10, Classes: map[string]schedClass{"small": {N: 10, Mean: 2.5}}},
 	}
-	md := s.markdown()
+	md := s.markdown("")
 	for _, want := range []string{
 		// 0.5 s over against 10: met.
 		"| Wall time (s) | 10.00 | 10.50 | 20.00 | +0.50 | +10.00 | 0.05× | yes |",

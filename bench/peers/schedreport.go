@@ -28,18 +28,6 @@ type schedReport struct {
 	Policy    schedResult `json:"quotagatePolicy"`
 	Quotagate schedResult `json:"quotagate"`
 	Kueue     schedResult `json:"kueue"`
-	// From is the run this part was measured in, when it is not the report's own
-	// (-peers-merge-sched: a full-size run of this part alone).
-	From *partRun `json:"from,omitempty"`
-}
-
-// partRun is the run a part of the report was measured in.
-type partRun struct {
-	Date       string `json:"date"`
-	Command    string `json:"command"`
-	Took       string `json:"took"`
-	LoadBefore string `json:"loadAverageBefore"`
-	LoadAfter  string `json:"loadAverageAfter"`
 }
 
 func newSchedReport(p schedPlan, scale int) *schedReport {
@@ -78,7 +66,7 @@ func (s schedReport) rows() [][]string {
 	return rows
 }
 
-func (s schedReport) markdown() string {
+func (s schedReport) markdown(from string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `
 ## Kueue's scheduler performance scenario
@@ -100,10 +88,7 @@ creation (as Kueue's recorder takes it) to the one of its last pod's ungate; wal
 start of the schedule to the last pod's end, so it also holds how far the bench's creates fell
 behind their schedule (below). Goal: each system's overhead above the ideal, quotagate's at most %[6]s of Kueue's.
 `, s.Config, s.Cohorts, s.Queues, s.Workloads, s.Scale, fmtRatio(schedOverheadGoal))
-	if f := s.From; f != nil {
-		fmt.Fprintf(&b, "\nThis part was measured in a run of its own, on %s: `%s` (took %s; load average %s before, %s after).\n",
-			f.Date, f.Command, f.Took, f.LoadBefore, f.LoadAfter)
-	}
+	b.WriteString(from)
 	b.WriteString(`
 | Figure | ideal | quotagate | Kueue | quotagate − ideal | Kueue − ideal | quotagate/Kueue overhead | Met? |
 |---|---:|---:|---:|---:|---:|---:|---|
