@@ -77,6 +77,18 @@ type metrics struct {
 
 	preemptions        *prometheus.CounterVec
 	preemptionsBlocked *prometheus.CounterVec
+
+	// depths and moves are the series Moved updates, looked up once: it runs for every
+	// queue move, and a lookup by label values hashes them all. forgetBudget drops a
+	// budget's (its series leave the vector, so a kept one would count for nobody).
+	seriesMu sync.Mutex
+	depths   map[depthKey]prometheus.Gauge
+	moves    map[[2]string]prometheus.Counter
+}
+
+type depthKey struct {
+	budget quota.BudgetKey
+	queue  string
 }
 
 var _ quota.Observer = (*metrics)(nil)
@@ -145,6 +157,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "quotagate_preemptions_total",
 			Help: "Pods evicted to make room for a gated pod, by reason: Reclaim (quota lent to a sibling taken back) or WithinBudget (a pod of lower priority).",
 		}, []string{"reason"}),
+		depths: map[depthKey]prometheus.Gauge{},
+		moves:  map[[2]string]prometheus.Counter{},
 		preemptionsBlocked: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "quotagate_preemption_attempts_failed_total",
 			Help: "Evictions of preemption victims refused (a PodDisruptionBudget) or failed, each retried later, by reason.",
@@ -206,20 +220,38 @@ func labelsOf(key quota.BudgetKey) []string {
 
 // Moved is called by the core, under its lock, for every queue move.
 func (m *metrics) Moved(budget quota.BudgetKey, from, to quota.Queue) {
-	b := labelsOf(budget)
 	moveFrom, moveTo := string(from), string(to)
+	m.seriesMu.Lock()
+	defer m.seriesMu.Unlock()
 	if from == "" {
 		moveFrom = moveIncoming
 		m.incomingPods.WithLabelValues(string(to)).Inc()
 	} else {
-		m.queueDepth.WithLabelValues(append(b, string(from))...).Dec()
+		m.depth(budget, moveFrom).Dec()
 	}
 	if to == "" {
 		moveTo = moveRemoved
 	} else {
-		m.queueDepth.WithLabelValues(append(b, string(to))...).Inc()
+		m.depth(budget, moveTo).Inc()
 	}
-	m.queueMoves.WithLabelValues(moveFrom, moveTo).Inc()
+	k := [2]string{moveFrom, moveTo}
+	c, ok := m.moves[k]
+	if !ok {
+		c = m.queueMoves.WithLabelValues(moveFrom, moveTo)
+		m.moves[k] = c
+	}
+	c.Inc()
+}
+
+// depth is the queue depth series of a budget's queue (seriesMu held).
+func (m *metrics) depth(budget quota.BudgetKey, queue string) prometheus.Gauge {
+	k := depthKey{budget, queue}
+	g, ok := m.depths[k]
+	if !ok {
+		g = m.queueDepth.WithLabelValues(append(labelsOf(budget), queue)...)
+		m.depths[k] = g
+	}
+	return g
 }
 
 // admitted records one ungated pod: an admission and its wait in every budget it is
@@ -270,6 +302,13 @@ func (m *metrics) setBudget(key quota.BudgetKey, st quota.BudgetStatus) {
 
 // forgetBudget drops every series of a deleted budget.
 func (m *metrics) forgetBudget(key quota.BudgetKey) {
+	m.seriesMu.Lock()
+	defer m.seriesMu.Unlock()
+	for k := range m.depths {
+		if k.budget == key {
+			delete(m.depths, k)
+		}
+	}
 	b := labelsOf(key)
 	l := prometheus.Labels{"kind": b[0], "namespace": b[1], "name": b[2]}
 	for _, v := range []*prometheus.GaugeVec{m.queueDepth, m.budgetHard, m.budgetUsed, m.flavorHard, m.flavorUsed, m.budgetPending,

@@ -153,6 +153,18 @@ func TestQueueMovesNameBothEnds(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("queue series (-want +got):\n%s", diff)
 	}
+
+	// The budget is deleted, and created again with a pod: its depth starts again from
+	// that pod, in a series of its own.
+	m.forgetBudget(key)
+	if got := series(t, reg, "quotagate_queue_depth"); len(got) != 0 {
+		t.Errorf("queue depth series left after the budget was deleted: %v", got)
+	}
+	m.Moved(key, "", quota.QueueActive)
+	want = map[string]float64{"quotagate_queue_depth{kind=Budget,name=gpus,namespace=team-a,queue=active}": 1}
+	if diff := cmp.Diff(want, series(t, reg, "quotagate_queue_depth")); diff != "" {
+		t.Errorf("queue depth of the budget created again (-want +got):\n%s", diff)
+	}
 }
 
 func TestTwoControllersInOneRegistryShareTheirSeries(t *testing.T) {
