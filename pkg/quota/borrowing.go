@@ -165,8 +165,26 @@ func noteLendWaiter(f *budget, p *podState) {
 	s := familyOf(f)
 	if s.lendWaiters == nil {
 		s.lendWaiters = map[*podState]struct{}{}
+		s.byMember = map[*budget]map[*podState]struct{}{}
 	}
 	s.lendWaiters[p] = struct{}{}
+	for _, c := range p.cover {
+		if c.parent != f {
+			continue
+		}
+		if s.byMember[c] == nil {
+			s.byMember[c] = map[*podState]struct{}{}
+		}
+		s.byMember[c][p] = struct{}{}
+	}
+}
+
+// dropLendWaiter forgets a pod that no longer waits on s's family.
+func dropLendWaiter(s *familyState, p *podState) {
+	delete(s.lendWaiters, p)
+	for _, c := range p.cover {
+		delete(s.byMember[c], p)
+	}
 }
 
 // lendWaiters returns the pods that wait on f's family for lendable quota, in admission
@@ -178,7 +196,7 @@ func (fs *families) lendWaiters(f *budget) []*podState {
 	var out []*podState
 	for p := range f.family.lendWaiters {
 		if !waitsOnFamily(f, p) {
-			delete(f.family.lendWaiters, p) // lenderClaims prunes the same way
+			dropLendWaiter(f.family, p) // lenderClaims prunes the same way
 			continue
 		}
 		out = append(out, p)
@@ -200,7 +218,7 @@ func lenderClaims(f *budget, stuck func(*podState) bool) map[*budget]amounts {
 	}
 	for p := range f.family.lendWaiters {
 		if !waitsOnFamily(f, p) {
-			delete(f.family.lendWaiters, p)
+			dropLendWaiter(f.family, p)
 			continue
 		}
 		addLenderClaim(out, f, p, stuck)
@@ -215,21 +233,26 @@ func addLenderClaim(out map[*budget]amounts, f *budget, p *podState, stuck func(
 		return // it could not take what it claims now
 	}
 	for _, c := range p.cover {
-		if c.parent != f {
+		if c.parent == f {
+			addMemberClaim(out, c, p)
+		}
+	}
+}
+
+// addMemberClaim adds to out[c] what p, a pod waiting on the family of c's parent that
+// could be admitted now, claims within c's own hard.
+func addMemberClaim(out map[*budget]amounts, c *budget, p *podState) {
+	// Only what fits within c's own hard is c's to claim: a pod that would borrow is a
+	// borrower, and borrowers do not hold each other back.
+	for r, v := range p.waitUsage() {
+		acc := c.ledger.of(r)
+		if !acc.limited || addAmount(acc.used, v) > acc.hard {
 			continue
 		}
-		// Only what fits within c's own hard is c's to claim: a pod that would
-		// borrow is a borrower, and borrowers do not hold each other back.
-		for r, v := range p.waitUsage() {
-			acc := c.ledger.of(r)
-			if !acc.limited || addAmount(acc.used, v) > acc.hard {
-				continue
-			}
-			if out[c] == nil {
-				out[c] = amounts{}
-			}
-			out[c][r] = addAmount(out[c][r], v)
+		if out[c] == nil {
+			out[c] = amounts{}
 		}
+		out[c][r] = addAmount(out[c][r], v)
 	}
 }
 

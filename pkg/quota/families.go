@@ -66,8 +66,10 @@ func newFamilies(core familyCore, clk clock.PassiveClock, lendHold time.Duration
 // familyState is what the family part keeps on one budget.
 type familyState struct {
 	// lendWaiters are pods that waited on this budget's family for lendable quota when
-	// last evaluated (checked and pruned when read: lenderClaims, lendWaiters).
+	// last evaluated (checked and pruned when read: lenderClaims, lendWaiters), and
+	// byMember the same pods by the member of the family they are in.
 	lendWaiters map[*podState]struct{}
+	byMember    map[*budget]map[*podState]struct{}
 	// fairWaiters are pods that yielded to a sibling's pod by fair sharing
 	// (fairshare.go), woken once it was decided.
 	fairWaiters map[*podState]struct{}
@@ -77,10 +79,11 @@ type familyState struct {
 	// the family must then look at its pods again, even when nobody borrows.
 	parks bool
 	// claims is lenderClaims as this pass last computed it, good while the part's
-	// claimsGen and the members' ledger versions (claimsLedgers) are as they were then.
-	claims        map[*budget]amounts
-	claimsGen     uint64
-	claimsLedgers uint64
+	// claimsGen is as it was then; each member's entry, while the member's ledger version
+	// is the one in claimsOf.
+	claims    map[*budget]amounts
+	claimsGen uint64
+	claimsOf  map[*budget]uint64
 }
 
 // familyOf is b's family state, created on first use.
@@ -170,7 +173,7 @@ func (fs *families) admitted(p *podState) []BudgetKey {
 // forgetPod drops what b's family state records of a pod that ended or was deleted.
 func (fs *families) forgetPod(b *budget, p *podState) {
 	if s := b.family; s != nil {
-		delete(s.lendWaiters, p)
+		dropLendWaiter(s, p)
 		delete(s.fairWaiters, p)
 	}
 }

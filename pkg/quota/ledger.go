@@ -338,12 +338,5 @@ func (fs *formats) keep(acc amounts, old, next corev1.ResourceList) {
 	}
 }
 
-// ledgerVersions sums the versions of the budgets' ledgers: it moves on when any of
-// them changes (lendclaims.go).
-func ledgerVersions(budgets []*budget) uint64 {
-	var v uint64
-	for _, b := range budgets {
-		v += b.ledger.version
-	}
-	return v
-}
+// changes is the ledger's version: it moves on when used changes (lendclaims.go).
+func (l *ledger) changes() uint64 { return l.version }

@@ -32,24 +32,54 @@ func (fs *families) endPass()   { fs.passing = false; fs.claimsGen++ }
 // changed forgets every family's memo.
 func (fs *families) changed() { fs.claimsGen++ }
 
-// lenderClaims is lenderClaims(f), from the pass's memo when it is still good. The
-// result is shared with the memo: read it, do not change it.
+// lenderClaims is lenderClaims(f), from the pass's memo when it is still good: a
+// member whose ledger changed since has its entry computed again from its own waiting
+// pods alone. The result is shared with the memo: read it, do not change it.
 func (fs *families) lenderClaims(f *budget) map[*budget]amounts {
 	s := f.family
 	if !fs.passing || s == nil {
 		return lenderClaims(f, fs.core.stuck)
 	}
-	ledgers := ledgerVersions(f.children)
-	if s.claims != nil && s.claimsGen == fs.claimsGen && s.claimsLedgers == ledgers {
-		if verifyClaimsMemo {
-			if fresh := lenderClaims(f, fs.core.stuck); !sameLenderClaims(fresh, s.claims) {
-				panic(fmt.Sprintf("the memo of %s's claims is %v, a fresh walk gives %v", f.key, s.claims, fresh))
-			}
+	if s.claims == nil || s.claimsGen != fs.claimsGen {
+		s.claims, s.claimsGen = lenderClaims(f, fs.core.stuck), fs.claimsGen
+		s.claimsOf = make(map[*budget]uint64, len(f.children))
+		for _, c := range f.children {
+			s.claimsOf[c] = c.ledger.changes()
 		}
 		return s.claims
 	}
-	s.claims, s.claimsGen, s.claimsLedgers = lenderClaims(f, fs.core.stuck), fs.claimsGen, ledgers
+	for _, c := range f.children {
+		if v := c.ledger.changes(); s.claimsOf[c] != v {
+			fs.memberClaims(f, c)
+			s.claimsOf[c] = v
+		}
+	}
+	if verifyClaimsMemo {
+		if fresh := lenderClaims(f, fs.core.stuck); !sameLenderClaims(fresh, s.claims) {
+			panic(fmt.Sprintf("the memo of %s's claims is %v, a fresh walk gives %v", f.key, s.claims, fresh))
+		}
+	}
 	return s.claims
+}
+
+// memberClaims computes c's entry of f's memo again, from the pods waiting on the family
+// in c (byMember), and forgets those that no longer wait so.
+func (fs *families) memberClaims(f, c *budget) {
+	s := f.family
+	delete(s.claims, c)
+	for p := range s.byMember[c] {
+		if !waitsOnFamily(f, p) {
+			dropLendWaiter(s, p)
+			continue
+		}
+		if !slices.Contains(p.cover, c) {
+			delete(s.byMember[c], p) // it waits in another member since
+			continue
+		}
+		if !fs.core.stuck(p) && !p.inBackoff {
+			addMemberClaim(s.claims, c, p)
+		}
+	}
 }
 
 // waitChanged keeps the memos right when p, of a unit that failed, now waits with w
@@ -65,11 +95,17 @@ func (fs *families) waitChanged(p *podState, old, w waitInfo) {
 	if w.code != CodeNoLendable {
 		return
 	}
-	// It did not wait on a family: it adds its claim to w.budget's memo, if still good.
+	// It did not wait on a family: it adds its claim to w.budget's memo, if still good,
+	// in each member whose entry is (a member's entry computed again will find it).
 	f := w.budget
-	if s := f.family; s != nil && s.claims != nil && s.claimsGen == fs.claimsGen && s.claimsLedgers == ledgerVersions(f.children) &&
-		waitsOnFamily(f, p) {
-		addLenderClaim(s.claims, f, p, fs.core.stuck)
+	s := f.family
+	if s == nil || s.claims == nil || s.claimsGen != fs.claimsGen || !waitsOnFamily(f, p) || fs.core.stuck(p) || p.inBackoff {
+		return
+	}
+	for _, c := range p.cover {
+		if c.parent == f && s.claimsOf[c] == c.ledger.changes() {
+			addMemberClaim(s.claims, c, p)
+		}
 	}
 }
 
