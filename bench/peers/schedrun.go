@@ -61,6 +61,41 @@ type schedResult struct {
 	// latest create call started against the plan's schedule.
 	Lost            int     `json:"lostPods"`
 	CreateLagMillis float64 `json:"createLagMillis"`
+	// AsArrived are the replays (the ideal, and quotagate's policy) of the workloads
+	// created when this run's watch saw each created, not when the plan says: the bench's
+	// creators fall behind their schedule on a busy machine, and the pods then arrive in
+	// bursts the plan has not. Set by a run, not by a replay.
+	AsArrived *arrivedReplays `json:"asArrived,omitempty"`
+}
+
+// arrivedReplays are the replays at a run's own arrivals.
+type arrivedReplays struct {
+	Ideal  schedResult `json:"ideal"`
+	Policy schedResult `json:"quotagatePolicy"`
+}
+
+// asArrived is the plan with each workload created when a run saw it (seen, against the
+// run's start; a workload never seen keeps its planned time).
+func (p schedPlan) asArrived(seen []time.Time, start time.Time) schedPlan {
+	out := p
+	out.Workloads = slices.Clone(p.Workloads)
+	for i := range out.Workloads {
+		if !seen[i].IsZero() {
+			out.Workloads[i].At = max(0, seen[i].Sub(start))
+		}
+	}
+	return out
+}
+
+// replayAsArrived replays the plan at a run's own arrivals, through the ideal and
+// through quotagate's core.
+func replayAsArrived(p schedPlan, seen []time.Time, start time.Time) (*arrivedReplays, error) {
+	ap := p.asArrived(seen, start)
+	policy, err := policyResult(ap)
+	if err != nil {
+		return nil, err
+	}
+	return &arrivedReplays{Ideal: idealResult(ap), Policy: policy}, nil
 }
 
 // schedClass is the time to admission of one class of workloads, in seconds: from the
@@ -240,6 +275,9 @@ func (e *env) runSched(ctx context.Context, p schedPlan, sys schedSystem) (res s
 	res.Classes = classesOf(p, secs)
 	res.Violations, res.OverMilli, res.Lost = sw.violations, sw.over, sw.lost
 	res.CreateLagMillis = float64(lag.Load()) / float64(time.Millisecond)
+	if res.AsArrived, err = replayAsArrived(p, sw.seenAt, start); err != nil {
+		return res, fmt.Errorf("replaying %s's arrivals: %w", sys.name, err)
+	}
 	report.Logf("  %s: wall %.1f s, %s; %.1f writes per admitted pod; %d events over quota; latest create %.0f ms behind schedule",
 		sys.name, res.WallSeconds, res.classesText(p.classes()), res.writesPerPod(), res.Violations, res.CreateLagMillis)
 	// The next manager would cache these pods too: they go before it starts.
