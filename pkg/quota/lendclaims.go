@@ -10,16 +10,18 @@ import (
 // borrow, and it is a walk over every pod that waits on the family. In one admission
 // pass, where each gated pod of a busy family may be looked at, that walk made the pass
 // cost the square of the backlog (BenchmarkFamilyFreeingEvent: 14 s for one freed pod
-// with 6,000 waiting). So a pass remembers it per family, and forgets it when its
-// inputs may have changed:
+// with 6,000 waiting). So a pass remembers it per family, each member's part apart, and
+// forgets it when its inputs may have changed:
 //
-//   - the members' ledgers (their used, through charge and release, a preemption's
-//     trial claims included): each ledger counts its changes (ledger.version);
+//   - a member's ledger (its used, through charge and release, a preemption's trial
+//     claims included): each ledger counts its changes (ledger.version), and that
+//     member's part is computed again from its own waiting pods (byMember);
 //   - which pods wait on the family and how (families.failed): a pod that starts to
 //     wait on it is added to the memo, one that stops, or waits on another flavor,
 //     forgets every memo;
-//   - an admission (admitUnit: a StrictFIFO head leaves, pods leave the queues), and
-//     the pass's start and end.
+//   - an admission that leaves a StrictFIFO queue (admitUnit: the pods behind its head
+//     may claim now), and the pass's start and end. The admitted pods themselves stop
+//     claiming when they are charged: their members' ledgers change.
 //
 // Nothing else changes a claim's inputs (a pod's cover, usage, backoff, the budgets'
 // states) during a pass: those change in events between passes, or in the timers
