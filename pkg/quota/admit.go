@@ -329,16 +329,19 @@ func (a *admitter) admitUnit(unit []*podState, f *Flavor, reason Reason) {
 	}
 }
 
-// ledgersWait is capacityWait for budgets outside any borrowing family: the first
-// budget, in the order of budgets, that has no room for what the unit adds to it.
-func ledgersWait(budgets []*budget, add demand) (waitInfo, bool) {
-	for _, b := range budgets {
-		a := add(b)
-		if r, over := b.ledger.excess(a); over {
-			return waitInfo{code: CodeInsufficient, budget: b, resource: r, requested: a[r]}, true
-		}
-	}
-	return waitInfo{}, false
+// handOut returns the admission of an assumed pod from this Admit: the first time, or
+// again to retry an ungate whose outcome is not known.
+func (a *admitter) handOut(p *podState) {
+	p.inFlight = true
+	a.out = append(a.out, Admission{
+		Pod:       p.pod.PodRef,
+		Budgets:   keysOf(p.chargedTo),
+		Borrowing: p.borrowing,
+		Group:     p.pod.Group,
+		Reason:    p.admitted,
+		Created:   p.pod.Created,
+		Flavor:    p.flavor,
+	})
 }
 
 // familyWait reports whether a wait is on a borrowing family (the family part's).

@@ -120,18 +120,3 @@ func (a *admitter) giveBack(p *podState) {
 	a.backoff.set(p)
 	a.place.settleWaiting(p)
 }
-
-// handOut returns the admission of an assumed pod from this Admit: the first time, or
-// again to retry an ungate whose outcome is not known.
-func (a *admitter) handOut(p *podState) {
-	p.inFlight = true
-	a.out = append(a.out, Admission{
-		Pod:       p.pod.PodRef,
-		Budgets:   keysOf(p.chargedTo),
-		Borrowing: p.borrowing,
-		Group:     p.pod.Group,
-		Reason:    p.admitted,
-		Created:   p.pod.Created,
-		Flavor:    p.flavor,
-	})
-}

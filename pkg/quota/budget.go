@@ -326,3 +326,15 @@ func (b *budget) text(r corev1.ResourceName, v int64) string {
 	q := l.quantity(r, v)
 	return q.String()
 }
+
+// ledgersWait is capacityWait for budgets outside any borrowing family: the first
+// budget, in the order of budgets, that has no room for what the unit adds to it.
+func ledgersWait(budgets []*budget, add demand) (waitInfo, bool) {
+	for _, b := range budgets {
+		a := add(b)
+		if r, over := b.ledger.excess(a); over {
+			return waitInfo{code: CodeInsufficient, budget: b, resource: r, requested: a[r]}, true
+		}
+	}
+	return waitInfo{}, false
+}
