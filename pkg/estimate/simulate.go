@@ -50,6 +50,26 @@ type Options struct {
 	afterAdmit func(q *quota.AdmissionQueue)
 }
 
+// spread reports whether a pod's duration differs between the central run and the low
+// or the high one: when none does, the three runs are the same run, made once.
+func (w *World) spread() bool {
+	for _, p := range w.Running {
+		if e := p.Expect; e.Known() {
+			if median, low, high := e.Ends(w.Now); !low.Equal(median) || !high.Equal(median) {
+				return true
+			}
+		}
+	}
+	for _, p := range w.Waiting {
+		if e := p.Expect; e.Known() {
+			if c := pickCenter.of(e.Duration); pickLow.of(e.Duration) != c || pickHigh.of(e.Duration) != c {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // stopped reports whether Done was closed.
 func (o *Options) stopped() bool {
 	select {
@@ -110,12 +130,16 @@ type Start struct {
 
 // Simulate estimates when each waiting pod starts: a fresh core is fed the world and
 // advanced in simulated time, admitting in its own order and ending each pod at its
-// expected end, three times (durations at their center, low and high). The result is in
+// expected end, three times (durations at their center, low and high; once when no pod's
+// duration has a range). The result is in
 // the order of w.Waiting; nil when o.Done was closed before it was complete.
 func Simulate(w World, o Options) []Start {
 	median := run(&w, &o, pickCenter)
-	low := run(&w, &o, pickLow)
-	high := run(&w, &o, pickHigh)
+	low, high := median, median
+	if w.spread() {
+		low = run(&w, &o, pickLow)
+		high = run(&w, &o, pickHigh)
+	}
 	if o.stopped() {
 		return nil
 	}

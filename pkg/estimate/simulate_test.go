@@ -313,3 +313,34 @@ func TestSimulateStopsWhenDone(t *testing.T) {
 		t.Errorf("with Done closed before it started, the simulation took %d moments, want one per run (3)", got)
 	}
 }
+
+// When no pod's duration has a range (declared durations, or learned runs that all
+// took the same time), the low and high runs are the central run: Simulate makes it
+// once. One pod with a range brings the other two runs back.
+func TestSimulateRunsOnceWithoutRanges(t *testing.T) {
+	budgets := []quota.Budget{budget("team-a", "a", "cpu=1")}
+	exact := world(budgets, []Pod{running("team-a", "r", "cpu=1", runs(time.Hour))},
+		[]Pod{waiting(podIn("team-a", "w1", 1, "cpu=1"), runs(time.Minute)), waiting(podIn("team-a", "w2", 2, "cpu=1"), runs(time.Minute))})
+	moments := func(w World, sim bool) (n int) {
+		o := Options{afterAdmit: func(*quota.AdmissionQueue) { n++ }}
+		if sim {
+			Simulate(w, o)
+		} else {
+			run(&w, &o, pickCenter)
+		}
+		return n
+	}
+	if one, got := moments(exact, false), moments(exact, true); got != one {
+		t.Errorf("without ranges Simulate took %d moments, want the central run's %d", got, one)
+	}
+	s := Simulate(exact, Options{})[1]
+	if !s.Known || !s.Low.Equal(s.Median) || !s.High.Equal(s.Median) || s.Median.Sub(t0) != time.Hour+time.Minute {
+		t.Errorf("w2: %+v, want a start 1h1m after t0 with no range", s)
+	}
+
+	spread := exact
+	spread.Waiting = []Pod{exact.Waiting[0], waiting(podIn("team-a", "w2", 2, "cpu=1"), runs(time.Minute, 30*time.Second, 2*time.Minute))}
+	if one, got := moments(spread, false), moments(spread, true); got <= one {
+		t.Errorf("with a range Simulate took %d moments, want more than the central run's %d (three runs)", got, one)
+	}
+}
