@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"testing"
+	"time"
 )
 
 // BenchmarkFamilyFreeingEvent is BenchmarkFreeingEvent in a borrowing family, the shape
@@ -63,6 +64,56 @@ func BenchmarkFamilyFreeingEvent(b *testing.B) {
 			}
 			if cpu := cpuTime() - startCPU; cpu > 0 {
 				b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+			}
+		})
+	}
+}
+
+// BenchmarkReleaseInFamily is the core's part of make bench-peers' family release
+// figure: 1,000 gated pods of 100m in a Budget of zero that may borrow all it needs, under
+// a ClusterBudget, beside a lender of zero and a second borrower of twice its weight;
+// the lender's hard is raised to fit them all, and one Admit admits them. "plain" is
+// the same pods in a Budget of zero raised to fit them (the plain release figure).
+func BenchmarkReleaseInFamily(b *testing.B) {
+	const n, milli = 1000, 100
+	all := fmt.Sprintf("cpu=%dm", n*milli)
+	for _, family := range []bool{false, true} {
+		name := "plain"
+		if family {
+			name = "family"
+		}
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			var cpu time.Duration
+			for range b.N {
+				b.StopTimer()
+				q, _ := newTestQueue()
+				optIn(q, "borrower", "lender", "other")
+				raise := makeBudget("borrower", "b").Hard("cpu=0").Obj()
+				if family {
+					q.UpsertBudget(makeBudget("", "org").Hard(all).Obj())
+					q.UpsertBudget(makeBudget("borrower", "b").Hard("cpu=0").Borrow(all).Parent("org").Weight("1").Obj())
+					q.UpsertBudget(makeBudget("other", "b").Hard("cpu=0").Borrow(all).Parent("org").Weight("2").Obj())
+					raise = makeBudget("lender", "b").Hard("cpu=0").Parent("org").Weight("1").Obj()
+				}
+				q.UpsertBudget(raise)
+				for i := range n {
+					q.UpsertPod(benchPod("borrower", i, milli))
+				}
+				if adm := q.Admit(); len(adm) != 0 {
+					b.Fatalf("admitted %d pods before the raise", len(adm))
+				}
+				raise.Hard = parseList(all)
+				b.StartTimer()
+				start := cpuTime()
+				q.UpsertBudget(raise)
+				if adm := q.Admit(); len(adm) != n {
+					b.Fatalf("the raise admitted %d pods, want %d", len(adm), n)
+				}
+				cpu += cpuTime() - start
+			}
+			if cpu > 0 {
+				b.ReportMetric(float64(cpu.Microseconds())/float64(b.N*n), "cpu-us/pod")
 			}
 		})
 	}
