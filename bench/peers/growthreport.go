@@ -49,6 +49,10 @@ func measureGrowthQuotagateAndBare(ctx context.Context, e *env, o Options, p *pe
 	}
 	if o.want("family-release") {
 		report.Logf("quotagate: release in a borrowing family with fair sharing beside the plain budget, %d pods, %d repetitions", o.n, o.reps)
+		if e.pprof != "" {
+			stop := profileCPU(ctx, e.pprof, e.dir, "quotagate-family-cpu")
+			defer stop()
+		}
 		var err error
 		if r.FamilyRelease, err = measureFamilyRelease(ctx, e, o.n, o.reps); err != nil {
 			return err

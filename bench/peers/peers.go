@@ -85,7 +85,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.deepDepth, "peers-deep-depth", o.deepDepth, "Pods queued behind the head in the deep queue figure (-peers).")
 	fs.IntVar(&o.deepReps, "peers-deep-reps", o.deepReps, "Rounds of the deep queue figure per system (-peers).")
 	fs.StringVar(&o.merge, "peers-merge", o.merge, "Measure nothing: put the parts of this JSON report (a run of some -peers-parts, such as kueue-scheduler at full size) other than figures into the report at -peers-json, each saying the run it comes from, and render it again (-peers).")
-	fs.BoolVar(&o.profile, "peers-profile", o.profile, "Take CPU profiles of quotagate's manager during Kueue's scheduler performance scenario, into the run's directory (-peers).")
+	fs.BoolVar(&o.profile, "peers-profile", o.profile, "Take CPU profiles of quotagate's manager during Kueue's scheduler performance scenario and the family release, into the run's directory (-peers).")
 	fs.Var(&o.memoryLevels, "peers-memory-levels", "Pending pods at which the memory growth figure reads each manager's memory, before -peers-scale divides them (-peers).")
 }
 
@@ -95,6 +95,9 @@ type env struct {
 	*figures.Env
 	// sched is Kueue's scheduler performance scenario, when the run includes it.
 	sched *schedPlan
+	// pprof is quotagate's manager's /debug/pprof URL, with -peers-profile; dir is the
+	// run's directory, where the profiles go.
+	pprof, dir string
 }
 
 // system is one of the three measured side by side.
@@ -209,7 +212,7 @@ func Run(ctx context.Context, o Options, renderOnly bool) (err error) {
 	if err != nil {
 		return err
 	}
-	e := &env{Env: fe}
+	e := &env{Env: fe, dir: dir}
 	defer func() { err = errors.Join(err, e.Cluster.Stop()) }()
 	if o.want("kueue-scheduler") {
 		if err := e.planSched(ctx, root, o.schedScale, &r); err != nil {
@@ -234,6 +237,8 @@ func measureQuotagateAndBare(ctx context.Context, e *env, o Options, bin, bareBi
 	if err != nil {
 		return err
 	}
+	e.pprof = pprof
+	defer func() { e.pprof = "" }()
 	defer func() { err = errors.Join(err, p.Stop()) }()
 	e.Meter["quotagate manager"] = p.pid()
 	defer delete(e.Meter, "quotagate manager")
