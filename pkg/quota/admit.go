@@ -295,13 +295,6 @@ func (a *admitter) admitNow(unit []*podState, reason Reason) bool {
 // admitUnit admits pods in one step: each is charged to every budget that covers it
 // (reserved before its patch is sent) and leaves every queue.
 func (a *admitter) admitUnit(unit []*podState, f *Flavor, reason Reason) {
-	// The unit's pods stop claiming in their families when they are charged (a charge
-	// moves its members' ledger versions on); a StrictFIFO head that leaves lets the pods
-	// behind it claim: that the family part cannot see.
-	strictHead := slices.ContainsFunc(unit, func(p *podState) bool { return slices.ContainsFunc(p.cover, (*budget).strict) })
-	if strictHead {
-		a.families.changed()
-	}
 	for _, p := range unit {
 		a.agenda.detachAdmitted(p) // before its flavor: pending is given back without one
 		p.setFlavor(f)
@@ -318,7 +311,10 @@ func (a *admitter) admitUnit(unit []*podState, f *Flavor, reason Reason) {
 		}
 		a.handOut(p)
 	}
-	if strictHead {
+	// The unit's pods stop claiming in their families when they are charged (a charge
+	// moves its members' ledger versions on); a StrictFIFO head that leaves lets the pods
+	// behind it claim: that the family part cannot see.
+	if slices.ContainsFunc(unit, func(p *podState) bool { return slices.ContainsFunc(p.cover, (*budget).strict) }) {
 		a.families.changed()
 	}
 	if slices.ContainsFunc(unit, func(p *podState) bool { return inBorrowingFamily(p.chargedTo) }) {
