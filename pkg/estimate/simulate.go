@@ -131,8 +131,8 @@ type Start struct {
 // Simulate estimates when each waiting pod starts: a fresh core is fed the world and
 // advanced in simulated time, admitting in its own order and ending each pod at its
 // expected end, three times (durations at their center, low and high; once when no pod's
-// duration has a range). The result is in
-// the order of w.Waiting; nil when o.Done was closed before it was complete.
+// duration has a range). The result is in the order of w.Waiting; nil when o.Done was
+// closed before it was complete.
 func Simulate(w World, o Options) []Start {
 	median := run(&w, &o, pickCenter)
 	low, high := median, median
