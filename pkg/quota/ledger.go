@@ -264,13 +264,11 @@ func (l *ledger) tracks(r corev1.ResourceName) bool {
 // the slice.
 func (l *ledger) resources() []corev1.ResourceName { return l.hardNames }
 
-// hardOf is the hard limit of r as written (a copy; zero when r is not limited), and
-// borrowLimit the borrowingLimit of r and whether there is one: for messages.
-func (l *ledger) hardOf(r corev1.ResourceName) resource.Quantity { return l.hardList[r].DeepCopy() }
-
-func (l *ledger) borrowLimit(r corev1.ResourceName) (resource.Quantity, bool) {
-	q, ok := l.borrow[r]
-	return q, ok
+// limitsOf are the limits of r as written, for messages: hard (a copy; zero when r is
+// not limited), and the borrowingLimit and whether there is one.
+func (l *ledger) limitsOf(r corev1.ResourceName) (hard, borrow resource.Quantity, borrows bool) {
+	borrow, borrows = l.borrow[r]
+	return l.hardList[r].DeepCopy(), borrow, borrows
 }
 
 // claimUsers is how many charged pods use the claim key (0 when it is not charged).

@@ -113,7 +113,7 @@ func TestLedgerNeverFitsFreeAndTotals(t *testing.T) {
 	if f := amountString(l.of("requests.cpu").free()); f != "-500m" {
 		t.Errorf("changing totals changed the ledger: free cpu = %s", f)
 	}
-	if hl := l.hardOf("requests.memory"); !hl.IsZero() {
-		t.Errorf("hardOf an unlimited resource = %s, want 0", hl.String())
+	if hl, _, _ := l.limitsOf("requests.memory"); !hl.IsZero() {
+		t.Errorf("limitsOf an unlimited resource: hard %s, want 0", hl.String())
 	}
 }

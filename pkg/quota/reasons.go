@@ -188,9 +188,9 @@ func (r *Reads) waitReason(p *podState) Reason {
 			msg = fmt.Sprintf("%s: %s requested, more than the budgets under %s keep for it and lend together (%s lent): it can never fit", resourceText(w.resource), amountText(w.requested, p.writtenFormat(w.resource)), w.budget.key.Describe(), w.budget.text(w.resource, pool))
 			break
 		}
-		hard := w.budget.ledger.hardOf(w.resource)
+		hard, borrow, borrows := w.budget.ledger.limitsOf(w.resource)
 		limit := hard.String() + " hard"
-		if borrow, ok := w.budget.ledger.borrowLimit(w.resource); ok {
+		if borrows {
 			limit = fmt.Sprintf("%s hard plus %s borrowingLimit", hard.String(), borrow.String())
 		}
 		msg = fmt.Sprintf("%s: %s requested, more than the %s of %s: it can never fit", resourceText(w.resource), amountText(w.requested, p.writtenFormat(w.resource)), limit, w.budget.key.Describe())

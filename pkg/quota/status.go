@@ -99,12 +99,13 @@ func (r *Reads) Status(key BudgetKey) (BudgetStatus, bool) {
 		if (w.code != CodeNeverFits && w.code != CodeMustSpecify) || w.budget != b {
 			continue
 		}
+		hard, _, _ := b.ledger.limitsOf(w.resource)
 		st.NeverFit = append(st.NeverFit, NeverFitPod{
 			Pod:       e.pod.pod.PodRef,
 			Group:     e.pod.pod.Group,
 			Resource:  w.resource,
 			Requested: quantityOf(w.requested, e.pod.writtenFormat(w.resource)),
-			Hard:      b.ledger.hardOf(w.resource),
+			Hard:      hard,
 			Unset:     w.unset,
 			Member:    w.ahead.Name,
 		})
