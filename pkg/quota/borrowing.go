@@ -168,15 +168,7 @@ func noteLendWaiter(f *budget, p *podState) {
 		s.byMember = map[*budget]map[*podState]struct{}{}
 	}
 	s.lendWaiters[p] = struct{}{}
-	for _, c := range p.cover {
-		if c.parent != f {
-			continue
-		}
-		if s.byMember[c] == nil {
-			s.byMember[c] = map[*podState]struct{}{}
-		}
-		s.byMember[c][p] = struct{}{}
-	}
+	indexMember(s, f, p)
 }
 
 // dropLendWaiter forgets a pod that no longer waits on s's family.

@@ -25,7 +25,9 @@ import (
 //
 // Nothing else changes a claim's inputs (a pod's cover, usage, backoff, the budgets'
 // states) during a pass: those change in events between passes, or in the timers
-// run at a pass's start.
+// run at a pass's start. So a memo computed anew also files each waiting pod under the
+// members that cover it now (reindexMembers): a pod that began to wait before a member
+// was created or re-parented is that member's too.
 
 // beginPass starts an admission pass's memo; endPass ends it.
 func (fs *families) beginPass() { fs.passing = true; fs.claimsGen++ }
@@ -44,6 +46,7 @@ func (fs *families) lenderClaims(f *budget) map[*budget]amounts {
 	}
 	if s.claims == nil || s.claimsGen != fs.claimsGen {
 		s.claims, s.claimsGen = lenderClaims(f, fs.core.stuck), fs.claimsGen
+		reindexMembers(f)
 		s.claimsOf = make(map[*budget]uint64, len(f.children))
 		for _, c := range f.children {
 			s.claimsOf[c] = c.ledger.changes()
@@ -62,6 +65,31 @@ func (fs *families) lenderClaims(f *budget) map[*budget]amounts {
 		}
 	}
 	return s.claims
+}
+
+// indexMember files p under each member of f that covers it now (byMember).
+func indexMember(s *familyState, f *budget, p *podState) {
+	for _, c := range p.cover {
+		if c.parent != f {
+			continue
+		}
+		if s.byMember[c] == nil {
+			s.byMember[c] = map[*podState]struct{}{}
+		}
+		s.byMember[c][p] = struct{}{}
+	}
+}
+
+// reindexMembers files every pod that waits on f's family under the members that
+// cover it now: a pod's cover and a member's parent change between passes (a relabel,
+// a budget re-parented) while the pod stays a lend waiter, and byMember keeps the
+// members that covered it when it was noted.
+func reindexMembers(f *budget) {
+	s := f.family
+	clear(s.byMember)
+	for p := range s.lendWaiters {
+		indexMember(s, f, p)
+	}
 }
 
 // memberClaims computes c's entry of f's memo again, from the pods waiting on the family
