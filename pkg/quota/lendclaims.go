@@ -83,10 +83,18 @@ func indexMember(s *familyState, f *budget, p *podState) {
 // reindexMembers files every pod that waits on f's family under the members that
 // cover it now: a pod's cover and a member's parent change between passes (a relabel,
 // a budget re-parented) while the pod stays a lend waiter, and byMember keeps the
-// members that covered it when it was noted.
+// members that covered it when it was noted. A member's set is emptied, not dropped,
+// so filing the pods again does not allocate it anew; one that is no longer among f's
+// children (deleted, or re-parented) is dropped.
 func reindexMembers(f *budget) {
 	s := f.family
-	clear(s.byMember)
+	for c, m := range s.byMember {
+		if !slices.Contains(f.children, c) {
+			delete(s.byMember, c)
+			continue
+		}
+		clear(m)
+	}
 	for p := range s.lendWaiters {
 		indexMember(s, f, p)
 	}
