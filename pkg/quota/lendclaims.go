@@ -110,10 +110,6 @@ func (fs *families) memberClaims(f, c *budget) {
 			dropLendWaiter(s, p)
 			continue
 		}
-		if !slices.Contains(p.cover, c) {
-			delete(s.byMember[c], p) // it waits in another member since
-			continue
-		}
 		if !fs.core.stuck(p) && !p.inBackoff {
 			addMemberClaim(s.claims, c, p)
 		}
