@@ -8,27 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// Admission is one decision: the pod may be ungated. Its usage is already charged to
-// Budgets (reserved) when Admit returns it; the controller sends the patch and reports
-// the outcome with Done.
-type Admission struct {
-	Pod PodRef `json:"pod"`
-	// Budgets the pod is charged to (for the admitted-by annotation); empty when no
-	// budget covers it.
-	Budgets []BudgetKey `json:"budgets,omitempty"`
-	// Borrowing are the budgets of Budgets it is admitted beyond the hard of, by
-	// borrowing under their parent (for the borrowing annotation); empty when none.
-	Borrowing []BudgetKey `json:"borrowing,omitempty"`
-	// Group is the pod's group, if any; a group's admissions come in one batch.
-	Group  string `json:"group,omitempty"`
-	Reason Reason `json:"reason"`
-	// Created is the pod's creation time, for the wait-time metric.
-	Created time.Time `json:"created"`
-	// Flavor is the flavor the pod is admitted on (nil for none): the ungate patch adds
-	// its node labels to the pod's nodeSelector and its tolerations to the pod's.
-	Flavor *Flavor `json:"flavor,omitempty"`
-}
-
 // admitter is the part that takes decisions: Admit's pass over the dirty budgets'
 // heads, each unit admitted (charged, handed out) or failed with why it waits, and
 // what the clock makes due. It owns the decisions not yet returned (out), the pods to
@@ -48,13 +27,14 @@ type admitter struct {
 
 	out       []Admission             // decided, not yet returned by Admit
 	deciding  bool                    // inside Admit: decisions may be taken
+	passes    passes                  // Admit's passes, for the family part's memo
 	immediate map[types.UID]*podState // pods to admit without quota at the next Admit
 	backoff   timerHeap               // pods waiting for their retry time
 	lastFlush time.Time
 }
 
 func newAdmitter(o *options, t *topology, ag *agenda, c *charges, f *families, pr *preemptions, pods *podIndex, fl *flavorIndex) *admitter {
-	return &admitter{
+	a := &admitter{
 		opts: o, topology: t, agenda: ag, charges: c, families: f, preemptions: pr, pods: pods, flavors: fl,
 		immediate: map[types.UID]*podState{},
 		backoff: timerHeap{
@@ -63,7 +43,24 @@ func newAdmitter(o *options, t *topology, ag *agenda, c *charges, f *families, p
 		},
 		lastFlush: o.clock.Now(),
 	}
+	f.countPassesWith(&a.passes)
+	return a
 }
+
+// passes counts the admitter's passes over the dirty budgets (Admit, after its
+// timers): the family part remembers what a family's waiting pods claim for one pass
+// and asks here which pass is under way (lendclaims.go), so that a pass that asks no
+// family does not enter the family part.
+type passes struct {
+	n    uint64 // moves on at each pass's start and end
+	open bool
+}
+
+func (c *passes) begin() { c.n++; c.open = true }
+func (c *passes) end()   { c.n++; c.open = false }
+
+// current is the pass under way, and whether one is.
+func (c *passes) current() (uint64, bool) { return c.n, c.open }
 
 // placeWith gives the admitter the placer it asks to place or forget pods.
 func (a *admitter) placeWith(pl *placer) { a.place = pl }
@@ -92,8 +89,8 @@ func (a *admitter) admit() []Admission {
 			}
 		}
 	}
-	a.families.beginPass()
-	defer a.families.endPass()
+	a.passes.begin()
+	defer a.passes.end()
 	for {
 		for b := a.agenda.next(); b != nil; b = a.agenda.next() {
 			e := b.queues.activeHead()

@@ -1,6 +1,8 @@
 package quota
 
 import (
+	"time"
+
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -21,6 +23,27 @@ import (
 // Until then the pod stays charged ("unresolved"), and Admit hands its admission out
 // again after a backoff, so that the controller tries once more, fenced on the version
 // it sees then.
+
+// Admission is one decision: the pod may be ungated. Its usage is already charged to
+// Budgets (reserved) when Admit returns it; the controller sends the patch and reports
+// the outcome with Done.
+type Admission struct {
+	Pod PodRef `json:"pod"`
+	// Budgets the pod is charged to (for the admitted-by annotation); empty when no
+	// budget covers it.
+	Budgets []BudgetKey `json:"budgets,omitempty"`
+	// Borrowing are the budgets of Budgets it is admitted beyond the hard of, by
+	// borrowing under their parent (for the borrowing annotation); empty when none.
+	Borrowing []BudgetKey `json:"borrowing,omitempty"`
+	// Group is the pod's group, if any; a group's admissions come in one batch.
+	Group  string `json:"group,omitempty"`
+	Reason Reason `json:"reason"`
+	// Created is the pod's creation time, for the wait-time metric.
+	Created time.Time `json:"created"`
+	// Flavor is the flavor the pod is admitted on (nil for none): the ungate patch adds
+	// its node labels to the pod's nodeSelector and its tolerations to the pod's.
+	Flavor *Flavor `json:"flavor,omitempty"`
+}
 
 // Result is the outcome of an ungate attempt, reported with Done.
 type Result int

@@ -52,10 +52,10 @@ type families struct {
 	clock    clock.PassiveClock
 	lendHold time.Duration        // WithLendHold
 	holding  map[*budget]struct{} // budgets that hold freed quota for their own pods (hold.go)
-	// passing is set during an admission pass, and claimsGen moves on whenever what a
-	// family's waiting pods claim may have changed other than through its members'
-	// ledgers: the pass memoizes lenderClaims under both (lendclaims.go).
-	passing   bool
+	// passes is the admitter's count of its passes, and claimsGen moves on whenever
+	// what a family's waiting pods claim may have changed other than through its
+	// members' ledgers: a pass memoizes lenderClaims under both (lendclaims.go).
+	passes    *passes
 	claimsGen uint64
 }
 
@@ -78,12 +78,12 @@ type familyState struct {
 	// parks is set once a pod was parked as never fitting in its family: a change to
 	// the family must then look at its pods again, even when nobody borrows.
 	parks bool
-	// claims is lenderClaims as this pass last computed it, good while the part's
-	// claimsGen is as it was then; each member's entry, while the member's ledger version
-	// is the one in claimsOf.
-	claims    map[*budget]amounts
-	claimsGen uint64
-	claimsOf  map[*budget]uint64
+	// claims is lenderClaims as this pass last computed it, good while the pass and
+	// the part's claimsGen are as they were then (claimsMemo); each member's entry,
+	// while the member's ledger version is the one in claimsOf.
+	claims     map[*budget]amounts
+	claimsMemo memoGen
+	claimsOf   map[*budget]uint64
 }
 
 // familyOf is b's family state, created on first use.

@@ -29,9 +29,22 @@ import (
 // members that cover it now (reindexMembers): a pod that began to wait before a member
 // was created or re-parented is that member's too.
 
-// beginPass starts an admission pass's memo; endPass ends it.
-func (fs *families) beginPass() { fs.passing = true; fs.claimsGen++ }
-func (fs *families) endPass()   { fs.passing = false; fs.claimsGen++ }
+// countPassesWith has the part memoize for the admitter's passes (ps).
+func (fs *families) countPassesWith(ps *passes) { fs.passes = ps }
+
+// memoGen is what a memo of claims is good for: one pass, while the part's claimsGen is
+// what it was.
+type memoGen struct{ pass, changes uint64 }
+
+// memoNow is the memo's generation now; ok is false outside a pass, where there is no
+// memo, and in a part no admitter counts passes for (its table tests).
+func (fs *families) memoNow() (g memoGen, ok bool) {
+	if fs.passes == nil {
+		return memoGen{}, false
+	}
+	n, open := fs.passes.current()
+	return memoGen{pass: n, changes: fs.claimsGen}, open
+}
 
 // changed forgets every family's memo.
 func (fs *families) changed() { fs.claimsGen++ }
@@ -41,11 +54,12 @@ func (fs *families) changed() { fs.claimsGen++ }
 // pods alone. The result is shared with the memo: read it, do not change it.
 func (fs *families) lenderClaims(f *budget) map[*budget]amounts {
 	s := f.family
-	if !fs.passing || s == nil {
+	gen, ok := fs.memoNow()
+	if !ok || s == nil {
 		return lenderClaims(f, fs.core.stuck)
 	}
-	if s.claims == nil || s.claimsGen != fs.claimsGen {
-		s.claims, s.claimsGen = lenderClaims(f, fs.core.stuck), fs.claimsGen
+	if s.claims == nil || s.claimsMemo != gen {
+		s.claims, s.claimsMemo = lenderClaims(f, fs.core.stuck), gen
 		reindexMembers(f)
 		s.claimsOf = make(map[*budget]uint64, len(f.children))
 		for _, c := range f.children {
@@ -133,7 +147,10 @@ func (fs *families) waitChanged(p *podState, old, w waitInfo) {
 	// in each member whose entry is (a member's entry computed again will find it).
 	f := w.budget
 	s := f.family
-	if s == nil || s.claims == nil || s.claimsGen != fs.claimsGen || !waitsOnFamily(f, p) || fs.core.stuck(p) || p.inBackoff {
+	if s == nil || s.claims == nil {
+		return
+	}
+	if gen, ok := fs.memoNow(); !ok || s.claimsMemo != gen || !waitsOnFamily(f, p) || fs.core.stuck(p) || p.inBackoff {
 		return
 	}
 	for _, c := range p.cover {
