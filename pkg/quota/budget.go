@@ -144,7 +144,9 @@ func fromSpec(key BudgetKey, s *v1alpha1.BudgetSpec) Budget {
 	if s.FairSharing != nil {
 		out.Weight = s.FairSharing.Weight
 	}
-	out.Flavors = flavorQuotas(s.Flavors)
+	if len(s.Flavors) > 0 { // a budget without flavors does not enter their files
+		out.Flavors = flavorQuotas(s.Flavors)
+	}
 	if f := s.FlavorFungibility; f != nil {
 		out.Fungibility = Fungibility{
 			WaitForPreferred: f.WhenFull == v1alpha1.FlavorWaitForPreferred,
@@ -215,9 +217,12 @@ func (b *budget) setSpec(spec Budget) (topologyChanged, hardChanged bool) {
 	borrow, borrowErr := NormalizeHard(spec.BorrowingLimit)
 	lend, lendErr := NormalizeHard(spec.LendingLimit)
 	errs := []fieldErr{{"", err}, {"borrowingLimit: ", borrowErr}, {"lendingLimit: ", lendErr}}
-	var flavorErrs []fieldErr
-	b.flavorNames, flavorErrs = addFlavorLimits(spec.Flavors, hard, borrow, lend)
-	errs = append(errs, flavorErrs...)
+	b.flavorNames = nil
+	if len(spec.Flavors) > 0 {
+		var flavorErrs []fieldErr
+		b.flavorNames, flavorErrs = addFlavorLimits(spec.Flavors, hard, borrow, lend)
+		errs = append(errs, flavorErrs...)
+	}
 	hardChanged = b.ledger.setLimits(hard, borrow, lend) || flavorOrderChanged(old, spec)
 	b.specErr, b.specReason = "", v1alpha1.ReasonInvalidSpec
 	if spec.SpecError != nil {

@@ -60,7 +60,7 @@ func UnsetResources(pod *corev1.Pod) []UnsetResource {
 		}
 		if len(missing) > 0 {
 			slices.Sort(missing)
-			out = append(out, UnsetResource{Name: name, Containers: ShareString(strings.Join(missing, ","))})
+			out = append(out, UnsetResource{Name: name, Containers: strings.Join(missing, ",")})
 		}
 	}
 	return shareUnset(out)
@@ -80,7 +80,9 @@ func setsResource(c *corev1.Container, name corev1.ResourceName) bool {
 }
 
 // sharedUnsets holds the lists UnsetResources returns, one copy per distinct list:
-// a namespace of BestEffort pods from one template has one.
+// a namespace of BestEffort pods from one template has one. A list stored, or kept by
+// its pod when the table is full, has its container names shared (ShareString); one
+// found is the stored copy.
 var sharedUnsets sharedTable[[]UnsetResource]
 
 func shareUnset(l []UnsetResource) []UnsetResource {
@@ -92,9 +94,15 @@ func shareUnset(l []UnsetResource) []UnsetResource {
 	for _, u := range l {
 		key = append(append(append(append(key, u.Name...), 0), u.Containers...), 0)
 	}
-	v, ok := sharedUnsets.get(key, func() []UnsetResource { return l })
-	if !ok {
+	keep := func() []UnsetResource {
+		for i := range l {
+			l[i].Containers = ShareString(l[i].Containers)
+		}
 		return l
+	}
+	v, ok := sharedUnsets.get(key, keep)
+	if !ok {
+		return keep()
 	}
 	return v
 }

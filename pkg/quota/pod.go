@@ -92,14 +92,15 @@ type Pod struct {
 // owns (the manager's --gate, v1alpha1.SchedulingGate by default), and now decides
 // whether a terminating pod is past its grace period.
 func NewPod(p *corev1.Pod, gate string, now time.Time) Pod {
+	selector, unset := nodeSelectorOf(&p.Spec), UnsetResources(p)
 	out := Pod{
 		PodRef:          PodRef{UID: p.UID, Namespace: ShareString(p.Namespace), Name: p.Name},
 		ResourceVersion: p.ResourceVersion,
 		Labels:          ShareLabels(p.Labels), // a copy of its own: informer objects may change
-		NodeSelector:    ShareLabels(nodeSelectorOf(&p.Spec)),
+		NodeSelector:    ShareLabels(selector),
 		Created:         p.CreationTimestamp.Time,
 		Usage:           SharedPodUsage(p),
-		Unset:           UnsetResources(p),
+		Unset:           unset,
 		Gated:           gates.HasGate(p, gate),
 	}
 	if p.Spec.Priority != nil {
