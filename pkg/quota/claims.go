@@ -207,25 +207,6 @@ func sameClaims(a, b []ClaimCharge) bool {
 	return slices.EqualFunc(a, b, func(x, y ClaimCharge) bool { return x.Key == y.Key && equalLists(x.Usage, y.Usage) })
 }
 
-// adds is what admitting the pod would add to budget b: its usage, less the claims b
-// already charges for other pods.
-func (p *podState) adds(b *budget) amounts {
-	return b.ledger.unshared(p.usage(), p.claims())
-}
-
-// addsOn is what admitting the pod on flavor f ("" for none) would add to each budget
-// (adds, on f). A pod without claims adds the same to every budget: its usage on f,
-// shared with the pods of equal usage.
-func (p *podState) addsOn(f string) demand {
-	switch {
-	case f == "":
-		return p.adds
-	case len(p.pod.Claims) == 0:
-		return usageDemand(sharedAmountsOn(p.pod.Usage, f))
-	}
-	return flavoredDemand(p.adds, f)
-}
-
 // addTo adds src into dst, entry by entry: a pod's usage and its claims', before
 // they are amounts.
 func addTo(dst, src corev1.ResourceList) {

@@ -185,6 +185,25 @@ func (p *podState) usage() amounts {
 // waitUsage is what a waiting pod asks for: its usage, on the flavor it waits on.
 func (p *podState) waitUsage() amounts { return onFlavor(p.usage(), p.wait.flavor) }
 
+// adds is what admitting the pod would add to budget b: its usage, less the claims b
+// already charges for other pods.
+func (p *podState) adds(b *budget) amounts {
+	return b.ledger.unshared(p.usage(), p.claims())
+}
+
+// addsOn is what admitting the pod on flavor f ("" for none) would add to each budget
+// (adds, on f). A pod without claims adds the same to every budget: its usage on f,
+// shared with the pods of equal usage.
+func (p *podState) addsOn(f string) demand {
+	switch {
+	case f == "":
+		return p.adds
+	case len(p.pod.Claims) == 0:
+		return usageDemand(sharedAmountsOn(p.pod.Usage, f))
+	}
+	return flavoredDemand(p.adds, f)
+}
+
 // writtenFormat is the format the pod writes r in (DecimalSI when it does not ask for
 // r): what it requests prints so, as the Quantity it was printed from did.
 func (p *podState) writtenFormat(r corev1.ResourceName) resource.Format {
