@@ -90,7 +90,8 @@
 //     dirty budgets' heads in order: a unit (a pod or a group) is blocked, waits for
 //     capacity (asking the family part, and the preemption part when it does not fit),
 //     or is admitted (charged, handed out). It owns the decisions not yet returned, the
-//     backoffs, the ungate attempts' outcomes (Done) and the periodic flush. Its
+//     backoffs, the ungate attempts' outcomes (Done), the periodic flush, and the count
+//     of its passes (passes), which the family part's claims memo reads. Its
 //     flavor side (flavor_choice.go) chooses the flavor a unit is admitted on, in its
 //     flavored budget's order and under its fungibility, and takes the Flavor events.
 //   - flavors (flavorIndex, flavors.go): the Flavor objects, which flavors a gated pod
@@ -111,7 +112,9 @@
 //
 // AdmissionQueue itself (engine.go) holds the parts; it answers the family and
 // preemption parts' questions (familyCore, preemptionCore) by asking the part that
-// knows. hack/podevent/podevent.sh prints the path of one pod event through these files.
+// knows. hack/podevent/podevent.sh prints the path of one pod event through these files;
+// its test fails when a pod event or a budget event in a namespace with one plain
+// Budget enters a file of the family, preemption, group or flavor parts.
 //
 // Accounting follows ResourceQuota (usage.go): pod usage is computed with
 // k8s.io/component-helpers/resource and keyed by ResourceQuota's names. Inside the
