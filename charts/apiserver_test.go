@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 
+	"github.com/quotagate/quotagate/internal/testbed"
 	"github.com/quotagate/quotagate/internal/testbed/podtest"
 	"github.com/quotagate/quotagate/test/localcluster"
 	"github.com/quotagate/quotagate/tools/chartrender"
@@ -89,7 +90,7 @@ func TestChartOnRealAPIServer(t *testing.T) {
 		t.Helper()
 		create(crds...)
 		for _, crd := range crds {
-			waitEstablished(ctx, t, dyn, crd.GetName())
+			waitEstablished(t, dyn, crd.GetName())
 		}
 		mapper.Reset()
 	}
@@ -210,10 +211,10 @@ func certManagerCRDs(t *testing.T) []*unstructured.Unstructured {
 	return crds
 }
 
-func waitEstablished(ctx context.Context, t *testing.T, dyn dynamic.Interface, name string) {
+func waitEstablished(t *testing.T, dyn dynamic.Interface, name string) {
 	t.Helper()
 	gvr := apiextensionsv1.SchemeGroupVersion.WithResource("customresourcedefinitions")
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	testbed.Poll(t, 30*time.Second, "CRD "+name+" to be established", func(ctx context.Context) (bool, error) {
 		u, err := dyn.Resource(gvr).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -229,9 +230,6 @@ func waitEstablished(ctx context.Context, t *testing.T, dyn dynamic.Interface, n
 		}
 		return false, nil
 	})
-	if err != nil {
-		t.Fatalf("CRD %s not established: %v", name, err)
-	}
 }
 
 func grantPodPatch(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns string, subjects ...rbacv1.Subject) {

@@ -3,6 +3,7 @@ package app
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -10,10 +11,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -92,12 +91,13 @@ func startReal(t *testing.T, args ...string) (out *testbed.Output, stop func() e
 func waitOutput(t *testing.T, out *testbed.Output, re string) {
 	t.Helper()
 	r := regexp.MustCompile(re)
-	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, pollTimeout, true, func(context.Context) (bool, error) {
-		return r.MatchString(out.String()), nil
+	testbed.Poll(t, pollTimeout, "the output to match "+re, func(context.Context) (bool, error) {
+		got := out.String()
+		if r.MatchString(got) {
+			return true, nil
+		}
+		return false, testbed.NotYet(fmt.Errorf("it is:\n%s", got))
 	})
-	if err != nil {
-		t.Fatalf("waiting for the output to match %s: %v; it is:\n%s", re, err, out.String())
-	}
 }
 
 func streamsTo(out, errOut io.Writer) genericiooptions.IOStreams {

@@ -258,18 +258,17 @@ func webhookURL(o *Options) string {
 func waitReady(t *testing.T, o *Options) {
 	t.Helper()
 	url := "http://" + o.HealthProbeBindAddress + "/readyz"
-	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 30*time.Second, true,
-		func(context.Context) (bool, error) {
-			resp, err := http.Get(url)
-			if err != nil {
-				return false, nil
-			}
-			resp.Body.Close()
-			return resp.StatusCode == http.StatusOK, nil
-		})
-	if err != nil {
-		t.Fatalf("%s never passed: %v", url, err)
-	}
+	testbed.PollEvery(t, 50*time.Millisecond, 30*time.Second, url+" to pass", func(context.Context) (bool, error) {
+		resp, err := http.Get(url)
+		if err != nil {
+			return false, testbed.NotYet(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			return true, nil
+		}
+		return false, testbed.NotYet(errors.New(resp.Status))
+	})
 	if body := get(t, http.DefaultClient, "http://"+o.HealthProbeBindAddress+"/healthz"); body != "ok" {
 		t.Errorf("/healthz = %q, want ok", body)
 	}
