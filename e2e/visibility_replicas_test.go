@@ -24,6 +24,7 @@ import (
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
 	visv1 "github.com/quotagate/quotagate/api/visibility/v1alpha1"
+	"github.com/quotagate/quotagate/internal/testbed/podtest"
 	"github.com/quotagate/quotagate/test/localinstall"
 )
 
@@ -40,13 +41,7 @@ func TestVisibilityFollowsTheLeader(t *testing.T) {
 	})), "creating Budget")
 	const pods = 3
 	for n := range pods {
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: teamNS, Name: fmt.Sprintf("waiting-%d", n)},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{
-				Name: "c", Image: "registry.k8s.io/pause:3.10",
-				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}},
-			}}},
-		}
+		pod := podtest.New(fmt.Sprintf("waiting-%d", n)).NS(teamNS).Req("cpu=1").Obj()
 		fatalIf(t, e.c.Create(ctx, pod), "creating pod "+pod.Name)
 	}
 

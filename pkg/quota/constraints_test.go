@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/internal/testbed/podtest"
 )
 
 // UnsetResources answers what kube's podEvaluator.Constraints checks: every container
@@ -25,7 +26,7 @@ func TestUnsetResources(t *testing.T) {
 		return c
 	}
 	pod := func(init []corev1.Container, ctrs ...corev1.Container) *corev1.Pod {
-		return &corev1.Pod{Spec: corev1.PodSpec{InitContainers: init, Containers: ctrs}}
+		return podtest.New("").Spec(corev1.PodSpec{InitContainers: init, Containers: ctrs}).Obj()
 	}
 	sidecar := ctr("proxy", "cpu=100m", "")
 	sidecar.RestartPolicy = &always

@@ -8,6 +8,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/quotagate/quotagate/internal/testbed/podtest"
 )
 
 // SharedPodUsage remembers usage by its inputs: it must give what PodUsage gives for
@@ -36,7 +38,7 @@ func TestSharedPodUsage(t *testing.T) {
 		return c
 	}
 	pod := func(init []corev1.Container, ctrs ...corev1.Container) *corev1.Pod {
-		return &corev1.Pod{Spec: corev1.PodSpec{InitContainers: init, Containers: ctrs}}
+		return podtest.New("").Spec(corev1.PodSpec{InitContainers: init, Containers: ctrs}).Obj()
 	}
 	app := ctr("app", req("cpu", "1", "memory", "1Gi"))
 	// withStatus is the plain pod with a status for container name.

@@ -27,6 +27,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/internal/testbed/podtest"
 )
 
 // waitTimeout bounds every wait for the cluster to act: kwok's pod stages take up to
@@ -40,13 +41,7 @@ func TestCluster(t *testing.T) {
 	t.Run("a gated pod runs on a kwok node once its gate is removed", func(t *testing.T) {
 		ctx := t.Context()
 		ns := createNamespace(t, client, "gated")
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: ns},
-			Spec: corev1.PodSpec{
-				SchedulingGates: []corev1.PodSchedulingGate{{Name: v1alpha1.SchedulingGate}},
-				Containers:      []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}},
-			},
-		}
+		pod := podtest.New("p").NS(ns).Gated().Obj()
 		if _, err := client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("Creating pod: %v", err)
 		}

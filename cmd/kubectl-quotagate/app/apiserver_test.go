@@ -25,6 +25,7 @@ import (
 	"github.com/quotagate/quotagate/api/v1alpha1"
 	visv1 "github.com/quotagate/quotagate/api/visibility/v1alpha1"
 	"github.com/quotagate/quotagate/internal/testbed"
+	"github.com/quotagate/quotagate/internal/testbed/podtest"
 	"github.com/quotagate/quotagate/pkg/gates"
 	"github.com/quotagate/quotagate/pkg/quota"
 	"github.com/quotagate/quotagate/test/localcluster"
@@ -223,13 +224,8 @@ func TestSnapshotOnAPIServer(t *testing.T) {
 		)
 		// The proxy only forwards to endpoints that are pods with the endpoint's IP: a
 		// stand-in pod, held unscheduled by a gate of its own, claims this machine's IP.
-		standIn := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: "quotagate-manager", Namespace: systemNamespace},
-			Spec: corev1.PodSpec{
-				SchedulingGates: []corev1.PodSchedulingGate{{Name: "test.quotagate.io/stand-in"}},
-				Containers:      []corev1.Container{{Name: "manager", Image: "quotagate/manager"}},
-			},
-		}
+		standIn := podtest.New("quotagate-manager").NS(systemNamespace).
+			Gates("test.quotagate.io/stand-in").Container("manager", "quotagate/manager").Obj()
 		createPod(t, admin, standIn)
 		testbed.Poll(t, pollTimeout, "the stand-in pod to claim "+ip, func(context.Context) (bool, error) {
 			var p corev1.Pod

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/internal/testbed/podtest"
 	"github.com/quotagate/quotagate/pkg/quota"
 )
 
@@ -45,14 +46,8 @@ func TestClaimEventsReachThePod(t *testing.T) {
 		"requests.example.com/gpu":                resource.MustParse("4"),
 	}})
 
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "trainer", UID: "u1", ResourceVersion: "1"},
-		Spec: corev1.PodSpec{
-			SchedulingGates: []corev1.PodSchedulingGate{{Name: v1alpha1.SchedulingGate}},
-			Containers:      []corev1.Container{{Name: "c"}},
-			ResourceClaims:  []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To("eight")}},
-		},
-	}
+	pod := podtest.New("trainer").NS("team-a").UID("u1").RV(1).Gated().Container("c", "").Obj()
+	pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To("eight")}}
 	deliver := func(p *corev1.Pod) {
 		cp := compactPod(p)
 		if err := store.Update(cp); err != nil {
