@@ -60,7 +60,9 @@ type families struct {
 }
 
 func newFamilies(core familyCore, clk clock.PassiveClock, lendHold time.Duration) families {
-	return families{core: core, clock: clk, lendHold: lendHold, holding: map[*budget]struct{}{}}
+	// Until an admitter counts passes for it (countPassesWith), no pass is ever open:
+	// a part on its own, as in its table tests, has no memo.
+	return families{core: core, clock: clk, lendHold: lendHold, holding: map[*budget]struct{}{}, passes: &passes{}}
 }
 
 // familyState is what the family part keeps on one budget.

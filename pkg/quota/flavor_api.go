@@ -19,11 +19,9 @@ func FlavorFromAPI(f *v1alpha1.Flavor) Flavor {
 	}
 }
 
-// flavorQuotas copies spec.flavors, in order (nil for none).
+// flavorQuotas copies spec.flavors, in order; fromSpec calls it only for a spec that
+// has some, and leaves Flavors nil otherwise.
 func flavorQuotas(in []v1alpha1.FlavorQuota) []FlavorQuota {
-	if len(in) == 0 {
-		return nil
-	}
 	out := make([]FlavorQuota, len(in))
 	for i, f := range in {
 		out[i] = FlavorQuota{Name: f.Name, Hard: f.Hard, BorrowingLimit: f.BorrowingLimit, LendingLimit: f.LendingLimit}

@@ -37,11 +37,8 @@ func (fs *families) countPassesWith(ps *passes) { fs.passes = ps }
 type memoGen struct{ pass, changes uint64 }
 
 // memoNow is the memo's generation now; ok is false outside a pass, where there is no
-// memo, and in a part no admitter counts passes for (its table tests).
+// memo.
 func (fs *families) memoNow() (g memoGen, ok bool) {
-	if fs.passes == nil {
-		return memoGen{}, false
-	}
 	n, open := fs.passes.current()
 	return memoGen{pass: n, changes: fs.claimsGen}, open
 }
