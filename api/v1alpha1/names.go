@@ -12,6 +12,11 @@ const (
 	AdmittedAtAnnotation = "quotagate.io/admitted-at"
 	// AdmittedByAnnotation lists the budgets a pod was charged to, comma-separated.
 	AdmittedByAnnotation = "quotagate.io/admitted-by"
+	// AdmittedLabelsAnnotation holds, as a JSON object, the labels the pod was admitted
+	// with: which budgets cover an admitted pod is decided by those labels for as long
+	// as it runs, whatever its labels become, so a manager that restarts reads them
+	// back. Set with admitted-by.
+	AdmittedLabelsAnnotation = "quotagate.io/admitted-labels"
 	// BorrowingAnnotation lists, comma-separated, the budgets a pod was admitted beyond
 	// the hard of, by borrowing what the budgets under the same parent did not use
 	// (spec.borrowingLimit). Set with admitted-by; absent when it borrowed nothing.

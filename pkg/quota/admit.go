@@ -299,6 +299,7 @@ func (a *admitter) admitUnit(unit []*podState, f *Flavor, reason Reason) {
 		p.inBackoff, p.parked, p.wait = false, false, waitInfo{}
 		p.phase = phaseAssumed
 		p.pinned = keysOf(p.cover)
+		p.chargeLabels = p.pod.Labels
 		p.admitted = reason
 		p.admittedAt = a.opts.clock.Now()
 		a.charges.charge(p)
@@ -334,6 +335,7 @@ func (a *admitter) handOut(p *podState) {
 		Reason:    p.admitted,
 		Created:   p.pod.Created,
 		Flavor:    p.flavor,
+		Labels:    p.chargeLabels,
 	})
 }
 

@@ -1,13 +1,16 @@
 package quota
 
 import (
-	"math"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
+
+	"fmt"
 )
 
 // The model and the invariants keep their own accounts in resource lists, with
@@ -42,78 +45,16 @@ func restrictTo(list corev1.ResourceList, names []corev1.ResourceName) corev1.Re
 }
 
 // listOf is a as a resource list (DecimalSI), to compare with lists by value.
-func listOf(a amounts) corev1.ResourceList {
+func listOf(a amount.List) corev1.ResourceList {
 	out := make(corev1.ResourceList, len(a))
 	for r, v := range a {
-		out[r] = quantityOf(v, resource.DecimalSI)
+		out[r] = v.Quantity(resource.DecimalSI)
 	}
 	return out
 }
 
 // parseAmounts is parseList's list as amounts.
-func parseAmounts(s string) amounts { return amountsOf(parseList(s)) }
-
-func TestAmountOf(t *testing.T) {
-	for in, want := range map[string]int64{
-		"0":     0,
-		"1":     1000,
-		"1500m": 1500,
-		"100m":  100, // a tenth of a byte, if it is memory: kept, as ResourceQuota keeps it
-		"1u":    1,   // finer than a milli-unit: rounded up, as MilliValue rounds
-		"-1u":   -1,  // away from zero
-		"1Gi":   1 << 30 * 1000,
-		"1k":    1_000_000,
-		"1Pi":   1 << 50 * 1000,
-		"8Pi":   8 << 50 * 1000, // 9.007e18: still below the bound
-		"9Pi":   math.MaxInt64,  // beyond it: saturated
-		"1Ei":   math.MaxInt64,
-		"1e300": math.MaxInt64,
-		"-1Ei":  -math.MaxInt64,
-		"2.5":   2500,
-	} {
-		if got := amountOf(resource.MustParse(in)); got != want {
-			t.Errorf("amountOf(%s) = %d, want %d", in, got, want)
-		}
-	}
-}
-
-func TestAddAmountSaturates(t *testing.T) {
-	for _, tc := range []struct{ x, y, want int64 }{
-		{1, 2, 3},
-		{math.MaxInt64, 1, math.MaxInt64},
-		{math.MaxInt64 - 1, math.MaxInt64 - 1, math.MaxInt64},
-		{-math.MaxInt64, -1, -math.MaxInt64},
-		{math.MinInt64 + 5, -10, -math.MaxInt64},
-		{math.MaxInt64, -math.MaxInt64, 0},
-	} {
-		if got := addAmount(tc.x, tc.y); got != tc.want {
-			t.Errorf("addAmount(%d, %d) = %d, want %d", tc.x, tc.y, got, tc.want)
-		}
-	}
-}
-
-// Amounts written back for a status read as Quantity arithmetic wrote them.
-func TestQuantityOf(t *testing.T) {
-	for _, tc := range []struct {
-		v      int64
-		format resource.Format
-		want   string
-	}{
-		{4000, resource.DecimalSI, "4"},
-		{1500, resource.DecimalSI, "1500m"},
-		{0, resource.BinarySI, "0"},
-		{2 << 30 * 1000, resource.BinarySI, "2Gi"},
-		{1_000_000, resource.DecimalSI, "1k"},
-		{100, resource.BinarySI, "100m"},
-		{-500, resource.DecimalSI, "-500m"},
-		{3000, "", "3"},
-	} {
-		q := quantityOf(tc.v, tc.format)
-		if got := q.String(); got != tc.want {
-			t.Errorf("quantityOf(%d, %q) = %s, want %s", tc.v, tc.format, got, tc.want)
-		}
-	}
-}
+func parseAmounts(s string) amount.List { return amount.OfList(parseList(s)) }
 
 // Fractional memory sums as ResourceQuota sums it: ten pods of a tenth of a byte fit
 // in a hard of one byte, and the eleventh does not.
@@ -135,27 +76,37 @@ func TestLedgerFractionalMemory(t *testing.T) {
 	}
 }
 
-// A hard beyond the bound limits nothing a pod asks, and a usage beyond it fits no
-// smaller hard, as with Quantities.
+// Sums are exact at any size: a hard of 7Ei and usages of several Pi add up to the
+// byte, and one value past the bound makes the pod uncountable rather than saturating
+// what the budget uses.
 func TestLedgerHugeQuantities(t *testing.T) {
 	l := newLedger()
-	l.setHard(parseList("requests.memory=1Ei,requests.cpu=4"))
-	if _, over := l.excess(parseAmounts("requests.memory=8Pi,requests.cpu=1")); over {
-		t.Error("8Pi does not fit in a hard of 1Ei")
+	l.setHard(parseList("requests.memory=7Ei,requests.cpu=4"))
+	for i := range 3 {
+		if _, over := l.excess(parseAmounts("requests.memory=2Ei,requests.cpu=1")); over {
+			t.Fatalf("pod %d of 2Ei does not fit in a hard of 7Ei with %d charged", i, i)
+		}
+		l.charge(&podState{pod: makePod(fmt.Sprintf("p%d", i)).Pod()}, parseAmounts("requests.memory=2Ei,requests.cpu=1"), nil)
 	}
-	if r, over := l.excess(parseAmounts("requests.cpu=1Ei")); !over || r != "requests.cpu" {
-		t.Errorf("excess(cpu=1Ei) under hard cpu=4 = %q, %v; want requests.cpu", r, over)
+	if r, over := l.excess(parseAmounts("requests.memory=1152921504606846977")); !over || r != "requests.memory" {
+		t.Errorf("excess(1Ei and a byte) with 6Ei of 7Ei used = %q, %v; want requests.memory", r, over)
 	}
-	hard, _, _ := l.totals()
-	if got := hard["requests.memory"]; got.String() != "1Ei" {
-		t.Errorf("hard written back = %s, want 1Ei as written", got.String())
+	if _, over := l.excess(parseAmounts("requests.memory=1Ei")); over {
+		t.Error("1Ei does not fit with 6Ei of 7Ei used")
 	}
-}
-
-// amountString is v as a Quantity prints it (DecimalSI).
-func amountString(v int64) string {
-	q := quantityOf(v, "")
-	return q.String()
+	if r, over := l.excess(parseAmounts("requests.cpu=2")); !over || r != "requests.cpu" {
+		t.Errorf("excess(cpu=2) with 3 of 4 used = %q, %v; want requests.cpu", r, over)
+	}
+	hard, used, _ := l.totals()
+	if got := hard["requests.memory"]; got.String() != "7Ei" {
+		t.Errorf("hard written back = %s, want 7Ei as written", got.String())
+	}
+	if got := used["requests.memory"]; got.Cmp(resource.MustParse("6Ei")) != 0 {
+		t.Errorf("used = %s, want 6Ei", got.String())
+	}
+	if r, bad := amount.Uncountable(parseList("limits.memory=1e30,requests.cpu=1")); !bad || r != "limits.memory" {
+		t.Errorf("Uncountable(limits.memory=1e30) = %q, %v; want limits.memory", r, bad)
+	}
 }
 
 // Used and pending print in the format of the pod quantity that made them non-zero, as

@@ -43,6 +43,10 @@ type Admission struct {
 	// Flavor is the flavor the pod is admitted on (nil for none): the ungate patch adds
 	// its node labels to the pod's nodeSelector and its tolerations to the pod's.
 	Flavor *Flavor `json:"flavor,omitempty"`
+	// Labels are the labels the pod is admitted with, which decide the budgets that
+	// cover it for as long as it runs (for the admitted-labels annotation, so that a
+	// restarted manager reads them back).
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // Result is the outcome of an ungate attempt, reported with Done.
@@ -137,7 +141,10 @@ func (a *admitter) giveBack(p *podState) {
 	p.phase = phaseWaiting
 	p.unresolved = false
 	p.attemptRV = ""
-	p.pinned = nil
+	p.pinned, p.chargeLabels = nil, nil
+	// It waits again as it is now: a relabel while it was admitted changed nothing of
+	// its charge, but decides where it waits.
+	p.cover = a.topology.coverage(&p.pod)
 	p.retryAt = a.opts.clock.Now().Add(a.opts.backoff(p.attempts))
 	p.inBackoff = true
 	a.backoff.set(p)

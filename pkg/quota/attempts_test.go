@@ -131,7 +131,9 @@ func TestUnresolvedUngateIsRetried(t *testing.T) {
 }
 
 // TestRelabelKeepsCharge: relabelling a running pod out of the budget that admitted it
-// does not free its charge there; it is charged where it is covered now as well.
+// does not free its charge there, and relabelling it into another budget's selector
+// does not charge that one: its charge is fixed when it is admitted (a tenant who could
+// move a running pod's charge could push another budget over its hard).
 func TestRelabelKeepsCharge(t *testing.T) {
 	q, _ := newTestQueue()
 	web := BudgetKey{Namespace: "team-a", Name: "web"}
@@ -147,12 +149,21 @@ func TestRelabelKeepsCharge(t *testing.T) {
 	if got := admitNames(q); len(got) != 0 {
 		t.Errorf("admitted %v after p1 left the web selector while running", got)
 	}
-	for key, want := range map[BudgetKey]string{web: "requests.cpu=2", batch: "requests.cpu=2"} {
+	for key, want := range map[BudgetKey]string{web: "requests.cpu=2", batch: "requests.cpu=0"} {
 		if diff := listDiff(parseList(want), mustStatus(t, q, key).Used); diff != "" {
 			t.Errorf("%s used (-want +got):\n%s", key.Describe(), diff)
 		}
 	}
-	// When p1 ends, both charges go and p2 is admitted.
+	// A budget created afterwards that its admission labels put it in counts it (as a
+	// new ResourceQuota counts the pods that run); one its new labels put it in does not.
+	q.UpsertBudget(makeBudget("team-a", "all-web").Hard("cpu=8").Selector("app", "web").Obj())
+	q.UpsertBudget(makeBudget("team-a", "all-batch").Hard("cpu=8").Selector("app", "batch").Obj())
+	for key, want := range map[BudgetKey]string{{Namespace: "team-a", Name: "all-web"}: "requests.cpu=2", {Namespace: "team-a", Name: "all-batch"}: "requests.cpu=0"} {
+		if diff := listDiff(parseList(want), mustStatus(t, q, key).Used); diff != "" {
+			t.Errorf("%s used (-want +got):\n%s", key.Describe(), diff)
+		}
+	}
+	// When p1 ends, its charge goes and p2 is admitted.
 	q.DeletePod("p1")
 	if diff := cmp.Diff([]string{"p2"}, admitNames(q)); diff != "" {
 		t.Errorf("after p1 ended (-want +got):\n%s", diff)

@@ -2,10 +2,11 @@ package quota
 
 import (
 	"maps"
-	"math/bits"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
 )
 
 // Borrowing between the budgets that name the same parent (their family; DESIGN:
@@ -30,7 +31,7 @@ import (
 // cover, and the resources the unit adds a non-zero amount of, in name order; it stops
 // at the first f that returns true, and reports whether one did.
 func borrowingFamilies(cover []*budget, add demand,
-	f func(p *budget, adds map[*budget]amounts, names []corev1.ResourceName) bool) bool {
+	f func(p *budget, adds map[*budget]amount.List, names []corev1.ResourceName) bool) bool {
 	var seen []*budget
 	for _, b := range cover {
 		p := b.borrowingParent()
@@ -38,7 +39,7 @@ func borrowingFamilies(cover []*budget, add demand,
 			continue
 		}
 		seen = append(seen, p)
-		adds := map[*budget]amounts{}
+		adds := map[*budget]amount.List{}
 		names := map[corev1.ResourceName]bool{}
 		for _, c := range cover {
 			if c.parent != p {
@@ -46,7 +47,7 @@ func borrowingFamilies(cover []*budget, add demand,
 			}
 			adds[c] = add(c)
 			for r, v := range adds[c] {
-				if v != 0 {
+				if !v.IsZero() {
 					names[r] = true
 				}
 			}
@@ -64,8 +65,8 @@ func borrowingFamilies(cover []*budget, add demand,
 //
 // claims(f) is what the members of f's family claim for their own pods
 // (families.claims), which a unit that borrows leaves them.
-func familyExcess(cover []*budget, add demand, claims func(f *budget) map[*budget]amounts) (w waitInfo, over bool) {
-	over = borrowingFamilies(cover, add, func(p *budget, adds map[*budget]amounts, names []corev1.ResourceName) bool {
+func familyExcess(cover []*budget, add demand, claims func(f *budget) map[*budget]amount.List) (w waitInfo, over bool) {
+	over = borrowingFamilies(cover, add, func(p *budget, adds map[*budget]amount.List, names []corev1.ResourceName) bool {
 		r, requested, over := p.familyExcess(adds, names, claims)
 		if over {
 			w = waitInfo{code: CodeNoLendable, budget: p, resource: r, requested: requested}
@@ -81,10 +82,10 @@ func familyExcess(cover []*budget, add demand, claims func(f *budget) map[*budge
 // leaves room for what the other members' pods waiting on the family ask within their
 // own hard (lenderClaims): a borrower does not take quota its lender waits for, so a
 // lender gets its share back as soon as borrowed pods end.
-func (p *budget) familyExcess(adds map[*budget]amounts, names []corev1.ResourceName, lenderClaims func(f *budget) map[*budget]amounts) (corev1.ResourceName, int64, bool) {
-	var claims map[*budget]amounts
+func (p *budget) familyExcess(adds map[*budget]amount.List, names []corev1.ResourceName, lenderClaims func(f *budget) map[*budget]amount.List) (corev1.ResourceName, amount.Amount, bool) {
+	var claims map[*budget]amount.List
 	for _, r := range names {
-		var added int64
+		var added amount.Amount
 		borrows := false
 		for c, a := range adds {
 			v, ok := a[r]
@@ -92,51 +93,51 @@ func (p *budget) familyExcess(adds map[*budget]amounts, names []corev1.ResourceN
 			if !ok || !acc.limited {
 				continue
 			}
-			added = addAmount(added, v)
-			borrows = borrows || addAmount(acc.used, v) > acc.hard
+			added = added.Add(v)
+			borrows = borrows || acc.hard.Less(acc.used.Add(v))
 		}
 		if borrows && claims == nil {
 			claims = lenderClaims(p)
 		}
-		pool, above := p.familySum(r, func(c *budget, acc account) int64 {
+		pool, above := p.familySum(r, func(c *budget, acc account) amount.Amount {
 			use := acc.used
 			if a, ok := adds[c]; ok {
-				return addAmount(use, a[r])
+				return use.Add(a[r])
 			}
 			if !borrows {
 				return use
 			}
 			// What its pods waiting on the family ask, up to its hard, is its own.
 			if claim, ok := claims[c]; ok {
-				use = max(use, min(addAmount(use, claim[r]), acc.hard))
+				use = amount.Max(use, amount.Min(use.Add(claim[r]), acc.hard))
 			}
 			return use
 		})
-		if added > 0 && above > pool {
+		if added.Sign() > 0 && pool.Less(above) {
 			return r, added, true
 		}
 	}
-	return "", 0, false
+	return "", amount.Amount{}, false
 }
 
 // familyStatus is what the family of p lends and uses above its guaranteed parts, for
 // r: for messages.
-func (p *budget) familyStatus(r corev1.ResourceName) (pool, above int64) {
-	return p.familySum(r, func(_ *budget, acc account) int64 { return acc.used })
+func (p *budget) familyStatus(r corev1.ResourceName) (pool, above amount.Amount) {
+	return p.familySum(r, func(_ *budget, acc account) amount.Amount { return acc.used })
 }
 
 // familySum adds up, over the children of p whose hard limits r, what they lend (pool)
 // and how much of use(c) is above each one's guaranteed part, hard minus what it lends
 // (above). use is given c's account of r.
-func (p *budget) familySum(r corev1.ResourceName, use func(c *budget, acc account) int64) (pool, above int64) {
+func (p *budget) familySum(r corev1.ResourceName, use func(c *budget, acc account) amount.Amount) (pool, above amount.Amount) {
 	for _, c := range p.children {
 		acc := c.ledger.of(r)
 		if !acc.limited {
 			continue
 		}
-		pool = addAmount(pool, acc.lendable)
-		if over := addAmount(addAmount(use(c, acc), -acc.hard), acc.lendable); over > 0 {
-			above = addAmount(above, over)
+		pool = pool.Add(acc.lendable)
+		if over := use(c, acc).Sub(acc.hard).Add(acc.lendable); over.Sign() > 0 {
+			above = above.Add(over)
 		}
 	}
 	return pool, above
@@ -145,7 +146,7 @@ func (p *budget) familySum(r corev1.ResourceName, use func(c *budget, acc accoun
 // claims is what the members of f's family claim for their own pods, which a
 // borrower leaves them: what their waiting pods ask within their hard (lenderClaims,
 // remembered for an admission pass: lendclaims.go) and what they hold (hold.go).
-func (fs *families) claims(f *budget) map[*budget]amounts {
+func (fs *families) claims(f *budget) map[*budget]amount.List {
 	claims := fs.lenderClaims(f)
 	if len(fs.holding) > 0 && holdsAny(f) {
 		claims = copyClaims(claims) // the pass's memo stays as lenderClaims gave it
@@ -203,8 +204,8 @@ func (fs *families) lendWaiters(f *budget) []*podState {
 // borrower that is a StrictFIFO head ahead of them would wait on them forever). Pods
 // that no longer wait so are dropped here: only fail records them, and nothing else
 // needs to forget them.
-func lenderClaims(f *budget, stuck func(*podState) bool) map[*budget]amounts {
-	out := map[*budget]amounts{}
+func lenderClaims(f *budget, stuck func(*podState) bool) map[*budget]amount.List {
+	out := map[*budget]amount.List{}
 	if f.family == nil {
 		return out
 	}
@@ -220,7 +221,7 @@ func lenderClaims(f *budget, stuck func(*podState) bool) map[*budget]amounts {
 
 // addLenderClaim adds to out what p, a pod waiting on f's family, claims within its
 // budgets' own hard (lenderClaims).
-func addLenderClaim(out map[*budget]amounts, f *budget, p *podState, stuck func(*podState) bool) {
+func addLenderClaim(out map[*budget]amount.List, f *budget, p *podState, stuck func(*podState) bool) {
 	if stuck(p) || p.inBackoff {
 		return // it could not take what it claims now
 	}
@@ -233,18 +234,18 @@ func addLenderClaim(out map[*budget]amounts, f *budget, p *podState, stuck func(
 
 // addMemberClaim adds to out[c] what p, a pod waiting on the family of c's parent that
 // could be admitted now, claims within c's own hard.
-func addMemberClaim(out map[*budget]amounts, c *budget, p *podState) {
+func addMemberClaim(out map[*budget]amount.List, c *budget, p *podState) {
 	// Only what fits within c's own hard is c's to claim: a pod that would borrow is a
 	// borrower, and borrowers do not hold each other back.
 	for r, v := range p.waitUsage() {
 		acc := c.ledger.of(r)
-		if !acc.limited || addAmount(acc.used, v) > acc.hard {
+		if !acc.limited || acc.hard.Less(acc.used.Add(v)) {
 			continue
 		}
 		if out[c] == nil {
-			out[c] = amounts{}
+			out[c] = amount.List{}
 		}
-		out[c][r] = addAmount(out[c][r], v)
+		out[c][r] = out[c][r].Add(v)
 	}
 }
 
@@ -252,16 +253,16 @@ func addMemberClaim(out map[*budget]amounts, c *budget, p *podState) {
 // never be admitted by a borrowing family, even an empty one: what it needs above its
 // budgets' guaranteed parts is more than the family lends.
 func familyNeverFits(cover []*budget, add demand) (w waitInfo, never bool) {
-	never = borrowingFamilies(cover, add, func(p *budget, adds map[*budget]amounts, names []corev1.ResourceName) bool {
+	never = borrowingFamilies(cover, add, func(p *budget, adds map[*budget]amount.List, names []corev1.ResourceName) bool {
 		for _, r := range names {
-			var added int64
+			var added amount.Amount
 			for c, a := range adds {
 				if c.ledger.tracks(r) {
-					added = addAmount(added, a[r])
+					added = added.Add(a[r])
 				}
 			}
-			pool, above := p.familySum(r, func(c *budget, _ account) int64 { return adds[c][r] })
-			if added > 0 && above > pool {
+			pool, above := p.familySum(r, func(c *budget, _ account) amount.Amount { return adds[c][r] })
+			if added.Sign() > 0 && pool.Less(above) {
 				familyOf(p).parks = true
 				w = waitInfo{code: CodeNeverFits, budget: p, resource: r, requested: added, family: true}
 				return true
@@ -281,7 +282,7 @@ func borrowingIn(p *podState) []BudgetKey {
 			continue
 		}
 		for r, v := range p.chargedUsage {
-			if acc := b.ledger.of(r); acc.limited && v != 0 && acc.used > acc.hard {
+			if acc := b.ledger.of(r); acc.limited && !v.IsZero() && acc.hard.Less(acc.used) {
 				out = append(out, b.key)
 				break
 			}
@@ -293,7 +294,7 @@ func borrowingIn(p *podState) []BudgetKey {
 // lent is the part of b's hard its siblings use by borrowing, per resource (empty when
 // none): the family's borrowing (what its members use beyond their hard) shared among
 // the members that leave some of what they lend unused, in proportion to that unused
-// part. Rounded down to the milli-unit, so the shares may add up to a little less.
+// part. Rounded down to the nano-unit, so the shares may add up to a little less.
 // For a status: a list.
 func (b *budget) lent() corev1.ResourceList {
 	out := corev1.ResourceList{}
@@ -302,30 +303,28 @@ func (b *budget) lent() corev1.ResourceList {
 		return out
 	}
 	for _, r := range b.ledger.resources() {
-		var borrowed, idle, mine int64
+		var borrowed, idle, mine amount.Amount
 		for _, c := range f.children {
 			acc := c.ledger.of(r)
 			if !acc.limited {
 				continue
 			}
-			if over := addAmount(acc.used, -acc.hard); over > 0 {
-				borrowed = addAmount(borrowed, over)
+			if over := acc.used.Sub(acc.hard); over.Sign() > 0 {
+				borrowed = borrowed.Add(over)
 				continue
 			}
-			if unused := min(acc.lendable, addAmount(acc.hard, -acc.used)); unused > 0 {
-				idle = addAmount(idle, unused)
+			if unused := amount.Min(acc.lendable, acc.hard.Sub(acc.used)); unused.Sign() > 0 {
+				idle = idle.Add(unused)
 				if c == b {
 					mine = unused
 				}
 			}
 		}
-		if borrowed <= 0 || mine <= 0 {
+		if borrowed.Sign() <= 0 || mine.Sign() <= 0 {
 			continue
 		}
-		// min(borrowed, idle) * mine / idle, in 128 bits: it is at most mine.
-		hi, lo := bits.Mul64(uint64(min(borrowed, idle)), uint64(mine))
-		share, _ := bits.Div64(hi, lo, uint64(idle))
-		out[r] = b.ledger.quantity(r, int64(share))
+		// min(borrowed, idle) * mine / idle: it is at most mine.
+		out[r] = b.ledger.quantity(r, amount.Min(borrowed, idle).MulDiv(mine, idle))
 	}
 	return out
 }

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+
+	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
 )
 
 // BudgetKey identifies a Budget (Namespace set) or a ClusterBudget (Namespace "").
@@ -318,7 +320,7 @@ func inBorrowingFamily(cover []*budget) bool {
 // text is v of r as it prints in a message (what is free, lent, used beyond the
 // guaranteed parts), in the format r is written in the hard of b or, for a parent that
 // does not limit r, of its first child that does (DecimalSI when none does).
-func (b *budget) text(r corev1.ResourceName, v int64) string {
+func (b *budget) text(r corev1.ResourceName, v amount.Amount) string {
 	l := &b.ledger
 	if !l.tracks(r) {
 		for _, c := range b.children {

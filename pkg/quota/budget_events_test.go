@@ -225,7 +225,7 @@ func TestResolveIncrementalAgreesWithFull(t *testing.T) {
 			}
 			c := b.ledger.ceiling["requests.cpu"]
 			out[k.String()] = fmt.Sprintf("parent %q ancestors %v children %v borrowers %d problem %q admitting %v closedBy %q family %v ceiling %s",
-				parent, ancestors, children, b.borrowers, prob, b.admitting, closedBy, b.ledger.inFamily, amountString(c))
+				parent, ancestors, children, b.borrowers, prob, b.admitting, closedBy, b.ledger.inFamily, c.String())
 		}
 		return out
 	}

@@ -3,12 +3,22 @@ package quota
 import (
 	"slices"
 	"time"
+
+	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
 )
 
 // charges is the part that charges each admitted or running pod. A pod is charged to
 // every budget that covers it and to the budgets it is pinned to (the ones that
 // admitted it), from the moment it is admitted until it ends; release gives the charge
-// back and wakes only those budgets. It keeps the charged pods within their grace
+// back and wakes only those budgets.
+//
+// A charge is fixed when it is made (docs/guarantees.md, "What a tenant may change
+// after admission"): which budgets cover an admitted pod is decided by the labels it was
+// admitted with (chargeLabels), so relabelling it changes nothing; what it is charged
+// is what it used then, lowered when it uses less (a resize down the kubelet applied,
+// as ResourceQuota lowers it) and never raised; its claims are those it was charged
+// for. Only what an administrator changes (budgets, their selectors, namespaces'
+// labels, Flavors) moves a charge. It keeps the charged pods within their grace
 // period (releases: they stop counting at its end), and whether the family part holds
 // quota that a release freed (holds: Admit expires holds only then).
 type charges struct {
@@ -37,8 +47,15 @@ func (c *charges) charge(p *podState) {
 			p.setFlavor(f)
 		}
 	}
+	c.chargeWith(p, p.usage(), p.claims())
+}
+
+// chargeWith charges the pod usage and claims (its charge: what it used when it was
+// admitted, or less) to every budget its charge labels put it in, and to those it is
+// pinned to.
+func (c *charges) chargeWith(p *podState, usage amount.List, claims []claimAmount) {
 	p.chargedTo = slices.Clone(c.chargeSet(p, p.cover))
-	p.chargedUsage, p.chargedClaims = p.usage(), p.claims()
+	p.chargedUsage, p.chargedClaims = usage, claims
 	for _, b := range p.chargedTo {
 		b.ledger.charge(p, p.chargedUsage, p.chargedClaims)
 		if len(p.chargedClaims) > 0 {
@@ -104,14 +121,45 @@ func (c *charges) release(p *podState) {
 	c.releases.remove(p)
 }
 
-// recharge moves an admitted pod's charge to a new set of covering budgets (its labels,
-// its usage or the budgets changed). It stays charged to the budgets it was pinned to
-// when it was admitted, for as long as they exist: relabelling a running pod does not
-// free what it holds.
+// recharge moves an admitted pod's charge, unchanged, to a new set of covering budgets
+// (the budgets changed). It stays charged to the budgets it was pinned to when it was
+// admitted, for as long as they exist.
 func (c *charges) recharge(p *podState, cover []*budget) {
+	usage, claims := p.chargedUsage, p.chargedClaims
 	c.release(p)
 	p.cover = cover
-	c.charge(p)
+	c.chargeWith(p, usage, claims)
+}
+
+// shrink lowers an admitted pod's charge to what it uses now, where that is less (a
+// resize down that the kubelet applied: PodUsage charges the larger of spec and status
+// until then); a resource it uses more of stays charged as it was, and its claims stay
+// the ones it was charged for. It reports whether the charge changed.
+func (c *charges) shrink(p *podState) bool {
+	if !sameClaimAmounts(p.claims(), p.chargedClaims) {
+		return false // its claims are pinned (the manager's finalizer): a view that differs is a late one
+	}
+	now, lower := p.usage(), amount.List(nil)
+	for r, v := range p.chargedUsage {
+		if n := now[r]; n.Less(v) {
+			if lower == nil {
+				lower = p.chargedUsage.Clone()
+			}
+			lower[r] = n
+		}
+	}
+	if lower == nil {
+		return false
+	}
+	claims := p.chargedClaims
+	c.release(p)
+	c.chargeWith(p, lower, claims)
+	return true
+}
+
+// sameClaimAmounts reports whether two lists charge the same claims the same.
+func sameClaimAmounts(a, b []claimAmount) bool {
+	return slices.EqualFunc(a, b, func(x, y claimAmount) bool { return x.Key == y.Key && x.usage.Equal(y.usage) })
 }
 
 // reflavor moves a charged pod to the flavor its node selector selects now (a Flavor

@@ -10,6 +10,8 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
 )
 
 // DRA devices (resource.k8s.io/v1), counted as Kubernetes' claim evaluator counts them
@@ -192,6 +194,7 @@ func WithClaims(pod Pod, claims []PodClaim, specs ClaimSpecs) Pod {
 		pod.Claims = append(pod.Claims, ClaimCharge{Key: key, Usage: usage})
 		addTo(pod.Usage, usage)
 	}
+	pod.Uncountable, _ = amount.Uncountable(pod.Usage)
 	return pod
 }
 

@@ -37,7 +37,7 @@
 //     borrowingLimit) and what it lends, used (reservations included), pending, the pods
 //     charged; charge, release, excess, neverFits, borrowed, and one resource's
 //     account (of: hard, ceiling, lendable, used, free). The accounts are amounts
-//     (amounts.go): int64 milli-units per resource, with add, sub and firstExcess.
+//     (package amount): exact 128-bit counts of nano-units per resource.
 //   - queues (queue.go, wake.go): one budget's active, backoff, inadmissible and parked
 //     heaps, in admission order (orderKey.compare); move, strictHead, inOrder; wakeable
 //     picks the inadmissible pods an event in the budget may let in.
@@ -118,10 +118,13 @@
 //
 // Accounting follows ResourceQuota (usage.go): pod usage is computed with
 // k8s.io/component-helpers/resource and keyed by ResourceQuota's names. Inside the
-// core it is kept as amounts (amounts.go), converted once from a pod's usage and a
-// budget's hard and back only for statuses and messages: milli-units for every
-// resource, so that fractional quantities (memory "100m") sum as ResourceQuota sums
-// them, saturated at ±9.2e15 units instead of overflowing. The queues
+// core it is kept as amounts (package amount), converted once from a pod's usage and a
+// budget's hard and back only for statuses and messages: exact counts of nano-units,
+// Quantity's own precision, so that fractional quantities (memory "100m") sum as
+// ResourceQuota sums them, in 128 bits, so that no sum saturates or wraps. A value
+// beyond Quantity's documented range (amount.MaxUnits) is not counted: a gated pod that
+// carries one waits (CodeUncountable), and a hard that holds one is an invalid spec. An
+// admitted pod's charge is fixed when it is made (charges.go). The queues
 // follow kube-scheduler's scheduling queue (queue.go explains them and how a pod moves
 // between them); groups are in groups.go. Decisions are taken only inside Admit, so
 // that a batch of informer events is applied before anything is decided. Every

@@ -4,6 +4,8 @@ import (
 	"math"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
 )
 
 // Fair sharing (DESIGN: Budgets, "Borrowing"; docs/budgets.md, "Fair sharing"). When
@@ -29,7 +31,7 @@ import (
 // when it goes now. first is the unit's first pod (its admission order).
 func (fs *families) yieldsTo(first *podState, budgets []*budget, add demand) (waitInfo, bool) {
 	var w waitInfo
-	yield := borrowingFamilies(budgets, add, func(f *budget, adds map[*budget]amounts, _ []corev1.ResourceName) bool {
+	yield := borrowingFamilies(budgets, add, func(f *budget, adds map[*budget]amount.List, _ []corev1.ResourceName) bool {
 		fl := demandFlavor(adds)
 		mine, borrows := -1.0, false
 		for c, a := range adds {
@@ -75,7 +77,7 @@ func (fs *families) yieldsTo(first *podState, budgets []*budget, add demand) (wa
 }
 
 // demandFlavor is the flavor a unit's adds are on ("" for none).
-func demandFlavor(adds map[*budget]amounts) string {
+func demandFlavor(adds map[*budget]amount.List) string {
 	for _, a := range adds {
 		for r := range a {
 			if _, f := splitFlavor(r); f != "" {
@@ -104,18 +106,18 @@ func (fs *families) fairHead(d *budget) *podState {
 
 // shareWith is b's dominant share of what the family of f lends, with add charged to
 // it, over its weight, and whether it would borrow at all (use beyond its hard).
-func (b *budget) shareWith(f *budget, add amounts) (share float64, borrows bool) {
+func (b *budget) shareWith(f *budget, add amount.List) (share float64, borrows bool) {
 	for _, r := range b.ledger.resources() {
 		acc := b.ledger.of(r)
-		over := addAmount(addAmount(acc.used, add[r]), -acc.hard)
-		if over <= 0 {
+		over := acc.used.Add(add[r]).Sub(acc.hard)
+		if over.Sign() <= 0 {
 			continue
 		}
 		borrows = true
 		pool, _ := f.familyStatus(r)
 		s := math.Inf(1)
-		if pool > 0 {
-			s = float64(over) / float64(pool)
+		if pool.Sign() > 0 {
+			s = over.Float64() / pool.Float64()
 		}
 		share = max(share, s)
 	}

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"k8s.io/utils/clock"
+
+	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
 )
 
 // The family part (borrowing.go says what a family is and how it must fit; fairshare.go
@@ -83,7 +85,7 @@ type familyState struct {
 	// claims is lenderClaims as this pass last computed it, good while the pass and
 	// the part's claimsGen are as they were then (claimsMemo); each member's entry,
 	// while the member's ledger version is the one in claimsOf.
-	claims     map[*budget]amounts
+	claims     map[*budget]amount.List
 	claimsMemo memoGen
 	claimsOf   map[*budget]uint64
 }

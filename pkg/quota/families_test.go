@@ -6,6 +6,8 @@ import (
 	"time"
 
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
 )
 
 // The family part alone, with no AdmissionQueue: a topology of one parent and two
@@ -75,7 +77,7 @@ func describeWait(w waitInfo, over bool) string {
 	if !over {
 		return "fits"
 	}
-	return fmt.Sprintf("%s %s %s %s", w.code, w.budget.key.Name, w.resource, amountString(w.requested))
+	return fmt.Sprintf("%s %s %s %s", w.code, w.budget.key.Name, w.resource, w.requested.String())
 }
 
 // Whether a unit fits in a family: each member's ceiling, what the family lends with
@@ -152,7 +154,7 @@ func TestFamilyCapacityWait(t *testing.T) {
 			clk := clocktesting.NewFakePassiveClock(t0)
 			fs := newFamilies(c, clk, 5*time.Second)
 			in, cpu := tc.setup(c, &fs, clk, org, a, b)
-			usage := amountsOf(makePod("unit").Req("cpu=" + cpu).Pod().Usage)
+			usage := amount.OfList(makePod("unit").Req("cpu=" + cpu).Pod().Usage)
 			got := describeWait(fs.capacityWait([]*budget{in, org}, usageDemand(usage)))
 			if got != tc.want {
 				t.Errorf("capacityWait: %s, want %s", got, tc.want)
@@ -222,7 +224,7 @@ func TestFamilyHolds(t *testing.T) {
 	fs.freed(a, p.chargedUsage) // a is above its hard: nothing of its hard is freed
 	heldCPU := func(x *budget) string {
 		h := held(x, clk.Now())["requests.cpu"]
-		return amountString(h)
+		return h.String()
 	}
 	if got := heldCPU(b); got != "3" {
 		t.Errorf("b holds %s, want the 3 its pod freed", got)
@@ -230,7 +232,7 @@ func TestFamilyHolds(t *testing.T) {
 	if got := heldCPU(a); got != "0" {
 		t.Errorf("a holds %s, want none", got)
 	}
-	fs.useHolds(b, amountsOf(makePod("b2").Req("cpu=1").Pod().Usage))
+	fs.useHolds(b, amount.OfList(makePod("b2").Req("cpu=1").Pod().Usage))
 	if got := heldCPU(b); got != "2" {
 		t.Errorf("after its next pod b holds %s, want 2", got)
 	}

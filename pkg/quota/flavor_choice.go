@@ -1,6 +1,10 @@
 package quota
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
+)
 
 // The admitter's side of flavors: which flavor a unit is admitted on, and the Flavor
 // events.
@@ -47,7 +51,7 @@ func flavoredDemand(d demand, f string) demand {
 	if f == "" {
 		return d
 	}
-	return func(b *budget) amounts { return onFlavor(d(b), f) }
+	return func(b *budget) amount.List { return onFlavor(d(b), f) }
 }
 
 // onFlavors decides for a unit that nothing but capacity blocks, given the flavors it

@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
 )
 
 // Flavors: quota per kind of node. A budget's spec.flavors hold quota for each flavor
@@ -54,11 +56,11 @@ func resourceText(r corev1.ResourceName) string {
 
 // onFlavor returns a with each of its entries also counted on flavor f (a itself when f
 // is ""). The flavored entries are new; a is not changed.
-func onFlavor(a amounts, f string) amounts {
+func onFlavor(a amount.List, f string) amount.List {
 	if f == "" || a == nil {
 		return a
 	}
-	out := make(amounts, 2*len(a))
+	out := make(amount.List, 2*len(a))
 	for r, v := range a {
 		out[r] = v
 		if _, fl := splitFlavor(r); fl == "" {
@@ -199,7 +201,7 @@ type flavorChoice struct {
 // selects flavors itself, it is one of them), every flavored budget of cover has it,
 // and together they name every flavored resource the pod requests. ok is false, with
 // the wait, when flavors apply and none is a choice.
-func (x *flavorIndex) choices(cover []*budget, sel map[string]string, usage amounts) (c flavorChoice, w waitInfo, ok bool) {
+func (x *flavorIndex) choices(cover []*budget, sel map[string]string, usage amount.List) (c flavorChoice, w waitInfo, ok bool) {
 	home := flavoredBudget(cover)
 	if home == nil {
 		return flavorChoice{}, waitInfo{}, true // a group member no flavor applies to
@@ -207,7 +209,7 @@ func (x *flavorIndex) choices(cover []*budget, sel map[string]string, usage amou
 	var buf [8]corev1.ResourceName
 	wanted := buf[:0]
 	for r, v := range usage {
-		if v != 0 && namedByAFlavor(cover, r) {
+		if !v.IsZero() && namedByAFlavor(cover, r) {
 			wanted = append(wanted, r)
 		}
 	}
@@ -275,13 +277,13 @@ func allHave(cover []*budget, f string) bool {
 // neverFitsOn reports whether a pod requesting usage can never fit on flavor f: a
 // budget of cover holds less of a resource on f than it requests (a flavor given 0 of
 // what its nodes do not have is no choice for a pod that asks for it).
-func neverFitsOn(cover []*budget, usage amounts, f string) bool {
+func neverFitsOn(cover []*budget, usage amount.List, f string) bool {
 	for _, b := range cover {
 		for r, v := range usage {
-			if v <= 0 || !b.flavorNames[f][r] {
+			if v.Sign() <= 0 || !b.flavorNames[f][r] {
 				continue
 			}
-			if acc := b.ledger.of(flavored(r, f)); acc.limited && v > acc.ceiling {
+			if acc := b.ledger.of(flavored(r, f)); acc.limited && acc.ceiling.Less(v) {
 				return true
 			}
 		}

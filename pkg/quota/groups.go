@@ -6,6 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
 )
 
 // Groups (DESIGN: Groups). Pods with the same quotagate.io/group label in one namespace
@@ -72,14 +74,14 @@ type memberRec struct {
 	pod   *podState
 	key   orderKey
 	cover []*budget
-	usage amounts
+	usage amount.List
 	unset []UnsetResource
 	index int // in group.waiting
 }
 
 type budgetCharge struct {
 	members int
-	sum     amounts
+	sum     amount.List
 	// unset counts, by name, the members that leave it unset (UnsetResources).
 	unset map[corev1.ResourceName]int
 }
@@ -101,7 +103,7 @@ type groupIndex map[groupKey]*group
 // join adds p to the group its labels name, creating the group, unless it names none
 // or an unusable one.
 func (gi groupIndex) join(p *podState) {
-	if p.pod.Group == "" || p.pod.GroupError != "" || p.pod.ClaimsError != "" {
+	if p.pod.Group == "" || p.pod.GroupError != "" || p.pod.ClaimsError != "" || p.pod.Uncountable != "" {
 		return
 	}
 	k := groupKey{namespace: p.pod.Namespace, name: p.pod.Group}
@@ -193,14 +195,14 @@ func (g *group) account(r *memberRec, sign int) {
 	for _, b := range r.cover {
 		c := g.charges[b]
 		if c == nil {
-			c = &budgetCharge{sum: amounts{}}
+			c = &budgetCharge{sum: amount.List{}}
 			g.charges[b] = c
 		}
 		c.members += sign
 		if sign > 0 {
-			c.sum.add(r.usage)
+			c.sum.Add(r.usage)
 		} else {
-			c.sum.sub(r.usage)
+			c.sum.Sub(r.usage)
 		}
 		countUnset(c, r.unset, sign)
 		if c.members == 0 {
@@ -227,7 +229,7 @@ func (g *group) mayNeverFit() bool {
 	for b := range g.charges {
 		cover = append(cover, b)
 	}
-	_, never := familyNeverFits(cover, func(b *budget) amounts { return g.charges[b].sum })
+	_, never := familyNeverFits(cover, func(b *budget) amount.List { return g.charges[b].sum })
 	return never
 }
 

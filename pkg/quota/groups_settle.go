@@ -1,5 +1,7 @@
 package quota
 
+import "github.com/quotagate/quotagate/pkg/quota/internal/amount"
+
 // How the queue places a group's gated members and admits a group (DESIGN: Groups); the
 // group's own accounting is in groups.go.
 
@@ -39,18 +41,18 @@ func groupWaitCounts(p *podState, w *waitInfo) (have, want int) {
 
 // unitCharges returns the budgets that cover any of the pods, in first-seen order, and
 // the sum each of them would be charged.
-func unitCharges(pods []*podState) ([]*budget, map[*budget]amounts) {
+func unitCharges(pods []*podState) ([]*budget, map[*budget]amount.List) {
 	var order []*budget
-	sums := map[*budget]amounts{}
+	sums := map[*budget]amount.List{}
 	for _, p := range pods {
 		for _, b := range p.cover {
 			sum, ok := sums[b]
 			if !ok {
-				sum = amounts{}
+				sum = amount.List{}
 				sums[b] = sum
 				order = append(order, b)
 			}
-			sum.add(p.usage())
+			sum.Add(p.usage())
 		}
 	}
 	return order, sums

@@ -1,6 +1,10 @@
 package quota
 
-import "time"
+import (
+	"time"
+
+	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
+)
 
 // Lend holds: no lend-and-reclaim loop. A lender's workload is a stream of pods: a Job
 // re-creates a pod moments after the last one ends. If the quota the ended pod frees
@@ -13,25 +17,25 @@ import "time"
 
 // hold is freed quota kept for a member's own pods until a time.
 type hold struct {
-	amount amounts
-	until  time.Time
+	left  amount.List
+	until time.Time
 }
 
 // freed records, for a member of a borrowing family, the part of its hard that a
 // released charge of usage frees (what it used within hard before and no longer does).
 // It reports whether the part holds anything now (the core asks expire only then).
-func (fs *families) freed(b *budget, usage amounts) (holds bool) {
+func (fs *families) freed(b *budget, usage amount.List) (holds bool) {
 	if fs.lendHold <= 0 || b.borrowingParent() == nil {
 		return len(fs.holding) > 0
 	}
-	freed := amounts{}
+	freed := amount.List{}
 	for r, u := range usage {
 		acc := b.ledger.of(r)
-		if !acc.limited || u <= 0 {
+		if !acc.limited || u.Sign() <= 0 {
 			continue
 		}
 		// What was used within hard before the release, less what is used now.
-		if d := addAmount(min(addAmount(acc.used, u), acc.hard), -acc.used); d > 0 {
+		if d := amount.Min(acc.used.Add(u), acc.hard).Sub(acc.used); d.Sign() > 0 {
 			freed[r] = d
 		}
 	}
@@ -39,7 +43,7 @@ func (fs *families) freed(b *budget, usage amounts) (holds bool) {
 		return len(fs.holding) > 0
 	}
 	s := familyOf(b)
-	s.holds = append(s.holds, hold{amount: freed, until: fs.clock.Now().Add(fs.lendHold)})
+	s.holds = append(s.holds, hold{left: freed, until: fs.clock.Now().Add(fs.lendHold)})
 	fs.holding[b] = struct{}{}
 	return true
 }
@@ -48,28 +52,28 @@ func (fs *families) freed(b *budget, usage amounts) (holds bool) {
 // as much of the holds together as it asks for. A hold used up is dropped: it holds
 // nothing until it ends, and a busy member frees and uses quota many times in a lend
 // hold, so the holds read for each unit that would borrow (held) stay few.
-func (fs *families) useHolds(b *budget, usage amounts) {
+func (fs *families) useHolds(b *budget, usage amount.List) {
 	s := b.family
 	if s == nil || len(s.holds) == 0 {
 		return
 	}
 	for r, want := range usage {
 		for i := range s.holds {
-			if want <= 0 {
+			if want.Sign() <= 0 {
 				break
 			}
-			left, ok := s.holds[i].amount[r]
-			if !ok || left <= 0 {
+			left, ok := s.holds[i].left[r]
+			if !ok || left.Sign() <= 0 {
 				continue
 			}
-			take := min(want, left)
-			s.holds[i].amount[r] = left - take
-			want -= take
+			take := amount.Min(want, left)
+			s.holds[i].left[r] = left.Sub(take)
+			want = want.Sub(take)
 		}
 	}
 	kept := s.holds[:0]
 	for _, h := range s.holds {
-		if positive(h.amount) {
+		if positive(h.left) {
 			kept = append(kept, h)
 		}
 	}
@@ -81,9 +85,9 @@ func (fs *families) useHolds(b *budget, usage amounts) {
 }
 
 // positive reports whether a holds more than zero of some resource.
-func positive(a amounts) bool {
+func positive(a amount.List) bool {
 	for _, v := range a {
-		if v > 0 {
+		if v.Sign() > 0 {
 			return true
 		}
 	}
@@ -102,8 +106,8 @@ func holdsAny(f *budget) bool {
 }
 
 // held is what b holds now for its own pods, per resource.
-func held(b *budget, now time.Time) amounts {
-	var out amounts
+func held(b *budget, now time.Time) amount.List {
+	var out amount.List
 	if b.family == nil {
 		return out
 	}
@@ -111,14 +115,14 @@ func held(b *budget, now time.Time) amounts {
 		if !h.until.After(now) {
 			continue
 		}
-		for r, v := range h.amount {
-			if v <= 0 {
+		for r, v := range h.left {
+			if v.Sign() <= 0 {
 				continue
 			}
 			if out == nil {
-				out = amounts{}
+				out = amount.List{}
 			}
-			out[r] = addAmount(out[r], v)
+			out[r] = out[r].Add(v)
 		}
 	}
 	return out
@@ -162,15 +166,15 @@ func (fs *families) nextEnd() (time.Time, bool) {
 }
 
 // addHeld adds what the children of f hold to claims (lenderClaims).
-func addHeld(f *budget, claims map[*budget]amounts, now time.Time) {
+func addHeld(f *budget, claims map[*budget]amount.List, now time.Time) {
 	for _, c := range f.children {
 		held := held(c, now)
 		if len(held) == 0 {
 			continue
 		}
 		if claims[c] == nil {
-			claims[c] = amounts{}
+			claims[c] = amount.List{}
 		}
-		claims[c].add(held)
+		claims[c].Add(held)
 	}
 }

@@ -8,12 +8,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
 )
 
 // ledger is one budget's accounts: its hard limits, what is charged to it (the admitted,
 // non-terminal pods, reservations included) and what waits on it. It knows nothing of
 // queues, coverage or states: the AdmissionQueue decides what to charge where, and
-// asks the ledger whether it fits. The accounts are amounts (amounts.go); the spec's
+// asks the ledger whether it fits. The accounts are exact amounts (package amount); the spec's
 // lists are kept only to write hard and the limits back as they were written, and
 // the formats of the sums to write them as Quantity sums were written (formats).
 //
@@ -22,18 +24,18 @@ import (
 // much of hard its siblings may borrow (all of it by default), so hard minus lend is
 // guaranteed to its own pods. Without a borrowingLimit the ceiling is hard.
 type ledger struct {
-	hard      amounts
+	hard      amount.List
 	hardList  corev1.ResourceList   // hard as normalized: for status, and the output format
 	hardNames []corev1.ResourceName // sorted, for deterministic reasons
 	borrow    corev1.ResourceList   // spec.borrowingLimit, normalized (for messages)
-	lend      amounts               // spec.lendingLimit, normalized
-	ceiling   amounts               // hard plus borrow, for the resources hard limits
+	lend      amount.List           // spec.lendingLimit, normalized
+	ceiling   amount.List           // hard plus borrow, for the resources hard limits
 	inFamily  bool                  // it has a parent: borrow applies
-	used      amounts
+	used      amount.List
 	// version counts the changes of used (charge, release): what a family's pods
 	// claim depends on it (lendclaims.go).
 	version uint64
-	pending amounts
+	pending amount.List
 	// usedFormat and pendingFormat are what used and pending print in where it is
 	// not hard's format (addWritten).
 	usedFormat, pendingFormat formats
@@ -45,25 +47,25 @@ type ledger struct {
 
 // claimRef is one charged claim: its usage and how many charged pods use it.
 type claimRef struct {
-	usage amounts
+	usage amount.List
 	pods  int
 }
 
 // account is one resource's figures in a ledger (of).
 type account struct {
 	limited  bool // hard limits it (else the figures but used are zero)
-	hard     int64
-	ceiling  int64 // hard plus the borrowingLimit, when the budget borrows
-	lendable int64 // how much of hard its siblings may borrow: lend, at most hard
-	used     int64
+	hard     amount.Amount
+	ceiling  amount.Amount // hard plus the borrowingLimit, when the budget borrows
+	lendable amount.Amount // how much of hard its siblings may borrow: lend, at most hard
+	used     amount.Amount
 }
 
 // free is what is left: the ceiling minus used (negative when hard was lowered below
 // use).
-func (a account) free() int64 { return addAmount(a.ceiling, -a.used) }
+func (a account) free() amount.Amount { return a.ceiling.Sub(a.used) }
 
 func newLedger() ledger {
-	return ledger{hard: amounts{}, ceiling: amounts{}, used: amounts{}, pending: amounts{}, charged: map[types.UID]*podState{}}
+	return ledger{hard: amount.List{}, ceiling: amount.List{}, used: amount.List{}, pending: amount.List{}, charged: map[types.UID]*podState{}}
 }
 
 // setHard replaces the hard limits (normalized), with no borrowing or lending limit, and
@@ -84,13 +86,13 @@ func (l *ledger) setLimits(hard, borrow, lend corev1.ResourceList) (changed bool
 		return out
 	}
 	borrow, lend = limited(borrow), limited(lend)
-	sameHard, lendAmounts := equalLists(l.hardList, hard), amountsOf(lend)
-	changed = !sameHard || !equalLists(l.borrow, borrow) || !l.lend.equal(lendAmounts)
+	sameHard, lendAmounts := equalLists(l.hardList, hard), amount.OfList(lend)
+	changed = !sameHard || !equalLists(l.borrow, borrow) || !l.lend.Equal(lendAmounts)
 	l.usedFormat.keep(l.used, l.hardList, hard)
 	l.pendingFormat.keep(l.pending, l.hardList, hard)
 	l.hardList, l.borrow, l.lend = hard, borrow, lendAmounts
 	if !sameHard { // an update that keeps hard (a status write coming back) converts nothing
-		l.hard = amountsOf(hard)
+		l.hard = amount.OfList(hard)
 		l.hardNames = slices.Sorted(maps.Keys(hard))
 	}
 	l.setCeiling()
@@ -110,8 +112,8 @@ func (l *ledger) setFamily(in bool) (changed bool) {
 func (l *ledger) setCeiling() {
 	l.ceiling = l.hard
 	if l.borrows() {
-		l.ceiling = l.hard.clone()
-		l.ceiling.add(amountsOf(l.borrow))
+		l.ceiling = l.hard.Clone()
+		l.ceiling.Add(amount.OfList(l.borrow))
 	}
 }
 
@@ -127,7 +129,7 @@ func (l *ledger) borrowLimited() bool { return len(l.borrow) > 0 }
 func (l *ledger) of(r corev1.ResourceName) account {
 	h, limited := l.hard[r]
 	a := account{limited: limited, hard: h, ceiling: l.ceiling[r], lendable: h, used: l.used[r]}
-	if q, ok := l.lend[r]; ok && q < h {
+	if q, ok := l.lend[r]; ok && q.Less(h) {
 		a.lendable = q
 	}
 	return a
@@ -138,8 +140,8 @@ func (l *ledger) of(r corev1.ResourceName) account {
 func (l *ledger) borrowed() corev1.ResourceList {
 	out := corev1.ResourceList{}
 	for _, r := range l.hardNames {
-		if over := addAmount(l.used[r], -l.hard[r]); over > 0 {
-			out[r] = quantityOf(over, l.usedFormat.of(r, l.hardList))
+		if over := l.used[r].Sub(l.hard[r]); over.Sign() > 0 {
+			out[r] = over.Quantity(l.usedFormat.of(r, l.hardList))
 		}
 	}
 	return out
@@ -147,11 +149,11 @@ func (l *ledger) borrowed() corev1.ResourceList {
 
 // charge adds an admitted pod's usage: usage includes its claims' (the pod's Usage),
 // and a claim that another charged pod uses is not charged again.
-func (l *ledger) charge(p *podState, usage amounts, claims []claimAmount) {
+func (l *ledger) charge(p *podState, usage amount.List, claims []claimAmount) {
 	l.version++
 	addWritten(l.used, usage, p.pod.Usage, l.hardList, &l.usedFormat)
 	for _, c := range claims {
-		l.used.sub(c.usage)
+		l.used.Sub(c.usage)
 		ref := l.claims[c.Key]
 		if ref == nil {
 			if l.claims == nil {
@@ -168,17 +170,17 @@ func (l *ledger) charge(p *podState, usage amounts, claims []claimAmount) {
 
 // release gives back what charge added: a claim is given back with the last charged
 // pod that uses it, as much as it was charged.
-func (l *ledger) release(p *podState, usage amounts, claims []claimAmount) {
+func (l *ledger) release(p *podState, usage amount.List, claims []claimAmount) {
 	l.version++
-	l.used.sub(usage)
+	l.used.Sub(usage)
 	for _, c := range claims {
 		ref := l.claims[c.Key]
 		if ref == nil {
 			continue
 		}
-		l.used.add(c.usage)
+		l.used.Add(c.usage)
 		if ref.pods--; ref.pods <= 0 {
-			l.used.sub(ref.usage)
+			l.used.Sub(ref.usage)
 			delete(l.claims, c.Key)
 		}
 	}
@@ -187,16 +189,16 @@ func (l *ledger) release(p *podState, usage amounts, claims []claimAmount) {
 
 // unshared is what charging a pod would add here: usage without the claims already
 // charged (usage itself when there are none).
-func (l *ledger) unshared(usage amounts, claims []claimAmount) amounts {
-	var out amounts
+func (l *ledger) unshared(usage amount.List, claims []claimAmount) amount.List {
+	var out amount.List
 	for _, c := range claims {
 		if l.claims[c.Key] == nil {
 			continue
 		}
 		if out == nil {
-			out = usage.clone()
+			out = usage.Clone()
 		}
-		out.sub(c.usage)
+		out.Sub(c.usage)
 	}
 	if out == nil {
 		return usage
@@ -209,27 +211,27 @@ func (l *ledger) admitted() int { return len(l.charged) }
 
 // wait and unwait count a gated pod's usage as pending here, or stop counting it;
 // written is the usage as the pod writes it (its formats).
-func (l *ledger) wait(usage amounts, written corev1.ResourceList) {
+func (l *ledger) wait(usage amount.List, written corev1.ResourceList) {
 	addWritten(l.pending, usage, written, l.hardList, &l.pendingFormat)
 }
-func (l *ledger) unwait(usage amounts) { l.pending.sub(usage) }
+func (l *ledger) unwait(usage amount.List) { l.pending.Sub(usage) }
 
 // excess is the first resource (in name order) of which add does not fit beside what
 // is used, under the ceiling; ok is false when it all fits.
-func (l *ledger) excess(add amounts) (corev1.ResourceName, bool) {
-	return firstExcess(l.hardNames, l.ceiling, l.used, add)
+func (l *ledger) excess(add amount.List) (corev1.ResourceName, bool) {
+	return amount.FirstExcess(l.hardNames, l.ceiling, l.used, add)
 }
 
 // neverFits is the first resource of which add is more than the ceiling: it cannot fit
 // even in an empty budget.
-func (l *ledger) neverFits(add amounts) (corev1.ResourceName, bool) {
-	return firstExcess(l.hardNames, l.ceiling, nil, add)
+func (l *ledger) neverFits(add amount.List) (corev1.ResourceName, bool) {
+	return amount.FirstExcess(l.hardNames, l.ceiling, nil, add)
 }
 
 // excessOverHard is excess under hard instead of the ceiling: the first resource of
 // which add does not fit within hard beside what is used.
-func (l *ledger) excessOverHard(add amounts) (corev1.ResourceName, bool) {
-	return firstExcess(l.hardNames, l.hard, l.used, add)
+func (l *ledger) excessOverHard(add amount.List) (corev1.ResourceName, bool) {
+	return amount.FirstExcess(l.hardNames, l.hard, l.used, add)
 }
 
 // totals are hard, used and pending for the limited resources (a resource of used or
@@ -241,8 +243,8 @@ func (l *ledger) totals() (hard, used, pending corev1.ResourceList) {
 	pending = make(corev1.ResourceList, len(l.hardNames))
 	for _, r := range l.hardNames {
 		hard[r] = l.hardList[r].DeepCopy()
-		used[r] = quantityOf(l.used[r], l.usedFormat.of(r, l.hardList))
-		pending[r] = quantityOf(l.pending[r], l.pendingFormat.of(r, l.hardList))
+		used[r] = l.used[r].Quantity(l.usedFormat.of(r, l.hardList))
+		pending[r] = l.pending[r].Quantity(l.pendingFormat.of(r, l.hardList))
 	}
 	return hard, used, pending
 }
@@ -250,8 +252,8 @@ func (l *ledger) totals() (hard, used, pending corev1.ResourceList) {
 // quantity is v of r as a Quantity for output, in the format r's hard is written in
 // (DecimalSI when hard does not limit r): lent, a parked pod's request, messages.
 // (Used, pending and borrowed keep the pods' format: totals, borrowed.)
-func (l *ledger) quantity(r corev1.ResourceName, v int64) resource.Quantity {
-	return quantityOf(v, l.hardList[r].Format)
+func (l *ledger) quantity(r corev1.ResourceName, v amount.Amount) resource.Quantity {
+	return v.Quantity(l.hardList[r].Format)
 }
 
 // tracks reports whether hard limits r.
@@ -287,16 +289,16 @@ func (l *ledger) chargedPods() iter.Seq[*podState] { return maps.Values(l.charge
 // write what hard writes, and an empty map costs nothing).
 type formats map[corev1.ResourceName]resource.Format
 
-// addWritten adds usage to acc (used or pending), as amounts.add does, and for each
+// addWritten adds usage to acc (used or pending), as amount.List.Add does, and for each
 // resource hard limits whose sum was zero, notes in fs the format written gives it:
 // the format the Quantity sum took (Quantity.Add takes the format of a term added to
 // zero), so that a status reads as the Quantity arithmetic wrote it.
-func addWritten(acc, usage amounts, written, hard corev1.ResourceList, fs *formats) {
+func addWritten(acc, usage amount.List, written, hard corev1.ResourceList, fs *formats) {
 	for r, v := range usage {
 		before := acc[r]
-		acc[r] = addAmount(before, v)
+		acc[r] = before.Add(v)
 		h, limited := hard[r]
-		if before != 0 || !limited {
+		if !before.IsZero() || !limited {
 			continue
 		}
 		f := written[r].Format
@@ -324,9 +326,9 @@ func (fs formats) of(r corev1.ResourceName, hard corev1.ResourceList) resource.F
 
 // keep notes, when hard is replaced by next, the format of each non-zero sum of acc
 // that followed the old hard's format, where next writes r in another (or not at all).
-func (fs *formats) keep(acc amounts, old, next corev1.ResourceList) {
+func (fs *formats) keep(acc amount.List, old, next corev1.ResourceList) {
 	for r, q := range old {
-		if _, noted := (*fs)[r]; noted || acc[r] == 0 || next[r].Format == q.Format {
+		if _, noted := (*fs)[r]; noted || acc[r].IsZero() || next[r].Format == q.Format {
 			continue
 		}
 		if *fs == nil {

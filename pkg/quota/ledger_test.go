@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
 )
 
 // The ledger alone: a budget of requests.cpu=4 and requests.memory=4Gi, with pods
@@ -47,13 +49,13 @@ func TestLedger(t *testing.T) {
 		u := parseList(s.usage)
 		switch s.do {
 		case "charge":
-			l.charge(podOf(s.pod), amountsOf(u), nil)
+			l.charge(podOf(s.pod), amount.OfList(u), nil)
 		case "release":
-			l.release(podOf(s.pod), amountsOf(u), nil)
+			l.release(podOf(s.pod), amount.OfList(u), nil)
 		case "wait":
-			l.wait(amountsOf(u), u)
+			l.wait(amount.OfList(u), u)
 		case "unwait":
-			l.unwait(amountsOf(u))
+			l.unwait(amount.OfList(u))
 		case "hard":
 			if !l.setHard(u) {
 				t.Fatalf("step %d: setHard(%v) reported no change", i, u)
@@ -78,7 +80,7 @@ func TestLedgerNeverFitsFreeAndTotals(t *testing.T) {
 	l := newLedger()
 	l.setHard(parseList("requests.cpu=2,pods=3"))
 	if l.setHard(parseList("requests.cpu=2000m,pods=3")) {
-		t.Error("setHard with equal amounts written differently reported a change")
+		t.Error("setHard with equal amount.List written differently reported a change")
 	}
 	l.charge(&podState{pod: makePod("a").Pod()}, parseAmounts("requests.cpu=1500m,pods=1,requests.memory=1Gi"), nil)
 	l.wait(parseAmounts("requests.cpu=1,pods=1"), nil)
@@ -89,11 +91,11 @@ func TestLedgerNeverFitsFreeAndTotals(t *testing.T) {
 	if r, never := l.neverFits(parseAmounts("requests.cpu=2001m")); !never || r != "requests.cpu" {
 		t.Errorf("neverFits(cpu=2001m) = %q, %v; want requests.cpu", r, never)
 	}
-	if f := amountString(l.of("requests.cpu").free()); f != "500m" {
+	if f := l.of("requests.cpu").free().String(); f != "500m" {
 		t.Errorf("free cpu = %s, want 500m", f)
 	}
 	l.setHard(parseList("requests.cpu=1,pods=3"))
-	if f := amountString(l.of("requests.cpu").free()); f != "-500m" {
+	if f := l.of("requests.cpu").free().String(); f != "-500m" {
 		t.Errorf("free cpu after hard was lowered below use = %s, want -500m", f)
 	}
 	hard, used, pending := l.totals()
@@ -110,7 +112,7 @@ func TestLedgerNeverFitsFreeAndTotals(t *testing.T) {
 	q := used["requests.cpu"]
 	q.Add(parseList("requests.cpu=1")["requests.cpu"])
 	used["requests.cpu"] = q
-	if f := amountString(l.of("requests.cpu").free()); f != "-500m" {
+	if f := l.of("requests.cpu").free().String(); f != "-500m" {
 		t.Errorf("changing totals changed the ledger: free cpu = %s", f)
 	}
 	if hl, _, _ := l.limitsOf("requests.memory"); !hl.IsZero() {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+
+	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
 )
 
 // What a family's waiting pods claim (lenderClaims) is read for every unit that would
@@ -49,7 +51,7 @@ func (fs *families) changed() { fs.claimsGen++ }
 // lenderClaims is lenderClaims(f), from the pass's memo when it is still good: a
 // member whose ledger changed since has its entry computed again from its own waiting
 // pods alone. The result is shared with the memo: read it, do not change it.
-func (fs *families) lenderClaims(f *budget) map[*budget]amounts {
+func (fs *families) lenderClaims(f *budget) map[*budget]amount.List {
 	s := f.family
 	gen, ok := fs.memoNow()
 	if !ok || s == nil {
@@ -192,10 +194,10 @@ func (fs *families) admittedFreesRoom(f *budget, unit []*podState) bool {
 			}
 			for _, r := range b.ledger.resources() {
 				acc := b.ledger.of(r)
-				if !acc.limited || acc.used >= acc.hard {
+				if !acc.limited || !acc.used.Less(acc.hard) {
 					continue
 				}
-				if fs.lenderClaims(f)[b][r] < addAmount(acc.hard, -acc.used) {
+				if fs.lenderClaims(f)[b][r].Less(acc.hard.Sub(acc.used)) {
 					return true
 				}
 			}
@@ -205,8 +207,8 @@ func (fs *families) admittedFreesRoom(f *budget, unit []*podState) bool {
 }
 
 // copyClaims is a copy of claims that may be changed without changing claims.
-func copyClaims(claims map[*budget]amounts) map[*budget]amounts {
-	out := make(map[*budget]amounts, len(claims))
+func copyClaims(claims map[*budget]amount.List) map[*budget]amount.List {
+	out := make(map[*budget]amount.List, len(claims))
 	for c, a := range claims {
 		out[c] = maps.Clone(a)
 	}
@@ -221,8 +223,8 @@ var verifyClaimsMemo, verifySettled bool
 
 // sameLenderClaims reports whether two lender claims hold the same amounts, an amount of zero
 // being no amount.
-func sameLenderClaims(a, b map[*budget]amounts) bool {
-	for _, pair := range [2][2]map[*budget]amounts{{a, b}, {b, a}} {
+func sameLenderClaims(a, b map[*budget]amount.List) bool {
+	for _, pair := range [2][2]map[*budget]amount.List{{a, b}, {b, a}} {
 		for c, x := range pair[0] {
 			for r, v := range x {
 				if v != pair[1][c][r] {

@@ -39,8 +39,7 @@ func (pl *placer) addPod(pod Pod) {
 	pl.joinGroup(p)
 	if !pod.Gated {
 		p.phase = phaseCharged
-		p.pinned = firstSeenPins(p)
-		pl.charges.charge(p)
+		pl.chargeFirstSeen(p)
 		if p.group != nil {
 			pl.settleMember(p)
 		}
@@ -52,7 +51,7 @@ func (pl *placer) addPod(pod Pod) {
 
 func (pl *placer) updatePod(p *podState, pod Pod) {
 	old := p.pod
-	sameGroup := old.Group == pod.Group && old.GroupSize == pod.GroupSize && old.GroupError == pod.GroupError && old.ClaimsError == pod.ClaimsError
+	sameGroup := old.Group == pod.Group && old.GroupSize == pod.GroupSize && old.GroupError == pod.GroupError && old.ClaimsError == pod.ClaimsError && old.Uncountable == pod.Uncountable
 	sameLabels := maps.Equal(old.Labels, pod.Labels)
 	sameUsage := equalLists(old.Usage, pod.Usage) && sameClaims(old.Claims, pod.Claims)
 
@@ -82,8 +81,7 @@ func (pl *placer) updatePod(p *podState, pod Pod) {
 			pl.admit.cancelRetry(p)
 			p.inBackoff, p.parked, p.wait = false, false, waitInfo{}
 			p.phase = phaseCharged
-			p.pinned = firstSeenPins(p)
-			pl.charges.charge(p)
+			pl.chargeFirstSeen(p)
 		}
 		if !sameGroup {
 			pl.leaveGroup(p)
@@ -105,11 +103,11 @@ func (pl *placer) updatePod(p *podState, pod Pod) {
 		p.unresolved = false
 		pl.admit.cancelRetry(p) // a retry of the ungate is no longer needed
 	}
-	if !sameLabels || !sameUsage {
-		// A relabelled pod stays charged where it was admitted (pinned), and is
-		// charged wherever it is covered now as well.
-		pl.charges.recharge(p, pl.topology.coverage(&p.pod))
-	} else if !pod.ReleaseAt.IsZero() {
+	// Its charge is fixed (charges): a relabel changes nothing, and a change of usage
+	// only lowers it.
+	switch {
+	case !sameUsage && pl.charges.shrink(p): // charged again, its grace period with it
+	case !pod.ReleaseAt.IsZero():
 		pl.charges.graceChanged(p)
 	}
 	if !sameGroup {
@@ -119,6 +117,18 @@ func (pl *placer) updatePod(p *podState, pod Pod) {
 			pl.settleMember(p)
 		}
 	}
+}
+
+// chargeFirstSeen charges a pod first seen running (or ungated by someone else): it is
+// covered by the labels its admission recorded, else by those it has now, and pinned
+// to the budgets that admitted it.
+func (pl *placer) chargeFirstSeen(p *podState) {
+	p.chargeLabels = firstSeenLabels(p)
+	if !maps.Equal(p.chargeLabels, p.pod.Labels) {
+		p.cover = pl.topology.coverage(p.chargeView())
+	}
+	p.pinned = firstSeenPins(p)
+	pl.charges.charge(p)
 }
 
 // forget drops a pod that ended or was deleted.
@@ -135,7 +145,7 @@ func (pl *placer) forget(p *podState) {
 	if b := p.wait.budget; b != nil && b.family != nil {
 		pl.families.forgetPod(b, p) // the family's records of what it waited for
 	}
-	p.pinned = nil
+	p.pinned, p.chargeLabels = nil, nil
 	p.forgotten = true
 	pl.pods.remove(p)
 	if p.group != nil { // a pod outside any group does not enter the groups part
@@ -158,7 +168,7 @@ func (pl *placer) settleWaiting(p *podState) {
 		switch {
 		case pl.released(p.pod.Namespace):
 			reason = releaseReason(p.pod.Namespace)
-		case len(p.cover) == 0 && !pl.opts.holdUncovered && p.pod.GroupError == "" && p.pod.ClaimsError == "" && pl.knownNamespace(p.pod.Namespace):
+		case len(p.cover) == 0 && !pl.opts.holdUncovered && p.pod.GroupError == "" && p.pod.ClaimsError == "" && p.pod.Uncountable == "" && pl.knownNamespace(p.pod.Namespace):
 			reason = noBudgetReason()
 		}
 		if reason.Code != "" && pl.admit.admitNow([]*podState{p}, reason) {
@@ -209,6 +219,9 @@ func (pl *placer) singlePark(p *podState) *waitInfo {
 	}
 	if p.pod.ClaimsError != "" {
 		return &waitInfo{code: CodeClaimPending}
+	}
+	if r := p.pod.Uncountable; r != "" {
+		return &waitInfo{code: CodeUncountable, resource: r}
 	}
 	if w := unsetPark(p.pod.Unset, p.cover, PodRef{}); w != nil {
 		return w
@@ -274,11 +287,11 @@ func (pl *placer) recover(key BudgetKey) {
 		if p.forgotten {
 			continue // forgotten while settling an earlier pod's group
 		}
-		cover := pl.topology.coverage(&p.pod)
 		if p.phase != phaseWaiting {
-			pl.charges.coverAdmitted(p, cover)
+			pl.charges.coverAdmitted(p, pl.topology.coverage(p.chargeView()))
 			continue
 		}
+		cover := pl.topology.coverage(&p.pod)
 		if sameBudgets(cover, p.cover) {
 			continue
 		}
@@ -296,10 +309,12 @@ func (pl *placer) namespaceChanged(name string, wasKnown bool) {
 		if p.forgotten {
 			continue // forgotten while settling an earlier pod's group
 		}
+		if p.phase != phaseWaiting {
+			pl.charges.coverAdmitted(p, pl.topology.coverage(p.chargeView()))
+			continue
+		}
 		cover := pl.topology.coverage(&p.pod)
 		switch {
-		case p.phase != phaseWaiting:
-			pl.charges.coverAdmitted(p, cover)
 		case !wasKnown || !sameBudgets(cover, p.cover) || pl.released(name):
 			pl.agenda.detach(p)
 			p.cover = cover

@@ -2,6 +2,7 @@ package quota
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -12,9 +13,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
 	"github.com/quotagate/quotagate/pkg/gates"
+
+	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
 )
 
 // PodRef names a pod.
@@ -57,6 +61,12 @@ type Pod struct {
 	// ClaimsError names the claim or template that does not exist yet: a gated pod
 	// waits for it, never admitted without its devices counted.
 	ClaimsError string
+	// Uncountable names a resource of Usage whose value is beyond what the core counts
+	// exactly (amount.MaxUnits, Quantity's own documented range), "" when there is
+	// none. A gated pod that carries one waits (CodeUncountable) instead of being
+	// charged approximately; a pod that runs without passing its queue is charged the
+	// bound, which no hard exceeds.
+	Uncountable corev1.ResourceName
 	// Unset is UnsetResources of the pod: what ResourceQuota would require its
 	// containers to set, when a quota tracks it, that they leave unset.
 	Unset []UnsetResource
@@ -86,6 +96,11 @@ type Pod struct {
 	// CREATE and UPDATE).
 	AdmittedBy    string
 	HasAdmittedBy bool
+	// AdmittedLabels is the quotagate.io/admitted-labels annotation the manager wrote
+	// in the same patch (the labels it admitted the pod with, as JSON; "" when absent):
+	// a pod first seen running is covered by the budgets those labels select, not by
+	// what its labels are now (chargeLabels).
+	AdmittedLabels string
 }
 
 // NewPod extracts what the core needs from a pod: gate is the scheduling gate quotagate
@@ -103,6 +118,7 @@ func NewPod(p *corev1.Pod, gate string, now time.Time) Pod {
 		Unset:           unset,
 		Gated:           gates.HasGate(p, gate),
 	}
+	out.Uncountable, _ = amount.Uncountable(out.Usage)
 	if p.Spec.Priority != nil {
 		out.Priority = *p.Spec.Priority
 	}
@@ -119,6 +135,7 @@ func NewPod(p *corev1.Pod, gate string, now time.Time) Pod {
 	}
 	if by, ok := p.Annotations[v1alpha1.AdmittedByAnnotation]; ok {
 		out.AdmittedBy, out.HasAdmittedBy = ShareString(by), true
+		out.AdmittedLabels = ShareString(p.Annotations[v1alpha1.AdmittedLabelsAnnotation])
 	}
 	if name := p.Labels[v1alpha1.GroupLabel]; name != "" {
 		out.Group = ShareString(name)
@@ -192,6 +209,38 @@ func (p *Pod) AdmittedByKeys() []BudgetKey {
 		out = append(out, key)
 	}
 	return out
+}
+
+// AdmittedLabelsText is labels as the admitted-labels annotation holds them: a JSON
+// object, keys sorted.
+func AdmittedLabelsText(labels map[string]string) string {
+	if len(labels) == 0 {
+		return "{}"
+	}
+	b, err := json.Marshal(labels)
+	if err != nil { // a map of strings always marshals
+		panic(err)
+	}
+	return string(b)
+}
+
+// admittedLabels reads the admitted-labels annotation back; ok is false when the pod
+// has none or it does not hold a JSON object of valid labels (only the manager writes
+// it, and the gate guard keeps everyone else from it).
+func (p *Pod) admittedLabels() (map[string]string, bool) {
+	if p.AdmittedLabels == "" {
+		return nil, false
+	}
+	var l map[string]string
+	if err := json.Unmarshal([]byte(p.AdmittedLabels), &l); err != nil {
+		return nil, false
+	}
+	for k, v := range l {
+		if len(validation.IsQualifiedName(k)) > 0 || len(validation.IsValidLabelValue(v)) > 0 {
+			return nil, false
+		}
+	}
+	return ShareLabels(l), true
 }
 
 func parseGroupSize(annotations map[string]string) (int, string) {

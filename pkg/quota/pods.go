@@ -56,6 +56,16 @@ func firstSeenPins(p *podState) []BudgetKey {
 	return keysOf(p.cover)
 }
 
+// firstSeenLabels returns the charge labels of a pod first seen running: those its
+// admitted-labels annotation records (the labels the manager admitted it with, before a
+// restart or a failover), else those it has now.
+func firstSeenLabels(p *podState) map[string]string {
+	if l, ok := p.pod.admittedLabels(); ok {
+		return l
+	}
+	return p.pod.Labels
+}
+
 // terminating returns the charged pods within their grace period (preemptionCore).
 func (q *AdmissionQueue) terminating() []*podState { return q.charges.terminating() }
 

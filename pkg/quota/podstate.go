@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
 )
 
 // The core's record of one pod: where it waits, what it is charged, how its ungate
@@ -38,14 +40,14 @@ type podState struct {
 	// units and claimUnits are pod.Usage and pod.Claims in amounts (usage, claims):
 	// converted once per view of the pod, on first use; setPod forgets them. On a
 	// flavor, they count every resource on the flavor too (onFlavor).
-	units      amounts
+	units      amount.List
 	claimUnits []claimAmount
 	// flavor is the flavor it is admitted on or runs on (nil for none; flavors.go): set
 	// when it is charged, cleared when it waits again. A gated pod has none.
 	flavor *Flavor
 
 	chargedTo    []*budget // where its usage is charged (phases assumed and charged)
-	chargedUsage amounts
+	chargedUsage amount.List
 	// chargedClaims are the claims charged with it (its claims when it was charged).
 	chargedClaims []claimAmount
 	// pinned are the budgets that admitted it, or that covered it when the core first
@@ -53,6 +55,11 @@ type podState struct {
 	// labels become. They are the core's own record, never read from the pod, so a
 	// tenant cannot charge a budget by writing its name on a pod.
 	pinned []BudgetKey
+	// chargeLabels are the labels that decide which budgets cover it while it is
+	// charged: those it was admitted with, or (first seen running) those its
+	// admitted-labels annotation records, else those it had then. A relabelled running
+	// pod is covered as before (charges).
+	chargeLabels map[string]string
 	// admitted is the reason it was admitted, handed out again with a retry, and
 	// borrowing the budgets it was admitted beyond the hard of (borrowingIn).
 	admitted  Reason
@@ -149,6 +156,14 @@ func (x *podIndex) waitingNamespaces() iter.Seq[string] {
 	}
 }
 
+// chargeView is the pod as its charge sees it: its view with its charge labels, for
+// coverage.
+func (p *podState) chargeView() *Pod {
+	v := p.pod
+	v.Labels = p.chargeLabels
+	return &v
+}
+
 // setPod replaces the pod's view; its amounts are converted again when next asked.
 func (p *podState) setPod(pod Pod) {
 	p.pod = pod
@@ -175,7 +190,7 @@ func (p *podState) flavorName() string {
 
 // usage is the pod's usage (pod.Usage) in amounts, on its flavor, shared with the pods
 // of equal usage on the same flavor: read-only.
-func (p *podState) usage() amounts {
+func (p *podState) usage() amount.List {
 	if p.units == nil {
 		p.units = sharedAmountsOn(p.pod.Usage, p.flavorName())
 	}
@@ -183,11 +198,11 @@ func (p *podState) usage() amounts {
 }
 
 // waitUsage is what a waiting pod asks for: its usage, on the flavor it waits on.
-func (p *podState) waitUsage() amounts { return onFlavor(p.usage(), p.wait.flavor) }
+func (p *podState) waitUsage() amount.List { return onFlavor(p.usage(), p.wait.flavor) }
 
 // adds is what admitting the pod would add to budget b: its usage, less the claims b
 // already charges for other pods.
-func (p *podState) adds(b *budget) amounts {
+func (p *podState) adds(b *budget) amount.List {
 	return b.ledger.unshared(p.usage(), p.claims())
 }
 
@@ -220,7 +235,7 @@ func (p *podState) claims() []claimAmount {
 	if p.claimUnits == nil && len(p.pod.Claims) > 0 {
 		p.claimUnits = make([]claimAmount, len(p.pod.Claims))
 		for i, c := range p.pod.Claims {
-			p.claimUnits[i] = claimAmount{Key: c.Key, usage: onFlavor(amountsOf(c.Usage), p.flavorName())}
+			p.claimUnits[i] = claimAmount{Key: c.Key, usage: onFlavor(amount.OfList(c.Usage), p.flavorName())}
 		}
 	}
 	return p.claimUnits

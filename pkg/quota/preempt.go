@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+
+	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
 )
 
 // Preemption (DESIGN: Budgets, "Preemption"; docs/budgets.md). When a unit does not fit,
@@ -75,11 +77,11 @@ type victim struct {
 	reason  PreemptionReason
 	unit    []*podState
 	budgets []*budget
-	adds    map[*budget]amounts
+	adds    map[*budget]amount.List
 }
 
-func (v *victim) preemptor() *podState  { return v.unit[0] }
-func (v *victim) add(b *budget) amounts { return v.adds[b] }
+func (v *victim) preemptor() *podState      { return v.unit[0] }
+func (v *victim) add(b *budget) amount.List { return v.adds[b] }
 
 // Preemptions returns the preemptions decided since the last call, in the order they
 // were decided. Before each eviction, ask PreemptionNeeded.
@@ -96,7 +98,7 @@ func (pr *preemptions) decide(unit []*podState, budgets []*budget, add demand, w
 	if !ok || len(chosen) == 0 {
 		return
 	}
-	rec := &victim{reason: reason, unit: slices.Clone(unit), budgets: slices.Clone(budgets), adds: map[*budget]amounts{}}
+	rec := &victim{reason: reason, unit: slices.Clone(unit), budgets: slices.Clone(budgets), adds: map[*budget]amount.List{}}
 	for _, b := range budgets {
 		rec.adds[b] = add(b)
 	}

@@ -195,7 +195,7 @@ func TestPreemptionsDecide(t *testing.T) {
 		core := newFakeCore()
 		pr := newPreemptions(core)
 		urgent := waitingIn(core, b, "urgent", 10)
-		used := b.ledger.used.clone()
+		used := b.ledger.used.Clone()
 		if diff := cmp.Diff([]string{"low2"}, decideFor(&pr, urgent)); diff != "" {
 			t.Errorf("victims (-want +got):\n%s", diff)
 		}

@@ -41,7 +41,7 @@ func (w *world) admitAndCheck() error {
 			return fmt.Errorf("admitted %s, whose namespace the core has not been told about", a.Pod)
 		}
 		p.state = mInflight
-		p.admittedBy = a.Budgets
+		p.admittedBy, p.admittedLabels = a.Budgets, a.Labels
 		p.doneAt = w.step + w.rng.IntN(3)
 		// The controller fences the patch on the version its cache has: mostly the
 		// newest, sometimes the one the core saw (the cache lags).
@@ -70,6 +70,10 @@ func (w *world) admitAndCheck() error {
 			continue
 		}
 		p.pinned = w.cover(p.obj)
+		p.chargeLabels = maps.Clone(p.obj.Labels)
+		if !maps.Equal(a.Labels, p.obj.Labels) {
+			return fmt.Errorf("%s admitted with labels %v, model says %v", a.Pod, a.Labels, p.obj.Labels)
+		}
 		wantCover := w.cover(p.obj)
 		if err := sameKeys(a.Budgets, wantCover); err != nil {
 			return fmt.Errorf("%s admitted against %w", a.Pod, err)

@@ -17,6 +17,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+
+	"maps"
+
+	"encoding/json"
 )
 
 func (w *world) randomHard() corev1.ResourceList {
@@ -132,6 +136,7 @@ func (w *world) randomPod(gated bool) {
 	w.write(mp)
 	if !gated {
 		mp.pinned = w.cover(mp.obj) // first seen running: pinned where it is covered
+		mp.chargeLabels = maps.Clone(mp.obj.Labels)
 	}
 	w.view(mp)
 	w.logf("create pod %s/%s %s gated=%v group=%s/%d labels=%v claim=%q", ns, name, resources, gated, mp.groupName, mp.groupSize, mp.obj.Labels, mp.claim)
@@ -273,7 +278,7 @@ func (w *world) failover() {
 		by, hasBy := p.obj.Annotations[v1alpha1.AdmittedByAnnotation]
 		switch first := firstSeen[uid]; {
 		case p.gated():
-			p.state, p.pinned = mGated, nil
+			p.state, p.pinned, p.chargeLabels = mGated, nil, nil
 		case hasBy:
 			// Read back from the record the ungate patch wrote, whatever the labels
 			// are now.
@@ -281,14 +286,19 @@ func (w *world) failover() {
 			for _, s := range strings.Split(by, ",") {
 				p.pinned = append(p.pinned, parseKey(s))
 			}
+			p.chargeLabels = nil
+			if err := json.Unmarshal([]byte(p.obj.Annotations[v1alpha1.AdmittedLabelsAnnotation]), &p.chargeLabels); err != nil {
+				w.failed = fmt.Errorf("%s: admitted-labels %q: %w", p.obj.Name, p.obj.Annotations[v1alpha1.AdmittedLabelsAnnotation], err)
+			}
 		case first.Gated:
 			// First seen gated, then running (the catch-up read), ungated by no
 			// manager: pinned where it is covered now.
-			p.state, p.pinned = mRunning, w.cover(p.obj)
+			p.state, p.pinned, p.chargeLabels = mRunning, w.cover(p.obj), maps.Clone(p.obj.Labels)
 		default:
 			// First seen running, with the labels of that view.
 			p.state = mRunning
 			p.pinned = w.cover(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: first.Namespace, Labels: first.Labels}})
+			p.chargeLabels = maps.Clone(first.Labels)
 		}
 	}
 }
@@ -333,6 +343,7 @@ func (w *world) land(p *mPod) bool {
 		p.obj.Annotations = map[string]string{}
 	}
 	p.obj.Annotations[v1alpha1.AdmittedByAnnotation] = strings.Join(names, ",")
+	p.obj.Annotations[v1alpha1.AdmittedLabelsAnnotation] = AdmittedLabelsText(p.admittedLabels)
 	w.write(p)
 	p.informAt = w.step + w.rng.IntN(3)
 	w.logf("ungated %s rv=%d", p.obj.Name, p.rv)

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // The model's independent answers for TestRandomizedAdmission: which budgets cover a
@@ -63,9 +65,10 @@ func (w *world) admitting(k BudgetKey) bool {
 }
 
 // charged is where the model charges an admitted or running pod: the budgets that
-// cover it now, and those that admitted it (pinned) that exist.
+// cover it by the labels it was admitted with (whatever its labels are now), and those
+// that admitted it (pinned) that exist.
 func (w *world) charged(p *mPod) []BudgetKey {
-	out := w.cover(p.obj)
+	out := w.cover(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: p.obj.Namespace, Labels: p.chargeLabels}})
 	for _, k := range p.pinned {
 		if _, ok := w.budgets[k]; ok && !slices.Contains(out, k) {
 			out = append(out, k)

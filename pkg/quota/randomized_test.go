@@ -111,25 +111,31 @@ const (
 // mPod is the model of one pod: the API server's truth (obj, with its gate and
 // resourceVersion) and what the core was told.
 type mPod struct {
-	obj        *corev1.Pod
-	rv         int // the API server's resourceVersion of the pod
-	state      mPodState
-	doneAt     int // step at which Done is reported (in flight)
-	outcome    Result
-	applies    bool // the attempt in flight applies if its fence still holds
-	bump       bool // a concurrent write lands before the attempt
-	fence      int  // resourceVersion the attempt in flight is fenced on
-	informAt   int  // step at which the ungated view is delivered (-1: none pending)
-	lastView   Pod  // the newest view the core was given
-	prevView   Pod  // the one before it
-	pinned     []BudgetKey
-	admittedBy []BudgetKey         // the budgets of the attempt in flight: its admitted-by
-	usage      corev1.ResourceList // with its claim's
-	claim      string              // namespace/name of the claim it uses ("" none)
-	claimUsage corev1.ResourceList
-	groupName  string
-	groupSize  int
-	preexisted bool
+	obj      *corev1.Pod
+	rv       int // the API server's resourceVersion of the pod
+	state    mPodState
+	doneAt   int // step at which Done is reported (in flight)
+	outcome  Result
+	applies  bool // the attempt in flight applies if its fence still holds
+	bump     bool // a concurrent write lands before the attempt
+	fence    int  // resourceVersion the attempt in flight is fenced on
+	informAt int  // step at which the ungated view is delivered (-1: none pending)
+	lastView Pod  // the newest view the core was given
+	prevView Pod  // the one before it
+	pinned   []BudgetKey
+	// chargeLabels are the labels its charge is covered by (as the core keeps them):
+	// those it was admitted with, read back from its admitted-labels annotation after
+	// a restart, or those it had when first seen running.
+	chargeLabels map[string]string
+	admittedBy   []BudgetKey // the budgets of the attempt in flight: its admitted-by
+	// admittedLabels are the labels of the attempt in flight: its admitted-labels.
+	admittedLabels map[string]string
+	usage          corev1.ResourceList // with its claim's
+	claim          string              // namespace/name of the claim it uses ("" none)
+	claimUsage     corev1.ResourceList
+	groupName      string
+	groupSize      int
+	preexisted     bool
 }
 
 func (p *mPod) gated() bool { return len(p.obj.Spec.SchedulingGates) > 0 }
@@ -155,7 +161,7 @@ func (w *world) sync(p *mPod) {
 	if _, waiting := w.q.Reader().WaitCode(p.obj.UID); waiting && p.state == mUnresolved {
 		w.logf("core gave back %s", p.obj.Name)
 		p.state = mGated
-		p.pinned = nil
+		p.pinned, p.chargeLabels = nil, nil
 	}
 	if !p.gated() && (p.state == mUnresolved || p.state == mGated) && p.lastView.ResourceVersion == p.obj.ResourceVersion {
 		p.state = mRunning

@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+
+	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
 )
 
 // ReasonCode classifies why a pod waits or was admitted; it is stable, for event
@@ -38,6 +40,9 @@ const (
 	// CodeClaimPending: a ResourceClaim or ResourceClaimTemplate it uses does not exist
 	// yet, so what it would charge is unknown (claims.go).
 	CodeClaimPending ReasonCode = "ClaimPending"
+	// CodeUncountable: a value it requests is beyond what quotagate counts exactly
+	// (amount.MaxUnits): it is never charged approximately, so it waits.
+	CodeUncountable ReasonCode = "ValueOutOfRange"
 	// CodeGroupBackoff: its group waits for members that back off after a failed ungate.
 	CodeGroupBackoff ReasonCode = "GroupBackoff"
 	// CodeBackoff: its ungate failed; it retries later.
@@ -82,7 +87,7 @@ type waitInfo struct {
 	code      ReasonCode
 	budget    *budget
 	resource  corev1.ResourceName
-	requested int64 // in amounts (amounts.go)
+	requested amount.Amount
 	ahead     PodRef
 	have      int
 	want      int
@@ -103,7 +108,7 @@ type waitInfo struct {
 // parks reports whether the reason keeps a pod parked (out of the queues).
 func (w *waitInfo) parks() bool {
 	switch w.code {
-	case CodeNeverFits, CodeMustSpecify, CodeGroupIncomplete, CodeGroupInvalid, CodeUncovered, CodeClaimPending, CodeNamespaceUnknown:
+	case CodeNeverFits, CodeMustSpecify, CodeGroupIncomplete, CodeGroupInvalid, CodeUncovered, CodeClaimPending, CodeUncountable, CodeNamespaceUnknown:
 		return true
 	}
 	return false
@@ -176,8 +181,8 @@ func (r *Reads) waitReason(p *podState) Reason {
 	switch w.code {
 	case CodeInsufficient:
 		b := w.budget
-		free := max(b.ledger.of(w.resource).free(), 0)
-		msg = fmt.Sprintf("%s: %s requested, %s free in %s; %s", resourceText(w.resource), amountText(w.requested, p.writtenFormat(w.resource)), w.budget.text(w.resource, free), b.key.Describe(), r.position(p, b))
+		free := amount.Max(b.ledger.of(w.resource).free(), amount.Amount{})
+		msg = fmt.Sprintf("%s: %s requested, %s free in %s; %s", resourceText(w.resource), w.requested.Text(p.writtenFormat(w.resource)), w.budget.text(w.resource, free), b.key.Describe(), r.position(p, b))
 	case CodeBudgetClosed:
 		msg = closedMessage(w.budget)
 	case CodeBehindHead:
@@ -185,7 +190,7 @@ func (r *Reads) waitReason(p *podState) Reason {
 	case CodeNeverFits:
 		if w.family {
 			pool, _ := w.budget.familyStatus(w.resource)
-			msg = fmt.Sprintf("%s: %s requested, more than the budgets under %s keep for it and lend together (%s lent): it can never fit", resourceText(w.resource), amountText(w.requested, p.writtenFormat(w.resource)), w.budget.key.Describe(), w.budget.text(w.resource, pool))
+			msg = fmt.Sprintf("%s: %s requested, more than the budgets under %s keep for it and lend together (%s lent): it can never fit", resourceText(w.resource), w.requested.Text(p.writtenFormat(w.resource)), w.budget.key.Describe(), w.budget.text(w.resource, pool))
 			break
 		}
 		hard, borrow, borrows := w.budget.ledger.limitsOf(w.resource)
@@ -193,7 +198,7 @@ func (r *Reads) waitReason(p *podState) Reason {
 		if borrows {
 			limit = fmt.Sprintf("%s hard plus %s borrowingLimit", hard.String(), borrow.String())
 		}
-		msg = fmt.Sprintf("%s: %s requested, more than the %s of %s: it can never fit", resourceText(w.resource), amountText(w.requested, p.writtenFormat(w.resource)), limit, w.budget.key.Describe())
+		msg = fmt.Sprintf("%s: %s requested, more than the %s of %s: it can never fit", resourceText(w.resource), w.requested.Text(p.writtenFormat(w.resource)), limit, w.budget.key.Describe())
 	case CodeMustSpecify:
 		msg = unsetMessage(&w)
 	case CodeFairShare:
@@ -202,7 +207,7 @@ func (r *Reads) waitReason(p *podState) Reason {
 	case CodeNoLendable:
 		pool, above := w.budget.familyStatus(w.resource)
 		msg = fmt.Sprintf("%s: %s requested; the budgets under %s use %s beyond what they keep for themselves, of the %s they lend: waiting for borrowed quota to be returned",
-			resourceText(w.resource), amountText(w.requested, p.writtenFormat(w.resource)), w.budget.key.Describe(), w.budget.text(w.resource, above), w.budget.text(w.resource, pool))
+			resourceText(w.resource), w.requested.Text(p.writtenFormat(w.resource)), w.budget.key.Describe(), w.budget.text(w.resource, above), w.budget.text(w.resource, pool))
 	case CodeGroupIncomplete:
 		have, want := groupWaitCounts(p, &w)
 		msg = fmt.Sprintf("group %s: %d of %d members exist", p.pod.Group, have, want)
@@ -210,6 +215,9 @@ func (r *Reads) waitReason(p *podState) Reason {
 		msg = fmt.Sprintf("group %s: %s", p.pod.Group, p.pod.GroupError)
 	case CodeClaimPending:
 		msg = p.pod.ClaimsError
+	case CodeUncountable:
+		q := p.pod.Usage[w.resource]
+		msg = fmt.Sprintf("%s: %s requested, beyond what quotagate counts exactly (at most %d units of one resource): it is never admitted; delete it and create it with a value in range", w.resource, q.String(), amount.MaxUnits)
 	case CodeNoFlavor:
 		msg = w.detail
 	case CodeGroupBackoff:

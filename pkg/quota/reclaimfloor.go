@@ -4,6 +4,8 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
 )
 
 // The floor of a reclaim (preempt.go; docs/budgets.md, "Taking lent quota back"): a
@@ -21,7 +23,7 @@ import (
 // lender does not take it, and nobody else needs it.
 
 // reclaimFloor is what each sibling keeps through one reclaim: floor[s][r].
-type reclaimFloor map[*budget]amounts
+type reclaimFloor map[*budget]amount.List
 
 // reclaimFloor takes the floor for a unit that waits with w on the family of
 // w.budget, adding add(b) to each of budgets, with claims served first; the charges on
@@ -35,17 +37,17 @@ func (pr *preemptions) reclaimFloor(claims []*podState, budgets []*budget, add d
 			continue
 		}
 		for r, v := range add(c) {
-			if v != 0 {
+			if !v.IsZero() {
 				names[r] = true
 			}
 		}
 	}
 	for r := range names {
-		only := func(b *budget) amounts {
+		only := func(b *budget) amount.List {
 			if v, ok := add(b)[r]; ok {
-				return amounts{r: v}
+				return amount.List{r: v}
 			}
-			return amounts{}
+			return amount.List{}
 		}
 		if !pr.fitsAfter(claims, budgets, only, w) {
 			scarce = append(scarce, r)
@@ -57,10 +59,10 @@ func (pr *preemptions) reclaimFloor(claims []*podState, budgets []*budget, add d
 		if slices.Contains(budgets, s) {
 			continue
 		}
-		keep := amounts{}
+		keep := amount.List{}
 		for _, r := range s.ledger.resources() {
 			acc := s.ledger.of(r)
-			if acc.used > acc.hard {
+			if acc.hard.Less(acc.used) {
 				keep[r] = acc.hard // it borrows r: down to its hard, no further
 			} else if slices.Contains(scarce, r) {
 				keep[r] = acc.used // scarce and not borrowed: none of it
@@ -78,7 +80,7 @@ func (pr *preemptions) reclaimFloor(claims []*podState, budgets []*budget, add d
 func (fl reclaimFloor) holds() bool {
 	for s, keep := range fl {
 		for r, k := range keep {
-			if s.ledger.of(r).used < k {
+			if s.ledger.of(r).used.Less(k) {
 				return false
 			}
 		}
@@ -95,7 +97,7 @@ func borrowsScarce(p *podState, f *budget, scarce []corev1.ResourceName) *budget
 			continue
 		}
 		for _, r := range scarce {
-			if acc := s.ledger.of(r); acc.limited && acc.used > acc.hard && p.chargedUsage[r] != 0 {
+			if acc := s.ledger.of(r); acc.limited && acc.hard.Less(acc.used) && !p.chargedUsage[r].IsZero() {
 				return s
 			}
 		}

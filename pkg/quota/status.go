@@ -104,7 +104,7 @@ func (r *Reads) Status(key BudgetKey) (BudgetStatus, bool) {
 			Pod:       e.pod.pod.PodRef,
 			Group:     e.pod.pod.Group,
 			Resource:  w.resource,
-			Requested: quantityOf(w.requested, e.pod.writtenFormat(w.resource)),
+			Requested: w.requested.Quantity(e.pod.writtenFormat(w.resource)),
 			Hard:      hard,
 			Unset:     w.unset,
 			Member:    w.ahead.Name,

@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 	resourcehelper "k8s.io/component-helpers/resource"
+
+	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
 )
 
 // ResourceCountPods is ResourceQuota's object-count name for pods; it counts like "pods".
@@ -68,12 +70,12 @@ func PodUsage(pod *corev1.Pod) corev1.ResourceList {
 // "memory" and "ephemeral-storage" become requests.*, a bare hugepages-* or extended
 // name (nvidia.com/gpu) becomes requests.*. When a limit is given under two names
 // ("cpu" and "requests.cpu"), the smaller wins, as both would apply in ResourceQuota.
-// Names that do not limit pods (services, limits.nvidia.com/gpu, typos) and negative
-// quantities make it return an error that names them, along with the entries that were
-// valid.
+// Names that do not limit pods (services, limits.nvidia.com/gpu, typos), negative
+// quantities and quantities beyond what the core counts exactly (amount.MaxUnits) make
+// it return an error that names them, along with the entries that were valid.
 func NormalizeHard(hard corev1.ResourceList) (corev1.ResourceList, error) {
 	out := make(corev1.ResourceList, len(hard))
-	var unsupported, negative []string
+	var unsupported, negative, huge []string
 	for name, q := range hard {
 		qn, ok := quotaName(name)
 		if !ok {
@@ -82,6 +84,10 @@ func NormalizeHard(hard corev1.ResourceList) (corev1.ResourceList, error) {
 		}
 		if q.Sign() < 0 {
 			negative = append(negative, string(name))
+			continue
+		}
+		if !amount.Countable(q) {
+			huge = append(huge, string(name))
 			continue
 		}
 		if prev, seen := out[qn]; seen && prev.Cmp(q) <= 0 {
@@ -97,6 +103,10 @@ func NormalizeHard(hard corev1.ResourceList) (corev1.ResourceList, error) {
 	if len(negative) > 0 {
 		slices.Sort(negative)
 		problems = append(problems, fmt.Sprintf("negative quantities in hard: %s", strings.Join(negative, ", ")))
+	}
+	if len(huge) > 0 {
+		slices.Sort(huge)
+		problems = append(problems, fmt.Sprintf("quantities in hard beyond what quotagate counts exactly (at most %d units): %s", amount.MaxUnits, strings.Join(huge, ", ")))
 	}
 	if len(problems) > 0 {
 		return out, fmt.Errorf("%s", strings.Join(problems, "; "))

@@ -6,6 +6,8 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
 )
 
 // Waking (kube-scheduler's queueing hints): an event in a budget (a charged pod ends,
@@ -29,8 +31,8 @@ import (
 func wakeable(b *budget, alive func(*budget) bool, settled func(*podState) bool, buf []*entry) (retry, fit []*entry) {
 	fit = buf
 	var capacity []*entry
-	minReq := map[corev1.ResourceName]int64{}
-	free := map[corev1.ResourceName]int64{}
+	minReq := map[corev1.ResourceName]amount.Amount{}
+	free := map[corev1.ResourceName]amount.Amount{}
 	for _, e := range b.queues.inadmissible {
 		w := &e.pod.wait
 		switch {
@@ -46,11 +48,11 @@ func wakeable(b *budget, alive func(*budget) bool, settled func(*podState) bool,
 				f = b.ledger.of(w.resource).free()
 				free[w.resource] = f
 			}
-			if w.requested > f {
+			if f.Less(w.requested) {
 				continue
 			}
 			capacity = append(capacity, e)
-			if m, ok := minReq[w.resource]; !ok || w.requested < m {
+			if m, ok := minReq[w.resource]; !ok || w.requested.Less(m) {
 				minReq[w.resource] = w.requested
 			}
 		}
@@ -71,18 +73,18 @@ func wakeable(b *budget, alive func(*budget) bool, settled func(*podState) bool,
 		}
 		w := &e.pod.wait
 		left := free[w.resource]
-		if w.requested > left {
+		if left.Less(w.requested) {
 			continue
 		}
-		free[w.resource] = left - w.requested
+		free[w.resource] = left.Sub(w.requested)
 		fit = append(fit, e)
 	}
 	return retry, fit
 }
 
-func anyFits(minReq, free map[corev1.ResourceName]int64) bool {
+func anyFits(minReq, free map[corev1.ResourceName]amount.Amount) bool {
 	for r, m := range minReq {
-		if m <= free[r] {
+		if !free[r].Less(m) {
 			return true
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
 )
 
 // wakeable alone: a budget of requests.cpu=4 with 1 charged (3 free), and inadmissible
@@ -31,7 +33,7 @@ func TestWakeable(t *testing.T) {
 		}
 		p.wait = waitInfo{code: code, budget: blocker}
 		if cpu != "" {
-			p.wait.resource, p.wait.requested = "requests.cpu", amountOf(resource.MustParse(cpu))
+			p.wait.resource, p.wait.requested = "requests.cpu", amount.MustOf(resource.MustParse(cpu))
 		}
 		b.queues.move(&entry{pod: p, budget: b, index: -1}, queueInadmissible)
 	}

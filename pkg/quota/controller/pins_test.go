@@ -12,6 +12,8 @@ import (
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
 	"github.com/quotagate/quotagate/internal/testbed"
+
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // webBudget is a Budget of the namespace that covers only pods labelled app=web.
@@ -93,4 +95,93 @@ func TestTenantRelabelOutOfEverySelectorStaysGated(t *testing.T) {
 		t.Fatalf("the pod relabelled out of every selector was admitted (event: %s)", ev.Message)
 	}
 	t.Logf("Waiting event: %s", ev.Message)
+}
+
+// TestTenantRelabelIntoAnotherBudgetMovesNoCharge: a running pod admitted by Budget web
+// is relabelled, by a tenant with only the edit role, into Budget batch's selector. Its
+// charge stays where it was admitted, before and after a manager restart: batch is not
+// charged for it (it never passed batch's queue, so counting it could push batch over
+// its hard), and batch admits its own pods as before.
+func TestTenantRelabelIntoAnotherBudgetMovesNoCharge(t *testing.T) {
+	ns := newNamespace(t, true)
+	mustCreate(t, webBudget(ns, "2"))
+	batch := budget(ns, "batch", cpu("2"), "")
+	batch.Spec.PodSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "batch"}}
+	mustCreate(t, batch)
+	first := startManager(t, nil, false)
+	tenant := editTenant(t, ns)
+	if _, err := tenant.CoreV1().Pods(ns).Create(t.Context(), labelled(gatedPod(ns, "w1", "2"), "web"), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating the pod as the tenant: %v", err)
+	}
+	testbed.Poll(t, time.Minute, "w1 admitted", func(context.Context) (bool, error) { return !isGated(t, ns, "w1"), nil })
+	if _, err := tenant.CoreV1().Pods(ns).Patch(t.Context(), "w1", types.MergePatchType,
+		[]byte(`{"metadata":{"labels":{"app":"batch"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("relabelling the running pod into batch as the tenant: %v", err)
+	}
+	if _, err := tenant.CoreV1().Pods(ns).Create(t.Context(), labelled(gatedPod(ns, "b1", "2"), "batch"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testbed.Poll(t, time.Minute, "b1 admitted by batch", func(context.Context) (bool, error) { return !isGated(t, ns, "b1"), nil })
+	wantUsed(t, ns, "batch", map[corev1.ResourceName]string{"requests.cpu": "2"})
+	wantUsed(t, ns, "web", map[corev1.ResourceName]string{"requests.cpu": "2"})
+
+	first.stop(t)
+	startManager(t, nil, false)
+	// The restarted manager reads w1's admission labels back: batch still holds b1 only,
+	// and is full for the next batch pod; web is still charged for w1.
+	if _, err := tenant.CoreV1().Pods(ns).Create(t.Context(), labelled(gatedPod(ns, "b2", "1"), "batch"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitForWaitingEvent(t, ns, "b2", "InsufficientQuota")
+	wantUsed(t, ns, "batch", map[corev1.ResourceName]string{"requests.cpu": "2"})
+	wantUsed(t, ns, "web", map[corev1.ResourceName]string{"requests.cpu": "2"})
+	if !isGated(t, ns, "b2") {
+		t.Error("batch admitted b2 beyond its hard")
+	}
+}
+
+// TestHugeLimitErasesNoUsage: the attack of a pod with limits.memory 9Pi, admitted by a
+// Budget that does not track limits.memory, relabelled into and out of the selector of
+// a Budget that does. That Budget's used stays the exact sum of its own pods (it once
+// went to the int64 bound and then to 0, erasing every other pod's usage), and it
+// admits no more than its hard.
+func TestHugeLimitErasesNoUsage(t *testing.T) {
+	ns := newNamespace(t, true)
+	mustCreate(t, budget(ns, "cpu", cpu("100"), ""))
+	mem := budget(ns, "mem", corev1.ResourceList{"limits.memory": resource.MustParse("10Gi")}, "")
+	mem.Spec.PodSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "mem"}}
+	mustCreate(t, mem)
+	startManager(t, nil, false)
+	tenant := editTenant(t, ns)
+	withLimit := func(pod *corev1.Pod, limit string) *corev1.Pod {
+		pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(limit), corev1.ResourceCPU: resource.MustParse("1")}
+		return pod
+	}
+	for _, name := range []string{"m1", "m2"} {
+		if _, err := tenant.CoreV1().Pods(ns).Create(t.Context(), withLimit(labelled(gatedPod(ns, name, "1"), "mem"), "4Gi"), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := tenant.CoreV1().Pods(ns).Create(t.Context(), withLimit(labelled(gatedPod(ns, "huge", "1"), "other"), "9Pi"), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating the 9Pi pod as the tenant: %v", err)
+	}
+	for _, name := range []string{"m1", "m2", "huge"} {
+		testbed.Poll(t, time.Minute, name+" admitted", func(context.Context) (bool, error) { return !isGated(t, ns, name), nil })
+	}
+	wantUsed(t, ns, "mem", map[corev1.ResourceName]string{"limits.memory": "8Gi"})
+	for _, app := range []string{"mem", "other"} {
+		if _, err := tenant.CoreV1().Pods(ns).Patch(t.Context(), "huge", types.MergePatchType,
+			[]byte(`{"metadata":{"labels":{"app":"`+app+`"}}}`), metav1.PatchOptions{}); err != nil {
+			t.Fatalf("relabelling the 9Pi pod to app=%s as the tenant: %v", app, err)
+		}
+	}
+	if _, err := tenant.CoreV1().Pods(ns).Create(t.Context(), withLimit(labelled(gatedPod(ns, "m3", "1"), "mem"), "4Gi"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitForWaitingEvent(t, ns, "m3", "InsufficientQuota")
+	wantUsed(t, ns, "mem", map[corev1.ResourceName]string{"limits.memory": "8Gi"})
+	wantUsed(t, ns, "cpu", map[corev1.ResourceName]string{"requests.cpu": "3"})
+	if !isGated(t, ns, "m3") {
+		t.Error("Budget mem admitted 12Gi of limits under a hard of 10Gi")
+	}
 }

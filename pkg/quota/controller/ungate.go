@@ -63,8 +63,9 @@ func (c *Controller) ungate(ctx context.Context, a quota.Admission) {
 		// The cached pod knows whether the real pod has annotations (patchTarget),
 		// so the patch adds keys one by one then, never the whole map.
 		annotations := map[string]string{
-			v1alpha1.AdmittedAtAnnotation: now.UTC().Format(time.RFC3339),
-			v1alpha1.AdmittedByAnnotation: strings.Join(budgets, ","),
+			v1alpha1.AdmittedAtAnnotation:     now.UTC().Format(time.RFC3339),
+			v1alpha1.AdmittedByAnnotation:     strings.Join(budgets, ","),
+			v1alpha1.AdmittedLabelsAnnotation: quota.AdmittedLabelsText(a.Labels),
 		}
 		if len(borrowing) > 0 {
 			annotations[v1alpha1.BorrowingAnnotation] = strings.Join(borrowing, ",")
