@@ -130,13 +130,13 @@ func (a *admitter) evaluate(p *podState) {
 	}
 	var f *Flavor
 	if anyFlavored(p.cover) {
-		c, w, ok := a.flavors.choices(p.cover, p.pod.NodeSelector, p.usage())
+		c, w, ok := a.flavors.choices(p.cover, &p.pod, p.usage())
 		if !ok {
 			a.fail(unit, w)
 			return
 		}
 		var waits bool
-		if f, waits = a.onFlavors(unit, p.cover, c, p.addsOn); waits {
+		if f, waits = a.onFlavors(unit, p.cover, c, a.addsOnFlavor(p)); waits {
 			return
 		}
 	} else if a.waitsForCapacity(unit, p.cover, p.adds, waitOn{}) {
@@ -173,7 +173,7 @@ func (a *admitter) evaluateGroup(g *group) {
 			return
 		}
 		var waits bool
-		if f, waits = a.onFlavors(cands, budgets, c, func(f string) demand { return flavoredDemand(sumsDemand(sums), f) }); waits {
+		if f, waits = a.onFlavors(cands, budgets, c, a.groupOnFlavor(cands, sums)); waits {
 			return
 		}
 	} else if a.waitsForCapacity(cands, budgets, sumsDemand(sums), waitOn{}) {
@@ -194,17 +194,17 @@ func (a *admitter) waitsForCapacity(unit []*podState, budgets []*budget, add dem
 	var w waitInfo
 	var over, yield bool
 	if inBorrowingFamily(budgets) {
-		w, over, yield = a.families.admits(unit[0], budgets, add)
+		w, over, yield = a.families.admits(unit[0], budgets, add, on.flavor)
 	} else {
 		w, over = ledgersWait(budgets, add)
 	}
 	w.flavor, w.anyFlavor = on.flavor, on.anyFlavor
 	switch {
 	case over:
-		a.fail(unit, w)
+		a.failOn(unit, w, on.flavor)
 		a.preemptions.decide(unit, budgets, add, w)
 	case yield:
-		a.fail(unit, w)
+		a.failOn(unit, w, on.flavor)
 	}
 	return over || yield
 }
@@ -259,10 +259,21 @@ func (a *admitter) stuck(p *podState) bool {
 // fail records why the unit waits and moves it from active to inadmissible in every
 // budget: only an event in the budget that blocks it can change the answer. The family
 // part records a wait in a borrowing family (families.failed).
-func (a *admitter) fail(unit []*podState, w waitInfo) {
+func (a *admitter) fail(unit []*podState, w waitInfo) { a.failOn(unit, w, "") }
+
+// failOn is fail for a unit that waits on flavor fl ("" for none): each pod's wait
+// names the flavors it would be charged on there (waitInfo.reach).
+func (a *admitter) failOn(unit []*podState, w waitInfo, fl string) {
+	var on *Flavor
+	if fl != "" {
+		on = a.flavors.get(fl)
+	}
 	for _, p := range unit {
 		old := p.wait
 		p.wait = w
+		if on != nil {
+			p.wait.reach = a.flavors.reach(&p.pod, on)
+		}
 		a.agenda.moveAll(p, queueActive, queueInadmissible)
 		if inBorrowingFamily(p.cover) || familyWait(old) || familyWait(w) {
 			if f := a.families.failed(p, old, w); f != nil && a.topology.alive(f) {
@@ -294,7 +305,10 @@ func (a *admitter) admitNow(unit []*podState, reason Reason) bool {
 func (a *admitter) admitUnit(unit []*podState, f *Flavor, reason Reason) {
 	for _, p := range unit {
 		a.agenda.detachAdmitted(p) // before its flavor: pending is given back without one
-		p.setFlavor(f)
+		p.place(f, nil)
+		if f != nil {
+			p.place(f, a.flavors.reach(&p.pod, f))
+		}
 		a.backoff.remove(p)
 		p.inBackoff, p.parked, p.wait = false, false, waitInfo{}
 		p.phase = phaseAssumed

@@ -39,20 +39,23 @@ var noAmounts = amount.List{}
 // form (appendList): pods of one template share one map, as they share the list.
 var sharedAmounts sharedTable[amount.List]
 
-// sharedAmountsOn is onFlavor(amount.OfList(l), f), shared with every list of the same form
-// on the same flavor: read-only.
-func sharedAmountsOn(l corev1.ResourceList, f string) amount.List {
-	if f == "" {
+// sharedAmountsOn is onFlavors(amount.OfList(l), fs), shared with every list of the same
+// form on the same flavors: read-only.
+func sharedAmountsOn(l corev1.ResourceList, fs []string) amount.List {
+	if len(fs) == 0 {
 		return sharedAmountsOf(l)
 	}
 	if len(l) == 0 {
 		return noAmounts
 	}
 	var buf [256]byte
-	key := append(append(appendList(buf[:0], l), flavorMark...), f...)
-	v, ok := sharedAmounts.get(key, func() amount.List { return onFlavor(amount.OfList(l), f) })
+	key := appendList(buf[:0], l)
+	for _, f := range fs {
+		key = append(append(key, flavorMark...), f...)
+	}
+	v, ok := sharedAmounts.get(key, func() amount.List { return onFlavors(amount.OfList(l), fs) })
 	if !ok {
-		return onFlavor(amount.OfList(l), f)
+		return onFlavors(amount.OfList(l), fs)
 	}
 	return v
 }

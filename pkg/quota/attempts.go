@@ -137,7 +137,7 @@ func (a *admitter) provesNotUngated(p *podState, view Pod) bool {
 func (a *admitter) giveBack(p *podState) {
 	a.backoff.remove(p)
 	a.charges.release(p)
-	p.setFlavor(nil) // a gated pod has none: it is chosen again when it is admitted again
+	p.place(nil, nil) // a gated pod has none: it is chosen again when it is admitted again
 	p.phase = phaseWaiting
 	p.unresolved = false
 	p.attemptRV = ""

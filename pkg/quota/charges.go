@@ -29,6 +29,9 @@ type charges struct {
 
 	releases timerHeap // charged pods that stop counting at their grace period's end
 	holds    bool      // the family part said it holds freed quota
+	// flavored: some Flavor exists (the admitter's flavor side says so), so a charge
+	// asks which flavors a pod reaches; without one, a charge never enters flavors.go.
+	flavored bool
 }
 
 func newCharges(a *agenda, t *topology, f *families, fl *flavorIndex) *charges {
@@ -39,16 +42,18 @@ func newCharges(a *agenda, t *topology, f *families, fl *flavorIndex) *charges {
 }
 
 // charge charges the pod's usage to every budget that covers it, and to those it is
-// pinned to. A pod not put on a flavor by an admission is charged on the flavor its
-// node selector selects, if any: a pod seen running is on the flavor of its nodes.
+// pinned to. A pod not put on a flavor by an admission is charged on every flavor whose
+// nodes it can reach as it is (flavorIndex.reach): a pod seen running may be on any of
+// them.
 func (c *charges) charge(p *podState) {
-	if p.flavor == nil && len(p.pod.NodeSelector) > 0 {
-		if f := c.flavors.get(c.flavors.selected(p.pod.NodeSelector)); f != nil {
-			p.setFlavor(f)
-		}
+	if p.flavor == nil && c.flavored {
+		p.place(nil, c.flavors.reach(&p.pod, nil))
 	}
 	c.chargeWith(p, p.usage(), p.claims())
 }
+
+// setFlavored says whether some Flavor exists.
+func (c *charges) setFlavored(any bool) { c.flavored = any }
 
 // chargeWith charges the pod usage and claims (its charge: what it used when it was
 // admitted, or less) to every budget its charge labels put it in, and to those it is
@@ -162,16 +167,23 @@ func sameClaimAmounts(a, b []claimAmount) bool {
 	return slices.EqualFunc(a, b, func(x, y claimAmount) bool { return x.Key == y.Key && x.usage.Equal(y.usage) })
 }
 
-// reflavor moves a charged pod to the flavor its node selector selects now (a Flavor
-// was created, changed or deleted), if that is another.
+// reflavor moves a charged pod's charge, as much as it was, to the flavors it reaches
+// now (a Flavor was created, changed or deleted), if those are others.
 func (c *charges) reflavor(p *podState) {
-	f := c.flavors.get(c.flavors.selected(p.pod.NodeSelector))
-	if f == p.flavor || (f != nil && p.flavor != nil && f.Name == p.flavor.Name) {
+	var reach []string
+	if c.flavored {
+		reach = c.flavors.reach(&p.pod, p.flavor)
+	}
+	if slices.Equal(reach, p.reach) {
 		return
 	}
+	usage, claims := onFlavors(withoutFlavors(p.chargedUsage), reach), slices.Clone(p.chargedClaims)
+	for i, cl := range claims {
+		claims[i].usage = onFlavors(withoutFlavors(cl.usage), reach)
+	}
 	c.release(p)
-	p.setFlavor(f)
-	c.charge(p)
+	p.place(p.flavor, reach)
+	c.chargeWith(p, usage, claims)
 }
 
 // keysOf returns the keys of budgets (nil for none).

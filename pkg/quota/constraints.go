@@ -113,7 +113,7 @@ func shareUnset(l []UnsetResource) []UnsetResource {
 func tracksUnset(b *budget, unset []UnsetResource) (sentence string, first corev1.ResourceName, ok bool) {
 	var parts []string
 	for _, u := range unset {
-		if !b.ledger.tracks(u.Name) {
+		if !b.ledger.limits(u.Name) {
 			continue
 		}
 		if first == "" {
@@ -160,7 +160,7 @@ func unsetMessage(w *waitInfo) string {
 // unset (counts by name, as a group keeps them).
 func tracksAnyUnset(b *budget, counts map[corev1.ResourceName]int) bool {
 	for name, n := range counts {
-		if n > 0 && b.ledger.tracks(name) {
+		if n > 0 && b.ledger.limits(name) {
 			return true
 		}
 	}

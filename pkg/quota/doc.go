@@ -29,9 +29,7 @@
 // topology, pods, agenda, charges, families, preemptions, placer, admitter, flavors
 // and reads); a part is handed the parts it calls when it is built, and only its own files
 // select the fields of its type: everyone else calls its methods (parts_test.go checks
-// it, in make verify and make test). No part outgrows its place: AdmissionQueue has at
-// most 30 methods, every other type at most 25, and no file has more than 350 lines
-// (size_test.go, in make verify and make test).
+// it, in make verify and make test).
 //
 //   - ledger (ledger.go): one budget's accounts: hard, its ceiling (hard plus
 //     borrowingLimit) and what it lends, used (reservations included), pending, the pods

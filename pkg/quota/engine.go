@@ -88,6 +88,8 @@ func (q *AdmissionQueue) capacityWait(budgets []*budget, add demand) (waitInfo, 
 // (familyCore, preemptionCore; admit.go).
 func (q *AdmissionQueue) stuck(p *podState) bool { return q.admit.stuck(p) }
 
-// headFlavor is the flavor a waiting pod would be admitted on now, and whether it
-// fits there (familyCore; flavor_choice.go).
-func (q *AdmissionQueue) headFlavor(p *podState) (string, bool) { return q.admit.headFlavor(p) }
+// headFlavor is the flavor a waiting pod would be admitted on now, the flavors it would
+// be charged on there, and whether it fits there (familyCore; flavor_choice.go).
+func (q *AdmissionQueue) headFlavor(p *podState) (string, []string, bool) {
+	return q.admit.headFlavor(p)
+}

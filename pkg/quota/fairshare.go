@@ -28,11 +28,11 @@ import (
 
 // yieldsTo returns why a unit that fits, adding add(b) to each budget b of budgets,
 // waits for a sibling with a smaller share, and wakes that sibling's head; ok is false
-// when it goes now. first is the unit's first pod (its admission order).
-func (fs *families) yieldsTo(first *podState, budgets []*budget, add demand) (waitInfo, bool) {
+// when it goes now. first is the unit's first pod (its admission order), fl the flavor
+// it goes on ("" for none).
+func (fs *families) yieldsTo(first *podState, budgets []*budget, add demand, fl string) (waitInfo, bool) {
 	var w waitInfo
 	yield := borrowingFamilies(budgets, add, func(f *budget, adds map[*budget]amount.List, _ []corev1.ResourceName) bool {
-		fl := demandFlavor(adds)
 		mine, borrows := -1.0, false
 		for c, a := range adds {
 			if s, b := c.shareWith(f, a); b {
@@ -55,10 +55,11 @@ func (fs *families) yieldsTo(first *podState, budgets []*budget, add demand) (wa
 			if fl != "" {
 				// The unit goes on flavor fl: it competes with a head that goes there too,
 				// for what the family lends of fl, and their shares are of that.
-				if hf, fits := fs.core.headFlavor(h); !fits || hf != fl {
+				hf, reach, fits := fs.core.headFlavor(h)
+				if !fits || hf != fl {
 					continue
 				}
-				usage, hAdds = onFlavor(usage, fl), h.addsOn(fl)
+				usage, hAdds = onFlavors(usage, reach), h.addsOn(reach)
 			}
 			theirs, b := d.shareWith(f, usage)
 			if !b || theirs > mine || (theirs == mine && h.order.compare(&first.order) >= 0) {
@@ -74,18 +75,6 @@ func (fs *families) yieldsTo(first *podState, budgets []*budget, add demand) (wa
 		return false
 	})
 	return w, yield
-}
-
-// demandFlavor is the flavor a unit's adds are on ("" for none).
-func demandFlavor(adds map[*budget]amount.List) string {
-	for _, a := range adds {
-		for r := range a {
-			if _, f := splitFlavor(r); f != "" {
-				return f
-			}
-		}
-	}
-	return ""
 }
 
 // fairHead is the first gated pod of d in admission order that could be admitted now

@@ -41,9 +41,10 @@ type familyCore interface {
 	wakeIfAlive(b *budget)
 	// activate moves a waiting pod's inadmissible entries back to active.
 	activate(p *podState)
-	// headFlavor is the flavor a waiting pod would be admitted on now, and whether it
-	// fits there; "" and true when no flavor applies to it (flavor_choice.go).
-	headFlavor(p *podState) (string, bool)
+	// headFlavor is the flavor a waiting pod would be admitted on now, the flavors it
+	// would be charged on there, and whether it fits there; "" and true when no flavor
+	// applies to it (flavor_choice.go).
+	headFlavor(p *podState) (string, []string, bool)
 }
 
 var _ familyCore = (*AdmissionQueue)(nil)
@@ -101,11 +102,11 @@ func familyOf(b *budget) *familyState {
 // admits decides for a unit that nothing but capacity blocks, adding add(b) to each
 // budget b of budgets, first pod first: over when it does not fit (capacityWait), else
 // yield when it waits for a sibling with a smaller share (yieldsTo); w says why.
-func (fs *families) admits(first *podState, budgets []*budget, add demand) (w waitInfo, over, yield bool) {
+func (fs *families) admits(first *podState, budgets []*budget, add demand, fl string) (w waitInfo, over, yield bool) {
 	if w, over := fs.capacityWait(budgets, add); over {
 		return w, true, false
 	}
-	w, yield = fs.yieldsTo(first, budgets, add)
+	w, yield = fs.yieldsTo(first, budgets, add, fl)
 	return w, false, yield
 }
 

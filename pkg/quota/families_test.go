@@ -28,11 +28,11 @@ func (c *fakeFamilyCore) capacityWait(budgets []*budget, add demand) (waitInfo, 
 	}
 	return waitInfo{}, false
 }
-func (c *fakeFamilyCore) stuck(*podState) bool                { return false }
-func (c *fakeFamilyCore) wakeIfAlive(b *budget)               { c.woken = append(c.woken, b.key.Name) }
-func (c *fakeFamilyCore) activate(p *podState)                { c.activated = append(c.activated, p.pod.Name) }
-func (c *fakeFamilyCore) headFlavor(*podState) (string, bool) { return "", true } // no flavors here
-func newFakeFamilyCore() *fakeFamilyCore                      { return &fakeFamilyCore{} }
+func (c *fakeFamilyCore) stuck(*podState) bool                          { return false }
+func (c *fakeFamilyCore) wakeIfAlive(b *budget)                         { c.woken = append(c.woken, b.key.Name) }
+func (c *fakeFamilyCore) activate(p *podState)                          { c.activated = append(c.activated, p.pod.Name) }
+func (c *fakeFamilyCore) headFlavor(*podState) (string, []string, bool) { return "", nil, true } // no flavors here
+func newFakeFamilyCore() *fakeFamilyCore                                { return &fakeFamilyCore{} }
 
 // orgFamily is ClusterBudget org (hard cpu=10) over Budget team-a/a (hard cpu=2, may
 // borrow cpu=4) and team-b/b (hard cpu=4, lends all of it), resolved.

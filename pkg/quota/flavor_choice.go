@@ -33,6 +33,7 @@ func (q *AdmissionQueue) DeleteFlavor(name string) {
 // flavorChanged moves the running pods to the flavors their node selectors select now,
 // and wakes every budget with flavors.
 func (a *admitter) flavorChanged() {
+	a.charges.setFlavored(a.flavors.any())
 	for _, p := range a.pods.sorted() {
 		if p.phase == phaseCharged {
 			a.charges.reflavor(p)
@@ -46,12 +47,47 @@ func (a *admitter) flavorChanged() {
 	}
 }
 
-// flavoredDemand is d with every resource counted on flavor f too (d when f is "").
-func flavoredDemand(d demand, f string) demand {
-	if f == "" {
+// flavoredDemand is d with every resource counted on each flavor of fs too (d when fs
+// is empty).
+func flavoredDemand(d demand, fs []string) demand {
+	if len(fs) == 0 {
 		return d
 	}
-	return func(b *budget) amount.List { return onFlavor(d(b), f) }
+	return func(b *budget) amount.List { return onFlavors(d(b), fs) }
+}
+
+// addsOnFlavor is what admitting p on a flavor (by name; "" for none) would add to each
+// budget: its usage on every flavor it would reach there.
+func (a *admitter) addsOnFlavor(p *podState) func(f string) demand {
+	return func(f string) demand {
+		if f == "" {
+			return p.adds
+		}
+		return p.addsOn(a.flavors.reach(&p.pod, a.flavors.get(f)))
+	}
+}
+
+// groupOnFlavor is what admitting a group's members on a flavor ("" for none) would
+// add to each budget: sums without one, else each member's usage on every flavor it
+// would reach there, added up per budget.
+func (a *admitter) groupOnFlavor(members []*podState, sums map[*budget]amount.List) func(f string) demand {
+	return func(f string) demand {
+		if f == "" {
+			return sumsDemand(sums)
+		}
+		on := a.flavors.get(f)
+		out := make(map[*budget]amount.List, len(sums))
+		for _, m := range members {
+			u := onFlavors(m.usage(), a.flavors.reach(&m.pod, on))
+			for _, b := range m.cover {
+				if out[b] == nil {
+					out[b] = amount.List{}
+				}
+				out[b].Add(u)
+			}
+		}
+		return sumsDemand(out)
+	}
 }
 
 // onFlavors decides for a unit that nothing but capacity blocks, given the flavors it
@@ -114,18 +150,20 @@ func (a *admitter) flavorFor(unit []*podState, budgets []*budget, c flavorChoice
 	return c.names[0], false
 }
 
-// headFlavor is the flavor a waiting pod would be admitted on now, and whether it fits
-// there (flavorFor); "" and true when no flavor applies to it (a capacity check is
-// then the caller's), and false when no flavor can take it.
-func (a *admitter) headFlavor(p *podState) (string, bool) {
-	c, _, ok := a.flavors.choices(p.cover, p.pod.NodeSelector, p.usage())
+// headFlavor is the flavor a waiting pod would be admitted on now, the flavors it would
+// be charged on there, and whether it fits there (flavorFor); "" and true when no
+// flavor applies to it (a capacity check is then the caller's), and false when no
+// flavor can take it.
+func (a *admitter) headFlavor(p *podState) (string, []string, bool) {
+	c, _, ok := a.flavors.choices(p.cover, &p.pod, p.usage())
 	switch {
 	case !ok:
-		return "", false
+		return "", nil, false
 	case len(c.names) == 0:
-		return "", true
+		return "", nil, true
 	}
-	return a.flavorFor([]*podState{p}, p.cover, c, p.addsOn)
+	name, fits := a.flavorFor([]*podState{p}, p.cover, c, a.addsOnFlavor(p))
+	return name, a.flavors.reach(&p.pod, a.flavors.get(name)), fits
 }
 
 // onFlavor decides for the unit on one flavor (waitsForCapacity); a unit that waits
@@ -152,7 +190,7 @@ func borrowsIn(budgets []*budget, d demand) bool {
 func (a *admitter) groupChoices(members []*podState) (flavorChoice, waitInfo, bool) {
 	var out flavorChoice
 	for i, m := range members {
-		c, w, ok := a.flavors.choices(m.cover, m.pod.NodeSelector, m.usage())
+		c, w, ok := a.flavors.choices(m.cover, &m.pod, m.usage())
 		if !ok {
 			return flavorChoice{}, w, false
 		}

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
+
+	"strconv"
 )
 
 // Flavors: quota per kind of node. A budget's spec.flavors hold quota for each flavor
@@ -22,9 +24,15 @@ import (
 //
 // A pod's flavor is chosen when it is admitted (admitter.onFlavors), from the flavors
 // of its first covering budget that has any (its flavored budget), and the ungate
-// patch puts the pod on it (Admission.Flavor). A pod seen running is on the flavor its
-// nodeSelector selects, whoever put it there (flavorIndex.selected); that is also how a
-// restarted manager finds the flavor of the pods it admitted.
+// patch puts the pod on it (Admission.Flavor). A pod is charged on every flavor whose
+// nodes it can reach once on it (flavorIndex.reach): those its node selector, required
+// affinity and tolerations, with the flavor's labels and tolerations added, let
+// kube-scheduler place it on. Usually that is the flavor alone; where one flavor's
+// labels contain another's (gpu: {pool: gpu}, gpu-spot: {pool: gpu, spot: "true"}), a
+// pod on the wider one can land on the nodes of the narrower one too, so it must fit on
+// both and is charged on both, and the Flavor says so (Nested). A pod seen running is
+// charged on what it can reach as it is, whoever admitted it: that is also how a
+// restarted manager finds the flavors of the pods it admitted.
 
 // flavorMark separates a resource from its flavor in the core's flavored names. No
 // resource name quotagate accounts contains it (the CRD's rule on hard).
@@ -54,17 +62,40 @@ func resourceText(r corev1.ResourceName) string {
 	return string(r)
 }
 
-// onFlavor returns a with each of its entries also counted on flavor f (a itself when f
-// is ""). The flavored entries are new; a is not changed.
-func onFlavor(a amount.List, f string) amount.List {
-	if f == "" || a == nil {
+// onFlavors returns a with each of its entries also counted on each flavor of fs (a
+// itself when fs is empty). The flavored entries are new; a is not changed.
+func onFlavors(a amount.List, fs []string) amount.List {
+	if len(fs) == 0 || a == nil {
 		return a
 	}
-	out := make(amount.List, 2*len(a))
+	out := make(amount.List, (1+len(fs))*len(a))
 	for r, v := range a {
 		out[r] = v
 		if _, fl := splitFlavor(r); fl == "" {
-			out[flavored(r, f)] = v
+			for _, f := range fs {
+				out[flavored(r, f)] = v
+			}
+		}
+	}
+	return out
+}
+
+// withoutFlavors returns the entries of a that are not on a flavor (a itself when it
+// has none).
+func withoutFlavors(a amount.List) amount.List {
+	var out amount.List
+	for r := range a {
+		if _, f := splitFlavor(r); f != "" {
+			out = make(amount.List, len(a))
+			break
+		}
+	}
+	if out == nil {
+		return a
+	}
+	for r, v := range a {
+		if _, f := splitFlavor(r); f == "" {
+			out[r] = v
 		}
 	}
 	return out
@@ -130,6 +161,9 @@ func (x *flavorIndex) remove(name string) bool {
 	return ok || bad
 }
 
+// any reports whether some Flavor exists.
+func (x *flavorIndex) any() bool { return len(x.byName) > 0 }
+
 // get returns the Flavor of name, or nil.
 func (x *flavorIndex) get(name string) *Flavor { return x.byName[name] }
 
@@ -157,22 +191,215 @@ func contradicts(sel map[string]string, f *Flavor) bool {
 	return false
 }
 
-// selected is the flavor a pod's node selector selects ("" for none): the one with the
-// most labels when it selects several, then the first by name.
-func (x *flavorIndex) selected(sel map[string]string) string {
-	if len(sel) == 0 {
-		return ""
+// reach returns, sorted, the names of the flavors whose nodes a pod can be scheduled on
+// once flavor on (nil for none) is added to it (the flavor's labels to its node
+// selector, its tolerations to its own); nil when it reaches none. They are the flavors
+// it addresses (its node selector and required affinity ask for each of their labels,
+// with their value, and for no other value of theirs), and those nested in one of
+// these (all of its labels and more: their nodes are among its nodes) that its node
+// requirements allow and whose taints (their tolerations) it may tolerate. Flavors on
+// other labels than the pod asks for are not reached: whether their nodes have the
+// labels it asks for is not known (a flavor "spot" and a flavor "h100" partition the
+// nodes in two ways, and a pod put on h100 is not charged on spot).
+func (x *flavorIndex) reach(p *Pod, on *Flavor) []string {
+	var buf [8]string
+	addressed := buf[:0]
+	for name, g := range x.byName {
+		if addresses(p, on, g) && allows(p, on, g) {
+			addressed = append(addressed, name)
+		}
 	}
-	best := ""
-	for name, f := range x.byName {
-		if !selects(sel, f) {
+	if len(addressed) == 0 {
+		return nil
+	}
+	out := addressed
+	for name, g := range x.byName {
+		if slices.Contains(addressed, name) || !allows(p, on, g) || !tolerates(p, on, g) {
 			continue
 		}
-		if b := x.byName[best]; best == "" || len(f.NodeLabels) > len(b.NodeLabels) || (len(f.NodeLabels) == len(b.NodeLabels) && name < best) {
-			best = name
+		if slices.ContainsFunc(addressed, func(a string) bool { return nestedIn(g, x.byName[a]) }) {
+			out = append(out, name)
 		}
 	}
-	return best
+	slices.Sort(out)
+	return shareNames(out)
+}
+
+// addresses reports whether the pod, on flavor on (nil for none), asks for every label
+// of g with g's value: in its node selector, in on's labels, or as an In requirement of
+// a term of its required node affinity that may hold on g's nodes.
+func addresses(p *Pod, on, g *Flavor) bool {
+	if len(g.NodeLabels) == 0 {
+		return false
+	}
+	for k, v := range g.NodeLabels {
+		if w, ok := p.NodeSelector[k]; ok && w == v {
+			continue
+		}
+		if on != nil {
+			if w, ok := on.NodeLabels[k]; ok && w == v {
+				continue
+			}
+		}
+		if !affinityAsks(p.NodeAffinity, k, v, g.NodeLabels) {
+			return false
+		}
+	}
+	return true
+}
+
+// affinityAsks reports whether a term of a that may hold on a node with labels asks
+// for label k with value v among others (an In requirement).
+func affinityAsks(a *corev1.NodeSelector, k, v string, labels map[string]string) bool {
+	if a == nil {
+		return false
+	}
+	for _, t := range a.NodeSelectorTerms {
+		if !termMayHold(t, labels) {
+			continue
+		}
+		for _, r := range t.MatchExpressions {
+			if r.Key == k && r.Operator == corev1.NodeSelectorOpIn && slices.Contains(r.Values, v) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// nestedIn reports whether g's labels contain every label of f and more: g's nodes are
+// among f's nodes.
+func nestedIn(g, f *Flavor) bool {
+	return f != nil && len(g.NodeLabels) > len(f.NodeLabels) && selects(g.NodeLabels, f)
+}
+
+// sharedReaches holds the lists reach returns, one copy per distinct list.
+var sharedReaches sharedTable[[]string]
+
+func shareNames(names []string) []string {
+	var buf [128]byte
+	key := buf[:0]
+	for _, n := range names {
+		key = append(append(key, n...), 0)
+	}
+	v, ok := sharedReaches.get(key, func() []string { return slices.Clone(names) })
+	if !ok {
+		return slices.Clone(names)
+	}
+	return v
+}
+
+// allows reports whether g's nodes may satisfy what the pod, on flavor on (nil for
+// none), asks of its node's labels: its node selector and on's labels ask for no other
+// value of g's labels, and some term of its required node affinity may hold on a node
+// with g's labels.
+func allows(p *Pod, on, g *Flavor) bool {
+	for k, v := range g.NodeLabels {
+		if want, ok := p.NodeSelector[k]; ok && want != v {
+			return false
+		}
+		if on != nil {
+			if want, ok := on.NodeLabels[k]; ok && want != v {
+				return false
+			}
+		}
+	}
+	if p.NodeAffinity == nil || len(p.NodeAffinity.NodeSelectorTerms) == 0 {
+		return true
+	}
+	return slices.ContainsFunc(p.NodeAffinity.NodeSelectorTerms, func(t corev1.NodeSelectorTerm) bool { return termMayHold(t, g.NodeLabels) })
+}
+
+// termMayHold reports whether a node selector term may hold on a node that has labels
+// (and any others): a requirement on a label the node is not known to have may hold;
+// an empty term matches nothing, as in kube-scheduler.
+func termMayHold(t corev1.NodeSelectorTerm, labels map[string]string) bool {
+	if len(t.MatchExpressions) == 0 && len(t.MatchFields) == 0 {
+		return false
+	}
+	for _, r := range t.MatchExpressions {
+		v, known := labels[r.Key]
+		if !known {
+			continue
+		}
+		switch r.Operator {
+		case corev1.NodeSelectorOpIn:
+			if !slices.Contains(r.Values, v) {
+				return false
+			}
+		case corev1.NodeSelectorOpNotIn:
+			if slices.Contains(r.Values, v) {
+				return false
+			}
+		case corev1.NodeSelectorOpDoesNotExist:
+			return false
+		case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt:
+			if len(r.Values) != 1 {
+				return false
+			}
+			have, err1 := strconv.ParseInt(v, 10, 64)
+			want, err2 := strconv.ParseInt(r.Values[0], 10, 64)
+			if err1 != nil || err2 != nil || (r.Operator == corev1.NodeSelectorOpGt && have <= want) || (r.Operator == corev1.NodeSelectorOpLt && have >= want) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// tolerates reports whether the pod, on flavor on (nil for none), may tolerate the
+// taints of g's nodes (g's tolerations stand for them; PreferNoSchedule ones keep no
+// pod off).
+func tolerates(p *Pod, on, g *Flavor) bool {
+	for _, t := range g.Tolerations {
+		if t.Effect == corev1.TaintEffectPreferNoSchedule {
+			continue
+		}
+		if !mayTolerate(p.Tolerations, t) && (on == nil || !mayTolerate(on.Tolerations, t)) {
+			return false
+		}
+	}
+	return true
+}
+
+// mayTolerate reports whether one of ts may tolerate the taint that toleration t
+// stands for. A value or an effect t leaves open could be the one a pod's toleration
+// names, so it may.
+func mayTolerate(ts []corev1.Toleration, t corev1.Toleration) bool {
+	for _, pt := range ts {
+		if pt.Key == "" && pt.Operator == corev1.TolerationOpExists {
+			if pt.Effect == "" || t.Effect == "" || pt.Effect == t.Effect {
+				return true
+			}
+			continue
+		}
+		if pt.Key != t.Key {
+			continue
+		}
+		valueOK := pt.Operator == corev1.TolerationOpExists || t.Operator == corev1.TolerationOpExists || pt.Value == t.Value
+		if valueOK && (pt.Effect == "" || t.Effect == "" || pt.Effect == t.Effect) {
+			return true
+		}
+	}
+	return false
+}
+
+// nested returns, sorted, the names of the Flavors whose nodes are among f's: those
+// that have every label f has, and more (their nodes are f's nodes too). A pod that can
+// run on one of them is charged on f as well; the controller reports them on f.
+func (x *flavorIndex) nested(f string) []string {
+	outer := x.byName[f]
+	if outer == nil {
+		return nil
+	}
+	var out []string
+	for name, g := range x.byName {
+		if nestedIn(g, outer) {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // flavoredBudget is the first budget of cover with flavors (nil for none): its flavors,
@@ -201,7 +428,8 @@ type flavorChoice struct {
 // selects flavors itself, it is one of them), every flavored budget of cover has it,
 // and together they name every flavored resource the pod requests. ok is false, with
 // the wait, when flavors apply and none is a choice.
-func (x *flavorIndex) choices(cover []*budget, sel map[string]string, usage amount.List) (c flavorChoice, w waitInfo, ok bool) {
+func (x *flavorIndex) choices(cover []*budget, pod *Pod, usage amount.List) (c flavorChoice, w waitInfo, ok bool) {
+	sel := pod.NodeSelector
 	home := flavoredBudget(cover)
 	if home == nil {
 		return flavorChoice{}, waitInfo{}, true // a group member no flavor applies to
@@ -232,7 +460,7 @@ func (x *flavorIndex) choices(cover []*budget, sel map[string]string, usage amou
 			invalid = append(invalid, "Flavor "+fq.Name+" cannot be used: "+x.invalid[fq.Name])
 		case f == nil:
 			missing = append(missing, fq.Name)
-		case contradicts(sel, f) || (selectsAny && !selects(sel, f)):
+		case contradicts(sel, f) || (selectsAny && !selects(sel, f)) || !allows(pod, f, f):
 			contradicted = append(contradicted, fq.Name)
 		case !allHave(cover, fq.Name):
 			elsewhere = append(elsewhere, fq.Name)

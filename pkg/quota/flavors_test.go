@@ -25,6 +25,10 @@ var (
 		Tolerations: []corev1.Toleration{{Key: "gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}}
 	a100 = Flavor{Name: "a100", NodeLabels: map[string]string{"gpu": "a100"}}
 	spot = Flavor{Name: "spot", NodeLabels: map[string]string{"pool": "spot"}}
+	// gpuPool and gpuSpot nest: gpu-spot's labels contain gpu's, so its nodes are
+	// among gpu's. Spot nodes may carry a taint (gpuSpot's toleration) or not.
+	gpuPool = Flavor{Name: "gpu", NodeLabels: map[string]string{"pool": "gpu"}}
+	gpuSpot = Flavor{Name: "gpu-spot", NodeLabels: map[string]string{"pool": "gpu", "spot": "true"}}
 )
 
 func flavorQueue(t *testing.T, fl ...Flavor) *AdmissionQueue {

@@ -49,6 +49,11 @@ type Pod struct {
 	// the single-value In requirements that every term of its required node affinity
 	// has. A pod that selects all of a flavor's labels is on that flavor.
 	NodeSelector map[string]string
+	// NodeAffinity is the pod's required node affinity (nil for none), and Tolerations
+	// its tolerations: with NodeSelector, which flavors' nodes it can reach
+	// (flavorIndex.reach). Shared with the informer's copy and other pods: read-only.
+	NodeAffinity *corev1.NodeSelector
+	Tolerations  []corev1.Toleration
 	// Priority is spec.priority (0 when unset).
 	Priority int32
 	// Created is the creation timestamp; it orders pods of equal priority.
@@ -113,6 +118,8 @@ func NewPod(p *corev1.Pod, gate string, now time.Time) Pod {
 		ResourceVersion: p.ResourceVersion,
 		Labels:          ShareLabels(p.Labels), // a copy of its own: informer objects may change
 		NodeSelector:    ShareLabels(selector),
+		NodeAffinity:    requiredAffinity(&p.Spec),
+		Tolerations:     ShareTolerations(p.Spec.Tolerations),
 		Created:         p.CreationTimestamp.Time,
 		Usage:           SharedPodUsage(p),
 		Unset:           unset,
@@ -142,6 +149,15 @@ func NewPod(p *corev1.Pod, gate string, now time.Time) Pod {
 		out.GroupSize, out.GroupError = parseGroupSize(p.Annotations)
 	}
 	return out
+}
+
+// requiredAffinity is a copy of the pod's required node affinity, nil when it has none.
+func requiredAffinity(spec *corev1.PodSpec) *corev1.NodeSelector {
+	a := spec.Affinity
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return nil
+	}
+	return a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.DeepCopy()
 }
 
 // nodeSelectorOf is what a pod spec asks of its node's labels, as a map: its

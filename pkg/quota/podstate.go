@@ -42,9 +42,11 @@ type podState struct {
 	// flavor, they count every resource on the flavor too (onFlavor).
 	units      amount.List
 	claimUnits []claimAmount
-	// flavor is the flavor it is admitted on or runs on (nil for none; flavors.go): set
+	// flavor is the flavor it is admitted on (nil for none; flavors.go), and reach the
+	// flavors it is charged on: those whose nodes it can reach (flavorIndex.reach). Set
 	// when it is charged, cleared when it waits again. A gated pod has none.
 	flavor *Flavor
+	reach  []string
 
 	chargedTo    []*budget // where its usage is charged (phases assumed and charged)
 	chargedUsage amount.List
@@ -170,35 +172,28 @@ func (p *podState) setPod(pod Pod) {
 	p.units, p.claimUnits = nil, nil
 }
 
-// setFlavor puts the pod on a flavor (nil for none); its amounts are converted again
-// when next asked.
-func (p *podState) setFlavor(f *Flavor) {
-	if f == p.flavor {
+// place puts the pod on flavor f (nil for none), charged on the flavors reach (its
+// usage counts on each); its amounts are converted again when next asked.
+func (p *podState) place(f *Flavor, reach []string) {
+	if f == p.flavor && slices.Equal(reach, p.reach) {
 		return
 	}
-	p.flavor = f
+	p.flavor, p.reach = f, reach
 	p.units, p.claimUnits = nil, nil
 }
 
-// flavorName is the name of the pod's flavor ("" for none).
-func (p *podState) flavorName() string {
-	if p.flavor == nil {
-		return ""
-	}
-	return p.flavor.Name
-}
-
-// usage is the pod's usage (pod.Usage) in amounts, on its flavor, shared with the pods
-// of equal usage on the same flavor: read-only.
+// usage is the pod's usage (pod.Usage) in amounts, on the flavors it reaches, shared
+// with the pods of equal usage on the same flavors: read-only.
 func (p *podState) usage() amount.List {
 	if p.units == nil {
-		p.units = sharedAmountsOn(p.pod.Usage, p.flavorName())
+		p.units = sharedAmountsOn(p.pod.Usage, p.reach)
 	}
 	return p.units
 }
 
-// waitUsage is what a waiting pod asks for: its usage, on the flavor it waits on.
-func (p *podState) waitUsage() amount.List { return onFlavor(p.usage(), p.wait.flavor) }
+// waitUsage is what a waiting pod asks for: its usage, on the flavors it would reach on
+// the flavor it waits on.
+func (p *podState) waitUsage() amount.List { return onFlavors(p.usage(), p.wait.reach) }
 
 // adds is what admitting the pod would add to budget b: its usage, less the claims b
 // already charges for other pods.
@@ -206,17 +201,17 @@ func (p *podState) adds(b *budget) amount.List {
 	return b.ledger.unshared(p.usage(), p.claims())
 }
 
-// addsOn is what admitting the pod on flavor f ("" for none) would add to each budget
-// (adds, on f). A pod without claims adds the same to every budget: its usage on f,
-// shared with the pods of equal usage.
-func (p *podState) addsOn(f string) demand {
+// addsOn is what admitting the pod charged on the flavors reach (none: on no flavor)
+// would add to each budget (adds, on each of them). A pod without claims adds the same
+// to every budget: its usage on them, shared with the pods of equal usage.
+func (p *podState) addsOn(reach []string) demand {
 	switch {
-	case f == "":
+	case len(reach) == 0:
 		return p.adds
 	case len(p.pod.Claims) == 0:
-		return usageDemand(sharedAmountsOn(p.pod.Usage, f))
+		return usageDemand(sharedAmountsOn(p.pod.Usage, reach))
 	}
-	return flavoredDemand(p.adds, f)
+	return flavoredDemand(p.adds, reach)
 }
 
 // writtenFormat is the format the pod writes r in (DecimalSI when it does not ask for
@@ -235,7 +230,7 @@ func (p *podState) claims() []claimAmount {
 	if p.claimUnits == nil && len(p.pod.Claims) > 0 {
 		p.claimUnits = make([]claimAmount, len(p.pod.Claims))
 		for i, c := range p.pod.Claims {
-			p.claimUnits[i] = claimAmount{Key: c.Key, usage: onFlavor(amount.OfList(c.Usage), p.flavorName())}
+			p.claimUnits[i] = claimAmount{Key: c.Key, usage: onFlavors(amount.OfList(c.Usage), p.reach)}
 		}
 	}
 	return p.claimUnits

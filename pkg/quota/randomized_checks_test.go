@@ -80,6 +80,9 @@ func (w *world) admitAndCheck() error {
 		}
 		switch a.Reason.Code {
 		case CodeFits:
+			if uncountable(p.usage) {
+				return fmt.Errorf("%s admitted through its queue with a value beyond what can be counted: %v", a.Pod, p.usage)
+			}
 			for _, k := range wantCover {
 				if !w.admitting(k) {
 					return fmt.Errorf("%s admitted while %s does not admit", a.Pod, k.Describe())
@@ -106,7 +109,9 @@ func (w *world) admitAndCheck() error {
 	for g, n := range perGroup {
 		size := 0
 		for _, p := range w.pods {
-			if p.obj.Namespace+"/"+p.groupName == g {
+			// A member with a value beyond what can be counted is no member: it waits
+			// alone (ValueOutOfRange), and its group-size counts for nothing.
+			if p.obj.Namespace+"/"+p.groupName == g && !(p.state == mGated && uncountable(p.usage)) {
 				size = max(size, p.groupSize)
 			}
 		}

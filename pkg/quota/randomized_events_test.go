@@ -41,6 +41,10 @@ func (w *world) randomHard() corev1.ResourceList {
 	if w.rng.IntN(8) == 0 {
 		hard["limits.cpu"] = *resourceMilli(int64(1000 * (2 + w.rng.IntN(8))))
 	}
+	// A limit on limits.memory, which the tenant's huge limits test (randomResources).
+	if w.tenant && w.rng.IntN(6) == 0 {
+		hard["limits.memory"] = resource.MustParse(fmt.Sprintf("%dGi", 8+w.rng.IntN(8)))
+	}
 	return hard
 }
 
@@ -128,6 +132,7 @@ func (w *world) randomPod(gated bool) {
 		b.Ungated()
 		mp.state = mRunning
 		mp.preexisted = true
+		w.admin = true // a pod that runs without passing a queue: created before opt-in
 	}
 	mp.obj = b.Obj()
 	mp.usage = PodUsage(mp.obj)
@@ -155,14 +160,20 @@ func (w *world) randomEvent() {
 			w.deletePod(p)
 		}
 	case r < 66:
+		// The tenant relabels one of its pods, gated or running.
 		if p := w.pickPod(nil); p != nil {
 			w.toggleLabel(p)
 		}
+	case r < 67 && w.tenant:
+		w.swapClaim()
 	case r < 72:
+		w.admin = true
 		w.randomBudget()
 	case r < 77:
+		w.admin = true
 		w.randomClusterBudget()
 	case r < 80:
+		w.admin = true
 		keys := w.budgetKeys()
 		if len(keys) > 0 {
 			k := keys[w.rng.IntN(len(keys))]
@@ -171,6 +182,7 @@ func (w *world) randomEvent() {
 			w.logf("delete %s", k.Describe())
 		}
 	case r < 83:
+		w.admin = true
 		w.setNamespace(worldNamespaces[w.rng.IntN(len(worldNamespaces))])
 	case r < 90:
 		w.clk.Step(time.Duration(w.rng.IntN(2000)) * time.Millisecond)
@@ -240,6 +252,7 @@ func (w *world) failover() {
 		if l, ok := w.late[ns]; ok {
 			delete(w.late, ns)
 			w.namespaces[ns] = l
+			w.admin = true // an administrator's relabel the old leader had not seen
 		}
 		if l, ok := w.namespaces[ns]; ok {
 			nq.SetNamespace(ns, l)

@@ -7,21 +7,37 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // The flavor world's model: what covers a pod, what each budget limits, what running
 // pods use, and which flavors may take a pod, written from the documented rules
 // (docs/budgets.md, "Flavors") without the core's code.
 
-// mQty is a pod's or a limit's amounts by quota name, in milli-units.
-type mQty map[corev1.ResourceName]int64
+// mQty is a pod's or a limit's quantities by quota name, summed with Quantity's own
+// exact arithmetic (never the core's amounts).
+type mQty map[corev1.ResourceName]resource.Quantity
 
 func mQtyOf(l corev1.ResourceList) mQty {
 	out := mQty{}
 	for r, q := range l {
-		out[r] = q.MilliValue()
+		out[r] = q.DeepCopy()
 	}
 	return out
+}
+
+// add adds v to q[r].
+func (q mQty) add(r corev1.ResourceName, v resource.Quantity) {
+	s := q[r].DeepCopy()
+	s.Add(v)
+	q[r] = s
+}
+
+// sumExceeds reports whether a+b > limit.
+func sumExceeds(a, b, limit resource.Quantity) bool {
+	s := a.DeepCopy()
+	s.Add(b)
+	return s.Cmp(limit) > 0
 }
 
 // mCover is the budgets that cover a pod of ns: its namespace's Budget, then org.
@@ -44,7 +60,108 @@ func (w *flavorWorld) mLimits(k BudgetKey) (base mQty, perFlavor map[string]mQty
 	return base, perFlavor
 }
 
-// mSelected is the existing flavor all of whose labels a selector asks for.
+// mReach is, sorted, the existing flavors a pod can be scheduled on once on flavor on
+// ("" for none), per docs/budgets.md ("Which flavors a pod is charged on"): those
+// whose every label it asks for (its selector, the flavor's labels, or an In of an
+// affinity term not ruled out by the flavor's labels), without another value for one
+// of them; and those whose labels contain every label of one of these and more, whose
+// labels it does not rule out and whose taints it may tolerate.
+func (w *flavorWorld) mReach(p Pod, on string) []string {
+	sel := maps.Clone(p.NodeSelector)
+	if sel == nil {
+		sel = map[string]string{}
+	}
+	tols := slices.Clone(p.Tolerations)
+	if f, ok := w.flavors[on]; ok {
+		maps.Copy(sel, f.NodeLabels)
+		tols = append(tols, f.Tolerations...)
+	}
+	termOK := func(t corev1.NodeSelectorTerm, labels map[string]string) bool {
+		if len(t.MatchExpressions) == 0 {
+			return false
+		}
+		for _, e := range t.MatchExpressions {
+			v, has := labels[e.Key]
+			if has && e.Operator == corev1.NodeSelectorOpIn && !slices.Contains(e.Values, v) ||
+				has && e.Operator == corev1.NodeSelectorOpNotIn && slices.Contains(e.Values, v) ||
+				has && e.Operator == corev1.NodeSelectorOpDoesNotExist {
+				return false
+			}
+		}
+		return true
+	}
+	ruledOut := func(labels map[string]string) bool {
+		for k, v := range labels {
+			if got, has := sel[k]; has && got != v {
+				return true
+			}
+		}
+		if p.NodeAffinity == nil {
+			return false
+		}
+		return !slices.ContainsFunc(p.NodeAffinity.NodeSelectorTerms, func(t corev1.NodeSelectorTerm) bool { return termOK(t, labels) })
+	}
+	asked := func(labels map[string]string) bool {
+		for k, v := range labels {
+			if sel[k] == v {
+				continue
+			}
+			inTerm := p.NodeAffinity != nil && slices.ContainsFunc(p.NodeAffinity.NodeSelectorTerms, func(t corev1.NodeSelectorTerm) bool {
+				return termOK(t, labels) && slices.ContainsFunc(t.MatchExpressions, func(e corev1.NodeSelectorRequirement) bool {
+					return e.Key == k && e.Operator == corev1.NodeSelectorOpIn && slices.Contains(e.Values, v)
+				})
+			})
+			if !inTerm {
+				return false
+			}
+		}
+		return len(labels) > 0
+	}
+	tolerated := func(f Flavor) bool {
+		for _, taint := range f.Tolerations {
+			if taint.Effect == corev1.TaintEffectPreferNoSchedule {
+				continue
+			}
+			if !slices.ContainsFunc(tols, func(t corev1.Toleration) bool {
+				keyOK := t.Key == taint.Key || (t.Key == "" && t.Operator == corev1.TolerationOpExists)
+				valueOK := t.Operator == corev1.TolerationOpExists || taint.Operator == corev1.TolerationOpExists || t.Value == taint.Value
+				effectOK := t.Effect == "" || taint.Effect == "" || t.Effect == taint.Effect
+				return keyOK && valueOK && effectOK
+			}) {
+				return false
+			}
+		}
+		return true
+	}
+	var direct []string
+	for _, n := range slices.Sorted(maps.Keys(w.flavors)) {
+		if f := w.flavors[n]; asked(f.NodeLabels) && !ruledOut(f.NodeLabels) {
+			direct = append(direct, n)
+		}
+	}
+	out := slices.Clone(direct)
+	for _, n := range slices.Sorted(maps.Keys(w.flavors)) {
+		f := w.flavors[n]
+		if slices.Contains(direct, n) || ruledOut(f.NodeLabels) || !tolerated(f) {
+			continue
+		}
+		for _, d := range direct {
+			inner := w.flavors[d].NodeLabels
+			contains := len(f.NodeLabels) > len(inner)
+			for k, v := range inner {
+				contains = contains && f.NodeLabels[k] == v
+			}
+			if contains {
+				out = append(out, n)
+				break
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// mSelected is the existing flavors all of whose labels a selector asks for.
 func (w *flavorWorld) mSelected(sel map[string]string) []string {
 	var out []string
 	for _, n := range slices.Sorted(maps.Keys(w.flavors)) {
@@ -62,25 +179,21 @@ func (w *flavorWorld) mSelected(sel map[string]string) []string {
 }
 
 // mUsed is what the running pods covered by k use, flavor-less and per flavor (each
-// running pod on the flavor its selector selects).
+// running pod on every flavor it reaches as it runs).
 func (w *flavorWorld) mUsed(k BudgetKey) (base mQty, perFlavor map[string]mQty) {
 	base, perFlavor = mQty{}, map[string]mQty{}
 	for _, p := range w.pods {
 		if !p.running || !slices.Contains(mCover(p.view.Namespace), k) {
 			continue
 		}
-		req := mQtyOf(p.view.Usage)
-		var on string
-		if sel := w.mSelected(p.view.NodeSelector); len(sel) > 0 {
-			on = sel[0]
-		}
-		for r, v := range req {
-			base[r] += v
-			if on != "" {
-				if perFlavor[on] == nil {
-					perFlavor[on] = mQty{}
+		reach := w.mReach(p.view, "")
+		for r, v := range mQtyOf(p.view.Usage) {
+			base.add(r, v)
+			for _, f := range reach {
+				if perFlavor[f] == nil {
+					perFlavor[f] = mQty{}
 				}
-				perFlavor[on][r] += v
+				perFlavor[f].add(r, v)
 			}
 		}
 	}
@@ -122,7 +235,7 @@ func (w *flavorWorld) mChoices(p *fPod) (names []string, apply, preferred bool) 
 	var wanted []corev1.ResourceName
 	for r, v := range mQtyOf(p.view.Usage) {
 		for _, n := range named {
-			if v != 0 && n[r] {
+			if !v.IsZero() && n[r] {
 				wanted = append(wanted, r)
 				break
 			}
@@ -137,7 +250,8 @@ func (w *flavorWorld) mChoices(p *fPod) (names []string, apply, preferred bool) 
 		if !exists || listed[fq.Name] != flavored || (len(selected) > 0 && !slices.Contains(selected, fq.Name)) {
 			continue
 		}
-		ok := true
+		// The pod on fq must reach fq's nodes: its selector and affinity allow them.
+		ok := slices.Contains(w.mReach(p.view, fq.Name), fq.Name)
 		for k, v := range f.NodeLabels {
 			if got, set := p.view.NodeSelector[k]; set && got != v {
 				ok = false
@@ -152,7 +266,8 @@ func (w *flavorWorld) mChoices(p *fPod) (names []string, apply, preferred bool) 
 		for _, k := range cover {
 			_, per := w.mLimits(k)
 			for r, h := range per[fq.Name] {
-				ok = ok && req[r] <= h
+				v := req[r]
+				ok = ok && v.Cmp(h) <= 0
 			}
 		}
 		if ok {
@@ -164,24 +279,63 @@ func (w *flavorWorld) mChoices(p *fPod) (names []string, apply, preferred bool) 
 
 // mFits reports whether the pod fits beside the running pods on flavor f ("" for
 // none), in every budget that covers it: each resource it requests, as ResourceQuota
-// checks only those.
+// checks only those, on every flavor it reaches once on f.
 func (w *flavorWorld) mFits(p *fPod, f string) error {
 	req := mQtyOf(p.view.Usage)
+	var reach []string
+	if f != "" {
+		reach = w.mReach(p.view, f)
+	}
 	for _, k := range mCover(p.view.Namespace) {
 		hard, hardF := w.mLimits(k)
 		used, usedF := w.mUsed(k)
 		for r, h := range hard {
-			if req[r] > 0 && used[r]+req[r] > h {
-				return fmt.Errorf("%s: %s %d+%d > %d", k, r, used[r], req[r], h)
+			if v := req[r]; v.Sign() > 0 && sumExceeds(used[r], v, h) {
+				return fmt.Errorf("%s: %s %s+%s > %s", k, r, used.str(r), req.str(r), h.String())
 			}
 		}
-		for r, h := range hardF[f] {
-			if req[r] > 0 && usedF[f][r]+req[r] > h {
-				return fmt.Errorf("%s: %s on %s %d+%d > %d", k, r, f, usedF[f][r], req[r], h)
+		for _, g := range reach {
+			for r, h := range hardF[g] {
+				if v := req[r]; v.Sign() > 0 && sumExceeds(usedF[g][r], v, h) {
+					return fmt.Errorf("%s: %s on %s %s+%s > %s", k, r, g, usedF[g].str(r), req.str(r), h.String())
+				}
 			}
 		}
 	}
 	return nil
+}
+
+// str prints q[r] (0 when absent).
+func (q mQty) str(r corev1.ResourceName) string {
+	v := q[r]
+	return v.String()
+}
+
+// overHard is what the running pods use of every budget's hard, and of every hard of
+// one of its flavors, that they use more of than it holds (the model's sums), by
+// "budget: resource [on flavor]".
+func (w *flavorWorld) overHard() map[string]resource.Quantity {
+	out := map[string]resource.Quantity{}
+	for _, k := range []BudgetKey{flavorOrg, flavorA, flavorB} {
+		hard, hardF := w.mLimits(k)
+		used, usedF := w.mUsed(k)
+		for r, h := range hard {
+			if u := used[r]; u.Cmp(h) > 0 {
+				out[fmt.Sprintf("%s: %s (hard %s)", k, r, h.String())] = u
+			}
+		}
+		for f, hf := range hardF {
+			if _, exists := w.flavors[f]; !exists {
+				continue
+			}
+			for r, h := range hf {
+				if u := usedF[f][r]; u.Cmp(h) > 0 {
+					out[fmt.Sprintf("%s: %s on %s (hard %s)", k, r, f, h.String())] = u
+				}
+			}
+		}
+	}
+	return out
 }
 
 // admitAndCheck runs Admit and checks each admission in the order it was decided, then
@@ -230,6 +384,7 @@ func (w *flavorWorld) admitAndCheck() error {
 				p.view.NodeSelector = map[string]string{}
 			}
 			maps.Copy(p.view.NodeSelector, a.Flavor.NodeLabels)
+			p.view.Tolerations = append(slices.Clone(p.view.Tolerations), a.Flavor.Tolerations...)
 		}
 		w.rv++
 		p.view.ResourceVersion = strconv.Itoa(w.rv)
@@ -273,14 +428,14 @@ func (w *flavorWorld) checkAccounts() error {
 		}
 		used, usedF := w.mUsed(k)
 		for r := range st.Hard {
-			if got := st.Used[r]; got.MilliValue() != used[r] {
-				return fmt.Errorf("%s used %s = %s, model %dm", k, r, got.String(), used[r])
+			if got := st.Used[r]; got.Cmp(used[r]) != 0 {
+				return fmt.Errorf("%s used %s = %s, model %s", k, r, got.String(), used.str(r))
 			}
 		}
 		for _, f := range st.Flavors {
 			for r := range f.Hard {
-				if got := f.Used[r]; got.MilliValue() != usedF[f.Name][r] {
-					return fmt.Errorf("%s used %s on %s = %s, model %dm", k, r, f.Name, got.String(), usedF[f.Name][r])
+				if got := f.Used[r]; got.Cmp(usedF[f.Name][r]) != 0 {
+					return fmt.Errorf("%s used %s on %s = %s, model %s", k, r, f.Name, got.String(), usedF[f.Name].str(r))
 				}
 			}
 		}

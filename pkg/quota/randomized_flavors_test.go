@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 var randomFlavorSeeds = flag.Int("quota.flavorseeds", 200, "seeds for TestRandomizedFlavors; -short runs 30")
@@ -32,8 +34,14 @@ var randomFlavorSeeds = flag.Int("quota.flavorseeds", 200, "seeds for TestRandom
 //     flavor admits on no other;
 //   - a victim is a running pod, preempted for a gated one, of lower priority when in
 //     the same budget;
-//   - accounting: every budget's used, flavor-less and per flavor, is the model's sum
-//     over running pods, each on the flavor its node selector selects;
+//   - accounting: every budget's used, flavor-less and per flavor, is the model's exact
+//     sum (Quantity arithmetic) over running pods, each on every flavor it reaches as
+//     it runs (its selector, affinity and tolerations, with nested flavors: gpu-spot's
+//     labels contain gpu's);
+//   - containment: no step of the tenant's alone (pods created with selectors,
+//     affinity and tolerations of its choosing, gated pods narrowing their selector,
+//     pods ending, restarts) takes a budget over its hard on a flavor or overall; only
+//     an administrator's move (a budget's spec, a Flavor created or deleted) may;
 //   - liveness: once running pods end, no gated pod is left that fits on a flavor
 //     that can take it (its preferred one, when its budget waits for that), or without
 //     one when none applies.
@@ -61,6 +69,9 @@ type flavorWorld struct {
 	q        *AdmissionQueue
 	universe []Flavor
 	flavors  map[string]Flavor // the Flavor objects that exist
+	// admin is set by a step that an administrator takes (a budget's spec, a Flavor):
+	// only such a step may take a budget over its hard.
+	admin    bool
 	budgets  map[BudgetKey]Budget
 	pods     map[types.UID]*fPod
 	next, rv int
@@ -76,7 +87,7 @@ var (
 func newFlavorWorld(seed int) *flavorWorld {
 	w := &flavorWorld{
 		rng:      rand.New(rand.NewPCG(uint64(seed), 31)),
-		universe: []Flavor{h100, a100, spot},
+		universe: []Flavor{h100, a100, spot, gpuPool, gpuSpot},
 		flavors:  map[string]Flavor{},
 		budgets:  map[BudgetKey]Budget{},
 		pods:     map[types.UID]*fPod{},
@@ -98,6 +109,7 @@ func (w *flavorWorld) logf(format string, args ...any) {
 }
 
 func (w *flavorWorld) setFlavor(f Flavor) {
+	w.admin = true
 	w.flavors[f.Name] = f
 	w.q.UpsertFlavor(f)
 	w.logf("flavor %s created", f.Name)
@@ -133,6 +145,7 @@ func (w *flavorWorld) setBudget(k BudgetKey) {
 		b.PreemptLowerPriority()
 	}
 	w.budgets[k] = b.Obj()
+	w.admin = true
 	w.q.UpsertBudget(b.Obj())
 	w.logf("budget %s: hard %v, flavors %v, fungibility %+v, preempts lower priorities %v", k, b.b.Hard, b.b.Flavors, b.b.Fungibility, b.b.WithinBudget != "")
 }
@@ -143,21 +156,58 @@ func (w *flavorWorld) newPod() {
 	req := fmt.Sprintf("nvidia.com/gpu=%d,cpu=%d", w.rng.IntN(3), w.rng.IntN(3))
 	view := makePod("p" + strconv.Itoa(w.next)).NS(ns).Created(w.next).Priority(int32(w.rng.IntN(3))).Req(req).Pod()
 	view.NodeSelector = w.randomSelector()
+	view.NodeAffinity = w.randomAffinity()
+	view.Tolerations = w.randomTolerations()
 	w.rv++
 	view.ResourceVersion = strconv.Itoa(w.rv)
 	w.pods[view.UID] = &fPod{view: view}
 	w.q.UpsertPod(view)
-	w.logf("pod %s/%s created: %s, priority %d, selector %v", ns, view.Name, req, view.Priority, view.NodeSelector)
+	w.logf("pod %s/%s created: %s, priority %d, selector %v, affinity %v, tolerations %v", ns, view.Name, req, view.Priority, view.NodeSelector, view.NodeAffinity, view.Tolerations)
 }
 
 func (w *flavorWorld) randomSelector() map[string]string {
-	switch w.rng.IntN(10) {
+	switch w.rng.IntN(12) {
 	case 0, 1:
 		return maps.Clone(w.universe[w.rng.IntN(len(w.universe))].NodeLabels)
 	case 2:
 		return map[string]string{"gpu": "t4"}
 	case 3:
 		return map[string]string{"zone": "z1"}
+	case 4:
+		return map[string]string{"spot": "true"} // with a flavor on {pool: gpu}: gpu-spot's nodes
+	}
+	return nil
+}
+
+// randomAffinity is a required node affinity a tenant may write: none mostly, or terms
+// that ask for one of several GPU models, or keep off spot nodes.
+func (w *flavorWorld) randomAffinity() *corev1.NodeSelector {
+	req := func(k string, op corev1.NodeSelectorOperator, v ...string) corev1.NodeSelectorRequirement {
+		return corev1.NodeSelectorRequirement{Key: k, Operator: op, Values: v}
+	}
+	switch w.rng.IntN(10) {
+	case 0:
+		return &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{req("gpu", corev1.NodeSelectorOpIn, "h100", "a100")}}}}
+	case 1:
+		return &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{req("spot", corev1.NodeSelectorOpNotIn, "true")}}}}
+	case 2:
+		return &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{
+			{MatchExpressions: []corev1.NodeSelectorRequirement{req("pool", corev1.NodeSelectorOpIn, "gpu"), req("spot", corev1.NodeSelectorOpIn, "true")}},
+			{MatchExpressions: []corev1.NodeSelectorRequirement{req("gpu", corev1.NodeSelectorOpIn, "a100")}}}}
+	}
+	return nil
+}
+
+// randomTolerations are a tenant's tolerations: none mostly, or h100's taint, or every
+// taint.
+func (w *flavorWorld) randomTolerations() []corev1.Toleration {
+	switch w.rng.IntN(8) {
+	case 0:
+		return slices.Clone(h100.Tolerations)
+	case 1:
+		return []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
+	case 2:
+		return slices.Clone(gpuSpot.Tolerations)
 	}
 	return nil
 }
@@ -177,6 +227,8 @@ func (w *flavorWorld) pick(running bool) *fPod {
 
 func (w *flavorWorld) run(steps int) error {
 	for range steps {
+		over := w.overHard()
+		w.admin = false
 		switch r := w.rng.IntN(20); {
 		case r < 8:
 			w.newPod()
@@ -205,6 +257,7 @@ func (w *flavorWorld) run(steps int) error {
 		case r < 18:
 			f := w.universe[w.rng.IntN(len(w.universe))]
 			if _, ok := w.flavors[f.Name]; ok {
+				w.admin = true
 				delete(w.flavors, f.Name)
 				w.q.DeleteFlavor(f.Name)
 				w.logf("flavor %s deleted", f.Name)
@@ -217,6 +270,13 @@ func (w *flavorWorld) run(steps int) error {
 		}
 		if err := w.admitAndCheck(); err != nil {
 			return err
+		}
+		if !w.admin {
+			for k, u := range w.overHard() {
+				if before, was := over[k]; !was || u.Cmp(before) > 0 {
+					return fmt.Errorf("%s: %s used (%s before) after a step of the tenant's alone", k, u.String(), before.String())
+				}
+			}
 		}
 	}
 	for _, p := range slices.Collect(maps.Values(w.pods)) {

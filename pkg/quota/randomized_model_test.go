@@ -127,7 +127,7 @@ func (w *world) neverAdmissible(p *mPod) bool {
 		unit = nil
 		size := 0
 		for _, m := range w.pods {
-			if m.obj.Namespace == p.obj.Namespace && m.groupName == p.groupName {
+			if m.obj.Namespace == p.obj.Namespace && m.groupName == p.groupName && !(m.state == mGated && uncountable(m.usage)) {
 				unit = append(unit, m)
 				size = max(size, m.groupSize)
 			}
@@ -140,6 +140,9 @@ func (w *world) neverAdmissible(p *mPod) bool {
 		if w.hold && m.state == mGated && len(w.cover(m.obj)) == 0 {
 			return true
 		}
+	}
+	if p.state == mGated && uncountable(p.usage) {
+		return true // a value beyond what can be counted: never admitted, whatever fits
 	}
 	sums := map[BudgetKey]corev1.ResourceList{}
 	for _, m := range unit {
@@ -173,6 +176,22 @@ func (w *world) neverAdmissible(p *mPod) bool {
 	return false
 }
 
+// overCeiling is what the admitted and running pods use of every budget's ceiling
+// (hard, plus its borrowingLimit in a family) that they use more of than it allows,
+// by "budget: resource".
+func (w *world) overCeiling() map[string]resource.Quantity {
+	out := map[string]resource.Quantity{}
+	used := w.usedAll()
+	for _, k := range w.budgetKeys() {
+		for name, c := range w.ceiling(k) {
+			if u := used[k][name]; u.Cmp(c) > 0 {
+				out[k.Describe()+": "+string(name)+" (ceiling "+c.String()+")"] = u
+			}
+		}
+	}
+	return out
+}
+
 func (w *world) modelCharged(k BudgetKey) []string {
 	var out []string
 	for _, p := range w.pods {
@@ -200,7 +219,7 @@ func (w *world) workConserving() error {
 			continue
 		}
 		cover := w.cover(p.obj)
-		fits := len(cover) > 0 && !w.leavesTrackedUnset(p.obj)
+		fits := len(cover) > 0 && !w.leavesTrackedUnset(p.obj) && !uncountable(p.usage)
 		for _, k := range cover {
 			if !fits {
 				break

@@ -75,6 +75,7 @@ func TestRandomizedRegressions(t *testing.T) {
 	for _, tc := range []struct {
 		seed, steps int
 		why         string
+		tenant      bool // the world with the hostile tenant's moves
 	}{
 		// A Budget deleted and created again under the same parent while pods of its
 		// namespace waited on the family for lendable quota: the claims memo kept them
@@ -82,7 +83,7 @@ func TestRandomizedRegressions(t *testing.T) {
 		// member's entry, computed again after a charge, missed them (reindexMembers).
 		{seed: 601, steps: 400, why: "a new member's waiting pods missing from the claims memo"},
 	} {
-		if err := newWorld(tc.seed).runRecovering(tc.steps); err != nil {
+		if err := newWorldOf(tc.seed, tc.tenant).runRecovering(tc.steps); err != nil {
 			t.Errorf("seed %d, %d steps (%s; rerun with -args -quota.seed=%d -quota.steps=%d): %v", tc.seed, tc.steps, tc.why, tc.seed, tc.steps, err)
 		}
 	}
@@ -150,7 +151,7 @@ func (w *world) write(p *mPod) {
 // view gives the core the pod as the API server has it now.
 func (w *world) view(p *mPod) {
 	p.prevView = p.lastView
-	p.lastView = withWorldClaims(NewPod(p.obj, v1alpha1.SchedulingGate, w.clk.Now()), p.obj)
+	p.lastView = w.withClaims(NewPod(p.obj, v1alpha1.SchedulingGate, w.clk.Now()), p.obj)
 	w.q.UpsertPod(p.lastView)
 	w.sync(p)
 }
@@ -191,6 +192,16 @@ type world struct {
 	untold     []types.UID           // of accepted: applied unheard, not retried; the core not told
 	reclaimed  map[types.UID]reclaim // victims decided by reclaim (not WithinBudget)
 	failed     error                 // a check that failed outside admitAndCheck (evict)
+	claims     fakeSpecs             // the ResourceClaims of the world's namespaces
+	// tenant: the world has a hostile tenant's moves too (huge values, claims swapped,
+	// limits on limits.memory to test them against). Without them the world draws
+	// exactly the events it drew before they came, so a regression seed found then
+	// still makes the world it was found in.
+	tenant bool
+	// admin is set by a step in which an administrator (or a pod created before its
+	// namespace opted in) moved: only such a step may take a budget beyond its ceiling
+	// (hard, plus its borrowingLimit in a family).
+	admin bool
 }
 
 var worldNamespaces = []string{"ns-a", "ns-b", "ns-c"}
@@ -207,7 +218,10 @@ func (p *mPod) priority() int32 {
 	return min(*p.obj.Spec.Priority, worldPriorityCeiling)
 }
 
-func newWorld(seed int) *world {
+// newWorld is a world with the hostile tenant's moves (newWorldOf(seed, true)).
+func newWorld(seed int) *world { return newWorldOf(seed, true) }
+
+func newWorldOf(seed int, tenant bool) *world {
 	clk := clocktesting.NewFakeClock(t0)
 	w := &world{
 		rng:        rand.New(rand.NewPCG(uint64(seed), 0x9e3779b97f4a7c15)),
@@ -218,6 +232,8 @@ func newWorld(seed int) *world {
 		budgets:    map[BudgetKey]Budget{},
 		pods:       map[types.UID]*mPod{},
 		reclaimed:  map[types.UID]reclaim{},
+		claims:     newWorldClaims(),
+		tenant:     tenant,
 	}
 	w.q = w.newCore()
 	return w
@@ -250,11 +266,20 @@ func (w *world) run(steps int) error {
 		w.randomBudget()
 	}
 	for w.step = 0; w.step < steps; w.step++ {
+		over := w.overCeiling()
+		w.admin = false
 		for range 1 + w.rng.IntN(4) {
 			w.randomEvent()
 		}
 		if err := w.admitAndCheck(); err != nil {
 			return err
+		}
+		if !w.admin {
+			for k, u := range w.overCeiling() {
+				if before, was := over[k]; !was || u.Cmp(before) > 0 {
+					return fmt.Errorf("%s: %s used (%s before) after a step in which no administrator moved", k, u.String(), before.String())
+				}
+			}
 		}
 	}
 	return w.calmDown()
@@ -286,6 +311,7 @@ func (w *world) deliverNamespaces(p int) {
 			delete(w.late, ns)
 			w.namespaces[ns] = l
 			w.q.SetNamespace(ns, l)
+			w.admin = true // an administrator's relabel, reaching the core late
 			w.logf("namespace event delivered: %s %v", ns, l)
 		}
 	}

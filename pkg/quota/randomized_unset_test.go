@@ -11,6 +11,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // randomResources gives a pod its cpu request (in millicores) and, at random, a memory
@@ -25,11 +27,52 @@ func (w *world) randomResources(b *podBuilder, cpu int64) string {
 		req += fmt.Sprintf(",memory=%dMi", 512*(1+w.rng.IntN(4)))
 	}
 	b.Req(req)
+	var lim []string
 	if w.rng.IntN(4) == 0 {
-		b.Lim(fmt.Sprintf("cpu=%dm", cpu))
-		return req + " limits cpu"
+		lim = append(lim, fmt.Sprintf("cpu=%dm", cpu))
+	}
+	// A hostile tenant's memory limit: ordinary, at the int64 bounds, or beyond what
+	// can be counted (ValueOutOfRange). kube-scheduler ignores limits, and the API
+	// server accepts them all.
+	if w.tenant && w.rng.IntN(5) == 0 {
+		lim = append(lim, "memory="+[]string{"4Gi", "9Pi", "4Ei", "9223372036854775807", "1e19", "1e25"}[w.rng.IntN(6)])
+	}
+	if len(lim) > 0 {
+		b.Lim(strings.Join(lim, ","))
+		return req + " limits " + strings.Join(lim, ",")
 	}
 	return req
+}
+
+// maxCountable is the largest value of one resource the core counts (amount.MaxUnits),
+// as the model writes it.
+var maxCountable = resource.MustParse("9223372036854775807")
+
+// uncountable reports whether a pod asks for a value beyond maxCountable: it is never
+// admitted (ValueOutOfRange), and a pod that runs without passing its queue is charged
+// maxCountable for it.
+func uncountable(usage corev1.ResourceList) bool {
+	for _, q := range usage {
+		if q.Cmp(maxCountable) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// clampedUsage is usage with each value beyond maxCountable charged as maxCountable.
+func clampedUsage(usage corev1.ResourceList) corev1.ResourceList {
+	if !uncountable(usage) {
+		return usage
+	}
+	out := corev1.ResourceList{}
+	for r, q := range usage {
+		if q.Cmp(maxCountable) > 0 {
+			q = maxCountable.DeepCopy()
+		}
+		out[r] = q
+	}
+	return out
 }
 
 // modelUnset is the model's answer to UnsetResources for the world's pods (containers
@@ -124,6 +167,13 @@ func (w *world) checkUnset() error {
 		}
 		if _, told := w.namespaces[p.obj.Namespace]; !told {
 			continue // held as NamespaceUnknown until its namespace's first event arrives
+		}
+		if uncountable(p.usage) {
+			if code != CodeUncountable {
+				r, _ := w.q.Reader().WaitReason(uid)
+				return fmt.Errorf("%s/%s asks for a value beyond what can be counted, yet waits with %s: %s", p.obj.Namespace, p.obj.Name, r.Code, r.Message)
+			}
+			continue
 		}
 		switch held := w.leavesTrackedUnset(p.obj); {
 		case held && code != CodeMustSpecify:

@@ -100,9 +100,11 @@ type waitInfo struct {
 	// anyFlavor: it waits for room on any of several flavors, so an event in any
 	// budget that covers it may let it in (wakeable retries it).
 	anyFlavor bool
-	// flavor is the flavor it waits on ("" for none): what it claims of its family,
-	// and counts as when pods wait for room being made, is on it (podState.waitUsage).
+	// flavor is the flavor it waits on ("" for none), and reach the flavors it would be
+	// charged on there: what it claims of its family, and counts as when pods wait for
+	// room being made, is on them (podState.waitUsage).
 	flavor string
+	reach  []string
 }
 
 // parks reports whether the reason keeps a pod parked (out of the queues).

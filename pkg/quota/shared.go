@@ -53,6 +53,7 @@ var (
 	sharedLabels sharedTable[map[string]string]
 	sharedLists  sharedTable[corev1.ResourceList]
 	sharedGates  sharedTable[[]corev1.PodSchedulingGate]
+	sharedTols   sharedTable[[]corev1.Toleration]
 )
 
 // ShareString returns s, backed by one copy per distinct value in the process.
@@ -127,6 +128,36 @@ func ShareGates(gates []corev1.PodSchedulingGate) []corev1.PodSchedulingGate {
 	})
 	if !ok {
 		return slices.Clone(gates)
+	}
+	return v
+}
+
+// ShareTolerations returns a list equal to ts that pods with the same tolerations
+// share (every pod has the two NoExecute ones the API server adds). The result must not
+// be modified; nil and empty lists give nil.
+func ShareTolerations(ts []corev1.Toleration) []corev1.Toleration {
+	if len(ts) == 0 {
+		return nil
+	}
+	var buf [256]byte
+	key := buf[:0]
+	for _, t := range ts {
+		key = append(append(append(append(key, t.Key...), 0, byte(len(t.Operator))), t.Operator...), 0)
+		key = append(append(append(append(key, t.Value...), 0), t.Effect...), 0)
+		if t.TolerationSeconds != nil {
+			key = strconv.AppendInt(key, *t.TolerationSeconds, 10)
+		}
+		key = append(key, 1)
+	}
+	v, ok := sharedTols.get(key, func() []corev1.Toleration {
+		out := make([]corev1.Toleration, len(ts))
+		for i, t := range ts {
+			out[i] = *t.DeepCopy()
+		}
+		return out
+	})
+	if !ok {
+		return slices.Clone(ts)
 	}
 	return v
 }
