@@ -38,15 +38,44 @@ type FlavorSpec struct {
 // adds the flavor's node labels and tolerations to the pod as it removes the gate.
 //
 // +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=flv,categories=quotagate
 // +kubebuilder:printcolumn:name="Labels",type=string,JSONPath=`.spec.nodeLabels`
+// +kubebuilder:printcolumn:name="Nested",type=string,JSONPath=`.status.conditions[?(@.type=="Nested")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Flavor struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	Spec FlavorSpec `json:"spec"`
+	// +optional
+	Status FlavorObjectStatus `json:"status,omitempty"`
 }
+
+// FlavorObjectStatus is what quotagate's manager reports of a Flavor (FlavorStatus is
+// what a budget holds and uses of one).
+type FlavorObjectStatus struct {
+	// Conditions: Nested is True when the nodes of this Flavor and of another may be the
+	// same nodes because one's labels contain the other's (gpu: {pool: gpu} and
+	// gpu-spot: {pool: gpu, spot: "true"}): a pod that can run on the narrower one is
+	// charged on both, and a pod on the wider one is charged on the narrower one too
+	// unless its taints keep the pod off. Give the wider Flavor a label the narrower's
+	// nodes do not have (spot: "false"), or the narrower one a taint.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// FlavorNested is the Flavor condition that says it is nested with others.
+const FlavorNested = "Nested"
+
+// Reasons of the Nested condition.
+const (
+	ReasonContainsFlavors = "ContainsFlavors"
+	ReasonNestedIn        = "NestedIn"
+	ReasonNotNested       = "NotNested"
+)
 
 // FlavorList is a list of Flavors.
 //

@@ -30,8 +30,18 @@ func (q *AdmissionQueue) DeleteFlavor(name string) {
 	}
 }
 
-// flavorChanged moves the running pods to the flavors their node selectors select now,
-// and wakes every budget with flavors.
+// FlavorNesting returns, sorted, the Flavors nested in the named one (their labels
+// contain its labels and more: their nodes are among its nodes) and those it is nested
+// in: where a pod may be charged on both (flavorIndex.reach). Nil and nil for a Flavor
+// the core does not know.
+func (q *AdmissionQueue) FlavorNesting(name string) (contains, within []string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.flavors.nested(name), q.flavors.nestedAround(name)
+}
+
+// flavorChanged moves the charges of running pods to the flavors they reach now, and
+// wakes every budget with flavors.
 func (a *admitter) flavorChanged() {
 	a.charges.setFlavored(a.flavors.any())
 	for _, p := range a.pods.sorted() {

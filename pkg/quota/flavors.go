@@ -384,6 +384,23 @@ func mayTolerate(ts []corev1.Toleration, t corev1.Toleration) bool {
 	return false
 }
 
+// nestedAround returns, sorted, the names of the Flavors whose nodes f's are among: f
+// is nested in each.
+func (x *flavorIndex) nestedAround(f string) []string {
+	inner := x.byName[f]
+	if inner == nil {
+		return nil
+	}
+	var out []string
+	for name, g := range x.byName {
+		if nestedIn(inner, g) {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // nested returns, sorted, the names of the Flavors whose nodes are among f's: those
 // that have every label f has, and more (their nodes are f's nodes too). A pod that can
 // run on one of them is charged on f as well; the controller reports them on f.

@@ -45,6 +45,8 @@ type Controller struct {
 	pods      podStore      // the pod informer's cache, of cachedPods
 	apiReader client.Reader // the API server itself, for fresh (quorum) reads
 	recorder  recorder.EventRecorder
+	// flavorNesting writes the Flavors' Nested conditions (flavorstatus.go).
+	flavorNesting *flavorNesting
 	// claims are the DRA objects pods use; nil when resource.k8s.io/v1 is not served.
 	claims *claimIndex
 	// estimates is the estimator (estimates.go); nil when it is off.
@@ -135,6 +137,7 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 	if c.recorder == nil {
 		c.recorder = mgr.GetEventRecorder(eventSource)
 	}
+	c.flavorNesting = newFlavorNesting(c.client, c.reader, c.core.FlavorNesting, c.recorder, c.opts.Clock)
 
 	ctx := context.Background()
 	if err := c.setupClaims(ctx, mgr); err != nil {
@@ -241,6 +244,7 @@ func (c *Controller) run(ctx context.Context) error {
 		})
 	}
 	wg.Go(func() { c.runStatus(ctx) })
+	wg.Go(func() { c.flavorNesting.run(ctx) })
 	defer wg.Wait()
 	defer close(work)
 

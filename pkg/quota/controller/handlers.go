@@ -131,6 +131,7 @@ func (c *Controller) flavorHandler() toolscache.ResourceEventHandler {
 		DeleteFunc: func(obj any) {
 			if f, ok := unwrap[*v1alpha1.Flavor](obj); ok {
 				c.core.DeleteFlavor(f.Name)
+				c.flavorNesting.changed()
 				c.wake()
 			}
 		},
@@ -140,6 +141,7 @@ func (c *Controller) flavorHandler() toolscache.ResourceEventHandler {
 func (c *Controller) onFlavor(obj any) {
 	if f, ok := obj.(*v1alpha1.Flavor); ok {
 		c.core.UpsertFlavor(quota.FlavorFromAPI(f))
+		c.flavorNesting.changed()
 		c.wake()
 	}
 }
