@@ -89,9 +89,26 @@ verify: generate manifests $(GOLANGCI_LINT) ## Regenerate, check formatting, vet
 	@git diff --exit-code -- api config charts || { echo "generated files are out of date: run 'make generate manifests' and commit"; exit 1; }
 
 .PHONY: test
-test: tools browser ## Run unit tests and the tests against a real local control plane (and a headless Chromium).
+test: tools browser ## Run unit tests, the tests against a real local control plane (and a headless Chromium), and a short fuzz run.
 	go test $(GO_TEST_FLAGS) -timeout $(TEST_TIMEOUT) ./...
 	cd api && go test $(GO_TEST_FLAGS) -timeout $(TEST_TIMEOUT) ./...
+	$(MAKE) --no-print-directory fuzz FUZZ_TARGETS='$(TEST_FUZZ_TARGETS)' FUZZ_TIME=$(TEST_FUZZ_TIME)
+
+# FUZZ_TARGETS are package:FuzzFunc pairs; make fuzz runs each for FUZZ_TIME, and make
+# test runs TEST_FUZZ_TARGETS (the accounting's) for TEST_FUZZ_TIME. Their seed corpora
+# are checked in under each package's testdata/fuzz, and every go test runs them.
+TEST_FUZZ_TARGETS := ./pkg/quota/internal/amount:FuzzOf ./pkg/quota/internal/amount:FuzzSums \
+	./pkg/quota:FuzzPodUsage ./pkg/quota:FuzzLedger
+FUZZ_TARGETS ?= $(TEST_FUZZ_TARGETS) \
+	./pkg/gates:FuzzAddOps ./pkg/gates:FuzzUngatePatch ./pkg/gates:FuzzUngatePatchOnFlavor
+FUZZ_TIME ?= 2m
+TEST_FUZZ_TIME ?= 8s
+
+.PHONY: fuzz
+fuzz: ## Fuzz amount parsing and sums, pod usage, the ledger and the gate patches, FUZZ_TIME each (2m; make test runs 8s each).
+	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
+		echo "fuzz $$fn in $$pkg for $(FUZZ_TIME)"; \
+		go test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZ_TIME) $$pkg || exit 1; done
 
 # CHROMIUM is the browser the UI's tests drive (pkg/ui): Debian's package.
 CHROMIUM ?= /usr/bin/chromium
