@@ -350,6 +350,7 @@ func (a *admitter) handOut(p *podState) {
 		Created:   p.pod.Created,
 		Flavor:    p.flavor,
 		Labels:    p.chargeLabels,
+		decided:   decisionOf(&p.pod),
 	})
 }
 

@@ -1,8 +1,12 @@
 package quota
 
 import (
+	"maps"
+	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -47,7 +51,46 @@ type Admission struct {
 	// cover it for as long as it runs (for the admitted-labels annotation, so that a
 	// restarted manager reads them back).
 	Labels map[string]string `json:"labels,omitempty"`
+
+	// decided is what the decision read of the pod's view (Fits).
+	decided decision
 }
+
+// decision is what of a pod decides the flavors it is charged on.
+type decision struct {
+	nodeSelector map[string]string
+	affinity     *corev1.NodeSelector
+	tolerations  []corev1.Toleration
+}
+
+func decisionOf(p *Pod) decision {
+	return decision{nodeSelector: p.NodeSelector, affinity: p.NodeAffinity, tolerations: p.Tolerations}
+}
+
+// Fits reports whether the admission may be applied to view, a version of the pod the
+// controller is about to patch, which may be newer than the one the core decided on:
+// only if its node selector, required affinity and tolerations are those the decision
+// was taken on. A gated pod's scheduling directives may still change (KEP-3838), and the
+// flavors it is charged on follow from them (flavorIndex.reach): applied to a version
+// that reaches other nodes, the admission would let the pod run where it is not
+// charged. When it does not fit, the controller sends nothing (NotSent) and the core
+// decides again on the view it gets next. (Labels may differ: the budgets that cover an
+// admitted pod are those of the labels it was admitted with, Labels, whatever its
+// labels are.)
+func (a Admission) Fits(view Pod) bool {
+	d := a.decided
+	return maps.Equal(d.nodeSelector, view.NodeSelector) && equality.Semantic.DeepEqual(d.affinity, view.NodeAffinity) &&
+		sameTolerations(d.tolerations, view.Tolerations)
+}
+
+// sameTolerations reports whether two lists hold the same tolerations, in order.
+func sameTolerations(a, b []corev1.Toleration) bool {
+	return slices.EqualFunc(a, b, func(x, y corev1.Toleration) bool {
+		return x.MatchToleration(&y) && equalSeconds(x.TolerationSeconds, y.TolerationSeconds)
+	})
+}
+
+func equalSeconds(a, b *int64) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
 
 // Result is the outcome of an ungate attempt, reported with Done.
 type Result int

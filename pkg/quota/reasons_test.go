@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // TestWaitReasons: the one canonical sentence for each reason a pod waits.
@@ -128,7 +130,7 @@ func TestUncoveredPods(t *testing.T) {
 		Reason:  Reason{Code: CodeNoBudget, Message: "no Budget or ClusterBudget covers it"},
 		Created: t0,
 	}}
-	if diff := cmp.Diff(want, adm); diff != "" {
+	if diff := cmp.Diff(want, adm, cmpopts.IgnoreUnexported(Admission{})); diff != "" {
 		t.Errorf("WithHoldUncovered(false) (-want +got):\n%s", diff)
 	}
 

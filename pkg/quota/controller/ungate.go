@@ -47,7 +47,7 @@ func (c *Controller) ungate(ctx context.Context, a quota.Admission) {
 		c.core.Done(a.Pod.UID, quota.Gone, "")
 		return
 	}
-	pod := cached.patchTarget()
+	pod, view := cached.patchTarget(), cached.view
 	// Read before the patch: once the informer shows the pod ungated, it is no longer
 	// known as waiting.
 	since := c.waitStart(a)
@@ -60,6 +60,15 @@ func (c *Controller) ungate(ctx context.Context, a quota.Admission) {
 			return
 		}
 		now := c.opts.Clock.Now()
+		if !a.Fits(view) {
+			// The version to patch has other scheduling directives than the one the core
+			// decided on (a gated pod's may change): patched, the pod could run on nodes
+			// of a flavor it is not charged on. Nothing is sent; the core decides again on
+			// what it asks now (Admission.Fits).
+			c.core.Done(a.Pod.UID, quota.NotSent, pod.ResourceVersion)
+			logger.V(loglevel.Events).Info("Not ungating the pod: its scheduling directives changed since the decision; deciding again")
+			return
+		}
 		// The cached pod knows whether the real pod has annotations (patchTarget),
 		// so the patch adds keys one by one then, never the whole map.
 		annotations := map[string]string{
@@ -120,7 +129,7 @@ func (c *Controller) ungate(ctx context.Context, a quota.Admission) {
 			// The pod changed under the patch (usually the answer is a failed test
 			// op), so the patch did not apply and never will: send it again on the
 			// version just read, with the charge still held.
-			pod = fresh
+			pod, view = fresh, quota.NewPod(fresh, c.opts.Gate, c.opts.Clock.Now())
 			continue
 		}
 		// Still gated: when the fresh read is newer than the attempt, the core now

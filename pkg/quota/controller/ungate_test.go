@@ -100,6 +100,24 @@ func TestUngateOutcomes(t *testing.T) {
 			},
 			wantEvents: 1,
 		},
+		"a toleration added under the patch: not sent on that version, given back": {
+			patch: func(ctx context.Context, n int, apply func() error, c client.WithWatch, pod client.Object) error {
+				if n == 1 {
+					p := &corev1.Pod{}
+					if err := c.Get(ctx, client.ObjectKeyFromObject(pod), p); err != nil {
+						return err
+					}
+					p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: "spot", Operator: corev1.TolerationOpExists})
+					if err := c.Update(ctx, p); err != nil {
+						return err
+					}
+				}
+				return apply() // fenced on the version without it: refused
+			},
+			wantGated:   true,
+			wantAdmit:   []string{"p2"},
+			wantWaiting: true,
+		},
 		"the pod keeps changing: given back, it backs off": {
 			patch: func(ctx context.Context, _ int, apply func() error, c client.WithWatch, pod client.Object) error {
 				if err := relabel(ctx, c, pod); err != nil {
