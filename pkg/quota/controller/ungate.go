@@ -51,7 +51,7 @@ func (c *Controller) ungate(ctx context.Context, a quota.Admission) {
 	// Read before the patch: once the informer shows the pod ungated, it is no longer
 	// known as waiting.
 	since := c.waitStart(a)
-	budgets, borrowing := keyStrings(a.Budgets), keyStrings(a.Borrowing)
+	budgets := keyStrings(a.Budgets)
 	for try := 1; ; try++ {
 		if !gates.HasGate(pod, c.opts.Gate) {
 			// Seen without the gate: an earlier attempt (or someone else) removed it.
@@ -61,20 +61,10 @@ func (c *Controller) ungate(ctx context.Context, a quota.Admission) {
 		}
 		now := c.opts.Clock.Now()
 		// The cached pod knows whether the real pod has annotations (patchTarget),
-		// so the patch adds keys one by one then, never the whole map.
-		annotations := map[string]string{
-			v1alpha1.AdmittedAtAnnotation: now.UTC().Format(time.RFC3339),
-			v1alpha1.AdmittedByAnnotation: strings.Join(budgets, ","),
-		}
-		if len(borrowing) > 0 {
-			annotations[v1alpha1.BorrowingAnnotation] = strings.Join(borrowing, ",")
-		}
-		if a.Flavor != nil {
-			annotations[v1alpha1.FlavorAnnotation] = a.Flavor.Name
-		}
-		// The cached pod knows its nodeSelector and tolerations too (patchTarget), so
-		// the patch adds only what the flavor's are missing.
-		patch, _, conflict := gates.UngatePatchOnFlavor(pod, c.opts.Gate, annotations, nodeLabels, tolerations)
+		// so the patch adds keys one by one then, never the whole map. It knows its
+		// nodeSelector and tolerations too, so the patch adds only what the flavor's
+		// are missing.
+		patch, _, conflict := gates.UngatePatchOnFlavor(pod, c.opts.Gate, admissionRecord(a, now), nodeLabels, tolerations)
 		attempt := pod.ResourceVersion
 		if conflict != nil {
 			// The core chooses only flavors a pod does not contradict, so the pod's
@@ -129,6 +119,23 @@ func (c *Controller) ungate(ctx context.Context, a quota.Admission) {
 		logger.V(loglevel.Details).Info("Ungate did not apply; backing off", "reason", reason, "error", err.Error())
 		return
 	}
+}
+
+// admissionRecord is what the ungate patch writes into the pod's annotations: when it was
+// admitted, by which budgets, borrowing beyond which, on which flavor. Only the manager
+// may write these (v1alpha1.ManagerWritten, which the gate guard enforces).
+func admissionRecord(a quota.Admission, now time.Time) map[string]string {
+	record := map[string]string{
+		v1alpha1.AdmittedAtAnnotation: now.UTC().Format(time.RFC3339),
+		v1alpha1.AdmittedByAnnotation: strings.Join(keyStrings(a.Budgets), ","),
+	}
+	if len(a.Borrowing) > 0 {
+		record[v1alpha1.BorrowingAnnotation] = strings.Join(keyStrings(a.Borrowing), ",")
+	}
+	if a.Flavor != nil {
+		record[v1alpha1.FlavorAnnotation] = a.Flavor.Name
+	}
+	return record
 }
 
 // cachedPod finds the pod in the pod informer's cache; false when it is not there, or
