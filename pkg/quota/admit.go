@@ -334,6 +334,7 @@ func (a *admitter) handOut(p *podState) {
 		Reason:    p.admitted,
 		Created:   p.pod.Created,
 		Flavor:    p.flavor,
+		Claims:    p.pod.Claims,
 	})
 }
 

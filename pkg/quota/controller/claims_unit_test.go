@@ -30,8 +30,8 @@ func TestServesClaims(t *testing.T) {
 }
 
 // The handlers in the order an informer may deliver them: the pod before its template,
-// the template, the class's extended name, the generated claim; the core's view follows
-// each, and a pod that lost its claim waits again.
+// the template, the class's extended name, the claim made from the template; the core's
+// view follows each, and a pod that lost its claim waits again.
 func TestClaimEventsReachThePod(t *testing.T) {
 	c, err := New(DefaultOptions())
 	if err != nil {
@@ -39,7 +39,8 @@ func TestClaimEventsReachThePod(t *testing.T) {
 	}
 	store := toolscache.NewStore(toolscache.MetaNamespaceKeyFunc)
 	c.pods = store
-	c.claims = newClaimIndex()
+	c.claims, c.pins = newClaimIndex(), newClaimPins()
+	t.Cleanup(c.pins.queue.ShutDown)
 	c.core.SetNamespace("team-a", map[string]string{v1alpha1.EnabledLabel: "true"})
 	c.core.UpsertBudget(quota.Budget{Key: quota.BudgetKey{Namespace: "team-a", Name: "gpus"}, Hard: corev1.ResourceList{
 		"gpu.deviceclass.resource.k8s.io/devices": resource.MustParse("4"),
@@ -74,6 +75,16 @@ func TestClaimEventsReachThePod(t *testing.T) {
 	tmpl := &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "eight"},
 		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: spec(8)}}
 	c.onClaimObject(tmpl, false)
+	// The template is not charged in place of its claim: the pod waits for the claim.
+	reason(quota.CodeClaimPending, `waiting for Kubernetes to make the ResourceClaim of resourceClaims "gpu" from ResourceClaimTemplate team-a/eight`)
+
+	// Kubernetes makes the claim: it is what counts, and it never fits.
+	generated := pod.DeepCopy()
+	generated.ResourceVersion = "2"
+	generated.Status.ResourceClaimStatuses = []corev1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: ptr.To("trainer-gpu-abcde")}}
+	deliver(generated)
+	reason(quota.CodeClaimPending, `waiting for ResourceClaim team-a/trainer-gpu-abcde (resourceClaims "gpu") to exist`)
+	c.onClaimObject(&resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "trainer-gpu-abcde", UID: "c1"}, Spec: spec(8)}, false)
 	reason(quota.CodeNeverFits, "gpu.deviceclass.resource.k8s.io/devices: 8 requested, more than the 4 hard of Budget team-a/gpus: it can never fit")
 
 	// The class names an extended resource: the pod asks it as well.
@@ -84,17 +95,18 @@ func TestClaimEventsReachThePod(t *testing.T) {
 		t.Errorf("pending requests.example.com/gpu = %s, want 8", q.String())
 	}
 
-	// Kubernetes makes the claim (of 2, say, the template having changed since): the
-	// claim is what counts now, and it fits.
-	generated := pod.DeepCopy()
-	generated.ResourceVersion = "2"
-	generated.Status.ResourceClaimStatuses = []corev1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: ptr.To("trainer-gpu-abcde")}}
-	c.onClaimObject(&resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "trainer-gpu-abcde"}, Spec: spec(2)}, false)
-	deliver(generated)
+	// The claim is deleted (nothing pinned it: the pod is gated) and made again with 2:
+	// the new claim is what counts, and it fits.
+	c.onClaimObject(&resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "trainer-gpu-abcde", UID: "c1"}}, true)
+	reason(quota.CodeClaimPending, `waiting for ResourceClaim team-a/trainer-gpu-abcde (resourceClaims "gpu") to exist`)
+	c.onClaimObject(&resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "trainer-gpu-abcde", UID: "c2"}, Spec: spec(2)}, false)
 	reason(quota.CodeQueued, "")
 	admitted := c.core.Admit()
 	if len(admitted) != 1 || admitted[0].Pod.Name != "trainer" {
 		t.Fatalf("admitted %v, want the trainer", admitted)
+	}
+	if got := admitted[0].Claims; len(got) != 1 || got[0].UID != "c2" {
+		t.Errorf("the admission charges %+v, want the claim of UID c2", got)
 	}
 	st, _ = c.core.Reader().Status(quota.BudgetKey{Namespace: "team-a", Name: "gpus"})
 	if q := st.Used["gpu.deviceclass.resource.k8s.io/devices"]; q.Value() != 2 {

@@ -45,8 +45,10 @@ type Controller struct {
 	pods      podStore      // the pod informer's cache, of cachedPods
 	apiReader client.Reader // the API server itself, for fresh (quorum) reads
 	recorder  recorder.EventRecorder
-	// claims are the DRA objects pods use; nil when resource.k8s.io/v1 is not served.
+	// claims are the DRA objects pods use, and pins the claims pinned for admitted pods
+	// (claimpins.go); both nil when resource.k8s.io/v1 is not served.
 	claims *claimIndex
+	pins   *claimPins
 	// estimates is the estimator (estimates.go); nil when it is off.
 	estimates *estimator
 
@@ -241,6 +243,9 @@ func (c *Controller) run(ctx context.Context) error {
 		})
 	}
 	wg.Go(func() { c.runStatus(ctx) })
+	if c.pins != nil {
+		wg.Go(func() { c.runClaimReleases(ctx) })
+	}
 	defer wg.Wait()
 	defer close(work)
 

@@ -338,10 +338,10 @@ func (c *Controller) worldBuilder(ctx context.Context, now time.Time, l *estimat
 // users (a pod deleted since the store was listed must not come back there).
 func (c *Controller) viewOf(cp *cachedPod, now time.Time) quota.Pod {
 	p := cp.at(now, c.opts.Gate)
-	if c.claims == nil || len(cp.claims) == 0 {
+	if c.claims == nil || !usesDevices(cp) {
 		return p
 	}
 	c.claims.mu.Lock()
 	defer c.claims.mu.Unlock()
-	return quota.WithClaims(p, cp.claims, c.claims)
+	return c.claims.view(p, cp)
 }

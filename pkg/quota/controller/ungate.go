@@ -24,6 +24,10 @@ const maxFencedTries = 3
 
 // ungate removes the gate of one admitted pod and reports the outcome to the core.
 //
+// The ResourceClaims the pod is charged for are pinned first (claimpins.go): a pod whose
+// claims are not all pinned is not ungated (NotSent), so it never runs with a claim it
+// was not charged for.
+//
 // Each attempt is fenced: the patch tests the pod's resourceVersion as well as the
 // gate, so it can apply only to the version it was built from (gates.UngatePatch).
 // When the answer is anything but success, the patch may still have applied (a lost
@@ -48,6 +52,11 @@ func (c *Controller) ungate(ctx context.Context, a quota.Admission) {
 		return
 	}
 	pod := cached.patchTarget()
+	pinned := false
+	if len(a.Claims) > 0 {
+		c.pins.begin(a.Pod.UID)
+		defer c.pins.end(a.Pod.UID, a.Claims)
+	}
 	// Read before the patch: once the informer shows the pod ungated, it is no longer
 	// known as waiting.
 	since := c.waitStart(a)
@@ -74,6 +83,18 @@ func (c *Controller) ungate(ctx context.Context, a quota.Admission) {
 			c.core.Done(a.Pod.UID, quota.NotSent, attempt)
 			logger.V(loglevel.Events).Info("Not ungating the pod: its nodeSelector contradicts the flavor it was admitted on; deciding again", "reason", conflict.Error())
 			return
+		}
+		if len(a.Claims) > 0 {
+			if !pinned {
+				if err := c.pinClaims(ctx, a.Claims); err != nil {
+					c.core.Done(a.Pod.UID, quota.NotSent, attempt)
+					c.metrics.ungateErrors.WithLabelValues(reasonClaimNotPinned).Inc()
+					logger.V(loglevel.Events).Info("Not ungating the pod: a ResourceClaim it is charged for is not pinned; deciding again", "reason", err.Error())
+					return
+				}
+				pinned = true
+			}
+			c.pins.sending(a.Pod.UID, attempt)
 		}
 		err := c.patch(ctx, pod, patch)
 		reason := classify(err)
