@@ -33,6 +33,9 @@ import (
 // with v1alpha1.ChargedFinalizer before it removes the pod's gate, so the pod cannot run
 // with another claim of the same name, nor with a claim made again from an edited
 // template.
+//
+// A container may also ask devices as an extended resource that a DeviceClass backs:
+// extended.go.
 
 // deviceClassQuotaSuffix is ResourceQuota's per-class device name:
 // <class>.deviceclass.resource.k8s.io/devices.

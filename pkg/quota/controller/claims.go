@@ -3,9 +3,11 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
@@ -18,8 +20,8 @@ import (
 	"github.com/quotagate/quotagate/pkg/quota"
 )
 
-// DRA: a pod's devices are charged from the ResourceClaims it uses (pkg/quota/claims.go
-// says what each charges). The manager
+// DRA: a pod's devices are charged from the ResourceClaims it uses and from the extended
+// resources a DeviceClass backs (pkg/quota/claims.go says what each charges). The manager
 // watches claims, templates and DeviceClasses, and gives the core a pod's view again
 // whenever one of those it uses changes. Before it removes a pod's gate it pins each
 // claim the pod is charged for (claimpins.go). On a cluster that does not serve
@@ -29,8 +31,8 @@ import (
 // +kubebuilder:rbac:groups=resource.k8s.io,resources=resourceclaims,verbs=patch
 
 // claimIndex is what the manager knows of claims, templates and device classes, and
-// which pods use each claim or template. It is the quota.ClaimSpecs the pods are
-// resolved against.
+// which pods use each claim, template or extended resource. It is the quota.ClaimSpecs
+// and quota.DeviceClasses the pods are resolved against.
 //
 // mu is held while a pod is resolved and given to the core, and while an event of a
 // claim, template or class is applied and its pods given again: a pod's view in the
@@ -39,9 +41,12 @@ type claimIndex struct {
 	mu        sync.Mutex
 	claims    map[string]*claimEntry                    // namespace/name
 	templates map[string]*resourceapi.ResourceClaimSpec // namespace/name
-	extended  map[string]string                         // device class -> extendedResourceName
-	// users are the pods (by UID, with their namespace/name) that use a claim or
-	// template, by claimKey or templateKey; uses is the reverse.
+	classes   map[string]quota.DeviceClassInfo          // by name
+	// backing is quota.BackingClasses of classes: the class that backs each extended
+	// resource name.
+	backing map[corev1.ResourceName]string
+	// users are the pods (by UID, with their namespace/name) that use a claim, template
+	// or extended resource, by claimKey, templateKey or extendedKey; uses is the reverse.
 	users map[string]map[types.UID]string
 	uses  map[types.UID][]string
 }
@@ -55,13 +60,17 @@ type claimEntry struct {
 	pinned bool
 }
 
-var _ quota.ClaimSpecs = (*claimIndex)(nil)
+var (
+	_ quota.ClaimSpecs    = (*claimIndex)(nil)
+	_ quota.DeviceClasses = (*claimIndex)(nil)
+)
 
 func newClaimIndex() *claimIndex {
 	return &claimIndex{
 		claims:    map[string]*claimEntry{},
 		templates: map[string]*resourceapi.ResourceClaimSpec{},
-		extended:  map[string]string{},
+		classes:   map[string]quota.DeviceClassInfo{},
+		backing:   map[corev1.ResourceName]string{},
 		users:     map[string]map[types.UID]string{},
 		uses:      map[types.UID][]string{},
 	}
@@ -69,9 +78,12 @@ func newClaimIndex() *claimIndex {
 
 func claimKey(namespace, name string) string    { return "claim/" + namespace + "/" + name }
 func templateKey(namespace, name string) string { return "template/" + namespace + "/" + name }
+func extendedKey(name corev1.ResourceName) string {
+	return "extended/" + string(name)
+}
 
-// Claim, ClaimIdentity, Template and ExtendedResourceName are read with mu held (by
-// resolve and view).
+// Claim, ClaimIdentity, Template, ExtendedResourceName and BackingClass are read with mu
+// held (by resolve and view).
 func (x *claimIndex) Claim(namespace, name string) (*resourceapi.ResourceClaimSpec, bool) {
 	e, ok := x.claims[namespace+"/"+name]
 	if !ok {
@@ -93,7 +105,11 @@ func (x *claimIndex) Template(namespace, name string) (*resourceapi.ResourceClai
 	return s, ok
 }
 
-func (x *claimIndex) ExtendedResourceName(class string) string { return x.extended[class] }
+func (x *claimIndex) ExtendedResourceName(class string) string {
+	return x.classes[class].ExtendedResourceName
+}
+
+func (x *claimIndex) BackingClass(name corev1.ResourceName) string { return x.backing[name] }
 
 // pinned reports whether the claim namespace/name carries v1alpha1.ChargedFinalizer, as
 // far as the cache knows. mu must be held.
@@ -102,9 +118,10 @@ func (x *claimIndex) pinned(key string) bool {
 	return ok && e.pinned
 }
 
-// view is the pod charged for its claims. mu must be held.
+// view is the pod charged for the devices of its extended resources and its claims.
+// mu must be held.
 func (x *claimIndex) view(p quota.Pod, cp *cachedPod) quota.Pod {
-	return quota.WithClaims(p, cp.claims, x)
+	return quota.WithClaims(quota.WithExtendedDevices(p, cp.extended, x), cp.claims, x)
 }
 
 // resolve charges p, the view of cp, for its devices (view) and records what it uses.
@@ -119,6 +136,9 @@ func (x *claimIndex) resolve(p quota.Pod, cp *cachedPod) quota.Pod {
 		if c.TemplateName != "" {
 			keys = append(keys, templateKey(p.Namespace, c.TemplateName))
 		}
+	}
+	for name := range cp.extended {
+		keys = append(keys, extendedKey(name))
 	}
 	for _, k := range keys {
 		if x.users[k] == nil {
@@ -141,8 +161,8 @@ func (x *claimIndex) forget(uid types.UID) {
 	delete(x.uses, uid)
 }
 
-// podsOf returns the pods (namespace/name) that use a claim or template; every pod that
-// uses any when key is "". mu must be held.
+// podsOf returns the pods (namespace/name) that use a claim, template or extended
+// resource; every pod that uses any when key is "". mu must be held.
 func (x *claimIndex) podsOf(key string) []string {
 	var out []string
 	if key != "" {
@@ -253,19 +273,23 @@ func (c *Controller) onClaimObject(obj any, deleted bool) {
 		}
 		key = templateKey(o.Namespace, o.Name)
 	case *resourceapi.DeviceClass:
-		ext := ""
-		if !deleted && o.Spec.ExtendedResourceName != nil {
-			ext = *o.Spec.ExtendedResourceName
+		info := quota.DeviceClassInfo{Name: o.Name, Created: o.CreationTimestamp.Time}
+		if o.Spec.ExtendedResourceName != nil {
+			info.ExtendedResourceName = *o.Spec.ExtendedResourceName
 		}
-		if x.extended[o.Name] == ext {
+		old, known := x.classes[o.Name]
+		switch {
+		case deleted && !known:
 			return
+		case deleted:
+			delete(x.classes, o.Name)
+		case known && old.ExtendedResourceName == info.ExtendedResourceName && old.Created.Equal(info.Created):
+			return // nothing a pod is charged by changed
+		default:
+			x.classes[o.Name] = info
 		}
-		if ext == "" {
-			delete(x.extended, o.Name)
-		} else {
-			x.extended[o.Name] = ext
-		}
-		// key "": a class may be used by any claim.
+		x.backing = quota.BackingClasses(slices.Collect(maps.Values(x.classes)))
+		// key "": a class may back any claim or extended resource.
 	default:
 		return
 	}
@@ -281,18 +305,19 @@ func (c *Controller) onClaimObject(obj any, deleted bool) {
 	c.wake()
 }
 
-// upsertLocked gives the core a pod resolved against its claims; c.claims.mu is held.
+// upsertLocked gives the core a pod resolved against its devices; c.claims.mu is held.
 func (c *Controller) upsertLocked(cp *cachedPod) quota.Pod {
 	p := c.claims.resolve(cp.at(c.opts.Clock.Now(), c.opts.Gate), cp)
 	c.core.UpsertPod(p)
 	return p
 }
 
-// usesDevices reports whether a pod's view depends on the DRA objects: it uses claims.
-func usesDevices(cp *cachedPod) bool { return len(cp.claims) > 0 }
+// usesDevices reports whether a pod's view depends on the DRA objects: it uses claims or
+// asks extended resources that a DeviceClass may back.
+func usesDevices(cp *cachedPod) bool { return len(cp.claims) > 0 || len(cp.extended) > 0 }
 
-// upsertPod gives the core a pod: resolved against its claims when it uses some and the
-// cluster serves them.
+// upsertPod gives the core a pod: resolved against its devices when it may use some and
+// the cluster serves them.
 func (c *Controller) upsertPod(cp *cachedPod) quota.Pod {
 	if c.claims == nil || !usesDevices(cp) {
 		p := cp.at(c.opts.Clock.Now(), c.opts.Gate)

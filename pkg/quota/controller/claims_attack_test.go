@@ -129,6 +129,55 @@ func TestClaimSwapAfterAdmissionFails(t *testing.T) {
 	}
 }
 
+// TestDRABackedExtendedResourceIsChargedItsDevices: a tenant's pod that asks 8 of an
+// extended resource that a DeviceClass backs (KEP-5004) is charged 8 devices of the
+// class, and waits under a device hard of 1; raised to 8, it is admitted and charged 8
+// under every name of the class. A pod that asks the class's implicit name is charged
+// the same way, and waits while the first holds all 8.
+func TestDRABackedExtendedResourceIsChargedItsDevices(t *testing.T) {
+	ns := newNamespace(t, true)
+	class := ns
+	extended := "example.com/" + class
+	devices := corev1.ResourceName(class + ".deviceclass.resource.k8s.io/devices")
+	implicit := corev1.ResourceName("requests.deviceclass.resource.kubernetes.io/" + class)
+	mustCreate(t, &resourceapi.DeviceClass{
+		ObjectMeta: metav1.ObjectMeta{Name: class},
+		Spec:       resourceapi.DeviceClassSpec{ExtendedResourceName: ptr.To(extended)},
+	})
+	t.Cleanup(func() {
+		_ = admin.Delete(context.Background(), &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: class}})
+	})
+	hard := func(n string) corev1.ResourceList {
+		return corev1.ResourceList{devices: resource.MustParse(n), implicit: resource.MustParse("100"),
+			corev1.ResourceName("requests." + extended): resource.MustParse("100")}
+	}
+	mustCreate(t, budget(ns, "gpus", hard("1"), ""))
+	tenant := editTenant(t, ns)
+	m := startManager(t, nil, false)
+
+	asks := func(name string, r corev1.ResourceName, n string) *corev1.Pod {
+		p := gatedPod(ns, name, "100m")
+		p.Spec.Containers[0].Resources.Requests[r] = resource.MustParse(n)
+		p.Spec.Containers[0].Resources.Limits = corev1.ResourceList{r: resource.MustParse(n)}
+		return p
+	}
+	tenantCreate(t, tenant.CoreV1().Pods(ns).Create, asks("trainer", corev1.ResourceName(extended), "8"))
+	waitReason(t, m, ns, "trainer", quota.CodeNeverFits, string(devices)+": 8 requested, more than the 1 hard")
+	if !isGated(t, ns, "trainer") {
+		t.Fatal("the pod was admitted with 8 devices under a hard of 1")
+	}
+
+	setHard(t, ns, "gpus", hard("8"))
+	testbed.Poll(t, time.Minute, "the trainer to be admitted", func(context.Context) (bool, error) { return !isGated(t, ns, "trainer"), nil })
+	wantUsed(t, ns, "gpus", map[corev1.ResourceName]string{devices: "8", implicit: "8", corev1.ResourceName("requests." + extended): "8"})
+
+	tenantCreate(t, tenant.CoreV1().Pods(ns).Create, asks("implicit", corev1.ResourceName("deviceclass.resource.kubernetes.io/"+class), "1"))
+	waitReason(t, m, ns, "implicit", quota.CodeInsufficient, string(devices)+": 1 requested, 0 free")
+	if !isGated(t, ns, "implicit") {
+		t.Fatal("a ninth device was admitted under a hard of 8")
+	}
+}
+
 // allocatable creates a DeviceClass class of driver's devices and a ResourceSlice of n
 // such devices on a kwok node, both deleted when the test ends.
 func allocatable(t *testing.T, class, driver string, n int) {

@@ -119,3 +119,68 @@ func TestClaimEventsReachThePod(t *testing.T) {
 		t.Errorf("%d pods still recorded as using claims after the delete", n)
 	}
 }
+
+// A pod that asks example.com/gpu: 8 is charged 8 devices once a DeviceClass backs that
+// name, and as a plain extended resource again when none does: a change of the classes
+// gives the gated pods that ask extended resources their views again.
+func TestDeviceClassesReachExtendedResourcePods(t *testing.T) {
+	c, err := New(DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := toolscache.NewStore(toolscache.MetaNamespaceKeyFunc)
+	c.pods = store
+	c.claims, c.pins = newClaimIndex(), newClaimPins()
+	t.Cleanup(c.pins.queue.ShutDown)
+	c.core.SetNamespace("team-a", map[string]string{v1alpha1.EnabledLabel: "true"})
+	key := quota.BudgetKey{Namespace: "team-a", Name: "gpus"}
+	c.core.UpsertBudget(quota.Budget{Key: key, Hard: corev1.ResourceList{
+		"gpu.deviceclass.resource.k8s.io/devices":         resource.MustParse("1"),
+		"requests.deviceclass.resource.kubernetes.io/gpu": resource.MustParse("100"),
+		"requests.example.com/gpu":                        resource.MustParse("100"),
+	}})
+
+	pod := podtest.New("trainer").NS("team-a").UID("u1").RV(1).Gated().Container("c", "").Req("cpu=1,example.com/gpu=8").Obj()
+	cp := compactPod(pod)
+	if err := store.Add(cp); err != nil {
+		t.Fatal(err)
+	}
+	c.onPod(cp, false)
+	pending := func() corev1.ResourceList {
+		t.Helper()
+		st, _ := c.core.Reader().Status(key)
+		return st.Pending
+	}
+	reason := func() quota.ReasonCode {
+		r, _ := c.core.Reader().WaitReason("u1")
+		return r.Code
+	}
+	if q := pending()["gpu.deviceclass.resource.k8s.io/devices"]; !q.IsZero() || reason() != quota.CodeQueued {
+		t.Errorf("with no class: pending devices %s, reason %s; want none, and queued", q.String(), reason())
+	}
+
+	gpu := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "gpu"},
+		Spec: resourceapi.DeviceClassSpec{ExtendedResourceName: ptr.To("example.com/gpu")}}
+	c.onClaimObject(gpu, false)
+	want := corev1.ResourceList{
+		"gpu.deviceclass.resource.k8s.io/devices":         resource.MustParse("8"),
+		"requests.deviceclass.resource.kubernetes.io/gpu": resource.MustParse("8"),
+		"requests.example.com/gpu":                        resource.MustParse("8"),
+	}
+	for name, q := range want {
+		if got := pending()[name]; got.Cmp(q) != 0 {
+			t.Errorf("pending %s = %s, want %s", name, got.String(), q.String())
+		}
+	}
+	if got := reason(); got != quota.CodeNeverFits {
+		t.Errorf("reason with class gpu = %s, want %s (8 devices under a hard of 1)", got, quota.CodeNeverFits)
+	}
+	if adm := c.core.Admit(); len(adm) != 0 {
+		t.Errorf("admitted %v under a hard of 1 device", adm)
+	}
+
+	c.onClaimObject(gpu, true)
+	if q := pending()["gpu.deviceclass.resource.k8s.io/devices"]; !q.IsZero() {
+		t.Errorf("with the class deleted: pending devices %s, want none", q.String())
+	}
+}
