@@ -70,9 +70,13 @@ func BackingClasses(classes []DeviceClassInfo) map[corev1.ResourceName]string {
 // (resourcehelper.PodRequests), of the names a DeviceClass may back: extended resources
 // and deviceclass.resource.kubernetes.io/<class>. Nil when it requests none.
 func ExtendedRequests(pod *corev1.Pod) corev1.ResourceList {
+	// Most pods ask none: look before summing them (every pod event comes through here).
+	if !asksExtended(pod.Spec.InitContainers) && !asksExtended(pod.Spec.Containers) {
+		return nil
+	}
 	var out corev1.ResourceList
 	for name, q := range resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}) {
-		if q.IsZero() || !isExtendedResourceName(name) && !strings.HasPrefix(string(name), resourceapi.ResourceDeviceClassPrefix) {
+		if q.IsZero() || !mayBeBacked(name) {
 			continue
 		}
 		if out == nil {
@@ -81,6 +85,24 @@ func ExtendedRequests(pod *corev1.Pod) corev1.ResourceList {
 		out[name] = q
 	}
 	return out
+}
+
+// asksExtended reports whether a container requests a name a DeviceClass may back.
+func asksExtended(containers []corev1.Container) bool {
+	for i := range containers {
+		for name := range containers[i].Resources.Requests {
+			if mayBeBacked(name) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// mayBeBacked reports whether a DeviceClass may back the resource name: an extended
+// resource, or deviceclass.resource.kubernetes.io/<class>.
+func mayBeBacked(name corev1.ResourceName) bool {
+	return isExtendedResourceName(name) || strings.HasPrefix(string(name), resourceapi.ResourceDeviceClassPrefix)
 }
 
 // WithExtendedDevices returns pod charged for the devices that back its extended
