@@ -2,6 +2,7 @@ package charts_test
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -9,6 +10,8 @@ import (
 	"github.com/google/cel-go/ext"
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+
+	"github.com/quotagate/quotagate/api/v1alpha1"
 )
 
 const gate = "quotagate.io/budget"
@@ -137,11 +140,16 @@ func TestGateGuardAllowsExactlyTheManagerAndExtraUsers(t *testing.T) {
 		want     string
 	}{
 		"create with both": {nil, annotated(admittedBy(withGate, "x"), "quotagate.io/admitted-at", "y"),
-			"quotagate.io/admitted-by, quotagate.io/admitted-at: quotagate records there when and by which budgets it admitted the pod; " +
-				"only " + manager + ", alice may write it, not bob. A new pod may not carry it: remove it from the pod, " +
-				"or from the template the pod is made from (a Job, a Deployment, ...)"},
+			"quotagate.io/admitted-at, quotagate.io/admitted-by: quotagate records there how it admitted a pod, or pins with it a " +
+				"ResourceClaim that an admitted pod is charged for; only " + manager + ", alice may write it, not bob. " +
+				"A new Pod may not carry it: remove it from the Pod, or from the template it is made from " +
+				"(a Job, a Deployment, a ResourceClaimTemplate, ...)"},
 		"update of admitted-by": {admittedBy(withoutGate, "a"), admittedBy(withoutGate, "b"),
-			"quotagate.io/admitted-by: quotagate records there when and by which budgets it admitted the pod; only " + manager + ", alice may write it, not bob"},
+			"quotagate.io/admitted-by: quotagate records there how it admitted a pod, or pins with it a ResourceClaim that an " +
+				"admitted pod is charged for; only " + manager + ", alice may write it, not bob"},
+		"removal of the claim's finalizer": {claimWith("quotagate.io/charged"), claimWith(),
+			"quotagate.io/charged: quotagate records there how it admitted a pod, or pins with it a ResourceClaim that an " +
+				"admitted pod is charged for; only " + manager + ", alice may write it, not bob"},
 	} {
 		t.Run("message: "+name, func(t *testing.T) {
 			if _, msg := evaluatePolicy(t, policy.Spec, tc.old, tc.new, "bob"); msg != tc.want {
@@ -179,26 +187,18 @@ func admittedBy(pod map[string]any, budgets string) map[string]any {
 	return annotated(pod, "quotagate.io/admitted-by", budgets)
 }
 
-// annotated returns a copy of pod with the annotation key=value added.
-func annotated(pod map[string]any, key, value string) map[string]any {
-	meta := map[string]any{}
-	for k, v := range pod["metadata"].(map[string]any) {
-		meta[k] = v
-	}
-	annotations := map[string]any{}
-	if old, ok := meta["annotations"].(map[string]any); ok {
-		for k, v := range old {
-			annotations[k] = v
+// annotated returns a copy of obj with the annotation key=value added.
+func annotated(obj map[string]any, key, value string) map[string]any {
+	return withMeta(obj, func(meta map[string]any) {
+		annotations := map[string]any{}
+		if old, ok := meta["annotations"].(map[string]any); ok {
+			for k, v := range old {
+				annotations[k] = v
+			}
 		}
-	}
-	annotations[key] = value
-	meta["annotations"] = annotations
-	out := map[string]any{}
-	for k, v := range pod {
-		out[k] = v
-	}
-	out["metadata"] = meta
-	return out
+		annotations[key] = value
+		meta["annotations"] = annotations
+	})
 }
 
 // evaluatePolicy runs the policy's variables and validations with plain CEL: it reports
@@ -217,6 +217,11 @@ func evaluatePolicy(t *testing.T, spec admissionregistrationv1.ValidatingAdmissi
 		t.Fatal(err)
 	}
 	variables := map[string]any{}
+	kind, _ := obj["kind"].(string)
+	resources := map[string]string{"Pod": "pods", "ResourceClaim": "resourceclaims"}
+	if resources[kind] == "" {
+		t.Fatalf("evaluating the policy for a %q: not a kind it matches", kind)
+	}
 	var old any = oldObj
 	operation := "UPDATE"
 	if oldObj == nil {
@@ -224,7 +229,11 @@ func evaluatePolicy(t *testing.T, spec admissionregistrationv1.ValidatingAdmissi
 	}
 	activation := map[string]any{
 		"object": obj, "oldObject": old, "variables": variables,
-		"request": map[string]any{"operation": operation, "userInfo": map[string]any{"username": user}},
+		"request": map[string]any{
+			"operation": operation, "userInfo": map[string]any{"username": user},
+			"kind":     map[string]any{"kind": kind},
+			"resource": map[string]any{"resource": resources[kind]},
+		},
 	}
 	eval := func(expr string) any {
 		ast, iss := env.Compile(expr)
@@ -257,4 +266,185 @@ func evaluatePolicy(t *testing.T, spec admissionregistrationv1.ValidatingAdmissi
 		}
 	}
 	return true, ""
+}
+
+// The guard's lists of names only the manager writes are v1alpha1.ManagerWritten's, kind
+// by kind, in config/policy and in the chart (TestGateGuardMatchesConfigPolicy compares
+// the two).
+func TestGateGuardListsEveryManagerWrittenName(t *testing.T) {
+	policy, _ := kustomizeBuild(t, "config/policy").policy(t, "quotagate-gate-guard")
+	variables := map[string]string{}
+	for _, v := range policy.Spec.Variables {
+		variables[v.Name] = v.Expression
+	}
+	for kind, variable := range map[v1alpha1.KeyKind]string{
+		v1alpha1.KeyAnnotation: "managerAnnotations",
+		v1alpha1.KeyLabel:      "managerLabels",
+		v1alpha1.KeyFinalizer:  "managerFinalizers",
+	} {
+		want := v1alpha1.ManagerWrittenNames(kind)
+		expr, ok := variables[variable]
+		switch {
+		case !ok && len(want) == 0:
+			continue
+		case !ok:
+			t.Errorf("the guard has no variable %s, but the manager writes the %ss %v: add it, and refuse it to everyone else as variables.written does the others", variable, kind, want)
+			continue
+		}
+		if got := stringList(t, expr); !cmp.Equal(want, got) {
+			t.Errorf("variables.%s = %v, want v1alpha1.ManagerWritten's %ss %v", variable, got, kind, want)
+		}
+	}
+}
+
+// Every name of v1alpha1.ManagerWritten, on a pod and on a ResourceClaim: nobody but the
+// manager (and the extra users) adds it to a new object, adds it later, changes it or
+// removes it; an update that keeps it passes.
+func TestGateGuardRefusesEveryManagerWrittenName(t *testing.T) {
+	m := mustInstall(t, "acme", "batch-system", map[string]any{
+		"guard": map[string]any{"extraAllowedUsers": []any{"alice"}},
+	})
+	var policy admissionregistrationv1.ValidatingAdmissionPolicy
+	into(t, m.find(t, "ValidatingAdmissionPolicy", "acme-quotagate-gate-guard"), &policy)
+	manager := "system:serviceaccount:batch-system:" + podSpecOf(t, m, "Deployment", "acme-quotagate-manager").ServiceAccountName
+
+	objects := map[string]map[string]any{"pod": podWithGates(), "claim": claimWith()}
+	for _, key := range v1alpha1.ManagerWritten {
+		for what, plain := range objects {
+			with := func(value string) map[string]any {
+				switch key.Kind {
+				case v1alpha1.KeyAnnotation:
+					return annotated(plain, key.Name, value)
+				case v1alpha1.KeyLabel:
+					return labelled(plain, key.Name, value)
+				case v1alpha1.KeyFinalizer:
+					return finalized(plain, key.Name, "example.com/other")
+				}
+				t.Fatalf("%s: no object carries a %s", key.Name, key.Kind)
+				return nil
+			}
+			for name, tc := range map[string]struct {
+				old, new map[string]any
+				user     string
+				want     bool
+			}{
+				"a tenant creates it":        {nil, with("x"), "bob", false},
+				"a cluster admin creates it": {nil, with("x"), "kubernetes-admin", false},
+				"a tenant adds it":           {plain, with("x"), "bob", false},
+				"a tenant removes it":        {with("x"), plain, "bob", false},
+				"a tenant keeps it":          {with("x"), with("x"), "bob", true},
+				"the manager creates it":     {nil, with("x"), manager, true},
+				"the manager adds it":        {plain, with("x"), manager, true},
+				"the manager removes it":     {with("x"), plain, manager, true},
+				"an extra user removes it":   {with("x"), plain, "alice", true},
+			} {
+				t.Run(key.Name+" on a "+what+": "+name, func(t *testing.T) {
+					got, msg := evaluatePolicy(t, policy.Spec, tc.old, tc.new, tc.user)
+					if got != tc.want {
+						t.Errorf("allowed = %v (%s), want %v", got, msg, tc.want)
+					}
+					if !got && !strings.HasPrefix(msg, key.Name+": ") {
+						t.Errorf("message %q does not start with %s", msg, key.Name)
+					}
+				})
+			}
+			if key.Kind == v1alpha1.KeyFinalizer {
+				t.Run(key.Name+" on a "+what+": a tenant adds a second copy", func(t *testing.T) {
+					twice := finalized(with("x"), key.Name)
+					if got, _ := evaluatePolicy(t, policy.Spec, with("x"), twice, "bob"); got {
+						t.Error("allowed a second copy of the finalizer")
+					}
+				})
+				continue
+			}
+			t.Run(key.Name+" on a "+what+": a tenant changes it", func(t *testing.T) {
+				if got, _ := evaluatePolicy(t, policy.Spec, with("x"), with("y"), "bob"); got {
+					t.Error("allowed a change of the value")
+				}
+			})
+		}
+	}
+}
+
+// claimWith is a ResourceClaim with the finalizers given.
+func claimWith(finalizers ...string) map[string]any {
+	meta := map[string]any{"name": "gpu", "namespace": "team-a"}
+	if len(finalizers) > 0 {
+		var list []any
+		for _, f := range finalizers {
+			list = append(list, f)
+		}
+		meta["finalizers"] = list
+	}
+	return map[string]any{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": meta,
+		"spec": map[string]any{"devices": map[string]any{}}}
+}
+
+// labelled returns a copy of obj with the label key=value added.
+func labelled(obj map[string]any, key, value string) map[string]any {
+	return withMeta(obj, func(meta map[string]any) {
+		labels := map[string]any{}
+		if old, ok := meta["labels"].(map[string]any); ok {
+			for k, v := range old {
+				labels[k] = v
+			}
+		}
+		labels[key] = value
+		meta["labels"] = labels
+	})
+}
+
+// finalized returns a copy of obj with the finalizers appended.
+func finalized(obj map[string]any, finalizers ...string) map[string]any {
+	return withMeta(obj, func(meta map[string]any) {
+		var list []any
+		if old, ok := meta["finalizers"].([]any); ok {
+			list = append(list, old...)
+		}
+		for _, f := range finalizers {
+			list = append(list, f)
+		}
+		meta["finalizers"] = list
+	})
+}
+
+// withMeta returns a copy of obj whose metadata (a copy too) change has changed.
+func withMeta(obj map[string]any, change func(meta map[string]any)) map[string]any {
+	meta := map[string]any{}
+	for k, v := range obj["metadata"].(map[string]any) {
+		meta[k] = v
+	}
+	change(meta)
+	out := map[string]any{}
+	for k, v := range obj {
+		out[k] = v
+	}
+	out["metadata"] = meta
+	return out
+}
+
+// stringList evaluates a CEL list of string literals.
+func stringList(t *testing.T, expr string) []string {
+	t.Helper()
+	env, err := cel.NewEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ast, iss := env.Compile(expr)
+	if iss.Err() != nil {
+		t.Fatalf("compiling %q: %v", expr, iss.Err())
+	}
+	prg, err := env.Program(ast)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := prg.Eval(map[string]any{})
+	if err != nil {
+		t.Fatalf("evaluating %q: %v", expr, err)
+	}
+	list, err := out.ConvertToNative(reflect.TypeFor[[]string]())
+	if err != nil {
+		t.Fatalf("%q is not a list of strings: %v", expr, err)
+	}
+	return list.([]string)
 }

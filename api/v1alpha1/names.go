@@ -1,6 +1,9 @@
 package v1alpha1
 
-// Names that quotagate writes to and reads from pods and namespaces.
+// Names that quotagate writes to and reads from pods, namespaces and ResourceClaims.
+// Every name with the quotagate.io/ prefix is either one only the manager writes, listed
+// in ManagerWritten, or one a user writes, listed in UserWritten (names_test.go checks
+// that each is in exactly one).
 const (
 	// SchedulingGate is the gate the webhook adds and the manager removes.
 	SchedulingGate = "quotagate.io/budget"
@@ -37,4 +40,70 @@ const (
 	// learned from finished pods (pkg/estimate); a value that does not parse, or is not
 	// positive, is ignored with a reason.
 	ExpectedDurationAnnotation = "quotagate.io/expected-duration"
+
+	// ChargedFinalizer pins a ResourceClaim that an admitted pod is charged for: the
+	// manager adds it, fenced on the claim's UID, before it removes the pod's gate, and
+	// removes it once no pod that may run with the claim uses it. While it is there, a
+	// claim deleted by its owner stays (terminating, which kube-scheduler never
+	// allocates), and no other claim can take its name, so a pod cannot run with devices
+	// it was not charged for.
+	ChargedFinalizer = "quotagate.io/charged"
 )
+
+// KeyKind is where on an object a name of ManagerWritten or UserWritten goes.
+type KeyKind string
+
+const (
+	KeyAnnotation KeyKind = "annotation"
+	KeyLabel      KeyKind = "label"
+	KeyFinalizer  KeyKind = "finalizer"
+	// KeyGate is a pod scheduling gate.
+	KeyGate KeyKind = "schedulingGate"
+)
+
+// Key is a label, annotation, finalizer or scheduling gate name, and its kind.
+//
+// +kubebuilder:object:generate=false
+type Key struct {
+	Name string
+	Kind KeyKind
+}
+
+// ManagerWritten are the quotagate.io/ names only the manager writes, on pods and on
+// ResourceClaims: the record of an admission, which the manager and the tools read
+// back, and the pin of a charged claim. The gate guard (config/policy/gate_guard.yaml,
+// the chart's gate-guard.yaml) refuses anyone else a request that adds, changes or
+// removes one of them, at CREATE and at UPDATE; the tests compare its lists with this
+// one. The gate itself is guarded there too, by its own rule: anyone may add it, only
+// the manager may remove it.
+var ManagerWritten = []Key{
+	{AdmittedAtAnnotation, KeyAnnotation},
+	{AdmittedByAnnotation, KeyAnnotation},
+	{AdmittedLabelsAnnotation, KeyAnnotation},
+	{BorrowingAnnotation, KeyAnnotation},
+	{FlavorAnnotation, KeyAnnotation},
+	{ChargedFinalizer, KeyFinalizer},
+}
+
+// UserWritten are the quotagate.io/ names that users write and the manager reads: the
+// gate (the admission step adds it, and anyone may), the opt-in label (an
+// administrator's, on namespaces), a group's label and size, and a pod's declared
+// duration.
+var UserWritten = []Key{
+	{SchedulingGate, KeyGate},
+	{EnabledLabel, KeyLabel},
+	{GroupLabel, KeyLabel},
+	{GroupSizeAnnotation, KeyAnnotation},
+	{ExpectedDurationAnnotation, KeyAnnotation},
+}
+
+// ManagerWrittenNames returns the names of ManagerWritten of kind k, in its order.
+func ManagerWrittenNames(k KeyKind) []string {
+	var out []string
+	for _, key := range ManagerWritten {
+		if key.Kind == k {
+			out = append(out, key.Name)
+		}
+	}
+	return out
+}

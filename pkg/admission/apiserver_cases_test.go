@@ -306,7 +306,7 @@ func testAdmissionRecordAtCreate(t *testing.T, e *env) {
 				for k := range annotations {
 					key = k
 				}
-				want := []string{"quotagate-gate-guard", key, "may write it", "A new pod may not carry it"}
+				want := []string{"quotagate-gate-guard", key, "may write it", "A new Pod may not carry it"}
 				if !apierrors.IsForbidden(err) || !containsAll(err.Error(), want...) {
 					t.Errorf("create in %s = %v, want 403 containing %q", namespace, err, want)
 				}
@@ -321,7 +321,7 @@ func testAdmissionRecordAtCreate(t *testing.T, e *env) {
 	t.Run("the refusal names the tenant and the manager", func(t *testing.T) {
 		_, err := tenant.CoreV1().Pods(e.gated).Create(ctx,
 			forged("forged", map[string]string{v1alpha1.AdmittedByAnnotation: "x", v1alpha1.AdmittedAtAnnotation: "y"}), metav1.CreateOptions{})
-		want := []string{v1alpha1.AdmittedByAnnotation + ", " + v1alpha1.AdmittedAtAnnotation,
+		want := []string{v1alpha1.AdmittedAtAnnotation + ", " + v1alpha1.AdmittedByAnnotation,
 			"only system:serviceaccount:quotagate-system:quotagate-manager may write it", "not " + tenantUser}
 		if !apierrors.IsForbidden(err) || !containsAll(err.Error(), want...) {
 			t.Errorf("create = %v, want 403 containing %q", err, want)
@@ -361,7 +361,7 @@ func testAdmissionRecordAtCreate(t *testing.T, e *env) {
 			message = events.Items[0].Message
 			return true, nil
 		})
-		if want := []string{v1alpha1.AdmittedByAnnotation, "A new pod may not carry it", "the template"}; !containsAll(message, want...) {
+		if want := []string{v1alpha1.AdmittedByAnnotation, "A new Pod may not carry it", "the template"}; !containsAll(message, want...) {
 			t.Errorf("FailedCreate message %q, want it to contain %q", message, want)
 		}
 		pods, err := e.client.CoreV1().Pods(e.gated).List(ctx, metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-name=copied"})
@@ -461,7 +461,8 @@ func (e *env) managerClient(t *testing.T) kubernetes.Interface {
 }
 
 // serviceAccountClient returns a client acting as the ServiceAccount
-// namespace/name, which may get, create and patch pods everywhere.
+// namespace/name, which may get, create and patch pods everywhere, and get and patch
+// ResourceClaims.
 func (e *env) serviceAccountClient(t *testing.T, namespace, name string) kubernetes.Interface {
 	t.Helper()
 	ctx := t.Context()
@@ -471,7 +472,10 @@ func (e *env) serviceAccountClient(t *testing.T, namespace, name string) kuberne
 	}
 	role := &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: "patch-pods-" + name},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "create", "patch", "update"}}},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "create", "patch", "update"}},
+			{APIGroups: []string{"resource.k8s.io"}, Resources: []string{"resourceclaims"}, Verbs: []string{"get", "patch"}},
+		},
 	}
 	if _, err := e.client.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating ClusterRole: %v", err)

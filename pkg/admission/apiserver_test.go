@@ -112,6 +112,7 @@ func testAgainstAPIServer(t *testing.T, mode admissionMode) {
 	// After the escapes, which count the webhook's answers: its Job's controller
 	// keeps trying to create pods, which the webhook gates and the guard refuses.
 	t.Run("admission record at create", func(t *testing.T) { testAdmissionRecordAtCreate(t, e) })
+	t.Run("names only the manager writes", func(t *testing.T) { testManagerWrittenNames(t, e) })
 	// Last: it takes the admission step away.
 	if mode == modeWebhook {
 		t.Run("fail closed", func(t *testing.T) { testFailClosed(t, e) })

@@ -351,6 +351,7 @@ func (a *admitter) handOut(p *podState) {
 		Flavor:    p.flavor,
 		Labels:    p.chargeLabels,
 		decided:   decisionOf(&p.pod),
+		Claims:    p.pod.Claims,
 	})
 }
 

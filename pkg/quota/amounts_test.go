@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -9,8 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
-
-	"fmt"
 )
 
 // The model and the invariants keep their own accounts in resource lists, with

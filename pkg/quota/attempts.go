@@ -47,6 +47,11 @@ type Admission struct {
 	// Flavor is the flavor the pod is admitted on (nil for none): the ungate patch adds
 	// its node labels to the pod's nodeSelector and its tolerations to the pod's.
 	Flavor *Flavor `json:"flavor,omitempty"`
+	// Claims are the ResourceClaims the pod is charged for (Pod.Claims, by name and
+	// UID): the controller pins each before it sends the patch, and reports NotSent when
+	// one of them is no longer the claim that was charged.
+	Claims []ClaimCharge `json:"claims,omitempty"`
+
 	// Labels are the labels the pod is admitted with, which decide the budgets that
 	// cover it for as long as it runs (for the admitted-labels annotation, so that a
 	// restarted manager reads them back).
@@ -108,9 +113,10 @@ const (
 	Gone
 	// NotSent: no patch was sent, because the pod as the controller sees it cannot take
 	// the admission (its node selector asks for other values of the flavor's labels
-	// than the flavor's, changed since the decision). Unless an earlier attempt may
-	// still apply, the charge is given back and the pod, after a backoff, is decided
-	// again on what it asks now.
+	// than the flavor's, changed since the decision), or a ResourceClaim it is charged
+	// for could not be pinned (it is gone, replaced or being deleted, or the pin failed).
+	// Unless an earlier attempt may still apply, the charge is given back and the pod,
+	// after a backoff, is decided again on what it asks now.
 	NotSent
 )
 

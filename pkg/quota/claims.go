@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
@@ -28,9 +29,15 @@ import (
 // ResourceQuota charges a claim when it is created, once, whichever pods use it.
 // quotagate charges it when the first pod that uses it is admitted, to each budget that
 // covers such a pod, once per budget (the ledger counts a claim's pods), until the last
-// of them ends. A pod made from a ResourceClaimTemplate is charged what the template
-// asks while its claim does not exist yet; a gated pod whose claim or template is
-// missing waits (ClaimsError).
+// of them ends. Only a claim that exists is charged: a gated pod whose claim is missing,
+// still to be made from its ResourceClaimTemplate, or being deleted waits (ClaimsError).
+// The claim charged is the one of that UID (ClaimCharge.UID), and the manager pins it
+// with v1alpha1.ChargedFinalizer before it removes the pod's gate, so the pod cannot run
+// with another claim of the same name, nor with a claim made again from an edited
+// template.
+//
+// A container may also ask devices as an extended resource that a DeviceClass backs:
+// extended.go.
 
 // deviceClassQuotaSuffix is ResourceQuota's per-class device name:
 // <class>.deviceclass.resource.k8s.io/devices.
@@ -58,7 +65,7 @@ func isDeviceQuotaName(name corev1.ResourceName) bool {
 	return false
 }
 
-// ClaimUsage is what one ResourceClaim (or the claim a template will make) charges.
+// ClaimUsage is what one ResourceClaim charges.
 // extended returns a DeviceClass's spec.extendedResourceName ("" when it has none or
 // is unknown).
 func ClaimUsage(spec *resourceapi.ResourceClaimSpec, extended func(class string) string) corev1.ResourceList {
@@ -107,8 +114,9 @@ func deviceCount(mode resourceapi.DeviceAllocationMode, count int64) int64 {
 type PodClaim struct {
 	// Name is the entry's name in the pod.
 	Name string
-	// ClaimName is spec.resourceClaimName, or the claim generated from the template as
-	// status.resourceClaimStatuses names it ("" until then).
+	// ClaimName is spec.resourceClaimName, or the claim made from the template as
+	// status.resourceClaimStatuses names it ("" until then: Kubernetes makes it while
+	// the pod is gated too).
 	ClaimName string
 	// TemplateName is spec.resourceClaimTemplateName ("" for a claim named directly).
 	TemplateName string
@@ -143,6 +151,9 @@ func PodClaims(pod *corev1.Pod) []PodClaim {
 type ClaimSpecs interface {
 	// Claim returns a ResourceClaim's spec.
 	Claim(namespace, name string) (*resourceapi.ResourceClaimSpec, bool)
+	// ClaimIdentity returns the UID of the ResourceClaim Claim finds, and whether it is
+	// being deleted.
+	ClaimIdentity(namespace, name string) (uid types.UID, deleting bool)
 	// Template returns a ResourceClaimTemplate's spec.spec.
 	Template(namespace, name string) (*resourceapi.ResourceClaimSpec, bool)
 	// ExtendedResourceName returns a DeviceClass's spec.extendedResourceName, "" when
@@ -150,20 +161,26 @@ type ClaimSpecs interface {
 	ExtendedResourceName(class string) string
 }
 
-// ClaimCharge is one claim a pod uses and what it charges. Pods that share a claim
-// carry the same Key, and a budget charges the claim once for all of them.
+// ClaimCharge is one ResourceClaim a pod uses and what it charges. Pods that share a
+// claim carry the same Key, and a budget charges the claim once for all of them.
 type ClaimCharge struct {
-	// Key is "<namespace>/<claim name>", or "<namespace>/<pod uid>/<entry name>" for a
-	// claim still to be made from a template (no other pod can use it yet).
-	Key   string
-	Usage corev1.ResourceList
+	// Key is "<namespace>/<claim name>".
+	Key string `json:"key"`
+	// UID is the claim's: the one whose spec Usage was computed from, which the manager
+	// pins before it admits the pod.
+	UID   types.UID           `json:"uid"`
+	Usage corev1.ResourceList `json:"usage"`
 }
 
-// WithClaims returns pod charged for the claims it uses: Claims lists each, its usage
-// is added to Usage (the pod's charge in a budget where none of them is charged yet),
-// and ClaimsError says which claim or template does not exist yet (a gated pod waits
-// for it). A claim that exists is read over its template; one the pod names that does
-// not exist yet is charged from its template when it has one.
+// Namespace and Name are the claim's, from Key.
+func (c ClaimCharge) Namespace() string { ns, _, _ := strings.Cut(c.Key, "/"); return ns }
+func (c ClaimCharge) Name() string      { _, name, _ := strings.Cut(c.Key, "/"); return name }
+
+// WithClaims returns pod charged for the claims it uses: Claims lists each, its usage is
+// added to Usage (the pod's charge in a budget where none of them is charged yet), and
+// ClaimsError says why a claim cannot be charged yet: it does not exist, or is still to
+// be made from its template, or (for a gated pod) is being deleted. A gated pod with a
+// ClaimsError waits; a template is never charged in place of its claim.
 func WithClaims(pod Pod, claims []PodClaim, specs ClaimSpecs) Pod {
 	if len(claims) == 0 {
 		return pod
@@ -171,43 +188,53 @@ func WithClaims(pod Pod, claims []PodClaim, specs ClaimSpecs) Pod {
 	pod.Usage = maps.Clone(pod.Usage)
 	pod.Claims, pod.ClaimsError = nil, ""
 	for _, c := range claims {
-		key := pod.Namespace + "/" + c.ClaimName
-		spec, ok := (*resourceapi.ResourceClaimSpec)(nil), false
-		if c.ClaimName != "" {
-			spec, ok = specs.Claim(pod.Namespace, c.ClaimName)
-		} else {
-			key = pod.Namespace + "/" + string(pod.UID) + "/" + c.Name
-		}
-		if !ok && c.TemplateName != "" {
-			spec, ok = specs.Template(pod.Namespace, c.TemplateName)
-		}
-		if !ok {
+		spec, uid, problem := claimOf(pod, c, specs)
+		if problem != "" {
 			if pod.ClaimsError == "" {
-				pod.ClaimsError = missingClaim(pod.Namespace, c)
+				pod.ClaimsError = problem
 			}
 			continue
 		}
+		key := pod.Namespace + "/" + c.ClaimName
 		if slices.ContainsFunc(pod.Claims, func(o ClaimCharge) bool { return o.Key == key }) {
 			continue // two entries of the pod name the same claim
 		}
 		usage := ClaimUsage(spec, specs.ExtendedResourceName)
-		pod.Claims = append(pod.Claims, ClaimCharge{Key: key, Usage: usage})
+		pod.Claims = append(pod.Claims, ClaimCharge{Key: key, UID: uid, Usage: usage})
 		addTo(pod.Usage, usage)
 	}
 	pod.Uncountable, _ = amount.Uncountable(pod.Usage)
 	return pod
 }
 
-func missingClaim(namespace string, c PodClaim) string {
-	if c.TemplateName != "" {
-		return fmt.Sprintf("waiting for ResourceClaimTemplate %s/%s (resourceClaims %q) to exist", namespace, c.TemplateName, c.Name)
+// claimOf finds the claim an entry of the pod resolves to, or says why it cannot be
+// charged yet.
+func claimOf(pod Pod, c PodClaim, specs ClaimSpecs) (*resourceapi.ResourceClaimSpec, types.UID, string) {
+	if c.ClaimName == "" {
+		if _, ok := specs.Template(pod.Namespace, c.TemplateName); !ok {
+			return nil, "", fmt.Sprintf("waiting for ResourceClaimTemplate %s/%s (resourceClaims %q) to exist", pod.Namespace, c.TemplateName, c.Name)
+		}
+		return nil, "", fmt.Sprintf("waiting for Kubernetes to make the ResourceClaim of resourceClaims %q from ResourceClaimTemplate %s/%s", c.Name, pod.Namespace, c.TemplateName)
 	}
-	return fmt.Sprintf("waiting for ResourceClaim %s/%s (resourceClaims %q) to exist", namespace, c.ClaimName, c.Name)
+	spec, ok := specs.Claim(pod.Namespace, c.ClaimName)
+	if !ok {
+		return nil, "", fmt.Sprintf("waiting for ResourceClaim %s/%s (resourceClaims %q) to exist", pod.Namespace, c.ClaimName, c.Name)
+	}
+	uid, deleting := specs.ClaimIdentity(pod.Namespace, c.ClaimName)
+	if deleting && pod.Gated {
+		// kube-scheduler does not allocate a claim that is being deleted: admitted, the
+		// pod could not start. It waits for a claim of that name to exist again.
+		return nil, "", fmt.Sprintf("waiting for ResourceClaim %s/%s (resourceClaims %q), which is being deleted, to exist again", pod.Namespace, c.ClaimName, c.Name)
+	}
+	return spec, uid, ""
 }
 
-// sameClaims reports whether two pods' claims have the same keys and usage.
+// sameClaims reports whether two pods' claims are the same claims (key and UID) with the
+// same usage.
 func sameClaims(a, b []ClaimCharge) bool {
-	return slices.EqualFunc(a, b, func(x, y ClaimCharge) bool { return x.Key == y.Key && equalLists(x.Usage, y.Usage) })
+	return slices.EqualFunc(a, b, func(x, y ClaimCharge) bool {
+		return x.Key == y.Key && x.UID == y.UID && equalLists(x.Usage, y.Usage)
+	})
 }
 
 // addTo adds src into dst, entry by entry: a pod's usage and its claims', before

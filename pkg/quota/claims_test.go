@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 )
 
@@ -81,14 +82,19 @@ func TestClaimUsage(t *testing.T) {
 	}
 }
 
-// fakeSpecs are claims and templates of namespace team-a, and class gpu's extended name.
+// fakeSpecs are claims and templates by namespace/name; a claim's UID is "uid-" and its
+// key, and those in deleting are being deleted.
 type fakeSpecs struct {
 	claims, templates map[string]*resourceapi.ResourceClaimSpec
+	deleting          map[string]bool
 }
 
 func (f fakeSpecs) Claim(ns, name string) (*resourceapi.ResourceClaimSpec, bool) {
 	s, ok := f.claims[ns+"/"+name]
 	return s, ok
+}
+func (f fakeSpecs) ClaimIdentity(ns, name string) (types.UID, bool) {
+	return types.UID("uid-" + ns + "/" + name), f.deleting[ns+"/"+name]
 }
 func (f fakeSpecs) Template(ns, name string) (*resourceapi.ResourceClaimSpec, bool) {
 	s, ok := f.templates[ns+"/"+name]
@@ -100,8 +106,10 @@ var testSpecs = fakeSpecs{
 	claims: map[string]*resourceapi.ResourceClaimSpec{
 		"team-a/shared":      claimSpec(exactly("gpu", 4)),
 		"team-a/job-0-gpu-x": claimSpec(exactly("gpu", 8)),
+		"team-a/going":       claimSpec(exactly("gpu", 2)),
 	},
 	templates: map[string]*resourceapi.ResourceClaimSpec{"team-a/eight": claimSpec(exactly("gpu", 8))},
+	deleting:  map[string]bool{"team-a/going": true},
 }
 
 func TestWithClaims(t *testing.T) {
@@ -114,41 +122,42 @@ func TestWithClaims(t *testing.T) {
 	tests := map[string]struct {
 		claims    []corev1.PodResourceClaim
 		generated map[string]string // entry -> claim name in status.resourceClaimStatuses
+		ungated   bool
 		wantKeys  []string
 		wantUsage string
 		wantErr   string
 	}{
 		"no claims: PodUsage alone": {wantUsage: "requests.cpu=1,pods=1,count/pods=1"},
-		"a claim named directly": {
+		"a claim named directly, by its name and UID": {
 			claims:    []corev1.PodResourceClaim{direct("gpus", "shared")},
-			wantKeys:  []string{"team-a/shared"},
+			wantKeys:  []string{"team-a/shared uid-team-a/shared"},
 			wantUsage: "requests.cpu=1,pods=1,count/pods=1,gpu.deviceclass.resource.k8s.io/devices=4,requests.deviceclass.resource.kubernetes.io/gpu=4",
 		},
 		"the same claim twice counts once": {
 			claims:    []corev1.PodResourceClaim{direct("a", "shared"), direct("b", "shared")},
-			wantKeys:  []string{"team-a/shared"},
+			wantKeys:  []string{"team-a/shared uid-team-a/shared"},
 			wantUsage: "requests.cpu=1,pods=1,count/pods=1,gpu.deviceclass.resource.k8s.io/devices=4,requests.deviceclass.resource.kubernetes.io/gpu=4",
 		},
-		"a template whose claim is not made yet: the template, keyed by the pod": {
+		"a template whose claim is not made yet waits for it, charged nothing": {
 			claims:    []corev1.PodResourceClaim{fromTemplate("gpu", "eight")},
-			wantKeys:  []string{"team-a/p/gpu"},
-			wantUsage: "requests.cpu=1,pods=1,count/pods=1,gpu.deviceclass.resource.k8s.io/devices=8,requests.deviceclass.resource.kubernetes.io/gpu=8",
+			wantUsage: "requests.cpu=1,pods=1,count/pods=1",
+			wantErr:   `waiting for Kubernetes to make the ResourceClaim of resourceClaims "gpu" from ResourceClaimTemplate team-a/eight`,
 		},
 		"a template whose claim exists: the claim, by its name": {
 			claims:    []corev1.PodResourceClaim{fromTemplate("gpu", "eight")},
 			generated: map[string]string{"gpu": "job-0-gpu-x"},
-			wantKeys:  []string{"team-a/job-0-gpu-x"},
+			wantKeys:  []string{"team-a/job-0-gpu-x uid-team-a/job-0-gpu-x"},
 			wantUsage: "requests.cpu=1,pods=1,count/pods=1,gpu.deviceclass.resource.k8s.io/devices=8,requests.deviceclass.resource.kubernetes.io/gpu=8",
 		},
-		"a generated claim not in the cache yet is charged from its template": {
+		"a made claim not in the cache yet waits, never charged from its template": {
 			claims:    []corev1.PodResourceClaim{fromTemplate("gpu", "eight")},
 			generated: map[string]string{"gpu": "job-1-gpu-y"},
-			wantKeys:  []string{"team-a/job-1-gpu-y"},
-			wantUsage: "requests.cpu=1,pods=1,count/pods=1,gpu.deviceclass.resource.k8s.io/devices=8,requests.deviceclass.resource.kubernetes.io/gpu=8",
+			wantUsage: "requests.cpu=1,pods=1,count/pods=1",
+			wantErr:   `waiting for ResourceClaim team-a/job-1-gpu-y (resourceClaims "gpu") to exist`,
 		},
 		"a missing claim is named": {
 			claims:    []corev1.PodResourceClaim{direct("gpus", "shared"), direct("more", "nowhere")},
-			wantKeys:  []string{"team-a/shared"},
+			wantKeys:  []string{"team-a/shared uid-team-a/shared"},
 			wantUsage: "requests.cpu=1,pods=1,count/pods=1,gpu.deviceclass.resource.k8s.io/devices=4,requests.deviceclass.resource.kubernetes.io/gpu=4",
 			wantErr:   `waiting for ResourceClaim team-a/nowhere (resourceClaims "more") to exist`,
 		},
@@ -156,6 +165,17 @@ func TestWithClaims(t *testing.T) {
 			claims:    []corev1.PodResourceClaim{fromTemplate("gpu", "sixteen")},
 			wantUsage: "requests.cpu=1,pods=1,count/pods=1",
 			wantErr:   `waiting for ResourceClaimTemplate team-a/sixteen (resourceClaims "gpu") to exist`,
+		},
+		"a gated pod waits while its claim is being deleted": {
+			claims:    []corev1.PodResourceClaim{direct("gpus", "going")},
+			wantUsage: "requests.cpu=1,pods=1,count/pods=1",
+			wantErr:   `waiting for ResourceClaim team-a/going (resourceClaims "gpus"), which is being deleted, to exist again`,
+		},
+		"an admitted pod stays charged for its claim while it is being deleted": {
+			claims:    []corev1.PodResourceClaim{direct("gpus", "going")},
+			ungated:   true,
+			wantKeys:  []string{"team-a/going uid-team-a/going"},
+			wantUsage: "requests.cpu=1,pods=1,count/pods=1,gpu.deviceclass.resource.k8s.io/devices=2,requests.deviceclass.resource.kubernetes.io/gpu=2",
 		},
 	}
 	for name, tc := range tests {
@@ -166,10 +186,11 @@ func TestWithClaims(t *testing.T) {
 				pod.Status.ResourceClaimStatuses = append(pod.Status.ResourceClaimStatuses, corev1.PodResourceClaimStatus{Name: entry, ResourceClaimName: ptr.To(claim)})
 			}
 			before := NewPod(pod, "", t0)
+			before.Gated = !tc.ungated
 			got := WithClaims(before, PodClaims(pod), testSpecs)
 			var keys []string
 			for _, c := range got.Claims {
-				keys = append(keys, c.Key)
+				keys = append(keys, c.Key+" "+string(c.UID))
 			}
 			if diff := cmp.Diff(tc.wantKeys, keys); diff != "" {
 				t.Errorf("claim keys (-want +got):\n%s", diff)
@@ -276,4 +297,38 @@ func TestAdmitSharedClaimAndPendingClaim(t *testing.T) {
 		t.Errorf("admitted after the claim's last pod ended (-want +got):\n%s", diff)
 	}
 	devices(1)
+}
+
+// A claim of the same name and spec, made again, is another claim: the pod's view
+// changes, so a gated pod is decided again and the claim it is charged for is the new one.
+func TestSameClaimsComparesUIDs(t *testing.T) {
+	usage := parseList("gpu.deviceclass.resource.k8s.io/devices=1")
+	a := []ClaimCharge{{Key: "team-a/c", UID: "u1", Usage: usage}}
+	if !sameClaims(a, []ClaimCharge{{Key: "team-a/c", UID: "u1", Usage: usage}}) {
+		t.Error("the same claim is not the same")
+	}
+	if sameClaims(a, []ClaimCharge{{Key: "team-a/c", UID: "u2", Usage: usage}}) {
+		t.Error("a claim made again under the same name is the same")
+	}
+}
+
+// The core hands out, with an admission, the claims it charged, by name and UID: what
+// the controller pins before the ungate patch.
+func TestAdmissionCarriesItsClaims(t *testing.T) {
+	q, _ := newTestQueue()
+	q.SetNamespace("team-a", map[string]string{"quotagate.io/enabled": "true"})
+	q.UpsertBudget(makeBudget("team-a", "gpus").Hard("gpu.deviceclass.resource.k8s.io/devices=4").Obj())
+	p := withClaims(makePod("a").NS("team-a").Pod(), map[string]int64{"shared": 4})
+	q.UpsertPod(p)
+	adm := q.Admit()
+	if len(adm) != 1 {
+		t.Fatalf("Admit = %v, want one", adm)
+	}
+	want := []ClaimCharge{{Key: "team-a/shared", UID: "uid-team-a/shared", Usage: p.Claims[0].Usage}}
+	if diff := cmp.Diff(want, adm[0].Claims); diff != "" {
+		t.Errorf("Admission.Claims (-want +got):\n%s", diff)
+	}
+	if got := adm[0].Claims[0]; got.Namespace() != "team-a" || got.Name() != "shared" {
+		t.Errorf("claim %s: namespace %q, name %q", got.Key, got.Namespace(), got.Name())
+	}
 }

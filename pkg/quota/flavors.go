@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,8 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
-
-	"strconv"
 )
 
 // Flavors: quota per kind of node. A budget's spec.flavors hold quota for each flavor

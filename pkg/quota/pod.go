@@ -17,7 +17,6 @@ import (
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
 	"github.com/quotagate/quotagate/pkg/gates"
-
 	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
 )
 

@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
-
 	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
 )
 

@@ -2,13 +2,11 @@ package quota
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
-
-	"strings"
-
-	"slices"
 )
 
 // Devices in the randomized model: some pods use one of a few ResourceClaims of their

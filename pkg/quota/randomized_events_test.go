@@ -4,7 +4,9 @@ package quota
 // and the API server delivers late.
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,10 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
-
-	"maps"
-
-	"encoding/json"
 )
 
 func (w *world) randomHard() corev1.ResourceList {

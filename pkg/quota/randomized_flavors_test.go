@@ -10,9 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/types"
-
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 var randomFlavorSeeds = flag.Int("quota.flavorseeds", 200, "seeds for TestRandomizedFlavors; -short runs 30")

@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
-
 	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
 )
 

@@ -36,6 +36,8 @@ that no new pod is gated, then every gated pod is released (pods are listed
 final pass releases the pods the webhook gated while the API server still called it.
 --admission-policy-binding does the same for the gate policy's
 MutatingAdmissionPolicyBinding (admission mode policy).
+With --all, the manager's finalizer quotagate.io/charged is then removed from every
+ResourceClaim: the manager, gone, would never remove it once the claims' pods end.
 Running the command again after a partial failure finishes the job.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -57,6 +59,7 @@ Running the command again after a partial failure finishes the job.`,
 				return fmt.Errorf("building a client: %w", err)
 			}
 			ro.Gate = o.Controller.Gate
+			ro.UnpinClaims = all
 			ctx := logr.NewContext(cmd.Context(), ctrl.Log.WithName("release"))
 			n, err := controller.ReleaseAll(ctx, cs, ro)
 			fmt.Fprintf(cmd.OutOrStdout(), "released %d pods\n", n)

@@ -3,8 +3,11 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
@@ -13,42 +16,61 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/quotagate/quotagate/api/v1alpha1"
 	"github.com/quotagate/quotagate/pkg/quota"
 )
 
-// DRA: a pod's devices are charged from the ResourceClaims and ResourceClaimTemplates it
-// uses (pkg/quota/claims.go says what each charges). The manager watches them and the
-// DeviceClasses (for spec.extendedResourceName), and gives the core a pod's view again
-// whenever one of those it uses changes. On a cluster that does not serve
+// DRA: a pod's devices are charged from the ResourceClaims it uses and from the extended
+// resources a DeviceClass backs (pkg/quota/claims.go says what each charges). The manager
+// watches claims, templates and DeviceClasses, and gives the core a pod's view again
+// whenever one of those it uses changes. Before it removes a pod's gate it pins each
+// claim the pod is charged for (claimpins.go). On a cluster that does not serve
 // resource.k8s.io/v1 pods cannot use claims, and nothing is counted from them.
 //
 // +kubebuilder:rbac:groups=resource.k8s.io,resources=resourceclaims;resourceclaimtemplates;deviceclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=resource.k8s.io,resources=resourceclaims,verbs=patch
 
 // claimIndex is what the manager knows of claims, templates and device classes, and
-// which pods use each claim or template. It is the quota.ClaimSpecs the pods are
-// resolved against.
+// which pods use each claim, template or extended resource. It is the quota.ClaimSpecs
+// and quota.DeviceClasses the pods are resolved against.
 //
 // mu is held while a pod is resolved and given to the core, and while an event of a
 // claim, template or class is applied and its pods given again: a pod's view in the
 // core is never older than the claims it was resolved with.
 type claimIndex struct {
 	mu        sync.Mutex
-	claims    map[string]*resourceapi.ResourceClaimSpec // namespace/name
+	claims    map[string]*claimEntry                    // namespace/name
 	templates map[string]*resourceapi.ResourceClaimSpec // namespace/name
-	extended  map[string]string                         // device class -> extendedResourceName
-	// users are the pods (by UID, with their namespace/name) that use a claim or
-	// template, by claimKey or templateKey; uses is the reverse.
+	classes   map[string]quota.DeviceClassInfo          // by name
+	// backing is quota.BackingClasses of classes: the class that backs each extended
+	// resource name.
+	backing map[corev1.ResourceName]string
+	// users are the pods (by UID, with their namespace/name) that use a claim, template
+	// or extended resource, by claimKey, templateKey or extendedKey; uses is the reverse.
 	users map[string]map[types.UID]string
 	uses  map[types.UID][]string
 }
 
-var _ quota.ClaimSpecs = (*claimIndex)(nil)
+// claimEntry is what the index keeps of a ResourceClaim.
+type claimEntry struct {
+	spec     *resourceapi.ResourceClaimSpec
+	uid      types.UID
+	deleting bool
+	// pinned: the claim carries v1alpha1.ChargedFinalizer.
+	pinned bool
+}
+
+var (
+	_ quota.ClaimSpecs    = (*claimIndex)(nil)
+	_ quota.DeviceClasses = (*claimIndex)(nil)
+)
 
 func newClaimIndex() *claimIndex {
 	return &claimIndex{
-		claims:    map[string]*resourceapi.ResourceClaimSpec{},
+		claims:    map[string]*claimEntry{},
 		templates: map[string]*resourceapi.ResourceClaimSpec{},
-		extended:  map[string]string{},
+		classes:   map[string]quota.DeviceClassInfo{},
+		backing:   map[corev1.ResourceName]string{},
 		users:     map[string]map[types.UID]string{},
 		uses:      map[types.UID][]string{},
 	}
@@ -56,11 +78,26 @@ func newClaimIndex() *claimIndex {
 
 func claimKey(namespace, name string) string    { return "claim/" + namespace + "/" + name }
 func templateKey(namespace, name string) string { return "template/" + namespace + "/" + name }
+func extendedKey(name corev1.ResourceName) string {
+	return "extended/" + string(name)
+}
 
-// Claim, Template and ExtendedResourceName are read with mu held (by resolve).
+// Claim, ClaimIdentity, Template, ExtendedResourceName and BackingClass are read with mu
+// held (by resolve and view).
 func (x *claimIndex) Claim(namespace, name string) (*resourceapi.ResourceClaimSpec, bool) {
-	s, ok := x.claims[namespace+"/"+name]
-	return s, ok
+	e, ok := x.claims[namespace+"/"+name]
+	if !ok {
+		return nil, false
+	}
+	return e.spec, true
+}
+
+func (x *claimIndex) ClaimIdentity(namespace, name string) (types.UID, bool) {
+	e, ok := x.claims[namespace+"/"+name]
+	if !ok {
+		return "", false
+	}
+	return e.uid, e.deleting
 }
 
 func (x *claimIndex) Template(namespace, name string) (*resourceapi.ResourceClaimSpec, bool) {
@@ -68,20 +105,40 @@ func (x *claimIndex) Template(namespace, name string) (*resourceapi.ResourceClai
 	return s, ok
 }
 
-func (x *claimIndex) ExtendedResourceName(class string) string { return x.extended[class] }
+func (x *claimIndex) ExtendedResourceName(class string) string {
+	return x.classes[class].ExtendedResourceName
+}
 
-// resolve charges p for its claims (quota.WithClaims) and records that it uses them.
+func (x *claimIndex) BackingClass(name corev1.ResourceName) string { return x.backing[name] }
+
+// pinned reports whether the claim namespace/name carries v1alpha1.ChargedFinalizer, as
+// far as the cache knows. mu must be held.
+func (x *claimIndex) pinned(key string) bool {
+	e, ok := x.claims[key]
+	return ok && e.pinned
+}
+
+// view is the pod charged for the devices of its extended resources and its claims.
 // mu must be held.
-func (x *claimIndex) resolve(p quota.Pod, claims []quota.PodClaim) quota.Pod {
+func (x *claimIndex) view(p quota.Pod, cp *cachedPod) quota.Pod {
+	return quota.WithClaims(quota.WithExtendedDevices(p, cp.extended, x), cp.claims, x)
+}
+
+// resolve charges p, the view of cp, for its devices (view) and records what it uses.
+// mu must be held.
+func (x *claimIndex) resolve(p quota.Pod, cp *cachedPod) quota.Pod {
 	x.forget(p.UID)
 	var keys []string
-	for _, c := range claims {
+	for _, c := range cp.claims {
 		if c.ClaimName != "" {
 			keys = append(keys, claimKey(p.Namespace, c.ClaimName))
 		}
 		if c.TemplateName != "" {
 			keys = append(keys, templateKey(p.Namespace, c.TemplateName))
 		}
+	}
+	for name := range cp.extended {
+		keys = append(keys, extendedKey(name))
 	}
 	for _, k := range keys {
 		if x.users[k] == nil {
@@ -90,7 +147,7 @@ func (x *claimIndex) resolve(p quota.Pod, claims []quota.PodClaim) quota.Pod {
 		x.users[k][p.UID] = p.Namespace + "/" + p.Name
 	}
 	x.uses[p.UID] = keys
-	return quota.WithClaims(p, claims, x)
+	return x.view(p, cp)
 }
 
 // forget drops a pod from the users. mu must be held.
@@ -104,8 +161,8 @@ func (x *claimIndex) forget(uid types.UID) {
 	delete(x.uses, uid)
 }
 
-// podsOf returns the pods (namespace/name) that use a claim or template; every pod that
-// uses any when key is "". mu must be held.
+// podsOf returns the pods (namespace/name) that use a claim, template or extended
+// resource; every pod that uses any when key is "". mu must be held.
 func (x *claimIndex) podsOf(key string) []string {
 	var out []string
 	if key != "" {
@@ -139,6 +196,7 @@ func (c *Controller) setupClaims(ctx context.Context, mgr manager.Manager) error
 		return nil
 	}
 	c.claims = newClaimIndex()
+	c.pins = newClaimPins()
 	for _, h := range []struct {
 		obj     client.Object
 		handler toolscache.ResourceEventHandler
@@ -199,7 +257,11 @@ func (c *Controller) onClaimObject(obj any, deleted bool) {
 		if deleted {
 			delete(x.claims, k)
 		} else {
-			x.claims[k] = &o.Spec
+			x.claims[k] = &claimEntry{spec: &o.Spec, uid: o.UID, deleting: o.DeletionTimestamp != nil,
+				pinned: slices.Contains(o.Finalizers, v1alpha1.ChargedFinalizer)}
+			if x.claims[k].pinned {
+				c.pins.check(k) // whether a pod may still run with it
+			}
 		}
 		key = claimKey(o.Namespace, o.Name)
 	case *resourceapi.ResourceClaimTemplate:
@@ -211,19 +273,23 @@ func (c *Controller) onClaimObject(obj any, deleted bool) {
 		}
 		key = templateKey(o.Namespace, o.Name)
 	case *resourceapi.DeviceClass:
-		ext := ""
-		if !deleted && o.Spec.ExtendedResourceName != nil {
-			ext = *o.Spec.ExtendedResourceName
+		info := quota.DeviceClassInfo{Name: o.Name, Created: o.CreationTimestamp.Time}
+		if o.Spec.ExtendedResourceName != nil {
+			info.ExtendedResourceName = *o.Spec.ExtendedResourceName
 		}
-		if x.extended[o.Name] == ext {
+		old, known := x.classes[o.Name]
+		switch {
+		case deleted && !known:
 			return
+		case deleted:
+			delete(x.classes, o.Name)
+		case known && old.ExtendedResourceName == info.ExtendedResourceName && old.Created.Equal(info.Created):
+			return // nothing a pod is charged by changed
+		default:
+			x.classes[o.Name] = info
 		}
-		if ext == "" {
-			delete(x.extended, o.Name)
-		} else {
-			x.extended[o.Name] = ext
-		}
-		// key "" : a class may be used by any claim.
+		x.backing = quota.BackingClasses(slices.Collect(maps.Values(x.classes)))
+		// key "": a class may back any claim or extended resource.
 	default:
 		return
 	}
@@ -239,17 +305,21 @@ func (c *Controller) onClaimObject(obj any, deleted bool) {
 	c.wake()
 }
 
-// upsertLocked gives the core a pod resolved against its claims; c.claims.mu is held.
+// upsertLocked gives the core a pod resolved against its devices; c.claims.mu is held.
 func (c *Controller) upsertLocked(cp *cachedPod) quota.Pod {
-	p := c.claims.resolve(cp.at(c.opts.Clock.Now(), c.opts.Gate), cp.claims)
+	p := c.claims.resolve(cp.at(c.opts.Clock.Now(), c.opts.Gate), cp)
 	c.core.UpsertPod(p)
 	return p
 }
 
-// upsertPod gives the core a pod: resolved against its claims when it uses some and the
-// cluster serves them.
+// usesDevices reports whether a pod's view depends on the DRA objects: it uses claims or
+// asks extended resources that a DeviceClass may back.
+func usesDevices(cp *cachedPod) bool { return len(cp.claims) > 0 || len(cp.extended) > 0 }
+
+// upsertPod gives the core a pod: resolved against its devices when it may use some and
+// the cluster serves them.
 func (c *Controller) upsertPod(cp *cachedPod) quota.Pod {
-	if c.claims == nil || len(cp.claims) == 0 {
+	if c.claims == nil || !usesDevices(cp) {
 		p := cp.at(c.opts.Clock.Now(), c.opts.Gate)
 		c.core.UpsertPod(p)
 		return p

@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,16 +15,17 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/quotagate/quotagate/api/v1alpha1"
 	"github.com/quotagate/quotagate/internal/testbed"
 	"github.com/quotagate/quotagate/pkg/quota"
 )
 
 // DRA devices, as a tenant with nothing but the built-in edit role makes them: a pod
-// that asks 8 devices of class <ns> through a ResourceClaimTemplate waits under a
-// Budget of 4 and is charged 8 once it is raised to 8; two pods that share a
-// ResourceClaim of 4 are charged 4, until the last of them ends; a pod whose template
-// does not exist waits and says for which. No driver allocates anything: quotagate
-// charges at ungate, as ResourceQuota charges at claim creation.
+// that asks 8 devices of class <ns> through a ResourceClaimTemplate waits for its claim,
+// then under a Budget of 4, and is charged 8 once it is raised to 8, its claim pinned;
+// two pods that share a ResourceClaim of 4 are charged 4, until the last of them ends; a
+// pod whose template does not exist waits and says for which. No driver allocates
+// anything: quotagate charges at ungate, as ResourceQuota charges at claim creation.
 func TestDRADevicesAreChargedFromClaims(t *testing.T) {
 	ctx := t.Context()
 	ns := newNamespace(t, true)
@@ -49,13 +51,18 @@ func TestDRADevicesAreChargedFromClaims(t *testing.T) {
 	tenantCreate(t, tenant.CoreV1().Pods(ns).Create, claimPod(ns, "trainer", corev1.PodResourceClaim{Name: "gpu", ResourceClaimTemplateName: ptr.To("eight")}))
 	tenantCreate(t, tenant.CoreV1().Pods(ns).Create, claimPod(ns, "early", corev1.PodResourceClaim{Name: "gpu", ResourceClaimTemplateName: ptr.To("sixteen")}))
 
+	// Kubernetes makes the claim from the template while the pod is gated: the pod is
+	// charged what the claim asks, and waits.
 	waitReason(t, m, ns, "trainer", quota.CodeNeverFits, string(devices)+": 8 requested, more than the 4 hard")
 	waitReason(t, m, ns, "early", quota.CodeClaimPending, "waiting for ResourceClaimTemplate "+ns+"/sixteen")
-	// Kubernetes makes the claim from the template while the pod is gated; it is
-	// still charged as the template says, and still waits.
+	var generated string
 	testbed.Poll(t, time.Minute, "the trainer's claim to be generated", func(context.Context) (bool, error) {
 		p, err := clientset.CoreV1().Pods(ns).Get(ctx, "trainer", metav1.GetOptions{})
-		return err == nil && len(p.Status.ResourceClaimStatuses) == 1, err
+		if err != nil || len(p.Status.ResourceClaimStatuses) != 1 || p.Status.ResourceClaimStatuses[0].ResourceClaimName == nil {
+			return false, err
+		}
+		generated = *p.Status.ResourceClaimStatuses[0].ResourceClaimName
+		return true, nil
 	})
 	if !isGated(t, ns, "trainer") || !isGated(t, ns, "early") {
 		t.Fatal("a pod was admitted past a Budget of 4 devices")
@@ -64,6 +71,11 @@ func TestDRADevicesAreChargedFromClaims(t *testing.T) {
 	setHard(t, ns, "gpus", corev1.ResourceList{devices: resource.MustParse("8"), extended: resource.MustParse("100")})
 	testbed.Poll(t, time.Minute, "the trainer to be admitted", func(context.Context) (bool, error) { return !isGated(t, ns, "trainer"), nil })
 	wantUsed(t, ns, "gpus", map[corev1.ResourceName]string{devices: "8", extended: "8"})
+	if claim, err := clientset.ResourceV1().ResourceClaims(ns).Get(ctx, generated, metav1.GetOptions{}); err != nil {
+		t.Errorf("getting the trainer's claim %s: %v", generated, err)
+	} else if !slices.Contains(claim.Finalizers, v1alpha1.ChargedFinalizer) {
+		t.Errorf("the admitted trainer's claim %s has finalizers %v; want it pinned", generated, claim.Finalizers)
+	}
 
 	// A claim shared by two pods is charged once, and stays charged while either runs.
 	setHard(t, ns, "gpus", corev1.ResourceList{devices: resource.MustParse("12"), extended: resource.MustParse("100")})

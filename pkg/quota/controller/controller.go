@@ -47,8 +47,10 @@ type Controller struct {
 	recorder  recorder.EventRecorder
 	// flavorNesting writes the Flavors' Nested conditions (flavorstatus.go).
 	flavorNesting *flavorNesting
-	// claims are the DRA objects pods use; nil when resource.k8s.io/v1 is not served.
+	// claims are the DRA objects pods use, and pins the claims pinned for admitted pods
+	// (claimpins.go); both nil when resource.k8s.io/v1 is not served.
 	claims *claimIndex
+	pins   *claimPins
 	// estimates is the estimator (estimates.go); nil when it is off.
 	estimates *estimator
 
@@ -245,6 +247,9 @@ func (c *Controller) run(ctx context.Context) error {
 	}
 	wg.Go(func() { c.runStatus(ctx) })
 	wg.Go(func() { c.flavorNesting.run(ctx) })
+	if c.pins != nil {
+		wg.Go(func() { c.runClaimReleases(ctx) })
+	}
 	defer wg.Wait()
 	defer close(work)
 

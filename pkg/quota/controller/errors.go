@@ -14,6 +14,10 @@ import (
 // the first try already removed the gate. ungate settles each with a fresh read.
 const reasonNotFound = "not_found"
 
+// reasonClaimNotPinned counts the ungates not sent because a ResourceClaim the pod is
+// charged for could not be pinned (claimpins.go).
+const reasonClaimNotPinned = "claim_not_pinned"
+
 // classify returns the metric reason of an ungate patch's error ("" for success).
 func classify(err error) string {
 	switch {

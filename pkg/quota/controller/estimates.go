@@ -333,15 +333,15 @@ func (c *Controller) worldBuilder(ctx context.Context, now time.Time, l *estimat
 	return b, nil
 }
 
-// viewOf is the core's view of a cached pod at now, charged for its claims as upsertPod
+// viewOf is the core's view of a cached pod at now, charged for its devices as upsertPod
 // gives it to the core, read only: unlike resolve, it records nothing in the claims'
 // users (a pod deleted since the store was listed must not come back there).
 func (c *Controller) viewOf(cp *cachedPod, now time.Time) quota.Pod {
 	p := cp.at(now, c.opts.Gate)
-	if c.claims == nil || len(cp.claims) == 0 {
+	if c.claims == nil || !usesDevices(cp) {
 		return p
 	}
 	c.claims.mu.Lock()
 	defer c.claims.mu.Unlock()
-	return quota.WithClaims(p, cp.claims, c.claims)
+	return c.claims.view(p, cp)
 }

@@ -25,6 +25,8 @@ func (c *Controller) podHandler() toolscache.ResourceEventHandler {
 				}
 				c.mu.Unlock()
 				c.core.DeletePod(uid)
+				c.checkClaimsOf(pod, true)
+				c.pins.forget(uid)
 				c.forgetClaimUser(uid)
 				c.forgetWaiting(uid)
 				c.wake()
@@ -51,6 +53,7 @@ func (c *Controller) onPod(obj any, initialList bool) {
 	// A gated pod of a namespace that is not (or no longer) opted in is released by the
 	// core itself, in Admit (reason NamespaceNotEnabled), through the same patch path.
 	p := c.upsertPod(cp)
+	c.checkClaimsOf(cp, false)
 	if p.Gated && !p.Terminal {
 		c.noteGated(p.PodRef, initialList)
 	} else {

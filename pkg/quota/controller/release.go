@@ -36,7 +36,9 @@ import (
 //     that was opted in once may still hold gated pods, so no namespace is skipped;
 //  3. once the API servers have had WebhookDrain to see the configuration gone, runs a
 //     final pass, for the pods the webhook gated between step 2's list of their page and
-//     the moment the API server stopped calling it.
+//     the moment the API server stopped calling it;
+//  4. with --all (ReleaseOptions.UnpinClaims), removes the manager's finalizer from every
+//     ResourceClaim it pinned (claimpins.go): no manager will release them any more.
 //
 // Every step is idempotent (a deleted configuration is not an error, a pod without the
 // gate is left alone), so the hook's Job can simply be retried after a partial failure.
@@ -83,6 +85,10 @@ type ReleaseOptions struct {
 	WebhookDrain time.Duration
 	// RetryBackoff is the first wait before a pod's patch is retried; it doubles.
 	RetryBackoff time.Duration
+	// UnpinClaims, once the pods are released, removes the manager's finalizer
+	// (v1alpha1.ChargedFinalizer) from every ResourceClaim of the cluster: at uninstall,
+	// no manager is left to remove it once the claims' pods end. Every namespace only.
+	UnpinClaims bool
 }
 
 func (o ReleaseOptions) withDefaults() ReleaseOptions {
@@ -106,6 +112,9 @@ func ReleaseAll(ctx context.Context, cs kubernetes.Interface, opts ReleaseOption
 	opts = opts.withDefaults()
 	if opts.Gate == "" {
 		return 0, errors.New("releasing pods: no gate given")
+	}
+	if opts.UnpinClaims && opts.Namespace != "" {
+		return 0, errors.New("releasing pods: claims are unpinned in every namespace only")
 	}
 	log := logr.FromContextOrDiscard(ctx)
 	var removedAt time.Time
@@ -137,6 +146,19 @@ func ReleaseAll(ctx context.Context, cs kubernetes.Interface, opts ReleaseOption
 	}
 
 	r := &releaser{cs: cs, opts: opts}
+	released, err := r.releasePods(ctx, removedAt)
+	if !opts.UnpinClaims {
+		return released, err
+	}
+	unpinned, unpinErr := unpinAllClaims(ctx, cs, opts.PageSize)
+	log.Info("Unpinned ResourceClaims", "unpinned", unpinned)
+	return released, errors.Join(err, unpinErr)
+}
+
+// releasePods runs the passes: one, and a final one once the webhook (or gate policy)
+// removed at removedAt can no longer gate a pod.
+func (r *releaser) releasePods(ctx context.Context, removedAt time.Time) (int, error) {
+	opts, log := r.opts, logr.FromContextOrDiscard(ctx)
 	released, err := r.pass(ctx)
 	log.Info("Released gated pods", "pass", 1, "released", released)
 	if opts.WebhookConfiguration == "" && opts.AdmissionPolicyBinding == "" {

@@ -9,15 +9,20 @@ import (
 	"testing"
 
 	gocmp "github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
 
+	"github.com/quotagate/quotagate/api/v1alpha1"
 	"github.com/quotagate/quotagate/internal/testbed/podtest"
 	"github.com/quotagate/quotagate/pkg/gates"
 	"github.com/quotagate/quotagate/pkg/quota/controller"
@@ -312,4 +317,50 @@ func mustAtoi(t *testing.T, s string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// At uninstall (UnpinClaims), once the pods are released, the manager's finalizer goes
+// from every ResourceClaim that carries it, other finalizers stay, and a claim deleted
+// while pinned is let go; a second run finds nothing to do.
+func TestReleaseAllUnpinsClaims(t *testing.T) {
+	claim := func(ns, name string, finalizers ...string) *resourceapi.ResourceClaim {
+		return &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
+			UID: types.UID("uid-" + ns + "-" + name), Finalizers: finalizers}}
+	}
+	deleted := claim("ns-1", "deleted", v1alpha1.ChargedFinalizer)
+	deleted.DeletionTimestamp = ptr.To(metav1.Now())
+	cs := newPagedClientset(
+		gatedPodIn("ns-0", "p", releaseGate),
+		claim("ns-0", "pinned", v1alpha1.ChargedFinalizer),
+		claim("ns-0", "shared", "example.com/keep", v1alpha1.ChargedFinalizer),
+		claim("ns-1", "plain"),
+		deleted,
+	)
+	n, err := controller.ReleaseAll(t.Context(), cs, releaseOptions(func(o *controller.ReleaseOptions) { o.UnpinClaims = true }))
+	if err != nil || n != 1 {
+		t.Fatalf("ReleaseAll = %d, %v; want 1 pod released", n, err)
+	}
+	want := map[string][]string{"ns-0/pinned": nil, "ns-0/shared": {"example.com/keep"}, "ns-1/plain": nil, "ns-1/deleted": nil}
+	list, err := cs.ResourceV1().ResourceClaims("").List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]string{}
+	for _, c := range list.Items {
+		got[c.Namespace+"/"+c.Name] = c.Finalizers
+	}
+	if _, kept := got["ns-1/deleted"]; !kept {
+		got["ns-1/deleted"] = nil // let go: the tracker deleted it, or left it without finalizers
+	}
+	if diff := gocmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("claims' finalizers after the uninstall (-want +got):\n%s", diff)
+	}
+	if _, err := controller.ReleaseAll(t.Context(), cs, releaseOptions(func(o *controller.ReleaseOptions) { o.UnpinClaims = true })); err != nil {
+		t.Errorf("a second run: %v", err)
+	}
+	if _, err := controller.ReleaseAll(t.Context(), cs, releaseOptions(func(o *controller.ReleaseOptions) {
+		o.UnpinClaims, o.Namespace = true, "ns-0"
+	})); err == nil {
+		t.Error("unpinning the claims of one namespace only was accepted")
+	}
 }

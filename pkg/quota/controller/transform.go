@@ -38,6 +38,9 @@ type cachedPod struct {
 	// claims are the pod's spec.resourceClaims, resolved (nil for none): the core's
 	// view gets what they charge when the pod is given to it (claims.go).
 	claims []quota.PodClaim
+	// extended are its requests that a DeviceClass may back (quota.ExtendedRequests; nil
+	// for none): the core's view gets the devices of those a class backs (claims.go).
+	extended corev1.ResourceList
 	// facts are what the estimator reads of the pod (its owner, deadline, declared
 	// duration, start and end), compact (estimate.Facts.Compact: a bare pod's own name
 	// left out) and shared between pods with equal ones: the gated pods of one Job, or
@@ -123,6 +126,7 @@ func compactPod(pod *corev1.Pod) *cachedPod {
 		hasAnnotations: len(pod.Annotations) > 0,
 		placement:      placementOf(pod),
 		claims:         quota.PodClaims(pod),
+		extended:       quota.ExtendedRequests(pod),
 		facts:          unique.Make(estimate.FactsOf(pod).Compact(pod.Name)),
 	}
 }

@@ -24,6 +24,10 @@ const maxFencedTries = 3
 
 // ungate removes the gate of one admitted pod and reports the outcome to the core.
 //
+// The ResourceClaims the pod is charged for are pinned first (claimpins.go): a pod whose
+// claims are not all pinned is not ungated (NotSent), so it never runs with a claim it
+// was not charged for.
+//
 // Each attempt is fenced: the patch tests the pod's resourceVersion as well as the
 // gate, so it can apply only to the version it was built from (gates.UngatePatch).
 // When the answer is anything but success, the patch may still have applied (a lost
@@ -48,10 +52,15 @@ func (c *Controller) ungate(ctx context.Context, a quota.Admission) {
 		return
 	}
 	pod, view := cached.patchTarget(), cached.view
+	pinned := false
+	if len(a.Claims) > 0 {
+		c.pins.begin(a.Pod.UID)
+		defer c.pins.end(a.Pod.UID, a.Claims)
+	}
 	// Read before the patch: once the informer shows the pod ungated, it is no longer
 	// known as waiting.
 	since := c.waitStart(a)
-	budgets, borrowing := keyStrings(a.Budgets), keyStrings(a.Borrowing)
+	budgets := keyStrings(a.Budgets)
 	for try := 1; ; try++ {
 		if !gates.HasGate(pod, c.opts.Gate) {
 			// Seen without the gate: an earlier attempt (or someone else) removed it.
@@ -70,21 +79,10 @@ func (c *Controller) ungate(ctx context.Context, a quota.Admission) {
 			return
 		}
 		// The cached pod knows whether the real pod has annotations (patchTarget),
-		// so the patch adds keys one by one then, never the whole map.
-		annotations := map[string]string{
-			v1alpha1.AdmittedAtAnnotation:     now.UTC().Format(time.RFC3339),
-			v1alpha1.AdmittedByAnnotation:     strings.Join(budgets, ","),
-			v1alpha1.AdmittedLabelsAnnotation: quota.AdmittedLabelsText(a.Labels),
-		}
-		if len(borrowing) > 0 {
-			annotations[v1alpha1.BorrowingAnnotation] = strings.Join(borrowing, ",")
-		}
-		if a.Flavor != nil {
-			annotations[v1alpha1.FlavorAnnotation] = a.Flavor.Name
-		}
-		// The cached pod knows its nodeSelector and tolerations too (patchTarget), so
-		// the patch adds only what the flavor's are missing.
-		patch, _, conflict := gates.UngatePatchOnFlavor(pod, c.opts.Gate, annotations, nodeLabels, tolerations)
+		// so the patch adds keys one by one then, never the whole map. It knows its
+		// nodeSelector and tolerations too, so the patch adds only what the flavor's
+		// are missing.
+		patch, _, conflict := gates.UngatePatchOnFlavor(pod, c.opts.Gate, admissionRecord(a, now), nodeLabels, tolerations)
 		attempt := pod.ResourceVersion
 		if conflict != nil {
 			// The core chooses only flavors a pod does not contradict, so the pod's
@@ -94,6 +92,18 @@ func (c *Controller) ungate(ctx context.Context, a quota.Admission) {
 			c.core.Done(a.Pod.UID, quota.NotSent, attempt)
 			logger.V(loglevel.Events).Info("Not ungating the pod: its nodeSelector contradicts the flavor it was admitted on; deciding again", "reason", conflict.Error())
 			return
+		}
+		if len(a.Claims) > 0 {
+			if !pinned {
+				if err := c.pinClaims(ctx, a.Claims); err != nil {
+					c.core.Done(a.Pod.UID, quota.NotSent, attempt)
+					c.metrics.ungateErrors.WithLabelValues(reasonClaimNotPinned).Inc()
+					logger.V(loglevel.Events).Info("Not ungating the pod: a ResourceClaim it is charged for is not pinned; deciding again", "reason", err.Error())
+					return
+				}
+				pinned = true
+			}
+			c.pins.sending(a.Pod.UID, attempt)
 		}
 		err := c.patch(ctx, pod, patch)
 		reason := classify(err)
@@ -139,6 +149,24 @@ func (c *Controller) ungate(ctx context.Context, a quota.Admission) {
 		logger.V(loglevel.Details).Info("Ungate did not apply; backing off", "reason", reason, "error", err.Error())
 		return
 	}
+}
+
+// admissionRecord is what the ungate patch writes into the pod's annotations: when it was
+// admitted, by which budgets, borrowing beyond which, on which flavor. Only the manager
+// may write these (v1alpha1.ManagerWritten, which the gate guard enforces).
+func admissionRecord(a quota.Admission, now time.Time) map[string]string {
+	record := map[string]string{
+		v1alpha1.AdmittedAtAnnotation:     now.UTC().Format(time.RFC3339),
+		v1alpha1.AdmittedByAnnotation:     strings.Join(keyStrings(a.Budgets), ","),
+		v1alpha1.AdmittedLabelsAnnotation: quota.AdmittedLabelsText(a.Labels),
+	}
+	if len(a.Borrowing) > 0 {
+		record[v1alpha1.BorrowingAnnotation] = strings.Join(keyStrings(a.Borrowing), ",")
+	}
+	if a.Flavor != nil {
+		record[v1alpha1.FlavorAnnotation] = a.Flavor.Name
+	}
+	return record
 }
 
 // cachedPod finds the pod in the pod informer's cache; false when it is not there, or
