@@ -144,6 +144,17 @@ func testPlacementGuard(t *testing.T, e *env) {
 		})
 	}
 
+	t.Run("other updates of an admitted pod that is not scheduled yet pass", func(t *testing.T) {
+		patch := `{"metadata":{"labels":{"app":"web"},"annotations":{"example.com/note":"waiting for a gpu node"}}}`
+		got, err := tenant.CoreV1().Pods(e.gated).Patch(ctx, admitted.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		if err != nil {
+			t.Fatalf("the tenant labelling and annotating the pod: %v", err)
+		}
+		if got.Labels["app"] != "web" || got.Annotations["example.com/note"] == "" {
+			t.Errorf("labels %v, annotations %v; want app=web and the note", got.Labels, got.Annotations)
+		}
+	})
+
 	t.Run("a gated pod's tolerations change, the manager's ungate patch adds its flavor's, then none may be added", func(t *testing.T) {
 		gated := create(t, "placement-gated", nil)
 		if err := tolerate(ctx, tenant, gated, spot, false); err != nil {
