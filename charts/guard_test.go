@@ -201,9 +201,10 @@ func annotated(obj map[string]any, key, value string) map[string]any {
 	})
 }
 
-// evaluatePolicy runs the policy's variables and validations with plain CEL: it reports
-// whether the request is allowed and, if not, the denial message. A nil oldObj is a
-// CREATE, where the API server's oldObject is null.
+// evaluatePolicy runs the policy's matchConditions, variables and validations with plain
+// CEL, as the API server does: it reports whether the request is allowed (a request that
+// fails a matchCondition is not the policy's to refuse) and, if not, the denial message.
+// A nil oldObj is a CREATE, where the API server's oldObject is null.
 func evaluatePolicy(t *testing.T, spec admissionregistrationv1.ValidatingAdmissionPolicySpec, oldObj, obj map[string]any, user string) (bool, string) {
 	t.Helper()
 	env, err := cel.NewEnv(
@@ -249,6 +250,15 @@ func evaluatePolicy(t *testing.T, spec admissionregistrationv1.ValidatingAdmissi
 			t.Fatalf("evaluating %q: %v", expr, err)
 		}
 		return out.Value()
+	}
+	for _, c := range spec.MatchConditions {
+		match, isBool := eval(c.Expression).(bool)
+		if !isBool {
+			t.Fatalf("matchCondition %s is not a boolean", c.Name)
+		}
+		if !match {
+			return true, ""
+		}
 	}
 	for _, v := range spec.Variables {
 		variables[v.Name] = eval(v.Expression)

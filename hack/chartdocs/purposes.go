@@ -41,6 +41,8 @@ var purposes = map[string]string{
 	"ValidatingAdmissionPolicyBinding quotagate-gate-guard":      "Applies it to pods and ResourceClaims.",
 	"ValidatingAdmissionPolicy quotagate-resize-guard":           "Refuses an in-place resize that would take a pod past its budgets (docs/admission.md).",
 	"ValidatingAdmissionPolicyBinding quotagate-resize-guard":    "Applies it to opted-in namespaces.",
+	"ValidatingAdmissionPolicy quotagate-placement-guard":        "Refuses a change to the tolerations of a pod that is admitted and not bound to a node yet, in an opted-in namespace, unless the manager (or `guard.extraAllowedUsers`) makes it: a toleration could take the pod to nodes it is not charged for (docs/admission.md).",
+	"ValidatingAdmissionPolicyBinding quotagate-placement-guard": "Applies it to opted-in namespaces.",
 
 	"ServiceAccount quotagate-webhook":               "The webhook's identity; it has no RBAC at all.",
 	"Deployment quotagate-webhook":                   "The mutating webhook that adds the gate to new pods: 2 replicas spread over nodes.",

@@ -5,8 +5,8 @@ package admission_test
 // server runs in this process on 127.0.0.1, registered with the shipped
 // webhook configuration (config/webhook); in mode policy the API server adds
 // the gate itself with the shipped MutatingAdmissionPolicy
-// (config/policy/admission). Both run with the gate and resize guard policies
-// (config/policy), read from their files.
+// (config/policy/admission). Both run with the gate, resize and placement
+// guard policies (config/policy), read from their files.
 
 import (
 	"context"
@@ -109,6 +109,7 @@ func testAgainstAPIServer(t *testing.T, mode admissionMode) {
 	t.Run("gate guard", func(t *testing.T) { testGateGuard(t, e) })
 	t.Run("escapes", func(t *testing.T) { testEscapes(t, e) })
 	t.Run("resize guard", func(t *testing.T) { testResizeGuard(t, e) })
+	t.Run("placement guard", func(t *testing.T) { testPlacementGuard(t, e) })
 	// After the escapes, which count the webhook's answers: its Job's controller
 	// keeps trying to create pods, which the webhook gates and the guard refuses.
 	t.Run("admission record at create", func(t *testing.T) { testAdmissionRecordAtCreate(t, e) })

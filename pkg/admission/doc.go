@@ -15,7 +15,7 @@
 // at all; the handler checks them again for installs without matchConditions.
 // docs/admission.md states the rule for users.
 //
-// Removing the gate, and raising an admitted pod's resources with
-// pods/resize, are guarded in the API server, not here: see config/policy for
-// the ValidatingAdmissionPolicies.
+// Removing the gate, raising an admitted pod's resources with pods/resize, and
+// changing an admitted pod's tolerations before it is bound are guarded in the
+// API server, not here: see config/policy for the ValidatingAdmissionPolicies.
 package admission

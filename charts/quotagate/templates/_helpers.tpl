@@ -47,6 +47,19 @@ system:serviceaccount:{{ .Release.Namespace }}:{{ include "quotagate.manager.nam
 {{- end }}
 
 {{/*
+quotagate.guard.allowed is the CEL list of the usernames the gate and placement guards
+let do what only the manager does: the manager's, then guard.extraAllowedUsers, each
+once, such as ['system:serviceaccount:quotagate-system:quotagate-manager', 'alice'].
+*/}}
+{{- define "quotagate.guard.allowed" -}}
+{{- $allowed := list }}
+{{- range prepend .Values.guard.extraAllowedUsers (include "quotagate.manager.username" .) | uniq }}
+{{- $allowed = append $allowed (squote .) }}
+{{- end }}
+{{- printf "[%s]" (join ", " $allowed) }}
+{{- end }}
+
+{{/*
 quotagate.manager.metricsPort names the manager's metrics port after its scheme.
 */}}
 {{- define "quotagate.manager.metricsPort" -}}
