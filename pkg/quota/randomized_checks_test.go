@@ -111,7 +111,7 @@ func (w *world) admitAndCheck() error {
 		for _, p := range w.pods {
 			// A member with a value beyond what can be counted is no member: it waits
 			// alone (ValueOutOfRange), and its group-size counts for nothing.
-			if p.obj.Namespace+"/"+p.groupName == g && !(p.state == mGated && uncountable(p.usage)) {
+			if p.obj.Namespace+"/"+p.groupName == g && (p.state != mGated || !uncountable(p.usage)) {
 				size = max(size, p.groupSize)
 			}
 		}

@@ -126,7 +126,7 @@ func (w *world) neverAdmissible(p *mPod) bool {
 		unit = nil
 		size := 0
 		for _, m := range w.pods {
-			if m.obj.Namespace == p.obj.Namespace && m.groupName == p.groupName && !(m.state == mGated && uncountable(m.usage)) {
+			if m.obj.Namespace == p.obj.Namespace && m.groupName == p.groupName && (m.state != mGated || !uncountable(m.usage)) {
 				unit = append(unit, m)
 				size = max(size, m.groupSize)
 			}

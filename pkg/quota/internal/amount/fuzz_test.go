@@ -96,8 +96,7 @@ func FuzzSums(f *testing.F) {
 				t.Fatalf("Sign(%s) = %d", &want, sum.Sign())
 			}
 		}
-		var l List
-		l = List{"r": sum}
+		l := List{"r": sum}
 		l.Sub(List{"r": sum})
 		if len(l) != 0 {
 			t.Fatalf("x - x left %v", l)
