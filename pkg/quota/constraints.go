@@ -113,7 +113,7 @@ func shareUnset(l []UnsetResource) []UnsetResource {
 func tracksUnset(b *budget, unset []UnsetResource) (sentence string, first corev1.ResourceName, ok bool) {
 	var parts []string
 	for _, u := range unset {
-		if !b.ledger.limits(u.Name) {
+		if !limitsOnAny(b, u.Name) {
 			continue
 		}
 		if first == "" {
@@ -156,11 +156,25 @@ func unsetMessage(w *waitInfo) string {
 		"set " + it + ", or give the namespace a LimitRange with defaults, and recreate the pod"
 }
 
+// limitsOnAny reports whether b's hard limits r, on its own or on one of its flavors
+// (r@flavor, spec.flavors): ResourceQuota's must-specify rule holds for either.
+func limitsOnAny(b *budget, r corev1.ResourceName) bool {
+	if b.ledger.tracks(r) {
+		return true
+	}
+	for _, names := range b.flavorNames { // empty without flavors
+		if names[r] {
+			return true
+		}
+	}
+	return false
+}
+
 // tracksAnyUnset reports whether b tracks a value that one of the counted pods leaves
 // unset (counts by name, as a group keeps them).
 func tracksAnyUnset(b *budget, counts map[corev1.ResourceName]int) bool {
 	for name, n := range counts {
-		if n > 0 && b.ledger.limits(name) {
+		if n > 0 && limitsOnAny(b, name) {
 			return true
 		}
 	}

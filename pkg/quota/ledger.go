@@ -262,20 +262,6 @@ func (l *ledger) tracks(r corev1.ResourceName) bool {
 	return ok
 }
 
-// limits reports whether hard limits r, on its own or on a flavor (r@flavor, a
-// budget's spec.flavors): ResourceQuota's must-specify rule holds for either.
-func (l *ledger) limits(r corev1.ResourceName) bool {
-	if l.tracks(r) {
-		return true
-	}
-	for _, n := range l.hardNames {
-		if base, f := splitFlavor(n); f != "" && base == r {
-			return true
-		}
-	}
-	return false
-}
-
 // resources are the resources hard limits, in name order; the caller does not change
 // the slice.
 func (l *ledger) resources() []corev1.ResourceName { return l.hardNames }
