@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -377,14 +378,29 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// writeEvent writes one Server-Sent Event, each line of data on a data: line.
-func writeEvent(w http.ResponseWriter, event, id string, data []byte) error {
+// writeEvent writes one Server-Sent Event, each line of data on a data: line. A line
+// ends at CRLF, LF or a bare CR, as the text/event-stream grammar ends it (HTML Living
+// Standard, "Parsing an event stream"): the view holds text tenants wrote (Event
+// messages, labels), and a CR left inside a data: line would start a field of its own
+// (event:, id:, retry:) in the browser.
+func writeEvent(w io.Writer, event, id string, data []byte) error {
 	var b bytes.Buffer
 	b.WriteString("event: " + event + "\nid: " + id + "\n")
-	for line := range bytes.SplitSeq(data, []byte("\n")) {
+	for {
+		end := bytes.IndexAny(data, "\r\n")
+		if end < 0 {
+			b.WriteString("data: ")
+			b.Write(data)
+			b.WriteByte('\n')
+			break
+		}
 		b.WriteString("data: ")
-		b.Write(bytes.TrimSuffix(line, []byte("\r")))
+		b.Write(data[:end])
 		b.WriteByte('\n')
+		if data[end] == '\r' && end+1 < len(data) && data[end+1] == '\n' {
+			end++
+		}
+		data = data[end+1:]
 	}
 	b.WriteByte('\n')
 	_, err := w.Write(b.Bytes())
