@@ -115,7 +115,7 @@ func NewPod(p *corev1.Pod, gate string, now time.Time) Pod {
 }
 
 // NewPodUnshared is NewPod for a pod that is not in the cluster (a what-if's): its
-// labels, node selector, tolerations and usage are copies of its own, never entered in
+// labels, node selector, tolerations, usage and unset values are its own, never entered in
 // the tables that real pods share (shared.go). Those keep what they hold for the life of
 // the process: a made-up pod's values, as large and as many as a tenant likes, would
 // stay there after the answer and take the places of real pods'.
@@ -124,13 +124,12 @@ func NewPodUnshared(p *corev1.Pod, gate string, now time.Time) Pod {
 }
 
 func newPod(p *corev1.Pod, gate string, now time.Time, share bool) Pod {
-	selector, unset := nodeSelectorOf(&p.Spec), UnsetResources(p)
+	selector := nodeSelectorOf(&p.Spec)
 	out := Pod{
 		PodRef:          PodRef{UID: p.UID, Namespace: ShareString(p.Namespace), Name: p.Name},
 		ResourceVersion: p.ResourceVersion,
 		NodeAffinity:    requiredAffinity(&p.Spec),
 		Created:         p.CreationTimestamp.Time,
-		Unset:           unset,
 		Gated:           gates.HasGate(p, gate),
 	}
 	if share {
@@ -138,10 +137,12 @@ func newPod(p *corev1.Pod, gate string, now time.Time, share bool) Pod {
 		out.NodeSelector = ShareLabels(selector)
 		out.Tolerations = ShareTolerations(p.Spec.Tolerations)
 		out.Usage = SharedPodUsage(p)
+		out.Unset = UnsetResources(p)
 	} else {
 		out.Labels, out.NodeSelector = cloneLabels(p.Labels), cloneLabels(selector)
 		out.Tolerations = cloneTolerations(p.Spec.Tolerations)
 		out.Usage = PodUsage(p)
+		out.Unset = unsetResources(p)
 	}
 	out.Uncountable, _ = amount.Uncountable(out.Usage)
 	if p.Spec.Priority != nil {

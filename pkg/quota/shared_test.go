@@ -123,7 +123,7 @@ func BenchmarkNewPodLabelsAndUsage(b *testing.B) {
 func TestUnsharedPodsStayOutOfTheSharedTables(t *testing.T) {
 	sizes := func() []int {
 		var n []int
-		for _, size := range []func() int{sharedLabels.size, sharedLists.size, sharedTols.size, sharedUsages.size} {
+		for _, size := range []func() int{sharedLabels.size, sharedLists.size, sharedTols.size, sharedUsages.size, sharedUnsets.size} {
 			n = append(n, size())
 		}
 		return n
@@ -131,10 +131,11 @@ func TestUnsharedPodsStayOutOfTheSharedTables(t *testing.T) {
 	pod := func() *corev1.Pod {
 		return &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "what-if", Labels: map[string]string{"made-up": t.Name()}},
+			// A container named after the test leaves cpu and memory unset.
 			Spec: corev1.PodSpec{
 				NodeSelector: map[string]string{"pool": t.Name()},
 				Tolerations:  []corev1.Toleration{{Key: t.Name(), Operator: corev1.TolerationOpExists}},
-				Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+				Containers: []corev1.Container{{Name: strings.ToLower(t.Name()), Resources: corev1.ResourceRequirements{
 					Requests: corev1.ResourceList{"example.com/made-up-" + corev1.ResourceName(strings.ToLower(t.Name())): resource.MustParse("3")},
 				}}},
 			},
@@ -143,13 +144,13 @@ func TestUnsharedPodsStayOutOfTheSharedTables(t *testing.T) {
 	before := sizes()
 	unshared := NewPodUnshared(pod(), "quotagate.io/budget", time.Now())
 	if diff := cmp.Diff(before, sizes()); diff != "" {
-		t.Errorf("the shared tables' sizes (labels, lists, tolerations, usages) after NewPodUnshared (-before +after):\n%s", diff)
+		t.Errorf("the shared tables' sizes (labels, lists, tolerations, usages, unset values) after NewPodUnshared (-before +after):\n%s", diff)
 	}
 	shared := NewPod(pod(), "quotagate.io/budget", unshared.Created)
 	if diff := cmp.Diff(shared, unshared, cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })); diff != "" {
 		t.Errorf("NewPodUnshared's view differs from NewPod's (-NewPod +NewPodUnshared):\n%s", diff)
 	}
-	if after := sizes(); after[0] == before[0] || after[3] == before[3] {
+	if after := sizes(); after[0] == before[0] || after[3] == before[3] || after[4] == before[4] {
 		t.Errorf("NewPod of the same pod entered no shared table (sizes %v, then %v): the test shows nothing", before, after)
 	}
 }
