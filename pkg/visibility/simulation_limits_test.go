@@ -234,3 +234,35 @@ func TestPodSimulationSlots(t *testing.T) {
 	<-sim.started
 	<-sim.ended
 }
+
+// TestSlowBodyHoldsNoSlot: a what-if whose body has not all arrived takes no slot, so
+// a client that sends it slowly keeps no tenant out; a body found too large while it is
+// read is refused without one either.
+func TestSlowBodyHoldsNoSlot(t *testing.T) {
+	limits := DefaultSimulationLimits()
+	limits.Concurrency = 1
+	h := NewHandler(fakeQueues{}, clocktesting.NewFakePassiveClock(time.Now()), WithSimulator(stubSimulator{}), WithSimulationLimits(limits))
+	body, sender := io.Pipe()
+	slow := make(chan *httptest.ResponseRecorder, 1)
+	go func() {
+		r := httptest.NewRequest(http.MethodPost, PodSimulationsPath("team-a"), body)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		slow <- rec
+	}()
+	if _, err := sender.Write([]byte(simBody[:20])); err != nil { // the handler is reading
+		t.Fatal(err)
+	}
+	for _, ns := range []string{"team-a", "team-b"} {
+		if rec := <-post(t.Context(), h, ns); rec.Code != http.StatusCreated {
+			t.Errorf("a what-if of %s while team-a's slow body arrives: %d, want 201: %s", ns, rec.Code, rec.Body)
+		}
+	}
+	if _, err := sender.Write([]byte(simBody[20:])); err != nil {
+		t.Fatal(err)
+	}
+	_ = sender.Close()
+	if rec := <-slow; rec.Code != http.StatusCreated {
+		t.Errorf("the slow what-if, once its body arrived: %d, want 201: %s", rec.Code, rec.Body)
+	}
+}

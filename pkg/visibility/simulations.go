@@ -68,7 +68,9 @@ func podSimulationsPath(path string) (namespace string, named, ok bool) {
 // Each request is bounded (SimulationLimits): a body, a count or a number of
 // containers beyond the limits is refused before anything is simulated; a simulation
 // runs only in a free slot, one per namespace, and a request that finds none is
-// answered 429 at once; it stops when its client goes away or its time is up.
+// answered 429 at once; it stops when its client goes away or its time is up. The order
+// of the checks: the method, the body's size (before a slot is taken), the slot, then
+// the body's content.
 type podSimulations struct {
 	simulator Simulator // nil: not served
 	limits    SimulationLimits
@@ -101,13 +103,21 @@ func (h *podSimulations) serve(w http.ResponseWriter, r *http.Request, namespace
 		writeError(w, apierrors.NewServiceUnavailable("this server does not simulate pods"))
 		return
 	}
+	// The body is read before a slot is taken, so that a client that sends it slowly
+	// holds no slot meanwhile; it is decoded after, so that what-ifs refused for want
+	// of one cost no decoding.
+	data, err := readSimulationBody(w, r, h.limits.MaxBodyBytes)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
 	release, refused := h.slots.acquire(namespace)
 	if refused != "" {
 		writeTooManyRequests(w, refused)
 		return
 	}
 	defer release()
-	sim, count, err := decodeSimulation(w, r, namespace, h.limits)
+	sim, count, err := decodeSimulation(data, namespace, h.limits)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -132,20 +142,25 @@ func (h *podSimulations) serve(w http.ResponseWriter, r *http.Request, namespace
 	writeJSON(w, http.StatusCreated, sim)
 }
 
-// decodeSimulation reads a PodSimulation for namespace from r's body and checks it: the
-// answer's object (its kind, namespace and count set) and how many pods it asks about,
-// within limits.
-func decodeSimulation(w http.ResponseWriter, r *http.Request, namespace string, limits SimulationLimits) (*visv1.PodSimulation, int, error) {
-	if r.ContentLength > limits.MaxBodyBytes {
-		return nil, 0, bodyTooLarge(r.ContentLength, limits.MaxBodyBytes)
+// readSimulationBody reads r's body, at most limit bytes of it (413 beyond).
+func readSimulationBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	if r.ContentLength > limit {
+		return nil, bodyTooLarge(r.ContentLength, limit)
 	}
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limits.MaxBodyBytes))
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if maxErr := (*http.MaxBytesError)(nil); errors.As(err, &maxErr) {
-		return nil, 0, bodyTooLarge(0, limits.MaxBodyBytes)
+		return nil, bodyTooLarge(0, limit)
 	}
 	if err != nil {
-		return nil, 0, apierrors.NewBadRequest(fmt.Sprintf("reading the body: %v", err))
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("reading the body: %v", err))
 	}
+	return data, nil
+}
+
+// decodeSimulation decodes a PodSimulation for namespace and checks it: the answer's
+// object (its kind, namespace and count set) and how many pods it asks about, within
+// limits.
+func decodeSimulation(data []byte, namespace string, limits SimulationLimits) (*visv1.PodSimulation, int, error) {
 	sim := &visv1.PodSimulation{}
 	if err := json.Unmarshal(data, sim); err != nil {
 		return nil, 0, apierrors.NewBadRequest(fmt.Sprintf("the body is not a PodSimulation (JSON, apiVersion %s): %v", visv1.GroupVersion, err))
