@@ -1,11 +1,13 @@
 package visibility
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -264,5 +266,30 @@ func TestSlowBodyHoldsNoSlot(t *testing.T) {
 	_ = sender.Close()
 	if rec := <-slow; rec.Code != http.StatusCreated {
 		t.Errorf("the slow what-if, once its body arrived: %d, want 201: %s", rec.Code, rec.Body)
+	}
+}
+
+// TestBodyThatNeverArrives: a client that sends a what-if's headers and part of its
+// body, then nothing, is answered 408 once the simulation's time is up, the limit
+// named, instead of holding the server's goroutine for as long as it likes.
+func TestBodyThatNeverArrives(t *testing.T) {
+	limits := DefaultSimulationLimits()
+	limits.Timeout = 100 * time.Millisecond
+	srv := httptest.NewServer(NewHandler(fakeQueues{}, clocktesting.NewFakePassiveClock(time.Now()), WithSimulator(stubSimulator{}), WithSimulationLimits(limits)))
+	t.Cleanup(srv.Close)
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", PodSimulationsPath("team-a"), len(simBody), simBody[:20])
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if want := "the PodSimulation's body did not arrive within 100ms (--simulation-timeout)"; resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(raw), want) {
+		t.Errorf("a body that never arrives: %d %s, want 408 and %q", resp.StatusCode, raw, want)
 	}
 }

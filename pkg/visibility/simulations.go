@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -106,7 +107,7 @@ func (h *podSimulations) serve(w http.ResponseWriter, r *http.Request, namespace
 	// The body is read before a slot is taken, so that a client that sends it slowly
 	// holds no slot meanwhile; it is decoded after, so that what-ifs refused for want
 	// of one cost no decoding.
-	data, err := readSimulationBody(w, r, h.limits.MaxBodyBytes)
+	data, err := readSimulationBody(w, r, h.limits)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -142,14 +143,30 @@ func (h *podSimulations) serve(w http.ResponseWriter, r *http.Request, namespace
 	writeJSON(w, http.StatusCreated, sim)
 }
 
-// readSimulationBody reads r's body, at most limit bytes of it (413 beyond).
-func readSimulationBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+// readSimulationBody reads r's body: at most MaxBodyBytes of it (413 beyond), within
+// the simulation's Timeout (408 past it), so that a client that sends it slowly holds
+// no goroutine of the server for longer than a simulation would.
+func readSimulationBody(w http.ResponseWriter, r *http.Request, limits SimulationLimits) ([]byte, error) {
+	limit := limits.MaxBodyBytes
 	if r.ContentLength > limit {
 		return nil, bodyTooLarge(r.ContentLength, limit)
 	}
+	// Not every connection takes a deadline (ErrNotSupported): those read as they can.
+	// The deadline is lifted once the body is read: the server still reads, to learn
+	// whether the client goes away while the simulation runs.
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(limits.Timeout))
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		_ = r.Body.Close() // the connection is closed after the answer, the rest unread
+	}
+	_ = rc.SetReadDeadline(time.Time{})
 	if maxErr := (*http.MaxBytesError)(nil); errors.As(err, &maxErr) {
 		return nil, bodyTooLarge(0, limit)
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return nil, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusRequestTimeout, Reason: metav1.StatusReasonTimeout,
+			Message: fmt.Sprintf("the PodSimulation's body did not arrive within %s (--simulation-timeout)", limits.Timeout)}}
 	}
 	if err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("reading the body: %v", err))
