@@ -386,3 +386,63 @@ func TestEstimates(t *testing.T) {
 	schemaError(t, map[string]any{"manager": map[string]any{"estimates": map[string]any{"maxPods": -1}}}, "/manager/estimates/maxPods")
 	schemaError(t, map[string]any{"manager": map[string]any{"estimates": map[string]any{"intervals": "5s"}}}, "/manager/estimates")
 }
+
+// visibility.simulations reaches the manager as the --simulation-* flags that bound each
+// what-if, their defaults by default, and not at all without the visibility API; the
+// schema refuses a bound of 0, a duration without a unit, a negative share of a CPU and
+// a key it does not know.
+func TestSimulationLimits(t *testing.T) {
+	defaults := []string{"--simulation-max-body-bytes=524288", "--simulation-max-pods=1000", "--simulation-max-containers=10000",
+		"--simulation-timeout=20s", "--simulation-concurrency=2", "--simulation-cpu=0.5"}
+	for name, tc := range map[string]struct {
+		values map[string]any
+		want   []string
+	}{
+		"default": {want: defaults},
+		"tighter": {
+			values: map[string]any{"visibility": map[string]any{"simulations": map[string]any{
+				"maxBodyBytes": 65536, "maxPods": 100, "maxContainers": 400, "timeout": "5s", "concurrency": 1, "cpu": 0.25,
+			}}},
+			want: []string{"--simulation-max-body-bytes=65536", "--simulation-max-pods=100", "--simulation-max-containers=400",
+				"--simulation-timeout=5s", "--simulation-concurrency=1", "--simulation-cpu=0.25"},
+		},
+		"larger, not in e+ notation": {
+			values: map[string]any{"visibility": map[string]any{"simulations": map[string]any{"maxBodyBytes": 2097152, "maxContainers": 1000000, "cpu": 2}}},
+			want: []string{"--simulation-max-body-bytes=2097152", "--simulation-max-pods=1000", "--simulation-max-containers=1000000",
+				"--simulation-timeout=20s", "--simulation-concurrency=2", "--simulation-cpu=2"},
+		},
+		"no CPU bound": {
+			values: map[string]any{"visibility": map[string]any{"simulations": map[string]any{"cpu": 0}}},
+			want:   append(slices.Clone(defaults[:5]), "--simulation-cpu=0"),
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			m := mustInstall(t, defaultRelease, defaultNamespace, tc.values)
+			args := podSpecOf(t, m, "Deployment", "quotagate-manager").Containers[0].Args
+			var got []string
+			for _, a := range args {
+				if strings.HasPrefix(a, "--simulation-") {
+					got = append(got, a)
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("the manager's --simulation-* args (-want +got):\n%s", diff)
+			}
+		})
+	}
+	m := mustInstall(t, defaultRelease, defaultNamespace, map[string]any{"visibility": map[string]any{"enabled": false}})
+	for _, a := range podSpecOf(t, m, "Deployment", "quotagate-manager").Containers[0].Args {
+		if strings.HasPrefix(a, "--simulation-") {
+			t.Errorf("without the visibility API the manager gets %s", a)
+		}
+	}
+	simulations := func(v map[string]any) map[string]any {
+		return map[string]any{"visibility": map[string]any{"simulations": v}}
+	}
+	schemaError(t, simulations(map[string]any{"maxPods": 0}), "/visibility/simulations/maxPods")
+	schemaError(t, simulations(map[string]any{"maxBodyBytes": -1}), "/visibility/simulations/maxBodyBytes")
+	schemaError(t, simulations(map[string]any{"timeout": "20"}), "/visibility/simulations/timeout")
+	schemaError(t, simulations(map[string]any{"cpu": -0.5}), "/visibility/simulations/cpu")
+	schemaError(t, simulations(map[string]any{"concurrency": 0}), "/visibility/simulations/concurrency")
+	schemaError(t, simulations(map[string]any{"maxPod": 10}), "/visibility/simulations")
+}

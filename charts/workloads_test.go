@@ -46,7 +46,9 @@ func TestContainerArgs(t *testing.T) {
 				"--metrics-bind-address=:8080", "--metrics-secure=true", "--health-probe-bind-address=:8081",
 				"--kube-api-qps=500", "--kube-api-burst=1000", "--workers=32", "--hold-uncovered=true", "--priority-ceiling=1000000000", "--zap-log-level=info",
 				"--estimate-interval=5s", "--estimate-max-pods=20000",
-				"--visibility-bind-address=:8443", "--visibility-cert-dir=/tmp/k8s-webhook-server/serving-certs"},
+				"--visibility-bind-address=:8443", "--visibility-cert-dir=/tmp/k8s-webhook-server/serving-certs",
+				"--simulation-max-body-bytes=524288", "--simulation-max-pods=1000", "--simulation-max-containers=10000",
+				"--simulation-timeout=20s", "--simulation-concurrency=2", "--simulation-cpu=0.5"},
 		},
 		"tuned": {
 			values: map[string]any{

@@ -54,7 +54,10 @@
 // are fed to a fresh core as Simulate feeds it, and Place returns what that core says
 // of them after its decisions at Now (admitted at once, on which budgets and flavor,
 // after how many preemptions; or their place in each covering budget's queue and the
-// reason), Suppose that and their Starts.
+// reason), Suppose that and their Starts. A what-if answers a tenant's request, so it
+// is bounded as the request is: Options.Done stops it at its next step (the client went
+// away, or its time is up), and Options.Pace, called at every step, lets the manager
+// bound the share of a CPU it takes.
 //
 // # How wrong it can be
 //

@@ -40,11 +40,18 @@ type Placement struct {
 //
 // The positions are those of the core after its first decisions: pods the core admits
 // at once are out of the queues, so a position counts only the pods still waiting
-// ahead.
+// ahead. The result is nil when o.Done was closed before those decisions were all
+// taken.
 func Place(w World, o Options, uids []types.UID) []Placement {
 	s := newSim(&w, &o, pickCenter)
+	if o.stopped() {
+		return nil
+	}
 	s.admissions = map[types.UID]admission{}
 	s.admit()
+	if o.stopped() {
+		return nil
+	}
 	r := s.q.Reader()
 	out := make([]Placement, len(uids))
 	for i, uid := range uids {
@@ -76,14 +83,20 @@ type WhatIf struct {
 	// Pods are the added pods' views, as the core takes them.
 	Pods       []quota.Pod
 	Placements []Placement
-	// Starts are in the order of Pods; nil when NoStarts says why there are none.
+	// Starts are in the order of Pods; nil when NoStarts says why there are none, or
+	// when Stopped.
 	Starts   []Start
 	NoStarts string
+	// Stopped is true when o.Done was closed before the answer was complete:
+	// Placements are nil when it was closed before they were known, Starts when it
+	// was closed before the simulation of starts ended.
+	Stopped bool
 }
 
 // Suppose answers a what-if about the last n pods of w.Waiting (the added ones):
 // their Placements and, when noStarts is empty, their Starts. The world's other pods'
-// starts are computed too (a simulation needs them) but not returned.
+// starts are computed too (a simulation needs them) but not returned. Closing o.Done
+// stops it (Stopped).
 func Suppose(w World, o Options, n int, noStarts string) WhatIf {
 	added := w.Waiting[len(w.Waiting)-n:]
 	out := WhatIf{Now: w.Now, Pods: make([]quota.Pod, n), NoStarts: noStarts}
@@ -91,10 +104,15 @@ func Suppose(w World, o Options, n int, noStarts string) WhatIf {
 	for i, p := range added {
 		out.Pods[i], uids[i] = p.Pod, p.Pod.UID
 	}
-	out.Placements = Place(w, o, uids)
+	if out.Placements = Place(w, o, uids); out.Placements == nil {
+		out.Stopped = true
+		return out
+	}
 	if noStarts == "" {
 		if starts := Simulate(w, o); starts != nil {
 			out.Starts = starts[len(w.Waiting)-n:]
+		} else {
+			out.Stopped = true
 		}
 	}
 	return out

@@ -196,3 +196,56 @@ func TestSuppose(t *testing.T) {
 		t.Errorf("without starts: %d starts, %q, %d placements", len(off.Starts), off.NoStarts, len(off.Placements))
 	}
 }
+
+// TestSupposeStopsWhenDone: a what-if whose client went away, or whose time is up,
+// stops at its next step, wherever it is: feeding the world to its core, taking the
+// core's decisions at Now, or simulating the starts. Pace is called at every step
+// before Done is looked at, so the manager can bound the CPU a what-if takes.
+func TestSupposeStopsWhenDone(t *testing.T) {
+	// 3,000 gated pods of 1 CPU under a Budget of 2,000: Place feeds them in three
+	// steps, and its core admits 2,000 at once, then decides nothing more.
+	var gated []Pod
+	for i := range 3000 {
+		gated = append(gated, waiting(podIn("team-a", "w-"+strconv.Itoa(i), i, "cpu=1"), runs(time.Minute)))
+	}
+	w := world([]quota.Budget{budget("team-a", "a", "cpu=2000")}, nil, gated)
+	const added = 2
+	paced := func(o Options) (calls int) {
+		o.Pace = func() { calls++ }
+		Place(w, o, []types.UID{w.Waiting[len(w.Waiting)-1].Pod.UID})
+		return calls
+	}
+	placeSteps := paced(Options{})
+	if placeSteps < 3 {
+		t.Fatalf("Place took %d steps for 3,000 pods: too few to tell where Done stops it", placeSteps)
+	}
+	whole := Suppose(w, Options{Pace: func() {}}, added, "")
+	if whole.Stopped || len(whole.Placements) != added || len(whole.Starts) != added {
+		t.Fatalf("a whole what-if: stopped %v, %d placements, %d starts, want %d of each", whole.Stopped, len(whole.Placements), len(whole.Starts), added)
+	}
+
+	for name, tc := range map[string]struct {
+		closeAt        int // the Pace call that closes Done
+		wantPlacements bool
+	}{
+		"while feeding the core":                  {closeAt: 1},
+		"while taking the core's first decisions": {closeAt: placeSteps},
+		"while simulating the starts":             {closeAt: placeSteps + 2, wantPlacements: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			done := make(chan struct{})
+			calls := 0
+			got := Suppose(w, Options{Done: done, Pace: func() {
+				if calls++; calls == tc.closeAt {
+					close(done)
+				}
+			}}, added, "")
+			if !got.Stopped || got.Starts != nil || (got.Placements != nil) != tc.wantPlacements {
+				t.Errorf("stopped %v, %d placements, %d starts; want stopped, placements %v, no starts", got.Stopped, len(got.Placements), len(got.Starts), tc.wantPlacements)
+			}
+			if calls != tc.closeAt {
+				t.Errorf("%d steps after Done was closed at step %d, want none", calls-tc.closeAt, tc.closeAt)
+			}
+		})
+	}
+}

@@ -69,6 +69,7 @@ const never = time.Duration(1 << 62)
 // sim is one simulation: a fresh core on a clock of its own, and the pods' ends.
 type sim struct {
 	w       *World
+	o       *Options
 	q       *quota.AdmissionQueue
 	clk     *simClock
 	pick    pick
@@ -98,6 +99,9 @@ type admission struct {
 // admitted or nothing more can happen, within o's bounds.
 func run(w *World, o *Options, pk pick) result {
 	s := newSim(w, o, pk)
+	if o.stopped() {
+		return result{pods: s.out, stopped: s.clk.now} // dropped by Simulate
+	}
 	horizon, maxSteps := w.Now.Add(cmp.Or(o.Horizon, DefaultHorizon)), o.MaxSteps
 	if maxSteps <= 0 {
 		maxSteps = DefaultMaxSteps(w)
@@ -108,7 +112,7 @@ func run(w *World, o *Options, pk pick) result {
 		if o.afterAdmit != nil {
 			o.afterAdmit(s.q)
 		}
-		if s.left == 0 || o.stopped() {
+		if s.left == 0 || o.step() {
 			break
 		}
 		next, ok := s.next(horizon)
@@ -128,12 +132,13 @@ func run(w *World, o *Options, pk pick) result {
 
 // newSim feeds a fresh core, on a clock of its own at w.Now, the world: namespaces,
 // flavors, budgets, the pods that hold quota (each with its end scheduled) and the
-// waiting pods. Nothing is admitted yet.
+// waiting pods. Nothing is admitted yet. When o.Done is closed meanwhile, it feeds no
+// more (the caller looks at o.stopped()).
 func newSim(w *World, o *Options, pk pick) *sim {
 	clk := &simClock{now: w.Now}
 	core := append(append([]quota.Option(nil), o.Core...), quota.WithClock(clk), quota.WithFlushInterval(never))
 	s := &sim{
-		w: w, q: quota.NewAdmissionQueue(core...), clk: clk, pick: pk,
+		w: w, o: o, q: quota.NewAdmissionQueue(core...), clk: clk, pick: pk,
 		gone: map[types.UID]bool{}, forever: map[types.UID]bool{},
 		waiting: make(map[types.UID]int, len(w.Waiting)),
 		out:     make([]outcome, len(w.Waiting)), left: len(w.Waiting),
@@ -147,11 +152,17 @@ func newSim(w *World, o *Options, pk pick) *sim {
 	for _, b := range w.Budgets {
 		s.q.UpsertBudget(b)
 	}
-	for _, p := range w.Running {
+	for i, p := range w.Running {
+		if i%feedStep == feedStep-1 && o.step() {
+			return s
+		}
 		s.q.UpsertPod(p.Pod)
 		s.holds(p.Pod.UID, p.Expect, pk.end(p.Expect, w.Now))
 	}
 	for i, p := range w.Waiting {
+		if i%feedStep == feedStep-1 && o.step() {
+			return s
+		}
 		s.waiting[p.Pod.UID] = i
 		s.q.UpsertPod(p.Pod)
 	}
@@ -174,9 +185,12 @@ func (s *sim) holds(uid types.UID, e Expectation, end time.Time) {
 
 // admit takes what the core admits now, starts it, and carries out the preemptions it
 // decides (the victims end now: their grace periods are not simulated), until the core
-// decides nothing more.
+// decides nothing more, or o.Done is closed.
 func (s *sim) admit() {
-	for {
+	for round := 0; ; round++ {
+		if round > 0 && s.o.step() {
+			return
+		}
 		admitted := s.q.Admit()
 		for _, a := range admitted {
 			if s.admissions != nil {

@@ -40,10 +40,16 @@ type Options struct {
 	MaxSteps int
 	// Horizon is how far ahead it simulates; 0 means DefaultHorizon.
 	Horizon time.Duration
-	// Done, when closed, stops the simulation at its next simulated moment: the result
-	// is then incomplete and is to be dropped (the manager closes it when it stops, so
-	// that a pass over a long queue does not hold the shutdown).
+	// Done, when closed, stops the simulation at its next step (a simulated moment, a
+	// round of the core's decisions, or every thousand pods fed to its core): the result
+	// is then incomplete and is to be dropped. The manager closes it when it stops, so
+	// that a pass over a long queue does not hold the shutdown, and when a what-if's
+	// client goes away or its time is up.
 	Done <-chan struct{}
+	// Pace, when set, is called at each step, on the simulation's goroutine, before Done
+	// is looked at: it may sleep, to bound the share of a CPU the simulation takes (a
+	// what-if's, beside the admission loop).
+	Pace func()
 
 	// afterAdmit, when set, is called after each simulated moment's admissions, with
 	// the simulation's core (the randomized test checks the budgets there).
@@ -69,6 +75,17 @@ func (w *World) spread() bool {
 	}
 	return false
 }
+
+// step paces the simulation (Pace) and reports whether Done was closed.
+func (o *Options) step() (stopped bool) {
+	if o.Pace != nil {
+		o.Pace()
+	}
+	return o.stopped()
+}
+
+// feedStep is how many pods a simulation feeds its core between two steps.
+const feedStep = 1024
 
 // stopped reports whether Done was closed.
 func (o *Options) stopped() bool {
@@ -136,7 +153,7 @@ type Start struct {
 func Simulate(w World, o Options) []Start {
 	median := run(&w, &o, pickCenter)
 	low, high := median, median
-	if w.spread() {
+	if !o.stopped() && w.spread() {
 		low = run(&w, &o, pickLow)
 		high = run(&w, &o, pickHigh)
 	}

@@ -303,14 +303,14 @@ func TestSimulateStopsWhenDone(t *testing.T) {
 	if starts != nil {
 		t.Errorf("a simulation stopped after 3 moments gave %d starts, want none", len(starts))
 	}
-	// Three moments of the first run, then one of each of the other two.
-	if n != 5 {
-		t.Errorf("the simulation went on for %d moments after Done was closed at the 3rd (a whole one takes %d), want 5", n, whole)
+	// Three moments of the first run; the other two runs are not made.
+	if n != 3 {
+		t.Errorf("the simulation went on for %d moments after Done was closed at the 3rd (a whole one takes %d), want 3", n, whole)
 	}
 	closed := make(chan struct{})
 	close(closed)
-	if got := moments(Options{Done: closed}); got != 3 {
-		t.Errorf("with Done closed before it started, the simulation took %d moments, want one per run (3)", got)
+	if got := moments(Options{Done: closed}); got != 0 {
+		t.Errorf("with Done closed before it started, the simulation took %d moments, want none", got)
 	}
 }
 

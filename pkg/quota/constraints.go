@@ -45,6 +45,12 @@ type UnsetResource struct {
 // would require of the pod that some of its containers leave unset: nil for a pod that
 // sets them all, or that sets pod-level resources. A value set to zero is set.
 func UnsetResources(pod *corev1.Pod) []UnsetResource {
+	return shareUnset(unsetResources(pod))
+}
+
+// unsetResources is UnsetResources, shared with no other pod. It takes time in
+// proportion to the pod's containers (and their log), however many there are.
+func unsetResources(pod *corev1.Pod) []UnsetResource {
 	if resourcehelper.IsPodLevelResourcesSet(pod) {
 		return nil
 	}
@@ -53,17 +59,17 @@ func UnsetResources(pod *corev1.Pod) []UnsetResource {
 		var missing []string
 		for _, list := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
 			for i := range list {
-				if !setsResource(&list[i], name) && !slices.Contains(missing, list[i].Name) {
+				if !setsResource(&list[i], name) {
 					missing = append(missing, list[i].Name)
 				}
 			}
 		}
 		if len(missing) > 0 {
 			slices.Sort(missing)
-			out = append(out, UnsetResource{Name: name, Containers: strings.Join(missing, ",")})
+			out = append(out, UnsetResource{Name: name, Containers: strings.Join(slices.Compact(missing), ",")})
 		}
 	}
-	return shareUnset(out)
+	return out
 }
 
 // setsResource reports whether a container sets name (requests.cpu, limits.memory, ...).

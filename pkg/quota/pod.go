@@ -111,18 +111,38 @@ type Pod struct {
 // owns (the manager's --gate, v1alpha1.SchedulingGate by default), and now decides
 // whether a terminating pod is past its grace period.
 func NewPod(p *corev1.Pod, gate string, now time.Time) Pod {
-	selector, unset := nodeSelectorOf(&p.Spec), UnsetResources(p)
+	return newPod(p, gate, now, true)
+}
+
+// NewPodUnshared is NewPod for a pod that is not in the cluster (a what-if's): its
+// labels, node selector, tolerations, usage and unset values are its own, never entered in
+// the tables that real pods share (shared.go). Those keep what they hold for the life of
+// the process: a made-up pod's values, as large and as many as a tenant likes, would
+// stay there after the answer and take the places of real pods'.
+func NewPodUnshared(p *corev1.Pod, gate string, now time.Time) Pod {
+	return newPod(p, gate, now, false)
+}
+
+func newPod(p *corev1.Pod, gate string, now time.Time, share bool) Pod {
+	selector := nodeSelectorOf(&p.Spec)
 	out := Pod{
 		PodRef:          PodRef{UID: p.UID, Namespace: ShareString(p.Namespace), Name: p.Name},
 		ResourceVersion: p.ResourceVersion,
-		Labels:          ShareLabels(p.Labels), // a copy of its own: informer objects may change
-		NodeSelector:    ShareLabels(selector),
 		NodeAffinity:    requiredAffinity(&p.Spec),
-		Tolerations:     ShareTolerations(p.Spec.Tolerations),
 		Created:         p.CreationTimestamp.Time,
-		Usage:           SharedPodUsage(p),
-		Unset:           unset,
 		Gated:           gates.HasGate(p, gate),
+	}
+	if share {
+		out.Labels = ShareLabels(p.Labels) // a copy of its own: informer objects may change
+		out.NodeSelector = ShareLabels(selector)
+		out.Tolerations = ShareTolerations(p.Spec.Tolerations)
+		out.Usage = SharedPodUsage(p)
+		out.Unset = UnsetResources(p)
+	} else {
+		out.Labels, out.NodeSelector = cloneLabels(p.Labels), cloneLabels(selector)
+		out.Tolerations = cloneTolerations(p.Spec.Tolerations)
+		out.Usage = PodUsage(p)
+		out.Unset = unsetResources(p)
 	}
 	out.Uncountable, _ = amount.Uncountable(out.Usage)
 	if p.Spec.Priority != nil {

@@ -162,6 +162,27 @@ func ShareTolerations(ts []corev1.Toleration) []corev1.Toleration {
 	return v
 }
 
+// cloneLabels is a copy of labels that shares nothing with it; nil for none, as
+// ShareLabels gives.
+func cloneLabels(labels map[string]string) map[string]string {
+	if len(labels) == 0 {
+		return nil
+	}
+	return maps.Clone(labels)
+}
+
+// cloneTolerations is a deep copy of ts; nil for none, as ShareTolerations gives.
+func cloneTolerations(ts []corev1.Toleration) []corev1.Toleration {
+	if len(ts) == 0 {
+		return nil
+	}
+	out := make([]corev1.Toleration, len(ts))
+	for i := range ts {
+		ts[i].DeepCopyInto(&out[i])
+	}
+	return out
+}
+
 // appendList appends an exact, order-free form of l to key: its names in order, each
 // with its quantity's canonical mantissa, exponent and format. Equal lists give equal
 // keys (a quantity written two ways at most gives two keys for one value). The format

@@ -3,11 +3,16 @@ package quota
 import (
 	"fmt"
 	"maps"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestEqualLabelsAndListsAreSharedAndUnchanged(t *testing.T) {
@@ -110,4 +115,50 @@ func BenchmarkNewPodLabelsAndUsage(b *testing.B) {
 			_, _ = maps.Clone(pod.Labels), PodUsage(pod)
 		}
 	})
+}
+
+// TestUnsharedPodsStayOutOfTheSharedTables: a what-if's pods (NewPodUnshared) are
+// viewed as NewPod views them, and enter none of the process-wide tables, which keep
+// what they hold until the process ends: a tenant's made-up labels, tolerations and
+// requests go with the answer.
+func TestUnsharedPodsStayOutOfTheSharedTables(t *testing.T) {
+	sizes := func() []int {
+		var n []int
+		for _, size := range []func() int{sharedLabels.size, sharedLists.size, sharedTols.size, sharedUsages.size, sharedUnsets.size} {
+			n = append(n, size())
+		}
+		return n
+	}
+	pod := func() *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "what-if", Labels: map[string]string{"made-up": t.Name()}},
+			// A container named after the test leaves cpu and memory unset.
+			Spec: corev1.PodSpec{
+				NodeSelector: map[string]string{"pool": t.Name()},
+				Tolerations:  []corev1.Toleration{{Key: t.Name(), Operator: corev1.TolerationOpExists}},
+				Containers: []corev1.Container{{Name: strings.ToLower(t.Name()), Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{"example.com/made-up-" + corev1.ResourceName(strings.ToLower(t.Name())): resource.MustParse("3")},
+				}}},
+			},
+		}
+	}
+	before := sizes()
+	unshared := NewPodUnshared(pod(), "quotagate.io/budget", time.Now())
+	if diff := cmp.Diff(before, sizes()); diff != "" {
+		t.Errorf("the shared tables' sizes (labels, lists, tolerations, usages, unset values) after NewPodUnshared (-before +after):\n%s", diff)
+	}
+	shared := NewPod(pod(), "quotagate.io/budget", unshared.Created)
+	if diff := cmp.Diff(shared, unshared, cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })); diff != "" {
+		t.Errorf("NewPodUnshared's view differs from NewPod's (-NewPod +NewPodUnshared):\n%s", diff)
+	}
+	// Other tests may have filled a table (maxShared); the others take NewPod's entries.
+	if after := sizes(); slices.Equal(after, before) {
+		t.Errorf("NewPod of the same pod entered no shared table (sizes %v, then %v): the test shows nothing", before, after)
+	}
+}
+
+func (t *sharedTable[V]) size() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.m)
 }

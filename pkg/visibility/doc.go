@@ -24,5 +24,9 @@
 // podsimulations, simulationAccess (access.go) checks with a SubjectAccessReview that
 // the user may create pods in the namespace, before a standby forwards; the leader
 // takes a forwarded simulation only from a sender that may create
-// podsimulations/forwarded, which only the manager's ClusterRole grants.
+// podsimulations/forwarded, which only the manager's ClusterRole grants. A tenant with
+// edit may ask for simulations, so each request is bounded (SimulationLimits): its body,
+// its pods and their containers (413 and 422 beyond, the limit named), its time, and
+// the simulations running at once, one per namespace (429 with Retry-After beyond,
+// never a queue behind another tenant's); a simulation stops when its client goes away.
 package visibility

@@ -19,8 +19,9 @@ type Estimates interface {
 type HandlerOption func(*handlerOptions)
 
 type handlerOptions struct {
-	estimates Estimates
-	simulator Simulator
+	estimates        Estimates
+	simulator        Simulator
+	simulationLimits *SimulationLimits
 }
 
 // WithEstimates has the handler add each gated pod's estimated start from e (nil: none).

@@ -28,7 +28,7 @@ func NewHandler(queues quota.Reader, clk clock.PassiveClock, opts ...HandlerOpti
 	}
 	pods := pendingPods{queues: queues, clock: clk, estimates: o.estimates}
 	status := podStatus{queues: queues, clock: clk, estimates: o.estimates}
-	sims := newPodSimulations(o.simulator)
+	sims := newPodSimulations(o.simulator, o.simulationLimits)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if ns, named, ok := podSimulationsPath(r.URL.Path); ok {
 			sims.serve(w, r, ns, named)

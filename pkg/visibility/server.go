@@ -44,6 +44,9 @@ type Options struct {
 	// may create pods (nil: SubjectAccessReviews through Kubeconfig's API server).
 	Simulator Simulator
 	Reviewer  AccessReviewer
+	// SimulationLimits bound each podsimulations request; zero means
+	// DefaultSimulationLimits.
+	SimulationLimits SimulationLimits
 }
 
 // Server is the visibility API server.
@@ -71,6 +74,13 @@ func New(o Options, queues quota.Reader, lead Leadership, standby http.Handler) 
 	if o.Port <= 0 || o.Port > 65535 {
 		return nil, fmt.Errorf("the visibility server's port %d is not in 1-65535", o.Port)
 	}
+	limits := o.SimulationLimits
+	if limits == (SimulationLimits{}) {
+		limits = DefaultSimulationLimits()
+	}
+	if err := limits.Validate(); err != nil {
+		return nil, err
+	}
 	scheme := runtime.NewScheme()
 	if err := visv1.AddToScheme(scheme); err != nil {
 		return nil, err
@@ -78,7 +88,7 @@ func New(o Options, queues quota.Reader, lead Leadership, standby http.Handler) 
 	metav1.AddToGroupVersion(scheme, metav1.SchemeGroupVersion)
 	return &Server{
 		opts:     o,
-		handler:  leaderOnly(lead, NewHandler(queues, clock.RealClock{}, WithEstimates(o.Estimates), WithSimulator(o.Simulator)), standby),
+		handler:  leaderOnly(lead, NewHandler(queues, clock.RealClock{}, WithEstimates(o.Estimates), WithSimulator(o.Simulator), WithSimulationLimits(limits)), standby),
 		codecs:   serializer.NewCodecFactory(scheme),
 		certPoll: time.Second,
 	}, nil

@@ -3,17 +3,22 @@ package visibility
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	visv1 "github.com/quotagate/quotagate/api/visibility/v1alpha1"
+	"github.com/quotagate/quotagate/internal/loglevel"
 	"github.com/quotagate/quotagate/pkg/estimate"
 	"github.com/quotagate/quotagate/pkg/quota"
 )
@@ -31,11 +36,15 @@ func WithSimulator(s Simulator) HandlerOption {
 }
 
 // NotEstimated is EstimatedStart.Unknown of a simulated pod whose start was not
-// estimated: the estimator is off, or the manager holds more pods than it simulates.
+// estimated: the estimator is off, the manager holds more pods than it simulates, or
+// the simulation ran out of time.
 const NotEstimated = "NotEstimated"
 
-// maxSimulationBody bounds a PodSimulation's body: a pod template is a few KB.
-const maxSimulationBody = 1 << 20
+// WithSimulationLimits bounds the handler's podsimulations (DefaultSimulationLimits
+// when not given).
+func WithSimulationLimits(l SimulationLimits) HandlerOption {
+	return func(o *handlerOptions) { o.simulationLimits = &l }
+}
 
 var podSimulationsResource = schema.GroupResource{Group: visv1.GroupName, Resource: visv1.ResourcePodSimulations}
 
@@ -55,16 +64,33 @@ func podSimulationsPath(path string) (namespace string, named, ok bool) {
 
 // podSimulations answers the what-if: POST a PodSimulation, get it back with its
 // status. It expects the request to be authenticated and authorized already (create
-// podsimulations in the namespace, and create pods there: simulationAccess). One
-// simulation runs at a time (a simulation of the manager's world costs what an
-// estimator pass costs); the others wait for it or for their request's end.
+// podsimulations in the namespace, and create pods there: simulationAccess).
+//
+// Each request is bounded (SimulationLimits): a body, a count or a number of
+// containers beyond the limits is refused before anything is simulated; a simulation
+// runs only in a free slot, one per namespace, and a request that finds none is
+// answered 429 at once; it stops when its client goes away or its time is up. The order
+// of the checks: the method, the body's size (before a slot is taken), the slot, then
+// the body's content.
 type podSimulations struct {
 	simulator Simulator // nil: not served
-	running   chan struct{}
+	limits    SimulationLimits
+	slots     *simulationSlots
 }
 
-func newPodSimulations(s Simulator) *podSimulations {
-	return &podSimulations{simulator: s, running: make(chan struct{}, 1)}
+func newPodSimulations(s Simulator, l *SimulationLimits) *podSimulations {
+	limits := DefaultSimulationLimits()
+	if l != nil {
+		limits = *l
+	}
+	return &podSimulations{simulator: s, limits: limits, slots: newSimulationSlots(limits.Concurrency)}
+}
+
+// simulationTimedOut is the cause of a simulation's end when its time is up.
+type simulationTimedOut struct{ limit time.Duration }
+
+func (e simulationTimedOut) Error() string {
+	return fmt.Sprintf("the simulation ran longer than its limit of %s (--simulation-timeout)", e.limit)
 }
 
 func (h *podSimulations) serve(w http.ResponseWriter, r *http.Request, namespace string, named bool) {
@@ -74,24 +100,41 @@ func (h *podSimulations) serve(w http.ResponseWriter, r *http.Request, namespace
 		writeError(w, err)
 		return
 	}
-	sim, count, err := decodeSimulation(r.Body, namespace)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
 	if h.simulator == nil {
 		writeError(w, apierrors.NewServiceUnavailable("this server does not simulate pods"))
 		return
 	}
-	select {
-	case h.running <- struct{}{}:
-		defer func() { <-h.running }()
-	case <-r.Context().Done():
-		writeError(w, apierrors.NewTimeoutError("waiting for another pod simulation to end", 1))
+	// The body is read before a slot is taken, so that a client that sends it slowly
+	// holds no slot meanwhile; it is decoded after, so that what-ifs refused for want
+	// of one cost no decoding.
+	data, err := readSimulationBody(w, r, h.limits)
+	if err != nil {
+		writeError(w, err)
 		return
 	}
-	whatIf, err := h.simulator.SimulatePods(r.Context(), namespace, &sim.Spec.Template, count)
+	release, refused := h.slots.acquire(namespace)
+	if refused != "" {
+		writeTooManyRequests(w, refused)
+		return
+	}
+	defer release()
+	sim, count, err := decodeSimulation(data, namespace, h.limits)
 	if err != nil {
+		writeError(w, err)
+		return
+	}
+	ctx, cancel := context.WithTimeoutCause(r.Context(), h.limits.Timeout, simulationTimedOut{h.limits.Timeout})
+	defer cancel()
+	whatIf, err := h.simulator.SimulatePods(ctx, namespace, &sim.Spec.Template, count)
+	switch {
+	case err != nil && r.Context().Err() != nil:
+		// The client went away: nobody reads an answer.
+		log.FromContext(r.Context()).V(loglevel.Events).Info("Pod simulation stopped: its client went away", "namespace", namespace)
+		return
+	case err != nil && ctx.Err() != nil:
+		writeError(w, apierrors.NewTimeoutError(context.Cause(ctx).Error()+": where the pods would wait is not known", 0))
+		return
+	case err != nil:
 		writeError(w, err)
 		return
 	}
@@ -100,16 +143,41 @@ func (h *podSimulations) serve(w http.ResponseWriter, r *http.Request, namespace
 	writeJSON(w, http.StatusCreated, sim)
 }
 
-// decodeSimulation reads a PodSimulation for namespace from body and checks it: the
-// answer's object (its kind, namespace and count set) and how many pods it asks about.
-func decodeSimulation(body io.Reader, namespace string) (*visv1.PodSimulation, int, error) {
-	data, err := io.ReadAll(io.LimitReader(body, maxSimulationBody+1))
+// readSimulationBody reads r's body: at most MaxBodyBytes of it (413 beyond), within
+// the simulation's Timeout (408 past it), so that a client that sends it slowly holds
+// no goroutine of the server for longer than a simulation would.
+func readSimulationBody(w http.ResponseWriter, r *http.Request, limits SimulationLimits) ([]byte, error) {
+	limit := limits.MaxBodyBytes
+	if r.ContentLength > limit {
+		return nil, bodyTooLarge(r.ContentLength, limit)
+	}
+	// Not every connection takes a deadline (ErrNotSupported): those read as they can.
+	// The deadline is lifted once the body is read: the server still reads, to learn
+	// whether the client goes away while the simulation runs.
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(limits.Timeout))
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
-		return nil, 0, apierrors.NewBadRequest(fmt.Sprintf("reading the body: %v", err))
+		_ = r.Body.Close() // the connection is closed after the answer, the rest unread
 	}
-	if len(data) > maxSimulationBody {
-		return nil, 0, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("a PodSimulation is at most %d bytes", maxSimulationBody))
+	_ = rc.SetReadDeadline(time.Time{})
+	if maxErr := (*http.MaxBytesError)(nil); errors.As(err, &maxErr) {
+		return nil, bodyTooLarge(0, limit)
 	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return nil, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusRequestTimeout, Reason: metav1.StatusReasonTimeout,
+			Message: fmt.Sprintf("the PodSimulation's body did not arrive within %s (--simulation-timeout)", limits.Timeout)}}
+	}
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("reading the body: %v", err))
+	}
+	return data, nil
+}
+
+// decodeSimulation decodes a PodSimulation for namespace and checks it: the answer's
+// object (its kind, namespace and count set) and how many pods it asks about, within
+// limits.
+func decodeSimulation(data []byte, namespace string, limits SimulationLimits) (*visv1.PodSimulation, int, error) {
 	sim := &visv1.PodSimulation{}
 	if err := json.Unmarshal(data, sim); err != nil {
 		return nil, 0, apierrors.NewBadRequest(fmt.Sprintf("the body is not a PodSimulation (JSON, apiVersion %s): %v", visv1.GroupVersion, err))
@@ -124,13 +192,14 @@ func decodeSimulation(body io.Reader, namespace string) (*visv1.PodSimulation, i
 	switch {
 	case count < 0:
 		return nil, 0, apierrors.NewBadRequest(fmt.Sprintf("spec.count %d must not be negative", count))
-	case count > visv1.MaxSimulatedPods:
-		return nil, 0, apierrors.NewBadRequest(fmt.Sprintf("spec.count %d: a simulation asks about at most %d pods", count, visv1.MaxSimulatedPods))
 	case count == 0:
 		count = 1
 	}
 	if len(sim.Spec.Template.Spec.Containers) == 0 {
 		return nil, 0, apierrors.NewBadRequest("spec.template.spec.containers is empty: a pod needs at least one container")
+	}
+	if err := limits.checkSize(&sim.Spec.Template, count); err != nil {
+		return nil, 0, err
 	}
 	sim.TypeMeta = metav1.TypeMeta{APIVersion: visv1.GroupVersion.String(), Kind: visv1.KindPodSimulation}
 	sim.Namespace, sim.Spec.Count = namespace, int32(count)

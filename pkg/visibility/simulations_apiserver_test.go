@@ -282,8 +282,8 @@ func TestPodSimulationsOnRealAPIServer(t *testing.T) {
 				_, err := postSimulation(ctx, editor, "team-a", simulation(visv1.MaxSimulatedPods+1))
 				return err
 			},
-			check:   apierrors.IsBadRequest,
-			message: "at most 1000 pods",
+			check:   apierrors.IsInvalid,
+			message: "a simulation of 1001 pods exceeds the limit of 1000 pods (--simulation-max-pods)",
 		},
 		"a GET by the cluster's admin": {
 			call: func(ctx context.Context) error {

@@ -29,7 +29,8 @@ const (
 	KindPodSimulation      = "PodSimulation"
 )
 
-// MaxSimulatedPods is the most pods one PodSimulation may ask about.
+// MaxSimulatedPods is the most pods one PodSimulation may ask about by default; the
+// manager's --simulation-max-pods sets it.
 const MaxSimulatedPods = 1000
 
 // Paging defaults: a page is DefaultLimit pods unless the request asks for another
@@ -207,7 +208,8 @@ type PodSimulationSpec struct {
 	// created pod's.
 	Template corev1.PodTemplateSpec `json:"template"`
 	// Count is how many such pods (a workload's replicas, a Job's parallelism); 0
-	// means 1; at most MaxSimulatedPods.
+	// means 1; at most the manager's --simulation-max-pods (MaxSimulatedPods by
+	// default), and its containers times Count at most --simulation-max-containers.
 	Count int32 `json:"count,omitempty"`
 }
 

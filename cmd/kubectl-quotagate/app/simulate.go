@@ -60,7 +60,9 @@ bounded by its completions. The pods are simulated in the object's namespace, el
 learns their durations from the workload's finished pods.
 
 The visibility API answers it (POST podsimulations, docs/visibility.md) to users who
-may create pods in the namespace; the answer names no other pod.
+may create pods in the namespace; the answer names no other pod. The manager bounds
+each what-if: by default at most 1000 pods and 10000 containers in all, one running
+per namespace at a time (a second one is retried for a few seconds, then refused).
 
 -o json|yaml print the answer, a PodSimulation (visibility.quotagate.io/v1alpha1).`,
 		Example: `  kubectl quotagate simulate -f job.yaml
@@ -129,6 +131,10 @@ func simulationError(ns string, err error) error {
 		return fmt.Errorf("the visibility API does not serve podsimulations (kubectl get apiservice v1alpha1.%s; the chart's visibility.enabled; a manager older than the plugin): %w", visv1.GroupName, err)
 	case apierrors.IsServiceUnavailable(err):
 		return fmt.Errorf("the visibility API is unavailable (kubectl get apiservice v1alpha1.%s shows why): %w", visv1.GroupName, err)
+	case apierrors.IsInvalid(err) || apierrors.IsRequestEntityTooLargeError(err):
+		return fmt.Errorf("the manager simulates no what-if this large (the limits are its --simulation-* flags, the chart's visibility.simulations): %w", err)
+	case apierrors.IsTooManyRequests(err):
+		return fmt.Errorf("the manager had no free slot to simulate pods in namespace %s, also after retrying (one simulation runs per namespace at a time): %w", ns, err)
 	}
 	return fmt.Errorf("simulating pods in namespace %s: %w", ns, err)
 }

@@ -51,7 +51,8 @@ spec:
 // kube-apiserver's aggregation layer: Budget team-a (2 CPUs, empty) would admit two
 // of the Job's three pods at once and hold the third first in its queue until one of
 // them ends, 10 minutes on. Nothing is created. A user with view only is told what
-// the command needs; a CronJob is not read.
+// the command needs; a CronJob is not read; a Job of 1001 parallel pods is refused
+// with the manager's limit named.
 func TestSimulateOnRealAPIServer(t *testing.T) {
 	dir := t.TempDir()
 	flags, caPEM := aggregationCerts(t, dir)
@@ -174,5 +175,14 @@ train-simulated-2 waits: `
 	_, _, err = runReal(t, as("tenant", "simulate", "-f", cron, "-n", "team-a")...)
 	if err == nil || !strings.Contains(err.Error(), "simulate reads a Pod, Job, Deployment, ReplicaSet or StatefulSet, not a CronJob") {
 		t.Errorf("simulate -f cronjob.yaml: %v", err)
+	}
+	huge := filepath.Join(dir, "job-huge.yaml")
+	if err := os.WriteFile(huge, []byte(strings.Replace(trainJob, "parallelism: 3\n  completions: 6", "parallelism: 1001\n  completions: 2000", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = runReal(t, as("tenant", "simulate", "-f", huge, "-n", "team-a")...)
+	if err == nil || !strings.Contains(err.Error(), "the manager simulates no what-if this large") ||
+		!strings.Contains(err.Error(), "a simulation of 1001 pods exceeds the limit of 1000 pods (--simulation-max-pods)") {
+		t.Errorf("simulate -f job-huge.yaml (parallelism 1001): %v", err)
 	}
 }

@@ -110,6 +110,7 @@ func NewCommand() *cobra.Command {
 
 	addCertFlags(f, &o.Certs)
 	addVisibilityFlags(f, &o.Visibility)
+	addSimulationFlags(f, &o.Visibility.Simulations, &o.Controller)
 
 	gofs := flag.NewFlagSet("", flag.ExitOnError)
 	o.Zap.BindFlags(gofs)
@@ -130,6 +131,12 @@ func (o Options) Validate() error {
 	}
 	if o.Controller.EstimateMaxPods < 0 {
 		return fmt.Errorf("--estimate-max-pods (%d) must be 0 (no bound) or more", o.Controller.EstimateMaxPods)
+	}
+	if err := o.Visibility.Simulations.Validate(); err != nil {
+		return err
+	}
+	if o.Controller.SimulationCPU < 0 {
+		return fmt.Errorf("--simulation-cpu (%g) must be 0 (no bound) or more", o.Controller.SimulationCPU)
 	}
 	if o.RenewDeadline >= o.LeaseDuration {
 		return fmt.Errorf("--leader-elect-renew-deadline (%s) must be less than --leader-elect-lease-duration (%s)", o.RenewDeadline, o.LeaseDuration)

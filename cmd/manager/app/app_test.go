@@ -4,6 +4,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/cobra"
+
+	"github.com/quotagate/quotagate/pkg/visibility"
 )
 
 func TestValidate(t *testing.T) {
@@ -37,6 +42,19 @@ func TestValidate(t *testing.T) {
 			mutate:  func(o *Options) { o.Controller.EstimateMaxPods = -1 },
 			wantErr: "--estimate-max-pods (-1) must be 0 (no bound) or more",
 		},
+		"no time for a pod simulation": {
+			mutate:  func(o *Options) { o.Visibility.Simulations.Timeout = 0 },
+			wantErr: "--simulation-timeout (0s) must be more than 0",
+		},
+		"no pod simulation at once": {
+			mutate:  func(o *Options) { o.Visibility.Simulations.Concurrency = 0 },
+			wantErr: "--simulation-concurrency (0) must be more than 0",
+		},
+		"a negative share of a CPU for pod simulations": {
+			mutate:  func(o *Options) { o.Controller.SimulationCPU = -0.5 },
+			wantErr: "--simulation-cpu (-0.5) must be 0 (no bound) or more",
+		},
+		"pod simulations with no CPU bound": {mutate: func(o *Options) { o.Controller.SimulationCPU = 0 }},
 		"a long ungate timeout is fine without leader election": {
 			mutate: func(o *Options) { o.LeaderElect, o.Controller.UngateTimeout = false, time.Minute },
 		},
@@ -73,5 +91,43 @@ func TestPprofEndpointsAreOptIn(t *testing.T) {
 	o.PprofAddr = "127.0.0.1:6060"
 	if got := o.managerOptions().PprofBindAddress; got != "127.0.0.1:6060" {
 		t.Errorf("with --pprof-bind-address=127.0.0.1:6060 the manager's pprof address is %q", got)
+	}
+}
+
+// The flags that bound pod simulations reach the options the visibility server and the
+// controller are built with, their defaults the documented ones.
+func TestSimulationFlags(t *testing.T) {
+	defaults := map[string]string{
+		"simulation-max-body-bytes": "524288",
+		"simulation-max-pods":       "1000",
+		"simulation-max-containers": "10000",
+		"simulation-timeout":        "20s",
+		"simulation-concurrency":    "2",
+		"simulation-cpu":            "0.5",
+	}
+	cmd := NewCommand()
+	for name, want := range defaults {
+		f := cmd.Flags().Lookup(name)
+		if f == nil {
+			t.Errorf("the manager has no --%s flag", name)
+			continue
+		}
+		if f.DefValue != want {
+			t.Errorf("--%s defaults to %s, want %s", name, f.DefValue, want)
+		}
+	}
+	o := DefaultOptions()
+	cmd = &cobra.Command{}
+	addSimulationFlags(cmd.Flags(), &o.Visibility.Simulations, &o.Controller)
+	if err := cmd.Flags().Parse([]string{"--simulation-max-body-bytes=1024", "--simulation-max-pods=5", "--simulation-max-containers=50",
+		"--simulation-timeout=3s", "--simulation-concurrency=4", "--simulation-cpu=1.5"}); err != nil {
+		t.Fatal(err)
+	}
+	want := visibility.SimulationLimits{MaxBodyBytes: 1024, MaxPods: 5, MaxContainers: 50, Timeout: 3 * time.Second, Concurrency: 4}
+	if diff := cmp.Diff(want, o.Visibility.Simulations); diff != "" {
+		t.Errorf("the visibility server's limits (-want +got):\n%s", diff)
+	}
+	if o.Controller.SimulationCPU != 1.5 {
+		t.Errorf("the controller's share of a CPU for simulations is %g, want 1.5", o.Controller.SimulationCPU)
 	}
 }

@@ -30,10 +30,12 @@ type VisibilityOptions struct {
 	Lease string
 	// APIService is the APIService whose caBundle the certificate rotator keeps.
 	APIService string
+	// Simulations bound each what-if (podsimulations) request.
+	Simulations visibility.SimulationLimits
 }
 
 func defaultVisibilityOptions() VisibilityOptions {
-	return VisibilityOptions{BindAddress: "0", AdvertiseHost: os.Getenv("POD_IP")}
+	return VisibilityOptions{BindAddress: "0", AdvertiseHost: os.Getenv("POD_IP"), Simulations: visibility.DefaultSimulationLimits()}
 }
 
 func addVisibilityFlags(f *pflag.FlagSet, v *VisibilityOptions) {
@@ -42,6 +44,17 @@ func addVisibilityFlags(f *pflag.FlagSet, v *VisibilityOptions) {
 	f.StringVar(&v.AdvertiseHost, "visibility-advertise-host", v.AdvertiseHost, "Host (the pod's IP) that standby replicas forward visibility requests to when this replica leads (default $POD_IP).")
 	f.StringVar(&v.Lease, "visibility-lease", v.Lease, "Lease the leader publishes its visibility address in (default <leader-election-id>-visibility).")
 	f.StringVar(&v.APIService, "visibility-apiservice", v.APIService, "APIService whose caBundle the certificate rotator keeps (with --webhook-cert-secret).")
+}
+
+// addSimulationFlags adds the flags that bound what-ifs (podsimulations): the size and
+// time of one request and how many run at once (v), and the CPU they take together (c).
+func addSimulationFlags(f *pflag.FlagSet, v *visibility.SimulationLimits, c *controller.Options) {
+	f.Int64Var(&v.MaxBodyBytes, "simulation-max-body-bytes", v.MaxBodyBytes, "The largest PodSimulation body the visibility API reads; a larger one is refused (413).")
+	f.IntVar(&v.MaxPods, "simulation-max-pods", v.MaxPods, "The most pods one PodSimulation may ask about (its spec.count); more is refused (422).")
+	f.IntVar(&v.MaxContainers, "simulation-max-containers", v.MaxContainers, "The most containers (init, sidecar and app containers of its template, times its spec.count) one PodSimulation may ask about; more is refused (422).")
+	f.DurationVar(&v.Timeout, "simulation-timeout", v.Timeout, "How long one pod simulation may run: past it, it answers where the pods would wait without their estimated starts, or 504 when even that is not known.")
+	f.IntVar(&v.Concurrency, "simulation-concurrency", v.Concurrency, "How many pod simulations run at once, at most one per namespace; a request beyond is answered 429 with Retry-After at once.")
+	f.Float64Var(&c.SimulationCPU, "simulation-cpu", c.SimulationCPU, "The share of one CPU that pod simulations take together at most, beside the admission loop (0.5: half a CPU); 0 sets no bound.")
 }
 
 // addVisibility adds the visibility server (every replica) and the leader's address
@@ -76,7 +89,8 @@ func addVisibility(mgr manager.Manager, cfg *rest.Config, q *controller.Controll
 			return fmt.Errorf("setting up forwarding to the leader: %w", err)
 		}
 	}
-	srvOpts := visibility.Options{BindAddress: net.ParseIP(host), Port: port, CertDir: v.CertDir, Kubeconfig: os.Getenv("KUBECONFIG"), Estimates: q, Simulator: q}
+	srvOpts := visibility.Options{BindAddress: net.ParseIP(host), Port: port, CertDir: v.CertDir, Kubeconfig: os.Getenv("KUBECONFIG"), Estimates: q, Simulator: q,
+		SimulationLimits: v.Simulations}
 	if srvOpts.BindAddress == nil {
 		srvOpts.BindAddress = net.IPv4zero
 	}

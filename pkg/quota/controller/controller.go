@@ -53,6 +53,9 @@ type Controller struct {
 	pins   *claimPins
 	// estimates is the estimator (estimates.go); nil when it is off.
 	estimates *estimator
+	// simulationPacer bounds the CPU what-ifs take together (simulate_pace.go); nil
+	// when they are not bounded.
+	simulationPacer *simulationPacer
 
 	// kick wakes the admission loop; statusKick wakes the status writer. Both hold at
 	// most one pending signal, so a burst of events costs one round.
@@ -99,6 +102,8 @@ func New(opts Options) (*Controller, error) {
 		evicting:   map[types.UID]*quota.Preemption{},
 		tallies:    map[quota.BudgetKey]*admittedTally{},
 		estimates:  newEstimator(opts.EstimateInterval),
+
+		simulationPacer: newSimulationPacer(opts.SimulationCPU),
 	}
 	c.core = quota.NewAdmissionQueue(append(opts.coreOptions(),
 		quota.WithClock(opts.Clock),

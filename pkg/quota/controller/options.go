@@ -60,6 +60,11 @@ type Options struct {
 	// with more, it skips its passes and gated pods have no estimate (a pass costs about
 	// 1 s of CPU and 170 MB of allocations at 10,000 gated pods). 0 means no bound.
 	EstimateMaxPods int
+	// SimulationCPU is the share of one CPU that what-ifs (the visibility API's
+	// podsimulations, SimulatePods) take together at most, so that a tenant's what-ifs
+	// cannot starve the admission loop: each simulation waits at its steps for its part.
+	// 0 means no bound.
+	SimulationCPU float64
 	// Registerer gets the manager's metrics (the binary passes controller-runtime's
 	// metrics.Registry); nil keeps them in a registry of their own that nothing serves.
 	Registerer prometheus.Registerer
@@ -80,10 +85,15 @@ func DefaultOptions() Options {
 
 		EstimateInterval:       DefaultEstimateInterval,
 		EstimateMaxPods:        DefaultEstimateMaxPods,
+		SimulationCPU:          DefaultSimulationCPU,
 		AdmittedEventInterval:  DefaultAdmittedEventInterval,
 		WaitingEventsPerBudget: DefaultWaitingEventsPerBudget,
 	}
 }
+
+// DefaultSimulationCPU: what-ifs take at most half a CPU together, beside the
+// estimator's quarter, so that on a manager of two CPUs admissions keep more than one.
+const DefaultSimulationCPU = 0.5
 
 // DefaultAdmittedEventInterval bounds the Admitted events of one budget to one every
 // ten seconds.
@@ -122,6 +132,9 @@ func (o *Options) complete() error {
 	}
 	if o.EstimateMaxPods < 0 {
 		return fmt.Errorf("the estimator's most pods must not be negative, got %d", o.EstimateMaxPods)
+	}
+	if o.SimulationCPU < 0 {
+		return fmt.Errorf("the share of a CPU for what-ifs must not be negative, got %g", o.SimulationCPU)
 	}
 	if o.UngateTimeout <= 0 {
 		o.UngateTimeout = DefaultUngateTimeout

@@ -36,6 +36,16 @@ const NoStartsEstimatorOff = "the manager's estimator is off (--estimate-interva
 // deadline, their expected-duration annotation, or what the Learner learned of their
 // owner, from the template's ownerReferences). It reads the informers' caches and,
 // for priority classes, the API server.
+//
+// It is bounded by ctx, which the visibility API ends when the request's client goes
+// away or its time is up: the simulation stops at its next step. Cut short before the
+// core's first decisions, it returns context.Cause(ctx); after them, the placements
+// with NoStarts saying why no start is estimated. While it runs, it takes its part of
+// the share of a CPU that what-ifs take together (Options.SimulationCPU).
+//
+// The template is read once: every simulated pod is one view of it under its own name
+// and UID, so a pod of many containers costs its containers once, not count times, and
+// nothing of it enters the tables that real pods share (quota.NewPodUnshared).
 func (c *Controller) SimulatePods(ctx context.Context, namespace string, tmpl *corev1.PodTemplateSpec, count int) (estimate.WhatIf, error) {
 	now := c.opts.Clock.Now()
 	pods, _ := c.pods.(podLister)
@@ -58,34 +68,37 @@ func (c *Controller) SimulatePods(ctx context.Context, namespace string, tmpl *c
 	if err != nil {
 		return estimate.WhatIf{}, err
 	}
-	run := string(uuid.NewUUID())
-	for i := range count {
-		cp := compactPod(simulatedPod(namespace, tmpl, i, count, run, now, c.opts.Gate, priority))
-		f := cp.factsOf()
-		b.Add(c.viewOf(cp, now), &f)
+	if ctx.Err() != nil {
+		return estimate.WhatIf{}, context.Cause(ctx)
 	}
-	return estimate.Suppose(b.World(), estimate.Options{Core: c.opts.coreOptions()}, count, noStarts), nil
+	run := string(uuid.NewUUID())
+	cp := compactSimulated(simulatedPod(namespace, tmpl, count, now, c.opts.Gate, priority))
+	for i := range count {
+		p := *cp
+		p.view.Name = simulatedName(tmpl, i, count)
+		p.view.UID = types.UID("simulated-" + run + "-" + strconv.Itoa(i))
+		f := p.factsOf()
+		b.Add(c.viewOf(&p, now), &f)
+	}
+	o := estimate.Options{Core: c.opts.coreOptions(), Done: ctx.Done(), Pace: c.simulationPacer.pace(ctx)}
+	w := estimate.Suppose(b.World(), o, count, noStarts)
+	switch {
+	case w.Placements == nil:
+		return estimate.WhatIf{}, context.Cause(ctx)
+	case w.Stopped:
+		w.NoStarts = fmt.Sprintf("no start is estimated: %v", context.Cause(ctx))
+	}
+	return w, nil
 }
 
-// simulatedPod is the i-th of count pods made from tmpl, as the API server would have
-// created it at now in namespace: gated by gate, with priority, and a UID no pod has.
-// It is named after the template (a Pod's own name when it is the only one), else
-// simulated-i.
-func simulatedPod(namespace string, tmpl *corev1.PodTemplateSpec, i, count int, run string, now time.Time, gate string, priority int32) *corev1.Pod {
+// simulatedPod is the first of count pods made from tmpl, as the API server would have
+// created it at now in namespace: gated by gate, with priority. The others differ only
+// in their names (simulatedName) and UIDs.
+func simulatedPod(namespace string, tmpl *corev1.PodTemplateSpec, count int, now time.Time, gate string, priority int32) *corev1.Pod {
 	pod := &corev1.Pod{ObjectMeta: *tmpl.ObjectMeta.DeepCopy(), Spec: *tmpl.Spec.DeepCopy()}
-	pod.Namespace = namespace
-	pod.UID = types.UID("simulated-" + run + "-" + strconv.Itoa(i))
+	pod.Namespace, pod.Name, pod.UID = namespace, simulatedName(tmpl, 0, count), ""
 	pod.CreationTimestamp = metav1.NewTime(now)
 	pod.ResourceVersion, pod.DeletionTimestamp = "", nil
-	switch {
-	case tmpl.Name != "" && count == 1:
-	case tmpl.GenerateName != "":
-		pod.Name = tmpl.GenerateName + "simulated-" + strconv.Itoa(i)
-	case tmpl.Name != "":
-		pod.Name = tmpl.Name + "-simulated-" + strconv.Itoa(i)
-	default:
-		pod.Name = "simulated-" + strconv.Itoa(i)
-	}
 	pod.Spec.Priority = &priority
 	pod.Spec.NodeName = ""
 	hasGate := false
@@ -97,6 +110,20 @@ func simulatedPod(namespace string, tmpl *corev1.PodTemplateSpec, i, count int, 
 	}
 	pod.Status = corev1.PodStatus{Phase: corev1.PodPending}
 	return pod
+}
+
+// simulatedName is the name of the i-th of count pods made from tmpl: the template's
+// (a Pod's own name when it is the only one), else simulated-i.
+func simulatedName(tmpl *corev1.PodTemplateSpec, i, count int) string {
+	switch {
+	case tmpl.Name != "" && count == 1:
+		return tmpl.Name
+	case tmpl.GenerateName != "":
+		return tmpl.GenerateName + "simulated-" + strconv.Itoa(i)
+	case tmpl.Name != "":
+		return tmpl.Name + "-simulated-" + strconv.Itoa(i)
+	}
+	return "simulated-" + strconv.Itoa(i)
 }
 
 // priorityOf is the priority the API server's Priority admission gives a pod of spec:

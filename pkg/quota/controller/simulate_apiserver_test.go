@@ -132,3 +132,60 @@ func TestSimulatePodsWithTheEstimatorOff(t *testing.T) {
 		t.Errorf("starts %v, NoStarts %q; want none and %q", last.Starts, last.NoStarts, controller.NoStartsEstimatorOff)
 	}
 }
+
+// A what-if's template is read once: five pods of 200 containers of 10m each are each
+// charged 2 CPUs, under names and UIDs of their own, and all fit in a Budget of 100.
+// A what-if whose request has ended answers an error and creates nothing.
+func TestSimulatePodsOfManyContainers(t *testing.T) {
+	ns := newNamespace(t, true)
+	mustCreate(t, budget(ns, "team", cpu("100"), ""))
+	m := startManager(t, nil, false)
+	tmpl := corev1.PodTemplateSpec{Spec: gatedPod(ns, "", "10m").Spec}
+	for i := 1; i < 200; i++ {
+		c := *tmpl.Spec.Containers[0].DeepCopy()
+		c.Name = fmt.Sprintf("c-%d", i)
+		tmpl.Spec.Containers = append(tmpl.Spec.Containers, c)
+	}
+	type pod struct {
+		Name, CPU, Code string
+		Admitted        bool
+	}
+	var got []pod
+	uids := map[string]bool{}
+	testbed.Poll(t, time.Minute, "the manager's caches hold the Budget", func(ctx context.Context) (bool, error) {
+		w, err := m.ctrl.SimulatePods(ctx, ns, &tmpl, 5)
+		if err != nil {
+			return false, err
+		}
+		got, uids = nil, map[string]bool{}
+		for i, p := range w.Pods {
+			cpu := p.Usage[corev1.ResourceRequestsCPU]
+			got = append(got, pod{Name: p.Name, CPU: cpu.String(), Code: string(w.Placements[i].Reason.Code), Admitted: w.Placements[i].Admitted})
+			uids[string(p.UID)] = true
+		}
+		return len(got) == 5 && got[4].Admitted, nil
+	})
+	var want []pod
+	for i := range 5 {
+		want = append(want, pod{Name: fmt.Sprintf("simulated-%d", i), CPU: "2", Code: string(quota.CodeFits), Admitted: true})
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("five pods of 200 containers (-want +got):\n%s", diff)
+	}
+	if len(uids) != 5 {
+		t.Errorf("the five simulated pods have %d UIDs, want one each", len(uids))
+	}
+
+	gone, cancel := context.WithCancel(t.Context())
+	cancel()
+	if w, err := m.ctrl.SimulatePods(gone, ns, &tmpl, 5); err == nil {
+		t.Errorf("a what-if whose request ended answered %d placements, want an error", len(w.Placements))
+	}
+	var pods corev1.PodList
+	if err := admin.List(t.Context(), &pods, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) != 0 {
+		t.Errorf("the namespace holds %d pods after the what-ifs, want none", len(pods.Items))
+	}
+}

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"slices"
 	"time"
 	"unique"
 
@@ -114,6 +115,19 @@ func CompactPod(obj any) (any, error) {
 	default:
 		// Tombstones pass through unchanged: they hold what the store held.
 		return obj, nil
+	}
+}
+
+// compactSimulated is compactPod for a what-if's pod, which is not in the cluster:
+// nothing of it enters the tables that real pods share (quota.NewPodUnshared), and it
+// has no placement, which only an ungate patch reads.
+func compactSimulated(pod *corev1.Pod) *cachedPod {
+	return &cachedPod{
+		view:     quota.NewPodUnshared(pod, "", time.Time{}),
+		gates:    slices.Clone(pod.Spec.SchedulingGates),
+		claims:   quota.PodClaims(pod),
+		extended: quota.ExtendedRequests(pod),
+		facts:    unique.Make(estimate.FactsOf(pod).Compact(pod.Name)),
 	}
 }
 

@@ -2,9 +2,12 @@ package controller
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // BenchmarkCompactPod is the informer transform's cost for one pod event: every event
@@ -26,4 +29,47 @@ func BenchmarkCompactPod(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkCompactPodOfManyContainers is the informer transform's cost for one event of
+// a pod of 9000 BestEffort containers, which a tenant with edit may create: it grows
+// with the containers, not with their square.
+func BenchmarkCompactPodOfManyContainers(b *testing.B) {
+	pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: manyContainers(9000)}}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = compactPod(pod)
+	}
+}
+
+// BenchmarkSimulatedViews is what SimulatePods spends on the simulated pods' views
+// before it simulates: the template read once, then a view per pod. The first case is
+// one pod of 9000 containers, the second the largest what-if by default (1000 pods of
+// 10 containers).
+func BenchmarkSimulatedViews(b *testing.B) {
+	for _, tc := range []struct{ containers, count int }{{9000, 1}, {10, 1000}} {
+		tmpl := &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: manyContainers(tc.containers)}}
+		now := time.Now()
+		b.Run(fmt.Sprintf("containers=%d/count=%d", tc.containers, tc.count), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				cp := compactSimulated(simulatedPod("team-a", tmpl, tc.count, now, "quotagate.io/budget", 0))
+				for i := range tc.count {
+					p := *cp
+					p.view.Name = simulatedName(tmpl, i, tc.count)
+					_ = p.factsOf()
+				}
+			}
+		})
+	}
+}
+
+// manyContainers are n containers that request 10m of CPU each and set nothing else.
+func manyContainers(n int) []corev1.Container {
+	out := make([]corev1.Container, n)
+	for i := range out {
+		out[i] = corev1.Container{Name: fmt.Sprintf("c%d", i), Image: "registry.invalid/app",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m")}}}
+	}
+	return out
 }
