@@ -338,12 +338,15 @@ func (a *admitter) admitUnit(unit []*podState, f *Flavor, reason Reason) {
 }
 
 // handOut returns the admission of an assumed pod from this Admit: the first time, or
-// again to retry an ungate whose outcome is not known.
+// again to retry an ungate whose outcome is not known. Either names the budgets that
+// admitted it (its pins, charged when it was admitted): a budget that came to cover it
+// in between is not one, and written into its admitted-by it would pin the pod there
+// after a restart, where in memory it is not.
 func (a *admitter) handOut(p *podState) {
 	p.inFlight = true
 	a.out = append(a.out, Admission{
 		Pod:       p.pod.PodRef,
-		Budgets:   keysOf(p.chargedTo),
+		Budgets:   slices.Clone(p.pinned),
 		Borrowing: p.borrowing,
 		Group:     p.pod.Group,
 		Reason:    p.admitted,
