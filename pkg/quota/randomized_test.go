@@ -243,7 +243,9 @@ func newWorldOf(seed int, tenant bool) *world {
 // from events alone), uncovered pods held or released as the seed says.
 func (w *world) newCore() *AdmissionQueue {
 	// No periodic flush: liveness must follow from events alone.
-	return NewAdmissionQueue(WithClock(w.clk), WithFlushInterval(1000*time.Hour), WithHoldUncovered(w.hold), WithPriorityCeiling(worldPriorityCeiling))
+	// The preemption cooldown is off until the model learns it.
+	return NewAdmissionQueue(WithClock(w.clk), WithFlushInterval(1000*time.Hour), WithHoldUncovered(w.hold), WithPriorityCeiling(worldPriorityCeiling),
+		WithPreemptionCooldown(0, 0))
 }
 
 func (w *world) logf(format string, args ...any) {
