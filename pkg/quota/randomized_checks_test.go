@@ -73,6 +73,7 @@ func (w *world) admitAndCheck() error {
 		}
 		p.pinned = w.cover(p.obj)
 		p.chargeLabels = maps.Clone(p.obj.Labels)
+		w.preemptorAdmitted(a.Pod.UID, a.Budgets)
 		if !maps.Equal(a.Labels, p.obj.Labels) {
 			return fmt.Errorf("%s admitted with labels %v, model says %v", a.Pod, a.Labels, p.obj.Labels)
 		}
