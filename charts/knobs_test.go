@@ -446,3 +446,40 @@ func TestSimulationLimits(t *testing.T) {
 	schemaError(t, simulations(map[string]any{"concurrency": 0}), "/visibility/simulations/concurrency")
 	schemaError(t, simulations(map[string]any{"maxPod": 10}), "/visibility/simulations")
 }
+
+// manager.preemption reaches the manager as --preemption-cooldown and
+// --preemption-max-backoff, 30s and 10m by default; "0s" (evict at once) is accepted, a
+// duration without a unit or an unknown key is not.
+func TestPreemptionCooldown(t *testing.T) {
+	for name, tc := range map[string]struct {
+		preemption map[string]any
+		want       []string
+	}{
+		"default": {want: []string{"--preemption-cooldown=30s", "--preemption-max-backoff=10m"}},
+		"longer, backing off further": {
+			preemption: map[string]any{"cooldown": "2m", "maxBackoff": "1h"},
+			want:       []string{"--preemption-cooldown=2m", "--preemption-max-backoff=1h"},
+		},
+		"off": {
+			preemption: map[string]any{"cooldown": "0s"},
+			want:       []string{"--preemption-cooldown=0s", "--preemption-max-backoff=10m"},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var values map[string]any
+			if tc.preemption != nil {
+				values = map[string]any{"manager": map[string]any{"preemption": tc.preemption}}
+			}
+			m := mustInstall(t, defaultRelease, defaultNamespace, values)
+			args := podSpecOf(t, m, "Deployment", "quotagate-manager").Containers[0].Args
+			for _, want := range tc.want {
+				if !slices.Contains(args, want) {
+					t.Errorf("the manager's args %v lack %s", args, want)
+				}
+			}
+		})
+	}
+	schemaError(t, map[string]any{"manager": map[string]any{"preemption": map[string]any{"cooldown": "30"}}}, "/manager/preemption/cooldown")
+	schemaError(t, map[string]any{"manager": map[string]any{"preemption": map[string]any{"maxBackoff": "-1m"}}}, "/manager/preemption/maxBackoff")
+	schemaError(t, map[string]any{"manager": map[string]any{"preemption": map[string]any{"cooldowns": "30s"}}}, "/manager/preemption")
+}

@@ -45,7 +45,7 @@ func TestContainerArgs(t *testing.T) {
 			wantManager: []string{"--leader-elect=true", "--leader-election-namespace=quotagate-system",
 				"--metrics-bind-address=:8080", "--metrics-secure=true", "--health-probe-bind-address=:8081",
 				"--kube-api-qps=500", "--kube-api-burst=1000", "--workers=32", "--hold-uncovered=true", "--priority-ceiling=1000000000", "--zap-log-level=info",
-				"--estimate-interval=5s", "--estimate-max-pods=20000",
+				"--estimate-interval=5s", "--estimate-max-pods=20000", "--preemption-cooldown=30s", "--preemption-max-backoff=10m",
 				"--visibility-bind-address=:8443", "--visibility-cert-dir=/tmp/k8s-webhook-server/serving-certs",
 				"--simulation-max-body-bytes=524288", "--simulation-max-pods=1000", "--simulation-max-containers=10000",
 				"--simulation-timeout=20s", "--simulation-concurrency=2", "--simulation-cpu=0.5"},
@@ -62,7 +62,7 @@ func TestContainerArgs(t *testing.T) {
 			wantManager: []string{"--leader-elect=true", "--leader-election-namespace=quotagate-system",
 				"--metrics-bind-address=:8080", "--metrics-secure=false", "--health-probe-bind-address=:8081",
 				"--kube-api-qps=7.5", "--kube-api-burst=15", "--workers=32", "--hold-uncovered=false", "--priority-ceiling=1000000000", "--zap-log-level=5",
-				"--estimate-interval=5s", "--estimate-max-pods=20000",
+				"--estimate-interval=5s", "--estimate-max-pods=20000", "--preemption-cooldown=30s", "--preemption-max-backoff=10m",
 				"--visibility-bind-address=0"},
 		},
 	} {

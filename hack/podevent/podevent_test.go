@@ -17,7 +17,7 @@ import (
 // the flavors.
 var featureFiles = []string{
 	"families.go", "borrowing.go", "fairshare.go", "hold.go", "lendclaims.go",
-	"preemptions.go", "preempt.go", "victims.go", "victimorder.go", "reclaimfloor.go", "blocked.go",
+	"preemptions.go", "preempt.go", "preemptcooldown.go", "victims.go", "victimorder.go", "reclaimfloor.go", "blocked.go",
 	"groups.go", "groups_settle.go",
 	"flavors.go", "flavor_choice.go", "flavor_api.go", "flavor.go",
 }

@@ -62,6 +62,7 @@ func TestPlace(t *testing.T) {
 	}
 	for name, tc := range map[string]struct {
 		w    World
+		core []quota.Option // the manager's (Options.Core)
 		uids []string
 		want []placed
 	}{
@@ -124,10 +125,18 @@ func TestPlace(t *testing.T) {
 			uids: []string{"new"},
 			want: []placed{{Admitted: true, Found: true, Budgets: []string{"team-a/gpus"}, Flavor: "a100"}},
 		},
-		"preemption: admitted once a lower priority pod is preempted": {
+		"preemption: a new pod waits for its preemption cooldown first": {
 			w: world([]quota.Budget{preempting}, []Pod{running("team-a", "low", "cpu=2", runs(10*min))}, []Pod{
 				waiting(podIn("team-a", "new", 10, "cpu=2").Priority(100), runs(min)),
 			}),
+			uids: []string{"new"},
+			want: []placed{{Found: true, Places: []string{"team-a/a 1/1"}, Code: quota.CodePreemptionPending}},
+		},
+		"preemption without a cooldown: admitted once a lower priority pod is preempted": {
+			w: world([]quota.Budget{preempting}, []Pod{running("team-a", "low", "cpu=2", runs(10*min))}, []Pod{
+				waiting(podIn("team-a", "new", 10, "cpu=2").Priority(100), runs(min)),
+			}),
+			core: []quota.Option{quota.WithPreemptionCooldown(0, 0)},
 			uids: []string{"new"},
 			want: []placed{{Admitted: true, Found: true, Budgets: []string{"team-a/a"}, Preempts: 1}},
 		},
@@ -143,7 +152,7 @@ func TestPlace(t *testing.T) {
 				uids[i] = types.UID(u)
 			}
 			var have []placed
-			for _, p := range Place(tc.w, Options{}, uids) {
+			for _, p := range Place(tc.w, Options{Core: tc.core}, uids) {
 				have = append(have, summarizePlace(p))
 			}
 			if diff := cmp.Diff(tc.want, have); diff != "" {

@@ -306,7 +306,7 @@ func (s *sim) explain(capped bool) {
 // ends free.
 func waitsForRoom(code quota.ReasonCode) bool {
 	switch code {
-	case quota.CodeInsufficient, quota.CodeNoLendable, quota.CodeFairShare, quota.CodeBehindHead, quota.CodeQueued, quota.CodeBackoff:
+	case quota.CodeInsufficient, quota.CodeNoLendable, quota.CodePreemptionPending, quota.CodeFairShare, quota.CodeBehindHead, quota.CodeQueued, quota.CodeBackoff:
 		return true
 	}
 	return false

@@ -30,6 +30,7 @@ type admitter struct {
 	passes    passes                  // Admit's passes, for the family part's memo
 	immediate map[types.UID]*podState // pods to admit without quota at the next Admit
 	backoff   timerHeap               // pods waiting for their retry time
+	cooldowns timerHeap               // pods waiting for their preemption cooldown to end
 	lastFlush time.Time
 }
 
@@ -40,6 +41,10 @@ func newAdmitter(o *options, t *topology, ag *agenda, c *charges, f *families, p
 		backoff: timerHeap{
 			at:    func(p *podState) time.Time { return p.retryAt },
 			index: func(p *podState) *int { return &p.backoffIndex },
+		},
+		cooldowns: timerHeap{
+			at:    func(p *podState) time.Time { return p.preemptAt },
+			index: func(p *podState) *int { return &p.cooldownIndex },
 		},
 		lastFlush: o.clock.Now(),
 	}
@@ -202,7 +207,9 @@ func (a *admitter) waitsForCapacity(unit []*podState, budgets []*budget, add dem
 	switch {
 	case over:
 		a.failOn(unit, w, on.flavor)
-		a.preemptions.decide(unit, budgets, add, w)
+		if pending := a.preemptions.decide(unit, budgets, add, w); !pending.at.IsZero() {
+			a.coolDown(unit, pending)
+		}
 	case yield:
 		a.failOn(unit, w, on.flavor)
 	}
@@ -310,6 +317,7 @@ func (a *admitter) admitUnit(unit []*podState, f *Flavor, reason Reason) {
 			p.place(f, a.flavors.reach(&p.pod, f))
 		}
 		a.backoff.remove(p)
+		a.cooldowns.remove(p)
 		p.inBackoff, p.parked, p.wait = false, false, waitInfo{}
 		p.phase = phaseAssumed
 		p.pinned = keysOf(p.cover)
@@ -320,6 +328,9 @@ func (a *admitter) admitUnit(unit []*podState, f *Flavor, reason Reason) {
 		p.borrowing = nil
 		if inBorrowingFamily(p.chargedTo) {
 			p.borrowing = a.families.admitted(p)
+		}
+		if p.preemption {
+			a.preemptions.preemptorAdmitted(p, keysOf(p.chargedTo))
 		}
 		a.handOut(p)
 	}
@@ -338,12 +349,15 @@ func (a *admitter) admitUnit(unit []*podState, f *Flavor, reason Reason) {
 }
 
 // handOut returns the admission of an assumed pod from this Admit: the first time, or
-// again to retry an ungate whose outcome is not known.
+// again to retry an ungate whose outcome is not known. Either names the budgets that
+// admitted it (its pins, charged when it was admitted): a budget that came to cover it
+// in between is not one, and written into its admitted-by it would pin the pod there
+// after a restart, where in memory it is not.
 func (a *admitter) handOut(p *podState) {
 	p.inFlight = true
 	a.out = append(a.out, Admission{
 		Pod:       p.pod.PodRef,
-		Budgets:   keysOf(p.chargedTo),
+		Budgets:   slices.Clone(p.pinned),
 		Borrowing: p.borrowing,
 		Group:     p.pod.Group,
 		Reason:    p.admitted,

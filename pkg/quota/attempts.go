@@ -33,8 +33,9 @@ import (
 // the outcome with Done.
 type Admission struct {
 	Pod PodRef `json:"pod"`
-	// Budgets the pod is charged to (for the admitted-by annotation); empty when no
-	// budget covers it.
+	// Budgets that admitted the pod: those it was charged to when it was admitted, for
+	// the admitted-by annotation (a retry names them again); empty when no budget
+	// covered it.
 	Budgets []BudgetKey `json:"budgets,omitempty"`
 	// Borrowing are the budgets of Budgets it is admitted beyond the hard of, by
 	// borrowing under their parent (for the borrowing annotation); empty when none.

@@ -15,7 +15,7 @@ import (
 func BenchmarkReclaimDecision(b *testing.B) {
 	for _, n := range []int{100, 1000, 10000} {
 		b.Run(fmt.Sprintf("borrower-pods=%d", n), func(b *testing.B) {
-			q, _ := newTestQueue(WithLendHold(0))
+			q, _ := newTestQueue(WithLendHold(0), victimsAtOnce)
 			for _, ns := range []string{"ns-a", "ns-b"} {
 				q.SetNamespace(ns, map[string]string{v1alpha1.EnabledLabel: "true"})
 			}

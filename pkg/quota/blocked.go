@@ -31,11 +31,17 @@ func (q *AdmissionQueue) EvictionBlocked(uid types.UID) (retry bool, since time.
 	if p == nil {
 		return false, time.Time{}
 	}
-	return q.preemptions.refused(p, q.opts.clock.Now())
+	retry, since, wake := q.preemptions.refused(p, q.opts.clock.Now())
+	if wake != nil && q.topology.alive(wake) {
+		q.agenda.wake(wake) // its next evaluation waits for the cooldown
+	}
+	return retry, since
 }
 
-// refused is EvictionBlocked for a pod the core knows, now.
-func (pr *preemptions) refused(p *podState, now time.Time) (retry bool, since time.Time) {
+// refused is EvictionBlocked for a pod the core knows, now. wake is the budget of a
+// preemptor that must now wait for its cooldown before other victims are chosen (nil
+// for none): its next evaluation says so, and sets the time.
+func (pr *preemptions) refused(p *podState, now time.Time) (retry bool, since time.Time, wake *budget) {
 	since, seen := pr.blockedAt[p]
 	if !seen {
 		since = now
@@ -43,7 +49,7 @@ func (pr *preemptions) refused(p *podState, now time.Time) (retry bool, since ti
 	}
 	rec, ok := pr.victims[p]
 	if !ok || !pr.stillVictim(p) {
-		return false, since
+		return false, since, nil
 	}
 	// Choose again without it: it is no longer on its way out, and ranks last. The
 	// victims of the same decision (its group, or others chosen with it) stay chosen:
@@ -56,12 +62,15 @@ func (pr *preemptions) refused(p *podState, now time.Time) (retry bool, since ti
 			}
 		}
 	}
-	pr.decide(rec.unit, rec.budgets, rec.add, rec.preemptor().wait)
+	w := rec.preemptor().wait
+	if pending := pr.decide(rec.unit, rec.budgets, rec.add, w); !pending.at.IsZero() {
+		return false, since, w.budget
+	}
 	if _, again := pr.victims[p]; !again {
-		return false, since
+		return false, since, nil
 	}
 	// Still needed: the controller is at work on it already, so the decision is not
 	// handed out twice.
 	pr.decided = slices.DeleteFunc(pr.decided, func(d Preemption) bool { return d.Victim.UID == p.pod.UID })
-	return true, since
+	return true, since, nil
 }

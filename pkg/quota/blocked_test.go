@@ -44,7 +44,7 @@ func TestEvictionBlocked(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			q, clk := newTestQueue()
+			q, clk := newTestQueue(victimsAtOnce)
 			family(q, makeBudget("team-b", "b"))
 			for i, p := range tc.a {
 				q.UpsertPod(makePod(p.name).NS("team-a").Created(i).Req("cpu=" + p.cpu).Pod())

@@ -37,7 +37,7 @@ func TestBorrowing(t *testing.T) {
 			wantFirst: 8, // hard 4 + borrowingLimit 4
 			then:      pods("team-b", 0, 1, 100),
 			wantThen:  nil,
-			code:      CodeNoLendable,
+			code:      CodePreemptionPending, // NoLendableQuota, and a reclaim once its cooldown ends
 		},
 		"a lendingLimit keeps part of hard for the lender": {
 			parent:    makeBudget("", "org").Hard("cpu=100").Obj(),
@@ -46,7 +46,7 @@ func TestBorrowing(t *testing.T) {
 			wantFirst: 6, // its own 4 and the 2 b lends
 			then:      pods("team-b", 0, 3, 100),
 			wantThen:  []string{"team-b-a", "team-b-b"}, // b's 2 kept; the third waits
-			code:      CodeNoLendable,
+			code:      CodePreemptionPending,
 		},
 		"the parent's hard stays the ceiling": {
 			parent:    makeBudget("", "org").Hard("cpu=5").Obj(),
@@ -90,7 +90,7 @@ func TestBorrowing(t *testing.T) {
 				r, _ := q.Reader().WaitReason(waiting.UID)
 				t.Errorf("%s waits with %s (%s), want %s", waiting.Name, code, r.Message, tc.code)
 			}
-			if tc.code != CodeNoLendable {
+			if tc.code != CodePreemptionPending {
 				return
 			}
 			r, _ := q.Reader().WaitReason(waiting.UID)

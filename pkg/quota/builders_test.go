@@ -100,6 +100,11 @@ func newTestQueue(opts ...Option) (*AdmissionQueue, *clocktesting.FakeClock) {
 
 var testNamespaces = []string{"team-a", "team-b", "team-c", "team-d"}
 
+// victimsAtOnce turns the preemption cooldown off, for the tests of which victims are
+// chosen: they are chosen at the first decision (preemptcooldown_test.go tests the
+// cooldown and its backoff).
+var victimsAtOnce = WithPreemptionCooldown(0, 0)
+
 // admitNames runs Admit, reports every admission as ungated, and returns the names.
 func admitNames(q *AdmissionQueue) []string {
 	var names []string

@@ -12,7 +12,7 @@
 //		rv, err := patch(a.Pod)                    // fenced on rv: test it, test + remove the gate
 //		q.Done(a.Pod.UID, resultOf(err), rv)       // Ungated, Gone, Unknown (the charge stays) or NotSent
 //	}                                              // until a view settles it (attempts.go)
-//	if t, ok := q.NextWakeup(); ok { requeueAt(t) } // backoffs, grace periods, flush
+//	if t, ok := q.NextWakeup(); ok { requeueAt(t) } // backoffs, cooldowns, grace periods, flush
 //	for _, k := range q.DirtyStatuses() { st, _ := r.Status(k); writeStatus(k, st) }
 //	for _, p := range q.Preemptions() {            // victims to evict (preempt.go)
 //		for q.PreemptionNeeded(p.Victim.UID) && evict(p.Victim) != nil { backOff() }
@@ -58,14 +58,17 @@
 //     only for a unit with a borrowing family (inBorrowingFamily, budget.go), once per
 //     step, so a pod in a budget without one never enters these files; it asks the
 //     rest of the core only what familyCore names.
-//   - preemptions (preemptions.go, preempt.go, victims.go, victimorder.go,
-//     reclaimfloor.go, blocked.go): the victims chosen and for whom, the evictions
-//     accepted and not yet seen terminating, those a PodDisruptionBudget refused, and
-//     the decisions not yet handed out. decide chooses which running pods must go so
-//     that a unit fits (reclaim of lent quota, or lower priority within a budget)
-//     without moving anything: hide and show take charges out of the ledgers and put
-//     them back. victimCandidates filters what may go, compareVictims orders it (a
-//     pure comparator). It asks the rest of the core only what preemptionCore names.
+//   - preemptions (preemptions.go, preempt.go, preemptcooldown.go, victims.go,
+//     victimorder.go, reclaimfloor.go, blocked.go): the victims chosen and for whom,
+//     the evictions accepted and not yet seen terminating, those a PodDisruptionBudget
+//     refused, the decisions not yet handed out, and each namespace's preemption
+//     cooldown with the preemptors it judges for its backoff. decide chooses which
+//     running pods must go so that a unit fits (reclaim of lent quota, or lower
+//     priority within a budget) without moving anything: hide and show take charges
+//     out of the ledgers and put them back; a unit that has not waited its cooldown
+//     gets nobody, and is told until when. victimCandidates filters what may go,
+//     compareVictims orders it (a pure comparator). It asks the rest of the core only
+//     what preemptionCore names.
 //   - groups (groups.go): the index of groups (join, leave), each
 //     group's gated members and what they would charge (sync), readiness, and one
 //     decision for the whole group (the admitter takes it: evaluateGroup).
@@ -88,7 +91,8 @@
 //     dirty budgets' heads in order: a unit (a pod or a group) is blocked, waits for
 //     capacity (asking the family part, and the preemption part when it does not fit),
 //     or is admitted (charged, handed out). It owns the decisions not yet returned, the
-//     backoffs, the ungate attempts' outcomes (Done), the periodic flush, and the count
+//     backoffs, the timers that evaluate a unit again when its preemption cooldown
+//     ends, the ungate attempts' outcomes (Done), the periodic flush, and the count
 //     of its passes (passes), which the family part's claims memo reads. Its
 //     flavor side (flavor_choice.go) chooses the flavor a unit is admitted on, in its
 //     flavored budget's order and under its fungibility, and takes the Flavor events.

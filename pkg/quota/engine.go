@@ -15,6 +15,14 @@ const (
 	DefaultLendHold       = 5 * time.Second
 )
 
+// Defaults of preemption's cooldown and its backoff (WithPreemptionCooldown; docs/budgets.md,
+// "Preemption cooldown"): a pod evicts nobody before it has waited 30 s, and a namespace
+// whose preemptors keep vanishing waits up to 10 minutes per preemptor.
+const (
+	DefaultPreemptionCooldown   = 30 * time.Second
+	DefaultPreemptionMaxBackoff = 10 * time.Minute
+)
+
 // DefaultPriorityCeiling is the highest priority the core ranks pods by: Kubernetes'
 // HighestUserDefinablePriority. The system classes (system-cluster-critical,
 // system-node-critical: 2000000000 and up) rank no higher than the highest class a
@@ -48,20 +56,22 @@ type AdmissionQueue struct {
 // NewAdmissionQueue returns an empty AdmissionQueue.
 func NewAdmissionQueue(opts ...Option) *AdmissionQueue {
 	o := options{
-		clock:           clock.RealClock{},
-		initialBackoff:  DefaultInitialBackoff,
-		maxBackoff:      DefaultMaxBackoff,
-		flushInterval:   DefaultFlushInterval,
-		lendHold:        DefaultLendHold,
-		priorityCeiling: DefaultPriorityCeiling,
-		holdUncovered:   true,
+		clock:                clock.RealClock{},
+		initialBackoff:       DefaultInitialBackoff,
+		maxBackoff:           DefaultMaxBackoff,
+		flushInterval:        DefaultFlushInterval,
+		lendHold:             DefaultLendHold,
+		priorityCeiling:      DefaultPriorityCeiling,
+		holdUncovered:        true,
+		preemptionCooldown:   DefaultPreemptionCooldown,
+		preemptionMaxBackoff: DefaultPreemptionMaxBackoff,
 	}
 	for _, opt := range opts {
 		opt(&o)
 	}
 	q := &AdmissionQueue{opts: o, topology: newTopology(), pods: newPodIndex(), flavors: newFlavorIndex()}
 	q.agenda = newAgenda(&q.topology, o.observer)
-	q.preemptions = newPreemptions(q)
+	q.preemptions = newPreemptions(q, o.clock, o.preemptionCooldown, o.preemptionMaxBackoff)
 	q.families = newFamilies(q, o.clock, o.lendHold)
 	q.charges = newCharges(q.agenda, &q.topology, &q.families, q.flavors)
 	q.admit = newAdmitter(&q.opts, &q.topology, q.agenda, q.charges, &q.families, &q.preemptions, q.pods, q.flavors)

@@ -58,7 +58,7 @@ func TestAvoidBorrowingTriesTheNextFlavorFirst(t *testing.T) {
 // TestPreemptionOnAFlavor: a pod of higher priority that may go only on h100 preempts a
 // lower one on h100, never the one on a100, which would not make room for it.
 func TestPreemptionOnAFlavor(t *testing.T) {
-	q, clk := newTestQueue()
+	q, clk := newTestQueue(victimsAtOnce)
 	q.UpsertFlavor(h100)
 	q.UpsertFlavor(a100)
 	q.UpsertBudget(makeBudget("team-a", "gpus").PreemptLowerPriority().flavor("h100", "nvidia.com/gpu=1", "").flavor("a100", "nvidia.com/gpu=1", "").Obj())
@@ -116,7 +116,7 @@ func TestWhenCanPreempt(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			q, clk := newTestQueue()
+			q, clk := newTestQueue(victimsAtOnce)
 			q.UpsertFlavor(h100)
 			q.UpsertFlavor(a100)
 			b := makeBudget("team-a", "gpus").PreemptLowerPriority().flavor("h100", "nvidia.com/gpu=1", "").flavor("a100", "nvidia.com/gpu=1", "").Obj()
@@ -170,7 +170,7 @@ func TestWhenCanPreemptReclaims(t *testing.T) {
 		"Preempt: takes its lent h100 back": {fung: Fungibility{StopToPreempt: true}, victims: []string{"a3"}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			q, clk := newTestQueue()
+			q, clk := newTestQueue(victimsAtOnce)
 			q.UpsertFlavor(h100)
 			q.UpsertFlavor(a100)
 			q.UpsertBudget(makeBudget("", "org").flavor("h100", "nvidia.com/gpu=4", "").flavor("a100", "nvidia.com/gpu=2", "").Obj())
@@ -239,7 +239,7 @@ func TestFairSharingOnAFlavor(t *testing.T) {
 // team-a; once the victim ends, the GPU goes to team-b's pod, not to team-a's next pod,
 // which was created earlier but would borrow it again (the claim is on the flavor).
 func TestReclaimOnAFlavorHoldsWhatItFrees(t *testing.T) {
-	q, clk := newTestQueue()
+	q, clk := newTestQueue(victimsAtOnce)
 	q.UpsertFlavor(h100)
 	q.UpsertBudget(makeBudget("", "org").flavor("h100", "nvidia.com/gpu=4", "").Obj())
 	q.UpsertBudget(makeBudget("team-a", "a").Parent("org").flavor("h100", "nvidia.com/gpu=2", "nvidia.com/gpu=2").Obj())

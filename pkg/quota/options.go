@@ -32,6 +32,9 @@ type options struct {
 	maxBackoff     time.Duration
 	flushInterval  time.Duration
 	lendHold       time.Duration
+	// preemptionCooldown and preemptionMaxBackoff: WithPreemptionCooldown.
+	preemptionCooldown   time.Duration
+	preemptionMaxBackoff time.Duration
 	// priorityCeiling: priorities above it count as it (WithPriorityCeiling).
 	priorityCeiling int32
 }
@@ -62,6 +65,16 @@ func WithFlushInterval(d time.Duration) Option { return func(o *options) { o.flu
 // WithLendHold sets how long the quota a lender's pod frees is kept for the lender's
 // next pods before siblings may borrow it (hold.go); 0 lends it at once.
 func WithLendHold(d time.Duration) Option { return func(o *options) { o.lendHold = d } }
+
+// WithPreemptionCooldown sets how long a pod must have waited before pods are evicted
+// to make room for it (counted from when the core first saw it gated), and how far
+// that cooldown may grow in a namespace whose preemptors vanish: it doubles for each
+// one, up to maxBackoff (preemptcooldown.go). A cooldown of 0 turns both off; a
+// maxBackoff below the cooldown counts as the cooldown (no doubling). The defaults are
+// DefaultPreemptionCooldown and DefaultPreemptionMaxBackoff.
+func WithPreemptionCooldown(cooldown, maxBackoff time.Duration) Option {
+	return func(o *options) { o.preemptionCooldown, o.preemptionMaxBackoff = cooldown, maxBackoff }
+}
 
 // WithPriorityCeiling sets the highest priority pods are ranked by: a pod's
 // spec.priority above it counts as the ceiling, for admission order and for preemption

@@ -33,7 +33,7 @@ func newPlacer(o *options, t *topology, ag *agenda, c *charges, f *families, pr 
 }
 
 func (pl *placer) addPod(pod Pod) {
-	p := &podState{pod: pod, order: ownKey(&pod), backoffIndex: -1, releaseIndex: -1}
+	p := &podState{pod: pod, order: ownKey(&pod), seen: pl.opts.clock.Now(), backoffIndex: -1, releaseIndex: -1, cooldownIndex: -1}
 	pl.pods.add(p)
 	p.cover = pl.topology.coverage(&p.pod)
 	pl.joinGroup(p)

@@ -33,6 +33,9 @@ type podState struct {
 	phase podPhase
 	order orderKey
 	group *group
+	// seen is when the core first saw the pod: a gated pod's wait is counted from then
+	// for the preemption cooldown (preemptcooldown.go), on the core's own clock.
+	seen time.Time
 
 	cover   []*budget // covering budgets: direct ones (Budgets, then ClusterBudgets), then ancestors
 	entries []*entry  // parallel to cover while waiting
@@ -82,6 +85,9 @@ type podState struct {
 	parked    bool
 	inBackoff bool
 	retryAt   time.Time // end of its backoff (waiting), or when to retry an unresolved ungate
+	// preemptAt is when its preemption cooldown ends: the admitter evaluates it again
+	// then (timers.go), and pods may be evicted for it from then on.
+	preemptAt time.Time
 	attempts  int
 	inFlight  bool // returned by Admit, Done not called yet
 	// preemption is set once the preemptions part keeps a record of it (a victim,
@@ -92,8 +98,9 @@ type podState struct {
 	// same UID is another podState.
 	forgotten bool
 
-	backoffIndex int
-	releaseIndex int
+	backoffIndex  int
+	releaseIndex  int
+	cooldownIndex int
 }
 
 // podIndex is every non-terminal pod the core knows, by UID and by namespace.

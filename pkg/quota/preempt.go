@@ -28,6 +28,9 @@ import (
 // first, then most recently admitted first), a group as a whole; the choice stops at
 // the first set that makes room, and then drops every victim that is not needed (each
 // victim left is needed: the set is minimal, though not always the smallest possible).
+// Victims are chosen for a unit only once it has waited the preemption cooldown of its
+// namespace, which backs off while the namespace's preemptors vanish
+// (preemptcooldown.go): until then decide chooses nobody and says until when.
 // The core only decides: Preemptions hands the decisions to the controller, which
 // evicts through the Eviction API and asks PreemptionNeeded before each try, so an
 // eviction that a PodDisruptionBudget blocks is retried only while the preemptor still
@@ -59,6 +62,9 @@ type Preemption struct {
 	// From is the victim's budget the quota is taken from: the borrower (Reclaim), or
 	// Budget (WithinBudget).
 	From BudgetKey `json:"from"`
+	// Parent is the ClusterBudget under which Budget lent the quota (Reclaim; zero for
+	// WithinBudget).
+	Parent BudgetKey `json:"parent,omitzero"`
 	// VictimMessage says it in words for the victim's events, and PreemptorMessage for
 	// the preemptor's: each names pods and Budgets of the other pod's namespace only
 	// when it is the same namespace (DESIGN: "Tenants see only their own").
@@ -70,6 +76,15 @@ type Preemption struct {
 	BlockedTimeout time.Duration `json:"blockedTimeout,omitempty"`
 }
 
+// By names the budget that preempts, in a sentence that readers of namespace ns see
+// (BudgetFor): Budget, and for a reclaim the ClusterBudget it lent under.
+func (p Preemption) By(ns string) string {
+	if p.Reason == PreemptReclaim && p.Parent.Name != "" {
+		return BudgetFor(ns, p.Budget) + " under " + p.Parent.Describe()
+	}
+	return BudgetFor(ns, p.Budget)
+}
+
 // victim is a pod the core decided to preempt, while that is still needed: for unit
 // (its first pod is the preemptor), which adds adds[b] to each budget b of budgets.
 type victim struct {
@@ -77,6 +92,7 @@ type victim struct {
 	unit    []*podState
 	budgets []*budget
 	adds    map[*budget]amount.List
+	made    *roomMade // the preemptor's record, for its backoff (nil: the cooldown is off)
 }
 
 func (v *victim) preemptor() *podState      { return v.unit[0] }
@@ -91,22 +107,43 @@ func (q *AdmissionQueue) Preemptions() []Preemption {
 }
 
 // decide decides whether admitted pods must go to make room for a unit that failed
-// with w; see the comment at the top of the file.
-func (pr *preemptions) decide(unit []*podState, budgets []*budget, add demand, w waitInfo) {
+// with w; see the comment at the top of the file. When victims would make room but the
+// unit has not waited its cooldown yet, it chooses nobody and says until when
+// (preemptcooldown.go).
+func (pr *preemptions) decide(unit []*podState, budgets []*budget, add demand, w waitInfo) preemptPending {
 	reason, chosen, from, ok := pr.plan(unit, budgets, add, w)
 	if !ok || len(chosen) == 0 {
-		return
+		return preemptPending{}
 	}
-	rec := &victim{reason: reason, unit: slices.Clone(unit), budgets: slices.Clone(budgets), adds: map[*budget]amount.List{}}
+	room := roomBudget(reason, w, budgets)
+	if p := pr.pending(unit, room); !p.at.IsZero() {
+		return p
+	}
+	rec := &victim{reason: reason, unit: slices.Clone(unit), budgets: slices.Clone(budgets), adds: map[*budget]amount.List{}, made: pr.roomFor(unit, room)}
 	for _, b := range budgets {
 		rec.adds[b] = add(b)
 	}
 	for _, c := range chosen {
 		for _, v := range c {
 			pr.victims[v], v.preemption = rec, true
-			pr.decided = append(pr.decided, preemption(reason, v, unit[0], w, budgets, from[c[0]]))
+			pr.decided = append(pr.decided, preemption(reason, v, unit[0], w, room, from[c[0]]))
 		}
 	}
+	return preemptPending{}
+}
+
+// roomBudget is where preemption makes room for a unit that waits with w: the member of
+// w's family among its budgets that lent the quota (Reclaim), or w's budget
+// (WithinBudget).
+func roomBudget(reason PreemptionReason, w waitInfo, budgets []*budget) *budget {
+	if reason == PreemptReclaim {
+		for _, b := range budgets {
+			if b.parent == w.budget {
+				return b
+			}
+		}
+	}
+	return w.budget
 }
 
 // makesRoom reports whether preemption makes room for a unit that failed with w: pods

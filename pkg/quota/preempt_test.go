@@ -141,7 +141,7 @@ func TestReclaim(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			q, clk := newTestQueue()
+			q, clk := newTestQueue(victimsAtOnce)
 			family(q, tc.b)
 			for i, p := range tc.a {
 				q.UpsertPod(makePod(p.name).NS("team-a").Created(i).Priority(p.priority).Req("cpu=" + p.cpu).Pod())
@@ -192,7 +192,7 @@ func TestReclaim(t *testing.T) {
 }
 
 func TestReclaimCountsPodsAlreadyLeaving(t *testing.T) {
-	q, _ := newTestQueue()
+	q, _ := newTestQueue(victimsAtOnce)
 	family(q, makeBudget("team-b", "b"))
 	for i := range 8 {
 		q.UpsertPod(makePod("a" + string(rune('1'+i))).NS("team-a").Created(i).Req("cpu=1").Pod())
@@ -222,7 +222,7 @@ func TestReclaimCountsPodsAlreadyLeaving(t *testing.T) {
 }
 
 func TestPreemptionNeeded(t *testing.T) {
-	q, _ := newTestQueue()
+	q, _ := newTestQueue(victimsAtOnce)
 	family(q, makeBudget("team-b", "b"))
 	q.UpsertPod(makePod("a0").NS("team-a").Req("cpu=4").Pod())
 	q.UpsertPod(makePod("a1").NS("team-a").Created(1).Req("cpu=4").Pod())
@@ -263,7 +263,7 @@ func TestPreemptWithinBudget(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			q, clk := newTestQueue()
+			q, clk := newTestQueue(victimsAtOnce)
 			q.UpsertBudget(tc.budget.Hard("cpu=3").Obj())
 			for i, n := range []string{"high", "low1", "low2"} {
 				prio := int32(1)
@@ -286,7 +286,7 @@ func TestPreemptWithinBudget(t *testing.T) {
 }
 
 func TestPreemptionTakesAGroupWhole(t *testing.T) {
-	q, _ := newTestQueue()
+	q, _ := newTestQueue(victimsAtOnce)
 	family(q, makeBudget("team-b", "b"))
 	q.UpsertPod(makePod("a0").NS("team-a").Req("cpu=4").Pod())
 	admitNames(q)

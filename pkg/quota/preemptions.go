@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"k8s.io/utils/clock"
 )
 
 // The preemption part (preempt.go says what it decides): it owns which pods are chosen
@@ -13,9 +15,11 @@ import (
 // charges only while it decides, so every ledger is as before once a call returns.
 // AdmissionQueue holds it (the field preemptions) under its lock, and asks it:
 //
-//   - decide, when a unit does not fit (admit.go);
+//   - decide, when a unit does not fit (admit.go), which may say that the unit must wait
+//     for its cooldown first (preemptcooldown.go);
 //   - take, for Preemptions; needed, for PreemptionNeeded; evicted, for Evicted;
 //     refused, for EvictionBlocked (blocked.go);
+//   - preemptorAdmitted, when a pod it chose victims for is admitted;
 //   - forget, when a pod ends or is deleted.
 //
 // What it needs of the rest of the core is preemptionCore.
@@ -46,14 +50,28 @@ type preemptions struct {
 	evicting  map[*podState]struct{}  // evicted (the eviction accepted), not yet seen terminating
 	blockedAt map[*podState]time.Time // pods whose eviction a PDB refused, since (blocked.go)
 	decided   []Preemption            // not yet returned by take
+
+	// The cooldown and its backoff (preemptcooldown.go): the clock they are counted
+	// on, the cooldown (0: off) and the most it grows to, each namespace's doubling,
+	// and the preemptors victims were chosen for, until they are judged.
+	clock      clock.PassiveClock
+	cooldown   time.Duration
+	maxBackoff time.Duration
+	backoffs   map[string]nsBackoff
+	made       map[*podState]*roomMade
 }
 
-func newPreemptions(core preemptionCore) preemptions {
+func newPreemptions(core preemptionCore, clk clock.PassiveClock, cooldown, maxBackoff time.Duration) preemptions {
 	return preemptions{
-		core:      core,
-		victims:   map[*podState]*victim{},
-		evicting:  map[*podState]struct{}{},
-		blockedAt: map[*podState]time.Time{},
+		core:       core,
+		victims:    map[*podState]*victim{},
+		evicting:   map[*podState]struct{}{},
+		blockedAt:  map[*podState]time.Time{},
+		clock:      clk,
+		cooldown:   max(cooldown, 0),
+		maxBackoff: maxBackoff,
+		backoffs:   map[string]nsBackoff{},
+		made:       map[*podState]*roomMade{},
 	}
 }
 
@@ -65,9 +83,11 @@ func (pr *preemptions) take() []Preemption {
 }
 
 // forget drops what the part knows of a pod that ended or was deleted; the core asks
-// only for a pod marked preemption. A victim record whose preemptor it is stays until
-// asked for (stillVictim then says no).
+// only for a pod marked preemption. A preemptor is judged first (preemptorGone). A
+// victim record whose preemptor it is stays until asked for (stillVictim then says
+// no).
 func (pr *preemptions) forget(p *podState) {
+	pr.preemptorGone(p)
 	delete(pr.victims, p)
 	delete(pr.evicting, p)
 	delete(pr.blockedAt, p)
@@ -79,6 +99,9 @@ func (pr *preemptions) forget(p *podState) {
 func (pr *preemptions) evicted(p *podState) {
 	if p.phase == phaseWaiting {
 		return
+	}
+	if rec := pr.victims[p]; rec != nil {
+		pr.madeRoom(rec)
 	}
 	delete(pr.victims, p)
 	pr.evicting[p], p.preemption = struct{}{}, true
@@ -166,19 +189,14 @@ func (pr *preemptions) stillNeeded(p *podState) bool {
 	return fits() && floor.holds()
 }
 
-// preemption is the decision to evict v for by, with its messages.
-func preemption(reason PreemptionReason, v, by *podState, w waitInfo, budgets []*budget, from *budget) Preemption {
-	out := Preemption{Victim: v.pod.PodRef, Preemptor: by.pod.PodRef, Reason: reason}
+// preemption is the decision to evict v for by, with its messages: room is where the
+// room is made (roomBudget), from the budget a reclaimed victim borrows through.
+func preemption(reason PreemptionReason, v, by *podState, w waitInfo, room, from *budget) Preemption {
+	out := Preemption{Victim: v.pod.PodRef, Preemptor: by.pod.PodRef, Reason: reason, Budget: room.key, BlockedTimeout: room.spec.BlockedTimeout}
 	switch reason {
 	case PreemptReclaim:
 		f := w.budget
-		for _, b := range budgets {
-			if b.parent == f {
-				out.Budget, out.BlockedTimeout = b.key, b.spec.BlockedTimeout
-				break
-			}
-		}
-		out.From = from.key
+		out.From, out.Parent = from.key, f.key
 		say := func(ns string, who string) string {
 			return fmt.Sprintf("%s takes back quota it lent under %s, which %s borrows, %s",
 				BudgetFor(ns, out.Budget), f.key.Describe(), BudgetFor(ns, out.From), who)
@@ -186,10 +204,10 @@ func preemption(reason PreemptionReason, v, by *podState, w waitInfo, budgets []
 		out.VictimMessage = say(v.pod.Namespace, "for "+PodFor(v.pod.Namespace, by.pod.PodRef))
 		out.PreemptorMessage = say(by.pod.Namespace, "from "+PodFor(by.pod.Namespace, v.pod.PodRef))
 	case PreemptWithinBudget:
-		out.Budget, out.From, out.BlockedTimeout = w.budget.key, w.budget.key, w.budget.spec.BlockedTimeout
+		out.From = room.key
 		say := func(ns string) string {
 			return fmt.Sprintf("%s (priority %d) does not fit in %s; pods of lower priority (%d) make room for it",
-				PodFor(ns, by.pod.PodRef), by.pod.Priority, BudgetFor(ns, w.budget.key), v.pod.Priority)
+				PodFor(ns, by.pod.PodRef), by.pod.Priority, BudgetFor(ns, room.key), v.pod.Priority)
 		}
 		out.VictimMessage, out.PreemptorMessage = say(v.pod.Namespace), say(by.pod.Namespace)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 // The preemption part alone, with no AdmissionQueue: a fakeCore stands for the rest of
@@ -32,6 +33,12 @@ func (c *fakeCore) stuck(*podState) bool            { return false }
 func (c *fakeCore) terminating() []*podState        { return c.leaving }
 func (c *fakeCore) lendWaiters(*budget) []*podState { return nil }
 func newFakeCore() *fakeCore                        { return &fakeCore{} }
+
+// partWithoutCooldown is the part on core, with the cooldown off: victims are chosen at
+// once (preemptcooldown_test.go tests the cooldown).
+func partWithoutCooldown(core preemptionCore) preemptions {
+	return newPreemptions(core, clocktesting.NewFakeClock(t0), 0, 0)
+}
 
 // runningIn returns a pod of 1 CPU charged to b, admitted at t0 plus admitted seconds.
 func runningIn(b *budget, name string, prio int32, admitted int) *podState {
@@ -161,7 +168,7 @@ func TestVictimCandidates(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			pr := newPreemptions(newFakeCore())
+			pr := partWithoutCooldown(newFakeCore())
 			pods, preemptor := tc.setup(&pr)
 			var got [][]string
 			for _, c := range pr.victimCandidates(pods, preemptor) {
@@ -193,7 +200,7 @@ func TestPreemptionsDecide(t *testing.T) {
 	t.Run("lowest priority, most recent first; handed out once", func(t *testing.T) {
 		b, _, _, _ := fullBudget(t)
 		core := newFakeCore()
-		pr := newPreemptions(core)
+		pr := partWithoutCooldown(core)
 		urgent := waitingIn(core, b, "urgent", 10)
 		used := b.ledger.used.Clone()
 		if diff := cmp.Diff([]string{"low2"}, decideFor(&pr, urgent)); diff != "" {
@@ -209,7 +216,7 @@ func TestPreemptionsDecide(t *testing.T) {
 	t.Run("equal priority is never preempted", func(t *testing.T) {
 		b, _, _, _ := fullBudget(t)
 		core := newFakeCore()
-		pr := newPreemptions(core)
+		pr := partWithoutCooldown(core)
 		if got := decideFor(&pr, waitingIn(core, b, "peer", 1)); len(got) != 0 {
 			t.Errorf("victims %v, want none", got)
 		}
@@ -217,7 +224,7 @@ func TestPreemptionsDecide(t *testing.T) {
 	t.Run("needed while the preemptor waits, then woken", func(t *testing.T) {
 		b, _, _, low2 := fullBudget(t)
 		core := newFakeCore()
-		pr := newPreemptions(core)
+		pr := partWithoutCooldown(core)
 		urgent := waitingIn(core, b, "urgent", 10)
 		decideFor(&pr, urgent)
 		if ok, wake := pr.needed(low2); !ok || wake != nil {
@@ -234,7 +241,7 @@ func TestPreemptionsDecide(t *testing.T) {
 	t.Run("what is on its way out is not taken twice", func(t *testing.T) {
 		b, _, low1, low2 := fullBudget(t)
 		core := newFakeCore()
-		pr := newPreemptions(core)
+		pr := partWithoutCooldown(core)
 		decideFor(&pr, waitingIn(core, b, "first", 10))
 		// low2's room is first's: the second pod needs low1.
 		if diff := cmp.Diff([]string{"low1"}, decideFor(&pr, waitingIn(core, b, "second", 10))); diff != "" {
@@ -266,7 +273,7 @@ func TestPreemptionsDecide(t *testing.T) {
 	t.Run("evicted does not apply to a waiting pod", func(t *testing.T) {
 		b, _, _, _ := fullBudget(t)
 		core := newFakeCore()
-		pr := newPreemptions(core)
+		pr := partWithoutCooldown(core)
 		gated := waitingIn(core, b, "gated", 1)
 		pr.evicted(gated)
 		if len(pr.evicting) != 0 || gated.preemption {
@@ -281,9 +288,9 @@ func TestPreemptionsRefused(t *testing.T) {
 	t.Run("another victim in its place", func(t *testing.T) {
 		b, _, low1, low2 := fullBudget(t)
 		core := newFakeCore()
-		pr := newPreemptions(core)
+		pr := partWithoutCooldown(core)
 		decideFor(&pr, waitingIn(core, b, "urgent", 10))
-		retry, since := pr.refused(low2, at(50))
+		retry, since, _ := pr.refused(low2, at(50))
 		if retry || !since.Equal(at(50)) {
 			t.Errorf("refused(low2) = %t, %v; want false, the time of the refusal", retry, since)
 		}
@@ -308,10 +315,10 @@ func TestPreemptionsRefused(t *testing.T) {
 		b, _, low1, low2 := fullBudget(t)
 		low1.pod.Priority = 15 // above the preemptor: not a candidate
 		core := newFakeCore()
-		pr := newPreemptions(core)
+		pr := partWithoutCooldown(core)
 		decideFor(&pr, waitingIn(core, b, "urgent", 10))
 		for i, now := range []time.Time{at(50), at(80)} {
-			retry, since := pr.refused(low2, now)
+			retry, since, _ := pr.refused(low2, now)
 			if !retry || !since.Equal(at(50)) {
 				t.Errorf("refusal %d: refused(low2) = %t, %v; want true, the first refusal's time", i, retry, since)
 			}
@@ -322,8 +329,8 @@ func TestPreemptionsRefused(t *testing.T) {
 	})
 	t.Run("a pod that is no victim", func(t *testing.T) {
 		_, high, _, _ := fullBudget(t)
-		pr := newPreemptions(newFakeCore())
-		if retry, since := pr.refused(high, at(5)); retry || !since.Equal(at(5)) {
+		pr := partWithoutCooldown(newFakeCore())
+		if retry, since, _ := pr.refused(high, at(5)); retry || !since.Equal(at(5)) {
 			t.Errorf("refused(high) = %t, %v; want false, now", retry, since)
 		}
 		if !high.preemption {

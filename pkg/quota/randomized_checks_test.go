@@ -64,13 +64,16 @@ func (w *world) admitAndCheck() error {
 		}
 		w.logf("admit %s budgets=%v retry=%v reason=%s", a.Pod, a.Budgets, retry, a.Reason.Message)
 		if retry {
-			if err := sameKeys(a.Budgets, w.charged(p)); err != nil {
-				return fmt.Errorf("retry of %s: charged to %w", a.Pod, err)
+			// The budgets that admitted it, not those that came to cover it since: its
+			// admitted-by pins it to them after a restart, as the core's memory does.
+			if err := sameKeys(a.Budgets, p.pinned); err != nil {
+				return fmt.Errorf("retry of %s: admitted by %w", a.Pod, err)
 			}
 			continue
 		}
 		p.pinned = w.cover(p.obj)
 		p.chargeLabels = maps.Clone(p.obj.Labels)
+		w.preemptorAdmitted(a.Pod.UID, a.Budgets)
 		if !maps.Equal(a.Labels, p.obj.Labels) {
 			return fmt.Errorf("%s admitted with labels %v, model says %v", a.Pod, a.Labels, p.obj.Labels)
 		}

@@ -164,6 +164,8 @@ func (w *world) randomEvent() {
 		}
 	case r < 67 && w.tenant:
 		w.swapClaim()
+	case r < 69 && w.tenant:
+		w.churnMove(worldNamespaces[w.rng.IntN(len(worldNamespaces))])
 	case r < 72:
 		w.admin = true
 		w.randomBudget()
@@ -229,6 +231,7 @@ func (w *world) finish(p *mPod) {
 	delete(w.pods, p.obj.UID)
 	w.q.UpsertPod(NewPod(p.obj, v1alpha1.SchedulingGate, w.clk.Now()))
 	w.logf("finish %s", p.obj.Name)
+	w.preemptorGone(p.obj.UID)
 }
 
 // failover hands the work to a standby whose cache lags: it has every event but the
@@ -269,7 +272,9 @@ func (w *world) failover() {
 		}
 		firstSeen[uid] = v
 		nq.UpsertPod(v)
+		p.seenAt = w.clk.Now() // the new core's first view of it
 	}
+	w.resetPreemptionModel() // the backoff lived in the old core's memory
 	for _, uid := range uids {
 		p := w.pods[uid]
 		if p.state == mInflight {
@@ -318,6 +323,7 @@ func (w *world) deletePod(p *mPod) {
 	delete(w.pods, p.obj.UID)
 	w.q.DeletePod(p.obj.UID)
 	w.logf("delete pod %s (state %d)", p.obj.Name, p.state)
+	w.preemptorGone(p.obj.UID)
 }
 
 func (w *world) toggleLabel(p *mPod) {
@@ -379,6 +385,7 @@ func (w *world) deliver() {
 				w.q.Done(uid, Gone, "")
 				w.logf("done %s gone", p.obj.Name)
 				delete(w.pods, uid)
+				w.preemptorGone(uid)
 				continue
 			}
 			wasGated := p.gated()

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -25,7 +26,9 @@ import (
 //   - every preemption passes the model's checks (checkPreemptions);
 //   - a team gets its guaranteed share in bounded time: a gated pod whose team's
 //     running pods and the pods ahead of it in its queue leave room for it within the
-//     team's hard, and keep leaving it, is admitted within maxReclaimSteps steps.
+//     team's hard, and keep leaving it, is admitted within maxReclaimSteps steps, plus
+//     its preemption cooldown (a second a step; the backoff at most doubles it up to
+//     the world's maxBackoff).
 func TestRandomizedReclaim(t *testing.T) {
 	seeds := *randomSeeds
 	if testing.Short() {
@@ -71,7 +74,11 @@ func runReclaimWorld(seed, steps int) (err error) {
 		w.upsertBudget(b)
 	}
 	entitledSince := map[types.UID]int{}
+	// A second a step: a pod waits out its preemption cooldown (the world's, as the seed
+	// says) in at most as many steps as the longest cooldown has seconds.
+	bound := maxReclaimSteps + int(max(w.cooldown, w.maxBackoff)/time.Second)
 	for w.step = 0; w.step < steps; w.step++ {
+		w.clk.Step(time.Second)
 		for range 1 + w.rng.IntN(3) {
 			switch r := w.rng.IntN(10); {
 			case r < 5:
@@ -129,7 +136,7 @@ func runReclaimWorld(seed, steps int) (err error) {
 				delete(entitledSince, uid)
 				continue
 			}
-			if w.step-since > maxReclaimSteps {
+			if w.step-since > bound {
 				r, _ := w.q.Reader().WaitReason(uid)
 				return fmt.Errorf("%s/%s fits in its team's own hard since step %d, still gated at step %d: %s: %s", p.obj.Namespace, p.obj.Name, since, w.step, r.Code, r.Message)
 			}

@@ -137,6 +137,9 @@ type mPod struct {
 	groupName      string
 	groupSize      int
 	preexisted     bool
+	// seenAt is when the core first saw it (a new leader sees it anew): its wait for
+	// the preemption cooldown is counted from then (randomized_preempt_test.go).
+	seenAt time.Time
 }
 
 func (p *mPod) gated() bool { return len(p.obj.Spec.SchedulingGates) > 0 }
@@ -150,6 +153,9 @@ func (w *world) write(p *mPod) {
 
 // view gives the core the pod as the API server has it now.
 func (w *world) view(p *mPod) {
+	if p.lastView.UID == "" {
+		p.seenAt = w.clk.Now() // the core's first view of it
+	}
 	p.prevView = p.lastView
 	p.lastView = w.withClaims(NewPod(p.obj, v1alpha1.SchedulingGate, w.clk.Now()), p.obj)
 	w.q.UpsertPod(p.lastView)
@@ -202,6 +208,16 @@ type world struct {
 	// namespace opted in) moved: only such a step may take a budget beyond its ceiling
 	// (hard, plus its borrowingLimit in a family).
 	admin bool
+	// The preemption cooldown and its backoff as the model keeps them
+	// (randomized_preempt_test.go): off (0) outside the tenant's worlds, so that a
+	// regression seed found before them still runs as it did.
+	cooldown, maxBackoff time.Duration
+	backoffs             map[string]mBackoff
+	preemptors           map[types.UID]*mPreemptor
+	victimOf             map[types.UID]*mPreemptor // the preemptor of a victim's latest decision
+	evictedTold          map[types.UID]bool        // the core was told the pod was evicted
+	evictions            int                       // the evictions the core was told of
+	churn                map[string]*mChurn        // the tenant's churn, per namespace
 }
 
 var worldNamespaces = []string{"ns-a", "ns-b", "ns-c"}
@@ -235,15 +251,22 @@ func newWorldOf(seed int, tenant bool) *world {
 		claims:     newWorldClaims(),
 		tenant:     tenant,
 	}
+	if tenant {
+		w.cooldown = []time.Duration{time.Second, 3 * time.Second, 0}[(seed/3)%3]
+		w.maxBackoff = 8 * w.cooldown
+	}
+	w.resetPreemptionModel()
 	w.q = w.newCore()
 	return w
 }
 
 // newCore is a manager's core, started afresh: no periodic flush (liveness must follow
-// from events alone), uncovered pods held or released as the seed says.
+// from events alone), uncovered pods held or released as the seed says, the world's
+// preemption cooldown.
 func (w *world) newCore() *AdmissionQueue {
 	// No periodic flush: liveness must follow from events alone.
-	return NewAdmissionQueue(WithClock(w.clk), WithFlushInterval(1000*time.Hour), WithHoldUncovered(w.hold), WithPriorityCeiling(worldPriorityCeiling))
+	return NewAdmissionQueue(WithClock(w.clk), WithFlushInterval(1000*time.Hour), WithHoldUncovered(w.hold), WithPriorityCeiling(worldPriorityCeiling),
+		WithPreemptionCooldown(w.cooldown, w.maxBackoff))
 }
 
 func (w *world) logf(format string, args ...any) {
@@ -258,7 +281,7 @@ func (w *world) run(steps int) error {
 	for _, ns := range worldNamespaces {
 		w.setNamespace(ns)
 	}
-	w.logf("hold uncovered %v", w.hold)
+	w.logf("hold uncovered %v, preemption cooldown %s up to %s", w.hold, w.cooldown, w.maxBackoff)
 	for range 2 + w.rng.IntN(3) {
 		w.randomClusterBudget()
 	}

@@ -57,6 +57,12 @@ const (
 	// CodeFairShare: it would borrow, and a budget under the same parent whose
 	// borrowing is a smaller share of what the family lends goes first (fairshare.go).
 	CodeFairShare ReasonCode = "FairSharing"
+	// CodePreemptionPending: it does not fit, and pods would be evicted to make room for
+	// it, once it has waited the preemption cooldown of its namespace
+	// (preemptcooldown.go); it is evaluated again then. Inside the core it waits with
+	// the reason it would have without the cooldown (InsufficientQuota or
+	// NoLendableQuota), which the message gives first.
+	CodePreemptionPending ReasonCode = "PreemptionPending"
 	// CodeNoFlavor: its budget holds quota per flavor, and no flavor can take it (its
 	// node selector asks for other labels, no flavor holds quota for what it requests,
 	// or the Flavor does not exist; flavors.go).
@@ -104,6 +110,9 @@ type waitInfo struct {
 	// room being made, is on them (podState.waitUsage).
 	flavor string
 	reach  []string
+	// preempt: pods would be evicted to make room for it, once it has waited its
+	// preemption cooldown (preemptcooldown.go); reported as CodePreemptionPending.
+	preempt preemptPending
 }
 
 // parks reports whether the reason keeps a pod parked (out of the queues).
@@ -137,7 +146,17 @@ func (r *Reads) WaitCode(uid types.UID) (ReasonCode, bool) {
 	if p == nil || p.phase != phaseWaiting {
 		return "", false
 	}
-	return r.currentWait(p).code, true
+	w := r.currentWait(p)
+	return w.reported(), true
+}
+
+// reported is the code a wait is reported with: its own, or PreemptionPending while
+// pods would be evicted for it once its cooldown ends.
+func (w *waitInfo) reported() ReasonCode {
+	if !w.preempt.at.IsZero() && (w.code == CodeInsufficient || w.code == CodeNoLendable) {
+		return CodePreemptionPending
+	}
+	return w.code
 }
 
 // currentWait is why the pod waits now: its park reason, its backoff, a covering budget
@@ -238,7 +257,21 @@ func (r *Reads) waitReason(p *podState) Reason {
 			msg += "; " + r.position(p, p.cover[0]) + " in " + p.cover[0].key.Describe()
 		}
 	}
+	if code := w.reported(); code != w.code {
+		return Reason{Code: code, Message: prefix + msg + "; " + pendingMessage(p.pod.Namespace, w.preempt)}
+	}
 	return Reason{Code: w.code, Message: prefix + msg}
+}
+
+// pendingMessage says, for readers of namespace ns, that pods are evicted for a pod
+// once its preemption cooldown ends, and why it is as long as it is.
+func pendingMessage(ns string, pp preemptPending) string {
+	msg := fmt.Sprintf("preemption pending: pods are evicted to make room for it in %s once it has waited %s, at %s",
+		BudgetFor(ns, pp.budget), pp.cooldown, pp.at.UTC().Format(time.RFC3339))
+	if pp.doublings > 0 {
+		msg += fmt.Sprintf(" (the preemption cooldown of namespace %s, doubled %d time(s): pods of the namespace that evictions made room for went without using it)", ns, pp.doublings)
+	}
+	return msg
 }
 
 // aheadOf names the pod ahead of p for p's reason, which whoever may read p's

@@ -57,13 +57,20 @@ func (h *timerHeap) min() *podState {
 	return h.pods[0]
 }
 
-// The admitter's timers: backoffs, grace periods, lend holds and the periodic flush.
+// The admitter's timers: backoffs, preemption cooldowns, grace periods, lend holds and
+// the periodic flush.
 
 // runTimers applies what the clock says: lend holds that ended, backoffs that ended,
-// terminating pods past their grace period, and the periodic flush of inadmissible
-// pods.
+// preemption cooldowns that ended, terminating pods past their grace period, and the
+// periodic flush of inadmissible pods.
 func (a *admitter) runTimers(now time.Time) {
 	a.charges.expireHolds(now)
+	for p := a.cooldowns.min(); p != nil && !p.preemptAt.After(now); p = a.cooldowns.min() {
+		a.cooldowns.remove(p)
+		if p.phase == phaseWaiting && !p.parked && !p.inBackoff {
+			a.agenda.moveAll(p, queueInadmissible, queueActive) // evaluated again: it may preempt now
+		}
+	}
 	for p := a.backoff.min(); p != nil && !p.retryAt.After(now); p = a.backoff.min() {
 		a.backoff.remove(p)
 		if p.phase == phaseAssumed {
@@ -109,6 +116,9 @@ func (a *admitter) nextWakeup() (time.Time, bool) {
 	if p := a.backoff.min(); p != nil {
 		consider(p.retryAt)
 	}
+	if p := a.cooldowns.min(); p != nil {
+		consider(p.preemptAt)
+	}
 	if t, ok := a.charges.nextRelease(); ok {
 		consider(t)
 	}
@@ -124,8 +134,19 @@ func (a *admitter) nextWakeup() (time.Time, bool) {
 // cancelRetry takes a pod out of backoff: it is admitted, or seen ungated.
 func (a *admitter) cancelRetry(p *podState) { a.backoff.remove(p) }
 
+// coolDown records that a unit waits for its preemption cooldown (preemptcooldown.go):
+// its pods say so, and are evaluated again when it ends.
+func (a *admitter) coolDown(unit []*podState, pending preemptPending) {
+	for _, p := range unit {
+		p.wait.preempt = pending
+		p.preemptAt = pending.at
+		a.cooldowns.set(p)
+	}
+}
+
 // forgetPod drops what the admitter keeps of a pod that ended or was deleted.
 func (a *admitter) forgetPod(p *podState) {
 	a.backoff.remove(p)
+	a.cooldowns.remove(p)
 	delete(a.immediate, p.pod.UID)
 }

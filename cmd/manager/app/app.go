@@ -104,6 +104,8 @@ func NewCommand() *cobra.Command {
 	f.IntVar(&o.Controller.WaitingEventsPerBudget, "waiting-events-per-budget", o.Controller.WaitingEventsPerBudget, "Send a Waiting event (why a pod waits, on each change) to the first this many gated pods of each budget's queue; the pods behind get theirs when they reach the head. 0 sends none.")
 	f.DurationVar(&o.Controller.FlushInterval, "flush-interval", o.Controller.FlushInterval, "How often pods found not to fit are re-evaluated even without an event.")
 	f.DurationVar(&o.Controller.LendHold, "lend-hold", o.Controller.LendHold, "How long the quota a lender's ended pod frees is kept for the lender's next pods before budgets under the same parent may borrow it (0: lent at once).")
+	f.DurationVar(&o.Controller.PreemptionCooldown, "preemption-cooldown", o.Controller.PreemptionCooldown, "How long a pod must have waited (since the manager first saw it gated) before pods are evicted to make room for it, by reclaim or withinBudget: LowerPriority. It doubles, up to --preemption-max-backoff, for each preemptor of a namespace that goes without using the room evictions made for it. 0: evict at once, no backoff.")
+	f.DurationVar(&o.Controller.PreemptionMaxBackoff, "preemption-max-backoff", o.Controller.PreemptionMaxBackoff, "The most a namespace's preemption cooldown grows to as its preemptors vanish; it falls back by one doubling for each such period in which none does. At least --preemption-cooldown.")
 	f.DurationVar(&o.Controller.EstimateInterval, "estimate-interval", o.Controller.EstimateInterval, "Least time between two estimates of when each gated pod starts (a simulation of the admission queues, run when something changed; the visibility API and the plugin show them). 0 turns estimates off.")
 	f.IntVar(&o.Controller.EstimateMaxPods, "estimate-max-pods", o.Controller.EstimateMaxPods, "The most pods (in the manager's pod cache) the estimator simulates: with more, it skips its passes and gated pods have no estimated start. 0: no bound.")
 	f.DurationVar(&o.Controller.UngateTimeout, "ungate-timeout", o.Controller.UngateTimeout, "Timeout of one ungate patch; keep it below the lease duration minus the renew deadline.")
@@ -137,6 +139,12 @@ func (o Options) Validate() error {
 	}
 	if o.Controller.SimulationCPU < 0 {
 		return fmt.Errorf("--simulation-cpu (%g) must be 0 (no bound) or more", o.Controller.SimulationCPU)
+	}
+	if o.Controller.PreemptionCooldown < 0 {
+		return fmt.Errorf("--preemption-cooldown (%s) must be 0 (evict at once) or more", o.Controller.PreemptionCooldown)
+	}
+	if o.Controller.PreemptionCooldown > 0 && o.Controller.PreemptionMaxBackoff < o.Controller.PreemptionCooldown {
+		return fmt.Errorf("--preemption-max-backoff (%s) must not be below --preemption-cooldown (%s)", o.Controller.PreemptionMaxBackoff, o.Controller.PreemptionCooldown)
 	}
 	if o.RenewDeadline >= o.LeaseDuration {
 		return fmt.Errorf("--leader-elect-renew-deadline (%s) must be less than --leader-elect-lease-duration (%s)", o.RenewDeadline, o.LeaseDuration)

@@ -55,6 +55,17 @@ func TestValidate(t *testing.T) {
 			wantErr: "--simulation-cpu (-0.5) must be 0 (no bound) or more",
 		},
 		"pod simulations with no CPU bound": {mutate: func(o *Options) { o.Controller.SimulationCPU = 0 }},
+		"a negative preemption cooldown": {
+			mutate:  func(o *Options) { o.Controller.PreemptionCooldown = -time.Second },
+			wantErr: "--preemption-cooldown (-1s) must be 0 (evict at once) or more",
+		},
+		"a preemption backoff below its cooldown": {
+			mutate:  func(o *Options) { o.Controller.PreemptionMaxBackoff = 10 * time.Second },
+			wantErr: "--preemption-max-backoff (10s) must not be below --preemption-cooldown (30s)",
+		},
+		"no preemption cooldown, and no backoff": {
+			mutate: func(o *Options) { o.Controller.PreemptionCooldown, o.Controller.PreemptionMaxBackoff = 0, 0 },
+		},
 		"a long ungate timeout is fine without leader election": {
 			mutate: func(o *Options) { o.LeaderElect, o.Controller.UngateTimeout = false, time.Minute },
 		},

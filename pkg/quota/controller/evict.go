@@ -120,9 +120,9 @@ func (c *Controller) preempt(ctx context.Context, p quota.Preemption) {
 			c.metrics.preemptions.WithLabelValues(string(p.Reason)).Inc()
 			logger.V(loglevel.Events).Info("Preempted", "budget", p.Budget.String(), "from", p.From.String())
 			c.recorder.Eventf(victim, relatedOfVictim, corev1.EventTypeNormal, eventPreempted, "Evict",
-				"Evicted to make room for %s: %s", quota.PodFor(p.Victim.Namespace, p.Preemptor), p.VictimMessage)
+				"Evicted by %s to make room for %s: %s", p.By(p.Victim.Namespace), quota.PodFor(p.Victim.Namespace, p.Preemptor), p.VictimMessage)
 			c.recorder.Eventf(preemptor, relatedOfPreemptor, corev1.EventTypeNormal, eventPreempting, "Evict",
-				"Evicted %s to make room: %s", quota.PodFor(p.Preemptor.Namespace, p.Victim), p.PreemptorMessage)
+				"Evicted %s by %s to make room: %s", quota.PodFor(p.Preemptor.Namespace, p.Victim), p.By(p.Preemptor.Namespace), p.PreemptorMessage)
 			c.wake()
 			return
 		case apierrors.IsNotFound(err):
@@ -157,14 +157,14 @@ func (c *Controller) preempt(ctx context.Context, p quota.Preemption) {
 				reported = true
 				msg := err.Error()
 				c.recorder.Eventf(victim, relatedOfVictim, corev1.EventTypeWarning, eventPreemptionBlocked, "Evict",
-					"Eviction to make room for %s refused, will retry: %s", quota.PodFor(p.Victim.Namespace, p.Preemptor), msg)
+					"Eviction by %s to make room for %s refused, will retry: %s", p.By(p.Victim.Namespace), quota.PodFor(p.Victim.Namespace, p.Preemptor), msg)
 				// The refusal names the victim's PodDisruptionBudget: said to the victim's
 				// namespace only.
 				if p.Victim.Namespace != p.Preemptor.Namespace {
 					msg = "refused by a PodDisruptionBudget"
 				}
 				c.recorder.Eventf(preemptor, relatedOfPreemptor, corev1.EventTypeWarning, eventPreemptionBlocked, "Evict",
-					"Eviction of %s refused, will retry: %s", quota.PodFor(p.Preemptor.Namespace, p.Victim), msg)
+					"Eviction of %s by %s refused, will retry: %s", quota.PodFor(p.Preemptor.Namespace, p.Victim), p.By(p.Preemptor.Namespace), msg)
 			}
 			logger.V(loglevel.Events).Info("Eviction refused, will retry", "error", err.Error())
 		default:
@@ -198,11 +198,11 @@ func (c *Controller) forceEvict(ctx context.Context, p quota.Preemption, victim,
 	c.metrics.preemptions.WithLabelValues(string(p.Reason)).Inc()
 	logger.V(loglevel.Events).Info("Deleted despite its PodDisruptionBudget", "budget", p.Budget.String(), "blockedTimeout", p.BlockedTimeout)
 	c.recorder.Eventf(victim, relatedOfVictim, corev1.EventTypeWarning, eventPreemptionForced, "Delete",
-		"Deleted despite its PodDisruptionBudget, which refused its eviction for %s (blockedTimeout of %s), to make room for %s: %s",
-		p.BlockedTimeout, quota.BudgetFor(p.Victim.Namespace, p.Budget), quota.PodFor(p.Victim.Namespace, p.Preemptor), p.VictimMessage)
+		"Deleted by %s despite its PodDisruptionBudget, which refused its eviction for %s (the blockedTimeout of %s), to make room for %s: %s",
+		p.By(p.Victim.Namespace), p.BlockedTimeout, quota.BudgetFor(p.Victim.Namespace, p.Budget), quota.PodFor(p.Victim.Namespace, p.Preemptor), p.VictimMessage)
 	c.recorder.Eventf(preemptor, relatedOfPreemptor, corev1.EventTypeWarning, eventPreemptionForced, "Delete",
-		"Deleted %s despite its PodDisruptionBudget after blockedTimeout %s: %s",
-		quota.PodFor(p.Preemptor.Namespace, p.Victim), p.BlockedTimeout, p.PreemptorMessage)
+		"Deleted %s by %s despite its PodDisruptionBudget after blockedTimeout %s: %s",
+		quota.PodFor(p.Preemptor.Namespace, p.Victim), p.By(p.Preemptor.Namespace), p.BlockedTimeout, p.PreemptorMessage)
 	c.wake()
 	return true
 }

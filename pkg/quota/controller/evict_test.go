@@ -28,8 +28,9 @@ import (
 // TestEvictionOutcomes: whatever the API server answers to an eviction, the victim is
 // evicted only while the core still needs it, the core counts it as leaving once it is
 // (so no second victim is taken for the same room), and the events and metrics tell
-// what happened. The budget (2 CPU, preemption within it for lower priorities) runs
-// "low"; "high" waits for its 2 CPU, and the core decides to evict "low".
+// what happened, each naming the budget that preempted. The budget (2 CPU, preemption
+// within it for lower priorities) runs "low"; "high" waits for its 2 CPU, and the core
+// decides to evict "low" (the cooldown is off: New's options leave it zero).
 func TestEvictionOutcomes(t *testing.T) {
 	timeout := &net.OpError{Op: "read", Net: "tcp", Err: errors.New("i/o timeout")}
 	refused := apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0)
@@ -192,8 +193,13 @@ func TestEvictionOutcomes(t *testing.T) {
 			}
 			var got []string
 			for len(rec.Events) > 0 {
-				f := strings.Fields(<-rec.Events) // "type reason note"
+				e := <-rec.Events
+				f := strings.Fields(e) // "type reason note"
 				got = append(got, f[0]+" "+f[1])
+				// Each event on either pod says which budget preempted.
+				if !strings.Contains(e, "by Budget ns/b") {
+					t.Errorf("event %q does not name the Budget that preempted", e)
+				}
 			}
 			if diff := cmp.Diff(tc.wantEvents, got); diff != "" {
 				t.Errorf("events (-want +got):\n%s", diff)

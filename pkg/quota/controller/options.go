@@ -32,6 +32,12 @@ type Options struct {
 	// PriorityCeiling is the highest priority pods are ranked by in admission order and
 	// preemption: a pod's spec.priority above it counts as it (quota.WithPriorityCeiling).
 	PriorityCeiling int32
+	// PreemptionCooldown is how long a pod must have waited before pods are evicted to
+	// make room for it (0: at once, and no backoff), and PreemptionMaxBackoff how far
+	// it grows in a namespace whose preemptors vanish, doubling for each
+	// (quota.WithPreemptionCooldown; docs/budgets.md, "Preemption cooldown").
+	PreemptionCooldown   time.Duration
+	PreemptionMaxBackoff time.Duration
 	// UngateTimeout bounds one ungate patch and the fresh read that settles a failed
 	// one. Keep it below the leader election's lease duration minus its renew
 	// deadline, so that a leader that lost its lease has no attempt left in flight
@@ -83,6 +89,9 @@ func DefaultOptions() Options {
 		PriorityCeiling: quota.DefaultPriorityCeiling,
 		Clock:           clock.RealClock{},
 
+		PreemptionCooldown:   quota.DefaultPreemptionCooldown,
+		PreemptionMaxBackoff: quota.DefaultPreemptionMaxBackoff,
+
 		EstimateInterval:       DefaultEstimateInterval,
 		EstimateMaxPods:        DefaultEstimateMaxPods,
 		SimulationCPU:          DefaultSimulationCPU,
@@ -117,6 +126,12 @@ func (o *Options) complete() error {
 	}
 	if o.LendHold < 0 {
 		return fmt.Errorf("the lend hold must not be negative, got %s", o.LendHold)
+	}
+	if o.PreemptionCooldown < 0 {
+		return fmt.Errorf("the preemption cooldown must not be negative, got %s", o.PreemptionCooldown)
+	}
+	if o.PreemptionCooldown > 0 && o.PreemptionMaxBackoff < o.PreemptionCooldown {
+		return fmt.Errorf("the preemption backoff's most (%s) must not be below the cooldown (%s)", o.PreemptionMaxBackoff, o.PreemptionCooldown)
 	}
 	if o.PriorityCeiling == 0 {
 		o.PriorityCeiling = quota.DefaultPriorityCeiling
@@ -155,5 +170,6 @@ func (o Options) coreOptions() []quota.Option {
 		quota.WithHoldUncovered(o.HoldUncovered),
 		quota.WithLendHold(o.LendHold),
 		quota.WithPriorityCeiling(o.PriorityCeiling),
+		quota.WithPreemptionCooldown(o.PreemptionCooldown, o.PreemptionMaxBackoff),
 	}
 }

@@ -21,6 +21,9 @@ func TestNewChecksOptions(t *testing.T) {
 		{"negative lend hold", func(o *Options) { o.LendHold = -time.Second }, "the lend hold must not be negative, got -1s"},
 		{"negative estimate interval", func(o *Options) { o.EstimateInterval = -time.Second }, "the estimate interval must not be negative, got -1s"},
 		{"negative estimator bound", func(o *Options) { o.EstimateMaxPods = -1 }, "the estimator's most pods must not be negative, got -1"},
+		{"negative preemption cooldown", func(o *Options) { o.PreemptionCooldown = -time.Second }, "the preemption cooldown must not be negative, got -1s"},
+		{"a backoff below its cooldown", func(o *Options) { o.PreemptionMaxBackoff = time.Second },
+			"the preemption backoff's most (1s) must not be below the cooldown (30s)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := DefaultOptions()

@@ -152,6 +152,12 @@ func TestReclaimEvictsBorrowedPods(t *testing.T) {
 // reclaimCounter is the value of the named counter's reason="Reclaim" series.
 func reclaimCounter(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Helper()
+	return preemptionCounter(t, reg, name, quota.PreemptReclaim)
+}
+
+// preemptionCounter is the value of the named counter's series for reason.
+func preemptionCounter(t *testing.T, reg *prometheus.Registry, name string, reason quota.PreemptionReason) float64 {
+	t.Helper()
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -162,7 +168,7 @@ func reclaimCounter(t *testing.T, reg *prometheus.Registry, name string) float64
 		}
 		for _, m := range f.GetMetric() {
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "reason" && l.GetValue() == string(quota.PreemptReclaim) {
+				if l.GetName() == "reason" && l.GetValue() == string(reason) {
 					return m.GetCounter().GetValue()
 				}
 			}

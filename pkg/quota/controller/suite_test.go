@@ -176,6 +176,9 @@ func startManagerWithConfig(t *testing.T, cfg *rest.Config, mutate func(*control
 	t.Helper()
 	opts := controller.DefaultOptions()
 	opts.Workers = 8
+	// Preemption waits a second, not the default 30: the tests that preempt go through
+	// the cooldown without waiting half a minute each.
+	opts.PreemptionCooldown = time.Second
 	if mutate != nil {
 		mutate(&opts)
 	}
