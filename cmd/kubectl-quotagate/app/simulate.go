@@ -43,7 +43,7 @@ func simulationsFromFlags(flags *genericclioptions.ConfigFlags) func() (simulati
 }
 
 func newSimulateCommand(e *env) *cobra.Command {
-	out := newOutputFlags(false)
+	out := newOutputFlags(false, formatWide)
 	var file string
 	cmd := &cobra.Command{
 		Use:   "simulate -f FILE",
@@ -62,8 +62,10 @@ learns their durations from the workload's finished pods.
 The visibility API answers it (POST podsimulations, docs/visibility.md) to users who
 may create pods in the namespace; the answer names no other pod.
 
--o json|yaml print the answer, a PodSimulation (visibility.quotagate.io/v1alpha1).`,
+-o wide adds each pod's PRIORITY and REQUESTS; -o json|yaml print the answer, a
+PodSimulation (visibility.quotagate.io/v1alpha1).`,
 		Example: `  kubectl quotagate simulate -f job.yaml
+  kubectl quotagate simulate -f job.yaml -o wide
   kubectl quotagate simulate -f deployment.yaml -n team-a -o yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
