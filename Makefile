@@ -213,7 +213,7 @@ deploy-img:
 # The release ships the image `make image` builds. VERSION is checked first, so a bad one
 # fails before anything is built (hack/release checks it again, as semver).
 .PHONY: release
-release: release-version image ## Write the release for VERSION=vX.Y.Z to _output/release/ (chart, CRDs, install.yaml, kubectl plugin, krew manifest, image, checksums).
+release: release-version image ## Write the release for VERSION=vX.Y.Z to _output/release/ (chart, CRDs, install.yaml, kubectl plugin, krew manifest, image, their SBOMs, checksums, in-toto provenance).
 	go run ./hack/release -version '$(VERSION)' -revision '$(REVISION)' -out _output/release $(if $(RELEASE_PLATFORMS),-platforms '$(RELEASE_PLATFORMS)')
 
 .PHONY: release-version

@@ -40,6 +40,7 @@ var otherToolFlags = map[string]string{
 	"--build-arg":                       "docker build",
 	"--platform":                        "docker build",
 	"--format":                          "git log",
+	"--ignore-missing":                  "sha256sum -c",
 	"--date":                            "git log",
 	"--all-platforms":                   "ctr images import",
 	"--use-service-account-credentials": "kube-controller-manager",
