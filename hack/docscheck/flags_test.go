@@ -46,6 +46,7 @@ var otherToolFlags = map[string]string{
 	"--use-service-account-credentials": "kube-controller-manager",
 	"--resource-quota-sync-period":      "kube-controller-manager",
 	"--jobs":                            "hack/demo",
+	"--bin-dir":                         "hack/demo",
 	"--cpu":                             "hack/demo",
 	"--keep":                            "hack/demo",
 	"--timeout":                         "hack/demo",
