@@ -21,6 +21,14 @@ KWOK_BINARIES := $(KWOK_BIN)/kwok $(KWOK_BIN)/stages
 export QUOTAGATE_KUBE_BIN := $(KUBE_BIN)
 export QUOTAGATE_KWOK_BIN := $(KWOK_BIN)
 
+# PROGRESS runs a long step and says every 15 s which step of how many it is and how long
+# it has run (hack/progress/progress.sh): a cold make tools compiles for about 15 minutes.
+PROGRESS := bash $(ROOT)/hack/progress/progress.sh
+# TOOL_NAMES are the local control plane's binaries in the order make tools builds them,
+# for its "[n/6] name" labels.
+TOOL_NAMES := kube-apiserver kube-scheduler kube-controller-manager etcd kwok stages
+tool_label = [$(firstword $(foreach i,$(shell seq $(words $(TOOL_NAMES))),$(if $(filter $1,$(word $i,$(TOOL_NAMES))),$i)))/$(words $(TOOL_NAMES))] $1
+
 # Everything compiles as the release does (no cgo, -trimpath): then `make test`, the
 # binaries the e2e tests install, the image and the release share one compile of each
 # package in Go's build cache instead of two. On a machine with nothing built that is a
@@ -213,7 +221,7 @@ deploy-img:
 # The release ships the image `make image` builds. VERSION is checked first, so a bad one
 # fails before anything is built (hack/release checks it again, as semver).
 .PHONY: release
-release: release-version image ## Write the release for VERSION=vX.Y.Z to _output/release/ (chart, CRDs, install.yaml, kubectl plugin, krew manifest, image, checksums).
+release: release-version image ## Write the release for VERSION=vX.Y.Z to _output/release/ (chart, CRDs, install.yaml, kubectl plugin, krew manifest, image, their SBOMs, checksums, in-toto provenance).
 	go run ./hack/release -version '$(VERSION)' -revision '$(REVISION)' -out _output/release $(if $(RELEASE_PLATFORMS),-platforms '$(RELEASE_PLATFORMS)')
 
 .PHONY: release-version
@@ -233,9 +241,17 @@ cluster-up: tools ## Start a local control plane (etcd, apiserver, scheduler, co
 cluster-down: ## Stop the local control plane started by cluster-up.
 	go run ./hack/localcluster down
 
+# DEMO_BIN holds what make demo builds, with the flags above (the build cache's): the
+# demo, the webhook, the manager and the kubectl plugin. make demo KEEP=1 after make demo
+# finds them up to date and builds nothing.
+DEMO_BIN := _output/demo-bin
+KEEP ?=
+
 .PHONY: demo
-demo: tools ## Start the local control plane, install quotagate and watch a burst of Jobs drain through a Budget.
-	go run ./hack/demo
+demo: tools ## Start the local control plane, install quotagate and watch a burst of Jobs drain through a Budget (KEEP=1: leave it running for kubectl, until Ctrl-C).
+	@$(PROGRESS) 'demo: compiling the demo, webhook, manager and kubectl plugin into $(DEMO_BIN)' \
+		go build -ldflags '$(GO_LDFLAGS)' -o $(DEMO_BIN)/ ./hack/demo ./cmd/webhook ./cmd/manager ./cmd/kubectl-quotagate
+	$(DEMO_BIN)/demo --bin-dir $(DEMO_BIN) $(if $(KEEP),--keep)
 
 KUBE_LDFLAGS := -s -w \
 	-X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
@@ -248,19 +264,23 @@ KUBE_LDFLAGS := -s -w \
 
 $(KUBE_BIN)/kube-%: hack/tools/kube/go.mod
 	@mkdir -p $(KUBE_BIN)
-	cd hack/tools/kube && go build -trimpath -ldflags '$(KUBE_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/kube-$*
+	@cd hack/tools/kube && $(PROGRESS) '$(call tool_label,kube-$*) into $(KUBE_BIN)' \
+		go build -trimpath -ldflags '$(KUBE_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/kube-$*
 
 $(KUBE_BIN)/etcd: hack/tools/kube/go.mod
 	@mkdir -p $(KUBE_BIN)
-	cd hack/tools/kube && go build -trimpath -ldflags '-s -w' -o $@ go.etcd.io/etcd/server/v3
+	@cd hack/tools/kube && $(PROGRESS) '$(call tool_label,etcd) into $(KUBE_BIN)' \
+		go build -trimpath -ldflags '-s -w' -o $@ go.etcd.io/etcd/server/v3
 
 $(KWOK_BIN)/kwok: hack/tools/kwok/go.mod
 	@mkdir -p $(KWOK_BIN)
-	cd hack/tools/kwok && go build -trimpath -ldflags '-s -w' -o $@ sigs.k8s.io/kwok/cmd/kwok
+	@cd hack/tools/kwok && $(PROGRESS) '$(call tool_label,kwok) into $(KWOK_BIN)' \
+		go build -trimpath -ldflags '-s -w' -o $@ sigs.k8s.io/kwok/cmd/kwok
 
 # kwok's stage files ship in its module: copy them next to the binary (without the
 # module's Go test files, which `go test ./...` would otherwise pick up).
 $(KWOK_BIN)/stages: hack/tools/kwok/go.mod
+	@echo "==> $(call tool_label,stages): kwok's stage files into $@"
 	@rm -rf $@.tmp && mkdir -p $@.tmp
 	cp -r "$$(cd hack/tools/kwok && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage/." $@.tmp/
 	chmod -R u+w $@.tmp && find $@.tmp -name '*.go' -delete

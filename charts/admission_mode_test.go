@@ -1,17 +1,14 @@
 package charts_test
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"helm.sh/helm/v4/pkg/action"
 	"helm.sh/helm/v4/pkg/chart/common"
 	"helm.sh/helm/v4/pkg/chart/v2/lint"
 	"helm.sh/helm/v4/pkg/chart/v2/lint/support"
-	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -40,41 +37,7 @@ var policyObjects = []string{
 // installAPI renders the default release like `helm install --dry-run=client
 // --api-versions ...`, as Helm sees a cluster that serves apiVersions.
 func installAPI(values map[string]any, apiVersions ...string) (manifests, error) {
-	chrt, err := loader.Load(chartDirPath())
-	if err != nil {
-		return manifests{}, err
-	}
-	kv, err := common.ParseKubeVersion(kubeVersion)
-	if err != nil {
-		return manifests{}, err
-	}
-	inst := action.NewInstall(action.NewConfiguration())
-	inst.DryRunStrategy = action.DryRunClient
-	inst.ReleaseName, inst.Namespace, inst.KubeVersion = defaultRelease, defaultNamespace, kv
-	inst.APIVersions = apiVersions
-	if values == nil {
-		values = map[string]any{}
-	}
-	rel, err := inst.Run(chrt, values)
-	if err != nil {
-		return manifests{}, err
-	}
-	r, ok := rel.(*releaseV1)
-	if !ok {
-		return manifests{}, fmt.Errorf("unexpected release type %T", rel)
-	}
-	m := manifests{}
-	if m.Objects, err = chartrender.DecodeAll(r.Manifest); err != nil {
-		return m, err
-	}
-	for _, h := range r.Hooks {
-		objs, err := chartrender.DecodeAll(h.Manifest)
-		if err != nil {
-			return m, err
-		}
-		m.Hooks = append(m.Hooks, objs...)
-	}
-	return m, nil
+	return render(defaultRelease, defaultNamespace, chartrender.Cluster{KubeVersion: kubeVersion, APIVersions: apiVersions}, values)
 }
 
 func has(m manifests, kindName string) bool {
@@ -152,7 +115,7 @@ func TestPolicyModeWithoutVisibilityHasNoCertificate(t *testing.T) {
 func TestPolicyModeCertificateIsTheVisibilityAPIs(t *testing.T) {
 	visibilityNames := []string{"quotagate-visibility.quotagate-system.svc", "quotagate-visibility.quotagate-system.svc.cluster.local"}
 	t.Run("cert-manager", func(t *testing.T) {
-		m, err := installAPI(map[string]any{"admission": map[string]any{"mode": "policy"}})
+		m, err := installAPI(map[string]any{"admission": map[string]any{"mode": "policy"}, "certManager": map[string]any{"enabled": true}})
 		if err != nil {
 			t.Fatalf("rendering: %v", err)
 		}

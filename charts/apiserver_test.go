@@ -51,8 +51,9 @@ func (w *warnings) take() []string {
 	return out
 }
 
-// The chart, rendered for a non-default release, and config/default are accepted by a real
-// kube-apiserver v1.37.2 with strict field validation and no Pod Security warning for the
+// The chart, rendered for a non-default release with its defaults on a cluster without
+// cert-manager, its cert-manager objects once cert-manager's CRDs are there, and
+// config/default are accepted by a real kube-apiserver v1.37.2 with strict field validation and no Pod Security warning for the
 // restricted profile; the gate guard the chart installs lets exactly the release's manager
 // (and the extra users) remove the gate.
 func TestChartOnRealAPIServer(t *testing.T) {
@@ -95,9 +96,7 @@ func TestChartOnRealAPIServer(t *testing.T) {
 		mapper.Reset()
 	}
 
-	// cert-manager's CRDs, so that the Certificate and Issuer are validated by their schema.
-	createCRDs(certManagerCRDs(t))
-	// The release namespace warns about anything the restricted profile would refuse.
+	// No cert-manager: the default install needs none. The release namespace warns about anything the restricted profile would refuse.
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 		Name: namespace, Labels: map[string]string{"pod-security.kubernetes.io/warn": "restricted"},
 	}}, metav1.CreateOptions{}); err != nil {
@@ -115,6 +114,21 @@ func TestChartOnRealAPIServer(t *testing.T) {
 	}
 	createCRDs(crds)
 	create(others...)
+
+	// With cert-manager's CRDs, the cert-manager choice's Issuers and Certificates for the
+	// same release are accepted by their schemas.
+	createCRDs(certManagerCRDs(t))
+	withCM := mustInstall(t, release, namespace, map[string]any{"certManager": map[string]any{"enabled": true}})
+	var cmObjects []*unstructured.Unstructured
+	for _, o := range withCM.Objects {
+		if strings.HasPrefix(o.GetAPIVersion(), "cert-manager.io/") {
+			cmObjects = append(cmObjects, o)
+		}
+	}
+	if len(cmObjects) == 0 {
+		t.Fatal("certManager.enabled=true renders no cert-manager object")
+	}
+	create(cmObjects...)
 
 	// The gate guard, on pods of a namespace that is not opted in (the webhook is not
 	// running here; the test puts the gate on the pods itself).
@@ -178,14 +192,15 @@ func TestChartOnRealAPIServer(t *testing.T) {
 	}
 
 	// The uninstall hook's RBAC (created here with the rest), on the real authorizer: the
-	// identity the hook runs as may delete the release's webhook configuration, and not
-	// read it, nor delete anyone else's (here config/default's).
+	// identity the hook runs as may delete the release's webhook configuration, and
+	// neither read nor delete anyone else's (here config/default's). (It reads its own:
+	// the certificate rotator injects its caBundle.)
 	hooks := kubernetes.NewForConfigOrDie(manager).AdmissionregistrationV1().MutatingWebhookConfigurations()
 	if err := hooks.Delete(ctx, "quotagate-webhook", metav1.DeleteOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("the release's manager deleting another webhook configuration: %v, want forbidden", err)
 	}
-	if _, err := hooks.Get(ctx, release+"-quotagate-webhook", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
-		t.Errorf("the release's manager reading its webhook configuration: %v, want forbidden", err)
+	if _, err := hooks.Get(ctx, "quotagate-webhook", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("the release's manager reading another webhook configuration: %v, want forbidden", err)
 	}
 	if err := hooks.Delete(ctx, release+"-quotagate-webhook", metav1.DeleteOptions{}); err != nil {
 		t.Errorf("the release's manager could not delete its webhook configuration: %v", err)

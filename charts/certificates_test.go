@@ -8,6 +8,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/quotagate/quotagate/tools/chartrender"
 )
 
 // str reads a string field of a rendered object.
@@ -25,12 +27,12 @@ func issuerOf(t *testing.T, m manifests, cert *unstructured.Unstructured) *unstr
 	return m.find(t, "Issuer", str(cert, "spec", "issuerRef", "name"))
 }
 
-// The chart's own TLS is a chain: self-signed Issuer -> CA Certificate -> CA Issuer ->
+// With certManager.enabled=true the chart's own TLS is a chain: self-signed Issuer -> CA Certificate -> CA Issuer ->
 // serving Certificate. cert-manager's CA injector reads the CA (not the serving
 // certificate) into the caBundle, so a renewed serving certificate, with its new key, is
 // trusted at once.
 func TestWebhookCertificateChain(t *testing.T) {
-	m := mustInstall(t, defaultRelease, defaultNamespace, nil)
+	m := mustInstall(t, defaultRelease, defaultNamespace, withCertManager)
 	mwc := m.find(t, "MutatingWebhookConfiguration", "")
 	ns, caName, _ := strings.Cut(mwc.GetAnnotations()["cert-manager.io/inject-ca-from"], "/")
 	if ns != defaultNamespace {
@@ -77,7 +79,7 @@ func TestWebhookCertificateChain(t *testing.T) {
 	}
 	webhookMountsSecret(t, m, str(serving, "spec", "secretName"))
 
-	custom := mustInstall(t, defaultRelease, defaultNamespace, map[string]any{"certManager": map[string]any{"caDuration": "43800h"}})
+	custom := mustInstall(t, defaultRelease, defaultNamespace, map[string]any{"certManager": map[string]any{"enabled": true, "caDuration": "43800h"}})
 	if got := str(custom.find(t, "Certificate", caName), "spec", "duration"); got != "43800h" {
 		t.Errorf("certManager.caDuration=43800h: CA duration = %s", got)
 	}
@@ -88,7 +90,7 @@ func TestWebhookCertificateChain(t *testing.T) {
 // user's issuer writes into the serving certificate's Secret.
 func TestWebhookCertificateFromUsersIssuer(t *testing.T) {
 	m := mustInstall(t, defaultRelease, defaultNamespace, map[string]any{
-		"certManager": map[string]any{"issuerRef": map[string]any{"name": "corp-ca", "kind": "ClusterIssuer"}},
+		"certManager": map[string]any{"enabled": true, "issuerRef": map[string]any{"name": "corp-ca", "kind": "ClusterIssuer"}},
 	})
 	if issuers := m.all("Issuer"); len(issuers) != 0 {
 		t.Errorf("the chart renders %d Issuers with certManager.issuerRef set, want none", len(issuers))
@@ -123,5 +125,30 @@ func webhookMountsSecret(t *testing.T, m manifests, secret string, items ...core
 	if diff := cmp.Diff([]corev1.VolumeMount{{Name: "serving-cert", ReadOnly: true,
 		MountPath: "/tmp/k8s-webhook-server/serving-certs"}}, pod.Containers[0].VolumeMounts); diff != "" {
 		t.Errorf("webhook volume mounts (-want +got):\n%s", diff)
+	}
+}
+
+// Choosing cert-manager where the cluster does not serve its API fails the install with a
+// sentence that says what to do, rather than Helm's "no matches for kind Certificate"
+// halfway through. Where nothing needs a certificate (mode policy without the visibility
+// API) there is nothing to refuse.
+func TestCertManagerChoiceNeedsItsCRDs(t *testing.T) {
+	const want = "certManager.enabled=true, but this cluster does not serve cert-manager.io/v1: install cert-manager first"
+	without := chartrender.Cluster{KubeVersion: kubeVersion}
+	_, err := chartrender.Render(chartDirPath(), defaultRelease, defaultNamespace, without, withCertManager)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("certManager.enabled=true without cert-manager: %v, want %q", err, want)
+	}
+	if _, err := chartrender.Render(chartDirPath(), defaultRelease, defaultNamespace, without, nil); err != nil {
+		t.Errorf("the default without cert-manager: %v", err)
+	}
+	noCert := map[string]any{"certManager": map[string]any{"enabled": true},
+		"admission": map[string]any{"mode": "policy"}, "visibility": map[string]any{"enabled": false}}
+	if _, err := chartrender.Render(chartDirPath(), defaultRelease, defaultNamespace, without, noCert); err != nil {
+		t.Errorf("certManager.enabled=true with no certificate to issue: %v", err)
+	}
+	with := chartrender.Cluster{KubeVersion: kubeVersion, APIVersions: []string{"cert-manager.io/v1"}}
+	if _, err := chartrender.Render(chartDirPath(), defaultRelease, defaultNamespace, with, withCertManager); err != nil {
+		t.Errorf("certManager.enabled=true with cert-manager: %v", err)
 	}
 }

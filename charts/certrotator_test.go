@@ -11,13 +11,19 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 )
 
-var selfManaged = map[string]any{"certManager": map[string]any{"enabled": false}}
+var (
+	selfManaged     = map[string]any{"certManager": map[string]any{"enabled": false}}
+	withCertManager = map[string]any{"certManager": map[string]any{"enabled": true}}
+)
 
-// certManager.enabled=false: no cert-manager object at all (the chart installs on a
-// cluster without cert-manager's CRDs), an empty Secret the manager fills, mounted by the
-// webhook and the manager, and the manager told where everything is.
+// By default (certManager.enabled=false): no cert-manager object at all (the chart
+// installs on a cluster without cert-manager's CRDs), an empty Secret the manager fills,
+// mounted by the webhook and the manager, and the manager told where everything is.
 func TestSelfManagedCertificate(t *testing.T) {
-	m := mustInstall(t, defaultRelease, defaultNamespace, selfManaged)
+	m := mustInstall(t, defaultRelease, defaultNamespace, nil)
+	if diff := cmp.Diff(mustInstall(t, defaultRelease, defaultNamespace, selfManaged).Objects, m.Objects); diff != "" {
+		t.Errorf("the default differs from certManager.enabled=false (-false +default):\n%s", diff)
+	}
 	for _, o := range m.Objects {
 		if strings.HasPrefix(o.GetAPIVersion(), "cert-manager.io/") {
 			t.Errorf("certManager.enabled=false renders %s %s", o.GetKind(), o.GetName())
@@ -68,19 +74,19 @@ func TestSelfManagedCertificate(t *testing.T) {
 		t.Errorf("NOTES.txt does not say quotagate manages the certificate:\n%s", m.Notes)
 	}
 
-	// The default (cert-manager) renders none of it.
-	def := mustInstall(t, defaultRelease, defaultNamespace, nil)
-	if n := len(def.all("Secret")); n != 0 {
-		t.Errorf("the default renders %d Secrets, want none (cert-manager writes the webhook's)", n)
+	// The cert-manager choice renders none of it.
+	cm := mustInstall(t, defaultRelease, defaultNamespace, withCertManager)
+	if n := len(cm.all("Secret")); n != 0 {
+		t.Errorf("certManager.enabled=true renders %d Secrets, want none (cert-manager writes the webhook's)", n)
 	}
-	if !strings.Contains(def.Notes, "comes from cert-manager") {
-		t.Errorf("NOTES.txt does not say cert-manager issues the certificate:\n%s", def.Notes)
+	if !strings.Contains(cm.Notes, "comes from cert-manager") {
+		t.Errorf("NOTES.txt does not say cert-manager issues the certificate:\n%s", cm.Notes)
 	}
-	var defDep appsv1.Deployment
-	into(t, def.find(t, "Deployment", "quotagate-manager"), &defDep)
-	for _, a := range defDep.Spec.Template.Spec.Containers[0].Args {
+	var cmDep appsv1.Deployment
+	into(t, cm.find(t, "Deployment", "quotagate-manager"), &cmDep)
+	for _, a := range cmDep.Spec.Template.Spec.Containers[0].Args {
 		if strings.HasPrefix(a, "--webhook-cert") {
-			t.Errorf("the default passes %s to the manager", a)
+			t.Errorf("certManager.enabled=true passes %s to the manager", a)
 		}
 	}
 }

@@ -51,9 +51,10 @@ func TestKnobsOnRealAPIServer(t *testing.T) {
 		"manager":       map[string]any{"replicas": 2, "podDisruptionBudget": map[string]any{"minAvailable": "50%"}},
 		"priorityClass": map[string]any{"create": true},
 	})
-	// Everything but the CRDs (not needed here) and cert-manager's kinds (not installed).
+	// Everything but the CRDs (not needed here). No cert-manager here: the default install
+	// needs none.
 	for _, o := range m.Objects {
-		if o.GetKind() == "CustomResourceDefinition" || strings.HasPrefix(o.GetAPIVersion(), "cert-manager.io/") {
+		if o.GetKind() == "CustomResourceDefinition" {
 			continue
 		}
 		gvr := resourceOf(t, o)
@@ -138,7 +139,7 @@ func resourceOf(t *testing.T, o *unstructured.Unstructured) schema.GroupVersionR
 	t.Helper()
 	gvk := o.GroupVersionKind()
 	plural := map[string]string{
-		"Deployment": "deployments", "Service": "services", "ServiceAccount": "serviceaccounts",
+		"Deployment": "deployments", "Service": "services", "ServiceAccount": "serviceaccounts", "Secret": "secrets",
 		"PodDisruptionBudget": "poddisruptionbudgets", "ClusterRole": "clusterroles",
 		"ClusterRoleBinding": "clusterrolebindings", "Role": "roles", "RoleBinding": "rolebindings",
 		"MutatingWebhookConfiguration":     "mutatingwebhookconfigurations",

@@ -56,8 +56,9 @@ func TestImageDigest(t *testing.T) {
 func TestCommonLabelsOnEveryObject(t *testing.T) {
 	common := map[string]any{"example.com/team": "platform", "cost-center": "42"}
 	for name, extra := range map[string]map[string]any{
-		"chart's own CA":          nil,
-		"user's issuer, monitors": {"certManager": map[string]any{"issuerRef": map[string]any{"name": "ca", "kind": "ClusterIssuer"}}, "metrics": map[string]any{"serviceMonitor": map[string]any{"enabled": true}}, "manager": map[string]any{"replicas": 2}},
+		"self-managed certificate":     nil,
+		"cert-manager, chart's own CA": withCertManager,
+		"user's issuer, monitors":      {"certManager": map[string]any{"enabled": true, "issuerRef": map[string]any{"name": "ca", "kind": "ClusterIssuer"}}, "metrics": map[string]any{"serviceMonitor": map[string]any{"enabled": true}}, "manager": map[string]any{"replicas": 2}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			values := map[string]any{"commonLabels": common}

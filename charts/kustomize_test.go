@@ -50,12 +50,14 @@ func configWebhook(t testing.TB) admissionregistrationv1.MutatingWebhookConfigur
 	return mwc
 }
 
-// config/default builds, and installs the same objects as the chart does for release
-// "quotagate" in quotagate-system (but for what only Helm can do: the uninstall hook, and
-// the optional ServiceMonitors).
+// config/default builds, and installs the same objects as the chart does with
+// certManager.enabled=true for release "quotagate" in quotagate-system (but for what only
+// Helm can do: the uninstall hook, and the optional ServiceMonitors). Its certificate
+// always comes from cert-manager: the chart's default, the manager's own, is not in
+// config/.
 func TestKustomizeDefaultMatchesChart(t *testing.T) {
 	cfg := kustomizeBuild(t, "config/default")
-	chart := mustInstall(t, defaultRelease, defaultNamespace, nil)
+	chart := mustInstall(t, defaultRelease, defaultNamespace, withCertManager)
 
 	key := func(o *unstructured.Unstructured) string {
 		return o.GetKind() + " " + o.GetNamespace() + "/" + o.GetName()

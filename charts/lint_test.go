@@ -16,7 +16,8 @@ func lintMatrix() map[string]map[string]any {
 	spread := []any{map[string]any{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "ScheduleAnyway"}}
 	return map[string]map[string]any{
 		"defaults":            nil,
-		"user's cert issuer":  {"certManager": map[string]any{"issuerRef": map[string]any{"name": "ca", "kind": "ClusterIssuer", "group": "cert-manager.io"}}},
+		"cert-manager":        withCertManager,
+		"user's cert issuer":  {"certManager": map[string]any{"enabled": true, "issuerRef": map[string]any{"name": "ca", "kind": "ClusterIssuer", "group": "cert-manager.io"}}},
 		"plain-http metrics":  {"manager": map[string]any{"metricsSecure": false}},
 		"service monitors":    {"metrics": map[string]any{"serviceMonitor": map[string]any{"enabled": true, "labels": map[string]any{"release": "prom"}}}},
 		"three replicas each": {"webhook": map[string]any{"replicas": 3}, "manager": map[string]any{"replicas": 3}},
@@ -37,7 +38,7 @@ func lintMatrix() map[string]map[string]any {
 			"image":        map[string]any{"repository": "registry.example/qg", "digest": digest, "pullPolicy": "Always"},
 			"commonLabels": map[string]any{"example.com/team": "platform"},
 			"metrics":      map[string]any{"serviceMonitor": map[string]any{"enabled": true}},
-			"certManager":  map[string]any{"issuerRef": map[string]any{"name": "ca", "kind": "ClusterIssuer"}},
+			"certManager":  map[string]any{"enabled": true, "issuerRef": map[string]any{"name": "ca", "kind": "ClusterIssuer"}},
 			"manager": map[string]any{"metricsSecure": false, "replicas": 2, "priorityClassName": "", "extraArgs": []any{"--workers=8"},
 				"topologySpreadConstraints": spread, "podAnnotations": map[string]any{"a": "b"}},
 			"webhook": map[string]any{"replicas": 3, "extraEnv": []any{map[string]any{"name": "A", "value": "b"}}, "topologySpreadConstraints": spread},

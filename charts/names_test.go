@@ -15,8 +15,14 @@ import (
 // at the default names.
 func TestReleaseNameAndNamespace(t *testing.T) {
 	const release, namespace, prefix = "acme", "batch-system", "acme-quotagate"
-	m := mustInstall(t, release, namespace, nil)
-	def := mustInstall(t, defaultRelease, defaultNamespace, nil)
+	for name, values := range map[string]map[string]any{"self-managed certificates": nil, "cert-manager": withCertManager} {
+		t.Run(name, func(t *testing.T) { checkReleaseNames(t, release, namespace, prefix, values) })
+	}
+}
+
+func checkReleaseNames(t *testing.T, release, namespace, prefix string, values map[string]any) {
+	m := mustInstall(t, release, namespace, values)
+	def := mustInstall(t, defaultRelease, defaultNamespace, values)
 
 	defaultNames := map[string]bool{}
 	for _, o := range append(def.Objects, def.Hooks...) {
@@ -48,11 +54,19 @@ func TestReleaseNameAndNamespace(t *testing.T) {
 
 	// The references between objects follow the new names.
 	mwc := m.find(t, "MutatingWebhookConfiguration", prefix+"-webhook")
-	if got, want := mwc.GetAnnotations()["cert-manager.io/inject-ca-from"], namespace+"/"+prefix+"-ca"; got != want {
-		t.Errorf("inject-ca-from = %q, want %q", got, want)
+	secret := prefix + "-webhook-internal-tls"
+	if values != nil {
+		if got, want := mwc.GetAnnotations()["cert-manager.io/inject-ca-from"], namespace+"/"+prefix+"-ca"; got != want {
+			t.Errorf("inject-ca-from = %q, want %q", got, want)
+		}
+		m.find(t, "Certificate", prefix+"-webhook-cert")
+		m.find(t, "Certificate", prefix+"-ca")
+		secret = prefix + "-webhook-tls"
+	} else {
+		m.find(t, "Secret", secret)
+		m.find(t, "ClusterRole", prefix+"-manager-cert-rotator")
+		m.find(t, "Role", prefix+"-manager-cert-rotator")
 	}
-	m.find(t, "Certificate", prefix+"-webhook-cert")
-	m.find(t, "Certificate", prefix+"-ca")
 	webhooks, _, _ := unstructured.NestedSlice(mwc.Object, "webhooks")
 	svc, _, _ := unstructured.NestedMap(webhooks[0].(map[string]any), "clientConfig", "service")
 	if svc["name"] != prefix+"-webhook" || svc["namespace"] != namespace {
@@ -66,8 +80,8 @@ func TestReleaseNameAndNamespace(t *testing.T) {
 	if args := podSpecOf(t, m, "Deployment", prefix+"-manager").Containers[0].Args; args[1] != "--leader-election-namespace="+namespace {
 		t.Errorf("manager args = %v, want the Lease in %s", args, namespace)
 	}
-	if secret := podSpecOf(t, m, "Deployment", prefix+"-webhook").Volumes[0].Secret.SecretName; secret != prefix+"-webhook-tls" {
-		t.Errorf("webhook mounts Secret %s, want %s-webhook-tls", secret, prefix)
+	if got := podSpecOf(t, m, "Deployment", prefix+"-webhook").Volumes[0].Secret.SecretName; got != secret {
+		t.Errorf("webhook mounts Secret %s, want %s", got, secret)
 	}
 }
 

@@ -1,9 +1,9 @@
 package charts_test
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,11 +11,8 @@ import (
 
 	"github.com/quotagate/quotagate/tools/chartrender"
 
-	"helm.sh/helm/v4/pkg/action"
-	"helm.sh/helm/v4/pkg/chart/common"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
-	release "helm.sh/helm/v4/pkg/release/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
@@ -101,47 +98,31 @@ func loadChart(t testing.TB) *chart.Chart {
 	return chrt
 }
 
+// installWith renders the chart on a cluster of the given version.
 func installWith(release, namespace, version string, values map[string]any) (manifests, error) {
-	chrt, err := loader.Load(chartDirPath())
-	if err != nil {
-		return manifests{}, fmt.Errorf("loading chart: %w", err)
-	}
-	kv, err := common.ParseKubeVersion(version)
-	if err != nil {
-		return manifests{}, err
-	}
-	inst := action.NewInstall(action.NewConfiguration())
-	inst.DryRunStrategy = action.DryRunClient
-	inst.ReleaseName = release
-	inst.Namespace = namespace
-	inst.KubeVersion = kv
-	if values == nil {
-		values = map[string]any{}
-	}
-	rel, err := inst.Run(chrt, values)
-	if err != nil {
-		return manifests{}, err
-	}
-	r, ok := rel.(*releaseV1)
-	if !ok {
-		return manifests{}, fmt.Errorf("unexpected release type %T", rel)
-	}
-	var m manifests
-	if m.Objects, err = chartrender.DecodeAll(r.Manifest); err != nil {
-		return manifests{}, fmt.Errorf("decoding manifest: %w", err)
-	}
-	for _, h := range r.Hooks {
-		objs, err := chartrender.DecodeAll(h.Manifest)
-		if err != nil {
-			return manifests{}, fmt.Errorf("decoding hook %s: %w", h.Name, err)
-		}
-		m.Hooks = append(m.Hooks, objs...)
-	}
-	m.Notes = r.Info.Notes
-	return m, nil
+	return render(release, namespace, chartrender.Cluster{KubeVersion: version}, values)
 }
 
-type releaseV1 = release.Release
+// render renders the chart on cluster. The cluster serves cert-manager.io/v1 too exactly
+// when the values choose cert-manager, as a user installs cert-manager before choosing
+// it; TestCertManagerChoiceNeedsItsCRDs renders without it.
+func render(release, namespace string, cluster chartrender.Cluster, values map[string]any) (manifests, error) {
+	if certManagerChosen(values) {
+		cluster.APIVersions = append(slices.Clip(cluster.APIVersions), "cert-manager.io/v1")
+	}
+	r, err := chartrender.Render(chartDirPath(), release, namespace, cluster, values)
+	if err != nil {
+		return manifests{}, err
+	}
+	return manifests{Objects: r.Objects, Hooks: r.Hooks, Notes: r.Notes}, nil
+}
+
+// certManagerChosen reports whether values set certManager.enabled=true.
+func certManagerChosen(values map[string]any) bool {
+	cm, _ := values["certManager"].(map[string]any)
+	enabled, _ := cm["enabled"].(bool)
+	return enabled
+}
 
 // chartDirPath is chartDir for code that has no testing.TB at hand.
 func chartDirPath() string {

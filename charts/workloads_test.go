@@ -48,7 +48,13 @@ func TestContainerArgs(t *testing.T) {
 				"--estimate-interval=5s", "--estimate-max-pods=20000", "--preemption-cooldown=30s", "--preemption-max-backoff=10m",
 				"--visibility-bind-address=:8443", "--visibility-cert-dir=/tmp/k8s-webhook-server/serving-certs",
 				"--simulation-max-body-bytes=524288", "--simulation-max-pods=1000", "--simulation-max-containers=10000",
-				"--simulation-timeout=20s", "--simulation-concurrency=2", "--simulation-cpu=0.5"},
+				"--simulation-timeout=20s", "--simulation-concurrency=2", "--simulation-cpu=0.5",
+				// The manager issues the serving certificate (certManager.enabled=false).
+				"--webhook-cert-secret=quotagate-webhook-internal-tls", "--webhook-cert-namespace=quotagate-system",
+				"--webhook-cert-dir=/tmp/k8s-webhook-server/serving-certs", "--webhook-configuration=quotagate-webhook",
+				"--webhook-service=quotagate-webhook",
+				"--webhook-cert-extra-dns-names=quotagate-visibility.quotagate-system.svc,quotagate-visibility.quotagate-system.svc.cluster.local",
+				"--visibility-apiservice=v1alpha1.visibility.quotagate.io"},
 		},
 		"tuned": {
 			values: map[string]any{
@@ -63,7 +69,22 @@ func TestContainerArgs(t *testing.T) {
 				"--metrics-bind-address=:8080", "--metrics-secure=false", "--health-probe-bind-address=:8081",
 				"--kube-api-qps=7.5", "--kube-api-burst=15", "--workers=32", "--hold-uncovered=false", "--priority-ceiling=1000000000", "--zap-log-level=5",
 				"--estimate-interval=5s", "--estimate-max-pods=20000", "--preemption-cooldown=30s", "--preemption-max-backoff=10m",
-				"--visibility-bind-address=0"},
+				"--visibility-bind-address=0",
+				"--webhook-cert-secret=quotagate-webhook-internal-tls", "--webhook-cert-namespace=quotagate-system",
+				"--webhook-cert-dir=/tmp/k8s-webhook-server/serving-certs", "--webhook-configuration=quotagate-webhook",
+				"--webhook-service=quotagate-webhook"},
+		},
+		"cert-manager": {
+			values: map[string]any{"certManager": map[string]any{"enabled": true}},
+			wantWebhook: []string{"--port=9443", "--cert-dir=/tmp/k8s-webhook-server/serving-certs",
+				"--metrics-bind-address=:8080", "--health-probe-bind-address=:8081", "--zap-log-level=info"},
+			wantManager: []string{"--leader-elect=true", "--leader-election-namespace=quotagate-system",
+				"--metrics-bind-address=:8080", "--metrics-secure=true", "--health-probe-bind-address=:8081",
+				"--kube-api-qps=500", "--kube-api-burst=1000", "--workers=32", "--hold-uncovered=true", "--priority-ceiling=1000000000", "--zap-log-level=info",
+				"--estimate-interval=5s", "--estimate-max-pods=20000", "--preemption-cooldown=30s", "--preemption-max-backoff=10m",
+				"--visibility-bind-address=:8443", "--visibility-cert-dir=/tmp/k8s-webhook-server/serving-certs",
+				"--simulation-max-body-bytes=524288", "--simulation-max-pods=1000", "--simulation-max-containers=10000",
+				"--simulation-timeout=20s", "--simulation-concurrency=2", "--simulation-cpu=0.5"},
 		},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -37,7 +37,7 @@ import (
 	"github.com/quotagate/quotagate/tools/ociimage"
 )
 
-// TestDeployFromCheckout is README's "Install from a checkout" (`make deploy IMG=...`) on
+// TestDeployFromCheckout is docs/install.md's "Install from a checkout" (`make deploy IMG=...`) on
 // the local control plane: the image `make image` builds (this machine's platform only,
 // to save a cross-compile), pushed by tools/deploy to a registry (in process), the
 // chart installed with the values deploy computes from IMG through deploy.Apply (what

@@ -33,17 +33,18 @@ const (
 // it a Budget, submit a burst of Jobs, watch them queue and drain within the budget,
 // then upgrade and uninstall quotagate without stranding a pod.
 //
-// It runs with the webhook in both certificate modes: cert-manager's (emulated, see
-// test/localinstall) and quotagate's own (the manager's rotator, for real); and with
-// the admission policy, which auto picks here, and which has no certificate. The renewal
-// step is cert-manager's; TestSelfManagedCertificates renews and rotates the self-managed one.
+// It runs with the webhook in both certificate modes: quotagate's own (the chart's
+// default, the manager's rotator, for real, with no cert-manager in the cluster) and
+// cert-manager's (emulated, see test/localinstall); and with the admission policy, which
+// auto picks here. The renewal step is cert-manager's; TestSelfManagedCertificates renews
+// and rotates the self-managed one.
 func TestUserJourney(t *testing.T) {
 	modes := []struct {
 		name   string
 		values map[string]any
 	}{
-		{"cert-manager", nil},
-		{"self-managed certificates", map[string]any{"certManager": map[string]any{"enabled": false}}},
+		{"default install", nil},
+		{"cert-manager", map[string]any{"certManager": map[string]any{"enabled": true}}},
 		// The chart's default admission mode, auto, on a control plane that serves
 		// MutatingAdmissionPolicy: the API server gates, no webhook runs.
 		{"admission policy", map[string]any{"admission": map[string]any{"mode": "auto"}}},
@@ -65,7 +66,10 @@ const flavorsStep = "pods fill the preferred flavor, fall back to the next, and 
 func journey(t *testing.T, opts localinstall.Options) {
 	began := time.Now()
 	e := setUpWith(t, opts)
-	selfManaged := localinstall.SelfManagedCerts(opts.Values)
+	selfManaged := e.inst.SelfManagedCerts()
+	if _, chosen := opts.Values["certManager"]; !chosen && !selfManaged {
+		t.Fatalf("the default install uses cert-manager, want quotagate's own certificate")
+	}
 	policy := e.inst.AdmissionMode() == localinstall.AdmissionPolicy
 	if auto := opts.Values["admission"] != nil; auto != policy {
 		t.Fatalf("admission mode %q installed with values %v, want policy exactly when auto", e.inst.AdmissionMode(), opts.Values)
@@ -108,7 +112,10 @@ func journey(t *testing.T, opts localinstall.Options) {
 		{"helm uninstall releases every gated pod", testUninstall},
 	}
 	for _, s := range steps {
-		if (selfManaged || policy) && (s.name == renewalStep || s.name == reclaimStep || s.name == flavorsStep) {
+		if s.name == renewalStep && selfManaged {
+			continue // cert-manager's renewal
+		}
+		if (!selfManaged || policy) && (s.name == reclaimStep || s.name == flavorsStep) {
 			continue // shown once, with the default install
 		}
 		if !t.Run(s.name, func(t *testing.T) { s.run(t, e, w) }) {

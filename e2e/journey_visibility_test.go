@@ -83,6 +83,15 @@ func testTenantSeesQueue(t *testing.T, e env, _ *podWatcher) {
 		}
 	}
 
+	// The plugin is quiet on a default install: what a viewer runs every day prints no
+	// note, hint or stack trace on stderr.
+	for _, args := range [][]string{{"budgets", "-n", teamNS}, {"queue", "-n", teamNS}, {"why", head, "-n", teamNS}} {
+		out, errOut, err := runPlugin(t, plugin, viewer, args...)
+		if err != nil || errOut != "" || out == "" {
+			t.Errorf("kubectl quotagate %s as a viewer: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, out, errOut)
+		}
+	}
+
 	// kubectl get --raw, with the tenant's credentials.
 	cfg, err := clientcmd.BuildConfigFromFlags("", viewer)
 	fatalIf(t, err, "reading the tenant's kubeconfig")

@@ -24,15 +24,15 @@ import (
 	"github.com/quotagate/quotagate/test/localinstall"
 )
 
-// TestSelfManagedCertificates installs the chart with certManager.enabled=false on a
-// control plane without cert-manager: the manager's rotator issues the certificate into
-// the chart's Secret and injects the CA, under the chart's RBAC, and pods are gated and
-// admitted through it; a forced renewal and a forced new CA keep pod creates working,
-// and helm upgrade keeps the certificate. (The full journey runs in cert-manager mode,
-// TestUserJourney.)
+// TestSelfManagedCertificates installs the chart with its default certificates
+// (certManager.enabled=false) on a control plane without cert-manager: the manager's
+// rotator issues the certificate into the chart's Secret and injects the CA, under the
+// chart's RBAC, and pods are gated and admitted through it; a forced renewal and a forced
+// new CA keep pod creates working, and helm upgrade keeps the certificate.
+// (TestUserJourney runs the full journey in both modes.)
 func TestSelfManagedCertificates(t *testing.T) {
 	began := time.Now()
-	e := setUpWith(t, localinstall.Options{Values: map[string]any{"certManager": map[string]any{"enabled": false}}})
+	e := setUpWith(t, localinstall.Options{})
 	t.Logf("Control plane up and quotagate installed (self-managed certificate) in %v", time.Since(began).Round(time.Millisecond))
 	ctx := t.Context()
 

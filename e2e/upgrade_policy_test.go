@@ -24,8 +24,9 @@ import (
 	"github.com/quotagate/quotagate/test/localinstall"
 )
 
-// TestUpgradeFromWebhookToPolicy is `helm upgrade` with default values from the previous
-// release (hack/upgrade-from), which gated pods with its webhook, on a cluster that serves
+// TestUpgradeFromWebhookToPolicy is `helm upgrade` with default values but
+// certManager.enabled=true (0.2.0's default, kept as docs/upgrading.md says) from the
+// previous release (hack/upgrade-from), which gated pods with its webhook, on a cluster that serves
 // MutatingAdmissionPolicy (this control plane, 1.37): admission.mode auto moves the
 // release to the policy in two revisions. The first upgrade switches: the policy and its
 // binding are added and the webhook kept beside them (the API server loads the one and
@@ -85,7 +86,7 @@ func TestUpgradeFromWebhookToPolicy(t *testing.T) {
 		return created >= 10, fmt.Sprintf("%d created", created)
 	})
 	upgradeBegan := time.Now()
-	fatalIf(t, inst.UpgradeTo(ctx, next.chart, next.binDir, nil), "helm upgrade to "+filepath.Base(next.chart)+" with default values")
+	fatalIf(t, inst.UpgradeTo(ctx, next.chart, next.binDir, keepCertManager), "helm upgrade to "+filepath.Base(next.chart)+" with default values")
 	t.Logf("Upgraded to %s in %v", filepath.Base(next.chart), time.Since(upgradeBegan).Round(time.Millisecond))
 
 	// Right after the upgrade: a pod in the full Budget's namespace, and one in a

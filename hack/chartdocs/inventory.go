@@ -18,7 +18,8 @@ const (
 )
 
 // The release the inventory renders, and the cluster: one that serves
-// MutatingAdmissionPolicy, so that admission.mode auto picks policy, as on 1.36 and later.
+// MutatingAdmissionPolicy, so that admission.mode auto picks policy, as on 1.36 and later,
+// and cert-manager's API, so that the renderings that choose it install.
 const (
 	inventoryRelease   = "quotagate"
 	inventoryNamespace = "quotagate-system"
@@ -26,7 +27,7 @@ const (
 
 var inventoryCluster = chartrender.Cluster{
 	KubeVersion: "v1.37.2",
-	APIVersions: []string{"admissionregistration.k8s.io/v1/MutatingAdmissionPolicy"},
+	APIVersions: []string{"admissionregistration.k8s.io/v1/MutatingAdmissionPolicy", "cert-manager.io/v1"},
 }
 
 // Setting is one value set away from its default, as the README writes it.
@@ -54,7 +55,7 @@ func set(path string, value any) Setting {
 var (
 	autoMode       = set("admission.mode", "auto")
 	webhookMode    = set("admission.mode", "webhook")
-	ownCerts       = set("certManager.enabled", false)
+	certManager    = set("certManager.enabled", true)
 	yourIssuer     = set("certManager.issuerRef", map[string]any{"name": "my-ca", "kind": "ClusterIssuer", "group": "cert-manager.io"})
 	noVisibility   = set("visibility.enabled", false)
 	standbys       = set("manager.replicas", 2)
@@ -76,16 +77,16 @@ var (
 var Renderings = [][]Setting{
 	{autoMode},
 	{webhookMode},
-	{webhookMode, ownCerts},
-	{webhookMode, yourIssuer},
+	{webhookMode, certManager},
+	{webhookMode, certManager, yourIssuer},
 	{webhookMode, noVisibility},
-	{webhookMode, noVisibility, ownCerts},
+	{webhookMode, noVisibility, certManager},
 	{webhookMode, serviceMonitor},
 	{webhookMode, noWebhookPDB},
-	{autoMode, ownCerts},
-	{autoMode, yourIssuer},
+	{autoMode, certManager},
+	{autoMode, certManager, yourIssuer},
 	{autoMode, noVisibility},
-	{autoMode, noVisibility, ownCerts},
+	{autoMode, noVisibility, certManager},
 	{autoMode, standbys},
 	{autoMode, standbys, noManagerPDB},
 	{autoMode, plainMetrics},

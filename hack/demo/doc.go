@@ -10,9 +10,17 @@
 // every pod that changes state; then it checks that every Job succeeded and that the
 // admitted CPU never went over the budget, and prints how to look around with kubectl.
 //
+// Each of its five steps is numbered, and a step that takes long (a cold build of the
+// webhook and manager) says every 15 seconds that it still runs and for how long.
+//
 // By default it stops everything when it is done. With --keep it leaves the control
 // plane and quotagate running until Ctrl-C, so that you can use kubectl. It exits
 // non-zero if anything fails, or when --timeout passes.
 //
-//	go run ./hack/demo [--keep] [--jobs 30] [--cpu 6] [--timeout 10m]
+// make demo builds it, the webhook, the manager and the kubectl plugin into
+// _output/demo-bin with the Makefile's build flags and runs it with --bin-dir there;
+// make demo KEEP=1 adds --keep, and after make demo finds everything built:
+//
+//	make demo [KEEP=1]
+//	go run ./hack/demo [--keep] [--bin-dir DIR] [--jobs 30] [--cpu 6] [--timeout 10m]
 package main

@@ -23,6 +23,7 @@ func main() {
 	flag.BoolVar(&o.keep, "keep", false, "Leave the control plane and quotagate running when the burst is done, until Ctrl-C.")
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "Give up (and exit non-zero) if the demo has not finished by then, builds included.")
 	flag.StringVar(&o.dir, "dir", "", "Directory for the control plane and quotagate's files (default <repo>/_output/demo; emptied first).")
+	flag.StringVar(&o.binDir, "bin-dir", "", "Directory with the webhook and manager (and kubectl-quotagate) built already, as make demo builds them; empty: build the webhook and manager into <dir>/bin.")
 	flag.Parse()
 	// The demo prints its own lines; controller-runtime's client would otherwise warn
 	// that it has no logger.
@@ -48,6 +49,7 @@ type options struct {
 	keep    bool
 	timeout time.Duration
 	dir     string
+	binDir  string
 	root    string
 }
 
@@ -68,5 +70,30 @@ func (o *options) complete() error {
 	if o.jobs < 1 {
 		return fmt.Errorf("--jobs %d: want at least 1", o.jobs)
 	}
+	if o.binDir != "" {
+		if o.binDir, err = filepath.Abs(o.binDir); err != nil {
+			return err
+		}
+		for _, name := range []string{"webhook", "manager"} {
+			if _, err := os.Stat(filepath.Join(o.binDir, name)); err != nil {
+				return fmt.Errorf("--bin-dir %s: %w", o.binDir, err)
+			}
+		}
+	}
 	return nil
+}
+
+// plugin is how the demo tells the user to run the kubectl plugin: the one make demo
+// built, else through go run.
+func (o *options) plugin() string {
+	if o.binDir != "" {
+		path := filepath.Join(o.binDir, "kubectl-quotagate")
+		if _, err := os.Stat(path); err == nil {
+			if rel, err := filepath.Rel(o.root, path); err == nil {
+				return rel
+			}
+			return path
+		}
+	}
+	return "go run ./cmd/kubectl-quotagate"
 }

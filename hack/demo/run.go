@@ -26,8 +26,16 @@ import (
 // tick is how often the progress line is printed.
 const tick = 500 * time.Millisecond
 
+// steps is how many numbered steps the demo has, for "[n/5]".
+const steps = 5
+
 func step(format string, args ...any) {
 	fmt.Printf("%s  ==> %s\n", time.Now().Format(clock), fmt.Sprintf(format, args...))
+}
+
+// numbered prints step n of steps.
+func numbered(n int, format string, args ...any) {
+	step("[%d/%d] %s", n, steps, fmt.Sprintf(format, args...))
 }
 
 func run(ctx context.Context, o options) error {
@@ -42,19 +50,33 @@ func run(ctx context.Context, o options) error {
 	if err := os.RemoveAll(o.dir); err != nil {
 		return fmt.Errorf("emptying %s: %w", o.dir, err)
 	}
-	binDir := filepath.Join(o.dir, "bin")
-	step("Building the webhook and manager into %s", binDir)
-	if err := localinstall.BuildBinaries(ctx, o.root, binDir); err != nil {
-		return withCause(ctx, err)
+	binDir := o.binDir
+	if binDir == "" {
+		binDir = filepath.Join(o.dir, "bin")
+		numbered(1, "Building the webhook and manager into %s", binDir)
+		err := during(os.Stdout, "building the webhook and manager", func() error { return localinstall.BuildBinaries(ctx, o.root, binDir) })
+		if err != nil {
+			return withCause(ctx, err)
+		}
+	} else {
+		numbered(1, "The webhook and manager are built, in %s", binDir)
 	}
-	step("Starting a local control plane in %s (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok)", filepath.Join(o.dir, "cluster"))
-	cluster, err := localcluster.Start(ctx, localcluster.Options{Dir: filepath.Join(o.dir, "cluster")})
+	numbered(2, "Starting a local control plane in %s (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok)", filepath.Join(o.dir, "cluster"))
+	var cluster *localcluster.Cluster
+	err := during(os.Stdout, "starting the control plane", func() (err error) {
+		cluster, err = localcluster.Start(ctx, localcluster.Options{Dir: filepath.Join(o.dir, "cluster")})
+		return err
+	})
 	if err != nil {
 		return withCause(ctx, err)
 	}
 	defer func() { _ = cluster.Stop() }()
-	step("Installing quotagate with Helm (charts/quotagate), webhook and manager as local processes")
-	inst, err := localinstall.Install(ctx, cluster, localinstall.Options{BinDir: binDir, Dir: filepath.Join(o.dir, "quotagate"), RepoRoot: o.root})
+	numbered(3, "Installing quotagate with Helm (charts/quotagate), webhook and manager as local processes")
+	var inst *localinstall.Installation
+	err = during(os.Stdout, "installing quotagate", func() (err error) {
+		inst, err = localinstall.Install(ctx, cluster, localinstall.Options{BinDir: binDir, Dir: filepath.Join(o.dir, "quotagate"), RepoRoot: o.root})
+		return err
+	})
 	if err != nil {
 		return withCause(ctx, err)
 	}
@@ -72,7 +94,7 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	step("Namespace %q labelled %s=true, Budget %s/%s with requests.cpu %s", demoNamespace, v1alpha1.EnabledLabel, demoNamespace, budgetName, o.cpu)
+	numbered(4, "Namespace %q labelled %s=true, Budget %s/%s with requests.cpu %s", demoNamespace, v1alpha1.EnabledLabel, demoNamespace, budgetName, o.cpu)
 	objs := []client.Object{demoNamespaceObject()}
 	for _, pc := range priorityClasses() {
 		objs = append(objs, pc)
@@ -88,9 +110,9 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return withCause(ctx, err)
 	}
-	step("Submitting %d Jobs of 1 CPU (every fifth one high priority), running 1-6 s each", o.jobs)
-	fmt.Printf("  To watch the queue drain in a browser, in another shell (the page lives while the demo runs; --keep keeps it):\n")
-	fmt.Printf("    KUBECONFIG=%s go run ./cmd/kubectl-quotagate ui -n %s --open\n", cluster.KubeconfigPath(), demoNamespace)
+	numbered(5, "Submitting %d Jobs of 1 CPU (every fifth one high priority), running 1-6 s each", o.jobs)
+	fmt.Printf("  To watch the queue drain in a browser, in another shell (the page lives while the demo runs; make demo KEEP=1 keeps it):\n")
+	fmt.Printf("    KUBECONFIG=%s %s ui -n %s --open\n", cluster.KubeconfigPath(), o.plugin(), demoNamespace)
 	for n := range o.jobs {
 		if err := c.Create(ctx, burstJob(n)); err != nil {
 			return withCause(ctx, fmt.Errorf("creating Job %d: %w", n, err))
@@ -118,13 +140,13 @@ func run(ctx context.Context, o options) error {
 	fmt.Println(" - never over the budget.")
 	fmt.Println()
 	if !o.keep {
-		fmt.Printf("To look around with kubectl, run it with --keep (go run ./hack/demo --keep), then in another shell:\n")
+		fmt.Printf("To look around with kubectl, run make demo KEEP=1 (it reuses what this run built), then in another shell:\n")
 	} else {
 		fmt.Printf("The control plane and quotagate keep running. In another shell:\n")
 	}
 	fmt.Printf("  export KUBECONFIG=%s\n", cluster.KubeconfigPath())
-	fmt.Printf("  go run ./cmd/kubectl-quotagate queue -A          # every queue, through the visibility API\n")
-	fmt.Printf("  go run ./cmd/kubectl-quotagate ui -A --open      # the live page: budgets, queues, pods (docs/ui.md)\n")
+	fmt.Printf("  %s queue -A          # every queue, through the visibility API\n", o.plugin())
+	fmt.Printf("  %s ui -A --open      # the live page: budgets, queues, pods (docs/ui.md)\n", o.plugin())
 	fmt.Printf("  kubectl get budgets -A\n  kubectl get pods -n %s\n  kubectl describe pod -n %s job-00-<tab>    # the Waiting events; kubectl describe budget: the Admitted events\n", demoNamespace, demoNamespace)
 	fmt.Printf("Logs of the webhook, manager and Helm: %s\n", filepath.Join(o.dir, "quotagate"))
 	if !o.keep {

@@ -21,15 +21,15 @@ func TestNotesNameWhatTheReleaseInstalled(t *testing.T) {
 		say, not    []string
 	}{
 		"auto on 1.36+": {apiVersions: serves,
-			say: []string{"MutatingAdmissionPolicy\nquotagate-gate; no webhook is installed", "visibility API comes from cert-manager"},
+			say: []string{"MutatingAdmissionPolicy\nquotagate-gate; no webhook is installed", "visibility API is managed by quotagate itself"},
 			not: []string{"the webhook quotagate-webhook gates"}},
 		"auto before 1.36": {
-			say: []string{"the webhook quotagate-webhook gates new pods", "the webhook and the visibility API comes from cert-manager"},
+			say: []string{"the webhook quotagate-webhook gates new pods", "the webhook and the visibility API is managed by quotagate itself"},
 			not: []string{"MutatingAdmissionPolicy"}},
 		"policy, no visibility API": {apiVersions: serves, values: map[string]any{"visibility": map[string]any{"enabled": false}}},
-		"webhook, own certificates": {apiVersions: serves,
-			values: map[string]any{"admission": map[string]any{"mode": "webhook"}, "certManager": map[string]any{"enabled": false}},
-			say:    []string{"the webhook quotagate-webhook gates new pods", "managed by quotagate itself"}},
+		"webhook, cert-manager": {apiVersions: append(slices.Clone(serves), "cert-manager.io/v1"),
+			values: map[string]any{"admission": map[string]any{"mode": "webhook"}, "certManager": map[string]any{"enabled": true}},
+			say:    []string{"the webhook quotagate-webhook gates new pods", "the webhook and the visibility API comes from cert-manager"}},
 		"policy, Ignore": {apiVersions: serves, values: map[string]any{"webhook": map[string]any{"failurePolicy": "Ignore"}},
 			say: []string{"if the gate policy fails to evaluate"},
 			not: []string{"while the webhook is unavailable"}},

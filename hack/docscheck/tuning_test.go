@@ -16,7 +16,10 @@ import (
 	"github.com/quotagate/quotagate/tools/chartrender"
 )
 
-// tuningRow is a row of README's table of the manager's flags.
+// tuningDoc has the table of the manager's flags.
+const tuningDoc = "docs/tuning.md"
+
+// tuningRow is a row of docs/tuning.md's table of the manager's flags.
 type tuningRow struct {
 	l        line
 	flags    []string
@@ -26,18 +29,14 @@ type tuningRow struct {
 
 var tuningFlag = regexp.MustCompile("`(--?[a-z][a-z0-9-]*)`")
 
-// tuningTable reads README's table of the manager's flags: | flags | default | chart
+// tuningTable reads docs/tuning.md's table of the manager's flags: | flags | default | chart
 // value | what it does |. A flag abbreviated after another (`--leader-elect-lease-duration`
 // / `-renew-deadline`) is the manager flag that ends so.
 func tuningTable(t *testing.T, flags *pflag.FlagSet) []tuningRow {
 	t.Helper()
 	var rows []tuningRow
-	inTuning := false
-	for _, l := range readLines(t, "README.md") {
-		if strings.HasPrefix(l.text, "## ") {
-			inTuning = l.text == "## Tuning"
-		}
-		if !inTuning || !strings.HasPrefix(l.text, "| `--") {
+	for _, l := range readLines(t, tuningDoc) {
+		if !strings.HasPrefix(l.text, "| `--") {
 			continue
 		}
 		cells := strings.Split(strings.Trim(l.text, "| "), " | ")
@@ -60,7 +59,7 @@ func tuningTable(t *testing.T, flags *pflag.FlagSet) []tuningRow {
 		rows = append(rows, r)
 	}
 	if len(rows) < 8 {
-		t.Fatalf("README.md: only %d rows in the table of the manager's flags under ## Tuning", len(rows))
+		t.Fatalf("%s: only %d rows in the table of the manager's flags", tuningDoc, len(rows))
 	}
 	return rows
 }
@@ -78,7 +77,7 @@ func expandFlag(flags *pflag.FlagSet, full, abbreviation string) string {
 	return abbreviation
 }
 
-// sameDefault compares a default as README writes it (5m) with pflag's (5m0s).
+// sameDefault compares a default as docs/tuning.md writes it (5m) with pflag's (5m0s).
 func sameDefault(doc, flag string) bool {
 	if doc == flag {
 		return true
@@ -88,7 +87,7 @@ func sameDefault(doc, flag string) bool {
 	return err1 == nil && err2 == nil && d1 == d2
 }
 
-// README's table of the manager's flags says the manager's defaults, and which chart
+// docs/tuning.md's table of the manager's flags says the manager's defaults, and which chart
 // value sets each flag: the chart passes a flag with a value, set to that value's
 // default, and does not pass one without (the user gives it in manager.extraArgs).
 func TestTuningTableMatchesManagerAndChart(t *testing.T) {
@@ -140,7 +139,7 @@ func TestTuningTableMatchesManagerAndChart(t *testing.T) {
 			}
 		}
 	}
-	p.report(t, "rows of README's table of the manager's flags that are wrong")
+	p.report(t, "rows of docs/tuning.md's table of the manager's flags that are wrong")
 }
 
 // managerArgs are the flags the chart passes to the manager: --name to value.

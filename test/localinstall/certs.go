@@ -355,7 +355,7 @@ func (i *Installation) injectedCA(ctx context.Context, what string, annotations 
 // the webhook's mounted files (the webhook process reloads them) and re-injects the
 // caBundle, which the chart's CA chain leaves unchanged.
 func (i *Installation) RenewWebhookCert(ctx context.Context) error {
-	if SelfManagedCerts(i.values) {
+	if i.selfManaged {
 		return errors.New("certManager.enabled=false: the manager renews the certificate; empty the Secret's tls.crt to force it")
 	}
 	obj, err := i.dynamic.Resource(certificateGVR).Namespace(i.opts.Namespace).Get(ctx, i.servingCert, metav1.GetOptions{})

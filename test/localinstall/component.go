@@ -51,7 +51,7 @@ func (i *Installation) configure(ctx context.Context, comp *component, objs []*u
 			set["visibility-cert-dir"] = i.certDir()
 			set["visibility-advertise-host"] = "127.0.0.1"
 		}
-		if SelfManagedCerts(i.values) {
+		if i.selfManaged {
 			i.selfManagedFlags(set, ctr.Args)
 		}
 	}

@@ -1,8 +1,8 @@
 // Package localinstall installs quotagate onto a local control plane
-// (test/localcluster) the way a user's cluster runs it: cert-manager's CRDs, then the
-// packaged Helm chart with the Helm v4 SDK (the working tree's charts/quotagate packaged
-// into quotagate-<version>.tgz by PackageChart, as `helm package` does, or the archive
-// Options.ChartPath names), then the webhook and the manager as processes on this
+// (test/localcluster) the way a user's cluster runs it: the packaged Helm chart (after
+// cert-manager's CRDs, when the values choose cert-manager) with the Helm v4 SDK (the
+// working tree's charts/quotagate packaged into quotagate-<version>.tgz by PackageChart,
+// as `helm package` does, or the archive Options.ChartPath names), then the webhook and the manager as processes on this
 // machine under the chart's own ServiceAccount identities, so that the chart's RBAC, its
 // gate guard and its webhook configuration are what gets exercised. The e2e tests and
 // `make demo` both use it.
@@ -11,21 +11,21 @@
 // Running, but nothing runs in them. Three things stand in for what a real cluster
 // would do:
 //
-//   - cert-manager's controllers are not here (their binaries are separate modules), so
-//     Install issues the chart's Certificates itself, each through the Issuer it names
-//     (the self-signed Issuer signs the CA, the CA Issuer signs the serving certificate
+//   - By default (the chart's certManager.enabled=false; SelfManagedCerts) no
+//     cert-manager: the manager's own rotator issues the certificate and injects the
+//     caBundle under the chart's RBAC. Only the kubelet's Secret volume is stood in for
+//     (selfmanaged.go): the Secret is copied into the cert dir that the webhook and the
+//     manager share whenever it changes. The rotator's certificate has DNS names only,
+//     so the webhook URL names localhost and the manager gets
+//     --webhook-cert-extra-dns-names=localhost.
+//   - With certManager.enabled=true, cert-manager's controllers are not here (their
+//     binaries are separate modules), so Install issues the chart's Certificates
+//     itself, each through the Issuer it names (the self-signed Issuer signs the CA, the CA Issuer signs the serving certificate
 //     with the CA's Secret), writes the webhook's Secret into its cert dir as the kubelet
 //     updates a Secret volume, and copies the CA into the MutatingWebhookConfiguration's
 //     caBundle the way cert-manager's CA injector does (following the
 //     cert-manager.io/inject-ca-from annotation). RenewWebhookCert renews the serving
 //     certificate as cert-manager would at renewBefore.
-//   - With the values' certManager.enabled=false (SelfManagedCerts), none of that: no
-//     cert-manager CRDs, and the manager's own rotator issues the certificate and injects
-//     the caBundle under the chart's RBAC. Only the kubelet's Secret volume is stood in
-//     for (selfmanaged.go): the Secret is copied into the cert dir that the webhook and
-//     the manager share whenever it changes. The rotator's certificate has DNS names
-//     only, so the webhook URL names localhost and the manager gets
-//     --webhook-cert-extra-dns-names=localhost.
 //   - The webhook process listens on 127.0.0.1, which the API server cannot reach
 //     through the chart's Service, so a Helm post-renderer replaces the webhook's
 //     clientConfig.service with clientConfig.url pointing at a local stand-in for the

@@ -52,6 +52,9 @@ type Installation struct {
 	// manager manages the certificate (selfmanaged.go).
 	certSecret string
 	volume     *secretVolume
+	// selfManaged: the chart's certManager.enabled is false, and the manager issues the
+	// serving certificate (selfmanaged.go).
+	selfManaged bool
 
 	stopOnce sync.Once
 	stopErr  error
@@ -87,6 +90,9 @@ func Install(ctx context.Context, c *localcluster.Cluster, opts Options) (*Insta
 	if i.chartPath, err = chartToInstall(o); err != nil {
 		return nil, err
 	}
+	if i.selfManaged, err = selfManagedCerts(i.chartPath, o.Values); err != nil {
+		return nil, err
+	}
 	if i.client, err = kubernetes.NewForConfig(c.Config()); err != nil {
 		return nil, err
 	}
@@ -108,11 +114,7 @@ func Install(ctx context.Context, c *localcluster.Cluster, opts Options) (*Insta
 	if i.visSvc, err = listenService("visibility API"); err != nil {
 		return nil, errors.Join(err, i.svc.close())
 	}
-	host := "127.0.0.1"
-	if SelfManagedCerts(o.Values) {
-		host = selfManagedHost
-	}
-	i.renderer = localRenderer{webhookHost: host + ":" + i.svc.port(), visibilityPort: int64(i.visSvc.portNumber())}
+	i.renderer = localRenderer{webhookHost: i.webhookHost(), visibilityPort: int64(i.visSvc.portNumber())}
 
 	if err := i.install(ctx); err != nil {
 		return nil, errors.Join(err, i.Stop())
@@ -122,7 +124,7 @@ func Install(ctx context.Context, c *localcluster.Cluster, opts Options) (*Insta
 
 func (i *Installation) install(ctx context.Context) error {
 	log := logr.FromContextOrDiscard(ctx)
-	selfManaged := SelfManagedCerts(i.values)
+	selfManaged := i.selfManaged
 	if !selfManaged {
 		if err := i.installCertManagerCRDs(ctx); err != nil {
 			return err

@@ -11,6 +11,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	chartutil "helm.sh/helm/v4/pkg/chart/common/util"
 )
 
 // With the chart's certManager.enabled=false (docs/certificates.md) nothing emulates
@@ -28,13 +30,29 @@ const selfManagedHost = "localhost"
 // kubelet takes up to its sync period plus its cache TTL (about a minute).
 const secretSyncInterval = 500 * time.Millisecond
 
-// SelfManagedCerts reports whether values ask quotagate to manage the webhook's
-// certificate itself (certManager.enabled=false).
-func SelfManagedCerts(values map[string]any) bool {
-	cm, _ := values["certManager"].(map[string]any)
-	enabled, ok := cm["enabled"].(bool)
-	return ok && !enabled
+// selfManagedCerts reports whether the packaged chart at chartPath, with values over its
+// defaults, has quotagate manage the serving certificate itself (certManager.enabled
+// false: this chart's default; older charts default to cert-manager).
+func selfManagedCerts(chartPath string, values map[string]any) (bool, error) {
+	chrt, err := loadPackagedChart(chartPath)
+	if err != nil {
+		return false, err
+	}
+	vals, err := chartutil.CoalesceValues(chrt, values)
+	if err != nil {
+		return false, fmt.Errorf("reading the values of %s: %w", chartPath, err)
+	}
+	cm, err := vals.Table("certManager")
+	if err != nil {
+		return false, fmt.Errorf("reading certManager of %s: %w", chartPath, err)
+	}
+	enabled, _ := cm["enabled"].(bool)
+	return !enabled, nil
 }
+
+// SelfManagedCerts reports whether the release's serving certificate is quotagate's own
+// (certManager.enabled=false), not cert-manager's.
+func (i *Installation) SelfManagedCerts() bool { return i.selfManaged }
 
 // selfManagedFlags are the manager's flags that point the rotator at the local cert dir
 // and add the name the API server dials the webhook at to the names the chart's args
@@ -80,9 +98,15 @@ func (i *Installation) WebhookCertSecret() string {
 	return i.certSecret
 }
 
+// webhookHost is the host and port of the webhook configuration's URL: the local
+// stand-in for the webhook's Service, by the name its certificate carries.
+func (i *Installation) webhookHost() string {
+	return i.WebhookServerName() + ":" + i.svc.port()
+}
+
 // WebhookServerName is the name the API server checks the webhook's certificate against.
 func (i *Installation) WebhookServerName() string {
-	if SelfManagedCerts(i.values) {
+	if i.selfManaged {
 		return selfManagedHost
 	}
 	return "127.0.0.1"

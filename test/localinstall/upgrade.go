@@ -57,6 +57,14 @@ func (i *Installation) upgrade(ctx context.Context, chartPath, binDir string, va
 	log := logr.FromContextOrDiscard(ctx)
 	merged := maps.Clone(i.values)
 	maps.Copy(merged, values)
+	selfManaged, err := selfManagedCerts(chartPath, merged)
+	if err != nil {
+		return err
+	}
+	// A switch of certificate mode changes the name the webhook's certificate carries
+	// for the local Service (selfManagedHost).
+	i.selfManaged = selfManaged
+	i.renderer.webhookHost = i.webhookHost()
 	rel, err := i.helmApply(ctx, chartPath, merged)
 	if err != nil {
 		return err
@@ -103,7 +111,7 @@ func (i *Installation) upgrade(ctx context.Context, chartPath, binDir string, va
 			return err
 		}
 	}
-	if SelfManagedCerts(i.values) {
+	if i.selfManaged {
 		if err := i.waitCABundle(ctx); err != nil {
 			return err
 		}
@@ -132,7 +140,7 @@ func (i *Installation) keepCertificates(ctx context.Context, objs []*unstructure
 	if err := i.issueCertificates(ctx, stale); err != nil {
 		return err
 	}
-	if SelfManagedCerts(i.values) {
+	if i.selfManaged {
 		return i.wireSelfManagedCert(objs)
 	}
 	return i.wireIssuedCert(ctx, objs)

@@ -28,7 +28,8 @@ import (
 // in an OCI layout (random bytes: nothing runs it) and a registry in the test: the first
 // run pushes and installs, the second pushes another tag and upgrades with its values,
 // each Deployment runs the pushed digest, and --uninstall removes the release. A
-// kubeconfig that reaches no cluster fails before anything is pushed.
+// kubeconfig that reaches no cluster fails before anything is pushed, and choosing
+// cert-manager on a cluster without it fails the install with a sentence that says so.
 func TestRunInstallsUpgradesAndUninstalls(t *testing.T) {
 	ctx := t.Context()
 	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
@@ -50,8 +51,8 @@ func TestRunInstallsUpgradesAndUninstalls(t *testing.T) {
 	opts := Options{
 		Image: host + "/team/quotagate", DefaultTag: "v0.3.0", Layout: dir,
 		Chart: filepath.Join("..", "..", "charts", "quotagate"), Release: "qg", Namespace: "qg-system",
-		Set: []string{"certManager.enabled=false"}, Kubeconfig: filepath.Join(t.TempDir(), "none.kubeconfig"),
-		Timeout: time.Minute,
+		Kubeconfig: filepath.Join(t.TempDir(), "none.kubeconfig"),
+		Timeout:    time.Minute,
 	}
 
 	var out bytes.Buffer
@@ -63,9 +64,20 @@ func TestRunInstallsUpgradesAndUninstalls(t *testing.T) {
 		t.Error("The image was pushed although the cluster cannot be reached")
 	}
 
+	// The cluster has no cert-manager: choosing it fails the install, saying so, before
+	// any object is created; the default install needs none.
 	cluster := localcluster.StartForTest(t, localcluster.Options{})
 	cs := kubernetes.NewForConfigOrDie(cluster.Config())
 	opts.Kubeconfig = cluster.KubeconfigPath()
+	withCertManager := opts
+	withCertManager.Set = []string{"certManager.enabled=true"}
+	err = Run(ctx, withCertManager, &out)
+	if want := "certManager.enabled=true, but this cluster does not serve cert-manager.io/v1: install cert-manager first"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Run with certManager.enabled=true on a cluster without cert-manager: %v, want %q", err, want)
+	}
+	if _, err := cs.AppsV1().Deployments("qg-system").Get(ctx, "qg-quotagate-manager", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the manager Deployment after the refused install: %v, want none", err)
+	}
 	if err := Run(ctx, opts, &out); err != nil {
 		t.Fatalf("Run: %v\n%s", err, out.String())
 	}

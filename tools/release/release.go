@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/quotagate/quotagate/internal/version"
 )
 
 // Names of the artifacts besides the chart (quotagate-X.Y.Z.tgz), the plugin archives
@@ -50,7 +52,8 @@ type Artifact struct {
 }
 
 // Run writes the release for o.Version into o.OutDir and returns its artifacts, in the
-// order written (checksums.txt last).
+// order written: checksums.txt over all the others, then the provenance statement over
+// them all.
 func Run(ctx context.Context, o Options) ([]Artifact, error) {
 	chartVersion, err := ParseVersion(o.Version)
 	if err != nil {
@@ -126,8 +129,11 @@ func Run(ctx context.Context, o Options) ([]Artifact, error) {
 			if err := writePluginArchive(o.RepoRoot, bin, out(name), o.ModTime); err != nil {
 				return nil, fmt.Errorf("packing %s: %w", name, err)
 			}
-			sums[i], err = fileSHA256(out(name))
-			return []string{name}, err
+			if sums[i], err = fileSHA256(out(name)); err != nil {
+				return nil, err
+			}
+			sbom, err := writePluginSBOM(out(name), o.Version)
+			return []string{name, sbom}, err
 		})
 		if err != nil {
 			return nil, err
@@ -138,11 +144,45 @@ func Run(ctx context.Context, o Options) ([]Artifact, error) {
 	})); err != nil {
 		return nil, err
 	}
-	if err := step("image", func() ([]string, error) { return copyImages(o.ImageDir, o.OutDir, o.Version, o.Log) }); err != nil {
+	var imageDigest string
+	if err := step("image and its SBOM", func() ([]string, error) {
+		images, err := copyImages(o.ImageDir, o.OutDir, o.Version, o.Log)
+		if err != nil {
+			return nil, err
+		}
+		written := images
+		for _, img := range images {
+			sbom, digest, err := writeImageSBOM(out(img), o.OutDir, o.Version)
+			if err != nil {
+				return nil, err
+			}
+			written, imageDigest = append(written, sbom), digest
+		}
+		return written, nil
+	}); err != nil {
 		return nil, err
 	}
 	if err := step("checksums", one(ChecksumsFile, func(path string) error {
 		return writeChecksums(o.OutDir, names, path)
+	})); err != nil {
+		return nil, err
+	}
+	if err := step("provenance (in-toto, SLSA v1)", one(ProvenanceFile, func(path string) error {
+		subjects, err := provenanceSubjects(o.OutDir, names, imageDigest, o.Version)
+		if err != nil {
+			return err
+		}
+		st, err := newProvenance(provenanceInput{
+			Version: o.Version, Revision: o.Revision, Subjects: subjects, BuilderID: builderID(),
+			Settings: map[string]any{"plugin": map[string]any{
+				"CGO_ENABLED": "0", "flags": "-trimpath", "ldflags": version.LDFlags(o.Version, o.Revision),
+				"platforms": platformList(o.Platforms),
+			}},
+		})
+		if err != nil {
+			return err
+		}
+		return writeProvenance(st, path)
 	})); err != nil {
 		return nil, err
 	}
@@ -157,6 +197,15 @@ func Run(ctx context.Context, o Options) ([]Artifact, error) {
 		artifacts = append(artifacts, Artifact{Name: n, Size: fi.Size()})
 	}
 	return artifacts, nil
+}
+
+// platformList is platforms as os/arch strings, for the provenance.
+func platformList(platforms []Platform) []any {
+	out := make([]any, len(platforms))
+	for i, p := range platforms {
+		out[i] = p.String()
+	}
+	return out
 }
 
 // copyImages copies the image tarballs of version v that `make image` wrote into dir

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"helm.sh/helm/v4/pkg/action"
 	"helm.sh/helm/v4/pkg/chart/common"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
@@ -22,6 +23,8 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
+	"github.com/quotagate/quotagate/internal/version"
+	"github.com/quotagate/quotagate/tools/ociimage"
 	rel "github.com/quotagate/quotagate/tools/release"
 )
 
@@ -33,10 +36,15 @@ var (
 	releaseDir  string
 	releaseErr  error
 	artifacts   []rel.Artifact
+	// imageDir holds what make image wrote (bin/, oci/ and the archive), and
+	// imageResult what it built.
+	imageDir    string
+	imageResult *ociimage.Result
 )
 
 // released runs the release once for all tests of the package, into a directory of its
-// own, with an image tarball of this version and one of another in the image directory.
+// own, with the image make image builds (for one platform) and a tarball of another
+// version in the image directory.
 func released(t *testing.T) string {
 	t.Helper()
 	releaseOnce.Do(func() {
@@ -50,16 +58,21 @@ func released(t *testing.T) string {
 			releaseErr = err
 			return
 		}
-		imageDir := filepath.Join(dir, "image")
-		if err := os.MkdirAll(imageDir, 0o755); err != nil {
-			releaseErr = err
+		// The image as make image builds it, for linux on this machine's architecture
+		// only; and a tarball of another version, which the release must leave out.
+		imageDir = filepath.Join(dir, "image")
+		if imageResult, releaseErr = ociimage.Build(context.Background(), ociimage.Options{
+			Metadata: ociimage.Metadata{Version: testVersion, Revision: "0123abcd", Created: time.Unix(1700000000, 0)},
+			Root:     root, LDFlags: version.LDFlags(testVersion, "0123abcd"),
+			BinDir: filepath.Join(imageDir, "bin"), LayoutDir: filepath.Join(imageDir, "oci"),
+			Archive:   filepath.Join(imageDir, "quotagate-"+testVersion+".oci.tar"),
+			Platforms: []v1.Platform{{OS: "linux", Architecture: runtime.GOARCH}},
+		}); releaseErr != nil {
 			return
 		}
-		for _, name := range []string{"quotagate-" + testVersion + ".oci.tar", "quotagate-v0.9.0.oci.tar"} {
-			if err := os.WriteFile(filepath.Join(imageDir, name), []byte(name), 0o644); err != nil {
-				releaseErr = err
-				return
-			}
+		if err := os.WriteFile(filepath.Join(imageDir, "quotagate-v0.9.0.oci.tar"), []byte("another version"), 0o644); err != nil {
+			releaseErr = err
+			return
 		}
 		releaseDir = filepath.Join(dir, "release")
 		artifacts, releaseErr = rel.Run(context.Background(), rel.Options{
@@ -89,10 +102,12 @@ func TestMain(m *testing.M) {
 // The release holds exactly the files it says it wrote, with their sizes.
 func TestArtifacts(t *testing.T) {
 	dir := released(t)
+	plugin := "kubectl-quotagate_" + runtime.GOOS + "_" + runtime.GOARCH + ".tar.gz"
+	image := "quotagate-" + testVersion + ".oci.tar"
 	want := []string{
 		"quotagate-1.2.3-test.1.tgz", rel.CRDsFile, rel.InstallFile,
-		"kubectl-quotagate_" + runtime.GOOS + "_" + runtime.GOARCH + ".tar.gz",
-		rel.KrewFile, "quotagate-" + testVersion + ".oci.tar", rel.ChecksumsFile,
+		plugin, plugin + rel.SBOMSuffix,
+		rel.KrewFile, image, image + rel.SBOMSuffix, rel.ChecksumsFile, rel.ProvenanceFile,
 	}
 	var got []string
 	for _, a := range artifacts {
@@ -273,7 +288,7 @@ func TestKrewManifestAndChecksums(t *testing.T) {
 		sums[name] = sum
 	}
 	for _, a := range artifacts {
-		if a.Name == rel.ChecksumsFile {
+		if a.Name == rel.ChecksumsFile || a.Name == rel.ProvenanceFile {
 			continue
 		}
 		if got := sha256Of(t, filepath.Join(dir, a.Name)); sums[a.Name] != got {

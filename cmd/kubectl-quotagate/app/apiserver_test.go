@@ -252,9 +252,17 @@ func TestSnapshotOnAPIServer(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "kubectl get apiservice v1alpha1.visibility.quotagate.io") {
 			t.Errorf("queue without the visibility API: got error %v, want one that says how to check the APIService", err)
 		}
-		out, errOut, err := runReal(t, "--kubeconfig", kubeconfig, "budgets", "-n", "team-a")
-		if err != nil || !strings.Contains(out, "Budget team-a/team-a") || !strings.Contains(errOut, "oldest waits are computed from the gated pods' creation times") {
+		// budgets goes through the proxy only when told to (the default install's
+		// manager is this one, which the proxy cannot reach with a token), and then
+		// says why it failed, once.
+		out, errOut, err := runReal(t, "--kubeconfig", kubeconfig, "budgets", "-n", "team-a", "--manager-namespace", systemNamespace)
+		if err != nil || !strings.Contains(out, "Budget team-a/team-a") || !strings.Contains(errOut, hintProxyAuth) ||
+			!strings.Contains(errOut, "oldest waits are computed from the gated pods' creation times") || strings.Count(errOut, "Note:") != 1 {
 			t.Errorf("budgets through the proxy: %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
+		}
+		out, errOut, err = runReal(t, "--kubeconfig", kubeconfig, "budgets", "-n", "team-a")
+		if err != nil || !strings.Contains(out, "Budget team-a/team-a") || errOut != "" {
+			t.Errorf("budgets without --manager-*: %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
 		}
 	})
 }

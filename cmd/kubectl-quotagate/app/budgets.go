@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -29,7 +30,9 @@ func newBudgetsCommand(e *env) *cobra.Command {
 		Short:   "List budgets with their usage, admitted and gated pods, and the oldest wait",
 		Long: `List the Budgets of a namespace (with the ClusterBudgets above them), or with -A every
 Budget and ClusterBudget: state, each hard resource as used/hard with a bar, admitted and
-gated pods, and how long the oldest gated pod has waited. A budget with flavors
+gated pods, and how long the oldest gated pod has waited (computed from the gated pods
+with the manager's coverage rules, with -n among that namespace's pods; from the
+manager's snapshot when a --manager-* flag names the manager). A budget with flavors
 (spec.flavors) has a line more for each resource of each flavor's hard, in the order pods
 try the flavors: "requests.nvidia.com/gpu on h100".
 
@@ -152,7 +155,12 @@ func listBudgets(ctx context.Context, c client.Client, q budgetQuery) (*budgetLi
 			return nil, fmt.Errorf("listing clusterbudgets: %w", err)
 		}
 		l.clusterListed = false
-		l.notes = append(l.notes, "ClusterBudgets are not shown: you may not list them")
+		// A tenant may not list ClusterBudgets by default: say so only when one of
+		// theirs is known to be limited by a parent they cannot see.
+		if parents := parentsNamed(l.budgets); len(parents) > 0 {
+			l.notes = append(l.notes, fmt.Sprintf("ClusterBudget %s, the parent of %s, is not shown: you may not list ClusterBudgets",
+				strings.Join(parents, ", "), budgetsNaming(l.budgets, parents)))
+		}
 	}
 	l.allClusterBudgets, l.clusterRV = clusterBudgets.Items, clusterBudgets.ResourceVersion
 	l.clusterBudgets = l.allClusterBudgets
@@ -164,6 +172,29 @@ func listBudgets(ctx context.Context, c client.Client, q budgetQuery) (*budgetLi
 		l.clusterBudgets = clusterBudgetsAbove(q.ns, l.nsLabels, l.budgets, l.allClusterBudgets)
 	}
 	return l, nil
+}
+
+// parentsNamed are the parents the budgets name, sorted, once each.
+func parentsNamed(budgets []v1alpha1.Budget) []string {
+	var out []string
+	for _, b := range budgets {
+		if b.Spec.Parent != "" && !slices.Contains(out, b.Spec.Parent) {
+			out = append(out, b.Spec.Parent)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// budgetsNaming lists the budgets whose parent is one of parents: "Budget team-a/x".
+func budgetsNaming(budgets []v1alpha1.Budget, parents []string) string {
+	var out []string
+	for _, b := range budgets {
+		if slices.Contains(parents, b.Spec.Parent) {
+			out = append(out, quota.BudgetKey{Namespace: b.Namespace, Name: b.Name}.Describe())
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // rows are the listing's budgets as the table shows them, with, when oldestWaits, the

@@ -12,11 +12,15 @@ import (
 	"github.com/quotagate/quotagate/pkg/quota"
 )
 
-// How long each budget's oldest gated pod has waited: from the manager's snapshot, or
-// without the manager from the gated pods, with the manager's coverage rules.
+// How long each budget's oldest gated pod has waited: from the manager's snapshot when
+// the user names the manager, else from the gated pods, with the manager's coverage
+// rules.
 
-// loadOldestWaits finds the oldest wait of each budget from the snapshot, or, when the
-// manager cannot be reached, from the gated pods it covers; the notes say which.
+// loadOldestWaits finds the oldest wait of each budget: from the manager's snapshot when
+// the user named the manager (--manager-*), else from the gated pods it covers, with the
+// manager's own coverage rules, which give the same figures. Only a named manager that
+// cannot be read gets a note; with -n, a ClusterBudget's figure is that namespace's
+// pods' (the command's help says so).
 func loadOldestWaits(ctx context.Context, e *env, c client.Client, ns string, budgets []v1alpha1.Budget, clusterBudgets []v1alpha1.ClusterBudget) (map[quota.BudgetKey]time.Time, []string, error) {
 	snap, note, err := e.snapshot(ctx)
 	if err != nil {
@@ -25,16 +29,15 @@ func loadOldestWaits(ctx context.Context, e *env, c client.Client, ns string, bu
 	if snap != nil {
 		return oldestFromSnapshot(snap.raw), nil, nil
 	}
-	notes := []string{note}
+	var notes []string
+	if note != "" {
+		notes = append(notes, note+"\n  the oldest waits are computed from the gated pods' creation times instead")
+	}
 	oldest, err := oldestFromPods(ctx, c, ns, budgets, clusterBudgets)
 	if err != nil {
 		return nil, append(notes, fmt.Sprintf("oldest waits are not shown: %v", err)), nil
 	}
-	msg := "oldest waits are computed from the gated pods' creation times"
-	if ns != "" && len(clusterBudgets) > 0 {
-		msg += " (for ClusterBudgets, among the pods of namespace " + ns + " only)"
-	}
-	return oldest, append(notes, msg), nil
+	return oldest, notes, nil
 }
 
 func oldestFromSnapshot(s quota.Snapshot) map[quota.BudgetKey]time.Time {

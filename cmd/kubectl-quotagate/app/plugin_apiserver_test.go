@@ -211,6 +211,24 @@ func TestCommandsOnRealAPIServer(t *testing.T) {
 	t.Run("-w", func(t *testing.T) {
 		testWatch(t, admin, asTenant)
 	})
+
+	// Without --manager-* (a default install, whose manager serves its snapshot to
+	// bearer tokens only), budgets reads nothing it cannot and says nothing on stderr.
+	t.Run("budgets names no manager and prints no note", func(t *testing.T) {
+		out, errOut, err := runReal(t, "--kubeconfig", kubeconfig, "budgets", "-A")
+		if err != nil || errOut != "" {
+			t.Fatalf("budgets -A: %v\nstderr:\n%s", err, errOut)
+		}
+		for _, want := range []string{"Budget team-a/team-a", "ClusterBudget org"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("budgets -A does not show %s:\n%s", want, out)
+			}
+		}
+	})
+
+	t.Run("ui --open opens the URL it prints", func(t *testing.T) {
+		testUIOpens(t, kubeconfig)
+	})
 }
 
 // kubeconfigInNamespace writes a copy of the kubeconfig whose context's namespace is

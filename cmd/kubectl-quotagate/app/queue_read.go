@@ -41,6 +41,9 @@ func (e *env) queueReader(ctx context.Context) (queueSource, error) {
 	if err != nil {
 		return nil, err
 	}
+	if src == nil {
+		return nil, errors.New("no source of queues: neither the visibility API nor a manager (--manager-url) was given")
+	}
 	snap, err := src.Snapshot(ctx)
 	if err != nil {
 		return nil, err

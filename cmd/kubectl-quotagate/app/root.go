@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -15,6 +17,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
 	"github.com/quotagate/quotagate/internal/version"
@@ -45,7 +48,10 @@ type env struct {
 	client func() (client.WithWatch, error)
 	// restConfig is the user's rest config, for what needs more than client (ui).
 	restConfig func() (*rest.Config, error)
-	snapshots  func() (SnapshotSource, error)
+	// snapshots reads the manager's /debug/queues snapshot; nil, nil when the user
+	// named no manager (--manager-*): the default install's secure metrics endpoint
+	// cannot be read through the API server, and the commands do without it.
+	snapshots func() (SnapshotSource, error)
 	// queues, when set, reads one budget's queue (the visibility API); queue prefers it
 	// to the snapshot.
 	queues func() (queueSource, error)
@@ -56,8 +62,10 @@ type env struct {
 	simulations func() (simulationSource, error)
 	// namespace is the -n namespace, else the kubeconfig context's namespace.
 	namespace func() (string, error)
-	now       func() time.Time
-	streams   genericiooptions.IOStreams
+	// openBrowser starts the command that opens the browser (ui --open).
+	openBrowser func(name string, args ...string) error
+	now         func() time.Time
+	streams     genericiooptions.IOStreams
 }
 
 // clientsetFromFlags is a clientset for the kubeconfig the flags name, with the user's
@@ -78,8 +86,15 @@ func clientsetFromFlags(flags *genericclioptions.ConfigFlags) (kubernetes.Interf
 // flags kubectl itself has.
 func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	flags := genericclioptions.NewConfigFlags(true)
+	// API warnings are printed as kubectl prints them, once each; without a handler
+	// controller-runtime's client would log them through its logger.
+	flags.WrapConfigFn = func(cfg *rest.Config) *rest.Config {
+		cfg.WarningHandler = rest.NewWarningWriter(streams.ErrOut, rest.WarningWriterOptions{Deduplicate: true})
+		return cfg
+	}
 	mf := DefaultManagerFlags()
-	e := &env{streams: streams, now: time.Now}
+	e := &env{streams: streams, now: time.Now, openBrowser: startCommand}
+	var cmd *cobra.Command
 	e.client = func() (client.WithWatch, error) {
 		cfg, err := flags.ToRESTConfig()
 		if err != nil {
@@ -99,6 +114,9 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		return cfg, nil
 	}
 	e.snapshots = func() (SnapshotSource, error) {
+		if !managerNamed(cmd) {
+			return nil, nil
+		}
 		if mf.URL != "" {
 			cfg, err := flags.ToRESTConfig()
 			if err != nil {
@@ -135,7 +153,7 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		}
 		return ns, nil
 	}
-	cmd := newRootCommand(e)
+	cmd = newRootCommand(e)
 	flags.AddFlags(cmd.PersistentFlags())
 	addManagerFlags(cmd, &mf)
 	registerKubeconfigCompletions(cmd, e, flags)
@@ -145,7 +163,12 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 // Run runs the plugin with args and returns its exit code. Errors are printed as
 // kubectl prints them (cmdutil.CheckErr): "error: " and the message on stderr, exit
 // code 1; a flag error adds where to find the command's usage.
+//
+// The plugin reports what goes wrong itself, so the libraries' logs are dropped:
+// controller-runtime's logger is set, or its first use 30 seconds into a long command
+// (ui, -w) would print a stack trace saying it was never set.
 func Run(ctx context.Context, streams genericiooptions.IOStreams, args []string) int {
+	ctrllog.SetLogger(logr.Discard())
 	cmd := NewCommand(streams)
 	cmd.SetArgs(args)
 	if err := cmd.ExecuteContext(ctx); err != nil {
@@ -162,6 +185,17 @@ func printError(w io.Writer, err error) {
 		msg = "error: " + msg
 	}
 	fmt.Fprintln(w, strings.TrimRight(msg, "\n"))
+}
+
+// managerFlagNames are the flags that name the manager whose snapshot is read.
+var managerFlagNames = []string{"manager-namespace", "manager-service", "manager-port", "manager-scheme", "manager-url"}
+
+// managerNamed reports whether the user named the manager on the command line.
+func managerNamed(cmd *cobra.Command) bool {
+	return slices.ContainsFunc(managerFlagNames, func(name string) bool {
+		f := cmd.PersistentFlags().Lookup(name)
+		return f != nil && f.Changed
+	})
 }
 
 func addManagerFlags(cmd *cobra.Command, mf *ManagerFlags) {
@@ -216,7 +250,7 @@ func newScheme() *runtime.Scheme {
 // error, for commands that can do without it.
 func (e *env) snapshot(ctx context.Context) (snap *snapshotView, note string, err error) {
 	src, err := e.snapshots()
-	if err != nil {
+	if err != nil || src == nil {
 		return nil, "", err
 	}
 	s, err := src.Snapshot(ctx)

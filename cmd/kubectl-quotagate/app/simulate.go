@@ -43,7 +43,7 @@ func simulationsFromFlags(flags *genericclioptions.ConfigFlags) func() (simulati
 }
 
 func newSimulateCommand(e *env) *cobra.Command {
-	out := newOutputFlags(false)
+	out := newOutputFlags(false, formatWide)
 	var file string
 	cmd := &cobra.Command{
 		Use:   "simulate -f FILE",
@@ -64,8 +64,10 @@ may create pods in the namespace; the answer names no other pod. The manager bou
 each what-if: by default at most 1000 pods and 10000 containers in all, one running
 per namespace at a time (a second one is retried for a few seconds, then refused).
 
--o json|yaml print the answer, a PodSimulation (visibility.quotagate.io/v1alpha1).`,
+-o wide adds each pod's PRIORITY and REQUESTS; -o json|yaml print the answer, a
+PodSimulation (visibility.quotagate.io/v1alpha1).`,
 		Example: `  kubectl quotagate simulate -f job.yaml
+  kubectl quotagate simulate -f job.yaml -o wide
   kubectl quotagate simulate -f deployment.yaml -n team-a -o yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -1,10 +1,17 @@
 package app
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	visv1 "github.com/quotagate/quotagate/api/visibility/v1alpha1"
 )
 
 // TestWorkloadOf: the pods simulate asks about for each kind it reads, and the
@@ -74,5 +81,53 @@ func TestWorkloadOf(t *testing.T) {
 				t.Errorf("the template has %d containers, want the file's 1", len(w.template.Spec.Containers))
 			}
 		})
+	}
+}
+
+// simulate -o wide, as docs/kubectl-plugin.md shows it: the default table with each
+// pod's priority and requests; any other format is refused with the list of formats.
+func TestSimulateWide(t *testing.T) {
+	created := metav1.NewTime(now)
+	median := metav1.NewTime(now.Add(10 * time.Minute))
+	answer := &visv1.PodSimulation{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", CreationTimestamp: created},
+		Status: visv1.PodSimulationStatus{Pods: []visv1.SimulatedPod{
+			{Name: "train-simulated-0", Priority: 100, Requests: parseList("requests.cpu=1"), Admitted: true, ReasonCode: "Fits",
+				Budgets:        []visv1.BudgetPlace{{BudgetKind: "Budget", Namespace: "team-a", Name: "team-a"}},
+				EstimatedStart: &visv1.EstimatedStart{Median: &created, Low: &created, High: &created}},
+			{Name: "train-simulated-1", Priority: 100, Requests: parseList("requests.cpu=1"), ReasonCode: "InsufficientQuota",
+				Reason:         "requests.cpu: 1 requested, 0 free in Budget team-a/team-a; position 1 of 1",
+				Budgets:        []visv1.BudgetPlace{{BudgetKind: "Budget", Namespace: "team-a", Name: "team-a", Position: 1, Total: 1}},
+				EstimatedStart: &visv1.EstimatedStart{Median: &median, Low: &median, High: &median}},
+		}},
+	}
+	file := filepath.Join(t.TempDir(), "job.yaml")
+	job := "apiVersion: batch/v1\nkind: Job\nmetadata: {name: train, namespace: team-a}\nspec:\n  parallelism: 2\n  template:\n    spec:\n      containers: [{name: c, image: app}]\n"
+	if err := os.WriteFile(file, []byte(job), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := teamsWorld(t).defaultInstall()
+	var asked int32
+	e.simulations = func() (simulationSource, error) {
+		return func(_ context.Context, ns string, sim *visv1.PodSimulation) (*visv1.PodSimulation, error) {
+			asked = sim.Spec.Count
+			return answer, nil
+		}, nil
+	}
+	out, errOut, err := run(t, e, "simulate", "-f", file, "-o", "wide")
+	if err != nil {
+		t.Fatalf("simulate -o wide: %v\n%s", err, errOut)
+	}
+	want := `2 pods of Job team-a/train, if created now (nothing was created):
+POD                 BUDGETS                POSITION   STATUS              ETA   RANGE   PRIORITY   REQUESTS
+train-simulated-0   Budget team-a/team-a   -          Admitted            now   -       100        cpu=1
+train-simulated-1   Budget team-a/team-a   1/1        InsufficientQuota   10m   -       100        cpu=1
+train-simulated-1 waits: requests.cpu: 1 requested, 0 free in Budget team-a/team-a; position 1 of 1
+`
+	if diff := cmp.Diff(want, out); diff != "" || errOut != "" || asked != 2 {
+		t.Errorf("simulate -o wide asked for %d pods (-want +got):\n%s\nstderr: %s", asked, diff, errOut)
+	}
+	if _, _, err := run(t, e, "simulate", "-f", file, "-o", "tall"); err == nil || !strings.Contains(err.Error(), "wide") {
+		t.Errorf("simulate -o tall: %v, want the allowed formats, wide among them", err)
 	}
 }

@@ -53,7 +53,7 @@ func (e *UnreachableError) Unwrap() error { return e.Err }
 // Hints for the causes seen in practice.
 const (
 	hintForbidden = "the caller needs get on the non-resource URL " + debugQueuesPath +
-		" (bind the chart's <release>-metrics-reader ClusterRole)"
+		" (bind the chart's <release>-debug-queues-reader ClusterRole; the metrics reader allows /metrics only)"
 	hintProxyAuth = "the API server's service proxy does not pass your credentials on, and the manager's" +
 		" secure metrics endpoint requires a bearer token: run kubectl port-forward to the manager's" +
 		" metrics port and use --manager-url https://127.0.0.1:<port> --manager-token <token>" +

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os/exec"
+	"runtime"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -62,7 +63,8 @@ machine can read the page. docs/ui.md says more.`,
 			return srv.Run(cmd.Context(), ln, func(url string) {
 				fmt.Fprintf(e.streams.Out, "Serving the quotagate UI at %s\n(press Ctrl-C to stop)\n", url)
 				if open {
-					if err := exec.Command("xdg-open", url).Start(); err != nil {
+					name, args := browserCommand(runtime.GOOS, url)
+					if err := e.openBrowser(name, args...); err != nil {
 						fmt.Fprintf(e.streams.ErrOut, "Could not open a browser (%v): open the URL above\n", err)
 					}
 				}
@@ -70,9 +72,27 @@ machine can read the page. docs/ui.md says more.`,
 		},
 	}
 	cmd.Flags().StringVar(&address, "address", "127.0.0.1:0", "Address to listen on, host:port (port 0: a free port). Keep it on loopback: anyone who reaches it with the token reads the cluster as you.")
-	cmd.Flags().BoolVar(&open, "open", false, "Open the page in the browser (xdg-open).")
+	cmd.Flags().BoolVar(&open, "open", false, "Open the page in the default browser (open on macOS, xdg-open on Linux).")
 	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "Show every namespace you may read, with a namespace filter, instead of one namespace.")
 	return cmd
+}
+
+// browserCommand is the command that opens url in the default browser on goos: the
+// platforms the plugin is released for (tools/release) and, for whoever builds it
+// there, Windows.
+func browserCommand(goos, url string) (name string, args []string) {
+	switch goos {
+	case "darwin":
+		return "open", []string{url}
+	case "windows":
+		return "rundll32", []string{"url.dll,FileProtocolHandler", url}
+	}
+	return "xdg-open", []string{url}
+}
+
+// startCommand starts name with args and does not wait for it: env.openBrowser.
+func startCommand(name string, args ...string) error {
+	return exec.Command(name, args...).Start()
 }
 
 // whyText is a pod's explanation as `why` prints it, notes included: the pod page

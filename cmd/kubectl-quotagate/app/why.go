@@ -146,8 +146,10 @@ func explainPod(ctx context.Context, e *env, c client.Client, key client.ObjectK
 		return nil, err
 	}
 	if snap == nil {
-		res.Notes = append(res.Notes, note,
-			fmt.Sprintf("the latest reason is in the pod's events: kubectl events -n %s --for pod/%s", pod.Namespace, pod.Name))
+		if note != "" {
+			res.Notes = append(res.Notes, note)
+		}
+		res.Notes = append(res.Notes, fmt.Sprintf("the latest reason is in the pod's events: kubectl events -n %s --for pod/%s", pod.Namespace, pod.Name))
 		return res, nil
 	}
 	res.EstimatedStart = snap.starts[pod.UID]
