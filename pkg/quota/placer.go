@@ -4,6 +4,8 @@ import (
 	"maps"
 	"slices"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/quotagate/quotagate/api/v1alpha1"
 )
 
@@ -24,10 +26,13 @@ type placer struct {
 	groups      groupIndex
 	pods        *podIndex
 	admit       *admitter
+	// records are the running pods whose charge labels are not written on them yet
+	// (TakeRecords).
+	records records
 }
 
 func newPlacer(o *options, t *topology, ag *agenda, c *charges, f *families, pr *preemptions, pods *podIndex, a *admitter) *placer {
-	pl := &placer{opts: o, topology: t, agenda: ag, charges: c, families: f, preemptions: pr, groups: groupIndex{}, pods: pods, admit: a}
+	pl := &placer{opts: o, topology: t, agenda: ag, charges: c, families: f, preemptions: pr, groups: groupIndex{}, pods: pods, admit: a, records: records{}}
 	a.placeWith(pl)
 	return pl
 }
@@ -98,6 +103,9 @@ func (pl *placer) updatePod(p *podState, pod Pod) {
 	// Admitted (assumed or charged). A gated view of an assumed pod that does not prove
 	// the attempts failed changes nothing: Done, a retry or a newer view settles it.
 	p.setPod(pod)
+	if _, ok := p.pod.admittedLabels(); ok {
+		delete(pl.records, p.pod.UID) // written: nothing left to record
+	}
 	if !pod.Gated && p.phase == phaseAssumed {
 		p.phase = phaseCharged
 		p.unresolved = false
@@ -129,6 +137,18 @@ func (pl *placer) chargeFirstSeen(p *podState) {
 	}
 	p.pinned = firstSeenPins(p)
 	pl.charges.charge(p)
+	pl.records.note(p)
+}
+
+// takeRecords returns the running pods whose charge labels are not written on them
+// yet, and forgets them (TakeRecords).
+func (pl *placer) takeRecords() []Record { return pl.records.take() }
+
+// recordAgain keeps a pod whose record was not written, if it still runs.
+func (pl *placer) recordAgain(uid types.UID) {
+	if p := pl.pods.get(uid); p != nil && p.phase == phaseCharged {
+		pl.records.note(p)
+	}
 }
 
 // forget drops a pod that ended or was deleted.
@@ -146,6 +166,7 @@ func (pl *placer) forget(p *podState) {
 		pl.families.forgetPod(b, p) // the family's records of what it waited for
 	}
 	p.pinned, p.chargeLabels = nil, nil
+	delete(pl.records, p.pod.UID)
 	p.forgotten = true
 	pl.pods.remove(p)
 	if p.group != nil { // a pod outside any group does not enter the groups part

@@ -161,8 +161,10 @@ func newPod(p *corev1.Pod, gate string, now time.Time, share bool) Pod {
 	}
 	if by, ok := p.Annotations[v1alpha1.AdmittedByAnnotation]; ok {
 		out.AdmittedBy, out.HasAdmittedBy = ShareString(by), true
-		out.AdmittedLabels = ShareString(p.Annotations[v1alpha1.AdmittedLabelsAnnotation])
 	}
+	// Written by the ungate patch, or for a pod seen running that no manager admitted
+	// (TakeRecords), which has no admitted-by.
+	out.AdmittedLabels = ShareString(p.Annotations[v1alpha1.AdmittedLabelsAnnotation])
 	if name := p.Labels[v1alpha1.GroupLabel]; name != "" {
 		out.Group = ShareString(name)
 		out.GroupSize, out.GroupError = parseGroupSize(p.Annotations)

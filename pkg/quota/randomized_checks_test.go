@@ -29,6 +29,9 @@ func (w *world) admitAndCheck() error {
 	}
 	usedBefore := w.usedAll()
 	admitted := w.q.Admit()
+	if err := w.writeRecords(); err != nil {
+		return err
+	}
 	perGroup := map[string]int{}
 	touched := map[BudgetKey]bool{}
 	for _, a := range admitted {
@@ -264,6 +267,36 @@ func (w *world) calmDown() error {
 		}
 		r, _ := w.q.Reader().WaitReason(uid)
 		return fmt.Errorf("pod %s/%s is still gated in a calm world: %s: %s", p.obj.Namespace, p.obj.Name, r.Code, r.Message)
+	}
+	return nil
+}
+
+// writeRecords writes the charge labels of running pods no manager admitted into their
+// admitted-labels annotation, as the manager does; one write in five fails and is
+// handed back. The labels must be those the model charges the pod by.
+func (w *world) writeRecords() error {
+	for _, r := range w.q.TakeRecords() {
+		p := w.pods[r.Pod.UID]
+		if p == nil {
+			return fmt.Errorf("record of %s, a pod the world does not have", r.Pod.Name)
+		}
+		if p.state != mRunning {
+			return fmt.Errorf("record of %s, which the model says is not running (state %d)", p.obj.Name, p.state)
+		}
+		if !maps.Equal(r.Labels, p.chargeLabels) {
+			return fmt.Errorf("record of %s: charge labels %v, model says %v", p.obj.Name, r.Labels, p.chargeLabels)
+		}
+		if w.rng.IntN(5) == 0 {
+			w.q.RecordAgain(r.Pod.UID)
+			continue
+		}
+		if p.obj.Annotations == nil {
+			p.obj.Annotations = map[string]string{}
+		}
+		p.obj.Annotations[v1alpha1.AdmittedLabelsAnnotation] = AdmittedLabelsText(r.Labels)
+		w.write(p)
+		w.logf("recorded %s labels %v rv=%d", p.obj.Name, r.Labels, p.rv)
+		w.view(p)
 	}
 	return nil
 }

@@ -242,9 +242,11 @@ func (w *world) finish(p *mPod) {
 //
 // It is also a restart of the only replica: nothing of the old core survives but what
 // the API server holds. A pod the new core first sees running is pinned to the budgets
-// its admitted-by annotation names (written by the ungate patch that landed), or, with
-// no annotation (created running), to those that cover it; so a running pod relabelled
-// out of a budget's selector before the restart is charged to it after, as before.
+// its admitted-by annotation names (written by the ungate patch that landed) and
+// covered by its admitted-labels; created running, by the admitted-labels the old
+// core's record wrote (writeRecords), or, with no annotation (no core saw it before),
+// by the labels it has; so a running pod relabelled out of a budget's selector before
+// the restart is charged to it after, as before.
 func (w *world) failover() {
 	w.logf("failover")
 	nq := w.newCore()
@@ -306,6 +308,15 @@ func (w *world) failover() {
 			if err := json.Unmarshal([]byte(p.obj.Annotations[v1alpha1.AdmittedLabelsAnnotation]), &p.chargeLabels); err != nil {
 				w.failed = fmt.Errorf("%s: admitted-labels %q: %w", p.obj.Name, p.obj.Annotations[v1alpha1.AdmittedLabelsAnnotation], err)
 			}
+		case p.obj.Annotations[v1alpha1.AdmittedLabelsAnnotation] != "":
+			// Run without an admission (created ungated, ungated by someone else),
+			// its charge labels recorded by a manager that saw it running: covered by
+			// them, whatever the labels are now.
+			p.state, p.chargeLabels = mRunning, nil
+			if err := json.Unmarshal([]byte(p.obj.Annotations[v1alpha1.AdmittedLabelsAnnotation]), &p.chargeLabels); err != nil {
+				w.failed = fmt.Errorf("%s: admitted-labels %q: %w", p.obj.Name, p.obj.Annotations[v1alpha1.AdmittedLabelsAnnotation], err)
+			}
+			p.pinned = w.cover(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: p.obj.Namespace, Labels: p.chargeLabels}})
 		case first.Gated:
 			// First seen gated, then running (the catch-up read), ungated by no
 			// manager: pinned where it is covered now.

@@ -82,6 +82,10 @@ func TestRandomizedRegressions(t *testing.T) {
 		// under the members that covered them when they began to wait, so the new
 		// member's entry, computed again after a charge, missed them (reindexMembers).
 		{seed: 601, steps: 400, why: "a new member's waiting pods missing from the claims memo"},
+		// A pod created running, first seen with no labels, relabelled by the tenant into
+		// Budget b1's selector: a failover charged it to b1 by its labels then, for it
+		// carried no record of the labels it was charged by (TakeRecords).
+		{seed: 312, steps: 400, why: "a running pod no manager admitted, relabelled before a failover", tenant: true},
 	} {
 		if err := newWorldOf(tc.seed, tc.tenant).runRecovering(tc.steps); err != nil {
 			t.Errorf("seed %d, %d steps (%s; rerun with -args -quota.seed=%d -quota.steps=%d): %v", tc.seed, tc.steps, tc.why, tc.seed, tc.steps, err)

@@ -61,6 +61,8 @@ type Controller struct {
 	// most one pending signal, so a burst of events costs one round.
 	kick       chan struct{}
 	statusKick chan struct{}
+	// recordKick wakes the writer of running pods' charge labels (runRecords).
+	recordKick chan struct{}
 
 	registrations []toolscache.ResourceEventHandlerRegistration
 	synced        atomic.Bool
@@ -98,6 +100,7 @@ func New(opts Options) (*Controller, error) {
 		metrics:    m,
 		kick:       make(chan struct{}, 1),
 		statusKick: make(chan struct{}, 1),
+		recordKick: make(chan struct{}, 1),
 		waiting:    map[types.UID]waitingPod{},
 		evicting:   map[types.UID]*quota.Preemption{},
 		tallies:    map[quota.BudgetKey]*admittedTally{},
@@ -251,6 +254,7 @@ func (c *Controller) run(ctx context.Context) error {
 		})
 	}
 	wg.Go(func() { c.runStatus(ctx) })
+	wg.Go(func() { c.runRecords(ctx) })
 	wg.Go(func() { c.flavorNesting.run(ctx) })
 	if c.pins != nil {
 		wg.Go(func() { c.runClaimReleases(ctx) })
@@ -270,6 +274,7 @@ func (c *Controller) run(ctx context.Context) error {
 		}
 		c.startPreemptions(ctx, &wg)
 		c.signalStatus()
+		c.signalRecords()
 		next := time.Hour
 		if t, ok := c.core.NextWakeup(); ok {
 			next = max(t.Sub(c.opts.Clock.Now()), time.Millisecond)

@@ -184,3 +184,51 @@ func TestHugeLimitErasesNoUsage(t *testing.T) {
 		t.Error("Budget mem admitted 12Gi of limits under a hard of 10Gi")
 	}
 }
+
+// TestUnadmittedRunningPodKeepsItsChargeAcrossRestart: a pod that runs without having
+// passed a queue (created before its namespace opted in, here without the gate) is
+// charged to Budget web by the labels the manager first saw it with, and the manager
+// writes them into its admitted-labels annotation. The tenant relabels it out of web
+// while no manager runs: the restarted manager reads the labels back, web stays
+// charged, and a second pod of web waits until the first ends.
+func TestUnadmittedRunningPodKeepsItsChargeAcrossRestart(t *testing.T) {
+	ns := newNamespace(t, true)
+	old := labelled(gatedPod(ns, "old", "2"), "web")
+	old.Spec.SchedulingGates = nil
+	mustCreate(t, old, webBudget(ns, "2"))
+	first := startManager(t, nil, false)
+	testbed.Poll(t, time.Minute, "the running pod's charge labels written", func(ctx context.Context) (bool, error) {
+		pod := &corev1.Pod{}
+		if err := admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "old"}, pod); err != nil {
+			return false, err
+		}
+		return pod.Annotations[v1alpha1.AdmittedLabelsAnnotation] == `{"app":"web"}`, nil
+	})
+	wantUsed(t, ns, "web", map[corev1.ResourceName]string{"requests.cpu": "2"})
+	pod := &corev1.Pod{}
+	if err := admin.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "old"}, pod); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := pod.Annotations[v1alpha1.AdmittedByAnnotation]; ok {
+		t.Errorf("admitted-by written on a pod no budget admitted: %v", pod.Annotations)
+	}
+	first.stop(t)
+
+	tenant := editTenant(t, ns)
+	if _, err := tenant.CoreV1().Pods(ns).Patch(t.Context(), "old", types.MergePatchType,
+		[]byte(`{"metadata":{"labels":{"app":"batch"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("relabelling the running pod as the tenant: %v", err)
+	}
+	mustCreate(t, labelled(gatedPod(ns, "second", "2"), "web"))
+
+	startManager(t, nil, false)
+	waitForWaitingEvent(t, ns, "second", "InsufficientQuota")
+	wantUsed(t, ns, "web", map[corev1.ResourceName]string{"requests.cpu": "2"})
+	if !isGated(t, ns, "second") {
+		t.Fatal("web admitted a second pod of 2 CPU while the relabelled one still runs under hard 2")
+	}
+	if err := admin.Delete(t.Context(), pod); err != nil {
+		t.Fatal(err)
+	}
+	testbed.Poll(t, time.Minute, "the second pod admitted once the first is gone", func(context.Context) (bool, error) { return !isGated(t, ns, "second"), nil })
+}
