@@ -92,6 +92,13 @@ func TestPagesRender(t *testing.T) {
 				Events: []corev1.Event{{Reason: "Admitted", Message: "admitted after 9m", Type: "Normal", LastTimestamp: metav1.NewTime(now)}}}},
 			want: []string{`<pre id="why">Pod team-a/a-2 was admitted at ...</pre>`, "<strong>Admitted</strong>", "gate removed after waiting 9m", "admitted after 9m"},
 		},
+		"a repeated event": {
+			v: &view{Kind: "pod", Title: "Pod team-a/a-2", Now: now, Pod: &podPage{Namespace: "team-a", Name: "a-2", State: stateGated,
+				Events: []corev1.Event{{Reason: "Waiting", Message: "position 7 of 8", Type: "Normal",
+					EventTime: metav1.NewMicroTime(now.Add(-time.Hour)),
+					Series:    &corev1.EventSeries{Count: 9, LastObservedTime: metav1.NewMicroTime(now.Add(-time.Minute))}}}}},
+			want: []string{"<td>" + now.Add(-time.Minute).Local().Format("2006-01-02 15:04:05") + "</td><td>Normal</td><td>Waiting</td>"},
+		},
 		"not found": {
 			v:    &view{Kind: "pod", Title: "Pod team-a/gone", NotFound: "No pod team-a/gone is in the watch"},
 			want: []string{"No pod team-a/gone is in the watch"},

@@ -273,8 +273,13 @@ func (s *Server) estimatedStart(ctx context.Context, ns, name string) (*startVie
 	return &v, ""
 }
 
+// eventTime is when an event was last seen: a series' last observation (events.k8s.io
+// recorders, quotagate's among them, count repeats there and leave lastTimestamp unset),
+// else the last timestamp of the old API, else when it happened or was created.
 func eventTime(e corev1.Event) time.Time {
 	switch {
+	case e.Series != nil && !e.Series.LastObservedTime.IsZero():
+		return e.Series.LastObservedTime.Time
 	case !e.LastTimestamp.IsZero():
 		return e.LastTimestamp.Time
 	case !e.EventTime.IsZero():
