@@ -126,8 +126,8 @@ browser: ## Install Debian's Chromium for the UI's browser tests (apt-get, as ro
 	@test -x $(CHROMIUM) || { apt-get update && apt-get install -y --no-install-recommends chromium; }
 
 .PHONY: ui-screenshots
-ui-screenshots: tools browser ## Regenerate docs/ui/*.png (budget tree, queue, pod page) in the browser, on a local control plane.
-	QUOTAGATE_UI_SCREENSHOTS=$(ROOT)/docs/ui go test -count=1 -run 'TestUIShowsBudgetsAndQueueLive' ./pkg/ui/
+ui-screenshots: tools browser ## Regenerate docs/ui/*.png (budget tree, a namespace's page, queue, pod page) in the browser, on a local control plane.
+	QUOTAGATE_UI_SCREENSHOTS=$(ROOT)/docs/ui go test -count=1 -run 'TestUIShowsBudgetsAndQueueLive|TestUITenantOpensOnItsQueue' ./pkg/ui/
 
 .PHONY: e2e
 e2e: tools ## Run the end-to-end user journey (chart, webhook, manager) on the local control plane.

@@ -57,7 +57,11 @@ func configWebhook(t testing.TB) admissionregistrationv1.MutatingWebhookConfigur
 // config/.
 func TestKustomizeDefaultMatchesChart(t *testing.T) {
 	cfg := kustomizeBuild(t, "config/default")
-	chart := mustInstall(t, defaultRelease, defaultNamespace, withCertManager)
+	// The chart's README says: the release with certManager.enabled=true and the webhook.
+	chart := mustInstall(t, defaultRelease, defaultNamespace, map[string]any{
+		"certManager": map[string]any{"enabled": true},
+		"admission":   map[string]any{"mode": "webhook"},
+	})
 
 	key := func(o *unstructured.Unstructured) string {
 		return o.GetKind() + " " + o.GetNamespace() + "/" + o.GetName()

@@ -13,7 +13,11 @@
 //     the binaries run) or of a tool the docs name, and the flags of a `manager ...` or
 //     `webhook ...` command line are that binary's (flags_test.go);
 //   - every chart value the docs name (`--set a.b=`, `a.b` in backticks, .Values.a.b in
-//     NOTES.txt) exists in values.yaml (values_test.go).
+//     NOTES.txt) exists in values.yaml (values_test.go);
+//   - every shell and console block of README.md and docs/*.md is either marked
+//     `<!-- not runnable: reason -->` or made of kubectl commands, which
+//     hack/docscheck/live runs against a local control plane with quotagate installed,
+//     comparing the output a block shows (commands_test.go, package blocks).
 //
 // A failure names the file and line of the text that is wrong, and what it names that
 // does not exist. The package has no code of its own: it is its tests.

@@ -30,7 +30,7 @@ func parseTemplates() (*template.Template, error) {
 			if t.IsZero() {
 				return "-"
 			}
-			return t.Local().Format("2006-01-02 15:04:05")
+			return localClock(t)
 		},
 		"ago": func(now, t time.Time) string {
 			if t.IsZero() {

@@ -222,6 +222,50 @@ func TestUITenantSeesOnlyItsNamespace(t *testing.T) {
 	waitPage(t, ctx, "another namespace's pod to be refused", textHas("main", "No pod team-b/b-secret-1 is in the watch"))
 }
 
+// TestUITenantOpensOnItsQueue: a user who may view team-a opens the page on what
+// waits in team-a: the queue of team-a/quota in admission order, above the budget tree;
+// then the last hour as a chart (a bar per 5 minutes, in words for screen readers);
+// and every time on the page, the live status's included, is written one way, 24-hour.
+func TestUITenantOpensOnItsQueue(t *testing.T) {
+	w := setUp(t)
+	queue := pendingPods(t, w, "team-a", "quota")
+	if len(queue) == 0 {
+		t.Fatal("no pod waits in team-a/quota: the world has changed")
+	}
+	url := serveUI(t, w, "--as", "tenant-a", "-n", "team-a")
+	ctx := tab(t, w)
+	navigate(t, ctx, url)
+	head := queue[0].Namespace + "/" + queue[0].Name
+	waitPage(t, ctx, "team-a's queue", textHas(`#q-b-team-a-quota tr[data-pod="`+head+`"] td`, "1"))
+	first, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("main > section, main > h1, main > ul").id`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first != "ns-queues" {
+		t.Errorf("the page opens on #%s, want team-a's queue (#ns-queues) first", first)
+	}
+	bars, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#hour-chart rect.bar").length`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bars != 12 {
+		t.Errorf("the last hour's chart has %d bars, want 12", bars)
+	}
+	waitPage(t, ctx, "the chart in words", textHas("figure.chart figcaption", "Bars: pods admitted per 5 minutes"))
+	desc, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("hour-chart-desc").textContent`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(desc, "Admitted per 5 minutes") && desc != "No pod was admitted in the last hour." {
+		t.Errorf("the chart says in words %q", desc)
+	}
+	// The view refreshes every 15 s for its waiting times: the status says when, as
+	// the server writes times (2026-12-05 15:04:05), whatever the browser's locale.
+	waitPage(t, ctx, "a live update", `/^Live: updated \d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/.test(document.getElementById("live").innerText)`)
+	checkAccessibility(t, ctx, w, "a namespace's overview")
+	screenshot(t, ctx, "namespace")
+}
+
 // TestUITenantSeesFlavors: a user who may view team-a sees its flavored budget's
 // flavors, in the order pods try them, with each flavor's used of hard, on the budget
 // tree and on the budget's own page.
@@ -273,7 +317,7 @@ func TestUITenantSeesEstimatedStarts(t *testing.T) {
 	head := queue[0]
 	median := head.EstimatedStart.Median.Time
 	cell := `#queue tr[data-pod="team-a/` + head.Name + `"] td.eta`
-	absolute := median.Local().Format("2006-01-02 15:04 MST")
+	absolute := median.Local().Format("2006-01-02 15:04:05")
 	waitPage(t, ctx, "the head's estimated start", `(() => { const e = document.querySelector('`+cell+` time');
 		return !!e && e.title.includes("Estimated start `+absolute+`") && e.getAttribute("datetime") === "`+median.UTC().Format(time.RFC3339)+`"; })()`)
 	text, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('`+cell+` time').innerText`))

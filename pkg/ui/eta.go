@@ -54,9 +54,14 @@ func startOf(e *visv1.EstimatedStart, now time.Time) startView {
 	return v
 }
 
+// clockLayout is the one way the page writes a time, 24-hour, to the second: in the
+// estimated starts, a pod's history, its events' Last seen, and (written by app.js, in
+// the browser's local time, the same machine's) when the view last updated.
+const clockLayout = "2006-01-02 15:04:05"
+
 // localClock is t in the local time of the machine that serves the page (the user's:
-// `kubectl quotagate ui` runs there), to the minute, with its zone.
-func localClock(t time.Time) string { return t.Local().Format("2006-01-02 15:04 MST") }
+// `kubectl quotagate ui` runs there), as clockLayout writes it.
+func localClock(t time.Time) string { return t.Local().Format(clockLayout) }
 
 // podStatusReader reads a gated pod's PendingPodStatus from the visibility API.
 type podStatusReader func(ctx context.Context, namespace, name string) (*visv1.PendingPodStatus, error)

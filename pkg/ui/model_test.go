@@ -181,6 +181,29 @@ func TestLastHour(t *testing.T) {
 	if got, want := s.Schedule.Summary(), "median 2s, p90 2s, longest 2s (2 pods)"; got != want {
 		t.Errorf("scheduling %q, want %q", got, want)
 	}
+
+	// The chart: a bar per bucket, as high as its share of the fullest, and the line
+	// through the median waits of the buckets that admitted pods, the longest at the top.
+	c := s.Chart()
+	var heights []int
+	for _, b := range c.Bars {
+		heights = append(heights, b.Height)
+	}
+	if diff := cmp.Diff([]int{0, 0, 0, 0, 130, 0, 0, 0, 130, 0, 0, 130}, heights); diff != "" {
+		t.Errorf("bar heights (-want +got):\n%s", diff)
+	}
+	if got, want := c.WaitLine, "225,10 425,127 575,114"; got != want {
+		t.Errorf("the wait line's points are %q, want %q (10m at the top, 1m and 2m in proportion)", got, want)
+	}
+	h := func(d time.Duration) string { return now.Add(d).Local().Format("15:04") }
+	want := "Admitted per 5 minutes, with the median wait: " + h(-40*time.Minute) + ": 1 admitted, median wait 10m; " +
+		h(-20*time.Minute) + ": 1 admitted, median wait 60s; " + h(-5*time.Minute) + ": 1 admitted, median wait 2m."
+	if c.Summary != want {
+		t.Errorf("the chart in words:\n%s\nwant\n%s", c.Summary, want)
+	}
+	if got := (hourStats{}).Chart().Summary; got != "No pod was admitted in the last hour." {
+		t.Errorf("an empty hour's chart says %q", got)
+	}
 }
 
 func TestPodHistory(t *testing.T) {

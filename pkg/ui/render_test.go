@@ -47,6 +47,16 @@ func TestPagesRender(t *testing.T) {
 			want: []string{"ClusterBudget org", `href="/budgets/team-a/quota"`, "requests.cpu: 3 of 4 used", `<meter min="0" max="100" value="75"`,
 				`<option value="team-a" selected>`, "1</strong> pods admitted", "You may not list pods in every namespace (-A)"},
 		},
+		"a namespace's overview": {
+			v: &view{Kind: "overview", Title: "Budgets", Tree: tree, NS: "team-a", Scope: "team-a", Stats: lastHour([]*corev1.Pod{pod}, now),
+				NSQueues: []nsQueue{{ID: "b-team-a-quota", Title: "Budget team-a/quota", Link: "/budgets/team-a/quota", Total: 12,
+					Rows: []queueRow{{Position: 1, Namespace: "team-a", Name: "a-2", Reason: "requests.cpu: 1 requested, 0 free"}}}}},
+			want: []string{`<h1 id="ns-queues-h">Waiting in team-a</h1>`,
+				`<h2 id="q-b-team-a-quota-h"><a href="/budgets/team-a/quota">Budget team-a/quota</a>: 12 gated, the first 1</h2>`,
+				`<tr data-pod="team-a/a-2"><td>1</td>`, "<h2>Budgets in team-a</h2>",
+				`<svg id="hour-chart" role="img" aria-labelledby="hour-chart-title hour-chart-desc"`,
+				`<desc id="hour-chart-desc">Admitted per 5 minutes, with the median wait: `},
+		},
 		"budget": {
 			v: &view{Kind: "budget", Title: "Budget team-a/quota", Budget: budgetViewOf(&b), QueueTotal: 2,
 				Queue:  []queueRow{{Position: 1, Namespace: "team-a", Name: "a-2", Reason: "requests.cpu: 1 requested, 0 free"}, {Position: 2, Namespace: "team-a", Name: "a-3"}},
@@ -92,6 +102,13 @@ func TestPagesRender(t *testing.T) {
 				Events: []corev1.Event{{Reason: "Admitted", Message: "admitted after 9m", Type: "Normal", LastTimestamp: metav1.NewTime(now)}}}},
 			want: []string{`<pre id="why">Pod team-a/a-2 was admitted at ...</pre>`, "<strong>Admitted</strong>", "gate removed after waiting 9m", "admitted after 9m"},
 		},
+		"a repeated event": {
+			v: &view{Kind: "pod", Title: "Pod team-a/a-2", Now: now, Pod: &podPage{Namespace: "team-a", Name: "a-2", State: stateGated,
+				Events: []corev1.Event{{Reason: "Waiting", Message: "position 7 of 8", Type: "Normal",
+					EventTime: metav1.NewMicroTime(now.Add(-time.Hour)),
+					Series:    &corev1.EventSeries{Count: 9, LastObservedTime: metav1.NewMicroTime(now.Add(-time.Minute))}}}}},
+			want: []string{"<td>" + localClock(now.Add(-time.Minute)) + "</td><td>Normal</td><td>Waiting</td>"},
+		},
 		"not found": {
 			v:    &view{Kind: "pod", Title: "Pod team-a/gone", NotFound: "No pod team-a/gone is in the watch"},
 			want: []string{"No pod team-a/gone is in the watch"},
@@ -106,6 +123,16 @@ func TestPagesRender(t *testing.T) {
 			for _, w := range tc.want {
 				if !strings.Contains(out.String(), w) {
 					t.Errorf("the page lacks %q:\n%s", w, out.String())
+				}
+			}
+			if tc.v.Kind == "overview" {
+				html := out.String()
+				if n := strings.Count(html, `<rect class="bar"`); n != statsBuckets {
+					t.Errorf("the chart has %d bars, want one per 5 minutes, %d", n, statsBuckets)
+				}
+				// A namespace's queue comes first, the budget tree after it.
+				if q, tree := strings.Index(html, "Waiting in"), strings.Index(html, `id="budget-tree"`); tc.v.NSQueues != nil && (q < 0 || q > tree) {
+					t.Errorf("the queue of %s is not above the budget tree", tc.v.NS)
 				}
 			}
 		})

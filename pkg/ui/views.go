@@ -40,6 +40,9 @@ type view struct {
 
 	Tree  []*budgetView
 	Stats hourStats
+	// NSQueues are the queues of the namespace's Budgets, which the overview of one
+	// namespace shows first: what a tenant opens the page for.
+	NSQueues []nsQueue
 
 	Budget     *budgetView
 	QueueNote  string
@@ -154,6 +157,9 @@ func (s *Server) render(ctx context.Context, u *url.URL) (*view, int) {
 			pods = slices.DeleteFunc(slices.Clone(pods), func(p *corev1.Pod) bool { return p.Namespace != v.NS })
 		}
 		v.Stats = lastHour(pods, v.Now)
+		if v.NS != "" {
+			v.NSQueues = s.namespaceQueues(ctx, budgets, v.NS, v.Now)
+		}
 	case len(parts) == 1 && parts[0] == "pods":
 		v.Kind, v.Title = "pods", "Pods"
 		page := pageNumber(q)
@@ -206,6 +212,42 @@ func (s *Server) accessNotes() []string {
 		notes = append(notes, explainAccess("pods", s.o.Namespace, a.pods))
 	}
 	return notes
+}
+
+// nsQueue is the head of one Budget's queue on the overview of its namespace.
+type nsQueue struct {
+	ID, Title, Link string
+	Rows            []queueRow
+	Total           int64
+	Note            string
+}
+
+// nsQueueRows is how many pods of each queue the overview shows; the budget's page
+// pages through the rest.
+const nsQueueRows = 10
+
+// namespaceQueues reads the head of the queue of every Budget of namespace ns that
+// has gated pods, by name, from the visibility API as the budget's page does; a Budget
+// with nothing gated is left to the tree below.
+func (s *Server) namespaceQueues(ctx context.Context, budgets []v1alpha1.Budget, ns string, now time.Time) []nsQueue {
+	var out []nsQueue
+	for i := range budgets {
+		b := &budgets[i]
+		if b.Namespace != ns || b.Status.GatedPods == 0 {
+			continue
+		}
+		bv := budgetViewOf(b)
+		q := nsQueue{ID: bv.ID(), Title: bv.Title(), Link: bv.Link()}
+		l, err := s.pages(ctx, "Budget", b.Namespace, b.Name, 0, nsQueueRows)
+		if err != nil {
+			q.Note = explainQueueError("Budget", ns, err)
+		} else {
+			q.Rows, q.Total = queueRows(l, now), l.Total
+		}
+		out = append(out, q)
+	}
+	slices.SortFunc(out, func(a, b nsQueue) int { return strings.Compare(a.Title, b.Title) })
+	return out
 }
 
 // queue reads the page of the budget's queue that u asks for into v.
@@ -273,8 +315,13 @@ func (s *Server) estimatedStart(ctx context.Context, ns, name string) (*startVie
 	return &v, ""
 }
 
+// eventTime is when an event was last seen: a series' last observation (events.k8s.io
+// recorders, quotagate's among them, count repeats there and leave lastTimestamp unset),
+// else the last timestamp of the old API, else when it happened or was created.
 func eventTime(e corev1.Event) time.Time {
 	switch {
+	case e.Series != nil && !e.Series.LastObservedTime.IsZero():
+		return e.Series.LastObservedTime.Time
 	case !e.LastTimestamp.IsZero():
 		return e.LastTimestamp.Time
 	case !e.EventTime.IsZero():

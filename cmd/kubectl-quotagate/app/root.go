@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -155,6 +154,7 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	}
 	cmd = newRootCommand(e)
 	flags.AddFlags(cmd.PersistentFlags())
+	addVerbosityFlag(cmd)
 	addManagerFlags(cmd, &mf)
 	registerKubeconfigCompletions(cmd, e, flags)
 	return cmd
@@ -164,11 +164,12 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 // kubectl prints them (cmdutil.CheckErr): "error: " and the message on stderr, exit
 // code 1; a flag error adds where to find the command's usage.
 //
-// The plugin reports what goes wrong itself, so the libraries' logs are dropped:
-// controller-runtime's logger is set, or its first use 30 seconds into a long command
-// (ui, -w) would print a stack trace saying it was never set.
+// The plugin reports what goes wrong itself, so the libraries' logs are dropped unless
+// -v asks for them: controller-runtime's logger is set either way, or its first use 30
+// seconds into a long command (ui, -w) would print a stack trace saying it was never
+// set.
 func Run(ctx context.Context, streams genericiooptions.IOStreams, args []string) int {
-	ctrllog.SetLogger(logr.Discard())
+	ctrllog.SetLogger(libraryLogger())
 	cmd := NewCommand(streams)
 	cmd.SetArgs(args)
 	if err := cmd.ExecuteContext(ctx); err != nil {

@@ -65,14 +65,16 @@ machine can read the page. docs/ui.md says more.`,
 				if open {
 					name, args := browserCommand(runtime.GOOS, url)
 					if err := e.openBrowser(name, args...); err != nil {
-						fmt.Fprintf(e.streams.ErrOut, "Could not open a browser (%v): open the URL above\n", err)
+						fmt.Fprintf(e.streams.ErrOut, "Could not open a browser with %s (%v): open the URL above\n", name, err)
+					} else {
+						fmt.Fprintf(e.streams.Out, "Opened it with %s\n", name)
 					}
 				}
 			})
 		},
 	}
 	cmd.Flags().StringVar(&address, "address", "127.0.0.1:0", "Address to listen on, host:port (port 0: a free port). Keep it on loopback: anyone who reaches it with the token reads the cluster as you.")
-	cmd.Flags().BoolVar(&open, "open", false, "Open the page in the default browser (open on macOS, xdg-open on Linux).")
+	cmd.Flags().BoolVar(&open, "open", false, "Open the page in the default browser (open on macOS, xdg-open on Linux) and say which command ran.")
 	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "Show every namespace you may read, with a namespace filter, instead of one namespace.")
 	return cmd
 }

@@ -56,6 +56,7 @@ func testUIOpens(t *testing.T, kubeconfig string) {
 	if got != url {
 		t.Errorf("%s was asked to open %q, want the URL printed, %q", opener, got, url)
 	}
+	waitOutput(t, out, `(?m)^Opened it with `+regexp.QuoteMeta(opener)+`$`)
 	if err := stop(); err != nil && !errors.Is(err, context.Canceled) {
 		t.Errorf("ui: %v", err)
 	}

@@ -13,6 +13,13 @@
   if (!main || !window.EventSource) {
     return;
   }
+  // clock writes d as the page writes every time (the server's clockLayout):
+  // 2026-12-05 15:04:05, 24-hour, whatever the browser's locale.
+  function clock(d) {
+    function two(n) { return (n < 10 ? "0" : "") + n; }
+    return d.getFullYear() + "-" + two(d.getMonth() + 1) + "-" + two(d.getDate()) + " " +
+      two(d.getHours()) + ":" + two(d.getMinutes()) + ":" + two(d.getSeconds());
+  }
   function say(text) {
     if (live) { live.textContent = text; }
   }
@@ -36,7 +43,7 @@
       var again = main.querySelector(key);
       if (again) { again.focus(); }
     }
-    say("Live: updated " + new Date().toLocaleTimeString());
+    say("Live: updated " + clock(new Date()));
   });
   source.addEventListener("open", function () { say("Live: connected"); });
   source.addEventListener("error", function () {
