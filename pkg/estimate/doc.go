@@ -20,10 +20,11 @@
 // deadline (spec.activeDeadlineSeconds from status.startTime: the kubelet ends it
 // then at the latest), a duration its owner declares (the quotagate.io/expected-duration
 // annotation, Go duration syntax; a bad value is ignored with a reason), or the
-// durations of finished pods that look alike (Learner): those of the same owner kind
-// and owner name without its generated suffix in the same namespace (a Job's pods, a
-// Deployment's, a CronJob's), else of the same namespace, else of the same budget, the
-// first with at least MinSamples (3) pods. Succeeded and Failed pods both teach: both
+// durations of finished pods that look alike (Learner): those of the same workload,
+// the owner kind and the owner name's stem (what is numbered or generated cut off:
+// Jobs train-7 and train-8 are one workload) in the same namespace, else of the same
+// namespace, else of the same budget, the first with at least MinSamples (3) pods; a
+// wider circle's durations are widened (FallbackSpread) and their Basis says which. Succeeded and Failed pods both teach: both
 // held their quota until they ended. A learned duration runs from when the pod took its
 // quota (quotagate.io/admitted-at) to when its last container finished; it is a mean,
 // a median and a range (the 10th to the 90th percentile of the key's last Window runs), with

@@ -3,6 +3,7 @@ package estimate
 import (
 	"container/list"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -29,7 +30,39 @@ type Duration struct {
 	// Mean is the samples' mean (zero: not known, Center is the Median).
 	Mean    time.Duration
 	Samples int
-	Basis   string
+	// Basis says what the durations come from, as an estimate's basis line shows it:
+	// "durations of 12 runs of Job team-a/train", "no run of Job demo/etl yet;
+	// durations of 30 runs of pods in namespace demo".
+	Basis string
+	// Level is the circle learned durations come from: the pod's own workload
+	// (LevelOwner), or a wider one it fell back to. Spread is the log-normal σ by which a
+	// wider circle's durations are widened (FallbackSpread): another workload's runs say
+	// little of this one's, and the range says so.
+	Level  Level
+	Spread float64
+}
+
+// Spreads of the durations learned from a wider circle than the pod's own workload: a
+// namespace's runs are widened by a log-normal factor of σ 0.7 (their range's 10th and
+// 90th percentiles reach ×0.41 and ×2.5 further), a budget's, which may span
+// namespaces, by σ 1.0 (×0.28 and ×3.6).
+const (
+	namespaceSpread = 0.7
+	budgetSpread    = 1.0
+	// z90 is the standard normal's 90th percentile.
+	z90 = 1.2816
+)
+
+// FallbackSpread is the σ a learned duration of level is widened by (0 for a pod's own
+// workload).
+func FallbackSpread(level Level) float64 {
+	switch level {
+	case LevelNamespace:
+		return namespaceSpread
+	case LevelBudget:
+		return budgetSpread
+	}
+	return 0
 }
 
 // Center is the duration a simulation's central run gives a pod it admits: its Mean
@@ -124,29 +157,64 @@ func (l *Learner) Estimate(keys []Key) (Duration, bool) { return l.EstimateAfter
 // quantiles of the key's runs that lasted longer than that (a pod past the median of
 // its kind is among the long ones), or of all its runs when none did, or when elapsed
 // is below their Low.
+//
+// Durations of a wider circle than the first key's (the pod's own workload) are
+// widened (FallbackSpread: Low and High reach further) and their Basis says so: "no
+// run of Job demo/etl yet; durations of 30 runs of pods in namespace demo".
 func (l *Learner) EstimateAfter(keys []Key, elapsed time.Duration) (Duration, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, k := range keys {
+	own := 0 // runs of keys[0] when it has too few
+	for i, k := range keys {
 		e := l.keys[k]
 		if e == nil {
 			continue
 		}
 		s := e.Value.(*series)
 		if s.n < MinSamples {
+			if i == 0 {
+				own = s.n
+			}
 			continue
 		}
 		if s.stale {
 			s.summarize()
 		}
+		d := s.summary
 		if elapsed >= s.summary.Low {
-			if d, ok := s.longerThan(elapsed); ok {
-				return d, true
+			if longer, ok := s.longerThan(elapsed); ok {
+				d = longer
 			}
 		}
-		return s.summary, true
+		if i > 0 {
+			d.widen(FallbackSpread(k.Level))
+			d.Basis = tooFew(keys[0], own) + "; " + d.Basis
+		}
+		return d, true
 	}
 	return Duration{}, false
+}
+
+// widen spreads d's range by a log-normal factor of σ: its 10th and 90th percentiles.
+func (d *Duration) widen(sigma float64) {
+	d.Spread = sigma
+	if sigma <= 0 {
+		return
+	}
+	f := math.Exp(z90 * sigma)
+	d.Low = time.Duration(float64(d.Low) / f)
+	d.High = time.Duration(float64(d.High) * f)
+}
+
+// tooFew says that key, the pod's own, has n runs, fewer than MinSamples.
+func tooFew(key Key, n int) string {
+	switch n {
+	case 0:
+		return "no run of " + key.String() + " yet"
+	case 1:
+		return "only 1 run of " + key.String()
+	}
+	return fmt.Sprintf("only %d runs of %s", n, key.String())
 }
 
 // Len returns how many keys the Learner keeps.
@@ -168,7 +236,8 @@ func (s *series) summarize() {
 		Low:     rank(w, 10),
 		High:    rank(w, 90),
 		Samples: s.n,
-		Basis:   s.key.String(),
+		Basis:   runsOf(s.n, s.key),
+		Level:   s.key.Level,
 	}
 	s.stale = false
 }
@@ -193,8 +262,22 @@ func (s *series) longerThan(elapsed time.Duration) (Duration, bool) {
 		Low:     rank(w, 10),
 		High:    rank(w, 90),
 		Samples: len(w),
-		Basis:   fmt.Sprintf("%s, its runs longer than %s", s.key, elapsed.Round(time.Second)),
+		Basis:   fmt.Sprintf("%s longer than %s", runsOf(len(w), s.key), elapsed.Round(time.Second)),
+		Level:   s.key.Level,
 	}, true
+}
+
+// runsOf is "durations of 12 runs of Job team-a/train", "durations of 30 runs of pods
+// in namespace demo".
+func runsOf(n int, k Key) string {
+	what := k.String()
+	if k.Level != LevelOwner {
+		what = "pods in " + what
+	}
+	if n == 1 {
+		return "durations of 1 run of " + what
+	}
+	return fmt.Sprintf("durations of %d runs of %s", n, what)
 }
 
 // mean is the mean of ds (not empty). Window durations of at most a few years each

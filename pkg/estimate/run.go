@@ -52,6 +52,7 @@ type outcome struct {
 	at      time.Time
 	ends    int
 	samples int
+	basis   weak
 	unknown Unknown
 	reason  string
 }
@@ -79,9 +80,10 @@ type sim struct {
 	forever map[types.UID]bool // holding quota with no expected end
 	waiting map[types.UID]int  // index in w.Waiting
 	out     []outcome
-	left    int // waiting pods not started yet
-	ended   int // pods ended so far
-	weakest int // the fewest samples behind a learned end so far (0: none)
+	left    int  // waiting pods not started yet
+	ended   int  // pods ended so far
+	weakest int  // the fewest samples behind a learned end so far (0: none)
+	weak    weak // the least trusted learned end so far
 
 	// admissions, when not nil, records each admission and how many victims had been
 	// preempted before it (Place reads them).
@@ -175,12 +177,12 @@ func (s *sim) holds(uid types.UID, e Expectation, end time.Time) {
 		s.forever[uid] = true
 		return
 	}
-	samples := 0
+	var w weak
 	if e.Source == SourceLearned {
-		samples = e.Samples
+		w = weak{known: true, level: e.Level, samples: e.Samples, basis: e.Basis}
 	}
 	s.seq++
-	heap.Push(&s.ends, podEnd{at: end, seq: s.seq, uid: uid, samples: samples})
+	heap.Push(&s.ends, podEnd{at: end, seq: s.seq, uid: uid, weak: w})
 }
 
 // admit takes what the core admits now, starts it, and carries out the preemptions it
@@ -202,7 +204,7 @@ func (s *sim) admit() {
 		preempted := false
 		for _, p := range s.q.Preemptions() {
 			if s.q.PreemptionNeeded(p.Victim.UID) {
-				s.end(p.Victim.UID, 0, false)
+				s.end(p.Victim.UID, weak{}, false)
 				s.preempted++
 				preempted = true
 			}
@@ -219,7 +221,7 @@ func (s *sim) started(uid types.UID) {
 		return
 	}
 	now := s.clk.now
-	s.out[i] = outcome{started: true, at: now, ends: s.ended, samples: s.weakest}
+	s.out[i] = outcome{started: true, at: now, ends: s.ended, samples: s.weakest, basis: s.weak}
 	s.left--
 	e := s.w.Waiting[i].Expect
 	s.holds(uid, e, now.Add(max(s.pick.of(e.Duration), 0)))
@@ -227,7 +229,7 @@ func (s *sim) started(uid types.UID) {
 
 // end ends a pod now: the core forgets it (as it forgets a Terminal view) and its
 // charge is released.
-func (s *sim) end(uid types.UID, samples int, counted bool) {
+func (s *sim) end(uid types.UID, w weak, counted bool) {
 	if s.gone[uid] {
 		return
 	}
@@ -236,9 +238,10 @@ func (s *sim) end(uid types.UID, samples int, counted bool) {
 	s.q.DeletePod(uid)
 	if counted {
 		s.ended++
-		if samples > 0 && (s.weakest == 0 || samples < s.weakest) {
-			s.weakest = samples
+		if w.known && (s.weakest == 0 || w.samples < s.weakest) {
+			s.weakest = w.samples
 		}
+		s.weak = s.weak.weaker(w)
 	}
 }
 
@@ -263,7 +266,7 @@ func (s *sim) next(horizon time.Time) (time.Time, bool) {
 func (s *sim) endDue() {
 	for len(s.ends.items) > 0 && !s.ends.items[0].at.After(s.clk.now) {
 		e := heap.Pop(&s.ends).(podEnd)
-		s.end(e.uid, e.samples, true)
+		s.end(e.uid, e.weak, true)
 	}
 }
 
@@ -321,10 +324,30 @@ func (c *simClock) Since(t time.Time) time.Duration { return c.now.Sub(t) }
 // podEnd is when a pod that holds quota ends; seq keeps ends at the same moment in
 // the order they were scheduled.
 type podEnd struct {
-	at      time.Time
-	seq     int
-	uid     types.UID
+	at   time.Time
+	seq  int
+	uid  types.UID
+	weak weak
+}
+
+// weak is what a learned end rests on, to find the least trusted among those a start
+// waited for: the widest circle, then the fewest runs.
+type weak struct {
+	known   bool // a learned duration (not a deadline, a declaration)
+	level   Level
 	samples int
+	basis   string
+}
+
+// weaker is the less trusted of w and o.
+func (w weak) weaker(o weak) weak {
+	switch {
+	case !o.known:
+		return w
+	case !w.known, o.level > w.level, o.level == w.level && o.samples < w.samples:
+		return o
+	}
+	return w
 }
 
 type endHeap struct{ items []podEnd }

@@ -1,6 +1,7 @@
 package estimate
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -343,5 +344,52 @@ func TestSimulateRunsOnceWithoutRanges(t *testing.T) {
 	spread.Waiting = []Pod{exact.Waiting[0], waiting(podIn("team-a", "w2", 2, "cpu=1"), runs(time.Minute, 30*time.Second, 2*time.Minute))}
 	if one, got := moments(spread, false), moments(spread, true); got <= one {
 		t.Errorf("with a range Simulate took %d moments, want more than the central run's %d (three runs)", got, one)
+	}
+}
+
+// A start says what the least trusted duration it waited for was learned from: a
+// workload with no runs of its own, whose durations are its namespace's, before one
+// learned from its own runs, and that before one with fewer.
+func TestSimulateBasis(t *testing.T) {
+	l := NewLearner(0)
+	train := KeysOf(podtest.New("train-1").NS("team-a").Obj(), nil)
+	for i := range 30 {
+		l.Record(train, time.Duration(1+i%6)*time.Second)
+	}
+	learned := func(name string) Expectation {
+		f := FactsOf(podtest.New(name).NS("team-a").Obj())
+		e := l.ExpectFacts(&f, nil, t0)
+		if e.Source != SourceLearned {
+			t.Fatalf("%s: nothing learned", name)
+		}
+		return e
+	}
+	if e := learned("etl-2"); e.Level != LevelNamespace || e.Spread != namespaceSpread {
+		t.Errorf("etl's durations: level %d, spread %v; want its namespace's, widened by %v", e.Level, e.Spread, namespaceSpread)
+	}
+	for name, tc := range map[string]struct {
+		ahead []Pod
+		want  string
+	}{
+		"its own workload's runs": {
+			ahead: []Pod{running("team-a", "train-2", "cpu=1", learned("train-2"))},
+			want:  "durations of 30 runs of Pod team-a/train",
+		},
+		"a workload with no runs: its namespace's, and it says so": {
+			ahead: []Pod{running("team-a", "train-2", "cpu=1", learned("train-2")), running("team-a", "etl-1", "cpu=1", learned("etl-1"))},
+			want:  "no run of Pod team-a/etl yet; durations of 30 runs of pods in namespace team-a",
+		},
+		"declared durations only: none": {
+			ahead: []Pod{running("team-a", "r", "cpu=1", runs(time.Minute))},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			w := world([]quota.Budget{budget("team-a", "a", fmt.Sprintf("cpu=%d", len(tc.ahead)))}, tc.ahead,
+				[]Pod{waiting(podIn("team-a", "etl-2", 1, fmt.Sprintf("cpu=%d", len(tc.ahead))), learned("etl-2"))})
+			s := Simulate(w, Options{})[0]
+			if !s.Known || s.Basis != tc.want {
+				t.Errorf("start known %v, basis %q; want %q", s.Known, s.Basis, tc.want)
+			}
+		})
 	}
 }

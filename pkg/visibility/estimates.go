@@ -43,7 +43,7 @@ func estimatedStart(e Estimates, uid types.UID) *visv1.EstimatedStart {
 
 // EstimatedStartOf converts an estimate to the API's type. Like Start, it names no pod.
 func EstimatedStartOf(s estimate.Start) *visv1.EstimatedStart {
-	out := &visv1.EstimatedStart{Ends: int64(s.Ends), Samples: int64(s.Samples)}
+	out := &visv1.EstimatedStart{Ends: int64(s.Ends), Samples: int64(s.Samples), Basis: s.Basis}
 	if !s.Known {
 		out.Unknown, out.Message = string(s.Unknown), s.Reason
 		return out

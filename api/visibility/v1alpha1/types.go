@@ -121,6 +121,11 @@ type EstimatedStart struct {
 	// Samples is the fewest finished pods behind a learned duration among those ends
 	// (0 when none was learned: deadlines and declared durations only).
 	Samples int64 `json:"samples,omitempty"`
+	// Basis says what the least trusted learned duration among those ends comes from:
+	// "durations of 12 runs of Job team-a/train", or, for a workload with too few runs of its own,
+	// the wider circle it fell back to ("no run of Job demo/etl yet; durations of 30 runs
+	// of pods in namespace demo"). Empty when none was learned.
+	Basis string `json:"basis,omitempty"`
 	// Unknown is why the start cannot be estimated: NoHistory, BudgetClosed,
 	// NeverFits, Blocked or Capped; empty when it is estimated.
 	Unknown string `json:"unknown,omitempty"`

@@ -57,7 +57,10 @@ func estimateLine(e *visv1.EstimatedStart, now time.Time) string {
 	if e.Ends > 0 {
 		fmt.Fprintf(&b, ", from %d pod ends", e.Ends)
 	}
-	if e.Samples > 0 {
+	switch {
+	case e.Basis != "":
+		fmt.Fprintf(&b, " (%s)", e.Basis)
+	case e.Samples > 0:
 		fmt.Fprintf(&b, ", %d samples at least", e.Samples)
 	}
 	return b.String()
