@@ -37,13 +37,16 @@
 // borrowing and fair sharing in families, groups all or nothing, preemptions, whose
 // victims end at once), starts those pods, jumps to the next expected end (or the
 // core's next wakeup, a lend hold's end), ends that pod, and again, until every gated
-// pod is admitted or nothing more can happen. It does so three times: with every
-// duration at its center (Duration.Center: a learned duration's mean, since a pod's
-// start is a sum of the runs ahead of it and a sum's middle is the sum of the means;
-// a deadline or a declared duration itself), its low and its high; a pod's start
-// (Start.Median, the middle of its start) is the central run's, its range the earliest
-// and latest of the three. A pod that is not admitted is
-// Unknown, with why: a covering budget is closed, it never fits, it waits behind pods
+// pod is admitted or nothing more can happen. It does so Options.Draws times
+// (DefaultDraws: 19, or 9 above 2,000 pods), each time with every learned duration
+// drawn (durations: from a bootstrap resample of the workload's runs, smoothed and
+// widened by a log-normal factor, bandwidth and FallbackSpread; a running pod from its
+// kind's runs longer than it has run, or, past them all, by Gott's rule); a pod's
+// Median, Low and High are the 10th, 2nd and 18th of its 19 starts, so that the range
+// holds a start drawn like them Coverage (80%) of the time, and each position of a
+// queue has its own start. A deadline or a declared duration is that one in every
+// draw; a world with no learned duration is simulated once. A pod that is not
+// admitted (in the draw of its median) is Unknown, with why: a covering budget is closed, it never fits, it waits behind pods
 // with no expected end (no history), something no pod's end brings (its group, a
 // claim), or the simulation's bounds (Horizon, MaxSteps). Nothing in a Start names
 // another pod, so a tenant learns no other namespace's pod names from it.
@@ -64,22 +67,25 @@
 //
 // An estimate is as good as the durations behind it: Start.Ends says how many pod ends
 // the simulation went through before it started and Start.Samples the fewest finished
-// pods behind any learned one among them. It is early when pods run longer than their kind did (a running pod is expected
-// to run as the runs of its kind that lasted longer than it has so far, and one that
-// outlasted them all to end at once), when pods not created yet arrive ahead of it (a
-// higher priority, a group, a preempted pod recreated), and when the scheduler, not
-// the quota, is what holds a pod back. It is late when pods end before their deadline
-// or their declared duration (a deadline is only an upper bound: its range reaches
-// down to the learned low when one is known), or are deleted. Not simulated: the time
+// pods behind any learned one among them, and Start.Basis what the least trusted of
+// them was learned from. Its range holds the start as often as it claims when the
+// runs learned are like the runs to come; it is early when pods run longer than their
+// kind did, when pods not created yet arrive ahead of it (a higher priority, a group,
+// a preempted pod recreated), and when the scheduler, not the quota, is what holds a
+// pod back. It is late when pods end before their deadline or their declared duration
+// (a deadline is only an upper bound, yet a pod with one is simulated to run until
+// it), or are deleted. Not simulated: the time
 // from admission to status.startTime, backoffs of failed ungates, victims' grace
 // periods.
 //
 // # Memory
 //
-// A Learner keeps, per key, a ring of the last Window (32) durations and their cached
-// quantiles, some 600 bytes, and at most maxKeys keys (DefaultMaxKeys, 4096: some
-// 2.4 MB), dropping the least recently recorded first. A simulation holds a fresh core
-// of the world's pods (the core's own cost per pod) and one heap entry per pod.
+// A Learner keeps, per key, a ring of the last Window (32) durations, their cached
+// quantiles and a sorted copy of them that simulations draw from, some 850 bytes, and
+// at most maxKeys keys (DefaultMaxKeys, 4096: some 3.5 MB), dropping the least
+// recently recorded first. A simulation holds a fresh core of the world's pods (the
+// core's own cost per pod) and one heap entry per pod; Simulate keeps every draw's
+// outcome of every waiting pod until it reads their starts.
 //
 // # Cost
 //

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
@@ -107,7 +108,7 @@ func TestExpect(t *testing.T) {
 				now = t0
 			}
 			got := l.Expect(tc.pod.Obj(), nil, now)
-			if diff := cmp.Diff(tc.want, got); diff != "" {
+			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreUnexported(Duration{})); diff != "" {
 				t.Errorf("Expect (-want +got):\n%s", diff)
 			}
 		})

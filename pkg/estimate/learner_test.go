@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/quotagate/quotagate/internal/testbed/podtest"
@@ -160,7 +161,7 @@ func TestLearnerFallback(t *testing.T) {
 			if found != tc.wantFound {
 				t.Fatalf("found = %v, want %v", found, tc.wantFound)
 			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
+			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreUnexported(Duration{})); diff != "" {
 				t.Errorf("Estimate (-want +got):\n%s", diff)
 			}
 		})

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"container/heap"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -12,38 +13,56 @@ import (
 	"github.com/quotagate/quotagate/pkg/quota"
 )
 
-// pick chooses which of a duration's values a simulation uses.
-type pick int
-
-const (
-	pickCenter pick = iota
-	pickLow
-	pickHigh
-)
-
-// of is how long a pod the simulation admits runs: its Center (the mean of learned runs)
-// in the central run.
-func (p pick) of(d Duration) time.Duration {
-	switch p {
-	case pickLow:
-		return d.Low
-	case pickHigh:
-		return d.High
-	}
-	return d.Center()
+// durations chooses how long each pod runs in one simulation: every duration at its
+// center (rng nil: a learned duration's mean for a pod admitted, a running pod's end at
+// its median, Expectation.Ends says why), or one draw of each (Duration.draw,
+// Expectation.drawEnd). A deadline or a declared duration is that one in every run.
+//
+// A run draws from a resample of each learned duration's runs (a bootstrap, one per
+// run and runs): the runs learned are a sample of the workload's, and a range drawn
+// from them as if they were all its runs holds the truth less often than it claims
+// (the workload's mean is itself uncertain, and every pod of the queue shares it).
+type durations struct {
+	rng  *rand.Rand
+	boot map[*time.Duration][]time.Duration
 }
 
-// end is when a pod that holds quota at the world's now ends: its median in the central
-// run (Expectation.Ends says why).
-func (p pick) end(e Expectation, now time.Time) time.Time {
-	median, low, high := e.Ends(now)
-	switch p {
-	case pickLow:
-		return low
-	case pickHigh:
-		return high
+func drawn(rng *rand.Rand) durations {
+	return durations{rng: rng, boot: map[*time.Duration][]time.Duration{}}
+}
+
+// of is how long a pod the simulation admits runs.
+func (p durations) of(e Expectation) time.Duration {
+	if p.rng == nil || e.Source != SourceLearned {
+		return e.Center()
 	}
-	return median
+	return e.draw(p.rng, p.resample(e.runs))
+}
+
+// end is when a pod that holds quota at the world's now ends.
+func (p durations) end(e Expectation, now time.Time) time.Time {
+	if p.rng == nil {
+		median, _, _ := e.Ends(now)
+		return median
+	}
+	return e.drawEnd(now, p.rng, p.resample(e.runs))
+}
+
+// resample is this run's resample of runs: as many runs, drawn from them with
+// replacement.
+func (p durations) resample(runs []time.Duration) []time.Duration {
+	if len(runs) < 2 {
+		return runs
+	}
+	b, ok := p.boot[&runs[0]]
+	if !ok {
+		b = make([]time.Duration, len(runs))
+		for i := range b {
+			b[i] = runs[p.rng.IntN(len(runs))]
+		}
+		p.boot[&runs[0]] = b
+	}
+	return b
 }
 
 // outcome is what one simulation found for one waiting pod.
@@ -73,7 +92,7 @@ type sim struct {
 	o       *Options
 	q       *quota.AdmissionQueue
 	clk     *simClock
-	pick    pick
+	pick    durations
 	ends    endHeap
 	seq     int                // ends scheduled so far
 	gone    map[types.UID]bool // ended or preempted
@@ -97,9 +116,9 @@ type admission struct {
 	preempts int
 }
 
-// run simulates the world with every duration at pk until every waiting pod is
+// run simulates the world with the durations pk chooses until every waiting pod is
 // admitted or nothing more can happen, within o's bounds.
-func run(w *World, o *Options, pk pick) result {
+func run(w *World, o *Options, pk durations) result {
 	s := newSim(w, o, pk)
 	if o.stopped() {
 		return result{pods: s.out, stopped: s.clk.now} // dropped by Simulate
@@ -136,7 +155,7 @@ func run(w *World, o *Options, pk pick) result {
 // flavors, budgets, the pods that hold quota (each with its end scheduled) and the
 // waiting pods. Nothing is admitted yet. When o.Done is closed meanwhile, it feeds no
 // more (the caller looks at o.stopped()).
-func newSim(w *World, o *Options, pk pick) *sim {
+func newSim(w *World, o *Options, pk durations) *sim {
 	clk := &simClock{now: w.Now}
 	core := append(append([]quota.Option(nil), o.Core...), quota.WithClock(clk), quota.WithFlushInterval(never))
 	s := &sim{
@@ -224,7 +243,7 @@ func (s *sim) started(uid types.UID) {
 	s.out[i] = outcome{started: true, at: now, ends: s.ended, samples: s.weakest, basis: s.weak}
 	s.left--
 	e := s.w.Waiting[i].Expect
-	s.holds(uid, e, now.Add(max(s.pick.of(e.Duration), 0)))
+	s.holds(uid, e, now.Add(max(s.pick.of(e), 0)))
 }
 
 // end ends a pod now: the core forgets it (as it forgets a Terminal view) and its

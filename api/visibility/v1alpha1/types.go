@@ -109,10 +109,11 @@ type PendingPod struct {
 // pods like it), until the pod is admitted. Either Median, Low and High are set, or
 // Unknown and Message say why the start cannot be estimated. It names no other pod.
 type EstimatedStart struct {
-	// Median is when the pod starts if every pod runs for its median duration.
+	// Median is the middle of the pod's starts over the simulation's draws of every
+	// learned duration.
 	Median *metav1.Time `json:"median,omitempty"`
-	// Low and High are the earliest and latest start: every pod at the low and at the
-	// high end of its durations' range.
+	// Low and High are the 10th and 90th percentiles of those starts: a range meant to
+	// hold the real start 80% of the time.
 	Low  *metav1.Time `json:"low,omitempty"`
 	High *metav1.Time `json:"high,omitempty"`
 	// Ends is how many pods the simulation ended before the pod started (in every
