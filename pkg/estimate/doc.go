@@ -89,27 +89,29 @@
 //
 // # Cost
 //
-// Three simulations of the world, each a step per distinct moment a pod ends; each
-// step costs what the core costs for those ends and an Admit. Measured with
-// `go test ./pkg/estimate -run '^$' -bench BenchmarkSimulate -benchtime=3x` (20
-// Budgets of 50 CPUs, full, 1,000 running pods), per Simulate, in CPU time over three
-// runs of the benchmark (the wall time on a shared, loaded 2-vCPU machine was up to
-// twice as long):
+// Draws simulations of the world (19, or 9 above 2,000 pods), each a step per distinct
+// moment a pod ends; each step costs what the core costs for those ends and an Admit.
+// Measured with `go test ./pkg/estimate -run '^$' -bench 'BenchmarkSimulate|BenchmarkEstimatePass'
+// -benchtime=2x -benchmem` (20 Budgets of 50 CPUs, full, 1,000 running pods), per
+// Simulate, in CPU time, on 2026-12-05 on a shared 2-vCPU machine at a load of 12 to 22
+// (the wall time was two to three times as long):
 //
-//	1,000 gated pods                      0.06–0.07 s,  13 MB allocated,  91k allocations
-//	10,000 gated pods                     1.9–2.5 s,   274 MB allocated, 1.0M allocations
-//	400 gated pods in a borrowing family  5.4 s,       307 MB allocated, 3.7M allocations
+//	1,000 gated pods (19 draws)                      0.41 s,   96 MB allocated, 0.58M allocations
+//	10,000 gated pods (9 draws)                      4.8 s,   492 MB allocated, 2.3M allocations
+//	400 gated pods in a borrowing family (19 draws)  39 s,    3.9 GB allocated,  49M allocations
+//
+// Before the draws (three runs: every duration at its center, low and high) they took
+// 0.06–0.07 s, 1.9–2.5 s and 5.4 s: a draw costs what a run did, and there are 19 or 9
+// instead of 3.
 //
 // One pass of the manager's estimator (BenchmarkEstimatePass: the World built from cached
 // pods with a WorldBuilder, then Simulate), 100 Budgets of 50 CPUs full of 5,000
-// running pods of Jobs with learned durations, 10,000 gated pods, two runs of
-// -benchtime=3x:
+// running pods of Jobs with learned durations, 10,000 gated pods (9 draws): building
+// the World 43 MB in 54k allocations; build and Simulate 3.4 s of CPU, 419 MB in 2.4M
+// allocations (before the draws: 0.9 s of CPU, 168 MB).
 //
-//	build the World                       28–29 ms,     33 MB allocated,   47k allocations
-//	build and Simulate                    1.08–1.12 s (0.89–0.95 s of CPU), 168 MB, 914k allocations
-//
-// Running the three simulations at once made it slower there (2.0–2.2 s of CPU and as
-// much wall time against 1.7 s run one after the other, at 10,000): they run in turn.
+// The draws run one after another: running the three runs of before at once made them
+// slower on 2 cores (2.0–2.2 s of CPU against 1.7 s in turn, at 10,000).
 //
 // The core's wake of a budget's inadmissible pods on each pod end dominates the
 // first two; in a borrowing family, the core's sum of what lenders' waiting pods claim
