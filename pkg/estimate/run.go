@@ -79,6 +79,9 @@ type outcome struct {
 type result struct {
 	pods    []outcome // by index in World.Waiting
 	stopped time.Time // the simulated time it stopped at
+	// heads are the waiting pods first in a covering budget's queue at the world's Now
+	// (quota.Reads.AtHead), when asked for.
+	heads map[types.UID]bool
 }
 
 // never is the flush interval of the simulation's core: it does not flush, since
@@ -118,10 +121,18 @@ type admission struct {
 
 // run simulates the world with the durations pk chooses until every waiting pod is
 // admitted or nothing more can happen, within o's bounds.
-func run(w *World, o *Options, pk durations) result {
+func run(w *World, o *Options, pk durations, heads bool) result {
 	s := newSim(w, o, pk)
 	if o.stopped() {
 		return result{pods: s.out, stopped: s.clk.now} // dropped by Simulate
+	}
+	var atHead map[types.UID]bool
+	if heads {
+		uids := make([]types.UID, len(w.Waiting))
+		for i, p := range w.Waiting {
+			uids[i] = p.Pod.UID
+		}
+		atHead = s.q.Reader().AtHead(uids, 1)
 	}
 	horizon, maxSteps := w.Now.Add(cmp.Or(o.Horizon, DefaultHorizon)), o.MaxSteps
 	if maxSteps <= 0 {
@@ -148,7 +159,7 @@ func run(w *World, o *Options, pk durations) result {
 		s.endDue()
 	}
 	s.explain(capped)
-	return result{pods: s.out, stopped: s.clk.now}
+	return result{pods: s.out, stopped: s.clk.now, heads: atHead}
 }
 
 // newSim feeds a fresh core, on a clock of its own at w.Now, the world: namespaces,

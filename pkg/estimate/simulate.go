@@ -157,6 +157,9 @@ type Start struct {
 	// pods behind a learned duration among those ends (0 when none was learned): the
 	// more ends and the fewer samples, the less sure.
 	Ends, Samples int
+	// Head is true for a pod first in the queue of a budget that covers it at the
+	// world's Now (or held by no budget): the next its budget admits.
+	Head bool
 	// Basis is what the least trusted learned duration among those ends comes from
 	// (Duration.Basis: "durations of 12 runs of Job team-a/train", "no run of Job demo/etl yet; durations
 	// of 30 runs of pods in namespace demo"); empty when none was learned.
@@ -172,7 +175,7 @@ type Start struct {
 // complete.
 func Simulate(w World, o Options) []Start {
 	if !w.spread() {
-		r := run(&w, &o, durations{})
+		r := run(&w, &o, durations{}, true)
 		if o.stopped() {
 			return nil
 		}
@@ -185,7 +188,7 @@ func Simulate(w World, o Options) []Start {
 	k = (k+10)/10*10 - 1 // 10m - 1
 	results := make([]result, k)
 	for i := range k {
-		results[i] = run(&w, &o, drawn(rand.New(rand.NewPCG(o.Seed, uint64(i)))))
+		results[i] = run(&w, &o, drawn(rand.New(rand.NewPCG(o.Seed, uint64(i)))), i == 0)
 		if o.stopped() {
 			return nil
 		}
@@ -235,7 +238,7 @@ func starts(w *World, results []result) []Start {
 			return a, results[a.run].pods[i]
 		}
 		med, mo := pick(5 * m)
-		s := Start{Pod: p.Pod.PodRef, Ends: mo.ends, Samples: mo.samples, Basis: mo.basis.basis}
+		s := Start{Pod: p.Pod.PodRef, Ends: mo.ends, Samples: mo.samples, Basis: mo.basis.basis, Head: results[0].heads[p.Pod.UID]}
 		if !mo.started {
 			s.Unknown, s.Reason = mo.unknown, mo.reason
 			out[i] = s
@@ -247,4 +250,16 @@ func starts(w *World, results []result) []Start {
 		out[i] = s
 	}
 	return out
+}
+
+// Record is a budget's track record of estimates (the manager keeps it): of the last
+// Pods admitted with a known first estimate since Since, the median of their first
+// estimates' absolute errors, and how many were admitted within their first
+// estimate's range.
+type Record struct {
+	Budget      quota.BudgetKey
+	Pods        int
+	MedianError time.Duration
+	Within      int
+	Since       time.Time
 }

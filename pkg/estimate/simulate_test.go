@@ -319,7 +319,7 @@ func TestSimulateRunsOnceWithoutRanges(t *testing.T) {
 		if sim {
 			Simulate(w, o)
 		} else {
-			run(&w, &o, durations{})
+			run(&w, &o, durations{}, false)
 		}
 		return n
 	}
@@ -382,5 +382,16 @@ func TestSimulateBasis(t *testing.T) {
 				t.Errorf("start known %v, basis %q; want %q", s.Known, s.Basis, tc.want)
 			}
 		})
+	}
+}
+
+// Head marks the pod its budget admits next, at the world's Now.
+func TestSimulateHead(t *testing.T) {
+	w := world([]quota.Budget{budget("team-a", "a", "cpu=1")},
+		[]Pod{running("team-a", "r", "cpu=1", runs(10*time.Minute, 5*time.Minute, 20*time.Minute))},
+		[]Pod{waiting(podIn("team-a", "w1", 1, "cpu=1"), runs(time.Minute)), waiting(podIn("team-a", "w2", 2, "cpu=1"), runs(time.Minute))})
+	starts := Simulate(w, Options{})
+	if !starts[0].Head || starts[1].Head {
+		t.Errorf("heads: w1 %v, w2 %v; want w1 only", starts[0].Head, starts[1].Head)
 	}
 }

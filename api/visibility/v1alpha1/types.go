@@ -162,12 +162,35 @@ type PendingPodStatus struct {
 	// EstimatedStart is when the manager estimates the pod starts; absent when the
 	// manager's estimator is off or has not estimated the pod yet.
 	EstimatedStart *EstimatedStart `json:"estimatedStart,omitempty"`
+	// EstimateRecord is how the estimates of the pods admitted from the first budget of
+	// Budgets fared; absent when the estimator is off or has judged none there yet.
+	EstimateRecord *EstimateRecord `json:"estimateRecord,omitempty"`
 	// Held is true for a pod no budget covers that the manager holds (uncovered pods
 	// are held, or a group member waits for its group); Budgets is empty then.
 	Held bool `json:"held,omitempty"`
 	// Budgets are the pod's places in the queues of the budgets that hold it, in the
 	// order the manager evaluates them (Budgets, then ClusterBudgets, then parents).
 	Budgets []BudgetPlace `json:"budgets"`
+}
+
+// EstimateRecord is a budget's track record of estimated starts, kept by the leader
+// since it started (not across restarts or leader changes): of the last Pods (at most
+// 200) admitted with a known first estimate, the median absolute error of their first
+// estimates and how many were admitted within their first estimate's range.
+type EstimateRecord struct {
+	// BudgetKind, Namespace (empty for a ClusterBudget) and Name of the budget.
+	BudgetKind string `json:"budgetKind"`
+	Namespace  string `json:"namespace,omitempty"`
+	Name       string `json:"name"`
+	// Pods is how many admissions the record holds.
+	Pods int64 `json:"pods"`
+	// MedianErrorSeconds is the median of |first estimate's median − admission|.
+	MedianErrorSeconds float64 `json:"medianErrorSeconds"`
+	// WithinRange is how many of the Pods were admitted within their first estimate's
+	// range (low to high), which claims to hold 80%.
+	WithinRange int64 `json:"withinRange"`
+	// Since is when the record began: when this manager became the leader or started.
+	Since metav1.Time `json:"since"`
 }
 
 // BudgetPlace is a pod's place in one budget's queue.
