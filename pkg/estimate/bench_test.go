@@ -51,7 +51,7 @@ func busyWorld(n int, family bool) World {
 	}
 	learned := func() Expectation {
 		m := time.Duration(5+r.IntN(56)) * time.Minute
-		return Expectation{Source: SourceLearned, Duration: Duration{Median: m, Low: m / 2, High: m * 2, Samples: Window}}
+		return learnedRuns(m/2, m, m*2)
 	}
 	const namespaces = 20
 	for i := range namespaces {

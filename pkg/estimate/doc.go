@@ -20,10 +20,11 @@
 // deadline (spec.activeDeadlineSeconds from status.startTime: the kubelet ends it
 // then at the latest), a duration its owner declares (the quotagate.io/expected-duration
 // annotation, Go duration syntax; a bad value is ignored with a reason), or the
-// durations of finished pods that look alike (Learner): those of the same owner kind
-// and owner name without its generated suffix in the same namespace (a Job's pods, a
-// Deployment's, a CronJob's), else of the same namespace, else of the same budget, the
-// first with at least MinSamples (3) pods. Succeeded and Failed pods both teach: both
+// durations of finished pods that look alike (Learner): those of the same workload,
+// the owner kind and the owner name's stem (what is numbered or generated cut off:
+// Jobs train-7 and train-8 are one workload) in the same namespace, else of the same
+// namespace, else of the same budget, the first with at least MinSamples (3) pods; a
+// wider circle's durations are widened (FallbackSpread) and their Basis says which. Succeeded and Failed pods both teach: both
 // held their quota until they ended. A learned duration runs from when the pod took its
 // quota (quotagate.io/admitted-at) to when its last container finished; it is a mean,
 // a median and a range (the 10th to the 90th percentile of the key's last Window runs), with
@@ -36,13 +37,16 @@
 // borrowing and fair sharing in families, groups all or nothing, preemptions, whose
 // victims end at once), starts those pods, jumps to the next expected end (or the
 // core's next wakeup, a lend hold's end), ends that pod, and again, until every gated
-// pod is admitted or nothing more can happen. It does so three times: with every
-// duration at its center (Duration.Center: a learned duration's mean, since a pod's
-// start is a sum of the runs ahead of it and a sum's middle is the sum of the means;
-// a deadline or a declared duration itself), its low and its high; a pod's start
-// (Start.Median, the middle of its start) is the central run's, its range the earliest
-// and latest of the three. A pod that is not admitted is
-// Unknown, with why: a covering budget is closed, it never fits, it waits behind pods
+// pod is admitted or nothing more can happen. It does so Options.Draws times
+// (DefaultDraws: 19, or 9 above 2,000 pods), each time with every learned duration
+// drawn (durations: from a bootstrap resample of the workload's runs, smoothed and
+// widened by a log-normal factor, bandwidth and FallbackSpread; a running pod from its
+// kind's runs longer than it has run, or, past them all, by Gott's rule); a pod's
+// Median, Low and High are the 10th, 2nd and 18th of its 19 starts, so that the range
+// holds a start drawn like them Coverage (80%) of the time, and each position of a
+// queue has its own start. A deadline or a declared duration is that one in every
+// draw; a world with no learned duration is simulated once. A pod that is not
+// admitted (in the draw of its median) is Unknown, with why: a covering budget is closed, it never fits, it waits behind pods
 // with no expected end (no history), something no pod's end brings (its group, a
 // claim), or the simulation's bounds (Horizon, MaxSteps). Nothing in a Start names
 // another pod, so a tenant learns no other namespace's pod names from it.
@@ -63,46 +67,51 @@
 //
 // An estimate is as good as the durations behind it: Start.Ends says how many pod ends
 // the simulation went through before it started and Start.Samples the fewest finished
-// pods behind any learned one among them. It is early when pods run longer than their kind did (a running pod is expected
-// to run as the runs of its kind that lasted longer than it has so far, and one that
-// outlasted them all to end at once), when pods not created yet arrive ahead of it (a
-// higher priority, a group, a preempted pod recreated), and when the scheduler, not
-// the quota, is what holds a pod back. It is late when pods end before their deadline
-// or their declared duration (a deadline is only an upper bound: its range reaches
-// down to the learned low when one is known), or are deleted. Not simulated: the time
+// pods behind any learned one among them, and Start.Basis what the least trusted of
+// them was learned from. Its range holds the start as often as it claims when the
+// runs learned are like the runs to come; it is early when pods run longer than their
+// kind did, when pods not created yet arrive ahead of it (a higher priority, a group,
+// a preempted pod recreated), and when the scheduler, not the quota, is what holds a
+// pod back. It is late when pods end before their deadline or their declared duration
+// (a deadline is only an upper bound, yet a pod with one is simulated to run until
+// it), or are deleted. Not simulated: the time
 // from admission to status.startTime, backoffs of failed ungates, victims' grace
 // periods.
 //
 // # Memory
 //
-// A Learner keeps, per key, a ring of the last Window (32) durations and their cached
-// quantiles, some 600 bytes, and at most maxKeys keys (DefaultMaxKeys, 4096: some
-// 2.4 MB), dropping the least recently recorded first. A simulation holds a fresh core
-// of the world's pods (the core's own cost per pod) and one heap entry per pod.
+// A Learner keeps, per key, a ring of the last Window (32) durations, their cached
+// quantiles and a sorted copy of them that simulations draw from, some 850 bytes, and
+// at most maxKeys keys (DefaultMaxKeys, 4096: some 3.5 MB), dropping the least
+// recently recorded first. A simulation holds a fresh core of the world's pods (the
+// core's own cost per pod) and one heap entry per pod; Simulate keeps every draw's
+// outcome of every waiting pod until it reads their starts.
 //
 // # Cost
 //
-// Three simulations of the world, each a step per distinct moment a pod ends; each
-// step costs what the core costs for those ends and an Admit. Measured with
-// `go test ./pkg/estimate -run '^$' -bench BenchmarkSimulate -benchtime=3x` (20
-// Budgets of 50 CPUs, full, 1,000 running pods), per Simulate, in CPU time over three
-// runs of the benchmark (the wall time on a shared, loaded 2-vCPU machine was up to
-// twice as long):
+// Draws simulations of the world (19, or 9 above 2,000 pods), each a step per distinct
+// moment a pod ends; each step costs what the core costs for those ends and an Admit.
+// Measured with `go test ./pkg/estimate -run '^$' -bench 'BenchmarkSimulate|BenchmarkEstimatePass'
+// -benchtime=2x -benchmem` (20 Budgets of 50 CPUs, full, 1,000 running pods), per
+// Simulate, in CPU time, on 2026-12-05 on a shared 2-vCPU machine at a load of 12 to 22
+// (the wall time was two to three times as long):
 //
-//	1,000 gated pods                      0.06–0.07 s,  13 MB allocated,  91k allocations
-//	10,000 gated pods                     1.9–2.5 s,   274 MB allocated, 1.0M allocations
-//	400 gated pods in a borrowing family  5.4 s,       307 MB allocated, 3.7M allocations
+//	1,000 gated pods (19 draws)                      0.41 s,   96 MB allocated, 0.58M allocations
+//	10,000 gated pods (9 draws)                      4.8 s,   492 MB allocated, 2.3M allocations
+//	400 gated pods in a borrowing family (19 draws)  39 s,    3.9 GB allocated,  49M allocations
+//
+// Before the draws (three runs: every duration at its center, low and high) they took
+// 0.06–0.07 s, 1.9–2.5 s and 5.4 s: a draw costs what a run did, and there are 19 or 9
+// instead of 3.
 //
 // One pass of the manager's estimator (BenchmarkEstimatePass: the World built from cached
 // pods with a WorldBuilder, then Simulate), 100 Budgets of 50 CPUs full of 5,000
-// running pods of Jobs with learned durations, 10,000 gated pods, two runs of
-// -benchtime=3x:
+// running pods of Jobs with learned durations, 10,000 gated pods (9 draws): building
+// the World 43 MB in 54k allocations; build and Simulate 3.4 s of CPU, 419 MB in 2.4M
+// allocations (before the draws: 0.9 s of CPU, 168 MB).
 //
-//	build the World                       28–29 ms,     33 MB allocated,   47k allocations
-//	build and Simulate                    1.08–1.12 s (0.89–0.95 s of CPU), 168 MB, 914k allocations
-//
-// Running the three simulations at once made it slower there (2.0–2.2 s of CPU and as
-// much wall time against 1.7 s run one after the other, at 10,000): they run in turn.
+// The draws run one after another: running the three runs of before at once made them
+// slower on 2 cores (2.0–2.2 s of CPU against 1.7 s in turn, at 10,000).
 //
 // The core's wake of a budget's inadmissible pods on each pod end dominates the
 // first two; in a borrowing family, the core's sum of what lenders' waiting pods claim

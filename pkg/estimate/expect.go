@@ -2,6 +2,7 @@ package estimate
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -65,6 +66,41 @@ func (e Expectation) Ends(now time.Time) (median, low, high time.Time) {
 		return now
 	}
 	return at(e.Median), at(e.Low), at(e.High)
+}
+
+// gottMax bounds the draw of a pod that outlasted every run (drawEnd): at most 19 times
+// as long again as it has run.
+const gottMax = 0.95
+
+// drawEnd is one draw of when a pod that holds its quota at now ends: a learned
+// duration longer than it has held its quota so far (its kind's runs that lasted
+// longer, smoothed), or, for a pod that outlasted them all (or whose draws keep falling
+// short), as long again as it has run times u/(1-u), u uniform: the remaining time of a
+// run seen at a random moment of its life, whose median is as long as it has run
+// (Gott's rule), rather than at once. A deadline or a declared duration is not drawn:
+// Ends' median.
+func (e Expectation) drawEnd(now time.Time, r *rand.Rand, runs []time.Duration) time.Time {
+	median, _, _ := e.Ends(now)
+	if e.Source != SourceLearned || len(e.runs) == 0 {
+		return median
+	}
+	start := e.Start
+	if start.IsZero() {
+		start = now
+	}
+	elapsed := max(now.Sub(start), 0)
+	if !e.outlasted {
+		for range 8 {
+			if d := e.draw(r, runs); d > elapsed {
+				return start.Add(d)
+			}
+		}
+	}
+	if elapsed <= 0 {
+		return median
+	}
+	u := r.Float64() * gottMax
+	return now.Add(time.Duration(float64(elapsed) * u / (1 - u)))
 }
 
 // Expect returns how long pod is expected to hold its quota, in this order of trust:

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
@@ -46,21 +47,21 @@ func TestExpect(t *testing.T) {
 			pod:   running(),
 			learn: true,
 			want: Expectation{Source: SourceLearned, Start: t0, Duration: Duration{
-				Median: 20 * time.Minute, Mean: 20 * time.Minute, Low: 10 * time.Minute, High: 30 * time.Minute, Samples: 3, Basis: "Job team-a/train"}},
+				Median: 20 * time.Minute, Mean: 20 * time.Minute, Low: 10 * time.Minute, High: 30 * time.Minute, Samples: 3, Basis: "durations of 3 runs of Job team-a/train"}},
 		},
 		"learned, after it ran past its kind's low: the longer runs": {
 			pod:   running(),
 			learn: true,
 			now:   t0.Add(25 * time.Minute),
 			want: Expectation{Source: SourceLearned, Start: t0, Duration: Duration{
-				Median: 30 * time.Minute, Mean: 30 * time.Minute, Low: 30 * time.Minute, High: 30 * time.Minute, Samples: 1, Basis: "Job team-a/train, its runs longer than 25m0s"}},
+				Median: 30 * time.Minute, Mean: 30 * time.Minute, Low: 30 * time.Minute, High: 30 * time.Minute, Samples: 1, Basis: "durations of 1 run of Job team-a/train longer than 25m0s"}},
 		},
 		"learned, after it ran longer than every run: all of them": {
 			pod:   running(),
 			learn: true,
 			now:   t0.Add(40 * time.Minute),
 			want: Expectation{Source: SourceLearned, Start: t0, Duration: Duration{
-				Median: 20 * time.Minute, Mean: 20 * time.Minute, Low: 10 * time.Minute, High: 30 * time.Minute, Samples: 3, Basis: "Job team-a/train"}},
+				Median: 20 * time.Minute, Mean: 20 * time.Minute, Low: 10 * time.Minute, High: 30 * time.Minute, Samples: 3, Basis: "durations of 3 runs of Job team-a/train"}},
 		},
 		"declared beats learned, from startTime": {
 			pod:   declare(running(), "45m"),
@@ -84,7 +85,7 @@ func TestExpect(t *testing.T) {
 			pod:   declare(running(), "an hour"),
 			learn: true,
 			want: Expectation{Source: SourceLearned, Start: t0, Ignored: `annotation quotagate.io/expected-duration="an hour" is not a duration (like 90m or 2h30m): ignored`,
-				Duration: Duration{Median: 20 * time.Minute, Mean: 20 * time.Minute, Low: 10 * time.Minute, High: 30 * time.Minute, Samples: 3, Basis: "Job team-a/train"}},
+				Duration: Duration{Median: 20 * time.Minute, Mean: 20 * time.Minute, Low: 10 * time.Minute, High: 30 * time.Minute, Samples: 3, Basis: "durations of 3 runs of Job team-a/train"}},
 		},
 		"a negative annotation is ignored with a reason": {
 			pod:  declare(running(), "-5m"),
@@ -107,7 +108,7 @@ func TestExpect(t *testing.T) {
 				now = t0
 			}
 			got := l.Expect(tc.pod.Obj(), nil, now)
-			if diff := cmp.Diff(tc.want, got); diff != "" {
+			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreUnexported(Duration{})); diff != "" {
 				t.Errorf("Expect (-want +got):\n%s", diff)
 			}
 		})

@@ -52,7 +52,7 @@ func FactsOf(pod *corev1.Pod) Facts {
 // gated pods of one namespace, created one by one) have equal compact facts, and a
 // cache can keep one copy of them (unique.Make). Expand restores them.
 func (f Facts) Compact(podName string) Facts {
-	if f.OwnerKind == "Pod" && f.Owner == trimGenerated(podName) {
+	if f.OwnerKind == "Pod" && f.Owner == stem(podName) {
 		f.Owner = ""
 	}
 	return f
@@ -61,7 +61,7 @@ func (f Facts) Compact(podName string) Facts {
 // Expand is the inverse of Compact for the pod named podName.
 func (f Facts) Expand(podName string) Facts {
 	if f.OwnerKind == "Pod" && f.Owner == "" {
-		f.Owner = trimGenerated(podName)
+		f.Owner = stem(podName)
 	}
 	return f
 }

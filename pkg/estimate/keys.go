@@ -76,21 +76,22 @@ func keysOf(namespace, kind, owner string, budgets []quota.BudgetKey) []Key {
 // (appsv1.DefaultDeploymentUniqueLabelKey).
 const podTemplateHashLabel = "pod-template-hash"
 
-// ownerOf returns the kind and the name, without what Kubernetes generated, of what
-// made the pod: its controller (or first owner); a bare pod is its own owner.
+// ownerOf returns the kind and the workload's name (stem) of what made the pod: its
+// controller (or first owner); a bare pod is its own owner, named by its generateName
+// or its name.
 //
-// Generated names (how k8s names generated objects):
+// The name is the workload's, not the object's: what Kubernetes generated and what
+// numbers the runs of one workload are cut off (stem), so that Jobs train-7 and
+// train-8, a CronJob's Jobs, a Deployment's ReplicaSets or the bare pods etl-1, etl-2
+// share one key:
 //   - a ReplicaSet of a Deployment: "<deployment>-<pod-template-hash>", the hash being
 //     the pod's pod-template-hash label;
-//   - a Job of a CronJob: "<cronjob>-<scheduled time in minutes since the epoch>" (8
-//     digits and more since 1973);
-//   - anything created with generateName (a Job made by a workflow engine, a bare
-//     pod): the prefix and 5 characters of apimachinery's SimpleNameGenerator, drawn
-//     from an alphabet without vowels ("bcdfghjklmnpqrstvwxz2456789"), so that a word
-//     a user wrote is rarely taken for one.
+//   - then stem: trailing "-<digits>" (a run's number, a CronJob's scheduled minute)
+//     and "-<5 characters of apimachinery's SimpleNameGenerator>" (generateName),
+//     as many as there are.
 //
-// A StatefulSet's, a DaemonSet's or a Job's own name is kept as it is: their pods'
-// suffixes are on the pods, not on the owner.
+// A StatefulSet's, a DaemonSet's or a Job's pods share their owner: their own suffixes
+// are on the pods, not on the owner.
 func ownerOf(pod *corev1.Pod) (kind, name string) {
 	ref := metav1.GetControllerOf(pod)
 	if ref == nil && len(pod.OwnerReferences) > 0 {
@@ -98,24 +99,48 @@ func ownerOf(pod *corev1.Pod) (kind, name string) {
 	}
 	if ref == nil {
 		if pod.GenerateName != "" {
-			return "Pod", strings.TrimSuffix(pod.GenerateName, "-")
+			return "Pod", stem(strings.TrimRight(pod.GenerateName, "-"))
 		}
-		return "Pod", trimGenerated(pod.Name)
+		return "Pod", stem(pod.Name)
 	}
 	name = ref.Name
-	switch ref.Kind {
-	case "ReplicaSet":
+	if ref.Kind == "ReplicaSet" {
 		if h := pod.Labels[podTemplateHashLabel]; h != "" {
 			if base, ok := strings.CutSuffix(name, "-"+h); ok && base != "" {
-				return ref.Kind, base
+				name = base
 			}
 		}
-	case "Job":
-		if base, ok := trimDigits(name); ok {
-			return ref.Kind, base
+	}
+	return ref.Kind, stem(name)
+}
+
+// stem is name without its trailing numbered or generated segments ("-7", "-29312640",
+// "-x7k2p"), as many as there are; a name that is nothing but such segments is kept
+// as it is.
+func stem(name string) string {
+	for {
+		i := strings.LastIndexByte(name, '-')
+		if i < 1 {
+			return name
+		}
+		if seg := name[i+1:]; !numbered(seg) && !generated(seg) {
+			return name
+		}
+		name = name[:i]
+	}
+}
+
+// numbered reports whether seg is a number: a run's, an index, a scheduled time.
+func numbered(seg string) bool {
+	if seg == "" {
+		return false
+	}
+	for _, c := range seg {
+		if c < '0' || c > '9' {
+			return false
 		}
 	}
-	return ref.Kind, trimGenerated(name)
+	return true
 }
 
 // generatedAlphabet is what apimachinery's SimpleNameGenerator draws from
@@ -125,30 +150,16 @@ const (
 	generatedLength   = 5
 )
 
-// trimGenerated removes a generateName suffix ("-" and 5 characters of the alphabet).
-func trimGenerated(name string) string {
-	i := len(name) - generatedLength - 1
-	if i < 1 || name[i] != '-' {
-		return name
+// generated reports whether seg is a generateName suffix: 5 characters of the
+// alphabet, which has no vowels, so that a word a user wrote is rarely taken for one.
+func generated(seg string) bool {
+	if len(seg) != generatedLength {
+		return false
 	}
-	for _, c := range name[i+1:] {
+	for _, c := range seg {
 		if !strings.ContainsRune(generatedAlphabet, c) {
-			return name
+			return false
 		}
 	}
-	return name[:i]
-}
-
-// trimDigits removes a CronJob's suffix: "-" and at least 8 digits.
-func trimDigits(name string) (string, bool) {
-	i := strings.LastIndexByte(name, '-')
-	if i < 1 || len(name)-i-1 < 8 {
-		return name, false
-	}
-	for _, c := range name[i+1:] {
-		if c < '0' || c > '9' {
-			return name, false
-		}
-	}
-	return name[:i], true
+	return true
 }

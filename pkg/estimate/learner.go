@@ -3,6 +3,8 @@ package estimate
 import (
 	"container/list"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
@@ -29,7 +31,46 @@ type Duration struct {
 	// Mean is the samples' mean (zero: not known, Center is the Median).
 	Mean    time.Duration
 	Samples int
-	Basis   string
+	// Basis says what the durations come from, as an estimate's basis line shows it:
+	// "durations of 12 runs of Job team-a/train", "no run of Job demo/etl yet;
+	// durations of 30 runs of pods in namespace demo".
+	Basis string
+	// Level is the circle learned durations come from: the pod's own workload
+	// (LevelOwner), or a wider one it fell back to. Spread is the log-normal σ by which a
+	// wider circle's durations are widened (FallbackSpread): another workload's runs say
+	// little of this one's, and the range says so.
+	Level  Level
+	Spread float64
+
+	// runs are the learned durations, sorted, that a simulation draws from (shared, not
+	// to be modified); bandwidth is the log-normal σ a draw is smoothed by (drawn), and
+	// outlasted is set for a pod that has held its quota longer than every run.
+	runs      []time.Duration
+	bandwidth float64
+	outlasted bool
+}
+
+// Spreads of the durations learned from a wider circle than the pod's own workload: a
+// namespace's runs are widened by a log-normal factor of σ 1.0 (their range's 10th and
+// 90th percentiles reach ×0.28 and ×3.6 further), a budget's, which may span
+// namespaces, by σ 1.3 (×0.19 and ×5.3).
+const (
+	namespaceSpread = 1.0
+	budgetSpread    = 1.3
+	// z90 is the standard normal's 90th percentile.
+	z90 = 1.2816
+)
+
+// FallbackSpread is the σ a learned duration of level is widened by (0 for a pod's own
+// workload).
+func FallbackSpread(level Level) float64 {
+	switch level {
+	case LevelNamespace:
+		return namespaceSpread
+	case LevelBudget:
+		return budgetSpread
+	}
+	return 0
 }
 
 // Center is the duration a simulation's central run gives a pod it admits: its Mean
@@ -124,29 +165,66 @@ func (l *Learner) Estimate(keys []Key) (Duration, bool) { return l.EstimateAfter
 // quantiles of the key's runs that lasted longer than that (a pod past the median of
 // its kind is among the long ones), or of all its runs when none did, or when elapsed
 // is below their Low.
+//
+// Durations of a wider circle than the first key's (the pod's own workload) are
+// widened (FallbackSpread: Low and High reach further) and their Basis says so: "no
+// run of Job demo/etl yet; durations of 30 runs of pods in namespace demo".
 func (l *Learner) EstimateAfter(keys []Key, elapsed time.Duration) (Duration, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, k := range keys {
+	own := 0 // runs of keys[0] when it has too few
+	for i, k := range keys {
 		e := l.keys[k]
 		if e == nil {
 			continue
 		}
 		s := e.Value.(*series)
 		if s.n < MinSamples {
+			if i == 0 {
+				own = s.n
+			}
 			continue
 		}
 		if s.stale {
 			s.summarize()
 		}
+		d := s.summary
 		if elapsed >= s.summary.Low {
-			if d, ok := s.longerThan(elapsed); ok {
-				return d, true
+			if longer, ok := s.longerThan(elapsed); ok {
+				d = longer
+			} else {
+				d.outlasted = true
 			}
 		}
-		return s.summary, true
+		if i > 0 {
+			d.widen(FallbackSpread(k.Level))
+			d.Basis = tooFew(keys[0], own) + "; " + d.Basis
+		}
+		return d, true
 	}
 	return Duration{}, false
+}
+
+// widen spreads d's range by a log-normal factor of σ: its 10th and 90th percentiles.
+func (d *Duration) widen(sigma float64) {
+	d.Spread = sigma
+	if sigma <= 0 {
+		return
+	}
+	f := math.Exp(z90 * sigma)
+	d.Low = time.Duration(float64(d.Low) / f)
+	d.High = time.Duration(float64(d.High) * f)
+}
+
+// tooFew says that key, the pod's own, has n runs, fewer than MinSamples.
+func tooFew(key Key, n int) string {
+	switch n {
+	case 0:
+		return "no run of " + key.String() + " yet"
+	case 1:
+		return "only 1 run of " + key.String()
+	}
+	return fmt.Sprintf("only %d runs of %s", n, key.String())
 }
 
 // Len returns how many keys the Learner keeps.
@@ -162,13 +240,17 @@ func (s *series) summarize() {
 	w := buf[:s.n]
 	copy(w, s.ring[:s.n])
 	slices.Sort(w)
+	runs := slices.Clone(w)
 	s.summary = Duration{
-		Median:  rank(w, 50),
-		Mean:    mean(w),
-		Low:     rank(w, 10),
-		High:    rank(w, 90),
-		Samples: s.n,
-		Basis:   s.key.String(),
+		runs:      runs,
+		bandwidth: bandwidth(runs),
+		Median:    rank(w, 50),
+		Mean:      mean(w),
+		Low:       rank(w, 10),
+		High:      rank(w, 90),
+		Samples:   s.n,
+		Basis:     runsOf(s.n, s.key),
+		Level:     s.key.Level,
 	}
 	s.stale = false
 }
@@ -187,14 +269,86 @@ func (s *series) longerThan(elapsed time.Duration) (Duration, bool) {
 		return Duration{}, false
 	}
 	slices.Sort(w)
+	runs := slices.Clone(w)
+	h := bandwidth(runs)
+	if len(runs) < MinSamples {
+		// Too few runs longer than elapsed to say how they spread: the spread of all
+		// the key's runs.
+		if s.stale {
+			s.summarize()
+		}
+		h = s.summary.bandwidth
+	}
 	return Duration{
-		Median:  rank(w, 50),
-		Mean:    mean(w),
-		Low:     rank(w, 10),
-		High:    rank(w, 90),
-		Samples: len(w),
-		Basis:   fmt.Sprintf("%s, its runs longer than %s", s.key, elapsed.Round(time.Second)),
+		runs:      runs,
+		bandwidth: h,
+		Median:    rank(w, 50),
+		Mean:      mean(w),
+		Low:       rank(w, 10),
+		High:      rank(w, 90),
+		Samples:   len(w),
+		Basis:     fmt.Sprintf("%s longer than %s", runsOf(len(w), s.key), elapsed.Round(time.Second)),
+		Level:     s.key.Level,
 	}, true
+}
+
+// runsOf is "durations of 12 runs of Job team-a/train", "durations of 30 runs of pods
+// in namespace demo".
+func runsOf(n int, k Key) string {
+	what := k.String()
+	if k.Level != LevelOwner {
+		what = "pods in " + what
+	}
+	if n == 1 {
+		return "durations of 1 run of " + what
+	}
+	return fmt.Sprintf("durations of %d runs of %s", n, what)
+}
+
+// bandwidth is the log-normal σ by which draws from runs are smoothed: Silverman's
+// rule of thumb, 1.06 × the standard deviation s of the runs' logarithms × n^(-1/5)
+// (a smoothed bootstrap), widened so that the spread of a draw is that of a
+// prediction from n runs: s × t(n-1) / z × √(1 + 1/n), t(n-1) the 90th percentile of
+// Student's t with n-1 degrees of freedom and z the normal's. A few runs then stand for
+// the spread of the runs that could have been, not for themselves only: from 3 runs
+// the spread of a draw grows 1.7 times, from 32 by 4%.
+func bandwidth(runs []time.Duration) float64 {
+	n := len(runs)
+	if n < 2 {
+		return 0
+	}
+	var sum, sq float64
+	for _, d := range runs {
+		x := math.Log(float64(max(d, 1)))
+		sum += x
+		sq += x * x
+	}
+	fn := float64(n)
+	m := sum / fn
+	v := max(sq/fn-m*m, 0) * fn / (fn - 1)
+	silverman := 1.06 * math.Pow(fn, -0.2)
+	t := t90[min(n-1, len(t90))-1]
+	f := t / z90 * math.Sqrt(1+1/fn)
+	return math.Sqrt(v * (silverman*silverman + max(f*f-1, 0)))
+}
+
+// t90 is the 90th percentile of Student's t with 1 to 31 degrees of freedom.
+var t90 = [...]float64{3.078, 1.886, 1.638, 1.533, 1.476, 1.440, 1.415, 1.397, 1.383, 1.372,
+	1.363, 1.356, 1.350, 1.345, 1.341, 1.337, 1.333, 1.330, 1.328, 1.325,
+	1.323, 1.321, 1.319, 1.318, 1.316, 1.315, 1.314, 1.313, 1.311, 1.310, 1.309}
+
+// draw is one duration drawn from d: a run picked at random from runs (d's learned
+// runs, or a resample of them: durations.resample), smoothed and widened by a
+// log-normal factor (bandwidth, Spread); its Center when nothing was learned.
+func (d Duration) draw(r *rand.Rand, runs []time.Duration) time.Duration {
+	if len(runs) == 0 {
+		return d.Center()
+	}
+	x := float64(runs[r.IntN(len(runs))])
+	if sigma := math.Hypot(d.bandwidth, d.Spread); sigma > 0 {
+		x *= math.Exp(sigma * r.NormFloat64())
+	}
+	return time.Duration(x)
 }
 
 // mean is the mean of ds (not empty). Window durations of at most a few years each

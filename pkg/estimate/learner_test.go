@@ -2,10 +2,12 @@ package estimate
 
 import (
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/quotagate/quotagate/internal/testbed/podtest"
@@ -27,9 +29,21 @@ func TestOwnerOf(t *testing.T) {
 			pod:  podtest.New("nightly-29312640-abcde").Owner("batch/v1", "Job", "nightly-29312640", true),
 			kind: "Job", want: "nightly",
 		},
-		"a short number is the user's": {
-			pod:  podtest.New("train-2-x").Owner("batch/v1", "Job", "train-2", true),
-			kind: "Job", want: "train-2",
+		"numbered Jobs are one workload: train-7 and train-8 are train": {
+			pod:  podtest.New("train-7-x").Owner("batch/v1", "Job", "train-7", true),
+			kind: "Job", want: "train",
+		},
+		"a numbered Job's generated suffix goes too": {
+			pod:  podtest.New("p").Owner("batch/v1", "Job", "etl-12-x7k2p", true),
+			kind: "Job", want: "etl",
+		},
+		"a name that is only a number is kept": {
+			pod:  podtest.New("p").Owner("batch/v1", "Job", "2026", true),
+			kind: "Job", want: "2026",
+		},
+		"a number inside the name is the user's": {
+			pod:  podtest.New("p").Owner("batch/v1", "Job", "resnet50-eval", true),
+			kind: "Job", want: "resnet50-eval",
 		},
 		"a ReplicaSet loses its pod-template-hash": {
 			pod:  podtest.New("web-5d8f9c7b4-zq2xv").Owner("apps/v1", "ReplicaSet", "web-5d8f9c7b4", true).Label(podTemplateHashLabel, "5d8f9c7b4"),
@@ -58,6 +72,18 @@ func TestOwnerOf(t *testing.T) {
 		"a bare named pod": {
 			pod:  podtest.New("worker-b2c4d"),
 			kind: "Pod", want: "worker",
+		},
+		"numbered bare pods are one workload: etl-1 and etl-2 are etl": {
+			pod:  podtest.New("etl-2"),
+			kind: "Pod", want: "etl",
+		},
+		"a bare pod's numbered generateName": {
+			pod:  podtest.New("x").GenerateName("etl-3-"),
+			kind: "Pod", want: "etl",
+		},
+		"a ReplicaSet's numbered Deployment": {
+			pod:  podtest.New("web-2-5d8f9c7b4-zq2xv").Owner("apps/v1", "ReplicaSet", "web-2-5d8f9c7b4", true).Label(podTemplateHashLabel, "5d8f9c7b4"),
+			kind: "ReplicaSet", want: "web",
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -93,19 +119,21 @@ func TestLearnerFallback(t *testing.T) {
 		"the owner's own durations first": {
 			learn:     func(l *Learner) { record(l, job("train"), 10, 20, 30); record(l, job("eval"), 1, 1, 1) },
 			ask:       job("train"),
-			want:      Duration{Median: 20 * time.Minute, Mean: 20 * time.Minute, Low: 10 * time.Minute, High: 30 * time.Minute, Samples: 3, Basis: "Job team-a/train"},
+			want:      Duration{Median: 20 * time.Minute, Mean: 20 * time.Minute, Low: 10 * time.Minute, High: 30 * time.Minute, Samples: 3, Basis: "durations of 3 runs of Job team-a/train"},
 			wantFound: true,
 		},
 		"too few of the owner's: the namespace's": {
-			learn:     func(l *Learner) { record(l, job("train"), 10, 20); record(l, job("eval"), 1, 2, 3) },
-			ask:       job("train"),
-			want:      Duration{Median: 3 * time.Minute, Mean: 36 * time.Minute / 5, Low: 1 * time.Minute, High: 20 * time.Minute, Samples: 5, Basis: "namespace team-a"},
+			learn: func(l *Learner) { record(l, job("train"), 10, 20); record(l, job("eval"), 1, 2, 3) },
+			ask:   job("train"),
+			want: Duration{Median: 3 * time.Minute, Mean: 36 * time.Minute / 5, Low: widened(1*time.Minute, -namespaceSpread), High: widened(20*time.Minute, namespaceSpread),
+				Samples: 5, Basis: "only 2 runs of Job team-a/train; durations of 5 runs of pods in namespace team-a", Level: LevelNamespace, Spread: namespaceSpread},
 			wantFound: true,
 		},
 		"a new namespace: the budget's": {
-			learn:     func(l *Learner) { record(l, other, 4, 4, 5) },
-			ask:       job("train"),
-			want:      Duration{Median: 4 * time.Minute, Mean: 13 * time.Minute / 3, Low: 4 * time.Minute, High: 5 * time.Minute, Samples: 3, Basis: "Budget team-a/gpu"},
+			learn: func(l *Learner) { record(l, other, 4, 4, 5) },
+			ask:   job("train"),
+			want: Duration{Median: 4 * time.Minute, Mean: 13 * time.Minute / 3, Low: widened(4*time.Minute, -budgetSpread), High: widened(5*time.Minute, budgetSpread),
+				Samples: 3, Basis: "no run of Job team-a/train yet; durations of 3 runs of pods in Budget team-a/gpu", Level: LevelBudget, Spread: budgetSpread},
 			wantFound: true,
 		},
 		"the window keeps the last runs": {
@@ -118,7 +146,7 @@ func TestLearnerFallback(t *testing.T) {
 				}
 			},
 			ask:       job("train"),
-			want:      Duration{Median: time.Minute, Mean: 101 * time.Minute / 2, Low: time.Minute, High: 100 * time.Minute, Samples: Window, Basis: "Job team-a/train"},
+			want:      Duration{Median: time.Minute, Mean: 101 * time.Minute / 2, Low: time.Minute, High: 100 * time.Minute, Samples: Window, Basis: "durations of 32 runs of Job team-a/train"},
 			wantFound: true,
 		},
 		"non-positive durations teach nothing": {
@@ -133,11 +161,20 @@ func TestLearnerFallback(t *testing.T) {
 			if found != tc.wantFound {
 				t.Fatalf("found = %v, want %v", found, tc.wantFound)
 			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
+			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreUnexported(Duration{})); diff != "" {
 				t.Errorf("Estimate (-want +got):\n%s", diff)
 			}
 		})
 	}
+}
+
+// widened is d moved by a log-normal σ's 90th percentile: up for σ > 0, down for σ < 0.
+func widened(d time.Duration, sigma float64) time.Duration {
+	f := math.Exp(z90 * math.Abs(sigma))
+	if sigma < 0 {
+		return time.Duration(float64(d) / f)
+	}
+	return time.Duration(float64(d) * f)
 }
 
 // The Learner keeps at most maxKeys keys, the least recently recorded going first.
@@ -228,8 +265,8 @@ func TestFactsCompact(t *testing.T) {
 			}
 		})
 	}
-	a, b := FactsOf(podtest.New("p-00001").NS("team-a").Obj()), FactsOf(podtest.New("p-00002").NS("team-a").Obj())
-	if a == b || a.Compact("p-00001") != b.Compact("p-00002") {
+	a, b := FactsOf(podtest.New("alpha").NS("team-a").Obj()), FactsOf(podtest.New("beta").NS("team-a").Obj())
+	if a == b || a.Compact("alpha") != b.Compact("beta") {
 		t.Errorf("two bare pods' facts: %+v and %+v; compact, they should be equal", a, b)
 	}
 }

@@ -43,7 +43,7 @@ type Placement struct {
 // ahead. The result is nil when o.Done was closed before those decisions were all
 // taken.
 func Place(w World, o Options, uids []types.UID) []Placement {
-	s := newSim(&w, &o, pickCenter)
+	s := newSim(&w, &o, durations{})
 	if o.stopped() {
 		return nil
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"container/heap"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -12,38 +13,56 @@ import (
 	"github.com/quotagate/quotagate/pkg/quota"
 )
 
-// pick chooses which of a duration's values a simulation uses.
-type pick int
-
-const (
-	pickCenter pick = iota
-	pickLow
-	pickHigh
-)
-
-// of is how long a pod the simulation admits runs: its Center (the mean of learned runs)
-// in the central run.
-func (p pick) of(d Duration) time.Duration {
-	switch p {
-	case pickLow:
-		return d.Low
-	case pickHigh:
-		return d.High
-	}
-	return d.Center()
+// durations chooses how long each pod runs in one simulation: every duration at its
+// center (rng nil: a learned duration's mean for a pod admitted, a running pod's end at
+// its median, Expectation.Ends says why), or one draw of each (Duration.draw,
+// Expectation.drawEnd). A deadline or a declared duration is that one in every run.
+//
+// A run draws from a resample of each learned duration's runs (a bootstrap, one per
+// run and runs): the runs learned are a sample of the workload's, and a range drawn
+// from them as if they were all its runs holds the truth less often than it claims
+// (the workload's mean is itself uncertain, and every pod of the queue shares it).
+type durations struct {
+	rng  *rand.Rand
+	boot map[*time.Duration][]time.Duration
 }
 
-// end is when a pod that holds quota at the world's now ends: its median in the central
-// run (Expectation.Ends says why).
-func (p pick) end(e Expectation, now time.Time) time.Time {
-	median, low, high := e.Ends(now)
-	switch p {
-	case pickLow:
-		return low
-	case pickHigh:
-		return high
+func drawn(rng *rand.Rand) durations {
+	return durations{rng: rng, boot: map[*time.Duration][]time.Duration{}}
+}
+
+// of is how long a pod the simulation admits runs.
+func (p durations) of(e Expectation) time.Duration {
+	if p.rng == nil || e.Source != SourceLearned {
+		return e.Center()
 	}
-	return median
+	return e.draw(p.rng, p.resample(e.runs))
+}
+
+// end is when a pod that holds quota at the world's now ends.
+func (p durations) end(e Expectation, now time.Time) time.Time {
+	if p.rng == nil {
+		median, _, _ := e.Ends(now)
+		return median
+	}
+	return e.drawEnd(now, p.rng, p.resample(e.runs))
+}
+
+// resample is this run's resample of runs: as many runs, drawn from them with
+// replacement.
+func (p durations) resample(runs []time.Duration) []time.Duration {
+	if len(runs) < 2 {
+		return runs
+	}
+	b, ok := p.boot[&runs[0]]
+	if !ok {
+		b = make([]time.Duration, len(runs))
+		for i := range b {
+			b[i] = runs[p.rng.IntN(len(runs))]
+		}
+		p.boot[&runs[0]] = b
+	}
+	return b
 }
 
 // outcome is what one simulation found for one waiting pod.
@@ -52,6 +71,7 @@ type outcome struct {
 	at      time.Time
 	ends    int
 	samples int
+	basis   weak
 	unknown Unknown
 	reason  string
 }
@@ -59,6 +79,9 @@ type outcome struct {
 type result struct {
 	pods    []outcome // by index in World.Waiting
 	stopped time.Time // the simulated time it stopped at
+	// heads are the waiting pods first in a covering budget's queue at the world's Now
+	// (quota.Reads.AtHead), when asked for.
+	heads map[types.UID]bool
 }
 
 // never is the flush interval of the simulation's core: it does not flush, since
@@ -72,16 +95,17 @@ type sim struct {
 	o       *Options
 	q       *quota.AdmissionQueue
 	clk     *simClock
-	pick    pick
+	pick    durations
 	ends    endHeap
 	seq     int                // ends scheduled so far
 	gone    map[types.UID]bool // ended or preempted
 	forever map[types.UID]bool // holding quota with no expected end
 	waiting map[types.UID]int  // index in w.Waiting
 	out     []outcome
-	left    int // waiting pods not started yet
-	ended   int // pods ended so far
-	weakest int // the fewest samples behind a learned end so far (0: none)
+	left    int  // waiting pods not started yet
+	ended   int  // pods ended so far
+	weakest int  // the fewest samples behind a learned end so far (0: none)
+	weak    weak // the least trusted learned end so far
 
 	// admissions, when not nil, records each admission and how many victims had been
 	// preempted before it (Place reads them).
@@ -95,12 +119,20 @@ type admission struct {
 	preempts int
 }
 
-// run simulates the world with every duration at pk until every waiting pod is
+// run simulates the world with the durations pk chooses until every waiting pod is
 // admitted or nothing more can happen, within o's bounds.
-func run(w *World, o *Options, pk pick) result {
+func run(w *World, o *Options, pk durations, heads bool) result {
 	s := newSim(w, o, pk)
 	if o.stopped() {
 		return result{pods: s.out, stopped: s.clk.now} // dropped by Simulate
+	}
+	var atHead map[types.UID]bool
+	if heads {
+		uids := make([]types.UID, len(w.Waiting))
+		for i, p := range w.Waiting {
+			uids[i] = p.Pod.UID
+		}
+		atHead = s.q.Reader().AtHead(uids, 1)
 	}
 	horizon, maxSteps := w.Now.Add(cmp.Or(o.Horizon, DefaultHorizon)), o.MaxSteps
 	if maxSteps <= 0 {
@@ -127,14 +159,14 @@ func run(w *World, o *Options, pk pick) result {
 		s.endDue()
 	}
 	s.explain(capped)
-	return result{pods: s.out, stopped: s.clk.now}
+	return result{pods: s.out, stopped: s.clk.now, heads: atHead}
 }
 
 // newSim feeds a fresh core, on a clock of its own at w.Now, the world: namespaces,
 // flavors, budgets, the pods that hold quota (each with its end scheduled) and the
 // waiting pods. Nothing is admitted yet. When o.Done is closed meanwhile, it feeds no
 // more (the caller looks at o.stopped()).
-func newSim(w *World, o *Options, pk pick) *sim {
+func newSim(w *World, o *Options, pk durations) *sim {
 	clk := &simClock{now: w.Now}
 	core := append(append([]quota.Option(nil), o.Core...), quota.WithClock(clk), quota.WithFlushInterval(never))
 	s := &sim{
@@ -175,12 +207,12 @@ func (s *sim) holds(uid types.UID, e Expectation, end time.Time) {
 		s.forever[uid] = true
 		return
 	}
-	samples := 0
+	var w weak
 	if e.Source == SourceLearned {
-		samples = e.Samples
+		w = weak{known: true, level: e.Level, samples: e.Samples, basis: e.Basis}
 	}
 	s.seq++
-	heap.Push(&s.ends, podEnd{at: end, seq: s.seq, uid: uid, samples: samples})
+	heap.Push(&s.ends, podEnd{at: end, seq: s.seq, uid: uid, weak: w})
 }
 
 // admit takes what the core admits now, starts it, and carries out the preemptions it
@@ -202,7 +234,7 @@ func (s *sim) admit() {
 		preempted := false
 		for _, p := range s.q.Preemptions() {
 			if s.q.PreemptionNeeded(p.Victim.UID) {
-				s.end(p.Victim.UID, 0, false)
+				s.end(p.Victim.UID, weak{}, false)
 				s.preempted++
 				preempted = true
 			}
@@ -219,15 +251,15 @@ func (s *sim) started(uid types.UID) {
 		return
 	}
 	now := s.clk.now
-	s.out[i] = outcome{started: true, at: now, ends: s.ended, samples: s.weakest}
+	s.out[i] = outcome{started: true, at: now, ends: s.ended, samples: s.weakest, basis: s.weak}
 	s.left--
 	e := s.w.Waiting[i].Expect
-	s.holds(uid, e, now.Add(max(s.pick.of(e.Duration), 0)))
+	s.holds(uid, e, now.Add(max(s.pick.of(e), 0)))
 }
 
 // end ends a pod now: the core forgets it (as it forgets a Terminal view) and its
 // charge is released.
-func (s *sim) end(uid types.UID, samples int, counted bool) {
+func (s *sim) end(uid types.UID, w weak, counted bool) {
 	if s.gone[uid] {
 		return
 	}
@@ -236,9 +268,10 @@ func (s *sim) end(uid types.UID, samples int, counted bool) {
 	s.q.DeletePod(uid)
 	if counted {
 		s.ended++
-		if samples > 0 && (s.weakest == 0 || samples < s.weakest) {
-			s.weakest = samples
+		if w.known && (s.weakest == 0 || w.samples < s.weakest) {
+			s.weakest = w.samples
 		}
+		s.weak = s.weak.weaker(w)
 	}
 }
 
@@ -263,7 +296,7 @@ func (s *sim) next(horizon time.Time) (time.Time, bool) {
 func (s *sim) endDue() {
 	for len(s.ends.items) > 0 && !s.ends.items[0].at.After(s.clk.now) {
 		e := heap.Pop(&s.ends).(podEnd)
-		s.end(e.uid, e.samples, true)
+		s.end(e.uid, e.weak, true)
 	}
 }
 
@@ -321,10 +354,30 @@ func (c *simClock) Since(t time.Time) time.Duration { return c.now.Sub(t) }
 // podEnd is when a pod that holds quota ends; seq keeps ends at the same moment in
 // the order they were scheduled.
 type podEnd struct {
-	at      time.Time
-	seq     int
-	uid     types.UID
+	at   time.Time
+	seq  int
+	uid  types.UID
+	weak weak
+}
+
+// weak is what a learned end rests on, to find the least trusted among those a start
+// waited for: the widest circle, then the fewest runs.
+type weak struct {
+	known   bool // a learned duration (not a deadline, a declaration)
+	level   Level
 	samples int
+	basis   string
+}
+
+// weaker is the less trusted of w and o.
+func (w weak) weaker(o weak) weak {
+	switch {
+	case !o.known:
+		return w
+	case !w.known, o.level > w.level, o.level == w.level && o.samples < w.samples:
+		return o
+	}
+	return w
 }
 
 type endHeap struct{ items []podEnd }

@@ -1,6 +1,7 @@
 package estimate
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -19,20 +20,27 @@ func podIn(ns, name string, created int, req string) *podtest.Builder {
 
 func view(b *podtest.Builder) quota.Pod { return quota.NewPod(b.Obj(), v1alpha1.SchedulingGate, t0) }
 
-// runs is an expectation of d (low, median, high all d unless spread gives two more).
+// runs is an expectation of d: declared, or, when spread gives two more, learned from
+// three runs (spread[0], d, spread[1]) that a simulation draws from.
 func runs(d time.Duration, spread ...time.Duration) Expectation {
-	e := Expectation{Source: SourceDeclared, Duration: Duration{Median: d, Low: d, High: d}}
 	if len(spread) == 2 {
-		e.Source, e.Low, e.High, e.Samples = SourceLearned, spread[0], spread[1], 3
+		return learnedRuns(spread[0], d, spread[1])
 	}
-	return e
+	return Expectation{Source: SourceDeclared, Duration: Duration{Median: d, Mean: d, Low: d, High: d}}
 }
 
-// skewed is a learned kind whose runs are 1 minute mostly and 10 sometimes: median 1,
-// mean 4, range 1 to 10.
-func skewed() Expectation {
-	return Expectation{Source: SourceLearned, Duration: Duration{
-		Median: time.Minute, Mean: 4 * time.Minute, Low: time.Minute, High: 10 * time.Minute, Samples: 10}}
+// learnedRuns is the expectation a Learner gives a workload of these runs.
+func learnedRuns(ds ...time.Duration) Expectation {
+	l := NewLearner(0)
+	keys := KeysOf(podtest.New("kind").NS("team-a").Obj(), nil)
+	for _, d := range ds {
+		l.Record(keys, d)
+	}
+	d, ok := l.Estimate(keys)
+	if !ok {
+		panic("fewer than MinSamples runs")
+	}
+	return Expectation{Source: SourceLearned, Duration: d}
 }
 
 // running: a pod that holds req since t0 and ends after d.
@@ -112,22 +120,6 @@ func TestSimulate(t *testing.T) {
 				[]Pod{running("team-a", "r", "cpu=2", runs(10*min))},
 				[]Pod{waiting(podIn("team-a", "low", 1, "cpu=2"), runs(10*min)), waiting(podIn("team-a", "high", 2, "cpu=2").Priority(100), runs(10*min))}),
 			want: map[string]got{"high": {Median: 10, Low: 10, High: 10}, "low": {Median: 20, Low: 20, High: 20}},
-		},
-		"the range: durations at their low and high": {
-			w: world([]quota.Budget{budget("team-a", "a", "cpu=2")},
-				[]Pod{running("team-a", "r", "cpu=2", runs(10*min, 5*min, 20*min))},
-				[]Pod{waiting(podIn("team-a", "w1", 1, "cpu=2"), runs(10*min, 5*min, 20*min)), waiting(podIn("team-a", "w2", 2, "cpu=2"), runs(min))}),
-			want: map[string]got{"w1": {Median: 10, Low: 5, High: 20}, "w2": {Median: 20, Low: 10, High: 40}},
-		},
-		"a skewed kind: the running pod ends at its median, the admitted run their mean": {
-			// Runs of 1 minute mostly and 10 sometimes: median 1, mean 4. The running
-			// pod likely ends first at 1; each admitted one then holds the slot 4
-			// minutes on the average, not 1.
-			w: world([]quota.Budget{budget("team-a", "a", "cpu=1")},
-				[]Pod{running("team-a", "r", "cpu=1", skewed())},
-				[]Pod{waiting(podIn("team-a", "w1", 1, "cpu=1"), skewed()), waiting(podIn("team-a", "w2", 2, "cpu=1"), skewed()),
-					waiting(podIn("team-a", "w3", 3, "cpu=1"), skewed())}),
-			want: map[string]got{"w1": {Median: 1, Low: 1, High: 10}, "w2": {Median: 5, Low: 2, High: 20}, "w3": {Median: 9, Low: 3, High: 30}},
 		},
 		"borrowing: a borrows what b leaves idle": {
 			w: world(family(v1alpha1.ReclaimNever), nil, []Pod{
@@ -327,7 +319,7 @@ func TestSimulateRunsOnceWithoutRanges(t *testing.T) {
 		if sim {
 			Simulate(w, o)
 		} else {
-			run(&w, &o, pickCenter)
+			run(&w, &o, durations{}, false)
 		}
 		return n
 	}
@@ -343,5 +335,63 @@ func TestSimulateRunsOnceWithoutRanges(t *testing.T) {
 	spread.Waiting = []Pod{exact.Waiting[0], waiting(podIn("team-a", "w2", 2, "cpu=1"), runs(time.Minute, 30*time.Second, 2*time.Minute))}
 	if one, got := moments(spread, false), moments(spread, true); got <= one {
 		t.Errorf("with a range Simulate took %d moments, want more than the central run's %d (three runs)", got, one)
+	}
+}
+
+// A start says what the least trusted duration it waited for was learned from: a
+// workload with no runs of its own, whose durations are its namespace's, before one
+// learned from its own runs, and that before one with fewer.
+func TestSimulateBasis(t *testing.T) {
+	l := NewLearner(0)
+	train := KeysOf(podtest.New("train-1").NS("team-a").Obj(), nil)
+	for i := range 30 {
+		l.Record(train, time.Duration(1+i%6)*time.Second)
+	}
+	learned := func(name string) Expectation {
+		f := FactsOf(podtest.New(name).NS("team-a").Obj())
+		e := l.ExpectFacts(&f, nil, t0)
+		if e.Source != SourceLearned {
+			t.Fatalf("%s: nothing learned", name)
+		}
+		return e
+	}
+	if e := learned("etl-2"); e.Level != LevelNamespace || e.Spread != namespaceSpread {
+		t.Errorf("etl's durations: level %d, spread %v; want its namespace's, widened by %v", e.Level, e.Spread, namespaceSpread)
+	}
+	for name, tc := range map[string]struct {
+		ahead []Pod
+		want  string
+	}{
+		"its own workload's runs": {
+			ahead: []Pod{running("team-a", "train-2", "cpu=1", learned("train-2"))},
+			want:  "durations of 30 runs of Pod team-a/train",
+		},
+		"a workload with no runs: its namespace's, and it says so": {
+			ahead: []Pod{running("team-a", "train-2", "cpu=1", learned("train-2")), running("team-a", "etl-1", "cpu=1", learned("etl-1"))},
+			want:  "no run of Pod team-a/etl yet; durations of 30 runs of pods in namespace team-a",
+		},
+		"declared durations only: none": {
+			ahead: []Pod{running("team-a", "r", "cpu=1", runs(time.Minute))},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			w := world([]quota.Budget{budget("team-a", "a", fmt.Sprintf("cpu=%d", len(tc.ahead)))}, tc.ahead,
+				[]Pod{waiting(podIn("team-a", "etl-2", 1, fmt.Sprintf("cpu=%d", len(tc.ahead))), learned("etl-2"))})
+			s := Simulate(w, Options{})[0]
+			if !s.Known || s.Basis != tc.want {
+				t.Errorf("start known %v, basis %q; want %q", s.Known, s.Basis, tc.want)
+			}
+		})
+	}
+}
+
+// Head marks the pod its budget admits next, at the world's Now.
+func TestSimulateHead(t *testing.T) {
+	w := world([]quota.Budget{budget("team-a", "a", "cpu=1")},
+		[]Pod{running("team-a", "r", "cpu=1", runs(10*time.Minute, 5*time.Minute, 20*time.Minute))},
+		[]Pod{waiting(podIn("team-a", "w1", 1, "cpu=1"), runs(time.Minute)), waiting(podIn("team-a", "w2", 2, "cpu=1"), runs(time.Minute))})
+	starts := Simulate(w, Options{})
+	if !starts[0].Head || starts[1].Head {
+		t.Errorf("heads: w1 %v, w2 %v; want w1 only", starts[0].Head, starts[1].Head)
 	}
 }

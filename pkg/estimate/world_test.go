@@ -71,8 +71,8 @@ func TestWorldBuilder(t *testing.T) {
 	}
 	want := map[string]summary{
 		"run":   {SourceDeclared, time.Hour, "annotation " + v1alpha1.ExpectedDurationAnnotation},
-		"new":   {SourceLearned, 20 * time.Minute, "ClusterBudget org"},
-		"gpu":   {SourceLearned, 20 * time.Minute, "ClusterBudget org"},
+		"new":   {SourceLearned, 20 * time.Minute, "no run of Pod team-b/new yet; durations of 3 runs of pods in ClusterBudget org"},
+		"gpu":   {SourceLearned, 20 * time.Minute, "no run of Pod team-b/gpu yet; durations of 3 runs of pods in ClusterBudget org"},
 		"alone": {},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

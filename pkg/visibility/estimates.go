@@ -6,6 +6,7 @@ import (
 
 	visv1 "github.com/quotagate/quotagate/api/visibility/v1alpha1"
 	"github.com/quotagate/quotagate/pkg/estimate"
+	"github.com/quotagate/quotagate/pkg/quota"
 )
 
 // Estimates answers a gated pod's estimated start: the manager's estimator
@@ -13,6 +14,30 @@ import (
 // is off, or has not estimated the pod yet.
 type Estimates interface {
 	EstimatedStart(uid types.UID) (estimate.Start, bool)
+}
+
+// EstimateRecords is an Estimates that keeps each budget's track record
+// (controller.Controller): a pod's status then carries its budget's.
+type EstimateRecords interface {
+	EstimateRecord(budget quota.BudgetKey) (estimate.Record, bool)
+}
+
+// estimateRecord is the API's view of the track record of the budget of places,
+// nil when e keeps none or has none for it.
+func estimateRecord(e Estimates, places []quota.PodPlace) *visv1.EstimateRecord {
+	r, ok := e.(EstimateRecords)
+	if !ok || len(places) == 0 {
+		return nil
+	}
+	rec, ok := r.EstimateRecord(places[0].Budget)
+	if !ok {
+		return nil
+	}
+	return &visv1.EstimateRecord{
+		BudgetKind: rec.Budget.Kind(), Namespace: rec.Budget.Namespace, Name: rec.Budget.Name,
+		Pods: int64(rec.Pods), MedianErrorSeconds: rec.MedianError.Seconds(), WithinRange: int64(rec.Within),
+		Since: metav1.NewTime(rec.Since),
+	}
 }
 
 // HandlerOption configures NewHandler.
@@ -43,7 +68,7 @@ func estimatedStart(e Estimates, uid types.UID) *visv1.EstimatedStart {
 
 // EstimatedStartOf converts an estimate to the API's type. Like Start, it names no pod.
 func EstimatedStartOf(s estimate.Start) *visv1.EstimatedStart {
-	out := &visv1.EstimatedStart{Ends: int64(s.Ends), Samples: int64(s.Samples)}
+	out := &visv1.EstimatedStart{Ends: int64(s.Ends), Samples: int64(s.Samples), Basis: s.Basis}
 	if !s.Known {
 		out.Unknown, out.Message = string(s.Unknown), s.Reason
 		return out

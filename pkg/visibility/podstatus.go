@@ -80,6 +80,7 @@ func (h podStatus) serve(w http.ResponseWriter, r *http.Request, namespace, name
 	}
 	st := toPodStatus(wait, h.clock.Now())
 	st.EstimatedStart = estimatedStart(h.estimates, wait.Pod.UID)
+	st.EstimateRecord = estimateRecord(h.estimates, wait.Places)
 	writeJSON(w, http.StatusOK, st)
 }
 

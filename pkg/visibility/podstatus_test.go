@@ -144,3 +144,35 @@ func TestPodStatusLeaderOnly(t *testing.T) {
 		}
 	}
 }
+
+// recordedEstimates are fakeEstimates with a track record for Budget team-a/gpu.
+type recordedEstimates struct{ fakeEstimates }
+
+func (recordedEstimates) EstimateRecord(b quota.BudgetKey) (estimate.Record, bool) {
+	if b != (quota.BudgetKey{Namespace: "team-a", Name: "gpu"}) {
+		return estimate.Record{}, false
+	}
+	return estimate.Record{Budget: b, Pods: 30, MedianError: 40 * time.Second, Within: 25, Since: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}, true
+}
+
+// A pod's status carries the track record of its first budget, when the manager keeps
+// one there.
+func TestPodStatusCarriesTheTrackRecord(t *testing.T) {
+	created := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	queues := fakeQueues{created: created, waits: podWaits(created)}
+	h := NewHandler(queues, clocktesting.NewFakePassiveClock(created.Add(90*time.Second)), WithEstimates(recordedEstimates{fakeEstimates{}}))
+	for name, want := range map[string]*visv1.EstimateRecord{
+		"train-0": {BudgetKind: "Budget", Namespace: "team-a", Name: "gpu", Pods: 30, MedianErrorSeconds: 40, WithinRange: 25, Since: metav1.NewTime(created)},
+		"lonely":  nil, // no budget
+	} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, GroupVersionPath+"/namespaces/team-a/pendingpods/"+name, nil))
+		var got visv1.PendingPodStatus
+		if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil || rec.Code != 200 {
+			t.Fatalf("%s: %d %v", name, rec.Code, err)
+		}
+		if diff := cmp.Diff(want, got.EstimateRecord); diff != "" {
+			t.Errorf("%s's estimateRecord (-want +got):\n%s", name, diff)
+		}
+	}
+}

@@ -42,7 +42,8 @@ func (s worldSimulator) SimulatePods(_ context.Context, namespace string, tmpl *
 	b := s.world()
 	for i := range count {
 		p := &corev1.Pod{ObjectMeta: *tmpl.ObjectMeta.DeepCopy(), Spec: *tmpl.Spec.DeepCopy()}
-		p.Namespace, p.Name, p.UID = namespace, fmt.Sprintf("simulated-%d", i), types.UID(fmt.Sprintf("simulated-%d", i))
+		// UIDs ordered as the pods are listed, as the manager's (controller.SimulatePods).
+		p.Namespace, p.Name, p.UID = namespace, fmt.Sprintf("simulated-%d", i), types.UID(fmt.Sprintf("simulated-%04d", i))
 		p.CreationTimestamp = metav1.NewTime(s.now)
 		p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: v1alpha1.SchedulingGate}}
 		view, facts := quota.NewPod(p, v1alpha1.SchedulingGate, s.now), estimate.FactsOf(p)

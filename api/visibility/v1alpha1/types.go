@@ -109,10 +109,11 @@ type PendingPod struct {
 // pods like it), until the pod is admitted. Either Median, Low and High are set, or
 // Unknown and Message say why the start cannot be estimated. It names no other pod.
 type EstimatedStart struct {
-	// Median is when the pod starts if every pod runs for its median duration.
+	// Median is the middle of the pod's starts over the simulation's draws of every
+	// learned duration.
 	Median *metav1.Time `json:"median,omitempty"`
-	// Low and High are the earliest and latest start: every pod at the low and at the
-	// high end of its durations' range.
+	// Low and High are the 10th and 90th percentiles of those starts: a range meant to
+	// hold the real start 80% of the time.
 	Low  *metav1.Time `json:"low,omitempty"`
 	High *metav1.Time `json:"high,omitempty"`
 	// Ends is how many pods the simulation ended before the pod started (in every
@@ -121,6 +122,11 @@ type EstimatedStart struct {
 	// Samples is the fewest finished pods behind a learned duration among those ends
 	// (0 when none was learned: deadlines and declared durations only).
 	Samples int64 `json:"samples,omitempty"`
+	// Basis says what the least trusted learned duration among those ends comes from:
+	// "durations of 12 runs of Job team-a/train", or, for a workload with too few runs of its own,
+	// the wider circle it fell back to ("no run of Job demo/etl yet; durations of 30 runs
+	// of pods in namespace demo"). Empty when none was learned.
+	Basis string `json:"basis,omitempty"`
 	// Unknown is why the start cannot be estimated: NoHistory, BudgetClosed,
 	// NeverFits, Blocked or Capped; empty when it is estimated.
 	Unknown string `json:"unknown,omitempty"`
@@ -156,12 +162,35 @@ type PendingPodStatus struct {
 	// EstimatedStart is when the manager estimates the pod starts; absent when the
 	// manager's estimator is off or has not estimated the pod yet.
 	EstimatedStart *EstimatedStart `json:"estimatedStart,omitempty"`
+	// EstimateRecord is how the estimates of the pods admitted from the first budget of
+	// Budgets fared; absent when the estimator is off or has judged none there yet.
+	EstimateRecord *EstimateRecord `json:"estimateRecord,omitempty"`
 	// Held is true for a pod no budget covers that the manager holds (uncovered pods
 	// are held, or a group member waits for its group); Budgets is empty then.
 	Held bool `json:"held,omitempty"`
 	// Budgets are the pod's places in the queues of the budgets that hold it, in the
 	// order the manager evaluates them (Budgets, then ClusterBudgets, then parents).
 	Budgets []BudgetPlace `json:"budgets"`
+}
+
+// EstimateRecord is a budget's track record of estimated starts, kept by the leader
+// since it started (not across restarts or leader changes): of the last Pods (at most
+// 200) admitted with a known first estimate, the median absolute error of their first
+// estimates and how many were admitted within their first estimate's range.
+type EstimateRecord struct {
+	// BudgetKind, Namespace (empty for a ClusterBudget) and Name of the budget.
+	BudgetKind string `json:"budgetKind"`
+	Namespace  string `json:"namespace,omitempty"`
+	Name       string `json:"name"`
+	// Pods is how many admissions the record holds.
+	Pods int64 `json:"pods"`
+	// MedianErrorSeconds is the median of |first estimate's median − admission|.
+	MedianErrorSeconds float64 `json:"medianErrorSeconds"`
+	// WithinRange is how many of the Pods were admitted within their first estimate's
+	// range (low to high), which claims to hold 80%.
+	WithinRange int64 `json:"withinRange"`
+	// Since is when the record began: when this manager became the leader or started.
+	Since metav1.Time `json:"since"`
 }
 
 // BudgetPlace is a pod's place in one budget's queue.

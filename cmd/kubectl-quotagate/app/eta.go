@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	visv1 "github.com/quotagate/quotagate/api/visibility/v1alpha1"
+	"github.com/quotagate/quotagate/pkg/quota"
 )
 
 // The manager's estimate of when a gated pod starts (docs/visibility.md), as queue's ETA
@@ -57,8 +58,25 @@ func estimateLine(e *visv1.EstimatedStart, now time.Time) string {
 	if e.Ends > 0 {
 		fmt.Fprintf(&b, ", from %d pod ends", e.Ends)
 	}
-	if e.Samples > 0 {
+	switch {
+	case e.Basis != "":
+		fmt.Fprintf(&b, " (%s)", e.Basis)
+	case e.Samples > 0:
 		fmt.Fprintf(&b, ", %d samples at least", e.Samples)
 	}
 	return b.String()
+}
+
+// recordLine is why's line for the track record of the pod's budget: "Estimates in
+// Budget team-a/a: median error 40s, 83% within range (166 of 200 pods admitted since
+// the manager started at 2026-12-05 07:12 UTC)"; "" when there is none. The record is
+// the leader's, in memory: it covers the last pods (at most 200) since it started.
+func recordLine(r *visv1.EstimateRecord) string {
+	if r == nil || r.Pods <= 0 {
+		return ""
+	}
+	key := quota.BudgetKey{Namespace: r.Namespace, Name: r.Name}
+	since := r.Since.UTC().Format("2006-01-02 15:04 UTC")
+	return fmt.Sprintf("Estimates in %s: median error %s, %d%% within range (%d of %d pods admitted since the manager started at %s)",
+		key.Describe(), (time.Duration(r.MedianErrorSeconds * float64(time.Second))).Round(time.Second), 100*r.WithinRange/r.Pods, r.WithinRange, r.Pods, since)
 }

@@ -110,5 +110,6 @@ func explainFromVisibility(ctx context.Context, read podStatusSource, pod *corev
 		res.Reason = &quota.Reason{Code: quota.ReasonCode(st.ReasonCode), Message: st.Reason}
 		res.Budgets = placesOf(st)
 		res.EstimatedStart = st.EstimatedStart
+		res.EstimateRecord = st.EstimateRecord
 	}
 }

@@ -3,11 +3,13 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -154,6 +156,34 @@ train-simulated-2 waits: `
 	var pods corev1.PodList
 	if err := admin.List(t.Context(), &pods, client.InNamespace("team-a")); err != nil || len(pods.Items) != 0 {
 		t.Errorf("team-a holds %d pods after the simulations (%v), want none", len(pods.Items), err)
+	}
+
+	// Twelve pods created at one moment wait in the order they are listed: two at a
+	// time, each pair 10 minutes after the one before (the manager orders pods created
+	// together by UID; sweep-simulated-10 and -11 used to come before -2).
+	sweep := filepath.Join(dir, "sweep.yaml")
+	if err := os.WriteFile(sweep, []byte(strings.NewReplacer("name: train\n", "name: sweep\n", "parallelism: 3\n  completions: 6", "parallelism: 12\n  completions: 12").Replace(trainJob)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err = runReal(t, as("tenant", "simulate", "-f", sweep, "-n", "team-a", "-o", "json")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var swept visv1.PodSimulation
+	if err := json.Unmarshal([]byte(out), &swept); err != nil {
+		t.Fatalf("decoding -o json: %v\n%s", err, out)
+	}
+	var starts, wantStarts []string
+	for i, p := range swept.Status.Pods {
+		wantStarts = append(wantStarts, fmt.Sprintf("%s %s", p.Name, time.Duration(i/2)*10*time.Minute))
+		start := "unknown"
+		if e := p.EstimatedStart; e != nil && e.Median != nil {
+			start = e.Median.Sub(swept.CreationTimestamp.Time).Round(time.Minute).String()
+		}
+		starts = append(starts, p.Name+" "+start)
+	}
+	if diff := cmp.Diff(wantStarts, starts); diff != "" || len(starts) != 12 {
+		t.Errorf("simulate -f sweep.yaml: the pods' median starts after the answer's creation (-want +got):\n%s", diff)
 	}
 
 	_, _, err = runReal(t, as("viewer", "simulate", "-f", job, "-n", "team-a")...)

@@ -101,6 +101,9 @@ type whyResult struct {
 	// EstimatedStart is the manager's estimate of when the pod starts (visibility API
 	// only: the snapshot carries none).
 	EstimatedStart *visv1.EstimatedStart `json:"estimatedStart,omitempty"`
+	// EstimateRecord is how estimates fared in the pod's first budget (visibility API
+	// only).
+	EstimateRecord *visv1.EstimateRecord `json:"estimateRecord,omitempty"`
 	Notes          []string              `json:"notes,omitempty"`
 }
 
@@ -229,6 +232,9 @@ func renderWhy(w io.Writer, out *outputFlags, r *whyResult, now time.Time) error
 		fmt.Fprintf(w, "Reason: %s\n", r.Reason.Message)
 	}
 	if line := estimateLine(r.EstimatedStart, now); line != "" {
+		fmt.Fprintln(w, line)
+	}
+	if line := recordLine(r.EstimateRecord); line != "" {
 		fmt.Fprintln(w, line)
 	}
 	if len(r.Budgets) == 0 {

@@ -149,11 +149,53 @@ func TestWhyVisibilityAnswers(t *testing.T) {
 				return statusSource(&visv1.PendingPodStatus{
 					ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "train-3", UID: "team-a-train-3"},
 					ReasonCode: "InsufficientQuota", Reason: "requests.cpu: 1 requested, 0 free in Budget team-a/team-a; position 3 of 3",
+					EstimatedStart: &visv1.EstimatedStart{Median: at(4 * time.Minute), Low: at(2 * time.Minute), High: at(9 * time.Minute), Ends: 12, Samples: 5,
+						Basis: "durations of 5 runs of Job team-a/train"},
+				})
+			},
+			wantOut: summary + "Reason: requests.cpu: 1 requested, 0 free in Budget team-a/team-a; position 3 of 3\n" +
+				"Estimated start: in 4m (between 2m and 9m), from 12 pod ends (durations of 5 runs of Job team-a/train)\n",
+		},
+		"with its budget's track record": {
+			source: func(*testing.T, *world) podStatusSource {
+				at := func(d time.Duration) *metav1.Time { t := metav1.NewTime(now.Add(d)); return &t }
+				return statusSource(&visv1.PendingPodStatus{
+					ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "train-3", UID: "team-a-train-3"},
+					ReasonCode: "InsufficientQuota", Reason: "requests.cpu: 1 requested, 0 free in Budget team-a/team-a; position 3 of 3",
+					EstimatedStart: &visv1.EstimatedStart{Median: at(4 * time.Minute), Low: at(2 * time.Minute), High: at(9 * time.Minute), Ends: 12, Samples: 5,
+						Basis: "durations of 5 runs of Job team-a/train"},
+					EstimateRecord: &visv1.EstimateRecord{BudgetKind: "Budget", Namespace: "team-a", Name: "team-a", Pods: 120, MedianErrorSeconds: 40.4, WithinRange: 100,
+						Since: metav1.NewTime(time.Date(2026, 12, 5, 7, 12, 30, 0, time.UTC))},
+				})
+			},
+			wantOut: summary + "Reason: requests.cpu: 1 requested, 0 free in Budget team-a/team-a; position 3 of 3\n" +
+				"Estimated start: in 4m (between 2m and 9m), from 12 pod ends (durations of 5 runs of Job team-a/train)\n" +
+				"Estimates in Budget team-a/team-a: median error 40s, 83% within range (100 of 120 pods admitted since the manager started at 2026-12-05 07:12 UTC)\n",
+		},
+		"with an estimate from an older manager, without a basis": {
+			source: func(*testing.T, *world) podStatusSource {
+				at := func(d time.Duration) *metav1.Time { t := metav1.NewTime(now.Add(d)); return &t }
+				return statusSource(&visv1.PendingPodStatus{
+					ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "train-3", UID: "team-a-train-3"},
+					ReasonCode: "InsufficientQuota", Reason: "requests.cpu: 1 requested, 0 free in Budget team-a/team-a; position 3 of 3",
 					EstimatedStart: &visv1.EstimatedStart{Median: at(4 * time.Minute), Low: at(2 * time.Minute), High: at(9 * time.Minute), Ends: 12, Samples: 5},
 				})
 			},
 			wantOut: summary + "Reason: requests.cpu: 1 requested, 0 free in Budget team-a/team-a; position 3 of 3\n" +
 				"Estimated start: in 4m (between 2m and 9m), from 12 pod ends, 5 samples at least\n",
+		},
+		"with an estimate from a wider circle: the basis says which": {
+			source: func(*testing.T, *world) podStatusSource {
+				at := func(d time.Duration) *metav1.Time { t := metav1.NewTime(now.Add(d)); return &t }
+				return statusSource(&visv1.PendingPodStatus{
+					ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "train-3", UID: "team-a-train-3"},
+					ReasonCode: "InsufficientQuota", Reason: "requests.cpu: 1 requested, 0 free in Budget team-a/team-a; position 3 of 3",
+					EstimatedStart: &visv1.EstimatedStart{Median: at(4 * time.Minute), Low: at(2 * time.Minute), High: at(20 * time.Minute), Ends: 2, Samples: 30,
+						Basis: "no run of Job team-a/etl yet; durations of 30 runs of pods in namespace team-a"},
+				})
+			},
+			wantOut: summary + "Reason: requests.cpu: 1 requested, 0 free in Budget team-a/team-a; position 3 of 3\n" +
+				"Estimated start: in 4m (between 2m and 20m), from 2 pod ends (no run of Job team-a/etl yet; durations of 30 runs of pods in namespace team-a)\n",
 		},
 		"with an estimate from declared durations, due now": {
 			source: func(*testing.T, *world) podStatusSource {

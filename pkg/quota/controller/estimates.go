@@ -50,9 +50,13 @@ type estimator struct {
 	// simulation runs.
 	mu     sync.RWMutex
 	starts map[types.UID]estimate.Start // nil until the first pass
-	// first is the median of the first known estimate of each gated pod, kept until
-	// it is admitted (estimateError) or no pass sees it gated any more.
-	first map[types.UID]time.Time
+	// first is the first known estimate of each gated pod, and head its first known
+	// estimate while it was first in its budget's queue (Start.Head), kept until it is
+	// admitted (judge) or no pass sees it gated any more.
+	first, head map[types.UID]estimate.Start
+
+	// record is each budget's track record (trackRecord), what kubectl quotagate why shows.
+	record *trackRecord
 
 	// notices is the estimate last reported to each gated pod in an EstimateChanged
 	// event (estimate_events.go); only the loop's passes use it.
@@ -78,7 +82,7 @@ func newEstimator(interval time.Duration) *estimator {
 	if interval <= 0 {
 		return nil
 	}
-	e := &estimator{learner: estimate.NewLearner(0), interval: interval, notices: newEstimateNotices()}
+	e := &estimator{learner: estimate.NewLearner(0), interval: interval, notices: newEstimateNotices(), record: newTrackRecord(time.Now())}
 	e.changed.Store(true)
 	return e
 }
@@ -229,46 +233,93 @@ func (c *Controller) estimateOnce(ctx context.Context) error {
 }
 
 // publish swaps in a pass's starts, and keeps the first known estimate of each pod
-// still gated.
+// still gated, and its first known one at the head of its queue.
 func (e *estimator) publish(starts map[types.UID]estimate.Start) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	first := make(map[types.UID]time.Time, len(starts))
+	first := make(map[types.UID]estimate.Start, len(starts))
+	head := make(map[types.UID]estimate.Start)
 	for uid, s := range starts {
-		if t, ok := e.first[uid]; ok {
-			first[uid] = t
+		if f, ok := e.first[uid]; ok {
+			first[uid] = f
 		} else if s.Known {
-			first[uid] = s.Median
+			first[uid] = s
+		}
+		if h, ok := e.head[uid]; ok {
+			head[uid] = h
+		} else if s.Known && s.Head {
+			head[uid] = s
 		}
 	}
-	e.starts, e.first = starts, first
+	e.starts, e.first, e.head = starts, first, head
 }
 
-// estimateError is how far from at, when a pod was admitted, its estimates were: the
-// first known one and the last one (known is false for a pod that had none).
-func (e *estimator) estimateError(uid types.UID, at time.Time) (first, last time.Duration, known bool) {
+// judged is how a pod's estimates fared against its admission: each one known of its
+// first, its first at the head of its queue, and its last.
+type judged struct {
+	first, head, last     estimate.Start
+	hasFirst, hasHead, ok bool
+}
+
+// judge returns how the estimates of a pod admitted at fared, once per pod (ok is false
+// for a pod that had no known estimate, or was judged already).
+func (e *estimator) judge(uid types.UID) judged {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	f, ok := e.first[uid]
 	s := e.starts[uid]
 	if !ok || !s.Known {
-		return 0, 0, false
+		return judged{}
 	}
+	h, hasHead := e.head[uid]
 	delete(e.first, uid)
-	return absDuration(at.Sub(f)), absDuration(at.Sub(s.Median)), true
+	delete(e.head, uid)
+	return judged{first: f, head: h, last: s, hasFirst: true, hasHead: hasHead, ok: true}
+}
+
+// errorOf is how far from at an estimate's median was, and whether at was within its
+// range.
+func errorOf(s estimate.Start, at time.Time) (time.Duration, bool) {
+	return absDuration(at.Sub(s.Median)), !at.Before(s.Low) && !at.After(s.High)
 }
 
 func absDuration(d time.Duration) time.Duration { return max(d, -d) }
 
-// observeEstimateError records in quotagate_estimate_error_seconds how far the
-// estimates of a pod admitted at were from it.
-func (c *Controller) observeEstimateError(uid types.UID, at time.Time) {
+// observeEstimateError records, for a pod admitted at charged to budgets, how far from
+// at its first, head and last estimates were (quotagate_estimate_error_seconds) and
+// whether at was within their ranges (quotagate_estimate_within_range_total), under
+// the first budget (the most specific); and the first estimate's in that budget's
+// track record.
+func (c *Controller) observeEstimateError(uid types.UID, budgets []quota.BudgetKey, at time.Time) {
 	if c.estimates == nil {
 		return
 	}
-	if first, last, ok := c.estimates.estimateError(uid, at); ok {
-		c.metrics.estimateError.WithLabelValues("first").Observe(first.Seconds())
-		c.metrics.estimateError.WithLabelValues("last").Observe(last.Seconds())
+	j := c.estimates.judge(uid)
+	if !j.ok {
+		return
+	}
+	labels := []string{kindNone, "", ""}
+	var key quota.BudgetKey
+	if len(budgets) > 0 {
+		key = budgets[0]
+		labels = labelsOf(key)
+	}
+	observe := func(which string, s estimate.Start) (time.Duration, bool) {
+		d, within := errorOf(s, at)
+		l := append(append([]string(nil), labels...), which)
+		c.metrics.estimateError.WithLabelValues(l...).Observe(d.Seconds())
+		if within {
+			c.metrics.estimateWithin.WithLabelValues(l...).Inc()
+		}
+		return d, within
+	}
+	d, within := observe("first", j.first)
+	if j.hasHead {
+		observe("head", j.head)
+	}
+	observe("last", j.last)
+	if len(budgets) > 0 {
+		c.estimates.record.add(key, d, within)
 	}
 }
 

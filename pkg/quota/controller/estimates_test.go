@@ -321,28 +321,46 @@ func TestEstimateErrorIsObservedAtAdmission(t *testing.T) {
 	if s, ok := f.c.EstimatedStart("g1"); !ok || !s.Known || !s.Median.Equal(estimateT0.Add(8*time.Minute)) {
 		t.Fatalf("g1: estimate %+v, want a known start at +8m", s)
 	}
-	// A later pass moves g1's estimate to +11m; the first one stays what it was.
+	// A later pass moves g1's estimate to +11m, with a range from +9m to +12m; the
+	// first one stays what it was, and so does the first at the head (g1 is first in
+	// Budget team-a/a's queue).
 	later, _ := f.c.EstimatedStart("g1")
-	later.Median = estimateT0.Add(11 * time.Minute)
+	if !later.Head {
+		t.Errorf("g1's estimate does not say it is at the head of its queue: %+v", later)
+	}
+	later.Median, later.Low, later.High = estimateT0.Add(11*time.Minute), estimateT0.Add(9*time.Minute), estimateT0.Add(12*time.Minute)
 	stuck, _ := f.c.EstimatedStart("stuck")
 	f.c.estimates.publish(map[types.UID]estimate.Start{"g1": later, "stuck": stuck})
 
+	a := quota.BudgetKey{Namespace: "team-a", Name: "a"}
 	at := estimateT0.Add(10 * time.Minute)
-	f.c.observeEstimateError("g1", at)
-	f.c.observeEstimateError("g1", at) // once per pod
-	f.c.observeEstimateError("stuck", at)
+	f.c.observeEstimateError("g1", []quota.BudgetKey{a}, at)
+	f.c.observeEstimateError("g1", []quota.BudgetKey{a}, at) // once per pod
+	f.c.observeEstimateError("stuck", []quota.BudgetKey{{Namespace: "team-b", Name: "b"}}, at)
 	for _, tc := range []struct {
 		estimate string
 		sum      float64
-	}{{"first", 120}, {"last", 60}} {
+		within   float64
+	}{{"first", 120, 0}, {"head", 120, 0}, {"last", 60, 1}} {
+		labels := []string{"Budget", "team-a", "a", tc.estimate}
 		var m dto.Metric
-		if err := f.c.metrics.estimateError.WithLabelValues(tc.estimate).(prometheus.Metric).Write(&m); err != nil {
+		if err := f.c.metrics.estimateError.WithLabelValues(labels...).(prometheus.Metric).Write(&m); err != nil {
 			t.Fatal(err)
 		}
 		h := m.GetHistogram()
 		if h.GetSampleCount() != 1 || h.GetSampleSum() != tc.sum {
 			t.Errorf("estimate=%s: %d samples summing to %gs, want 1 of %gs", tc.estimate, h.GetSampleCount(), h.GetSampleSum(), tc.sum)
 		}
+		if got := testutil.ToFloat64(f.c.metrics.estimateWithin.WithLabelValues(labels...)); got != tc.within {
+			t.Errorf("estimate=%s: %g admitted within range, want %g", tc.estimate, got, tc.within)
+		}
+	}
+	r, ok := f.c.EstimateRecord(a)
+	if want := (estimate.Record{Budget: a, Pods: 1, MedianError: 2 * time.Minute, Within: 0, Since: r.Since}); !ok || r != want || r.Since.IsZero() {
+		t.Errorf("Budget team-a/a's track record: %+v (%v), want %+v since the manager started", r, ok, want)
+	}
+	if _, ok := f.c.EstimateRecord(quota.BudgetKey{Namespace: "team-b", Name: "b"}); ok {
+		t.Errorf("Budget team-b/b has a track record, but its pod had no known estimate")
 	}
 }
 

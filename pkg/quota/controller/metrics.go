@@ -52,11 +52,12 @@ var passBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 
 type metrics struct {
 	gate *leaderOnly
 
-	incomingPods  *prometheus.CounterVec
-	queueDepth    *prometheus.GaugeVec
-	queueMoves    *prometheus.CounterVec
-	podWait       *prometheus.HistogramVec
-	estimateError *prometheus.HistogramVec
+	incomingPods   *prometheus.CounterVec
+	queueDepth     *prometheus.GaugeVec
+	queueMoves     *prometheus.CounterVec
+	podWait        *prometheus.HistogramVec
+	estimateError  *prometheus.HistogramVec
+	estimateWithin *prometheus.CounterVec
 	// The estimator's passes: how long each phase took, how many pods the last one
 	// saw, and how many were skipped over EstimateMaxPods.
 	estimatePass    *prometheus.HistogramVec
@@ -122,9 +123,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, budgetLabels),
 		estimateError: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "quotagate_estimate_error_seconds",
-			Help:    "How far from its admission a pod's estimated start was, in either direction: its first known estimate (estimate=\"first\") and its last (estimate=\"last\"). Pods that never had a known estimate are not counted.",
+			Help:    "How far from its admission a pod's estimated start (its median) was, in either direction, under the first budget it was charged to (kind=\"None\" for none): its first known estimate (estimate=\"first\"), its first known one while it was first in its budget's queue (estimate=\"head\") and its last (estimate=\"last\"). Pods that never had a known estimate are not counted.",
 			Buckets: waitBuckets,
-		}, []string{"estimate"}),
+		}, perBudget("estimate")),
+		estimateWithin: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "quotagate_estimate_within_range_total",
+			Help: "Pods admitted within the range (low to high) of their estimated start, with the labels of quotagate_estimate_error_seconds: divided by that histogram's count, the share of admissions the ranges held (they claim 80%).",
+		}, perBudget("estimate")),
 		estimatePass: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "quotagate_estimate_pass_duration_seconds",
 			Help:    "How long each phase of an estimator pass took: building the world from the caches (phase=\"build\") and simulating it (phase=\"simulate\").",
@@ -168,7 +173,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		m.incomingPods, m.queueMoves, m.admissions, m.ungateErrors, m.preemptions, m.preemptionsBlocked,
 		m.queueDepth, m.budgetHard, m.budgetUsed, m.flavorHard, m.flavorUsed, m.budgetPending, m.budgetState, m.budgetReady,
 		m.gatedPods, m.admittedPods, m.neverFitPods, m.podWait, m.estimateError,
-		m.estimatePass, m.estimatePods, m.estimateSkipped,
+		m.estimateWithin, m.estimatePass, m.estimatePods, m.estimateSkipped,
 	}}
 	gate, err := promreg.Register(reg, m.gate)
 	if err != nil {
@@ -317,6 +322,8 @@ func (m *metrics) forgetBudget(key quota.BudgetKey) {
 	}
 	m.admissions.DeletePartialMatch(l)
 	m.podWait.DeletePartialMatch(l)
+	m.estimateError.DeletePartialMatch(l)
+	m.estimateWithin.DeletePartialMatch(l)
 }
 
 func boolFloat(b bool) float64 {

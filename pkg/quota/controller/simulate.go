@@ -76,7 +76,7 @@ func (c *Controller) SimulatePods(ctx context.Context, namespace string, tmpl *c
 	for i := range count {
 		p := *cp
 		p.view.Name = simulatedName(tmpl, i, count)
-		p.view.UID = types.UID("simulated-" + run + "-" + strconv.Itoa(i))
+		p.view.UID = simulatedUID(run, i, count)
 		f := p.factsOf()
 		b.Add(c.viewOf(&p, now), &f)
 	}
@@ -110,6 +110,14 @@ func simulatedPod(namespace string, tmpl *corev1.PodTemplateSpec, count int, now
 	}
 	pod.Status = corev1.PodStatus{Phase: corev1.PodPending}
 	return pod
+}
+
+// simulatedUID is the UID of the i-th of count simulated pods of a run. The pods are
+// created at one moment, and the core orders pods created together by UID: the index
+// is zero-padded, so that they wait in the order they are listed (simulated-10 after
+// simulated-9, not before simulated-2).
+func simulatedUID(run string, i, count int) types.UID {
+	return types.UID(fmt.Sprintf("simulated-%s-%0*d", run, len(strconv.Itoa(count-1)), i))
 }
 
 // simulatedName is the name of the i-th of count pods made from tmpl: the template's

@@ -215,7 +215,7 @@ func (c *Controller) readFresh(ctx context.Context, ref quota.PodRef) (pod *core
 func (c *Controller) admitted(pod *corev1.Pod, a quota.Admission, since, now time.Time) {
 	wait := max(now.Sub(since), 0)
 	c.metrics.admitted(a.Budgets, wait)
-	c.observeEstimateError(a.Pod.UID, now)
+	c.observeEstimateError(a.Pod.UID, a.Budgets, now)
 	c.forgetWaiting(a.Pod.UID)
 	c.tally(a.Budgets, wait, now)
 	if c.opts.PodAdmittedEvents {
