@@ -234,7 +234,9 @@ func TestPodSimulationSlots(t *testing.T) {
 	go func() { sim.release["team-a"] <- struct{}{} }()
 	answered(<-post(t.Context(), h, "team-a"), "team-a's what-if once its last one ended")
 	<-sim.started
-	<-sim.ended
+	if err := <-sim.ended; err != nil {
+		t.Errorf("team-a's last what-if stopped (%v), want it released", err)
+	}
 }
 
 // TestSlowBodyHoldsNoSlot: a what-if whose body has not all arrived takes no slot, so
