@@ -103,8 +103,10 @@ func (pl *placer) updatePod(p *podState, pod Pod) {
 	// Admitted (assumed or charged). A gated view of an assumed pod that does not prove
 	// the attempts failed changes nothing: Done, a retry or a newer view settles it.
 	p.setPod(pod)
-	if _, ok := p.pod.admittedLabels(); ok {
-		delete(pl.records, p.pod.UID) // written: nothing left to record
+	if _, unrecorded := pl.records[p.pod.UID]; unrecorded {
+		if _, ok := p.pod.admittedLabels(); ok {
+			delete(pl.records, p.pod.UID) // written: nothing left to record
+		}
 	}
 	if !pod.Gated && p.phase == phaseAssumed {
 		p.phase = phaseCharged
@@ -131,13 +133,16 @@ func (pl *placer) updatePod(p *podState, pod Pod) {
 // covered by the labels its admission recorded, else by those it has now, and pinned
 // to the budgets that admitted it.
 func (pl *placer) chargeFirstSeen(p *podState) {
-	p.chargeLabels = firstSeenLabels(p)
+	labels, recorded := firstSeenLabels(p)
+	p.chargeLabels = labels
 	if !maps.Equal(p.chargeLabels, p.pod.Labels) {
 		p.cover = pl.topology.coverage(p.chargeView())
 	}
 	p.pinned = firstSeenPins(p)
 	pl.charges.charge(p)
-	pl.records.note(p)
+	if !recorded {
+		pl.records[p.pod.UID] = p
+	}
 }
 
 // takeRecords returns the running pods whose charge labels are not written on them

@@ -57,13 +57,14 @@ func firstSeenPins(p *podState) []BudgetKey {
 }
 
 // firstSeenLabels returns the charge labels of a pod first seen running: those its
-// admitted-labels annotation records (the labels the manager admitted it with, before a
-// restart or a failover), else those it has now.
-func firstSeenLabels(p *podState) map[string]string {
+// admitted-labels annotation records (the labels the manager admitted it with, or first
+// saw it running with, before a restart or a failover), else those it has now; recorded
+// says they came from the annotation.
+func firstSeenLabels(p *podState) (labels map[string]string, recorded bool) {
 	if l, ok := p.pod.admittedLabels(); ok {
-		return l
+		return l, true
 	}
-	return p.pod.Labels
+	return p.pod.Labels, false
 }
 
 // terminating returns the charged pods within their grace period (preemptionCore).

@@ -24,7 +24,7 @@ type Record struct {
 // until the leader takes them to write.
 type records map[types.UID]*podState
 
-// note keeps a pod first seen running without an admitted-labels annotation.
+// note keeps a running pod again unless it shows its admitted-labels annotation by now.
 func (r records) note(p *podState) {
 	if _, ok := p.pod.admittedLabels(); !ok {
 		r[p.pod.UID] = p

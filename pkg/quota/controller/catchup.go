@@ -17,11 +17,16 @@ import (
 // catchUpPageSize bounds the memory of the catch-up read.
 const catchUpPageSize = 500
 
+// retryBackoff is how the manager's own writes and reads are retried until they
+// succeed: 100 ms, doubling, at most 10 s.
+func retryBackoff() wait.Backoff {
+	return wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Steps: 1 << 30, Cap: 10 * time.Second}
+}
+
 // catchUpUntilDone retries catchUp with a backoff until it succeeds or ctx ends.
 func (c *Controller) catchUpUntilDone(ctx context.Context) error {
 	logger := log.FromContext(ctx)
-	backoff := wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Steps: 1 << 30, Cap: 10 * time.Second}
-	return wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
+	return wait.ExponentialBackoffWithContext(ctx, retryBackoff(), func(ctx context.Context) (bool, error) {
 		start := c.opts.Clock.Now()
 		n, err := c.catchUp(ctx)
 		if err != nil {

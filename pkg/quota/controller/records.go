@@ -9,7 +9,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -24,10 +23,10 @@ import (
 // wrote no admitted-labels) into their quotagate.io/admitted-labels annotation
 // (quota.Record), so that a manager that starts after this one charges them by the
 // same labels, whatever a tenant relabels them to. A failed write is handed back to
-// the core and tried again after a backoff (100 ms, doubling, at most 10 s); a write is
+// the core and tried again after a backoff (retryBackoff); a write is
 // idempotent, so one whose answer was lost does no harm when sent again.
 func (c *Controller) runRecords(ctx context.Context) {
-	backoff := wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Steps: 1 << 30, Cap: 10 * time.Second}
+	backoff := retryBackoff()
 	delay := time.Duration(0)
 	for {
 		if delay > 0 {
@@ -58,7 +57,7 @@ func (c *Controller) runRecords(ctx context.Context) {
 		if failed {
 			delay = backoff.Step()
 		} else {
-			backoff.Duration, backoff.Steps = 100*time.Millisecond, 1<<30
+			backoff = retryBackoff()
 		}
 	}
 }
