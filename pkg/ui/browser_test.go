@@ -315,15 +315,29 @@ func TestUITenantSeesEstimatedStarts(t *testing.T) {
 
 	navigate(t, ctx, base+"/budgets/team-a/quota")
 	head := queue[0]
-	median := head.EstimatedStart.Median.Time
 	cell := `#queue tr[data-pod="team-a/` + head.Name + `"] td.eta`
-	absolute := median.Local().Format("2006-01-02 15:04:05")
-	waitPage(t, ctx, "the head's estimated start", `(() => { const e = document.querySelector('`+cell+` time');
-		return !!e && e.title.includes("Estimated start `+absolute+`") && e.getAttribute("datetime") === "`+median.UTC().Format(time.RFC3339)+`"; })()`)
-	text, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('`+cell+` time').innerText`))
-	if err != nil {
-		t.Fatal(err)
-	}
+	waitPage(t, ctx, "the head's estimated start", `!!document.querySelector('`+cell+` time')`)
+	// The estimate may move while the page loads (a first one made before a-1 ran is
+	// replaced by one from its start time): the page must come to show the one the
+	// visibility API gives, at the same moment.
+	var median time.Time
+	var absolute, text string
+	testbed.Poll(t, 2*time.Minute, "the page to show the visibility API's estimated start of the head", func(context.Context) (bool, error) {
+		q := pendingPods(t, w, "team-a", "quota")
+		if len(q) == 0 || q[0].Name != head.Name || q[0].EstimatedStart == nil || q[0].EstimatedStart.Median == nil {
+			return false, testbed.NotYet(fmt.Errorf("the visibility API gives the head %+v", q))
+		}
+		queue, median = q, q[0].EstimatedStart.Median.Time
+		absolute = median.Local().Format("2006-01-02 15:04:05")
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`(() => { const e = document.querySelector('`+cell+` time');
+			return e ? [e.getAttribute("datetime") || "", e.title, e.innerText] : ["", "", ""]; })()`))
+		if err != nil {
+			return false, err
+		}
+		text = got[2]
+		ok := got[0] == median.UTC().Format(time.RFC3339) && strings.Contains(got[1], "Estimated start "+absolute)
+		return ok, testbed.NotYet(fmt.Errorf("the page gives datetime %q title %q, the API %s", got[0], got[1], median))
+	})
 	// The page was rendered in the last seconds: the time until the median, to the
 	// minute as kubectl prints ages.
 	var want []string

@@ -97,9 +97,15 @@ func newSBOM(subject sbomSubject, files []sbomFile) *cdx.BOM {
 		}
 		if f.Build != nil {
 			c.Type = cdx.ComponentTypeApplication
-			c.Version = moduleVersion(f.Build.Main.Version, subject.Version)
+			// The release's version names what was built, whatever the build recorded:
+			// a clean checkout of an untagged commit records a pseudo-version
+			// (v0.0.0-<time>-<commit>), a dirty one "(devel)". What it recorded is kept.
+			c.Version = subject.Version
 			c.PackageURL = goPURL(f.Build.Path, c.Version)
 			props = append(props, buildProperties(f.Build)...)
+			if v := f.Build.Main.Version; v != "" && v != subject.Version {
+				props = append(props, cdx.Property{Name: "quotagate:go.main.version", Value: v})
+			}
 			var linked []string
 			for _, m := range linkedModules(f.Build) {
 				if _, ok := modules[m.BOMRef]; !ok {
@@ -170,15 +176,6 @@ func buildProperties(bi *buildinfo.BuildInfo) []cdx.Property {
 		props = append(props, cdx.Property{Name: "quotagate:go.build." + s.Key, Value: s.Value})
 	}
 	return props
-}
-
-// moduleVersion is the main module's version as the build recorded it, or the release's
-// when the build recorded none ("(devel)": a build from a checkout without a tag).
-func moduleVersion(v, release string) string {
-	if v == "" || v == "(devel)" {
-		return release
-	}
-	return v
 }
 
 // goPURL is a Go module's package URL: pkg:golang/<path>@<version>, its path's slashes

@@ -233,7 +233,8 @@ func TestSnapshotOnAPIServer(t *testing.T) {
 				return false, testbed.NotYet(err)
 			}
 			p.Status.PodIP, p.Status.PodIPs = ip, []corev1.PodIP{{IP: ip}}
-			return true, testbed.NotYet(admin.Status().Update(ctx, &p))
+			err := admin.Status().Update(ctx, &p)
+			return err == nil, testbed.NotYet(err)
 		})
 		create(t, admin, &discoveryv1.EndpointSlice{
 			ObjectMeta: metav1.ObjectMeta{

@@ -68,8 +68,14 @@ func TestResizeDownFreesTheBudgetOnlyOnceApplied(t *testing.T) {
 	}
 	mustCreate(t, gatedPod(ns, "waiting", "2"))
 	waitForWaitingEvent(t, ns, "waiting", "InsufficientQuota")
-	if b := getBudget(t, ns, "b"); !isGated(t, ns, "waiting") || b.Status.Used.Name("requests.cpu", resource.DecimalSI).Cmp(resource.MustParse("3")) != 0 {
-		t.Fatalf("before the kubelet applied the resize: waiting gated %v, used %v; want gated, 3 CPUs used", isGated(t, ns, "waiting"), b.Status.Used)
+	// The status is written a moment after the decision: wait for it, then check that
+	// the waiting pod is still held.
+	testbed.Poll(t, time.Minute, "the status to say 3 CPUs used before the kubelet applied the resize", func(context.Context) (bool, error) {
+		u := getBudget(t, ns, "b").Status.Used["requests.cpu"]
+		return u.Cmp(resource.MustParse("3")) == 0, nil
+	})
+	if !isGated(t, ns, "waiting") {
+		t.Fatal("the waiting pod was admitted before the kubelet applied the resize down")
 	}
 
 	setApplied("1")

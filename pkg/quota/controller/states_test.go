@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
@@ -73,8 +74,10 @@ func TestCloseBusyBudgetThenReopen(t *testing.T) {
 	b := budget(ns, "b", cpu("2"), "")
 	mustCreate(t, b)
 	startManager(t, nil, false)
+	// The running pods end when the test ends them, not after a time that a loaded
+	// machine could let pass before the Closing state is seen.
 	for i := range 2 {
-		mustCreate(t, gatedJob(ns, "run-"+podName(i), "1", 1, "4s", ""))
+		mustCreate(t, gatedJob(ns, "run-"+podName(i), "1", 1, "1h", ""))
 	}
 	testbed.Poll(t, time.Minute, "two pods admitted", func(context.Context) (bool, error) {
 		_, u := countGated(t, ns)
@@ -83,6 +86,13 @@ func TestCloseBusyBudgetThenReopen(t *testing.T) {
 	setBudgetState(t, b, v1alpha1.StateClosed)
 	waitForState(t, ns, "b", v1alpha1.StateClosing, v1alpha1.ReasonClosed)
 	mustCreate(t, gatedJob(ns, "waits", "1", 1, "1s", ""))
+	for i := range 2 {
+		err := clientset.BatchV1().Jobs(ns).Delete(t.Context(), "run-"+podName(i),
+			metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)})
+		if err != nil {
+			t.Fatalf("ending the running job: %v", err)
+		}
+	}
 	waitForState(t, ns, "b", v1alpha1.StateClosed, v1alpha1.ReasonClosed)
 	waitForWaitingEvent(t, ns, jobPod(t, ns, "waits"), "BudgetClosed")
 	if g, _ := countGated(t, ns); g != 1 {
