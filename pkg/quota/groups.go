@@ -100,10 +100,21 @@ func newGroup(k groupKey) *group {
 // groupIndex holds the groups with at least one non-terminal member, by key.
 type groupIndex map[groupKey]*group
 
-// join adds p to the group its labels name, creating the group, unless it names none
-// or an unusable one.
+// groupable reports whether pod belongs to the group its labels name: it names a usable
+// one, and, gated, it can be admitted at all (a claim that does not exist yet or a value
+// beyond counting holds it with its own reason). A running member belongs whatever it
+// carries: the group is preempted whole, that member with it.
+func groupable(pod *Pod) bool {
+	if pod.Group == "" || pod.GroupError != "" {
+		return false
+	}
+	return !pod.Gated || (pod.ClaimsError == "" && pod.Uncountable == "")
+}
+
+// join adds p to the group its labels name, creating the group, unless it does not
+// belong to one (groupable).
 func (gi groupIndex) join(p *podState) {
-	if p.pod.Group == "" || p.pod.GroupError != "" || p.pod.ClaimsError != "" || p.pod.Uncountable != "" {
+	if !groupable(&p.pod) {
 		return
 	}
 	k := groupKey{namespace: p.pod.Namespace, name: p.pod.Group}

@@ -56,7 +56,8 @@ func (pl *placer) addPod(pod Pod) {
 
 func (pl *placer) updatePod(p *podState, pod Pod) {
 	old := p.pod
-	sameGroup := old.Group == pod.Group && old.GroupSize == pod.GroupSize && old.GroupError == pod.GroupError && old.ClaimsError == pod.ClaimsError && old.Uncountable == pod.Uncountable
+	sameGroup := old.Group == pod.Group && old.GroupSize == pod.GroupSize && old.GroupError == pod.GroupError &&
+		old.ClaimsError == pod.ClaimsError && old.Uncountable == pod.Uncountable && groupable(&old) == groupable(&pod)
 	sameLabels := maps.Equal(old.Labels, pod.Labels)
 	sameUsage := equalLists(old.Usage, pod.Usage) && sameClaims(old.Claims, pod.Claims)
 

@@ -302,3 +302,20 @@ func TestPreemptionTakesAGroupWhole(t *testing.T) {
 		t.Errorf("victims (-want +got):\n%s", diff)
 	}
 }
+
+// A member that runs without having passed its queue and carries a value beyond
+// counting still belongs to its group: the group goes whole, that member with it.
+func TestPreemptionTakesARunningUncountableMemberWithItsGroup(t *testing.T) {
+	q, _ := newTestQueue(victimsAtOnce)
+	family(q, makeBudget("team-b", "b"))
+	q.UpsertPod(makePod("a0").NS("team-a").Req("cpu=4").Pod())
+	admitNames(q)
+	q.UpsertPod(makePod("g1").NS("team-a").Created(5).Group("train", 2).Req("cpu=2").Lim("memory=1e25").Ungated().Pod())
+	q.UpsertPod(makePod("g2").NS("team-a").Created(5).Group("train", 2).Req("cpu=2").Pod())
+	admitNames(q)
+	q.UpsertPod(makePod("b1").NS("team-b").Created(10).Req("cpu=1").Pod())
+	admitNames(q)
+	if diff := cmp.Diff([]string{"g1", "g2"}, victimNames(t, q)); diff != "" {
+		t.Errorf("victims (-want +got):\n%s", diff)
+	}
+}

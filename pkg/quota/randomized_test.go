@@ -86,6 +86,9 @@ func TestRandomizedRegressions(t *testing.T) {
 		// Budget b1's selector: a failover charged it to b1 by its labels then, for it
 		// carried no record of the labels it was charged by (TakeRecords).
 		{seed: 312, steps: 400, why: "a running pod no manager admitted, relabelled before a failover", tenant: true},
+		// A group member created running with limits.memory: 1e25 belonged to no group
+		// (a value beyond counting kept it out), so its group was preempted without it.
+		{seed: 699, steps: 400, why: "a running group member carrying a value beyond counting", tenant: true},
 	} {
 		if err := newWorldOf(tc.seed, tc.tenant).runRecovering(tc.steps); err != nil {
 			t.Errorf("seed %d, %d steps (%s; rerun with -args -quota.seed=%d -quota.steps=%d): %v", tc.seed, tc.steps, tc.why, tc.seed, tc.steps, err)
