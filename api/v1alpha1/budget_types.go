@@ -96,6 +96,12 @@ const (
 	StateClosed BudgetState = "Closed"
 )
 
+// PodConditionAdmitted is the condition the manager keeps on a gated pod that waits
+// at the head of a budget's queue (or waited there): status False, the code of why it
+// waits as its reason (InsufficientQuota, BudgetClosed, ...) and the sentence as its
+// message, without the queue position. It is removed once the pod is admitted.
+const PodConditionAdmitted corev1.PodConditionType = "quotagate.io/Admitted"
+
 // Condition types and reasons written to budget status.
 const (
 	// ConditionReady is True when the budget is valid and admitting by its rules.

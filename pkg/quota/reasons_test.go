@@ -284,3 +284,68 @@ func TestFairShareReasonNamesNoOtherNamespace(t *testing.T) {
 		}
 	}
 }
+
+// TestWaitConditions: the lasting sentence a pod's condition carries leaves out what
+// moves while the reason holds (the position, the free amount, the pod ahead), and
+// WaitCause stays the same while only those move.
+func TestWaitConditions(t *testing.T) {
+	tests := map[string]struct {
+		budgets []Budget
+		pods    []Pod
+		ask     string
+		want    Reason
+	}{
+		"insufficient quota": {
+			budgets: []Budget{makeBudget("team-a", "team-a").Hard("cpu=2500m").Obj()},
+			pods: []Pod{
+				makePod("p1").Created(1).Req("cpu=2").Pod(),
+				makePod("p2").Created(2).Req("cpu=2").Pod(),
+			},
+			ask:  "p2",
+			want: Reason{Code: CodeInsufficient, Message: "requests.cpu: 2 requested, more than is free in Budget team-a/team-a"},
+		},
+		"behind a StrictFIFO head": {
+			budgets: []Budget{makeBudget("team-a", "team-a").Hard("cpu=2").Strict().Obj()},
+			pods: []Pod{
+				makePod("running").Req("cpu=1").Ungated().Pod(),
+				makePod("head").Created(1).Req("cpu=2").Pod(),
+				makePod("p").Created(2).Req("cpu=1").Pod(),
+			},
+			ask:  "p",
+			want: Reason{Code: CodeBehindHead, Message: "behind the head of StrictFIFO Budget team-a/team-a, which does not fit"},
+		},
+		"closed budget, as WaitReason says": {
+			budgets: []Budget{makeBudget("team-a", "team-a").Hard("cpu=2").Closed().Obj()},
+			pods:    []Pod{makePod("p").Req("cpu=1").Pod()},
+			ask:     "p",
+			want:    Reason{Code: CodeBudgetClosed, Message: "Budget team-a/team-a is Closed"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			q, _ := newTestQueue()
+			for _, b := range tc.budgets {
+				q.UpsertBudget(b)
+			}
+			for _, p := range tc.pods {
+				q.UpsertPod(p)
+			}
+			admitNames(q)
+			uid := types.UID(tc.ask)
+			got := q.Reader().WaitConditions([]types.UID{uid})
+			if diff := cmp.Diff(map[types.UID]Reason{uid: tc.want}, got); diff != "" {
+				t.Errorf("WaitConditions (-want +got):\n%s", diff)
+			}
+			cause, ok := q.Reader().WaitCause(uid)
+			if !ok || cause.Code() != tc.want.Code {
+				t.Fatalf("WaitCause = %v, %v; want code %s", cause, ok, tc.want.Code)
+			}
+			// A pod of higher priority goes ahead: the position moves, the cause not.
+			q.UpsertPod(makePod("ahead").Created(0).Priority(10).Req("cpu=1").Pod())
+			admitNames(q)
+			if again, _ := q.Reader().WaitCause(uid); again != cause {
+				t.Errorf("WaitCause moved with the queue: %v, was %v", again, cause)
+			}
+		})
+	}
+}
