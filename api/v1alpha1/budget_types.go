@@ -112,6 +112,9 @@ const (
 	ReasonClosedByParent = "ClosedByParent"
 	ReasonParentNotFound = "ParentNotFound"
 	ReasonParentCycle    = "ParentCycle"
+	// ReasonFlavorNotFound: a Flavor of spec.flavors does not exist. The budget admits
+	// nothing until it is created (or removed from spec.flavors).
+	ReasonFlavorNotFound = "FlavorNotFound"
 	ReasonInvalidSpec    = "InvalidSpec"
 	// ReasonInvalidSelector: a selector does not parse (it got past an older CRD without
 	// the validation rules). The budget admits nothing and holds every pod it might cover.

@@ -64,8 +64,9 @@ const (
 	// NoLendableQuota), which the message gives first.
 	CodePreemptionPending ReasonCode = "PreemptionPending"
 	// CodeNoFlavor: its budget holds quota per flavor, and no flavor can take it (its
-	// node selector asks for other labels, no flavor holds quota for what it requests,
-	// or the Flavor does not exist; flavors.go).
+	// node selector asks for other labels, or no flavor holds quota for what it
+	// requests; flavors.go). A budget naming a Flavor that does not exist admits
+	// nothing (FlavorNotFound): its pods wait with CodeBudgetClosed.
 	CodeNoFlavor ReasonCode = "NoFlavor"
 )
 

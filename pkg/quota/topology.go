@@ -24,6 +24,9 @@ type topology struct {
 	// rederived counts the budgets resolve has derived, for tests: an update that
 	// changes nothing resolve reads derives none.
 	rederived int
+	// flavorExists reports whether a Flavor exists (nil: every one does); a budget
+	// naming one that does not is a problem (FlavorNotFound).
+	flavorExists func(name string) bool
 }
 
 func newTopology() topology {
