@@ -281,6 +281,8 @@ func (r *Reads) waitMessage(p *podState, lasting bool) Reason {
 		msg = "no Budget or ClusterBudget covers it, and uncovered pods are held"
 		if w.ahead.UID != "" && w.ahead.UID != p.pod.UID {
 			msg = fmt.Sprintf("no Budget or ClusterBudget covers member %s, and uncovered pods are held", w.ahead.Name)
+		} else if hint := r.topology.uncoveredHint(&p.pod); hint != "" {
+			msg += ": " + hint
 		}
 	case CodeNamespaceUnknown:
 		msg = fmt.Sprintf("namespace %s has not been seen yet: which budgets cover it is decided once it is", p.pod.Namespace)
@@ -330,7 +332,7 @@ func (r *Reads) WaitCause(uid types.UID) (WaitCause, bool) {
 	case CodeNoFlavor:
 		c.state = w.detail
 	case CodeUncovered:
-		c.state = string(w.ahead.UID)
+		c.state = string(w.ahead.UID) + r.topology.uncoveredHint(&p.pod)
 	}
 	if c.code == CodePreemptionPending {
 		c.state = w.preempt.at.String()

@@ -43,3 +43,17 @@ func TestMissingFlavorIsNotReady(t *testing.T) {
 		return !isGated(t, ns, podName(0)), nil
 	})
 }
+
+// An uncovered pod's reason, in its condition, names the Budget of its namespace that
+// nearly covers it and the label that differs.
+func TestUncoveredPodNamesNearBudget(t *testing.T) {
+	ns := newNamespace(t, true)
+	b := budget(ns, "team", cpu("4"), "")
+	b.Spec.PodSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "train"}}
+	mustCreate(t, b)
+	startManager(t, nil, false)
+	pod := gatedPod(ns, podName(0), "1")
+	pod.Labels = map[string]string{"app": "trian"}
+	mustCreate(t, pod)
+	waitForCondition(t, ns, podName(0), "Uncovered", "no Budget or ClusterBudget covers it, and uncovered pods are held: Budget "+ns+"/team selects app=train, the pod has app=trian")
+}
