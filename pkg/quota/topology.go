@@ -101,6 +101,19 @@ func (t *topology) unname(b *budget) {
 	}
 }
 
+// knowFlavors tells the topology which Flavors exist (resolve's FlavorNotFound).
+func (t *topology) knowFlavors(exists func(name string) bool) { t.flavorExists = exists }
+
+// budgetsOf returns the Budgets of a namespace, by name.
+func (t *topology) budgetsOf(ns string) []*budget {
+	byName := t.byNS[ns]
+	out := make([]*budget, 0, len(byName))
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
+		out = append(out, byName[name])
+	}
+	return out
+}
+
 // lookup returns the budget of key (nil when there is none).
 func (t *topology) lookup(key BudgetKey) *budget { return t.budgets[key] }
 

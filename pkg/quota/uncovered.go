@@ -2,8 +2,6 @@ package quota
 
 import (
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/labels"
@@ -21,10 +19,7 @@ const uncoveredNamed = 3
 // own namespace and ClusterBudgets here, never another namespace's Budgets. "" when
 // there is none.
 func (t *topology) uncoveredHint(p *Pod) string {
-	var near []*budget
-	for _, name := range slices.Sorted(maps.Keys(t.byNS[p.Namespace])) {
-		near = append(near, t.byNS[p.Namespace][name])
-	}
+	near := t.budgetsOf(p.Namespace)
 	nsLabels, _ := t.namespaceLabels(p.Namespace)
 	for _, b := range t.sorted() {
 		if b.key.IsCluster() && b.spec.NamespaceSelector != nil && b.spec.NamespaceSelector.Matches(nsLabels) {
