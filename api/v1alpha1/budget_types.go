@@ -96,6 +96,12 @@ const (
 	StateClosed BudgetState = "Closed"
 )
 
+// PodConditionAdmitted is the condition the manager keeps on a gated pod that waits
+// at the head of a budget's queue (or waited there): status False, the code of why it
+// waits as its reason (InsufficientQuota, BudgetClosed, ...) and the sentence as its
+// message, without the queue position. It is removed once the pod is admitted.
+const PodConditionAdmitted corev1.PodConditionType = "quotagate.io/Admitted"
+
 // Condition types and reasons written to budget status.
 const (
 	// ConditionReady is True when the budget is valid and admitting by its rules.
@@ -106,6 +112,9 @@ const (
 	ReasonClosedByParent = "ClosedByParent"
 	ReasonParentNotFound = "ParentNotFound"
 	ReasonParentCycle    = "ParentCycle"
+	// ReasonFlavorNotFound: a Flavor of spec.flavors does not exist. The budget admits
+	// nothing until it is created (or removed from spec.flavors).
+	ReasonFlavorNotFound = "FlavorNotFound"
 	ReasonInvalidSpec    = "InvalidSpec"
 	// ReasonInvalidSelector: a selector does not parse (it got past an older CRD without
 	// the validation rules). The budget admits nothing and holds every pod it might cover.

@@ -68,6 +68,8 @@ type Env struct {
 	nsSeq int
 	// manager is the manager running in this process, if any.
 	manager *runningManager
+	// Writes counts what every manager this Env starts writes.
+	Writes ManagerWrites
 }
 
 // StartEnv starts a local control plane with room for every pod the run creates,

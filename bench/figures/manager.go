@@ -58,6 +58,7 @@ func (e *Env) startManager(ctx context.Context, s ManagerSettings, discardEvents
 	}
 	cfg := rest.CopyConfig(e.ManagerSA)
 	cfg.QPS, cfg.Burst = float32(s.QPS), s.Burst
+	cfg.Wrap(e.Writes.wrap)
 	q, mgr, err := controller.NewManager(cfg, opts, ctrl.Options{
 		Metrics:                 metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress:  "0",

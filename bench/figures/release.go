@@ -95,6 +95,7 @@ func (e *Env) ReleaseByQuotagate(ctx context.Context, o ReleaseOpts) (run Releas
 		return run, err
 	}
 	defer pw.Stop()
+	writesBefore := e.Writes.In(ns)
 	if err := e.CreatePods(ctx, ns, o.spec("p", v1alpha1.SchedulingGate), 0, o.N); err != nil {
 		return run, err
 	}
@@ -131,6 +132,16 @@ func (e *Env) ReleaseByQuotagate(ctx context.Context, o ReleaseOpts) (run Releas
 		return run, err
 	}
 	run.events = eventsAfter - eventsBefore
+	writesAfter, err := e.Writes.Settled(ctx, ns)
+	if err != nil {
+		return run, err
+	}
+	run.writes = map[string]int{}
+	for r, n := range writesAfter {
+		if d := n - writesBefore[r]; d > 0 {
+			run.writes[r] = d
+		}
+	}
 	if len(fs) > 0 {
 		if err := e.checkSplit(ctx, ns, fs, splitN(o.N, len(fs))); err != nil {
 			return run, err
@@ -191,6 +202,9 @@ type ReleaseRun struct {
 	CPU  map[string]float64
 	// events is how many events were written in the namespace meanwhile.
 	events int
+	// writes are the manager's writes to the namespace, by resource, from the first
+	// pod's creation (its parking included) to the release's last write.
+	writes map[string]int
 	// First is the time to the first pod's event.
 	First time.Duration
 	// ungateErrors is the growth of quotagate_ungate_errors_total, by reason.
@@ -208,6 +222,10 @@ type releaseResult struct {
 	// QuotagateEvents counts the events written while quotagate released, summed over
 	// the repetitions (the bare client writes none).
 	QuotagateEvents int `json:"quotagateEvents"`
+	// QuotagateWrites counts the manager's writes to the batch's namespace, by resource,
+	// from parking to release, summed over the repetitions: ungate patches (pods), the
+	// pods' condition of why they wait (pods/status), events.
+	QuotagateWrites map[string]int `json:"quotagateWrites,omitempty"`
 	// FirstQuotagate and FirstBaseline are the seconds to the first pod's event.
 	FirstQuotagate []float64 `json:"quotagateFirstSeconds"`
 	FirstBaseline  []float64 `json:"baselineFirstSeconds"`
@@ -289,6 +307,12 @@ func (e *Env) measureRelease(ctx context.Context, o ReleaseOpts, reps, workers, 
 			r.QuotagateCPU[name] += s
 		}
 		r.QuotagateEvents += q.events
+		for res, n := range q.writes {
+			if r.QuotagateWrites == nil {
+				r.QuotagateWrites = map[string]int{}
+			}
+			r.QuotagateWrites[res] += n
+		}
 		r.FirstQuotagate = append(r.FirstQuotagate, q.First.Seconds())
 		r.FirstBaseline = append(r.FirstBaseline, b.First.Seconds())
 		for reason, n := range q.ungateErrors {
@@ -300,8 +324,8 @@ func (e *Env) measureRelease(ctx context.Context, o ReleaseOpts, reps, workers, 
 		for name, s := range b.CPU {
 			r.BaselineCPU[name] += s
 		}
-		logf("  repetition %d: quotagate %.0f pods/s (first after %v, %d events, ungate errors %v), bare client %.0f pods/s (first after %v)", i+1,
-			float64(o.N)/q.Took.Seconds(), q.First.Round(time.Millisecond), q.events, q.ungateErrors,
+		logf("  repetition %d: quotagate %.0f pods/s (first after %v, %d events, writes %v, ungate errors %v), bare client %.0f pods/s (first after %v)", i+1,
+			float64(o.N)/q.Took.Seconds(), q.First.Round(time.Millisecond), q.events, q.writes, q.ungateErrors,
 			float64(o.N)/b.Took.Seconds(), b.First.Round(time.Millisecond))
 		if flavoredLog != "" {
 			logf("%s", flavoredLog)

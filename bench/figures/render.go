@@ -42,7 +42,7 @@ func (r Report) Markdown() string {
 	p("| manager settings | `--kube-api-qps=%g --kube-api-burst=%d --workers=%d` (the defaults) |\n\n", r.Manager.QPS, r.Manager.Burst, r.Manager.Workers)
 	p("%s\n", methods)
 	if r.Release != nil {
-		p("### CPU used while releasing (figure 1)\n\n%s\n%s\n%s\n", cpuTable(*r.Release), eventlessLine(*r.Release), firstLine(*r.Release))
+		p("### CPU used while releasing (figure 1)\n\n%s\n%s\n%s\n%s\n", cpuTable(*r.Release), eventlessLine(*r.Release), writesLine(*r.Release), firstLine(*r.Release))
 		if l := flavoredLine(*r.Release); l != "" {
 			p("%s\n", l)
 		}

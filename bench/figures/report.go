@@ -294,6 +294,26 @@ func eventlessLine(x releaseResult) string {
 		rate(e), e.N, report.Ratio(rate(e), rate(b)), rate(b), rate(q), report.Ratio(float64(x.QuotagateEvents), float64(q.N*x.N)))
 }
 
+// writesLine says what the manager wrote per pod in figure 1's batches, from parking
+// to release: the ungate patches, the condition of the pods at the head of the queue
+// (set while they wait, removed once admitted), events and status.
+func writesLine(x releaseResult) string {
+	if len(x.QuotagateWrites) == 0 {
+		return ""
+	}
+	pods := len(x.Quotagate) * x.N
+	sum := 0
+	for _, n := range x.QuotagateWrites {
+		sum += n
+	}
+	return fmt.Sprintf("The manager's API writes per pod, from parking to release: %.3f in all; pods %.3f, "+
+		"pods/status %.3f (the condition of why a pod waits, on the pods at the head of the queue), events %.3f "+
+		"(%s over %d pods).\n",
+		report.Ratio(float64(sum), float64(pods)), report.Ratio(float64(x.QuotagateWrites["pods"]), float64(pods)),
+		report.Ratio(float64(x.QuotagateWrites["pods/status"]), float64(pods)), report.Ratio(float64(x.QuotagateWrites["events"]), float64(pods)),
+		countsText(x.QuotagateWrites), pods)
+}
+
 // coreTable lists the median of every metric of every core benchmark.
 func coreTable(x coreResult) string {
 	var b strings.Builder

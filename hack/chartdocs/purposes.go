@@ -13,7 +13,7 @@ var purposes = map[string]string{
 	"Deployment quotagate-manager":                           "The manager: accounting, admission queues, the patches that remove the gate, the visibility API; one leader, standbys with `manager.replicas`.",
 	"Service quotagate-manager-metrics":                      "The manager's `/metrics` and `/debug/queues` (HTTPS with `manager.metricsSecure`).",
 	"PodDisruptionBudget quotagate-manager":                  "Keeps a manager through voluntary evictions, with `manager.replicas` above 1.",
-	"ClusterRole quotagate-manager":                          "The manager's cluster-wide rights, generated from its RBAC markers: it patches pods to remove the gate, evicts and deletes pods to preempt, reads budgets, flavors, DRA objects and PriorityClasses (a simulated pod's priority), pins the ResourceClaims of admitted pods with a finalizer, and may forward podsimulations from a standby to the leader.",
+	"ClusterRole quotagate-manager":                          "The manager's cluster-wide rights, generated from its RBAC markers: it patches pods to remove the gate and their status with why a gated pod waits, evicts and deletes pods to preempt, reads budgets, flavors, DRA objects and PriorityClasses (a simulated pod's priority), pins the ResourceClaims of admitted pods with a finalizer, and may forward podsimulations from a standby to the leader.",
 	"ClusterRoleBinding quotagate-manager":                   "Binds it to the manager's ServiceAccount.",
 	"Role quotagate-manager-leader-election":                 "The manager's leader election Lease in the release namespace.",
 	"RoleBinding quotagate-manager-leader-election":          "Binds it to the manager's ServiceAccount.",

@@ -70,6 +70,7 @@ func NewAdmissionQueue(opts ...Option) *AdmissionQueue {
 		opt(&o)
 	}
 	q := &AdmissionQueue{opts: o, topology: newTopology(), pods: newPodIndex(), flavors: newFlavorIndex()}
+	q.topology.knowFlavors(q.flavors.exists)
 	q.agenda = newAgenda(&q.topology, o.observer)
 	q.preemptions = newPreemptions(q, o.clock, o.preemptionCooldown, o.preemptionMaxBackoff)
 	q.families = newFamilies(q, o.clock, o.lendHold)

@@ -15,8 +15,12 @@ import (
 func (q *AdmissionQueue) UpsertFlavor(f Flavor) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	existed := q.flavors.exists(f.Name)
 	if q.flavors.set(f) {
 		q.admit.flavorChanged()
+	}
+	if !existed {
+		q.flavorCameOrWent(f.Name)
 	}
 }
 
@@ -25,8 +29,22 @@ func (q *AdmissionQueue) UpsertFlavor(f Flavor) {
 func (q *AdmissionQueue) DeleteFlavor(name string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	existed := q.flavors.exists(name)
 	if q.flavors.remove(name) {
 		q.admit.flavorChanged()
+	}
+	if existed {
+		q.flavorCameOrWent(name)
+	}
+}
+
+// flavorCameOrWent resolves again the budgets that name a Flavor that came or went: a
+// budget naming one that does not exist admits nothing (FlavorNotFound).
+func (q *AdmissionQueue) flavorCameOrWent(name string) {
+	for _, b := range q.topology.sorted() {
+		if slices.ContainsFunc(b.spec.Flavors, func(f FlavorQuota) bool { return f.Name == name }) {
+			q.resolveTopology(b)
+		}
 	}
 }
 

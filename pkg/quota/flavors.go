@@ -166,6 +166,13 @@ func (x *flavorIndex) any() bool { return len(x.byName) > 0 }
 // get returns the Flavor of name, or nil.
 func (x *flavorIndex) get(name string) *Flavor { return x.byName[name] }
 
+// exists reports whether a Flavor of that name exists, valid or not.
+func (x *flavorIndex) exists(name string) bool {
+	_, valid := x.byName[name]
+	_, invalid := x.invalid[name]
+	return valid || invalid
+}
+
 // selects reports whether a pod's node selector asks for every label of f.
 func selects(sel map[string]string, f *Flavor) bool {
 	if len(f.NodeLabels) == 0 {

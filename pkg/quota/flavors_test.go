@@ -126,16 +126,16 @@ func TestFlavorsAreTriedInOrder(t *testing.T) {
 			pods:    []Pod{withSelector(makePod("p1").Req("nvidia.com/gpu=1").Pod(), map[string]string{"gpu": "t4"})},
 			waits:   map[string]ReasonCode{"p1": CodeNoFlavor},
 		},
-		"a flavor without its Flavor object is passed over": {
+		"a budget naming a Flavor that does not exist admits nothing (FlavorNotFound)": {
 			budget:  gpus().Obj(),
 			flavors: []Flavor{a100},
 			pods:    []Pod{makePod("p1").Req("nvidia.com/gpu=1").Pod()},
-			want:    []string{"p1@a100"},
+			waits:   map[string]ReasonCode{"p1": CodeBudgetClosed},
 		},
-		"no Flavor object at all: NoFlavor": {
+		"no Flavor object at all: the budget admits nothing": {
 			budget: gpus().Obj(),
 			pods:   []Pod{makePod("p1").Req("nvidia.com/gpu=1").Pod()},
-			waits:  map[string]ReasonCode{"p1": CodeNoFlavor},
+			waits:  map[string]ReasonCode{"p1": CodeBudgetClosed},
 		},
 		"a pod that requests nothing the flavors hold quota for gets no flavor": {
 			budget:  gpus().Hard("cpu=4").Obj(),

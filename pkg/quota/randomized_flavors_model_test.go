@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -347,6 +348,9 @@ func (w *flavorWorld) admitAndCheck() error {
 		if p == nil || p.running {
 			return fmt.Errorf("admitted %s, which is not a gated pod of the world", a.Pod.Name)
 		}
+		if k, f, missing := w.mMissingFlavor(p); missing {
+			return fmt.Errorf("admitted %s, although %s names Flavor %s, which does not exist", a.Pod.Name, k, f)
+		}
 		choices, apply, preferred := w.mChoices(p)
 		on := ""
 		if a.Flavor != nil {
@@ -443,11 +447,32 @@ func (w *flavorWorld) checkAccounts() error {
 	return nil
 }
 
+// mMissingFlavor returns a budget that covers the pod and names a Flavor that does
+// not exist: such a budget admits nothing (FlavorNotFound), nor do its children.
+func (w *flavorWorld) mMissingFlavor(p *fPod) (BudgetKey, string, bool) {
+	for _, k := range mCover(p.view.Namespace) {
+		for _, f := range w.budgets[k].Flavors {
+			if _, exists := w.flavors[f.Name]; !exists {
+				return k, f.Name, true
+			}
+		}
+	}
+	return BudgetKey{}, "", false
+}
+
 // checkLiveness: with nothing running, no gated pod is left that fits.
 func (w *flavorWorld) checkLiveness() error {
 	for _, uid := range slices.Sorted(maps.Keys(w.pods)) {
 		p := w.pods[uid]
 		if p.running {
+			continue
+		}
+		if k, f, missing := w.mMissingFlavor(p); missing {
+			// A budget naming a Flavor that does not exist admits nothing, and says so.
+			r, _ := w.q.Reader().WaitReason(uid)
+			if r.Code != CodeBudgetClosed || !strings.Contains(r.Message, "Flavor") || !strings.Contains(r.Message, "not found") {
+				return fmt.Errorf("%s waits (%s: %s); want BudgetClosed: %s names Flavor %s, which does not exist", p.view.Name, r.Code, r.Message, k, f)
+			}
 			continue
 		}
 		choices, apply, preferred := w.mChoices(p)

@@ -64,8 +64,9 @@ const (
 	// NoLendableQuota), which the message gives first.
 	CodePreemptionPending ReasonCode = "PreemptionPending"
 	// CodeNoFlavor: its budget holds quota per flavor, and no flavor can take it (its
-	// node selector asks for other labels, no flavor holds quota for what it requests,
-	// or the Flavor does not exist; flavors.go).
+	// node selector asks for other labels, or no flavor holds quota for what it
+	// requests; flavors.go). A budget naming a Flavor that does not exist admits
+	// nothing (FlavorNotFound): its pods wait with CodeBudgetClosed.
 	CodeNoFlavor ReasonCode = "NoFlavor"
 )
 
@@ -192,6 +193,13 @@ func (r *Reads) currentWait(p *podState) waitInfo {
 }
 
 func (r *Reads) waitReason(p *podState) Reason {
+	return r.waitMessage(p, false)
+}
+
+// waitMessage is why p waits. With lasting, the message leaves out what changes while
+// the reason holds (queue positions, free amounts, the pod ahead, backoff times): it
+// is what the pod's condition says, rewritten only when the reason itself changes.
+func (r *Reads) waitMessage(p *podState, lasting bool) Reason {
 	w := r.currentWait(p)
 	prefix := ""
 	if p.group != nil && w.code != CodeGroupIncomplete {
@@ -201,11 +209,19 @@ func (r *Reads) waitReason(p *podState) Reason {
 	switch w.code {
 	case CodeInsufficient:
 		b := w.budget
+		if lasting {
+			msg = fmt.Sprintf("%s: %s requested, more than is free in %s", resourceText(w.resource), w.requested.Text(p.writtenFormat(w.resource)), b.key.Describe())
+			break
+		}
 		free := amount.Max(b.ledger.of(w.resource).free(), amount.Amount{})
 		msg = fmt.Sprintf("%s: %s requested, %s free in %s; %s", resourceText(w.resource), w.requested.Text(p.writtenFormat(w.resource)), w.budget.text(w.resource, free), b.key.Describe(), r.position(p, b))
 	case CodeBudgetClosed:
 		msg = closedMessage(w.budget)
 	case CodeBehindHead:
+		if lasting {
+			msg = fmt.Sprintf("behind the head of StrictFIFO %s, which does not fit", w.budget.key.Describe())
+			break
+		}
 		msg = fmt.Sprintf("behind %s in StrictFIFO %s; %s", r.aheadOf(p, w.ahead), w.budget.key.Describe(), r.position(p, w.budget))
 	case CodeNeverFits:
 		if w.family {
@@ -222,14 +238,27 @@ func (r *Reads) waitReason(p *podState) Reason {
 	case CodeMustSpecify:
 		msg = unsetMessage(&w)
 	case CodeFairShare:
+		ahead := r.aheadOf(p, w.ahead)
+		if lasting {
+			ahead = "a pod whose budget borrows less"
+		}
 		msg = fmt.Sprintf("it would borrow under %s, and %s goes first: its budget's borrowing is a smaller share of what the family lends (fair sharing)",
-			w.budget.key.Describe(), r.aheadOf(p, w.ahead))
+			w.budget.key.Describe(), ahead)
 	case CodeNoLendable:
+		if lasting {
+			msg = fmt.Sprintf("%s: %s requested; the budgets under %s have no unused lendable quota left: waiting for borrowed quota to be returned",
+				resourceText(w.resource), w.requested.Text(p.writtenFormat(w.resource)), w.budget.key.Describe())
+			break
+		}
 		pool, above := w.budget.familyStatus(w.resource)
 		msg = fmt.Sprintf("%s: %s requested; the budgets under %s use %s beyond what they keep for themselves, of the %s they lend: waiting for borrowed quota to be returned",
 			resourceText(w.resource), w.requested.Text(p.writtenFormat(w.resource)), w.budget.key.Describe(), w.budget.text(w.resource, above), w.budget.text(w.resource, pool))
 	case CodeGroupIncomplete:
 		have, want := groupWaitCounts(p, &w)
+		if lasting {
+			msg = fmt.Sprintf("group %s: waiting for all %d members to exist", p.pod.Group, want)
+			break
+		}
 		msg = fmt.Sprintf("group %s: %d of %d members exist", p.pod.Group, have, want)
 	case CodeGroupInvalid:
 		msg = fmt.Sprintf("group %s: %s", p.pod.Group, p.pod.GroupError)
@@ -243,17 +272,23 @@ func (r *Reads) waitReason(p *podState) Reason {
 	case CodeGroupBackoff:
 		msg = "waiting for members that back off after a failed ungate"
 	case CodeBackoff:
+		if lasting {
+			msg = "backing off after a failed ungate; it is retried"
+			break
+		}
 		msg = fmt.Sprintf("backoff until %s after a failed ungate", p.retryAt.UTC().Format(time.RFC3339Nano))
 	case CodeUncovered:
 		msg = "no Budget or ClusterBudget covers it, and uncovered pods are held"
 		if w.ahead.UID != "" && w.ahead.UID != p.pod.UID {
 			msg = fmt.Sprintf("no Budget or ClusterBudget covers member %s, and uncovered pods are held", w.ahead.Name)
+		} else if hint := r.topology.uncoveredHint(&p.pod); hint != "" {
+			msg += ": " + hint
 		}
 	case CodeNamespaceUnknown:
 		msg = fmt.Sprintf("namespace %s has not been seen yet: which budgets cover it is decided once it is", p.pod.Namespace)
 	default:
 		msg = "queued, not evaluated yet"
-		if len(p.cover) > 0 {
+		if len(p.cover) > 0 && !lasting {
 			msg += "; " + r.position(p, p.cover[0]) + " in " + p.cover[0].key.Describe()
 		}
 	}
@@ -261,6 +296,63 @@ func (r *Reads) waitReason(p *podState) Reason {
 		return Reason{Code: code, Message: prefix + msg + "; " + pendingMessage(p.pod.Namespace, w.preempt)}
 	}
 	return Reason{Code: w.code, Message: prefix + msg}
+}
+
+// WaitCause is what a gated pod's lasting reason (WaitConditions) depends on, as a
+// value to compare: the reported code, the budget it names, and what else its sentence
+// says that can change while the code holds (a budget's state, a flavor's detail). It
+// is cheap to take for every waiting pod in every round.
+type WaitCause struct {
+	code     ReasonCode
+	budget   BudgetKey
+	resource corev1.ResourceName
+	state    string
+}
+
+// Code is the cause's reason code.
+func (c WaitCause) Code() ReasonCode { return c.code }
+
+// WaitCause returns what the lasting reason of a gated pod depends on, or false when
+// the core does not hold it (unknown, or admitted).
+func (r *Reads) WaitCause(uid types.UID) (WaitCause, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p := r.pods.get(uid)
+	if p == nil || p.phase != phaseWaiting {
+		return WaitCause{}, false
+	}
+	w := r.currentWait(p)
+	c := WaitCause{code: w.reported(), resource: w.resource}
+	if w.budget != nil {
+		c.budget = w.budget.key
+	}
+	switch w.code {
+	case CodeBudgetClosed:
+		c.state = closedMessage(w.budget)
+	case CodeNoFlavor:
+		c.state = w.detail
+	case CodeUncovered:
+		c.state = string(w.ahead.UID) + r.topology.uncoveredHint(&p.pod)
+	}
+	if c.code == CodePreemptionPending {
+		c.state = w.preempt.at.String()
+	}
+	return c, true
+}
+
+// WaitConditions returns, for the gated pods among uids, why each waits in its lasting
+// form: the sentence without queue positions, free amounts or the pod ahead, which the
+// pod's condition carries (pods whose reason changed, a few per round).
+func (r *Reads) WaitConditions(uids []types.UID) map[types.UID]Reason {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[types.UID]Reason, len(uids))
+	for _, uid := range uids {
+		if p := r.pods.get(uid); p != nil && p.phase == phaseWaiting {
+			out[uid] = r.waitMessage(p, true)
+		}
+	}
+	return out
 }
 
 // pendingMessage says, for readers of namespace ns, that pods are evicted for a pod

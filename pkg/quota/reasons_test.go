@@ -284,3 +284,130 @@ func TestFairShareReasonNamesNoOtherNamespace(t *testing.T) {
 		}
 	}
 }
+
+// TestWaitConditions: the lasting sentence a pod's condition carries leaves out what
+// moves while the reason holds (the position, the free amount, the pod ahead), and
+// WaitCause stays the same while only those move.
+func TestWaitConditions(t *testing.T) {
+	tests := map[string]struct {
+		budgets []Budget
+		pods    []Pod
+		ask     string
+		want    Reason
+	}{
+		"insufficient quota": {
+			budgets: []Budget{makeBudget("team-a", "team-a").Hard("cpu=2500m").Obj()},
+			pods: []Pod{
+				makePod("p1").Created(1).Req("cpu=2").Pod(),
+				makePod("p2").Created(2).Req("cpu=2").Pod(),
+			},
+			ask:  "p2",
+			want: Reason{Code: CodeInsufficient, Message: "requests.cpu: 2 requested, more than is free in Budget team-a/team-a"},
+		},
+		"behind a StrictFIFO head": {
+			budgets: []Budget{makeBudget("team-a", "team-a").Hard("cpu=2").Strict().Obj()},
+			pods: []Pod{
+				makePod("running").Req("cpu=1").Ungated().Pod(),
+				makePod("head").Created(1).Req("cpu=2").Pod(),
+				makePod("p").Created(2).Req("cpu=1").Pod(),
+			},
+			ask:  "p",
+			want: Reason{Code: CodeBehindHead, Message: "behind the head of StrictFIFO Budget team-a/team-a, which does not fit"},
+		},
+		"closed budget, as WaitReason says": {
+			budgets: []Budget{makeBudget("team-a", "team-a").Hard("cpu=2").Closed().Obj()},
+			pods:    []Pod{makePod("p").Req("cpu=1").Pod()},
+			ask:     "p",
+			want:    Reason{Code: CodeBudgetClosed, Message: "Budget team-a/team-a is Closed"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			q, _ := newTestQueue()
+			for _, b := range tc.budgets {
+				q.UpsertBudget(b)
+			}
+			for _, p := range tc.pods {
+				q.UpsertPod(p)
+			}
+			admitNames(q)
+			uid := types.UID(tc.ask)
+			got := q.Reader().WaitConditions([]types.UID{uid})
+			if diff := cmp.Diff(map[types.UID]Reason{uid: tc.want}, got); diff != "" {
+				t.Errorf("WaitConditions (-want +got):\n%s", diff)
+			}
+			cause, ok := q.Reader().WaitCause(uid)
+			if !ok || cause.Code() != tc.want.Code {
+				t.Fatalf("WaitCause = %v, %v; want code %s", cause, ok, tc.want.Code)
+			}
+			// A pod of higher priority goes ahead: the position moves, the cause not.
+			q.UpsertPod(makePod("ahead").Created(0).Priority(10).Req("cpu=1").Pod())
+			admitNames(q)
+			if again, _ := q.Reader().WaitCause(uid); again != cause {
+				t.Errorf("WaitCause moved with the queue: %v, was %v", again, cause)
+			}
+		})
+	}
+}
+
+// TestUncoveredReasonNamesNearBudgets: an uncovered pod's reason names the Budgets of its
+// namespace and the ClusterBudgets that select its namespace, each with the label that
+// differs; at most three, then how many more. A Budget of another namespace is never
+// named.
+func TestUncoveredReasonNamesNearBudgets(t *testing.T) {
+	held := "no Budget or ClusterBudget covers it, and uncovered pods are held"
+	tests := map[string]struct {
+		budgets []Budget
+		want    string
+	}{
+		"a typo in a value": {
+			budgets: []Budget{
+				makeBudget("team-a", "team").Hard("cpu=4").Selector("app", "train").Obj(),
+				makeBudget("team-b", "other").Hard("cpu=4").Selector("app", "serve").Obj(),
+			},
+			want: held + ": Budget team-a/team selects app=train, the pod has app=trian",
+		},
+		"a label the pod lacks, and a ClusterBudget of the namespace": {
+			budgets: []Budget{
+				makeBudget("team-a", "gpu").Hard("cpu=4").Selector("gpu", "true").Obj(),
+				makeBudget("", "org").Hard("cpu=4").Namespaces(labels.Everything()).Selector("tier", "batch").Obj(),
+			},
+			want: held + ": Budget team-a/gpu selects gpu=true, the pod has no label gpu; ClusterBudget org selects tier=batch, the pod has no label tier",
+		},
+		"at most three, then how many more": {
+			budgets: []Budget{
+				makeBudget("team-a", "a").Hard("cpu=4").Selector("app", "a").Obj(),
+				makeBudget("team-a", "b").Hard("cpu=4").Selector("app", "b").Obj(),
+				makeBudget("team-a", "c").Hard("cpu=4").Selector("app", "c").Obj(),
+				makeBudget("team-a", "d").Hard("cpu=4").Selector("app", "d").Obj(),
+				makeBudget("team-a", "e").Hard("cpu=4").Selector("app", "e").Obj(),
+			},
+			want: held + ": Budget team-a/a selects app=a, the pod has app=trian; Budget team-a/b selects app=b, the pod has app=trian; Budget team-a/c selects app=c, the pod has app=trian; and 2 more",
+		},
+		"no budget in the namespace": {
+			budgets: []Budget{makeBudget("team-b", "other").Hard("cpu=4").Obj()},
+			want:    held,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			q, _ := newTestQueue()
+			q.SetNamespace("team-a", map[string]string{v1alpha1.EnabledLabel: "true"})
+			for _, b := range tc.budgets {
+				q.UpsertBudget(b)
+			}
+			q.UpsertPod(makePod("p").Label("app", "trian").Req("cpu=1").Pod())
+			if got := admitNames(q); len(got) != 0 {
+				t.Fatalf("admitted %v", got)
+			}
+			r, _ := q.Reader().WaitReason("p")
+			if diff := cmp.Diff(Reason{Code: CodeUncovered, Message: tc.want}, r); diff != "" {
+				t.Errorf("WaitReason (-want +got):\n%s", diff)
+			}
+			lasting := q.Reader().WaitConditions([]types.UID{"p"})["p"]
+			if lasting != r {
+				t.Errorf("the condition says %v, want what WaitReason says: %v", lasting, r)
+			}
+		})
+	}
+}

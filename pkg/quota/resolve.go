@@ -99,6 +99,10 @@ func (t *topology) resolve(seeds ...*budget) (changed, started, limits, families
 			b.problem = &Problem{Reason: b.specReason, Message: b.specErr}
 		case b.spec.Parent != "" && b.parent == nil:
 			b.problem = &Problem{Reason: v1alpha1.ReasonParentNotFound, Message: fmt.Sprintf("parent ClusterBudget %s not found", b.spec.Parent)}
+		default:
+			if missing := t.missingFlavors(b); len(missing) > 0 {
+				b.problem = &Problem{Reason: v1alpha1.ReasonFlavorNotFound, Message: flavorsNotFound(missing)}
+			}
 		}
 	}
 	for _, b := range set {
@@ -259,6 +263,9 @@ type resolveInputs struct {
 	borrowLimited       bool // a borrowingLimit on a resource hard limits
 	open                bool
 	specErr, specReason string
+	// flavors are the names of spec.flavors, joined: a Flavor that does not exist is
+	// a problem of the budget.
+	flavors string
 }
 
 func (b *budget) resolveInputs() resolveInputs {
@@ -269,5 +276,34 @@ func (b *budget) resolveInputs() resolveInputs {
 		open:          b.specOpen(),
 		specErr:       b.specErr,
 		specReason:    b.specReason,
+		flavors:       strings.Join(b.flavorList(), ","),
 	}
+}
+
+// flavorList returns the names of spec.flavors, in their order.
+func (b *budget) flavorList() []string {
+	names := make([]string, len(b.spec.Flavors))
+	for i, f := range b.spec.Flavors {
+		names[i] = f.Name
+	}
+	return names
+}
+
+// missingFlavors returns the Flavors b names in spec.flavors that do not exist.
+func (t *topology) missingFlavors(b *budget) []string {
+	var missing []string
+	for _, f := range b.spec.Flavors {
+		if t.flavorExists != nil && !t.flavorExists(f.Name) {
+			missing = append(missing, f.Name)
+		}
+	}
+	return missing
+}
+
+// flavorsNotFound says which Flavors of a budget do not exist.
+func flavorsNotFound(missing []string) string {
+	if len(missing) == 1 {
+		return fmt.Sprintf("Flavor %s not found", missing[0])
+	}
+	return fmt.Sprintf("Flavors %s not found", strings.Join(missing, ", "))
 }

@@ -111,8 +111,8 @@ func TestParentUsageCoversSubtree(t *testing.T) {
 	}
 }
 
-// TestBrokenBudgetsAdmitNothing: a missing parent, a cycle or an invalid spec holds the
-// budget's pods and says why.
+// TestBrokenBudgetsAdmitNothing: a missing parent, a missing Flavor, a cycle or an
+// invalid spec holds the budget's pods and says why.
 func TestBrokenBudgetsAdmitNothing(t *testing.T) {
 	tests := map[string]struct {
 		budgets     []Budget
@@ -125,6 +125,12 @@ func TestBrokenBudgetsAdmitNothing(t *testing.T) {
 			key:         BudgetKey{Namespace: "team-a", Name: "a"},
 			wantProblem: &Problem{Reason: v1alpha1.ReasonParentNotFound, Message: "parent ClusterBudget nope not found"},
 			wantWait:    "Budget team-a/a cannot admit pods: parent ClusterBudget nope not found",
+		},
+		"flavors not found": {
+			budgets:     []Budget{makeBudget("team-a", "a").flavor("h100", "cpu=4", "").flavor("a100", "cpu=4", "").Obj()},
+			key:         BudgetKey{Namespace: "team-a", Name: "a"},
+			wantProblem: &Problem{Reason: v1alpha1.ReasonFlavorNotFound, Message: "Flavors h100, a100 not found"},
+			wantWait:    "Budget team-a/a cannot admit pods: Flavors h100, a100 not found",
 		},
 		"parent cycle": {
 			budgets: []Budget{
@@ -178,6 +184,38 @@ func TestFixingParentAdmits(t *testing.T) {
 	}
 	if diff := listDiff(parseList("requests.cpu=1"), mustStatus(t, q, BudgetKey{Name: "ml"}).Used); diff != "" {
 		t.Errorf("parent used (-want +got):\n%s", diff)
+	}
+}
+
+// TestCreatingFlavorAdmits: a budget naming a Flavor that does not exist admits once it
+// is created, and stops again when it is deleted; a budget that names it with one that
+// exists is closed all the same.
+func TestCreatingFlavorAdmits(t *testing.T) {
+	q, _ := newTestQueue()
+	key := BudgetKey{Namespace: "team-a", Name: "a"}
+	q.UpsertBudget(makeBudget("team-a", "a").flavor("a100", "cpu=1", "").flavor("h100", "cpu=1", "").Obj())
+	q.UpsertFlavor(a100)
+	q.UpsertPod(makePod("p1").Created(1).Req("cpu=1").Pod())
+	if got := admitNames(q); len(got) != 0 {
+		t.Fatalf("admitted %v with Flavor h100 missing", got)
+	}
+	if diff := cmp.Diff(&Problem{Reason: v1alpha1.ReasonFlavorNotFound, Message: "Flavor h100 not found"}, mustStatus(t, q, key).Problem); diff != "" {
+		t.Errorf("problem (-want +got):\n%s", diff)
+	}
+	q.UpsertFlavor(h100)
+	if p := mustStatus(t, q, key).Problem; p != nil {
+		t.Errorf("problem %+v once every Flavor exists, want none", *p)
+	}
+	if diff := cmp.Diff([]string{"p1"}, admitNames(q)); diff != "" {
+		t.Errorf("admitted (-want +got):\n%s", diff)
+	}
+	q.DeleteFlavor("h100")
+	q.UpsertPod(makePod("p2").Created(2).Req("cpu=1").Pod())
+	if got := admitNames(q); len(got) != 0 {
+		t.Errorf("admitted %v after Flavor h100 was deleted", got)
+	}
+	if diff := cmp.Diff(&Problem{Reason: v1alpha1.ReasonFlavorNotFound, Message: "Flavor h100 not found"}, mustStatus(t, q, key).Problem); diff != "" {
+		t.Errorf("problem after the delete (-want +got):\n%s", diff)
 	}
 }
 

@@ -24,6 +24,9 @@ type topology struct {
 	// rederived counts the budgets resolve has derived, for tests: an update that
 	// changes nothing resolve reads derives none.
 	rederived int
+	// flavorExists reports whether a Flavor exists (nil: every one does); a budget
+	// naming one that does not is a problem (FlavorNotFound).
+	flavorExists func(name string) bool
 }
 
 func newTopology() topology {
@@ -96,6 +99,19 @@ func (t *topology) unname(b *budget) {
 			delete(t.named, b.spec.Parent)
 		}
 	}
+}
+
+// knowFlavors tells the topology which Flavors exist (resolve's FlavorNotFound).
+func (t *topology) knowFlavors(exists func(name string) bool) { t.flavorExists = exists }
+
+// budgetsOf returns the Budgets of a namespace, by name.
+func (t *topology) budgetsOf(ns string) []*budget {
+	byName := t.byNS[ns]
+	out := make([]*budget, 0, len(byName))
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
+		out = append(out, byName[name])
+	}
+	return out
 }
 
 // lookup returns the budget of key (nil when there is none).

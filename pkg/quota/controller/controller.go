@@ -26,6 +26,7 @@ import (
 // pods: the gate is removed with patch only, and preemption evicts (evict.go).
 //
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -47,6 +48,8 @@ type Controller struct {
 	recorder  recorder.EventRecorder
 	// flavorNesting writes the Flavors' Nested conditions (flavorstatus.go).
 	flavorNesting *flavorNesting
+	// conditions writes the gated pods' condition of why they wait (podconditions.go).
+	conditions *podConditions
 	// claims are the DRA objects pods use, and pins the claims pinned for admitted pods
 	// (claimpins.go); both nil when resource.k8s.io/v1 is not served.
 	claims *claimIndex
@@ -105,6 +108,7 @@ func New(opts Options) (*Controller, error) {
 		evicting:   map[types.UID]*quota.Preemption{},
 		tallies:    map[quota.BudgetKey]*admittedTally{},
 		estimates:  newEstimator(opts.EstimateInterval),
+		conditions: newPodConditions(nil, opts.Clock),
 
 		simulationPacer: newSimulationPacer(opts.SimulationCPU),
 	}
@@ -148,6 +152,7 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 		c.recorder = mgr.GetEventRecorder(eventSource)
 	}
 	c.flavorNesting = newFlavorNesting(c.client, c.reader, c.core.FlavorNesting, c.recorder, c.opts.Clock)
+	c.conditions.client = c.client
 
 	ctx := context.Background()
 	if err := c.setupClaims(ctx, mgr); err != nil {
@@ -256,6 +261,7 @@ func (c *Controller) run(ctx context.Context) error {
 	wg.Go(func() { c.runStatus(ctx) })
 	wg.Go(func() { c.runRecords(ctx) })
 	wg.Go(func() { c.flavorNesting.run(ctx) })
+	wg.Go(func() { c.conditions.run(ctx) })
 	if c.pins != nil {
 		wg.Go(func() { c.runClaimReleases(ctx) })
 	}

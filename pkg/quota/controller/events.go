@@ -48,27 +48,32 @@ func (c *Controller) forgetWaiting(uid types.UID) {
 	delete(c.waiting, uid)
 }
 
-// waitingPod is the last wait reason announced for a pod, and when the manager first
-// saw it gated (Unix nanoseconds; 0 when that was at startup).
+// waitingPod is the last wait reason announced for a pod (its code, in a Waiting event)
+// and the cause its condition was last set for, and when the manager first saw it gated
+// (Unix nanoseconds; 0 when that was at startup).
 type waitingPod struct {
 	ref       quota.PodRef
 	code      quota.ReasonCode
+	cause     quota.WaitCause
 	firstSeen int64
 }
 
 // announceWaiting emits a Waiting event for the gated pods whose reason code changed
-// since their last event, when they are among the first Options.WaitingEventsPerBudget
-// pods of a budget's queue (quota.AtHead): a queue of 50,000 pods costs a few events, not
+// since their last event, and sets the condition of those whose cause changed
+// (podconditions.go), when they are among the first Options.WaitingEventsPerBudget pods
+// of a budget's queue (quota.AtHead): a queue of 50,000 pods costs a few events, not
 // 50,000 writes and the events client-go keeps of them. A pod further back gets its
-// event once it reaches the head; until then its reason is in the visibility API and
-// `kubectl quotagate why`. It polls the cheap WaitCode and builds the full sentences
-// (with the queue positions) only for the pods it announces, in one WaitReasons call.
+// event and condition once it reaches the head; until then its reason is in the
+// visibility API and `kubectl quotagate why`. A pod that carries the condition has it
+// kept current wherever it is in the queue. It polls the cheap WaitCause and builds the
+// sentences only for the pods it announces: the events' (with the queue positions) in
+// one WaitReasons call, the conditions' (without) in one WaitConditions call.
 func (c *Controller) announceWaiting() {
 	c.mu.Lock()
 	var changed []types.UID
 	for uid, w := range c.waiting {
-		code, ok := c.core.Reader().WaitCode(uid)
-		if !ok || code == w.code || code == quota.CodeQueued {
+		cause, ok := c.core.Reader().WaitCause(uid)
+		if !ok || cause == w.cause || cause.Code() == quota.CodeQueued {
 			continue
 		}
 		changed = append(changed, uid)
@@ -80,7 +85,7 @@ func (c *Controller) announceWaiting() {
 	heads := c.core.Reader().AtHead(changed, c.opts.WaitingEventsPerBudget)
 	uids := changed[:0]
 	for _, uid := range changed {
-		if heads[uid] {
+		if heads[uid] || c.conditions.carries(uid) {
 			uids = append(uids, uid)
 		}
 	}
@@ -90,19 +95,34 @@ func (c *Controller) announceWaiting() {
 	// One call for the round: a budget many of them wait in is sorted once for their
 	// positions, not counted again for each pod.
 	reasons := c.core.Reader().WaitReasons(uids)
+	lasting := c.core.Reader().WaitConditions(uids)
 	var announce []waitingPod
+	var conditions []waitingPod
 	c.mu.Lock()
 	for _, uid := range uids {
 		w, known := c.waiting[uid]
 		r, waits := reasons[uid]
-		if !known || !waits || r.Code == quota.CodeQueued {
+		l, stillWaits := lasting[uid]
+		if !known || !waits || !stillWaits || r.Code == quota.CodeQueued || l.Code != r.Code {
 			continue
 		}
-		w.code = r.Code
+		cause, ok := c.core.Reader().WaitCause(uid)
+		if !ok || cause.Code() != r.Code {
+			continue // moved on since: the next round sees it
+		}
+		if w.code != r.Code && heads[uid] {
+			w.code = r.Code
+			announce = append(announce, w)
+		}
+		w.cause = cause
 		c.waiting[uid] = w
-		announce = append(announce, w)
+		conditions = append(conditions, w)
 	}
 	c.mu.Unlock()
+	for _, w := range conditions {
+		l := lasting[w.ref.UID]
+		c.conditions.set(w.ref, &condition{reason: string(l.Code), message: l.Message})
+	}
 	for _, w := range announce {
 		r := reasons[w.ref.UID]
 		eventType := corev1.EventTypeNormal

@@ -29,6 +29,7 @@ func (c *Controller) podHandler() toolscache.ResourceEventHandler {
 				c.pins.forget(uid)
 				c.forgetClaimUser(uid)
 				c.forgetWaiting(uid)
+				c.conditions.forget(uid)
 				c.wake()
 			}
 		},
@@ -54,11 +55,13 @@ func (c *Controller) onPod(obj any, initialList bool) {
 	// core itself, in Admit (reason NamespaceNotEnabled), through the same patch path.
 	p := c.upsertPod(cp)
 	c.checkClaimsOf(cp, false)
-	if p.Gated && !p.Terminal {
+	waiting := p.Gated && !p.Terminal
+	if waiting {
 		c.noteGated(p.PodRef, initialList)
 	} else {
 		c.forgetWaiting(p.UID)
 	}
+	c.conditions.observe(p.PodRef, cp.condition, waiting)
 	c.wake()
 }
 

@@ -48,6 +48,9 @@ type cachedPod struct {
 	// of one namespace's bare pods, share one copy (estimates.go; read them with
 	// factsOf).
 	facts unique.Handle[estimate.Facts]
+	// condition is the quotagate condition the pod carries while it waits, nil for
+	// none (podconditions.go): few pods carry one.
+	condition *condition
 }
 
 var _ runtime.Object = (*cachedPod)(nil)
@@ -142,5 +145,6 @@ func compactPod(pod *corev1.Pod) *cachedPod {
 		claims:         quota.PodClaims(pod),
 		extended:       quota.ExtendedRequests(pod),
 		facts:          unique.Make(estimate.FactsOf(pod).Compact(pod.Name)),
+		condition:      conditionOf(pod),
 	}
 }

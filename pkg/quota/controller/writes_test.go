@@ -126,9 +126,14 @@ func TestAdmissionIsOneWrite(t *testing.T) {
 	if n := got["events"]; n > len(admittedEvents)+2 {
 		t.Errorf("%d event writes, want no more than the %d Admitted events of the Budget and its state events", n, len(admittedEvents))
 	}
+	// No pod waited, so none carries the condition of why it waits: nothing to set or
+	// remove (TestPodConditionFollowsReason).
+	if n := got["pods/status"]; n != 0 {
+		t.Errorf("%d writes to pods/status for pods admitted at once, want none", n)
+	}
 	for kind, n := range got {
 		switch kind {
-		case "pods", "events", "budgets/status":
+		case "pods", "events", "budgets/status", "pods/status":
 		default:
 			t.Errorf("%d unexpected writes to %s", n, kind)
 		}
