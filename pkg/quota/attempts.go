@@ -154,7 +154,7 @@ func (a *admitter) done(uid types.UID, r Result, attemptRV string) {
 		}
 		// An earlier attempt may still apply: keep the charge until a view settles it.
 		p.retryAt = a.opts.clock.Now().Add(a.opts.backoff(p.attempts))
-		a.backoff.set(p)
+		a.backoff.Fix(p)
 	case Unknown:
 		if p.phase != phaseAssumed {
 			return // already seen ungated: it runs, the charge stays
@@ -170,7 +170,7 @@ func (a *admitter) done(uid types.UID, r Result, attemptRV string) {
 			return
 		}
 		p.retryAt = a.opts.clock.Now().Add(a.opts.backoff(p.attempts))
-		a.backoff.set(p)
+		a.backoff.Fix(p)
 	}
 }
 
@@ -185,7 +185,7 @@ func (a *admitter) provesNotUngated(p *podState, view Pod) bool {
 // queues: its charge is released and it backs off (by the attempts Done counted) before
 // it is evaluated again.
 func (a *admitter) giveBack(p *podState) {
-	a.backoff.remove(p)
+	a.backoff.Remove(p)
 	a.charges.release(p)
 	p.place(nil, nil) // a gated pod has none: it is chosen again when it is admitted again
 	p.phase = phaseWaiting
@@ -197,6 +197,6 @@ func (a *admitter) giveBack(p *podState) {
 	p.cover = a.topology.coverage(&p.pod)
 	p.retryAt = a.opts.clock.Now().Add(a.opts.backoff(p.attempts))
 	p.inBackoff = true
-	a.backoff.set(p)
+	a.backoff.Fix(p)
 	a.place.settleWaiting(p)
 }

@@ -118,7 +118,7 @@ func (pl *placer) keepPlacement(g *group) bool {
 // move every gated member back to active, but evaluateGroup looks at all of them
 // whichever queue they are in, so one member in active is enough.
 func (pl *placer) kick(g *group) {
-	for _, r := range g.waiting {
+	for _, r := range g.waiting.Items() {
 		m := r.pod
 		if m.inBackoff || m.parked || len(m.entries) == 0 {
 			continue
@@ -192,12 +192,12 @@ func (pl *placer) groupPark(g *group) *waitInfo {
 	if w := pl.namespacePark(g.key.namespace); w != nil {
 		return w
 	}
-	if !g.started() && len(g.waiting) < g.size {
+	if !g.started() && g.waiting.Len() < g.size {
 		return &waitInfo{code: CodeGroupIncomplete, have: len(g.members), want: g.size}
 	}
-	if pl.opts.holdUncovered && g.covered < len(g.waiting) {
+	if pl.opts.holdUncovered && g.covered < g.waiting.Len() {
 		w := &waitInfo{code: CodeUncovered}
-		for _, r := range g.waiting {
+		for _, r := range g.waiting.Items() {
 			if len(r.cover) == 0 && (w.ahead.UID == "" || r.pod.pod.UID < w.ahead.UID) {
 				w.ahead = r.pod.pod.PodRef
 			}
