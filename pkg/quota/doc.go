@@ -132,4 +132,14 @@
 // that a batch of informer events is applied before anything is decided. Every
 // exported method of AdmissionQueue and of its Reads is safe for concurrent use: one
 // mutex guards them.
+//
+// # Layers
+//
+// The core is these packages, the highest first. A package imports only packages of
+// the layers below its own, never one of its own layer or above, so that a leaf never
+// depends on what decides (hack/layers checks it with `go list`, in make verify):
+//
+//	pkg/quota/controller      the reconcilers: the informers' events in, decisions out
+//	pkg/quota                 the composer, AdmissionQueue, and its parts (above)
+//	pkg/quota/internal/amount pkg/quota/internal/heap   the leaves: exact amounts, the indexed heap
 package quota
