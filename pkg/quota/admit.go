@@ -50,9 +50,9 @@ func newAdmitter(o *options, t *topology, ag *agenda, c *charges, f *families, p
 	return a
 }
 
-// passes counts the admitter's passes over the dirty budgets (Admit, after its
-// timers): the family part remembers what a family's waiting pods claim for one pass
-// and asks here which pass is under way (lendclaims.go), so that a pass that asks no
+// passes counts the admitter's passes over the dirty budgets (Admit, after its timers):
+// the family part remembers what a family's waiting pods claim for one pass and asks
+// here which pass is under way (families.lenderClaims), so that a pass that asks no
 // family does not enter the family part.
 type passes struct {
 	n    uint64 // moves on at each pass's start and end

@@ -14,8 +14,8 @@ import (
 // heads need evaluating (dirty, the best head first), the budgets whose status may have
 // changed, and the gated pods held outside every budget. It moves a pod's entries
 // between its budgets' queues (attach, detach, move), and wakes the inadmissible pods
-// an event in a budget may let in (wake.go). It reads the topology only to tell whether
-// a budget is still alive.
+// an event in a budget may let in (wakeable). It reads the topology only to tell
+// whether a budget is still alive.
 type agenda struct {
 	topology *topology
 	observer Observer // WithObserver; may be nil
@@ -148,7 +148,7 @@ func (a *agenda) leave(p *podState, admitted bool) {
 			a.wake(b)
 		}
 		if f := b.borrowingParent(); f != nil && a.topology.alive(f) {
-			// A pod that waited on the family may have left it (borrowing.go).
+			// A pod that waited on the family may have left it (familyExcess).
 			if admitted {
 				a.wakeAdmitted(f)
 			} else {

@@ -10,11 +10,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// Ungate attempts and what their outcomes prove (DESIGN: Admission queues). An
-// admission is charged before its patch is sent, like the scheduler's assumed pods. An
-// error does not prove that the patch was not applied: the response may have been lost
-// after the API server applied it, or a retry's `test` may fail because the first try
-// already removed the gate. So the charge is given back only on proof:
+// Ungate attempts and what their outcomes prove (docs/guarantees.md, "An ungate is
+// charged until its outcome is known"). An admission is charged before its patch is
+// sent, like the scheduler's assumed pods. An error does not prove that the patch was
+// not applied: the response may have been lost after the API server applied it, or a
+// retry's `test` may fail because the first try already removed the gate. So the charge
+// is given back only on proof:
 //
 //   - the pod is seen without the gate: it runs, the charge stands (UpsertPod);
 //   - the pod is gone (Done with Gone, or DeletePod);

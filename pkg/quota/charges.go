@@ -31,7 +31,7 @@ type charges struct {
 	releases heap.Heap[*podState] // charged pods that stop counting at their grace period's end
 	holds    bool                 // the family part said it holds freed quota
 	// flavored: some Flavor exists (the admitter's flavor side says so), so a charge
-	// asks which flavors a pod reaches; without one, a charge never enters flavors.go.
+	// asks which flavors a pod reaches; without one, a charge never enters flavorIndex.
 	flavored bool
 }
 
@@ -243,7 +243,8 @@ func (c *charges) nextRelease() (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// expireHolds ends the lend holds that are due (hold.go), when the family part holds any.
+// expireHolds ends the lend holds that are due (families.expire), when the family part
+// holds any.
 func (c *charges) expireHolds(now time.Time) {
 	if c.holds {
 		c.holds = c.families.expire(now)

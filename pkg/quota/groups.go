@@ -10,10 +10,11 @@ import (
 	"github.com/quotagate/quotagate/pkg/quota/internal/heap"
 )
 
-// Groups (DESIGN: Groups). Pods with the same quotagate.io/group label in one namespace
-// are admitted all together once group-size of them are gated and their sum fits every
-// budget that covers any of them. Nothing is reserved for a group until the whole group
-// fits, so two half-fitting groups cannot deadlock each other.
+// Groups (docs/budgets.md, "Groups: all or nothing"). Pods with the same
+// quotagate.io/group label in one namespace are admitted all together once group-size
+// of them are gated and their sum fits every budget that covers any of them. Nothing is
+// reserved for a group until the whole group fits, so two half-fitting groups cannot
+// deadlock each other.
 //
 // A group is "started" once any member is admitted (or was running when first seen,
 // say after a manager restart): its remaining gated members are then admitted together

@@ -2,8 +2,8 @@ package quota
 
 import "github.com/quotagate/quotagate/pkg/quota/internal/amount"
 
-// How the queue places a group's gated members and admits a group (DESIGN: Groups); the
-// group's own accounting is in groups.go.
+// How the queue places a group's gated members and admits a group (docs/budgets.md,
+// "Groups: all or nothing"); the group's own accounting is the group's (group.sync).
 
 // neverFits returns why a group whose members' sum exceeds a covering budget's hard,
 // or one of whose members leaves unset what a covering budget tracks (unsetPark), can

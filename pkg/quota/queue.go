@@ -47,7 +47,7 @@ import (
 // Queue names a place where a gated pod waits, as snapshots and metrics show it.
 type Queue string
 
-// The queues. See the comment at the top of queue.go.
+// The queues. The comment at the top of this file says how a pod moves between them.
 const (
 	QueueActive       Queue = "active"
 	QueueBackoff      Queue = "backoff"
@@ -121,7 +121,7 @@ func podLess(a, b *podState) bool {
 }
 
 // key is the pod's place in admission order: its own, or its group's, which every
-// gated member shares (groups.go).
+// gated member shares (group).
 func (p *podState) key() *orderKey {
 	if g := p.group; g != nil {
 		return &g.order

@@ -81,8 +81,8 @@ func (a *admitter) nextWakeup() (time.Time, bool) {
 // cancelRetry takes a pod out of backoff: it is admitted, or seen ungated.
 func (a *admitter) cancelRetry(p *podState) { a.backoff.Remove(p) }
 
-// coolDown records that a unit waits for its preemption cooldown (preemptcooldown.go):
-// its pods say so, and are evaluated again when it ends.
+// coolDown records that a unit waits for its preemption cooldown
+// (preemptions.cooldownOf): its pods say so, and are evaluated again when it ends.
 func (a *admitter) coolDown(unit []*podState, pending preemptPending) {
 	for _, p := range unit {
 		p.wait.preempt = pending
