@@ -142,4 +142,24 @@
 //	pkg/quota/controller      the reconcilers: the informers' events in, decisions out
 //	pkg/quota                 the composer, AdmissionQueue, and its parts (above)
 //	pkg/quota/internal/amount pkg/quota/internal/heap   the leaves: exact amounts, the indexed heap
+//
+// # Where a change goes
+//
+// docs/architecture.md has the whole map, with the test to extend for each. In short:
+//
+//   - a new resource kind: PodUsage, NormalizeHard and quotaName (usage.go); devices in
+//     ClaimCharge (claims.go) and WithExtendedDevices (extended.go).
+//   - a new queue order: orderKey.compare and comparePods (queue.go).
+//   - a quota that changes with time: BudgetFromAPI (budget.go), the ledger's hard
+//     (ledger.go), and a timer in admitter.runTimers and nextWakeup (timers.go).
+//   - fairness with decayed usage: families.yieldsTo and budget.shareWith (fairshare.go),
+//     its state on familyState (families.go).
+//   - a new preemption policy: preemptions.decide (preempt.go), victimCandidates
+//     (victims.go), compareVictims (victimorder.go).
+//   - a new flavor rule: flavorIndex.choices (flavors.go), admitter.flavorFor
+//     (flavor_choice.go).
+//   - a new status field: BudgetStatus and Reads.Status (status.go), then the
+//     controller's applyStatus and the API's BudgetStatus.
+//   - a new reason a pod waits: a ReasonCode and its sentence in Reads.waitReason
+//     (reasons.go), set where the decision is taken.
 package quota
