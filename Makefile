@@ -84,13 +84,14 @@ lint: $(GOLANGCI_LINT) ## Run the pinned golangci-lint (the root module and the 
 	cd api && $(GOLANGCI_LINT) run ./...
 
 .PHONY: verify
-verify: generate manifests $(GOLANGCI_LINT) ## Regenerate, check formatting, vet, check that the core parts own their fields (pkg/quota/parts_test.go) and lint; fail on any diff, a tracked binary or a non-test file importing testing.
+verify: generate manifests $(GOLANGCI_LINT) ## Regenerate, check formatting, vet, check that the core parts own their fields (pkg/quota/parts_test.go) and that the core's packages import only down their layers (hack/layers), and lint; fail on any diff, a tracked binary or a non-test file importing testing.
 	bash hack/check-tracked-files.sh
 	bash hack/check-test-imports.sh
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
 	go vet ./...
 	cd api && go vet ./...
 	go test ./pkg/quota -run '^TestPartsOwnTheirFields$$'
+	go run ./hack/layers
 	$(GOLANGCI_LINT) run ./...
 	cd api && $(GOLANGCI_LINT) run ./...
 	cd api && go mod tidy -diff
@@ -140,28 +141,28 @@ soak: tools ## Run two teams' steady Jobs under one parent for $(SOAK) (SOAK=10m
 	QUOTAGATE_SOAK=$(SOAK) go test -count=1 -timeout $(TEST_TIMEOUT) -run 'TestSteadyTwoTeamsDoNotThrash' -v ./pkg/quota/controller/
 
 .PHONY: bench
-bench: tools ## Measure quotagate against its baselines on a local control plane; write docs/benchmarks.{md,json} (~10 min).
+bench: tools ## Measure quotagate against its baselines on a local control plane; write docs/benchmarks.md and its data, bench/figures/benchmarks.json (~10 min).
 	go run ./bench
 
 .PHONY: bench-flavors
-bench-flavors: tools ## Measure figures 1 and 2 only, each beside its arm with the budget split over 2 Flavors, 5 repetitions; write docs/benchmarks-flavors.{md,json} (~5 min).
-	go run ./bench -figures 1,2 -reps 5 -eventless-reps 0 -out docs/benchmarks-flavors.md -json docs/benchmarks-flavors.json
+bench-flavors: tools ## Measure figures 1 and 2 only, each beside its arm with the budget split over 2 Flavors, 5 repetitions; write docs/benchmarks-flavors.md and bench/figures/benchmarks-flavors.json (~5 min).
+	go run ./bench -figures 1,2 -reps 5 -eventless-reps 0 -out docs/benchmarks-flavors.md -json bench/figures/benchmarks-flavors.json
 
 # ESTIMATES_ARGS passes flags to make bench-estimates' run, e.g. a small one:
 # ESTIMATES_ARGS='-estimates-pods 40 -estimates-scale 0.4 -estimates-warm 3'.
 ESTIMATES_ARGS ?=
 .PHONY: bench-estimates
-bench-estimates: tools ## Replay Jobs of three kinds with known run times through a full Budget and set the manager's estimated starts against a naive baseline; write docs/benchmarks-estimates.{md,json} (~13 min; ESTIMATES_ARGS for a small run).
+bench-estimates: tools ## Replay Jobs of three kinds with known run times through a full Budget and set the manager's estimated starts against a naive baseline; write docs/benchmarks-estimates.md and bench/estimates/benchmarks-estimates.json (~13 min; ESTIMATES_ARGS for a small run).
 	go run ./bench -estimates $(ESTIMATES_ARGS)
 
 .PHONY: bench-scale
-bench-scale: tools ## Measure quotagate with up to 100,000 gated pods in 1,000 budgets; write docs/benchmarks-scale.{md,json} (SCALE_SIZES=1000,10000 for a quick run).
+bench-scale: tools ## Measure quotagate with up to 100,000 gated pods in 1,000 budgets; write docs/benchmarks-scale.md and bench/scale/benchmarks-scale.json (SCALE_SIZES=1000,10000 for a quick run).
 	go run ./bench -scale -sizes $(SCALE_SIZES)
 
 .PHONY: bench-peers
 PEERS_ARGS ?=
 
-bench-peers: tools $(KUEUE_MANAGER) ## Measure quotagate beside Kueue $(KUEUE_VERSION) (plain pods) and the bare client in one run; write docs/benchmarks-peers.{md,json} (PEERS_ARGS='-peers-scale 50' for a small run).
+bench-peers: tools $(KUEUE_MANAGER) ## Measure quotagate beside Kueue $(KUEUE_VERSION) (plain pods) and the bare client in one run; write docs/benchmarks-peers.md and bench/peers/benchmarks-peers.json (PEERS_ARGS='-peers-scale 50' for a small run).
 	go run ./bench -peers -kueue $(KUEUE_MANAGER) -kueue-version $(KUEUE_VERSION) $(PEERS_ARGS)
 
 .PHONY: bench-unit

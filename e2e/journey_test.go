@@ -29,9 +29,9 @@ const (
 	drainWait = 3 * time.Minute
 )
 
-// TestUserJourney follows DESIGN.md's user: install the chart, opt a namespace in, give
-// it a Budget, submit a burst of Jobs, watch them queue and drain within the budget,
-// then upgrade and uninstall quotagate without stranding a pod.
+// TestUserJourney follows README.md's user ("Quick start"): install the chart, opt a
+// namespace in, give it a Budget, submit a burst of Jobs, watch them queue and drain
+// within the budget, then upgrade and uninstall quotagate without stranding a pod.
 //
 // It runs with the webhook in both certificate modes: quotagate's own (the chart's
 // default, the manager's rotator, for real, with no cert-manager in the cluster) and

@@ -3,7 +3,6 @@ package estimates
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -36,7 +35,7 @@ func Run(ctx context.Context, o Options, renderOnly bool) error {
 	r := Report{
 		Date:             began.UTC().Format("2006-01-02 15:04 MST"),
 		Command:          "go run ./bench " + strings.Join(os.Args[1:], " "),
-		JSON:             filepath.Base(o.json),
+		JSON:             report.Link(o.markdown, o.json),
 		Machine:          report.NewMachine(),
 		Manager:          figures.DefaultManagerSettings(),
 		EstimateInterval: controller.DefaultEstimateInterval.String(),

@@ -18,7 +18,7 @@ type Options struct {
 func DefaultOptions() Options {
 	return Options{
 		markdown: "docs/benchmarks-estimates.md",
-		json:     "docs/benchmarks-estimates.json",
+		json:     "bench/estimates/benchmarks-estimates.json",
 		pods:     160,
 		slots:    8,
 		scale:    1,

@@ -12,8 +12,8 @@ import (
 	"github.com/quotagate/quotagate/bench/report"
 )
 
-// Report is docs/benchmarks-estimates.json; docs/benchmarks-estimates.md is rendered
-// from it alone.
+// Report is bench/estimates/benchmarks-estimates.json; docs/benchmarks-estimates.md is
+// rendered from it alone.
 type Report struct {
 	Date    string                  `json:"date"`
 	Command string                  `json:"command"`

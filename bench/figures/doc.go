@@ -1,6 +1,6 @@
 // Package figures is `go run ./bench` (make bench): it measures quotagate on a real
 // local control plane (test/localcluster) and writes docs/benchmarks.md and
-// docs/benchmarks.json.
+// bench/figures/benchmarks.json.
 //
 // Every figure is measured beside its baseline in the same run: the rate at which the
 // manager releases gated pods against a bare client that removes the same gates with the

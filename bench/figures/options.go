@@ -28,7 +28,7 @@ type Options struct {
 func DefaultOptions() Options {
 	return Options{
 		markdown:      "docs/benchmarks.md",
-		json:          "docs/benchmarks.json",
+		json:          "bench/figures/benchmarks.json",
 		profiles:      "_output/bench",
 		figures:       IntList{1, 2, 3, 4, 5, 6, 7},
 		n:             2000,

@@ -9,7 +9,7 @@ import (
 	"github.com/quotagate/quotagate/bench/report"
 )
 
-// Report is everything a run measured; docs/benchmarks.json is this, and
+// Report is everything a run measured; bench/figures/benchmarks.json is this, and
 // docs/benchmarks.md is rendered from it.
 type Report struct {
 	Date    string `json:"date"`

@@ -25,7 +25,7 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	if o.RenderOnly {
-		return report.RenderAgain(&Report{JSON: filepath.Base(o.json)}, abs(o.json), abs(o.markdown))
+		return report.RenderAgain(&Report{JSON: report.Link(o.markdown, o.json)}, abs(o.json), abs(o.markdown))
 	}
 	// Keep the manager's and the webhook's logs to errors: a log line per pod would be
 	// part of what is measured.
@@ -35,7 +35,7 @@ func Run(ctx context.Context, o Options) error {
 	r := Report{
 		Date:    began.UTC().Format("2006-01-02 15:04 MST"),
 		Command: "go run ./bench " + strings.Join(os.Args[1:], " "),
-		JSON:    filepath.Base(o.json),
+		JSON:    report.Link(o.markdown, o.json),
 		Manager: DefaultManagerSettings(),
 		Machine: report.NewMachine(),
 	}

@@ -4,5 +4,5 @@
 // create to ungate, memory), and with Kueue's own scheduler performance scenario
 // (sched*.go: its config read from Kueue's module, run as plain pods on both managers
 // and replayed by an ideal admitter), into docs/benchmarks-peers.md and
-// docs/benchmarks-peers.json.
+// bench/peers/benchmarks-peers.json.
 package peers

@@ -62,7 +62,7 @@ func DefaultOptions() Options {
 	return Options{
 		kueueVersion: "v0.17.0",
 		markdown:     "docs/benchmarks-peers.md",
-		json:         "docs/benchmarks-peers.json",
+		json:         "bench/peers/benchmarks-peers.json",
 		n:            1000, reps: 2, reactionReps: 100, createSamples: 200,
 		parts: strings.Join(peerParts, ","), schedScale: 1,
 		deepDepth: 536, deepReps: 50, memoryLevels: figures.IntList{1000, 10000, 50000},
@@ -115,7 +115,7 @@ type system struct {
 	ReleaseCPU map[string]float64 `json:"releaseCPUSeconds,omitempty"`
 }
 
-// PeersReport is docs/benchmarks-peers.json.
+// PeersReport is bench/peers/benchmarks-peers.json.
 type PeersReport struct {
 	Date         string         `json:"date"`
 	Command      string         `json:"command"`

@@ -40,6 +40,17 @@ func Write(r Document, jsonPath, mdPath string) error {
 	return nil
 }
 
+// Link is how the Markdown report at mdPath links to the JSON one at jsonPath: the path
+// from the one's directory to the other (the reports live in docs/, their JSON beside
+// the code that writes it), or jsonPath's name when they share no root.
+func Link(mdPath, jsonPath string) string {
+	rel, err := filepath.Rel(filepath.Dir(mdPath), jsonPath)
+	if err != nil {
+		return filepath.Base(jsonPath)
+	}
+	return filepath.ToSlash(rel)
+}
+
 // RenderAgain reads the JSON report at jsonPath into r, a pointer to an empty report,
 // and writes its Markdown to mdPath.
 func RenderAgain(r Document, jsonPath, mdPath string) error {

@@ -35,7 +35,7 @@ type Options struct {
 func DefaultOptions() Options {
 	return Options{
 		markdown:           "docs/benchmarks-scale.md",
-		json:               "docs/benchmarks-scale.json",
+		json:               "bench/scale/benchmarks-scale.json",
 		profiles:           "_output/bench",
 		sizes:              figures.IntList{1000, 10000, 50000, 100000},
 		budgetsPer1000Pods: 10,

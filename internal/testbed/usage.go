@@ -23,8 +23,8 @@ import (
 // UsageWatcher follows every pod of a namespace through one watch, which delivers
 // changes in the order etcd made them: after each event its view is the namespace at
 // that revision. At every event it checks that the admitted pods (no quotagate gate,
-// not terminal, not deleted) fit in hard, as DESIGN.md defines used; and it records
-// each pod's states and when each pod was first seen admitted.
+// not terminal, not deleted) fit in hard, as docs/budgets.md ("The basics") defines
+// used; and it records each pod's states and when each pod was first seen admitted.
 //
 // With flavors (WatchUsageFlavored) it also checks each flavor's hard against the
 // admitted pods on that flavor: those whose spec.nodeSelector carries every one of the
@@ -205,8 +205,9 @@ func State(pod *corev1.Pod) string {
 func hasGate(pod *corev1.Pod) bool { return gates.HasGate(pod, v1alpha1.SchedulingGate) }
 
 // charges reports whether the pod counts as used at now, as ResourceQuota counts it
-// (DESIGN: Accounting): admitted, not terminal, not deleted, and not past its deletion
-// grace period. releaseAt is when that period ends, zero while it is not being deleted.
+// (docs/budgets.md, "What a budget counts, checked against ResourceQuota"): admitted,
+// not terminal, not deleted, and not past its deletion grace period. releaseAt is when
+// that period ends, zero while it is not being deleted.
 func charges(typ watch.EventType, pod *corev1.Pod, now time.Time) (ok bool, releaseAt time.Time) {
 	terminal := pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
 	if typ == watch.Deleted || hasGate(pod) || terminal {

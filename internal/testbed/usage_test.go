@@ -66,8 +66,9 @@ func TestUsageWatcherChecksEveryRevision(t *testing.T) {
 	}
 }
 
-// A pod being deleted counts until its grace period ends, as in ResourceQuota (DESIGN:
-// Accounting): the manager may admit into its room from then on, before the pod is gone.
+// A pod being deleted counts until its grace period ends, as in ResourceQuota
+// (docs/budgets.md, "What a budget counts, checked against ResourceQuota"): the manager
+// may admit into its room from then on, before the pod is gone.
 func TestUsageWatcherStopsCountingPastTheGracePeriod(t *testing.T) {
 	ctx := t.Context()
 	cs := fake.NewClientset()

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/quotagate/quotagate/pkg/quota/internal/heap"
 )
 
 // admitter is the part that takes decisions: Admit's pass over the dirty budgets'
@@ -29,8 +31,8 @@ type admitter struct {
 	deciding  bool                    // inside Admit: decisions may be taken
 	passes    passes                  // Admit's passes, for the family part's memo
 	immediate map[types.UID]*podState // pods to admit without quota at the next Admit
-	backoff   timerHeap               // pods waiting for their retry time
-	cooldowns timerHeap               // pods waiting for their preemption cooldown to end
+	backoff   heap.Heap[*podState]    // pods waiting for their retry time
+	cooldowns heap.Heap[*podState]    // pods waiting for their preemption cooldown to end
 	lastFlush time.Time
 }
 
@@ -38,23 +40,19 @@ func newAdmitter(o *options, t *topology, ag *agenda, c *charges, f *families, p
 	a := &admitter{
 		opts: o, topology: t, agenda: ag, charges: c, families: f, preemptions: pr, pods: pods, flavors: fl,
 		immediate: map[types.UID]*podState{},
-		backoff: timerHeap{
-			at:    func(p *podState) time.Time { return p.retryAt },
-			index: func(p *podState) *int { return &p.backoffIndex },
-		},
-		cooldowns: timerHeap{
-			at:    func(p *podState) time.Time { return p.preemptAt },
-			index: func(p *podState) *int { return &p.cooldownIndex },
-		},
+		backoff: heap.New(func(p, o *podState) bool { return p.retryAt.Before(o.retryAt) },
+			func(p *podState) *int { return &p.backoffIndex }),
+		cooldowns: heap.New(func(p, o *podState) bool { return p.preemptAt.Before(o.preemptAt) },
+			func(p *podState) *int { return &p.cooldownIndex }),
 		lastFlush: o.clock.Now(),
 	}
 	f.countPassesWith(&a.passes)
 	return a
 }
 
-// passes counts the admitter's passes over the dirty budgets (Admit, after its
-// timers): the family part remembers what a family's waiting pods claim for one pass
-// and asks here which pass is under way (lendclaims.go), so that a pass that asks no
+// passes counts the admitter's passes over the dirty budgets (Admit, after its timers):
+// the family part remembers what a family's waiting pods claim for one pass and asks
+// here which pass is under way (families.lenderClaims), so that a pass that asks no
 // family does not enter the family part.
 type passes struct {
 	n    uint64 // moves on at each pass's start and end
@@ -155,7 +153,7 @@ func (a *admitter) evaluate(p *podState) {
 // group, not once per member.
 func (a *admitter) evaluateGroup(g *group) {
 	var cands []*podState
-	for _, r := range g.waiting {
+	for _, r := range g.waiting.Items() {
 		if m := r.pod; !m.inBackoff && !m.parked {
 			cands = append(cands, m)
 		}
@@ -316,8 +314,8 @@ func (a *admitter) admitUnit(unit []*podState, f *Flavor, reason Reason) {
 		if f != nil {
 			p.place(f, a.flavors.reach(&p.pod, f))
 		}
-		a.backoff.remove(p)
-		a.cooldowns.remove(p)
+		a.backoff.Remove(p)
+		a.cooldowns.Remove(p)
 		p.inBackoff, p.parked, p.wait = false, false, waitInfo{}
 		p.phase = phaseAssumed
 		p.pinned = keysOf(p.cover)

@@ -1,25 +1,26 @@
 package quota
 
 import (
-	"container/heap"
 	"iter"
 	"maps"
 	"slices"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/quotagate/quotagate/pkg/quota/internal/heap"
 )
 
 // agenda is the part that keeps what the next Admit looks at: the budgets whose active
 // heads need evaluating (dirty, the best head first), the budgets whose status may have
 // changed, and the gated pods held outside every budget. It moves a pod's entries
 // between its budgets' queues (attach, detach, move), and wakes the inadmissible pods
-// an event in a budget may let in (wake.go). It reads the topology only to tell whether
-// a budget is still alive.
+// an event in a budget may let in (wakeable). It reads the topology only to tell
+// whether a budget is still alive.
 type agenda struct {
 	topology *topology
 	observer Observer // WithObserver; may be nil
 
-	dirty    budgetHeap              // budgets whose active heads need evaluating
+	dirty    heap.Heap[*budget]      // budgets whose active heads need evaluating (dirtyLess)
 	nInadm   int                     // inadmissible entries, over all budgets
 	held     map[types.UID]*podState // gated pods held because no budget covers them
 	statuses map[BudgetKey]struct{}  // budgets whose status may have changed
@@ -30,7 +31,13 @@ type agenda struct {
 }
 
 func newAgenda(t *topology, obs Observer) *agenda {
-	return &agenda{topology: t, observer: obs, held: map[types.UID]*podState{}, statuses: map[BudgetKey]struct{}{}}
+	return &agenda{
+		topology: t,
+		observer: obs,
+		dirty:    heap.New(dirtyLess, func(b *budget) *int { return &b.dirtyIndex }),
+		held:     map[types.UID]*podState{},
+		statuses: map[BudgetKey]struct{}{},
+	}
 }
 
 // markStatus notes that b's status may have changed.
@@ -53,20 +60,16 @@ func (a *agenda) takeStatuses() []BudgetKey {
 // forgetBudget drops a deleted budget from the agenda.
 func (a *agenda) forgetBudget(b *budget) {
 	delete(a.statuses, b.key)
-	if b.dirtyIndex >= 0 {
-		heap.Remove(&a.dirty, b.dirtyIndex)
-	}
+	a.dirty.Remove(b)
 }
 
 // next returns the dirty budget with the best active head, or nil; pop takes it off.
 func (a *agenda) next() *budget {
-	if len(a.dirty) == 0 {
-		return nil
-	}
-	return a.dirty[0]
+	b, _ := a.dirty.Peek()
+	return b
 }
 
-func (a *agenda) pop() { heap.Pop(&a.dirty) }
+func (a *agenda) pop() { a.dirty.Pop() }
 
 // move moves one entry between queues of its budget, keeping counts and the dirty heap
 // right. to may be queueNone (leave the queues).
@@ -84,7 +87,7 @@ func (a *agenda) move(e *entry, to queueKind) {
 		a.nInadm++
 	}
 	if b.dirtyIndex >= 0 && headChanged {
-		heap.Fix(&a.dirty, b.dirtyIndex)
+		a.dirty.Fix(b)
 	}
 	if a.observer != nil {
 		a.observer.Moved(b.key, from.name(), to.name())
@@ -94,7 +97,7 @@ func (a *agenda) move(e *entry, to queueKind) {
 // markDirty schedules the budget's active head for evaluation by the next Admit.
 func (a *agenda) markDirty(b *budget) {
 	if b.dirtyIndex < 0 && b.queues.activeHead() != nil {
-		heap.Push(&a.dirty, b)
+		a.dirty.Push(b)
 	}
 }
 
@@ -145,7 +148,7 @@ func (a *agenda) leave(p *podState, admitted bool) {
 			a.wake(b)
 		}
 		if f := b.borrowingParent(); f != nil && a.topology.alive(f) {
-			// A pod that waited on the family may have left it (borrowing.go).
+			// A pod that waited on the family may have left it (familyExcess).
 			if admitted {
 				a.wakeAdmitted(f)
 			} else {
@@ -179,15 +182,10 @@ func (a *agenda) flush() {
 	}
 }
 
-// budgetHeap holds the dirty budgets, the one with the best active head first, so that
+// dirtyLess orders the dirty budgets, the one with the best active head first, so that
 // pods competing for a shared parent are evaluated in admission order.
-type budgetHeap []*budget
-
-var _ heap.Interface = (*budgetHeap)(nil)
-
-func (h budgetHeap) Len() int { return len(h) }
-func (h budgetHeap) Less(i, j int) bool {
-	a, b := h[i].queues.activeHead(), h[j].queues.activeHead()
+func dirtyLess(x, y *budget) bool {
+	a, b := x.queues.activeHead(), y.queues.activeHead()
 	switch {
 	case a == nil || b == nil:
 		if (a == nil) != (b == nil) {
@@ -196,23 +194,5 @@ func (h budgetHeap) Less(i, j int) bool {
 	case a.pod != b.pod:
 		return podLess(a.pod, b.pod)
 	}
-	return h[i].key.Compare(h[j].key) < 0
-}
-func (h budgetHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].dirtyIndex = i
-	h[j].dirtyIndex = j
-}
-func (h *budgetHeap) Push(x any) {
-	b := x.(*budget)
-	b.dirtyIndex = len(*h)
-	*h = append(*h, b)
-}
-func (h *budgetHeap) Pop() any {
-	old := *h
-	b := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	b.dirtyIndex = -1
-	return b
+	return x.key.Compare(y.key) < 0
 }

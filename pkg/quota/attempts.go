@@ -10,11 +10,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// Ungate attempts and what their outcomes prove (DESIGN: Admission queues). An
-// admission is charged before its patch is sent, like the scheduler's assumed pods. An
-// error does not prove that the patch was not applied: the response may have been lost
-// after the API server applied it, or a retry's `test` may fail because the first try
-// already removed the gate. So the charge is given back only on proof:
+// Ungate attempts and what their outcomes prove (docs/guarantees.md, "An ungate is
+// charged until its outcome is known"). An admission is charged before its patch is
+// sent, like the scheduler's assumed pods. An error does not prove that the patch was
+// not applied: the response may have been lost after the API server applied it, or a
+// retry's `test` may fail because the first try already removed the gate. So the charge
+// is given back only on proof:
 //
 //   - the pod is seen without the gate: it runs, the charge stands (UpsertPod);
 //   - the pod is gone (Done with Gone, or DeletePod);
@@ -154,7 +155,7 @@ func (a *admitter) done(uid types.UID, r Result, attemptRV string) {
 		}
 		// An earlier attempt may still apply: keep the charge until a view settles it.
 		p.retryAt = a.opts.clock.Now().Add(a.opts.backoff(p.attempts))
-		a.backoff.set(p)
+		a.backoff.Fix(p)
 	case Unknown:
 		if p.phase != phaseAssumed {
 			return // already seen ungated: it runs, the charge stays
@@ -170,7 +171,7 @@ func (a *admitter) done(uid types.UID, r Result, attemptRV string) {
 			return
 		}
 		p.retryAt = a.opts.clock.Now().Add(a.opts.backoff(p.attempts))
-		a.backoff.set(p)
+		a.backoff.Fix(p)
 	}
 }
 
@@ -185,7 +186,7 @@ func (a *admitter) provesNotUngated(p *podState, view Pod) bool {
 // queues: its charge is released and it backs off (by the attempts Done counted) before
 // it is evaluated again.
 func (a *admitter) giveBack(p *podState) {
-	a.backoff.remove(p)
+	a.backoff.Remove(p)
 	a.charges.release(p)
 	p.place(nil, nil) // a gated pod has none: it is chosen again when it is admitted again
 	p.phase = phaseWaiting
@@ -197,6 +198,6 @@ func (a *admitter) giveBack(p *podState) {
 	p.cover = a.topology.coverage(&p.pod)
 	p.retryAt = a.opts.clock.Now().Add(a.opts.backoff(p.attempts))
 	p.inBackoff = true
-	a.backoff.set(p)
+	a.backoff.Fix(p)
 	a.place.settleWaiting(p)
 }

@@ -7,8 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// Evictions a PodDisruptionBudget refuses (DESIGN: Budgets, "Preemption";
-// docs/budgets.md, "When a PodDisruptionBudget refuses"). A borrower with the built-in
+// Evictions a PodDisruptionBudget refuses (docs/budgets.md, "When a
+// PodDisruptionBudget refuses"). A borrower with the built-in
 // edit role may create a PDB that allows no disruption over its borrowing pods; the
 // lender must not wait on it for ever when other victims would do. So a refused victim
 // is blocked: from then on it ranks after every victim that is not (compareVictims), and

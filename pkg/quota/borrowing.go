@@ -9,11 +9,12 @@ import (
 	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
 )
 
-// Borrowing between the budgets that name the same parent (their family; DESIGN:
-// Budgets, "Borrowing"). A budget with a borrowingLimit may use more than its hard, up
-// to its ceiling (the ledger's), out of what its siblings do not use. What each member
-// lends is its lendable part of hard (lendingLimit, all of hard by default); the rest,
-// hard minus lendable, is guaranteed to its own pods. The family must fit:
+// Borrowing between the budgets that name the same parent (their family;
+// docs/budgets.md, "Borrowing: idle quota of the budgets under one parent"). A budget
+// with a borrowingLimit may use more than its hard, up to its ceiling (the ledger's),
+// out of what its siblings do not use. What each member lends is its lendable part of
+// hard (lendingLimit, all of hard by default); the rest, hard minus lendable, is
+// guaranteed to its own pods. The family must fit:
 //
 //	sum over members of max(0, used - guaranteed)  <=  sum over members of lendable
 //
@@ -143,9 +144,10 @@ func (p *budget) familySum(r corev1.ResourceName, use func(c *budget, acc accoun
 	return pool, above
 }
 
-// claims is what the members of f's family claim for their own pods, which a
-// borrower leaves them: what their waiting pods ask within their hard (lenderClaims,
-// remembered for an admission pass: lendclaims.go) and what they hold (hold.go).
+// claims is what the members of f's family claim for their own pods, which a borrower
+// leaves them: what their waiting pods ask within their hard (lenderClaims, remembered
+// for an admission pass by families.lenderClaims) and what they hold
+// (families.useHolds).
 func (fs *families) claims(f *budget) map[*budget]amount.List {
 	claims := fs.lenderClaims(f)
 	if len(fs.holding) > 0 && holdsAny(f) {

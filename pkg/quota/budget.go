@@ -68,7 +68,7 @@ type Budget struct {
 	// covers directly; nil covers pods only through the budgets naming it as parent.
 	NamespaceSelector labels.Selector
 	// BorrowingLimit and LendingLimit are spec.borrowingLimit and spec.lendingLimit as
-	// written; the core normalizes them as hard (see ledger.go).
+	// written; the core normalizes them as hard (see ledger).
 	BorrowingLimit corev1.ResourceList
 	LendingLimit   corev1.ResourceList
 	// Flavors are spec.flavors, in the order pods try them; Fungibility is
@@ -76,14 +76,14 @@ type Budget struct {
 	Flavors     []FlavorQuota
 	Fungibility Fungibility
 	// Reclaim and WithinBudget are spec.preemption ("" means the defaults: Any and
-	// Never; preempt.go).
+	// Never; preemptions.decide).
 	Reclaim      v1alpha1.ReclaimPolicy
 	WithinBudget v1alpha1.WithinBudgetPolicy
 	// BlockedTimeout is spec.preemption.blockedTimeout: how long an eviction its pods
 	// need may be refused by a PodDisruptionBudget before the victim is deleted
-	// despite it; 0 waits for ever (the controller's evict.go).
+	// despite it; 0 waits for ever (the controller's evictions).
 	BlockedTimeout time.Duration
-	// Weight is spec.fairSharing.weight (nil means 1; fairshare.go).
+	// Weight is spec.fairSharing.weight (nil means 1; families.yieldsTo).
 	Weight *resource.Quantity
 	// Parent names a ClusterBudget ("" for none).
 	Parent   string
@@ -169,7 +169,7 @@ type budget struct {
 	specReason string
 	// flavorNames are, per flavor of spec.flavors, the resources its hard names
 	// (normalized): a pod is put on a flavor only if it names all the flavored resources
-	// the pod requests (flavors.go).
+	// the pod requests (flavorIndex).
 	flavorNames map[string]map[corev1.ResourceName]bool
 
 	// Derived by topology.resolve.
@@ -178,7 +178,7 @@ type budget struct {
 	borrowers int       // how many of its children have a borrowingLimit
 	counted   bool      // counted in parent.borrowers
 
-	// family is what the family part keeps on it (families.go): nil until the part
+	// family is what the family part keeps on it (families): nil until the part
 	// first needs it, so a budget that never was in a borrowing family has none.
 	family    *familyState
 	ancestors []*budget // parent first; stops before repeating in a cycle
@@ -295,7 +295,7 @@ func (b *budget) borrowingParent() *budget {
 }
 
 // anyFlavored reports whether a budget of cover holds quota per flavor: only then does
-// the admitter choose a flavor (flavor_choice.go).
+// the admitter choose a flavor (admitter.flavorFor).
 func anyFlavored(cover []*budget) bool {
 	for _, b := range cover {
 		if len(b.spec.Flavors) > 0 {
@@ -306,7 +306,7 @@ func anyFlavored(cover []*budget) bool {
 }
 
 // inBorrowingFamily reports whether a budget of cover has a parent whose family
-// borrows: only then does the core ask the family part (families.go).
+// borrows: only then does the core ask the family part (families).
 func inBorrowingFamily(cover []*budget) bool {
 	for _, b := range cover {
 		if p := b.parent; p != nil && p.borrowers > 0 {

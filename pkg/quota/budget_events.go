@@ -4,7 +4,7 @@ import (
 	"slices"
 )
 
-// The queue's side of budget and namespace events: the topology changes (topology.go),
+// The queue's side of budget and namespace events: the topology changes (topology),
 // then the pods it covers differently are moved and the budgets that may admit now are
 // woken.
 

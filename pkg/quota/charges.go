@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
+	"github.com/quotagate/quotagate/pkg/quota/internal/heap"
 )
 
 // charges is the part that charges each admitted or running pod. A pod is charged to
@@ -27,18 +28,17 @@ type charges struct {
 	families *families
 	flavors  *flavorIndex
 
-	releases timerHeap // charged pods that stop counting at their grace period's end
-	holds    bool      // the family part said it holds freed quota
+	releases heap.Heap[*podState] // charged pods that stop counting at their grace period's end
+	holds    bool                 // the family part said it holds freed quota
 	// flavored: some Flavor exists (the admitter's flavor side says so), so a charge
-	// asks which flavors a pod reaches; without one, a charge never enters flavors.go.
+	// asks which flavors a pod reaches; without one, a charge never enters flavorIndex.
 	flavored bool
 }
 
 func newCharges(a *agenda, t *topology, f *families, fl *flavorIndex) *charges {
-	return &charges{agenda: a, topology: t, families: f, flavors: fl, releases: timerHeap{
-		at:    func(p *podState) time.Time { return p.pod.ReleaseAt },
-		index: func(p *podState) *int { return &p.releaseIndex },
-	}}
+	return &charges{agenda: a, topology: t, families: f, flavors: fl, releases: heap.New(
+		func(p, o *podState) bool { return p.pod.ReleaseAt.Before(o.pod.ReleaseAt) },
+		func(p *podState) *int { return &p.releaseIndex })}
 }
 
 // charge charges the pod's usage to every budget that covers it, and to those it is
@@ -72,7 +72,7 @@ func (c *charges) chargeWith(p *podState, usage amount.List, claims []claimAmoun
 		c.agenda.markStatus(b)
 	}
 	if !p.pod.ReleaseAt.IsZero() {
-		c.releases.set(p)
+		c.releases.Fix(p)
 	}
 }
 
@@ -123,7 +123,7 @@ func (c *charges) release(p *podState) {
 		}
 	}
 	p.chargedTo, p.chargedUsage, p.chargedClaims = nil, nil, nil
-	c.releases.remove(p)
+	c.releases.Remove(p)
 }
 
 // recharge moves an admitted pod's charge, unchanged, to a new set of covering budgets
@@ -221,15 +221,15 @@ func (c *charges) chargeSet(p *podState, cover []*budget) []*budget {
 }
 
 // graceChanged notes a charged pod's grace period (its ReleaseAt), set or moved.
-func (c *charges) graceChanged(p *podState) { c.releases.set(p) }
+func (c *charges) graceChanged(p *podState) { c.releases.Fix(p) }
 
 // terminating returns the charged pods within their grace period; the caller does not
 // change the slice.
-func (c *charges) terminating() []*podState { return c.releases.pods }
+func (c *charges) terminating() []*podState { return c.releases.Items() }
 
 // due returns a pod whose grace period ended by now, or nil.
 func (c *charges) due(now time.Time) *podState {
-	if p := c.releases.min(); p != nil && !p.pod.ReleaseAt.After(now) {
+	if p, ok := c.releases.Peek(); ok && !p.pod.ReleaseAt.After(now) {
 		return p
 	}
 	return nil
@@ -237,13 +237,14 @@ func (c *charges) due(now time.Time) *podState {
 
 // nextRelease is when the first grace period ends.
 func (c *charges) nextRelease() (time.Time, bool) {
-	if p := c.releases.min(); p != nil {
+	if p, ok := c.releases.Peek(); ok {
 		return p.pod.ReleaseAt, true
 	}
 	return time.Time{}, false
 }
 
-// expireHolds ends the lend holds that are due (hold.go), when the family part holds any.
+// expireHolds ends the lend holds that are due (families.expire), when the family part
+// holds any.
 func (c *charges) expireHolds(now time.Time) {
 	if c.holds {
 		c.holds = c.families.expire(now)

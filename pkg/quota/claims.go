@@ -37,7 +37,7 @@ import (
 // template.
 //
 // A container may also ask devices as an extended resource that a DeviceClass backs:
-// extended.go.
+// WithExtendedDevices.
 
 // deviceClassQuotaSuffix is ResourceQuota's per-class device name:
 // <class>.deviceclass.resource.k8s.io/devices.

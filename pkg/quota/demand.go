@@ -3,7 +3,7 @@ package quota
 import "github.com/quotagate/quotagate/pkg/quota/internal/amount"
 
 // demand is what a unit would add to each budget it is charged to, as every capacity
-// question (admit.go, families, preemptions) asks it: a pod's usage less the claims
+// question (admitter, families, preemptions) asks it: a pod's usage less the claims
 // the budget charges already (podState.adds), a group's sums per budget, a victim
 // record's adds.
 type demand func(b *budget) amount.List

@@ -132,4 +132,34 @@
 // that a batch of informer events is applied before anything is decided. Every
 // exported method of AdmissionQueue and of its Reads is safe for concurrent use: one
 // mutex guards them.
+//
+// # Layers
+//
+// The core is these packages, the highest first. A package imports only packages of
+// the layers below its own, never one of its own layer or above, so that a leaf never
+// depends on what decides (hack/layers checks it with `go list`, in make verify):
+//
+//	pkg/quota/controller      the reconcilers: the informers' events in, decisions out
+//	pkg/quota                 the composer, AdmissionQueue, and its parts (above)
+//	pkg/quota/internal/amount pkg/quota/internal/heap   the leaves: exact amounts, the indexed heap
+//
+// # Where a change goes
+//
+// docs/architecture.md has the whole map, with the test to extend for each. In short:
+//
+//   - a new resource kind: PodUsage, NormalizeHard and quotaName (usage.go); devices in
+//     ClaimCharge (claims.go) and WithExtendedDevices (extended.go).
+//   - a new queue order: orderKey.compare and comparePods (queue.go).
+//   - a quota that changes with time: BudgetFromAPI (budget.go), the ledger's hard
+//     (ledger.go), and a timer in admitter.runTimers and nextWakeup (timers.go).
+//   - fairness with decayed usage: families.yieldsTo and budget.shareWith (fairshare.go),
+//     its state on familyState (families.go).
+//   - a new preemption policy: preemptions.decide (preempt.go), victimCandidates
+//     (victims.go), compareVictims (victimorder.go).
+//   - a new flavor rule: flavorIndex.choices (flavors.go), admitter.flavorFor
+//     (flavor_choice.go).
+//   - a new status field: BudgetStatus and Reads.Status (status.go), then the
+//     controller's applyStatus and the API's BudgetStatus.
+//   - a new reason a pod waits: a ReasonCode and its sentence in Reads.waitReason
+//     (reasons.go), set where the decision is taken.
 package quota

@@ -7,7 +7,8 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// Defaults of the queue timings (DESIGN: Admission queues).
+// Defaults of the queue timings (the queues: Queue; docs/guarantees.md, "An ungate is
+// charged until its outcome is known"; docs/tuning.md, --flush-interval).
 const (
 	DefaultInitialBackoff = 100 * time.Millisecond
 	DefaultMaxBackoff     = 10 * time.Second
@@ -39,18 +40,18 @@ type AdmissionQueue struct {
 	mu   sync.Mutex
 	opts options
 
-	// The parts (doc.go): each owns its state and reaches the others only through
+	// The parts (the package doc): each owns its state and reaches the others only through
 	// their methods.
-	topology    topology     // budgets, namespaces and what covers what (topology.go)
-	pods        *podIndex    // every pod the core knows (podstate.go)
-	agenda      *agenda      // dirty budgets and statuses, held pods, moves, wakes (agenda.go)
-	charges     *charges     // what admitted and running pods are charged to (charges.go)
-	families    families     // borrowing, fair sharing, lend holds (families.go)
-	preemptions preemptions  // victims, evictions in flight, decisions (preemptions.go)
-	place       *placer      // where each pod waits, pod and namespace events (placer.go)
-	admit       *admitter    // Admit's decisions, backoffs, the flush (admit.go)
-	flavors     *flavorIndex // the Flavors, and which a pod may be put on (flavors.go)
-	reads       Reads        // the read side, under mu (reader.go)
+	topology    topology     // budgets, namespaces and what covers what
+	pods        *podIndex    // every pod the core knows
+	agenda      *agenda      // dirty budgets and statuses, held pods, moves, wakes
+	charges     *charges     // what admitted and running pods are charged to
+	families    families     // borrowing, fair sharing, lend holds
+	preemptions preemptions  // victims, evictions in flight, decisions
+	place       *placer      // where each pod waits, pod and namespace events
+	admit       *admitter    // Admit's decisions, backoffs, the flush
+	flavors     *flavorIndex // the Flavors, and which a pod may be put on
+	reads       Reads        // the read side, under mu
 }
 
 // NewAdmissionQueue returns an empty AdmissionQueue.
@@ -90,17 +91,17 @@ func (q *AdmissionQueue) activate(p *podState) {
 func (q *AdmissionQueue) wakeIfAlive(b *budget) { q.agenda.wakeIfAlive(b) }
 
 // capacityWait says why a unit does not fit as the ledgers are now (familyCore,
-// preemptionCore; admit.go).
+// preemptionCore; admitter).
 func (q *AdmissionQueue) capacityWait(budgets []*budget, add demand) (waitInfo, bool) {
 	return q.admit.capacityWait(budgets, add)
 }
 
 // stuck reports whether a waiting pod may not be admitted now whatever is freed
-// (familyCore, preemptionCore; admit.go).
+// (familyCore, preemptionCore; admitter).
 func (q *AdmissionQueue) stuck(p *podState) bool { return q.admit.stuck(p) }
 
 // headFlavor is the flavor a waiting pod would be admitted on now, the flavors it would
-// be charged on there, and whether it fits there (familyCore; flavor_choice.go).
+// be charged on there, and whether it fits there (familyCore; admitter.flavorFor).
 func (q *AdmissionQueue) headFlavor(p *podState) (string, []string, bool) {
 	return q.admit.headFlavor(p)
 }

@@ -13,14 +13,15 @@ import (
 )
 
 // DRA-backed extended resources (KEP-5004, GA in Kubernetes 1.37): a container may ask
-// devices as an extended resource that a DeviceClass backs, example.com/gpu where a class
-// has spec.extendedResourceName example.com/gpu, or deviceclass.resource.kubernetes.io/<class>.
-// kube-scheduler makes a ResourceClaim for those devices when it binds the pod, and
-// ResourceQuota charges that claim then; quotagate charges the same devices when it
-// admits the pod (WithExtendedDevices), as it charges a claim the pod names (claims.go).
-// The pod's containers cannot ask more once it runs (their requests of extended resources
-// cannot be resized), and only an administrator changes DeviceClasses: the manager gives
-// the pods that ask extended resources their views again when one does.
+// devices as an extended resource that a DeviceClass backs, example.com/gpu where a
+// class has spec.extendedResourceName example.com/gpu, or
+// deviceclass.resource.kubernetes.io/<class>. kube-scheduler makes a ResourceClaim for
+// those devices when it binds the pod, and ResourceQuota charges that claim then;
+// quotagate charges the same devices when it admits the pod (WithExtendedDevices), as
+// it charges a claim the pod names (ClaimCharge). The pod's containers cannot ask more
+// once it runs (their requests of extended resources cannot be resized), and only an
+// administrator changes DeviceClasses: the manager gives the pods that ask extended
+// resources their views again when one does.
 
 // DeviceClasses says which DeviceClass backs an extended resource (KEP-5004).
 type DeviceClasses interface {

@@ -8,7 +8,7 @@ import (
 	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
 )
 
-// Fair sharing (DESIGN: Budgets, "Borrowing"; docs/budgets.md, "Fair sharing"). When
+// Fair sharing (docs/budgets.md, "Fair sharing"). When
 // the budgets under a borrowing parent compete for what the family lends, the one
 // whose borrowing would be the smallest share of it goes first, whatever the
 // priorities across budgets; within a budget, admission order stands.

@@ -8,20 +8,20 @@ import (
 	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
 )
 
-// The family part (borrowing.go says what a family is and how it must fit; fairshare.go
-// and hold.go add fair sharing and lend holds; lendclaims.go remembers what lenders
-// claim for an admission pass). It owns what the family decisions leave
-// behind: on each budget (budget.family, nil until the part first needs it) the pods
-// waiting on its family for lendable quota, those that yielded by fair sharing, what it
-// holds for its own pods and whether a pod was parked as never fitting in its family;
-// and which budgets hold. AdmissionQueue holds it (the field families) and asks it only
-// for a unit some budget of which has a borrowing parent (inBorrowingFamily, budget.go),
-// once per step of a decision:
+// The family part (familyExcess says what a family is and how it must fit;
+// families.yieldsTo and families.useHolds add fair sharing and lend holds;
+// families.lenderClaims remembers what lenders claim for an admission pass). It owns
+// what the family decisions leave behind: on each budget (budget.family, nil until the
+// part first needs it) the pods waiting on its family for lendable quota, those that
+// yielded by fair sharing, what it holds for its own pods and whether a pod was parked
+// as never fitting in its family; and which budgets hold. AdmissionQueue holds it (the
+// field families) and asks it only for a unit some budget of which has a borrowing
+// parent (inBorrowingFamily), once per step of a decision:
 //
 //   - admits, whether a unit fits in the family, and whether it yields to a sibling's
-//     pod by fair sharing (admit.go); capacityWait, the first of the two alone;
+//     pod by fair sharing (admitter); capacityWait, the first of the two alone;
 //   - failed, when a unit waits; admitted, when one is admitted (its borrowing);
-//   - freed and useHolds, when a charge is released or made (charges.go);
+//   - freed and useHolds, when a charge is released or made (charges);
 //   - expire and nextEnd, for the clock, only while freed or expire last said the
 //     part holds something; forgetPod, forgetBudget and watched, when pods or budgets
 //     go or a family changes; lendWaiters, for the preemption part (preemptionCore);
@@ -33,17 +33,17 @@ import (
 // familyCore is what the family part asks of the core that holds it.
 type familyCore interface {
 	// capacityWait says why a unit that adds add(b) to each budget b of budgets does
-	// not fit as the ledgers are now (over is false when it fits; admit.go).
+	// not fit as the ledgers are now (over is false when it fits; admitter).
 	capacityWait(budgets []*budget, add demand) (w waitInfo, over bool)
 	// stuck reports whether a waiting pod may not be admitted now whatever is freed.
 	stuck(p *podState) bool
-	// wakeIfAlive wakes b (wake.go) unless it was deleted or replaced.
+	// wakeIfAlive wakes b (wakeable) unless it was deleted or replaced.
 	wakeIfAlive(b *budget)
 	// activate moves a waiting pod's inadmissible entries back to active.
 	activate(p *podState)
 	// headFlavor is the flavor a waiting pod would be admitted on now, the flavors it
 	// would be charged on there, and whether it fits there; "" and true when no flavor
-	// applies to it (flavor_choice.go).
+	// applies to it (admitter.flavorFor).
 	headFlavor(p *podState) (string, []string, bool)
 }
 
@@ -54,10 +54,10 @@ type families struct {
 	core     familyCore
 	clock    clock.PassiveClock
 	lendHold time.Duration        // WithLendHold
-	holding  map[*budget]struct{} // budgets that hold freed quota for their own pods (hold.go)
+	holding  map[*budget]struct{} // budgets that hold freed quota for their own pods (useHolds)
 	// passes is the admitter's count of its passes, and claimsGen moves on whenever
 	// what a family's waiting pods claim may have changed other than through its
-	// members' ledgers: a pass memoizes lenderClaims under both (lendclaims.go).
+	// members' ledgers: a pass memoizes lenderClaims under both (families.lenderClaims).
 	passes    *passes
 	claimsGen uint64
 }
@@ -76,9 +76,9 @@ type familyState struct {
 	lendWaiters map[*podState]struct{}
 	byMember    map[*budget]map[*podState]struct{}
 	// fairWaiters are pods that yielded to a sibling's pod by fair sharing
-	// (fairshare.go), woken once it was decided.
+	// (families.yieldsTo), woken once it was decided.
 	fairWaiters map[*podState]struct{}
-	// holds are freed quota kept for its own pods for a while (hold.go).
+	// holds are freed quota kept for its own pods for a while (families.useHolds).
 	holds []hold
 	// parks is set once a pod was parked as never fitting in its family: a change to
 	// the family must then look at its pods again, even when nobody borrows.
@@ -146,10 +146,10 @@ func insufficient(b *budget, add demand) (waitInfo, bool) {
 }
 
 // failed records a unit's pod p that now waits with w, after old: its claim on the
-// family (lenderClaims) or its yield (fairshare.go), and wakes the pods that yielded to
-// it. It returns the family whose borrowers p no longer holds back (it waits for
-// something else now, or on another flavor), to be woken once the unit is placed (nil
-// for none).
+// family (lenderClaims) or its yield (families.yieldsTo), and wakes the pods that
+// yielded to it. It returns the family whose borrowers p no longer holds back (it waits
+// for something else now, or on another flavor), to be woken once the unit is placed
+// (nil for none).
 func (fs *families) failed(p *podState, old, w waitInfo) (wake *budget) {
 	if old.code == CodeNoLendable && (w.code != CodeNoLendable || w.budget != old.budget || w.flavor != old.flavor) {
 		wake = old.budget

@@ -36,7 +36,7 @@ type fieldErr struct {
 }
 
 // addFlavorLimits adds the quota of each flavor of a spec to the normalized hard,
-// borrowingLimit and lendingLimit, as resources of their own (r@flavor, flavors.go),
+// borrowingLimit and lendingLimit, as resources of their own (r@flavor, flavorIndex),
 // and returns, per flavor, the resources its hard names.
 func addFlavorLimits(flavors []FlavorQuota, hard, borrow, lend corev1.ResourceList) (map[string]map[corev1.ResourceName]bool, []fieldErr) {
 	var names map[string]map[corev1.ResourceName]bool

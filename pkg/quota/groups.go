@@ -1,19 +1,20 @@
 package quota
 
 import (
-	"container/heap"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
+	"github.com/quotagate/quotagate/pkg/quota/internal/heap"
 )
 
-// Groups (DESIGN: Groups). Pods with the same quotagate.io/group label in one namespace
-// are admitted all together once group-size of them are gated and their sum fits every
-// budget that covers any of them. Nothing is reserved for a group until the whole group
-// fits, so two half-fitting groups cannot deadlock each other.
+// Groups (docs/budgets.md, "Groups: all or nothing"). Pods with the same
+// quotagate.io/group label in one namespace are admitted all together once group-size
+// of them are gated and their sum fits every budget that covers any of them. Nothing is
+// reserved for a group until the whole group fits, so two half-fitting groups cannot
+// deadlock each other.
 //
 // A group is "started" once any member is admitted (or was running when first seen,
 // say after a manager restart): its remaining gated members are then admitted together
@@ -42,7 +43,7 @@ type group struct {
 
 	// The gated members, by their own order key (best first), with what each adds to
 	// the budgets that cover it: updated by sync whenever a member changes.
-	waiting memberHeap
+	waiting heap.Heap[*memberRec] // memberLess
 	recs    map[*podState]*memberRec
 	charges map[*budget]*budgetCharge
 	covered int // gated members that some budget covers
@@ -94,6 +95,7 @@ func newGroup(k groupKey) *group {
 		sizeOf:  map[*podState]int{},
 		recs:    map[*podState]*memberRec{},
 		charges: map[*budget]*budgetCharge{},
+		waiting: heap.New(memberLess, func(r *memberRec) *int { return &r.index }),
 	}
 }
 
@@ -165,8 +167,8 @@ func (g *group) started() bool { return len(g.recs) < len(g.members) }
 // waitingByUID returns the gated members, by UID (a deterministic order for placing
 // and admitting them).
 func (g *group) waitingByUID() []*podState {
-	out := make([]*podState, len(g.waiting))
-	for i, r := range g.waiting {
+	out := make([]*podState, g.waiting.Len())
+	for i, r := range g.waiting.Items() {
 		out[i] = r.pod
 	}
 	slices.SortFunc(out, compareUIDs)
@@ -175,10 +177,11 @@ func (g *group) waitingByUID() []*podState {
 
 // best is the own key of the best gated member (the group's place in admission order).
 func (g *group) best() (orderKey, bool) {
-	if len(g.waiting) == 0 {
+	r, ok := g.waiting.Peek()
+	if !ok {
 		return orderKey{}, false
 	}
-	return g.waiting[0].key, true
+	return r.key, true
 }
 
 // sync brings the group's accounting of p up to date after p changed: p is recorded
@@ -186,7 +189,7 @@ func (g *group) best() (orderKey, bool) {
 // and usage.
 func (g *group) sync(p *podState) {
 	if r := g.recs[p]; r != nil {
-		heap.Remove(&g.waiting, r.index)
+		g.waiting.Remove(r)
 		delete(g.recs, p)
 		g.account(r, -1)
 	}
@@ -195,7 +198,7 @@ func (g *group) sync(p *podState) {
 	}
 	r := &memberRec{pod: p, key: ownKey(&p.pod), cover: p.cover, usage: p.usage(), unset: p.pod.Unset}
 	g.recs[p] = r
-	heap.Push(&g.waiting, r)
+	g.waiting.Push(r)
 	g.account(r, +1)
 }
 
@@ -256,34 +259,10 @@ func countUnset(c *budgetCharge, unset []UnsetResource, sign int) {
 	}
 }
 
-// memberHeap orders a group's gated members by their own order key, tracking each
-// one's position so that any member can be removed.
-type memberHeap []*memberRec
-
-var _ heap.Interface = (*memberHeap)(nil)
-
-func (h memberHeap) Len() int { return len(h) }
-func (h memberHeap) Less(i, j int) bool {
-	if c := h[i].key.compare(&h[j].key); c != 0 {
+// memberLess orders a group's gated members by their own order key, then UID.
+func memberLess(a, b *memberRec) bool {
+	if c := a.key.compare(&b.key); c != 0 {
 		return c < 0
 	}
-	return compareUIDs(h[i].pod, h[j].pod) < 0
-}
-func (h memberHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].index = i
-	h[j].index = j
-}
-func (h *memberHeap) Push(x any) {
-	r := x.(*memberRec)
-	r.index = len(*h)
-	*h = append(*h, r)
-}
-func (h *memberHeap) Pop() any {
-	old := *h
-	r := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	r.index = -1
-	return r
+	return compareUIDs(a.pod, b.pod) < 0
 }

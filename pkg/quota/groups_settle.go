@@ -2,8 +2,8 @@ package quota
 
 import "github.com/quotagate/quotagate/pkg/quota/internal/amount"
 
-// How the queue places a group's gated members and admits a group (DESIGN: Groups); the
-// group's own accounting is in groups.go.
+// How the queue places a group's gated members and admits a group (docs/budgets.md,
+// "Groups: all or nothing"); the group's own accounting is the group's (group.sync).
 
 // neverFits returns why a group whose members' sum exceeds a covering budget's hard,
 // or one of whose members leaves unset what a covering budget tracks (unsetPark), can
@@ -118,7 +118,7 @@ func (pl *placer) keepPlacement(g *group) bool {
 // move every gated member back to active, but evaluateGroup looks at all of them
 // whichever queue they are in, so one member in active is enough.
 func (pl *placer) kick(g *group) {
-	for _, r := range g.waiting {
+	for _, r := range g.waiting.Items() {
 		m := r.pod
 		if m.inBackoff || m.parked || len(m.entries) == 0 {
 			continue
@@ -192,12 +192,12 @@ func (pl *placer) groupPark(g *group) *waitInfo {
 	if w := pl.namespacePark(g.key.namespace); w != nil {
 		return w
 	}
-	if !g.started() && len(g.waiting) < g.size {
+	if !g.started() && g.waiting.Len() < g.size {
 		return &waitInfo{code: CodeGroupIncomplete, have: len(g.members), want: g.size}
 	}
-	if pl.opts.holdUncovered && g.covered < len(g.waiting) {
+	if pl.opts.holdUncovered && g.covered < g.waiting.Len() {
 		w := &waitInfo{code: CodeUncovered}
-		for _, r := range g.waiting {
+		for _, r := range g.waiting.Items() {
 			if len(r.cover) == 0 && (w.ahead.UID == "" || r.pod.pod.UID < w.ahead.UID) {
 				w.ahead = r.pod.pod.PodRef
 			}

@@ -55,7 +55,7 @@ func (q *AdmissionQueue) checkInvariants() error {
 					if (e.kind == queueBackoff) != p.inBackoff {
 						return fmt.Errorf("pod %s: backoff %v but in %s of %v", uid, p.inBackoff, e.kind.name(), e.budget.key)
 					}
-					h := *e.budget.queues.heapOf(e.kind)
+					h := e.budget.queues.heapOf(e.kind).Items()
 					if e.index < 0 || e.index >= len(h) || h[e.index] != e {
 						return fmt.Errorf("pod %s: bad heap index in %s of %v", uid, e.kind.name(), e.budget.key)
 					}
@@ -132,7 +132,7 @@ func (q *AdmissionQueue) checkInvariants() error {
 		if !sameAmounts(pending[b], listOf(b.ledger.pending)) {
 			return fmt.Errorf("budget %v pending %v differs from its queues %v", key, b.ledger.pending, pending[b])
 		}
-		if b.dirtyIndex >= 0 && (b.dirtyIndex >= len(q.agenda.dirty) || q.agenda.dirty[b.dirtyIndex] != b) {
+		if dirty := q.agenda.dirty.Items(); b.dirtyIndex >= 0 && (b.dirtyIndex >= len(dirty) || dirty[b.dirtyIndex] != b) {
 			return fmt.Errorf("budget %v: bad dirty index", key)
 		}
 	}

@@ -19,10 +19,11 @@ import (
 // lists are kept only to write hard and the limits back as they were written, and
 // the formats of the sums to write them as Quantity sums were written (formats).
 //
-// Borrowing (DESIGN: borrowing between budgets under one parent). A budget may use up to
-// its ceiling, hard plus its borrowingLimit, of each resource hard limits; lend is how
-// much of hard its siblings may borrow (all of it by default), so hard minus lend is
-// guaranteed to its own pods. Without a borrowingLimit the ceiling is hard.
+// Borrowing (docs/budgets.md, "Borrowing: idle quota of the budgets under one parent").
+// A budget may use up to its ceiling, hard plus its borrowingLimit, of each resource
+// hard limits; lend is how much of hard its siblings may borrow (all of it by default),
+// so hard minus lend is guaranteed to its own pods. Without a borrowingLimit the
+// ceiling is hard.
 type ledger struct {
 	hard      amount.List
 	hardList  corev1.ResourceList   // hard as normalized: for status, and the output format
@@ -33,7 +34,7 @@ type ledger struct {
 	inFamily  bool                  // it has a parent: borrow applies
 	used      amount.List
 	// version counts the changes of used (charge, release): what a family's pods
-	// claim depends on it (lendclaims.go).
+	// claim depends on it (families.lenderClaims).
 	version uint64
 	pending amount.List
 	// usedFormat and pendingFormat are what used and pending print in where it is
@@ -41,7 +42,7 @@ type ledger struct {
 	usedFormat, pendingFormat formats
 	charged                   map[types.UID]*podState
 	// claims are the ResourceClaims charged here, each once for all the charged pods
-	// that use it (claims.go), with what it was charged.
+	// that use it (ClaimCharge), with what it was charged.
 	claims map[string]*claimRef
 }
 
@@ -338,5 +339,6 @@ func (fs *formats) keep(acc amount.List, old, next corev1.ResourceList) {
 	}
 }
 
-// changes is the ledger's version: it moves on when used changes (lendclaims.go).
+// changes is the ledger's version: it moves on when used changes
+// (families.lenderClaims).
 func (l *ledger) changes() uint64 { return l.version }

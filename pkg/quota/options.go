@@ -63,13 +63,13 @@ func WithBackoff(initial, maxBackoff time.Duration) Option {
 func WithFlushInterval(d time.Duration) Option { return func(o *options) { o.flushInterval = d } }
 
 // WithLendHold sets how long the quota a lender's pod frees is kept for the lender's
-// next pods before siblings may borrow it (hold.go); 0 lends it at once.
+// next pods before siblings may borrow it (families.useHolds); 0 lends it at once.
 func WithLendHold(d time.Duration) Option { return func(o *options) { o.lendHold = d } }
 
 // WithPreemptionCooldown sets how long a pod must have waited before pods are evicted
 // to make room for it (counted from when the core first saw it gated), and how far
 // that cooldown may grow in a namespace whose preemptors vanish: it doubles for each
-// one, up to maxBackoff (preemptcooldown.go). A cooldown of 0 turns both off; a
+// one, up to maxBackoff (preemptions.cooldownOf). A cooldown of 0 turns both off; a
 // maxBackoff below the cooldown counts as the cooldown (no doubling). The defaults are
 // DefaultPreemptionCooldown and DefaultPreemptionMaxBackoff.
 func WithPreemptionCooldown(cooldown, maxBackoff time.Duration) Option {

@@ -12,10 +12,10 @@ import (
 // placer is the part that keeps every pod the core knows in its place: a gated pod
 // waits in the queues of every budget that covers it (active, backoff, inadmissible,
 // or parked with why), or is held, or is admitted at once when no quota decision is
-// needed; an admitted or running pod is charged (charges.go). Every event about a pod
+// needed; an admitted or running pod is charged (charges). Every event about a pod
 // (UpsertPod, DeletePod), a namespace or a budget's coverage comes here, and a group's
-// members are placed together (groups_settle.go). Deciding which waiting pod goes is
-// the admitter's (admit.go).
+// members are placed together (placer.settleGroup). Deciding which waiting pod goes is
+// the admitter's (admitter).
 type placer struct {
 	opts        *options
 	topology    *topology

@@ -60,7 +60,7 @@ type Pod struct {
 	// Usage is PodUsage of the pod, plus what its ResourceClaims charge (WithClaims).
 	Usage corev1.ResourceList
 	// Claims are the ResourceClaims it uses, each with its share of Usage: a budget
-	// charges a claim once, however many of its pods use it (claims.go).
+	// charges a claim once, however many of its pods use it (ClaimCharge).
 	Claims []ClaimCharge
 	// ClaimsError names the claim or template that does not exist yet: a gated pod
 	// waits for it, never admitted without its devices counted.
@@ -115,10 +115,10 @@ func NewPod(p *corev1.Pod, gate string, now time.Time) Pod {
 }
 
 // NewPodUnshared is NewPod for a pod that is not in the cluster (a what-if's): its
-// labels, node selector, tolerations, usage and unset values are its own, never entered in
-// the tables that real pods share (shared.go). Those keep what they hold for the life of
-// the process: a made-up pod's values, as large and as many as a tenant likes, would
-// stay there after the answer and take the places of real pods'.
+// labels, node selector, tolerations, usage and unset values are its own, never entered
+// in the tables that real pods share (SharedPodUsage). Those keep what they hold for
+// the life of the process: a made-up pod's values, as large and as many as a tenant
+// likes, would stay there after the answer and take the places of real pods'.
 func NewPodUnshared(p *corev1.Pod, gate string, now time.Time) Pod {
 	return newPod(p, gate, now, false)
 }

@@ -34,7 +34,7 @@ type podState struct {
 	order orderKey
 	group *group
 	// seen is when the core first saw the pod: a gated pod's wait is counted from then
-	// for the preemption cooldown (preemptcooldown.go), on the core's own clock.
+	// for the preemption cooldown (preemptions.cooldownOf), on the core's own clock.
 	seen time.Time
 
 	cover   []*budget // covering budgets: direct ones (Budgets, then ClusterBudgets), then ancestors
@@ -45,7 +45,7 @@ type podState struct {
 	// flavor, they count every resource on the flavor too (onFlavor).
 	units      amount.List
 	claimUnits []claimAmount
-	// flavor is the flavor it is admitted on (nil for none; flavors.go), and reach the
+	// flavor is the flavor it is admitted on (nil for none; flavorIndex), and reach the
 	// flavors it is charged on: those whose nodes it can reach (flavorIndex.reach). Set
 	// when it is charged, cleared when it waits again. A gated pod has none.
 	flavor *Flavor
@@ -86,7 +86,7 @@ type podState struct {
 	inBackoff bool
 	retryAt   time.Time // end of its backoff (waiting), or when to retry an unresolved ungate
 	// preemptAt is when its preemption cooldown ends: the admitter evaluates it again
-	// then (timers.go), and pods may be evicted for it from then on.
+	// then (admitter.runTimers), and pods may be evicted for it from then on.
 	preemptAt time.Time
 	attempts  int
 	inFlight  bool // returned by Admit, Done not called yet

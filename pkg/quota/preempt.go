@@ -12,29 +12,30 @@ import (
 	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
 )
 
-// Preemption (DESIGN: Budgets, "Preemption"; docs/budgets.md). When a unit does not fit,
-// the core may decide that admitted pods must go to make room for it:
+// Preemption (docs/budgets.md, "Taking lent quota back: preemption" and "Priorities:
+// the order, and a ceiling"). When a unit does not fit, the core may decide that
+// admitted pods must go to make room for it:
 //
 //   - Reclaim: the unit waits for lent quota (NoLendableQuota) and asks for no more than
 //     its budgets' own hard. Pods of the siblings that use more than their hard of what
 //     it needs are taken back, while their budget still borrows, and only as far as
-//     each sibling keeps its own hard (reclaimfloor.go): a victim that would free part
+//     each sibling keeps its own hard (reclaimFloor): a victim that would free part
 //     of it is skipped for a smaller one.
 //   - WithinBudget (opt-in, preemption.withinBudget: LowerPriority): the unit does not
 //     fit in such a budget; its admitted pods of lower priority are taken.
 //
-// Victims are chosen in the order of victimorder.go (those a PodDisruptionBudget
+// Victims are chosen in the order of compareVictims (those a PodDisruptionBudget
 // refused last; before them, those admitted by borrowing first, then lowest priority
 // first, then most recently admitted first), a group as a whole; the choice stops at
 // the first set that makes room, and then drops every victim that is not needed (each
 // victim left is needed: the set is minimal, though not always the smallest possible).
 // Victims are chosen for a unit only once it has waited the preemption cooldown of its
 // namespace, which backs off while the namespace's preemptors vanish
-// (preemptcooldown.go): until then decide chooses nobody and says until when.
+// (preemptions.cooldownOf): until then decide chooses nobody and says until when.
 // The core only decides: Preemptions hands the decisions to the controller, which
 // evicts through the Eviction API and asks PreemptionNeeded before each try, so an
 // eviction that a PodDisruptionBudget blocks is retried only while the preemptor still
-// waits; a refused eviction is reported (EvictionBlocked, blocked.go), and other
+// waits; a refused eviction is reported (EvictionBlocked), and other
 // victims are chosen in its place when they make room. Pods already on their way out
 // (terminating, or chosen before and still needed) count as gone before anything new is
 // chosen, so the same room is never taken twice. The preemptor keeps waiting, with its
@@ -65,9 +66,9 @@ type Preemption struct {
 	// Parent is the ClusterBudget under which Budget lent the quota (Reclaim; zero for
 	// WithinBudget).
 	Parent BudgetKey `json:"parent,omitzero"`
-	// VictimMessage says it in words for the victim's events, and PreemptorMessage for
-	// the preemptor's: each names pods and Budgets of the other pod's namespace only
-	// when it is the same namespace (DESIGN: "Tenants see only their own").
+	// VictimMessage says it in words for the victim's events, and PreemptorMessage for the
+	// preemptor's: each names pods and Budgets of the other pod's namespace only when it
+	// is the same namespace (docs/guarantees.md, "Tenants see only their own").
 	VictimMessage    string `json:"victimMessage"`
 	PreemptorMessage string `json:"preemptorMessage"`
 	// BlockedTimeout is Budget's spec.preemption.blockedTimeout: how long the victim's
@@ -109,7 +110,7 @@ func (q *AdmissionQueue) Preemptions() []Preemption {
 // decide decides whether admitted pods must go to make room for a unit that failed
 // with w; see the comment at the top of the file. When victims would make room but the
 // unit has not waited its cooldown yet, it chooses nobody and says until when
-// (preemptcooldown.go).
+// (preemptions.cooldownOf).
 func (pr *preemptions) decide(unit []*podState, budgets []*budget, add demand, w waitInfo) preemptPending {
 	reason, chosen, from, ok := pr.plan(unit, budgets, add, w)
 	if !ok || len(chosen) == 0 {

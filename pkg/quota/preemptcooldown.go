@@ -14,7 +14,7 @@ import (
 //     cooldown of its namespace, counted from when the core first saw it (seen; a new
 //     leader counts again). Until then decide chooses nobody and says when: the unit
 //     waits with PreemptionPending, and the admitter evaluates it again then
-//     (timers.go).
+//     (admitter.runTimers).
 //   - Backoff: a namespace's cooldown doubles, up to maxBackoff, for each of its
 //     preemptors that vanished: one for which an eviction was accepted and that then
 //     went without using the room, that is deleted (or ended) while still gated,

@@ -8,17 +8,18 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// The preemption part (preempt.go says what it decides): it owns which pods are chosen
-// as victims and for whom, which evictions were accepted and not yet seen terminating,
-// which a PodDisruptionBudget refused, and the decisions not yet handed out. It reads
-// and changes the ledgers only through the budgets it is handed, and hides and shows
-// charges only while it decides, so every ledger is as before once a call returns.
-// AdmissionQueue holds it (the field preemptions) under its lock, and asks it:
+// The preemption part (preemptions.decide says what it decides): it owns which pods are
+// chosen as victims and for whom, which evictions were accepted and not yet seen
+// terminating, which a PodDisruptionBudget refused, and the decisions not yet handed
+// out. It reads and changes the ledgers only through the budgets it is handed, and
+// hides and shows charges only while it decides, so every ledger is as before once a
+// call returns. AdmissionQueue holds it (the field preemptions) under its lock, and
+// asks it:
 //
-//   - decide, when a unit does not fit (admit.go), which may say that the unit must wait
-//     for its cooldown first (preemptcooldown.go);
+//   - decide, when a unit does not fit (admitter), which may say that the unit must wait
+//     for its cooldown first (preemptions.cooldownOf);
 //   - take, for Preemptions; needed, for PreemptionNeeded; evicted, for Evicted;
-//     refused, for EvictionBlocked (blocked.go);
+//     refused, for EvictionBlocked (EvictionBlocked);
 //   - preemptorAdmitted, when a pod it chose victims for is admitted;
 //   - forget, when a pod ends or is deleted.
 //
@@ -27,7 +28,7 @@ import (
 // preemptionCore is what the preemption part asks of the core that holds it.
 type preemptionCore interface {
 	// capacityWait says why a unit that adds add(b) to each budget b of budgets does
-	// not fit as the ledgers are now (over is false when it fits; admit.go).
+	// not fit as the ledgers are now (over is false when it fits; admitter).
 	capacityWait(budgets []*budget, add demand) (w waitInfo, over bool)
 	// stuck reports whether a waiting pod may not be admitted now whatever is freed: a
 	// covering budget does not admit, or a StrictFIFO head of another unit is ahead.
@@ -48,10 +49,10 @@ type preemptions struct {
 
 	victims   map[*podState]*victim   // pods chosen for preemption, while still needed
 	evicting  map[*podState]struct{}  // evicted (the eviction accepted), not yet seen terminating
-	blockedAt map[*podState]time.Time // pods whose eviction a PDB refused, since (blocked.go)
+	blockedAt map[*podState]time.Time // pods whose eviction a PDB refused, since when
 	decided   []Preemption            // not yet returned by take
 
-	// The cooldown and its backoff (preemptcooldown.go): the clock they are counted
+	// The cooldown and its backoff (preemptions.cooldownOf): the clock they are counted
 	// on, the cooldown (0: off) and the most it grows to, each namespace's doubling,
 	// and the preemptors victims were chosen for, until they are judged.
 	clock      clock.PassiveClock
@@ -185,7 +186,7 @@ func (pr *preemptions) stillNeeded(p *podState) bool {
 	hide(mine)
 	defer show(mine)
 	// Its sibling may have ended pods since it was chosen: it goes only while the
-	// siblings keep their hard without it (reclaimfloor.go).
+	// siblings keep their hard without it (reclaimFloor).
 	return fits() && floor.holds()
 }
 

@@ -36,17 +36,18 @@ package quota
 
 import (
 	"cmp"
-	"container/heap"
 	"iter"
 	"slices"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/quotagate/quotagate/pkg/quota/internal/heap"
 )
 
 // Queue names a place where a gated pod waits, as snapshots and metrics show it.
 type Queue string
 
-// The queues. See the comment at the top of queue.go.
+// The queues. The comment at the top of this file says how a pod moves between them.
 const (
 	QueueActive       Queue = "active"
 	QueueBackoff      Queue = "backoff"
@@ -120,7 +121,7 @@ func podLess(a, b *podState) bool {
 }
 
 // key is the pod's place in admission order: its own, or its group's, which every
-// gated member shares (groups.go).
+// gated member shares (group).
 func (p *podState) key() *orderKey {
 	if g := p.group; g != nil {
 		return &g.order
@@ -144,43 +145,23 @@ type entry struct {
 	position int
 }
 
-// entryHeap is a heap of entries in admission order that tracks positions, so entries
-// can be removed from the middle.
-type entryHeap []*entry
+// entryLess is the admission order of entries (comparePods), for the queue heaps.
+func entryLess(a, b *entry) bool { return podLess(a.pod, b.pod) }
 
-var _ heap.Interface = (*entryHeap)(nil)
+// entryIndex is where an entry keeps its position in the queue heap it is in.
+func entryIndex(e *entry) *int { return &e.index }
 
-func (h entryHeap) Len() int           { return len(h) }
-func (h entryHeap) Less(i, j int) bool { return podLess(h[i].pod, h[j].pod) }
-func (h entryHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].index = i
-	h[j].index = j
-}
-func (h *entryHeap) Push(x any) {
-	e := x.(*entry)
-	e.index = len(*h)
-	*h = append(*h, e)
-}
-func (h *entryHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	e.index = -1
+// first returns the first entry of a queue heap in admission order, nil when empty.
+func first(h *heap.Heap[*entry]) *entry {
+	e, _ := h.Peek()
 	return e
 }
 
-func (h entryHeap) min() *entry {
-	if len(h) == 0 {
-		return nil
-	}
-	return h[0]
-}
-
-// queues are one budget's places for the gated pods it covers.
+// queues are one budget's places for the gated pods it covers: three heaps in
+// admission order (entryLess) that track each entry's position, so that an entry can
+// leave from the middle, and the parked entries.
 type queues struct {
-	active, backoff, inadmissible entryHeap
+	active, backoff, inadmissible heap.Heap[*entry]
 	parked                        map[*entry]struct{}
 
 	// positioned is set while Snapshot runs: every entry's position is up to date, so
@@ -188,7 +169,12 @@ type queues struct {
 	positioned bool
 }
 
-func (q *queues) init(*budget) { q.parked = map[*entry]struct{}{} }
+func (q *queues) init(*budget) {
+	q.active = heap.New(entryLess, entryIndex)
+	q.backoff = heap.New(entryLess, entryIndex)
+	q.inadmissible = heap.New(entryLess, entryIndex)
+	q.parked = map[*entry]struct{}{}
+}
 
 // move takes e out of the queue it is in and puts it in to (queueNone: out of every
 // queue), and reports whether the active head changed.
@@ -197,24 +183,24 @@ func (q *queues) move(e *entry, to queueKind) (headChanged bool) {
 	if from == to {
 		return false
 	}
-	headBefore := q.active.min()
+	headBefore := first(&q.active)
 	switch from {
 	case queueParked:
 		delete(q.parked, e)
 	case queueActive, queueBackoff, queueInadmissible:
-		heap.Remove(q.heapOf(from), e.index)
+		q.heapOf(from).Remove(e)
 	}
 	e.kind = to
 	switch to {
 	case queueParked:
 		q.parked[e] = struct{}{}
 	case queueActive, queueBackoff, queueInadmissible:
-		heap.Push(q.heapOf(to), e)
+		q.heapOf(to).Push(e)
 	}
-	return q.active.min() != headBefore
+	return first(&q.active) != headBefore
 }
 
-func (q *queues) heapOf(k queueKind) *entryHeap {
+func (q *queues) heapOf(k queueKind) *heap.Heap[*entry] {
 	switch k {
 	case queueActive:
 		return &q.active
@@ -229,8 +215,8 @@ func (q *queues) heapOf(k queueKind) *entryHeap {
 // entries returns every entry of the budget's queues, in no particular order.
 func (q *queues) entries() []*entry {
 	entries := make([]*entry, 0, q.gated())
-	for _, h := range []entryHeap{q.active, q.backoff, q.inadmissible} {
-		entries = append(entries, h...)
+	for _, h := range [...]*heap.Heap[*entry]{&q.active, &q.backoff, &q.inadmissible} {
+		entries = append(entries, h.Items()...)
 	}
 	for e := range q.parked {
 		entries = append(entries, e)
@@ -247,8 +233,8 @@ func (q *queues) inOrder() []*entry {
 
 // activeHead and inadmissibleHead are the first entries of active and inadmissible
 // in admission order (nil when empty).
-func (q *queues) activeHead() *entry       { return q.active.min() }
-func (q *queues) inadmissibleHead() *entry { return q.inadmissible.min() }
+func (q *queues) activeHead() *entry       { return first(&q.active) }
+func (q *queues) inadmissibleHead() *entry { return first(&q.inadmissible) }
 
 // in yields the entries of one queue (not queueNone), in no particular order; the
 // caller moves none of them while it reads.
@@ -262,7 +248,7 @@ func (q *queues) in(k queueKind) iter.Seq[*entry] {
 			}
 			return
 		}
-		for _, e := range *q.heapOf(k) {
+		for _, e := range q.heapOf(k).Items() {
 			if !yield(e) {
 				return
 			}
@@ -316,14 +302,14 @@ func (q *queues) rank(p *podState, e *entry) (k, n int) {
 
 // gated counts the pods waiting in any of the budget's queues.
 func (q *queues) gated() int {
-	return len(q.active) + len(q.backoff) + len(q.inadmissible) + len(q.parked)
+	return q.active.Len() + q.backoff.Len() + q.inadmissible.Len() + len(q.parked)
 }
 
 // strictHead is the first pod in admission order among the budget's active, backoff and
 // inadmissible pods: the one a StrictFIFO budget must admit before any other.
 func (q *queues) strictHead() *entry {
-	head := q.active.min()
-	for _, e := range []*entry{q.backoff.min(), q.inadmissible.min()} {
+	head := first(&q.active)
+	for _, e := range [...]*entry{first(&q.backoff), first(&q.inadmissible)} {
 		if e != nil && (head == nil || podLess(e.pod, head.pod)) {
 			head = e
 		}

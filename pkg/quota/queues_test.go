@@ -29,7 +29,7 @@ func TestQueues(t *testing.T) {
 		return out
 	}
 	head := func() string {
-		if e := qs.active.min(); e != nil {
+		if e := qs.activeHead(); e != nil {
 			return e.pod.pod.Name
 		}
 		return ""

@@ -31,8 +31,8 @@ type Reader interface {
 
 var _ Reader = (*Reads)(nil)
 
-// Reads is the read part of the core (status.go, snapshot.go, page.go, podplaces.go,
-// reasons.go, heads.go): a budget's status, the queues in admission order, a page of
+// Reads is the read part of the core (Status, Snapshot, Page, PodWait, WaitReason,
+// AtHead): a budget's status, the queues in admission order, a page of
 // one, where and why a gated pod waits, and which waiting pods are near the head of
 // their queues. It changes nothing, so that the views can ask it as often as they like
 // without moving a decision. Every exported method takes the core's one lock

@@ -30,14 +30,14 @@ const (
 	// CodeNeverFits: it requests more than a covering budget's hard.
 	CodeNeverFits ReasonCode = "RequestsExceedHard"
 	// CodeMustSpecify: it leaves unset a value a covering budget tracks, which
-	// ResourceQuota requires every container to set (constraints.go).
+	// ResourceQuota requires every container to set (UnsetResources).
 	CodeMustSpecify ReasonCode = "MustSpecifyResources"
 	// CodeGroupIncomplete: fewer members of its group exist than the group's size.
 	CodeGroupIncomplete ReasonCode = "GroupIncomplete"
 	// CodeGroupInvalid: its group-size annotation is missing or not a number >= 1.
 	CodeGroupInvalid ReasonCode = "GroupInvalid"
 	// CodeClaimPending: a ResourceClaim or ResourceClaimTemplate it uses does not exist
-	// yet, so what it would charge is unknown (claims.go).
+	// yet, so what it would charge is unknown (ClaimCharge).
 	CodeClaimPending ReasonCode = "ClaimPending"
 	// CodeUncountable: a value it requests is beyond what quotagate counts exactly
 	// (amount.MaxUnits): it is never charged approximately, so it waits.
@@ -52,20 +52,20 @@ const (
 	// budgets cover it is not known.
 	CodeNamespaceUnknown ReasonCode = "NamespaceUnknown"
 	// CodeNoLendable: the budgets under a parent, some of which borrow from the others,
-	// have no unused lendable quota left for it (borrowing.go).
+	// have no unused lendable quota left for it (familyExcess).
 	CodeNoLendable ReasonCode = "NoLendableQuota"
 	// CodeFairShare: it would borrow, and a budget under the same parent whose
-	// borrowing is a smaller share of what the family lends goes first (fairshare.go).
+	// borrowing is a smaller share of what the family lends goes first (families.yieldsTo).
 	CodeFairShare ReasonCode = "FairSharing"
 	// CodePreemptionPending: it does not fit, and pods would be evicted to make room for
 	// it, once it has waited the preemption cooldown of its namespace
-	// (preemptcooldown.go); it is evaluated again then. Inside the core it waits with
+	// (preemptions.cooldownOf); it is evaluated again then. Inside the core it waits with
 	// the reason it would have without the cooldown (InsufficientQuota or
 	// NoLendableQuota), which the message gives first.
 	CodePreemptionPending ReasonCode = "PreemptionPending"
 	// CodeNoFlavor: its budget holds quota per flavor, and no flavor can take it (its
 	// node selector asks for other labels, or no flavor holds quota for what it
-	// requests; flavors.go). A budget naming a Flavor that does not exist admits
+	// requests; flavorIndex). A budget naming a Flavor that does not exist admits
 	// nothing (FlavorNotFound): its pods wait with CodeBudgetClosed.
 	CodeNoFlavor ReasonCode = "NoFlavor"
 )
@@ -101,7 +101,7 @@ type waitInfo struct {
 	family bool
 	// unset: CodeMustSpecify's "must specify ..." (ahead names the group member).
 	unset string
-	// detail: CodeNoFlavor's sentence (flavors.go).
+	// detail: CodeNoFlavor's sentence (flavorIndex).
 	detail string
 	// anyFlavor: it waits for room on any of several flavors, so an event in any
 	// budget that covers it may let it in (wakeable retries it).
@@ -112,7 +112,7 @@ type waitInfo struct {
 	flavor string
 	reach  []string
 	// preempt: pods would be evicted to make room for it, once it has waited its
-	// preemption cooldown (preemptcooldown.go); reported as CodePreemptionPending.
+	// preemption cooldown (preemptions.cooldownOf); reported as CodePreemptionPending.
 	preempt preemptPending
 }
 
@@ -368,8 +368,8 @@ func pendingMessage(ns string, pp preemptPending) string {
 
 // aheadOf names the pod ahead of p for p's reason, which whoever may read p's
 // namespace reads (events, the visibility API, the plugin): a pod of the same namespace
-// by name, a pod of another namespace only by how it ranks ahead (DESIGN: "Tenants see
-// only their own").
+// by name, a pod of another namespace only by how it ranks ahead (docs/guarantees.md,
+// "Tenants see only their own").
 func (r *Reads) aheadOf(p *podState, ahead PodRef) string {
 	if ahead.Namespace == p.pod.Namespace {
 		return "pod " + ahead.String()

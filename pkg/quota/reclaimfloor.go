@@ -8,12 +8,12 @@ import (
 	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
 )
 
-// The floor of a reclaim (preempt.go; docs/budgets.md, "Taking lent quota back"): a
-// reclaim takes back only what siblings borrow, never their own hard. Pods are whole, so
-// a victim may free a sibling's hard as well as what it borrows (a pod of 4 CPU admitted
-// at 1 CPU under hard 4 holds 1 borrowed and 3 of its own): such a victim is skipped,
-// and a smaller one within the borrowed part is chosen instead, or nobody, and the
-// lender waits for the borrowed pods to end.
+// The floor of a reclaim (preemptions.decide; docs/budgets.md, "Taking lent quota
+// back"): a reclaim takes back only what siblings borrow, never their own hard. Pods
+// are whole, so a victim may free a sibling's hard as well as what it borrows (a pod of
+// 4 CPU admitted at 1 CPU under hard 4 holds 1 borrowed and 3 of its own): such a
+// victim is skipped, and a smaller one within the borrowed part is chosen instead, or
+// nobody, and the lender waits for the borrowed pods to end.
 //
 // The floor is taken once per decision, with every pod already on its way out gone: for
 // each sibling s of the lender (a member of the family that the unit's budgets are

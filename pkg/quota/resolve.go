@@ -9,7 +9,7 @@ import (
 	"github.com/quotagate/quotagate/api/v1alpha1"
 )
 
-// The topology's derived state (topology.go): each budget's parent, family, ancestors,
+// The topology's derived state (topology): each budget's parent, family, ancestors,
 // problem and effective state, derived again for the budgets an event touches.
 
 // resolve derives parents, children, ancestors, problems and effective states after

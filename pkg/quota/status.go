@@ -115,7 +115,7 @@ func (r *Reads) Status(key BudgetKey) (BudgetStatus, bool) {
 	return st, true
 }
 
-// splitFlavors moves the flavored entries of a status's lists (r@flavor, flavors.go)
+// splitFlavors moves the flavored entries of a status's lists (r@flavor, flavorIndex)
 // to the flavors they are of, in the order of the budget's spec.flavors.
 func splitFlavors(b *budget, st *BudgetStatus) []FlavorStatus {
 	if len(b.spec.Flavors) == 0 {

@@ -1,61 +1,8 @@
 package quota
 
 import (
-	"container/heap"
 	"time"
 )
-
-// timerHeap orders pods by a time (retry or release), tracking each pod's position.
-type timerHeap struct {
-	pods  []*podState
-	at    func(*podState) time.Time
-	index func(*podState) *int
-}
-
-var _ heap.Interface = (*timerHeap)(nil)
-
-func (h *timerHeap) Len() int           { return len(h.pods) }
-func (h *timerHeap) Less(i, j int) bool { return h.at(h.pods[i]).Before(h.at(h.pods[j])) }
-func (h *timerHeap) Swap(i, j int) {
-	h.pods[i], h.pods[j] = h.pods[j], h.pods[i]
-	*h.index(h.pods[i]) = i
-	*h.index(h.pods[j]) = j
-}
-func (h *timerHeap) Push(x any) {
-	p := x.(*podState)
-	*h.index(p) = len(h.pods)
-	h.pods = append(h.pods, p)
-}
-func (h *timerHeap) Pop() any {
-	old := h.pods
-	p := old[len(old)-1]
-	old[len(old)-1] = nil
-	h.pods = old[:len(old)-1]
-	*h.index(p) = -1
-	return p
-}
-
-// set adds p or moves it to its new time.
-func (h *timerHeap) set(p *podState) {
-	if i := *h.index(p); i >= 0 {
-		heap.Fix(h, i)
-		return
-	}
-	heap.Push(h, p)
-}
-
-func (h *timerHeap) remove(p *podState) {
-	if i := *h.index(p); i >= 0 {
-		heap.Remove(h, i)
-	}
-}
-
-func (h *timerHeap) min() *podState {
-	if len(h.pods) == 0 {
-		return nil
-	}
-	return h.pods[0]
-}
 
 // The admitter's timers: backoffs, preemption cooldowns, grace periods, lend holds and
 // the periodic flush.
@@ -65,14 +12,14 @@ func (h *timerHeap) min() *podState {
 // periodic flush of inadmissible pods.
 func (a *admitter) runTimers(now time.Time) {
 	a.charges.expireHolds(now)
-	for p := a.cooldowns.min(); p != nil && !p.preemptAt.After(now); p = a.cooldowns.min() {
-		a.cooldowns.remove(p)
+	for p, ok := a.cooldowns.Peek(); ok && !p.preemptAt.After(now); p, ok = a.cooldowns.Peek() {
+		a.cooldowns.Remove(p)
 		if p.phase == phaseWaiting && !p.parked && !p.inBackoff {
 			a.agenda.moveAll(p, queueInadmissible, queueActive) // evaluated again: it may preempt now
 		}
 	}
-	for p := a.backoff.min(); p != nil && !p.retryAt.After(now); p = a.backoff.min() {
-		a.backoff.remove(p)
+	for p, ok := a.backoff.Peek(); ok && !p.retryAt.After(now); p, ok = a.backoff.Peek() {
+		a.backoff.Remove(p)
 		if p.phase == phaseAssumed {
 			if p.unresolved && !p.inFlight {
 				a.handOut(p) // try the ungate again; the charge still stands
@@ -113,10 +60,10 @@ func (a *admitter) nextWakeup() (time.Time, bool) {
 			next = t
 		}
 	}
-	if p := a.backoff.min(); p != nil {
+	if p, ok := a.backoff.Peek(); ok {
 		consider(p.retryAt)
 	}
-	if p := a.cooldowns.min(); p != nil {
+	if p, ok := a.cooldowns.Peek(); ok {
 		consider(p.preemptAt)
 	}
 	if t, ok := a.charges.nextRelease(); ok {
@@ -132,21 +79,21 @@ func (a *admitter) nextWakeup() (time.Time, bool) {
 }
 
 // cancelRetry takes a pod out of backoff: it is admitted, or seen ungated.
-func (a *admitter) cancelRetry(p *podState) { a.backoff.remove(p) }
+func (a *admitter) cancelRetry(p *podState) { a.backoff.Remove(p) }
 
-// coolDown records that a unit waits for its preemption cooldown (preemptcooldown.go):
-// its pods say so, and are evaluated again when it ends.
+// coolDown records that a unit waits for its preemption cooldown
+// (preemptions.cooldownOf): its pods say so, and are evaluated again when it ends.
 func (a *admitter) coolDown(unit []*podState, pending preemptPending) {
 	for _, p := range unit {
 		p.wait.preempt = pending
 		p.preemptAt = pending.at
-		a.cooldowns.set(p)
+		a.cooldowns.Fix(p)
 	}
 }
 
 // forgetPod drops what the admitter keeps of a pod that ended or was deleted.
 func (a *admitter) forgetPod(p *podState) {
-	a.backoff.remove(p)
-	a.cooldowns.remove(p)
+	a.backoff.Remove(p)
+	a.cooldowns.Remove(p)
 	delete(a.immediate, p.pod.UID)
 }

@@ -7,14 +7,14 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// The order victims are chosen in (preempt.go; docs/budgets.md, "Taking lent quota
-// back" and "When a PodDisruptionBudget refuses"). Kueue takes the same decision in
-// pkg/scheduler/preemption/common/ordering.go. A candidate is what is evicted together:
-// one pod, or a group's running members, which rank as one by their most valuable
-// member. First to last:
+// The order victims are chosen in (preemptions.decide; docs/budgets.md, "Taking lent
+// quota back" and "When a PodDisruptionBudget refuses"). Kueue takes the same decision
+// in pkg/scheduler/preemption/common/ordering.go. A candidate is what is evicted
+// together: one pod, or a group's running members, which rank as one by their most
+// valuable member. First to last:
 //
 //  1. a candidate whose eviction a PodDisruptionBudget never refused, before one with a
-//     refused member (blocked.go);
+//     refused member (EvictionBlocked);
 //  2. one admitted by borrowing (quotagate.io/borrowing; any member), before one that
 //     is not;
 //  3. the lowest priority (its members' highest) first;
@@ -22,7 +22,7 @@ import (
 //  5. by the UID of its first member (members in UID order), so that the order is
 //     total and does not depend on the order candidates are found in.
 //
-// Which pods are candidates at all is victimCandidates' business (victims.go).
+// Which pods are candidates at all is victimCandidates' business.
 
 // victimCandidate is a unit that may be preempted, with what the victim order reads.
 type victimCandidate struct {

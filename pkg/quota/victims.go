@@ -7,13 +7,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// Preemption victims (preempt.go): which running pods may go (victimorder.go orders
-// them), hiding their charges to ask whether a unit would fit without them, and the
-// core's calls about a victim: is it still needed, was it evicted.
+// Preemption victims (preemptions.decide): which running pods may go (compareVictims
+// orders them), hiding their charges to ask whether a unit would fit without them, and
+// the core's calls about a victim: is it still needed, was it evicted.
 
 // victimCandidates groups running pods into what is evicted together (a group's
 // running members, all of them, when each of them is among pods), in the order they
-// are to be chosen (compareVictims, victimorder.go). It leaves out what may not be
+// are to be chosen (compareVictims). It leaves out what may not be
 // preempted: a pod not known to run (waiting, or its ungate in flight or unresolved),
 // one that counts as gone already (goneAlready), and any unit with a member of the
 // preemptor's own unit.

@@ -1,13 +1,13 @@
 package quota
 
 import (
-	"container/heap"
 	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
+	"github.com/quotagate/quotagate/pkg/quota/internal/heap"
 )
 
 // Waking (kube-scheduler's queueing hints): an event in a budget (a charged pod ends,
@@ -33,7 +33,7 @@ func wakeable(b *budget, alive func(*budget) bool, settled func(*podState) bool,
 	var capacity []*entry
 	minReq := map[corev1.ResourceName]amount.Amount{}
 	free := map[corev1.ResourceName]amount.Amount{}
-	for _, e := range b.queues.inadmissible {
+	for _, e := range b.queues.inadmissible.Items() {
 		w := &e.pod.wait
 		switch {
 		case !alive(w.budget), w.anyFlavor:
@@ -57,11 +57,11 @@ func wakeable(b *budget, alive func(*budget) bool, settled func(*podState) bool,
 			}
 		}
 	}
-	h := orderHeap(capacity)
-	heap.Init(&h)
+	// In admission order, without touching the entries' positions in their queue heaps.
+	h := heap.From(capacity, entryLess)
 	var groups map[*group]bool
 	for h.Len() > 0 && anyFits(minReq, free) {
-		e := heap.Pop(&h).(*entry)
+		e := h.Pop()
 		if g := e.pod.group; g != nil {
 			if groups[g] {
 				continue
@@ -179,25 +179,8 @@ func (a *agenda) recheckWakes() bool {
 
 // wakeAll moves every inadmissible pod of the budget back to active (periodic flush).
 func (a *agenda) wakeAll(b *budget) {
-	for len(b.queues.inadmissible) > 0 {
-		a.move(b.queues.inadmissible[0], queueActive)
+	for e := b.queues.inadmissibleHead(); e != nil; e = b.queues.inadmissibleHead() {
+		a.move(e, queueActive)
 	}
 	a.markDirty(b)
-}
-
-// orderHeap orders entries for a one-off pass (wake), without touching their
-// positions in the queue heaps they live in.
-type orderHeap []*entry
-
-var _ heap.Interface = (*orderHeap)(nil)
-
-func (h orderHeap) Len() int           { return len(h) }
-func (h orderHeap) Less(i, j int) bool { return podLess(h[i].pod, h[j].pod) }
-func (h orderHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *orderHeap) Push(x any)        { *h = append(*h, x.(*entry)) }
-func (h *orderHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return e
 }

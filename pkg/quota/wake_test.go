@@ -65,7 +65,7 @@ func TestWakeable(t *testing.T) {
 	if len(gotFit) != 2 || (gotFit[0] != "group-a" && gotFit[0] != "group-b") || gotFit[1] != "first-2" {
 		t.Errorf("fit = %v, want one member of the group, then first-2, in admission order", gotFit)
 	}
-	if got := len(b.queues.inadmissible); got != 9 {
+	if got := b.queues.inadmissible.Len(); got != 9 {
 		t.Errorf("wakeable moved pods: %d inadmissible, want all 9 still there", got)
 	}
 

@@ -31,7 +31,7 @@ import (
 // behind team-b's secret-project-x-trainer; a tenant with view in team-a reads where
 // its pod waits and its Budget's queue, and learns its position, the budget that
 // blocks it and when its pod is estimated to start, never team-b's pod or namespace
-// (DESIGN: "Tenants see only their own").
+// (docs/guarantees.md, "Tenants see only their own").
 func TestTenantSeesNoOtherNamespacesPods(t *testing.T) {
 	dir := t.TempDir()
 	cluster := localcluster.StartForTest(t, localcluster.Options{Nodes: 1})

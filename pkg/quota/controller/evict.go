@@ -90,8 +90,9 @@ func (c *Controller) preempt(ctx context.Context, p quota.Preemption) {
 	// in their message would otherwise be merged into one series, and a pod that
 	// preempts two victims, one after the other, would show only the first.
 	victim, preemptor := podRef(p.Victim), podRef(p.Preemptor)
-	// A pod of another namespace is neither named nor related: whoever reads a pod's
-	// events may not read the other namespace (DESIGN: "Tenants see only their own").
+	// A pod of another namespace is neither named nor related: whoever reads
+	// a pod's events may not read the other namespace (docs/guarantees.md,
+	// "Tenants see only their own").
 	var relatedOfVictim, relatedOfPreemptor runtime.Object
 	if p.Victim.Namespace == p.Preemptor.Namespace {
 		relatedOfVictim, relatedOfPreemptor = preemptor, victim

@@ -24,10 +24,11 @@ import (
 )
 
 // kube-controller-manager's own ResourceQuota controller is the oracle of what a Budget
-// charges (DESIGN: Budgets). The same generated pods go into a namespace with a Budget
-// and one with a ResourceQuota of the same hard; after every step (created, finished,
-// terminating, resized, deleted) the Budget's status.used must equal the
-// ResourceQuota's under every name, but for the deliberate oracleDifferences.
+// charges (docs/budgets.md, "What a budget counts, checked against ResourceQuota"). The
+// same generated pods go into a namespace with a Budget and one with a ResourceQuota of
+// the same hard; after every step (created, finished, terminating, resized, deleted)
+// the Budget's status.used must equal the ResourceQuota's under every name, but for the
+// deliberate oracleDifferences.
 func TestResourceQuotaOracle(t *testing.T) {
 	began := time.Now()
 	advertiseOracleResources(t)

@@ -127,9 +127,10 @@ func TestReclaimEvictsBorrowedPods(t *testing.T) {
 	if got := reclaimCounter(t, reg, "quotagate_preemptions_total"); got != 2 {
 		t.Errorf("quotagate_preemptions_total{reason=Reclaim} = %v, want 2", got)
 	}
-	// Team A learns that pods of another namespace made room, never which: no event in
-	// A names B's namespace, its pods or its PodDisruptionBudget, or relates to a pod of
-	// B; nor does any event in B name A's pods (DESIGN: "Tenants see only their own").
+	// Team A learns that pods of another namespace made room, never which:
+	// no event in A names B's namespace, its pods or its
+	// PodDisruptionBudget, or relates to a pod of B; nor does any event in B
+	// name A's pods (docs/guarantees.md, "Tenants see only their own").
 	testbed.Poll(t, time.Minute, "a Preempting event in A", func(context.Context) (bool, error) {
 		return len(eventNames(t, nsA, func(e corev1.Event) (string, bool) { return e.Name, e.Reason == "Preempting" })) > 0, nil
 	})

@@ -160,10 +160,11 @@ func flavorStatuses(in []quota.FlavorStatus) []v1alpha1.FlavorStatus {
 	return out
 }
 
-// neverFitMessage names up to five pods that can never fit, and how many more there are.
-// Only a pod of the budget's namespace ns is named: a ClusterBudget's status is read by
-// whoever may see cluster-wide limits, not only by the namespaces of its pods (DESIGN:
-// "Tenants see only their own"); its pods are counted and described by what they ask.
+// neverFitMessage names up to five pods that can never fit, and how many more there
+// are. Only a pod of the budget's namespace ns is named: a ClusterBudget's status is
+// read by whoever may see cluster-wide limits, not only by the namespaces of its pods
+// (docs/guarantees.md, "Tenants see only their own"); its pods are counted and
+// described by what they ask.
 func neverFitMessage(pods []quota.NeverFitPod, ns string) string {
 	const shown = 5
 	parts := make([]string, 0, shown)
