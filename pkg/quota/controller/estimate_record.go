@@ -61,6 +61,13 @@ func (r *trackRecord) add(key quota.BudgetKey, err time.Duration, within bool) {
 	b.n = min(b.n+1, recordWindow)
 }
 
+// forget drops key's record: the budget was deleted.
+func (r *trackRecord) forget(key quota.BudgetKey) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.budgets, key)
+}
+
 // of is key's record; false when it has none.
 func (r *trackRecord) of(key quota.BudgetKey) (estimate.Record, bool) {
 	r.mu.Lock()

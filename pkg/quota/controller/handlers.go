@@ -93,11 +93,21 @@ func (c *Controller) budgetHandler() toolscache.ResourceEventHandler {
 		DeleteFunc: func(obj any) {
 			if b, ok := unwrap[*v1alpha1.Budget](obj); ok {
 				key := quota.BudgetKey{Namespace: b.Namespace, Name: b.Name}
-				c.core.DeleteBudget(key)
-				c.metrics.forgetBudget(key)
+				c.forgetBudget(key)
 				c.wake()
 			}
 		},
+	}
+}
+
+// forgetBudget drops a deleted budget from the core, the metrics and the estimates'
+// track record, so that one of the same name created later starts afresh and deleted
+// budgets do not hold the record's places (recordBudgets).
+func (c *Controller) forgetBudget(key quota.BudgetKey) {
+	c.core.DeleteBudget(key)
+	c.metrics.forgetBudget(key)
+	if c.estimates != nil {
+		c.estimates.record.forget(key)
 	}
 }
 
@@ -115,8 +125,7 @@ func (c *Controller) clusterBudgetHandler() toolscache.ResourceEventHandler {
 		DeleteFunc: func(obj any) {
 			if b, ok := unwrap[*v1alpha1.ClusterBudget](obj); ok {
 				key := quota.BudgetKey{Name: b.Name}
-				c.core.DeleteBudget(key)
-				c.metrics.forgetBudget(key)
+				c.forgetBudget(key)
 				c.wake()
 			}
 		},
