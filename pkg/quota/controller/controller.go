@@ -73,15 +73,15 @@ type Controller struct {
 	// queues are evaluated, so only its snapshot tells the truth.
 	leading atomic.Bool
 
-	// mu guards waiting, deleted and evicting.
+	// evictions carries out the core's preemptions (evictor).
+	evictions *evictor
+
+	// mu guards waiting and deleted.
 	mu      sync.Mutex
 	waiting map[types.UID]waitingPod // gated pods, with the last wait reason announced
 	// deleted records pods deleted while a catch-up read is under way, so that the
 	// read's older copy of a pod does not bring it back (nil otherwise).
 	deleted map[types.UID]struct{}
-	// evicting are the preemption victims whose eviction is under way, each with the
-	// next decision for it queued, if any (evict.go).
-	evicting map[types.UID]*quota.Preemption
 
 	// talliesMu guards tallies: per budget, the admissions since its last Admitted
 	// event (admitted.go).
@@ -105,7 +105,6 @@ func New(opts Options) (*Controller, error) {
 		statusKick: make(chan struct{}, 1),
 		recordKick: make(chan struct{}, 1),
 		waiting:    map[types.UID]waitingPod{},
-		evicting:   map[types.UID]*quota.Preemption{},
 		tallies:    map[quota.BudgetKey]*admittedTally{},
 		estimates:  newEstimator(opts.EstimateInterval),
 		conditions: newPodConditions(nil, opts.Clock),
@@ -153,6 +152,7 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 	}
 	c.flavorNesting = newFlavorNesting(c.client, c.reader, c.core.FlavorNesting, c.recorder, c.opts.Clock)
 	c.conditions.client = c.client
+	c.evictions = c.newEvictor()
 
 	ctx := context.Background()
 	if err := c.setupClaims(ctx, mgr); err != nil {
@@ -278,7 +278,7 @@ func (c *Controller) run(ctx context.Context) error {
 				return nil
 			}
 		}
-		c.startPreemptions(ctx, &wg)
+		c.evictions.start(ctx, &wg)
 		c.signalStatus()
 		c.signalRecords()
 		next := time.Hour

@@ -170,7 +170,7 @@ func TestEvictionOutcomes(t *testing.T) {
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
-				c.preempt(ctx, decided[0])
+				c.evictions.preempt(ctx, decided[0])
 			}()
 			// Step the clock through the retries until preempt returns.
 			for finished := false; !finished; {

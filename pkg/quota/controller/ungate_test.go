@@ -234,6 +234,7 @@ func useAPI(c *Controller, api client.Client, freshReadsFail bool, rec *events.F
 		c.apiReader = interceptedReader{api, errors.New("connection refused")}
 	}
 	c.pods = readerPods{api}
+	c.evictions = c.newEvictor()
 }
 
 type interceptedReader struct {
