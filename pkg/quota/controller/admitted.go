@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -38,15 +39,28 @@ type admittedTally struct {
 	last    time.Time // when the last event was emitted
 }
 
-// tally counts one admission in the tally of every budget it was charged to.
-func (c *Controller) tally(budgets []quota.BudgetKey, wait time.Duration, now time.Time) {
-	c.talliesMu.Lock()
-	defer c.talliesMu.Unlock()
+// admittedTallies are, per budget, the admissions since its last Admitted event: the
+// ungate workers add to them, the status writer takes those that are due.
+type admittedTallies struct {
+	// interval is the least time between two Admitted events of one budget.
+	interval time.Duration
+	mu       sync.Mutex
+	byBudget map[quota.BudgetKey]*admittedTally
+}
+
+func newAdmittedTallies(interval time.Duration) *admittedTallies {
+	return &admittedTallies{interval: interval, byBudget: map[quota.BudgetKey]*admittedTally{}}
+}
+
+// add counts one admission in the tally of every budget it was charged to.
+func (ts *admittedTallies) add(budgets []quota.BudgetKey, wait time.Duration, now time.Time) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
 	for _, key := range budgets {
-		t := c.tallies[key]
+		t := ts.byBudget[key]
 		if t == nil {
 			t = &admittedTally{}
-			c.tallies[key] = t
+			ts.byBudget[key] = t
 		}
 		if t.pods == 0 {
 			t.first = now
@@ -62,19 +76,19 @@ type admittedEvent struct {
 	message string
 }
 
-// dueAdmittedEvents takes the tallies whose budget's last event is at least an interval
-// old, and forgets budgets that admitted nothing for an interval (their next admission
-// is announced at once).
-func (c *Controller) dueAdmittedEvents(now time.Time) []admittedEvent {
-	c.talliesMu.Lock()
-	defer c.talliesMu.Unlock()
+// due takes the tallies whose budget's last event is at least an interval old, and
+// forgets budgets that admitted nothing for an interval (their next admission is
+// announced at once).
+func (ts *admittedTallies) due(now time.Time) []admittedEvent {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
 	var due []admittedEvent
-	for key, t := range c.tallies {
-		if now.Sub(t.last) < c.opts.AdmittedEventInterval {
+	for key, t := range ts.byBudget {
+		if now.Sub(t.last) < ts.interval {
 			continue
 		}
 		if t.pods == 0 {
-			delete(c.tallies, key)
+			delete(ts.byBudget, key)
 			continue
 		}
 		pods := "pods"
@@ -91,17 +105,23 @@ func (c *Controller) dueAdmittedEvents(now time.Time) []admittedEvent {
 	return due
 }
 
-// nextAdmittedEvent is how long until the next Admitted event is due, at most limit.
-func (c *Controller) nextAdmittedEvent(limit time.Duration) time.Duration {
-	now := c.opts.Clock.Now()
-	c.talliesMu.Lock()
-	defer c.talliesMu.Unlock()
-	for _, t := range c.tallies {
+// next is how long after now the next Admitted event is due, at most limit.
+func (ts *admittedTallies) next(now time.Time, limit time.Duration) time.Duration {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	for _, t := range ts.byBudget {
 		if t.pods > 0 {
-			limit = min(limit, max(t.last.Add(c.opts.AdmittedEventInterval).Sub(now), 0))
+			limit = min(limit, max(t.last.Add(ts.interval).Sub(now), 0))
 		}
 	}
 	return limit
+}
+
+// tracked is how many budgets have a tally.
+func (ts *admittedTallies) tracked() int {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	return len(ts.byBudget)
 }
 
 // announceAdmitted writes the Admitted events that are due. It runs in the status
@@ -113,7 +133,7 @@ func (c *Controller) nextAdmittedEvent(limit time.Duration) time.Duration {
 // needs no folding.
 func (c *Controller) announceAdmitted(ctx context.Context) {
 	logger := log.FromContext(ctx)
-	for _, ev := range c.dueAdmittedEvents(c.opts.Clock.Now()) {
+	for _, ev := range c.tallies.due(c.opts.Clock.Now()) {
 		if err := c.writeAdmittedEvent(ctx, ev); err != nil && ctx.Err() == nil {
 			logger.Error(err, "Writing an Admitted event failed", "budget", ev.key.String())
 		}

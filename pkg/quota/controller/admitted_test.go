@@ -154,7 +154,7 @@ func TestAdmittedEventsSumUpPerBudget(t *testing.T) {
 	if got := f.admitAll(t, 1); len(got) != 0 {
 		t.Errorf("events within the interval: %q, want none", got)
 	}
-	if got, want := f.c.nextAdmittedEvent(time.Hour), DefaultAdmittedEventInterval-time.Second; got != want {
+	if got, want := f.c.tallies.next(f.c.opts.Clock.Now(), time.Hour), DefaultAdmittedEventInterval-time.Second; got != want {
 		t.Errorf("the status writer would wake for the next Admitted event in %s, want %s", got, want)
 	}
 	f.deliver(t, pods[2], false)
@@ -174,7 +174,7 @@ func TestAdmittedEventsSumUpPerBudget(t *testing.T) {
 	if got := f.events(t); len(got) != 0 {
 		t.Errorf("events after an interval without admissions: %q, want none", got)
 	}
-	if n := len(f.c.tallies); n != 0 {
+	if n := f.c.tallies.tracked(); n != 0 {
 		t.Errorf("%d budgets still tallied after an idle interval, want 0", n)
 	}
 }

@@ -83,10 +83,8 @@ type Controller struct {
 	// read's older copy of a pod does not bring it back (nil otherwise).
 	deleted map[types.UID]struct{}
 
-	// talliesMu guards tallies: per budget, the admissions since its last Admitted
-	// event (admitted.go).
-	talliesMu sync.Mutex
-	tallies   map[quota.BudgetKey]*admittedTally
+	// tallies are the admissions since each budget's last Admitted event.
+	tallies *admittedTallies
 }
 
 // New returns a Controller; SetupWithManager connects it.
@@ -105,7 +103,7 @@ func New(opts Options) (*Controller, error) {
 		statusKick: make(chan struct{}, 1),
 		recordKick: make(chan struct{}, 1),
 		waiting:    map[types.UID]waitingPod{},
-		tallies:    map[quota.BudgetKey]*admittedTally{},
+		tallies:    newAdmittedTallies(opts.AdmittedEventInterval),
 		estimates:  newEstimator(opts.EstimateInterval),
 		conditions: newPodConditions(nil, opts.Clock),
 

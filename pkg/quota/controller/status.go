@@ -35,7 +35,7 @@ func (c *Controller) runStatus(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-c.statusKick:
-		case <-c.opts.Clock.After(c.nextAdmittedEvent(statusRetryInterval)):
+		case <-c.opts.Clock.After(c.tallies.next(c.opts.Clock.Now(), statusRetryInterval)):
 			// A failed write is retried even when nothing else changes, and a budget's
 			// Admitted event is written when due.
 		}

@@ -217,7 +217,7 @@ func (c *Controller) admitted(pod *corev1.Pod, a quota.Admission, since, now tim
 	c.metrics.admitted(a.Budgets, wait)
 	c.observeEstimateError(a.Pod.UID, a.Budgets, now)
 	c.forgetWaiting(a.Pod.UID)
-	c.tally(a.Budgets, wait, now)
+	c.tallies.add(a.Budgets, wait, now)
 	if c.opts.PodAdmittedEvents {
 		c.recorder.Eventf(pod, nil, corev1.EventTypeNormal, "Admitted", "Ungate",
 			"Admitted%s after %s: %s", onFlavor(a), wait.Round(time.Millisecond), a.Reason.Message)
