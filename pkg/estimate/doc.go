@@ -39,9 +39,11 @@
 // core's next wakeup, a lend hold's end), ends that pod, and again, until every gated
 // pod is admitted or nothing more can happen. It does so Options.Draws times
 // (DefaultDraws: 19, or 9 above 2,000 pods), each time with every learned duration
-// drawn (durations: from a bootstrap resample of the workload's runs, smoothed and
-// widened by a log-normal factor, bandwidth and FallbackSpread; a running pod from its
-// kind's runs longer than it has run, or, past them all, by Gott's rule); a pod's
+// drawn (durations: from a bootstrap resample of the workload's runs, stretched and
+// moved as unsure as few runs leave the workload's spread and mean (spreadFrom),
+// smoothed and widened by a log-normal factor, bandwidth and FallbackSpread; a running
+// pod from its kind's runs longer than it has run, or, past them all, by Gott's rule);
+// a pod's
 // Median, Low and High are the 10th, 2nd and 18th of its 19 starts, so that the range
 // holds a start drawn like them Coverage (80%) of the time, and each position of a
 // queue has its own start. A deadline or a declared duration is that one in every
@@ -81,9 +83,9 @@
 // # Memory
 //
 // A Learner keeps, per key, a ring of the last Window (32) durations, their cached
-// quantiles and a sorted copy of them that simulations draw from, some 850 bytes, and
-// at most maxKeys keys (DefaultMaxKeys, 4096: some 3.5 MB), dropping the least
-// recently recorded first. A simulation holds a fresh core of the world's pods (the
+// quantiles, a sorted copy of them that simulations draw from and its fit, some 930
+// bytes (850 measured before the fit's 80), and at most maxKeys keys (DefaultMaxKeys,
+// 4096: some 3.8 MB), dropping the least recently recorded first. A simulation holds a fresh core of the world's pods (the
 // core's own cost per pod) and one heap entry per pod; Simulate keeps every draw's
 // outcome of every waiting pod until it reads their starts.
 //
