@@ -98,7 +98,8 @@ type sim struct {
 	forever map[types.UID]bool // holding quota with no expected end
 	waiting map[types.UID]int  // index in w.Waiting
 	out     []outcome
-	left    int  // waiting pods not started yet
+	asked   int  // the first waiting pod asked about (Options.only)
+	left    int  // waiting pods asked about not started yet
 	ended   int  // pods ended so far
 	weakest int  // the fewest samples behind a learned end so far (0: none)
 	weak    weak // the least trusted learned end so far
@@ -170,6 +171,9 @@ func newSim(w *World, o *Options, pk durations) *sim {
 		gone: map[types.UID]bool{}, forever: map[types.UID]bool{},
 		waiting: make(map[types.UID]int, len(w.Waiting)),
 		out:     make([]outcome, len(w.Waiting)), left: len(w.Waiting),
+	}
+	if o.only > 0 && o.only < len(w.Waiting) {
+		s.asked, s.left = len(w.Waiting)-o.only, o.only
 	}
 	for ns, l := range w.Namespaces {
 		s.q.SetNamespace(ns, l)
@@ -248,7 +252,9 @@ func (s *sim) started(uid types.UID) {
 	}
 	now := s.clk.now
 	s.out[i] = outcome{started: true, at: now, ends: s.ended, samples: s.weakest, basis: s.weak}
-	s.left--
+	if i >= s.asked {
+		s.left--
+	}
 	e := s.w.Waiting[i].Expect
 	s.holds(uid, e, now.Add(max(s.pick.of(e), 0)))
 }
@@ -300,7 +306,7 @@ func (s *sim) endDue() {
 // what no pod's end changes, else what stopped the simulation.
 func (s *sim) explain(capped bool) {
 	var uids []types.UID
-	for _, p := range s.w.Waiting {
+	for _, p := range s.w.Waiting[s.asked:] {
 		if i := s.waiting[p.Pod.UID]; !s.out[i].started {
 			uids = append(uids, p.Pod.UID)
 		}
