@@ -422,9 +422,13 @@ func (d Duration) draw(r *rand.Rand, sp spread) time.Duration {
 	if d.fit != nil && &runs[0] == &d.fit.runs[0] {
 		runs = sp.runs // all the workload's runs: this simulation's resample of them
 	}
-	x := math.Log(float64(max(runs[r.IntN(len(runs))], 1)))
-	if d.fit != nil {
-		x = d.fit.logMean + (x-d.fit.logMean)*sp.scale + math.Log(sp.factor)
+	run := runs[r.IntN(len(runs))]
+	var x float64 // the log of the factor run is multiplied by
+	if d.fit != nil && sp.scale != 1 {
+		x += (math.Log(float64(max(run, 1))) - d.fit.logMean) * (sp.scale - 1)
+	}
+	if sp.factor != 1 {
+		x += math.Log(sp.factor)
 	}
 	if d.bandwidth > 0 {
 		x += d.bandwidth * sp.scale * r.NormFloat64()
@@ -432,7 +436,10 @@ func (d Duration) draw(r *rand.Rand, sp spread) time.Duration {
 	if d.Spread > 0 {
 		x += d.Spread * r.NormFloat64()
 	}
-	return time.Duration(math.Exp(min(x, maxLogDuration)))
+	if x == 0 {
+		return run // as learned, to the nanosecond
+	}
+	return time.Duration(min(float64(run)*math.Exp(x), math.Exp(maxLogDuration)))
 }
 
 // mean is the mean of ds (not empty). Window durations of at most a few years each
