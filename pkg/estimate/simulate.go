@@ -49,7 +49,7 @@ type Options struct {
 	// client goes away or its time is up.
 	Done <-chan struct{}
 	// Draws is how many runs Simulate draws (rounded up to 10k-1: 9, 19, 29...); 0
-	// means DefaultDraws. Seed seeds them: a world simulated twice with one seed gives
+	// means DefaultDraws (WhatIfDraws in Suppose). Seed seeds them: a world simulated twice with one seed gives
 	// the same starts.
 	Draws int
 	Seed  uint64
