@@ -43,6 +43,37 @@ func BenchmarkSimulate(b *testing.B) {
 	}
 }
 
+// BenchmarkSuppose is a what-if (the visibility API's podsimulations) of one pod in a
+// world of BenchmarkSimulate's: created last, of the lower priority, in ns-0, so that it
+// waits behind its namespace's queue (Suppose: Place, then the draws until it starts).
+// 900 gated pods, not 1,000: with the running ones and the what-if's, the world stays
+// under DefaultDraws' 2,000 pods.
+func BenchmarkSuppose(b *testing.B) {
+	for _, tc := range []struct {
+		n      int
+		family bool
+	}{{900, false}, {400, true}} {
+		name := fmt.Sprintf("gated=%d", tc.n)
+		if tc.family {
+			name = fmt.Sprintf("family/gated=%d", tc.n)
+		}
+		b.Run(name, func(b *testing.B) {
+			w := busyWorld(tc.n, tc.family)
+			w.Waiting = append(w.Waiting, waiting(podIn("ns-0", "what-if", tc.n, "cpu=1"), learnedRuns(5*time.Minute, 10*time.Minute, 20*time.Minute)))
+			b.ReportAllocs()
+			startCPU := cpuTime()
+			for b.Loop() {
+				if got := Suppose(w, Options{}, 1, ""); len(got.Starts) != 1 || !got.Starts[0].Known {
+					b.Fatalf("the what-if's start is unknown: %+v", got)
+				}
+			}
+			if cpu := cpuTime() - startCPU; cpu > 0 {
+				b.ReportMetric(float64(cpu.Milliseconds())/float64(b.N), "cpu-ms/op")
+			}
+		})
+	}
+}
+
 func busyWorld(n int, family bool) World {
 	r := rand.New(rand.NewPCG(1, 2))
 	w := World{Now: t0, Namespaces: map[string]map[string]string{}}

@@ -39,9 +39,11 @@
 // core's next wakeup, a lend hold's end), ends that pod, and again, until every gated
 // pod is admitted or nothing more can happen. It does so Options.Draws times
 // (DefaultDraws: 19, or 9 above 2,000 pods), each time with every learned duration
-// drawn (durations: from a bootstrap resample of the workload's runs, smoothed and
-// widened by a log-normal factor, bandwidth and FallbackSpread; a running pod from its
-// kind's runs longer than it has run, or, past them all, by Gott's rule); a pod's
+// drawn (durations: from a bootstrap resample of the workload's runs, stretched and
+// moved as unsure as few runs leave the workload's spread and mean (spreadFrom),
+// smoothed and widened by a log-normal factor, bandwidth and FallbackSpread; a running
+// pod from its kind's runs longer than it has run, or, past them all, by Gott's rule);
+// a pod's
 // Median, Low and High are the 10th, 2nd and 18th of its 19 starts, so that the range
 // holds a start drawn like them Coverage (80%) of the time, and each position of a
 // queue has its own start. A deadline or a declared duration is that one in every
@@ -81,41 +83,52 @@
 // # Memory
 //
 // A Learner keeps, per key, a ring of the last Window (32) durations, their cached
-// quantiles and a sorted copy of them that simulations draw from, some 850 bytes, and
-// at most maxKeys keys (DefaultMaxKeys, 4096: some 3.5 MB), dropping the least
-// recently recorded first. A simulation holds a fresh core of the world's pods (the
+// quantiles, a sorted copy of them that simulations draw from and its fit, some 930
+// bytes (850 measured before the fit's 80), and at most maxKeys keys (DefaultMaxKeys,
+// 4096: some 3.8 MB), dropping the least recently recorded first. A simulation holds a fresh core of the world's pods (the
 // core's own cost per pod) and one heap entry per pod; Simulate keeps every draw's
 // outcome of every waiting pod until it reads their starts.
 //
 // # Cost
 //
-// Draws simulations of the world (19, or 9 above 2,000 pods), each a step per distinct
-// moment a pod ends; each step costs what the core costs for those ends and an Admit.
-// Measured with `go test ./pkg/estimate -run '^$' -bench 'BenchmarkSimulate|BenchmarkEstimatePass'
-// -benchtime=2x -benchmem` (20 Budgets of 50 CPUs, full, 1,000 running pods), per
-// Simulate, in CPU time, on 2026-12-05 on a shared 2-vCPU machine at a load of 12 to 22
-// (the wall time was two to three times as long):
+// Draws simulations of the world (19, or 9 above 2,000 pods; a what-if 9, each stopped
+// once its pods started: Suppose), each a step per distinct moment a pod ends; each
+// step costs what the core costs for those ends and an Admit. Measured with
+// `go test ./pkg/estimate -run '^$' -bench 'BenchmarkSimulate|BenchmarkSuppose|BenchmarkEstimatePass/build\+simulate' -benchmem`,
+// three times, the code before and after 2026-12-05's changes taking turns in one run
+// (20 Budgets of 50 CPUs, full, 1,000 running pods), in CPU time per operation, on a
+// shared 2-vCPU machine at a load of 6 to 8 (the wall time up to twice as long):
 //
-//	1,000 gated pods (19 draws)                      0.41 s,   96 MB allocated, 0.58M allocations
-//	10,000 gated pods (9 draws)                      4.8 s,   492 MB allocated, 2.3M allocations
-//	400 gated pods in a borrowing family (19 draws)  39 s,    3.9 GB allocated,  49M allocations
+//	                                                 before                 after
+//	Simulate, 1,000 gated pods (19 draws)            0.35, 0.37, 0.43 s     0.37, 0.33, 0.39 s    101 MB, 0.58M allocations
+//	Simulate, 10,000 gated pods (9 draws)            4.8, 4.2, 5.5 s        3.0, 2.7, 3.5 s       498 MB, 2.3M allocations
+//	Simulate, 400 gated pods in a borrowing family   30, 29, 36 s           26, 31, 30 s          3.8 GB, 46M allocations
+//	Suppose, 1 pod behind 900 gated                  0.33, 0.31, 0.40 s     0.11, 0.13, 0.17 s    42 MB (97 before)
+//	Suppose, 1 pod behind 400 in a borrowing family  29, 29, 33 s           5.9, 7.4, 8.0 s       0.96 GB (3.96 before)
+//	one estimator pass at 10,000 gated pods          2.4, 2.0, 2.6 s        2.0, 2.9, 2.7 s       417 MB, 2.4M allocations
 //
-// Before the draws (three runs: every duration at its center, low and high) they took
-// 0.06–0.07 s, 1.9–2.5 s and 5.4 s: a draw costs what a run did, and there are 19 or 9
-// instead of 3.
+// A what-if (Suppose) costs a third to a fifth of what it did: 9 draws instead of 19,
+// each stopped once its pods started. At 10,000 gated pods a wake (each simulated pod
+// end is one) no longer looks up, for every pod it passes over, whether the budget woken
+// is alive. The passes at 1,000 pods and in the family are the same draws as before.
+//
+// Before the draws (three runs: every duration at its center, low and high) the three
+// Simulates took 0.06–0.07 s, 1.9–2.5 s and 5.4 s: a draw costs what a run did, and
+// there are 19 or 9 instead of 3.
 //
 // One pass of the manager's estimator (BenchmarkEstimatePass: the World built from cached
 // pods with a WorldBuilder, then Simulate), 100 Budgets of 50 CPUs full of 5,000
 // running pods of Jobs with learned durations, 10,000 gated pods (9 draws): building
-// the World 43 MB in 54k allocations; build and Simulate 3.4 s of CPU, 419 MB in 2.4M
-// allocations (before the draws: 0.9 s of CPU, 168 MB).
+// the World 43 MB in 54k allocations (before the draws, build and Simulate took 0.9 s
+// of CPU, 168 MB).
 //
 // The draws run one after another: running the three runs of before at once made them
 // slower on 2 cores (2.0–2.2 s of CPU against 1.7 s in turn, at 10,000).
 //
 // The core's wake of a budget's inadmissible pods on each pod end dominates the
-// first two; in a borrowing family, the core's sum of what lenders' waiting pods claim
-// (lenderClaims), recomputed for every pod evaluated, makes each step quadratic in the
-// pods waiting on the family. So recompute estimates on a timer (tens of seconds at
-// 10,000 gated pods), not on every event.
+// first two; in a borrowing family, the core's sums over the family's members for every
+// pod evaluated (familyExcess), and every pod waiting on the family evaluated again at
+// each end in it, make each step quadratic in the pods waiting on the family. So
+// recompute estimates on a timer (tens of seconds at 10,000 gated pods), not on every
+// event.
 package estimate

@@ -79,7 +79,7 @@ const gottMax = 0.95
 // run seen at a random moment of its life, whose median is as long as it has run
 // (Gott's rule), rather than at once. A deadline or a declared duration is not drawn:
 // Ends' median.
-func (e Expectation) drawEnd(now time.Time, r *rand.Rand, runs []time.Duration) time.Time {
+func (e Expectation) drawEnd(now time.Time, r *rand.Rand, sp spread) time.Time {
 	median, _, _ := e.Ends(now)
 	if e.Source != SourceLearned || len(e.runs) == 0 {
 		return median
@@ -91,7 +91,7 @@ func (e Expectation) drawEnd(now time.Time, r *rand.Rand, runs []time.Duration) 
 	elapsed := max(now.Sub(start), 0)
 	if !e.outlasted {
 		for range 8 {
-			if d := e.draw(r, runs); d > elapsed {
+			if d := e.draw(r, sp); d > elapsed {
 				return start.Add(d)
 			}
 		}

@@ -94,8 +94,9 @@ type WhatIf struct {
 }
 
 // Suppose answers a what-if about the last n pods of w.Waiting (the added ones):
-// their Placements and, when noStarts is empty, their Starts. The world's other pods'
-// starts are computed too (a simulation needs them) but not returned. Closing o.Done
+// their Placements and, when noStarts is empty, their Starts, from o.Draws runs
+// (WhatIfDraws when 0). Each run stops once the added pods have all started: the
+// world's other pods are simulated only as far as they bear on those. Closing o.Done
 // stops it (Stopped).
 func Suppose(w World, o Options, n int, noStarts string) WhatIf {
 	added := w.Waiting[len(w.Waiting)-n:]
@@ -109,6 +110,10 @@ func Suppose(w World, o Options, n int, noStarts string) WhatIf {
 		return out
 	}
 	if noStarts == "" {
+		if o.Draws <= 0 {
+			o.Draws = WhatIfDraws
+		}
+		o.only = n
 		if starts := Simulate(w, o); starts != nil {
 			out.Starts = starts[len(w.Waiting)-n:]
 		} else {

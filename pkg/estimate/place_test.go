@@ -1,6 +1,7 @@
 package estimate
 
 import (
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -203,6 +204,33 @@ func TestSuppose(t *testing.T) {
 	off := Suppose(w, Options{}, 2, "off")
 	if off.Starts != nil || off.NoStarts != "off" || len(off.Placements) != 2 {
 		t.Errorf("without starts: %d starts, %q, %d placements", len(off.Starts), off.NoStarts, len(off.Placements))
+	}
+}
+
+// TestSupposeStopsOnceTheAddedPodsStart: a what-if's starts are those the estimator
+// would give its pods with as many draws, and its runs stop once those pods have
+// started: added ahead of a long queue (a higher priority), it takes fewer steps than
+// the queue's simulation.
+func TestSupposeStopsOnceTheAddedPodsStart(t *testing.T) {
+	w := busyWorld(400, false)
+	for i := range 2 {
+		pb := podIn("ns-0", fmt.Sprintf("new-%d", i), 1000, "cpu=1").Priority(100)
+		w.Waiting = append(w.Waiting, waiting(pb, learnedRuns(time.Minute, 2*time.Minute, 4*time.Minute)))
+	}
+	steps := 0
+	count := func() { steps++ }
+	all := Simulate(w, Options{Draws: WhatIfDraws, Pace: count})
+	whole := steps
+	steps = 0
+	got := Suppose(w, Options{Pace: count}, 2, "")
+	if diff := cmp.Diff(all[len(all)-2:], got.Starts); diff != "" {
+		t.Errorf("the what-if's starts (-the estimator's +the what-if's):\n%s", diff)
+	}
+	if !got.Starts[0].Known || !got.Starts[1].Known {
+		t.Fatalf("the added pods' starts are unknown: %+v", got.Starts)
+	}
+	if steps*2 > whole {
+		t.Errorf("the what-if took %d steps, the simulation of the whole queue %d: want it to stop once its pods started", steps, whole)
 	}
 }
 

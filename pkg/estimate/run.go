@@ -18,17 +18,17 @@ import (
 // its median, Expectation.Ends says why), or one draw of each (Duration.draw,
 // Expectation.drawEnd). A deadline or a declared duration is that one in every run.
 //
-// A run draws from a resample of each learned duration's runs (a bootstrap, one per
-// run and runs): the runs learned are a sample of the workload's, and a range drawn
-// from them as if they were all its runs holds the truth less often than it claims
-// (the workload's mean is itself uncertain, and every pod of the queue shares it).
+// A run draws each workload's spread once (spreadFrom, one per run and workload): the
+// runs learned are a sample of the workload's, and a range drawn from them as if they
+// were all its runs holds the truth less often than it claims (the workload's mean is
+// itself uncertain, and every pod of the queue shares it).
 type durations struct {
-	rng  *rand.Rand
-	boot map[*time.Duration][]time.Duration
+	rng     *rand.Rand
+	spreads map[*fit]spread
 }
 
 func drawn(rng *rand.Rand) durations {
-	return durations{rng: rng, boot: map[*time.Duration][]time.Duration{}}
+	return durations{rng: rng, spreads: map[*fit]spread{}}
 }
 
 // of is how long a pod the simulation admits runs.
@@ -36,7 +36,7 @@ func (p durations) of(e Expectation) time.Duration {
 	if p.rng == nil || e.Source != SourceLearned {
 		return e.Center()
 	}
-	return e.draw(p.rng, p.resample(e.runs))
+	return e.draw(p.rng, p.spreadOf(e.fit))
 }
 
 // end is when a pod that holds quota at the world's now ends.
@@ -45,24 +45,20 @@ func (p durations) end(e Expectation, now time.Time) time.Time {
 		median, _, _ := e.Ends(now)
 		return median
 	}
-	return e.drawEnd(now, p.rng, p.resample(e.runs))
+	return e.drawEnd(now, p.rng, p.spreadOf(e.fit))
 }
 
-// resample is this run's resample of runs: as many runs, drawn from them with
-// replacement.
-func (p durations) resample(runs []time.Duration) []time.Duration {
-	if len(runs) < 2 {
-		return runs
+// spreadOf is this run's spread of the workload whose runs are f.
+func (p durations) spreadOf(f *fit) spread {
+	if f == nil {
+		return spread{scale: 1, factor: 1}
 	}
-	b, ok := p.boot[&runs[0]]
+	sp, ok := p.spreads[f]
 	if !ok {
-		b = make([]time.Duration, len(runs))
-		for i := range b {
-			b[i] = runs[p.rng.IntN(len(runs))]
-		}
-		p.boot[&runs[0]] = b
+		sp = spreadFrom(p.rng, f)
+		p.spreads[f] = sp
 	}
-	return b
+	return sp
 }
 
 // outcome is what one simulation found for one waiting pod.
@@ -102,7 +98,8 @@ type sim struct {
 	forever map[types.UID]bool // holding quota with no expected end
 	waiting map[types.UID]int  // index in w.Waiting
 	out     []outcome
-	left    int  // waiting pods not started yet
+	asked   int  // the first waiting pod asked about (Options.only)
+	left    int  // waiting pods asked about not started yet
 	ended   int  // pods ended so far
 	weakest int  // the fewest samples behind a learned end so far (0: none)
 	weak    weak // the least trusted learned end so far
@@ -174,6 +171,9 @@ func newSim(w *World, o *Options, pk durations) *sim {
 		gone: map[types.UID]bool{}, forever: map[types.UID]bool{},
 		waiting: make(map[types.UID]int, len(w.Waiting)),
 		out:     make([]outcome, len(w.Waiting)), left: len(w.Waiting),
+	}
+	if o.only > 0 && o.only < len(w.Waiting) {
+		s.asked, s.left = len(w.Waiting)-o.only, o.only
 	}
 	for ns, l := range w.Namespaces {
 		s.q.SetNamespace(ns, l)
@@ -252,7 +252,9 @@ func (s *sim) started(uid types.UID) {
 	}
 	now := s.clk.now
 	s.out[i] = outcome{started: true, at: now, ends: s.ended, samples: s.weakest, basis: s.weak}
-	s.left--
+	if i >= s.asked {
+		s.left--
+	}
 	e := s.w.Waiting[i].Expect
 	s.holds(uid, e, now.Add(max(s.pick.of(e), 0)))
 }
@@ -304,7 +306,7 @@ func (s *sim) endDue() {
 // what no pod's end changes, else what stopped the simulation.
 func (s *sim) explain(capped bool) {
 	var uids []types.UID
-	for _, p := range s.w.Waiting {
+	for _, p := range s.w.Waiting[s.asked:] {
 		if i := s.waiting[p.Pod.UID]; !s.out[i].started {
 			uids = append(uids, p.Pod.UID)
 		}

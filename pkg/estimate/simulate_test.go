@@ -395,3 +395,17 @@ func TestSimulateHead(t *testing.T) {
 		t.Errorf("heads: w1 %v, w2 %v; want w1 only", starts[0].Head, starts[1].Head)
 	}
 }
+
+// TestEqualRunsDrawExactly: a workload whose runs all lasted the same is drawn as
+// that, to the nanosecond: the pod waiting behind one of its pods starts when the
+// runs say, with no range, and no rounding of the logarithms the draws go through.
+func TestEqualRunsDrawExactly(t *testing.T) {
+	w := world([]quota.Budget{budget("team-a", "a", "cpu=1")},
+		[]Pod{running("team-a", "r", "cpu=1", learnedRuns(20*time.Minute, 20*time.Minute, 20*time.Minute))},
+		[]Pod{waiting(podIn("team-a", "next", 1, "cpu=1"), learnedRuns(time.Minute, time.Minute, time.Minute))})
+	s := Simulate(w, Options{})[0]
+	want := t0.Add(20 * time.Minute)
+	if !s.Known || !s.Median.Equal(want) || !s.Low.Equal(want) || !s.High.Equal(want) {
+		t.Errorf("start %v (%v to %v), known %v; want %v exactly", s.Median, s.Low, s.High, s.Known, want)
+	}
+}

@@ -33,10 +33,11 @@ func wakeable(b *budget, alive func(*budget) bool, settled func(*podState) bool,
 	var capacity []*entry
 	minReq := map[corev1.ResourceName]amount.Amount{}
 	free := map[corev1.ResourceName]amount.Amount{}
+	bAlive := alive(b) // most of b's inadmissible pods wait on b: one look for them all
 	for _, e := range b.queues.inadmissible.Items() {
 		w := &e.pod.wait
 		switch {
-		case !alive(w.budget), w.anyFlavor:
+		case w.budget == b && !bAlive, w.budget != b && !alive(w.budget), w.anyFlavor:
 			retry = append(retry, e)
 		case w.budget != b:
 		case settled != nil && settled(e.pod):
