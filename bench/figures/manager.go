@@ -17,6 +17,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/quotagate/quotagate/cmd/manager/app"
+	"github.com/quotagate/quotagate/pkg/estimate"
+	"github.com/quotagate/quotagate/pkg/quota"
 	"github.com/quotagate/quotagate/pkg/quota/controller"
 	"github.com/quotagate/quotagate/pkg/visibility"
 )
@@ -133,4 +135,14 @@ func (e *Env) Visibility() http.Handler {
 	}
 	q := e.manager.ctrl
 	return visibility.NewHandler(q.Queues(), clock.RealClock{}, visibility.WithEstimates(q))
+}
+
+// EstimateRecord is the track record of estimates the manager running in this process
+// keeps for a budget, as kubectl quotagate why shows it; false when it has none or no
+// manager runs.
+func (e *Env) EstimateRecord(key quota.BudgetKey) (estimate.Record, bool) {
+	if e.manager == nil {
+		return estimate.Record{}, false
+	}
+	return e.manager.ctrl.EstimateRecord(key)
 }
