@@ -140,7 +140,7 @@ soak: tools ## Run two teams' steady Jobs under one parent for $(SOAK) (SOAK=10m
 	QUOTAGATE_SOAK=$(SOAK) go test -count=1 -timeout $(TEST_TIMEOUT) -run 'TestSteadyTwoTeamsDoNotThrash' -v ./pkg/quota/controller/
 
 .PHONY: bench
-bench: tools ## Measure quotagate against its baselines on a local control plane; write docs/benchmarks.{md,json} (~10 min).
+bench: tools ## Measure quotagate against its baselines on a local control plane, and with estimates on against off; write docs/benchmarks.{md,json} (~17 min).
 	go run ./bench
 
 .PHONY: bench-flavors

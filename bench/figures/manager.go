@@ -39,6 +39,9 @@ type ManagerSettings struct {
 	QPS     float64 `json:"kubeAPIQPS"`
 	Burst   int     `json:"kubeAPIBurst"`
 	Workers int     `json:"workers"`
+	// EstimatesOff runs the manager with --estimate-interval=0: no estimates (figure 8's
+	// off arm).
+	EstimatesOff bool `json:"estimatesOff,omitempty"`
 }
 
 func DefaultManagerSettings() ManagerSettings {
@@ -53,6 +56,9 @@ func DefaultManagerSettings() ManagerSettings {
 func (e *Env) startManager(ctx context.Context, s ManagerSettings, discardEvents bool) (*runningManager, error) {
 	opts := app.DefaultOptions().Controller
 	opts.Workers = s.Workers
+	if s.EstimatesOff {
+		opts.EstimateInterval = 0
+	}
 	// As cmd/manager does: the figures read the manager's metrics from this registry.
 	opts.Registerer = crmetrics.Registry
 	if discardEvents {
