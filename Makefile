@@ -151,7 +151,7 @@ bench-flavors: tools ## Measure figures 1 and 2 only, each beside its arm with t
 # ESTIMATES_ARGS='-estimates-pods 40 -estimates-scale 0.4 -estimates-warm 3'.
 ESTIMATES_ARGS ?=
 .PHONY: bench-estimates
-bench-estimates: tools ## Replay Jobs of three kinds with known run times through a full Budget and set the manager's estimated starts against a naive baseline; write docs/benchmarks-estimates.{md,json} (~13 min; ESTIMATES_ARGS for a small run).
+bench-estimates: tools ## Replay three workloads of Jobs with known run times through full Budgets and judge the manager's estimated starts against a naive baseline and an oracle; write docs/benchmarks-estimates.{md,json} (~40 min; ESTIMATES_ARGS for a small run).
 	go run ./bench -estimates $(ESTIMATES_ARGS)
 
 .PHONY: bench-scale

@@ -334,8 +334,8 @@ func (r Report) section() string {
 		p("%s\n", groupTable("budget", j, names, func(p Pod) string { return budgetOf(w, p.Name) }))
 	}
 	p("%s\n", positionTable(r, j))
-	if bases := firstBases(j); len(bases) > 0 {
-		p("Basis lines of the first estimates of the kinds that appeared later: %s.\n\n", strings.Join(bases, "; "))
+	if lines := newKinds(r); len(lines) > 0 {
+		p("The first estimate of the workload that appeared mid-run: %s.\n\n", strings.Join(lines, "; "))
 	}
 	q := QuantilesOf(ints(r.Queue))
 	p("Gated pods in the budgets at each poll: median %.0f, 90th percentile %.0f, most %.0f. Polls: %d answered, %d failed",
@@ -392,17 +392,36 @@ func budgetOf(w Workload, pod string) string {
 	return ""
 }
 
-// firstBases are the basis lines of the first judged pods of each kind that appeared
-// after the start (the new workload), as their first estimates gave them.
-func firstBases(j Judgement) []string {
+// newKinds says, for each kind of w that appears after the start (a new workload),
+// what the first estimate of its first pod was built from and whether its range held
+// the pod's start: the case of issue 51, a new kind estimated from another's runs.
+func newKinds(r Report) []string {
+	initial := r.Workload.initial()
 	var out []string
-	seen := map[string]bool{}
-	for _, p := range j.Judged {
-		if p.First == nil || seen[p.Kind] || p.First.Basis == "" || !strings.Contains(p.First.Basis, "no run of") {
+	for _, k := range r.Workload.Kinds {
+		if slices.Contains(initial, k.Name) {
 			continue
 		}
-		seen[p.Kind] = true
-		out = append(out, fmt.Sprintf("%s: %q", p.Kind, p.First.Basis))
+		var first *Pod
+		for i := range r.Pods {
+			p := &r.Pods[i]
+			if p.Kind == k.Name && p.First != nil && (first == nil || p.Created.Before(first.Created)) {
+				first = p
+			}
+		}
+		if first == nil {
+			out = append(out, fmt.Sprintf("%s: no pod of it was seen with an estimate", k.Name))
+			continue
+		}
+		s := first.First
+		held := "it had no range"
+		if !s.Low.IsZero() && !s.High.IsZero() && !first.Started.IsZero() {
+			held = fmt.Sprintf("its range, %.0f to %.0f s ahead, did not hold the start %.0f s ahead", s.Low.Sub(s.At).Seconds(), s.High.Sub(s.At).Seconds(), first.Started.Sub(s.At).Seconds())
+			if !first.Started.Before(s.Low) && !first.Started.After(s.High) {
+				held = strings.Replace(held, "did not hold", "held", 1)
+			}
+		}
+		out = append(out, fmt.Sprintf("%s, first pod (%s): basis %q; %s", k.Name, first.Name, cmp.Or(s.Basis, "(none)"), held))
 	}
 	return out
 }

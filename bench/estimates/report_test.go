@@ -97,17 +97,22 @@ func TestMarkdownSaysWhenNeverWarm(t *testing.T) {
 }
 
 // A kind that arrives later is judged from its first pod: warm-up waits only for the
-// kinds of the start, and the basis line of its first estimate is reported.
+// kinds of the start, and the first estimate of its first pod is reported, its basis
+// and whether its range held the start.
 func TestLateKindIsJudgedFromItsFirstPod(t *testing.T) {
-	r := reportOf(false, Pod{Name: "w-budget-1/c-1", Kind: "c", Created: at(25), Started: at(40), Ended: at(45),
-		First: &Sighting{At: at(26), Position: 2, Quotagate: at(41), Baseline: at(41), Basis: "no run of Job w/c yet; durations of 3 runs of pods in namespace w"}})
+	r := reportOf(false,
+		Pod{Name: "w-budget-1/c-2", Kind: "c", Created: at(26), Started: at(60), Ended: at(65),
+			First: &Sighting{At: at(27), Position: 3, Quotagate: at(50), Baseline: at(50), Basis: "durations of 3 runs of Job w/c"}},
+		Pod{Name: "w-budget-1/c-1", Kind: "c", Created: at(25), Started: at(40), Ended: at(45),
+			First: &Sighting{At: at(26), Position: 2, Quotagate: at(41), Low: at(36), High: at(46), Baseline: at(41),
+				Basis: "no run of Job w/c yet; durations of 3 runs of pods in namespace w"}})
 	r.Workload.Kinds = append(r.Workload.Kinds, Kind{Name: "c"})
 	r.Workload.Streams = append(r.Workload.Streams, Stream{Kind: 2, Share: 1, From: 3})
 	r.Kinds = r.Workload.Kinds
 	md := suiteOf(r).Markdown()
 	for _, want := range []string{
-		"| c | 1 | 1.0 / 0.0 |",
-		`c: "no run of Job w/c yet; durations of 3 runs of pods in namespace w"`,
+		"| c | 2 | 1.0 / 0.0 |", // errors of 1 and 10 s: the nearest-rank median is 1
+		`c, first pod (w-budget-1/c-1): basis "no run of Job w/c yet; durations of 3 runs of pods in namespace w"; its range, 10 to 20 s ahead, held the start 14 s ahead.`,
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("the report lacks %q:\n%s", want, md)
