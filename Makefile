@@ -141,7 +141,7 @@ soak: tools ## Run two teams' steady Jobs under one parent for $(SOAK) (SOAK=10m
 	QUOTAGATE_SOAK=$(SOAK) go test -count=1 -timeout $(TEST_TIMEOUT) -run 'TestSteadyTwoTeamsDoNotThrash' -v ./pkg/quota/controller/
 
 .PHONY: bench
-bench: tools ## Measure quotagate against its baselines on a local control plane; write docs/benchmarks.md and its data, bench/figures/benchmarks.json (~10 min).
+bench: tools ## Measure quotagate against its baselines on a local control plane, and with estimates on against off; write docs/benchmarks.md and bench/figures/benchmarks.json (~17 min).
 	go run ./bench
 
 .PHONY: bench-flavors
@@ -152,7 +152,7 @@ bench-flavors: tools ## Measure figures 1 and 2 only, each beside its arm with t
 # ESTIMATES_ARGS='-estimates-pods 40 -estimates-scale 0.4 -estimates-warm 3'.
 ESTIMATES_ARGS ?=
 .PHONY: bench-estimates
-bench-estimates: tools ## Replay Jobs of three kinds with known run times through a full Budget and set the manager's estimated starts against a naive baseline; write docs/benchmarks-estimates.md and bench/estimates/benchmarks-estimates.json (~13 min; ESTIMATES_ARGS for a small run).
+bench-estimates: tools ## Replay three workloads of Jobs with known run times through full Budgets and judge the manager's estimated starts against a naive baseline and an oracle; write docs/benchmarks-estimates.md and bench/estimates/benchmarks-estimates.json (~40 min; ESTIMATES_ARGS for a small run).
 	go run ./bench -estimates $(ESTIMATES_ARGS)
 
 .PHONY: bench-scale

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +16,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -31,33 +31,71 @@ import (
 )
 
 const (
-	// pollInterval is how often the benchmark reads the budget's pendingpods.
+	// pollInterval is how often the benchmark reads the budgets' pendingpods.
 	pollInterval = time.Second
 	// drainTimeout bounds the wait, after the last Job is created, for every pod to end.
 	drainTimeout = 10 * time.Minute
 	// kindLabel carries a pod's kind.
 	kindLabel = "bench.quotagate.io/kind"
+	// familyName is the ClusterBudget a workload's budgets borrow under.
+	familyName = "family"
 )
+
+// priorityClasses are the PriorityClasses of the workloads' pods, by value.
+var priorityClasses = map[int32]string{Low: "bench-low", High: "bench-high"}
 
 // run is what one measurement saw.
 type run struct {
 	pods []Pod
-	// queue is the budget's gated pods at each poll, polls how many polls answered,
+	// queue is the budgets' gated pods at each poll, polls how many polls answered,
 	// pollErrors how many failed and lastError the last failure.
 	queue      []int
 	polls      int
 	pollErrors int
 	lastError  string
+	records    []TrackRecord
 }
 
-// measure runs the plan on a fresh local control plane with the manager in this
+// watches are the pod watches of a workload's namespaces; pods are named
+// "namespace/name" in what they return.
+type watches map[string]*figures.PodWatch
+
+func (ws watches) ungated() map[string]time.Time {
+	out := map[string]time.Time{}
+	for ns, pw := range ws {
+		pw.Mu.Lock()
+		for name, at := range pw.Ungated {
+			out[ns+"/"+name] = at
+		}
+		pw.Mu.Unlock()
+	}
+	return out
+}
+
+func (ws watches) ended() map[string]time.Time {
+	out := map[string]time.Time{}
+	for ns, pw := range ws {
+		for name, at := range pw.Ended() {
+			out[ns+"/"+name] = at
+		}
+	}
+	return out
+}
+
+func (ws watches) stop() {
+	for _, pw := range ws {
+		pw.Stop()
+	}
+}
+
+// measure runs the plan of w on a fresh local control plane with the manager in this
 // process, and returns what it saw of each pod.
-func measure(ctx context.Context, root string, o Options, plan []Arrival) (out run, err error) {
+func measure(ctx context.Context, root string, o Options, w Workload, plan []Arrival) (out run, err error) {
 	dir, err := os.MkdirTemp("", "quotagate-bench-estimates-")
 	if err != nil {
 		return run{}, err
 	}
-	report.Logf("Starting the local control plane")
+	report.Logf("%s: starting the local control plane", w.Name)
 	e, err := figures.StartEnv(ctx, root, dir)
 	if err != nil {
 		return run{}, err
@@ -66,31 +104,39 @@ func measure(ctx context.Context, root string, o Options, plan []Arrival) (out r
 	if err := e.UseManager(ctx, figures.DefaultManagerSettings(), false); err != nil {
 		return run{}, err
 	}
-	ns, err := e.NewNamespace(ctx, "estimates", true)
+	for value, name := range priorityClasses {
+		pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value}
+		if err := e.Admin.Create(ctx, pc); err != nil {
+			return run{}, fmt.Errorf("creating PriorityClass %s: %w", name, err)
+		}
+	}
+	b, err := createBudgets(ctx, e, w)
 	if err != nil {
 		return run{}, err
 	}
-	if err := e.CreateBudget(ctx, ns, strconv.Itoa(o.slots)); err != nil {
-		return run{}, err
+	ws := watches{}
+	defer ws.stop()
+	for _, ns := range b.namespaces {
+		pw, err := figures.WatchPods(ctx, e.Client, ns, v1alpha1.SchedulingGate)
+		if err != nil {
+			return run{}, err
+		}
+		ws[ns] = pw
 	}
-	pw, err := figures.WatchPods(ctx, e.Client, ns, v1alpha1.SchedulingGate)
-	if err != nil {
-		return run{}, err
-	}
-	defer pw.Stop()
 	p := &poller{
-		handler: e.Visibility(),
-		path:    visibility.PendingPodsPath(quota.BudgetKey{Namespace: ns, Name: "budget"}),
-		watch:   pw,
-		slots:   o.slots,
-		draw:    drawScaled(o.scale),
-		rand:    rand.New(rand.NewPCG(o.seed, 0x6f7261636c65)), // "oracle"
-		first:   map[string]*Sighting{},
-		head:    map[string]*Sighting{},
+		handler:  e.Visibility(),
+		client:   e.Client,
+		workload: w,
+		budgets:  b,
+		watch:    ws,
+		draw:     drawScaled(w.Kinds, o.scale),
+		rand:     rand.New(rand.NewPCG(o.seed, 0x6f7261636c65)), // "oracle"
+		first:    map[string]*Sighting{},
+		head:     map[string]*Sighting{},
 	}
-	// The manager has the budget before the first Job: its pods queue from the start.
-	if err := figures.Poll(ctx, func(context.Context) (bool, error) { return p.poll() == nil, nil }); err != nil {
-		return run{}, fmt.Errorf("waiting for the manager to serve the budget's pendingpods: %w", err)
+	// The manager has the budgets before the first Job: their pods queue from the start.
+	if err := figures.Poll(ctx, func(ctx context.Context) (bool, error) { return p.poll(ctx) == nil, nil }); err != nil {
+		return run{}, fmt.Errorf("waiting for the manager to serve the budgets' pendingpods: %w", err)
 	}
 	pctx, stop := context.WithCancel(ctx)
 	polled := make(chan struct{})
@@ -103,51 +149,104 @@ func measure(ctx context.Context, root string, o Options, plan []Arrival) (out r
 		<-polled
 	}()
 
-	report.Logf("Creating %d Jobs in %s at most", len(plan), plan[len(plan)-1].At.Round(time.Second))
-	created, err := createJobs(ctx, e.Client, ns, plan, o.slots, pw)
+	report.Logf("%s: creating %d Jobs in %s at most", w.Name, len(plan), plan[len(plan)-1].At.Round(time.Second))
+	created, err := createJobs(ctx, e.Client, w, b, plan, ws)
 	if err != nil {
 		return run{}, err
 	}
-	report.Logf("Waiting for every pod to end")
+	report.Logf("%s: waiting for every pod to end", w.Name)
 	deadline := time.Now().Add(drainTimeout)
-	for len(pw.Ended()) < len(plan) && time.Now().Before(deadline) {
+	for len(ws.ended()) < len(plan) && time.Now().Before(deadline) {
 		select {
 		case <-ctx.Done():
 			return run{}, ctx.Err()
 		case <-time.After(pollInterval):
 		}
 	}
-	if n := len(pw.Ended()); n < len(plan) {
+	if n := len(ws.ended()); n < len(plan) {
 		report.Logf("  %d of %d pods ended within %s; the rest are reported as not started or not ended", n, len(plan), drainTimeout)
 	}
 	stop()
 	<-polled
-	pw.Mu.Lock()
-	started := maps.Clone(pw.Ungated)
-	pw.Mu.Unlock()
 	out = run{queue: p.queue, polls: p.polls, pollErrors: p.errors, lastError: p.lastError}
-	out.pods = assemble(created, started, pw.Ended(), p.first, p.head)
+	out.pods = assemble(created, ws.ungated(), ws.ended(), p.first, p.head)
+	out.records, err = trackRecords(e, b)
+	return out, err
+}
+
+// budgetsOf is what createBudgets made: each budget's namespace and key, in the order
+// of the workload's, and the core's view of every budget (the parent's too), for the
+// oracle.
+type budgetsOf struct {
+	namespaces []string
+	keys       []quota.BudgetKey
+	core       []quota.Budget
+	labels     map[string]map[string]string
+}
+
+// createBudgets creates a namespace and a Budget for each of w's, of requests.cpu its
+// slots, and, for a family, their parent ClusterBudget: each child may then borrow its
+// Borrow more, and reclaims nothing (a reclaimed pod would fail its Job: lent quota
+// comes back as the borrowing pods end).
+func createBudgets(ctx context.Context, e *figures.Env, w Workload) (budgetsOf, error) {
+	out := budgetsOf{labels: map[string]map[string]string{}}
+	if w.Family > 0 {
+		cb := &v1alpha1.ClusterBudget{
+			ObjectMeta: metav1.ObjectMeta{Name: familyName},
+			Spec: v1alpha1.ClusterBudgetSpec{BudgetSpec: v1alpha1.BudgetSpec{
+				Hard: corev1.ResourceList{"requests.cpu": *resource.NewQuantity(int64(w.Family), resource.DecimalSI)},
+			}},
+		}
+		if err := e.Admin.Create(ctx, cb); err != nil {
+			return out, fmt.Errorf("creating ClusterBudget %s: %w", familyName, err)
+		}
+		out.core = append(out.core, quota.ClusterBudgetFromAPI(cb))
+	}
+	for _, spec := range w.Budgets {
+		ns, err := e.NewNamespace(ctx, w.Name+"-"+spec.Name, true)
+		if err != nil {
+			return out, err
+		}
+		b := &v1alpha1.Budget{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: spec.Name},
+			Spec: v1alpha1.BudgetSpec{
+				Hard: corev1.ResourceList{"requests.cpu": *resource.NewQuantity(int64(spec.Slots), resource.DecimalSI)},
+			},
+		}
+		if w.Family > 0 {
+			b.Spec.Parent = familyName
+			b.Spec.Preemption = &v1alpha1.Preemption{Reclaim: v1alpha1.ReclaimNever}
+			if spec.Borrow > 0 {
+				b.Spec.BorrowingLimit = corev1.ResourceList{"requests.cpu": *resource.NewQuantity(int64(spec.Borrow), resource.DecimalSI)}
+			}
+		}
+		if err := e.Admin.Create(ctx, b); err != nil {
+			return out, fmt.Errorf("creating Budget %s/%s: %w", ns, spec.Name, err)
+		}
+		out.namespaces = append(out.namespaces, ns)
+		out.keys = append(out.keys, quota.BudgetKey{Namespace: ns, Name: spec.Name})
+		out.core = append(out.core, quota.BudgetFromAPI(b))
+		out.labels[ns] = map[string]string{v1alpha1.EnabledLabel: "true"}
+	}
 	return out, nil
 }
 
 // job is one created Job.
 type job struct {
-	name, kind string
-	created    time.Time
+	namespace, name, kind string
+	priority              int32
+	created               time.Time
 }
 
 // createJobs creates the plan's Jobs in turn, each its planned gap after the one
-// before or as soon as fewer than floor pods wait, whichever comes first, and logs the
-// progress. The floor keeps the Budget full and a queue in front of it, which
-// exponential arrivals at the rate it admits do not (a walk at rate 1 drains as often
-// as it grows).
-func createJobs(ctx context.Context, c kubernetes.Interface, ns string, plan []Arrival, floor int, pw *figures.PodWatch) ([]job, error) {
+// before or as soon as fewer than the workload's slots pods wait, whichever comes
+// first, and logs the progress. The floor keeps the budgets full and a queue in front
+// of them, which exponential arrivals at the rate they admit do not (a walk at rate 1
+// drains as often as it grows).
+func createJobs(ctx context.Context, c kubernetes.Interface, w Workload, b budgetsOf, plan []Arrival, ws watches) ([]job, error) {
 	out := make([]job, 0, len(plan))
-	admitted := func() int {
-		pw.Mu.Lock()
-		defer pw.Mu.Unlock()
-		return len(pw.Ungated)
-	}
+	floor := w.slots()
+	admitted := func() int { return len(ws.ungated()) }
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	var last time.Time
@@ -167,26 +266,26 @@ func createJobs(ctx context.Context, c kubernetes.Interface, ns string, plan []A
 			}
 			due.Stop()
 		}
-		kind := Kinds[a.Kind].Name
-		j, err := c.BatchV1().Jobs(ns).Create(ctx, jobOf(ns, kind, a.Run), metav1.CreateOptions{})
+		kind, ns := w.Kinds[a.Kind].Name, b.namespaces[a.Budget]
+		j, err := c.BatchV1().Jobs(ns).Create(ctx, jobOf(ns, kind, a.Priority, a.Run), metav1.CreateOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("creating Job %d (%s): %w", i, kind, err)
 		}
 		last = time.Now()
-		out = append(out, job{name: j.Name, kind: kind, created: last})
+		out = append(out, job{namespace: ns, name: j.Name, kind: kind, priority: a.Priority, created: last})
 		if (i+1)%20 == 0 {
-			report.Logf("  %d Jobs created, %d pods admitted, %d ended (load %s)", i+1, admitted(), len(pw.Ended()), report.LoadAverage())
+			report.Logf("  %d Jobs created, %d pods admitted, %d ended (load %s)", i+1, admitted(), len(ws.ended()), report.LoadAverage())
 		}
 	}
 	return out, nil
 }
 
-// jobOf is a Job of one pod of kind, gated by quotagate's gate, of 1 CPU, that kwok
-// runs for run once it is Ready. Its name is generated from the kind's, so the Learner
-// keys its pods by kind (estimate.KeysOf: a generated suffix is removed); kwok's create
-// and ready stages are asked to take no time, so the pod runs from its admission plus
-// the scheduler's binding.
-func jobOf(ns, kind string, run time.Duration) *batchv1.Job {
+// jobOf is a Job of one pod of kind at priority, gated by quotagate's gate, of 1 CPU,
+// that kwok runs for run once it is Ready. Its name is generated from the kind's, so
+// the Learner keys its pods by kind (estimate.KeysOf: a generated suffix is removed);
+// kwok's create and ready stages are asked to take no time, so the pod runs from its
+// admission plus the scheduler's binding.
+func jobOf(ns, kind string, priority int32, run time.Duration) *batchv1.Job {
 	d := run.String()
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{
@@ -212,6 +311,7 @@ func jobOf(ns, kind string, run time.Duration) *batchv1.Job {
 				Spec: corev1.PodSpec{
 					RestartPolicy:                 corev1.RestartPolicyNever,
 					TerminationGracePeriodSeconds: ptr.To[int64](0),
+					PriorityClassName:             priorityClasses[priority],
 					SchedulingGates:               []corev1.PodSchedulingGate{{Name: v1alpha1.SchedulingGate}},
 					Containers: []corev1.Container{{
 						Name: "c", Image: "registry.k8s.io/pause:3.10",
@@ -226,14 +326,16 @@ func jobOf(ns, kind string, run time.Duration) *batchv1.Job {
 	}
 }
 
-// poller reads the budget's pendingpods from the manager's visibility handler every
+// poller reads each budget's pendingpods from the manager's visibility handler every
 // pollInterval, and keeps each pod's first sighting with an estimate and its first at
-// the head of the queue, each with the baseline's estimate at that moment.
+// the head of its budget's queue, each with the baseline's and the oracle's estimates
+// at that moment.
 type poller struct {
-	handler http.Handler
-	path    string
-	watch   *figures.PodWatch
-	slots   int
+	handler  http.Handler
+	client   kubernetes.Interface
+	workload Workload
+	budgets  budgetsOf
+	watch    watches
 	// draw and rand draw the runs of the oracle (Oracle) from each kind's distribution.
 	draw func(kind int, r *rand.Rand) time.Duration
 	rand *rand.Rand
@@ -253,103 +355,129 @@ func (p *poller) run(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if err := p.poll(); err != nil {
+		if err := p.poll(ctx); err != nil && ctx.Err() == nil {
 			p.errors++
 			p.lastError = err.Error()
 		}
 	}
 }
 
-// poll reads the whole queue once.
-func (p *poller) poll() error {
+// poll reads every budget's whole queue once.
+func (p *poller) poll(ctx context.Context) error {
 	at := time.Now()
-	req := httptest.NewRequest(http.MethodGet, p.path+"?limit="+strconv.Itoa(visv1.MaxLimit), nil)
-	rec := httptest.NewRecorder()
-	p.handler.ServeHTTP(rec, req)
-	if rec.Code != http.StatusOK {
-		return fmt.Errorf("GET %s: %d %s", p.path, rec.Code, strings.TrimSpace(rec.Body.String()))
-	}
-	var list visv1.PendingPodList
-	if err := json.Unmarshal(rec.Body.Bytes(), &list); err != nil {
-		return fmt.Errorf("reading the pendingpods answer: %w", err)
+	lists := make([]visv1.PendingPodList, len(p.budgets.keys))
+	total := 0
+	for i, key := range p.budgets.keys {
+		path := visibility.PendingPodsPath(key)
+		req := httptest.NewRequest(http.MethodGet, path+"?limit="+strconv.Itoa(visv1.MaxLimit), nil)
+		rec := httptest.NewRecorder()
+		p.handler.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			return fmt.Errorf("GET %s: %d %s", path, rec.Code, strings.TrimSpace(rec.Body.String()))
+		}
+		if err := json.Unmarshal(rec.Body.Bytes(), &lists[i]); err != nil {
+			return fmt.Errorf("reading the pendingpods answer: %w", err)
+		}
+		total += int(lists[i].Total)
 	}
 	p.polls++
-	p.queue = append(p.queue, int(list.Total))
-	p.watch.Mu.Lock()
-	started := maps.Clone(p.watch.Ungated)
-	p.watch.Mu.Unlock()
-	ended := p.watch.Ended()
+	p.queue = append(p.queue, total)
+	started, ended := p.watch.ungated(), p.watch.ended()
 	mean := MeanRun(started, ended, at)
-	oracle := p.oracle(list.Items, started, ended, at)
-	for _, item := range list.Items {
-		est := item.EstimatedStart
-		if est == nil {
-			continue // not estimated yet
+	var oracle map[string]time.Duration
+	if p.wanted(lists) {
+		var err error
+		if oracle, err = p.oracle(ctx, at, started); err != nil {
+			return err
 		}
-		s := &Sighting{At: at, Position: int(item.Position), Unknown: est.Unknown, Ends: est.Ends, Samples: est.Samples,
-			Baseline: Baseline(at, int(item.Position), mean, p.slots)}
-		if est.Median != nil {
-			s.Quotagate = est.Median.Time
-		}
-		if o, ok := oracle[item.Name]; ok {
-			s.Oracle = at.Add(o)
-		}
-		if p.first[item.Name] == nil {
-			p.first[item.Name] = s
-		}
-		if item.Position == 1 && p.head[item.Name] == nil {
-			p.head[item.Name] = s
+	}
+	for i, list := range lists {
+		ns := p.budgets.namespaces[i]
+		slots := p.workload.Budgets[i].Slots
+		for _, item := range list.Items {
+			est := item.EstimatedStart
+			if est == nil {
+				continue // not estimated yet
+			}
+			name := ns + "/" + item.Name
+			s := &Sighting{At: at, Position: int(item.Position), Unknown: est.Unknown, Ends: est.Ends, Samples: est.Samples,
+				Basis: est.Basis, Baseline: Baseline(at, int(item.Position), mean, slots)}
+			if est.Median != nil {
+				s.Quotagate = est.Median.Time
+			}
+			if est.Low != nil && est.High != nil {
+				s.Low, s.High = est.Low.Time, est.High.Time
+			}
+			if o, ok := oracle[name]; ok && o >= 0 {
+				s.Oracle = at.Add(o)
+			}
+			if p.first[name] == nil {
+				p.first[name] = s
+			}
+			if item.Position == 1 && p.head[name] == nil {
+				p.head[name] = s
+			}
 		}
 	}
 	return nil
 }
 
-// oracle is Oracle's estimate of each listed pod's start (an offset from at), for the
-// queue the list shows and the pods the watch shows ungated and not ended, each pod's
-// kind read from its name (its Job's generateName is its kind's name); none when a pod
-// of the queue has no kind.
-func (p *poller) oracle(items []visv1.PendingPod, started, ended map[string]time.Time, at time.Time) map[string]time.Duration {
-	var running []Holder
-	for name, since := range started {
-		if _, done := ended[name]; done {
-			continue
-		}
-		if k, ok := kindOfPod(name); ok {
-			running = append(running, Holder{Kind: k, Elapsed: max(at.Sub(since), 0)})
+// wanted reports whether a listed pod's first or head sighting is still to be kept:
+// only then is the oracle worth its draws.
+func (p *poller) wanted(lists []visv1.PendingPodList) bool {
+	for i, list := range lists {
+		for _, item := range list.Items {
+			name := p.budgets.namespaces[i] + "/" + item.Name
+			if item.EstimatedStart != nil && (p.first[name] == nil || (item.Position == 1 && p.head[name] == nil)) {
+				return true
+			}
 		}
 	}
-	queue := make([]int, 0, len(items))
-	for _, item := range items {
-		k, ok := kindOfPod(item.Name)
-		if !ok {
-			return nil
-		}
-		queue = append(queue, k)
-	}
-	starts := Oracle(running, queue, p.slots, oracleDraws, p.draw, p.rand)
-	out := make(map[string]time.Duration, len(items))
-	for i, item := range items {
-		out[item.Name] = starts[i]
-	}
-	return out
+	return false
 }
 
-// kindOfPod is the index in Kinds of a pod's kind: its name up to the first "-".
-func kindOfPod(pod string) (int, bool) {
-	name, _, _ := strings.Cut(pod, "-")
-	i := slices.IndexFunc(Kinds, func(k Kind) bool { return k.Name == name })
-	return i, i >= 0
+// oracle is Oracle's estimate of each gated pod's start (an offset from at), for the
+// world the API server shows at at: every pod of the workload's namespaces not ended,
+// its kind read from its label, a pod that holds quota since the watch saw it ungated.
+func (p *poller) oracle(ctx context.Context, at time.Time, started map[string]time.Time) (map[string]time.Duration, error) {
+	var pods []OraclePod
+	var names []string
+	for _, ns := range p.budgets.namespaces {
+		l, err := p.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("listing the pods of %s for the oracle: %w", ns, err)
+		}
+		for i := range l.Items {
+			pod := &l.Items[i]
+			k := slices.IndexFunc(p.workload.Kinds, func(k Kind) bool { return k.Name == pod.Labels[kindLabel] })
+			view := quota.NewPodUnshared(pod, v1alpha1.SchedulingGate, at)
+			if k < 0 || view.Terminal {
+				continue
+			}
+			name := ns + "/" + pod.Name
+			pods = append(pods, OraclePod{Pod: view, Kind: k, Since: started[name]})
+			names = append(names, name)
+		}
+	}
+	starts := Oracle(at, p.budgets.core, p.budgets.labels, pods, oracleDraws, p.draw, p.rand)
+	out := make(map[string]time.Duration, len(pods))
+	for i, pod := range pods {
+		if pod.Pod.Gated {
+			out[names[i]] = starts[i]
+		}
+	}
+	return out, nil
 }
 
-// drawScaled draws a run of Kinds[kind] times scale, as Plan does.
-func drawScaled(scale float64) func(int, *rand.Rand) time.Duration {
+// drawScaled draws a run of kinds[kind] times scale, as Plan does.
+func drawScaled(kinds []Kind, scale float64) func(int, *rand.Rand) time.Duration {
 	return func(kind int, r *rand.Rand) time.Duration {
-		return time.Duration(Kinds[kind].draw(r) * scale * float64(time.Second))
+		return time.Duration(max(kinds[kind].draw(r)*scale, minRun.Seconds()) * float64(time.Second))
 	}
 }
 
-// assemble joins what was seen of each Job's pod: a pod's Job is its name without the
-// suffix the Job controller added.
+// assemble joins what was seen of each Job's pod (pods named "namespace/name"): a
+// pod's Job is its name without the suffix the Job controller added.
 func assemble(jobs []job, started, ended map[string]time.Time, first, head map[string]*Sighting) []Pod {
 	byJob := map[string]string{}
 	for _, m := range []map[string]time.Time{started, ended} {
@@ -364,9 +492,9 @@ func assemble(jobs []job, started, ended map[string]time.Time, first, head map[s
 	}
 	out := make([]Pod, 0, len(jobs))
 	for _, j := range jobs {
-		name := byJob[j.name]
+		name := byJob[j.namespace+"/"+j.name]
 		out = append(out, Pod{
-			Name: name, Kind: j.kind, Created: j.created,
+			Name: name, Kind: j.kind, Priority: j.priority, Created: j.created,
 			Started: started[name], Ended: ended[name],
 			First: first[name], Head: head[name],
 		})

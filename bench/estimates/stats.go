@@ -10,8 +10,10 @@ import (
 
 // Pod is what the benchmark saw of one Job's pod.
 type Pod struct {
-	Name string `json:"name"`
-	Kind string `json:"kind"`
+	// Name is the pod's namespace and name ("ns/name").
+	Name     string `json:"name"`
+	Kind     string `json:"kind"`
+	Priority int32  `json:"priority,omitempty"`
 	// Created is when the benchmark's create of the pod's Job returned.
 	Created time.Time `json:"created"`
 	// Started is when the watch showed the pod without quotagate's gate (its admission,
@@ -35,8 +37,13 @@ type Sighting struct {
 	// Unknown says why.
 	Quotagate time.Time `json:"quotagate,omitzero"`
 	Unknown   string    `json:"unknown,omitempty"`
-	Ends      int64     `json:"ends,omitempty"`
-	Samples   int64     `json:"samples,omitempty"`
+	// Low and High are the estimate's range, meant to hold the start 80% of the time;
+	// zero when it had none.
+	Low     time.Time `json:"low,omitzero"`
+	High    time.Time `json:"high,omitzero"`
+	Ends    int64     `json:"ends,omitempty"`
+	Samples int64     `json:"samples,omitempty"`
+	Basis   string    `json:"basis,omitempty"`
 	// Baseline is Baseline's estimate at At; zero when no pod had ended yet.
 	Baseline time.Time `json:"baseline,omitzero"`
 	// Oracle is Oracle's estimate at At (the floor under any estimate from durations);
@@ -130,6 +137,19 @@ type Errors struct {
 	Oracle []float64 `json:"oracleSeconds,omitempty"`
 	// Waits are how long each of these pods waited from the sighting to its start.
 	Waits []float64 `json:"waitSeconds"`
+	// Ranged counts the scored estimates that had a range, Within those whose range
+	// held the start (Low ≤ start ≤ High).
+	Ranged int `json:"ranged"`
+	Within int `json:"within"`
+}
+
+// Coverage is the share of the ranged estimates whose range held the start, in
+// percent; 0 without any.
+func (e Errors) Coverage() float64 {
+	if e.Ranged == 0 {
+		return 0
+	}
+	return 100 * float64(e.Within) / float64(e.Ranged)
 }
 
 // ErrorsAt collects the errors of the sighting at picks of each pod in judged that
@@ -160,6 +180,12 @@ func ErrorsAt(judged []Pod, at func(Pod) *Sighting) Errors {
 		e.QuotagateSigned = append(e.QuotagateSigned, q)
 		e.BaselineSigned = append(e.BaselineSigned, b)
 		e.Waits = append(e.Waits, p.Started.Sub(s.At).Seconds())
+		if !s.Low.IsZero() && !s.High.IsZero() {
+			e.Ranged++
+			if !p.Started.Before(s.Low) && !p.Started.After(s.High) {
+				e.Within++
+			}
+		}
 		if !s.Oracle.IsZero() {
 			e.Oracle = append(e.Oracle, math.Abs(s.Oracle.Sub(p.Started).Seconds()))
 		}
@@ -225,10 +251,6 @@ func QuantilesOf(samples []float64) Quantiles {
 	slices.Sort(s)
 	return Quantiles{N: len(s), P50: report.Percentile(s, 50), P90: report.Percentile(s, 90)}
 }
-
-// Goal is the issue's: the manager's median absolute error at most half the
-// baseline's.
-const Goal = 2.0
 
 // Improvement is the baseline's median absolute error over the manager's: how many
 // times smaller the manager's is (0 without errors; +Inf when the manager's is 0).

@@ -141,21 +141,25 @@ func TestImprovement(t *testing.T) {
 	}
 }
 
+// Pods are joined to their Jobs by namespace and name: two namespaces may hold Jobs
+// of one name, and a Job of a high priority keeps it.
 func TestAssemble(t *testing.T) {
 	jobs := []job{
-		{name: "uniform-x7k2p", kind: "uniform", created: at(0)},
-		{name: "bimodal-bcdfg", kind: "bimodal", created: at(1)},
-		{name: "lognormal-zzzzz", kind: "lognormal", created: at(2)}, // its pod never seen
+		{namespace: "a", name: "uniform-x7k2p", kind: "uniform", created: at(0)},
+		{namespace: "b", name: "uniform-x7k2p", kind: "uniform", priority: High, created: at(0.5)},
+		{namespace: "a", name: "bimodal-bcdfg", kind: "bimodal", created: at(1)},
+		{namespace: "a", name: "lognormal-zzzzz", kind: "lognormal", created: at(2)}, // its pod never seen
 	}
 	first := &Sighting{At: at(2), Position: 3}
 	got := assemble(jobs,
-		map[string]time.Time{"uniform-x7k2p-abcde": at(0.5), "bimodal-bcdfg-22222": at(9)},
-		map[string]time.Time{"uniform-x7k2p-abcde": at(20)},
-		map[string]*Sighting{"bimodal-bcdfg-22222": first},
+		map[string]time.Time{"a/uniform-x7k2p-abcde": at(0.5), "a/bimodal-bcdfg-22222": at(9), "b/uniform-x7k2p-fghij": at(3)},
+		map[string]time.Time{"a/uniform-x7k2p-abcde": at(20)},
+		map[string]*Sighting{"a/bimodal-bcdfg-22222": first},
 		map[string]*Sighting{})
 	want := []Pod{
-		{Name: "uniform-x7k2p-abcde", Kind: "uniform", Created: at(0), Started: at(0.5), Ended: at(20)},
-		{Name: "bimodal-bcdfg-22222", Kind: "bimodal", Created: at(1), Started: at(9), First: first},
+		{Name: "a/uniform-x7k2p-abcde", Kind: "uniform", Created: at(0), Started: at(0.5), Ended: at(20)},
+		{Name: "b/uniform-x7k2p-fghij", Kind: "uniform", Priority: High, Created: at(0.5), Started: at(3)},
+		{Name: "a/bimodal-bcdfg-22222", Kind: "bimodal", Created: at(1), Started: at(9), First: first},
 		{Kind: "lognormal", Created: at(2)},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -2,25 +2,29 @@ package estimates
 
 import (
 	"math"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
 
+// fifo is the first workload, of the three Kinds into one Budget of 8 pods.
+func fifo() Workload { return Workloads(160)[0] }
+
 func TestPlanIsSeeded(t *testing.T) {
-	a, b := Plan(7, 50, 8, 1), Plan(7, 50, 8, 1)
+	a, b := Plan(fifo(), 7, 50, 1), Plan(fifo(), 7, 50, 1)
 	if diff := cmp.Diff(a, b); diff != "" {
 		t.Errorf("Plan with the same seed differs (-first +second):\n%s", diff)
 	}
-	if diff := cmp.Diff(a, Plan(8, 50, 8, 1)); diff == "" {
+	if diff := cmp.Diff(a, Plan(fifo(), 8, 50, 1)); diff == "" {
 		t.Error("Plan with seeds 7 and 8 drew the same workload")
 	}
 }
 
 func TestPlanShape(t *testing.T) {
 	const pods, slots = 2000, 8
-	plan := Plan(1, pods, slots, 1)
+	plan := Plan(fifo(), 1, pods, 1)
 	if len(plan) != pods {
 		t.Fatalf("Plan drew %d Jobs, want %d", len(plan), pods)
 	}
@@ -78,7 +82,7 @@ func TestPlanShape(t *testing.T) {
 }
 
 func TestPlanScale(t *testing.T) {
-	full, quarter := Plan(3, 100, 8, 1), Plan(3, 100, 8, 0.25)
+	full, quarter := Plan(fifo(), 3, 100, 1), Plan(fifo(), 3, 100, 0.25)
 	for i := range full {
 		if full[i].Kind != quarter[i].Kind {
 			t.Fatalf("Job %d: kind %d at ×1, %d at ×0.25: scale changed the draw", i, full[i].Kind, quarter[i].Kind)
@@ -87,6 +91,50 @@ func TestPlanScale(t *testing.T) {
 		if d := quarter[i].Run - want; d < -time.Millisecond || d > time.Millisecond {
 			t.Errorf("Job %d runs %s at ×0.25, want %s (a quarter of %s)", i, quarter[i].Run, want, full[i].Run)
 		}
+	}
+}
+
+// The mix's etl Jobs are its high-priority ones, train's its low ones; the family's
+// etl Jobs arrive only from their stream's From on, and only in team-b.
+func TestPlanStreams(t *testing.T) {
+	const pods = 400
+	ws := Workloads(pods)
+	mix, family := ws[1], ws[2]
+	byPriority := map[int32]int{}
+	for i, a := range Plan(mix, 1, pods, 1) {
+		want := map[string]int32{"train": Low, "etl": High}[mix.Kinds[a.Kind].Name]
+		if a.Priority != want || a.Budget != 0 {
+			t.Errorf("mix Job %d: %s at priority %d in budget %d, want priority %d in budget 0", i, mix.Kinds[a.Kind].Name, a.Priority, a.Budget, want)
+		}
+		byPriority[a.Priority]++
+	}
+	if byPriority[High] < pods*4/10 || byPriority[Low] < pods*4/10 {
+		t.Errorf("mix drew %v Jobs by priority, want about half each", byPriority)
+	}
+	from := family.Streams[3].From
+	if from != pods*2/5 {
+		t.Fatalf("the family's etl stream starts at Job %d, want %d", from, pods*2/5)
+	}
+	var budgets [2]int
+	etl := 0
+	for i, a := range Plan(family, 1, pods, 1) {
+		budgets[a.Budget]++
+		if family.Kinds[a.Kind].Name != "etl" {
+			continue
+		}
+		etl++
+		if i < from || a.Budget != 1 {
+			t.Errorf("family Job %d is etl in budget %d, want etl only from Job %d on, in team-b (1)", i, a.Budget, from)
+		}
+	}
+	if etl < (pods-from)/5 {
+		t.Errorf("family drew %d etl Jobs of the %d from Job %d on, want about 0.3 of them", etl, pods-from, from)
+	}
+	if budgets[0] <= budgets[1] {
+		t.Errorf("family drew %v Jobs into team-a and team-b, want team-a the busier", budgets)
+	}
+	if got, want := family.initial(), []string{"uniform", "lognormal"}; !slices.Equal(got, want) {
+		t.Errorf("the family's kinds from the start are %v, want %v (etl appears later)", got, want)
 	}
 }
 

@@ -9,7 +9,9 @@
 // manager's heap with 0 and N gated pods; the admission core's own benchmarks; and pods
 // Running on kwok nodes through kube-scheduler with either releaser. The release and the
 // reaction are also measured with the Budget's quota split over Flavors (flavors.go),
-// beside the plain Budget: what choosing a flavor and adding its labels costs.
+// beside the plain Budget: what choosing a flavor and adding its labels costs. Figure 8
+// (estimates.go) measures the reaction and create → ungate with the manager's estimates
+// on and off, arms alternating on fresh control planes: what estimating costs admission.
 //
 // The manager and the webhook run in this process, with the manager's ServiceAccount
 // and generated ClusterRole and the shipped webhook configuration, so profiles of this

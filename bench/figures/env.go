@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"sync"
@@ -70,6 +71,28 @@ type Env struct {
 	manager *runningManager
 	// Writes counts what every manager this Env starts writes.
 	Writes ManagerWrites
+	// pace, when set, spaces the samples of the reaction chain and of TakeTurns: before
+	// each, a pause drawn uniformly from 0 to 2×pace, so that the samples fall at every
+	// moment of what the manager does on its own timers (figure 8: its estimator's
+	// passes) instead of all between two of them.
+	pace     time.Duration
+	paceRand *rand.Rand
+}
+
+// pause waits before a sample, when the env paces them (pace).
+func (e *Env) pause(ctx context.Context) error {
+	if e.pace <= 0 {
+		return nil
+	}
+	if e.paceRand == nil {
+		e.paceRand = rand.New(rand.NewPCG(1, 2))
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(time.Duration(e.paceRand.Int64N(int64(2 * e.pace)))):
+		return nil
+	}
 }
 
 // StartEnv starts a local control plane with room for every pod the run creates,

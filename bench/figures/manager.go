@@ -17,6 +17,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/quotagate/quotagate/cmd/manager/app"
+	"github.com/quotagate/quotagate/pkg/estimate"
+	"github.com/quotagate/quotagate/pkg/quota"
 	"github.com/quotagate/quotagate/pkg/quota/controller"
 	"github.com/quotagate/quotagate/pkg/visibility"
 )
@@ -37,6 +39,9 @@ type ManagerSettings struct {
 	QPS     float64 `json:"kubeAPIQPS"`
 	Burst   int     `json:"kubeAPIBurst"`
 	Workers int     `json:"workers"`
+	// EstimatesOff runs the manager with --estimate-interval=0: no estimates (figure 8's
+	// off arm).
+	EstimatesOff bool `json:"estimatesOff,omitempty"`
 }
 
 func DefaultManagerSettings() ManagerSettings {
@@ -51,6 +56,9 @@ func DefaultManagerSettings() ManagerSettings {
 func (e *Env) startManager(ctx context.Context, s ManagerSettings, discardEvents bool) (*runningManager, error) {
 	opts := app.DefaultOptions().Controller
 	opts.Workers = s.Workers
+	if s.EstimatesOff {
+		opts.EstimateInterval = 0
+	}
 	// As cmd/manager does: the figures read the manager's metrics from this registry.
 	opts.Registerer = crmetrics.Registry
 	if discardEvents {
@@ -134,4 +142,14 @@ func (e *Env) Visibility() http.Handler {
 	}
 	q := e.manager.ctrl
 	return visibility.NewHandler(q.Queues(), clock.RealClock{}, visibility.WithEstimates(q))
+}
+
+// EstimateRecord is the track record of estimates the manager running in this process
+// keeps for a budget, as kubectl quotagate why shows it; false when it has none or no
+// manager runs.
+func (e *Env) EstimateRecord(key quota.BudgetKey) (estimate.Record, bool) {
+	if e.manager == nil {
+		return estimate.Record{}, false
+	}
+	return e.manager.ctrl.EstimateRecord(key)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Options are the flags of the seven figures (`go run ./bench`).
@@ -23,28 +24,39 @@ type Options struct {
 	ungateN, ungateBacklog   int
 	ungateReps               int
 	flavors                  int
+	// onOff* size figure 8 (estimates on and off).
+	onOffN, onOffDepth        int
+	onOffReactions, onOffReps int
+	onOffCreates              int
+	onOffPace                 time.Duration
 }
 
 func DefaultOptions() Options {
 	return Options{
-		markdown:      "docs/benchmarks.md",
-		json:          "bench/figures/benchmarks.json",
-		profiles:      "_output/bench",
-		figures:       IntList{1, 2, 3, 4, 5, 6, 7},
-		n:             2000,
-		reps:          3,
-		reactionReps:  500,
-		createSamples: 1000,
-		concurrencies: IntList{1, 16},
-		memoryLevels:  IntList{0, 10000, 50000},
-		endToEndN:     500,
-		endToEndReps:  2,
-		coreCount:     3,
-		eventlessReps: 1,
-		ungateN:       200,
-		ungateBacklog: 2000,
-		ungateReps:    3,
-		flavors:       2,
+		markdown:       "docs/benchmarks.md",
+		json:           "bench/figures/benchmarks.json",
+		profiles:       "_output/bench",
+		figures:        IntList{1, 2, 3, 4, 5, 6, 7, 8},
+		n:              2000,
+		reps:           3,
+		reactionReps:   500,
+		createSamples:  1000,
+		concurrencies:  IntList{1, 16},
+		memoryLevels:   IntList{0, 10000, 50000},
+		endToEndN:      500,
+		endToEndReps:   2,
+		coreCount:      3,
+		eventlessReps:  1,
+		ungateN:        200,
+		ungateBacklog:  2000,
+		ungateReps:     3,
+		flavors:        2,
+		onOffN:         1000,
+		onOffDepth:     200,
+		onOffReactions: 50,
+		onOffCreates:   60,
+		onOffReps:      3,
+		onOffPace:      200 * time.Millisecond,
 	}
 }
 
@@ -52,7 +64,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.markdown, "out", o.markdown, "Markdown report to write (relative to the repository root).")
 	fs.StringVar(&o.json, "json", o.json, "JSON report to write (relative to the repository root).")
 	fs.StringVar(&o.profiles, "profiles", o.profiles, "Directory for the pprof profiles (relative to the repository root).")
-	fs.Var(&o.figures, "figures", "Figures to measure, comma-separated: 1 release, 2 reaction, 3 webhook, 4 memory, 5 core, 6 end to end, 7 create to ungate.")
+	fs.Var(&o.figures, "figures", "Figures to measure, comma-separated: 1 release, 2 reaction, 3 webhook, 4 memory, 5 core, 6 end to end, 7 create to ungate, 8 estimates on and off.")
 	fs.IntVar(&o.n, "n", o.n, "Pods per release batch (figure 1).")
 	fs.IntVar(&o.reps, "reps", o.reps, "Repetitions of each release batch (figure 1).")
 	fs.IntVar(&o.reactionReps, "reaction-reps", o.reactionReps, "Repetitions of the reaction chain (figure 2).")
@@ -67,6 +79,12 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.ungateBacklog, "ungate-backlog", o.ungateBacklog, "Pods of the backlog binding while figure 7's loaded series run.")
 	fs.IntVar(&o.ungateReps, "ungate-reps", o.ungateReps, "Repetitions of each figure 7 series (each loaded one with a backlog of its own), samples pooled.")
 	fs.IntVar(&o.flavors, "flavors", o.flavors, "Flavors the flavored arms of figures 1 and 2 split their budget over (0 skips those arms).")
+	fs.IntVar(&o.onOffN, "onoff-n", o.onOffN, "Pods of 100m released and kept holding quota in each arm of figure 8 (estimates on and off).")
+	fs.IntVar(&o.onOffDepth, "onoff-depth", o.onOffDepth, "Pods queued behind the held ones, and behind figure 8's reaction chain.")
+	fs.IntVar(&o.onOffReactions, "onoff-reactions", o.onOffReactions, "Reactions per arm and repetition (figure 8).")
+	fs.IntVar(&o.onOffCreates, "onoff-creates", o.onOffCreates, "Creates with room per arm and repetition (figure 8).")
+	fs.IntVar(&o.onOffReps, "onoff-reps", o.onOffReps, "Repetitions of each arm of figure 8, each on a fresh control plane, the arms alternating.")
+	fs.DurationVar(&o.onOffPace, "onoff-pace", o.onOffPace, "Mean pause before each of figure 8's samples (drawn from 0 to twice it), so that they fall at every moment of the estimator's passes.")
 	fs.BoolVar(&o.RenderOnly, "render-only", o.RenderOnly, "Measure nothing: render the Markdown report again from the JSON one.")
 }
 

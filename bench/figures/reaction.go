@@ -46,6 +46,9 @@ func (e *Env) ChainLatencies(ctx context.Context, ns string, pw *PodWatch, reps 
 func (e *Env) chainFrom(ctx context.Context, ns string, pw *PodWatch, from, reps int) ([]time.Duration, error) {
 	var out []time.Duration
 	for i := range reps {
+		if err := e.pause(ctx); err != nil {
+			return nil, err
+		}
 		j := from + i
 		pw.Mu.Lock()
 		cur := pw.Order[j]
@@ -102,6 +105,11 @@ func (e *Env) ReactionBehind(ctx context.Context, ns string, depth, reps int) ([
 		return nil, err
 	}
 	if err := e.WaitGated(ctx, ns, depth+reps); err != nil {
+		return nil, err
+	}
+	// The budget's status may count the gated pods before the watch shows the first
+	// one admitted (a loaded machine did): the chain starts from that one.
+	if err := pw.WaitFor(ctx, "the chain's first pod to be admitted", func(pw *PodWatch) bool { return len(pw.Order) >= 1 }); err != nil {
 		return nil, err
 	}
 	out, err := e.ChainLatencies(ctx, ns, pw, reps)

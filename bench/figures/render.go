@@ -89,6 +89,9 @@ func (r Report) Markdown() string {
 	if r.CreateToUngate != nil {
 		p("%s\n", ungateSection(*r.CreateToUngate))
 	}
+	if r.Estimates != nil {
+		p("%s\n", estimatesSection(*r.Estimates))
+	}
 	p("%s\n", strings.TrimSpace(analysis))
 	if len(r.Profiles) > 0 {
 		p("\n## Profiles\n\nThe top of each profile this run took (`go tool pprof -top`); the files are under\n`_output/bench/`.\n")

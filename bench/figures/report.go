@@ -28,6 +28,8 @@ type Report struct {
 	EndToEnd *releaseResult  `json:"endToEnd,omitempty"`
 	// CreateToUngate is figure 7 (ungate.go).
 	CreateToUngate *ungateResult `json:"createToUngate,omitempty"`
+	// Estimates is figure 8 (estimates.go).
+	Estimates *estimatesResult `json:"estimatesOnOff,omitempty"`
 	// Profiles are `go tool pprof -top` of the profiles taken, by what they profile.
 	Profiles map[string]string `json:"profiles,omitempty"`
 }
@@ -88,6 +90,9 @@ func (r Report) rows() []Row {
 	}
 	if x := r.CreateToUngate; x != nil {
 		rows = append(rows, ungateRows(*x)...)
+	}
+	if x := r.Estimates; x != nil {
+		rows = append(rows, estimatesRows(*x)...)
 	}
 	return rows
 }

@@ -57,6 +57,13 @@ func Run(ctx context.Context, o Options) error {
 			return err
 		}
 	}
+	if o.want(8) {
+		x, err := measureEstimatesOnOff(ctx, root, r.Manager, o.onOffN, o.onOffDepth, o.onOffReactions, o.onOffCreates, o.onOffReps, o.onOffPace)
+		if err != nil {
+			return fmt.Errorf("figure 8: %w", err)
+		}
+		r.Estimates = &x
+	}
 	for name, prof := range profiles {
 		top, err := pprofTop(ctx, root, prof)
 		if err != nil {

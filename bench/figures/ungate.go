@@ -266,6 +266,9 @@ func (e *Env) TakeTurns(ctx context.Context, timers []*CreateTimer, n int) ([][]
 	out := make([][]time.Duration, len(timers))
 	for i := range n {
 		for k := range timers {
+			if err := e.pause(ctx); err != nil {
+				return nil, err
+			}
 			a := (i + k) % len(timers)
 			d, err := timers[a].createAndTime(ctx, i)
 			if err != nil {
