@@ -59,7 +59,11 @@ func run(m *testing.M) int {
 	}
 	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.Level(level)))
 	ctx := context.Background()
-	c, err := localcluster.Start(ctx, localcluster.Options{Nodes: 2, Dir: mustTempDir()})
+	// The tests share the cluster and leave their running pods behind (a namespace
+	// each, never deleted: the manager of a later test must cope with them). Nodes of
+	// the default size filled up once the package had enough tests, and later tests'
+	// pods stayed Pending for want of node room: size them for the whole package.
+	c, err := localcluster.Start(ctx, localcluster.Options{Nodes: 2, NodeCPU: "1024", NodeMemory: "8Ti", NodeMaxPods: 2000, Dir: mustTempDir()})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "starting the local control plane: %v\n", err)
 		return 1
