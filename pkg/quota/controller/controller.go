@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -283,13 +284,7 @@ func (c *Controller) run(ctx context.Context) error {
 		if t, ok := c.core.NextWakeup(); ok {
 			next = max(t.Sub(c.opts.Clock.Now()), time.Millisecond)
 		}
-		if !timer.Stop() {
-			select {
-			case <-timer.C():
-			default:
-			}
-		}
-		timer.Reset(next)
+		resetTimer(timer, next)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -297,6 +292,17 @@ func (c *Controller) run(ctx context.Context) error {
 		case <-timer.C():
 		}
 	}
+}
+
+// resetTimer makes timer fire after d, dropping a firing it has not delivered yet.
+func resetTimer(timer clock.Timer, d time.Duration) {
+	if !timer.Stop() {
+		select {
+		case <-timer.C():
+		default:
+		}
+	}
+	timer.Reset(d)
 }
 
 // wake asks the admission loop for another round.

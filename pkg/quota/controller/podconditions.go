@@ -166,13 +166,7 @@ func (w *podConditions) run(ctx context.Context) {
 	defer timer.Stop()
 	for {
 		next := w.writeDue(ctx)
-		if !timer.Stop() {
-			select {
-			case <-timer.C():
-			default:
-			}
-		}
-		timer.Reset(next)
+		resetTimer(timer, next)
 		select {
 		case <-ctx.Done():
 			return
