@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/pkg/quota"
 	"github.com/quotagate/quotagate/test/localcluster"
 	"github.com/quotagate/quotagate/test/localinstall"
 )
@@ -52,9 +53,10 @@ const (
 // (hack/upgrade-from: its packaged chart and its binaries) to the working tree's packaged
 // chart and binaries, with a full Budget, admitted pods and gated pods, and pods created
 // through the webhook all along. The upgrade keeps the Budgets, keeps gated pods gated
-// (none released early, none stranded), leaves admitted pods alone, keeps the webhook's
-// certificates and caBundle, and fails no pod create; afterwards the release and the
-// manager say they are the new version.
+// (none released early, none stranded), leaves admitted pods alone but for recording the
+// labels they were admitted with, keeps the webhook's certificates and caBundle, and
+// fails no pod create; afterwards the release and the manager say they are the new
+// version.
 func TestUpgradeFromPreviousRelease(t *testing.T) {
 	began := time.Now()
 	ctx := logr.NewContext(t.Context(), testr.NewWithOptions(t, testr.Options{Verbosity: 1}))
@@ -131,10 +133,16 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 		t.Errorf("The upgrade changed the Budgets (-before +after):\n%s", diff)
 	}
 	checkCertsKept(t, e, inst, certs, webhookCerts(t, e, inst))
-	nowAdmitted, nowGated := admittedAndGated(t, e, upgradeNS)
-	if diff := cmp.Diff(podFacts(admitted), podFacts(nowAdmitted)); diff != "" {
-		t.Errorf("The upgrade touched the admitted pods (-before +after):\n%s", diff)
-	}
+	// The one change to an admitted pod: the new manager records the labels the previous
+	// release admitted it with (docs/upgrading.md, "A charge is fixed at admission"), one
+	// patch per pod, soon after it leads.
+	want := recordedLabels(podFacts(admitted))
+	var nowAdmitted, nowGated []corev1.Pod
+	waitFor(t, "the admitted pods' labels to be recorded", time.Minute, func() (bool, string) {
+		nowAdmitted, nowGated = admittedAndGated(t, e, upgradeNS)
+		diff := cmp.Diff(want, podFacts(nowAdmitted))
+		return diff == "", "the admitted pods (-want +got):\n" + diff
+	})
 	if diff := cmp.Diff(podFacts(gated), podFacts(nowGated)); diff != "" {
 		t.Errorf("The upgrade changed the gated pods (-before +after):\n%s", diff)
 	}
@@ -242,6 +250,22 @@ func podFacts(pods []corev1.Pod) map[string]podFact {
 	out := map[string]podFact{}
 	for _, p := range pods {
 		out[p.Name] = podFact{UID: p.UID, Node: p.Spec.NodeName, Phase: p.Status.Phase, Gates: p.Spec.SchedulingGates, Labels: p.Labels, Annotations: p.Annotations}
+	}
+	return out
+}
+
+// recordedLabels is facts with what the new manager adds to a pod an earlier release
+// admitted: its labels, in its admitted-labels annotation.
+func recordedLabels(facts map[string]podFact) map[string]podFact {
+	out := map[string]podFact{}
+	for name, f := range facts {
+		annotations := maps.Clone(f.Annotations)
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		annotations[v1alpha1.AdmittedLabelsAnnotation] = quota.AdmittedLabelsText(f.Labels)
+		f.Annotations = annotations
+		out[name] = f
 	}
 	return out
 }
