@@ -21,7 +21,10 @@ import (
 	"github.com/quotagate/quotagate/pkg/quota"
 )
 
-// Pinning the ResourceClaims of admitted pods.
+// maxPinTries bounds the pin patches sent for one claim in one ungate.
+const maxPinTries = 3
+
+// claimPins pins the ResourceClaims of admitted pods, and releases them.
 //
 // A pod is charged for the claims it uses as the core saw them when it decided (each by
 // name and UID: quota.Admission.Claims). kube-scheduler allocates whatever claim has that
@@ -63,13 +66,17 @@ import (
 // while no manager ran is released too. What is in memory (pinning, sent, unsettled) is
 // lost on a restart: the old leader's requests end within UngateTimeout, before its lease
 // can pass to another (see Options.UngateTimeout), as for its ungate patches.
-
-// maxPinTries bounds the pin patches sent for one claim in one ungate.
-const maxPinTries = 3
-
-// claimPins is the manager's record of pins under way, patches sent and releases whose
-// outcome is unknown, and the queue of claims to check for release.
+//
+// It keeps the pins under way, the patches sent and the releases whose outcome is
+// unknown, and the queue of claims to check for release.
 type claimPins struct {
+	index     *claimIndex   // the claims, and the pods that use each
+	pods      podStore      // the pod informer's cache
+	client    client.Client // pins and releases
+	apiReader client.Reader // fresh reads of a claim
+	timeout   time.Duration // of each request (Options.UngateTimeout)
+	gate      string        // the scheduling gate (Options.Gate)
+
 	mu sync.Mutex
 	// pinning are the pods whose ungate is under way.
 	pinning map[types.UID]struct{}
@@ -84,8 +91,17 @@ type claimPins struct {
 	queue workqueue.TypedRateLimitingInterface[string]
 }
 
-func newClaimPins() *claimPins {
+// newClaimPins pins the claims of index's pods: it reads pods from c.pods and claims
+// through c.apiReader, and patches them through c.client, so c's clients and pod cache
+// must be set.
+func newClaimPins(c *Controller, index *claimIndex) *claimPins {
 	return &claimPins{
+		index:     index,
+		pods:      c.pods,
+		client:    c.client,
+		apiReader: c.apiReader,
+		timeout:   c.opts.UngateTimeout,
+		gate:      c.opts.Gate,
 		pinning:   map[types.UID]struct{}{},
 		sent:      map[types.UID]string{},
 		unsettled: map[string]string{},
@@ -173,9 +189,9 @@ var errClaimChanged = errors.New("not the ResourceClaim the pod was charged for"
 
 // pinClaims pins every claim a pod is charged for, in order. An error means that one of
 // them is not pinned, or not known to be: the pod must not be ungated now.
-func (c *Controller) pinClaims(ctx context.Context, claims []quota.ClaimCharge) error {
+func (p *claimPins) pinClaims(ctx context.Context, claims []quota.ClaimCharge) error {
 	for _, cc := range claims {
-		if err := c.pinClaim(ctx, cc); err != nil {
+		if err := p.pinClaim(ctx, cc); err != nil {
 			return err
 		}
 	}
@@ -184,15 +200,15 @@ func (c *Controller) pinClaims(ctx context.Context, claims []quota.ClaimCharge) 
 
 // pinClaim adds v1alpha1.ChargedFinalizer to the claim cc, if it is still the claim of
 // that UID, not being deleted. The pod's mark (claimPins.begin) must be set.
-func (c *Controller) pinClaim(ctx context.Context, cc quota.ClaimCharge) error {
-	unlock := c.pins.locks.lock(cc.Key)
+func (p *claimPins) pinClaim(ctx context.Context, cc quota.ClaimCharge) error {
+	unlock := p.locks.lock(cc.Key)
 	defer unlock()
-	if rv, ok := c.pins.unsettledAt(cc.Key); ok {
+	if rv, ok := p.unsettledAt(cc.Key); ok {
 		return fmt.Errorf("ResourceClaim %s: the removal of %s at resourceVersion %s may still apply", cc.Key, v1alpha1.ChargedFinalizer, rv)
 	}
 	var last error
 	for range maxPinTries {
-		claim, gone, err := c.readFreshClaim(ctx, cc.Namespace(), cc.Name())
+		claim, gone, err := p.readFresh(ctx, cc.Namespace(), cc.Name())
 		switch {
 		case err != nil:
 			return fmt.Errorf("reading ResourceClaim %s: %w", cc.Key, err)
@@ -207,7 +223,7 @@ func (c *Controller) pinClaim(ctx context.Context, cc quota.ClaimCharge) error {
 		case slices.Contains(claim.Finalizers, v1alpha1.ChargedFinalizer):
 			return nil
 		}
-		last = c.patchClaim(ctx, claim, pinPatch(claim))
+		last = p.patch(ctx, claim, pinPatch(claim))
 		if last == nil {
 			return nil
 		}
@@ -216,12 +232,12 @@ func (c *Controller) pinClaim(ctx context.Context, cc quota.ClaimCharge) error {
 	return fmt.Errorf("pinning ResourceClaim %s: %w", cc.Key, last)
 }
 
-// readFreshClaim reads a claim from the API server, not the cache.
-func (c *Controller) readFreshClaim(ctx context.Context, namespace, name string) (claim *resourceapi.ResourceClaim, gone bool, err error) {
-	ctx, cancel := context.WithTimeout(ctx, c.opts.UngateTimeout)
+// readFresh reads a claim from the API server, not the cache.
+func (p *claimPins) readFresh(ctx context.Context, namespace, name string) (claim *resourceapi.ResourceClaim, gone bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	claim = &resourceapi.ResourceClaim{}
-	err = c.apiReader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, claim)
+	err = p.apiReader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, claim)
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, true, nil
@@ -231,11 +247,11 @@ func (c *Controller) readFreshClaim(ctx context.Context, namespace, name string)
 	return claim, false, nil
 }
 
-// patchClaim sends a JSON patch to a claim with the controller's timeout.
-func (c *Controller) patchClaim(ctx context.Context, claim *resourceapi.ResourceClaim, patch []byte) error {
-	ctx, cancel := context.WithTimeout(ctx, c.opts.UngateTimeout)
+// patch sends a JSON patch to a claim with the request timeout.
+func (p *claimPins) patch(ctx context.Context, claim *resourceapi.ResourceClaim, patch []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
-	return c.client.Patch(ctx, claim.DeepCopy(), client.RawPatch(types.JSONPatchType, patch))
+	return p.client.Patch(ctx, claim.DeepCopy(), client.RawPatch(types.JSONPatchType, patch))
 }
 
 // jsonPatchOp is one operation of a JSON patch (RFC 6902).

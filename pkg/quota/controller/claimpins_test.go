@@ -61,7 +61,8 @@ func claimsController(t *testing.T, api client.Client, seen ...*resourceapi.Reso
 		t.Fatal(err)
 	}
 	useAPI(c, api, false, events.NewFakeRecorder(10))
-	c.claims, c.pins = newClaimIndex(), newClaimPins()
+	c.claims = newClaimIndex()
+	c.pins = newClaimPins(c, c.claims)
 	t.Cleanup(c.pins.queue.ShutDown)
 	for _, claim := range seen {
 		c.onClaimObject(claim, false)
@@ -282,7 +283,7 @@ func TestClaimIsReleasedWhenNoPodMayRunWithIt(t *testing.T) {
 					c.pins.begin(fresh.UID)
 				}
 			}
-			retry, err := c.releaseClaim(ctx, "ns/gpu")
+			retry, err := c.pins.release(ctx, "ns/gpu")
 			if err != nil || retry {
 				t.Fatalf("releaseClaim = %v, %v", retry, err)
 			}
@@ -316,7 +317,7 @@ func TestUnsettledReleaseBlocksPins(t *testing.T) {
 	c, _ := claimsController(t, api, pinned)
 
 	// No pod may run with the claim yet: the release is tried, and its outcome is lost.
-	retry, err := c.releaseClaim(ctx, "ns/gpu")
+	retry, err := c.pins.release(ctx, "ns/gpu")
 	if !retry || err == nil {
 		t.Fatalf("releaseClaim = %v, %v; want a retry and the error", retry, err)
 	}
@@ -337,7 +338,7 @@ func TestUnsettledReleaseBlocksPins(t *testing.T) {
 	}
 	// The retry gets an answer: released; the next ungate pins the claim afresh.
 	lose = false
-	if retry, err := c.releaseClaim(ctx, "ns/gpu"); retry || err != nil {
+	if retry, err := c.pins.release(ctx, "ns/gpu"); retry || err != nil {
 		t.Fatalf("releaseClaim = %v, %v", retry, err)
 	}
 	claim := &resourceapi.ResourceClaim{}
@@ -347,7 +348,7 @@ func TestUnsettledReleaseBlocksPins(t *testing.T) {
 	if slices.Contains(claim.Finalizers, v1alpha1.ChargedFinalizer) {
 		t.Fatalf("the retried release left the finalizer: %v", claim.Finalizers)
 	}
-	if err := c.pinClaim(ctx, quota.ClaimCharge{Key: "ns/gpu", UID: "u1"}); err != nil {
+	if err := c.pins.pinClaim(ctx, quota.ClaimCharge{Key: "ns/gpu", UID: "u1"}); err != nil {
 		t.Fatalf("pinning once the release is settled: %v", err)
 	}
 }

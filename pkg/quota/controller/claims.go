@@ -24,7 +24,7 @@ import (
 // resources a DeviceClass backs (pkg/quota/claims.go says what each charges). The manager
 // watches claims, templates and DeviceClasses, and gives the core a pod's view again
 // whenever one of those it uses changes. Before it removes a pod's gate it pins each
-// claim the pod is charged for (claimpins.go). On a cluster that does not serve
+// claim the pod is charged for (claimPins). On a cluster that does not serve
 // resource.k8s.io/v1 pods cannot use claims, and nothing is counted from them.
 //
 // +kubebuilder:rbac:groups=resource.k8s.io,resources=resourceclaims;resourceclaimtemplates;deviceclasses,verbs=get;list;watch
@@ -184,8 +184,8 @@ func (x *claimIndex) podsOf(key string) []string {
 }
 
 // setupClaims watches claims, templates and device classes when the API server serves
-// resource.k8s.io/v1; otherwise it logs that once and leaves c.claims nil, so pods are
-// charged without claims.
+// resource.k8s.io/v1; otherwise it logs that once and leaves c.claims and c.pins nil, so
+// pods are charged without claims. c's clients and pod cache must be set (newClaimPins).
 func (c *Controller) setupClaims(ctx context.Context, mgr manager.Manager) error {
 	served, err := servesClaims(mgr.GetRESTMapper())
 	if err != nil {
@@ -196,7 +196,7 @@ func (c *Controller) setupClaims(ctx context.Context, mgr manager.Manager) error
 		return nil
 	}
 	c.claims = newClaimIndex()
-	c.pins = newClaimPins()
+	c.pins = newClaimPins(c, c.claims)
 	for _, h := range []struct {
 		obj     client.Object
 		handler toolscache.ResourceEventHandler

@@ -39,7 +39,8 @@ func TestClaimEventsReachThePod(t *testing.T) {
 	}
 	store := toolscache.NewStore(toolscache.MetaNamespaceKeyFunc)
 	c.pods = store
-	c.claims, c.pins = newClaimIndex(), newClaimPins()
+	c.claims = newClaimIndex()
+	c.pins = newClaimPins(c, c.claims)
 	t.Cleanup(c.pins.queue.ShutDown)
 	c.core.SetNamespace("team-a", map[string]string{v1alpha1.EnabledLabel: "true"})
 	c.core.UpsertBudget(quota.Budget{Key: quota.BudgetKey{Namespace: "team-a", Name: "gpus"}, Hard: corev1.ResourceList{
@@ -130,7 +131,8 @@ func TestDeviceClassesReachExtendedResourcePods(t *testing.T) {
 	}
 	store := toolscache.NewStore(toolscache.MetaNamespaceKeyFunc)
 	c.pods = store
-	c.claims, c.pins = newClaimIndex(), newClaimPins()
+	c.claims = newClaimIndex()
+	c.pins = newClaimPins(c, c.claims)
 	t.Cleanup(c.pins.queue.ShutDown)
 	c.core.SetNamespace("team-a", map[string]string{v1alpha1.EnabledLabel: "true"})
 	key := quota.BudgetKey{Namespace: "team-a", Name: "gpus"}

@@ -52,7 +52,7 @@ type Controller struct {
 	// conditions writes the gated pods' condition of why they wait (podconditions.go).
 	conditions *podConditions
 	// claims are the DRA objects pods use, and pins the claims pinned for admitted pods
-	// (claimpins.go); both nil when resource.k8s.io/v1 is not served.
+	// (claimPins); both nil when resource.k8s.io/v1 is not served.
 	claims *claimIndex
 	pins   *claimPins
 	// estimates is the estimator (estimates.go); nil when it is off.
@@ -154,9 +154,6 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 	c.evictions = c.newEvictor()
 
 	ctx := context.Background()
-	if err := c.setupClaims(ctx, mgr); err != nil {
-		return err
-	}
 	for _, h := range []struct {
 		obj     client.Object
 		handler toolscache.ResourceEventHandler
@@ -183,6 +180,9 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 			return fmt.Errorf("adding handler for %T: %w", h.obj, err)
 		}
 		c.registrations = append(c.registrations, reg)
+	}
+	if err := c.setupClaims(ctx, mgr); err != nil {
+		return err
 	}
 	if err := mgr.Add(manager.RunnableFunc(c.run)); err != nil {
 		return err
@@ -262,7 +262,7 @@ func (c *Controller) run(ctx context.Context) error {
 	wg.Go(func() { c.flavorNesting.run(ctx) })
 	wg.Go(func() { c.conditions.run(ctx) })
 	if c.pins != nil {
-		wg.Go(func() { c.runClaimReleases(ctx) })
+		wg.Go(func() { c.pins.run(ctx) })
 	}
 	defer wg.Wait()
 	defer close(work)

@@ -15,7 +15,7 @@ import (
 const reasonNotFound = "not_found"
 
 // reasonClaimNotPinned counts the ungates not sent because a ResourceClaim the pod is
-// charged for could not be pinned (claimpins.go).
+// charged for could not be pinned (claimPins).
 const reasonClaimNotPinned = "claim_not_pinned"
 
 // classify returns the metric reason of an ungate patch's error ("" for success).

@@ -25,7 +25,7 @@ func (c *Controller) podHandler() toolscache.ResourceEventHandler {
 				}
 				c.mu.Unlock()
 				c.core.DeletePod(uid)
-				c.checkClaimsOf(pod, true)
+				c.pins.checkClaimsOf(pod, true)
 				c.pins.forget(uid)
 				c.forgetClaimUser(uid)
 				c.forgetWaiting(uid)
@@ -54,7 +54,7 @@ func (c *Controller) onPod(obj any, initialList bool) {
 	// A gated pod of a namespace that is not (or no longer) opted in is released by the
 	// core itself, in Admit (reason NamespaceNotEnabled), through the same patch path.
 	p := c.upsertPod(cp)
-	c.checkClaimsOf(cp, false)
+	c.pins.checkClaimsOf(cp, false)
 	waiting := p.Gated && !p.Terminal
 	if waiting {
 		c.noteGated(p.PodRef, initialList)

@@ -38,7 +38,7 @@ import (
 //     final pass, for the pods the webhook gated between step 2's list of their page and
 //     the moment the API server stopped calling it;
 //  4. with --all (ReleaseOptions.UnpinClaims), removes the manager's finalizer from every
-//     ResourceClaim it pinned (claimpins.go): no manager will release them any more.
+//     ResourceClaim it pinned (claimPins): no manager will release them any more.
 //
 // Every step is idempotent (a deleted configuration is not an error, a pod without the
 // gate is left alone), so the hook's Job can simply be retried after a partial failure.

@@ -24,7 +24,7 @@ const maxFencedTries = 3
 
 // ungate removes the gate of one admitted pod and reports the outcome to the core.
 //
-// The ResourceClaims the pod is charged for are pinned first (claimpins.go): a pod whose
+// The ResourceClaims the pod is charged for are pinned first (claimPins): a pod whose
 // claims are not all pinned is not ungated (NotSent), so it never runs with a claim it
 // was not charged for.
 //
@@ -95,7 +95,7 @@ func (c *Controller) ungate(ctx context.Context, a quota.Admission) {
 		}
 		if len(a.Claims) > 0 {
 			if !pinned {
-				if err := c.pinClaims(ctx, a.Claims); err != nil {
+				if err := c.pins.pinClaims(ctx, a.Claims); err != nil {
 					c.core.Done(a.Pod.UID, quota.NotSent, attempt)
 					c.metrics.ungateErrors.WithLabelValues(reasonClaimNotPinned).Inc()
 					logger.V(loglevel.Events).Info("Not ungating the pod: a ResourceClaim it is charged for is not pinned; deciding again", "reason", err.Error())
