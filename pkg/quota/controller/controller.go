@@ -61,12 +61,9 @@ type Controller struct {
 	// when they are not bounded.
 	simulationPacer *simulationPacer
 
-	// kick wakes the admission loop; statusKick wakes the status writer. Both hold at
-	// most one pending signal, so a burst of events costs one round.
-	kick       chan struct{}
-	statusKick chan struct{}
-	// recordKick wakes the writer of running pods' charge labels (runRecords).
-	recordKick chan struct{}
+	// kick wakes the admission loop. It holds at most one pending signal, so a burst of
+	// events costs one round.
+	kick chan struct{}
 
 	registrations []toolscache.ResourceEventHandlerRegistration
 	synced        atomic.Bool
@@ -76,6 +73,11 @@ type Controller struct {
 
 	// evictions carries out the core's preemptions (evictor).
 	evictions *evictor
+	// records writes the charge labels of running pods no manager admitted
+	// (recordWriter).
+	records *recordWriter
+	// status writes the budgets' status and events (statusWriter).
+	status *statusWriter
 
 	// mu guards waiting and deleted.
 	mu      sync.Mutex
@@ -101,8 +103,6 @@ func New(opts Options) (*Controller, error) {
 		opts:       opts,
 		metrics:    m,
 		kick:       make(chan struct{}, 1),
-		statusKick: make(chan struct{}, 1),
-		recordKick: make(chan struct{}, 1),
 		waiting:    map[types.UID]waitingPod{},
 		tallies:    newAdmittedTallies(opts.AdmittedEventInterval),
 		estimates:  newEstimator(opts.EstimateInterval),
@@ -152,6 +152,8 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 	c.flavorNesting = newFlavorNesting(c.client, c.reader, c.core.FlavorNesting, c.recorder, c.opts.Clock)
 	c.conditions.client = c.client
 	c.evictions = c.newEvictor()
+	c.records = c.newRecordWriter()
+	c.status = c.newStatusWriter()
 
 	ctx := context.Background()
 	for _, h := range []struct {
@@ -257,8 +259,8 @@ func (c *Controller) run(ctx context.Context) error {
 			}
 		})
 	}
-	wg.Go(func() { c.runStatus(ctx) })
-	wg.Go(func() { c.runRecords(ctx) })
+	wg.Go(func() { c.status.run(ctx) })
+	wg.Go(func() { c.records.run(ctx) })
 	wg.Go(func() { c.flavorNesting.run(ctx) })
 	wg.Go(func() { c.conditions.run(ctx) })
 	if c.pins != nil {
@@ -278,8 +280,8 @@ func (c *Controller) run(ctx context.Context) error {
 			}
 		}
 		c.evictions.start(ctx, &wg)
-		c.signalStatus()
-		c.signalRecords()
+		c.status.signal()
+		c.records.signal()
 		next := time.Hour
 		if t, ok := c.core.NextWakeup(); ok {
 			next = max(t.Sub(c.opts.Clock.Now()), time.Millisecond)
@@ -309,13 +311,6 @@ func resetTimer(timer clock.Timer, d time.Duration) {
 func (c *Controller) wake() {
 	select {
 	case c.kick <- struct{}{}:
-	default:
-	}
-}
-
-func (c *Controller) signalStatus() {
-	select {
-	case c.statusKick <- struct{}{}:
 	default:
 	}
 }

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -18,19 +19,39 @@ import (
 	"github.com/quotagate/quotagate/pkg/quota"
 )
 
-// runRecords writes the charge labels of running pods that no manager admitted (created
+// recordWriter writes the charge labels of running pods that no manager admitted (created
 // before their namespace opted in, ungated by someone else, admitted by a version that
 // wrote no admitted-labels) into their quotagate.io/admitted-labels annotation
 // (quota.Record), so that a manager that starts after this one charges them by the
 // same labels, whatever a tenant relabels them to. A failed write is handed back to
 // the core and tried again after a backoff (retryBackoff); a write is
-// idempotent, so one whose answer was lost does no harm when sent again.
-func (c *Controller) runRecords(ctx context.Context) {
+// idempotent, so one whose answer was lost does no harm when sent again. It runs on the
+// leader only.
+type recordWriter struct {
+	core   *quota.AdmissionQueue
+	client client.Client
+	clock  clock.Clock
+	// timeout bounds each request (the manager's --ungate-timeout).
+	timeout time.Duration
+	// readFresh reads a pod from the API server itself (Controller.readFresh).
+	readFresh func(ctx context.Context, ref quota.PodRef) (*corev1.Pod, bool, error)
+	// kick wakes run; it holds at most one signal.
+	kick chan struct{}
+}
+
+// newRecordWriter returns the records writer of c, once c has its clients.
+func (c *Controller) newRecordWriter() *recordWriter {
+	return &recordWriter{core: c.core, client: c.client, clock: c.opts.Clock, timeout: c.opts.UngateTimeout,
+		readFresh: c.readFresh, kick: make(chan struct{}, 1)}
+}
+
+// run writes the records the core hands out until ctx ends.
+func (w *recordWriter) run(ctx context.Context) {
 	backoff := retryBackoff()
 	delay := time.Duration(0)
 	for {
 		if delay > 0 {
-			t := c.opts.Clock.NewTimer(delay)
+			t := w.clock.NewTimer(delay)
 			select {
 			case <-ctx.Done():
 				t.Stop()
@@ -41,14 +62,14 @@ func (c *Controller) runRecords(ctx context.Context) {
 			select {
 			case <-ctx.Done():
 				return
-			case <-c.recordKick:
+			case <-w.kick:
 			}
 		}
 		failed := false
-		for _, r := range c.core.TakeRecords() {
-			if err := c.record(ctx, r); err != nil {
+		for _, r := range w.core.TakeRecords() {
+			if err := w.write(ctx, r); err != nil {
 				failed = true
-				c.core.RecordAgain(r.Pod.UID)
+				w.core.RecordAgain(r.Pod.UID)
 				log.FromContext(ctx).V(loglevel.Details).Info("Recording a running pod's charge labels failed; retrying",
 					"pod", klog.KRef(r.Pod.Namespace, r.Pod.Name), "error", err.Error())
 			}
@@ -62,18 +83,18 @@ func (c *Controller) runRecords(ctx context.Context) {
 	}
 }
 
-// signalRecords wakes runRecords.
-func (c *Controller) signalRecords() {
+// signal wakes run.
+func (w *recordWriter) signal() {
 	select {
-	case c.recordKick <- struct{}{}:
+	case w.kick <- struct{}{}:
 	default:
 	}
 }
 
-// record writes one pod's charge labels. The patch names the pod's UID, which the API
+// write writes one pod's charge labels. The patch names the pod's UID, which the API
 // server refuses to change: it never lands on another pod of the same name. A pod gone
 // needs no record.
-func (c *Controller) record(ctx context.Context, r quota.Record) error {
+func (w *recordWriter) write(ctx context.Context, r quota.Record) error {
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
 		"uid":         r.Pod.UID,
 		"annotations": map[string]string{v1alpha1.AdmittedLabelsAnnotation: quota.AdmittedLabelsText(r.Labels)},
@@ -81,16 +102,16 @@ func (c *Controller) record(ctx context.Context, r quota.Record) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.opts.UngateTimeout)
+	ctx, cancel := context.WithTimeout(ctx, w.timeout)
 	defer cancel()
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: r.Pod.Namespace, Name: r.Pod.Name}}
-	err = c.client.Patch(ctx, pod, client.RawPatch(types.MergePatchType, patch))
+	err = w.client.Patch(ctx, pod, client.RawPatch(types.MergePatchType, patch))
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err != nil && pod.UID == "" {
 		// Refused as a change of UID: the name belongs to another pod now.
-		if _, gone, rerr := c.readFresh(ctx, r.Pod); rerr == nil && gone {
+		if _, gone, rerr := w.readFresh(ctx, r.Pod); rerr == nil && gone {
 			return nil
 		}
 	}

@@ -10,8 +10,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
 	"github.com/quotagate/quotagate/pkg/quota"
@@ -25,24 +27,59 @@ const statusRoundInterval = 200 * time.Millisecond
 // retries failed writes.
 const statusRetryInterval = 10 * time.Second
 
-// runStatus writes the status of every budget the core marked dirty, the pod events
-// that say why pods wait and the budgets' Admitted events. It runs on the leader only.
-func (c *Controller) runStatus(ctx context.Context) {
+// statusWriter writes the status of every budget the core marked dirty, then has the
+// pod events that say why pods wait and the budgets' Admitted events written (announce).
+// It runs on the leader only.
+type statusWriter struct {
+	core     *quota.AdmissionQueue
+	metrics  *metrics
+	reader   client.Reader // the informers' cache
+	client   client.Client
+	recorder recorder.EventRecorder
+	clock    clock.Clock
+	// tallies say when a budget's Admitted event is due; announce writes the events.
+	tallies  *admittedTallies
+	announce func(ctx context.Context)
+	// kick wakes run; it holds at most one signal.
+	kick chan struct{}
+}
+
+// newStatusWriter returns the status writer of c, once c has its clients and recorder.
+func (c *Controller) newStatusWriter() *statusWriter {
+	return &statusWriter{core: c.core, metrics: c.metrics, reader: c.reader, client: c.client,
+		recorder: c.recorder, clock: c.opts.Clock, tallies: c.tallies,
+		announce: func(ctx context.Context) {
+			c.announceWaiting()
+			c.announceAdmitted(ctx)
+		},
+		kick: make(chan struct{}, 1)}
+}
+
+// signal wakes run.
+func (w *statusWriter) signal() {
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+}
+
+// run writes statuses and events until ctx ends.
+func (w *statusWriter) run(ctx context.Context) {
 	logger := log.FromContext(ctx)
 	var retry []quota.BudgetKey
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-c.statusKick:
-		case <-c.opts.Clock.After(c.tallies.next(c.opts.Clock.Now(), statusRetryInterval)):
+		case <-w.kick:
+		case <-w.clock.After(w.tallies.next(w.clock.Now(), statusRetryInterval)):
 			// A failed write is retried even when nothing else changes, and a budget's
 			// Admitted event is written when due.
 		}
-		keys := append(retry, c.core.DirtyStatuses()...)
+		keys := append(retry, w.core.DirtyStatuses()...)
 		retry = nil
 		for _, key := range keys {
-			if err := c.writeStatus(ctx, key); err != nil {
+			if err := w.write(ctx, key); err != nil {
 				if ctx.Err() != nil {
 					return // stopping: the next leader writes it
 				}
@@ -50,22 +87,22 @@ func (c *Controller) runStatus(ctx context.Context) {
 				retry = append(retry, key)
 			}
 		}
-		c.announceWaiting()
-		c.announceAdmitted(ctx)
+		w.announce(ctx)
 		select {
 		case <-ctx.Done():
 			return
-		case <-c.opts.Clock.After(statusRoundInterval):
+		case <-w.clock.After(statusRoundInterval):
 		}
 	}
 }
 
-func (c *Controller) writeStatus(ctx context.Context, key quota.BudgetKey) error {
-	st, ok := c.core.Reader().Status(key)
+// write writes one budget's status, and an event when its state changed.
+func (w *statusWriter) write(ctx context.Context, key quota.BudgetKey) error {
+	st, ok := w.core.Reader().Status(key)
 	if !ok {
 		return nil
 	}
-	c.metrics.setBudget(key, st)
+	w.metrics.setBudget(key, st)
 	var obj client.Object
 	var status *v1alpha1.BudgetStatus
 	if key.IsCluster() {
@@ -75,16 +112,16 @@ func (c *Controller) writeStatus(ctx context.Context, key quota.BudgetKey) error
 		b := &v1alpha1.Budget{}
 		obj, status = b, &b.Status
 	}
-	if err := c.reader.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: key.Name}, obj); err != nil {
+	if err := w.reader.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: key.Name}, obj); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	before := obj.DeepCopyObject().(client.Object)
 	oldState := status.State
-	applyStatus(status, st, key.Namespace, obj.GetGeneration(), metav1.NewTime(c.opts.Clock.Now()))
+	applyStatus(status, st, key.Namespace, obj.GetGeneration(), metav1.NewTime(w.clock.Now()))
 	if equality.Semantic.DeepEqual(before, obj) {
 		return nil
 	}
-	if err := c.client.Status().Patch(ctx, obj, client.MergeFrom(before)); err != nil {
+	if err := w.client.Status().Patch(ctx, obj, client.MergeFrom(before)); err != nil {
 		return fmt.Errorf("patching status of %s: %w", key.Describe(), err)
 	}
 	if oldState != status.State {
@@ -92,7 +129,7 @@ func (c *Controller) writeStatus(ctx context.Context, key quota.BudgetKey) error
 		if st.Problem != nil {
 			eventType = corev1.EventTypeWarning
 		}
-		c.recorder.Eventf(obj, nil, eventType, "State"+string(status.State), "UpdateStatus", "%s", st.StateMessage)
+		w.recorder.Eventf(obj, nil, eventType, "State"+string(status.State), "UpdateStatus", "%s", st.StateMessage)
 	}
 	return nil
 }

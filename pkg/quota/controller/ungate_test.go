@@ -235,6 +235,8 @@ func useAPI(c *Controller, api client.Client, freshReadsFail bool, rec *events.F
 	}
 	c.pods = readerPods{api}
 	c.evictions = c.newEvictor()
+	c.records = c.newRecordWriter()
+	c.status = c.newStatusWriter()
 }
 
 type interceptedReader struct {
