@@ -278,6 +278,27 @@ func (w *flavorWorld) mChoices(p *fPod) (names []string, apply, preferred bool) 
 	return names, true, home.Fungibility.WaitForPreferred
 }
 
+// mTracksUnset returns a budget that covers the pod and tracks a value it leaves unset:
+// requests.cpu, on the budget's hard or on the hard of any flavor it lists (existing or
+// not), as ResourceQuota's must-specify rule applies to every value a quota tracks.
+func (w *flavorWorld) mTracksUnset(p *fPod) (BudgetKey, bool) {
+	if !p.cpuUnset {
+		return BudgetKey{}, false
+	}
+	for _, k := range mCover(p.view.Namespace) {
+		hard, hardF := w.mLimits(k)
+		if _, ok := hard[corev1.ResourceRequestsCPU]; ok {
+			return k, true
+		}
+		for _, h := range hardF {
+			if _, ok := h[corev1.ResourceRequestsCPU]; ok {
+				return k, true
+			}
+		}
+	}
+	return BudgetKey{}, false
+}
+
 // mFits reports whether the pod fits beside the running pods on flavor f ("" for
 // none), in every budget that covers it: each resource it requests, as ResourceQuota
 // checks only those, on every flavor it reaches once on f.
@@ -350,6 +371,9 @@ func (w *flavorWorld) admitAndCheck() error {
 		}
 		if k, f, missing := w.mMissingFlavor(p); missing {
 			return fmt.Errorf("admitted %s, although %s names Flavor %s, which does not exist", a.Pod.Name, k, f)
+		}
+		if k, tracks := w.mTracksUnset(p); tracks {
+			return fmt.Errorf("admitted %s, which leaves its cpu request unset, although %s tracks requests.cpu", a.Pod.Name, k)
 		}
 		choices, apply, preferred := w.mChoices(p)
 		on := ""
@@ -465,6 +489,14 @@ func (w *flavorWorld) checkLiveness() error {
 	for _, uid := range slices.Sorted(maps.Keys(w.pods)) {
 		p := w.pods[uid]
 		if p.running {
+			continue
+		}
+		// A pod that leaves unset what a budget tracks is told so first: no other
+		// change lets it run.
+		if k, tracks := w.mTracksUnset(p); tracks {
+			if r, _ := w.q.Reader().WaitReason(uid); r.Code != CodeMustSpecify {
+				return fmt.Errorf("%s waits (%s: %s); want %s: it leaves its cpu request unset and %s tracks requests.cpu", p.view.Name, r.Code, r.Message, CodeMustSpecify, k)
+			}
 			continue
 		}
 		if k, f, missing := w.mMissingFlavor(p); missing {

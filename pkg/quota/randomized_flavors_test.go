@@ -41,6 +41,9 @@ var randomFlavorSeeds = flag.Int("quota.flavorseeds", 200, "seeds for TestRandom
 //     affinity and tolerations of its choosing, gated pods narrowing their selector,
 //     pods ending, restarts) takes a budget over its hard on a flavor or overall; only
 //     an administrator's move (a budget's spec, a Flavor created or deleted) may;
+//   - must-specify: no pod that leaves its cpu request unset is admitted while a budget
+//     that covers it tracks requests.cpu, on its hard or on any of its flavors' (such
+//     a pod waits with MustSpecifyResources);
 //   - liveness: once running pods end, no gated pod is left that fits on a flavor
 //     that can take it (its preferred one, when its budget waits for that), or without
 //     one when none applies.
@@ -61,6 +64,10 @@ func TestRandomizedFlavors(t *testing.T) {
 type fPod struct {
 	view    Pod
 	running bool
+	// cpuUnset: its container leaves its cpu request unset (a BestEffort pod, when it
+	// asks for no GPU either), which ResourceQuota's must-specify rule refuses under a
+	// budget that tracks requests.cpu, on its hard or on one of its flavors'.
+	cpuUnset bool
 }
 
 type flavorWorld struct {
@@ -153,13 +160,17 @@ func (w *flavorWorld) newPod() {
 	w.next++
 	ns := []string{"team-a", "team-b"}[w.rng.IntN(2)]
 	req := fmt.Sprintf("nvidia.com/gpu=%d,cpu=%d", w.rng.IntN(3), w.rng.IntN(3))
+	cpuUnset := w.rng.IntN(6) == 0
+	if cpuUnset {
+		req = fmt.Sprintf("nvidia.com/gpu=%d", w.rng.IntN(2))
+	}
 	view := makePod("p" + strconv.Itoa(w.next)).NS(ns).Created(w.next).Priority(int32(w.rng.IntN(3))).Req(req).Pod()
 	view.NodeSelector = w.randomSelector()
 	view.NodeAffinity = w.randomAffinity()
 	view.Tolerations = w.randomTolerations()
 	w.rv++
 	view.ResourceVersion = strconv.Itoa(w.rv)
-	w.pods[view.UID] = &fPod{view: view}
+	w.pods[view.UID] = &fPod{view: view, cpuUnset: cpuUnset}
 	w.q.UpsertPod(view)
 	w.logf("pod %s/%s created: %s, priority %d, selector %v, affinity %v, tolerations %v", ns, view.Name, req, view.Priority, view.NodeSelector, view.NodeAffinity, view.Tolerations)
 }
