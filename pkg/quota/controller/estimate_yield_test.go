@@ -96,7 +96,8 @@ func TestPassWaitsOutAnAdmissionPass(t *testing.T) {
 	}
 	fc.slept = nil
 	y.admissionPass()
-	fc.work(yieldWindow) // a pass that ran as long ago as the window
+	fc.work(yieldWindow)       // an admission pass as long ago as the window
+	step = y.pace(t.Context()) // and an estimator pass that starts now, with no work yet
 	step()
 	if len(fc.slept) != 0 {
 		t.Errorf("a step the window after an admission pass slept %v", fc.slept)
