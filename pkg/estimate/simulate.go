@@ -43,7 +43,7 @@ type Options struct {
 	// Horizon is how far ahead it simulates; 0 means DefaultHorizon.
 	Horizon time.Duration
 	// Done, when closed, stops the simulation at its next step (a simulated moment, a
-	// round of the core's decisions, or every thousand pods fed to its core): the result
+	// round of the core's decisions, or every feedStep pods fed to its core): the result
 	// is then incomplete and is to be dropped. The manager closes it when it stops, so
 	// that a pass over a long queue does not hold the shutdown, and when a what-if's
 	// client goes away or its time is up.
@@ -55,7 +55,8 @@ type Options struct {
 	Seed  uint64
 	// Pace, when set, is called at each step, on the simulation's goroutine, before Done
 	// is looked at: it may sleep, to bound the share of a CPU the simulation takes (a
-	// what-if's, beside the admission loop).
+	// what-if's, beside the admission loop), or to yield the CPU while the manager
+	// admits (the estimator's passes: pkg/quota/controller, estimate_yield.go).
 	Pace func()
 
 	// afterAdmit, when set, is called after each simulated moment's admissions, with
@@ -111,8 +112,9 @@ func (o *Options) step() (stopped bool) {
 	return o.stopped()
 }
 
-// feedStep is how many pods a simulation feeds its core between two steps.
-const feedStep = 1024
+// feedStep is how many pods a simulation feeds its core between two steps: few, so
+// that a Pace that yields to admission is asked often while a large world is fed.
+const feedStep = 256
 
 // stopped reports whether Done was closed.
 func (o *Options) stopped() bool {

@@ -250,12 +250,16 @@ func (c *Controller) run(ctx context.Context) error {
 	// From here on this replica's series tell the truth: export them (metrics.go).
 	defer c.metrics.gate.lead()()
 
+	// The estimator yields to admission (estimate_yield.go): the loop tells it of each
+	// pass and of each admission until its worker is done, with atomics only.
+	yield := c.estimates.yieldOf()
 	work := make(chan quota.Admission, c.opts.Workers*4)
 	var wg sync.WaitGroup
 	for range c.opts.Workers {
 		wg.Go(func() {
 			for a := range work {
 				c.ungate(ctx, a)
+				yield.ungateDone()
 			}
 		})
 	}
@@ -272,10 +276,14 @@ func (c *Controller) run(ctx context.Context) error {
 	timer := c.opts.Clock.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		for _, a := range c.core.Admit() {
+		admissions := c.core.Admit()
+		yield.admissionPass()
+		for _, a := range admissions {
+			yield.handedOut()
 			select {
 			case work <- a:
 			case <-ctx.Done():
+				yield.ungateDone()
 				return nil
 			}
 		}

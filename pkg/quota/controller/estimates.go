@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -61,6 +62,10 @@ type estimator struct {
 	// notices is the estimate last reported to each gated pod in an EstimateChanged
 	// event (estimate_events.go); only the loop's passes use it.
 	notices *estimateNotices
+
+	// yield is what a pass waits on between its steps, so that it yields the CPU to
+	// admission (estimate_yield.go); the admission loop and the ungate workers signal it.
+	yield *estimateYield
 }
 
 // podLister lists the pod informer's store.
@@ -82,7 +87,8 @@ func newEstimator(interval time.Duration) *estimator {
 	if interval <= 0 {
 		return nil
 	}
-	e := &estimator{learner: estimate.NewLearner(0), interval: interval, notices: newEstimateNotices(), record: newTrackRecord(time.Now())}
+	e := &estimator{learner: estimate.NewLearner(0), interval: interval, notices: newEstimateNotices(), record: newTrackRecord(time.Now()),
+		yield: newEstimateYield(clock.RealClock{})}
 	e.changed.Store(true)
 	return e
 }
@@ -206,13 +212,16 @@ func (c *Controller) estimateOnce(ctx context.Context) error {
 			return nil
 		}
 	}
+	// Both phases yield to admission between their steps (estimate_yield.go), so their
+	// durations include the waits.
+	pace := c.estimates.yield.pace(ctx)
 	began, now := time.Now(), c.opts.Clock.Now()
-	w, err := c.world(ctx, now)
+	w, err := c.world(ctx, now, pace)
 	if err != nil {
 		return err
 	}
 	built := time.Since(began)
-	starts := estimate.Simulate(w, estimate.Options{Core: c.opts.coreOptions(), Done: ctx.Done()})
+	starts := estimate.Simulate(w, estimate.Options{Core: c.opts.coreOptions(), Done: ctx.Done(), Pace: pace})
 	if ctx.Err() != nil {
 		return nil // stopping: the pass was cut short
 	}
@@ -326,8 +335,9 @@ func (c *Controller) observeEstimateError(uid types.UID, budgets []quota.BudgetK
 // world is what the informers' caches hold at now, as Simulate takes it: every
 // budget, namespace and flavor; the pods that hold quota (not gated, not terminal) and
 // the gated pods, each with what the Learner expects of it (estimate.WorldBuilder).
-func (c *Controller) world(ctx context.Context, now time.Time) (estimate.World, error) {
-	b, err := c.worldBuilder(ctx, now, c.estimates.learner, c.estimates.pods)
+// pace, when set, is called every worldStep pods.
+func (c *Controller) world(ctx context.Context, now time.Time, pace func()) (estimate.World, error) {
+	b, err := c.worldBuilder(ctx, now, c.estimates.learner, c.estimates.pods, pace)
 	if err != nil {
 		return estimate.World{}, err
 	}
@@ -336,8 +346,9 @@ func (c *Controller) world(ctx context.Context, now time.Time) (estimate.World, 
 
 // worldBuilder is world before it is returned: a WorldBuilder that holds the caches'
 // budgets, namespaces, flavors and pods (listed from pods, each expected by l), to
-// which a what-if adds pods of its own (simulate.go).
-func (c *Controller) worldBuilder(ctx context.Context, now time.Time, l *estimate.Learner, pods podLister) (*estimate.WorldBuilder, error) {
+// which a what-if adds pods of its own (simulate.go). pace, when set, is called every
+// worldStep pods, as between the steps of a simulation.
+func (c *Controller) worldBuilder(ctx context.Context, now time.Time, l *estimate.Learner, pods podLister, pace func()) (*estimate.WorldBuilder, error) {
 	if pods == nil {
 		return nil, errors.New("the pod cache is not set up")
 	}
@@ -375,7 +386,11 @@ func (c *Controller) worldBuilder(ctx context.Context, now time.Time, l *estimat
 	}
 
 	b := estimate.NewWorldBuilder(now, l, nsLabels, all, flavors)
+	step := everyN(worldStep, pace)
 	for _, item := range pods.List() {
+		if step != nil {
+			step()
+		}
 		if cp, ok := item.(*cachedPod); ok {
 			f := cp.factsOf()
 			b.Add(c.viewOf(cp, now), &f)

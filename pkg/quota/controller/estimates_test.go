@@ -287,7 +287,7 @@ func TestEstimateWorldChargesClaims(t *testing.T) {
 	pod := estimatePod("team-a", "trainer", 60, "1").Gated().Obj()
 	pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To("gpus")}}
 	f.add(t, pod)
-	w, err := f.c.world(t.Context(), estimateT0)
+	w, err := f.c.world(t.Context(), estimateT0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -132,7 +132,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, perBudget("estimate")),
 		estimatePass: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "quotagate_estimate_pass_duration_seconds",
-			Help:    "How long each phase of an estimator pass took: building the world from the caches (phase=\"build\") and simulating it (phase=\"simulate\").",
+			Help:    "How long each phase of an estimator pass took, its yields to admission included: building the world from the caches (phase=\"build\") and simulating it (phase=\"simulate\").",
 			Buckets: passBuckets,
 		}, []string{"phase"}),
 		estimatePods: gauge("quotagate_estimate_pods", "Pods in the estimator's last pass: gated (state=\"gated\", each given a start) and holding quota (state=\"running\"); 0 after a skipped pass.", []string{"state"}),

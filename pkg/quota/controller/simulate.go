@@ -64,7 +64,7 @@ func (c *Controller) SimulatePods(ctx context.Context, namespace string, tmpl *c
 	if err != nil {
 		return estimate.WhatIf{}, err
 	}
-	b, err := c.worldBuilder(ctx, now, learner, pods)
+	b, err := c.worldBuilder(ctx, now, learner, pods, nil)
 	if err != nil {
 		return estimate.WhatIf{}, err
 	}
