@@ -86,7 +86,7 @@ type BudgetWindowSpec struct {
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="duration must be greater than zero"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$') || duration(self) > duration('0s')",message="duration must be greater than zero"
 	Duration *metav1.Duration `json:"duration,omitempty"`
 
 	// TimeZone is the IANA time zone schedule is read in ("Europe/Berlin"). UTC when
