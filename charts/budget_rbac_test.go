@@ -43,7 +43,7 @@ func TestBudgetViewerIsAggregatedReadOnly(t *testing.T) {
 			t.Errorf("quotagate-budget-viewer label %s = %q, want \"true\"", l, viewer.Labels[l])
 		}
 	}
-	want := []rbacv1.PolicyRule{{APIGroups: []string{"quotagate.io"}, Resources: []string{"budgets", "budgets/status"}, Verbs: readVerbs}}
+	want := []rbacv1.PolicyRule{{APIGroups: []string{"quotagate.io"}, Resources: []string{"budgets", "budgets/status", "budgetwindows", "budgetwindows/status"}, Verbs: readVerbs}}
 	if diff := cmp.Diff(want, viewer.Rules); diff != "" {
 		t.Errorf("quotagate-budget-viewer rules (-want +got):\n%s", diff)
 	}
@@ -130,9 +130,11 @@ func TestPlatformBudgetRoles(t *testing.T) {
 			}
 		}
 	}
-	for _, verb := range []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"} {
-		if !allows(admin.Rules, "flavors", verb) {
-			t.Errorf("budget-admin may not %s flavors", verb)
+	for _, res := range []string{"flavors", "budgetwindows", "clusterbudgetwindows"} {
+		for _, verb := range []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"} {
+			if !allows(admin.Rules, res, verb) {
+				t.Errorf("budget-admin may not %s %s", verb, res)
+			}
 		}
 	}
 	flavors, ok := roles["acme-quotagate-flavor-viewer"]
@@ -146,7 +148,7 @@ func TestPlatformBudgetRoles(t *testing.T) {
 	if !ok {
 		t.Fatal("no ClusterRole acme-quotagate-clusterbudget-viewer")
 	}
-	want := []rbacv1.PolicyRule{{APIGroups: []string{"quotagate.io"}, Resources: []string{"clusterbudgets", "clusterbudgets/status"}, Verbs: readVerbs}}
+	want := []rbacv1.PolicyRule{{APIGroups: []string{"quotagate.io"}, Resources: []string{"clusterbudgets", "clusterbudgets/status", "clusterbudgetwindows", "clusterbudgetwindows/status"}, Verbs: readVerbs}}
 	if diff := cmp.Diff(want, reader.Rules); diff != "" {
 		t.Errorf("clusterbudget-viewer rules (-want +got):\n%s", diff)
 	}

@@ -288,6 +288,17 @@ type BudgetStatus struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// ActiveWindows names the windows (BudgetWindows, or ClusterBudgetWindows for a
+	// ClusterBudget) open now, the one that wins first; while one is open, hard and
+	// state above are the ones it sets (docs/budgets.md, "Windows").
+	// +optional
+	// +listType=atomic
+	ActiveWindows []string `json:"activeWindows,omitempty"`
+
+	// NextWindowChange is when a window of this budget next opens or closes.
+	// +optional
+	NextWindowChange *metav1.Time `json:"nextWindowChange,omitempty"`
 }
 
 // Budget limits the pods of its own namespace. Pods over it are queued, not refused.

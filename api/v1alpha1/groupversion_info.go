@@ -19,7 +19,8 @@ var (
 )
 
 func addKnownTypes(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(GroupVersion, &Budget{}, &BudgetList{}, &ClusterBudget{}, &ClusterBudgetList{}, &Flavor{}, &FlavorList{})
+	scheme.AddKnownTypes(GroupVersion, &Budget{}, &BudgetList{}, &ClusterBudget{}, &ClusterBudgetList{}, &Flavor{}, &FlavorList{},
+		&BudgetWindow{}, &BudgetWindowList{}, &ClusterBudgetWindow{}, &ClusterBudgetWindowList{})
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil
 }

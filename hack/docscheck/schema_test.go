@@ -153,8 +153,8 @@ func crdKinds(t *testing.T) []kind {
 			root:      crdField{crd.Spec.Versions[0].Schema.OpenAPIV3Schema},
 		})
 	}
-	if len(kinds) != 3 {
-		t.Fatalf("found %d CRDs in %s, want Budget, ClusterBudget and Flavor", len(kinds), crdDir)
+	if len(kinds) != 5 {
+		t.Fatalf("found %d CRDs in %s, want Budget, ClusterBudget, Flavor, BudgetWindow and ClusterBudgetWindow", len(kinds), crdDir)
 	}
 	return kinds
 }

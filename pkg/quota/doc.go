@@ -141,7 +141,7 @@
 //
 //	pkg/quota/controller      the reconcilers: the informers' events in, decisions out
 //	pkg/quota                 the composer, AdmissionQueue, and its parts (above)
-//	pkg/quota/internal/amount pkg/quota/internal/heap   the leaves: exact amounts, the indexed heap
+//	pkg/quota/internal/amount pkg/quota/internal/heap pkg/quota/window   the leaves: exact amounts, the indexed heap, windows (a budget's spec at an instant)
 //
 // # Where a change goes
 //
@@ -151,7 +151,9 @@
 //     ClaimCharge (claims.go) and WithExtendedDevices (extended.go).
 //   - a new queue order: orderKey.compare and comparePods (queue.go).
 //   - a quota that changes with time: BudgetFromAPI (budget.go), the ledger's hard
-//     (ledger.go), and a timer in admitter.runTimers and nextWakeup (timers.go).
+//     (ledger.go), and a timer in admitter.runTimers and nextWakeup (timers.go); a
+//     window (BudgetWindow) is computed by package window and fed to UpsertBudget by the
+//     controller's budgetWindows (windows.go), so the core only sees a new spec.
 //   - fairness with decayed usage: families.yieldsTo and budget.shareWith (fairshare.go),
 //     its state on familyState (families.go).
 //   - a new preemption policy: preemptions.decide (preempt.go), victimCandidates

@@ -356,6 +356,10 @@ func (a *apiClient) resource(obj *unstructured.Unstructured) dynamic.ResourceInt
 		return a.dyn.Resource(clusterBudgets)
 	case "Flavor":
 		return a.dyn.Resource(flavors)
+	case "ClusterBudgetWindow":
+		return a.dyn.Resource(v1alpha1.GroupVersion.WithResource("clusterbudgetwindows"))
+	case "BudgetWindow":
+		return a.dyn.Resource(v1alpha1.GroupVersion.WithResource("budgetwindows")).Namespace(obj.GetNamespace())
 	}
 	return a.dyn.Resource(budgets).Namespace(obj.GetNamespace())
 }
@@ -365,14 +369,14 @@ func (a *apiClient) create(ctx context.Context, obj *unstructured.Unstructured) 
 	return err
 }
 
-// object builds a Budget (in testNamespace), ClusterBudget or Flavor from its spec in
-// YAML; an empty spec leaves spec out.
+// object builds a Budget or BudgetWindow (in testNamespace), ClusterBudget, Flavor or
+// ClusterBudgetWindow from its spec in YAML; an empty spec leaves spec out.
 func object(t *testing.T, kind, name, spec string) *unstructured.Unstructured {
 	t.Helper()
 	obj := &unstructured.Unstructured{Object: map[string]any{}}
 	obj.SetGroupVersionKind(schema.GroupVersionKind{Group: v1alpha1.GroupVersion.Group, Version: v1alpha1.GroupVersion.Version, Kind: kind})
 	obj.SetName(name)
-	if kind == "Budget" {
+	if kind == "Budget" || kind == "BudgetWindow" {
 		obj.SetNamespace(testNamespace)
 	}
 	if spec != "" {

@@ -78,6 +78,9 @@ type Controller struct {
 	records *recordWriter
 	// status writes the budgets' status and events (statusWriter).
 	status *statusWriter
+	// windows feeds the core each budget's effective spec, with its open windows
+	// (budgetWindows).
+	windows *budgetWindows
 
 	// mu guards waiting and deleted.
 	mu      sync.Mutex
@@ -115,6 +118,7 @@ func New(opts Options) (*Controller, error) {
 		quota.WithFlushInterval(opts.FlushInterval),
 		quota.WithObserver(c.metrics),
 	)...)
+	c.windows = newBudgetWindows(c.core, opts.Clock, c.wake)
 	return c, nil
 }
 
@@ -154,6 +158,7 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 	c.evictions = c.newEvictor()
 	c.records = c.newRecordWriter()
 	c.status = c.newStatusWriter()
+	c.windows.client, c.windows.reader, c.windows.recorder = c.client, c.reader, c.recorder
 
 	ctx := context.Background()
 	for _, h := range []struct {
@@ -164,6 +169,8 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 		{&v1alpha1.Budget{}, c.budgetHandler()},
 		{&v1alpha1.ClusterBudget{}, c.clusterBudgetHandler()},
 		{&v1alpha1.Flavor{}, c.flavorHandler()},
+		{&v1alpha1.BudgetWindow{}, c.budgetWindowHandler()},
+		{&v1alpha1.ClusterBudgetWindow{}, c.clusterBudgetWindowHandler()},
 		{&corev1.Pod{}, c.podHandler()},
 	} {
 		inf, err := mgr.GetCache().GetInformer(ctx, h.obj)
@@ -187,6 +194,9 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 		return err
 	}
 	if err := mgr.Add(manager.RunnableFunc(c.run)); err != nil {
+		return err
+	}
+	if err := mgr.Add(c.windows); err != nil {
 		return err
 	}
 	if c.estimates == nil {
@@ -266,6 +276,7 @@ func (c *Controller) run(ctx context.Context) error {
 	wg.Go(func() { c.status.run(ctx) })
 	wg.Go(func() { c.records.run(ctx) })
 	wg.Go(func() { c.flavorNesting.run(ctx) })
+	wg.Go(func() { c.windows.runStatus(ctx) })
 	wg.Go(func() { c.conditions.run(ctx) })
 	if c.pins != nil {
 		wg.Go(func() { c.pins.run(ctx) })

@@ -104,7 +104,7 @@ func (c *Controller) budgetHandler() toolscache.ResourceEventHandler {
 // track record, so that one of the same name created later starts afresh and deleted
 // budgets do not hold the record's places (recordBudgets).
 func (c *Controller) forgetBudget(key quota.BudgetKey) {
-	c.core.DeleteBudget(key)
+	c.windows.forgetBudget(key) // and from the core
 	c.metrics.forgetBudget(key)
 	if c.estimates != nil {
 		c.estimates.record.forget(key)
@@ -113,7 +113,7 @@ func (c *Controller) forgetBudget(key quota.BudgetKey) {
 
 func (c *Controller) onBudget(obj any) {
 	if b, ok := obj.(*v1alpha1.Budget); ok {
-		c.core.UpsertBudget(quota.BudgetFromAPI(b))
+		c.windows.setBudget(b) // its effective spec, with its open windows
 		c.wake()
 	}
 }
@@ -134,7 +134,7 @@ func (c *Controller) clusterBudgetHandler() toolscache.ResourceEventHandler {
 
 func (c *Controller) onClusterBudget(obj any) {
 	if b, ok := obj.(*v1alpha1.ClusterBudget); ok {
-		c.core.UpsertBudget(quota.ClusterBudgetFromAPI(b))
+		c.windows.setBudget(b)
 		c.wake()
 	}
 }
@@ -158,6 +158,40 @@ func (c *Controller) onFlavor(obj any) {
 		c.core.UpsertFlavor(quota.FlavorFromAPI(f))
 		c.flavorNesting.changed()
 		c.wake()
+	}
+}
+
+func (c *Controller) budgetWindowHandler() toolscache.ResourceEventHandler {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.onWindow(obj) },
+		UpdateFunc: func(_, obj any) { c.onWindow(obj) },
+		DeleteFunc: func(obj any) {
+			if w, ok := unwrap[*v1alpha1.BudgetWindow](obj); ok {
+				c.windows.deleteWindow(windowRef{Namespace: w.Namespace, Name: w.Name})
+			}
+		},
+	}
+}
+
+func (c *Controller) clusterBudgetWindowHandler() toolscache.ResourceEventHandler {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.onWindow(obj) },
+		UpdateFunc: func(_, obj any) { c.onWindow(obj) },
+		DeleteFunc: func(obj any) {
+			if w, ok := unwrap[*v1alpha1.ClusterBudgetWindow](obj); ok {
+				c.windows.deleteWindow(windowRef{Name: w.Name})
+			}
+		},
+	}
+}
+
+// onWindow gives budgetWindows a window; the budget it names is fed again.
+func (c *Controller) onWindow(obj any) {
+	switch w := obj.(type) {
+	case *v1alpha1.BudgetWindow:
+		c.windows.setWindow(windowRef{Namespace: w.Namespace, Name: w.Name}, w.Spec)
+	case *v1alpha1.ClusterBudgetWindow:
+		c.windows.setWindow(windowRef{Name: w.Name}, w.Spec)
 	}
 }
 

@@ -40,6 +40,8 @@ type statusWriter struct {
 	// tallies say when a budget's Admitted event is due; announce writes the events.
 	tallies  *admittedTallies
 	announce func(ctx context.Context)
+	// windows says which windows of a budget are open and when they next change.
+	windows *budgetWindows
 	// kick wakes run; it holds at most one signal.
 	kick chan struct{}
 }
@@ -47,7 +49,7 @@ type statusWriter struct {
 // newStatusWriter returns the status writer of c, once c has its clients and recorder.
 func (c *Controller) newStatusWriter() *statusWriter {
 	return &statusWriter{core: c.core, metrics: c.metrics, reader: c.reader, client: c.client,
-		recorder: c.recorder, clock: c.opts.Clock, tallies: c.tallies,
+		recorder: c.recorder, clock: c.opts.Clock, tallies: c.tallies, windows: c.windows,
 		announce: func(ctx context.Context) {
 			c.announceWaiting()
 			c.announceAdmitted(ctx)
@@ -118,6 +120,7 @@ func (w *statusWriter) write(ctx context.Context, key quota.BudgetKey) error {
 	before := obj.DeepCopyObject().(client.Object)
 	oldState := status.State
 	applyStatus(status, st, key.Namespace, obj.GetGeneration(), metav1.NewTime(w.clock.Now()))
+	status.ActiveWindows, status.NextWindowChange = w.windows.budgetStatus(key)
 	if equality.Semantic.DeepEqual(before, obj) {
 		return nil
 	}

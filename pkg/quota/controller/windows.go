@@ -1,0 +1,419 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/pkg/quota"
+	"github.com/quotagate/quotagate/pkg/quota/window"
+)
+
+// +kubebuilder:rbac:groups=quotagate.io,resources=budgetwindows;clusterbudgetwindows,verbs=get;list;watch
+// +kubebuilder:rbac:groups=quotagate.io,resources=budgetwindows/status;clusterbudgetwindows/status,verbs=get;patch;update
+
+// windowRef names a window: a BudgetWindow (Namespace set) or a ClusterBudgetWindow.
+type windowRef struct {
+	Namespace, Name string
+}
+
+func (r windowRef) isCluster() bool { return r.Namespace == "" }
+
+// budgetWindows feeds the core each budget's effective spec: the written spec with what
+// its open windows set (package window computes it), in place of the written one. It
+// keeps the budgets as the informer gave them and their windows, arms a timer for the
+// next edge of any window (run, on every replica, so that a new leader's core is
+// current), and, on the leader, writes the windows' status and the WindowStarted and
+// WindowEnded events on their budgets (runStatus). The Budget object is never written
+// but for its status: the one in git does not drift.
+type budgetWindows struct {
+	core  *quota.AdmissionQueue
+	clock clock.Clock
+	wake  func() // wakes the admission loop after the core got a new spec
+
+	// Set by SetupWithManager; nil in unit tests, where runStatus does not run.
+	client   client.Client
+	reader   client.Reader
+	recorder recorder.EventRecorder
+
+	// mu guards the fields below. Lock order: mu, then the core's lock: the core is fed
+	// under mu, so that of two changes the later always reaches the core last.
+	mu sync.Mutex
+	// written is each budget as the informer gave it (*v1alpha1.Budget or
+	// *v1alpha1.ClusterBudget).
+	written map[quota.BudgetKey]client.Object
+	// windows are the windows of each budget, by window name.
+	windows map[quota.BudgetKey]map[string]window.Window
+	// budgetOf is the budget each window names.
+	budgetOf map[windowRef]quota.BudgetKey
+	// results is the last evaluation fed to the core, by budget.
+	results map[quota.BudgetKey]window.Result
+	// dirty are the windows whose status is to be written.
+	dirty map[windowRef]struct{}
+
+	// edge wakes run (a budget's next change moved); kick wakes runStatus.
+	edge, kick chan struct{}
+}
+
+func newBudgetWindows(core *quota.AdmissionQueue, clk clock.Clock, wake func()) *budgetWindows {
+	return &budgetWindows{core: core, clock: clk, wake: wake,
+		written:  map[quota.BudgetKey]client.Object{},
+		windows:  map[quota.BudgetKey]map[string]window.Window{},
+		budgetOf: map[windowRef]quota.BudgetKey{},
+		results:  map[quota.BudgetKey]window.Result{},
+		dirty:    map[windowRef]struct{}{},
+		edge:     make(chan struct{}, 1), kick: make(chan struct{}, 1)}
+}
+
+func budgetKeyOf(ref windowRef, budgetName string) quota.BudgetKey {
+	return quota.BudgetKey{Namespace: ref.Namespace, Name: budgetName}
+}
+
+// setBudget takes a Budget or ClusterBudget from the informer and feeds the core its
+// effective spec.
+func (w *budgetWindows) setBudget(obj client.Object) {
+	key := quota.BudgetKey{Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, known := w.written[key]
+	w.written[key] = obj
+	w.feed(key, w.clock.Now())
+	if !known {
+		w.markWindows(key) // BudgetNotFound no longer
+	}
+}
+
+// forgetBudget drops a deleted budget, from the core too.
+func (w *budgetWindows) forgetBudget(key quota.BudgetKey) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.written, key)
+	delete(w.results, key)
+	w.core.DeleteBudget(key)
+	w.markWindows(key)
+}
+
+// setWindow takes a BudgetWindow or ClusterBudgetWindow from the informer.
+func (w *budgetWindows) setWindow(ref windowRef, spec v1alpha1.BudgetWindowSpec) {
+	key := budgetKeyOf(ref, spec.BudgetName)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	now := w.clock.Now()
+	if old, ok := w.budgetOf[ref]; ok && old != key {
+		w.remove(ref, old)
+		w.feed(old, now)
+	}
+	w.budgetOf[ref] = key
+	if w.windows[key] == nil {
+		w.windows[key] = map[string]window.Window{}
+	}
+	w.windows[key][ref.Name] = window.Window{Name: ref.Name, Spec: *spec.DeepCopy()}
+	w.markDirty(ref)
+	w.feed(key, now)
+}
+
+// deleteWindow drops a window: its budget is fed as its other windows make it, or as
+// written when it has none open.
+func (w *budgetWindows) deleteWindow(ref windowRef) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	key, ok := w.budgetOf[ref]
+	if !ok {
+		return
+	}
+	w.remove(ref, key)
+	w.feed(key, w.clock.Now())
+}
+
+func (w *budgetWindows) remove(ref windowRef, key quota.BudgetKey) {
+	delete(w.budgetOf, ref)
+	delete(w.windows[key], ref.Name)
+	if len(w.windows[key]) == 0 {
+		delete(w.windows, key)
+	}
+	delete(w.dirty, ref)
+}
+
+// feed evaluates the windows of key at now and gives the core the effective spec. A
+// budget the informer has not delivered (or deleted) is not fed. Called with mu held.
+func (w *budgetWindows) feed(key quota.BudgetKey, now time.Time) {
+	obj, ok := w.written[key]
+	if !ok {
+		return
+	}
+	var list []window.Window
+	for _, win := range w.windows[key] {
+		list = append(list, win)
+	}
+	var spec quota.Budget
+	var res window.Result
+	switch b := obj.(type) {
+	case *v1alpha1.Budget:
+		res = window.Evaluate(b.Spec, list, now)
+		eff := *b
+		eff.Spec = res.Spec
+		spec = quota.BudgetFromAPI(&eff)
+	case *v1alpha1.ClusterBudget:
+		res = window.Evaluate(b.Spec.BudgetSpec, list, now)
+		eff := *b
+		eff.Spec.BudgetSpec = res.Spec
+		spec = quota.ClusterBudgetFromAPI(&eff)
+	default:
+		return
+	}
+	prev, had := w.results[key]
+	w.results[key] = res
+	w.core.UpsertBudget(spec) // marks the budget's status to be written
+	if !had || !prev.Next.Equal(res.Next) {
+		signal(w.edge)
+	}
+	if !had || !slices.Equal(prev.Open, res.Open) || !prev.Next.Equal(res.Next) {
+		w.markWindows(key)
+	}
+	if w.wake != nil {
+		w.wake()
+	}
+}
+
+// markWindows marks every window of key for a status write. Called with mu held.
+func (w *budgetWindows) markWindows(key quota.BudgetKey) {
+	for name := range w.windows[key] {
+		w.markDirty(windowRef{Namespace: key.Namespace, Name: name})
+	}
+}
+
+func (w *budgetWindows) markDirty(ref windowRef) {
+	w.dirty[ref] = struct{}{}
+	signal(w.kick)
+}
+
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// budgetStatus is what the Budget's status shows of its windows: the open ones, the
+// winner first, and the next change (nil when none is due).
+func (w *budgetWindows) budgetStatus(key quota.BudgetKey) ([]string, *metav1.Time) {
+	if w == nil {
+		return nil, nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	res, ok := w.results[key]
+	if !ok {
+		return nil, nil
+	}
+	var next *metav1.Time
+	if !res.Next.IsZero() {
+		t := metav1.NewTime(res.Next)
+		next = &t
+	}
+	return slices.Clone(res.Open), next
+}
+
+// nextEdge is the earliest next change of any budget, and whether there is one.
+func (w *budgetWindows) nextEdge() (time.Time, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var next time.Time
+	for _, res := range w.results {
+		if !res.Next.IsZero() && (next.IsZero() || res.Next.Before(next)) {
+			next = res.Next
+		}
+	}
+	return next, !next.IsZero()
+}
+
+// due feeds every budget whose next change is at or before now.
+func (w *budgetWindows) due(now time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for key, res := range w.results {
+		if !res.Next.IsZero() && !res.Next.After(now) {
+			w.feed(key, now)
+		}
+	}
+}
+
+// Start runs the edge timer until ctx ends (manager.Runnable). Every replica runs it.
+func (w *budgetWindows) Start(ctx context.Context) error {
+	timer := w.clock.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		w.due(w.clock.Now())
+		wait := time.Hour
+		if t, ok := w.nextEdge(); ok {
+			wait = max(t.Sub(w.clock.Now()), time.Millisecond)
+		}
+		resetTimer(timer, wait)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-w.edge:
+		case <-timer.C():
+		}
+	}
+}
+
+// NeedLeaderElection is false: every replica keeps its core current.
+func (w *budgetWindows) NeedLeaderElection() bool { return false }
+
+// runStatus writes the windows' status, and the events of their starts and ends, until
+// ctx ends. The leader runs it. A write that fails is tried again after
+// statusRetryInterval.
+func (w *budgetWindows) runStatus(ctx context.Context) {
+	logger := log.FromContext(ctx)
+	for {
+		w.mu.Lock()
+		refs := make([]windowRef, 0, len(w.dirty))
+		for ref := range w.dirty {
+			refs = append(refs, ref)
+		}
+		clear(w.dirty)
+		w.mu.Unlock()
+		var retry <-chan time.Time
+		for _, ref := range refs {
+			if err := w.writeStatus(ctx, ref); err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				logger.Error(err, "Writing window status failed; will retry", "window", ref.Namespace+"/"+ref.Name)
+				w.mu.Lock()
+				w.dirty[ref] = struct{}{}
+				w.mu.Unlock()
+				retry = w.clock.After(statusRetryInterval)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.kick:
+		case <-retry:
+		}
+	}
+}
+
+// windowView is what writeStatus needs of a window, read under mu.
+type windowView struct {
+	known   bool // the window is still there
+	state   window.State
+	budget  client.Object // nil when the budget does not exist
+	key     quota.BudgetKey
+	problem *window.Problem
+}
+
+func (w *budgetWindows) view(ref windowRef) windowView {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	key, ok := w.budgetOf[ref]
+	if !ok {
+		return windowView{}
+	}
+	v := windowView{known: true, key: key, budget: w.written[key]}
+	if res, ok := w.results[key]; ok {
+		v.state = res.States[ref.Name]
+	} else {
+		v.state = window.StateAt(w.windows[key][ref.Name].Spec, w.clock.Now())
+	}
+	v.problem = v.state.Problem
+	if v.problem == nil && v.budget == nil {
+		kind := "Budget " + key.Name + " in namespace " + key.Namespace
+		if ref.isCluster() {
+			kind = "ClusterBudget " + key.Name
+		}
+		v.problem = &window.Problem{Reason: v1alpha1.ReasonBudgetNotFound,
+			Message: kind + " does not exist: the window changes nothing until it is created"}
+	}
+	return v
+}
+
+// writeStatus writes one window's status, with an event on its budget when it opened
+// or closed since the status last written, and a Warning on the window when it
+// becomes not Ready.
+func (w *budgetWindows) writeStatus(ctx context.Context, ref windowRef) error {
+	v := w.view(ref)
+	if !v.known {
+		return nil
+	}
+	var obj client.Object
+	var status *v1alpha1.BudgetWindowStatus
+	if ref.isCluster() {
+		cw := &v1alpha1.ClusterBudgetWindow{}
+		obj, status = cw, &cw.Status
+	} else {
+		bw := &v1alpha1.BudgetWindow{}
+		obj, status = bw, &bw.Status
+	}
+	if err := w.reader.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, obj); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	before := obj.DeepCopyObject().(client.Object)
+	wasOpen := status.Open
+	wasReady := apimeta.IsStatusConditionTrue(status.Conditions, v1alpha1.ConditionReady) ||
+		apimeta.FindStatusCondition(status.Conditions, v1alpha1.ConditionReady) == nil
+	ready := metav1.Condition{Type: v1alpha1.ConditionReady, ObservedGeneration: obj.GetGeneration(),
+		LastTransitionTime: metav1.NewTime(w.clock.Now())}
+	status.ObservedGeneration = obj.GetGeneration()
+	if v.problem != nil {
+		status.Open, status.NextChange = false, nil
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, v.problem.Reason, v.problem.Message
+	} else {
+		status.Open = v.state.Open
+		status.NextChange = nil
+		if !v.state.Next.IsZero() {
+			t := metav1.NewTime(v.state.Next)
+			status.NextChange = &t
+		}
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionTrue, v1alpha1.ReasonScheduled, scheduledMessage(v.state)
+	}
+	apimeta.SetStatusCondition(&status.Conditions, ready)
+	if !equality.Semantic.DeepEqual(before, obj) {
+		if err := w.client.Status().Patch(ctx, obj, client.MergeFrom(before)); err != nil {
+			return fmt.Errorf("patching status of window %s/%s: %w", ref.Namespace, ref.Name, err)
+		}
+	}
+	if v.problem != nil && wasReady {
+		w.recorder.Eventf(obj, nil, corev1.EventTypeWarning, v.problem.Reason, "Validate", "%s", v.problem.Message)
+	}
+	if v.budget != nil && wasOpen != status.Open {
+		reason, verb := v1alpha1.EventWindowEnded, "ended"
+		if status.Open {
+			reason, verb = v1alpha1.EventWindowStarted, "started"
+		}
+		w.recorder.Eventf(v.budget, obj, corev1.EventTypeNormal, reason, "Window", "Window %s %s; next change %s", ref.Name, verb, nextText(v.state.Next))
+	}
+	return nil
+}
+
+func scheduledMessage(st window.State) string {
+	switch {
+	case st.Open:
+		return "Open until " + nextText(st.Next)
+	case st.Next.IsZero():
+		return "Will not open again"
+	default:
+		return "Opens at " + nextText(st.Next)
+	}
+}
+
+func nextText(t time.Time) string {
+	if t.IsZero() {
+		return "none"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
