@@ -103,6 +103,7 @@ func journey(t *testing.T, opts localinstall.Options) {
 		{"the admission step gates every new pod", testGatedOnCreation},
 		{"a user cannot remove the gate", testGuard},
 		{"a tenant sees the queue with their own credentials", testTenantSeesQueue},
+		{"a tenant reads windows but cannot open one", testTenantCannotOpenWindows},
 		{"the burst drains within the budget, by priority", testDrain},
 		{"the manager's metrics", testMetrics},
 		{flavorsStep, testFlavors},
