@@ -7,15 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
-
-	"github.com/quotagate/quotagate/internal/testbed"
-	"github.com/quotagate/quotagate/test/localcluster"
 )
 
 // The Flavor CRD and the budgets' spec.flavors, spec.flavorFungibility and
@@ -44,17 +39,7 @@ func flavorsSpec(list string) string {
 }
 
 func TestFlavorValidationOnRealAPIServer(t *testing.T) {
-	cluster := localcluster.StartForTest(t, localcluster.Options{Nodes: 1})
-	cfg := cluster.Config()
-	if err := testbed.InstallCRDs(cfg, repoRoot()); err != nil {
-		t.Fatal(err)
-	}
-	dyn := dynamic.NewForConfigOrDie(cfg)
-	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": testNamespace}}}
-	if _, err := dyn.Resource(corev1.SchemeGroupVersion.WithResource("namespaces")).Create(t.Context(), ns, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	api := &apiClient{dyn: dyn}
+	api, cfg := startAPIServer(t)
 
 	bad := map[string]struct {
 		obj  *unstructured.Unstructured

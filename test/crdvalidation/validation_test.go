@@ -15,6 +15,7 @@ import (
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
@@ -132,17 +133,7 @@ var goodSelectors = []string{
 }
 
 func TestCRDValidationOnRealAPIServer(t *testing.T) {
-	cluster := localcluster.StartForTest(t, localcluster.Options{Nodes: 1})
-	cfg := cluster.Config()
-	if err := testbed.InstallCRDs(cfg, repoRoot()); err != nil {
-		t.Fatal(err)
-	}
-	dyn := dynamic.NewForConfigOrDie(cfg)
-	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": testNamespace}}}
-	if _, err := dyn.Resource(corev1.SchemeGroupVersion.WithResource("namespaces")).Create(t.Context(), ns, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	api := &apiClient{dyn: dyn}
+	api, _ := startAPIServer(t)
 
 	type refused struct {
 		name string
@@ -347,6 +338,24 @@ func TestManagerAgreesWithCRD(t *testing.T) {
 }
 
 var resourceOne = resource.MustParse("1")
+
+// startAPIServer starts a local kube-apiserver with quotagate's CRDs and the namespace
+// testNamespace, and returns a client for the objects under test and its config.
+func startAPIServer(t *testing.T) (*apiClient, *rest.Config) {
+	t.Helper()
+	cluster := localcluster.StartForTest(t, localcluster.Options{Nodes: 1})
+	cfg := cluster.Config()
+	if err := testbed.InstallCRDs(cfg, repoRoot()); err != nil {
+		t.Fatal(err)
+	}
+	dyn := dynamic.NewForConfigOrDie(cfg)
+	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": testNamespace}}}
+	if _, err := dyn.Resource(corev1.SchemeGroupVersion.WithResource("namespaces")).Create(t.Context(), ns, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	api := &apiClient{dyn: dyn}
+	return api, cfg
+}
 
 type apiClient struct{ dyn dynamic.Interface }
 

@@ -4,31 +4,14 @@ import (
 	"fmt"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/dynamic"
-
-	"github.com/quotagate/quotagate/internal/testbed"
-	"github.com/quotagate/quotagate/test/localcluster"
 )
 
 // TestWindowValidation: BudgetWindow and ClusterBudgetWindow on a real kube-apiserver:
 // each bad spec is refused with the message docs/validation.md shows ("Windows"), the
 // good ones are accepted.
 func TestWindowValidation(t *testing.T) {
-	cluster := localcluster.StartForTest(t, localcluster.Options{Nodes: 1})
-	cfg := cluster.Config()
-	if err := testbed.InstallCRDs(cfg, repoRoot()); err != nil {
-		t.Fatal(err)
-	}
-	dyn := dynamic.NewForConfigOrDie(cfg)
-	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": testNamespace}}}
-	if _, err := dyn.Resource(corev1.SchemeGroupVersion.WithResource("namespaces")).Create(t.Context(), ns, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	api := &apiClient{dyn: dyn}
+	api, _ := startAPIServer(t)
 
 	const abs = `budgetName: b, start: "2026-12-07T08:00:00+01:00", end: "2026-12-12T00:00:00+01:00"`
 	const sched = `budgetName: b, schedule: "0 22 * * *", duration: 8h`
