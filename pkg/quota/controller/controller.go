@@ -327,9 +327,13 @@ func resetTimer(timer clock.Timer, d time.Duration) {
 }
 
 // wake asks the admission loop for another round.
-func (c *Controller) wake() {
+func (c *Controller) wake() { signal(c.kick) }
+
+// signal wakes the loop that waits on ch, a channel of capacity 1, without waiting: a
+// wake-up already pending covers this one.
+func signal(ch chan struct{}) {
 	select {
-	case c.kick <- struct{}{}:
+	case ch <- struct{}{}:
 	default:
 	}
 }

@@ -43,10 +43,7 @@ func (n *flavorNesting) changed() {
 	if n == nil {
 		return // a controller that was never set up with a manager (unit tests)
 	}
-	select {
-	case n.kick <- struct{}{}:
-	default:
-	}
+	signal(n.kick)
 }
 
 // run writes the conditions once, then after each change, until ctx ends. A write that

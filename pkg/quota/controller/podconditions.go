@@ -153,12 +153,7 @@ func (w *podConditions) carries(uid types.UID) bool {
 	return ok && (pc.onPod != nil || pc.want != nil)
 }
 
-func (w *podConditions) signal() {
-	select {
-	case w.kick <- struct{}{}:
-	default:
-	}
-}
+func (w *podConditions) signal() { signal(w.kick) }
 
 // run writes conditions until ctx ends (the leader only).
 func (w *podConditions) run(ctx context.Context) {

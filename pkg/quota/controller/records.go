@@ -84,12 +84,7 @@ func (w *recordWriter) run(ctx context.Context) {
 }
 
 // signal wakes run.
-func (w *recordWriter) signal() {
-	select {
-	case w.kick <- struct{}{}:
-	default:
-	}
-}
+func (w *recordWriter) signal() { signal(w.kick) }
 
 // write writes one pod's charge labels. The patch names the pod's UID, which the API
 // server refuses to change: it never lands on another pod of the same name. A pod gone

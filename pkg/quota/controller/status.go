@@ -58,12 +58,7 @@ func (c *Controller) newStatusWriter() *statusWriter {
 }
 
 // signal wakes run.
-func (w *statusWriter) signal() {
-	select {
-	case w.kick <- struct{}{}:
-	default:
-	}
-}
+func (w *statusWriter) signal() { signal(w.kick) }
 
 // run writes statuses and events until ctx ends.
 func (w *statusWriter) run(ctx context.Context) {
