@@ -113,8 +113,7 @@ func (c *Controller) forgetBudget(key quota.BudgetKey) {
 
 func (c *Controller) onBudget(obj any) {
 	if b, ok := obj.(*v1alpha1.Budget); ok {
-		c.windows.setBudget(b) // its effective spec, with its open windows
-		c.wake()
+		c.windows.setBudget(b) // its effective spec, with its open windows; wakes the loop
 	}
 }
 
@@ -135,7 +134,6 @@ func (c *Controller) clusterBudgetHandler() toolscache.ResourceEventHandler {
 func (c *Controller) onClusterBudget(obj any) {
 	if b, ok := obj.(*v1alpha1.ClusterBudget); ok {
 		c.windows.setBudget(b)
-		c.wake()
 	}
 }
 
