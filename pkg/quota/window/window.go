@@ -67,7 +67,12 @@ func StateAt(w v1alpha1.BudgetWindowSpec, now time.Time) State {
 		return State{Problem: &Problem{Reason: v1alpha1.ReasonScheduleNeverFires,
 			Message: fmt.Sprintf("schedule %q fires at no instant in the next %d years", w.Schedule, int(neverHorizon/(365*24*time.Hour)))}}
 	}
-	d := w.Duration.Duration
+	return scheduleState(sched, w.Duration.Duration, now)
+}
+
+// scheduleState is where a repeating window of duration d, opened by each firing of
+// sched, stands at now.
+func scheduleState(sched *cron.SpecSchedule, d time.Duration, now time.Time) State {
 	// The firing that may hold the window open now is the first after now-d: one at or
 	// before now-d closed by now.
 	f := sched.Next(now.Add(-d))
