@@ -41,6 +41,18 @@ const (
 	// positive, is ignored with a reason.
 	ExpectedDurationAnnotation = "quotagate.io/expected-duration"
 
+	// NotBeforeAnnotation holds a gated pod until an instant (RFC 3339, with its
+	// offset): it waits behind the gate, uncharged, and is then admitted in its usual
+	// order. StartScheduleAnnotation, StartDurationAnnotation and
+	// StartTimeZoneAnnotation let it start only inside the windows of a schedule: a
+	// cron expression of five fields, how long each window is open (Go's duration
+	// syntax), and the IANA zone the schedule is read in (UTC when absent). A value that
+	// does not parse holds the pod with a reason (docs/start-control.md).
+	NotBeforeAnnotation     = "quotagate.io/not-before"
+	StartScheduleAnnotation = "quotagate.io/start-schedule"
+	StartDurationAnnotation = "quotagate.io/start-duration"
+	StartTimeZoneAnnotation = "quotagate.io/start-time-zone"
+
 	// ChargedFinalizer pins a ResourceClaim that an admitted pod is charged for: the
 	// manager adds it, fenced on the claim's UID, before it removes the pod's gate, and
 	// removes it once no pod that may run with the claim uses it. While it is there, a
@@ -87,14 +99,18 @@ var ManagerWritten = []Key{
 
 // UserWritten are the quotagate.io/ names that users write and the manager reads: the
 // gate (the admission step adds it, and anyone may), the opt-in label (an
-// administrator's, on namespaces), a group's label and size, and a pod's declared
-// duration.
+// administrator's, on namespaces), a group's label and size, a pod's declared
+// duration, and when it may start.
 var UserWritten = []Key{
 	{SchedulingGate, KeyGate},
 	{EnabledLabel, KeyLabel},
 	{GroupLabel, KeyLabel},
 	{GroupSizeAnnotation, KeyAnnotation},
 	{ExpectedDurationAnnotation, KeyAnnotation},
+	{NotBeforeAnnotation, KeyAnnotation},
+	{StartScheduleAnnotation, KeyAnnotation},
+	{StartDurationAnnotation, KeyAnnotation},
+	{StartTimeZoneAnnotation, KeyAnnotation},
 }
 
 // ManagerWrittenNames returns the names of ManagerWritten of kind k, in its order.
