@@ -12,14 +12,15 @@ import (
 )
 
 // featureFiles are the files of the parts a budget with no parent, no flavors and no
-// group, where nothing is preempted, has no use for (pkg/quota/doc.go): the family part
-// (borrowing, lending, fair sharing, lend holds), the preemption part, the groups and
-// the flavors.
+// group, where nothing is preempted and no pod has a start rule, has no use for
+// (pkg/quota/doc.go): the family part (borrowing, lending, fair sharing, lend holds), the
+// preemption part, the groups, the flavors and start control.
 var featureFiles = []string{
 	"families.go", "borrowing.go", "fairshare.go", "hold.go", "lendclaims.go",
 	"preemptions.go", "preempt.go", "preemptcooldown.go", "victims.go", "victimorder.go", "reclaimfloor.go", "blocked.go",
 	"groups.go", "groups_settle.go",
 	"flavors.go", "flavor_choice.go", "flavor_api.go", "flavor.go",
+	"starts.go",
 }
 
 // Every file featureFiles names is one of the core's: a file renamed or split fails

@@ -12,6 +12,7 @@ import (
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
 	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
+	"github.com/quotagate/quotagate/pkg/quota/window"
 )
 
 // BudgetKey identifies a Budget (Namespace set) or a ClusterBudget (Namespace "").
@@ -90,6 +91,8 @@ type Budget struct {
 	Strategy v1alpha1.QueueingStrategy
 	// State is the desired state; "" means Open.
 	State v1alpha1.BudgetState
+	// Start is spec.start: when the gated pods it covers may start (nil for always).
+	Start *window.Start
 	// SpecError is a problem found while building the Budget: a selector that does not
 	// parse (a *SelectorError). An invalid budget admits nothing (fail closed: no pod
 	// escapes the quota because of a typo); the error shows in its status.
@@ -103,7 +106,7 @@ func BudgetFromAPI(b *v1alpha1.Budget) Budget {
 	out := fromSpec(BudgetKey{Namespace: b.Namespace, Name: b.Name}, &b.Spec)
 	var err error
 	out.PodSelector, err = parseSelector("podSelector", b.Spec.PodSelector, "every pod of its namespace", "the pods of its namespace matching %q")
-	out.SpecError = err
+	out.SpecError = joinSpecErrors(err, out.SpecError)
 	return out
 }
 
@@ -115,14 +118,7 @@ func ClusterBudgetFromAPI(b *v1alpha1.ClusterBudget) Budget {
 	podSel, podErr := parseSelector("podSelector", b.Spec.PodSelector, "every pod of the namespaces it selects", "the pods matching %q in the namespaces it selects")
 	nsSel, nsErr := parseSelector("namespaceSelector", b.Spec.NamespaceSelector, "every namespace", "the namespaces matching %q")
 	out.PodSelector, out.NamespaceSelector = podSel, nsSel
-	switch {
-	case podErr != nil && nsErr != nil:
-		out.SpecError = fmt.Errorf("%w; %w", podErr, nsErr)
-	case podErr != nil:
-		out.SpecError = podErr
-	case nsErr != nil:
-		out.SpecError = nsErr
-	}
+	out.SpecError = joinSpecErrors(joinSpecErrors(podErr, nsErr), out.SpecError)
 	return out
 }
 
@@ -144,6 +140,13 @@ func fromSpec(key BudgetKey, s *v1alpha1.BudgetSpec) Budget {
 	}
 	if s.FairSharing != nil {
 		out.Weight = s.FairSharing.Weight
+	}
+	if s.Start != nil {
+		start, problem := window.StartFromAPI(s.Start)
+		if problem != nil {
+			out.SpecError = fmt.Errorf("spec.start: %s", problem.Message)
+		}
+		out.Start = start
 	}
 	if len(s.Flavors) > 0 { // a budget without flavors does not enter their files
 		out.Flavors = flavorQuotas(s.Flavors)
@@ -343,4 +346,15 @@ func ledgersWait(budgets []*budget, add demand) (waitInfo, bool) {
 		}
 	}
 	return waitInfo{}, false
+}
+
+// joinSpecErrors is a and b as one SpecError ("a; b"), or the one that is not nil.
+func joinSpecErrors(a, b error) error {
+	switch {
+	case a != nil && b != nil:
+		return fmt.Errorf("%w; %w", a, b)
+	case a != nil:
+		return a
+	}
+	return b
 }

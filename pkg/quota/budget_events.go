@@ -28,11 +28,14 @@ func (q *AdmissionQueue) UpsertBudget(spec Budget) {
 	if b == nil {
 		b = q.topology.add(spec)
 	} else {
-		oldStrict := b.strict()
+		oldStrict, oldStart := b.strict(), b.spec.Start
 		topology, hardChanged, resolve = q.topology.setSpec(b, spec)
 		if oldStrict != b.strict() {
 			q.agenda.wakeAll(b)
 		}
+		// A new start rule holds or lets go its gated pods (placer.startPark), as a
+		// new hard may.
+		hardChanged = hardChanged || !oldStart.Equal(spec.Start)
 	}
 	q.agenda.markStatus(b)
 	if resolve {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
 	"github.com/quotagate/quotagate/internal/testbed/podtest"
+	"github.com/quotagate/quotagate/pkg/quota/window"
 )
 
 // t0 is the fake clock's start; pods are created at t0 plus their creation offset.
@@ -31,6 +32,7 @@ func (b *podBuilder) Created(s int) *podBuilder           { b.b.Created(s); retu
 func (b *podBuilder) Req(spec string) *podBuilder         { b.b.Req(spec); return b }
 func (b *podBuilder) Lim(spec string) *podBuilder         { b.b.Lim(spec); return b }
 func (b *podBuilder) Label(k, v string) *podBuilder       { b.b.Label(k, v); return b }
+func (b *podBuilder) Annotation(k, v string) *podBuilder  { b.b.Annotation(k, v); return b }
 func (b *podBuilder) Group(g string, n int) *podBuilder   { b.b.Group(g, n); return b }
 func (b *podBuilder) Ungated() *podBuilder                { b.b.Ungated(); return b }
 func (b *podBuilder) AdmittedBy(v string) *podBuilder     { b.b.AdmittedBy(v); return b }
@@ -76,7 +78,8 @@ func (b *budgetBuilder) PreemptLowerPriority() *budgetBuilder {
 	b.b.WithinBudget = v1alpha1.WithinBudgetLowerPriority
 	return b
 }
-func (b *budgetBuilder) Closed() *budgetBuilder { b.b.State = v1alpha1.StateClosed; return b }
+func (b *budgetBuilder) Start(s *window.Start) *budgetBuilder { b.b.Start = s; return b }
+func (b *budgetBuilder) Closed() *budgetBuilder               { b.b.State = v1alpha1.StateClosed; return b }
 func (b *budgetBuilder) Selector(k, v string) *budgetBuilder {
 	b.b.PodSelector = labels.SelectorFromSet(labels.Set{k: v})
 	return b

@@ -83,10 +83,13 @@
 //     the family part holds freed quota.
 //   - pods (podIndex, podstate.go): every pod the core knows, by UID and namespace; a
 //     pod's record (podState) says itself when it was forgotten.
-//   - placer (placer.go, groups_settle.go): where each pod waits. A pod event (add,
-//     update, forget), a namespace's labels or a budget's coverage come here; a gated
-//     pod is queued in every budget that covers it, parked with why, held, or admitted
-//     at once when no quota decision is needed; a group's members are placed together.
+//   - placer (placer.go, groups_settle.go, starts.go): where each pod waits. A pod
+//     event (add, update, forget), a namespace's labels or a budget's coverage come
+//     here; a gated pod is queued in every budget that covers it, parked with why, held,
+//     or admitted at once when no quota decision is needed; a group's members are placed
+//     together. Its start side (starts.go) parks a pod that its own start rule or a
+//     covering budget's does not let start yet (CodeStartLater), keeps for each such pod
+//     when its rules next change, and places it again then (the admitter's timers).
 //   - admitter (admit.go, attempts.go, timers.go): the decisions. Admit evaluates the
 //     dirty budgets' heads in order: a unit (a pod or a group) is blocked, waits for
 //     capacity (asking the family part, and the preemption part when it does not fit),
@@ -162,6 +165,8 @@
 //     (flavor_choice.go).
 //   - a new status field: BudgetStatus and Reads.Status (status.go), then the
 //     controller's applyStatus and the API's BudgetStatus.
+//   - a new rule for when a pod may start: parseStart and placer.startWait
+//     (starts.go); the rule itself is window.Start (package window).
 //   - a new reason a pod waits: a ReasonCode and its sentence in Reads.waitReason
 //     (reasons.go), set where the decision is taken.
 package quota

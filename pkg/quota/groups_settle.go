@@ -77,6 +77,9 @@ func (pl *placer) settleMember(p *podState) { pl.settleChange(p.group, p) }
 // gated member is re-placed (settleGroup).
 func (pl *placer) settleChange(g *group, p *podState) {
 	g.sync(p)
+	if p.group == g && p.phase == phaseWaiting {
+		pl.startPark(p)
+	}
 	if !pl.keepPlacement(g) {
 		pl.settleGroup(g)
 		return
@@ -144,6 +147,7 @@ func (pl *placer) settleGroup(g *group) {
 
 	var ready []*podState
 	for _, m := range waiting {
+		pl.startPark(m)
 		if !m.inBackoff {
 			ready = append(ready, m)
 		}
@@ -194,6 +198,11 @@ func (pl *placer) groupPark(g *group) *waitInfo {
 	}
 	if !g.started() && g.waiting.Len() < g.size {
 		return &waitInfo{code: CodeGroupIncomplete, have: len(g.members), want: g.size}
+	}
+	if len(pl.starts) > 0 {
+		if w := pl.memberStartWait(g); w != nil {
+			return w
+		}
 	}
 	if pl.opts.holdUncovered && g.covered < g.waiting.Len() {
 		w := &waitInfo{code: CodeUncovered}

@@ -3,10 +3,12 @@ package quota
 import (
 	"maps"
 	"slices"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/pkg/quota/internal/heap"
 )
 
 // placer is the part that keeps every pod the core knows in its place: a gated pod
@@ -29,10 +31,16 @@ type placer struct {
 	// records are the running pods whose charge labels are not written on them yet
 	// (TakeRecords).
 	records records
+	// starts are the waiting pods with start rules, their own or their budgets' (a
+	// pod's verdict and its next change), and startDue those with a next change, the
+	// first first (starts.go).
+	starts   map[*podState]*startTimer
+	startDue heap.Heap[*startTimer]
 }
 
 func newPlacer(o *options, t *topology, ag *agenda, c *charges, f *families, pr *preemptions, pods *podIndex, a *admitter) *placer {
-	pl := &placer{opts: o, topology: t, agenda: ag, charges: c, families: f, preemptions: pr, groups: groupIndex{}, pods: pods, admit: a, records: records{}}
+	pl := &placer{opts: o, topology: t, agenda: ag, charges: c, families: f, preemptions: pr, groups: groupIndex{}, pods: pods, admit: a, records: records{},
+		starts: map[*podState]*startTimer{}, startDue: heap.New(newStartHeapLess, func(t *startTimer) *int { return &t.index })}
 	a.placeWith(pl)
 	return pl
 }
@@ -75,7 +83,8 @@ func (pl *placer) updatePod(p *podState, pod Pod) {
 	}
 
 	if p.phase == phaseWaiting {
-		if pod.Gated && sameGroup && sameLabels && sameUsage && slices.Equal(old.Unset, pod.Unset) && old.Priority == pod.Priority && old.Created.Equal(pod.Created) && maps.Equal(old.NodeSelector, pod.NodeSelector) {
+		if pod.Gated && sameGroup && sameLabels && sameUsage && slices.Equal(old.Unset, pod.Unset) && old.Priority == pod.Priority && old.Created.Equal(pod.Created) && maps.Equal(old.NodeSelector, pod.NodeSelector) &&
+			old.Start.Equal(pod.Start) && old.StartError == pod.StartError {
 			p.pod = pod
 			return
 		}
@@ -105,8 +114,15 @@ func (pl *placer) updatePod(p *podState, pod Pod) {
 	// the attempts failed changes nothing: Done, a retry or a newer view settles it.
 	p.setPod(pod)
 	if _, unrecorded := pl.records[p.pod.UID]; unrecorded {
-		if _, ok := p.pod.admittedLabels(); ok {
+		if l, ok := p.pod.admittedLabels(); ok {
 			delete(pl.records, p.pod.UID) // written: nothing left to record
+			if !maps.Equal(l, p.chargeLabels) {
+				// Written by a manager that saw the pod before this one's first
+				// (stale) view of it, which showed labels the tenant set since: the
+				// record decides what covers the pod, as it would have at a restart.
+				p.chargeLabels = l
+				pl.charges.coverAdmitted(p, pl.topology.coverage(p.chargeView()))
+			}
 		}
 	}
 	if !pod.Gated && p.phase == phaseAssumed {
@@ -173,6 +189,9 @@ func (pl *placer) forget(p *podState) {
 	}
 	p.pinned, p.chargeLabels = nil, nil
 	delete(pl.records, p.pod.UID)
+	if len(pl.starts) > 0 {
+		pl.dropStart(p)
+	}
 	p.forgotten = true
 	pl.pods.remove(p)
 	if p.group != nil { // a pod outside any group does not enter the groups part
@@ -190,19 +209,59 @@ func (pl *placer) settleWaiting(p *podState) {
 		return
 	}
 	p.order = ownKey(&p.pod)
+	start := pl.startPark(p)
 	if !p.inBackoff {
 		var reason Reason
 		switch {
 		case pl.released(p.pod.Namespace):
 			reason = releaseReason(p.pod.Namespace)
-		case len(p.cover) == 0 && !pl.opts.holdUncovered && p.pod.GroupError == "" && p.pod.ClaimsError == "" && p.pod.Uncountable == "" && pl.knownNamespace(p.pod.Namespace):
+		case len(p.cover) == 0 && !pl.opts.holdUncovered && start == nil && p.pod.GroupError == "" && p.pod.ClaimsError == "" && p.pod.Uncountable == "" && pl.knownNamespace(p.pod.Namespace):
 			reason = noBudgetReason()
 		}
 		if reason.Code != "" && pl.admit.admitNow([]*podState{p}, reason) {
 			return
 		}
 	}
-	pl.place(p, pl.singlePark(p))
+	pl.place(p, pl.singlePark(p, start))
+}
+
+// startPark returns why a gated pod may not start yet, by its own start rule or a
+// covering budget's (starts.go), or nil. A pod without one, in a core that holds no pod
+// with one, costs a look at its budgets.
+func (pl *placer) startPark(p *podState) *waitInfo {
+	if len(pl.starts) == 0 && !hasStartRules(p) {
+		return nil
+	}
+	return pl.startWait(p, pl.opts.clock.Now())
+}
+
+// hasStartRules reports whether a pod or a budget covering it has a start rule.
+func hasStartRules(p *podState) bool {
+	if p.pod.Start != nil || p.pod.StartError != "" {
+		return true
+	}
+	for _, b := range p.cover {
+		if b.spec.Start != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// runStarts places again the pods whose start rules changed by now (the admitter's
+// timers).
+func (pl *placer) runStarts(now time.Time) {
+	if len(pl.starts) > 0 {
+		pl.fireStarts(now)
+	}
+}
+
+// nextStart is when the first waiting pod's start rules change next.
+func (pl *placer) nextStart() (time.Time, bool) {
+	if len(pl.starts) == 0 {
+		return time.Time{}, false
+	}
+	return pl.nextStartChange()
 }
 
 // place puts a detached gated pod where it belongs: parked (with why) when park is
@@ -236,10 +295,14 @@ func (pl *placer) place(p *podState, park *waitInfo) {
 	}
 }
 
-// singlePark returns why a pod outside any group cannot be queued, or nil.
-func (pl *placer) singlePark(p *podState) *waitInfo {
+// singlePark returns why a pod outside any group cannot be queued, or nil; start is
+// why it may not start yet (startPark).
+func (pl *placer) singlePark(p *podState, start *waitInfo) *waitInfo {
 	if w := pl.namespacePark(p.pod.Namespace); w != nil {
 		return w
+	}
+	if start != nil {
+		return start
 	}
 	if p.pod.GroupError != "" {
 		return &waitInfo{code: CodeGroupInvalid}

@@ -18,6 +18,7 @@ import (
 	"github.com/quotagate/quotagate/api/v1alpha1"
 	"github.com/quotagate/quotagate/pkg/gates"
 	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
+	"github.com/quotagate/quotagate/pkg/quota/window"
 )
 
 // PodRef names a pod.
@@ -105,6 +106,12 @@ type Pod struct {
 	// a pod first seen running is covered by the budgets those labels select, not by
 	// what its labels are now (chargeLabels).
 	AdmittedLabels string
+	// Start is when the pod may start, from its quotagate.io/not-before and
+	// quotagate.io/start-schedule annotations (nil when it has neither): it waits
+	// behind the gate, uncharged, until then (placer.startPark). StartError says why
+	// those annotations do not parse: the pod then waits until they are fixed.
+	Start      *window.Start
+	StartError string
 }
 
 // NewPod extracts what the core needs from a pod: gate is the scheduling gate quotagate
@@ -165,6 +172,9 @@ func newPod(p *corev1.Pod, gate string, now time.Time, share bool) Pod {
 	// Written by the ungate patch, or for a pod seen running that no manager admitted
 	// (TakeRecords), which has no admitted-by.
 	out.AdmittedLabels = ShareString(p.Annotations[v1alpha1.AdmittedLabelsAnnotation])
+	if hasStartAnnotations(p.Annotations) {
+		out.Start, out.StartError = parseStart(p.Annotations)
+	}
 	if name := p.Labels[v1alpha1.GroupLabel]; name != "" {
 		out.Group = ShareString(name)
 		out.GroupSize, out.GroupError = parseGroupSize(p.Annotations)
@@ -298,4 +308,14 @@ func parseGroupSize(annotations map[string]string) (int, string) {
 func newerVersion(a, b string) bool {
 	c, err := resourceversion.CompareResourceVersion(a, b)
 	return err == nil && c > 0
+}
+
+// hasStartAnnotations reports whether a pod carries any of the start annotations.
+func hasStartAnnotations(a map[string]string) bool {
+	for _, k := range []string{v1alpha1.NotBeforeAnnotation, v1alpha1.StartScheduleAnnotation, v1alpha1.StartDurationAnnotation, v1alpha1.StartTimeZoneAnnotation} {
+		if _, ok := a[k]; ok {
+			return true
+		}
+	}
+	return false
 }

@@ -68,6 +68,13 @@ const (
 	// requests; flavorIndex). A budget naming a Flavor that does not exist admits
 	// nothing (FlavorNotFound): its pods wait with CodeBudgetClosed.
 	CodeNoFlavor ReasonCode = "NoFlavor"
+	// CodeStartLater: its start rule (quotagate.io/not-before or
+	// quotagate.io/start-schedule) or a covering budget's (spec.start) does not let it
+	// start yet; it is placed again when that changes (starts.go).
+	CodeStartLater ReasonCode = "StartLater"
+	// CodeStartInvalid: its start annotations do not parse; it waits until they are
+	// fixed.
+	CodeStartInvalid ReasonCode = "InvalidStartRule"
 )
 
 // Why a pod was admitted.
@@ -119,7 +126,8 @@ type waitInfo struct {
 // parks reports whether the reason keeps a pod parked (out of the queues).
 func (w *waitInfo) parks() bool {
 	switch w.code {
-	case CodeNeverFits, CodeMustSpecify, CodeGroupIncomplete, CodeGroupInvalid, CodeUncovered, CodeClaimPending, CodeUncountable, CodeNamespaceUnknown:
+	case CodeNeverFits, CodeMustSpecify, CodeGroupIncomplete, CodeGroupInvalid, CodeUncovered, CodeClaimPending, CodeUncountable, CodeNamespaceUnknown,
+		CodeStartLater, CodeStartInvalid:
 		return true
 	}
 	return false
@@ -269,6 +277,8 @@ func (r *Reads) waitMessage(p *podState, lasting bool) Reason {
 		msg = fmt.Sprintf("%s: %s requested, beyond what quotagate counts exactly (at most %d units of one resource): it is never admitted; delete it and create it with a value in range", w.resource, q.String(), amount.MaxUnits)
 	case CodeNoFlavor:
 		msg = w.detail
+	case CodeStartLater, CodeStartInvalid:
+		msg = startMessage(p, &w)
 	case CodeGroupBackoff:
 		msg = "waiting for members that back off after a failed ungate"
 	case CodeBackoff:
@@ -454,4 +464,20 @@ func noBudgetReason() Reason {
 
 func releaseReason(namespace string) Reason {
 	return Reason{Code: CodeNamespaceNotEnabled, Message: fmt.Sprintf("namespace %s is not labelled %s=true: released without quota", namespace, v1alpha1.EnabledLabel)}
+}
+
+// startMessage is why a pod waits for its start rules (CodeStartLater,
+// CodeStartInvalid): whose rule, and what it says.
+func startMessage(p *podState, w *waitInfo) string {
+	who := ""
+	if w.ahead.UID != "" && w.ahead.UID != p.pod.UID {
+		who = "member " + w.ahead.Name + ": "
+	}
+	if w.code == CodeStartInvalid {
+		return who + w.detail + "; it waits until the annotation is fixed"
+	}
+	if w.budget != nil {
+		return fmt.Sprintf("%s%s starts its pods %s (spec.start)", who, w.budget.key.Describe(), w.detail)
+	}
+	return fmt.Sprintf("%sstarts %s (its own start annotations)", who, w.detail)
 }

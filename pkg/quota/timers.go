@@ -12,6 +12,7 @@ import (
 // periodic flush of inadmissible pods.
 func (a *admitter) runTimers(now time.Time) {
 	a.charges.expireHolds(now)
+	a.place.runStarts(now)
 	for p, ok := a.cooldowns.Peek(); ok && !p.preemptAt.After(now); p, ok = a.cooldowns.Peek() {
 		a.cooldowns.Remove(p)
 		if p.phase == phaseWaiting && !p.parked && !p.inBackoff {
@@ -73,6 +74,9 @@ func (a *admitter) nextWakeup() (time.Time, bool) {
 		consider(a.lastFlush.Add(a.opts.flushInterval))
 	}
 	if t, ok := a.charges.holdEnd(); ok {
+		consider(t)
+	}
+	if t, ok := a.place.nextStart(); ok {
 		consider(t)
 	}
 	return next, !next.IsZero()

@@ -126,7 +126,7 @@ func (c *Controller) announceWaiting() {
 	for _, w := range announce {
 		r := reasons[w.ref.UID]
 		eventType := corev1.EventTypeNormal
-		if r.Code == quota.CodeNeverFits || r.Code == quota.CodeMustSpecify || r.Code == quota.CodeGroupInvalid {
+		if r.Code == quota.CodeNeverFits || r.Code == quota.CodeMustSpecify || r.Code == quota.CodeGroupInvalid || r.Code == quota.CodeStartInvalid {
 			eventType = corev1.EventTypeWarning
 		}
 		c.recorder.Eventf(podRef(w.ref), nil, eventType, string(r.Code), "Queue", "Waiting: %s", r.Message)
