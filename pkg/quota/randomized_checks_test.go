@@ -5,6 +5,8 @@ package quota
 // seed, that a calm world leaves no pod gated without a reason (calmDown).
 
 import (
+	"time"
+
 	"fmt"
 	"maps"
 	"slices"
@@ -40,6 +42,9 @@ func (w *world) admitAndCheck() error {
 			return fmt.Errorf("admitted %s, which is neither gated nor unresolved", a.Pod)
 		}
 		retry := p.state == mUnresolved
+		if open, _ := w.startOpen(p.obj, w.clk.Now()); !open && !retry {
+			return fmt.Errorf("admitted %s at %s, before its start rule lets it (%v)", a.Pod, w.clk.Now().Format(time.RFC3339Nano), p.obj.Annotations)
+		}
 		if _, told := w.namespaces[a.Pod.Namespace]; !told {
 			return fmt.Errorf("admitted %s, whose namespace the core has not been told about", a.Pod)
 		}
@@ -251,6 +256,9 @@ func (w *world) calmDown() error {
 		for _, p := range w.pods {
 			if p.state != mGated {
 				busy = true // admitted this round, or still to finish
+			}
+			if open, valid := w.startOpen(p.obj, w.clk.Now()); p.state == mGated && valid && !open {
+				busy = true // waits for its start: the clock moves on
 			}
 		}
 		if !busy {

@@ -124,6 +124,9 @@ func (w *world) randomPod(gated bool) {
 		mp.groupSize = 1 + w.rng.IntN(3)
 		b.Group(mp.groupName, mp.groupSize)
 	}
+	if w.starts && w.rng.IntN(6) == 0 {
+		w.randomStart(b)
+	}
 	if !gated {
 		b.Ungated()
 		mp.state = mRunning
@@ -140,7 +143,7 @@ func (w *world) randomPod(gated bool) {
 		mp.chargeLabels = maps.Clone(mp.obj.Labels)
 	}
 	w.view(mp)
-	w.logf("create pod %s/%s %s gated=%v group=%s/%d labels=%v claim=%q", ns, name, resources, gated, mp.groupName, mp.groupSize, mp.obj.Labels, mp.claim)
+	w.logf("create pod %s/%s %s gated=%v group=%s/%d labels=%v claim=%q annotations=%v", ns, name, resources, gated, mp.groupName, mp.groupSize, mp.obj.Labels, mp.claim, mp.obj.Annotations)
 }
 
 func (w *world) randomEvent() {

@@ -148,6 +148,9 @@ func (w *world) neverAdmissible(p *mPod) bool {
 		if m.state == mGated && w.leavesTrackedUnset(m.obj) {
 			return true
 		}
+		if _, valid := w.startOpen(m.obj, w.clk.Now()); m.state == mGated && !valid {
+			return true // its start annotations do not parse: held until fixed
+		}
 		for _, k := range w.cover(m.obj) {
 			if sums[k] == nil {
 				sums[k] = corev1.ResourceList{}
@@ -216,6 +219,9 @@ func (w *world) workConserving() error {
 		}
 		if code, _ := w.q.Reader().WaitCode(uid); code == CodeBackoff {
 			continue
+		}
+		if open, _ := w.startOpen(p.obj, w.clk.Now()); !open {
+			continue // its start rule holds it
 		}
 		cover := w.cover(p.obj)
 		fits := len(cover) > 0 && !w.leavesTrackedUnset(p.obj) && !uncountable(p.usage)

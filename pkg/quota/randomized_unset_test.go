@@ -167,6 +167,18 @@ func (w *world) checkUnset() error {
 		if _, told := w.namespaces[p.obj.Namespace]; !told {
 			continue // held as NamespaceUnknown until its namespace's first event arrives
 		}
+		if open, valid := w.startOpen(p.obj, w.clk.Now()); !open {
+			// Held by its start rule before anything about its quota is looked at.
+			want := CodeStartLater
+			if !valid {
+				want = CodeStartInvalid
+			}
+			if code != want {
+				r, _ := w.q.Reader().WaitReason(uid)
+				return fmt.Errorf("%s/%s may not start yet (%v), yet waits with %s: %s", p.obj.Namespace, p.obj.Name, p.obj.Annotations, r.Code, r.Message)
+			}
+			continue
+		}
 		if uncountable(p.usage) {
 			if code != CodeUncountable {
 				r, _ := w.q.Reader().WaitReason(uid)
