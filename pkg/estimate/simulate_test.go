@@ -109,6 +109,12 @@ func TestSimulate(t *testing.T) {
 				[]Pod{waiting(podIn("team-a", "big", 1, "cpu=4"), runs(10*min)), waiting(podIn("team-a", "small", 2, "cpu=1"), runs(5*min))}),
 			want: map[string]got{"big": {Median: 10, Low: 10, High: 10}, "small": {}},
 		},
+		"start rules: a not-before pod starts at its time, a later pod takes the room before it": {
+			w: world([]quota.Budget{budget("team-a", "a", "cpu=4")}, nil,
+				[]Pod{waiting(podIn("team-a", "night", 1, "cpu=4").Annotation(v1alpha1.NotBeforeAnnotation, t0.Add(30*min).Format(time.RFC3339)), runs(10*min)),
+					waiting(podIn("team-a", "day", 2, "cpu=4"), runs(10*min))}),
+			want: map[string]got{"night": {Median: 30, Low: 30, High: 30}, "day": {}},
+		},
 		"strict FIFO: the small pod waits behind the big one": {
 			w: world([]quota.Budget{strict},
 				[]Pod{running("team-a", "r", "cpu=3", runs(10*min))},
