@@ -25,6 +25,13 @@ type Start struct {
 	loc   *time.Location
 }
 
+// startChained bounds the overlapping firings At follows, lower than a window's
+// (maxChained): any tenant may write a start rule on its pods, and the core asks At of
+// each such pod when it places it, under the lock every admission takes. A schedule
+// that fires every minute with a duration of weeks costs 16 steps of the schedule, not
+// a thousand; the pod is looked at again after them and is still inside its window.
+const startChained = 16
+
 // NewStart checks and builds a start rule. notBefore may be zero, and schedule empty
 // (then duration and zone must be too); nil and no problem when both are: there is
 // nothing to wait for.
@@ -85,7 +92,7 @@ func (s *Start) At(now time.Time) (open bool, next time.Time) {
 			return false, s.NotBefore
 		}
 		// Closed until NotBefore, then as the schedule stands then.
-		if st := scheduleState(s.sched, s.Duration, s.NotBefore); st.Open {
+		if st := scheduleState(s.sched, s.Duration, s.NotBefore, startChained); st.Open {
 			return false, s.NotBefore
 		}
 		return false, s.sched.Next(s.NotBefore)
@@ -93,7 +100,7 @@ func (s *Start) At(now time.Time) (open bool, next time.Time) {
 	if s.sched == nil {
 		return true, time.Time{}
 	}
-	st := scheduleState(s.sched, s.Duration, now)
+	st := scheduleState(s.sched, s.Duration, now, startChained)
 	return st.Open, st.Next
 }
 

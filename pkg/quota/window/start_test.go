@@ -4,6 +4,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/quotagate/quotagate/api/v1alpha1"
 )
 
 func TestStartAt(t *testing.T) {
@@ -82,5 +86,27 @@ func TestNewStartRefuses(t *testing.T) {
 	}
 	if s, p := NewStart(time.Time{}, "", 0, ""); s != nil || p != nil {
 		t.Errorf("NewStart with nothing = %v, %v; want no rule and no problem", s, p)
+	}
+}
+
+// A schedule that fires every minute, each window open for weeks, costs At a bounded
+// walk: it reports the window open until at most startChained firings ahead, and is
+// still open there, so the pod is looked at again and stays startable.
+func TestStartAtBoundsOverlappingWindows(t *testing.T) {
+	s, p := NewStart(time.Time{}, "* * * * *", 21*24*time.Hour, "")
+	if p != nil {
+		t.Fatal(p)
+	}
+	now := time.Date(2026, 12, 6, 12, 0, 30, 0, time.UTC)
+	open, next := s.At(now)
+	if !open || next.After(now.Add(21*24*time.Hour+(startChained+1)*time.Minute)) {
+		t.Fatalf("At = %v, %s; want open, the next look within %d firings", open, next, startChained)
+	}
+	if again, _ := s.At(next); !again {
+		t.Errorf("At(%s) = closed: the window of a schedule firing every minute never closes", next)
+	}
+	w := v1alpha1.BudgetWindowSpec{Schedule: "* * * * *", Duration: &metav1.Duration{Duration: 21 * 24 * time.Hour}}
+	if st := StateAt(w, now); !st.Open || !st.Next.After(next) {
+		t.Errorf("StateAt = %+v; a BudgetWindow follows more firings than a start rule (%s)", st, next)
 	}
 }

@@ -67,12 +67,14 @@ func StateAt(w v1alpha1.BudgetWindowSpec, now time.Time) State {
 		return State{Problem: &Problem{Reason: v1alpha1.ReasonScheduleNeverFires,
 			Message: fmt.Sprintf("schedule %q fires at no instant in the next %d years", w.Schedule, int(neverHorizon/(365*24*time.Hour)))}}
 	}
-	return scheduleState(sched, w.Duration.Duration, now)
+	return scheduleState(sched, w.Duration.Duration, now, maxChained)
 }
 
 // scheduleState is where a repeating window of duration d, opened by each firing of
-// sched, stands at now.
-func scheduleState(sched *cron.SpecSchedule, d time.Duration, now time.Time) State {
+// sched, stands at now. It follows at most chain firings that overlap one another to
+// find where an open window closes; past them, Next is the last end found (the caller
+// looks again then, and finds the window still open).
+func scheduleState(sched *cron.SpecSchedule, d time.Duration, now time.Time, chain int) State {
 	// The firing that may hold the window open now is the first after now-d: one at or
 	// before now-d closed by now.
 	f := sched.Next(now.Add(-d))
@@ -80,7 +82,7 @@ func scheduleState(sched *cron.SpecSchedule, d time.Duration, now time.Time) Sta
 		return State{Next: f}
 	}
 	end := f.Add(d)
-	for range maxChained {
+	for range chain {
 		n := sched.Next(f)
 		if n.IsZero() || n.After(end) {
 			break
