@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 	_ "time/tzdata" // every IANA zone, in an image without a zone database
 
@@ -122,7 +123,7 @@ func parse(w v1alpha1.BudgetWindowSpec) (*cron.SpecSchedule, *Problem) {
 	if zone == "" {
 		zone = "UTC"
 	}
-	loc, err := time.LoadLocation(zone)
+	loc, err := loadLocation(zone)
 	if err != nil || zone == "Local" {
 		return nil, &Problem{Reason: v1alpha1.ReasonUnknownTimeZone,
 			Message: fmt.Sprintf("timeZone %q is not an IANA time zone (such as Europe/Berlin or America/New_York)", zone)}
@@ -147,6 +148,23 @@ func parse(w v1alpha1.BudgetWindowSpec) (*cron.SpecSchedule, *Problem) {
 	}
 	spec.Location = loc
 	return spec, nil
+}
+
+// locations caches the zones found: time.LoadLocation reads the zone database each
+// time, and a start rule is parsed for every view of every pod that carries one. Only
+// zones that exist are kept, so the cache holds at most the database's few hundred.
+var locations sync.Map // zone name -> *time.Location
+
+func loadLocation(zone string) (*time.Location, error) {
+	if l, ok := locations.Load(zone); ok {
+		return l.(*time.Location), nil
+	}
+	l, err := time.LoadLocation(zone)
+	if err != nil {
+		return nil, err
+	}
+	locations.Store(zone, l)
+	return l, nil
 }
 
 func hasZonePrefix(s string) bool {
