@@ -120,8 +120,13 @@ func (pl *placer) updatePod(p *podState, pod Pod) {
 				// Written by a manager that saw the pod before this one's first
 				// (stale) view of it, which showed labels the tenant set since: the
 				// record decides what covers the pod, as it would have at a restart.
+				// Its pins follow the record too, as firstSeenPins would have set them.
 				p.chargeLabels = l
-				pl.charges.coverAdmitted(p, pl.topology.coverage(p.chargeView()))
+				cover := pl.topology.coverage(p.chargeView())
+				if !p.pod.HasAdmittedBy {
+					p.pinned = keysOf(cover)
+				}
+				pl.charges.coverAdmitted(p, cover)
 			}
 		}
 	}
