@@ -63,13 +63,10 @@ func (pl *placer) startWait(p *podState, now time.Time) *waitInfo {
 	}
 	t.wait = w
 	t.at = next
-	switch {
-	case next.IsZero():
+	if next.IsZero() {
 		pl.startDue.Remove(t) // held for ever: by an annotation that does not parse
-	case t.index >= 0:
-		pl.startDue.Fix(t)
-	default:
-		pl.startDue.Push(t)
+	} else {
+		pl.startDue.Fix(t) // moves it, or adds it when it is in no heap
 	}
 	return w
 }
