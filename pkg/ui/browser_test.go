@@ -191,8 +191,10 @@ func TestUIShowsBudgetsAndQueueLive(t *testing.T) {
 	if err := w.admin.Get(t.Context(), client.ObjectKey{Namespace: "team-a", Name: "quota"}, &b); err != nil {
 		t.Fatal(err)
 	}
-	b.Spec.Hard[corev1.ResourceRequestsCPU] = resource.MustParse("2")
-	if err := w.admin.Update(t.Context(), &b); err != nil {
+	// A merge patch: the manager writes the status meanwhile, so an Update could conflict.
+	raised := b.DeepCopy()
+	raised.Spec.Hard[corev1.ResourceRequestsCPU] = resource.MustParse("2")
+	if err := w.admin.Patch(t.Context(), raised, client.MergeFrom(&b)); err != nil {
 		t.Fatal(err)
 	}
 	waitPage(t, ctx, head+" to leave the queue on the page",

@@ -185,11 +185,7 @@ func waitReason(t *testing.T, m *runningManager, ns, name string, code quota.Rea
 
 func setHard(t *testing.T, ns, name string, hard corev1.ResourceList) {
 	t.Helper()
-	b := getBudget(t, ns, name)
-	b.Spec.Hard = hard
-	if err := admin.Update(t.Context(), b); err != nil {
-		t.Fatalf("updating budget %s: %v", name, err)
-	}
+	editBudget(t, ns, name, func(b *v1alpha1.Budget) { b.Spec.Hard = hard })
 }
 
 // wantUsed waits until the budget's status.used shows want for each name of want.

@@ -11,6 +11,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
@@ -100,11 +101,7 @@ func TestPodsThatLeaveTrackedResourcesUnsetAreHeldAndLimitRangeDefaultsCount(t *
 	}
 
 	// The budget stops tracking cpu and memory: the held pod is woken and admitted.
-	b := getBudget(t, ns, "b")
-	b.Spec.Hard = corev1.ResourceList{"pods": resource.MustParse("10")}
-	if err := admin.Update(ctx, b); err != nil {
-		t.Fatal(err)
-	}
+	editBudget(t, ns, "b", func(b *v1alpha1.Budget) { b.Spec.Hard = corev1.ResourceList{"pods": resource.MustParse("10")} })
 	testbed.Poll(t, time.Minute, "the BestEffort pod admitted once nothing tracks its values", func(context.Context) (bool, error) { return !isGated(t, ns, "besteffort"), nil })
 	testbed.Poll(t, time.Minute, "PodsNeverFit False", func(context.Context) (bool, error) {
 		c := apimeta.FindStatusCondition(getBudget(t, ns, "b").Status.Conditions, v1alpha1.ConditionPodsNeverFit)
@@ -119,4 +116,18 @@ func getBudget(t *testing.T, ns, name string) *v1alpha1.Budget {
 		t.Fatalf("getting budget %s/%s: %v", ns, name, err)
 	}
 	return b
+}
+
+// editBudget changes budget ns/name with edit and updates it, reading it again when the
+// manager's status write got there first: status shares the object's resourceVersion.
+func editBudget(t *testing.T, ns, name string, edit func(*v1alpha1.Budget)) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		b := getBudget(t, ns, name)
+		edit(b)
+		return admin.Update(t.Context(), b)
+	})
+	if err != nil {
+		t.Fatalf("updating budget %s/%s: %v", ns, name, err)
+	}
 }

@@ -57,11 +57,7 @@ func TestDashboardShowsOneReplicasTruthWithTwoReplicas(t *testing.T) {
 	// Two scrapes, a while apart: 2 of the 1-CPU pods admitted, then 3 once hard is 3.
 	truth1 := waitForTruth(t, ns, "b", 2, 3)
 	scrape1 := scrapeWhenLeaderShows(t, ns, truth1, urlA, urlB)
-	b1 := getBudget(t, ns, "b")
-	b1.Spec.Hard = cpu("3")
-	if err := admin.Update(t.Context(), b1); err != nil {
-		t.Fatalf("raising the budget's hard: %v", err)
-	}
+	editBudget(t, ns, "b", func(b *v1alpha1.Budget) { b.Spec.Hard = cpu("3") })
 	truth2 := waitForTruth(t, ns, "b", 3, 2)
 	scrape2 := scrapeWhenLeaderShows(t, ns, truth2, urlA, urlB)
 	if n := len(scrape2[1]); n != 0 {
