@@ -53,6 +53,14 @@ const (
 	StartDurationAnnotation = "quotagate.io/start-duration"
 	StartTimeZoneAnnotation = "quotagate.io/start-time-zone"
 
+	// WaitForAnnotation names objects of the pod's own namespace that it waits for
+	// before it may start, comma-separated kind/name: a Job that must have completed
+	// (job/NAME), a PersistentVolumeClaim that must be Bound (persistentvolumeclaim/NAME
+	// or pvc/NAME), a Deployment that must be Available (deployment/NAME), a Secret or
+	// ConfigMap that must exist (secret/NAME, configmap/NAME). The pod waits behind the
+	// gate, uncharged, until all are (docs/start-control.md).
+	WaitForAnnotation = "quotagate.io/wait-for"
+
 	// ChargedFinalizer pins a ResourceClaim that an admitted pod is charged for: the
 	// manager adds it, fenced on the claim's UID, before it removes the pod's gate, and
 	// removes it once no pod that may run with the claim uses it. While it is there, a
@@ -100,7 +108,7 @@ var ManagerWritten = []Key{
 // UserWritten are the quotagate.io/ names that users write and the manager reads: the
 // gate (the admission step adds it, and anyone may), the opt-in label (an
 // administrator's, on namespaces), a group's label and size, a pod's declared
-// duration, and when it may start.
+// duration, when it may start, and what it waits for.
 var UserWritten = []Key{
 	{SchedulingGate, KeyGate},
 	{EnabledLabel, KeyLabel},
@@ -111,6 +119,7 @@ var UserWritten = []Key{
 	{StartScheduleAnnotation, KeyAnnotation},
 	{StartDurationAnnotation, KeyAnnotation},
 	{StartTimeZoneAnnotation, KeyAnnotation},
+	{WaitForAnnotation, KeyAnnotation},
 }
 
 // ManagerWrittenNames returns the names of ManagerWritten of kind k, in its order.

@@ -90,6 +90,8 @@
 //     together. Its start side (starts.go) parks a pod that its own start rule or a
 //     covering budget's does not let start yet (CodeStartLater), keeps for each such pod
 //     when its rules next change, and places it again then (the admitter's timers).
+//     A pod whose dependencies (dependencies.go) hold it is parked with why until the
+//     controller gives it again with all of them ready.
 //   - admitter (admit.go, attempts.go, timers.go): the decisions. Admit evaluates the
 //     dirty budgets' heads in order: a unit (a pod or a group) is blocked, waits for
 //     capacity (asking the family part, and the preemption part when it does not fit),
@@ -144,7 +146,7 @@
 //
 //	pkg/quota/controller      the reconcilers: the informers' events in, decisions out
 //	pkg/quota                 the composer, AdmissionQueue, and its parts (above)
-//	pkg/quota/internal/amount pkg/quota/internal/heap pkg/quota/window   the leaves: exact amounts, the indexed heap, windows (a budget's spec at an instant)
+//	pkg/quota/internal/amount pkg/quota/internal/heap pkg/quota/window pkg/quota/depend   the leaves: exact amounts, the indexed heap, windows (a budget's spec at an instant), dependencies (what a pod waits for, and whether it is ready)
 //
 // # Where a change goes
 //
@@ -167,6 +169,10 @@
 //     controller's applyStatus and the API's BudgetStatus.
 //   - a new rule for when a pod may start: parseStart and placer.startWait
 //     (starts.go); the rule itself is window.Start (package window).
+//   - a new kind of object a pod may wait for: depend.Parse and a status function in
+//     package depend, the controller's informer and onDependencyObject
+//     (controller/dependencies.go); the core only sees a pod's verdict
+//     (ResolveDependencies, dependencies.go).
 //   - a new reason a pod waits: a ReasonCode and its sentence in Reads.waitReason
 //     (reasons.go), set where the decision is taken.
 package quota

@@ -84,7 +84,7 @@ func (pl *placer) updatePod(p *podState, pod Pod) {
 
 	if p.phase == phaseWaiting {
 		if pod.Gated && sameGroup && sameLabels && sameUsage && slices.Equal(old.Unset, pod.Unset) && old.Priority == pod.Priority && old.Created.Equal(pod.Created) && maps.Equal(old.NodeSelector, pod.NodeSelector) &&
-			old.Start.Equal(pod.Start) && old.StartError == pod.StartError {
+			old.Start.Equal(pod.Start) && old.StartError == pod.StartError && sameDependencyWait(old.Dependencies, pod.Dependencies) {
 			p.pod = pod
 			return
 		}
@@ -220,7 +220,7 @@ func (pl *placer) settleWaiting(p *podState) {
 		switch {
 		case pl.released(p.pod.Namespace):
 			reason = releaseReason(p.pod.Namespace)
-		case len(p.cover) == 0 && !pl.opts.holdUncovered && start == nil && p.pod.GroupError == "" && p.pod.ClaimsError == "" && p.pod.Uncountable == "" && pl.knownNamespace(p.pod.Namespace):
+		case len(p.cover) == 0 && !pl.opts.holdUncovered && start == nil && !p.pod.Dependencies.Holds() && p.pod.GroupError == "" && p.pod.ClaimsError == "" && p.pod.Uncountable == "" && pl.knownNamespace(p.pod.Namespace):
 			reason = noBudgetReason()
 		}
 		if reason.Code != "" && pl.admit.admitNow([]*podState{p}, reason) {
@@ -308,6 +308,9 @@ func (pl *placer) singlePark(p *podState, start *waitInfo) *waitInfo {
 	}
 	if start != nil {
 		return start
+	}
+	if w := dependencyPark(p); w != nil {
+		return w
 	}
 	if p.pod.GroupError != "" {
 		return &waitInfo{code: CodeGroupInvalid}

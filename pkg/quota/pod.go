@@ -112,6 +112,10 @@ type Pod struct {
 	// those annotations do not parse: the pod then waits until they are fixed.
 	Start      *window.Start
 	StartError string
+	// Dependencies are the objects of its namespace it waits for (the
+	// quotagate.io/wait-for annotation; nil when it has none), and whether they still
+	// hold it: NewPod holds it until the manager resolves them (ResolveDependencies).
+	Dependencies *PodDependencies
 }
 
 // NewPod extracts what the core needs from a pod: gate is the scheduling gate quotagate
@@ -174,6 +178,9 @@ func newPod(p *corev1.Pod, gate string, now time.Time, share bool) Pod {
 	out.AdmittedLabels = ShareString(p.Annotations[v1alpha1.AdmittedLabelsAnnotation])
 	if hasStartAnnotations(p.Annotations) {
 		out.Start, out.StartError = parseStart(p.Annotations)
+	}
+	if v, ok := p.Annotations[v1alpha1.WaitForAnnotation]; ok {
+		out.Dependencies = parseDependencies(v)
 	}
 	if name := p.Labels[v1alpha1.GroupLabel]; name != "" {
 		out.Group = ShareString(name)

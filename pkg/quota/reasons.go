@@ -75,6 +75,18 @@ const (
 	// CodeStartInvalid: its start annotations do not parse; it waits until they are
 	// fixed.
 	CodeStartInvalid ReasonCode = "InvalidStartRule"
+	// CodeDependencyPending: an object it waits for (quotagate.io/wait-for) is not
+	// ready yet (dependencies.go).
+	CodeDependencyPending ReasonCode = "WaitingForDependency"
+	// CodeDependencyFailed: an object it waits for never will be ready as it is (a
+	// failed Job, a Lost claim, a Deployment past its progress deadline).
+	CodeDependencyFailed ReasonCode = "DependencyFailed"
+	// CodeDependencyCycle: its workload waits, through the objects it names, for
+	// itself.
+	CodeDependencyCycle ReasonCode = "DependencyCycle"
+	// CodeDependencyInvalid: its quotagate.io/wait-for annotation does not parse; it
+	// waits until it is fixed.
+	CodeDependencyInvalid ReasonCode = "InvalidDependency"
 )
 
 // Why a pod was admitted.
@@ -127,7 +139,7 @@ type waitInfo struct {
 func (w *waitInfo) parks() bool {
 	switch w.code {
 	case CodeNeverFits, CodeMustSpecify, CodeGroupIncomplete, CodeGroupInvalid, CodeUncovered, CodeClaimPending, CodeUncountable, CodeNamespaceUnknown,
-		CodeStartLater, CodeStartInvalid:
+		CodeStartLater, CodeStartInvalid, CodeDependencyPending, CodeDependencyFailed, CodeDependencyCycle, CodeDependencyInvalid:
 		return true
 	}
 	return false
@@ -279,6 +291,10 @@ func (r *Reads) waitMessage(p *podState, lasting bool) Reason {
 		msg = w.detail
 	case CodeStartLater, CodeStartInvalid:
 		msg = startMessage(p, &w)
+	case CodeDependencyPending, CodeDependencyFailed, CodeDependencyCycle:
+		msg = w.detail
+	case CodeDependencyInvalid:
+		msg = w.detail + "; it waits until the annotation is fixed"
 	case CodeGroupBackoff:
 		msg = "waiting for members that back off after a failed ungate"
 	case CodeBackoff:

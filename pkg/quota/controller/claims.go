@@ -248,6 +248,10 @@ func (c *Controller) claimsHandler() toolscache.ResourceEventHandler {
 // core again every pod that uses what changed.
 func (c *Controller) onClaimObject(obj any, deleted bool) {
 	x := c.claims
+	// Pods that a changed dependency cycle involves are given again once x.mu is
+	// released (upsertLocked): deferred before the unlock, run after it.
+	var others []string
+	defer func() { c.upsertPods(others) }()
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	var key string
@@ -299,17 +303,18 @@ func (c *Controller) onClaimObject(obj any, deleted bool) {
 			continue // its delete event forgets it
 		}
 		if cp, ok := item.(*cachedPod); ok {
-			c.upsertLocked(cp)
+			_, more := c.upsertLocked(cp)
+			others = append(others, more...)
 		}
 	}
 	c.wake()
 }
 
-// upsertLocked gives the core a pod resolved against its devices; c.claims.mu is held.
-func (c *Controller) upsertLocked(cp *cachedPod) quota.Pod {
-	p := c.claims.resolve(cp.at(c.opts.Clock.Now(), c.opts.Gate), cp)
-	c.core.UpsertPod(p)
-	return p
+// upsertLocked gives the core a pod resolved against its devices and what it waits for;
+// c.claims.mu is held. The pods it returns are to be given again once it is not
+// (resolveDependencies).
+func (c *Controller) upsertLocked(cp *cachedPod) (quota.Pod, []string) {
+	return c.resolveDependencies(c.claims.resolve(cp.at(c.opts.Clock.Now(), c.opts.Gate), cp), cp)
 }
 
 // usesDevices reports whether a pod's view depends on the DRA objects: it uses claims or
@@ -319,14 +324,17 @@ func usesDevices(cp *cachedPod) bool { return len(cp.claims) > 0 || len(cp.exten
 // upsertPod gives the core a pod: resolved against its devices when it may use some and
 // the cluster serves them.
 func (c *Controller) upsertPod(cp *cachedPod) quota.Pod {
+	var p quota.Pod
+	var others []string
 	if c.claims == nil || !usesDevices(cp) {
-		p := cp.at(c.opts.Clock.Now(), c.opts.Gate)
-		c.core.UpsertPod(p)
-		return p
+		p, others = c.resolveDependencies(cp.at(c.opts.Clock.Now(), c.opts.Gate), cp)
+	} else {
+		c.claims.mu.Lock()
+		p, others = c.upsertLocked(cp)
+		c.claims.mu.Unlock()
 	}
-	c.claims.mu.Lock()
-	defer c.claims.mu.Unlock()
-	return c.upsertLocked(cp)
+	c.upsertPods(others)
+	return p
 }
 
 // forgetClaimUser drops a deleted pod from the claims' users.

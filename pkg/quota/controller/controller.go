@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -54,7 +56,10 @@ type Controller struct {
 	// claims are the DRA objects pods use, and pins the claims pinned for admitted pods
 	// (claimPins); both nil when resource.k8s.io/v1 is not served.
 	claims *claimIndex
-	pins   *claimPins
+	// dependencies is what the manager knows of the objects pods wait for
+	// (dependencies.go); nil only in unit tests that build a Controller by hand.
+	dependencies *dependencyIndex
+	pins         *claimPins
 	// estimates is the estimator (estimates.go); nil when it is off.
 	estimates *estimator
 	// simulationPacer bounds the CPU what-ifs take together (simulate_pace.go); nil
@@ -126,14 +131,19 @@ func New(opts Options) (*Controller, error) {
 func (c *Controller) Core() *quota.AdmissionQueue { return c.core }
 
 // CacheOptions returns the cache settings the controller needs: pods kept as the
-// little the manager reads of them (CompactPod), managed fields dropped from
-// everything else. The pod cache then holds no *corev1.Pod: read pods through the API
+// little the manager reads of them (CompactPod), the objects pods wait for as their
+// status (dependencyTransform), managed fields dropped from everything else. The pod cache then holds no *corev1.Pod: read pods through the API
 // reader, never through the manager's cached client.
 func CacheOptions() cache.Options {
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}: {Transform: CompactPod},
+			&corev1.Pod{}:                   {Transform: CompactPod},
+			&batchv1.Job{}:                  {Transform: dependencyTransform},
+			&appsv1.Deployment{}:            {Transform: dependencyTransform},
+			&corev1.PersistentVolumeClaim{}: {Transform: dependencyTransform},
+			metadataOnly("Secret"):          {Transform: dependencyTransform},
+			metadataOnly("ConfigMap"):       {Transform: dependencyTransform},
 		},
 	}
 }
@@ -191,6 +201,9 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 		c.registrations = append(c.registrations, reg)
 	}
 	if err := c.setupClaims(ctx, mgr); err != nil {
+		return err
+	}
+	if err := c.setupDependencies(ctx, mgr); err != nil {
 		return err
 	}
 	if err := mgr.Add(manager.RunnableFunc(c.run)); err != nil {

@@ -126,7 +126,8 @@ func (c *Controller) announceWaiting() {
 	for _, w := range announce {
 		r := reasons[w.ref.UID]
 		eventType := corev1.EventTypeNormal
-		if r.Code == quota.CodeNeverFits || r.Code == quota.CodeMustSpecify || r.Code == quota.CodeGroupInvalid || r.Code == quota.CodeStartInvalid {
+		if r.Code == quota.CodeNeverFits || r.Code == quota.CodeMustSpecify || r.Code == quota.CodeGroupInvalid || r.Code == quota.CodeStartInvalid ||
+			r.Code == quota.CodeDependencyFailed || r.Code == quota.CodeDependencyCycle || r.Code == quota.CodeDependencyInvalid {
 			eventType = corev1.EventTypeWarning
 		}
 		c.recorder.Eventf(podRef(w.ref), nil, eventType, string(r.Code), "Queue", "Waiting: %s", r.Message)

@@ -28,6 +28,7 @@ func (c *Controller) podHandler() toolscache.ResourceEventHandler {
 				c.pins.checkClaimsOf(pod, true)
 				c.pins.forget(uid)
 				c.forgetClaimUser(uid)
+				c.forgetDependencyUser(uid, pod.view.Namespace)
 				c.forgetWaiting(uid)
 				c.conditions.forget(uid)
 				c.wake()

@@ -12,7 +12,9 @@ import (
 
 	"github.com/quotagate/quotagate/pkg/estimate"
 	"github.com/quotagate/quotagate/pkg/gates"
+	"github.com/quotagate/quotagate/api/v1alpha1"
 	"github.com/quotagate/quotagate/pkg/quota"
+	"github.com/quotagate/quotagate/pkg/quota/depend"
 )
 
 // cachedPod is what the pod informer keeps of a pod (CompactPod is its transform): the
@@ -48,6 +50,10 @@ type cachedPod struct {
 	// of one namespace's bare pods, share one copy (estimates.go; read them with
 	// factsOf).
 	facts unique.Handle[estimate.Facts]
+	// owner is the pod's Job or Deployment (depend.OwnerOf), kept only for a pod that
+	// waits for something (quotagate.io/wait-for): the workloads' graph, in which the
+	// manager finds cycles, is made of those (dependencies.go).
+	owner *depend.Dependency
 	// condition is the quotagate condition the pod carries while it waits, nil for
 	// none (podconditions.go): few pods carry one.
 	condition *condition
@@ -146,5 +152,17 @@ func compactPod(pod *corev1.Pod) *cachedPod {
 		extended:       quota.ExtendedRequests(pod),
 		facts:          unique.Make(estimate.FactsOf(pod).Compact(pod.Name)),
 		condition:      conditionOf(pod),
+		owner:          dependencyOwner(pod),
 	}
+}
+
+// dependencyOwner is the pod's Job or Deployment when it waits for anything, else nil.
+func dependencyOwner(pod *corev1.Pod) *depend.Dependency {
+	if _, waits := pod.Annotations[v1alpha1.WaitForAnnotation]; !waits {
+		return nil
+	}
+	if d, ok := depend.OwnerOf(pod); ok {
+		return &d
+	}
+	return nil
 }

@@ -1,0 +1,352 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/quotagate/quotagate/pkg/quota"
+	"github.com/quotagate/quotagate/pkg/quota/depend"
+)
+
+// Dependencies (docs/start-control.md): a pod may wait for objects of its own namespace
+// (quotagate.io/wait-for). The manager watches Jobs, Deployments and
+// PersistentVolumeClaims, kept as little more than their status (dependencyTransform),
+// and the metadata of Secrets and ConfigMaps, never their data. It resolves a pod that
+// names any against what it knows of them (quota.ResolveDependencies) and gives the
+// core the pod again whenever one of them changes, or a cycle between workloads forms
+// or goes.
+//
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims;secrets;configmaps,verbs=get;list;watch
+
+// dependencyIndex is what the manager knows of the objects pods wait for, and which
+// pods wait for each.
+//
+// mu is held while a pod is resolved and given to the core, and while an event of an
+// object is applied and its pods given again: a pod's view in the core is never older
+// than the objects it was resolved with. When both are needed, claimIndex.mu is taken
+// first.
+type dependencyIndex struct {
+	mu sync.Mutex
+	// objects are the states of the objects that exist, by dependencyKey.
+	objects map[dependencyKey]depend.Status
+	// users are the pods (by UID, with their namespace/name) that wait for an object;
+	// waits is what each pod waits for, and as a pod of which workload.
+	users map[dependencyKey]map[types.UID]string
+	waits map[types.UID]podWaits
+	// graph holds which workloads wait for which objects: cycles between them.
+	graph *depend.Graph
+}
+
+type dependencyKey struct {
+	namespace string
+	depend.Dependency
+}
+
+// podWaits is what one pod waits for.
+type podWaits struct {
+	namespace string
+	names     []depend.Dependency
+	// owner is the pod's Job or Deployment, when it has one (depend.OwnerOf).
+	owner    depend.Dependency
+	hasOwner bool
+}
+
+func (w podWaits) equal(o podWaits) bool {
+	return w.namespace == o.namespace && w.owner == o.owner && w.hasOwner == o.hasOwner && slices.Equal(w.names, o.names)
+}
+
+func newDependencyIndex() *dependencyIndex {
+	return &dependencyIndex{
+		objects: map[dependencyKey]depend.Status{},
+		users:   map[dependencyKey]map[types.UID]string{},
+		waits:   map[types.UID]podWaits{},
+		graph:   depend.NewGraph(),
+	}
+}
+
+// resolve gives p, the view of cp, its verdict, and records what it waits for. It
+// returns whether the workloads' graph changed (a cycle may have formed or gone). mu
+// must be held.
+func (x *dependencyIndex) resolve(p quota.Pod, cp *cachedPod) (quota.Pod, bool) {
+	var w podWaits
+	if p.Dependencies != nil {
+		w = podWaits{namespace: p.Namespace, names: p.Dependencies.Names}
+		if cp.owner != nil {
+			w.owner, w.hasOwner = *cp.owner, true
+		}
+	}
+	if old, ok := x.waits[p.UID]; ok && old.equal(w) {
+		return x.view(p, w), false // the same as before: nothing to record again
+	}
+	changed := x.forget(p.UID)
+	if len(w.names) == 0 {
+		return p, changed
+	}
+	if w.hasOwner {
+		x.graph.Add(p.Namespace, w.owner, w.names)
+		changed = true
+	}
+	key := p.Namespace + "/" + p.Name
+	for _, d := range w.names {
+		k := dependencyKey{p.Namespace, d}
+		if x.users[k] == nil {
+			x.users[k] = map[types.UID]string{}
+		}
+		x.users[k][p.UID] = key
+	}
+	x.waits[p.UID] = w
+	return x.view(p, w), changed
+}
+
+// view is p with the verdict on what it waits for (w). mu must be held.
+func (x *dependencyIndex) view(p quota.Pod, w podWaits) quota.Pod {
+	cycle := ""
+	if w.hasOwner {
+		if path, ok := x.graph.Cycle(w.namespace, w.owner); ok {
+			cycle = depend.CycleMessage(w.owner, path)
+		}
+	}
+	return quota.ResolveDependencies(p, func(d depend.Dependency) depend.Status {
+		if s, ok := x.objects[dependencyKey{w.namespace, d}]; ok {
+			return s
+		}
+		return depend.Missing(d)
+	}, cycle)
+}
+
+// forget drops a pod from the users and the graph, and reports whether the graph
+// changed. mu must be held.
+func (x *dependencyIndex) forget(uid types.UID) bool {
+	w, ok := x.waits[uid]
+	if !ok {
+		return false
+	}
+	for _, d := range w.names {
+		k := dependencyKey{w.namespace, d}
+		delete(x.users[k], uid)
+		if len(x.users[k]) == 0 {
+			delete(x.users, k)
+		}
+	}
+	if w.hasOwner {
+		x.graph.Remove(w.namespace, w.owner, w.names)
+	}
+	delete(x.waits, uid)
+	return w.hasOwner
+}
+
+// podsOf returns the pods (namespace/name) that wait for k, or, when all is set, every
+// pod of k's namespace that waits for anything. mu must be held.
+func (x *dependencyIndex) podsOf(k dependencyKey, all bool) []string {
+	if !all {
+		var out []string
+		for _, pod := range x.users[k] {
+			out = append(out, pod)
+		}
+		return out
+	}
+	seen := map[string]bool{}
+	for uk, users := range x.users {
+		if uk.namespace != k.namespace {
+			continue
+		}
+		for _, pod := range users {
+			seen[pod] = true
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for pod := range seen {
+		out = append(out, pod)
+	}
+	return out
+}
+
+// setupDependencies watches the objects pods may wait for.
+func (c *Controller) setupDependencies(ctx context.Context, mgr manager.Manager) error {
+	c.dependencies = newDependencyIndex()
+	for _, obj := range []client.Object{
+		&batchv1.Job{},
+		&appsv1.Deployment{},
+		&corev1.PersistentVolumeClaim{},
+		metadataOnly("Secret"),
+		metadataOnly("ConfigMap"),
+	} {
+		inf, err := mgr.GetCache().GetInformer(ctx, obj)
+		if err != nil {
+			return fmt.Errorf("getting informer for %s: %w", kindOf(obj), err)
+		}
+		reg, err := inf.AddEventHandler(c.dependencyHandler())
+		if err != nil {
+			return fmt.Errorf("adding handler for %s: %w", kindOf(obj), err)
+		}
+		c.registrations = append(c.registrations, reg)
+	}
+	return nil
+}
+
+// metadataOnly is the object a metadata-only informer of a core kind is asked with:
+// the manager learns that such objects exist, never what they hold.
+func metadataOnly(kind string) *metav1.PartialObjectMetadata {
+	return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: kind}}
+}
+
+func kindOf(obj client.Object) string {
+	if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
+		return m.Kind + " metadata"
+	}
+	return fmt.Sprintf("%T", obj)
+}
+
+// dependencyTransform keeps of a Job, Deployment or PersistentVolumeClaim what
+// depend reads: its key and its status' conditions or phase. The manager's cache then
+// holds no pod templates or specs of them.
+func dependencyTransform(obj any) (any, error) {
+	meta := func(m *metav1.ObjectMeta) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Namespace: m.Namespace, Name: m.Name, UID: m.UID, ResourceVersion: m.ResourceVersion}
+	}
+	switch o := obj.(type) {
+	case *batchv1.Job:
+		return &batchv1.Job{ObjectMeta: meta(&o.ObjectMeta), Status: batchv1.JobStatus{Conditions: o.Status.Conditions}}, nil
+	case *appsv1.Deployment:
+		return &appsv1.Deployment{ObjectMeta: meta(&o.ObjectMeta), Status: appsv1.DeploymentStatus{Conditions: o.Status.Conditions}}, nil
+	case *corev1.PersistentVolumeClaim:
+		return &corev1.PersistentVolumeClaim{ObjectMeta: meta(&o.ObjectMeta), Status: corev1.PersistentVolumeClaimStatus{Phase: o.Status.Phase}}, nil
+	case *metav1.PartialObjectMetadata:
+		return &metav1.PartialObjectMetadata{TypeMeta: o.TypeMeta, ObjectMeta: meta(&o.ObjectMeta)}, nil
+	}
+	return obj, nil // tombstones hold what the store held
+}
+
+func (c *Controller) dependencyHandler() toolscache.ResourceEventHandler {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.onDependencyObject(obj, false) },
+		UpdateFunc: func(_, obj any) { c.onDependencyObject(obj, false) },
+		DeleteFunc: func(obj any) {
+			if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			c.onDependencyObject(obj, true)
+		},
+	}
+}
+
+// onDependencyObject applies an event of an object pods may wait for, then gives the
+// core again every pod that waits for it.
+func (c *Controller) onDependencyObject(obj any, deleted bool) {
+	var k dependencyKey
+	var s depend.Status
+	switch o := obj.(type) {
+	case *batchv1.Job:
+		k, s = dependencyKey{o.Namespace, depend.Dependency{Kind: depend.Job, Name: o.Name}}, depend.JobStatus(o)
+	case *appsv1.Deployment:
+		k, s = dependencyKey{o.Namespace, depend.Dependency{Kind: depend.Deployment, Name: o.Name}}, depend.DeploymentStatus(o)
+	case *corev1.PersistentVolumeClaim:
+		k, s = dependencyKey{o.Namespace, depend.Dependency{Kind: depend.PersistentVolumeClaim, Name: o.Name}}, depend.PVCStatus(o)
+	case *metav1.PartialObjectMetadata:
+		kind := depend.Kind(o.Kind)
+		if kind != depend.Secret && kind != depend.ConfigMap {
+			return
+		}
+		k, s = dependencyKey{o.Namespace, depend.Dependency{Kind: kind, Name: o.Name}}, depend.Exists()
+	default:
+		return
+	}
+	x := c.dependencies
+	x.mu.Lock()
+	old, known := x.objects[k]
+	switch {
+	case deleted && !known:
+		x.mu.Unlock()
+		return
+	case deleted:
+		delete(x.objects, k)
+	case known && old == s:
+		x.mu.Unlock()
+		return // nothing a pod waits for changed
+	default:
+		x.objects[k] = s
+	}
+	pods := x.podsOf(k, false)
+	x.mu.Unlock()
+	c.upsertPods(pods)
+}
+
+// upsertPods gives the core again the pods of the keys (namespace/name) from the pod
+// cache.
+func (c *Controller) upsertPods(keys []string) {
+	if len(keys) == 0 {
+		return
+	}
+	for _, podKey := range keys {
+		item, exists, err := c.pods.GetByKey(podKey)
+		if err != nil || !exists {
+			continue // its delete event forgets it
+		}
+		if cp, ok := item.(*cachedPod); ok {
+			c.upsertPod(cp)
+		}
+	}
+	c.wake()
+}
+
+// resolveDependencies gives p, the view of cp, its verdict when it waits for anything,
+// and hands it to the core (upsert) while dependencies.mu is held. When the workloads'
+// graph changed (a cycle may have formed or gone) it returns the other pods of p's
+// namespace that wait for anything: the caller gives them again (upsertPods) once it
+// holds no lock.
+func (c *Controller) resolveDependencies(p quota.Pod, cp *cachedPod) (quota.Pod, []string) {
+	x := c.dependencies
+	if x == nil {
+		c.core.UpsertPod(p)
+		return p, nil
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if p.Dependencies == nil {
+		if _, waited := x.waits[p.UID]; !waited {
+			c.core.UpsertPod(p)
+			return p, nil
+		}
+	}
+	p, changed := x.resolve(p, cp)
+	c.core.UpsertPod(p)
+	if !changed {
+		return p, nil
+	}
+	var others []string
+	for _, k := range x.podsOf(dependencyKey{namespace: p.Namespace}, true) {
+		if k != p.Namespace+"/"+p.Name {
+			others = append(others, k)
+		}
+	}
+	return p, others
+}
+
+// forgetDependencyUser drops a deleted pod from what waits, and gives the core again
+// the pods whose cycle it may have closed.
+func (c *Controller) forgetDependencyUser(uid types.UID, namespace string) {
+	x := c.dependencies
+	if x == nil {
+		return
+	}
+	x.mu.Lock()
+	var others []string
+	if x.forget(uid) {
+		others = x.podsOf(dependencyKey{namespace: namespace}, true)
+	}
+	x.mu.Unlock()
+	c.upsertPods(others)
+}
