@@ -79,6 +79,22 @@ func ResolveDependencies(p Pod, status func(depend.Dependency) depend.Status, cy
 	return p
 }
 
+// memberDependencyWait returns why a gated member of g may not start because of what
+// it waits for (the first by UID), or nil: the group starts all together or not at all.
+func memberDependencyWait(g *group) *waitInfo {
+	var out *waitInfo
+	for _, r := range g.waiting.Items() {
+		d := r.pod.pod.Dependencies
+		if !d.Holds() {
+			continue
+		}
+		if out == nil || r.pod.pod.UID < out.ahead.UID {
+			out = &waitInfo{code: d.Wait, detail: d.Message, ahead: r.pod.pod.PodRef}
+		}
+	}
+	return out
+}
+
 // dependencyPark is why a gated pod's dependencies hold it, or nil.
 func dependencyPark(p *podState) *waitInfo {
 	if d := p.pod.Dependencies; d.Holds() {

@@ -92,8 +92,11 @@ func TestGroupWaitsForItsMembersDependencies(t *testing.T) {
 	if got := admitNames(q); len(got) != 0 {
 		t.Fatalf("admitted %v, want none: g-1 waits for Secret creds", got)
 	}
-	if r := waitOf(t, q, "g-1"); r.Code != CodeDependencyPending || r.Message != "waiting for Secret creds, which does not exist yet" {
+	if r := waitOf(t, q, "g-1"); r.Code != CodeDependencyPending || !strings.HasSuffix(r.Message, ": waiting for Secret creds, which does not exist yet") {
 		t.Errorf("g-1 waits with %+v", r)
+	}
+	if r := waitOf(t, q, "g-0"); r.Code != CodeDependencyPending || !strings.Contains(r.Message, "member g-1: waiting for Secret creds") {
+		t.Errorf("g-0 waits with %+v, want it to name the member that waits", r)
 	}
 	q.UpsertPod(ResolveDependencies(waiter.Pod(), states{{Kind: depend.Secret, Name: "creds"}: depend.Exists()}.status, ""))
 	got := admitNames(q)

@@ -103,14 +103,14 @@ func newGroup(k groupKey) *group {
 type groupIndex map[groupKey]*group
 
 // groupable reports whether pod belongs to the group its labels name: it names a usable
-// one, and, gated, it can be admitted at all (a claim that does not exist yet, a value
-// beyond counting or an object it waits for holds it with its own reason). A running member belongs whatever it
+// one, and, gated, it can be admitted at all (a claim that does not exist yet or a value
+// beyond counting holds it with its own reason). A running member belongs whatever it
 // carries: the group is preempted whole, that member with it.
 func groupable(pod *Pod) bool {
 	if pod.Group == "" || pod.GroupError != "" {
 		return false
 	}
-	return !pod.Gated || (pod.ClaimsError == "" && pod.Uncountable == "" && !pod.Dependencies.Holds())
+	return !pod.Gated || (pod.ClaimsError == "" && pod.Uncountable == "")
 }
 
 // join adds p to the group its labels name, creating the group, unless it does not

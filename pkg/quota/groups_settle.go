@@ -204,6 +204,11 @@ func (pl *placer) groupPark(g *group) *waitInfo {
 			return w
 		}
 	}
+	if pl.dependent {
+		if w := memberDependencyWait(g); w != nil {
+			return w
+		}
+	}
 	if pl.opts.holdUncovered && g.covered < g.waiting.Len() {
 		w := &waitInfo{code: CodeUncovered}
 		for _, r := range g.waiting.Items() {

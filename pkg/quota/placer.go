@@ -36,6 +36,9 @@ type placer struct {
 	// first first (starts.go).
 	starts   map[*podState]*startTimer
 	startDue heap.Heap[*startTimer]
+	// dependent: a pod that waits for objects (Pod.Dependencies) was seen; until then
+	// no group looks at its members' dependencies (memberDependencyWait).
+	dependent bool
 }
 
 func newPlacer(o *options, t *topology, ag *agenda, c *charges, f *families, pr *preemptions, pods *podIndex, a *admitter) *placer {
@@ -47,6 +50,7 @@ func newPlacer(o *options, t *topology, ag *agenda, c *charges, f *families, pr 
 
 func (pl *placer) addPod(pod Pod) {
 	p := &podState{pod: pod, order: ownKey(&pod), seen: pl.opts.clock.Now(), backoffIndex: -1, releaseIndex: -1, cooldownIndex: -1}
+	pl.dependent = pl.dependent || pod.Dependencies != nil
 	pl.pods.add(p)
 	p.cover = pl.topology.coverage(&p.pod)
 	pl.joinGroup(p)
@@ -64,6 +68,7 @@ func (pl *placer) addPod(pod Pod) {
 
 func (pl *placer) updatePod(p *podState, pod Pod) {
 	old := p.pod
+	pl.dependent = pl.dependent || pod.Dependencies != nil
 	sameGroup := old.Group == pod.Group && old.GroupSize == pod.GroupSize && old.GroupError == pod.GroupError &&
 		old.ClaimsError == pod.ClaimsError && old.Uncountable == pod.Uncountable && groupable(&old) == groupable(&pod)
 	sameLabels := maps.Equal(old.Labels, pod.Labels)

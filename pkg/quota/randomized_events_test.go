@@ -127,6 +127,9 @@ func (w *world) randomPod(gated bool) {
 	if w.starts && w.rng.IntN(6) == 0 {
 		w.randomStart(b)
 	}
+	if w.starts && w.rng.IntN(5) == 0 {
+		w.randomWaitFor(b)
+	}
 	if !gated {
 		b.Ungated()
 		mp.state = mRunning
@@ -199,6 +202,8 @@ func (w *world) randomEvent() {
 		w.failover()
 	case r < 99:
 		w.evict(false)
+	case w.starts:
+		w.finishJob()
 	}
 	w.deliver()
 }

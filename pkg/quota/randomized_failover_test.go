@@ -52,6 +52,9 @@ func (w *world) failover() {
 		if p.prevView.UID != "" && w.rng.IntN(2) == 0 {
 			v = p.prevView
 		}
+		// The manager resolves every view it hands over against the objects as they are
+		// then (ResolveDependencies): an old view of the pod, never an old verdict.
+		v = w.withDependencies(v)
 		firstSeen[uid] = v
 		nq.UpsertPod(v)
 		p.seenAt = w.clk.Now() // the new core's first view of it
@@ -71,7 +74,7 @@ func (w *world) failover() {
 			stale = p.prevView
 		}
 		w.view(p) // the catch-up read
-		w.q.UpsertPod(stale)
+		w.q.UpsertPod(w.withDependencies(stale))
 		p.informAt = -1
 		by, hasBy := p.obj.Annotations[v1alpha1.AdmittedByAnnotation]
 		switch first := firstSeen[uid]; {

@@ -151,6 +151,9 @@ func (w *world) neverAdmissible(p *mPod) bool {
 		if _, valid := w.startOpen(m.obj, w.clk.Now()); m.state == mGated && !valid {
 			return true // its start annotations do not parse: held until fixed
 		}
+		if _, never := w.dependenciesReady(m.obj); m.state == mGated && never {
+			return true // waits for a Job that failed, or for another namespace's
+		}
 		for _, k := range w.cover(m.obj) {
 			if sums[k] == nil {
 				sums[k] = corev1.ResourceList{}
@@ -222,6 +225,9 @@ func (w *world) workConserving() error {
 		}
 		if open, _ := w.startOpen(p.obj, w.clk.Now()); !open {
 			continue // its start rule holds it
+		}
+		if ready, _ := w.dependenciesReady(p.obj); !ready {
+			continue // a Job it waits for holds it
 		}
 		cover := w.cover(p.obj)
 		fits := len(cover) > 0 && !w.leavesTrackedUnset(p.obj) && !uncountable(p.usage)

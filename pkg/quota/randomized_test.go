@@ -15,6 +15,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/pkg/quota/depend"
 )
 
 var (
@@ -164,7 +165,7 @@ func (w *world) view(p *mPod) {
 		p.seenAt = w.clk.Now() // the core's first view of it
 	}
 	p.prevView = p.lastView
-	p.lastView = w.withClaims(NewPod(p.obj, v1alpha1.SchedulingGate, w.clk.Now()), p.obj)
+	p.lastView = w.withDependencies(w.withClaims(NewPod(p.obj, v1alpha1.SchedulingGate, w.clk.Now()), p.obj))
 	w.q.UpsertPod(p.lastView)
 	w.sync(p)
 }
@@ -228,6 +229,10 @@ type world struct {
 	// starts: some pods say when they may start (randomized_starts_test.go). Off in
 	// the regression worlds, which draw exactly what they drew when they were found.
 	starts bool
+	// jobs are the states of the Jobs pods wait for (randomized_deps_test.go), by
+	// namespace/name; a Job not there has not ended. Pods wait for them only when
+	// starts is set.
+	jobs map[string]depend.State
 }
 
 var worldNamespaces = []string{"ns-a", "ns-b", "ns-c"}
@@ -263,6 +268,7 @@ func newWorldOf(seed int, tenant bool) *world {
 		pods:       map[types.UID]*mPod{},
 		reclaimed:  map[types.UID]reclaim{},
 		claims:     newWorldClaims(),
+		jobs:       map[string]depend.State{},
 		tenant:     tenant,
 	}
 	if tenant {

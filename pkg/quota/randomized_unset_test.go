@@ -12,6 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/quotagate/quotagate/api/v1alpha1"
 )
 
 // randomResources gives a pod its cpu request (in millicores) and, at random, a memory
@@ -176,6 +178,17 @@ func (w *world) checkUnset() error {
 			if code != want {
 				r, _ := w.q.Reader().WaitReason(uid)
 				return fmt.Errorf("%s/%s may not start yet (%v), yet waits with %s: %s", p.obj.Namespace, p.obj.Name, p.obj.Annotations, r.Code, r.Message)
+			}
+			continue
+		}
+		if ready, never := w.dependenciesReady(p.obj); !ready {
+			want := []ReasonCode{CodeDependencyPending}
+			if never {
+				want = []ReasonCode{CodeDependencyFailed, CodeDependencyInvalid}
+			}
+			if !slices.Contains(want, code) {
+				r, _ := w.q.Reader().WaitReason(uid)
+				return fmt.Errorf("%s/%s waits for %s, yet waits with %s: %s", p.obj.Namespace, p.obj.Name, p.obj.Annotations[v1alpha1.WaitForAnnotation], r.Code, r.Message)
 			}
 			continue
 		}

@@ -291,10 +291,8 @@ func (r *Reads) waitMessage(p *podState, lasting bool) Reason {
 		msg = w.detail
 	case CodeStartLater, CodeStartInvalid:
 		msg = startMessage(p, &w)
-	case CodeDependencyPending, CodeDependencyFailed, CodeDependencyCycle:
-		msg = w.detail
-	case CodeDependencyInvalid:
-		msg = w.detail + "; it waits until the annotation is fixed"
+	case CodeDependencyPending, CodeDependencyFailed, CodeDependencyCycle, CodeDependencyInvalid:
+		msg = dependencyMessage(p, &w)
 	case CodeGroupBackoff:
 		msg = "waiting for members that back off after a failed ungate"
 	case CodeBackoff:
@@ -496,4 +494,18 @@ func startMessage(p *podState, w *waitInfo) string {
 		return fmt.Sprintf("%s%s starts its pods %s (spec.start)", who, w.budget.key.Describe(), w.detail)
 	}
 	return fmt.Sprintf("%sstarts %s (its own start annotations)", who, w.detail)
+}
+
+// dependencyMessage is why a pod waits for what it, or a member of its group, waits for
+// (CodeDependencyPending, CodeDependencyFailed, CodeDependencyCycle,
+// CodeDependencyInvalid).
+func dependencyMessage(p *podState, w *waitInfo) string {
+	msg := w.detail
+	if w.code == CodeDependencyInvalid {
+		msg += "; it waits until the annotation is fixed"
+	}
+	if w.ahead.UID != "" && w.ahead.UID != p.pod.UID {
+		msg = "member " + w.ahead.Name + ": " + msg
+	}
+	return msg
 }
