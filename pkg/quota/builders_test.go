@@ -35,6 +35,7 @@ func (b *podBuilder) Label(k, v string) *podBuilder       { b.b.Label(k, v); ret
 func (b *podBuilder) Annotation(k, v string) *podBuilder  { b.b.Annotation(k, v); return b }
 func (b *podBuilder) Group(g string, n int) *podBuilder   { b.b.Group(g, n); return b }
 func (b *podBuilder) Ungated() *podBuilder                { b.b.Ungated(); return b }
+func (b *podBuilder) PodGroup(name string) *podBuilder    { b.b.PodGroup(name); return b }
 func (b *podBuilder) AdmittedBy(v string) *podBuilder     { b.b.AdmittedBy(v); return b }
 func (b *podBuilder) RV(rv int) *podBuilder               { b.b.RV(rv); return b }
 func (b *podBuilder) Phase(p corev1.PodPhase) *podBuilder { b.b.Phase(p); return b }

@@ -89,7 +89,8 @@ func (pl *placer) updatePod(p *podState, pod Pod) {
 
 	if p.phase == phaseWaiting {
 		if pod.Gated && sameGroup && sameLabels && sameUsage && slices.Equal(old.Unset, pod.Unset) && old.Priority == pod.Priority && old.Created.Equal(pod.Created) && maps.Equal(old.NodeSelector, pod.NodeSelector) &&
-			old.Start.Equal(pod.Start) && old.StartError == pod.StartError && sameDependencyWait(old.Dependencies, pod.Dependencies) {
+			old.Start.Equal(pod.Start) && old.StartError == pod.StartError && sameDependencyWait(old.Dependencies, pod.Dependencies) &&
+			samePodGroup(old.PodGroup, pod.PodGroup) {
 			p.pod = pod
 			return
 		}
@@ -225,7 +226,7 @@ func (pl *placer) settleWaiting(p *podState) {
 		switch {
 		case pl.released(p.pod.Namespace):
 			reason = releaseReason(p.pod.Namespace)
-		case len(p.cover) == 0 && !pl.opts.holdUncovered && start == nil && !p.pod.Dependencies.Holds() && p.pod.GroupError == "" && p.pod.ClaimsError == "" && p.pod.Uncountable == "" && pl.knownNamespace(p.pod.Namespace):
+		case len(p.cover) == 0 && !pl.opts.holdUncovered && start == nil && !p.pod.Dependencies.Holds() && podGroupPark(p) == nil && p.pod.GroupError == "" && p.pod.ClaimsError == "" && p.pod.Uncountable == "" && pl.knownNamespace(p.pod.Namespace):
 			reason = noBudgetReason()
 		}
 		if reason.Code != "" && pl.admit.admitNow([]*podState{p}, reason) {
@@ -315,6 +316,9 @@ func (pl *placer) singlePark(p *podState, start *waitInfo) *waitInfo {
 		return start
 	}
 	if w := dependencyPark(p); w != nil {
+		return w
+	}
+	if w := podGroupPark(p); w != nil {
 		return w
 	}
 	if p.pod.GroupError != "" {

@@ -116,6 +116,11 @@ type Pod struct {
 	// quotagate.io/wait-for annotation; nil when it has none), and whether they still
 	// hold it: NewPod holds it until the manager resolves them (ResolveDependencies).
 	Dependencies *PodDependencies
+	// PodGroup is the Kubernetes PodGroup it names in spec.schedulingGroup (nil for
+	// none). Such a pod is grouped by its PodGroup alone (podgroups.go): its
+	// quotagate.io/group label is ignored, and NewPod holds it until the manager
+	// resolves it (ResolvePodGroup).
+	PodGroup *PodGroupRef
 }
 
 // NewPod extracts what the core needs from a pod: gate is the scheduling gate quotagate
@@ -181,6 +186,9 @@ func newPod(p *corev1.Pod, gate string, now time.Time, share bool) Pod {
 	}
 	if v, ok := p.Annotations[v1alpha1.WaitForAnnotation]; ok {
 		out.Dependencies = parseDependencies(v)
+	}
+	if out.PodGroup = podGroupOf(p); out.PodGroup != nil {
+		return out // grouped by its PodGroup once resolved, never by the label
 	}
 	if name := p.Labels[v1alpha1.GroupLabel]; name != "" {
 		out.Group = ShareString(name)

@@ -87,6 +87,9 @@ const (
 	// CodeDependencyInvalid: its quotagate.io/wait-for annotation does not parse; it
 	// waits until it is fixed.
 	CodeDependencyInvalid ReasonCode = "InvalidDependency"
+	// CodePodGroupPending: the Kubernetes PodGroup it names does not exist (yet), or
+	// was not read yet: it is never admitted without its gang (podgroups.go).
+	CodePodGroupPending ReasonCode = "PodGroupPending"
 )
 
 // Why a pod was admitted.
@@ -139,7 +142,8 @@ type waitInfo struct {
 func (w *waitInfo) parks() bool {
 	switch w.code {
 	case CodeNeverFits, CodeMustSpecify, CodeGroupIncomplete, CodeGroupInvalid, CodeUncovered, CodeClaimPending, CodeUncountable, CodeNamespaceUnknown,
-		CodeStartLater, CodeStartInvalid, CodeDependencyPending, CodeDependencyFailed, CodeDependencyCycle, CodeDependencyInvalid:
+		CodeStartLater, CodeStartInvalid, CodeDependencyPending, CodeDependencyFailed, CodeDependencyCycle, CodeDependencyInvalid,
+		CodePodGroupPending:
 		return true
 	}
 	return false
@@ -293,6 +297,8 @@ func (r *Reads) waitMessage(p *podState, lasting bool) Reason {
 		msg = startMessage(p, &w)
 	case CodeDependencyPending, CodeDependencyFailed, CodeDependencyCycle, CodeDependencyInvalid:
 		msg = dependencyMessage(p, &w)
+	case CodePodGroupPending:
+		msg = w.detail
 	case CodeGroupBackoff:
 		msg = "waiting for members that back off after a failed ungate"
 	case CodeBackoff:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -58,6 +59,14 @@ type Options struct {
 	// (Etcd, KubeAPIServer, ...). A later flag overrides an earlier one.
 	ExtraArgs map[string][]string
 
+	// WorkloadAPI serves Kubernetes' Workload API (scheduling.k8s.io/v1beta1 Workloads
+	// and PodGroups) and lets kube-scheduler place a PodGroup's pods as a gang: the
+	// GenericWorkload and DRAWorkloadResourceClaims feature gates (beta and off by
+	// default in 1.37) on kube-apiserver, kube-controller-manager and kube-scheduler,
+	// and the API group version in kube-apiserver's --runtime-config. Its flags come
+	// before ExtraArgs.
+	WorkloadAPI bool
+
 	// StartTimeout bounds how long Start waits for the cluster to be ready; 0 means 3
 	// minutes. The context given to Start can cut it shorter.
 	StartTimeout time.Duration
@@ -78,6 +87,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.StartTimeout == 0 {
 		o.StartTimeout = 3 * time.Minute
+	}
+	if o.WorkloadAPI {
+		o.ExtraArgs = withWorkloadAPI(o.ExtraArgs)
 	}
 	if o.Nodes < 0 || o.NodeMaxPods < 0 {
 		return o, fmt.Errorf("nodes (%d) and node max pods (%d) must not be negative", o.Nodes, o.NodeMaxPods)
@@ -200,3 +212,24 @@ func findBinaries(o Options) (binaries, error) {
 
 // processOrder is the order processes start in; they stop in reverse.
 var processOrder = []string{Etcd, KubeAPIServer, KubeControllerManager, KubeScheduler, Kwok}
+
+// workloadGates are the feature gates WorkloadAPI turns on.
+const workloadGates = "--feature-gates=GenericWorkload=true,DRAWorkloadResourceClaims=true"
+
+// withWorkloadAPI returns extra with the flags of Options.WorkloadAPI before the
+// flags it had.
+func withWorkloadAPI(extra map[string][]string) map[string][]string {
+	out := map[string][]string{}
+	for k, v := range extra {
+		out[k] = slices.Clone(v)
+	}
+	add := map[string][]string{
+		KubeAPIServer:         {workloadGates, "--runtime-config=scheduling.k8s.io/v1beta1=true"},
+		KubeControllerManager: {workloadGates},
+		KubeScheduler:         {workloadGates},
+	}
+	for k, flags := range add {
+		out[k] = append(flags, out[k]...)
+	}
+	return out
+}

@@ -155,6 +155,12 @@ func (b *Builder) Lim(spec string) *Builder {
 func (b *Builder) Priority(p int32) *Builder { b.pod.Spec.Priority = &p; return b }
 
 // NodeName binds the pod to node n.
+// PodGroup names the Kubernetes PodGroup the pod belongs to (spec.schedulingGroup).
+func (b *Builder) PodGroup(name string) *Builder {
+	b.pod.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: &name}
+	return b
+}
+
 func (b *Builder) NodeName(n string) *Builder { b.pod.Spec.NodeName = n; return b }
 
 // GracePeriod sets terminationGracePeriodSeconds.

@@ -9,10 +9,12 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/quotagate/quotagate/pkg/quota"
@@ -48,6 +50,9 @@ type dependencyIndex struct {
 	waits map[types.UID]podWaits
 	// graph holds which workloads wait for which objects: cycles between them.
 	graph *depend.Graph
+	// podGroups are the Kubernetes PodGroups that exist, by podGroupKey; their pods are
+	// among the users too (podgroups.go).
+	podGroups map[dependencyKey]quota.PodGroupInfo
 }
 
 type dependencyKey struct {
@@ -59,13 +64,15 @@ type dependencyKey struct {
 type podWaits struct {
 	namespace string
 	names     []depend.Dependency
+	// podGroup is the PodGroup it names ("" for none).
+	podGroup string
 	// owner is the pod's Job or Deployment, when it has one (depend.OwnerOf).
 	owner    depend.Dependency
 	hasOwner bool
 }
 
 func (w podWaits) equal(o podWaits) bool {
-	return w.namespace == o.namespace && w.owner == o.owner && w.hasOwner == o.hasOwner && slices.Equal(w.names, o.names)
+	return w.namespace == o.namespace && w.podGroup == o.podGroup && w.owner == o.owner && w.hasOwner == o.hasOwner && slices.Equal(w.names, o.names)
 }
 
 func newDependencyIndex() *dependencyIndex {
@@ -74,6 +81,8 @@ func newDependencyIndex() *dependencyIndex {
 		users:   map[dependencyKey]map[types.UID]string{},
 		waits:   map[types.UID]podWaits{},
 		graph:   depend.NewGraph(),
+
+		podGroups: map[dependencyKey]quota.PodGroupInfo{},
 	}
 }
 
@@ -81,18 +90,21 @@ func newDependencyIndex() *dependencyIndex {
 // returns whether the workloads' graph changed (a cycle may have formed or gone). mu
 // must be held.
 func (x *dependencyIndex) resolve(p quota.Pod, cp *cachedPod) (quota.Pod, bool) {
-	var w podWaits
+	w := podWaits{namespace: p.Namespace}
 	if p.Dependencies != nil {
-		w = podWaits{namespace: p.Namespace, names: p.Dependencies.Names}
+		w.names = p.Dependencies.Names
 		if cp.owner != nil {
 			w.owner, w.hasOwner = *cp.owner, true
 		}
+	}
+	if p.PodGroup != nil {
+		w.podGroup = p.PodGroup.Name
 	}
 	if old, ok := x.waits[p.UID]; ok && old.equal(w) {
 		return x.view(p, w), false // the same as before: nothing to record again
 	}
 	changed := x.forget(p.UID)
-	if len(w.names) == 0 {
+	if len(w.names) == 0 && w.podGroup == "" {
 		return p, changed
 	}
 	if w.hasOwner {
@@ -100,8 +112,7 @@ func (x *dependencyIndex) resolve(p quota.Pod, cp *cachedPod) (quota.Pod, bool) 
 		changed = true
 	}
 	key := p.Namespace + "/" + p.Name
-	for _, d := range w.names {
-		k := dependencyKey{p.Namespace, d}
+	for _, k := range w.keys() {
 		if x.users[k] == nil {
 			x.users[k] = map[types.UID]string{}
 		}
@@ -111,8 +122,27 @@ func (x *dependencyIndex) resolve(p quota.Pod, cp *cachedPod) (quota.Pod, bool) 
 	return x.view(p, w), changed
 }
 
-// view is p with the verdict on what it waits for (w). mu must be held.
+// keys are the objects a pod's events depend on: what it waits for, and its PodGroup.
+func (w podWaits) keys() []dependencyKey {
+	out := make([]dependencyKey, 0, len(w.names)+1)
+	for _, d := range w.names {
+		out = append(out, dependencyKey{w.namespace, d})
+	}
+	if w.podGroup != "" {
+		out = append(out, podGroupKey(w.namespace, w.podGroup))
+	}
+	return out
+}
+
+// view is p with the verdict on what it waits for (w), grouped by its PodGroup. mu
+// must be held.
 func (x *dependencyIndex) view(p quota.Pod, w podWaits) quota.Pod {
+	if w.podGroup != "" {
+		p = quota.ResolvePodGroup(p, x.podGroups[podGroupKey(w.namespace, w.podGroup)])
+	}
+	if len(w.names) == 0 {
+		return p
+	}
 	cycle := ""
 	if w.hasOwner {
 		if path, ok := x.graph.Cycle(w.namespace, w.owner); ok {
@@ -134,8 +164,7 @@ func (x *dependencyIndex) forget(uid types.UID) bool {
 	if !ok {
 		return false
 	}
-	for _, d := range w.names {
-		k := dependencyKey{w.namespace, d}
+	for _, k := range w.keys() {
 		delete(x.users[k], uid)
 		if len(x.users[k]) == 0 {
 			delete(x.users, k)
@@ -177,13 +206,23 @@ func (x *dependencyIndex) podsOf(k dependencyKey, all bool) []string {
 // setupDependencies watches the objects pods may wait for.
 func (c *Controller) setupDependencies(ctx context.Context, mgr manager.Manager) error {
 	c.dependencies = newDependencyIndex()
-	for _, obj := range []client.Object{
+	objs := []client.Object{
 		&batchv1.Job{},
 		&appsv1.Deployment{},
 		&corev1.PersistentVolumeClaim{},
 		metadataOnly("Secret"),
 		metadataOnly("ConfigMap"),
-	} {
+	}
+	served, err := servesPodGroups(mgr.GetRESTMapper())
+	if err != nil {
+		return err
+	}
+	if served {
+		objs = append(objs, &schedulingv1beta1.PodGroup{})
+	} else {
+		log.FromContext(ctx).WithName("quota").Info("The API server does not serve scheduling.k8s.io/v1beta1 PodGroups: a pod that names one waits until it does")
+	}
+	for _, obj := range objs {
 		inf, err := mgr.GetCache().GetInformer(ctx, obj)
 		if err != nil {
 			return fmt.Errorf("getting informer for %s: %w", kindOf(obj), err)
@@ -255,6 +294,9 @@ func (c *Controller) onDependencyObject(obj any, deleted bool) {
 		k, s = dependencyKey{o.Namespace, depend.Dependency{Kind: depend.Deployment, Name: o.Name}}, depend.DeploymentStatus(o)
 	case *corev1.PersistentVolumeClaim:
 		k, s = dependencyKey{o.Namespace, depend.Dependency{Kind: depend.PersistentVolumeClaim, Name: o.Name}}, depend.PVCStatus(o)
+	case *schedulingv1beta1.PodGroup:
+		c.onPodGroup(o, deleted)
+		return
 	case *metav1.PartialObjectMetadata:
 		kind := depend.Kind(o.Kind)
 		if kind != depend.Secret && kind != depend.ConfigMap {
@@ -315,7 +357,7 @@ func (c *Controller) resolveDependencies(p quota.Pod, cp *cachedPod) (quota.Pod,
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if p.Dependencies == nil {
+	if p.Dependencies == nil && p.PodGroup == nil {
 		if _, waited := x.waits[p.UID]; !waited {
 			c.core.UpsertPod(p)
 			return p, nil
