@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -330,5 +331,35 @@ func TestAdmissionCarriesItsClaims(t *testing.T) {
 	}
 	if got := adm[0].Claims[0]; got.Namespace() != "team-a" || got.Name() != "shared" {
 		t.Errorf("claim %s: namespace %q, name %q", got.Key, got.Namespace(), got.Name())
+	}
+}
+
+// A group whose members share a claim is charged the claim once, when it is weighed as
+// when it is charged: it fits a budget the claim alone fills, and one that a running
+// pod's use of the claim already charges.
+func TestGroupSharingAClaimIsChargedItOnce(t *testing.T) {
+	q, _ := newTestQueue()
+	q.SetNamespace("team-a", map[string]string{"quotagate.io/enabled": "true"})
+	q.UpsertBudget(makeBudget("team-a", "gpus").Hard("gpu.deviceclass.resource.k8s.io/devices=8").Obj())
+	for _, name := range []string{"g-0", "g-1"} {
+		q.UpsertPod(withClaims(makePod(name).NS("team-a").Group("g", 2).Pod(), map[string]int64{"shared": 8}))
+	}
+	got := admitNames(q)
+	slices.Sort(got)
+	if diff := cmp.Diff([]string{"g-0", "g-1"}, got); diff != "" {
+		t.Fatalf("admitted (-want +got):\n%s", diff)
+	}
+	if used := mustStatus(t, q, BudgetKey{Namespace: "team-a", Name: "gpus"}).Used["gpu.deviceclass.resource.k8s.io/devices"]; used.Value() != 8 {
+		t.Errorf("used devices = %s, want 8", used.String())
+	}
+
+	// A second group on the same claim, which the first keeps charged: it adds nothing.
+	for _, name := range []string{"h-0", "h-1"} {
+		q.UpsertPod(withClaims(makePod(name).NS("team-a").Group("h", 2).Pod(), map[string]int64{"shared": 8}))
+	}
+	got = admitNames(q)
+	slices.Sort(got)
+	if diff := cmp.Diff([]string{"h-0", "h-1"}, got); diff != "" {
+		t.Fatalf("admitted (-want +got):\n%s", diff)
 	}
 }

@@ -44,7 +44,11 @@ func groupWaitCounts(p *podState, w *waitInfo) (have, want int) {
 func unitCharges(pods []*podState) ([]*budget, map[*budget]amount.List) {
 	var order []*budget
 	sums := map[*budget]amount.List{}
+	// counted are the claims a member before counted, per budget: a claim that several
+	// members use is charged once (ClaimCharge), and so is counted once here.
+	var counted map[*budget]map[string]bool
 	for _, p := range pods {
+		claims := p.claims()
 		for _, b := range p.cover {
 			sum, ok := sums[b]
 			if !ok {
@@ -52,7 +56,32 @@ func unitCharges(pods []*podState) ([]*budget, map[*budget]amount.List) {
 				sums[b] = sum
 				order = append(order, b)
 			}
-			sum.Add(p.usage())
+			if len(claims) == 0 {
+				sum.Add(p.usage())
+				continue
+			}
+			if counted == nil {
+				counted = map[*budget]map[string]bool{}
+			}
+			if counted[b] == nil {
+				counted[b] = map[string]bool{}
+			}
+			// Less the claims b charges already (ledger.unshared) or a member before
+			// counted here; nil while nothing is taken off.
+			var add amount.List
+			for _, c := range claims {
+				if b.ledger.claims[c.Key] != nil || counted[b][c.Key] {
+					if add == nil {
+						add = p.usage().Clone() // usage is shared: never written
+					}
+					add.Sub(c.usage)
+				}
+				counted[b][c.Key] = true
+			}
+			if add == nil {
+				add = p.usage()
+			}
+			sum.Add(add)
 		}
 	}
 	return order, sums

@@ -45,6 +45,9 @@ func (w *world) admitAndCheck() error {
 		if open, _ := w.startOpen(p.obj, w.clk.Now()); !open && !retry {
 			return fmt.Errorf("admitted %s at %s, before its start rule lets it (%v)", a.Pod, w.clk.Now().Format(time.RFC3339Nano), p.obj.Annotations)
 		}
+		if w.podGroupMissing(p) && !retry {
+			return fmt.Errorf("admitted %s, whose PodGroup %s does not exist", a.Pod, p.podGroup)
+		}
 		if ready, _ := w.dependenciesReady(p.obj); !ready && !retry {
 			return fmt.Errorf("admitted %s before the Jobs it waits for completed (%s)", a.Pod, p.obj.Annotations[v1alpha1.WaitForAnnotation])
 		}
@@ -217,6 +220,7 @@ func (w *world) checkAtHead(n int) error {
 func (w *world) calmDown() error {
 	w.logf("calm down")
 	w.finishAllJobs()
+	w.createAllPodGroups()
 	w.deliverNamespaces(100)
 	for _, k := range w.budgetKeys() {
 		b := w.budgets[k]

@@ -130,6 +130,9 @@ func (w *world) randomPod(gated bool) {
 	if w.starts && w.rng.IntN(5) == 0 {
 		w.randomWaitFor(b)
 	}
+	if w.starts && gated && w.rng.IntN(6) == 0 {
+		w.randomPodGroup(b, mp, ns)
+	}
 	if !gated {
 		b.Ungated()
 		mp.state = mRunning
@@ -202,8 +205,10 @@ func (w *world) randomEvent() {
 		w.failover()
 	case r < 99:
 		w.evict(false)
-	case w.starts:
+	case w.starts && w.rng.IntN(2) == 0:
 		w.finishJob()
+	case w.starts:
+		w.changePodGroup()
 	}
 	w.deliver()
 }

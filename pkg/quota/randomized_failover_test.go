@@ -54,7 +54,7 @@ func (w *world) failover() {
 		}
 		// The manager resolves every view it hands over against the objects as they are
 		// then (ResolveDependencies): an old view of the pod, never an old verdict.
-		v = w.withDependencies(v)
+		v = w.withPodGroup(w.withDependencies(v))
 		firstSeen[uid] = v
 		nq.UpsertPod(v)
 		p.seenAt = w.clk.Now() // the new core's first view of it
@@ -74,7 +74,7 @@ func (w *world) failover() {
 			stale = p.prevView
 		}
 		w.view(p) // the catch-up read
-		w.q.UpsertPod(w.withDependencies(stale))
+		w.q.UpsertPod(w.withPodGroup(w.withDependencies(stale)))
 		p.informAt = -1
 		by, hasBy := p.obj.Annotations[v1alpha1.AdmittedByAnnotation]
 		switch first := firstSeen[uid]; {

@@ -91,7 +91,10 @@ func (w *world) checkPreemptions() error {
 		}
 		if v.groupName != "" {
 			for _, m := range w.pods {
-				if m.groupName == v.groupName && m.obj.Namespace == v.obj.Namespace && m.state == mRunning && m.lastView.UID != "" && !m.lastView.Gated && !batch[m.obj.UID] {
+				// A member whose eviction is under way (refused and tried again, or
+				// applied unheard) goes with the group, though not handed out again.
+				underWay := slices.Contains(w.evicting, m.obj.UID) || slices.Contains(w.unheard, m.obj.UID)
+				if m.groupName == v.groupName && m.obj.Namespace == v.obj.Namespace && m.state == mRunning && m.lastView.UID != "" && !m.lastView.Gated && !batch[m.obj.UID] && !underWay {
 					return fmt.Errorf("preempting %s of group %s but not its running member %s", p.Victim, v.groupName, m.obj.Name)
 				}
 			}

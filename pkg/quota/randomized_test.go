@@ -144,7 +144,10 @@ type mPod struct {
 	claimUsage     corev1.ResourceList
 	groupName      string
 	groupSize      int
-	preexisted     bool
+	// podGroup is the PodGroup it names ("" for none); groupName and groupSize are then
+	// the PodGroup's (randomized_podgroups_test.go).
+	podGroup   string
+	preexisted bool
 	// seenAt is when the core first saw it (a new leader sees it anew): its wait for
 	// the preemption cooldown is counted from then (randomized_preempt_test.go).
 	seenAt time.Time
@@ -165,7 +168,7 @@ func (w *world) view(p *mPod) {
 		p.seenAt = w.clk.Now() // the core's first view of it
 	}
 	p.prevView = p.lastView
-	p.lastView = w.withDependencies(w.withClaims(NewPod(p.obj, v1alpha1.SchedulingGate, w.clk.Now()), p.obj))
+	p.lastView = w.withPodGroup(w.withDependencies(w.withClaims(NewPod(p.obj, v1alpha1.SchedulingGate, w.clk.Now()), p.obj)))
 	w.q.UpsertPod(p.lastView)
 	w.sync(p)
 }
@@ -233,6 +236,9 @@ type world struct {
 	// namespace/name; a Job not there has not ended. Pods wait for them only when
 	// starts is set.
 	jobs map[string]depend.State
+	// podGroups are the minCounts of the PodGroups that exist, by namespace/name
+	// (randomized_podgroups_test.go); pods name them only when starts is set.
+	podGroups map[string]int
 }
 
 var worldNamespaces = []string{"ns-a", "ns-b", "ns-c"}
@@ -269,6 +275,7 @@ func newWorldOf(seed int, tenant bool) *world {
 		reclaimed:  map[types.UID]reclaim{},
 		claims:     newWorldClaims(),
 		jobs:       map[string]depend.State{},
+		podGroups:  map[string]int{},
 		tenant:     tenant,
 	}
 	if tenant {

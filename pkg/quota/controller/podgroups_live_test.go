@@ -8,7 +8,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -116,4 +118,46 @@ func TestPodGroupGangIsAdmittedWhole(t *testing.T) {
 		}
 		return true, nil
 	})
+}
+
+// TestPodGroupClaimIsChargedOnce: a PodGroup's ResourceClaim (spec.resourceClaims, from a
+// template) that both pods of its gang use is made once by Kubernetes for the group, and
+// charged once: under a Budget of 4 devices, a gang of 2 whose group claim asks 4 is
+// admitted, and the budget shows 4 used.
+func TestPodGroupClaimIsChargedOnce(t *testing.T) {
+	ctx := t.Context()
+	ns := newNamespace(t, true)
+	class := ns
+	devices := corev1.ResourceName(class + ".deviceclass.resource.k8s.io/devices")
+	mustCreate(t, &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: class}})
+	t.Cleanup(func() {
+		_ = admin.Delete(context.Background(), &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: class}})
+	})
+	mustCreate(t, budget(ns, "gpus", corev1.ResourceList{devices: resource.MustParse("4")}, ""))
+	tenant := editTenant(t, ns)
+	startManager(t, nil, false)
+
+	tenantCreate(t, tenant.ResourceV1().ResourceClaimTemplates(ns).Create, &resourceapi.ResourceClaimTemplate{
+		ObjectMeta: metav1.ObjectMeta{Name: "four"},
+		Spec:       resourceapi.ResourceClaimTemplateSpec{Spec: *devicesSpec(class, 4)},
+	})
+	pg := gangPodGroup("duo", 2)
+	pg.Spec.ResourceClaims = []schedulingv1beta1.PodGroupResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To("four")}}
+	tenantCreate(t, tenant.SchedulingV1beta1().PodGroups(ns).Create, pg)
+	for _, name := range []string{"duo-0", "duo-1"} {
+		p := claimPod(ns, name, corev1.PodResourceClaim{Name: "gpu", ResourceClaimTemplateName: ptr.To("four")})
+		p.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptr.To("duo")}
+		tenantCreate(t, tenant.CoreV1().Pods(ns).Create, p)
+	}
+	testbed.Poll(t, 2*time.Minute, "both pods of the gang admitted", func(context.Context) (bool, error) {
+		return !isGated(t, ns, "duo-0") && !isGated(t, ns, "duo-1"), nil
+	})
+	wantUsed(t, ns, "gpus", map[corev1.ResourceName]string{devices: "4"})
+	claims, err := clientset.ResourceV1().ResourceClaims(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(claims.Items) != 1 {
+		t.Errorf("%d ResourceClaims in the namespace, want the group's one", len(claims.Items))
+	}
 }
