@@ -70,7 +70,7 @@ func unitCharges(pods []*podState) ([]*budget, map[*budget]amount.List) {
 			// counted here; nil while nothing is taken off.
 			var add amount.List
 			for _, c := range claims {
-				if b.ledger.claims[c.Key] != nil || counted[b][c.Key] {
+				if b.ledger.chargesClaim(c.Key) || counted[b][c.Key] {
 					if add == nil {
 						add = p.usage().Clone() // usage is shared: never written
 					}

@@ -207,6 +207,9 @@ func (l *ledger) unshared(usage amount.List, claims []claimAmount) amount.List {
 	return out
 }
 
+// chargesClaim reports whether the claim key is charged here (for a pod charged here).
+func (l *ledger) chargesClaim(key string) bool { return l.claims[key] != nil }
+
 // admitted is how many pods are charged.
 func (l *ledger) admitted() int { return len(l.charged) }
 
