@@ -71,6 +71,21 @@ type podWaits struct {
 	hasOwner bool
 }
 
+// waitsOf is what p, the view of cp, waits for.
+func waitsOf(p quota.Pod, cp *cachedPod) podWaits {
+	w := podWaits{namespace: p.Namespace}
+	if p.Dependencies != nil {
+		w.names = p.Dependencies.Names
+		if cp.owner != nil {
+			w.owner, w.hasOwner = *cp.owner, true
+		}
+	}
+	if p.PodGroup != nil {
+		w.podGroup = p.PodGroup.Name
+	}
+	return w
+}
+
 func (w podWaits) equal(o podWaits) bool {
 	return w.namespace == o.namespace && w.podGroup == o.podGroup && w.owner == o.owner && w.hasOwner == o.hasOwner && slices.Equal(w.names, o.names)
 }
@@ -90,16 +105,7 @@ func newDependencyIndex() *dependencyIndex {
 // returns whether the workloads' graph changed (a cycle may have formed or gone). mu
 // must be held.
 func (x *dependencyIndex) resolve(p quota.Pod, cp *cachedPod) (quota.Pod, bool) {
-	w := podWaits{namespace: p.Namespace}
-	if p.Dependencies != nil {
-		w.names = p.Dependencies.Names
-		if cp.owner != nil {
-			w.owner, w.hasOwner = *cp.owner, true
-		}
-	}
-	if p.PodGroup != nil {
-		w.podGroup = p.PodGroup.Name
-	}
+	w := waitsOf(p, cp)
 	if old, ok := x.waits[p.UID]; ok && old.equal(w) {
 		return x.view(p, w), false // the same as before: nothing to record again
 	}

@@ -399,15 +399,22 @@ func (c *Controller) worldBuilder(ctx context.Context, now time.Time, l *estimat
 	return b, nil
 }
 
-// viewOf is the core's view of a cached pod at now, charged for its devices as upsertPod
-// gives it to the core, read only: unlike resolve, it records nothing in the claims'
-// users (a pod deleted since the store was listed must not come back there).
+// viewOf is the core's view of a cached pod at now, charged for its devices and
+// resolved against what it waits for and its PodGroup as upsertPod gives it to the
+// core, read only: unlike resolve, it records nothing in the claims' or the
+// dependencies' users (a pod deleted since the store was listed must not come back
+// there).
 func (c *Controller) viewOf(cp *cachedPod, now time.Time) quota.Pod {
 	p := cp.at(now, c.opts.Gate)
-	if c.claims == nil || !usesDevices(cp) {
-		return p
+	if c.claims != nil && usesDevices(cp) {
+		c.claims.mu.Lock()
+		p = c.claims.view(p, cp)
+		c.claims.mu.Unlock()
 	}
-	c.claims.mu.Lock()
-	defer c.claims.mu.Unlock()
-	return c.claims.view(p, cp)
+	if x := c.dependencies; x != nil && (p.Dependencies != nil || p.PodGroup != nil) {
+		x.mu.Lock()
+		p = x.view(p, waitsOf(p, cp))
+		x.mu.Unlock()
+	}
+	return p
 }

@@ -9,8 +9,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -357,5 +359,40 @@ func TestEstimateErrorIsObservedAtAdmission(t *testing.T) {
 	}
 	if _, ok := f.c.EstimateRecord(quota.BudgetKey{Namespace: "team-b", Name: "b"}); ok {
 		t.Errorf("Budget team-b/b has a track record, but its pod had no known estimate")
+	}
+}
+
+// The estimate world sees a pod as the core does: resolved against what it waits for
+// and its PodGroup, and records nothing.
+func TestEstimateWorldResolvesDependenciesAndPodGroups(t *testing.T) {
+	f := newEstimateFixture(t)
+	f.c.dependencies = newDependencyIndex()
+	f.c.onDependencyObject(&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "prepare"},
+		Status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}}}, false)
+	f.c.onDependencyObject(&schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "gang"},
+		Spec: schedulingv1beta1.PodGroupSpec{SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{
+			Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: 2}}}}, false)
+	f.add(t, estimatePod("team-a", "ready", 60, "1").Gated().Annotation(v1alpha1.WaitForAnnotation, "job/prepare").Obj())
+	f.add(t, estimatePod("team-a", "unready", 50, "1").Gated().Annotation(v1alpha1.WaitForAnnotation, "job/other").Obj())
+	f.add(t, estimatePod("team-a", "member", 40, "1").Gated().PodGroup("gang").Obj())
+	w, err := f.c.world(t.Context(), estimateT0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]quota.Pod{}
+	for _, p := range w.Waiting {
+		got[p.Pod.Name] = p.Pod
+	}
+	if d := got["ready"].Dependencies; d.Holds() {
+		t.Errorf("ready, whose Job completed, is held: %+v", d)
+	}
+	if d := got["unready"].Dependencies; !d.Holds() || d.Message != "waiting for Job other, which does not exist yet" {
+		t.Errorf("unready: %+v", d)
+	}
+	if m := got["member"]; m.Group != quota.PodGroupPrefix+"gang" || m.GroupSize != 2 {
+		t.Errorf("member is in group %q of %d, want its PodGroup's gang of 2", m.Group, m.GroupSize)
+	}
+	if n := len(f.c.dependencies.waits); n != 0 {
+		t.Errorf("building the world recorded %d pods that wait, want none", n)
 	}
 }
