@@ -120,3 +120,33 @@ func TestManagerPermissions(t *testing.T) {
 		t.Errorf("the webhook's ServiceAccount is granted %v, want nothing", rules)
 	}
 }
+
+// The manager may list and watch Secrets (whose data RBAC cannot keep from it) only
+// when manager.watchSecrets lets pods wait for them, and then through a ClusterRole of
+// its own, bound to the manager alone.
+func TestSecretDependenciesRBAC(t *testing.T) {
+	listsSecrets := func(m manifests) []string {
+		var roles []string
+		for role, rules := range rulesOf(t, m) {
+			for _, r := range rules {
+				if grants(r, "secrets", "list") && len(r.ResourceNames) == 0 {
+					roles = append(roles, role)
+				}
+			}
+		}
+		slices.Sort(roles)
+		return roles
+	}
+	if got := listsSecrets(mustInstall(t, defaultRelease, defaultNamespace, nil)); len(got) != 0 {
+		t.Errorf("by default %v may list Secrets", got)
+	}
+	m := mustInstall(t, defaultRelease, defaultNamespace, map[string]any{"manager": map[string]any{"watchSecrets": true}})
+	if got := listsSecrets(m); !slices.Equal(got, []string{"ClusterRole/quotagate-manager-secret-dependencies"}) {
+		t.Errorf("with manager.watchSecrets, %v may list Secrets; want the manager's secret-dependencies role alone", got)
+	}
+	var b rbacv1.ClusterRoleBinding
+	into(t, m.find(t, "ClusterRoleBinding", "quotagate-manager-secret-dependencies"), &b)
+	if b.RoleRef.Name != "quotagate-manager-secret-dependencies" || len(b.Subjects) != 1 || b.Subjects[0].Name != "quotagate-manager" || b.Subjects[0].Namespace != defaultNamespace {
+		t.Errorf("the binding is %+v, want the role bound to the manager's ServiceAccount", b)
+	}
+}

@@ -57,8 +57,9 @@ const (
 	// before it may start, comma-separated kind/name: a Job that must have completed
 	// (job/NAME), a PersistentVolumeClaim that must be Bound (persistentvolumeclaim/NAME
 	// or pvc/NAME), a Deployment that must be Available (deployment/NAME), a Secret or
-	// ConfigMap that must exist (secret/NAME, configmap/NAME). The pod waits behind the
-	// gate, uncharged, until all are (docs/start-control.md).
+	// ConfigMap that must exist (secret/NAME, configmap/NAME; Secrets only where the
+	// manager watches them). The pod waits behind the gate, uncharged, until all are
+	// (docs/start-control.md).
 	WaitForAnnotation = "quotagate.io/wait-for"
 
 	// ChargedFinalizer pins a ResourceClaim that an admitted pod is charged for: the

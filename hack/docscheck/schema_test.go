@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 
@@ -168,6 +169,7 @@ func builtinKinds() []kind {
 		{name: "PodSimulation", resources: []string{"podsimulations", "podsimulation"}, root: goField{reflect.TypeFor[visv1.PodSimulation]()}},
 		{name: "Pod", resources: []string{"pods", "pod", "po"}, root: goField{reflect.TypeFor[corev1.Pod]()}},
 		{name: "DeviceClass", resources: []string{"deviceclasses", "deviceclass"}, root: goField{reflect.TypeFor[resourcev1.DeviceClass]()}},
+		{name: "PodGroup", resources: []string{"podgroups", "podgroup"}, root: goField{reflect.TypeFor[schedulingv1beta1.PodGroup]()}},
 	}
 }
 

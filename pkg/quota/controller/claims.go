@@ -220,28 +220,11 @@ func (c *Controller) setupClaims(ctx context.Context, mgr manager.Manager) error
 
 // servesClaims reports whether the API server serves resource.k8s.io/v1 ResourceClaims.
 func servesClaims(mapper meta.RESTMapper) (bool, error) {
-	gk := resourceapi.SchemeGroupVersion.WithKind("ResourceClaim").GroupKind()
-	_, err := mapper.RESTMapping(gk, resourceapi.SchemeGroupVersion.Version)
-	switch {
-	case err == nil:
-		return true, nil
-	case meta.IsNoMatchError(err):
-		return false, nil
-	}
-	return false, fmt.Errorf("looking up resource.k8s.io/v1 ResourceClaims: %w", err)
+	return serves(mapper, resourceapi.SchemeGroupVersion.WithKind("ResourceClaim"))
 }
 
 func (c *Controller) claimsHandler() toolscache.ResourceEventHandler {
-	return toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.onClaimObject(obj, false) },
-		UpdateFunc: func(_, obj any) { c.onClaimObject(obj, false) },
-		DeleteFunc: func(obj any) {
-			if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-				obj = t.Obj
-			}
-			c.onClaimObject(obj, true)
-		},
-	}
+	return eventsOf(c.onClaimObject)
 }
 
 // onClaimObject applies an event of a claim, template or device class, then gives the

@@ -24,14 +24,18 @@ import (
 // Dependencies (docs/start-control.md): a pod may wait for objects of its own namespace
 // (quotagate.io/wait-for). The manager watches Jobs, Deployments and
 // PersistentVolumeClaims, kept as little more than their status (dependencyTransform),
-// and the metadata of Secrets and ConfigMaps, never their data. It resolves a pod that
+// and the metadata of ConfigMaps and (with Options.WatchSecrets) Secrets, never their
+// data. It resolves a pod that
 // names any against what it knows of them (quota.ResolveDependencies) and gives the
 // core the pod again whenever one of them changes, or a cycle between workloads forms
 // or goes.
 //
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims;secrets;configmaps,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims;configmaps,verbs=get;list;watch
+//
+// Secrets only with Options.WatchSecrets, whose RBAC the chart grants apart
+// (manager.watchSecrets): list and watch on Secrets is read access to all of them.
 
 // dependencyIndex is what the manager knows of the objects pods wait for, and which
 // pods wait for each.
@@ -53,6 +57,9 @@ type dependencyIndex struct {
 	// podGroups are the Kubernetes PodGroups that exist, by podGroupKey; their pods are
 	// among the users too (podgroups.go).
 	podGroups map[dependencyKey]quota.PodGroupInfo
+	// watchSecrets: Secrets are watched (Options.WatchSecrets); else a pod that waits
+	// for one is told it never will be ready.
+	watchSecrets bool
 }
 
 type dependencyKey struct {
@@ -156,6 +163,9 @@ func (x *dependencyIndex) view(p quota.Pod, w podWaits) quota.Pod {
 		}
 	}
 	return quota.ResolveDependencies(p, func(d depend.Dependency) depend.Status {
+		if d.Kind == depend.Secret && !x.watchSecrets {
+			return depend.Status{State: depend.Failed, Message: fmt.Sprintf("%s: this quotagate does not watch Secrets (the manager's --watch-secrets, the chart's manager.watchSecrets)", d)}
+		}
 		if s, ok := x.objects[dependencyKey{w.namespace, d}]; ok {
 			return s
 		}
@@ -212,12 +222,15 @@ func (x *dependencyIndex) podsOf(k dependencyKey, all bool) []string {
 // setupDependencies watches the objects pods may wait for.
 func (c *Controller) setupDependencies(ctx context.Context, mgr manager.Manager) error {
 	c.dependencies = newDependencyIndex()
+	c.dependencies.watchSecrets = c.opts.WatchSecrets
 	objs := []client.Object{
 		&batchv1.Job{},
 		&appsv1.Deployment{},
 		&corev1.PersistentVolumeClaim{},
-		metadataOnly("Secret"),
 		metadataOnly("ConfigMap"),
+	}
+	if c.opts.WatchSecrets {
+		objs = append(objs, metadataOnly("Secret"))
 	}
 	served, err := servesPodGroups(mgr.GetRESTMapper())
 	if err != nil {
@@ -276,16 +289,7 @@ func dependencyTransform(obj any) (any, error) {
 }
 
 func (c *Controller) dependencyHandler() toolscache.ResourceEventHandler {
-	return toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.onDependencyObject(obj, false) },
-		UpdateFunc: func(_, obj any) { c.onDependencyObject(obj, false) },
-		DeleteFunc: func(obj any) {
-			if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-				obj = t.Obj
-			}
-			c.onDependencyObject(obj, true)
-		},
-	}
+	return eventsOf(c.onDependencyObject)
 }
 
 // onDependencyObject applies an event of an object pods may wait for, then gives the

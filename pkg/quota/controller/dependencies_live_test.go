@@ -8,6 +8,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -16,11 +17,12 @@ import (
 	"github.com/quotagate/quotagate/internal/testbed"
 	"github.com/quotagate/quotagate/pkg/gates"
 	"github.com/quotagate/quotagate/pkg/quota"
+	"github.com/quotagate/quotagate/pkg/quota/controller"
 )
 
 // TestDependentPodsStartWhenReady, against a real kube-apiserver with
 // kube-controller-manager's Job and volume controllers, as a tenant with nothing but the
-// built-in edit role: a Job whose pods wait for another Job starts only once that Job
+// built-in edit role, under a manager that watches Secrets (WatchSecrets): a Job whose pods wait for another Job starts only once that Job
 // completed; a pod that waits for a PersistentVolumeClaim starts once it is Bound, and
 // one that waits for a Secret once it exists. A pod that waits for a Job that failed
 // gets a Warning event saying so; two Jobs that wait for each other are reported as a
@@ -31,7 +33,8 @@ func TestDependentPodsStartWhenReady(t *testing.T) {
 	ns := newNamespace(t, true)
 	mustCreate(t, budget(ns, "b", cpu("20"), ""))
 	tenant := editTenant(t, ns)
-	m := startManager(t, nil, false)
+	grantSecretDependencies(t)
+	m := startManager(t, func(o *controller.Options) { o.WatchSecrets = true }, false)
 
 	waitsFor := func(job *batchv1.Job, value string) *batchv1.Job {
 		job.Spec.Template.Annotations[v1alpha1.WaitForAnnotation] = value
@@ -148,4 +151,25 @@ func TestDependentPodsStartWhenReady(t *testing.T) {
 	if !strings.HasPrefix(train, "train-") {
 		t.Errorf("train's pod is %s", train)
 	}
+}
+
+// grantSecretDependencies grants the manager list and watch on Secrets, as the chart
+// does with manager.watchSecrets (templates/manager-secrets-rbac.yaml), for the test.
+func grantSecretDependencies(t *testing.T) {
+	t.Helper()
+	name := managerName + "-secret-dependencies"
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "watch"}}},
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: managerName, Namespace: systemNamespace}},
+	}
+	mustCreate(t, role, binding)
+	t.Cleanup(func() {
+		_ = admin.Delete(context.Background(), binding)
+		_ = admin.Delete(context.Background(), role)
+	})
 }

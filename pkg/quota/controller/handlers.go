@@ -1,7 +1,11 @@
 package controller
 
 import (
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
@@ -201,4 +205,32 @@ func unwrap[T any](obj any) (T, bool) {
 	}
 	v, ok := obj.(T)
 	return v, ok
+}
+
+// eventsOf is a handler that gives on each object added, updated or deleted (deleted
+// true, a tombstone unwrapped to what the store held).
+func eventsOf(on func(obj any, deleted bool)) toolscache.ResourceEventHandler {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { on(obj, false) },
+		UpdateFunc: func(_, obj any) { on(obj, false) },
+		DeleteFunc: func(obj any) {
+			if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			on(obj, true)
+		},
+	}
+}
+
+// serves reports whether the API server serves kind gvk: false, without an error, when
+// it does not know the group, version or kind.
+func serves(mapper meta.RESTMapper, gvk schema.GroupVersionKind) (bool, error) {
+	_, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	switch {
+	case err == nil:
+		return true, nil
+	case meta.IsNoMatchError(err):
+		return false, nil
+	}
+	return false, fmt.Errorf("looking up %s %s: %w", gvk.GroupVersion(), gvk.Kind, err)
 }

@@ -23,6 +23,11 @@ type Options struct {
 	// (true by default: no pod of an opted-in namespace runs without passing a
 	// budget's queue); false admits them at once, charged nowhere.
 	HoldUncovered bool
+	// WatchSecrets lets pods wait for Secrets (quotagate.io/wait-for: secret/NAME): the
+	// manager then watches the metadata of every Secret, which RBAC can grant only as
+	// list and watch on Secrets, their data included. Off by default: a pod that waits
+	// for a Secret is told so (dependencies.go).
+	WatchSecrets bool
 	// FlushInterval is how often inadmissible pods are re-evaluated without an event.
 	FlushInterval time.Duration
 	// LendHold is how long the quota a lender's ended pod frees is kept for the

@@ -1,8 +1,6 @@
 package controller
 
 import (
-	"fmt"
-
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/meta"
 
@@ -63,13 +61,5 @@ func (c *Controller) onPodGroup(g *schedulingv1beta1.PodGroup, deleted bool) {
 // servesPodGroups reports whether the API server serves scheduling.k8s.io/v1beta1
 // PodGroups.
 func servesPodGroups(mapper meta.RESTMapper) (bool, error) {
-	gk := schedulingv1beta1.SchemeGroupVersion.WithKind("PodGroup").GroupKind()
-	_, err := mapper.RESTMapping(gk, schedulingv1beta1.SchemeGroupVersion.Version)
-	switch {
-	case err == nil:
-		return true, nil
-	case meta.IsNoMatchError(err):
-		return false, nil
-	}
-	return false, fmt.Errorf("looking up scheduling.k8s.io/v1beta1 PodGroups: %w", err)
+	return serves(mapper, schedulingv1beta1.SchemeGroupVersion.WithKind("PodGroup"))
 }
