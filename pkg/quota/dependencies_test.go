@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -103,5 +104,25 @@ func TestGroupWaitsForItsMembersDependencies(t *testing.T) {
 	slices.Sort(got)
 	if !slices.Equal(got, []string{"g-0", "g-1"}) {
 		t.Fatalf("admitted %v once the Secret exists, want the whole group", got)
+	}
+}
+
+// WaitingByCode counts the gated pods by why they wait, as WaitReason gives it.
+func TestWaitingByCode(t *testing.T) {
+	q, _ := newTestQueue()
+	q.UpsertBudget(makeBudget("team-a", "b").Hard("cpu=1").Obj())
+	q.UpsertPod(makePod("runs").Req("cpu=1").Ungated().Pod())
+	q.UpsertPod(makePod("waits").Req("cpu=1").Pod())
+	q.UpsertPod(ResolveDependencies(makePod("after").Req("cpu=1").Annotation(v1alpha1.WaitForAnnotation, "job/x").Pod(), states{}.status, ""))
+	q.UpsertPod(makePod("gang").Req("cpu=1").PodGroup("g").Pod())
+	admitNames(q)
+	want := map[ReasonCode]int{CodeInsufficient: 1, CodeDependencyPending: 1, CodePodGroupPending: 1}
+	if got := q.Reader().WaitingByCode(); !maps.Equal(got, want) {
+		t.Errorf("WaitingByCode = %v, want %v", got, want)
+	}
+	for _, name := range []string{"waits", "after", "gang"} {
+		if r := waitOf(t, q, name); want[r.Code] == 0 {
+			t.Errorf("%s waits with %s, which WaitingByCode does not count", name, r.Code)
+		}
 	}
 }

@@ -175,6 +175,29 @@ func (r *Reads) WaitCode(uid types.UID) (ReasonCode, bool) {
 	return w.reported(), true
 }
 
+// WaitingByCode counts the gated pods the core holds by the code of why they wait, as
+// last decided (Queued for a pod not evaluated since it changed): cheaper than a
+// WaitCode for each, for metrics.
+func (r *Reads) WaitingByCode() map[ReasonCode]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[ReasonCode]int{}
+	for _, p := range r.pods.byUID {
+		if p.phase != phaseWaiting {
+			continue
+		}
+		code := p.wait.reported()
+		switch {
+		case p.inBackoff && !p.parked:
+			code = CodeBackoff
+		case code == "":
+			code = CodeQueued
+		}
+		out[code]++
+	}
+	return out
+}
+
 // reported is the code a wait is reported with: its own, or PreemptionPending while
 // pods would be evicted for it once its cooldown ends.
 func (w *waitInfo) reported() ReasonCode {

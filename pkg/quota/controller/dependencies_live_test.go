@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -34,7 +35,8 @@ func TestDependentPodsStartWhenReady(t *testing.T) {
 	mustCreate(t, budget(ns, "b", cpu("20"), ""))
 	tenant := editTenant(t, ns)
 	grantSecretDependencies(t)
-	m := startManager(t, func(o *controller.Options) { o.WatchSecrets = true }, false)
+	reg := prometheus.NewRegistry()
+	m := startManager(t, func(o *controller.Options) { o.WatchSecrets = true; o.Registerer = reg }, false)
 
 	waitsFor := func(job *batchv1.Job, value string) *batchv1.Job {
 		job.Spec.Template.Annotations[v1alpha1.WaitForAnnotation] = value
@@ -86,6 +88,24 @@ func TestDependentPodsStartWhenReady(t *testing.T) {
 	if ev := waitForWaitingEvent(t, ns, "elsewhere", string(quota.CodeDependencyInvalid)); ev.Type != corev1.EventTypeWarning {
 		t.Errorf("the refused pod's event is %s, want Warning", ev.Type)
 	}
+	// The metric counts them by reason (other tests' pods may add to the counts).
+	testbed.Poll(t, time.Minute, "quotagate_gated_pods_by_reason to count them", func(context.Context) (bool, error) {
+		byReason := func(code quota.ReasonCode) float64 {
+			families, err := reg.Gather()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range families {
+				for _, m := range f.GetMetric() {
+					if f.GetName() == "quotagate_gated_pods_by_reason" && len(m.GetLabel()) == 1 && m.GetLabel()[0].GetValue() == string(code) {
+						return m.GetGauge().GetValue()
+					}
+				}
+			}
+			return 0
+		}
+		return byReason(quota.CodeDependencyPending) >= 2 && byReason(quota.CodeDependencyCycle) >= 2 && byReason(quota.CodeDependencyInvalid) >= 1, nil
+	})
 
 	// train: never ungated while prepare has not completed.
 	testbed.PollEvery(t, 50*time.Millisecond, 2*time.Minute, "train to be ungated once prepare completed", func(context.Context) (bool, error) {

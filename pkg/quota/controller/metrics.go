@@ -85,6 +85,8 @@ type metrics struct {
 	seriesMu sync.Mutex
 	depths   map[depthKey]prometheus.Gauge
 	moves    map[[2]string]prometheus.Counter
+	// gatedByReason counts the gated pods by why they wait (setReasons).
+	gatedByReason *prometheus.GaugeVec
 }
 
 type depthKey struct {
@@ -153,6 +155,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		budgetReady:   gauge("quotagate_budget_ready", "1 when a budget's Ready condition is True, 0 when it has a problem (invalid spec, missing parent, cycle).", budgetLabels),
 		gatedPods:     gauge("quotagate_budget_gated_pods", "Gated pods a budget covers.", budgetLabels),
 		admittedPods:  gauge("quotagate_budget_admitted_pods", "Admitted, non-terminal pods charged to a budget.", budgetLabels),
+		gatedByReason: gauge("quotagate_gated_pods_by_reason", "Gated pods the manager holds, by the reason code of why they wait (as the plugin's why and the pods' quotagate.io/Admitted condition give it): InsufficientQuota, StartLater, WaitingForDependency, PodGroupPending, ...", []string{"reason"}),
 		neverFitPods:  gauge("quotagate_budget_never_fit_pods", "Gated pods that can never be admitted while hard stays as it is: they request more than it, or leave unset a cpu or memory value it tracks (ResourceQuota's rule).", budgetLabels),
 		ungateErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "quotagate_ungate_errors_total",
@@ -172,7 +175,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.gate = &leaderOnly{metrics: m, collectors: []prometheus.Collector{
 		m.incomingPods, m.queueMoves, m.admissions, m.ungateErrors, m.preemptions, m.preemptionsBlocked,
 		m.queueDepth, m.budgetHard, m.budgetUsed, m.flavorHard, m.flavorUsed, m.budgetPending, m.budgetState, m.budgetReady,
-		m.gatedPods, m.admittedPods, m.neverFitPods, m.podWait, m.estimateError,
+		m.gatedPods, m.admittedPods, m.neverFitPods, m.gatedByReason, m.podWait, m.estimateError,
 		m.estimateWithin, m.estimatePass, m.estimatePods, m.estimateSkipped,
 	}}
 	gate, err := promreg.Register(reg, m.gate)
@@ -303,6 +306,15 @@ func (m *metrics) setBudget(key quota.BudgetKey, st quota.BudgetStatus) {
 	m.gatedPods.WithLabelValues(b...).Set(float64(st.GatedPods))
 	m.admittedPods.WithLabelValues(b...).Set(float64(st.AdmittedPods))
 	m.neverFitPods.WithLabelValues(b...).Set(float64(len(st.NeverFit)))
+}
+
+// setReasons publishes how many gated pods wait for each reason (quota.Reads.
+// WaitingByCode); a reason no pod waits for any more drops its series.
+func (m *metrics) setReasons(counts map[quota.ReasonCode]int) {
+	m.gatedByReason.Reset()
+	for code, n := range counts {
+		m.gatedByReason.WithLabelValues(string(code)).Set(float64(n))
+	}
 }
 
 // forgetBudget drops every series of a deleted budget.

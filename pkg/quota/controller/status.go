@@ -75,6 +75,7 @@ func (w *statusWriter) run(ctx context.Context) {
 		}
 		keys := append(retry, w.core.DirtyStatuses()...)
 		retry = nil
+		w.metrics.setReasons(w.core.Reader().WaitingByCode())
 		for _, key := range keys {
 			if err := w.write(ctx, key); err != nil {
 				if ctx.Err() != nil {
