@@ -139,6 +139,9 @@ func (x *podIndex) remove(p *podState) {
 // inNamespace returns the namespace's pods; the caller does not change the map.
 func (x *podIndex) inNamespace(ns string) map[types.UID]*podState { return x.byNS[ns] }
 
+// all returns every pod, in no order.
+func (x *podIndex) all() iter.Seq[*podState] { return maps.Values(x.byUID) }
+
 // sorted returns every pod, by UID.
 func (x *podIndex) sorted() []*podState {
 	return slices.SortedFunc(maps.Values(x.byUID), compareUIDs)

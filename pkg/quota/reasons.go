@@ -182,7 +182,7 @@ func (r *Reads) WaitingByCode() map[ReasonCode]int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := map[ReasonCode]int{}
-	for _, p := range r.pods.byUID {
+	for p := range r.pods.all() {
 		if p.phase != phaseWaiting {
 			continue
 		}
