@@ -29,7 +29,7 @@ type PodDependencies struct {
 // Holds reports whether the dependencies keep a gated pod from starting.
 func (d *PodDependencies) Holds() bool { return d != nil && d.Wait != "" }
 
-// sameWait reports whether a and b hold a pod for the same reason.
+// sameDependencyWait reports whether a and b hold a pod for the same reason.
 func sameDependencyWait(a, b *PodDependencies) bool {
 	if !a.Holds() || !b.Holds() {
 		return a.Holds() == b.Holds()
@@ -63,19 +63,16 @@ func ResolveDependencies(p Pod, status func(depend.Dependency) depend.Status, cy
 		p.Dependencies = out
 		return p
 	}
+	p.Dependencies = out
 	for _, n := range d.Names {
-		s := status(n)
-		switch {
+		switch s := status(n); {
 		case s.State == depend.Failed:
 			out.Wait, out.Message = CodeDependencyFailed, s.Message
+			return p
 		case s.State == depend.Pending && out.Wait == "":
 			out.Wait, out.Message = CodeDependencyPending, s.Message
 		}
-		if out.Wait == CodeDependencyFailed {
-			break
-		}
 	}
-	p.Dependencies = out
 	return p
 }
 

@@ -220,20 +220,22 @@ func (pl *placer) settleWaiting(p *podState) {
 		return
 	}
 	p.order = ownKey(&p.pod)
-	start := pl.startPark(p)
+	park := pl.singlePark(p, pl.startPark(p))
 	if !p.inBackoff {
 		var reason Reason
 		switch {
 		case pl.released(p.pod.Namespace):
 			reason = releaseReason(p.pod.Namespace)
-		case len(p.cover) == 0 && !pl.opts.holdUncovered && start == nil && !p.pod.Dependencies.Holds() && podGroupPark(p) == nil && p.pod.GroupError == "" && p.pod.ClaimsError == "" && p.pod.Uncountable == "" && pl.knownNamespace(p.pod.Namespace):
+		case len(p.cover) == 0 && !pl.opts.holdUncovered && park == nil:
+			// Nothing holds it (its namespace is known, nothing of its own parks it) and
+			// no budget covers it.
 			reason = noBudgetReason()
 		}
 		if reason.Code != "" && pl.admit.admitNow([]*podState{p}, reason) {
 			return
 		}
 	}
-	pl.place(p, pl.singlePark(p, start))
+	pl.place(p, park)
 }
 
 // startPark returns why a gated pod may not start yet, by its own start rule or a
