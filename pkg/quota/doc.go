@@ -83,9 +83,9 @@
 //     the family part holds freed quota.
 //   - pods (podIndex, podstate.go): every pod the core knows, by UID and namespace; a
 //     pod's record (podState) says itself when it was forgotten.
-//   - placer (placer.go, groups_settle.go, starts.go): where each pod waits. A pod
-//     event (add, update, forget), a namespace's labels or a budget's coverage come
-//     here; a gated pod is queued in every budget that covers it, parked with why, held,
+//   - placer (placer.go, park.go, groups_settle.go, starts.go): where each pod waits.
+//     A pod event (add, update, forget), a namespace's labels or a budget's coverage
+//     come here; a gated pod is queued in every budget that covers it, parked with why, held,
 //     or admitted at once when no quota decision is needed; a group's members are placed
 //     together. Its start side (starts.go) parks a pod that its own start rule or a
 //     covering budget's does not let start yet (CodeStartLater), keeps for each such pod

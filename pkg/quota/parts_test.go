@@ -47,7 +47,7 @@ var coreParts = []part{
 	{typ: "agenda", files: []string{"agenda.go", "wake.go"}},
 	{typ: "charges", files: []string{"charges.go"}},
 	{typ: "podIndex", files: []string{"podstate.go"}},
-	{typ: "placer", files: []string{"placer.go", "groups_settle.go", "starts.go"}},
+	{typ: "placer", files: []string{"placer.go", "park.go", "groups_settle.go", "starts.go"}},
 	{typ: "admitter", files: []string{"admit.go", "attempts.go", "timers.go", "flavor_choice.go"}},
 	{typ: "flavorIndex", files: []string{"flavors.go"}},
 	{typ: "Reads", files: []string{"reader.go", "status.go", "snapshot.go", "page.go", "podplaces.go", "reasons.go", "heads.go"}},
