@@ -171,7 +171,7 @@
 //     (starts.go); the rule itself is window.Start (package window).
 //   - a new kind of object a pod may wait for: depend.Parse and a status function in
 //     package depend, the controller's informer and onDependencyObject
-//     (controller/dependencies.go); the core only sees a pod's verdict
+//     (controller/dependencies_watch.go); the core only sees a pod's verdict
 //     (ResolveDependencies, dependencies.go).
 //   - a new reason a pod waits: a ReasonCode and its sentence in Reads.waitReason
 //     (reasons.go), set where the decision is taken.
