@@ -173,6 +173,7 @@
 //     package depend, the controller's informer and onDependencyObject
 //     (controller/dependencies_watch.go); the core only sees a pod's verdict
 //     (ResolveDependencies, dependencies.go).
-//   - a new reason a pod waits: a ReasonCode and its sentence in Reads.waitReason
-//     (reasons.go), set where the decision is taken.
+//   - a new reason a pod waits: a ReasonCode (reasoncodes.go; parks, if it parks the
+//     pod) and its sentence in Reads.waitReason (reasons.go), set where the decision is
+//     taken.
 package quota
