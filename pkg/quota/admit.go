@@ -159,7 +159,18 @@ func (a *admitter) evaluateGroup(g *group) {
 		}
 	}
 	slices.SortFunc(cands, compareUIDs)
-	if !g.started() && len(cands) < g.size {
+	if g.parts != nil {
+		// The members of parts that do not go are parked (partPark); the others may
+		// still miss members that back off, or are parked for reasons of their own.
+		unit, rest := g.completeUnit(cands)
+		if len(unit) == 0 {
+			a.fail(cands, waitInfo{code: CodeGroupBackoff})
+			return
+		}
+		a.fail(rest, waitInfo{code: CodeGroupBackoff})
+		cands = unit
+	}
+	if !g.started() && len(cands) < g.size && g.parts == nil {
 		a.fail(cands, waitInfo{code: CodeGroupBackoff})
 		return
 	}

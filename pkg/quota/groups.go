@@ -53,6 +53,41 @@ type group struct {
 	// none of them is in a queue heap, since the heaps compare members by it.
 	order  orderKey
 	placed placement
+
+	// The parts of a CompositePodGroup's gang (podgroups.go), by the path to them
+	// (partKey); nil for any other group. partsOf holds the parts each member joined
+	// with and the need it gave each, and rootCount the root's complete children.
+	parts     map[string]*groupPart
+	partsOf   map[*podState][]partRef
+	rootCount int
+	// partsMoved: a part started or stopped going (groupPart.goes) since the members
+	// were last placed, so they must all be placed again (keepPlacement).
+	partsMoved bool
+}
+
+// groupPart is a child PodGroup or CompositePodGroup somewhere below a
+// CompositePodGroup's root. Its count is kept as members change: the gated members
+// of a PodGroup, the complete children of a CompositePodGroup; it is complete once
+// count reaches need, which its parent (or the root) counts.
+type groupPart struct {
+	key      string
+	name     string     // its GroupPart.Name
+	parent   *groupPart // nil: a child of the root
+	depth    int
+	members  int         // members whose path goes through it
+	waiting  int         // of those, the gated members the group records (recs)
+	needs    map[int]int // how many members give each need
+	need     int         // the largest need a member gives
+	count    int
+	complete bool
+	// goes: complete, or started (a member below it is admitted or running); the
+	// members below a part that does not go are parked (partPark).
+	goes bool
+}
+
+type partRef struct {
+	part *groupPart
+	need int
 }
 
 // placement is how a group's gated members are placed, so that a change to one member
@@ -78,6 +113,8 @@ type memberRec struct {
 	usage amount.List
 	unset []UnsetResource
 	index int // in group.waiting
+	// leaf is the member's own PodGroup when the group is a CompositePodGroup's gang.
+	leaf *groupPart
 }
 
 type budgetCharge struct {
@@ -130,6 +167,9 @@ func (gi groupIndex) join(p *podState) {
 	g.sizeOf[p] = p.pod.GroupSize
 	g.sizes[p.pod.GroupSize]++
 	g.size = max(g.size, p.pod.GroupSize)
+	if len(p.pod.GroupParts) > 0 {
+		g.joinParts(p)
+	}
 }
 
 // leave takes p out of its group. It returns the group when members are left behind
@@ -142,6 +182,12 @@ func (gi groupIndex) leave(p *podState) *group {
 	}
 	delete(g.members, p.pod.UID)
 	p.group = nil
+	if r := g.recs[p]; r != nil {
+		g.unrecord(r) // before its parts are let go: the counts along its path drop
+	}
+	if refs := g.partsOf[p]; refs != nil {
+		g.leaveParts(p, refs)
+	}
 	// The size it gave when it joined: its spec may have changed since.
 	size := g.sizeOf[p]
 	delete(g.sizeOf, p)
@@ -189,9 +235,7 @@ func (g *group) best() (orderKey, bool) {
 // and usage.
 func (g *group) sync(p *podState) {
 	if r := g.recs[p]; r != nil {
-		g.waiting.Remove(r)
-		delete(g.recs, p)
-		g.account(r, -1)
+		g.unrecord(r)
 	}
 	if p.group != g || p.phase != phaseWaiting || g.members[p.pod.UID] != p {
 		return
@@ -200,6 +244,43 @@ func (g *group) sync(p *podState) {
 	g.recs[p] = r
 	g.waiting.Push(r)
 	g.account(r, +1)
+	if refs := g.partsOf[p]; len(refs) > 0 {
+		r.leaf = refs[len(refs)-1].part
+		r.leaf.count++
+		g.recheck(r.leaf)
+		g.countWaiting(r.leaf, +1)
+	}
+}
+
+// unrecord takes a gated member's record out of the group's accounting.
+func (g *group) unrecord(r *memberRec) {
+	g.waiting.Remove(r)
+	delete(g.recs, r.pod)
+	g.account(r, -1)
+	if r.leaf != nil {
+		r.leaf.count--
+		g.recheck(r.leaf)
+		g.countWaiting(r.leaf, -1)
+	}
+}
+
+// complete reports whether the gated members are enough for the group's first
+// admission: group-size of them, or, for a CompositePodGroup's gang, minGroupCount
+// complete children of its root.
+func (g *group) complete() bool {
+	if g.parts != nil {
+		return g.rootCount >= g.size
+	}
+	return g.waiting.Len() >= g.size
+}
+
+// have is how far the group is from complete: its members, or its root's complete
+// children.
+func (g *group) have() int {
+	if g.parts != nil {
+		return g.rootCount
+	}
+	return len(g.members)
 }
 
 func (g *group) account(r *memberRec, sign int) {

@@ -34,7 +34,7 @@ func neverFits(waiting []*podState) *waitInfo {
 // has and wants, now: members that come and go do not re-park the others.
 func groupWaitCounts(p *podState, w *waitInfo) (have, want int) {
 	if g := p.group; g != nil {
-		return len(g.members), g.size
+		return g.have(), g.size
 	}
 	return w.have, w.want
 }
@@ -115,7 +115,7 @@ func (pl *placer) settleChange(g *group, p *podState) {
 	}
 	if p.group == g && p.phase == phaseWaiting {
 		pl.agenda.detach(p)
-		pl.place(p, pl.groupPark(g))
+		pl.place(p, pl.memberPark(g, p))
 	}
 	if g.placed == placedQueued {
 		pl.kick(g)
@@ -128,7 +128,7 @@ func (pl *placer) settleChange(g *group, p *podState) {
 // It costs O(budgets the group touches), not a pass over the members.
 func (pl *placer) keepPlacement(g *group) bool {
 	best, ok := g.best()
-	if !ok || pl.released(g.key.namespace) {
+	if !ok || pl.released(g.key.namespace) || g.partsMoved {
 		return false
 	}
 	park := pl.groupPark(g)
@@ -165,6 +165,7 @@ func (pl *placer) kick(g *group) {
 // covers any of them or their namespace is not opted in.
 func (pl *placer) settleGroup(g *group) {
 	g.placed = placedAnyhow
+	g.partsMoved = false
 	waiting := g.waitingByUID()
 	for _, m := range waiting {
 		pl.agenda.detach(m)
@@ -193,18 +194,29 @@ func (pl *placer) settleGroup(g *group) {
 	case park == nil && !pl.opts.holdUncovered && g.covered == 0 && (len(ready) == len(waiting) || g.started()):
 		reason = noBudgetReason()
 	}
+	if reason.Code == CodeNoBudget && g.parts != nil {
+		// A CompositePodGroup's gang takes its complete parts only, budget or not:
+		// kube-scheduler would hold the others' pods short of their minCount.
+		if ready, _ = g.completeUnit(ready); len(ready) == 0 {
+			reason = Reason{}
+		}
+	}
 	if reason.Code != "" && pl.admit.admitNow(ready, reason) {
 		for _, m := range ready {
 			g.sync(m)
 		}
 		for _, m := range waiting {
-			if m.inBackoff {
-				pl.place(m, nil)
+			if g.recs[m] != nil {
+				pl.place(m, nil) // backing off, or in a part that is not complete
 			}
 		}
 		return
 	}
 	for _, m := range waiting {
+		if park == nil && g.parts != nil {
+			pl.place(m, g.partPark(m))
+			continue
+		}
 		pl.place(m, park)
 	}
 	switch {
@@ -213,6 +225,15 @@ func (pl *placer) settleGroup(g *group) {
 	case park.code == CodeGroupIncomplete:
 		g.placed = placedIncomplete
 	}
+}
+
+// memberPark is why a gated member waits for its group, or nil: the group's
+// groupPark, else, in a CompositePodGroup's gang, its own part's (partPark).
+func (pl *placer) memberPark(g *group, p *podState) *waitInfo {
+	if w := pl.groupPark(g); w != nil || g.parts == nil {
+		return w
+	}
+	return g.partPark(p)
 }
 
 // groupPark returns why the group's gated members wait for members: their namespace
@@ -225,8 +246,8 @@ func (pl *placer) groupPark(g *group) *waitInfo {
 	if w := pl.namespacePark(g.key.namespace); w != nil {
 		return w
 	}
-	if !g.started() && g.waiting.Len() < g.size {
-		return &waitInfo{code: CodeGroupIncomplete, have: len(g.members), want: g.size}
+	if !g.started() && !g.complete() {
+		return &waitInfo{code: CodeGroupIncomplete, have: g.have(), want: g.size}
 	}
 	if len(pl.starts) > 0 {
 		if w := pl.memberStartWait(g); w != nil {

@@ -68,7 +68,7 @@ func (pl *placer) addPod(pod Pod) {
 func (pl *placer) updatePod(p *podState, pod Pod) {
 	old := p.pod
 	pl.dependent = pl.dependent || pod.Dependencies != nil
-	sameGroup := old.Group == pod.Group && old.GroupSize == pod.GroupSize && old.GroupError == pod.GroupError &&
+	sameGroup := old.Group == pod.Group && old.GroupSize == pod.GroupSize && old.GroupError == pod.GroupError && slices.Equal(old.GroupParts, pod.GroupParts) &&
 		old.ClaimsError == pod.ClaimsError && old.Uncountable == pod.Uncountable && groupable(&old) == groupable(&pod)
 	sameLabels := maps.Equal(old.Labels, pod.Labels)
 	sameUsage := equalLists(old.Usage, pod.Usage) && sameClaims(old.Claims, pod.Claims)

@@ -93,6 +93,11 @@ type Pod struct {
 	// all-or-nothing promise) until its annotation is fixed; the controller reports
 	// the error in an event.
 	GroupError string
+	// GroupParts, for a member of a CompositePodGroup's gang (podgroups.go), is the
+	// path from just below the gang's root down to the pod's own PodGroup; nil for any
+	// other group. A member is admitted with the gang's first admission only when every
+	// part on its path is complete.
+	GroupParts []GroupPart
 	// AdmittedBy is the quotagate.io/admitted-by annotation the manager wrote in the
 	// ungate patch (the budgets the pod was charged to, comma-separated), and
 	// HasAdmittedBy whether the pod carries it at all: a pod first seen running is

@@ -54,3 +54,100 @@ func TestPodGroupsAreGroups(t *testing.T) {
 		t.Fatalf("admitted %v, want solo alone", got)
 	}
 }
+
+// A CompositePodGroup's gang of minGroupCount 2 over three PodGroups (gangs of 2) is
+// admitted once two of them are complete and fit together: only their pods, never a
+// PodGroup's pods short of its minCount; the third PodGroup follows once complete.
+// A parent that does not exist holds its PodGroups' pods.
+func TestCompositePodGroupsAdmitCompleteChildren(t *testing.T) {
+	q, _ := newTestQueue()
+	q.UpsertBudget(makeBudget("team-a", "b").Hard("cpu=5").Obj())
+	root := CompositePodGroupInfo{Name: "trainer", Exists: true, MinGroupCount: 2}
+	child := PodGroupInfo{Exists: true, MinCount: 2, Parents: []CompositePodGroupInfo{root}}
+	member := func(name, pg string, info PodGroupInfo) Pod {
+		return ResolvePodGroup(makePod(name).Req("cpu=1").PodGroup(pg).Pod(), info)
+	}
+	q.UpsertPod(member("a-0", "a", PodGroupInfo{Exists: true, MinCount: 2, Parents: []CompositePodGroupInfo{{Name: "trainer"}}}))
+	admitNames(q)
+	if r := waitOf(t, q, "a-0"); r.Code != CodePodGroupPending || !strings.Contains(r.Message, "CompositePodGroup trainer (above PodGroup a), which does not exist yet") {
+		t.Errorf("a-0 waits with %+v", r)
+	}
+	q.UpsertPod(member("a-0", "a", child))
+	q.UpsertPod(member("a-1", "a", child))
+	q.UpsertPod(member("b-0", "b", child))
+	q.UpsertPod(member("c-0", "c", child))
+	if got := admitNames(q); len(got) != 0 {
+		t.Fatalf("admitted %v with one complete child of the two the gang needs", got)
+	}
+	if r := waitOf(t, q, "b-0"); r.Code != CodeGroupIncomplete || !strings.Contains(r.Message, CompositePodGroupPrefix+"trainer: 1 of 2 child groups complete") {
+		t.Errorf("b-0 waits with %+v", r)
+	}
+	q.UpsertPod(member("b-1", "b", child))
+	got := admitNames(q)
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"a-0", "a-1", "b-0", "b-1"}) {
+		t.Fatalf("admitted %v, want the complete PodGroups a and b and not c's lone pod", got)
+	}
+	if r := waitOf(t, q, "c-0"); r.Code != CodeGroupPartIncomplete || !strings.Contains(r.Message, "PodGroup/c: 1 of the 2 pods its gang needs ready") {
+		t.Errorf("c-0 waits with %+v", r)
+	}
+	// c completes, but only one cpu is left: it waits for room, whole.
+	q.UpsertPod(member("c-1", "c", child))
+	if got := admitNames(q); len(got) != 0 {
+		t.Fatalf("admitted %v, over the budget", got)
+	}
+	q.UpsertBudget(makeBudget("team-a", "b").Hard("cpu=6").Obj())
+	got = admitNames(q)
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"c-0", "c-1"}) {
+		t.Fatalf("admitted %v once there is room, want PodGroup c whole", got)
+	}
+}
+
+// A CompositePodGroup that is no gang between a gang root and its PodGroups counts as
+// complete with one complete child; a gang root above basic PodGroups needs
+// minGroupCount of them with a pod each. A root that is no gang groups nothing
+// itself: its PodGroups are gangs of their own.
+func TestNestedCompositePodGroups(t *testing.T) {
+	q, _ := newTestQueue()
+	q.UpsertBudget(makeBudget("team-a", "b").Hard("cpu=10").Obj())
+	top := CompositePodGroupInfo{Name: "top", Exists: true, MinGroupCount: 2}
+	loose := func(name string) CompositePodGroupInfo { return CompositePodGroupInfo{Name: name, Exists: true} }
+	pod := func(name, pg string, info PodGroupInfo) Pod {
+		return ResolvePodGroup(makePod(name).Req("cpu=1").PodGroup(pg).Pod(), info)
+	}
+	// top (gang of 2) > mid-x, mid-y (basic) > PodGroups x, y (basic).
+	x := PodGroupInfo{Exists: true, Parents: []CompositePodGroupInfo{loose("mid-x"), top}}
+	y := PodGroupInfo{Exists: true, Parents: []CompositePodGroupInfo{loose("mid-y"), top}}
+	p := pod("x-0", "x", x)
+	if !slices.Equal(p.GroupParts, []GroupPart{{CompositePodGroupPrefix + "mid-x", 1}, {PodGroupPrefix + "x", 1}}) || p.Group != CompositePodGroupPrefix+"top" || p.GroupSize != 2 {
+		t.Fatalf("x-0 resolved to group %q size %d parts %v", p.Group, p.GroupSize, p.GroupParts)
+	}
+	q.UpsertPod(p)
+	if got := admitNames(q); len(got) != 0 {
+		t.Fatalf("admitted %v with one of top's two children", got)
+	}
+	q.UpsertPod(pod("y-0", "y", y))
+	got := admitNames(q)
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"x-0", "y-0"}) {
+		t.Fatalf("admitted %v, want x-0 and y-0 together", got)
+	}
+
+	// A basic root: each gang PodGroup below it is its own group.
+	z := PodGroupInfo{Exists: true, MinCount: 2, Parents: []CompositePodGroupInfo{loose("free")}}
+	if p := pod("z-0", "z", z); p.Group != PodGroupPrefix+"z" || p.GroupSize != 2 || p.GroupParts != nil {
+		t.Fatalf("z-0 resolved to group %q size %d parts %v", p.Group, p.GroupSize, p.GroupParts)
+	}
+	q.UpsertPod(pod("z-0", "z", z))
+	q.UpsertPod(pod("z-1", "z", z))
+	got = admitNames(q)
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"z-0", "z-1"}) {
+		t.Fatalf("admitted %v, want z's gang", got)
+	}
+	// A layout the manager refuses holds the pod.
+	if p := pod("bad", "w", PodGroupInfo{Exists: true, Problem: "its CompositePodGroups form a cycle"}); p.PodGroup.Problem == "" {
+		t.Fatalf("a PodGroup with a problem does not hold its pod: %+v", p.PodGroup)
+	}
+}

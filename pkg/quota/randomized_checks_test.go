@@ -5,6 +5,7 @@ package quota
 // seed, that a calm world leaves no pod gated without a reason (calmDown).
 
 import (
+	"strings"
 	"time"
 
 	"fmt"
@@ -29,6 +30,7 @@ func (w *world) admitAndCheck() error {
 			startedBefore[p.obj.Namespace+"/"+p.groupName] = true
 		}
 	}
+	compositeBefore := w.compositeStarted()
 	usedBefore := w.usedAll()
 	admitted := w.q.Admit()
 	if err := w.writeRecords(); err != nil {
@@ -122,6 +124,13 @@ func (w *world) admitAndCheck() error {
 		if p.groupName != "" {
 			perGroup[p.obj.Namespace+"/"+p.groupName]++
 		}
+	}
+	var admittedPods []*mPod
+	for _, a := range admitted {
+		admittedPods = append(admittedPods, w.pods[a.Pod.UID])
+	}
+	if err := w.checkComposites(admittedPods, compositeBefore); err != nil {
+		return err
 	}
 	for g, n := range perGroup {
 		size := 0
@@ -282,7 +291,7 @@ func (w *world) calmDown() error {
 			continue
 		}
 		r, _ := w.q.Reader().WaitReason(uid)
-		return fmt.Errorf("pod %s/%s is still gated in a calm world: %s: %s", p.obj.Namespace, p.obj.Name, r.Code, r.Message)
+		return fmt.Errorf("pod %s/%s is still gated in a calm world: %s: %s\nwhy the gated pods wait:\n%s", p.obj.Namespace, p.obj.Name, r.Code, r.Message, w.gatedReasons())
 	}
 	return nil
 }
@@ -315,4 +324,16 @@ func (w *world) writeRecords() error {
 		w.view(p)
 	}
 	return nil
+}
+
+// gatedReasons says why each gated pod waits, a line each.
+func (w *world) gatedReasons() string {
+	var b strings.Builder
+	for _, uid := range slices.Sorted(mapsKeys(w.pods)) {
+		if p := w.pods[uid]; p.state == mGated {
+			r, _ := w.q.Reader().WaitReason(uid)
+			fmt.Fprintf(&b, "  %s/%s: %s: %s\n", p.obj.Namespace, p.obj.Name, r.Code, r.Message)
+		}
+	}
+	return b.String()
 }

@@ -149,7 +149,7 @@ func (w *world) randomPod(gated bool) {
 		mp.chargeLabels = maps.Clone(mp.obj.Labels)
 	}
 	w.view(mp)
-	w.logf("create pod %s/%s %s gated=%v group=%s/%d labels=%v claim=%q annotations=%v", ns, name, resources, gated, mp.groupName, mp.groupSize, mp.obj.Labels, mp.claim, mp.obj.Annotations)
+	w.logf("create pod %s/%s %s gated=%v group=%s/%d podgroup=%q labels=%v claim=%q annotations=%v", ns, name, resources, gated, mp.groupName, mp.groupSize, mp.podGroup, mp.obj.Labels, mp.claim, mp.obj.Annotations)
 }
 
 func (w *world) randomEvent() {

@@ -131,7 +131,7 @@ func (w *world) neverAdmissible(p *mPod) bool {
 				size = max(size, m.groupSize)
 			}
 		}
-		if len(unit) < size {
+		if len(unit) < size || w.compositeIncomplete(p) {
 			return true
 		}
 	}

@@ -239,6 +239,12 @@ type world struct {
 	// podGroups are the minCounts of the PodGroups that exist, by namespace/name
 	// (randomized_podgroups_test.go); pods name them only when starts is set.
 	podGroups map[string]int
+	// composites are the minGroupCounts of the CompositePodGroups that exist, by
+	// namespace/name: "cpg", the parent of PodGroups cpg-a, cpg-b and cpg-c.
+	composites map[string]int
+	// cpgRng draws the world's choices about CompositePodGroups, so that they leave
+	// the worlds the seeds made before them as they were.
+	cpgRng *rand.Rand
 }
 
 var worldNamespaces = []string{"ns-a", "ns-b", "ns-c"}
@@ -266,6 +272,7 @@ func newWorldOf(seed int, tenant bool) *world {
 	clk := clocktesting.NewFakeClock(t0)
 	w := &world{
 		rng:        rand.New(rand.NewPCG(uint64(seed), 0x9e3779b97f4a7c15)),
+		cpgRng:     rand.New(rand.NewPCG(uint64(seed), 0x5851f42d4c957f2d)),
 		clk:        clk,
 		hold:       seed%3 != 0,
 		namespaces: map[string]map[string]string{},
@@ -276,6 +283,7 @@ func newWorldOf(seed int, tenant bool) *world {
 		claims:     newWorldClaims(),
 		jobs:       map[string]depend.State{},
 		podGroups:  map[string]int{},
+		composites: map[string]int{},
 		tenant:     tenant,
 	}
 	if tenant {

@@ -38,6 +38,10 @@ const (
 	CodeUncountable ReasonCode = "ValueOutOfRange"
 	// CodeGroupBackoff: its group waits for members that back off after a failed ungate.
 	CodeGroupBackoff ReasonCode = "GroupBackoff"
+	// CodeGroupPartIncomplete: its CompositePodGroup's gang may be admitted, but not
+	// the part of it the pod belongs to: fewer of that PodGroup's pods (or of that
+	// CompositePodGroup's children) are ready than it needs, and none of it runs.
+	CodeGroupPartIncomplete ReasonCode = "GroupPartIncomplete"
 	// CodeBackoff: its ungate failed; it retries later.
 	CodeBackoff ReasonCode = "Backoff"
 	// CodeUncovered: no budget covers it, and uncovered pods are held.
@@ -137,7 +141,7 @@ func (w *waitInfo) parks() bool {
 	switch w.code {
 	case CodeNeverFits, CodeMustSpecify, CodeGroupIncomplete, CodeGroupInvalid, CodeUncovered, CodeClaimPending, CodeUncountable, CodeNamespaceUnknown,
 		CodeStartLater, CodeStartInvalid, CodeDependencyPending, CodeDependencyFailed, CodeDependencyCycle, CodeDependencyInvalid,
-		CodePodGroupPending:
+		CodePodGroupPending, CodeGroupPartIncomplete:
 		return true
 	}
 	return false

@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -156,6 +157,14 @@ func (r *Reads) waitMessage(p *podState, lasting bool) Reason {
 			resourceText(w.resource), w.requested.Text(p.writtenFormat(w.resource)), w.budget.key.Describe(), w.budget.text(w.resource, above), w.budget.text(w.resource, pool))
 	case CodeGroupIncomplete:
 		have, want := groupWaitCounts(p, &w)
+		if len(p.pod.GroupParts) > 0 {
+			if lasting {
+				msg = fmt.Sprintf("group %s: waiting for %d of its child groups to be complete", p.pod.Group, want)
+				break
+			}
+			msg = fmt.Sprintf("group %s: %d of %d child groups complete", p.pod.Group, have, want)
+			break
+		}
 		if lasting {
 			msg = fmt.Sprintf("group %s: waiting for all %d members to exist", p.pod.Group, want)
 			break
@@ -178,6 +187,10 @@ func (r *Reads) waitMessage(p *podState, lasting bool) Reason {
 		msg = w.detail
 	case CodeGroupBackoff:
 		msg = "waiting for members that back off after a failed ungate"
+	case CodeGroupPartIncomplete:
+		if msg = w.detail; p.group != nil && !lasting {
+			msg = cmp.Or(p.group.partWaitMessage(p), msg)
+		}
 	case CodeBackoff:
 		if lasting {
 			msg = "backing off after a failed ungate; it is retried"

@@ -1,0 +1,224 @@
+package quota
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// The parts of a CompositePodGroup's gang (podgroups.go): the group keeps, for every
+// PodGroup and CompositePodGroup below its root, how close it is to complete, as
+// members come, go and are gated or admitted, so that asking whether the gang is
+// complete (groupPark, on every change to a member) costs nothing. Which members its
+// first admission takes is worked out once per evaluation (completeUnit).
+
+// partKey is the key of the part at the end of path: the names along it. A name
+// holds no "|", so two paths never share a key.
+func partKey(parent string, name string) string {
+	if parent == "" {
+		return name
+	}
+	return parent + "|" + name
+}
+
+// joinParts records p's path in the group's parts, creating the parts it is the first
+// to name.
+func (g *group) joinParts(p *podState) {
+	if g.parts == nil {
+		g.parts = map[string]*groupPart{}
+		g.partsOf = map[*podState][]partRef{}
+	}
+	refs := make([]partRef, 0, len(p.pod.GroupParts))
+	var parent *groupPart
+	key := ""
+	for i, gp := range p.pod.GroupParts {
+		key = partKey(key, gp.Name)
+		need := max(gp.Need, 1)
+		part := g.parts[key]
+		if part == nil {
+			part = &groupPart{key: key, name: gp.Name, parent: parent, depth: i, needs: map[int]int{}, need: need}
+			g.parts[key] = part
+		}
+		part.members++
+		part.needs[need]++
+		if need > part.need {
+			part.need = need
+			g.recheck(part)
+		}
+		refs = append(refs, partRef{part: part, need: need})
+		parent = part
+	}
+	g.partsOf[p] = refs
+	for _, r := range refs {
+		g.move(r.part) // started, should p not be gated
+	}
+}
+
+// leaveParts takes p's path out of the group's parts, dropping those no member names
+// any more. p's record is gone already (it counts in no part).
+func (g *group) leaveParts(p *podState, refs []partRef) {
+	delete(g.partsOf, p)
+	for i := len(refs) - 1; i >= 0; i-- {
+		part, need := refs[i].part, refs[i].need
+		part.members--
+		g.move(part)
+		if part.members == 0 {
+			// Nothing waits below it, so it counts nothing and is not complete.
+			delete(g.parts, part.key)
+			continue
+		}
+		if part.needs[need]--; part.needs[need] == 0 {
+			delete(part.needs, need)
+			if need == part.need {
+				part.need = 0
+				for n := range part.needs {
+					part.need = max(part.need, n)
+				}
+				g.recheck(part)
+			}
+		}
+	}
+}
+
+// recheck brings part's completeness up to date after its count or need changed,
+// and its parent's after that, up to the root.
+func (g *group) recheck(part *groupPart) {
+	for part != nil {
+		complete := part.count >= part.need
+		if complete == part.complete {
+			return
+		}
+		part.complete = complete
+		g.move(part)
+		d := 1
+		if !complete {
+			d = -1
+		}
+		if part.parent == nil {
+			g.rootCount += d
+			return
+		}
+		part.parent.count += d
+		part = part.parent
+	}
+}
+
+// completeUnit returns which of cands (gated members, none backing off or parked) a
+// CompositePodGroup's gang may admit now (unit), and the others (rest). A part may go when
+// it already runs (a member of it is admitted or running) or is complete among
+// cands; a member may go when every part on its path may. Until the gang has
+// started, its root must be complete among cands too, or none goes. It costs a pass
+// over the members, once per evaluation of the group.
+func (g *group) completeUnit(cands []*podState) (unit, rest []*podState) {
+	started := map[*groupPart]bool{}
+	for _, m := range g.members {
+		if g.recs[m] == nil {
+			for _, r := range g.partsOf[m] {
+				started[r.part] = true
+			}
+		}
+	}
+	count := map[*groupPart]int{}
+	for _, m := range cands {
+		if refs := g.partsOf[m]; len(refs) > 0 {
+			count[refs[len(refs)-1].part]++
+		}
+	}
+	parts := make([]*groupPart, 0, len(g.parts))
+	for _, part := range g.parts {
+		parts = append(parts, part)
+	}
+	// Children before their parents.
+	slices.SortFunc(parts, func(a, b *groupPart) int {
+		if a.depth != b.depth {
+			return b.depth - a.depth
+		}
+		return cmp.Compare(a.key, b.key)
+	})
+	goes := map[*groupPart]bool{}
+	root := 0
+	for _, part := range parts {
+		if !started[part] && count[part] < part.need {
+			continue
+		}
+		goes[part] = true
+		if part.parent == nil {
+			root++
+		} else {
+			count[part.parent]++
+		}
+	}
+	if !g.started() && root < g.size {
+		return nil, cands
+	}
+	for _, m := range cands {
+		ok := true
+		for _, r := range g.partsOf[m] {
+			ok = ok && goes[r.part]
+		}
+		if ok {
+			unit = append(unit, m)
+		} else {
+			rest = append(rest, m)
+		}
+	}
+	return unit, rest
+}
+
+// countWaiting adds d to the waiting members of leaf and the parts above it.
+func (g *group) countWaiting(leaf *groupPart, d int) {
+	for part := leaf; part != nil; part = part.parent {
+		part.waiting += d
+		g.move(part)
+	}
+}
+
+// move brings part.goes up to date, noting when it changes.
+func (g *group) move(part *groupPart) {
+	goes := part.complete || part.members > part.waiting
+	if goes != part.goes {
+		part.goes = goes
+		g.partsMoved = true
+	}
+}
+
+// partPark is why a gated member of a CompositePodGroup's gang waits for its part of
+// the gang: the first part on its path that does not go (nil when all of them go).
+func (g *group) partPark(p *podState) *waitInfo {
+	if part := g.stalledPart(p); part != nil {
+		return &waitInfo{code: CodeGroupPartIncomplete, detail: partMessage(part, true)}
+	}
+	return nil
+}
+
+func (g *group) stalledPart(p *podState) *groupPart {
+	for _, r := range g.partsOf[p] {
+		if !r.part.goes {
+			return r.part
+		}
+	}
+	return nil
+}
+
+// partMessage says how far a part is from complete; lasting, without the counts that
+// change while it waits.
+func partMessage(part *groupPart, lasting bool) string {
+	what := "child groups it needs complete"
+	if strings.HasPrefix(part.name, PodGroupPrefix) {
+		what = "pods its gang needs ready"
+	}
+	if lasting {
+		return fmt.Sprintf("%s: waiting for the %d %s", part.name, part.need, what)
+	}
+	return fmt.Sprintf("%s: %d of the %d %s", part.name, part.count, part.need, what)
+}
+
+// partWaitMessage is partPark's message for p, with the counts of now; "" when every
+// part of its path goes.
+func (g *group) partWaitMessage(p *podState) string {
+	if part := g.stalledPart(p); part != nil {
+		return partMessage(part, false)
+	}
+	return ""
+}
