@@ -222,3 +222,18 @@ func (g *group) partWaitMessage(p *podState) string {
 	}
 	return ""
 }
+
+// mayGo returns the members of waiting that a part of theirs does not hold
+// (partPark): what the group could admit together, and so what must fit.
+func (g *group) mayGo(waiting []*podState) []*podState {
+	if g.parts == nil {
+		return waiting
+	}
+	out := make([]*podState, 0, len(waiting))
+	for _, m := range waiting {
+		if g.stalledPart(m) == nil {
+			out = append(out, m)
+		}
+	}
+	return out
+}

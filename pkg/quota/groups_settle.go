@@ -184,7 +184,7 @@ func (pl *placer) settleGroup(g *group) {
 	}
 	park := pl.groupPark(g)
 	if park == nil && g.mayNeverFit() {
-		park = neverFits(waiting)
+		park = neverFits(g.mayGo(waiting))
 	}
 	var reason Reason
 	switch {

@@ -82,7 +82,17 @@ func TestCompositePodGroupsAdmitCompleteChildren(t *testing.T) {
 	if r := waitOf(t, q, "b-0"); r.Code != CodeGroupIncomplete || !strings.Contains(r.Message, CompositePodGroupPrefix+"trainer: 1 of 2 child groups complete") {
 		t.Errorf("b-0 waits with %+v", r)
 	}
+	// a and b together need 4 cpus (c-0, whose PodGroup is not complete, is not
+	// counted): under a hard of 3 the gang can never fit.
+	q.UpsertBudget(makeBudget("team-a", "b").Hard("cpu=3").Obj())
 	q.UpsertPod(member("b-1", "b", child))
+	if got := admitNames(q); len(got) != 0 {
+		t.Fatalf("admitted %v over the hard", got)
+	}
+	if r := waitOf(t, q, "b-1"); r.Code != CodeNeverFits || !strings.Contains(r.Message, "requests.cpu: 4 requested, more than the 3 hard") {
+		t.Errorf("b-1 waits with %+v", r)
+	}
+	q.UpsertBudget(makeBudget("team-a", "b").Hard("cpu=5").Obj())
 	got := admitNames(q)
 	slices.Sort(got)
 	if !slices.Equal(got, []string{"a-0", "a-1", "b-0", "b-1"}) {

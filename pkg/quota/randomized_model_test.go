@@ -134,6 +134,7 @@ func (w *world) neverAdmissible(p *mPod) bool {
 		if len(unit) < size || w.compositeIncomplete(p) {
 			return true
 		}
+		unit = w.compositeUnit(p, unit)
 	}
 	for _, m := range unit {
 		if w.hold && m.state == mGated && len(w.cover(m.obj)) == 0 {

@@ -191,15 +191,10 @@ func (w *world) checkComposites(admitted []*mPod, before map[string]bool) error 
 	return nil
 }
 
-// compositeIncomplete reports whether a pod below a CompositePodGroup cannot be
-// admitted for its gang: its own PodGroup has fewer members than its minCount and
-// none runs, or the gang has not started and fewer of its children are complete than
-// its minGroupCount.
-func (w *world) compositeIncomplete(p *mPod) bool {
-	if parentOf(p.podGroup) == "" {
-		return false
-	}
-	ns := p.obj.Namespace
+// compositeGoes returns which PodGroups below a namespace's CompositePodGroup may go
+// (one of their pods runs, or as many exist as their minCount), and whether the gang
+// may (it runs, or minGroupCount of them may go).
+func (w *world) compositeGoes(ns string) (map[string]bool, bool) {
 	members := map[string]int{}
 	started := w.compositeStarted()
 	for _, m := range w.pods {
@@ -207,17 +202,35 @@ func (w *world) compositeIncomplete(p *mPod) bool {
 			members[m.podGroup]++
 		}
 	}
-	ok := func(pg string) bool {
-		return started[jobKey(ns, pg)] || members[pg] >= w.podGroups[jobKey(ns, pg)]
-	}
-	if !ok(p.podGroup) {
-		return true
+	goes := map[string]bool{}
+	for pg, n := range members {
+		goes[pg] = started[jobKey(ns, pg)] || n >= w.podGroups[jobKey(ns, pg)]
 	}
 	complete := 0
-	for pg := range members {
-		if ok(pg) {
+	for _, ok := range goes {
+		if ok {
 			complete++
 		}
 	}
-	return !started[ns] && complete < w.composites[jobKey(ns, composite)]
+	return goes, started[ns] || complete >= w.composites[jobKey(ns, composite)]
+}
+
+// compositeIncomplete reports whether a pod below a CompositePodGroup cannot be
+// admitted for its gang: its own PodGroup may not go, or the gang may not.
+func (w *world) compositeIncomplete(p *mPod) bool {
+	if parentOf(p.podGroup) == "" {
+		return false
+	}
+	goes, gang := w.compositeGoes(p.obj.Namespace)
+	return !gang || !goes[p.podGroup]
+}
+
+// compositeUnit keeps of a composite gang's members those whose PodGroup may go:
+// what the gang is admitted with, and so what must fit.
+func (w *world) compositeUnit(p *mPod, unit []*mPod) []*mPod {
+	if parentOf(p.podGroup) == "" {
+		return unit
+	}
+	goes, _ := w.compositeGoes(p.obj.Namespace)
+	return slices.DeleteFunc(unit, func(m *mPod) bool { return !goes[m.podGroup] })
 }

@@ -66,6 +66,11 @@ type Options struct {
 	// and the API group version in kube-apiserver's --runtime-config. Its flags come
 	// before ExtraArgs.
 	WorkloadAPI bool
+	// CompositePodGroups, with WorkloadAPI, serves CompositePodGroups too
+	// (scheduling.k8s.io/v1alpha3, the CompositePodGroup feature gate, alpha in 1.37,
+	// and TopologyAwareWorkloadScheduling, which it depends on)
+	// and lets kube-scheduler place them.
+	CompositePodGroups bool
 
 	// StartTimeout bounds how long Start waits for the cluster to be ready; 0 means 3
 	// minutes. The context given to Start can cut it shorter.
@@ -89,7 +94,9 @@ func (o Options) withDefaults() (Options, error) {
 		o.StartTimeout = 3 * time.Minute
 	}
 	if o.WorkloadAPI {
-		o.ExtraArgs = withWorkloadAPI(o.ExtraArgs)
+		o.ExtraArgs = withWorkloadAPI(o.ExtraArgs, o.CompositePodGroups)
+	} else if o.CompositePodGroups {
+		return o, fmt.Errorf("CompositePodGroups needs WorkloadAPI")
 	}
 	if o.Nodes < 0 || o.NodeMaxPods < 0 {
 		return o, fmt.Errorf("nodes (%d) and node max pods (%d) must not be negative", o.Nodes, o.NodeMaxPods)
@@ -216,17 +223,24 @@ var processOrder = []string{Etcd, KubeAPIServer, KubeControllerManager, KubeSche
 // workloadGates are the feature gates WorkloadAPI turns on.
 const workloadGates = "--feature-gates=GenericWorkload=true,DRAWorkloadResourceClaims=true"
 
-// withWorkloadAPI returns extra with the flags of Options.WorkloadAPI before the
-// flags it had.
-func withWorkloadAPI(extra map[string][]string) map[string][]string {
+// compositeGates are the feature gates CompositePodGroups turns on as well.
+const compositeGates = workloadGates + ",TopologyAwareWorkloadScheduling=true,CompositePodGroup=true"
+
+// withWorkloadAPI returns extra with the flags of Options.WorkloadAPI (and of
+// Options.CompositePodGroups, with composites) before the flags it had.
+func withWorkloadAPI(extra map[string][]string, composites bool) map[string][]string {
 	out := map[string][]string{}
 	for k, v := range extra {
 		out[k] = slices.Clone(v)
 	}
+	gates, runtime := workloadGates, "--runtime-config=scheduling.k8s.io/v1beta1=true"
+	if composites {
+		gates, runtime = compositeGates, runtime+",scheduling.k8s.io/v1alpha3=true"
+	}
 	add := map[string][]string{
-		KubeAPIServer:         {workloadGates, "--runtime-config=scheduling.k8s.io/v1beta1=true"},
-		KubeControllerManager: {workloadGates},
-		KubeScheduler:         {workloadGates},
+		KubeAPIServer:         {gates, runtime},
+		KubeControllerManager: {gates},
+		KubeScheduler:         {gates},
 	}
 	for k, flags := range add {
 		out[k] = append(flags, out[k]...)

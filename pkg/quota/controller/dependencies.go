@@ -45,7 +45,9 @@ type dependencyIndex struct {
 	graph *depend.Graph
 	// podGroups are the Kubernetes PodGroups that exist, by podGroupKey; their pods are
 	// among the users too (podgroups.go).
-	podGroups map[dependencyKey]quota.PodGroupInfo
+	podGroups map[dependencyKey]groupRec
+	// composites are the CompositePodGroups that exist, by compositeKey.
+	composites map[dependencyKey]groupRec
 	// watchSecrets: Secrets are watched (Options.WatchSecrets); else a pod that waits
 	// for one is told it never will be ready.
 	watchSecrets bool
@@ -93,7 +95,8 @@ func newDependencyIndex() *dependencyIndex {
 		waits:   map[types.UID]podWaits{},
 		graph:   depend.NewGraph(),
 
-		podGroups: map[dependencyKey]quota.PodGroupInfo{},
+		podGroups:  map[dependencyKey]groupRec{},
+		composites: map[dependencyKey]groupRec{},
 	}
 }
 
@@ -140,7 +143,7 @@ func (w podWaits) keys() []dependencyKey {
 // must be held.
 func (x *dependencyIndex) view(p quota.Pod, w podWaits) quota.Pod {
 	if w.podGroup != "" {
-		p = quota.ResolvePodGroup(p, x.podGroups[podGroupKey(w.namespace, w.podGroup)])
+		p = quota.ResolvePodGroup(p, x.podGroupInfo(w.namespace, w.podGroup))
 	}
 	if len(w.names) == 0 {
 		return p

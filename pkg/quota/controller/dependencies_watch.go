@@ -7,6 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -41,6 +42,12 @@ func (c *Controller) setupDependencies(ctx context.Context, mgr manager.Manager)
 		objs = append(objs, &schedulingv1beta1.PodGroup{})
 	} else {
 		log.FromContext(ctx).WithName("quota").Info("The API server does not serve scheduling.k8s.io/v1beta1 PodGroups: a pod that names one waits until it does")
+	}
+	if served, err = servesComposites(mgr.GetRESTMapper()); err != nil {
+		return err
+	}
+	if served {
+		objs = append(objs, &schedulingv1alpha3.CompositePodGroup{})
 	}
 	for _, obj := range objs {
 		inf, err := mgr.GetCache().GetInformer(ctx, obj)
@@ -107,6 +114,9 @@ func (c *Controller) onDependencyObject(obj any, deleted bool) {
 		k, s = dependencyKey{o.Namespace, depend.Dependency{Kind: depend.PersistentVolumeClaim, Name: o.Name}}, depend.PVCStatus(o)
 	case *schedulingv1beta1.PodGroup:
 		c.onPodGroup(o, deleted)
+		return
+	case *schedulingv1alpha3.CompositePodGroup:
+		c.onCompositePodGroup(o, deleted)
 		return
 	case *metav1.PartialObjectMetadata:
 		kind := depend.Kind(o.Kind)

@@ -64,7 +64,7 @@ func run(m *testing.M) int {
 	// the default size filled up once the package had enough tests, and later tests'
 	// pods stayed Pending for want of node room: size them for the whole package.
 	// The Workload API is served, so that PodGroups can be tested (podgroups_live_test.go).
-	c, err := localcluster.Start(ctx, localcluster.Options{Nodes: 2, NodeCPU: "1024", NodeMemory: "8Ti", NodeMaxPods: 2000, Dir: mustTempDir(), WorkloadAPI: true})
+	c, err := localcluster.Start(ctx, localcluster.Options{Nodes: 2, NodeCPU: "1024", NodeMemory: "8Ti", NodeMaxPods: 2000, Dir: mustTempDir(), WorkloadAPI: true, CompositePodGroups: true})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "starting the local control plane: %v\n", err)
 		return 1
