@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
@@ -162,7 +163,8 @@ func crdKinds(t *testing.T) []kind {
 
 // builtinKinds are the other kinds whose fields the docs name: a pod's (spec.nodeName,
 // status.containerStatuses[].allocatedResources), a DeviceClass's
-// (spec.extendedResourceName) and the visibility API's PodSimulation's (spec.template,
+// (spec.extendedResourceName), the Workload API's PodGroup's and CompositePodGroup's
+// (spec.schedulingPolicy.gang) and the visibility API's PodSimulation's (spec.template,
 // status.pods).
 func builtinKinds() []kind {
 	return []kind{
@@ -170,6 +172,7 @@ func builtinKinds() []kind {
 		{name: "Pod", resources: []string{"pods", "pod", "po"}, root: goField{reflect.TypeFor[corev1.Pod]()}},
 		{name: "DeviceClass", resources: []string{"deviceclasses", "deviceclass"}, root: goField{reflect.TypeFor[resourcev1.DeviceClass]()}},
 		{name: "PodGroup", resources: []string{"podgroups", "podgroup"}, root: goField{reflect.TypeFor[schedulingv1beta1.PodGroup]()}},
+		{name: "CompositePodGroup", resources: []string{"compositepodgroups", "compositepodgroup"}, root: goField{reflect.TypeFor[schedulingv1alpha3.CompositePodGroup]()}},
 	}
 }
 
