@@ -21,9 +21,9 @@ import (
 // PodGroups a, b and c (gangs of 2 each). With a and b complete and c short of a pod,
 // a Budget of 3 CPUs keeps all gated (a and b need 4: never fits, c's lone pod not
 // counted); raised to 4, a and b are ungated, while c-0 stays gated, waiting for its
-// PodGroup. (kube-scheduler 1.37's alpha CompositePodGroup support leaves the
-// ungated pods unplaced here, without a Workload object; what this test checks is
-// quotagate's part.) A PodGroup whose parent does not
+// PodGroup. (kube-scheduler 1.37.2's alpha CompositePodGroup support leaves the
+// ungated pods unplaced here, Workload object or not: it does not even move them past
+// SchedulingGated. What this test checks is quotagate's part.) A PodGroup whose parent does not
 // exist holds its pods. Once c has its second pod and there is room, c goes too.
 func TestCompositePodGroupAdmitsCompleteChildren(t *testing.T) {
 	ctx := t.Context()
@@ -49,6 +49,23 @@ func TestCompositePodGroupAdmitsCompleteChildren(t *testing.T) {
 	}
 	waitReason(t, m, ns, "a-0", quota.CodePodGroupPending, "waiting for CompositePodGroup trainer (above PodGroup a), which does not exist yet")
 
+	gang := func(n int32) schedulingv1alpha3.PodGroupSchedulingPolicy {
+		return schedulingv1alpha3.PodGroupSchedulingPolicy{Gang: &schedulingv1alpha3.GangSchedulingPolicy{MinCount: n}}
+	}
+	if _, err := clientset.SchedulingV1alpha3().Workloads(ns).Create(ctx, &schedulingv1alpha3.Workload{
+		ObjectMeta: metav1.ObjectMeta{Name: "trainer"},
+		Spec: schedulingv1alpha3.WorkloadSpec{
+			CompositePodGroupTemplates: []schedulingv1alpha3.CompositePodGroupTemplate{{
+				Name: "root",
+				SchedulingPolicy: schedulingv1alpha3.CompositePodGroupSchedulingPolicy{
+					Gang: &schedulingv1alpha3.CompositeGangSchedulingPolicy{MinGroupCount: 2},
+				},
+				PodGroupTemplates: []schedulingv1alpha3.PodGroupTemplate{{Name: "workers", SchedulingPolicy: gang(2)}},
+			}},
+		},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating the Workload: %v", err)
+	}
 	if _, err := clientset.SchedulingV1alpha3().CompositePodGroups(ns).Create(ctx, &schedulingv1alpha3.CompositePodGroup{
 		ObjectMeta: metav1.ObjectMeta{Name: "trainer"},
 		Spec: schedulingv1alpha3.CompositePodGroupSpec{
