@@ -133,3 +133,51 @@ func BenchmarkWaitReasons(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkCompositeFormation: a CompositePodGroup's gang of n pods forms, each pod in
+// a PodGroup of its own (per=1, the most parts, each completing as its pod arrives) or
+// of 8, the root wanting half of its children. Interleaved, Admit runs after every pod:
+// the gang starts halfway, and every later PodGroup goes as it completes.
+func BenchmarkCompositeFormation(b *testing.B) {
+	for _, interleaved := range []bool{false, true} {
+		for _, per := range []int{1, 8} {
+			for _, size := range []int{1000, 4000} {
+				name := fmt.Sprintf("once/per=%d/members=%d", per, size)
+				if interleaved {
+					name = fmt.Sprintf("interleaved/per=%d/members=%d", per, size)
+				}
+				b.Run(name, func(b *testing.B) { benchCompositeFormation(b, size, per, interleaved) })
+			}
+		}
+	}
+}
+
+func benchCompositeFormation(b *testing.B, size, per int, interleaved bool) {
+	parts := size / per
+	root := CompositePodGroupInfo{Name: "root", Exists: true, MinGroupCount: parts / 2}
+	pods := make([]Pod, size)
+	for i := range pods {
+		p := benchPod("team-a", i, 100)
+		p.PodGroup = &PodGroupRef{Name: fmt.Sprintf("pg-%d", i/per)}
+		pods[i] = ResolvePodGroup(p, PodGroupInfo{Exists: true, MinCount: per, Parents: []CompositePodGroupInfo{root}})
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		q, _ := newTestQueue()
+		q.UpsertBudget(makeBudget("team-a", "b").Hard(fmt.Sprintf("cpu=%d", size)).Obj())
+		runtime.GC()
+		b.StartTimer()
+		admitted := 0
+		for _, p := range pods {
+			q.UpsertPod(p)
+			if interleaved {
+				admitted += len(q.Admit())
+			}
+		}
+		admitted += len(q.Admit())
+		if admitted != size {
+			b.Fatalf("admitted %d, want %d", admitted, size)
+		}
+	}
+}

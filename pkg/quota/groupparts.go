@@ -105,29 +105,28 @@ func (g *group) recheck(part *groupPart) {
 }
 
 // completeUnit returns which of cands (gated members, none backing off or parked) a
-// CompositePodGroup's gang may admit now (unit), and the others (rest). A part may go when
-// it already runs (a member of it is admitted or running) or is complete among
-// cands; a member may go when every part on its path may. Until the gang has
-// started, its root must be complete among cands too, or none goes. It costs a pass
-// over the members, once per evaluation of the group.
+// CompositePodGroup's gang may admit now (unit), and the others (rest). A part may go
+// when it already runs (a member below it is admitted or running) or is complete
+// among cands; a member may go when every part on its path may. Until the gang has
+// started, its root must be complete among cands too, or none goes. Only the parts on
+// the paths of cands are weighed: a part with none below it goes only if it runs, and
+// then so does every part above it. It costs O(cands × depth), once per evaluation.
 func (g *group) completeUnit(cands []*podState) (unit, rest []*podState) {
-	started := map[*groupPart]bool{}
-	for _, m := range g.members {
-		if g.recs[m] == nil {
-			for _, r := range g.partsOf[m] {
-				started[r.part] = true
+	count := map[*groupPart]int{} // a PodGroup's cands; a part's children that go
+	seen := map[*groupPart]bool{}
+	var parts []*groupPart
+	for _, m := range cands {
+		refs := g.partsOf[m]
+		if len(refs) == 0 {
+			continue
+		}
+		count[refs[len(refs)-1].part]++
+		for _, r := range refs {
+			if !seen[r.part] {
+				seen[r.part] = true
+				parts = append(parts, r.part)
 			}
 		}
-	}
-	count := map[*groupPart]int{}
-	for _, m := range cands {
-		if refs := g.partsOf[m]; len(refs) > 0 {
-			count[refs[len(refs)-1].part]++
-		}
-	}
-	parts := make([]*groupPart, 0, len(g.parts))
-	for _, part := range g.parts {
-		parts = append(parts, part)
 	}
 	// Children before their parents.
 	slices.SortFunc(parts, func(a, b *groupPart) int {
@@ -139,7 +138,7 @@ func (g *group) completeUnit(cands []*podState) (unit, rest []*podState) {
 	goes := map[*groupPart]bool{}
 	root := 0
 	for _, part := range parts {
-		if !started[part] && count[part] < part.need {
+		if started := part.members > part.waiting; !started && count[part] < part.need {
 			continue
 		}
 		goes[part] = true
@@ -166,21 +165,65 @@ func (g *group) completeUnit(cands []*podState) (unit, rest []*podState) {
 	return unit, rest
 }
 
-// countWaiting adds d to the waiting members of leaf and the parts above it.
-func (g *group) countWaiting(leaf *groupPart, d int) {
+// countWaiting adds d to the waiting members of leaf and the parts above it, m being
+// the member that comes (+1) or goes (-1).
+func (g *group) countWaiting(leaf *groupPart, m *podState, d int) {
 	for part := leaf; part != nil; part = part.parent {
 		part.waiting += d
+		if d > 0 {
+			if part.below == nil {
+				part.below = map[*podState]struct{}{}
+			}
+			part.below[m] = struct{}{}
+		} else {
+			delete(part.below, m)
+		}
 		g.move(part)
 	}
 }
 
-// move brings part.goes up to date, noting when it changes.
+// move brings part.goes up to date, noting when its members may have to be placed
+// again.
 func (g *group) move(part *groupPart) {
 	goes := part.complete || part.members > part.waiting
 	if goes != part.goes {
 		part.goes = goes
-		g.partsMoved = true
+		if g.moved == nil {
+			g.moved = map[*groupPart]struct{}{}
+		}
+		g.moved[part] = struct{}{}
 	}
+}
+
+// movedMembers returns the gated members below the parts whose goes is not what it
+// was when their members were last placed, by UID, and notes them placed.
+func (g *group) movedMembers() []*podState {
+	var out []*podState
+	seen := map[*podState]bool{}
+	for part := range g.moved {
+		if part.goes == part.placedGoes {
+			continue
+		}
+		part.placedGoes = part.goes
+		for m := range part.below {
+			if !seen[m] {
+				seen[m] = true
+				out = append(out, m)
+			}
+		}
+	}
+	clear(g.moved)
+	slices.SortFunc(out, compareUIDs)
+	return out
+}
+
+// placedParts notes every part placed as it goes now: all the members were just
+// placed.
+func (g *group) placedParts() {
+	for _, part := range g.parts {
+		part.placedGoes = part.goes
+	}
+	clear(g.moved)
 }
 
 // partPark is why a gated member of a CompositePodGroup's gang waits for its part of

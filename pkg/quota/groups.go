@@ -60,9 +60,9 @@ type group struct {
 	parts     map[string]*groupPart
 	partsOf   map[*podState][]partRef
 	rootCount int
-	// partsMoved: a part started or stopped going (groupPart.goes) since the members
-	// were last placed, so they must all be placed again (keepPlacement).
-	partsMoved bool
+	// moved are the parts whose goes may differ from how their members were last
+	// placed (groupPart.placedGoes): their members are placed again (placeMoved).
+	moved map[*groupPart]struct{}
 }
 
 // groupPart is a child PodGroup or CompositePodGroup somewhere below a
@@ -81,8 +81,10 @@ type groupPart struct {
 	count    int
 	complete bool
 	// goes: complete, or started (a member below it is admitted or running); the
-	// members below a part that does not go are parked (partPark).
-	goes bool
+	// members below a part that does not go are parked (partPark). placedGoes is what
+	// it was when they were last placed, and below the gated members under it.
+	goes, placedGoes bool
+	below            map[*podState]struct{}
 }
 
 type partRef struct {
@@ -248,7 +250,7 @@ func (g *group) sync(p *podState) {
 		r.leaf = refs[len(refs)-1].part
 		r.leaf.count++
 		g.recheck(r.leaf)
-		g.countWaiting(r.leaf, +1)
+		g.countWaiting(r.leaf, p, +1)
 	}
 }
 
@@ -260,7 +262,7 @@ func (g *group) unrecord(r *memberRec) {
 	if r.leaf != nil {
 		r.leaf.count--
 		g.recheck(r.leaf)
-		g.countWaiting(r.leaf, -1)
+		g.countWaiting(r.leaf, r.pod, -1)
 	}
 }
 

@@ -117,6 +117,16 @@ func (pl *placer) settleChange(g *group, p *podState) {
 		pl.agenda.detach(p)
 		pl.place(p, pl.memberPark(g, p))
 	}
+	if len(g.moved) > 0 {
+		// A part of a CompositePodGroup's gang started or stopped going: its
+		// members, and only they, are placed again.
+		for _, m := range g.movedMembers() {
+			if m != p {
+				pl.agenda.detach(m)
+				pl.place(m, pl.memberPark(g, m))
+			}
+		}
+	}
 	if g.placed == placedQueued {
 		pl.kick(g)
 	}
@@ -128,7 +138,7 @@ func (pl *placer) settleChange(g *group, p *podState) {
 // It costs O(budgets the group touches), not a pass over the members.
 func (pl *placer) keepPlacement(g *group) bool {
 	best, ok := g.best()
-	if !ok || pl.released(g.key.namespace) || g.partsMoved {
+	if !ok || pl.released(g.key.namespace) {
 		return false
 	}
 	park := pl.groupPark(g)
@@ -137,7 +147,8 @@ func (pl *placer) keepPlacement(g *group) bool {
 		if park == nil || park.code != CodeGroupIncomplete {
 			return false
 		}
-		g.order = best // every gated member is parked: no heap compares them
+		g.order = best   // every gated member is parked: no heap compares them
+		g.movedMembers() // parked by the group, whatever their parts
 		return true
 	case placedQueued:
 		// A group no budget covers may be admitted at once: settleGroup decides.
@@ -165,7 +176,7 @@ func (pl *placer) kick(g *group) {
 // covers any of them or their namespace is not opted in.
 func (pl *placer) settleGroup(g *group) {
 	g.placed = placedAnyhow
-	g.partsMoved = false
+	g.placedParts()
 	waiting := g.waitingByUID()
 	for _, m := range waiting {
 		pl.agenda.detach(m)
