@@ -2,6 +2,7 @@ package quota
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -361,5 +362,34 @@ func TestGroupSharingAClaimIsChargedItOnce(t *testing.T) {
 	slices.Sort(got)
 	if diff := cmp.Diff([]string{"h-0", "h-1"}, got); diff != "" {
 		t.Fatalf("admitted (-want +got):\n%s", diff)
+	}
+}
+
+// A group member whose claim another pod keeps charged adds only its own requests
+// while that pod runs, but the budget's hard must still hold the claim with them: a
+// hard lowered below the claim makes it never fit, and it is parked so, not left at
+// the head of a StrictFIFO budget, where it would hold back every pod behind it once
+// the claim's last running pod ended.
+func TestGroupOnAChargedClaimThatCanNeverFitIsParked(t *testing.T) {
+	q, _ := newTestQueue()
+	q.SetNamespace("team-a", map[string]string{"quotagate.io/enabled": "true"})
+	q.UpsertBudget(makeBudget("team-a", "gpus").Hard("gpu.deviceclass.resource.k8s.io/devices=8,cpu=1").Strict().Obj())
+	a := withClaims(makePod("a").NS("team-a").Req("cpu=1").Created(1).Pod(), map[string]int64{"shared": 8})
+	q.UpsertPod(a)
+	if got := admitNames(q); !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("admitted %v, want a", got)
+	}
+	q.UpsertPod(withClaims(makePod("g-0").NS("team-a").Req("cpu=1").Group("g", 1).Created(2).Pod(), map[string]int64{"shared": 8}))
+	q.UpsertPod(makePod("d").NS("team-a").Req("cpu=1").Created(3).Pod())
+	if got := admitNames(q); len(got) != 0 {
+		t.Fatalf("admitted %v while a holds the only cpu", got)
+	}
+	q.UpsertBudget(makeBudget("team-a", "gpus").Hard("gpu.deviceclass.resource.k8s.io/devices=4,cpu=1").Strict().Obj())
+	if r := waitOf(t, q, "g-0"); r.Code != CodeNeverFits || !strings.Contains(r.Message, "8 requested, more than the 4 hard") {
+		t.Errorf("g-0 waits with %+v, want RequestsExceedHard: with its claim it needs 8 devices", r)
+	}
+	q.DeletePod(a.UID)
+	if got := admitNames(q); !slices.Equal(got, []string{"d"}) {
+		t.Fatalf("admitted %v once a ended, want d (g-0 can never fit and holds nothing back)", got)
 	}
 }

@@ -5,7 +5,8 @@ import "github.com/quotagate/quotagate/pkg/quota/internal/amount"
 // How the queue places a group's gated members and admits a group (docs/budgets.md,
 // "Groups: all or nothing"); the group's own accounting is the group's (group.sync).
 
-// neverFits returns why a group whose members' sum exceeds a covering budget's hard,
+// neverFits returns why a group whose members' sum (each claim counted once, charged
+// already or not: the budget holds it while they run) exceeds a covering budget's hard,
 // or one of whose members leaves unset what a covering budget tracks (unsetPark), can
 // never be admitted: the first such budget, the budgets taken in the order the members
 // (by UID) name them.
@@ -15,7 +16,7 @@ func neverFits(waiting []*podState) *waitInfo {
 			return w
 		}
 	}
-	budgets, sums := unitCharges(waiting)
+	budgets, sums := unitSums(waiting, false)
 	for _, b := range budgets {
 		if r, over := b.ledger.neverFits(sums[b]); over {
 			return &waitInfo{code: CodeNeverFits, budget: b, resource: r, requested: sums[b][r]}
@@ -42,6 +43,13 @@ func groupWaitCounts(p *podState, w *waitInfo) (have, want int) {
 // unitCharges returns the budgets that cover any of the pods, in first-seen order, and
 // the sum each of them would be charged.
 func unitCharges(pods []*podState) ([]*budget, map[*budget]amount.List) {
+	return unitSums(pods, true)
+}
+
+// unitSums is unitCharges; without lessCharged, a claim a budget charges already (for
+// a pod that runs) is counted too: what the unit uses of the budget once admitted,
+// which is what must fit its ceiling (neverFits), however long that pod runs.
+func unitSums(pods []*podState, lessCharged bool) ([]*budget, map[*budget]amount.List) {
 	var order []*budget
 	sums := map[*budget]amount.List{}
 	// counted are the claims a member before counted, per budget: a claim that several
@@ -70,7 +78,7 @@ func unitCharges(pods []*podState) ([]*budget, map[*budget]amount.List) {
 			// counted here; nil while nothing is taken off.
 			var add amount.List
 			for _, c := range claims {
-				if b.ledger.chargesClaim(c.Key) || counted[b][c.Key] {
+				if lessCharged && b.ledger.chargesClaim(c.Key) || counted[b][c.Key] {
 					if add == nil {
 						add = p.usage().Clone() // usage is shared: never written
 					}

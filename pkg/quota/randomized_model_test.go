@@ -134,11 +134,20 @@ func (w *world) neverAdmissible(p *mPod) bool {
 		if len(unit) < size || w.compositeIncomplete(p) {
 			return true
 		}
-		unit = w.compositeUnit(p, unit)
 	}
-	for _, m := range unit {
+	// What holds one member holds the group; what must fit is what would go (below a
+	// CompositePodGroup, the pods of the PodGroups that may go).
+	all := unit
+	unit = w.compositeUnit(p, unit)
+	for _, m := range all {
 		if w.hold && m.state == mGated && len(w.cover(m.obj)) == 0 {
 			return true
+		}
+		if _, valid := w.startOpen(m.obj, w.clk.Now()); m.state == mGated && !valid {
+			return true // its start annotations do not parse: held until fixed
+		}
+		if _, never := w.dependenciesReady(m.obj); m.state == mGated && never {
+			return true // waits for a Job that failed, or for another namespace's
 		}
 	}
 	if p.state == mGated && uncountable(p.usage) {
@@ -148,12 +157,6 @@ func (w *world) neverAdmissible(p *mPod) bool {
 	for _, m := range unit {
 		if m.state == mGated && w.leavesTrackedUnset(m.obj) {
 			return true
-		}
-		if _, valid := w.startOpen(m.obj, w.clk.Now()); m.state == mGated && !valid {
-			return true // its start annotations do not parse: held until fixed
-		}
-		if _, never := w.dependenciesReady(m.obj); m.state == mGated && never {
-			return true // waits for a Job that failed, or for another namespace's
 		}
 		for _, k := range w.cover(m.obj) {
 			if sums[k] == nil {

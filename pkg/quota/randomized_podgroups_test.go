@@ -232,5 +232,5 @@ func (w *world) compositeUnit(p *mPod, unit []*mPod) []*mPod {
 		return unit
 	}
 	goes, _ := w.compositeGoes(p.obj.Namespace)
-	return slices.DeleteFunc(unit, func(m *mPod) bool { return !goes[m.podGroup] })
+	return slices.DeleteFunc(slices.Clone(unit), func(m *mPod) bool { return !goes[m.podGroup] })
 }
