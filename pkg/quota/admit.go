@@ -169,8 +169,7 @@ func (a *admitter) evaluateGroup(g *group) {
 		}
 		a.fail(rest, waitInfo{code: CodeGroupBackoff})
 		cands = unit
-	}
-	if !g.started() && len(cands) < g.size && g.parts == nil {
+	} else if !g.started() && len(cands) < g.size {
 		a.fail(cands, waitInfo{code: CodeGroupBackoff})
 		return
 	}

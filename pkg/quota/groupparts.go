@@ -68,15 +68,8 @@ func (g *group) leaveParts(p *podState, refs []partRef) {
 			delete(g.parts, part.key)
 			continue
 		}
-		if part.needs[need]--; part.needs[need] == 0 {
-			delete(part.needs, need)
-			if need == part.need {
-				part.need = 0
-				for n := range part.needs {
-					part.need = max(part.need, n)
-				}
-				g.recheck(part)
-			}
+		if dropCounted(part.needs, need, &part.need) {
+			g.recheck(part)
 		}
 	}
 }

@@ -61,7 +61,7 @@ type group struct {
 	partsOf   map[*podState][]partRef
 	rootCount int
 	// moved are the parts whose goes may differ from how their members were last
-	// placed (groupPart.placedGoes): their members are placed again (placeMoved).
+	// placed (groupPart.placedGoes): their members are placed again (movedMembers).
 	moved map[*groupPart]struct{}
 }
 
@@ -193,20 +193,29 @@ func (gi groupIndex) leave(p *podState) *group {
 	// The size it gave when it joined: its spec may have changed since.
 	size := g.sizeOf[p]
 	delete(g.sizeOf, p)
-	if g.sizes[size]--; g.sizes[size] == 0 {
-		delete(g.sizes, size)
-		if size == g.size {
-			g.size = 0
-			for s := range g.sizes {
-				g.size = max(g.size, s)
-			}
-		}
-	}
+	dropCounted(g.sizes, size, &g.size)
 	if len(g.members) == 0 {
 		delete(gi, g.key)
 		return nil
 	}
 	return g
+}
+
+// dropCounted takes one v out of counts (how many give each value), whose largest
+// value is *largest, and reports whether *largest changed.
+func dropCounted(counts map[int]int, v int, largest *int) bool {
+	if counts[v]--; counts[v] > 0 {
+		return false
+	}
+	delete(counts, v)
+	if v != *largest {
+		return false
+	}
+	*largest = 0
+	for n := range counts {
+		*largest = max(*largest, n)
+	}
+	return true
 }
 
 // started reports whether some member is admitted or running.
