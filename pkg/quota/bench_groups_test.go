@@ -37,12 +37,19 @@ func benchGroupFormation(b *testing.B, size int, interleaved bool) {
 		p.Group, p.GroupSize = "g", size
 		pods[i] = p
 	}
+	benchFormation(b, pods, interleaved)
+}
+
+// benchFormation times giving the core pods, the members of one group that fits a
+// budget of team-a, and admitting them: once at the end, or after every pod
+// (interleaved). Every pod must be admitted.
+func benchFormation(b *testing.B, pods []Pod, interleaved bool) {
 	var cpu time.Duration
 	b.ReportAllocs()
 	for b.Loop() {
 		b.StopTimer()
 		q, _ := newTestQueue()
-		q.UpsertBudget(makeBudget("team-a", "b").Hard(fmt.Sprintf("cpu=%d", size)).Obj())
+		q.UpsertBudget(makeBudget("team-a", "b").Hard(fmt.Sprintf("cpu=%d", len(pods))).Obj())
 		runtime.GC()
 		b.StartTimer()
 		startCPU := cpuTime()
@@ -55,8 +62,8 @@ func benchGroupFormation(b *testing.B, size int, interleaved bool) {
 		}
 		admitted += len(q.Admit())
 		cpu += cpuTime() - startCPU
-		if admitted != size {
-			b.Fatalf("admitted %d, want %d", admitted, size)
+		if admitted != len(pods) {
+			b.Fatalf("admitted %d, want %d", admitted, len(pods))
 		}
 	}
 	if cpu > 0 {
@@ -161,23 +168,5 @@ func benchCompositeFormation(b *testing.B, size, per int, interleaved bool) {
 		p.PodGroup = &PodGroupRef{Name: fmt.Sprintf("pg-%d", i/per)}
 		pods[i] = ResolvePodGroup(p, PodGroupInfo{Exists: true, MinCount: per, Parents: []CompositePodGroupInfo{root}})
 	}
-	b.ReportAllocs()
-	for b.Loop() {
-		b.StopTimer()
-		q, _ := newTestQueue()
-		q.UpsertBudget(makeBudget("team-a", "b").Hard(fmt.Sprintf("cpu=%d", size)).Obj())
-		runtime.GC()
-		b.StartTimer()
-		admitted := 0
-		for _, p := range pods {
-			q.UpsertPod(p)
-			if interleaved {
-				admitted += len(q.Admit())
-			}
-		}
-		admitted += len(q.Admit())
-		if admitted != size {
-			b.Fatalf("admitted %d, want %d", admitted, size)
-		}
-	}
+	benchFormation(b, pods, interleaved)
 }
