@@ -107,7 +107,7 @@
 //     r, so the ledger, the family and the preemption parts need no flavor logic; a pod
 //     on a flavor (podState.flavor) counts its usage on it too.
 //   - reads (reader.go, status.go, snapshot.go, page.go, podplaces.go, reasons.go,
-//     heads.go): the read side, Reads, which AdmissionQueue hands out (Reader): a
+//     reasontext.go, heads.go): the read side, Reads, which AdmissionQueue hands out (Reader): a
 //     budget's status, every queue in admission order (Snapshot) or one page of one
 //     (Page), where and why a gated pod waits (PodWait, PodWaitByName, WaitReason,
 //     WaitCode, WaitReasons), and which waiting pods are among the first of their

@@ -50,7 +50,7 @@ var coreParts = []part{
 	{typ: "placer", files: []string{"placer.go", "park.go", "groups_settle.go", "starts.go"}},
 	{typ: "admitter", files: []string{"admit.go", "attempts.go", "timers.go", "flavor_choice.go"}},
 	{typ: "flavorIndex", files: []string{"flavors.go"}},
-	{typ: "Reads", files: []string{"reader.go", "status.go", "snapshot.go", "page.go", "podplaces.go", "reasons.go", "heads.go"}},
+	{typ: "Reads", files: []string{"reader.go", "status.go", "snapshot.go", "page.go", "podplaces.go", "reasons.go", "reasontext.go", "heads.go"}},
 }
 
 func TestPartsOwnTheirFields(t *testing.T) {
