@@ -68,8 +68,9 @@ type Options struct {
 	WorkloadAPI bool
 	// CompositePodGroups, with WorkloadAPI, serves CompositePodGroups too
 	// (scheduling.k8s.io/v1alpha3, the CompositePodGroup feature gate, alpha in 1.37,
-	// and TopologyAwareWorkloadScheduling, which it depends on)
-	// and lets kube-scheduler place them.
+	// and TopologyAwareWorkloadScheduling, which it depends on), the gates on every
+	// component. kube-scheduler 1.37.2 did not place their pods here (see
+	// docs/start-control.md, "CompositePodGroups").
 	CompositePodGroups bool
 
 	// StartTimeout bounds how long Start waits for the cluster to be ready; 0 means 3
