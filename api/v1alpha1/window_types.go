@@ -14,8 +14,10 @@ const (
 	// WindowEndHold: running pods finish; new pods wait until used is within the hard
 	// the budget has again.
 	WindowEndHold WindowEndPolicy = "Hold"
-	// WindowEndReclaim would evict back to the hard. It is not available yet: the CRD
-	// refuses it (docs/budgets.md, "Windows").
+	// WindowEndReclaim: at the window's end the budget evicts its running pods, the
+	// lowest priority and the most recently admitted first, through the Eviction API
+	// (PodDisruptionBudgets and the budget's blockedTimeout as for any preemption),
+	// until used is within hard (docs/budgets.md, "When a window ends").
 	WindowEndReclaim WindowEndPolicy = "Reclaim"
 )
 
@@ -143,11 +145,11 @@ type BudgetWindowSpec struct {
 
 	// EndPolicy says what happens at the window's end to pods running over the hard
 	// the budget has again: Hold (the default) lets them finish and keeps new pods
-	// waiting until used is within hard. Reclaim (evict back to hard) is not available
-	// yet.
+	// waiting until used is within hard; Reclaim evicts them, the lowest priority and
+	// the most recently admitted first, until used is within hard. Deleting an open
+	// window ends it with Hold.
 	// +optional
 	// +kubebuilder:default=Hold
-	// +kubebuilder:validation:XValidation:rule="self != 'Reclaim'",message="endPolicy Reclaim is not available yet: use Hold (running pods finish, new pods wait until used is within hard)"
 	EndPolicy WindowEndPolicy `json:"endPolicy,omitempty"`
 }
 
