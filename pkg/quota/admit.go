@@ -107,6 +107,7 @@ func (a *admitter) admit() []Admission {
 			break
 		}
 	}
+	a.preemptions.evictOverHard()
 	out := a.out
 	a.out = nil
 	return out

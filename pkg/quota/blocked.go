@@ -62,9 +62,13 @@ func (pr *preemptions) refused(p *podState, now time.Time) (retry bool, since ti
 			}
 		}
 	}
-	w := rec.preemptor().wait
-	if pending := pr.decide(rec.unit, rec.budgets, rec.add, w); !pending.at.IsZero() {
-		return false, since, w.budget
+	if rec.overHard != nil {
+		pr.reclaimOverHard(rec.overHard)
+	} else {
+		w := rec.preemptor().wait
+		if pending := pr.decide(rec.unit, rec.budgets, rec.add, w); !pending.at.IsZero() {
+			return false, since, w.budget
+		}
 	}
 	if _, again := pr.victims[p]; !again {
 		return false, since, nil

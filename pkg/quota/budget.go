@@ -93,6 +93,11 @@ type Budget struct {
 	State v1alpha1.BudgetState
 	// Start is spec.start: when the gated pods it covers may start (nil for always).
 	Start *window.Start
+	// ReclaimAfter names the window that ended with endPolicy Reclaim, or is "" (the
+	// controller's windows set it; docs/budgets.md, "When a window ends"). When it turns
+	// to a new name, the budget evicts its running pods until used is within what it may
+	// hold (preemptions.reclaimOverHard), and then stops until it names another.
+	ReclaimAfter string
 	// SpecError is a problem found while building the Budget: a selector that does not
 	// parse (a *SelectorError). An invalid budget admits nothing (fail closed: no pod
 	// escapes the quota because of a typo); the error shows in its status.

@@ -25,6 +25,10 @@ func (q *AdmissionQueue) UpsertBudget(spec Budget) {
 	defer q.mu.Unlock()
 	b := q.topology.lookup(spec.Key)
 	topology, hardChanged, resolve := true, false, true
+	var reclaimAfter string // what the spec named before
+	if b != nil {
+		reclaimAfter = b.spec.ReclaimAfter
+	}
 	if b == nil {
 		b = q.topology.add(spec)
 	} else {
@@ -37,6 +41,7 @@ func (q *AdmissionQueue) UpsertBudget(spec Budget) {
 		// new hard may.
 		hardChanged = hardChanged || !oldStart.Equal(spec.Start)
 	}
+	q.preemptions.setReclaimAfter(b, reclaimAfter)
 	q.agenda.markStatus(b)
 	if resolve {
 		q.resolveTopology(b)
@@ -60,6 +65,7 @@ func (q *AdmissionQueue) DeleteBudget(key BudgetKey) {
 		return
 	}
 	q.families.forgetBudget(b)
+	q.preemptions.forgetBudget(b)
 	q.resolveTopology(b)
 	q.place.recover(key)
 	if p := b.parent; p != nil && q.topology.alive(p) {

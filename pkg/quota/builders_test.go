@@ -80,6 +80,7 @@ func (b *budgetBuilder) PreemptLowerPriority() *budgetBuilder {
 	return b
 }
 func (b *budgetBuilder) Start(s *window.Start) *budgetBuilder { b.b.Start = s; return b }
+func (b *budgetBuilder) ReclaimAfter(w string) *budgetBuilder { b.b.ReclaimAfter = w; return b }
 func (b *budgetBuilder) Closed() *budgetBuilder               { b.b.State = v1alpha1.StateClosed; return b }
 func (b *budgetBuilder) Selector(k, v string) *budgetBuilder {
 	b.b.PodSelector = labels.SelectorFromSet(labels.Set{k: v})

@@ -59,10 +59,12 @@
 //     step, so a pod in a budget without one never enters these files; it asks the
 //     rest of the core only what familyCore names.
 //   - preemptions (preemptions.go, preempt.go, preemptcooldown.go, victims.go,
-//     victimorder.go, reclaimfloor.go, blocked.go): the victims chosen and for whom,
-//     the evictions accepted and not yet seen terminating, those a PodDisruptionBudget
-//     refused, the decisions not yet handed out, and each namespace's preemption
-//     cooldown with the preemptors it judges for its backoff. decide chooses which
+//     victimorder.go, reclaimfloor.go, blocked.go, overhard.go): the victims chosen
+//     and for whom, the evictions accepted and not yet seen terminating, those a
+//     PodDisruptionBudget refused, the decisions not yet handed out, each namespace's
+//     preemption cooldown with the preemptors it judges for its backoff, and the
+//     budgets to bring back within their hard after a window ended with endPolicy
+//     Reclaim (reclaimOverHard, at the end of each admission pass). decide chooses which
 //     running pods must go so that a unit fits (reclaim of lent quota, or lower
 //     priority within a budget) without moving anything: hide and show take charges
 //     out of the ledgers and put them back; a unit that has not waited its cooldown

@@ -238,6 +238,17 @@ func (l *ledger) excessOverHard(add amount.List) (corev1.ResourceName, bool) {
 	return amount.FirstExcess(l.hardNames, l.hard, l.used, add)
 }
 
+// overCeiling is the first resource (in name order) of which more is used than the
+// ceiling allows: a hard lowered below use. ok is false when every resource is within.
+func (l *ledger) overCeiling() (corev1.ResourceName, bool) {
+	for _, r := range l.hardNames {
+		if l.ceiling[r].Less(l.used[r]) {
+			return r, true
+		}
+	}
+	return "", false
+}
+
 // totals are hard, used and pending for the limited resources (a resource of used or
 // pending that hard does not limit is left out; one it limits and nobody uses is 0):
 // new lists, for a status.

@@ -41,7 +41,7 @@ var coreParts = []part{
 	{typ: "ledger", files: []string{"ledger.go"}},
 	{typ: "queues", files: []string{"queue.go", "wake.go"}},
 	{typ: "topology", files: []string{"topology.go", "resolve.go"}},
-	{typ: "preemptions", files: []string{"preemptions.go", "preempt.go", "preemptcooldown.go", "victims.go", "victimorder.go", "reclaimfloor.go", "blocked.go"}},
+	{typ: "preemptions", files: []string{"preemptions.go", "preempt.go", "preemptcooldown.go", "victims.go", "victimorder.go", "reclaimfloor.go", "blocked.go", "overhard.go"}},
 	{typ: "families", files: familyFiles},
 	{typ: "familyState", files: familyFiles},
 	{typ: "agenda", files: []string{"agenda.go", "wake.go"}},

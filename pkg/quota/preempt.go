@@ -87,16 +87,28 @@ func (p Preemption) By(ns string) string {
 }
 
 // victim is a pod the core decided to preempt, while that is still needed: for unit
-// (its first pod is the preemptor), which adds adds[b] to each budget b of budgets.
+// (its first pod is the preemptor), which adds adds[b] to each budget b of budgets; or,
+// with no unit, to bring overHard back within its ceiling after a window ended
+// (reclaimOverHard).
 type victim struct {
-	reason  PreemptionReason
-	unit    []*podState
-	budgets []*budget
-	adds    map[*budget]amount.List
-	made    *roomMade // the preemptor's record, for its backoff (nil: the cooldown is off)
+	reason   PreemptionReason
+	unit     []*podState
+	budgets  []*budget
+	adds     map[*budget]amount.List
+	made     *roomMade // the preemptor's record, for its backoff (nil: the cooldown is off)
+	overHard *budget   // set for PreemptWindowEnd, with no unit
 }
 
-func (v *victim) preemptor() *podState      { return v.unit[0] }
+func (v *victim) preemptor() *podState { return v.unit[0] }
+
+// wakes is the budget whose pods counted the victim as leaving: the preemptor's, or
+// the budget brought back within its ceiling.
+func (v *victim) wakes() *budget {
+	if v.overHard != nil {
+		return v.overHard
+	}
+	return v.preemptor().wait.budget
+}
 func (v *victim) add(b *budget) amount.List { return v.adds[b] }
 
 // Preemptions returns the preemptions decided since the last call, in the order they
@@ -164,14 +176,7 @@ func (pr *preemptions) plan(unit []*podState, budgets []*budget, add demand, w w
 		return "", nil, nil, false
 	}
 	// What is on its way out counts as gone already.
-	going := pr.leaving()
-	for p := range pr.victims {
-		if !pr.stillVictim(p) {
-			delete(pr.victims, p)
-		} else {
-			going = append(going, p) // not terminating yet: stillVictim says so
-		}
-	}
+	going := pr.stillGoing()
 	hide(going)
 	defer show(going)
 	// What leaves is first for the pods that wait for it already: they count as

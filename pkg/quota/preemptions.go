@@ -51,6 +51,9 @@ type preemptions struct {
 	evicting  map[*podState]struct{}  // evicted (the eviction accepted), not yet seen terminating
 	blockedAt map[*podState]time.Time // pods whose eviction a PDB refused, since when
 	decided   []Preemption            // not yet returned by take
+	// overHard are the budgets to bring back within their ceiling after a window with
+	// endPolicy Reclaim ended (reclaimOverHard), until they are.
+	overHard map[*budget]struct{}
 
 	// The cooldown and its backoff (preemptions.cooldownOf): the clock they are counted
 	// on, the cooldown (0: off) and the most it grows to, each namespace's doubling,
@@ -68,6 +71,7 @@ func newPreemptions(core preemptionCore, clk clock.PassiveClock, cooldown, maxBa
 		victims:    map[*podState]*victim{},
 		evicting:   map[*podState]struct{}{},
 		blockedAt:  map[*podState]time.Time{},
+		overHard:   map[*budget]struct{}{},
 		clock:      clk,
 		cooldown:   max(cooldown, 0),
 		maxBackoff: maxBackoff,
@@ -118,7 +122,7 @@ func (pr *preemptions) needed(p *podState) (ok bool, wake *budget) {
 	}
 	if !pr.stillVictim(p) || !pr.stillNeeded(p) {
 		delete(pr.victims, p)
-		return false, rec.preemptor().wait.budget
+		return false, rec.wakes()
 	}
 	return true, nil
 }
@@ -145,6 +149,10 @@ func (pr *preemptions) stillVictim(p *podState) bool {
 	}
 	if _, gone := pr.evicting[p]; gone {
 		return false
+	}
+	if v.overHard != nil {
+		_, armed := pr.overHard[v.overHard]
+		return armed
 	}
 	w := v.preemptor()
 	if w.forgotten || w.phase != phaseWaiting {
@@ -173,6 +181,10 @@ func (pr *preemptions) stillNeeded(p *podState) bool {
 	}
 	hide(going)
 	defer show(going)
+	if rec.overHard != nil {
+		_, over := rec.overHard.ledger.overCeiling()
+		return over // the others do not bring it within
+	}
 	w := rec.preemptor().wait
 	claims := pr.claims(rec.unit, w)
 	fits := func() bool { return pr.fitsAfter(claims, rec.budgets, rec.add, w) }
