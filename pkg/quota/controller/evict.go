@@ -155,10 +155,15 @@ func (e *evictor) preempt(ctx context.Context, p quota.Preemption) {
 			e.core.Evicted(p.Victim.UID)
 			e.metrics.preemptions.WithLabelValues(string(p.Reason)).Inc()
 			logger.V(loglevel.Events).Info("Preempted", "budget", p.Budget.String(), "from", p.From.String())
-			e.recorder.Eventf(victim, relatedOfVictim, corev1.EventTypeNormal, eventPreempted, "Evict",
-				"Evicted by %s to make room for %s: %s", p.By(p.Victim.Namespace), quota.PodFor(p.Victim.Namespace, p.Preemptor), p.VictimMessage)
-			e.recorder.Eventf(preemptor, relatedOfPreemptor, corev1.EventTypeNormal, eventPreempting, "Evict",
-				"Evicted %s by %s to make room: %s", quota.PodFor(p.Preemptor.Namespace, p.Victim), p.By(p.Preemptor.Namespace), p.PreemptorMessage)
+			if noPreemptor(p) {
+				e.recorder.Eventf(victim, nil, corev1.EventTypeNormal, eventPreempted, "Evict",
+					"Evicted by %s: %s", p.By(p.Victim.Namespace), p.VictimMessage)
+			} else {
+				e.recorder.Eventf(victim, relatedOfVictim, corev1.EventTypeNormal, eventPreempted, "Evict",
+					"Evicted by %s to make room for %s: %s", p.By(p.Victim.Namespace), quota.PodFor(p.Victim.Namespace, p.Preemptor), p.VictimMessage)
+				e.recorder.Eventf(preemptor, relatedOfPreemptor, corev1.EventTypeNormal, eventPreempting, "Evict",
+					"Evicted %s by %s to make room: %s", quota.PodFor(p.Preemptor.Namespace, p.Victim), p.By(p.Preemptor.Namespace), p.PreemptorMessage)
+			}
 			e.wake()
 			return
 		case apierrors.IsNotFound(err):
@@ -188,6 +193,11 @@ func (e *evictor) preempt(ctx context.Context, p quota.Preemption) {
 				} else {
 					retry = min(retry, left)
 				}
+			}
+			if !reported && noPreemptor(p) {
+				reported = true
+				e.recorder.Eventf(victim, nil, corev1.EventTypeWarning, eventPreemptionBlocked, "Evict",
+					"Eviction by %s refused, will retry: %s", p.By(p.Victim.Namespace), err.Error())
 			}
 			if !reported {
 				reported = true
@@ -233,6 +243,13 @@ func (e *evictor) forceEvict(ctx context.Context, p quota.Preemption, victim, pr
 	e.core.Evicted(p.Victim.UID)
 	e.metrics.preemptions.WithLabelValues(string(p.Reason)).Inc()
 	logger.V(loglevel.Events).Info("Deleted despite its PodDisruptionBudget", "budget", p.Budget.String(), "blockedTimeout", p.BlockedTimeout)
+	if noPreemptor(p) {
+		e.recorder.Eventf(victim, nil, corev1.EventTypeWarning, eventPreemptionForced, "Delete",
+			"Deleted by %s despite its PodDisruptionBudget, which refused its eviction for %s (the blockedTimeout of %s): %s",
+			p.By(p.Victim.Namespace), p.BlockedTimeout, quota.BudgetFor(p.Victim.Namespace, p.Budget), p.VictimMessage)
+		e.wake()
+		return true
+	}
 	e.recorder.Eventf(victim, relatedOfVictim, corev1.EventTypeWarning, eventPreemptionForced, "Delete",
 		"Deleted by %s despite its PodDisruptionBudget, which refused its eviction for %s (the blockedTimeout of %s), to make room for %s: %s",
 		p.By(p.Victim.Namespace), p.BlockedTimeout, quota.BudgetFor(p.Victim.Namespace, p.Budget), quota.PodFor(p.Victim.Namespace, p.Preemptor), p.VictimMessage)
@@ -264,6 +281,10 @@ func (e *evictor) evictionApplied(ctx context.Context, ref quota.PodRef) bool {
 	pod, gone, err := e.readFresh(ctx, ref)
 	return err == nil && (gone || pod.DeletionTimestamp != nil)
 }
+
+// noPreemptor reports whether a preemption makes room for no pod: a budget brought back
+// within its hard after a window ended (quota.PreemptWindowEnd).
+func noPreemptor(p quota.Preemption) bool { return p.Preemptor.UID == "" }
 
 // podRef is a pod object that names the pod, for events and subresources.
 func podRef(ref quota.PodRef) *corev1.Pod {

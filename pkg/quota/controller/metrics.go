@@ -163,7 +163,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"reason"}),
 		preemptions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "quotagate_preemptions_total",
-			Help: "Pods evicted to make room for a gated pod, by reason: Reclaim (quota lent to a sibling taken back) or WithinBudget (a pod of lower priority).",
+			Help: "Pods evicted to make room for a gated pod, by reason: Reclaim (quota lent to a sibling taken back), WithinBudget (a pod of lower priority), or WindowEnd (a budget brought back within its hard after a window ended with endPolicy Reclaim).",
 		}, []string{"reason"}),
 		depths: map[depthKey]prometheus.Gauge{},
 		moves:  map[[2]string]prometheus.Counter{},

@@ -57,6 +57,9 @@ type budgetWindows struct {
 	results map[quota.BudgetKey]window.Result
 	// dirty are the windows whose status is to be written.
 	dirty map[windowRef]struct{}
+	// reclaim names, per budget, the window with endPolicy Reclaim that ended last, until
+	// a window of the budget opens again (quota.Budget.ReclaimAfter).
+	reclaim map[quota.BudgetKey]string
 
 	// edge wakes run (a budget's next change moved); kick wakes runStatus.
 	edge, kick chan struct{}
@@ -69,6 +72,7 @@ func newBudgetWindows(core *quota.AdmissionQueue, clk clock.Clock, wake func()) 
 		budgetOf: map[windowRef]quota.BudgetKey{},
 		results:  map[quota.BudgetKey]window.Result{},
 		dirty:    map[windowRef]struct{}{},
+		reclaim:  map[quota.BudgetKey]string{},
 		edge:     make(chan struct{}, 1), kick: make(chan struct{}, 1)}
 }
 
@@ -96,6 +100,7 @@ func (w *budgetWindows) forgetBudget(key quota.BudgetKey) {
 	defer w.mu.Unlock()
 	delete(w.written, key)
 	delete(w.results, key)
+	delete(w.reclaim, key)
 	w.core.DeleteBudget(key)
 	w.markWindows(key)
 }
@@ -170,6 +175,10 @@ func (w *budgetWindows) feed(key quota.BudgetKey, now time.Time) {
 	}
 	prev, had := w.results[key]
 	w.results[key] = res
+	if had {
+		w.noteEnds(key, prev.Open, res.Open)
+	}
+	spec.ReclaimAfter = w.reclaim[key]
 	w.core.UpsertBudget(spec) // marks the budget's status to be written
 	if !had || !prev.Next.Equal(res.Next) {
 		signal(w.edge)
@@ -179,6 +188,23 @@ func (w *budgetWindows) feed(key quota.BudgetKey, now time.Time) {
 	}
 	if w.wake != nil {
 		w.wake()
+	}
+}
+
+// noteEnds follows the windows of key that opened and ended between two evaluations:
+// one that opens stops a reclaim; one with endPolicy Reclaim that ends starts one. A
+// window deleted while open is not among key's windows any more: it ends with Hold.
+// Called with mu held.
+func (w *budgetWindows) noteEnds(key quota.BudgetKey, was, open []string) {
+	for _, name := range open {
+		if !slices.Contains(was, name) {
+			delete(w.reclaim, key)
+		}
+	}
+	for _, name := range was {
+		if win, ok := w.windows[key][name]; ok && !slices.Contains(open, name) && win.Spec.EndPolicy == v1alpha1.WindowEndReclaim {
+			w.reclaim[key] = name
+		}
 	}
 }
 

@@ -3,17 +3,24 @@ package controller_test
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
 	"github.com/quotagate/quotagate/internal/testbed"
+	"github.com/quotagate/quotagate/pkg/quota"
+	"github.com/quotagate/quotagate/pkg/quota/controller"
 )
 
 func budgetWindow(ns, name, budgetName string, spec v1alpha1.BudgetWindowSpec) *v1alpha1.BudgetWindow {
@@ -163,5 +170,78 @@ func TestDeletedWindowRestoresBudgetAsWritten(t *testing.T) {
 	}
 	if got.Generation != 1 || !hardIs(got.Spec.Hard, "2") {
 		t.Errorf("the Budget's spec was written: generation %d, hard %v", got.Generation, got.Spec.Hard)
+	}
+}
+
+// TestReclaimWindowEvictsBackToHard: a window with endPolicy Reclaim doubles a Budget of
+// 2 CPUs for 30 s; four pods of 1 CPU are admitted one at a time while it is open. At
+// its end the budget evicts back to its hard: the most recently admitted go first, but
+// the last one's PodDisruptionBudget refuses, so the one admitted before it goes in its
+// place (the refusal is counted; the protected pod gets no event, as when a reclaim of
+// lent quota finds another victim). The oldest pod and the protected one run on.
+func TestReclaimWindowEvictsBackToHard(t *testing.T) {
+	ns := newNamespace(t, true)
+	mustCreate(t, budget(ns, "b", cpu("2"), ""))
+	reg := prometheus.NewRegistry()
+	startManager(t, func(o *controller.Options) { o.Registerer = reg }, false)
+	start := time.Now().Truncate(time.Second)
+	end := start.Add(30 * time.Second)
+	double := absoluteWindow(start, end)
+	double.Add, double.EndPolicy = cpu("2"), v1alpha1.WindowEndReclaim
+	mustCreate(t, budgetWindow(ns, "double", "b", double))
+	testbed.Poll(t, time.Minute, "the window open", func(context.Context) (bool, error) {
+		return hardIs(getStatus(t, ns, "b").Hard, "4"), nil
+	})
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "protected", Namespace: ns},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MinAvailable: new(intstr.FromInt32(1)),
+			Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": "protected"}},
+		},
+	}
+	mustCreate(t, pdb)
+	for i, app := range []string{"team", "team", "team", "protected"} {
+		name := fmt.Sprintf("p%d", i)
+		mustCreate(t, familyPod(ns, name, app, "none"))
+		testbed.Poll(t, time.Minute, name+" admitted", func(context.Context) (bool, error) { return !isGated(t, ns, name), nil })
+	}
+	waitPDB(t, pdb, 1, 0)
+	if time.Now().After(end) {
+		t.Fatalf("the pods ran only after the window's end; the test needs a longer window")
+	}
+
+	testbed.Poll(t, 2*time.Minute, "the budget back within its hard", func(context.Context) (bool, error) {
+		var left []string
+		for _, p := range podsOf(t, ns) {
+			if p.DeletionTimestamp == nil {
+				left = append(left, p.Name)
+			}
+		}
+		slices.Sort(left)
+		return slices.Equal(left, []string{"p0", "p3"}), nil
+	})
+	for _, victim := range []string{"p1", "p2"} {
+		ev := waitForWaitingEvent(t, ns, victim, "Preempted")
+		if !strings.Contains(ev.Message, "window double ended with endPolicy Reclaim") {
+			t.Errorf("%s's Preempted event does not say the window ended: %q", victim, ev.Message)
+		}
+	}
+	testbed.Poll(t, time.Minute, "used back at 2", func(context.Context) (bool, error) {
+		st := getStatus(t, ns, "b")
+		u := st.Used["requests.cpu"]
+		return hardIs(st.Hard, "2") && u.Cmp(resource.MustParse("2")) == 0, nil
+	})
+	if got := preemptionCounter(t, reg, "quotagate_preemptions_total", quota.PreemptWindowEnd); got != 2 {
+		t.Errorf("quotagate_preemptions_total{reason=WindowEnd} = %v, want 2", got)
+	}
+	// p3 was chosen first and refused: another went in its place, so it has no event.
+	if got := preemptionCounter(t, reg, "quotagate_preemption_attempts_failed_total", quota.PreemptWindowEnd); got < 1 {
+		t.Errorf("quotagate_preemption_attempts_failed_total{reason=WindowEnd} = %v, want p3's refusal counted", got)
+	}
+	// Within its hard, the reclaim is done: a new pod waits, nothing more is evicted.
+	mustCreate(t, familyPod(ns, "after", "team", "none"))
+	waitForWaitingEvent(t, ns, "after", "InsufficientQuota")
+	if n := running(t, ns); n != 2 {
+		t.Errorf("%d pods run after the reclaim, want p0 and p3", n)
 	}
 }

@@ -2,6 +2,8 @@ package controller
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -153,5 +155,57 @@ func TestDeletedWindowRestoresTheBudget(t *testing.T) {
 	v := c.windows.view(windowRef{Namespace: "team", Name: "elsewhere"})
 	if v.problem == nil || v.problem.Reason != v1alpha1.ReasonBudgetNotFound {
 		t.Errorf("the window naming a missing budget reports %+v, want %s", v.problem, v1alpha1.ReasonBudgetNotFound)
+	}
+}
+
+// TestReclaimWindowEndEvictsBackToHard: the same window with endPolicy Reclaim takes the
+// budget back to its written hard at its end: the two pods admitted in it go, through
+// the core's preemptions; deleting an open Reclaim window evicts nothing (it ends with
+// Hold), and a window that opens again stops a reclaim under way.
+func TestReclaimWindowEndEvictsBackToHard(t *testing.T) {
+	c, clk := windowWorld(t, 4)
+	if got := admit(c); len(got) != 2 {
+		t.Fatalf("admitted %v before the window, want two", got)
+	}
+	start := clk.Now().Add(time.Second)
+	end := start.Add(30 * time.Second)
+	w := doubling(start, end)
+	w.Spec.EndPolicy = v1alpha1.WindowEndReclaim
+	c.onWindow(w)
+	clk.SetTime(start)
+	c.windows.due(clk.Now())
+	if got := admit(c); len(got) != 2 {
+		t.Fatalf("admitted %v when the window opened, want the other two", got)
+	}
+	clk.SetTime(end)
+	c.windows.due(clk.Now())
+	admit(c)
+	var victims []string
+	for _, p := range c.core.Preemptions() {
+		if p.Reason != quota.PreemptWindowEnd || !strings.HasPrefix(p.VictimMessage, "window double ended with endPolicy Reclaim") {
+			t.Errorf("preemption %+v is not the window end's", p)
+		}
+		victims = append(victims, p.Victim.Name)
+	}
+	slices.Sort(victims)
+	if diff := cmp.Diff([]string{"p2", "p3"}, victims); diff != "" {
+		t.Fatalf("victims at the end (-want +got):\n%s", diff)
+	}
+
+	// The window opens again (it was moved on): the reclaim stops, the victims are
+	// spared.
+	again := doubling(end, end.Add(time.Hour))
+	again.Name = "again"
+	c.onWindow(again)
+	for _, v := range victims {
+		if c.core.PreemptionNeeded(types.UID("u" + v[1:])) {
+			t.Errorf("%s is still to be evicted while a window is open again", v)
+		}
+	}
+	// Deleted while open, the Reclaim-free window "again" ends with Hold: nothing goes.
+	c.budgetWindowHandler().OnDelete(again)
+	admit(c)
+	if p := c.core.Preemptions(); len(p) != 0 {
+		t.Errorf("deleting an open window evicted %v", p)
 	}
 }
