@@ -33,6 +33,7 @@ func (w *world) admitAndCheck() error {
 	compositeBefore := w.compositeStarted()
 	usedBefore := w.usedAll()
 	admitted := w.q.Admit()
+	defer w.disarmWithin()
 	if err := w.writeRecords(); err != nil {
 		return err
 	}
@@ -245,6 +246,9 @@ func (w *world) calmDown() error {
 	}
 	for _, k := range w.budgetKeys() {
 		w.upsertBudget(w.budgets[k])
+	}
+	if err := w.reclaimedInCalm(); err != nil {
+		return err
 	}
 	for round := 0; round < 200; round++ {
 		w.step++

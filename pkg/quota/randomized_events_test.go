@@ -100,9 +100,10 @@ func (w *world) decorate(b Budget) Budget {
 }
 
 func (w *world) upsertBudget(b Budget) {
+	b = w.withWindows(b)
 	w.budgets[b.Key] = b
 	w.q.UpsertBudget(b)
-	w.logf("upsert %s hard=%v borrow=%v lend=%v parent=%q strategy=%s state=%s reclaim=%q within=%q weight=%v", b.Key.Describe(), b.Hard, b.BorrowingLimit, b.LendingLimit, b.Parent, b.Strategy, b.State, b.Reclaim, b.WithinBudget, b.Weight)
+	w.logf("upsert %s hard=%v borrow=%v lend=%v parent=%q strategy=%s state=%s reclaim=%q within=%q weight=%v reclaimAfter=%q", b.Key.Describe(), b.Hard, b.BorrowingLimit, b.LendingLimit, b.Parent, b.Strategy, b.State, b.Reclaim, b.WithinBudget, b.Weight, b.ReclaimAfter)
 }
 
 func (w *world) randomPod(gated bool) {
@@ -185,6 +186,7 @@ func (w *world) randomEvent() {
 		if len(keys) > 0 {
 			k := keys[w.rng.IntN(len(keys))]
 			delete(w.budgets, k)
+			w.forgetWindows(k)
 			w.q.DeleteBudget(k)
 			w.logf("delete %s", k.Describe())
 		}

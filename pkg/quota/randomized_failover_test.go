@@ -44,6 +44,7 @@ func (w *world) failover() {
 	for _, k := range w.budgetKeys() {
 		nq.UpsertBudget(w.budgets[k])
 	}
+	w.rearmWindows()
 	uids := slices.Sorted(mapsKeys(w.pods))
 	firstSeen := map[types.UID]Pod{}
 	for _, uid := range uids {

@@ -39,6 +39,8 @@ func (w *world) randomPreemption(b *Budget) {
 //     more than its hard, and the preemptor's budget allows it (LowerPriority: only a
 //     victim of lower priority);
 //   - WithinBudget: the budget allows it and the victim's priority is lower;
+//   - WindowEnd: for no pod; the budget names a window that ended with Reclaim and is
+//     over its ceiling with every other victim gone (checkWindowEnd);
 //   - a group is preempted whole: every running member is a victim at once.
 func (w *world) checkPreemptions() error {
 	ps := w.q.Preemptions()
@@ -56,38 +58,17 @@ func (w *world) checkPreemptions() error {
 		}
 	}
 	for _, p := range ps {
-		v, by := w.pods[p.Victim.UID], w.pods[p.Preemptor.UID]
+		v := w.pods[p.Victim.UID]
 		if v == nil || v.gated() {
 			return fmt.Errorf("preempting %s, which the API server does not show ungated", p.Victim)
 		}
-		if by == nil || by.state != mGated {
-			return fmt.Errorf("preempting %s for %s, which is not gated", p.Victim, p.Preemptor)
-		}
-		if code, waiting := w.q.Reader().WaitCode(p.Preemptor.UID); !waiting || (code != CodeNoLendable && code != CodeInsufficient) {
-			return fmt.Errorf("preempting %s for %s, which does not wait for capacity (%s)", p.Victim, p.Preemptor, code)
-		}
-		if !slices.Contains(w.charged(v), p.From) {
-			return fmt.Errorf("preempting %s, which is not charged to %s", p.Victim, p.From.Describe())
-		}
-		lower := v.priority() < by.priority() // clamped at the ceiling
-		b, from := w.budgets[p.Budget], w.budgets[p.From]
-		switch p.Reason {
-		case PreemptReclaim:
-			if from.Parent == "" || from.Parent != b.Parent || len(from.BorrowingLimit) == 0 {
-				return fmt.Errorf("reclaim for %s from %s: not a borrower under the same parent", p.Budget.Describe(), p.From.Describe())
+		if p.Reason == PreemptWindowEnd {
+			if err := w.checkWindowEnd(p, ps); err != nil {
+				return err
 			}
-			if b.Reclaim == v1alpha1.ReclaimNever || (b.Reclaim == v1alpha1.ReclaimLowerPriority && !lower) {
-				return fmt.Errorf("reclaim of %s for %s against %s's policy %q", p.Victim, p.Preemptor, p.Budget.Describe(), b.Reclaim)
-			}
-			if !w.usesBeyondHard(p.From, used) {
-				return fmt.Errorf("reclaim of %s: %s does not use more than its hard", p.Victim, p.From.Describe())
-			}
-		case PreemptWithinBudget:
-			if b.WithinBudget != v1alpha1.WithinBudgetLowerPriority || !lower || p.Budget != p.From {
-				return fmt.Errorf("%s preempted within %s for %s: not allowed, or not of lower priority", p.Victim, p.Budget.Describe(), p.Preemptor)
-			}
-		default:
-			return fmt.Errorf("preemption with unknown reason %q", p.Reason)
+			delete(w.victimOf, p.Victim.UID) // no preemptor waits for it
+		} else if err := w.checkPreemptor(p, used); err != nil {
+			return err
 		}
 		if v.groupName != "" {
 			for _, m := range w.pods {
@@ -98,9 +79,6 @@ func (w *world) checkPreemptions() error {
 					return fmt.Errorf("preempting %s of group %s but not its running member %s", p.Victim, v.groupName, m.obj.Name)
 				}
 			}
-		}
-		if err := w.checkCooldown(p); err != nil {
-			return err
 		}
 		w.logf("preempt %s for %s (%s, %s from %s)", p.Victim, p.Preemptor, p.Reason, p.Budget.Describe(), p.From.Describe())
 		// A victim decided again while its eviction is under way (retried, or applied
@@ -118,6 +96,43 @@ func (w *world) checkPreemptions() error {
 		}
 	}
 	return w.checkChurn()
+}
+
+// checkPreemptor checks a preemption that makes room for a waiting pod (Reclaim,
+// WithinBudget) against the pod it makes room for, the budgets' policies and the
+// preemption cooldown.
+func (w *world) checkPreemptor(p Preemption, used map[BudgetKey]corev1.ResourceList) error {
+	v, by := w.pods[p.Victim.UID], w.pods[p.Preemptor.UID]
+	if by == nil || by.state != mGated {
+		return fmt.Errorf("preempting %s for %s, which is not gated", p.Victim, p.Preemptor)
+	}
+	if code, waiting := w.q.Reader().WaitCode(p.Preemptor.UID); !waiting || (code != CodeNoLendable && code != CodeInsufficient) {
+		return fmt.Errorf("preempting %s for %s, which does not wait for capacity (%s)", p.Victim, p.Preemptor, code)
+	}
+	if !slices.Contains(w.charged(v), p.From) {
+		return fmt.Errorf("preempting %s, which is not charged to %s", p.Victim, p.From.Describe())
+	}
+	lower := v.priority() < by.priority() // clamped at the ceiling
+	b, from := w.budgets[p.Budget], w.budgets[p.From]
+	switch p.Reason {
+	case PreemptReclaim:
+		if from.Parent == "" || from.Parent != b.Parent || len(from.BorrowingLimit) == 0 {
+			return fmt.Errorf("reclaim for %s from %s: not a borrower under the same parent", p.Budget.Describe(), p.From.Describe())
+		}
+		if b.Reclaim == v1alpha1.ReclaimNever || (b.Reclaim == v1alpha1.ReclaimLowerPriority && !lower) {
+			return fmt.Errorf("reclaim of %s for %s against %s's policy %q", p.Victim, p.Preemptor, p.Budget.Describe(), b.Reclaim)
+		}
+		if !w.usesBeyondHard(p.From, used) {
+			return fmt.Errorf("reclaim of %s: %s does not use more than its hard", p.Victim, p.From.Describe())
+		}
+	case PreemptWithinBudget:
+		if b.WithinBudget != v1alpha1.WithinBudgetLowerPriority || !lower || p.Budget != p.From {
+			return fmt.Errorf("%s preempted within %s for %s: not allowed, or not of lower priority", p.Victim, p.Budget.Describe(), p.Preemptor)
+		}
+	default:
+		return fmt.Errorf("preemption with unknown reason %q", p.Reason)
+	}
+	return w.checkCooldown(p)
 }
 
 // notBelowHard checks the floor of a reclaim as docs/budgets.md ("Taking lent quota
@@ -204,19 +219,27 @@ func (w *world) goneBefore(used map[BudgetKey]corev1.ResourceList, batch map[typ
 	for k, u := range used {
 		out[k] = u.DeepCopy()
 	}
-	seen := map[types.UID]bool{}
+	for uid := range w.goingBefore(batch) {
+		for _, k := range w.charged(w.pods[uid]) {
+			subtractFrom(out[k], w.pods[uid].usage)
+		}
+	}
+	return out
+}
+
+// goingBefore are the pods goneBefore counts as gone: evictions accepted, and victims
+// the core still needs, but for batch and those applied unheard the core was not told.
+func (w *world) goingBefore(batch map[types.UID]bool) map[types.UID]bool {
+	out := map[types.UID]bool{}
 	for _, uid := range slices.Concat(w.accepted, w.evicting, w.unheard) {
 		p := w.pods[uid]
-		if p == nil || seen[uid] || batch[uid] || slices.Contains(w.untold, uid) {
+		if p == nil || out[uid] || batch[uid] || slices.Contains(w.untold, uid) {
 			continue
 		}
 		if !slices.Contains(w.accepted, uid) && !w.q.PreemptionNeeded(uid) {
 			continue
 		}
-		seen[uid] = true
-		for _, k := range w.charged(p) {
-			subtractFrom(out[k], p.usage)
-		}
+		out[uid] = true
 	}
 	return out
 }

@@ -61,13 +61,18 @@ func TestRandomizedAdmission(t *testing.T) {
 			seeds = append(seeds, s)
 		}
 	}
+	var windows windowTally
 	for _, seed := range seeds {
 		w := newWorld(seed)
 		if err := w.runRecovering(*randomSteps); err != nil {
 			t.Fatalf("seed %d (rerun with -args -quota.seed=%d): %v\nlast events:\n%s", seed, seed, err, strings.Join(w.lastEvents(25+975*boolInt(*randomSeed0 >= 0)), "\n"))
 		}
+		windows.add(w.windows.tally)
 	}
-	t.Logf("%d seeds x %d steps", len(seeds), *randomSteps)
+	t.Logf("%d seeds x %d steps; %d windows ended, %d with Reclaim, which evicted %d pods", len(seeds), *randomSteps, windows.ends, windows.reclaimEnds, windows.victims)
+	if len(seeds) >= 30 && windows.victims == 0 {
+		t.Errorf("no window's end evicted a pod in %d worlds: the model no longer plays Reclaim", len(seeds))
+	}
 }
 
 // TestRandomizedRegressions runs, at every go test, the worlds of TestRandomizedAdmission
@@ -245,6 +250,9 @@ type world struct {
 	// cpgRng draws the world's choices about CompositePodGroups, so that they leave
 	// the worlds the seeds made before them as they were.
 	cpgRng *rand.Rand
+	// windows open and end on budgets (randomized_windowends_test.go); nil in the
+	// regression worlds.
+	windows *worldWindows
 }
 
 var worldNamespaces = []string{"ns-a", "ns-b", "ns-c"}
@@ -265,6 +273,7 @@ func (p *mPod) priority() int32 {
 func newWorld(seed int) *world {
 	w := newWorldOf(seed, true)
 	w.starts = true
+	w.windows = newWorldWindows(seed)
 	return w
 }
 
@@ -329,6 +338,7 @@ func (w *world) run(steps int) error {
 		for range 1 + w.rng.IntN(4) {
 			w.randomEvent()
 		}
+		w.windowStep()
 		if err := w.admitAndCheck(); err != nil {
 			return err
 		}
