@@ -83,8 +83,11 @@ func (w *world) checkPreemptions() error {
 		w.logf("preempt %s for %s (%s, %s from %s)", p.Victim, p.Preemptor, p.Reason, p.Budget.Describe(), p.From.Describe())
 		// A victim decided again while its eviction is under way (retried, or applied
 		// unheard) is the same eviction, not a second one.
-		if !slices.Contains(w.evicting, p.Victim.UID) && !slices.Contains(w.unheard, p.Victim.UID) {
+		// One decided again after evict dropped it, in the same round (another's refusal
+		// chose it back), is queued anew.
+		if (!slices.Contains(w.evicting, p.Victim.UID) || w.dropped[p.Victim.UID]) && !slices.Contains(w.unheard, p.Victim.UID) {
 			w.evicting = append(w.evicting, p.Victim.UID)
+			delete(w.dropped, p.Victim.UID)
 		}
 	}
 	// After every step, every borrower keeps its hard through reclaim.
@@ -313,9 +316,12 @@ func (w *world) evict(all bool) {
 	w.evictUnheard()
 	var keep []types.UID
 	queued := len(w.evicting)
+	w.dropped = map[types.UID]bool{}
+	defer func() { w.dropped = nil }()
 	for _, uid := range w.evicting[:queued] {
 		p := w.pods[uid]
 		if p == nil || !w.q.PreemptionNeeded(uid) {
+			w.dropped[uid] = true
 			continue
 		}
 		if !all && w.rng.IntN(3) == 0 {
@@ -326,6 +332,7 @@ func (w *world) evict(all bool) {
 				keep = append(keep, uid)
 				w.logf("evict %s: refused, tried again", p.obj.Name)
 			} else {
+				w.dropped[uid] = true
 				w.logf("evict %s: refused, other victims instead", p.obj.Name)
 			}
 			// What it decided instead is checked now, as it stands (and queued).

@@ -213,6 +213,7 @@ type world struct {
 	unheard    []types.UID           // evicted with the answer lost: going, the core not told
 	untold     []types.UID           // of accepted: applied unheard, not retried; the core not told
 	reclaimed  map[types.UID]reclaim // victims decided by reclaim (not WithinBudget)
+	dropped    map[types.UID]bool    // while evict runs: victims it stopped trying
 	failed     error                 // a check that failed outside admitAndCheck (evict)
 	claims     fakeSpecs             // the ResourceClaims of the world's namespaces
 	// tenant: the world has a hostile tenant's moves too (huge values, claims swapped,

@@ -100,7 +100,8 @@ func (w *world) windowStep() {
 		// It adds to every resource the budget limits: CPU by 1 to 4 cores, anything
 		// else by 1 to 3 (memory by as many GiB).
 		win.to = b.Hard.DeepCopy()
-		for name, q := range win.to {
+		for _, name := range slices.Sorted(maps.Keys(win.to)) {
+			q := win.to[name]
 			switch name {
 			case "cpu", "requests.cpu", "limits.cpu":
 				q.Add(*resourceMilli(int64(1000 * (1 + ws.rng.IntN(4)))))
