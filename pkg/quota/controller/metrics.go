@@ -71,6 +71,7 @@ type metrics struct {
 	budgetPending   *prometheus.GaugeVec
 	budgetState     *prometheus.GaugeVec
 	budgetReady     *prometheus.GaugeVec
+	windowsOpen     *prometheus.GaugeVec
 	gatedPods       *prometheus.GaugeVec
 	admittedPods    *prometheus.GaugeVec
 	neverFitPods    *prometheus.GaugeVec
@@ -153,6 +154,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		budgetPending: gauge("quotagate_budget_pending", "Requests of the pods gated on a budget, per resource.", perBudget("resource")),
 		budgetState:   gauge("quotagate_budget_state", "1 for a budget's effective state (Open, Closing, Closed), 0 for the others.", perBudget("state")),
 		budgetReady:   gauge("quotagate_budget_ready", "1 when a budget's Ready condition is True, 0 when it has a problem (invalid spec, missing parent, cycle).", budgetLabels),
+		windowsOpen:   gauge("quotagate_budget_windows_open", "BudgetWindows or ClusterBudgetWindows open on a budget now, changing the spec it is enforced with.", budgetLabels),
 		gatedPods:     gauge("quotagate_budget_gated_pods", "Gated pods a budget covers.", budgetLabels),
 		admittedPods:  gauge("quotagate_budget_admitted_pods", "Admitted, non-terminal pods charged to a budget.", budgetLabels),
 		gatedByReason: gauge("quotagate_gated_pods_by_reason", "Gated pods the manager holds, by the reason code of why they wait (as the plugin's why and the pods' quotagate.io/Admitted condition give it): InsufficientQuota, StartLater, WaitingForDependency, PodGroupPending, ...", []string{"reason"}),
@@ -175,7 +177,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.gate = &leaderOnly{metrics: m, collectors: []prometheus.Collector{
 		m.incomingPods, m.queueMoves, m.admissions, m.ungateErrors, m.preemptions, m.preemptionsBlocked,
 		m.queueDepth, m.budgetHard, m.budgetUsed, m.flavorHard, m.flavorUsed, m.budgetPending, m.budgetState, m.budgetReady,
-		m.gatedPods, m.admittedPods, m.neverFitPods, m.gatedByReason, m.podWait, m.estimateError,
+		m.windowsOpen, m.gatedPods, m.admittedPods, m.neverFitPods, m.gatedByReason, m.podWait, m.estimateError,
 		m.estimateWithin, m.estimatePass, m.estimatePods, m.estimateSkipped,
 	}}
 	gate, err := promreg.Register(reg, m.gate)
@@ -308,6 +310,11 @@ func (m *metrics) setBudget(key quota.BudgetKey, st quota.BudgetStatus) {
 	m.neverFitPods.WithLabelValues(b...).Set(float64(len(st.NeverFit)))
 }
 
+// setWindows publishes how many windows are open on a budget.
+func (m *metrics) setWindows(key quota.BudgetKey, open int) {
+	m.windowsOpen.WithLabelValues(labelsOf(key)...).Set(float64(open))
+}
+
 // setReasons publishes how many gated pods wait for each reason (quota.Reads.
 // WaitingByCode); a reason no pod waits for any more drops its series.
 func (m *metrics) setReasons(counts map[quota.ReasonCode]int) {
@@ -329,7 +336,7 @@ func (m *metrics) forgetBudget(key quota.BudgetKey) {
 	b := labelsOf(key)
 	l := prometheus.Labels{"kind": b[0], "namespace": b[1], "name": b[2]}
 	for _, v := range []*prometheus.GaugeVec{m.queueDepth, m.budgetHard, m.budgetUsed, m.flavorHard, m.flavorUsed, m.budgetPending,
-		m.budgetState, m.budgetReady, m.gatedPods, m.admittedPods, m.neverFitPods} {
+		m.budgetState, m.budgetReady, m.windowsOpen, m.gatedPods, m.admittedPods, m.neverFitPods} {
 		v.DeletePartialMatch(l)
 	}
 	m.admissions.DeletePartialMatch(l)

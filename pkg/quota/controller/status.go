@@ -117,6 +117,7 @@ func (w *statusWriter) write(ctx context.Context, key quota.BudgetKey) error {
 	oldState := status.State
 	applyStatus(status, st, key.Namespace, obj.GetGeneration(), metav1.NewTime(w.clock.Now()))
 	status.ActiveWindows, status.NextWindowChange = w.windows.budgetStatus(key)
+	w.metrics.setWindows(key, len(status.ActiveWindows))
 	if equality.Semantic.DeepEqual(before, obj) {
 		return nil
 	}

@@ -189,8 +189,8 @@ func TestReclaimWindowEvictsBackToHard(t *testing.T) {
 	double := absoluteWindow(start, end)
 	double.Add, double.EndPolicy = cpu("2"), v1alpha1.WindowEndReclaim
 	mustCreate(t, budgetWindow(ns, "double", "b", double))
-	testbed.Poll(t, time.Minute, "the window open", func(context.Context) (bool, error) {
-		return hardIs(getStatus(t, ns, "b").Hard, "4"), nil
+	testbed.Poll(t, time.Minute, "the window open, and counted open", func(context.Context) (bool, error) {
+		return hardIs(getStatus(t, ns, "b").Hard, "4") && windowsOpen(t, reg, ns, "b") == 1, nil
 	})
 	pdb := &policyv1.PodDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{Name: "protected", Namespace: ns},
@@ -226,10 +226,10 @@ func TestReclaimWindowEvictsBackToHard(t *testing.T) {
 			t.Errorf("%s's Preempted event does not say the window ended: %q", victim, ev.Message)
 		}
 	}
-	testbed.Poll(t, time.Minute, "used back at 2", func(context.Context) (bool, error) {
+	testbed.Poll(t, time.Minute, "used back at 2, no window counted open", func(context.Context) (bool, error) {
 		st := getStatus(t, ns, "b")
 		u := st.Used["requests.cpu"]
-		return hardIs(st.Hard, "2") && u.Cmp(resource.MustParse("2")) == 0, nil
+		return hardIs(st.Hard, "2") && u.Cmp(resource.MustParse("2")) == 0 && windowsOpen(t, reg, ns, "b") == 0, nil
 	})
 	if got := preemptionCounter(t, reg, "quotagate_preemptions_total", quota.PreemptWindowEnd); got != 2 {
 		t.Errorf("quotagate_preemptions_total{reason=WindowEnd} = %v, want 2", got)
@@ -244,4 +244,28 @@ func TestReclaimWindowEvictsBackToHard(t *testing.T) {
 	if n := running(t, ns); n != 2 {
 		t.Errorf("%d pods run after the reclaim, want p0 and p3", n)
 	}
+}
+
+// windowsOpen is quotagate_budget_windows_open of Budget ns/name in reg (-1: no series).
+func windowsOpen(t *testing.T, reg *prometheus.Registry, ns, name string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "quotagate_budget_windows_open" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			got := map[string]string{}
+			for _, l := range m.GetLabel() {
+				got[l.GetName()] = l.GetValue()
+			}
+			if got["kind"] == "Budget" && got["namespace"] == ns && got["name"] == name {
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	return -1
 }
