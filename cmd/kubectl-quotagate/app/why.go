@@ -104,7 +104,10 @@ type whyResult struct {
 	// EstimateRecord is how estimates fared in the pod's first budget (visibility API
 	// only).
 	EstimateRecord *visv1.EstimateRecord `json:"estimateRecord,omitempty"`
-	Notes          []string              `json:"notes,omitempty"`
+	// Windows say what the windows of the budgets that hold it do next
+	// (windowNotes), one line per budget that has any.
+	Windows []string `json:"windows,omitempty"`
+	Notes   []string `json:"notes,omitempty"`
 }
 
 func explainPod(ctx context.Context, e *env, c client.Client, key client.ObjectKey) (*whyResult, error) {
@@ -142,6 +145,7 @@ func explainPod(ctx context.Context, e *env, c client.Client, key client.ObjectK
 	}
 	if read != nil {
 		explainFromVisibility(ctx, read, &pod, res)
+		res.Windows = windowNotes(ctx, c, res.Budgets, now)
 		return res, nil
 	}
 	snap, note, err := e.snapshot(ctx)
@@ -170,6 +174,7 @@ func explainPod(ctx context.Context, e *env, c client.Client, key client.ObjectK
 			res.Notes = append(res.Notes, "the manager holds this pod in no queue: it has not seen the pod yet, or is admitting it right now")
 		}
 	}
+	res.Windows = windowNotes(ctx, c, res.Budgets, now)
 	return res, nil
 }
 
@@ -236,6 +241,9 @@ func renderWhy(w io.Writer, out *outputFlags, r *whyResult, now time.Time) error
 	}
 	if line := recordLine(r.EstimateRecord); line != "" {
 		fmt.Fprintln(w, line)
+	}
+	for _, line := range r.Windows {
+		fmt.Fprintf(w, "Window: %s\n", line)
 	}
 	if len(r.Budgets) == 0 {
 		return nil

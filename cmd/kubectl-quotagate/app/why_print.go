@@ -18,7 +18,7 @@ const kindPodExplanation = "PodExplanation"
 
 // PodExplanation is why's answer as an object cli-runtime's printers can print: the
 // whyResult's fields (pod, state, summary, reason, budgets, created, admittedAt,
-// admittedBy, notes) with apiVersion and kind.
+// admittedBy, windows, notes) with apiVersion and kind.
 type PodExplanation struct {
 	metav1.TypeMeta `json:",inline"`
 	whyResult

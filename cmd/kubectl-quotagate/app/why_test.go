@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
 	"github.com/quotagate/quotagate/pkg/quota"
@@ -163,5 +164,54 @@ func TestWhyBorrowing(t *testing.T) {
 		if diff := cmp.Diff(want, out); diff != "" {
 			t.Errorf("why %s (-want +got):\n%s", name, diff)
 		}
+	}
+}
+
+// A waiting pod's budgets say what their windows do next: one is open until its end,
+// the other opens later; a budget with no window says nothing.
+func TestWhyWindows(t *testing.T) {
+	now := t0.Add(10 * time.Minute)
+	a := budget("team-a", "team-a", "requests.cpu=4,pods=10", "org")
+	a.Status.ActiveWindows = []string{"deadline"}
+	a.Status.NextWindowChange = &metav1.Time{Time: now.Add(2 * time.Hour)}
+	org := clusterBudget("org", "requests.cpu=8", nil)
+	org.Status.NextWindowChange = &metav1.Time{Time: now.Add(5 * time.Hour)}
+	w := newWorld(t, t0.Add(5*time.Minute),
+		[]*corev1.Namespace{namespace("team-a", true), namespace("team-b", true)},
+		[]*v1alpha1.Budget{a, budget("team-b", "team-b", "requests.cpu=4", "org")},
+		[]*v1alpha1.ClusterBudget{org},
+		[]*corev1.Pod{
+			makePod("team-a", "web").Req("cpu=4").Ungated().Obj(),
+			makePod("team-a", "train-1").Req("cpu=2").Created(120).Obj(),
+			makePod("team-b", "batch-1").Req("cpu=4").Ungated().Obj(),
+			makePod("team-b", "batch-2").Req("cpu=1").Created(130).Obj(),
+		})
+	out, errOut, err := run(t, w.env(nil), "why", "team-a/train-1")
+	if err != nil {
+		t.Fatalf("why: %v\n%s", err, errOut)
+	}
+	want := `Pod team-a/train-1 is waiting for 8m (gate quotagate.io/budget)
+Reason: requests.cpu: 2 requested, 0 free in Budget team-a/team-a; position 1 of 1
+Window: Budget team-a/team-a: window deadline is open; the next change is at 2026-01-01T11:10:00Z (in 120m)
+Window: ClusterBudget org: a window opens at 2026-01-01T14:10:00Z (in 5h) and changes what it may hold
+BUDGET                 POSITION   QUEUE
+Budget team-a/team-a   1 of 1     inadmissible
+ClusterBudget org      1 of 2     inadmissible
+`
+	if diff := cmp.Diff(want, out); diff != "" {
+		t.Errorf("why (-want +got):\n%s", diff)
+	}
+	// Team B's budget has no window: only the ClusterBudget's line.
+	out, _, err = run(t, w.env(nil), "why", "team-b/batch-2", "-o", "json")
+	if err != nil {
+		t.Fatalf("why: %v", err)
+	}
+	var got whyResult
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("decoding: %v\n%s", err, out)
+	}
+	wantWindows := []string{"ClusterBudget org: a window opens at 2026-01-01T14:10:00Z (in 5h) and changes what it may hold"}
+	if diff := cmp.Diff(wantWindows, got.Windows); diff != "" {
+		t.Errorf("windows of batch-2 (-want +got):\n%s", diff)
 	}
 }
