@@ -61,6 +61,14 @@ func (w *world) failover() {
 		p.seenAt = w.clk.Now() // the new core's first view of it
 	}
 	w.resetPreemptionModel() // the backoff lived in the old core's memory
+	// The evictions the old leader was told were accepted: the new one was not (its
+	// informer would show the pods terminating, which the world does not model), so
+	// they count as running to it until they go.
+	for _, uid := range w.accepted {
+		if !slices.Contains(w.untold, uid) {
+			w.untold = append(w.untold, uid)
+		}
+	}
 	for _, uid := range uids {
 		p := w.pods[uid]
 		if p.state == mInflight {
