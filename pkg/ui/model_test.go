@@ -238,3 +238,29 @@ func TestPodListPagesAndSearches(t *testing.T) {
 		t.Errorf("third page of every pod: %d rows of %d; want 51 of 251 ending in team-b", len(rows), total)
 	}
 }
+
+// A budget's card says what its windows do, from its status: open ones and the next
+// change, or when one opens; nothing without windows.
+func TestWindowViews(t *testing.T) {
+	at := time.Date(2026, 12, 7, 22, 0, 0, 0, time.UTC)
+	clock := at.Local().Format("2006-01-02 15:04:05")
+	for name, tc := range map[string]struct {
+		open []string
+		next *metav1.Time
+		want string
+	}{
+		"none":          {want: ""},
+		"one opens":     {next: &metav1.Time{Time: at}, want: "A window opens " + clock + " and changes what the budget may hold"},
+		"one open":      {open: []string{"night"}, next: &metav1.Time{Time: at}, want: "Window night open; next change " + clock},
+		"two open":      {open: []string{"night", "deadline"}, next: &metav1.Time{Time: at}, want: "Windows night, deadline open; next change " + clock},
+		"open for good": {open: []string{"forever"}, want: "Window forever open"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			b := budget("team-a", "quota", "", cpu("4"), cpu("1"))
+			b.Status.ActiveWindows, b.Status.NextWindowChange = tc.open, tc.next
+			if got := budgetViewOf(&b).Windows; got != tc.want {
+				t.Errorf("windows %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -29,6 +29,9 @@ type budgetView struct {
 	Flavors []flavorView
 	// Problems are the conditions that say the budget does not work as written.
 	Problems []string
+	// Windows says what its windows (BudgetWindows, ClusterBudgetWindows) do: which are
+	// open and when that next changes, or when one opens; "" for a budget without.
+	Windows  string
 	Children []*budgetView
 }
 
@@ -112,7 +115,29 @@ func viewOfStatus(kind, ns, name string, spec v1alpha1.BudgetSpec, st v1alpha1.B
 		b.Flavors = append(b.Flavors, flavorView{Name: f.Name, Resources: resourceViews(f.Name, f.Hard, f.Used, f.Borrowed, f.Lent, nil)})
 	}
 	b.Problems = problems(st.Conditions)
+	b.Windows = windowsText(st.ActiveWindows, st.NextWindowChange)
 	return b
+}
+
+// windowsText is a budget's windows in one sentence: "Window night open; next change
+// 2026-12-07 06:00:00", "Windows a, b open; ...", "A window opens 2026-12-07 22:00:00
+// and changes what the budget may hold", or "" for none (times as clockLayout writes
+// them, in the local time of the machine that serves the page).
+func windowsText(open []string, next *metav1.Time) string {
+	switch {
+	case len(open) == 0 && next == nil:
+		return ""
+	case len(open) == 0:
+		return "A window opens " + localClock(next.Time) + " and changes what the budget may hold"
+	}
+	s := "Window " + open[0] + " open"
+	if len(open) > 1 {
+		s = "Windows " + strings.Join(open, ", ") + " open"
+	}
+	if next == nil {
+		return s
+	}
+	return s + "; next change " + localClock(next.Time)
 }
 
 // resourceViews are the resources of hard, in name order, with their used, borrowed,
