@@ -265,13 +265,13 @@ func (w *world) usedWithout(k BudgetKey, gone map[types.UID]bool) corev1.Resourc
 }
 
 // reclaimedInCalm lets the core act on the budgets that name a window, with every
-// eviction accepted and no pod finishing on its own, and checks that each is then
-// within its ceiling: a reclaim does not stop short.
+// eviction accepted, every ungate answered and no pod finishing on its own, and checks
+// that each is then within its ceiling: a reclaim does not stop short.
 func (w *world) reclaimedInCalm() error {
 	if w.windows == nil || len(w.windows.armed) == 0 {
 		return nil
 	}
-	for range 4 {
+	for range 6 {
 		w.step++
 		for _, p := range w.pods {
 			p.doneAt = 0
@@ -281,6 +281,9 @@ func (w *world) reclaimedInCalm() error {
 		}
 		w.deliver()
 		w.evict(true)
+		// Time passes, as in calmDown: pods whose ungate is unresolved are tried again
+		// (in flight, they hold their charge and cannot be evicted).
+		w.clk.Step(DefaultMaxBackoff)
 		if err := w.admitAndCheck(); err != nil {
 			return err
 		}
