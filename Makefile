@@ -141,12 +141,16 @@ soak: tools ## Run two teams' steady Jobs under one parent for $(SOAK) (SOAK=10m
 	QUOTAGATE_SOAK=$(SOAK) go test -count=1 -timeout $(TEST_TIMEOUT) -run 'TestSteadyTwoTeamsDoNotThrash' -v ./pkg/quota/controller/
 
 .PHONY: bench
-bench: tools ## Measure quotagate against its baselines on a local control plane, and with estimates on against off; write docs/benchmarks.md and bench/figures/benchmarks.json (~17 min).
+bench: tools ## Measure quotagate against its baselines on a local control plane, and with estimates on against off; write docs/benchmarks.md and bench/figures/benchmarks.json (~19 min).
 	go run ./bench
 
 .PHONY: bench-flavors
 bench-flavors: tools ## Measure figures 1 and 2 only, each beside its arm with the budget split over 2 Flavors, 5 repetitions; write docs/benchmarks-flavors.md and bench/figures/benchmarks-flavors.json (~5 min).
 	go run ./bench -figures 1,2 -reps 5 -eventless-reps 0 -out docs/benchmarks-flavors.md -json bench/figures/benchmarks-flavors.json
+
+.PHONY: bench-windows
+bench-windows: tools ## Measure figure 9 only: a window's edge to the first ungate, beside the same raise by hand; write docs/benchmarks-windows.md and bench/figures/benchmarks-windows.json (~3 min).
+	go run ./bench -figures 9 -out docs/benchmarks-windows.md -json bench/figures/benchmarks-windows.json
 
 # ESTIMATES_ARGS passes flags to make bench-estimates' run, e.g. a small one:
 # ESTIMATES_ARGS='-estimates-pods 40 -estimates-scale 0.4 -estimates-warm 3'.

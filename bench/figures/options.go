@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Options are the flags of the seven figures (`go run ./bench`).
+// Options are the flags of the nine figures (`go run ./bench`).
 type Options struct {
 	markdown, json, profiles string
 	figures                  IntList
@@ -29,6 +29,8 @@ type Options struct {
 	onOffReactions, onOffReps int
 	onOffCreates              int
 	onOffPace                 time.Duration
+	// windowRounds sizes figure 9 (a window's edge to the first ungate).
+	windowRounds int
 }
 
 func DefaultOptions() Options {
@@ -36,7 +38,7 @@ func DefaultOptions() Options {
 		markdown:       "docs/benchmarks.md",
 		json:           "bench/figures/benchmarks.json",
 		profiles:       "_output/bench",
-		figures:        IntList{1, 2, 3, 4, 5, 6, 7, 8},
+		figures:        IntList{1, 2, 3, 4, 5, 6, 7, 8, 9},
 		n:              2000,
 		reps:           3,
 		reactionReps:   500,
@@ -57,6 +59,7 @@ func DefaultOptions() Options {
 		onOffCreates:   60,
 		onOffReps:      3,
 		onOffPace:      200 * time.Millisecond,
+		windowRounds:   20,
 	}
 }
 
@@ -64,7 +67,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.markdown, "out", o.markdown, "Markdown report to write (relative to the repository root).")
 	fs.StringVar(&o.json, "json", o.json, "JSON report to write (relative to the repository root).")
 	fs.StringVar(&o.profiles, "profiles", o.profiles, "Directory for the pprof profiles (relative to the repository root).")
-	fs.Var(&o.figures, "figures", "Figures to measure, comma-separated: 1 release, 2 reaction, 3 webhook, 4 memory, 5 core, 6 end to end, 7 create to ungate, 8 estimates on and off.")
+	fs.Var(&o.figures, "figures", "Figures to measure, comma-separated: 1 release, 2 reaction, 3 webhook, 4 memory, 5 core, 6 end to end, 7 create to ungate, 8 estimates on and off, 9 window edge to first ungate.")
 	fs.IntVar(&o.n, "n", o.n, "Pods per release batch (figure 1).")
 	fs.IntVar(&o.reps, "reps", o.reps, "Repetitions of each release batch (figure 1).")
 	fs.IntVar(&o.reactionReps, "reaction-reps", o.reactionReps, "Repetitions of the reaction chain (figure 2).")
@@ -85,6 +88,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.onOffCreates, "onoff-creates", o.onOffCreates, "Creates with room per arm and repetition (figure 8).")
 	fs.IntVar(&o.onOffReps, "onoff-reps", o.onOffReps, "Repetitions of each arm of figure 8, each on a fresh control plane, the arms alternating.")
 	fs.DurationVar(&o.onOffPace, "onoff-pace", o.onOffPace, "Mean pause before each of figure 8's samples (drawn from 0 to twice it), so that they fall at every moment of the estimator's passes.")
+	fs.IntVar(&o.windowRounds, "window-rounds", o.windowRounds, "Windows opened, and raises by hand beside them, in figure 9.")
 	fs.BoolVar(&o.RenderOnly, "render-only", o.RenderOnly, "Measure nothing: render the Markdown report again from the JSON one.")
 }
 

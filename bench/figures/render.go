@@ -92,6 +92,9 @@ func (r Report) Markdown() string {
 	if r.Estimates != nil {
 		p("%s\n", estimatesSection(*r.Estimates))
 	}
+	if r.WindowEdge != nil {
+		p("%s\n", windowEdgeSection(*r.WindowEdge))
+	}
 	p("%s\n", strings.TrimSpace(analysis))
 	if len(r.Profiles) > 0 {
 		p("\n## Profiles\n\nThe top of each profile this run took (`go tool pprof -top`); the files are under\n`_output/bench/`.\n")

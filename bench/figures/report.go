@@ -30,6 +30,8 @@ type Report struct {
 	CreateToUngate *ungateResult `json:"createToUngate,omitempty"`
 	// Estimates is figure 8 (estimates.go).
 	Estimates *estimatesResult `json:"estimatesOnOff,omitempty"`
+	// WindowEdge is figure 9 (windowedge.go).
+	WindowEdge *windowEdgeResult `json:"windowEdge,omitempty"`
 	// Profiles are `go tool pprof -top` of the profiles taken, by what they profile.
 	Profiles map[string]string `json:"profiles,omitempty"`
 }
@@ -93,6 +95,9 @@ func (r Report) rows() []Row {
 	}
 	if x := r.Estimates; x != nil {
 		rows = append(rows, estimatesRows(*x)...)
+	}
+	if x := r.WindowEdge; x != nil {
+		rows = append(rows, windowEdgeRow(*x))
 	}
 	return rows
 }

@@ -324,3 +324,24 @@ func TestSplitN(t *testing.T) {
 		}
 	}
 }
+
+// Figure 9's row judges the window arm's p99 against a second, beside the edit arm.
+func TestWindowEdgeRow(t *testing.T) {
+	for _, tc := range []struct {
+		window []float64
+		want   Row
+	}{
+		{[]float64{12, 20, 900}, Row{Figure: "9. Window edge to first ungate, 3 windows (ms)", Quotagate: "p50 20.0, p99 900.0",
+			Baseline: "p50 15.0, p99 30.0 (the same raise by hand, from its patch)", Ratio: "30.00 (p99)", Goal: "p99 < 1000 ms", Met: "yes"}},
+		{[]float64{12, 20, 1200}, Row{Figure: "9. Window edge to first ungate, 3 windows (ms)", Quotagate: "p50 20.0, p99 1200.0",
+			Baseline: "p50 15.0, p99 30.0 (the same raise by hand, from its patch)", Ratio: "40.00 (p99)", Goal: "p99 < 1000 ms", Met: "**no**"}},
+	} {
+		r := Report{WindowEdge: &windowEdgeResult{Rounds: 3, Window: tc.window, Edit: []float64{10, 15, 30}}}
+		if diff := cmp.Diff([]Row{tc.want}, r.rows()); diff != "" {
+			t.Errorf("rows (-want +got):\n%s", diff)
+		}
+		if md := r.Markdown(); !strings.Contains(md, "### Window edge → first ungate (figure 9)") {
+			t.Errorf("the report has no section for figure 9:\n%s", md)
+		}
+	}
+}

@@ -52,7 +52,7 @@ func Run(ctx context.Context, o Options) error {
 		}
 		r.Core = &c
 	}
-	if o.want(1) || o.want(2) || o.want(3) || o.want(4) || o.want(6) || o.want(7) {
+	if o.want(1) || o.want(2) || o.want(3) || o.want(4) || o.want(6) || o.want(7) || o.want(9) {
 		if err := measureCluster(ctx, o, root, abs(o.profiles), &r, profiles); err != nil {
 			return err
 		}
@@ -106,7 +106,7 @@ func measureCluster(ctx context.Context, o Options, root, profileDir string, r *
 			profile{file: cpu, args: []string{"-cum", "-focus=admission/plugin", "-show=admission|cel-go|json-patch|encoding/json|sigs.k8s.io/json|webhook|policy"}}
 	}
 	defer func() { err = errors.Join(err, e.StopManager()) }()
-	if o.want(1) || o.want(2) || o.want(6) || o.want(7) {
+	if o.want(1) || o.want(2) || o.want(6) || o.want(7) || o.want(9) {
 		if err := e.UseManager(ctx, r.Manager, false); err != nil {
 			return err
 		}
@@ -164,6 +164,14 @@ func measureWithManager(ctx context.Context, e *Env, o Options, profileDir strin
 			return fmt.Errorf("figure 7: %w", err)
 		}
 		r.CreateToUngate = &u
+	}
+	if o.want(9) {
+		report.Logf("Figure 9: window edge to first ungate, %d rounds", o.windowRounds)
+		x, err := e.measureWindowEdge(ctx, o.windowRounds)
+		if err != nil {
+			return fmt.Errorf("figure 9: %w", err)
+		}
+		r.WindowEdge = &x
 	}
 	return nil
 }
