@@ -306,6 +306,13 @@ type BudgetStatus struct {
 	// NextWindowChange is when a window of this budget next opens or closes.
 	// +optional
 	NextWindowChange *metav1.Time `json:"nextWindowChange,omitempty"`
+
+	// ReclaimingAfterWindow names the window with endPolicy Reclaim whose end the
+	// budget is still evicting back to its hard from; unset once it is within. A
+	// manager that starts while it is set resumes the reclaim (docs/budgets.md, "When a
+	// window ends").
+	// +optional
+	ReclaimingAfterWindow string `json:"reclaimingAfterWindow,omitempty"`
 }
 
 // Budget limits the pods of its own namespace. Pods over it are queued, not refused.

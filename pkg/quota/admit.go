@@ -380,3 +380,7 @@ func (a *admitter) handOut(p *podState) {
 
 // familyWait reports whether a wait is on a borrowing family (the family part's).
 func familyWait(w waitInfo) bool { return w.code == CodeNoLendable || w.code == CodeFairShare }
+
+// reclaiming says whether b is still being brought back within its ceiling after a
+// window ended (preemptions.reclaiming), for its status.
+func (a *admitter) reclaiming(b *budget) bool { return a.preemptions.reclaiming(b) }

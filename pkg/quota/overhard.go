@@ -33,6 +33,12 @@ func (pr *preemptions) setReclaimAfter(b *budget, was string) {
 	}
 }
 
+// reclaiming says whether b is still being brought back within its ceiling.
+func (pr *preemptions) reclaiming(b *budget) bool {
+	_, armed := pr.overHard[b]
+	return armed
+}
+
 // forgetBudget drops a deleted budget: its victims are no longer needed (stillVictim).
 func (pr *preemptions) forgetBudget(b *budget) { delete(pr.overHard, b) }
 
@@ -51,6 +57,7 @@ func (pr *preemptions) evictOverHard() {
 	for _, b := range armed {
 		if _, over := b.ledger.overCeiling(); !over {
 			delete(pr.overHard, b) // within: the reclaim is done
+			pr.core.markStatus(b)  // which its status says
 			continue
 		}
 		pr.reclaimOverHard(b)

@@ -56,6 +56,10 @@ func TestWindowEndReclaimsBackToHard(t *testing.T) {
 	if diff := cmp.Diff([]string{"p1", "p3", "p5"}, windowEndVictims(t, q)); diff != "" {
 		t.Fatalf("victims (-want +got):\n%s", diff)
 	}
+	key := BudgetKey{Namespace: "team-a", Name: "b"}
+	if st, _ := q.Reader().Status(key); st.ReclaimingAfter != "night" {
+		t.Errorf("while it reclaims, the status names window %q, want night", st.ReclaimingAfter)
+	}
 	// Asked again before they end, nobody more.
 	admitNames(q)
 	if got := windowEndVictims(t, q); len(got) != 0 {
@@ -66,9 +70,16 @@ func TestWindowEndReclaimsBackToHard(t *testing.T) {
 		q.Evicted(uid)
 		q.DeletePod(uid)
 	}
+	q.DirtyStatuses()
 	admitNames(q)
 	if got := windowEndVictims(t, q); len(got) != 0 {
 		t.Errorf("within hard, chose %v", got)
+	}
+	if st, _ := q.Reader().Status(key); st.ReclaimingAfter != "" {
+		t.Errorf("within hard, the status still names window %q", st.ReclaimingAfter)
+	}
+	if dirty := q.DirtyStatuses(); !slices.Contains(dirty, key) {
+		t.Errorf("the reclaim ended, but the budget's status is not to be written: %v", dirty)
 	}
 	// The reclaim is done: a hard lowered by hand later evicts nothing, though the
 	// spec still names the window.

@@ -70,6 +70,9 @@ func firstSeenLabels(p *podState) (labels map[string]string, recorded bool) {
 // terminating returns the charged pods within their grace period (preemptionCore).
 func (q *AdmissionQueue) terminating() []*podState { return q.charges.terminating() }
 
+// markStatus marks b's status to be written (preemptionCore).
+func (q *AdmissionQueue) markStatus(b *budget) { q.agenda.markStatus(b) }
+
 // lendWaiters returns the pods waiting on f's family for lendable quota
 // (preemptionCore).
 func (q *AdmissionQueue) lendWaiters(f *budget) []*podState { return q.families.lendWaiters(f) }

@@ -39,6 +39,8 @@ type preemptionCore interface {
 	// lendWaiters returns the pods waiting on f's family for lendable quota, in
 	// admission order (families.lendWaiters).
 	lendWaiters(f *budget) []*podState
+	// markStatus marks b's status to be written (agenda.markStatus).
+	markStatus(b *budget)
 }
 
 var _ preemptionCore = (*AdmissionQueue)(nil)

@@ -32,6 +32,7 @@ func (c *fakeCore) capacityWait(budgets []*budget, add demand) (waitInfo, bool) 
 func (c *fakeCore) stuck(*podState) bool            { return false }
 func (c *fakeCore) terminating() []*podState        { return c.leaving }
 func (c *fakeCore) lendWaiters(*budget) []*podState { return nil }
+func (c *fakeCore) markStatus(*budget)              {}
 func newFakeCore() *fakeCore                        { return &fakeCore{} }
 
 // partWithoutCooldown is the part on core, with the cooldown off: victims are chosen at

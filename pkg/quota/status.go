@@ -42,6 +42,9 @@ type BudgetStatus struct {
 	// Flavors is what it holds and uses per flavor, in the order of its spec.flavors
 	// (nil when it has none).
 	Flavors []FlavorStatus `json:"flavors,omitempty"`
+	// ReclaimingAfter names the window (Budget.ReclaimAfter) whose end the budget is
+	// still evicting back to its ceiling from; "" when it is not reclaiming.
+	ReclaimingAfter string `json:"reclaimingAfter,omitempty"`
 }
 
 // Problem is why a budget admits nothing, for its Ready condition.
@@ -83,6 +86,9 @@ func (r *Reads) Status(key BudgetKey) (BudgetStatus, bool) {
 		Pending:      pending,
 		AdmittedPods: int32(b.ledger.admitted()),
 		GatedPods:    int32(b.queues.gated()),
+	}
+	if r.admit.reclaiming(b) {
+		st.ReclaimingAfter = b.spec.ReclaimAfter
 	}
 	if b.problem != nil {
 		p := *b.problem // a copy: the status outlives the lock

@@ -146,6 +146,7 @@ func applyStatus(status *v1alpha1.BudgetStatus, st quota.BudgetStatus, ns string
 	status.AdmittedPods = st.AdmittedPods
 	status.GatedPods = st.GatedPods
 	status.Flavors = flavorStatuses(st.Flavors)
+	status.ReclaimingAfterWindow = st.ReclaimingAfter
 	status.ObservedGeneration = generation
 
 	ready := metav1.Condition{

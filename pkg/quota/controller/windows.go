@@ -177,6 +177,8 @@ func (w *budgetWindows) feed(key quota.BudgetKey, now time.Time) {
 	w.results[key] = res
 	if had {
 		w.noteEnds(key, prev.Open, res.Open)
+	} else {
+		w.resume(key, obj, res.Open)
 	}
 	spec.ReclaimAfter = w.reclaim[key]
 	w.core.UpsertBudget(spec) // marks the budget's status to be written
@@ -205,6 +207,25 @@ func (w *budgetWindows) noteEnds(key quota.BudgetKey, was, open []string) {
 		if win, ok := w.windows[key][name]; ok && !slices.Contains(open, name) && win.Spec.EndPolicy == v1alpha1.WindowEndReclaim {
 			w.reclaim[key] = name
 		}
+	}
+}
+
+// resume takes up, at the first sight of a budget, a reclaim its status says a manager
+// before this one had not finished (status.reclaimingAfterWindow), unless a window of
+// the budget is open now, which would have stopped it. Called with mu held.
+func (w *budgetWindows) resume(key quota.BudgetKey, obj client.Object, open []string) {
+	if _, ok := w.reclaim[key]; ok || len(open) > 0 {
+		return
+	}
+	var name string
+	switch b := obj.(type) {
+	case *v1alpha1.Budget:
+		name = b.Status.ReclaimingAfterWindow
+	case *v1alpha1.ClusterBudget:
+		name = b.Status.ReclaimingAfterWindow
+	}
+	if name != "" {
+		w.reclaim[key] = name
 	}
 }
 

@@ -226,10 +226,10 @@ func TestReclaimWindowEvictsBackToHard(t *testing.T) {
 			t.Errorf("%s's Preempted event does not say the window ended: %q", victim, ev.Message)
 		}
 	}
-	testbed.Poll(t, time.Minute, "used back at 2, no window counted open", func(context.Context) (bool, error) {
+	testbed.Poll(t, time.Minute, "used back at 2, no window counted open, the reclaim over", func(context.Context) (bool, error) {
 		st := getStatus(t, ns, "b")
 		u := st.Used["requests.cpu"]
-		return hardIs(st.Hard, "2") && u.Cmp(resource.MustParse("2")) == 0 && windowsOpen(t, reg, ns, "b") == 0, nil
+		return hardIs(st.Hard, "2") && u.Cmp(resource.MustParse("2")) == 0 && windowsOpen(t, reg, ns, "b") == 0 && st.ReclaimingAfterWindow == "", nil
 	})
 	if got := preemptionCounter(t, reg, "quotagate_preemptions_total", quota.PreemptWindowEnd); got != 2 {
 		t.Errorf("quotagate_preemptions_total{reason=WindowEnd} = %v, want 2", got)

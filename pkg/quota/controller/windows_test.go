@@ -209,3 +209,77 @@ func TestReclaimWindowEndEvictsBackToHard(t *testing.T) {
 		t.Errorf("deleting an open window evicted %v", p)
 	}
 }
+
+// TestReclaimResumesAfterRestart: a manager that starts after a Reclaim window ended,
+// while the budget's status says the reclaim is not finished, takes it up: its core
+// evicts back to hard. One that finds no such status evicts nothing (the budget holds).
+func TestReclaimResumesAfterRestart(t *testing.T) {
+	c, clk := windowWorld(t, 4)
+	admit(c)
+	start := clk.Now().Add(time.Second)
+	end := start.Add(30 * time.Second)
+	w := doubling(start, end)
+	w.Spec.EndPolicy = v1alpha1.WindowEndReclaim
+	c.onWindow(w)
+	clk.SetTime(start)
+	c.windows.due(clk.Now())
+	admit(c)
+	clk.SetTime(end)
+	c.windows.due(clk.Now())
+	admit(c)
+	key := quota.BudgetKey{Namespace: "team", Name: "b"}
+	st, _ := c.core.Reader().Status(key)
+	written := &v1alpha1.Budget{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "b"},
+		Spec: v1alpha1.BudgetSpec{Hard: corev1.ResourceList{"requests.cpu": resource.MustParse("2")}}}
+	applyStatus(&written.Status, st, "team", 1, metav1.NewTime(clk.Now()))
+	if written.Status.ReclaimingAfterWindow != "double" {
+		t.Fatalf("the status written during the reclaim says %q, want double", written.Status.ReclaimingAfterWindow)
+	}
+
+	for name, status := range map[string]v1alpha1.BudgetStatus{"resumes": written.Status, "holds": {}} {
+		t.Run(name, func(t *testing.T) {
+			opts := DefaultOptions()
+			opts.Clock = clk
+			next, err := New(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			next.onNamespace(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team", Labels: map[string]string{v1alpha1.EnabledLabel: "true"}}})
+			b := written.DeepCopy()
+			b.Status = status
+			next.onBudget(b)
+			next.onWindow(w)
+			for i := range 4 { // all four run: the old manager's victims were not evicted yet
+				next.onPod(windowPodRunning(i), false)
+			}
+			admit(next)
+			var victims []string
+			for _, p := range next.core.Preemptions() {
+				if p.Reason != quota.PreemptWindowEnd {
+					t.Errorf("preemption %+v is not the window end's", p)
+				}
+				victims = append(victims, p.Victim.Name)
+			}
+			want := 2
+			if name == "holds" {
+				want = 0
+			}
+			if len(victims) != want {
+				t.Errorf("the new manager chose %v, want %d victims", victims, want)
+			}
+		})
+	}
+}
+
+// windowPodRunning is pod i of windowWorld, ungated and running.
+func windowPodRunning(i int) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: fmt.Sprintf("p%d", i), UID: types.UID(fmt.Sprintf("u%d", i)), ResourceVersion: "2",
+			CreationTimestamp: metav1.NewTime(time.Date(2026, 12, 5, 9, 0, i, 0, time.UTC))},
+		Spec: corev1.PodSpec{
+			NodeName:   "node",
+			Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}},
+		},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning},
+	}
+}
