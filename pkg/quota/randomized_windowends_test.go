@@ -208,8 +208,8 @@ func (w *world) overItsCeiling(k BudgetKey, used map[BudgetKey]corev1.ResourceLi
 // checkWindowEnd checks a WindowEnd preemption: its budget names a window that ended
 // with Reclaim, the victim is charged to it, and it is needed: with every other pod on
 // its way out gone (goingBefore, this batch's victims still in), and the batch's other
-// victims of the budget gone too (but for the victim's group mates, which go with it),
-// the budget still uses more than its ceiling.
+// victims of the budget gone too, the budget still uses more than its ceiling. The
+// victim's group mates count with it, never as gone: a group goes whole.
 func (w *world) checkWindowEnd(p Preemption, batch []Preemption) error {
 	v := w.pods[p.Victim.UID]
 	b, ok := w.budgets[p.Budget]
@@ -228,11 +228,20 @@ func (w *world) checkWindowEnd(p Preemption, batch []Preemption) error {
 		inBatch[o.Victim.UID] = true
 	}
 	gone := w.goingBefore(inBatch)
+	// A group goes whole: its members are one victim, needed or not together (a member
+	// refused and tried again is on its way out, and its mates with it).
+	sameGroup := func(m *mPod) bool {
+		return v.groupName != "" && m.groupName == v.groupName && m.obj.Namespace == v.obj.Namespace
+	}
+	for uid := range gone {
+		if m := w.pods[uid]; m != nil && sameGroup(m) {
+			delete(gone, uid)
+		}
+	}
 	var others []string
 	for _, o := range batch {
 		m := w.pods[o.Victim.UID]
-		if o.Reason != PreemptWindowEnd || o.Budget != p.Budget || m == nil || o.Victim.UID == p.Victim.UID ||
-			(v.groupName != "" && m.groupName == v.groupName && m.obj.Namespace == v.obj.Namespace) {
+		if o.Reason != PreemptWindowEnd || o.Budget != p.Budget || m == nil || o.Victim.UID == p.Victim.UID || sameGroup(m) {
 			continue
 		}
 		gone[o.Victim.UID] = true
