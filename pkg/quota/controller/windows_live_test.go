@@ -269,3 +269,58 @@ func windowsOpen(t *testing.T, reg *prometheus.Registry, ns, name string) float6
 	}
 	return -1
 }
+
+// TestReclaimResumesAfterManagerRestart: a window with endPolicy Reclaim doubles a
+// Budget of 2 CPUs; four pods of 1 CPU run in it, all under a PodDisruptionBudget that
+// allows no disruption, so at the window's end every eviction is refused and the
+// budget stays over its hard, its status naming the window. The manager stops; the
+// PodDisruptionBudget goes; a new manager, which never saw the window end, takes the
+// reclaim up from the status and evicts back to hard.
+func TestReclaimResumesAfterManagerRestart(t *testing.T) {
+	ns := newNamespace(t, true)
+	mustCreate(t, budget(ns, "b", cpu("2"), ""))
+	first := startManager(t, nil, false)
+	start := time.Now().Truncate(time.Second)
+	end := start.Add(30 * time.Second)
+	double := absoluteWindow(start, end)
+	double.Add, double.EndPolicy = cpu("2"), v1alpha1.WindowEndReclaim
+	mustCreate(t, budgetWindow(ns, "double", "b", double))
+	testbed.Poll(t, time.Minute, "the window open", func(context.Context) (bool, error) {
+		return hardIs(getStatus(t, ns, "b").Hard, "4"), nil
+	})
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "all", Namespace: ns},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MinAvailable: new(intstr.FromInt32(4)),
+			Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": "team"}},
+		},
+	}
+	mustCreate(t, pdb)
+	for i := range 4 {
+		name := fmt.Sprintf("p%d", i)
+		mustCreate(t, familyPod(ns, name, "team", "none"))
+		testbed.Poll(t, time.Minute, name+" admitted", func(context.Context) (bool, error) { return !isGated(t, ns, name), nil })
+	}
+	waitPDB(t, pdb, 4, 0)
+	if time.Now().After(end) {
+		t.Fatalf("the pods ran only after the window's end; the test needs a longer window")
+	}
+	testbed.Poll(t, 2*time.Minute, "the reclaim under way, refused, in the status", func(context.Context) (bool, error) {
+		st := getStatus(t, ns, "b")
+		return hardIs(st.Hard, "2") && st.ReclaimingAfterWindow == "double", nil
+	})
+	first.stop(t)
+	if n := running(t, ns); n != 4 {
+		t.Fatalf("%d pods run when the first manager stops, want all four (every eviction refused)", n)
+	}
+
+	if err := admin.Delete(t.Context(), pdb); err != nil {
+		t.Fatal(err)
+	}
+	startManager(t, nil, false)
+	testbed.Poll(t, 2*time.Minute, "the new manager back within hard", func(context.Context) (bool, error) {
+		st := getStatus(t, ns, "b")
+		u := st.Used["requests.cpu"]
+		return running(t, ns) == 2 && u.Cmp(resource.MustParse("2")) == 0 && st.ReclaimingAfterWindow == "", nil
+	})
+}
