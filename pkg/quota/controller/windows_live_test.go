@@ -324,3 +324,46 @@ func TestReclaimResumesAfterManagerRestart(t *testing.T) {
 		return running(t, ns) == 2 && u.Cmp(resource.MustParse("2")) == 0 && st.ReclaimingAfterWindow == "", nil
 	})
 }
+
+// TestClusterBudgetWindow: a ClusterBudgetWindow raises a ClusterBudget while open: a
+// pod that did not fit is admitted, the status shows the effective hard and the open
+// window; deleted, the window leaves the ClusterBudget as written, and the pod runs on
+// (Hold).
+func TestClusterBudgetWindow(t *testing.T) {
+	ns := newNamespace(t, true)
+	name := "cbw-" + ns
+	cb := clusterBudget(name, "", cpu("2"))
+	cb.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}}
+	mustCreate(t, cb)
+	startManager(t, nil, false)
+	mustCreate(t, gatedPod(ns, "first", "2"))
+	testbed.Poll(t, time.Minute, "first admitted", func(context.Context) (bool, error) { return !isGated(t, ns, "first"), nil })
+	mustCreate(t, gatedPod(ns, "big", "2"))
+	waitForWaitingEvent(t, ns, "big", "InsufficientQuota")
+
+	open := absoluteWindow(time.Now().Add(-time.Minute), time.Now().Add(time.Hour))
+	open.BudgetName, open.Add = name, cpu("2")
+	win := &v1alpha1.ClusterBudgetWindow{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: open}
+	mustCreate(t, win)
+	testbed.Poll(t, time.Minute, "the pod admitted in the window", func(context.Context) (bool, error) {
+		st := getStatus(t, "", name)
+		return !isGated(t, ns, "big") && hardIs(st.Hard, "4") && slices.Equal(st.ActiveWindows, []string{name}), nil
+	})
+	var ws v1alpha1.ClusterBudgetWindow
+	if err := admin.Get(t.Context(), client.ObjectKey{Name: name}, &ws); err != nil {
+		t.Fatal(err)
+	}
+	if c := apimeta.FindStatusCondition(ws.Status.Conditions, v1alpha1.ConditionReady); !ws.Status.Open || c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("the open ClusterBudgetWindow's status: open %v, Ready %+v", ws.Status.Open, c)
+	}
+	if err := admin.Delete(t.Context(), win); err != nil {
+		t.Fatal(err)
+	}
+	testbed.Poll(t, time.Minute, "the ClusterBudget as written again", func(context.Context) (bool, error) {
+		st := getStatus(t, "", name)
+		return hardIs(st.Hard, "2") && len(st.ActiveWindows) == 0, nil
+	})
+	if isGated(t, ns, "big") || running(t, ns) != 2 {
+		t.Errorf("the pod admitted in the window does not run on after it was deleted")
+	}
+}
