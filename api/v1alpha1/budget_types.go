@@ -326,6 +326,7 @@ type BudgetStatus struct {
 // +kubebuilder:printcolumn:name="Parent",type=string,JSONPath=`.spec.parent`,priority=1
 // +kubebuilder:printcolumn:name="Borrowed",type=string,JSONPath=`.status.borrowed`,priority=1
 // +kubebuilder:printcolumn:name="Lent",type=string,JSONPath=`.status.lent`,priority=1
+// +kubebuilder:printcolumn:name="Windows",type=string,JSONPath=`.status.activeWindows`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Budget struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -373,6 +374,7 @@ type ClusterBudgetSpec struct {
 // +kubebuilder:printcolumn:name="Parent",type=string,JSONPath=`.spec.parent`,priority=1
 // +kubebuilder:printcolumn:name="Borrowed",type=string,JSONPath=`.status.borrowed`,priority=1
 // +kubebuilder:printcolumn:name="Lent",type=string,JSONPath=`.status.lent`,priority=1
+// +kubebuilder:printcolumn:name="Windows",type=string,JSONPath=`.status.activeWindows`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ClusterBudget struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -5,13 +5,15 @@ import (
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // TestWindowValidation: BudgetWindow and ClusterBudgetWindow on a real kube-apiserver:
 // each bad spec is refused with the message docs/validation.md shows ("Windows"), the
 // good ones are accepted.
 func TestWindowValidation(t *testing.T) {
-	api, _ := startAPIServer(t)
+	api, cfg := startAPIServer(t)
 
 	const abs = `budgetName: b, start: "2026-12-07T08:00:00+01:00", end: "2026-12-12T00:00:00+01:00"`
 	const sched = `budgetName: b, schedule: "0 22 * * *", duration: 8h`
@@ -62,6 +64,33 @@ func TestWindowValidation(t *testing.T) {
 			})
 		}
 	}
+	// A budget's status as the manager writes it with windows: the open ones, and the
+	// one whose end it still reclaims from; kubectl get -o wide shows the open ones.
+	t.Run("budget status", func(t *testing.T) {
+		b := api.resource(object(t, "Budget", "", ""))
+		if err := api.create(t.Context(), object(t, "Budget", "windowed", `{hard: {cpu: "4"}}`)); err != nil {
+			t.Fatal(err)
+		}
+		cur, err := b.Get(t.Context(), "windowed", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cur.Object["status"] = map[string]any{"state": "Open", "activeWindows": []any{"deadline", "nightly"},
+			"nextWindowChange": "2026-12-12T00:00:00Z", "reclaimingAfterWindow": "weekend"}
+		if _, err := b.UpdateStatus(t.Context(), cur, metav1.UpdateOptions{}); err != nil {
+			t.Fatalf("a status with windows, as the manager writes it, was refused: %v", err)
+		}
+		cur, err = b.Get(t.Context(), "windowed", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _, _ := unstructured.NestedString(cur.Object, "status", "reclaimingAfterWindow"); got != "weekend" {
+			t.Errorf("status.reclaimingAfterWindow read back as %q, want weekend", got)
+		}
+		if got := column(t, cfg, "namespaces/"+testNamespace+"/budgets/windowed", "Windows"); got != `["deadline","nightly"]` {
+			t.Errorf("kubectl get -o wide's Windows column: %s", got)
+		}
+	})
 	for name, spec := range map[string]string{
 		"deadline":                   `{` + abs + `, hard: {nvidia.com/gpu: "64"}}`,
 		"nightly":                    `{` + sched + `, timeZone: Europe/Berlin, state: Closed, priority: 5}`,
