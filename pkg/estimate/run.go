@@ -93,6 +93,7 @@ type sim struct {
 	clk     *simClock
 	pick    durations
 	ends    endHeap
+	changes int                // w.Changes applied so far
 	seq     int                // ends scheduled so far
 	gone    map[types.UID]bool // ended or preempted
 	forever map[types.UID]bool // holding quota with no expected end
@@ -153,6 +154,7 @@ func run(w *World, o *Options, pk durations, heads bool) result {
 			break
 		}
 		s.clk.now = next
+		s.changeDue()
 		s.endDue()
 	}
 	s.explain(capped)
@@ -277,8 +279,9 @@ func (s *sim) end(uid types.UID, w weak, counted bool) {
 	}
 }
 
-// next is the next simulated moment: the next pod's end, or the core's next wakeup
-// (a lend hold's end) when that comes first. A wakeup past the horizon is not one (the
+// next is the next simulated moment: the next pod's end, the core's next wakeup (a
+// lend hold's end) or the next change of a budget (World.Changes), whichever comes
+// first. A wakeup past the horizon is not one (the
 // flush the simulation's core never does is one such).
 func (s *sim) next(horizon time.Time) (time.Time, bool) {
 	for len(s.ends.items) > 0 && s.gone[s.ends.items[0].uid] {
@@ -291,7 +294,19 @@ func (s *sim) next(horizon time.Time) (time.Time, bool) {
 	if t, ok := s.q.NextWakeup(); ok && t.After(s.clk.now) && !t.After(horizon) && (next.IsZero() || t.Before(next)) {
 		next = t
 	}
+	if s.changes < len(s.w.Changes) {
+		if t := s.w.Changes[s.changes].At; next.IsZero() || t.Before(next) {
+			next = t
+		}
+	}
 	return next, !next.IsZero()
+}
+
+// changeDue applies every change of a budget whose time has come.
+func (s *sim) changeDue() {
+	for ; s.changes < len(s.w.Changes) && !s.w.Changes[s.changes].At.After(s.clk.now); s.changes++ {
+		s.q.UpsertBudget(s.w.Changes[s.changes].Budget)
+	}
 }
 
 // endDue ends every pod whose end has come.

@@ -23,6 +23,16 @@ type World struct {
 	// with how long each is expected to run once admitted.
 	Running []Pod
 	Waiting []Pod
+	// Changes are what the budgets' windows will make of them after Now, in time order:
+	// from At on, the budget named Budget.Key is Budget (its effective spec). A
+	// simulation applies each as its clock reaches it.
+	Changes []BudgetChange
+}
+
+// BudgetChange is a budget's effective spec from At on (a window that opens or ends).
+type BudgetChange struct {
+	At     time.Time
+	Budget quota.Budget
 }
 
 // Pod is a pod's view for the core and its Expectation (Learner.Expect).

@@ -50,6 +50,10 @@ func (b *WorldBuilder) Add(p quota.Pod, f *Facts) {
 // World returns the world built so far.
 func (b *WorldBuilder) World() World { return b.w }
 
+// SetChanges sets what the budgets' windows will make of them (World.Changes), in time
+// order.
+func (b *WorldBuilder) SetChanges(changes []BudgetChange) { b.w.Changes = changes }
+
 // coverIndex finds the budgets a gated pod will be charged to, for the Learner's budget
 // keys (the least specific durations it falls back to): the Budgets of its namespace
 // whose podSelector matches it, the ClusterBudgets whose namespaceSelector matches its

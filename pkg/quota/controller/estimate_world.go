@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -54,13 +55,26 @@ func (c *Controller) worldBuilder(ctx context.Context, now time.Time, l *estimat
 	if err := c.reader.List(ctx, &clusterBudgets, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing clusterbudgets: %w", err)
 	}
+	// Each budget as the core has it now, with what its windows set, and what they will
+	// set when they open or end within the estimator's horizon.
 	all := make([]quota.Budget, 0, len(budgets.Items)+len(clusterBudgets.Items))
+	var changes []estimate.BudgetChange
+	horizon := now.Add(estimate.DefaultHorizon)
+	add := func(obj client.Object, written quota.Budget) {
+		spec, ahead, ok := c.windows.ahead(obj, now, horizon)
+		if !ok {
+			spec = written
+		}
+		all = append(all, spec)
+		changes = append(changes, ahead...)
+	}
 	for i := range budgets.Items {
-		all = append(all, quota.BudgetFromAPI(&budgets.Items[i]))
+		add(&budgets.Items[i], quota.BudgetFromAPI(&budgets.Items[i]))
 	}
 	for i := range clusterBudgets.Items {
-		all = append(all, quota.ClusterBudgetFromAPI(&clusterBudgets.Items[i]))
+		add(&clusterBudgets.Items[i], quota.ClusterBudgetFromAPI(&clusterBudgets.Items[i]))
 	}
+	slices.SortStableFunc(changes, func(a, b estimate.BudgetChange) int { return a.At.Compare(b.At) })
 	var flavorList v1alpha1.FlavorList
 	if err := c.reader.List(ctx, &flavorList, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing flavors: %w", err)
@@ -71,6 +85,7 @@ func (c *Controller) worldBuilder(ctx context.Context, now time.Time, l *estimat
 	}
 
 	b := estimate.NewWorldBuilder(now, l, nsLabels, all, flavors)
+	b.SetChanges(changes)
 	step := everyN(worldStep, pace)
 	for _, item := range pods.List() {
 		if step != nil {

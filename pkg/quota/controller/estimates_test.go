@@ -396,3 +396,47 @@ func TestEstimateWorldResolvesDependenciesAndPodGroups(t *testing.T) {
 		t.Errorf("building the world recorded %d pods that wait, want none", n)
 	}
 }
+
+// The estimator's world has each budget as its windows make it now, and what they will
+// make of it at each edge ahead: a window open now raises team-a/a's hard; one ahead
+// with endPolicy Reclaim is a change at its start and one, naming it, at its end.
+func TestEstimateWorldHasWindows(t *testing.T) {
+	f := newEstimateFixture(t)
+	open, openEnd := estimateT0.Add(-time.Hour), estimateT0.Add(time.Hour)
+	later, laterEnd := estimateT0.Add(10*time.Hour), estimateT0.Add(12*time.Hour)
+	window := func(name string, start, end time.Time, add string, policy v1alpha1.WindowEndPolicy) *v1alpha1.BudgetWindow {
+		s, e := metav1.NewTime(start), metav1.NewTime(end)
+		return &v1alpha1.BudgetWindow{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: name},
+			Spec: v1alpha1.BudgetWindowSpec{BudgetName: "a", Start: &s, End: &e, Add: podtest.ParseList(add), EndPolicy: policy}}
+	}
+	var a v1alpha1.Budget
+	if err := f.c.reader.Get(t.Context(), client.ObjectKey{Namespace: "team-a", Name: "a"}, &a); err != nil {
+		t.Fatal(err)
+	}
+	f.c.onBudget(&a)
+	f.c.onWindow(window("now", open, openEnd, "cpu=2", v1alpha1.WindowEndHold))
+	f.c.onWindow(window("night", later, laterEnd, "cpu=8", v1alpha1.WindowEndReclaim))
+	w, err := f.c.world(t.Context(), estimateT0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hardOf := func(b quota.Budget) string { q := b.Hard["cpu"]; return q.String() }
+	for _, b := range w.Budgets {
+		if b.Key == (quota.BudgetKey{Namespace: "team-a", Name: "a"}) && hardOf(b) != "6" {
+			t.Errorf("team-a/a in the world has hard %s, want 6 (4 written, 2 added by the open window)", hardOf(b))
+		}
+	}
+	type change struct {
+		At           time.Duration
+		Hard         string
+		ReclaimAfter string
+	}
+	var got []change
+	for _, c := range w.Changes {
+		got = append(got, change{c.At.Sub(estimateT0), hardOf(c.Budget), c.Budget.ReclaimAfter})
+	}
+	want := []change{{time.Hour, "4", ""}, {10 * time.Hour, "12", ""}, {12 * time.Hour, "4", "night"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("changes ahead (-want +got):\n%s", diff)
+	}
+}

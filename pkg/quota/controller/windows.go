@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/pkg/estimate"
 	"github.com/quotagate/quotagate/pkg/quota"
 	"github.com/quotagate/quotagate/pkg/quota/window"
 )
@@ -153,24 +154,8 @@ func (w *budgetWindows) feed(key quota.BudgetKey, now time.Time) {
 	if !ok {
 		return
 	}
-	var list []window.Window
-	for _, win := range w.windows[key] {
-		list = append(list, win)
-	}
-	var spec quota.Budget
-	var res window.Result
-	switch b := obj.(type) {
-	case *v1alpha1.Budget:
-		res = window.Evaluate(b.Spec, list, now)
-		eff := *b
-		eff.Spec = res.Spec
-		spec = quota.BudgetFromAPI(&eff)
-	case *v1alpha1.ClusterBudget:
-		res = window.Evaluate(b.Spec.BudgetSpec, list, now)
-		eff := *b
-		eff.Spec.BudgetSpec = res.Spec
-		spec = quota.ClusterBudgetFromAPI(&eff)
-	default:
+	spec, res, ok := effectiveAt(obj, w.windowsOf(key), now)
+	if !ok {
 		return
 	}
 	prev, had := w.results[key]
@@ -191,6 +176,81 @@ func (w *budgetWindows) feed(key quota.BudgetKey, now time.Time) {
 	if w.wake != nil {
 		w.wake()
 	}
+}
+
+// windowsOf lists the windows of key. Called with mu held.
+func (w *budgetWindows) windowsOf(key quota.BudgetKey) []window.Window {
+	list := make([]window.Window, 0, len(w.windows[key]))
+	for _, win := range w.windows[key] {
+		list = append(list, win)
+	}
+	return list
+}
+
+// effectiveAt is the budget obj (a *v1alpha1.Budget or *v1alpha1.ClusterBudget, as
+// written) with what its windows set at t, for the core, and the windows' evaluation.
+func effectiveAt(obj client.Object, list []window.Window, t time.Time) (quota.Budget, window.Result, bool) {
+	switch b := obj.(type) {
+	case *v1alpha1.Budget:
+		res := window.Evaluate(b.Spec, list, t)
+		eff := *b
+		eff.Spec = res.Spec
+		return quota.BudgetFromAPI(&eff), res, true
+	case *v1alpha1.ClusterBudget:
+		res := window.Evaluate(b.Spec.BudgetSpec, list, t)
+		eff := *b
+		eff.Spec.BudgetSpec = res.Spec
+		return quota.ClusterBudgetFromAPI(&eff), res, true
+	}
+	return quota.Budget{}, window.Result{}, false
+}
+
+// maxChangesAhead bounds the changes ahead of one budget the estimator is given: a
+// window that repeats every minute would otherwise give it one per minute for a year.
+const maxChangesAhead = 32
+
+// ahead is, for the estimator, the budget obj (as written, from the cache) as the core
+// has it at now (its effective spec, with the reclaim under way), and what its windows
+// will make of it until horizon: each edge's effective spec, naming the Reclaim window
+// that ends there (as noteEnds would), in time order, at most maxChangesAhead of them.
+func (w *budgetWindows) ahead(obj client.Object, now, horizon time.Time) (quota.Budget, []estimate.BudgetChange, bool) {
+	key := budgetKeyOfObject(obj)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	list := w.windowsOf(key)
+	spec, res, ok := effectiveAt(obj, list, now)
+	if !ok {
+		return quota.Budget{}, nil, false
+	}
+	spec.ReclaimAfter = w.reclaim[key]
+	reclaim := spec.ReclaimAfter
+	var changes []estimate.BudgetChange
+	for i := 0; i < maxChangesAhead && !res.Next.IsZero() && !res.Next.After(horizon); i++ {
+		at, was := res.Next, res.Open
+		var next quota.Budget
+		next, res, _ = effectiveAt(obj, list, at)
+		for _, name := range res.Open {
+			if !slices.Contains(was, name) {
+				reclaim = "" // a window that opens stops a reclaim
+			}
+		}
+		for _, win := range list {
+			if slices.Contains(was, win.Name) && !slices.Contains(res.Open, win.Name) && win.Spec.EndPolicy == v1alpha1.WindowEndReclaim {
+				reclaim = win.Name
+			}
+		}
+		next.ReclaimAfter = reclaim
+		changes = append(changes, estimate.BudgetChange{At: at, Budget: next})
+	}
+	return spec, changes, true
+}
+
+// budgetKeyOfObject is the key of a *v1alpha1.Budget or *v1alpha1.ClusterBudget.
+func budgetKeyOfObject(obj client.Object) quota.BudgetKey {
+	if _, ok := obj.(*v1alpha1.ClusterBudget); ok {
+		return quota.BudgetKey{Name: obj.GetName()}
+	}
+	return quota.BudgetKey{Namespace: obj.GetNamespace(), Name: obj.GetName()}
 }
 
 // noteEnds follows the windows of key that opened and ended between two evaluations:
