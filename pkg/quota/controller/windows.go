@@ -212,9 +212,10 @@ const maxChangesAhead = 32
 // ahead is, for the estimator, the budget obj (as written, from the cache) as the core
 // has it at now (its effective spec, with the reclaim under way), and what its windows
 // will make of it until horizon: each edge's effective spec, naming the Reclaim window
-// that ends there (as noteEnds would), in time order, at most maxChangesAhead of them.
+// it reclaims after from there (reclaimAfterEdge, as noteEnds), in time order, at most
+// maxChangesAhead of them.
 func (w *budgetWindows) ahead(obj client.Object, now, horizon time.Time) (quota.Budget, []estimate.BudgetChange, bool) {
-	key := budgetKeyOfObject(obj)
+	key := quota.BudgetKey{Namespace: obj.GetNamespace(), Name: obj.GetName()}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	list := w.windowsOf(key)
@@ -224,50 +225,48 @@ func (w *budgetWindows) ahead(obj client.Object, now, horizon time.Time) (quota.
 	}
 	spec.ReclaimAfter = w.reclaim[key]
 	reclaim := spec.ReclaimAfter
+	policy := func(name string) v1alpha1.WindowEndPolicy { return w.windows[key][name].Spec.EndPolicy }
 	var changes []estimate.BudgetChange
 	for i := 0; i < maxChangesAhead && !res.Next.IsZero() && !res.Next.After(horizon); i++ {
 		at, was := res.Next, res.Open
 		var next quota.Budget
 		next, res, _ = effectiveAt(obj, list, at)
-		for _, name := range res.Open {
-			if !slices.Contains(was, name) {
-				reclaim = "" // a window that opens stops a reclaim
-			}
-		}
-		for _, win := range list {
-			if slices.Contains(was, win.Name) && !slices.Contains(res.Open, win.Name) && win.Spec.EndPolicy == v1alpha1.WindowEndReclaim {
-				reclaim = win.Name
-			}
-		}
+		reclaim = reclaimAfterEdge(reclaim, was, res.Open, policy)
 		next.ReclaimAfter = reclaim
 		changes = append(changes, estimate.BudgetChange{At: at, Budget: next})
 	}
 	return spec, changes, true
 }
 
-// budgetKeyOfObject is the key of a *v1alpha1.Budget or *v1alpha1.ClusterBudget.
-func budgetKeyOfObject(obj client.Object) quota.BudgetKey {
-	if _, ok := obj.(*v1alpha1.ClusterBudget); ok {
-		return quota.BudgetKey{Name: obj.GetName()}
+// noteEnds follows the windows of key that opened and ended between two evaluations
+// (reclaimAfterEdge). A window deleted while open is not among key's windows any more:
+// it ends with Hold. Called with mu held.
+func (w *budgetWindows) noteEnds(key quota.BudgetKey, was, open []string) {
+	policy := func(name string) v1alpha1.WindowEndPolicy { return w.windows[key][name].Spec.EndPolicy }
+	if r := reclaimAfterEdge(w.reclaim[key], was, open, policy); r != "" {
+		w.reclaim[key] = r
+	} else {
+		delete(w.reclaim, key)
 	}
-	return quota.BudgetKey{Namespace: obj.GetNamespace(), Name: obj.GetName()}
 }
 
-// noteEnds follows the windows of key that opened and ended between two evaluations:
-// one that opens stops a reclaim; one with endPolicy Reclaim that ends starts one. A
-// window deleted while open is not among key's windows any more: it ends with Hold.
-// Called with mu held.
-func (w *budgetWindows) noteEnds(key quota.BudgetKey, was, open []string) {
+// reclaimAfterEdge is the Reclaim window a budget reclaims after once its windows go
+// from open was to open now, given the one it reclaimed after before ("" for none): a
+// window that opens stops a reclaim; one with endPolicy Reclaim that ends starts one
+// (of several, the last of was). policy is a window's endPolicy ("" for a window that
+// no longer exists).
+func reclaimAfterEdge(reclaim string, was, open []string, policy func(name string) v1alpha1.WindowEndPolicy) string {
 	for _, name := range open {
 		if !slices.Contains(was, name) {
-			delete(w.reclaim, key)
+			reclaim = ""
 		}
 	}
 	for _, name := range was {
-		if win, ok := w.windows[key][name]; ok && !slices.Contains(open, name) && win.Spec.EndPolicy == v1alpha1.WindowEndReclaim {
-			w.reclaim[key] = name
+		if !slices.Contains(open, name) && policy(name) == v1alpha1.WindowEndReclaim {
+			reclaim = name
 		}
 	}
+	return reclaim
 }
 
 // resume takes up, at the first sight of a budget, a reclaim its status says a manager
