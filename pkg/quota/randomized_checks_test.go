@@ -251,23 +251,7 @@ func (w *world) calmDown() error {
 		return err
 	}
 	for round := 0; round < 200; round++ {
-		w.step++
-		for _, p := range w.pods {
-			p.doneAt = 0
-			if p.outcome == Gone || (p.state == mInflight && !p.applies) {
-				// The calm world loses no pods and no responses.
-				p.outcome, p.applies, p.bump = Ungated, true, false
-			}
-		}
-		w.deliver()
-		w.evict(true)
-		for _, uid := range slices.Sorted(mapsKeys(w.pods)) {
-			if p := w.pods[uid]; p.state == mRunning {
-				w.finish(p)
-			}
-		}
-		w.clk.Step(DefaultMaxBackoff)
-		if err := w.admitAndCheck(); err != nil {
+		if err := w.calmRound(true); err != nil {
 			return err
 		}
 		if err := w.workConserving(); err != nil {
@@ -298,6 +282,31 @@ func (w *world) calmDown() error {
 		return fmt.Errorf("pod %s/%s is still gated in a calm world: %s: %s\nwhy the gated pods wait:\n%s", p.obj.Namespace, p.obj.Name, r.Code, r.Message, w.gatedReasons())
 	}
 	return nil
+}
+
+// calmRound is one round of a calm world: no pod and no response is lost, every
+// eviction is accepted, and, when finish is true, every running pod finishes; then time
+// passes (pods whose ungate is unresolved are tried again after their backoff) and the
+// core admits.
+func (w *world) calmRound(finish bool) error {
+	w.step++
+	for _, p := range w.pods {
+		p.doneAt = 0
+		if p.outcome == Gone || (p.state == mInflight && !p.applies) {
+			p.outcome, p.applies, p.bump = Ungated, true, false
+		}
+	}
+	w.deliver()
+	w.evict(true)
+	if finish {
+		for _, uid := range slices.Sorted(mapsKeys(w.pods)) {
+			if p := w.pods[uid]; p.state == mRunning {
+				w.finish(p)
+			}
+		}
+	}
+	w.clk.Step(DefaultMaxBackoff)
+	return w.admitAndCheck()
 }
 
 // writeRecords writes the charge labels of running pods no manager admitted into their

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
 )
@@ -94,12 +95,15 @@ func sameKeys(got []BudgetKey, want []BudgetKey) error {
 }
 
 // usedAll is the model's charge of every budget: admitted or running pods it covers.
-func (w *world) usedAll() map[BudgetKey]corev1.ResourceList {
+func (w *world) usedAll() map[BudgetKey]corev1.ResourceList { return w.usedExcept(nil) }
+
+// usedExcept is usedAll with the pods of gone left out.
+func (w *world) usedExcept(gone map[types.UID]bool) map[BudgetKey]corev1.ResourceList {
 	out := map[BudgetKey]corev1.ResourceList{}
 	claims := map[BudgetKey]map[string]bool{} // a shared claim is charged once
 	for _, uid := range slices.Sorted(mapsKeys(w.pods)) {
 		p := w.pods[uid]
-		if p.state == mGated {
+		if p.state == mGated || gone[uid] {
 			continue
 		}
 		for _, k := range w.charged(p) {

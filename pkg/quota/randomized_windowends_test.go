@@ -247,30 +247,13 @@ func (w *world) checkWindowEnd(p Preemption, batch []Preemption) error {
 		gone[o.Victim.UID] = true
 		others = append(others, m.obj.Name)
 	}
-	left := map[BudgetKey]corev1.ResourceList{p.Budget: w.usedWithout(p.Budget, gone)}
+	left := w.usedExcept(gone)
 	if w.overItsCeiling(p.Budget, left) {
 		w.windows.tally.victims++
 		return nil
 	}
 	return fmt.Errorf("window-end preemption of %s is not needed: %s is within its ceiling %v with the pods on their way out and the other victims %v gone (%v left)",
 		p.Victim, p.Budget.Describe(), w.ceiling(p.Budget), others, left[p.Budget])
-}
-
-// usedWithout is the model's charge of budget k (as usedAll), the pods of gone left out.
-func (w *world) usedWithout(k BudgetKey, gone map[types.UID]bool) corev1.ResourceList {
-	out := corev1.ResourceList{}
-	claims := map[BudgetKey]map[string]bool{k: {}} // a shared claim is charged once
-	for _, uid := range slices.Sorted(mapsKeys(w.pods)) {
-		p := w.pods[uid]
-		if p.state == mGated || gone[uid] || !slices.Contains(w.charged(p), k) {
-			continue
-		}
-		addTo(out, p.addsTo(k, claims))
-		if p.claim != "" {
-			claims[k][p.claim] = true
-		}
-	}
-	return out
 }
 
 // reclaimedInCalm lets the core act on the budgets that name a window, with every
@@ -280,20 +263,10 @@ func (w *world) reclaimedInCalm() error {
 	if w.windows == nil || len(w.windows.armed) == 0 {
 		return nil
 	}
+	// Time passes in each round: a pod whose ungate is unresolved holds its charge and
+	// cannot be evicted until it is tried again.
 	for range 6 {
-		w.step++
-		for _, p := range w.pods {
-			p.doneAt = 0
-			if p.outcome == Gone || (p.state == mInflight && !p.applies) {
-				p.outcome, p.applies, p.bump = Ungated, true, false
-			}
-		}
-		w.deliver()
-		w.evict(true)
-		// Time passes, as in calmDown: pods whose ungate is unresolved are tried again
-		// (in flight, they hold their charge and cannot be evicted).
-		w.clk.Step(DefaultMaxBackoff)
-		if err := w.admitAndCheck(); err != nil {
+		if err := w.calmRound(false); err != nil {
 			return err
 		}
 	}
