@@ -184,31 +184,11 @@ func TestReclaimWindowEvictsBackToHard(t *testing.T) {
 	mustCreate(t, budget(ns, "b", cpu("2"), ""))
 	reg := prometheus.NewRegistry()
 	startManager(t, func(o *controller.Options) { o.Registerer = reg }, false)
-	start := time.Now().Truncate(time.Second)
-	end := start.Add(30 * time.Second)
-	double := absoluteWindow(start, end)
-	double.Add, double.EndPolicy = cpu("2"), v1alpha1.WindowEndReclaim
-	mustCreate(t, budgetWindow(ns, "double", "b", double))
-	testbed.Poll(t, time.Minute, "the window open, and counted open", func(context.Context) (bool, error) {
-		return hardIs(getStatus(t, ns, "b").Hard, "4") && windowsOpen(t, reg, ns, "b") == 1, nil
+	end := openReclaimWindow(t, ns)
+	testbed.Poll(t, time.Minute, "the window counted open", func(context.Context) (bool, error) {
+		return windowsOpen(t, reg, ns, "b") == 1, nil
 	})
-	pdb := &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Name: "protected", Namespace: ns},
-		Spec: policyv1.PodDisruptionBudgetSpec{
-			MinAvailable: new(intstr.FromInt32(1)),
-			Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": "protected"}},
-		},
-	}
-	mustCreate(t, pdb)
-	for i, app := range []string{"team", "team", "team", "protected"} {
-		name := fmt.Sprintf("p%d", i)
-		mustCreate(t, familyPod(ns, name, app, "none"))
-		testbed.Poll(t, time.Minute, name+" admitted", func(context.Context) (bool, error) { return !isGated(t, ns, name), nil })
-	}
-	waitPDB(t, pdb, 1, 0)
-	if time.Now().After(end) {
-		t.Fatalf("the pods ran only after the window's end; the test needs a longer window")
-	}
+	runInWindow(t, ns, end, noDisruption(ns, "protected", 1), 1, "team", "team", "team", "protected")
 
 	testbed.Poll(t, 2*time.Minute, "the budget back within its hard", func(context.Context) (bool, error) {
 		var left []string
@@ -246,6 +226,51 @@ func TestReclaimWindowEvictsBackToHard(t *testing.T) {
 	}
 }
 
+// openReclaimWindow opens window "double" on Budget ns/b (2 CPUs as written): 2 CPUs
+// more for 30 s from now, with endPolicy Reclaim. It waits for the budget's status to
+// show it, and returns the window's end.
+func openReclaimWindow(t *testing.T, ns string) time.Time {
+	t.Helper()
+	start := time.Now().Truncate(time.Second)
+	end := start.Add(30 * time.Second)
+	double := absoluteWindow(start, end)
+	double.Add, double.EndPolicy = cpu("2"), v1alpha1.WindowEndReclaim
+	mustCreate(t, budgetWindow(ns, "double", "b", double))
+	testbed.Poll(t, time.Minute, "the window open", func(context.Context) (bool, error) {
+		return hardIs(getStatus(t, ns, "b").Hard, "4"), nil
+	})
+	return end
+}
+
+// noDisruption is a PodDisruptionBudget of ns that keeps minAvailable of the pods
+// labelled app.
+func noDisruption(ns, app string, minAvailable int32) *policyv1.PodDisruptionBudget {
+	return &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: app, Namespace: ns},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MinAvailable: new(intstr.FromInt32(minAvailable)),
+			Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
+		},
+	}
+}
+
+// runInWindow creates pdb, then pods p0, p1, ... of 1 CPU labelled app=apps[i], each
+// admitted before the next is created, waits until pdb counts healthy pods and allows
+// no disruption, and fails if the pods ran only after the window's end.
+func runInWindow(t *testing.T, ns string, end time.Time, pdb *policyv1.PodDisruptionBudget, healthy int32, apps ...string) {
+	t.Helper()
+	mustCreate(t, pdb)
+	for i, app := range apps {
+		name := fmt.Sprintf("p%d", i)
+		mustCreate(t, familyPod(ns, name, app, "none"))
+		testbed.Poll(t, time.Minute, name+" admitted", func(context.Context) (bool, error) { return !isGated(t, ns, name), nil })
+	}
+	waitPDB(t, pdb, healthy, 0)
+	if time.Now().After(end) {
+		t.Fatalf("the pods ran only after the window's end; the test needs a longer window")
+	}
+}
+
 // windowsOpen is quotagate_budget_windows_open of Budget ns/name in reg (-1: no series).
 func windowsOpen(t *testing.T, reg *prometheus.Registry, ns, name string) float64 {
 	t.Helper()
@@ -280,31 +305,9 @@ func TestReclaimResumesAfterManagerRestart(t *testing.T) {
 	ns := newNamespace(t, true)
 	mustCreate(t, budget(ns, "b", cpu("2"), ""))
 	first := startManager(t, nil, false)
-	start := time.Now().Truncate(time.Second)
-	end := start.Add(30 * time.Second)
-	double := absoluteWindow(start, end)
-	double.Add, double.EndPolicy = cpu("2"), v1alpha1.WindowEndReclaim
-	mustCreate(t, budgetWindow(ns, "double", "b", double))
-	testbed.Poll(t, time.Minute, "the window open", func(context.Context) (bool, error) {
-		return hardIs(getStatus(t, ns, "b").Hard, "4"), nil
-	})
-	pdb := &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Name: "all", Namespace: ns},
-		Spec: policyv1.PodDisruptionBudgetSpec{
-			MinAvailable: new(intstr.FromInt32(4)),
-			Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": "team"}},
-		},
-	}
-	mustCreate(t, pdb)
-	for i := range 4 {
-		name := fmt.Sprintf("p%d", i)
-		mustCreate(t, familyPod(ns, name, "team", "none"))
-		testbed.Poll(t, time.Minute, name+" admitted", func(context.Context) (bool, error) { return !isGated(t, ns, name), nil })
-	}
-	waitPDB(t, pdb, 4, 0)
-	if time.Now().After(end) {
-		t.Fatalf("the pods ran only after the window's end; the test needs a longer window")
-	}
+	end := openReclaimWindow(t, ns)
+	pdb := noDisruption(ns, "team", 4)
+	runInWindow(t, ns, end, pdb, 4, "team", "team", "team", "team")
 	testbed.Poll(t, 2*time.Minute, "the reclaim under way, refused, in the status", func(context.Context) (bool, error) {
 		st := getStatus(t, ns, "b")
 		return hardIs(st.Hard, "2") && st.ReclaimingAfterWindow == "double", nil

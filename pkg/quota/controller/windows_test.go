@@ -158,21 +158,26 @@ func TestDeletedWindowRestoresTheBudget(t *testing.T) {
 	}
 }
 
-// TestReclaimWindowEndEvictsBackToHard: the same window with endPolicy Reclaim takes the
-// budget back to its written hard at its end: the two pods admitted in it go, through
-// the core's preemptions; deleting an open Reclaim window evicts nothing (it ends with
-// Hold), and a window that opens again stops a reclaim under way.
-func TestReclaimWindowEndEvictsBackToHard(t *testing.T) {
+// reclaimWindow is the window "double" with endPolicy Reclaim, ended at end after
+// being open for 30 s.
+func reclaimWindow(end time.Time) *v1alpha1.BudgetWindow {
+	w := doubling(end.Add(-30*time.Second), end)
+	w.Spec.EndPolicy = v1alpha1.WindowEndReclaim
+	return w
+}
+
+// reclaimWindowEnded is windowWorld of four pods, two admitted before reclaimWindow
+// opens a second later and two in it, with the clock at the window's end and the
+// core's pass after it done.
+func reclaimWindowEnded(t *testing.T) (*Controller, *clocktesting.FakeClock) {
+	t.Helper()
 	c, clk := windowWorld(t, 4)
 	if got := admit(c); len(got) != 2 {
 		t.Fatalf("admitted %v before the window, want two", got)
 	}
-	start := clk.Now().Add(time.Second)
-	end := start.Add(30 * time.Second)
-	w := doubling(start, end)
-	w.Spec.EndPolicy = v1alpha1.WindowEndReclaim
-	c.onWindow(w)
-	clk.SetTime(start)
+	end := clk.Now().Add(31 * time.Second)
+	c.onWindow(reclaimWindow(end))
+	clk.SetTime(end.Add(-30 * time.Second))
 	c.windows.due(clk.Now())
 	if got := admit(c); len(got) != 2 {
 		t.Fatalf("admitted %v when the window opened, want the other two", got)
@@ -180,6 +185,17 @@ func TestReclaimWindowEndEvictsBackToHard(t *testing.T) {
 	clk.SetTime(end)
 	c.windows.due(clk.Now())
 	admit(c)
+	return c, clk
+}
+
+// TestReclaimWindowEndEvictsBackToHard: TestWindowEdgesFeedTheCore's window with
+// endPolicy Reclaim takes the budget back to its written hard at its end: the two pods
+// admitted in it go, through the core's preemptions; deleting an open Reclaim window
+// evicts nothing (it ends with Hold), and a window that opens again stops a reclaim
+// under way.
+func TestReclaimWindowEndEvictsBackToHard(t *testing.T) {
+	c, clk := reclaimWindowEnded(t)
+	end := clk.Now()
 	var victims []string
 	for _, p := range c.core.Preemptions() {
 		if p.Reason != quota.PreemptWindowEnd || !strings.HasPrefix(p.VictimMessage, "window double ended with endPolicy Reclaim") {
@@ -214,19 +230,7 @@ func TestReclaimWindowEndEvictsBackToHard(t *testing.T) {
 // while the budget's status says the reclaim is not finished, takes it up: its core
 // evicts back to hard. One that finds no such status evicts nothing (the budget holds).
 func TestReclaimResumesAfterRestart(t *testing.T) {
-	c, clk := windowWorld(t, 4)
-	admit(c)
-	start := clk.Now().Add(time.Second)
-	end := start.Add(30 * time.Second)
-	w := doubling(start, end)
-	w.Spec.EndPolicy = v1alpha1.WindowEndReclaim
-	c.onWindow(w)
-	clk.SetTime(start)
-	c.windows.due(clk.Now())
-	admit(c)
-	clk.SetTime(end)
-	c.windows.due(clk.Now())
-	admit(c)
+	c, clk := reclaimWindowEnded(t)
 	key := quota.BudgetKey{Namespace: "team", Name: "b"}
 	st, _ := c.core.Reader().Status(key)
 	written := &v1alpha1.Budget{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "b"},
@@ -248,7 +252,7 @@ func TestReclaimResumesAfterRestart(t *testing.T) {
 			b := written.DeepCopy()
 			b.Status = status
 			next.onBudget(b)
-			next.onWindow(w)
+			next.onWindow(reclaimWindow(clk.Now()))
 			for i := range 4 { // all four run: the old manager's victims were not evicted yet
 				next.onPod(windowPodRunning(i), false)
 			}
