@@ -9,10 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	resourceapi "k8s.io/api/resource/v1"
-	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -20,7 +17,6 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -276,34 +272,6 @@ func TestEstimatorLoop(t *testing.T) {
 	})
 }
 
-// The world charges a pod for its ResourceClaims as the core does, and building it
-// records nothing in the claims' index: a pod the store still lists after its delete
-// is not brought back as a claim user.
-func TestEstimateWorldChargesClaims(t *testing.T) {
-	f := newEstimateFixture(t)
-	f.c.claims = newClaimIndex()
-	f.c.onClaimObject(&resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "gpus"},
-		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
-			Name: "r", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "gpu", AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 2},
-		}}}}}, false)
-	pod := estimatePod("team-a", "trainer", 60, "1").Gated().Obj()
-	pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To("gpus")}}
-	f.add(t, pod)
-	w, err := f.c.world(t.Context(), estimateT0, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(w.Waiting) != 1 {
-		t.Fatalf("%d waiting pods, want the trainer", len(w.Waiting))
-	}
-	if q := w.Waiting[0].Pod.Usage["gpu.deviceclass.resource.k8s.io/devices"]; q.Value() != 2 {
-		t.Errorf("the trainer is charged %s devices, want 2 (its claim's)", q.String())
-	}
-	if n := len(f.c.claims.podsOf("")); n != 0 {
-		t.Errorf("building the world recorded %d claim users, want none", n)
-	}
-}
-
 // The error histogram counts, for each pod admitted with a known estimate, how far its
 // first and its last estimate were from its admission, once; a pod that never had a
 // known estimate is not counted.
@@ -359,84 +327,5 @@ func TestEstimateErrorIsObservedAtAdmission(t *testing.T) {
 	}
 	if _, ok := f.c.EstimateRecord(quota.BudgetKey{Namespace: "team-b", Name: "b"}); ok {
 		t.Errorf("Budget team-b/b has a track record, but its pod had no known estimate")
-	}
-}
-
-// The estimate world sees a pod as the core does: resolved against what it waits for
-// and its PodGroup, and records nothing.
-func TestEstimateWorldResolvesDependenciesAndPodGroups(t *testing.T) {
-	f := newEstimateFixture(t)
-	f.c.dependencies = newDependencyIndex()
-	f.c.onDependencyObject(&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "prepare"},
-		Status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}}}, false)
-	f.c.onDependencyObject(&schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "gang"},
-		Spec: schedulingv1beta1.PodGroupSpec{SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{
-			Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: 2}}}}, false)
-	f.add(t, estimatePod("team-a", "ready", 60, "1").Gated().Annotation(v1alpha1.WaitForAnnotation, "job/prepare").Obj())
-	f.add(t, estimatePod("team-a", "unready", 50, "1").Gated().Annotation(v1alpha1.WaitForAnnotation, "job/other").Obj())
-	f.add(t, estimatePod("team-a", "member", 40, "1").Gated().PodGroup("gang").Obj())
-	w, err := f.c.world(t.Context(), estimateT0, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]quota.Pod{}
-	for _, p := range w.Waiting {
-		got[p.Pod.Name] = p.Pod
-	}
-	if d := got["ready"].Dependencies; d.Holds() {
-		t.Errorf("ready, whose Job completed, is held: %+v", d)
-	}
-	if d := got["unready"].Dependencies; !d.Holds() || d.Message != "waiting for Job other, which does not exist yet" {
-		t.Errorf("unready: %+v", d)
-	}
-	if m := got["member"]; m.Group != quota.PodGroupPrefix+"gang" || m.GroupSize != 2 {
-		t.Errorf("member is in group %q of %d, want its PodGroup's gang of 2", m.Group, m.GroupSize)
-	}
-	if n := len(f.c.dependencies.waits); n != 0 {
-		t.Errorf("building the world recorded %d pods that wait, want none", n)
-	}
-}
-
-// The estimator's world has each budget as its windows make it now, and what they will
-// make of it at each edge ahead: a window open now raises team-a/a's hard; one ahead
-// with endPolicy Reclaim is a change at its start and one, naming it, at its end.
-func TestEstimateWorldHasWindows(t *testing.T) {
-	f := newEstimateFixture(t)
-	open, openEnd := estimateT0.Add(-time.Hour), estimateT0.Add(time.Hour)
-	later, laterEnd := estimateT0.Add(10*time.Hour), estimateT0.Add(12*time.Hour)
-	window := func(name string, start, end time.Time, add string, policy v1alpha1.WindowEndPolicy) *v1alpha1.BudgetWindow {
-		s, e := metav1.NewTime(start), metav1.NewTime(end)
-		return &v1alpha1.BudgetWindow{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: name},
-			Spec: v1alpha1.BudgetWindowSpec{BudgetName: "a", Start: &s, End: &e, Add: podtest.ParseList(add), EndPolicy: policy}}
-	}
-	var a v1alpha1.Budget
-	if err := f.c.reader.Get(t.Context(), client.ObjectKey{Namespace: "team-a", Name: "a"}, &a); err != nil {
-		t.Fatal(err)
-	}
-	f.c.onBudget(&a)
-	f.c.onWindow(window("now", open, openEnd, "cpu=2", v1alpha1.WindowEndHold))
-	f.c.onWindow(window("night", later, laterEnd, "cpu=8", v1alpha1.WindowEndReclaim))
-	w, err := f.c.world(t.Context(), estimateT0, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hardOf := func(b quota.Budget) string { q := b.Hard["cpu"]; return q.String() }
-	for _, b := range w.Budgets {
-		if b.Key == (quota.BudgetKey{Namespace: "team-a", Name: "a"}) && hardOf(b) != "6" {
-			t.Errorf("team-a/a in the world has hard %s, want 6 (4 written, 2 added by the open window)", hardOf(b))
-		}
-	}
-	type change struct {
-		At           time.Duration
-		Hard         string
-		ReclaimAfter string
-	}
-	var got []change
-	for _, c := range w.Changes {
-		got = append(got, change{c.At.Sub(estimateT0), hardOf(c.Budget), c.Budget.ReclaimAfter})
-	}
-	want := []change{{time.Hour, "4", ""}, {10 * time.Hour, "12", ""}, {12 * time.Hour, "4", "night"}}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("changes ahead (-want +got):\n%s", diff)
 	}
 }
