@@ -15,6 +15,40 @@ import (
 	"github.com/quotagate/quotagate/api/v1alpha1"
 )
 
+// The preemption cooldown and its backoff (preemptcooldown.go), as the model keeps them:
+// when the core first saw each pod (mPod.seenAt), each namespace's doubling, and the
+// preemptors it chose victims for, judged as docs/budgets.md ("Preemption cooldown")
+// says. checkCooldown checks every decision against them; checkChurn bounds what the
+// tenant's churn (churnMove) gets evicted.
+
+// mBackoff is a namespace's doubling of the cooldown, as of since.
+type mBackoff struct {
+	doublings int
+	since     time.Time
+}
+
+// mPreemptor is what the model keeps of a pod victims were chosen for.
+type mPreemptor struct {
+	uid        types.UID
+	ns         string
+	budget     BudgetKey // Preemption.Budget of its latest decision
+	evictions  int       // of its victims, reported evicted while the core knew them
+	admittedAt time.Time
+	judged     bool
+	churn      bool // one of the tenant's churn pods
+}
+
+// mChurn is the tenant's churn in one namespace: its pod (created, then deleted at the
+// next churn move there), since when the core's backoff has counted it (its first
+// churn pod since the core started), how many of its pods vanished after evictions were
+// made for them, and those evictions.
+type mChurn struct {
+	pod       types.UID
+	start     time.Time
+	episodes  int
+	evictions int
+}
+
 // resetPreemptionModel forgets what the core's memory held: a new core starts every
 // namespace at the cooldown, and its churn is counted from now.
 func (w *world) resetPreemptionModel() {

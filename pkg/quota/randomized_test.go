@@ -154,7 +154,7 @@ type mPod struct {
 	podGroup   string
 	preexisted bool
 	// seenAt is when the core first saw it (a new leader sees it anew): its wait for
-	// the preemption cooldown is counted from then (randomized_preempt_test.go).
+	// the preemption cooldown is counted from then (randomized_churn_test.go).
 	seenAt time.Time
 }
 
@@ -208,7 +208,7 @@ type world struct {
 	pods       map[types.UID]*mPod
 	events     []string
 	rvSerial   int
-	evicting   []types.UID           // preemption victims to evict (randomized_preempt_test.go)
+	evicting   []types.UID           // preemption victims to evict (randomized_evict_test.go)
 	accepted   []types.UID           // evicted, still terminating
 	unheard    []types.UID           // evicted with the answer lost: going, the core not told
 	untold     []types.UID           // of accepted: applied unheard, not retried; the core not told
@@ -226,7 +226,7 @@ type world struct {
 	// (hard, plus its borrowingLimit in a family).
 	admin bool
 	// The preemption cooldown and its backoff as the model keeps them
-	// (randomized_preempt_test.go): off (0) outside the tenant's worlds, so that a
+	// (randomized_churn_test.go): off (0) outside the tenant's worlds, so that a
 	// regression seed found before them still runs as it did.
 	cooldown, maxBackoff time.Duration
 	backoffs             map[string]mBackoff
