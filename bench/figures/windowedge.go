@@ -103,6 +103,7 @@ func (e *Env) measureWindowEdge(ctx context.Context, rounds int) (windowEdgeResu
 		return r, fmt.Errorf("edit arm: %w", err)
 	}
 	defer edit.pw.Stop()
+	var window, byHand []time.Duration
 	for i := 1; i <= rounds; i++ {
 		cpu := resource.MustParse(fmt.Sprint(i + 1))
 		// The window arm: a window that opens at the next edge.
@@ -120,7 +121,7 @@ func (e *Env) measureWindowEdge(ctx context.Context, rounds int) (windowEdgeResu
 		if err != nil {
 			return r, fmt.Errorf("window arm: %w", err)
 		}
-		r.Window = append(r.Window, report.Millis([]time.Duration{got.Sub(at)})...)
+		window = append(window, got.Sub(at))
 
 		// The edit arm: the same raise by hand, sent at the next edge.
 		at = nextEdge()
@@ -133,8 +134,9 @@ func (e *Env) measureWindowEdge(ctx context.Context, rounds int) (windowEdgeResu
 		if err != nil {
 			return r, fmt.Errorf("edit arm: %w", err)
 		}
-		r.Edit = append(r.Edit, report.Millis([]time.Duration{got.Sub(sent)})...)
+		byHand = append(byHand, got.Sub(sent))
 	}
+	r.Window, r.Edit = report.Millis(window), report.Millis(byHand)
 	return r, nil
 }
 
