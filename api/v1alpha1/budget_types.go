@@ -233,6 +233,12 @@ type BudgetSpec struct {
 	// (docs/start-control.md).
 	// +optional
 	Start *StartRule `json:"start,omitempty"`
+
+	// UsageLimits caps what the budget's pods use over time, in resource-hours per
+	// period ("1,000 GPU-hours a month"), beside hard, which caps what they use at once
+	// (docs/budgets.md, "Hour budgets").
+	// +optional
+	UsageLimits *UsageLimits `json:"usageLimits,omitempty"`
 }
 
 // BudgetStatus is the observed state of a Budget or ClusterBudget.
@@ -313,6 +319,10 @@ type BudgetStatus struct {
 	// window ends").
 	// +optional
 	ReclaimingAfterWindow string `json:"reclaimingAfterWindow,omitempty"`
+
+	// Usage is what the budget's pods have used of spec.usageLimits.hours.
+	// +optional
+	Usage *UsageStatus `json:"usage,omitempty"`
 }
 
 // Budget limits the pods of its own namespace. Pods over it are queued, not refused.
