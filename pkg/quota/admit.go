@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/quotagate/quotagate/pkg/quota/hours"
 	"github.com/quotagate/quotagate/pkg/quota/internal/heap"
 )
 
@@ -26,6 +27,7 @@ type admitter struct {
 	pods        *podIndex
 	place       *placer
 	flavors     *flavorIndex
+	hours       *hourBooks
 
 	out       []Admission             // decided, not yet returned by Admit
 	deciding  bool                    // inside Admit: decisions may be taken
@@ -36,9 +38,9 @@ type admitter struct {
 	lastFlush time.Time
 }
 
-func newAdmitter(o *options, t *topology, ag *agenda, c *charges, f *families, pr *preemptions, pods *podIndex, fl *flavorIndex) *admitter {
+func newAdmitter(o *options, t *topology, ag *agenda, c *charges, f *families, pr *preemptions, pods *podIndex, fl *flavorIndex, h *hourBooks) *admitter {
 	a := &admitter{
-		opts: o, topology: t, agenda: ag, charges: c, families: f, preemptions: pr, pods: pods, flavors: fl,
+		opts: o, topology: t, agenda: ag, charges: c, families: f, preemptions: pr, pods: pods, flavors: fl, hours: h,
 		immediate: map[types.UID]*podState{},
 		backoff: heap.New(func(p, o *podState) bool { return p.retryAt.Before(o.retryAt) },
 			func(p *podState) *int { return &p.backoffIndex }),
@@ -108,6 +110,9 @@ func (a *admitter) admit() []Admission {
 		}
 	}
 	a.preemptions.evictOverHard()
+	if over := a.hours.overrun(); len(over) > 0 {
+		a.preemptions.evictOverrun(over, a.pods.get)
+	}
 	out := a.out
 	a.out = nil
 	return out
@@ -129,6 +134,10 @@ func (a *admitter) evaluate(p *podState) {
 	}
 	unit := []*podState{p}
 	if w, blocked := a.blocked(p.cover, func(h *podState) bool { return h == p }); blocked {
+		a.fail(unit, w)
+		return
+	}
+	if w, waits := a.hours.wait(unit, p.cover); waits {
 		a.fail(unit, w)
 		return
 	}
@@ -176,6 +185,10 @@ func (a *admitter) evaluateGroup(g *group) {
 	}
 	budgets, sums := unitCharges(cands)
 	if w, blocked := a.blocked(budgets, func(h *podState) bool { return h.group == g }); blocked {
+		a.fail(cands, w)
+		return
+	}
+	if w, waits := a.hours.wait(cands, budgets); waits {
 		a.fail(cands, w)
 		return
 	}
@@ -384,3 +397,6 @@ func familyWait(w waitInfo) bool { return w.code == CodeNoLendable || w.code == 
 // reclaiming says whether b is still being brought back within its ceiling after a
 // window ended (preemptions.reclaiming), for its status.
 func (a *admitter) reclaiming(b *budget) bool { return a.preemptions.reclaiming(b) }
+
+// hoursState is b's hours now (hourBooks.state), for its status.
+func (a *admitter) hoursState(b *budget) *hours.State { return a.hours.state(b) }

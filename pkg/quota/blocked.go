@@ -62,9 +62,12 @@ func (pr *preemptions) refused(p *podState, now time.Time) (retry bool, since ti
 			}
 		}
 	}
-	if rec.overHard != nil {
+	switch {
+	case rec.overrun != nil:
+		pr.victims[p] = rec // nobody else can go in its place
+	case rec.overHard != nil:
 		pr.reclaimOverHard(rec.overHard)
-	} else {
+	default:
 		w := rec.preemptor().wait
 		if pending := pr.decide(rec.unit, rec.budgets, rec.add, w); !pending.at.IsZero() {
 			return false, since, w.budget

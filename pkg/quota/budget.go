@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/pkg/quota/hours"
 	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
 	"github.com/quotagate/quotagate/pkg/quota/window"
 )
@@ -98,6 +99,10 @@ type Budget struct {
 	// to a new name, the budget evicts its running pods until used is within what it may
 	// hold (preemptions.reclaimOverHard), and then stops until it names another.
 	ReclaimAfter string
+	// Hours is spec.usageLimits (nil for none), and HoursRestore what status.usage
+	// held, which a budget new to the core starts its hours from (hourBooks).
+	Hours        *hours.Spec
+	HoursRestore *hours.State
 	// SpecError is a problem found while building the Budget: a selector that does not
 	// parse (a *SelectorError). An invalid budget admits nothing (fail closed: no pod
 	// escapes the quota because of a typo); the error shows in its status.
@@ -112,6 +117,7 @@ func BudgetFromAPI(b *v1alpha1.Budget) Budget {
 	var err error
 	out.PodSelector, err = parseSelector("podSelector", b.Spec.PodSelector, "every pod of its namespace", "the pods of its namespace matching %q")
 	out.SpecError = joinSpecErrors(err, out.SpecError)
+	out.HoursRestore = hoursStateFromAPI(b.Status.Usage)
 	return out
 }
 
@@ -124,6 +130,7 @@ func ClusterBudgetFromAPI(b *v1alpha1.ClusterBudget) Budget {
 	nsSel, nsErr := parseSelector("namespaceSelector", b.Spec.NamespaceSelector, "every namespace", "the namespaces matching %q")
 	out.PodSelector, out.NamespaceSelector = podSel, nsSel
 	out.SpecError = joinSpecErrors(joinSpecErrors(podErr, nsErr), out.SpecError)
+	out.HoursRestore = hoursStateFromAPI(b.Status.Usage)
 	return out
 }
 
@@ -152,6 +159,13 @@ func fromSpec(key BudgetKey, s *v1alpha1.BudgetSpec) Budget {
 			out.SpecError = fmt.Errorf("spec.start: %s", problem.Message)
 		}
 		out.Start = start
+	}
+	if s.UsageLimits != nil {
+		spec, problem := hours.FromAPI(s.UsageLimits, normalizedName)
+		if problem != "" {
+			out.SpecError = joinSpecErrors(out.SpecError, fmt.Errorf("spec.usageLimits: %s", problem))
+		}
+		out.Hours = &spec
 	}
 	if len(s.Flavors) > 0 { // a budget without flavors does not enter their files
 		out.Flavors = flavorQuotas(s.Flavors)
@@ -362,4 +376,37 @@ func joinSpecErrors(a, b error) error {
 		return a
 	}
 	return b
+}
+
+// normalizedName is the name a budget's charges use for a name of its hard or hours
+// (NormalizeHard's).
+func normalizedName(r corev1.ResourceName) corev1.ResourceName {
+	if qn, ok := quotaName(r); ok {
+		return qn
+	}
+	return r
+}
+
+// hoursStateFromAPI is what a budget's status.usage says was used, for the hours of a
+// budget the core did not know (nil when the status has none).
+func hoursStateFromAPI(u *v1alpha1.UsageStatus) *hours.State {
+	if u == nil {
+		return nil
+	}
+	st := &hours.State{Period: u.Period, AsOf: u.AsOf.Time, Used: hoursOfList(u.Used)}
+	if u.PeriodStart != nil {
+		st.PeriodStart = u.PeriodStart.Time
+	}
+	for _, d := range u.Days {
+		st.Days = append(st.Days, hours.Day{Date: d.Date, Used: hoursOfList(d.Used)})
+	}
+	return st
+}
+
+func hoursOfList(l corev1.ResourceList) map[corev1.ResourceName]float64 {
+	out := make(map[corev1.ResourceName]float64, len(l))
+	for r, q := range l {
+		out[normalizedName(r)] = q.AsApproximateFloat64()
+	}
+	return out
 }

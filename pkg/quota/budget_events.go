@@ -42,6 +42,9 @@ func (q *AdmissionQueue) UpsertBudget(spec Budget) {
 		hardChanged = hardChanged || !oldStart.Equal(spec.Start)
 	}
 	q.preemptions.setReclaimAfter(b, reclaimAfter)
+	if q.hours.setSpec(b, b.ledger.chargedPods()) {
+		hardChanged = true // what its hours hold changed: its waiting pods look again
+	}
 	q.agenda.markStatus(b)
 	if resolve {
 		q.resolveTopology(b)
@@ -66,6 +69,7 @@ func (q *AdmissionQueue) DeleteBudget(key BudgetKey) {
 	}
 	q.families.forgetBudget(b)
 	q.preemptions.forgetBudget(b)
+	q.hours.forget(b)
 	q.resolveTopology(b)
 	q.place.recover(key)
 	if p := b.parent; p != nil && q.topology.alive(p) {

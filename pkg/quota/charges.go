@@ -27,6 +27,7 @@ type charges struct {
 	topology *topology
 	families *families
 	flavors  *flavorIndex
+	hours    *hourBooks
 
 	releases heap.Heap[*podState] // charged pods that stop counting at their grace period's end
 	holds    bool                 // the family part said it holds freed quota
@@ -35,8 +36,8 @@ type charges struct {
 	flavored bool
 }
 
-func newCharges(a *agenda, t *topology, f *families, fl *flavorIndex) *charges {
-	return &charges{agenda: a, topology: t, families: f, flavors: fl, releases: heap.New(
+func newCharges(a *agenda, t *topology, f *families, fl *flavorIndex, h *hourBooks) *charges {
+	return &charges{agenda: a, topology: t, families: f, flavors: fl, hours: h, releases: heap.New(
 		func(p, o *podState) bool { return p.pod.ReleaseAt.Before(o.pod.ReleaseAt) },
 		func(p *podState) *int { return &p.releaseIndex })}
 }
@@ -74,6 +75,7 @@ func (c *charges) chargeWith(p *podState, usage amount.List, claims []claimAmoun
 	if !p.pod.ReleaseAt.IsZero() {
 		c.releases.Fix(p)
 	}
+	c.hours.start(p)
 }
 
 // wakeClaimSharers moves back to active the pods waiting in b that use one of claims
@@ -106,6 +108,7 @@ func usesClaim(claims []ClaimCharge, key string) bool {
 
 // release gives the pod's charge back and wakes only the budgets it was charged to.
 func (c *charges) release(p *podState) {
+	c.hours.end(p)
 	for _, b := range p.chargedTo {
 		b.ledger.release(p, p.chargedUsage, p.chargedClaims)
 		f := b.borrowingParent()

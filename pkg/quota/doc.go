@@ -108,6 +108,13 @@
 //     budget's per-flavor quota is accounted as resources of their own, r@flavor beside
 //     r, so the ledger, the family and the preemption parts need no flavor logic; a pod
 //     on a flavor (podState.flavor) counts its usage on it too.
+//   - hourBooks (hourbooks.go): the budgets' hours (spec.usageLimits), one hours.Ledger
+//     per budget that has them, kept in the part keyed by budget. The charges part
+//     tells it when a charge starts and ends (start, end); the admitter asks whether a
+//     unit's hours fit before it asks about capacity (wait: CodeHoursExhausted,
+//     CodeNoMaxRuntime), runs its timers (a period's end, a step of decay, a pod at its
+//     maximum runtime) and, under Exhaustion Evict, hands the pods that outran their
+//     maximum to the preemption part (overrun.go, PreemptMaxRuntime).
 //   - reads (reader.go, status.go, snapshot.go, page.go, podplaces.go, reasons.go,
 //     reasontext.go, heads.go): the read side, Reads, which AdmissionQueue hands out (Reader): a
 //     budget's status, every queue in admission order (Snapshot) or one page of one
@@ -148,7 +155,7 @@
 //
 //	pkg/quota/controller      the reconcilers: the informers' events in, decisions out
 //	pkg/quota                 the composer, AdmissionQueue, and its parts (above)
-//	pkg/quota/internal/amount pkg/quota/internal/heap pkg/quota/window pkg/quota/depend   the leaves: exact amounts, the indexed heap, windows (a budget's spec at an instant), dependencies (what a pod waits for, and whether it is ready)
+//	pkg/quota/internal/amount pkg/quota/internal/heap pkg/quota/window pkg/quota/depend pkg/quota/hours   the leaves: exact amounts, the indexed heap, windows (a budget's spec at an instant), dependencies (what a pod waits for, and whether it is ready), hours (one budget's resource-hours: used, reserved, periods and decay)
 //
 // # Where a change goes
 //
@@ -161,6 +168,9 @@
 //     (ledger.go), and a timer in admitter.runTimers and nextWakeup (timers.go); a
 //     window (BudgetWindow) is computed by package window and fed to UpsertBudget by the
 //     controller's budgetWindows (windows.go), so the core only sees a new spec.
+//   - a quota in resource-hours: package hours (the ledger: periods, decay,
+//     reservations) and hourBooks (hourbooks.go), which the charges and the admitter
+//     call; the spec comes in through BudgetFromAPI (Budget.Hours, HoursRestore).
 //   - fairness with decayed usage: families.yieldsTo and budget.shareWith (fairshare.go),
 //     its state on familyState (families.go).
 //   - a new preemption policy: preemptions.decide (preempt.go), victimCandidates

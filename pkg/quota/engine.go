@@ -14,6 +14,9 @@ const (
 	DefaultMaxBackoff     = 10 * time.Second
 	DefaultFlushInterval  = 5 * time.Minute
 	DefaultLendHold       = 5 * time.Second
+	// DefaultUsageWriteInterval is how often a budget with hours and running pods has
+	// its status (status.usage) written: what it used survives a restart up to then.
+	DefaultUsageWriteInterval = 30 * time.Second
 )
 
 // Defaults of preemption's cooldown and its backoff (WithPreemptionCooldown; docs/budgets.md,
@@ -50,6 +53,7 @@ type AdmissionQueue struct {
 	preemptions preemptions  // victims, evictions in flight, decisions
 	place       *placer      // where each pod waits, pod and namespace events
 	admit       *admitter    // Admit's decisions, backoffs, the flush
+	hours       *hourBooks   // the budgets' hours (spec.usageLimits)
 	flavors     *flavorIndex // the Flavors, and which a pod may be put on
 	reads       Reads        // the read side, under mu
 }
@@ -66,6 +70,7 @@ func NewAdmissionQueue(opts ...Option) *AdmissionQueue {
 		holdUncovered:        true,
 		preemptionCooldown:   DefaultPreemptionCooldown,
 		preemptionMaxBackoff: DefaultPreemptionMaxBackoff,
+		usageWriteInterval:   DefaultUsageWriteInterval,
 	}
 	for _, opt := range opts {
 		opt(&o)
@@ -75,8 +80,9 @@ func NewAdmissionQueue(opts ...Option) *AdmissionQueue {
 	q.agenda = newAgenda(&q.topology, o.observer)
 	q.preemptions = newPreemptions(q, o.clock, o.preemptionCooldown, o.preemptionMaxBackoff)
 	q.families = newFamilies(q, o.clock, o.lendHold)
-	q.charges = newCharges(q.agenda, &q.topology, &q.families, q.flavors)
-	q.admit = newAdmitter(&q.opts, &q.topology, q.agenda, q.charges, &q.families, &q.preemptions, q.pods, q.flavors)
+	q.hours = newHourBooks(o.clock, q.agenda, o.usageWriteInterval)
+	q.charges = newCharges(q.agenda, &q.topology, &q.families, q.flavors, q.hours)
+	q.admit = newAdmitter(&q.opts, &q.topology, q.agenda, q.charges, &q.families, &q.preemptions, q.pods, q.flavors, q.hours)
 	q.place = newPlacer(&q.opts, &q.topology, q.agenda, q.charges, &q.families, &q.preemptions, q.pods, q.admit)
 	q.reads = newReads(&q.mu, &q.topology, q.pods, q.agenda, q.admit)
 	return q

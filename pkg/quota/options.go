@@ -37,6 +37,8 @@ type options struct {
 	preemptionMaxBackoff time.Duration
 	// priorityCeiling: priorities above it count as it (WithPriorityCeiling).
 	priorityCeiling int32
+	// usageWriteInterval: WithUsageWriteInterval.
+	usageWriteInterval time.Duration
 }
 
 // Option configures an AdmissionQueue.
@@ -90,4 +92,11 @@ func (o *options) backoff(attempts int) time.Duration {
 		d *= 2
 	}
 	return min(d, o.maxBackoff)
+}
+
+// WithUsageWriteInterval sets how often a budget with hours (spec.usageLimits) and
+// running pods has its status written, so that what its pods used survives a restart
+// up to then (DefaultUsageWriteInterval; at least a second).
+func WithUsageWriteInterval(d time.Duration) Option {
+	return func(o *options) { o.usageWriteInterval = max(d, time.Second) }
 }

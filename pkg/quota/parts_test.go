@@ -41,7 +41,7 @@ var coreParts = []part{
 	{typ: "ledger", files: []string{"ledger.go"}},
 	{typ: "queues", files: []string{"queue.go", "wake.go"}},
 	{typ: "topology", files: []string{"topology.go", "resolve.go"}},
-	{typ: "preemptions", files: []string{"preemptions.go", "preempt.go", "preemptcooldown.go", "victims.go", "victimorder.go", "reclaimfloor.go", "blocked.go", "overhard.go"}},
+	{typ: "preemptions", files: []string{"preemptions.go", "preempt.go", "preemptcooldown.go", "victims.go", "victimorder.go", "reclaimfloor.go", "blocked.go", "overhard.go", "overrun.go"}},
 	{typ: "families", files: familyFiles},
 	{typ: "familyState", files: familyFiles},
 	{typ: "agenda", files: []string{"agenda.go", "wake.go"}},
@@ -49,6 +49,7 @@ var coreParts = []part{
 	{typ: "podIndex", files: []string{"podstate.go"}},
 	{typ: "placer", files: []string{"placer.go", "park.go", "groups_settle.go", "starts.go"}},
 	{typ: "admitter", files: []string{"admit.go", "attempts.go", "timers.go", "flavor_choice.go"}},
+	{typ: "hourBooks", files: []string{"hourbooks.go"}},
 	{typ: "flavorIndex", files: []string{"flavors.go"}},
 	{typ: "Reads", files: []string{"reader.go", "status.go", "snapshot.go", "page.go", "podplaces.go", "reasons.go", "reasontext.go", "heads.go"}},
 }

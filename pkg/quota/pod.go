@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -117,6 +118,15 @@ type Pod struct {
 	// those annotations do not parse: the pod then waits until they are fixed.
 	Start      *window.Start
 	StartError string
+	// ActiveDeadline is spec.activeDeadlineSeconds and DeclaredRuntime the
+	// quotagate.io/max-runtime annotation (0 for none): how long it may run, for the hour
+	// budgets that cover it (hourBooks). RuntimeError says why the annotation does not
+	// parse: such a pod waits in a budget with hours until it is fixed. AdmittedAt is its
+	// quotagate.io/admitted-at annotation (zero for none): a running pod seen first after
+	// a restart counts its hours from then.
+	ActiveDeadline, DeclaredRuntime time.Duration
+	RuntimeError                    string
+	AdmittedAt                      time.Time
 	// Dependencies are the objects of its namespace it waits for (the
 	// quotagate.io/wait-for annotation; nil when it has none), and whether they still
 	// hold it: NewPod holds it until the manager resolves them (ResolveDependencies).
@@ -186,6 +196,10 @@ func newPod(p *corev1.Pod, gate string, now time.Time, share bool) Pod {
 	// Written by the ungate patch, or for a pod seen running that no manager admitted
 	// (TakeRecords), which has no admitted-by.
 	out.AdmittedLabels = ShareString(p.Annotations[v1alpha1.AdmittedLabelsAnnotation])
+	out.ActiveDeadline, out.DeclaredRuntime, out.RuntimeError = runtimeOf(p)
+	if v, ok := p.Annotations[v1alpha1.AdmittedAtAnnotation]; ok {
+		out.AdmittedAt, _ = time.Parse(time.RFC3339, v)
+	}
 	if hasStartAnnotations(p.Annotations) {
 		out.Start, out.StartError = parseStart(p.Annotations)
 	}
@@ -338,4 +352,21 @@ func hasStartAnnotations(a map[string]string) bool {
 		}
 	}
 	return false
+}
+
+// runtimeOf reads how long a pod says it runs: its activeDeadlineSeconds, and its
+// quotagate.io/max-runtime annotation, which must be a positive Go duration.
+func runtimeOf(p *corev1.Pod) (deadline, declared time.Duration, problem string) {
+	if s := p.Spec.ActiveDeadlineSeconds; s != nil && *s > 0 && *s < math.MaxInt64/int64(time.Second) {
+		deadline = time.Duration(*s) * time.Second
+	}
+	v, ok := p.Annotations[v1alpha1.MaxRuntimeAnnotation]
+	if !ok {
+		return deadline, 0, ""
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return deadline, 0, fmt.Sprintf("annotation %s=%q is not a positive duration (say 2h or 90m)", v1alpha1.MaxRuntimeAnnotation, v)
+	}
+	return deadline, d, ""
 }

@@ -97,6 +97,7 @@ type victim struct {
 	adds     map[*budget]amount.List
 	made     *roomMade // the preemptor's record, for its backoff (nil: the cooldown is off)
 	overHard *budget   // set for PreemptWindowEnd, with no unit
+	overrun  *budget   // set for PreemptMaxRuntime, with no unit
 }
 
 func (v *victim) preemptor() *podState { return v.unit[0] }
@@ -106,6 +107,9 @@ func (v *victim) preemptor() *podState { return v.unit[0] }
 func (v *victim) wakes() *budget {
 	if v.overHard != nil {
 		return v.overHard
+	}
+	if v.overrun != nil {
+		return v.overrun
 	}
 	return v.preemptor().wait.budget
 }

@@ -156,6 +156,9 @@ func (pr *preemptions) stillVictim(p *podState) bool {
 		_, armed := pr.overHard[v.overHard]
 		return armed
 	}
+	if v.overrun != nil {
+		return true // it ran past its maximum: that does not change
+	}
 	w := v.preemptor()
 	if w.forgotten || w.phase != phaseWaiting {
 		return false
@@ -186,6 +189,9 @@ func (pr *preemptions) stillNeeded(p *podState) bool {
 	if rec.overHard != nil {
 		_, over := rec.overHard.ledger.overCeiling()
 		return over // the others do not bring it within
+	}
+	if rec.overrun != nil {
+		return true
 	}
 	w := rec.preemptor().wait
 	claims := pr.claims(rec.unit, w)

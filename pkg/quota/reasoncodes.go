@@ -88,6 +88,14 @@ const (
 	// CodePodGroupPending: the Kubernetes PodGroup it names does not exist (yet), or
 	// was not read yet: it is never admitted without its gang (podgroups.go).
 	CodePodGroupPending ReasonCode = "PodGroupPending"
+	// CodeHoursExhausted: a covering budget's hours (spec.usageLimits) do not hold what
+	// it may use (its charge times its maximum runtime) beside what was used and is
+	// reserved in the period (hourBooks.wait).
+	CodeHoursExhausted ReasonCode = "UsageExhausted"
+	// CodeNoMaxRuntime: a covering budget has hours, and the pod has no maximum
+	// runtime (no activeDeadlineSeconds, no quotagate.io/max-runtime, no
+	// defaultMaxRuntime), or its quotagate.io/max-runtime does not parse.
+	CodeNoMaxRuntime ReasonCode = "NoMaxRuntime"
 )
 
 // Why a pod was admitted.

@@ -175,8 +175,10 @@ func (r *Reads) waitMessage(p *podState, lasting bool) Reason {
 	case CodeUncountable:
 		q := p.pod.Usage[w.resource]
 		msg = fmt.Sprintf("%s: %s requested, beyond what quotagate counts exactly (at most %d units of one resource): it is never admitted; delete it and create it with a value in range", w.resource, q.String(), amount.MaxUnits)
-	case CodeNoFlavor:
+	case CodeNoFlavor, CodeHoursExhausted:
 		msg = w.detail
+	case CodeNoMaxRuntime:
+		msg = noMaxRuntimeMessage(p, &w)
 	case CodeStartLater, CodeStartInvalid:
 		msg = startMessage(p, &w)
 	case CodeDependencyPending, CodeDependencyFailed, CodeDependencyCycle, CodeDependencyInvalid:
@@ -247,7 +249,9 @@ func (r *Reads) WaitCause(uid types.UID) (WaitCause, bool) {
 	switch w.code {
 	case CodeBudgetClosed:
 		c.state = closedMessage(w.budget)
-	case CodeNoFlavor:
+	case CodeNoFlavor, CodeNoMaxRuntime:
+		c.state = w.detail
+	case CodeHoursExhausted:
 		c.state = w.detail
 	case CodeUncovered:
 		c.state = string(w.ahead.UID) + r.topology.uncoveredHint(&p.pod)

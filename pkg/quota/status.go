@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/pkg/quota/hours"
 )
 
 // BudgetStatus is what the core knows about one budget, for its status subresource.
@@ -45,6 +46,9 @@ type BudgetStatus struct {
 	// ReclaimingAfter names the window (Budget.ReclaimAfter) whose end the budget is
 	// still evicting back to its ceiling from; "" when it is not reclaiming.
 	ReclaimingAfter string `json:"reclaimingAfter,omitempty"`
+	// Usage is what its pods used of its hours (spec.usageLimits) and what the running
+	// ones reserved, now; nil when it has none.
+	Usage *hours.State `json:"usage,omitempty"`
 }
 
 // Problem is why a budget admits nothing, for its Ready condition.
@@ -90,6 +94,7 @@ func (r *Reads) Status(key BudgetKey) (BudgetStatus, bool) {
 	if r.admit.reclaiming(b) {
 		st.ReclaimingAfter = b.spec.ReclaimAfter
 	}
+	st.Usage = r.admit.hoursState(b)
 	if b.problem != nil {
 		p := *b.problem // a copy: the status outlives the lock
 		st.Problem = &p

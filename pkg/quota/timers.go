@@ -13,6 +13,7 @@ import (
 func (a *admitter) runTimers(now time.Time) {
 	a.charges.expireHolds(now)
 	a.place.runStarts(now)
+	a.hours.runTimers(now)
 	for p, ok := a.cooldowns.Peek(); ok && !p.preemptAt.After(now); p, ok = a.cooldowns.Peek() {
 		a.cooldowns.Remove(p)
 		if p.phase == phaseWaiting && !p.parked && !p.inBackoff {
@@ -77,6 +78,9 @@ func (a *admitter) nextWakeup() (time.Time, bool) {
 		consider(t)
 	}
 	if t, ok := a.place.nextStart(); ok {
+		consider(t)
+	}
+	if t, ok := a.hours.nextWakeup(); ok {
 		consider(t)
 	}
 	return next, !next.IsZero()

@@ -1,0 +1,282 @@
+package quota
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
+
+	"github.com/quotagate/quotagate/pkg/quota/hours"
+	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
+)
+
+// hourBooks is the part that keeps the budgets' hours (spec.usageLimits,
+// docs/budgets.md, "Hour budgets"): one hours.Ledger per budget that has usageLimits,
+// keyed by the budget, so no other part's record holds any of it. The charges part
+// tells it when a pod's charge starts and ends; the admitter asks it whether a unit's
+// hours fit (wait) before it looks at capacity, runs its timers (a period that ends, a
+// step of decay, a pod that reaches its maximum runtime) and asks which pods outran
+// their maximum under Exhaustion Evict; the read side asks it for a budget's
+// status.usage.
+type hourBooks struct {
+	clock   clock.PassiveClock
+	agenda  *agenda
+	ledgers map[*budget]*hours.Ledger
+	next    map[*budget]time.Time // when each ledger changes on its own (NextChange)
+
+	writeEvery time.Duration // how often a ledger with running pods has its status written
+	lastWrite  time.Time
+}
+
+func newHourBooks(c clock.PassiveClock, ag *agenda, writeEvery time.Duration) *hourBooks {
+	return &hourBooks{clock: c, agenda: ag, ledgers: map[*budget]*hours.Ledger{}, next: map[*budget]time.Time{},
+		writeEvery: writeEvery, lastWrite: c.Now()}
+}
+
+// setSpec takes b's spec: a ledger is made when it gains usageLimits (from what its
+// status held, and counting the pods charged to it now), changed in place, or
+// dropped. It reports whether what fits may have changed.
+func (h *hourBooks) setSpec(b *budget, charged func(func(*podState) bool)) bool {
+	now := h.clock.Now()
+	spec, l := b.spec.Hours, h.ledgers[b]
+	switch {
+	case spec == nil && l == nil:
+		return false
+	case spec == nil:
+		h.forget(b)
+		return true
+	case l == nil:
+		l = hours.NewLedger(*spec, now, b.spec.HoursRestore)
+		h.ledgers[b] = l
+		for p := range charged {
+			h.startOn(b, l, p, now)
+		}
+	case l.Spec().Equal(spec):
+		return false // the manager's own status write coming back, or another field
+	default:
+		l.SetSpec(*spec, now)
+	}
+	h.next[b] = l.NextChange(now)
+	return true
+}
+
+// forget drops a budget that is deleted or no longer has usageLimits.
+func (h *hourBooks) forget(b *budget) {
+	delete(h.ledgers, b)
+	delete(h.next, b)
+}
+
+// start counts a pod that was just charged, in every budget it is charged to that has
+// hours.
+func (h *hourBooks) start(p *podState) {
+	if len(h.ledgers) == 0 {
+		return
+	}
+	now := h.clock.Now()
+	for _, b := range p.chargedTo {
+		if l := h.ledgers[b]; l != nil {
+			h.startOn(b, l, p, now)
+		}
+	}
+}
+
+func (h *hourBooks) startOn(b *budget, l *hours.Ledger, p *podState, now time.Time) {
+	at := p.admittedAt
+	if at.IsZero() {
+		at = p.pod.AdmittedAt // first seen running: its admitted-at annotation
+	}
+	if at.IsZero() || at.After(now) {
+		at = now
+	}
+	d, ok := l.Spec().MaxRuntime(p.pod.ActiveDeadline, p.pod.DeclaredRuntime)
+	if !ok || p.pod.RuntimeError != "" {
+		d = 0 // charged without one (it ran before the budget had hours): nothing reserved
+	}
+	l.Start(p.pod.UID, rateOf(p.chargedUsage, p.chargedClaims), d, at, now)
+	h.next[b] = l.NextChange(now)
+}
+
+// end stops counting a pod whose charge ends: what it used stays used.
+func (h *hourBooks) end(p *podState) {
+	if len(h.ledgers) == 0 {
+		return
+	}
+	now := h.clock.Now()
+	for _, b := range p.chargedTo {
+		if l := h.ledgers[b]; l != nil && l.Running(p.pod.UID) {
+			l.End(p.pod.UID, now)
+			h.next[b] = l.NextChange(now)
+		}
+	}
+}
+
+// rateOf is what a pod is charged per resource, in units of the resource, its claims
+// each counted in full (a claim that pods share is charged once to a budget's hard,
+// but every pod that holds it keeps it for as long as it runs).
+func rateOf(usage amount.List, claims []claimAmount) map[corev1.ResourceName]float64 {
+	out := make(map[corev1.ResourceName]float64, len(usage))
+	for r, v := range usage {
+		out[r] += v.Float64()
+	}
+	for _, c := range claims {
+		for r, v := range c.usage {
+			out[r] += v.Float64()
+		}
+	}
+	return out
+}
+
+// wait says whether a unit (one pod, or the gang that goes together) may be admitted
+// as far as the hours of budgets go: each budget with hours must hold, beside what its
+// pods used and reserved, what each member may use (its charge times its maximum
+// runtime). The first budget, in the order of budgets, that does not is named.
+func (h *hourBooks) wait(unit []*podState, budgets []*budget) (waitInfo, bool) {
+	if len(h.ledgers) == 0 {
+		return waitInfo{}, false
+	}
+	now := h.clock.Now()
+	for _, b := range budgets {
+		l := h.ledgers[b]
+		if l == nil {
+			continue
+		}
+		need := map[corev1.ResourceName]float64{}
+		var longest time.Duration
+		for _, p := range unit {
+			if !slices.Contains(p.cover, b) {
+				continue
+			}
+			rate := rateOf(p.usage(), p.claims())
+			if !usesAny(rate, l.Spec().Limits) {
+				continue
+			}
+			if p.pod.RuntimeError != "" {
+				return waitInfo{code: CodeNoMaxRuntime, budget: b, ahead: p.pod.PodRef, detail: p.pod.RuntimeError}, true
+			}
+			d, ok := l.Spec().MaxRuntime(p.pod.ActiveDeadline, p.pod.DeclaredRuntime)
+			if !ok {
+				return waitInfo{code: CodeNoMaxRuntime, budget: b, ahead: p.pod.PodRef}, true
+			}
+			longest = max(longest, d)
+			for r, v := range hours.Need(rate, d) {
+				need[r] += v
+			}
+		}
+		if sf, ok := l.Check(need, now); !ok {
+			return waitInfo{code: CodeHoursExhausted, budget: b, resource: sf.Resource, detail: hoursText(b, l, sf, longest, now)}, true
+		}
+	}
+	return waitInfo{}, false
+}
+
+func usesAny(rate, limits map[corev1.ResourceName]float64) bool {
+	for r, v := range rate {
+		if _, ok := limits[r]; ok && v > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// hoursText is why a unit's hours do not fit in b: "requests.nvidia.com/gpu: 982 of
+// 1000 hours used or reserved in 2026-12 in Budget ml/team-a; this pod may use 48
+// (until 2027-01-01T00:00:00+01:00)".
+func hoursText(b *budget, l *hours.Ledger, sf hours.Shortfall, longest time.Duration, now time.Time) string {
+	st := l.Snapshot(now)
+	if sf.Never {
+		return fmt.Sprintf("%s: it may use %s resource-hours (its charge times its maximum runtime, %s), more than %s allows in a period (%s): it is never admitted as it is",
+			resourceText(sf.Resource), hoursNum(sf.Need), longest, b.key.Describe(), hoursNum(sf.Limit))
+	}
+	msg := fmt.Sprintf("%s: %s of %s resource-hours used or reserved in %s of %s; this pod may use %s",
+		resourceText(sf.Resource), hoursNum(sf.Used+sf.Reserved), hoursNum(sf.Limit), st.Period, b.key.Describe(), hoursNum(sf.Need))
+	if !st.ResetAt.IsZero() {
+		msg += "; the period resets at " + st.ResetAt.Format(time.RFC3339)
+	}
+	return msg
+}
+
+// hoursNum prints resource-hours as people read them: 982, 0.25, 1.5e+06.
+func hoursNum(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
+
+// runTimers applies what the clock makes due: a ledger whose NextChange passed (a new
+// period, a day out of a rolling window, a step of decay, a pod past its maximum) has
+// its budget's waiting pods evaluated again and its status written; and every
+// writeEvery, each ledger with running pods has its status written, so that what it
+// used survives a restart (hours.State).
+func (h *hourBooks) runTimers(now time.Time) {
+	if len(h.ledgers) == 0 {
+		return
+	}
+	write := now.Sub(h.lastWrite) >= h.writeEvery
+	if write {
+		h.lastWrite = now
+	}
+	for b, l := range h.ledgers {
+		if t := h.next[b]; !t.After(now) {
+			l.Advance(now)
+			h.next[b] = l.NextChange(now)
+			h.agenda.wakeIfAlive(b)
+			h.agenda.markStatus(b)
+		} else if write && l.Runs() > 0 {
+			h.agenda.markStatus(b)
+		}
+	}
+}
+
+// nextWakeup is the first NextChange of a ledger, and the next write.
+func (h *hourBooks) nextWakeup() (time.Time, bool) {
+	var next time.Time
+	running := false
+	for b, t := range h.next {
+		if next.IsZero() || t.Before(next) {
+			next = t
+		}
+		running = running || h.ledgers[b].Runs() > 0
+	}
+	if w := h.lastWrite.Add(h.writeEvery); running && w.Before(next) {
+		next = w
+	}
+	return next, !next.IsZero()
+}
+
+// state is b's status.usage at now, nil when it has no hours.
+func (h *hourBooks) state(b *budget) *hours.State {
+	l := h.ledgers[b]
+	if l == nil {
+		return nil
+	}
+	st := l.Snapshot(h.clock.Now())
+	return &st
+}
+
+// overrun returns, per budget with Exhaustion Evict in key order, the pods charged to
+// it that ran past their maximum runtime.
+func (h *hourBooks) overrun() []overrunPods {
+	var out []overrunPods
+	now := h.clock.Now()
+	for _, b := range slices.SortedFunc(maps.Keys(h.ledgers), func(x, y *budget) int { return x.key.Compare(y.key) }) {
+		if l := h.ledgers[b]; l.Spec().Evict {
+			if uids := l.Overrun(now); len(uids) > 0 {
+				out = append(out, overrunPods{budget: b, uids: uids})
+			}
+		}
+	}
+	return out
+}
+
+// noMaxRuntimeMessage is why a pod waits for a maximum runtime in a budget with hours.
+func noMaxRuntimeMessage(p *podState, w *waitInfo) string {
+	who := "it"
+	if w.ahead.UID != "" && w.ahead.UID != p.pod.UID {
+		who = "member " + w.ahead.Name
+	}
+	if w.detail != "" {
+		return fmt.Sprintf("%s has hours (usageLimits), and %s: %s", w.budget.key.Describe(), who, w.detail)
+	}
+	return fmt.Sprintf("%s has hours (usageLimits) and no defaultMaxRuntime, and %s declares no maximum runtime: set spec.activeDeadlineSeconds or the annotation quotagate.io/max-runtime (say 2h)",
+		w.budget.key.Describe(), who)
+}
