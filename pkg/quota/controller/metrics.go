@@ -2,6 +2,9 @@ package controller
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -9,9 +12,11 @@ import (
 	"github.com/quotagate/quotagate/internal/promreg"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
 	"github.com/quotagate/quotagate/pkg/quota"
+	"github.com/quotagate/quotagate/pkg/quota/hours"
 )
 
 // The label values of quotagate_queue_moves_total for a pod entering a budget's queues
@@ -72,6 +77,10 @@ type metrics struct {
 	budgetState     *prometheus.GaugeVec
 	budgetReady     *prometheus.GaugeVec
 	windowsOpen     *prometheus.GaugeVec
+	hoursUsed       *prometheus.GaugeVec
+	hoursReserved   *prometheus.GaugeVec
+	hoursLimit      *prometheus.GaugeVec
+	hoursReset      *prometheus.GaugeVec
 	gatedPods       *prometheus.GaugeVec
 	admittedPods    *prometheus.GaugeVec
 	neverFitPods    *prometheus.GaugeVec
@@ -84,8 +93,13 @@ type metrics struct {
 	// queue move, and a lookup by label values hashes them all. forgetBudget drops a
 	// budget's (its series leave the vector, so a kept one would count for nobody).
 	seriesMu sync.Mutex
-	depths   map[depthKey]prometheus.Gauge
-	moves    map[[2]string]prometheus.Counter
+	// hoursSeen is, per budget (its labels joined), the period and resources its hour
+	// series were last published with (hoursMu), so that only series that are gone are
+	// dropped: a scrape never sees a budget without them.
+	hoursMu   sync.Mutex
+	hoursSeen map[string]hoursSeries
+	depths    map[depthKey]prometheus.Gauge
+	moves     map[[2]string]prometheus.Counter
 	// gatedByReason counts the gated pods by why they wait (setReasons).
 	gatedByReason *prometheus.GaugeVec
 }
@@ -155,6 +169,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		budgetState:   gauge("quotagate_budget_state", "1 for a budget's effective state (Open, Closing, Closed), 0 for the others.", perBudget("state")),
 		budgetReady:   gauge("quotagate_budget_ready", "1 when a budget's Ready condition is True, 0 when it has a problem (invalid spec, missing parent, cycle).", budgetLabels),
 		windowsOpen:   gauge("quotagate_budget_windows_open", "BudgetWindows or ClusterBudgetWindows open on a budget now, changing the spec it is enforced with.", budgetLabels),
+		hoursUsed:     gauge("quotagate_budget_hours_used", "Resource-hours a budget's pods used of its usageLimits.hours in the period counted (decayed, for a halfLife), per resource.", perBudget("resource", "period")),
+		hoursReserved: gauge("quotagate_budget_hours_reserved", "Resource-hours a budget's running pods may still use up to their maximum runtime, per resource.", perBudget("resource")),
+		hoursLimit:    gauge("quotagate_budget_hours_limit", "A budget's usageLimits.hours per resource: the resource-hours its pods may use in a period.", perBudget("resource")),
+		hoursReset:    gauge("quotagate_budget_hours_reset_timestamp_seconds", "When a budget's calendar period of hours ends and what was used is forgotten (unix seconds).", budgetLabels),
 		gatedPods:     gauge("quotagate_budget_gated_pods", "Gated pods a budget covers.", budgetLabels),
 		admittedPods:  gauge("quotagate_budget_admitted_pods", "Admitted, non-terminal pods charged to a budget.", budgetLabels),
 		gatedByReason: gauge("quotagate_gated_pods_by_reason", "Gated pods the manager holds, by the reason code of why they wait (as the plugin's why and the pods' quotagate.io/Admitted condition give it): InsufficientQuota, StartLater, WaitingForDependency, PodGroupPending, ...", []string{"reason"}),
@@ -177,7 +195,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.gate = &leaderOnly{metrics: m, collectors: []prometheus.Collector{
 		m.incomingPods, m.queueMoves, m.admissions, m.ungateErrors, m.preemptions, m.preemptionsBlocked,
 		m.queueDepth, m.budgetHard, m.budgetUsed, m.flavorHard, m.flavorUsed, m.budgetPending, m.budgetState, m.budgetReady,
-		m.windowsOpen, m.gatedPods, m.admittedPods, m.neverFitPods, m.gatedByReason, m.podWait, m.estimateError,
+		m.windowsOpen, m.hoursUsed, m.hoursReserved, m.hoursLimit, m.hoursReset,
+		m.gatedPods, m.admittedPods, m.neverFitPods, m.gatedByReason, m.podWait, m.estimateError,
 		m.estimateWithin, m.estimatePass, m.estimatePods, m.estimateSkipped,
 	}}
 	gate, err := promreg.Register(reg, m.gate)
@@ -308,6 +327,58 @@ func (m *metrics) setBudget(key quota.BudgetKey, st quota.BudgetStatus) {
 	m.gatedPods.WithLabelValues(b...).Set(float64(st.GatedPods))
 	m.admittedPods.WithLabelValues(b...).Set(float64(st.AdmittedPods))
 	m.neverFitPods.WithLabelValues(b...).Set(float64(len(st.NeverFit)))
+	m.setHours(b, st.Usage)
+}
+
+// hoursSeries is what a budget's hour series were published with.
+type hoursSeries struct {
+	period string
+	names  []corev1.ResourceName
+	reset  bool
+}
+
+// setHours publishes a budget's hours (nil: it has none, and has no series). Series of
+// a period that ended, or of a resource no longer limited, are dropped.
+func (m *metrics) setHours(b []string, st *hours.State) {
+	key := strings.Join(b, "/")
+	var now hoursSeries
+	if st != nil {
+		now = hoursSeries{period: st.Period, names: slices.Sorted(maps.Keys(st.Limits)), reset: !st.ResetAt.IsZero()}
+	}
+	m.hoursMu.Lock()
+	defer m.hoursMu.Unlock()
+	if was, ok := m.hoursSeen[key]; ok {
+		l := prometheus.Labels{"kind": b[0], "namespace": b[1], "name": b[2]}
+		if was.period != now.period {
+			m.hoursUsed.DeletePartialMatch(l)
+		}
+		for _, r := range was.names {
+			if !slices.Contains(now.names, r) {
+				for _, v := range []*prometheus.GaugeVec{m.hoursUsed, m.hoursReserved, m.hoursLimit} {
+					v.DeletePartialMatch(prometheus.Labels{"kind": b[0], "namespace": b[1], "name": b[2], "resource": string(r)})
+				}
+			}
+		}
+		if was.reset && !now.reset {
+			m.hoursReset.DeletePartialMatch(l)
+		}
+	}
+	if st == nil {
+		delete(m.hoursSeen, key)
+		return
+	}
+	if m.hoursSeen == nil {
+		m.hoursSeen = map[string]hoursSeries{}
+	}
+	m.hoursSeen[key] = now
+	for r, limit := range st.Limits {
+		m.hoursLimit.WithLabelValues(append(b, string(r))...).Set(limit)
+		m.hoursUsed.WithLabelValues(append(b, string(r), st.Period)...).Set(st.Used[r])
+		m.hoursReserved.WithLabelValues(append(b, string(r))...).Set(st.Reserved[r])
+	}
+	if now.reset {
+		m.hoursReset.WithLabelValues(b...).Set(float64(st.ResetAt.Unix()))
+	}
 }
 
 // setWindows publishes how many windows are open on a budget.
@@ -336,9 +407,13 @@ func (m *metrics) forgetBudget(key quota.BudgetKey) {
 	b := labelsOf(key)
 	l := prometheus.Labels{"kind": b[0], "namespace": b[1], "name": b[2]}
 	for _, v := range []*prometheus.GaugeVec{m.queueDepth, m.budgetHard, m.budgetUsed, m.flavorHard, m.flavorUsed, m.budgetPending,
-		m.budgetState, m.budgetReady, m.windowsOpen, m.gatedPods, m.admittedPods, m.neverFitPods} {
+		m.budgetState, m.budgetReady, m.windowsOpen, m.hoursUsed, m.hoursReserved, m.hoursLimit, m.hoursReset,
+		m.gatedPods, m.admittedPods, m.neverFitPods} {
 		v.DeletePartialMatch(l)
 	}
+	m.hoursMu.Lock()
+	delete(m.hoursSeen, strings.Join(b, "/"))
+	m.hoursMu.Unlock()
 	m.admissions.DeletePartialMatch(l)
 	m.podWait.DeletePartialMatch(l)
 	m.estimateError.DeletePartialMatch(l)

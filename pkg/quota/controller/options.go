@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"time"
@@ -43,6 +44,10 @@ type Options struct {
 	// (quota.WithPreemptionCooldown; docs/budgets.md, "Preemption cooldown").
 	PreemptionCooldown   time.Duration
 	PreemptionMaxBackoff time.Duration
+	// UsageWriteInterval is how often a budget with hours (spec.usageLimits) and running
+	// pods has its status.usage written: what its pods used survives a restart up to
+	// then (quota.WithUsageWriteInterval; docs/budgets.md, "Hour budgets").
+	UsageWriteInterval time.Duration
 	// UngateTimeout bounds one ungate patch and the fresh read that settles a failed
 	// one. Keep it below the leader election's lease duration minus its renew
 	// deadline, so that a leader that lost its lease has no attempt left in flight
@@ -102,6 +107,7 @@ func DefaultOptions() Options {
 		SimulationCPU:          DefaultSimulationCPU,
 		AdmittedEventInterval:  DefaultAdmittedEventInterval,
 		WaitingEventsPerBudget: DefaultWaitingEventsPerBudget,
+		UsageWriteInterval:     quota.DefaultUsageWriteInterval,
 	}
 }
 
@@ -176,5 +182,6 @@ func (o Options) coreOptions() []quota.Option {
 		quota.WithLendHold(o.LendHold),
 		quota.WithPriorityCeiling(o.PriorityCeiling),
 		quota.WithPreemptionCooldown(o.PreemptionCooldown, o.PreemptionMaxBackoff),
+		quota.WithUsageWriteInterval(cmp.Or(o.UsageWriteInterval, quota.DefaultUsageWriteInterval)),
 	}
 }

@@ -147,6 +147,7 @@ func applyStatus(status *v1alpha1.BudgetStatus, st quota.BudgetStatus, ns string
 	status.GatedPods = st.GatedPods
 	status.Flavors = flavorStatuses(st.Flavors)
 	status.ReclaimingAfterWindow = st.ReclaimingAfter
+	status.Usage = usageStatus(st.Usage)
 	status.ObservedGeneration = generation
 
 	ready := metav1.Condition{
