@@ -2,6 +2,7 @@ package charts_test
 
 import (
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -111,6 +112,58 @@ var alertCases = []alertCase{
 	{"QuotagatePreemptionBlocked", "refused for 20m only (for: 30m)", `quotagate_preemption_attempts_failed_total{` + mgr + `,instance="a",reason="Reclaim"} 0+1x20 20x40`, 25, false},
 }
 
+// The hour budgets' gauges of budget team/b's cpu on replica a: resource-hours used in
+// the period (period="2026-12"), reserved by its running pods, and its limit of 100.
+const (
+	hoursUsed     = `quotagate_budget_hours_used{` + mgr + `,instance="a",` + budget + `,resource="cpu",period="2026-12"} `
+	hoursReserved = `quotagate_budget_hours_reserved{` + mgr + `,instance="a",` + budget + `,resource="cpu"} `
+	hoursLimit    = `quotagate_budget_hours_limit{` + mgr + `,instance="a",` + budget + `,resource="cpu"} `
+	hoursReset    = `quotagate_budget_hours_reset_timestamp_seconds{` + mgr + `,instance="a",` + budget + `} `
+)
+
+// hours is budget team/b on replica a, which leads, with the given used, reserved and
+// limit series of its cpu hours (each left out when "").
+func hours(used, reserved, limit string) string {
+	lines := []string{leaderA}
+	for _, s := range [][2]string{{hoursUsed, used}, {hoursReserved, reserved}, {hoursLimit, limit}} {
+		if s[1] != "" {
+			lines = append(lines, s[0]+s[1])
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// hoursAlertCases are the cases of QuotagateBudgetHoursRunningOut (over 90% used or
+// reserved for 15m) and QuotagateBudgetHoursExhausted (all of it for 5m).
+var hoursAlertCases = []alertCase{
+	{"QuotagateBudgetHoursRunningOut", "95% used or reserved for 20m", hours("60x60", "35x60", "100x60"), 20, true},
+	{"QuotagateBudgetHoursRunningOut", "95% for 10m only (for: 15m)", hours("60x60", "35x60", "100x60"), 10, false},
+	{"QuotagateBudgetHoursRunningOut", "85%: below 90%", hours("60x60", "25x60", "100x60"), 30, false},
+	{"QuotagateBudgetHoursRunningOut", "91% used, no reserved series", hours("91x60", "", "100x60"), 20, true},
+	{"QuotagateBudgetHoursRunningOut", "91% reserved, no used series", hours("", "91x60", "100x60"), 20, true},
+	{"QuotagateBudgetHoursRunningOut", "no limit series", hours("60x60", "35x60", ""), 30, false},
+	{"QuotagateBudgetHoursRunningOut", "a limit of 0, some used before it was set", hours("5x60", "0x60", "0x60"), 30, false},
+	{"QuotagateBudgetHoursRunningOut", "rises past 90% at 10m", hours("0+5x60", "40x60", "100x60"), 20, false},
+	{"QuotagateBudgetHoursRunningOut", "a standby's stale series", strings.ReplaceAll(hours("60x60", "35x60", "100x60"), leaderA, `leader_election_master_status{`+mgr+`,instance="a"} 0x60`), 20, false},
+	{"QuotagateBudgetHoursRunningOut", "another budget's limit does not join",
+		hours("60x60", "35x60", "") + "\n" + strings.ReplaceAll(hoursLimit, `name="b"`, `name="c"`) + "100x60", 20, false},
+	{"QuotagateBudgetHoursRunningOut", "a ClusterBudget",
+		strings.ReplaceAll(hours("60x60", "35x60", "100x60"), budget, `kind="ClusterBudget",namespace="",name="org"`), 20, true},
+	{"QuotagateBudgetHoursRunningOut", "the period resets: the old period's series goes stale",
+		leaderA + "\n" + strings.ReplaceAll(hoursUsed, "2026-12", "2026-11") + "95x20 stale\n" +
+			hoursUsed + "_x20 0x40\n" + hoursReserved + "0x60\n" + hoursLimit + "100x60", 40, false},
+	{"QuotagateBudgetHoursExhausted", "all used or reserved for 10m", hours("60x60", "40x60", "100x60"), 10, true},
+	{"QuotagateBudgetHoursExhausted", "over the limit (Hold)", hours("120x60", "0x60", "100x60"), 10, true},
+	{"QuotagateBudgetHoursExhausted", "all for 3m only (for: 5m)", hours("60x60", "40x60", "100x60"), 3, false},
+	{"QuotagateBudgetHoursExhausted", "99%: below the limit", hours("60x60", "39x60", "100x60"), 30, false},
+	{"QuotagateBudgetHoursExhausted", "full, then pods ended early and freed their reservations", hours("60x60", "40x10 20x50", "100x60"), 30, false},
+	{"QuotagateBudgetHoursExhausted", "no limit series", hours("60x60", "40x60", ""), 30, false},
+	{"QuotagateBudgetHoursExhausted", "a limit of 0, some used before it was set", hours("5x60", "0x60", "0x60"), 30, false},
+	{"QuotagateBudgetHoursExhausted", "a standby's stale series", strings.ReplaceAll(hours("60x60", "40x60", "100x60"), leaderA, `leader_election_master_status{`+mgr+`,instance="a"} 0x60`), 10, false},
+}
+
+func init() { alertCases = append(alertCases, hoursAlertCases...) }
+
 // latency is the webhook latency histogram with the given le=0.1, le=1 and le=5 (and
 // +Inf, as le=5) bucket series.
 func latency(b01, b1, b5 string) string {
@@ -130,8 +183,16 @@ func TestAlertRules(t *testing.T) {
 			if !ok {
 				t.Fatalf("the chart has no alert %s", tc.alert)
 			}
-			if firing := evalRule(t, r, tc.series, tc.at); firing != tc.firing {
-				t.Errorf("%s at %dm: firing = %v, want %v\nexpr: %s", tc.alert, tc.at, firing, tc.firing, r.Expr)
+			firing := evalRule(t, r, tc.series, tc.at)
+			if (len(firing) > 0) != tc.firing {
+				t.Errorf("%s at %dm: firing = %v, want %v\nexpr: %s", tc.alert, tc.at, len(firing) > 0, tc.firing, r.Expr)
+			}
+			for _, a := range firing {
+				a.Annotations.Range(func(l labels.Label) {
+					if strings.Contains(l.Value, "error expanding template") {
+						t.Errorf("%s: annotation %s: %s", tc.alert, l.Name, l.Value)
+					}
+				})
 			}
 		})
 	}
@@ -148,9 +209,9 @@ func TestAlertRules(t *testing.T) {
 	}
 }
 
-// evalRule loads series and evaluates r every minute from 0 to at minutes; it reports
-// whether r fires at the end.
-func evalRule(t *testing.T, r renderedRule, series string, at int) bool {
+// evalRule loads series and evaluates r every minute from 0 to at minutes; it returns
+// the alerts that fire at the end, their annotations expanded.
+func evalRule(t *testing.T, r renderedRule, series string, at int) []*rules.Alert {
 	t.Helper()
 	expr, err := promParser.ParseExpr(r.Expr)
 	if err != nil {
@@ -163,19 +224,20 @@ func evalRule(t *testing.T, r renderedRule, series string, at int) bool {
 	st := promqltest.LoadedStorage(t, "load 1m\n"+indent(series))
 	engine := promqltest.NewTestEngine(t, false, 0, promqltest.DefaultMaxSamplesPerQuery)
 	rule := rules.NewAlertingRule(r.Alert, expr, time.Duration(hold), 0, labels.FromMap(r.Labels),
-		labels.EmptyLabels(), labels.EmptyLabels(), "", false, nil)
+		labels.FromMap(r.Annotations), labels.EmptyLabels(), "", false, slog.New(slog.DiscardHandler))
 	query := rules.EngineQueryFunc(engine, st)
 	for m := 0; m <= at; m++ {
 		if _, err := rule.Eval(t.Context(), 0, time.Unix(0, 0).Add(time.Duration(m)*time.Minute), query, nil, 0); err != nil {
 			t.Fatalf("evaluating at %dm: %v", m, err)
 		}
 	}
+	var firing []*rules.Alert
 	for _, a := range rule.ActiveAlerts() {
 		if a.State == rules.StateFiring {
-			return true
+			firing = append(firing, a)
 		}
 	}
-	return false
+	return firing
 }
 
 func indent(s string) string { return "  " + strings.ReplaceAll(s, "\n", "\n  ") }
@@ -199,8 +261,66 @@ func TestPolicyModeHasNoWebhookAlerts(t *testing.T) {
 		got = append(got, r.(map[string]any)["alert"].(string))
 	}
 	want := []string{"QuotagateManagerDown", "QuotagateNoLeader", "QuotagateQueueStuck",
-		"QuotagateBudgetNeverFit", "QuotagateUngateErrors", "QuotagatePreemptionBlocked"}
+		"QuotagateBudgetNeverFit", "QuotagateUngateErrors", "QuotagatePreemptionBlocked",
+		"QuotagateBudgetHoursRunningOut", "QuotagateBudgetHoursExhausted"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("alerts in policy mode (-want +got):\n%s", diff)
+	}
+}
+
+// The hour alerts name the budget and the resource, and QuotagateBudgetHoursExhausted
+// says when a calendar period resets (the reset gauge, queried from the description),
+// or, for a rollingDays or halfLife budget (no reset gauge), how hours come back.
+func TestBudgetHoursAlertAnnotations(t *testing.T) {
+	got := chartRules(t)
+	// 2027-01-01T00:00:00Z, when the December period ends.
+	const reset = 1798761600
+	for _, tc := range []struct {
+		name, alert, series string
+		want                map[string][]string
+	}{{
+		name: "a Month budget", alert: "QuotagateBudgetHoursExhausted",
+		series: hours("60x60", "40x60", "100x60") + "\n" + hoursReset + fmt.Sprintf("%dx60", reset),
+		want: map[string][]string{
+			"summary":     {"Budget team/b has used or reserved all its cpu hours"},
+			"description": {"Budget team/b:", "come to 100 cpu-hours", "until the period resets at 2027-01-01 00:00:00 +0000 UTC"},
+		},
+	}, {
+		name: "a rollingDays budget", alert: "QuotagateBudgetHoursExhausted",
+		series: hours("60x60", "40x60", "100x60"),
+		want: map[string][]string{
+			"description": {"until older usage leaves its rollingDays window or decays (halfLife)"},
+		},
+	}, {
+		name: "another budget's reset", alert: "QuotagateBudgetHoursExhausted",
+		series: hours("60x60", "40x60", "100x60") + "\n" + strings.ReplaceAll(hoursReset, `name="b"`, `name="c"`) + fmt.Sprintf("%dx60", reset),
+		want: map[string][]string{
+			"description": {"until older usage leaves its rollingDays window"},
+		},
+	}, {
+		name: "a ClusterBudget", alert: "QuotagateBudgetHoursRunningOut",
+		series: strings.ReplaceAll(hours("60x60", "35x60", "100x60"), budget, `kind="ClusterBudget",namespace="",name="org"`),
+		want: map[string][]string{
+			"summary":     {"ClusterBudget org has used or reserved 95% of its cpu hours."},
+			"description": {"over 90% of spec.usageLimits.hours for cpu"},
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			firing := evalRule(t, got[tc.alert], tc.series, 20)
+			if len(firing) != 1 {
+				t.Fatalf("%s: %d alerts fire, want 1", tc.alert, len(firing))
+			}
+			if l := firing[0].Labels; l.Get("resource") != "cpu" || l.Get("period") != "" || l.Get("instance") != "" {
+				t.Errorf("%s labels %s, want the budget's and resource=\"cpu\" only", tc.alert, l)
+			}
+			for name, parts := range tc.want {
+				a := firing[0].Annotations.Get(name)
+				for _, p := range parts {
+					if !strings.Contains(a, p) {
+						t.Errorf("%s %s = %q, want it to contain %q", tc.alert, name, a, p)
+					}
+				}
+			}
+		})
 	}
 }
