@@ -61,8 +61,11 @@ func TestStartRulesHoldPodsUntilTheirTime(t *testing.T) {
 
 	ungatedAt := map[string]time.Time{}
 	testbed.PollEvery(t, 20*time.Millisecond, 2*time.Minute, "both pods ungated", func(context.Context) (bool, error) {
+		pods := podsOf(t, ns)
+		// Taken once the list is back: a pod it shows ungated was ungated by then. A
+		// time taken before the list would blame a slow list on the manager.
 		now := time.Now()
-		for _, p := range podsOf(t, ns) {
+		for _, p := range pods {
 			if gates.HasGate(&p, v1alpha1.SchedulingGate) {
 				continue
 			}
