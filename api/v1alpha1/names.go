@@ -28,6 +28,11 @@ const (
 	// tolerations the same patch added. Set with admitted-by; absent when the pod got
 	// no flavor. It is what the pod was given; its charge follows its nodeSelector.
 	FlavorAnnotation = "quotagate.io/flavor"
+	// AdmittedMaxRuntimeAnnotation records the quotagate.io/max-runtime a pod was
+	// admitted with: the hours it reserved (usageLimits) are fixed then, and a manager
+	// that starts later reads this one, which only the manager writes, not the pod's own
+	// annotation, which its owner may change.
+	AdmittedMaxRuntimeAnnotation = "quotagate.io/admitted-max-runtime"
 
 	// GroupLabel names the group a pod belongs to; a group is admitted all together.
 	GroupLabel = "quotagate.io/group"
@@ -103,6 +108,7 @@ var ManagerWritten = []Key{
 	{AdmittedLabelsAnnotation, KeyAnnotation},
 	{BorrowingAnnotation, KeyAnnotation},
 	{FlavorAnnotation, KeyAnnotation},
+	{AdmittedMaxRuntimeAnnotation, KeyAnnotation},
 	{ChargedFinalizer, KeyFinalizer},
 }
 

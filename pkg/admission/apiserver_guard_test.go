@@ -17,7 +17,7 @@ import (
 
 // testManagerWrittenNames: every name of v1alpha1.ManagerWritten is the manager's alone,
 // as a tenant with nothing but the built-in edit role finds it. The admission record's
-// annotations (admitted-at, admitted-by, borrowing, flavor) cannot be put on a new pod nor
+// annotations (admitted-at, admitted-by, borrowing, flavor, admitted-max-runtime) cannot be put on a new pod nor
 // added, changed or removed later; the finalizer that pins a charged ResourceClaim cannot
 // be put on a new claim nor removed, so a claim the tenant deletes stays until the manager
 // lets it go, and its name cannot be taken meanwhile. Runs with the shipped gate guard of
@@ -28,11 +28,12 @@ func testManagerWrittenNames(t *testing.T, e *env) {
 	manager := e.managerClient(t)
 	tenantUser := "system:serviceaccount:" + e.gated + ":tenant"
 	record := map[string]string{
-		v1alpha1.AdmittedAtAnnotation:     "2026-12-04T10:00:00Z",
-		v1alpha1.AdmittedByAnnotation:     e.gated + "/team-a",
-		v1alpha1.AdmittedLabelsAnnotation: `{"app":"web"}`,
-		v1alpha1.BorrowingAnnotation:      e.gated + "/team-a",
-		v1alpha1.FlavorAnnotation:         "spot",
+		v1alpha1.AdmittedAtAnnotation:         "2026-12-04T10:00:00Z",
+		v1alpha1.AdmittedByAnnotation:         e.gated + "/team-a",
+		v1alpha1.AdmittedLabelsAnnotation:     `{"app":"web"}`,
+		v1alpha1.BorrowingAnnotation:          e.gated + "/team-a",
+		v1alpha1.FlavorAnnotation:             "spot",
+		v1alpha1.AdmittedMaxRuntimeAnnotation: "2h0m0s",
 	}
 	annotations := v1alpha1.ManagerWrittenNames(v1alpha1.KeyAnnotation)
 	for _, key := range annotations {

@@ -378,16 +378,17 @@ func (a *admitter) admitUnit(unit []*podState, f *Flavor, reason Reason) {
 func (a *admitter) handOut(p *podState) {
 	p.inFlight = true
 	a.out = append(a.out, Admission{
-		Pod:       p.pod.PodRef,
-		Budgets:   slices.Clone(p.pinned),
-		Borrowing: p.borrowing,
-		Group:     p.pod.Group,
-		Reason:    p.admitted,
-		Created:   p.pod.Created,
-		Flavor:    p.flavor,
-		Labels:    p.chargeLabels,
-		decided:   decisionOf(&p.pod),
-		Claims:    p.pod.Claims,
+		Pod:        p.pod.PodRef,
+		Budgets:    slices.Clone(p.pinned),
+		Borrowing:  p.borrowing,
+		Group:      p.pod.Group,
+		Reason:     p.admitted,
+		Created:    p.pod.Created,
+		Flavor:     p.flavor,
+		Labels:     p.chargeLabels,
+		decided:    decisionOf(&p.pod),
+		Claims:     p.pod.Claims,
+		MaxRuntime: p.pod.DeclaredRuntime,
 	})
 }
 

@@ -59,6 +59,11 @@ type Admission struct {
 	// restarted manager reads them back).
 	Labels map[string]string `json:"labels,omitempty"`
 
+	// MaxRuntime is the quotagate.io/max-runtime the pod was admitted with (0 for none),
+	// for the admitted-max-runtime annotation: what it reserved of its budgets' hours
+	// stays fixed across restarts, whatever its owner writes later.
+	MaxRuntime time.Duration `json:"maxRuntime,omitempty"`
+
 	// decided is what the decision read of the pod's view (Fits).
 	decided decision
 }

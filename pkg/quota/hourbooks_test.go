@@ -158,3 +158,21 @@ func TestHoursRestore(t *testing.T) {
 		t.Fatalf("usage after the restart %+v, want 3 CPU-minutes", st)
 	}
 }
+
+// The maximum runtime a pod reserves hours for is fixed at its admission: the
+// admission carries it (for the ungate patch's admitted-max-runtime), and a pod that
+// carries that record is read with it, whatever its own annotation says since.
+func TestHoursMaxRuntimeFixedAtAdmission(t *testing.T) {
+	q, _ := newTestQueue()
+	q.UpsertBudget(hourBudget(t, sixCPUMinutes(time.Minute, "")))
+	q.UpsertPod(makePod("p").NS("team-a").Req("cpu=1").Annotation(v1alpha1.MaxRuntimeAnnotation, "3m").Pod())
+	got := q.Admit()
+	if len(got) != 1 || got[0].MaxRuntime != 3*time.Minute {
+		t.Fatalf("admissions %+v, want p with its 3m", got)
+	}
+	tampered := makePod("p").NS("team-a").Req("cpu=1").Ungated().
+		Annotation(v1alpha1.MaxRuntimeAnnotation, "1s").Annotation(v1alpha1.AdmittedMaxRuntimeAnnotation, "3m0s").Pod()
+	if tampered.DeclaredRuntime != 3*time.Minute || tampered.RuntimeError != "" {
+		t.Errorf("a pod admitted with 3m and changed to 1s reads as %v (%q), want 3m", tampered.DeclaredRuntime, tampered.RuntimeError)
+	}
+}

@@ -355,10 +355,17 @@ func hasStartAnnotations(a map[string]string) bool {
 }
 
 // runtimeOf reads how long a pod says it runs: its activeDeadlineSeconds, and its
-// quotagate.io/max-runtime annotation, which must be a positive Go duration.
+// quotagate.io/max-runtime annotation, which must be a positive Go duration. An
+// admitted pod's admitted-max-runtime (the manager's record of the annotation when it
+// was admitted) stands for the annotation: its owner may change that one since.
 func runtimeOf(p *corev1.Pod) (deadline, declared time.Duration, problem string) {
 	if s := p.Spec.ActiveDeadlineSeconds; s != nil && *s > 0 && *s < math.MaxInt64/int64(time.Second) {
 		deadline = time.Duration(*s) * time.Second
+	}
+	if v, ok := p.Annotations[v1alpha1.AdmittedMaxRuntimeAnnotation]; ok {
+		if d, err := time.ParseDuration(v); err == nil && d > 0 {
+			return deadline, d, ""
+		}
 	}
 	v, ok := p.Annotations[v1alpha1.MaxRuntimeAnnotation]
 	if !ok {

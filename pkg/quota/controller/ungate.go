@@ -166,6 +166,9 @@ func admissionRecord(a quota.Admission, now time.Time) map[string]string {
 	if a.Flavor != nil {
 		record[v1alpha1.FlavorAnnotation] = a.Flavor.Name
 	}
+	if a.MaxRuntime > 0 {
+		record[v1alpha1.AdmittedMaxRuntimeAnnotation] = a.MaxRuntime.String()
+	}
 	return record
 }
 
