@@ -155,7 +155,8 @@
 //
 //	pkg/quota/controller      the reconcilers: the informers' events in, decisions out
 //	pkg/quota                 the composer, AdmissionQueue, and its parts (above)
-//	pkg/quota/internal/amount pkg/quota/internal/heap pkg/quota/window pkg/quota/depend pkg/quota/hours   the leaves: exact amounts, the indexed heap, windows (a budget's spec at an instant), dependencies (what a pod waits for, and whether it is ready), hours (one budget's resource-hours: used, reserved, periods and decay)
+//	pkg/quota/hours           one budget's resource-hours: used, reserved, periods and decay (on the indexed heap)
+//	pkg/quota/internal/amount pkg/quota/internal/heap pkg/quota/window pkg/quota/depend   the leaves: exact amounts, the indexed heap, windows (a budget's spec at an instant), dependencies (what a pod waits for, and whether it is ready)
 //
 // # Where a change goes
 //

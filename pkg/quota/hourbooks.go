@@ -133,7 +133,8 @@ func rateOf(usage amount.List, claims []claimAmount) map[corev1.ResourceName]flo
 // wait says whether a unit (one pod, or the gang that goes together) may be admitted
 // as far as the hours of budgets go: each budget with hours must hold, beside what its
 // pods used and reserved, what each member may use (its charge times its maximum
-// runtime). The first budget, in the order of budgets, that does not is named.
+// runtime). The first budget, in the order of budgets, that does not is named. It
+// allocates nothing for a unit that uses none of a budget's resources.
 func (h *hourBooks) wait(unit []*podState, budgets []*budget) (waitInfo, bool) {
 	if len(h.ledgers) == 0 {
 		return waitInfo{}, false
@@ -144,14 +145,10 @@ func (h *hourBooks) wait(unit []*podState, budgets []*budget) (waitInfo, bool) {
 		if l == nil {
 			continue
 		}
-		need := map[corev1.ResourceName]float64{}
+		var runtimes []time.Duration // per member of unit; 0: not in b, or uses none of its resources
 		var longest time.Duration
-		for _, p := range unit {
-			if !slices.Contains(p.cover, b) {
-				continue
-			}
-			rate := rateOf(p.usage(), p.claims())
-			if !usesAny(rate, l.Spec().Limits) {
+		for i, p := range unit {
+			if !slices.Contains(p.cover, b) || !usesAnyOf(p, l.Names()) {
 				continue
 			}
 			if p.pod.RuntimeError != "" {
@@ -161,21 +158,44 @@ func (h *hourBooks) wait(unit []*podState, budgets []*budget) (waitInfo, bool) {
 			if !ok {
 				return waitInfo{code: CodeNoMaxRuntime, budget: b, ahead: p.pod.PodRef}, true
 			}
-			longest = max(longest, d)
-			for r, v := range hours.Need(rate, d) {
-				need[r] += v
+			if runtimes == nil {
+				runtimes = make([]time.Duration, len(unit))
 			}
+			runtimes[i], longest = d, max(longest, d)
 		}
-		if sf, ok := l.Check(need, now); !ok {
+		if runtimes == nil {
+			continue
+		}
+		need := func(r corev1.ResourceName) float64 {
+			sum := 0.0
+			for i, p := range unit {
+				if runtimes[i] > 0 {
+					sum += rateIn(p, r) * runtimes[i].Hours()
+				}
+			}
+			return sum
+		}
+		if sf, ok := l.CheckFunc(need, now); !ok {
 			return waitInfo{code: CodeHoursExhausted, budget: b, resource: sf.Resource, detail: hoursText(b, l, sf, longest, now)}, true
 		}
 	}
 	return waitInfo{}, false
 }
 
-func usesAny(rate, limits map[corev1.ResourceName]float64) bool {
-	for r, v := range rate {
-		if _, ok := limits[r]; ok && v > 0 {
+// rateIn is what p would be charged of r per hour: its usage and its claims' (each in
+// full), in units of r.
+func rateIn(p *podState, r corev1.ResourceName) float64 {
+	v := p.usage()[r].Float64()
+	for _, c := range p.claims() {
+		v += c.usage[r].Float64()
+	}
+	return v
+}
+
+// usesAnyOf reports whether p would be charged any of names.
+func usesAnyOf(p *podState, names []corev1.ResourceName) bool {
+	for _, r := range names {
+		if rateIn(p, r) > 0 {
 			return true
 		}
 	}

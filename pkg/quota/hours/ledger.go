@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/quotagate/quotagate/pkg/quota/internal/heap"
 )
 
 // Ledger is one budget's hours: what its pods used in the period and what its running
@@ -24,13 +26,28 @@ type Ledger struct {
 	counted time.Time // what a restored State holds was used up to here
 	runs    map[types.UID]*run
 	ended   map[types.UID]time.Time // pods whose charge ended: counted up to then
+
+	// The sums that keep a pod's start, end and check from walking every run: what all
+	// runs use per hour (rate), and, of the runs still within their maximum (reserving,
+	// in order of their ends), their rate and rate × end (hours after base), so that
+	// what they reserve at t is resvRateEnd - resvRate × (t - base). overrun are the
+	// runs past their maximum.
+	base        time.Time
+	rate        map[corev1.ResourceName]float64
+	resvRate    map[corev1.ResourceName]float64
+	resvRateEnd map[corev1.ResourceName]float64
+	reserving   heap.Heap[*run]
+	overrun     map[types.UID]*run
+	names       []corev1.ResourceName // the spec's, sorted
 }
 
 // run is one charged pod.
 type run struct {
-	rate map[corev1.ResourceName]float64 // its charge, of the resources the budget has hours for
-	end  time.Time                       // admission plus its maximum runtime
-	max  bool                            // it has a maximum (it was admitted under hours)
+	uid   types.UID
+	rate  map[corev1.ResourceName]float64 // its charge, of the resources the budget has hours for
+	end   time.Time                       // admission plus its maximum runtime
+	max   bool                            // it has a maximum (it was admitted under hours)
+	index int                             // in reserving; -1 when not there
 }
 
 // Shortfall is why a pod's hours do not fit: in Resource, the budget has Limit, of
@@ -66,7 +83,10 @@ type Day struct {
 // held: it is taken up if it was counted the same way (a calendar period's only if
 // still the current period), and the pods started next count from its AsOf.
 func NewLedger(spec Spec, now time.Time, restore *State) *Ledger {
-	l := &Ledger{spec: spec, at: now, counted: now, runs: map[types.UID]*run{}, ended: map[types.UID]time.Time{}}
+	l := &Ledger{spec: spec, at: now, counted: now, runs: map[types.UID]*run{}, ended: map[types.UID]time.Time{}, base: now,
+		reserving: heap.New(func(a, b *run) bool { return a.end.Before(b.end) }, func(r *run) *int { return &r.index })}
+	l.names = slices.Sorted(maps.Keys(spec.Limits))
+	l.resum()
 	l.reset(now)
 	if restore != nil {
 		l.restore(restore, now)
@@ -137,6 +157,43 @@ func (l *Ledger) SetSpec(spec Spec, now time.Time) {
 	for _, r := range l.runs {
 		maps.DeleteFunc(r.rate, func(name corev1.ResourceName, _ float64) bool { _, ok := spec.Limits[name]; return !ok })
 	}
+	l.names = slices.Sorted(maps.Keys(spec.Limits))
+	l.resum()
+}
+
+// resum computes the sums of the runs afresh (a new spec, or no run left, so that
+// what float additions and subtractions leave behind does not build up).
+func (l *Ledger) resum() {
+	l.rate, l.resvRate, l.resvRateEnd = map[corev1.ResourceName]float64{}, map[corev1.ResourceName]float64{}, map[corev1.ResourceName]float64{}
+	for _, r := range l.runs {
+		addTo(l.rate, r.rate, 1)
+		if r.index >= 0 {
+			addTo(l.resvRate, r.rate, 1)
+			addTo(l.resvRateEnd, r.rate, r.end.Sub(l.base).Hours())
+		}
+	}
+}
+
+// addTo adds rate × f to sum.
+func addTo(sum, rate map[corev1.ResourceName]float64, f float64) {
+	for r, v := range rate {
+		sum[r] += v * f
+	}
+}
+
+// expire moves the runs whose maximum passed by now out of the reserving ones.
+func (l *Ledger) expire(now time.Time) {
+	for r, ok := l.reserving.Peek(); ok && !now.Before(r.end); r, ok = l.reserving.Peek() {
+		l.reserving.Remove(r)
+		addTo(l.resvRate, r.rate, -1)
+		addTo(l.resvRateEnd, r.rate, -r.end.Sub(l.base).Hours())
+		if r.max {
+			if l.overrun == nil {
+				l.overrun = map[types.UID]*run{}
+			}
+			l.overrun[r.uid] = r
+		}
+	}
 }
 
 // Spec returns the spec the ledger counts with.
@@ -179,8 +236,8 @@ func (l *Ledger) fold(t time.Time) {
 	}
 	from := l.at
 	l.at = t
-	for _, r := range l.runs {
-		l.add(r.rate, from, t)
+	if len(l.runs) > 0 {
+		l.add(l.rate, from, t)
 	}
 }
 
@@ -268,7 +325,10 @@ func (l *Ledger) Start(uid types.UID, rate map[corev1.ResourceName]float64, maxR
 	if _, ok := l.runs[uid]; ok {
 		from = l.at // counted up to now already
 	}
-	delete(l.runs, uid)
+	if old, ok := l.runs[uid]; ok {
+		l.drop(old)
+	}
+	r.uid, r.index = uid, -1
 	if len(r.rate) == 0 {
 		return // it uses nothing the budget counts
 	}
@@ -276,17 +336,48 @@ func (l *Ledger) Start(uid types.UID, rate map[corev1.ResourceName]float64, maxR
 		l.add(r.rate, from, l.at)
 	}
 	l.runs[uid] = r
+	addTo(l.rate, r.rate, 1)
+	if r.end.After(l.at) {
+		l.reserving.Push(r)
+		addTo(l.resvRate, r.rate, 1)
+		addTo(l.resvRateEnd, r.rate, r.end.Sub(l.base).Hours())
+	} else if r.max {
+		if l.overrun == nil {
+			l.overrun = map[types.UID]*run{}
+		}
+		l.overrun[uid] = r
+	}
 	delete(l.ended, uid)
+}
+
+// drop takes a run out of the ledger and its sums.
+func (l *Ledger) drop(r *run) {
+	delete(l.runs, r.uid)
+	delete(l.overrun, r.uid)
+	if len(l.runs) == 0 {
+		l.reserving = heap.New(func(a, b *run) bool { return a.end.Before(b.end) }, func(r *run) *int { return &r.index })
+		clear(l.rate)
+		clear(l.resvRate)
+		clear(l.resvRateEnd)
+		return
+	}
+	addTo(l.rate, r.rate, -1)
+	if r.index >= 0 {
+		l.reserving.Remove(r)
+		addTo(l.resvRate, r.rate, -1)
+		addTo(l.resvRateEnd, r.rate, -r.end.Sub(l.base).Hours())
+	}
 }
 
 // End stops counting a pod: what it used stays used, the rest of its reservation is
 // given back.
 func (l *Ledger) End(uid types.UID, now time.Time) {
-	if _, ok := l.runs[uid]; !ok {
+	r, ok := l.runs[uid]
+	if !ok {
 		return
 	}
 	l.Advance(now)
-	delete(l.runs, uid)
+	l.drop(r)
 	l.ended[uid] = l.at
 }
 
@@ -312,19 +403,33 @@ func (l *Ledger) Used(now time.Time) map[corev1.ResourceName]float64 {
 }
 
 // Reserved is what the running pods may still use of each resource, up to their
-// maximum runtime, at now.
+// maximum runtime, at now (not before the last time the ledger was given).
 func (l *Ledger) Reserved(now time.Time) map[corev1.ResourceName]float64 {
 	out := map[corev1.ResourceName]float64{}
-	for _, r := range l.runs {
-		left := r.end.Sub(now).Hours()
-		if left <= 0 {
-			continue
-		}
-		for name, v := range r.rate {
-			out[name] += v * left
-		}
+	for _, r := range l.names {
+		out[r] = l.reservedOf(r, now)
 	}
 	return out
+}
+
+func (l *Ledger) reservedOf(r corev1.ResourceName, now time.Time) float64 {
+	l.expire(now)
+	if l.reserving.Len() == 0 {
+		return 0
+	}
+	return max(l.resvRateEnd[r]-l.resvRate[r]*now.Sub(l.base).Hours(), 0)
+}
+
+// usedOf is what was used of r, folded up to at.
+func (l *Ledger) usedOf(r corev1.ResourceName) float64 {
+	if l.days == nil {
+		return l.used[r]
+	}
+	sum := 0.0
+	for _, d := range l.days {
+		sum += d[r]
+	}
+	return sum
 }
 
 // Need is what a pod charged rate may use in maxRuntime: rate × hours.
@@ -342,44 +447,38 @@ func Need(rate map[corev1.ResourceName]float64, maxRuntime time.Duration) map[co
 // resource the budget has hours for, used + reserved + need is within the limit. The
 // first resource (by name) that does not fit is returned.
 func (l *Ledger) Check(need map[corev1.ResourceName]float64, now time.Time) (Shortfall, bool) {
-	used, reserved := l.Used(now), l.Reserved(now)
-	for _, r := range slices.Sorted(maps.Keys(l.spec.Limits)) {
-		n := need[r]
+	return l.CheckFunc(func(r corev1.ResourceName) float64 { return need[r] }, now)
+}
+
+// Names are the resources the budget has hours for, sorted.
+func (l *Ledger) Names() []corev1.ResourceName { return l.names }
+
+// CheckFunc is Check with need(r) for each resource r of Names.
+func (l *Ledger) CheckFunc(need func(corev1.ResourceName) float64, now time.Time) (Shortfall, bool) {
+	l.Advance(now)
+	for _, r := range l.names {
+		n := need(r)
 		if n <= 0 {
 			continue
 		}
-		limit := l.spec.Limits[r]
+		limit, used, reserved := l.spec.Limits[r], l.usedOf(r), l.reservedOf(r, now)
 		if n > limit || math.IsInf(n, 0) || math.IsNaN(n) {
-			return Shortfall{Resource: r, Used: used[r], Reserved: reserved[r], Need: n, Limit: limit, Never: true}, false
+			return Shortfall{Resource: r, Used: used, Reserved: reserved, Need: n, Limit: limit, Never: true}, false
 		}
-		if used[r]+reserved[r]+n > limit {
-			return Shortfall{Resource: r, Used: used[r], Reserved: reserved[r], Need: n, Limit: limit}, false
+		if used+reserved+n > limit {
+			return Shortfall{Resource: r, Used: used, Reserved: reserved, Need: n, Limit: limit}, false
 		}
 	}
 	return Shortfall{}, true
 }
 
-// Exhausted reports whether used + reserved has reached the limit of some resource.
-func (l *Ledger) Exhausted(now time.Time) bool {
-	used, reserved := l.Used(now), l.Reserved(now)
-	for r, limit := range l.spec.Limits {
-		if used[r]+reserved[r] >= limit && used[r]+reserved[r] > 0 {
-			return true
-		}
-	}
-	return false
-}
-
 // Overrun returns, sorted, the pods running past their maximum runtime at now.
 func (l *Ledger) Overrun(now time.Time) []types.UID {
-	var out []types.UID
-	for uid, r := range l.runs {
-		if r.max && !now.Before(r.end) {
-			out = append(out, uid)
-		}
+	l.expire(now)
+	if len(l.overrun) == 0 {
+		return nil
 	}
-	slices.Sort(out)
-	return out
+	return slices.Sorted(maps.Keys(l.overrun))
 }
 
 // NextChange is when, with no pod starting or ending, what fits next changes on its
@@ -401,10 +500,9 @@ func (l *Ledger) NextChange(now time.Time) time.Time {
 		next = now.Add(min(max(l.spec.HalfLife/16, time.Second), 10*time.Minute))
 	}
 	if l.spec.Evict {
-		for _, r := range l.runs {
-			if r.max && r.end.After(now) && r.end.Before(next) {
-				next = r.end
-			}
+		l.expire(now)
+		if r, ok := l.reserving.Peek(); ok && r.max && r.end.Before(next) {
+			next = r.end
 		}
 	}
 	return next
