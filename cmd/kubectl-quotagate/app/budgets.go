@@ -112,6 +112,10 @@ type budgetRow struct {
 	Lent corev1.ResourceList
 	// Flavors are its quota per flavor (status.flavors), in the order pods try them.
 	Flavors []v1alpha1.FlavorStatus
+	// Hours is spec.usageLimits.hours (its names as hard's), and Usage status.usage:
+	// what its pods used and reserved of them.
+	Hours corev1.ResourceList
+	Usage *v1alpha1.UsageStatus
 	// Object is the Budget or ClusterBudget, its apiVersion and kind set, for -o
 	// json|yaml|name.
 	Object client.Object
@@ -250,6 +254,10 @@ func newBudgetRow(key quota.BudgetKey, obj client.Object, spec *v1alpha1.BudgetS
 	}
 	if t, ok := oldest[key]; ok {
 		r.OldestWait = age(now, t)
+	}
+	if spec.UsageLimits != nil {
+		r.Hours, _ = quota.NormalizeHard(spec.UsageLimits.Hours)
+		r.Usage = st.Usage
 	}
 	return r
 }

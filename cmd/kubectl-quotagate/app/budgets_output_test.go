@@ -4,10 +4,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	"github.com/quotagate/quotagate/api/v1alpha1"
 )
 
 // Each output format of budgets besides the default table (TestBudgets).
@@ -134,5 +139,27 @@ func TestBudgetsBadOutput(t *testing.T) {
 		`go-template,go-template-file,json,jsonpath,jsonpath-as-json,jsonpath-file,kyaml,name,template,templatefile,wide,yaml`
 	if err == nil || err.Error() != want {
 		t.Errorf("budgets -o jsn: got error %v, want %q", err, want)
+	}
+}
+
+// A budget with usageLimits has a line per resource of its hours: what its pods used in
+// the period and what the running ones reserved, of the limit (status.usage).
+func TestBudgetsShowHours(t *testing.T) {
+	b := budget("ml", "gpu", "requests.cpu=4", "")
+	b.Spec.UsageLimits = &v1alpha1.UsageLimits{Hours: parseList("cpu=10"), Period: v1alpha1.PeriodMonth,
+		DefaultMaxRuntime: &metav1.Duration{Duration: 2 * time.Hour}}
+	b.Status.Usage = &v1alpha1.UsageStatus{Period: "2026-12", Used: parseList("requests.cpu=3500m"), Reserved: parseList("requests.cpu=2")}
+	w := newWorld(t, t0.Add(time.Minute), []*corev1.Namespace{namespace("ml", true)}, []*v1alpha1.Budget{b}, nil,
+		[]*corev1.Pod{makePod("ml", "train").Req("cpu=1").Obj()})
+	out, errOut, err := run(t, w.env(nil), "budgets", "-n", "ml")
+	if err != nil {
+		t.Fatalf("budgets: %v\n%s", err, errOut)
+	}
+	want := `BUDGET          STATE   ADMITTED   GATED   OLDEST WAIT   RESOURCE                        USED/HARD               USAGE
+Budget ml/gpu   Open    1          0       -             requests.cpu                    1/4                     [███░░░░░░░]
+                                                         requests.cpu hours in 2026-12   3500m/10 (2 reserved)   [██████░░░░]
+`
+	if diff := cmp.Diff(want, out); diff != "" {
+		t.Errorf("output (-want +got):\n%s", diff)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/printers"
@@ -53,6 +54,7 @@ func budgetTableRows(rows []budgetRow) []metav1.TableRow {
 		for _, f := range r.Flavors {
 			lines = append(lines, flavorLines(f)...)
 		}
+		lines = append(lines, hourLines(r.Hours, r.Usage)...)
 		if len(lines) == 0 {
 			out = append(out, tableRow(append(lead, "-", "-", "-", "-")...))
 			continue
@@ -102,4 +104,30 @@ func flavorLines(f v1alpha1.FlavorStatus) []resourceLine {
 		return []resourceLine{{"(no hard) on " + f.Name, "-", "-", "-"}}
 	}
 	return resourceLines(f.Name, f.Hard, f.Used, nil, f.Borrowed, f.Lent)
+}
+
+// hourLines are the lines of a budget's usageLimits.hours, one per resource in name
+// order: RESOURCE "r hours in <period>", USED/HARD the resource-hours used of the
+// limit (and what running pods reserved), USAGE used and reserved together.
+func hourLines(limits corev1.ResourceList, u *v1alpha1.UsageStatus) []resourceLine {
+	var out []resourceLine
+	period := "the period"
+	if u != nil {
+		period = u.Period
+	}
+	for _, n := range sortedNames(limits) {
+		h := limits[n]
+		var used, reserved resource.Quantity
+		if u != nil {
+			used, reserved = u.Used[n], u.Reserved[n]
+		}
+		cell := used.String() + "/" + h.String()
+		if reserved.Sign() > 0 {
+			cell += " (" + reserved.String() + " reserved)"
+		}
+		taken := used.DeepCopy()
+		taken.Add(reserved)
+		out = append(out, resourceLine{string(n) + " hours in " + period, cell, "-", usageBar(taken, h)})
+	}
+	return out
 }
