@@ -82,6 +82,19 @@ type FairSharing struct {
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).compareTo(quantity('0')) >= 0",message="weight must not be negative"
 	Weight *resource.Quantity `json:"weight,omitempty"`
+
+	// UsageHalfLife, on a parent, ranks the budgets under it also by what they used:
+	// each one's share adds what its pods used, decayed with this half-life, as a share
+	// of what the family would use lending all it lends for as long (docs/budgets.md,
+	// "Fair sharing with memory"). A budget that ran the whole family's lendable quota
+	// all night competes next morning as if it still borrowed most of it. Unset: shares
+	// are of the current use alone.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$') || duration(self) >= duration('1m')",message="usageHalfLife must be at least 1m"
+	UsageHalfLife *metav1.Duration `json:"usageHalfLife,omitempty"`
 }
 
 // BudgetState is the desired (spec) or effective (status) state of a budget.

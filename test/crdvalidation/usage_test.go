@@ -113,3 +113,27 @@ func TestUsageLimitsValidation(t *testing.T) {
 		})
 	}
 }
+
+// TestFairSharingMemoryValidation: spec.fairSharing.usageHalfLife below a minute, or
+// not a Go duration, is refused; a day is accepted.
+func TestFairSharingMemoryValidation(t *testing.T) {
+	api, _ := startAPIServer(t)
+	for name, tc := range map[string]struct{ halfLife, want string }{
+		"below 1m":          {`30s`, `spec.fairSharing.usageHalfLife: Invalid value: "30s": usageHalfLife must be at least 1m`},
+		"not a Go duration": {`"a day"`, `spec.fairSharing.usageHalfLife: Invalid value: "a day": spec.fairSharing.usageHalfLife in body should match '^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$'`},
+	} {
+		t.Run("refused/"+name, func(t *testing.T) {
+			obj := object(t, "ClusterBudget", "memory-"+fmt.Sprint(len(name)), `{hard: {cpu: "4"}, fairSharing: {usageHalfLife: `+tc.halfLife+`}}`)
+			err := api.create(t.Context(), obj)
+			if !apierrors.IsInvalid(err) {
+				t.Fatalf("err = %v, want it refused as invalid", err)
+			}
+			if want := fmt.Sprintf("ClusterBudget.quotagate.io %q is invalid: %s", obj.GetName(), tc.want); err.Error() != want {
+				t.Errorf("\n got  %s\n want %s", err.Error(), want)
+			}
+		})
+	}
+	if err := api.create(t.Context(), object(t, "ClusterBudget", "memory-ok", `{hard: {cpu: "4"}, fairSharing: {usageHalfLife: 24h}}`)); err != nil {
+		t.Errorf("usageHalfLife 24h: %v", err)
+	}
+}
