@@ -95,6 +95,7 @@ func (a *admitter) admit() []Admission {
 		}
 	}
 	a.passes.begin()
+	a.hours.beginPass()
 	defer a.passes.end()
 	for {
 		for b := a.agenda.next(); b != nil; b = a.agenda.next() {

@@ -87,6 +87,9 @@ type Budget struct {
 	BlockedTimeout time.Duration
 	// Weight is spec.fairSharing.weight (nil means 1; families.yieldsTo).
 	Weight *resource.Quantity
+	// UsageHalfLife is spec.fairSharing.usageHalfLife: on a parent, its children's
+	// shares add what they used, decayed with it (0: current use alone; fairshare.go).
+	UsageHalfLife time.Duration
 	// Parent names a ClusterBudget ("" for none).
 	Parent   string
 	Strategy v1alpha1.QueueingStrategy
@@ -152,6 +155,9 @@ func fromSpec(key BudgetKey, s *v1alpha1.BudgetSpec) Budget {
 	}
 	if s.FairSharing != nil {
 		out.Weight = s.FairSharing.Weight
+		if h := s.FairSharing.UsageHalfLife; h != nil && h.Duration > 0 {
+			out.UsageHalfLife = h.Duration
+		}
 	}
 	if s.Start != nil {
 		start, problem := window.StartFromAPI(s.Start)

@@ -69,7 +69,7 @@ func (q *AdmissionQueue) DeleteBudget(key BudgetKey) {
 	}
 	q.families.forgetBudget(b)
 	q.preemptions.forgetBudget(b)
-	q.hours.forget(b)
+	q.hours.forgetBudget(b)
 	q.resolveTopology(b)
 	q.place.recover(key)
 	if p := b.parent; p != nil && q.topology.alive(p) {

@@ -172,8 +172,9 @@
 //   - a quota in resource-hours: package hours (the ledger: periods, decay,
 //     reservations) and hourBooks (hourbooks.go), which the charges and the admitter
 //     call; the spec comes in through BudgetFromAPI (Budget.Hours, HoursRestore).
-//   - fairness with decayed usage: families.yieldsTo and budget.shareWith (fairshare.go),
-//     its state on familyState (families.go).
+//   - fairness with decayed usage: families.yieldsTo and budget.shareWith (fairshare.go)
+//     add hourBooks.usageShare (hourbooks.go), what a budget used, decayed with its
+//     parent's Budget.UsageHalfLife, kept in an hours.Ledger per budget.
 //   - a new preemption policy: preemptions.decide (preempt.go), victimCandidates
 //     (victims.go), compareVictims (victimorder.go).
 //   - a new flavor rule: flavorIndex.choices (flavors.go), admitter.flavorFor

@@ -25,6 +25,13 @@ import (
 // same strict order holds there. When that head
 // is admitted or fails, the units that yielded to it are evaluated again. Yielding
 // follows the shares strictly, so no two units yield to each other, and an Admit ends.
+//
+// With memory (the parent's spec.fairSharing.usageHalfLife), each share adds what the
+// budget used, decayed with that half-life, over what the family would use lending all
+// it lends for ever (its lendable pool times halfLife/ln 2, the most a decayed sum can
+// reach), dominant over the resources, divided by its weight (hourBooks.usageShare).
+// It is read as it was when the admission pass began, so it is the same constant for
+// a budget all through a pass, and the strict order above holds.
 
 // yieldsTo returns why a unit that fits, adding add(b) to each budget b of budgets,
 // waits for a sibling with a smaller share, and wakes that sibling's head; ok is false
@@ -37,7 +44,7 @@ func (fs *families) yieldsTo(first *podState, budgets []*budget, add demand, fl 
 		for c, a := range adds {
 			if s, b := c.shareWith(f, a); b {
 				borrows = true
-				mine = max(mine, s)
+				mine = max(mine, s+fs.core.usageShare(c, f))
 			}
 		}
 		if !borrows {
@@ -62,6 +69,7 @@ func (fs *families) yieldsTo(first *podState, budgets []*budget, add demand, fl 
 				usage, hAdds = onFlavors(usage, reach), h.addsOn(reach)
 			}
 			theirs, b := d.shareWith(f, usage)
+			theirs += fs.core.usageShare(d, f)
 			if !b || theirs > mine || (theirs == mine && h.order.compare(&first.order) >= 0) {
 				continue
 			}

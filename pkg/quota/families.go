@@ -45,6 +45,9 @@ type familyCore interface {
 	// would be charged on there, and whether it fits there; "" and true when no flavor
 	// applies to it (admitter.flavorFor).
 	headFlavor(p *podState) (string, []string, bool)
+	// usageShare is what c used, decayed with its parent f's usageHalfLife, as a share
+	// of what f's family lends over as long (hourBooks.usageShare; 0 without one).
+	usageShare(c, f *budget) float64
 }
 
 var _ familyCore = (*AdmissionQueue)(nil)

@@ -32,6 +32,7 @@ func (c *fakeFamilyCore) stuck(*podState) bool                          { return
 func (c *fakeFamilyCore) wakeIfAlive(b *budget)                         { c.woken = append(c.woken, b.key.Name) }
 func (c *fakeFamilyCore) activate(p *podState)                          { c.activated = append(c.activated, p.pod.Name) }
 func (c *fakeFamilyCore) headFlavor(*podState) (string, []string, bool) { return "", nil, true } // no flavors here
+func (c *fakeFamilyCore) usageShare(_, _ *budget) float64               { return 0 }             // no memory here
 func newFakeFamilyCore() *fakeFamilyCore                                { return &fakeFamilyCore{} }
 
 // orgFamily is ClusterBudget org (hard cpu=10) over Budget team-a/a (hard cpu=2, may

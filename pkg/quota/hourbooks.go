@@ -3,6 +3,7 @@ package quota
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -30,6 +31,13 @@ type hourBooks struct {
 
 	writeEvery time.Duration // how often a ledger with running pods has its status written
 	lastWrite  time.Time
+
+	// memory is, for each budget under a parent with fairSharing.usageHalfLife, what
+	// its pods used, decayed (fair sharing with memory); shares are its usageShare as
+	// the current admission pass began, and passAt when that was.
+	memory map[*budget]*hours.Ledger
+	shares map[*budget]float64
+	passAt time.Time
 }
 
 func newHourBooks(c clock.PassiveClock, ag *agenda, writeEvery time.Duration) *hourBooks {
@@ -70,16 +78,101 @@ func (h *hourBooks) forget(b *budget) {
 	delete(h.next, b)
 }
 
+// memoryOf is c's memory ledger under f, made (counting c's charged pods from now)
+// when there is none yet or f's half-life changed.
+func (h *hourBooks) memoryOf(c, f *budget, now time.Time) *hours.Ledger {
+	hl := f.spec.UsageHalfLife
+	if l := h.memory[c]; l != nil && l.Spec().HalfLife == hl {
+		return l
+	}
+	limits := map[corev1.ResourceName]float64{}
+	for _, r := range f.ledger.resources() {
+		limits[r] = math.MaxFloat64
+	}
+	l := hours.NewLedger(hours.Spec{Limits: limits, HalfLife: hl, Location: time.UTC}, now, nil)
+	for p := range c.ledger.chargedPods() {
+		l.Start(p.pod.UID, rateOf(p.chargedUsage, p.chargedClaims), 0, now, now)
+	}
+	if h.memory == nil {
+		h.memory = map[*budget]*hours.Ledger{}
+	}
+	h.memory[c] = l
+	return l
+}
+
+// forgetBudget drops what is kept of a deleted budget.
+func (h *hourBooks) forgetBudget(b *budget) {
+	h.forget(b)
+	delete(h.memory, b)
+	delete(h.shares, b)
+}
+
+// beginPass starts an admission pass: usageShare reads memory as it is now, and keeps
+// each budget's share until the next pass.
+func (h *hourBooks) beginPass() {
+	h.passAt = h.clock.Now()
+	clear(h.shares)
+}
+
+// usageShare is c's share from memory under its parent f: over the resources of f's
+// memory ledger for c, what c used, decayed with f's usageHalfLife, over what f's
+// family lends of it times halfLife/ln 2 (the most that lending all of it for ever
+// adds up to, decayed), the largest, divided by c's weight. 0 when f has no
+// usageHalfLife. The ledger is made the first time it is asked for, counting c's
+// charged pods from then.
+func (h *hourBooks) usageShare(c, f *budget) float64 {
+	hl := f.spec.UsageHalfLife
+	if hl <= 0 {
+		return 0
+	}
+	if s, ok := h.shares[c]; ok {
+		return s
+	}
+	at := h.passAt
+	if at.IsZero() {
+		at = h.clock.Now()
+	}
+	l := h.memoryOf(c, f, at)
+	share := 0.0
+	for r, used := range l.Used(at) {
+		pool, _ := f.familyStatus(r)
+		if p := pool.Float64() * hl.Hours() / math.Ln2; p > 0 {
+			share = max(share, used/p)
+		}
+	}
+	weight := 1.0
+	if c.spec.Weight != nil {
+		weight = c.spec.Weight.AsApproximateFloat64()
+	}
+	switch {
+	case weight <= 0 && share > 0:
+		share = math.Inf(1)
+	case weight > 0:
+		share /= weight
+	}
+	if h.shares == nil {
+		h.shares = map[*budget]float64{}
+	}
+	h.shares[c] = share
+	return share
+}
+
 // start counts a pod that was just charged, in every budget it is charged to that has
 // hours.
 func (h *hourBooks) start(p *podState) {
-	if len(h.ledgers) == 0 {
-		return
-	}
-	now := h.clock.Now()
+	var now time.Time
 	for _, b := range p.chargedTo {
 		if l := h.ledgers[b]; l != nil {
+			if now.IsZero() {
+				now = h.clock.Now()
+			}
 			h.startOn(b, l, p, now)
+		}
+		if f := b.parent; f != nil && f.spec.UsageHalfLife > 0 {
+			if now.IsZero() {
+				now = h.clock.Now()
+			}
+			h.memoryOf(b, f, now).Start(p.pod.UID, rateOf(p.chargedUsage, p.chargedClaims), 0, now, now)
 		}
 	}
 }
@@ -102,7 +195,7 @@ func (h *hourBooks) startOn(b *budget, l *hours.Ledger, p *podState, now time.Ti
 
 // end stops counting a pod whose charge ends: what it used stays used.
 func (h *hourBooks) end(p *podState) {
-	if len(h.ledgers) == 0 {
+	if len(h.ledgers) == 0 && len(h.memory) == 0 {
 		return
 	}
 	now := h.clock.Now()
@@ -110,6 +203,9 @@ func (h *hourBooks) end(p *podState) {
 		if l := h.ledgers[b]; l != nil && l.Running(p.pod.UID) {
 			l.End(p.pod.UID, now)
 			h.next[b] = l.NextChange(now)
+		}
+		if l := h.memory[b]; l != nil {
+			l.End(p.pod.UID, now)
 		}
 	}
 }
