@@ -3,6 +3,7 @@ package quota
 import (
 	"fmt"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -22,7 +23,8 @@ import (
 
 // TestRandomizedHours plays hour budgets (docs/budgets.md, "Hour budgets") on a
 // simulated clock: a ClusterBudget with CPU-hours a day over two namespaces, a Budget
-// with its own hours under it, one with Exhaustion Evict, one with none; pods of one to
+// with its own hours under it, one with Exhaustion Evict, one with none, one whose
+// hours decay with a half-life of two hours; pods of one to
 // three CPUs that declare a maximum runtime and run shorter or longer than it; minutes
 // to hours between steps, across midnights; and managers that restart, taking up what
 // the last status held. The model keeps its own record of when each pod was admitted
@@ -56,6 +58,12 @@ func TestRandomizedHours(t *testing.T) {
 	}
 }
 
+// hWait is a reason a pod was seen waiting with, and since when.
+type hWait struct {
+	message string
+	since   time.Time
+}
+
 // hPod is a pod of the hour world, as the model records it.
 type hPod struct {
 	name       string
@@ -70,14 +78,18 @@ type hPod struct {
 }
 
 type hourWorld struct {
-	t        *testing.T
-	rng      *rand.Rand
-	q        *AdmissionQueue
-	clk      *clocktesting.FakeClock
-	budgets  map[BudgetKey]Budget
-	pods     map[string]*hPod
-	events   []string
-	serial   int
+	t       *testing.T
+	rng     *rand.Rand
+	q       *AdmissionQueue
+	clk     *clocktesting.FakeClock
+	budgets map[BudgetKey]Budget
+	pods    map[string]*hPod
+	events  []string
+	serial  int
+	// waits are, per pod waiting for hours, the reason it was last seen with and when
+	// it was first seen with it: when the core last evaluated it (a reason is written
+	// anew at each evaluation).
+	waits    map[string]hWait
 	admitted int
 	waited   int
 	evicted  int
@@ -90,16 +102,20 @@ func (w *hourWorld) logf(format string, args ...any) {
 }
 
 var (
-	hOrg  = BudgetKey{Name: "org"}
-	hA    = BudgetKey{Namespace: "team-a", Name: "a"}
-	hB    = BudgetKey{Namespace: "team-b", Name: "b"}
-	hEvic = BudgetKey{Namespace: "team-c", Name: "c"}
+	hOrg   = BudgetKey{Name: "org"}
+	hA     = BudgetKey{Namespace: "team-a", Name: "a"}
+	hB     = BudgetKey{Namespace: "team-b", Name: "b"}
+	hEvic  = BudgetKey{Namespace: "team-c", Name: "c"}
+	hDecay = BudgetKey{Namespace: "team-d", Name: "d"}
 )
+
+// hDecayHalfLife is budget d's: what its pods used counts half two hours later.
+const hDecayHalfLife = 2 * time.Hour
 
 func newHourWorld(t *testing.T, seed int) *hourWorld {
 	q, clk := newTestQueue()
 	w := &hourWorld{t: t, rng: rand.New(rand.NewPCG(uint64(seed), 0x3c6ef372fe94f82b)), q: q, clk: clk,
-		budgets: map[BudgetKey]Budget{}, pods: map[string]*hPod{}}
+		budgets: map[BudgetKey]Budget{}, pods: map[string]*hPod{}, waits: map[string]hWait{}}
 	day := func(cpuHours string, exhaustion v1alpha1.UsageExhaustion) *hours.Spec {
 		s, problem := hours.FromAPI(&v1alpha1.UsageLimits{Hours: corev1.ResourceList{"cpu": resource.MustParse(cpuHours)}, Period: v1alpha1.PeriodDay,
 			DefaultMaxRuntime: &metav1.Duration{Duration: time.Hour}, Exhaustion: exhaustion}, normalizedName)
@@ -118,7 +134,14 @@ func newHourWorld(t *testing.T, seed int) *hourWorld {
 	for _, ns := range []string{"team-a", "team-b"} {
 		q.SetNamespace(ns, map[string]string{v1alpha1.EnabledLabel: "true", "tier": "gold"})
 	}
-	for _, x := range []Budget{org, a, b, c} {
+	d := makeBudget("team-d", "d").Hard("cpu=20").Obj()
+	ds, problem := hours.FromAPI(&v1alpha1.UsageLimits{Hours: corev1.ResourceList{"cpu": resource.MustParse(fmt.Sprint(2 + w.rng.IntN(4)))},
+		HalfLife: &metav1.Duration{Duration: hDecayHalfLife}, DefaultMaxRuntime: &metav1.Duration{Duration: time.Hour}}, normalizedName)
+	if problem != "" {
+		t.Fatal(problem)
+	}
+	d.Hours = &ds
+	for _, x := range []Budget{org, a, b, c, d} {
 		w.budgets[x.Key] = x
 		q.UpsertBudget(x)
 	}
@@ -149,7 +172,7 @@ func (w *hourWorld) run(steps int) error {
 
 func (w *hourWorld) createPod() {
 	w.serial++
-	p := &hPod{name: fmt.Sprintf("p%d", w.serial), ns: []string{"team-a", "team-b", "team-c"}[w.rng.IntN(3)],
+	p := &hPod{name: fmt.Sprintf("p%d", w.serial), ns: []string{"team-a", "team-b", "team-c", "team-d"}[w.rng.IntN(4)],
 		cpu: float64(1 + w.rng.IntN(3)), max: time.Duration(5+w.rng.IntN(90)) * time.Minute}
 	// Most run within their maximum; some run past it.
 	p.runs = time.Duration(w.rng.Int64N(int64(p.max)))
@@ -246,15 +269,23 @@ func (w *hourWorld) recordUsed(k BudgetKey, now time.Time, withinMax bool) float
 	dayStart := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
 	sum := 0.0
 	for _, p := range w.pods {
-		if p.admittedAt.IsZero() || !w.covers(p, k) {
+		if p.admittedAt.IsZero() || p.admittedAt.After(now) || !w.covers(p, k) {
 			continue
 		}
 		from, to := p.admittedAt, now
-		if !p.endedAt.IsZero() {
+		if !p.endedAt.IsZero() && p.endedAt.Before(now) {
 			to = p.endedAt
 		}
 		if withinMax && p.admittedAt.Add(p.max).Before(to) {
 			to = p.admittedAt.Add(p.max)
+		}
+		if k == hDecay {
+			// Decayed, never reset: ∫ cpu·2^(-(now-τ)/h) dτ over [from, to].
+			if to.After(from) {
+				h := hDecayHalfLife.Hours()
+				sum += p.cpu * h / math.Ln2 * (math.Exp2(-now.Sub(to).Hours()/h) - math.Exp2(-now.Sub(from).Hours()/h))
+			}
+			continue
 		}
 		if from.Before(dayStart) {
 			from = dayStart
@@ -269,7 +300,7 @@ func (w *hourWorld) recordUsed(k BudgetKey, now time.Time, withinMax bool) float
 func (w *hourWorld) recordReserved(k BudgetKey, now time.Time) float64 {
 	sum := 0.0
 	for _, p := range w.pods {
-		if p.admittedAt.IsZero() || !p.endedAt.IsZero() || !w.covers(p, k) {
+		if p.admittedAt.IsZero() || p.admittedAt.After(now) || (!p.endedAt.IsZero() && !p.endedAt.After(now)) || !w.covers(p, k) {
 			continue
 		}
 		if left := p.admittedAt.Add(p.max).Sub(now); left > 0 {
@@ -342,13 +373,23 @@ func (w *hourWorld) admitAndCheck() error {
 		if !strings.Contains(r.Message, "resource-hours") {
 			return fmt.Errorf("%s waits with %q", p.name, r.Message)
 		}
+		// The reason is the core's at its last evaluation of the pod: between two, used
+		// decays (budget d), and the pod is looked at again at d's next step of decay.
+		seen, ok := w.waits[p.name]
+		if !ok || seen.message != r.Message {
+			seen = hWait{message: r.Message, since: now}
+			w.waits[p.name] = seen
+		}
+		at := seen.since
 		fits := true
 		for _, k := range slices.SortedFunc(maps.Keys(w.budgets), BudgetKey.Compare) {
 			limit, ok := w.limit(k)
 			if !ok || !w.podIn(p, k) {
 				continue
 			}
-			if w.recordUsed(k, now, false)+w.recordReserved(k, now)+p.cpu*p.max.Hours() > limit-hourSlack {
+			// A restart reads used back rounded up to the milli-hour: the core may count
+			// up to that much more than the record.
+			if w.recordUsed(k, at, false)+w.recordReserved(k, at)+p.cpu*p.max.Hours() > limit-slack {
 				fits = false
 			}
 		}
@@ -368,8 +409,10 @@ func (w *hourWorld) podIn(p *hPod, k BudgetKey) bool {
 		return p.ns == "team-a"
 	case hB:
 		return p.ns == "team-b"
-	default:
+	case hEvic:
 		return p.ns == "team-c"
+	default:
+		return p.ns == "team-d"
 	}
 }
 
