@@ -1,7 +1,6 @@
 package quota
 
 import (
-	"fmt"
 	"runtime"
 	"testing"
 	"time"
@@ -39,20 +38,11 @@ func BenchmarkHoursAdmitDecisions(b *testing.B) {
 			for b.Loop() {
 				b.StopTimer()
 				q, _ := newTestQueue()
-				for i := range budgets {
-					ns := fmt.Sprintf("ns-%d", i)
-					optIn(q, ns)
-					bd := makeBudget(ns, "b").Hard(fmt.Sprintf("cpu=%d", perBudget/2)).Obj()
-					if withHours {
-						bd.Hours = benchHours()
-					}
-					q.UpsertBudget(bd)
+				var with func(*Budget)
+				if withHours {
+					with = func(bd *Budget) { bd.Hours = benchHours() }
 				}
-				for j := range perBudget {
-					for i := range budgets {
-						q.UpsertPod(benchPod(fmt.Sprintf("ns-%d", i), j, 1000))
-					}
-				}
+				fillWith(q, budgets, perBudget, with)
 				runtime.GC()
 				b.StartTimer()
 				start := time.Now()

@@ -51,11 +51,18 @@ func optIn(q *AdmissionQueue, namespaces ...string) {
 
 // fill creates budgets ns-0..ns-(budgets-1) in opted-in namespaces, each with room for
 // half of its perBudget gated pods, and upserts the pods.
-func fill(q *AdmissionQueue, budgets, perBudget int) {
+func fill(q *AdmissionQueue, budgets, perBudget int) { fillWith(q, budgets, perBudget, nil) }
+
+// fillWith is fill with each budget changed by with (nil: as it is) before it is upserted.
+func fillWith(q *AdmissionQueue, budgets, perBudget int, with func(*Budget)) {
 	for i := range budgets {
 		ns := fmt.Sprintf("ns-%d", i)
 		optIn(q, ns)
-		q.UpsertBudget(makeBudget(ns, "b").Hard(fmt.Sprintf("cpu=%d", perBudget/2)).Obj())
+		bd := makeBudget(ns, "b").Hard(fmt.Sprintf("cpu=%d", perBudget/2)).Obj()
+		if with != nil {
+			with(&bd)
+		}
+		q.UpsertBudget(bd)
 	}
 	for j := range perBudget {
 		for i := range budgets {
