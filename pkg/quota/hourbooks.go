@@ -272,7 +272,7 @@ func (h *hourBooks) wait(unit []*podState, budgets []*budget) (waitInfo, bool) {
 			return sum
 		}
 		if sf, ok := l.CheckFunc(need, now); !ok {
-			return waitInfo{code: CodeHoursExhausted, budget: b, resource: sf.Resource, detail: hoursText(b, l, sf, longest, now)}, true
+			return waitInfo{code: CodeHoursExhausted, budget: b, resource: sf.Resource, detail: hoursText(b, l, sf, longest)}, true
 		}
 	}
 	return waitInfo{}, false
@@ -301,16 +301,16 @@ func usesAnyOf(p *podState, names []corev1.ResourceName) bool {
 // hoursText is why a unit's hours do not fit in b: "requests.nvidia.com/gpu: 982 of
 // 1000 hours used or reserved in 2026-12 in Budget ml/team-a; this pod may use 48
 // (until 2027-01-01T00:00:00+01:00)".
-func hoursText(b *budget, l *hours.Ledger, sf hours.Shortfall, longest time.Duration, now time.Time) string {
-	st := l.Snapshot(now)
+func hoursText(b *budget, l *hours.Ledger, sf hours.Shortfall, longest time.Duration) string {
 	if sf.Never {
 		return fmt.Sprintf("%s: it may use %s resource-hours (its charge times its maximum runtime, %s), more than %s allows in a period (%s): it is never admitted as it is",
 			resourceText(sf.Resource), hoursNum(sf.Need), longest, b.key.Describe(), hoursNum(sf.Limit))
 	}
+	period, resetAt := l.Period() // as the check just advanced it
 	msg := fmt.Sprintf("%s: %s of %s resource-hours used or reserved in %s of %s; this pod may use %s",
-		resourceText(sf.Resource), hoursNum(sf.Used+sf.Reserved), hoursNum(sf.Limit), st.Period, b.key.Describe(), hoursNum(sf.Need))
-	if !st.ResetAt.IsZero() {
-		msg += "; the period resets at " + st.ResetAt.Format(time.RFC3339)
+		resourceText(sf.Resource), hoursNum(sf.Used+sf.Reserved), hoursNum(sf.Limit), period, b.key.Describe(), hoursNum(sf.Need))
+	if !resetAt.IsZero() {
+		msg += "; the period resets at " + resetAt.Format(time.RFC3339)
 	}
 	return msg
 }
