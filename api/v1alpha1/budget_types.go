@@ -336,6 +336,11 @@ type BudgetStatus struct {
 	// Usage is what the budget's pods have used of spec.usageLimits.hours.
 	// +optional
 	Usage *UsageStatus `json:"usage,omitempty"`
+
+	// FairSharing is, when the budget's parent sets fairSharing.usageHalfLife, what
+	// its pods used, decayed, and the share that adds.
+	// +optional
+	FairSharing *FairSharingStatus `json:"fairSharing,omitempty"`
 }
 
 // Budget limits the pods of its own namespace. Pods over it are queued, not refused.

@@ -142,6 +142,27 @@ type UsageStatus struct {
 	Days []UsageDay `json:"days,omitempty"`
 }
 
+// FairSharingStatus is, for a budget under a parent with fairSharing.usageHalfLife,
+// what its pods used, decayed with that half-life, and what that adds to its share
+// when the budgets under the parent compete (docs/budgets.md, "Fair sharing with
+// memory"). The manager writes it at least every --usage-write-interval while the
+// budget's pods run, and reads it back when it starts.
+type FairSharingStatus struct {
+	// AsOf is when used was computed.
+	AsOf metav1.MicroTime `json:"asOf"`
+
+	// Used is, per resource of the parent, the resource-hours the budget's pods used,
+	// decayed with the parent's usageHalfLife, up to asOf.
+	// +optional
+	Used corev1.ResourceList `json:"used,omitempty"`
+
+	// UsageShare is what used adds to the budget's share as of asOf, in thousandths:
+	// used over the parent's lendable quota times usageHalfLife/ln 2, the largest over
+	// the resources, divided by the budget's weight. 1000 is a budget of weight 1 that
+	// used all the family lends for as long as the half-life remembers.
+	UsageShare int64 `json:"usageShare"`
+}
+
 // UsageDay is what was used on one day of a rolling window.
 type UsageDay struct {
 	// Date is the day, as 2026-12-06 (UTC).

@@ -402,3 +402,12 @@ func (a *admitter) reclaiming(b *budget) bool { return a.preemptions.reclaiming(
 
 // hoursState is b's hours now (hourBooks.state), for its status.
 func (a *admitter) hoursState(b *budget) *hours.State { return a.hours.state(b) }
+
+// memoryState is b's memory under its parent for its status, nil for none.
+func (a *admitter) memoryState(b *budget) *FairSharingStatus {
+	st, share, ok := a.hours.memoryState(b)
+	if !ok {
+		return nil
+	}
+	return &FairSharingStatus{AsOf: st.AsOf, Used: st.Used, Share: share}
+}

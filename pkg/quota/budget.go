@@ -106,6 +106,10 @@ type Budget struct {
 	// held, which a budget new to the core starts its hours from (hourBooks).
 	Hours        *hours.Spec
 	HoursRestore *hours.State
+	// MemoryRestore is what status.fairSharing held: what its pods used, decayed with
+	// its parent's usageHalfLife, which the memory of a budget new to the core starts
+	// from (hourBooks.memoryOf).
+	MemoryRestore *hours.State
 	// SpecError is a problem found while building the Budget: a selector that does not
 	// parse (a *SelectorError). An invalid budget admits nothing (fail closed: no pod
 	// escapes the quota because of a typo); the error shows in its status.
@@ -121,6 +125,7 @@ func BudgetFromAPI(b *v1alpha1.Budget) Budget {
 	out.PodSelector, err = parseSelector("podSelector", b.Spec.PodSelector, "every pod of its namespace", "the pods of its namespace matching %q")
 	out.SpecError = joinSpecErrors(err, out.SpecError)
 	out.HoursRestore = hoursStateFromAPI(b.Status.Usage)
+	out.MemoryRestore = memoryStateFromAPI(b.Status.FairSharing)
 	return out
 }
 
@@ -134,6 +139,7 @@ func ClusterBudgetFromAPI(b *v1alpha1.ClusterBudget) Budget {
 	out.PodSelector, out.NamespaceSelector = podSel, nsSel
 	out.SpecError = joinSpecErrors(joinSpecErrors(podErr, nsErr), out.SpecError)
 	out.HoursRestore = hoursStateFromAPI(b.Status.Usage)
+	out.MemoryRestore = memoryStateFromAPI(b.Status.FairSharing)
 	return out
 }
 
@@ -407,6 +413,15 @@ func hoursStateFromAPI(u *v1alpha1.UsageStatus) *hours.State {
 		st.Days = append(st.Days, hours.Day{Date: d.Date, Used: hoursOfList(d.Used)})
 	}
 	return st
+}
+
+// memoryStateFromAPI is what a budget's status.fairSharing says its pods used,
+// decayed (nil when the status has none).
+func memoryStateFromAPI(f *v1alpha1.FairSharingStatus) *hours.State {
+	if f == nil {
+		return nil
+	}
+	return &hours.State{AsOf: f.AsOf.Time, Used: hoursOfList(f.Used)}
 }
 
 func hoursOfList(l corev1.ResourceList) map[corev1.ResourceName]float64 {

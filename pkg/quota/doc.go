@@ -174,7 +174,9 @@
 //     call; the spec comes in through BudgetFromAPI (Budget.Hours, HoursRestore).
 //   - fairness with decayed usage: families.yieldsTo and budget.shareWith (fairshare.go)
 //     add hourBooks.usageShare (hourbooks.go), what a budget used, decayed with its
-//     parent's Budget.UsageHalfLife, kept in an hours.Ledger per budget.
+//     parent's Budget.UsageHalfLife, kept in an hours.Ledger per budget, shown and
+//     kept across restarts as status.fairSharing (hourBooks.memoryState,
+//     Budget.MemoryRestore); TestRandomizedFairSharingMemory is its model.
 //   - a new preemption policy: preemptions.decide (preempt.go), victimCandidates
 //     (victims.go), compareVictims (victimorder.go).
 //   - a new flavor rule: flavorIndex.choices (flavors.go), admitter.flavorFor

@@ -78,20 +78,27 @@ func (h *hourBooks) forget(b *budget) {
 	delete(h.next, b)
 }
 
-// memoryOf is c's memory ledger under f, made (counting c's charged pods from now)
-// when there is none yet or f's half-life changed.
+// memoryOf is c's memory ledger under f, made when there is none yet or f's half-life
+// changed. The first one made for c starts from what c's status.fairSharing held
+// (Budget.MemoryRestore), counting its charged pods from when that was written; any
+// other counts them from now.
 func (h *hourBooks) memoryOf(c, f *budget, now time.Time) *hours.Ledger {
 	hl := f.spec.UsageHalfLife
-	if l := h.memory[c]; l != nil && l.Spec().HalfLife == hl {
-		return l
+	old := h.memory[c]
+	if old != nil && old.Spec().HalfLife == hl {
+		return old
 	}
 	limits := map[corev1.ResourceName]float64{}
 	for _, r := range f.ledger.resources() {
 		limits[r] = math.MaxFloat64
 	}
-	l := hours.NewLedger(hours.Spec{Limits: limits, HalfLife: hl, Location: time.UTC}, now, nil)
+	var restore *hours.State
+	if old == nil {
+		restore = c.spec.MemoryRestore
+	}
+	l := hours.NewLedger(hours.Spec{Limits: limits, HalfLife: hl, Location: time.UTC}, now, restore)
 	for p := range c.ledger.chargedPods() {
-		l.Start(p.pod.UID, rateOf(p.chargedUsage, p.chargedClaims), 0, now, now)
+		l.Start(p.pod.UID, rateOf(p.chargedUsage, p.chargedClaims), 0, chargedSince(p, now), now)
 	}
 	if h.memory == nil {
 		h.memory = map[*budget]*hours.Ledger{}
@@ -114,15 +121,10 @@ func (h *hourBooks) beginPass() {
 	clear(h.shares)
 }
 
-// usageShare is c's share from memory under its parent f: over the resources of f's
-// memory ledger for c, what c used, decayed with f's usageHalfLife, over what f's
-// family lends of it times halfLife/ln 2 (the most that lending all of it for ever
-// adds up to, decayed), the largest, divided by c's weight. 0 when f has no
-// usageHalfLife. The ledger is made the first time it is asked for, counting c's
-// charged pods from then.
+// usageShare is c's share from memory under its parent f, as the current admission
+// pass began (shareAt); 0 when f has no usageHalfLife.
 func (h *hourBooks) usageShare(c, f *budget) float64 {
-	hl := f.spec.UsageHalfLife
-	if hl <= 0 {
+	if f.spec.UsageHalfLife <= 0 {
 		return 0
 	}
 	if s, ok := h.shares[c]; ok {
@@ -132,6 +134,21 @@ func (h *hourBooks) usageShare(c, f *budget) float64 {
 	if at.IsZero() {
 		at = h.clock.Now()
 	}
+	share := h.shareAt(c, f, at)
+	if h.shares == nil {
+		h.shares = map[*budget]float64{}
+	}
+	h.shares[c] = share
+	return share
+}
+
+// shareAt is c's share from memory under f at at: over the resources of f's memory
+// ledger for c, what c used, decayed with f's usageHalfLife, over what f's family lends
+// of it times halfLife/ln 2 (the most that lending all of it for ever adds up to,
+// decayed), the largest, divided by c's weight. The ledger is made the first time it
+// is asked for.
+func (h *hourBooks) shareAt(c, f *budget, at time.Time) float64 {
+	hl := f.spec.UsageHalfLife
 	l := h.memoryOf(c, f, at)
 	share := 0.0
 	for r, used := range l.Used(at) {
@@ -150,11 +167,19 @@ func (h *hourBooks) usageShare(c, f *budget) float64 {
 	case weight > 0:
 		share /= weight
 	}
-	if h.shares == nil {
-		h.shares = map[*budget]float64{}
-	}
-	h.shares[c] = share
 	return share
+}
+
+// memoryState is c's status.fairSharing now: what its pods used, decayed, and the
+// share that adds; false when c's parent has no usageHalfLife.
+func (h *hourBooks) memoryState(c *budget) (hours.State, float64, bool) {
+	f := c.parent
+	if f == nil || f.spec.UsageHalfLife <= 0 {
+		return hours.State{}, 0, false
+	}
+	now := h.clock.Now()
+	share := h.shareAt(c, f, now)
+	return h.memoryOf(c, f, now).Snapshot(now), share, true
 }
 
 // start counts a pod that was just charged, in every budget it is charged to that has
@@ -172,19 +197,26 @@ func (h *hourBooks) start(p *podState) {
 			if now.IsZero() {
 				now = h.clock.Now()
 			}
-			h.memoryOf(b, f, now).Start(p.pod.UID, rateOf(p.chargedUsage, p.chargedClaims), 0, now, now)
+			h.memoryOf(b, f, now).Start(p.pod.UID, rateOf(p.chargedUsage, p.chargedClaims), 0, chargedSince(p, now), now)
 		}
 	}
 }
 
-func (h *hourBooks) startOn(b *budget, l *hours.Ledger, p *podState, now time.Time) {
+// chargedSince is when p's charge began: when this core admitted it, else its
+// admitted-at annotation (a pod first seen running), never after now.
+func chargedSince(p *podState, now time.Time) time.Time {
 	at := p.admittedAt
 	if at.IsZero() {
-		at = p.pod.AdmittedAt // first seen running: its admitted-at annotation
+		at = p.pod.AdmittedAt
 	}
 	if at.IsZero() || at.After(now) {
 		at = now
 	}
+	return at
+}
+
+func (h *hourBooks) startOn(b *budget, l *hours.Ledger, p *podState, now time.Time) {
+	at := chargedSince(p, now)
 	d, ok := l.Spec().MaxRuntime(p.pod.ActiveDeadline, p.pod.DeclaredRuntime)
 	if !ok || p.pod.RuntimeError != "" {
 		d = 0 // charged without one (it ran before the budget had hours): nothing reserved
@@ -321,10 +353,10 @@ func hoursNum(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
 // runTimers applies what the clock makes due: a ledger whose NextChange passed (a new
 // period, a day out of a rolling window, a step of decay, a pod past its maximum) has
 // its budget's waiting pods evaluated again and its status written; and every
-// writeEvery, each ledger with running pods has its status written, so that what it
-// used survives a restart (hours.State).
+// writeEvery, each ledger and each memory with running pods has its status written,
+// so that what it used survives a restart (hours.State).
 func (h *hourBooks) runTimers(now time.Time) {
-	if len(h.ledgers) == 0 {
+	if len(h.ledgers) == 0 && len(h.memory) == 0 {
 		return
 	}
 	write := now.Sub(h.lastWrite) >= h.writeEvery
@@ -341,6 +373,13 @@ func (h *hourBooks) runTimers(now time.Time) {
 			h.agenda.markStatus(b)
 		}
 	}
+	if write {
+		for c, l := range h.memory {
+			if l.Runs() > 0 {
+				h.agenda.markStatus(c)
+			}
+		}
+	}
 }
 
 // nextWakeup is the first NextChange of a ledger, and the next write.
@@ -353,7 +392,10 @@ func (h *hourBooks) nextWakeup() (time.Time, bool) {
 		}
 		running = running || h.ledgers[b].Runs() > 0
 	}
-	if w := h.lastWrite.Add(h.writeEvery); running && w.Before(next) {
+	for _, l := range h.memory {
+		running = running || l.Runs() > 0
+	}
+	if w := h.lastWrite.Add(h.writeEvery); running && (next.IsZero() || w.Before(next)) {
 		next = w
 	}
 	return next, !next.IsZero()

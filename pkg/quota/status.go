@@ -3,6 +3,7 @@ package quota
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -49,6 +50,21 @@ type BudgetStatus struct {
 	// Usage is what its pods used of its hours (spec.usageLimits) and what the running
 	// ones reserved, now; nil when it has none.
 	Usage *hours.State `json:"usage,omitempty"`
+	// FairSharing is what its pods used, decayed with its parent's usageHalfLife, and
+	// the share that adds; nil when its parent has no usageHalfLife.
+	FairSharing *FairSharingStatus `json:"fairSharing,omitempty"`
+}
+
+// FairSharingStatus is a budget's memory under a parent with usageHalfLife
+// (docs/budgets.md, "Fair sharing with memory").
+type FairSharingStatus struct {
+	// AsOf is when Used was computed.
+	AsOf time.Time `json:"asOf"`
+	// Used is what its pods used, per resource of the parent, in resource-hours
+	// decayed with the parent's usageHalfLife.
+	Used map[corev1.ResourceName]float64 `json:"used,omitempty"`
+	// Share is what Used adds to its share when the budgets under the parent compete.
+	Share float64 `json:"share"`
 }
 
 // Problem is why a budget admits nothing, for its Ready condition.
@@ -95,6 +111,7 @@ func (r *Reads) Status(key BudgetKey) (BudgetStatus, bool) {
 		st.ReclaimingAfter = b.spec.ReclaimAfter
 	}
 	st.Usage = r.admit.hoursState(b)
+	st.FairSharing = r.admit.memoryState(b)
 	if b.problem != nil {
 		p := *b.problem // a copy: the status outlives the lock
 		st.Problem = &p

@@ -3,6 +3,7 @@ package controller_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -105,4 +106,48 @@ func TestHourUsageSurvivesRestart(t *testing.T) {
 func reqCPU(l corev1.ResourceList) float64 {
 	q := l[corev1.ResourceRequestsCPU]
 	return q.AsApproximateFloat64()
+}
+
+// TestFairSharingMemorySurvivesRestart: a Budget under a parent with
+// fairSharing.usageHalfLife shows what its pods used, decayed, in status.fairSharing,
+// with the share that adds; a manager that starts takes it up, and counts the pod
+// still running from the last write, so the memory after the restart is the written
+// one decayed plus what the pod used since (docs/budgets.md, "Fair sharing with
+// memory").
+func TestFairSharingMemorySurvivesRestart(t *testing.T) {
+	parent := fmt.Sprintf("org-%d", nsCounter.Add(1))
+	org := clusterBudget(parent, "", cpu("100"))
+	org.Spec.FairSharing = &v1alpha1.FairSharing{UsageHalfLife: &metav1.Duration{Duration: time.Hour}}
+	createClusterBudgets(t, org)
+	ns := newNamespace(t, true)
+	a := budget(ns, "a", cpu("100"), "")
+	a.Spec.Parent = parent
+	mustCreate(t, a)
+	fast := func(o *controller.Options) { o.UsageWriteInterval = time.Second }
+	first := startManager(t, fast, false)
+	mustCreate(t, gatedPod(ns, "p0", "60"))
+	testbed.Poll(t, time.Minute, "the pod admitted and its use written", func(context.Context) (bool, error) {
+		f := getStatus(t, ns, "a").FairSharing
+		return !isGated(t, ns, "p0") && f != nil && reqCPU(f.Used) > 0.02 && f.UsageShare > 0, nil
+	})
+	first.stop(t)
+	written := getStatus(t, ns, "a").FairSharing
+	time.Sleep(3 * time.Second) // the pod runs on while no manager counts
+	startManager(t, fast, false)
+	var after *v1alpha1.FairSharingStatus
+	testbed.Poll(t, time.Minute, "a write by the new manager", func(context.Context) (bool, error) {
+		after = getStatus(t, ns, "a").FairSharing
+		return after != nil && after.AsOf.Sub(written.AsOf.Time) > 3*time.Second, nil
+	})
+	// Decayed with a half-life of an hour: what was written, decayed over the gap, plus
+	// 60 CPUs over it, decayed (∫ 60·2^(-s/h) ds over the gap).
+	gap := after.AsOf.Sub(written.AsOf.Time).Hours()
+	want := reqCPU(written.Used)*math.Exp2(-gap) + 60/math.Ln2*(1-math.Exp2(-gap))
+	if got := reqCPU(after.Used); got < want-0.002 || got > want+0.002 {
+		t.Fatalf("decayed use after the restart %.4f CPU-hours, want %.4f (written %v at %v, asOf now %v)", got, want, written.Used, written.AsOf, after.AsOf)
+	}
+	// The share: used over the family's 100 CPUs × 1h/ln 2, in thousandths.
+	if share, want := after.UsageShare, int64(math.Round(reqCPU(after.Used)/(100/math.Ln2)*1000)); share < want-1 || share > want+1 {
+		t.Errorf("usageShare %d, want %d thousandths", share, want)
+	}
 }

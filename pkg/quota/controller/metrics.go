@@ -77,6 +77,7 @@ type metrics struct {
 	hoursReserved   *prometheus.GaugeVec
 	hoursLimit      *prometheus.GaugeVec
 	hoursReset      *prometheus.GaugeVec
+	usageShare      *prometheus.GaugeVec
 	gatedPods       *prometheus.GaugeVec
 	admittedPods    *prometheus.GaugeVec
 	neverFitPods    *prometheus.GaugeVec
@@ -169,6 +170,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		hoursReserved: gauge("quotagate_budget_hours_reserved", "Resource-hours a budget's running pods may still use up to their maximum runtime, per resource.", perBudget("resource")),
 		hoursLimit:    gauge("quotagate_budget_hours_limit", "A budget's usageLimits.hours per resource: the resource-hours its pods may use in a period.", perBudget("resource")),
 		hoursReset:    gauge("quotagate_budget_hours_reset_timestamp_seconds", "When a budget's calendar period of hours ends and what was used is forgotten (unix seconds).", budgetLabels),
+		usageShare:    gauge("quotagate_budget_fair_sharing_usage_share", "What a budget's own past use adds to its fair share under a parent with fairSharing.usageHalfLife: its pods' decayed resource-hours over the family's lendable quota times usageHalfLife/ln 2, divided by its weight.", budgetLabels),
 		gatedPods:     gauge("quotagate_budget_gated_pods", "Gated pods a budget covers.", budgetLabels),
 		admittedPods:  gauge("quotagate_budget_admitted_pods", "Admitted, non-terminal pods charged to a budget.", budgetLabels),
 		gatedByReason: gauge("quotagate_gated_pods_by_reason", "Gated pods the manager holds, by the reason code of why they wait (as the plugin's why and the pods' quotagate.io/Admitted condition give it): InsufficientQuota, StartLater, WaitingForDependency, PodGroupPending, ...", []string{"reason"}),
@@ -191,7 +193,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.gate = &leaderOnly{metrics: m, collectors: []prometheus.Collector{
 		m.incomingPods, m.queueMoves, m.admissions, m.ungateErrors, m.preemptions, m.preemptionsBlocked,
 		m.queueDepth, m.budgetHard, m.budgetUsed, m.flavorHard, m.flavorUsed, m.budgetPending, m.budgetState, m.budgetReady,
-		m.windowsOpen, m.hoursUsed, m.hoursReserved, m.hoursLimit, m.hoursReset,
+		m.windowsOpen, m.hoursUsed, m.hoursReserved, m.hoursLimit, m.hoursReset, m.usageShare,
 		m.gatedPods, m.admittedPods, m.neverFitPods, m.gatedByReason, m.podWait, m.estimateError,
 		m.estimateWithin, m.estimatePass, m.estimatePods, m.estimateSkipped,
 	}}
@@ -324,6 +326,11 @@ func (m *metrics) setBudget(key quota.BudgetKey, st quota.BudgetStatus) {
 	m.admittedPods.WithLabelValues(b...).Set(float64(st.AdmittedPods))
 	m.neverFitPods.WithLabelValues(b...).Set(float64(len(st.NeverFit)))
 	m.setHours(b, st.Usage)
+	if st.FairSharing != nil {
+		m.usageShare.WithLabelValues(b...).Set(st.FairSharing.Share)
+	} else {
+		m.usageShare.DeleteLabelValues(b...)
+	}
 }
 
 // setWindows publishes how many windows are open on a budget.
@@ -352,7 +359,7 @@ func (m *metrics) forgetBudget(key quota.BudgetKey) {
 	b := labelsOf(key)
 	l := prometheus.Labels{"kind": b[0], "namespace": b[1], "name": b[2]}
 	for _, v := range []*prometheus.GaugeVec{m.queueDepth, m.budgetHard, m.budgetUsed, m.flavorHard, m.flavorUsed, m.budgetPending,
-		m.budgetState, m.budgetReady, m.windowsOpen, m.hoursUsed, m.hoursReserved, m.hoursLimit, m.hoursReset,
+		m.budgetState, m.budgetReady, m.windowsOpen, m.hoursUsed, m.hoursReserved, m.hoursLimit, m.hoursReset, m.usageShare,
 		m.gatedPods, m.admittedPods, m.neverFitPods} {
 		v.DeletePartialMatch(l)
 	}

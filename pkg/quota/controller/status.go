@@ -148,6 +148,7 @@ func applyStatus(status *v1alpha1.BudgetStatus, st quota.BudgetStatus, ns string
 	status.Flavors = flavorStatuses(st.Flavors)
 	status.ReclaimingAfterWindow = st.ReclaimingAfter
 	status.Usage = usageStatus(st.Usage)
+	status.FairSharing = fairSharingStatus(st.FairSharing)
 	status.ObservedGeneration = generation
 
 	ready := metav1.Condition{

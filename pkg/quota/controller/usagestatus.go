@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/pkg/quota"
 	"github.com/quotagate/quotagate/pkg/quota/hours"
 )
 
@@ -32,6 +33,20 @@ func usageStatus(st *hours.State) *v1alpha1.UsageStatus {
 		out.Days = append(out.Days, v1alpha1.UsageDay{Date: d.Date, Used: hoursList(d.Used)})
 	}
 	return out
+}
+
+// fairSharingStatus is a budget's status.fairSharing from the core's memory of it (nil
+// when its parent has no usageHalfLife). Used is rounded up as usageStatus rounds, the
+// share to the nearest thousandth.
+func fairSharingStatus(st *quota.FairSharingStatus) *v1alpha1.FairSharingStatus {
+	if st == nil {
+		return nil
+	}
+	share := int64(0)
+	if st.Share > 0 {
+		share = int64(math.Round(min(st.Share, 1e6) * 1000))
+	}
+	return &v1alpha1.FairSharingStatus{AsOf: metav1.NewMicroTime(st.AsOf), Used: hoursList(st.Used), UsageShare: share}
 }
 
 func hoursList(m map[corev1.ResourceName]float64) corev1.ResourceList {
