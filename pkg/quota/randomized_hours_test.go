@@ -24,7 +24,8 @@ import (
 // TestRandomizedHours plays hour budgets (docs/budgets.md, "Hour budgets") on a
 // simulated clock: a ClusterBudget with CPU-hours a day over two namespaces, a Budget
 // with its own hours under it, one with Exhaustion Evict, one with none, one whose
-// hours decay with a half-life of two hours; pods of one to
+// hours decay with a half-life of two hours, one that counts a rolling window of the
+// current UTC day and the one before; pods of one to
 // three CPUs that declare a maximum runtime and run shorter or longer than it; minutes
 // to hours between steps, across midnights; and managers that restart, taking up what
 // the last status held. The model keeps its own record of when each pod was admitted
@@ -107,7 +108,14 @@ var (
 	hB     = BudgetKey{Namespace: "team-b", Name: "b"}
 	hEvic  = BudgetKey{Namespace: "team-c", Name: "c"}
 	hDecay = BudgetKey{Namespace: "team-d", Name: "d"}
+	hRoll  = BudgetKey{Namespace: "team-e", Name: "e"}
 )
+
+// hourNamespaces are the hour world's: team-a and team-b under the ClusterBudget.
+var hourNamespaces = []string{"team-a", "team-b", "team-c", "team-d", "team-e"}
+
+// hRollDays is budget e's rollingDays: today (UTC) and the day before.
+const hRollDays = 1
 
 // hDecayHalfLife is budget d's: what its pods used counts half two hours later.
 const hDecayHalfLife = 2 * time.Hour
@@ -131,8 +139,12 @@ func newHourWorld(t *testing.T, seed int) *hourWorld {
 	b := makeBudget("team-b", "b").Hard("cpu=20").Parent("org").Obj()
 	c := makeBudget("team-c", "c").Hard("cpu=20").Obj()
 	c.Hours = day(fmt.Sprint(2+w.rng.IntN(6)), v1alpha1.ExhaustionEvict)
-	for _, ns := range []string{"team-a", "team-b"} {
-		q.SetNamespace(ns, map[string]string{v1alpha1.EnabledLabel: "true", "tier": "gold"})
+	for _, ns := range hourNamespaces {
+		l := map[string]string{v1alpha1.EnabledLabel: "true"}
+		if ns == "team-a" || ns == "team-b" {
+			l["tier"] = "gold"
+		}
+		q.SetNamespace(ns, l)
 	}
 	d := makeBudget("team-d", "d").Hard("cpu=20").Obj()
 	ds, problem := hours.FromAPI(&v1alpha1.UsageLimits{Hours: corev1.ResourceList{"cpu": resource.MustParse(fmt.Sprint(2 + w.rng.IntN(4)))},
@@ -141,7 +153,14 @@ func newHourWorld(t *testing.T, seed int) *hourWorld {
 		t.Fatal(problem)
 	}
 	d.Hours = &ds
-	for _, x := range []Budget{org, a, b, c, d} {
+	e := makeBudget("team-e", "e").Hard("cpu=20").Obj()
+	es, problem := hours.FromAPI(&v1alpha1.UsageLimits{Hours: corev1.ResourceList{"cpu": resource.MustParse(fmt.Sprint(4 + w.rng.IntN(8)))},
+		RollingDays: hRollDays, DefaultMaxRuntime: &metav1.Duration{Duration: time.Hour}}, normalizedName)
+	if problem != "" {
+		t.Fatal(problem)
+	}
+	e.Hours = &es
+	for _, x := range []Budget{org, a, b, c, d, e} {
 		w.budgets[x.Key] = x
 		q.UpsertBudget(x)
 	}
@@ -172,7 +191,7 @@ func (w *hourWorld) run(steps int) error {
 
 func (w *hourWorld) createPod() {
 	w.serial++
-	p := &hPod{name: fmt.Sprintf("p%d", w.serial), ns: []string{"team-a", "team-b", "team-c", "team-d"}[w.rng.IntN(4)],
+	p := &hPod{name: fmt.Sprintf("p%d", w.serial), ns: hourNamespaces[w.rng.IntN(len(hourNamespaces))],
 		cpu: float64(1 + w.rng.IntN(3)), max: time.Duration(5+w.rng.IntN(90)) * time.Minute}
 	// Most run within their maximum; some run past it.
 	p.runs = time.Duration(w.rng.Int64N(int64(p.max)))
@@ -226,7 +245,7 @@ func (w *hourWorld) restart() {
 	w.restarts++
 	old := w.q
 	q := NewAdmissionQueue(WithClock(w.clk))
-	for _, ns := range testNamespaces {
+	for _, ns := range hourNamespaces {
 		l := map[string]string{v1alpha1.EnabledLabel: "true"}
 		if ns == "team-a" || ns == "team-b" {
 			l["tier"] = "gold"
@@ -263,10 +282,13 @@ func roundTrip(st *hours.State) *hours.State {
 
 func (w *hourWorld) covers(p *hPod, k BudgetKey) bool { return slices.Contains(p.budgets, k) }
 
-// recordUsed is what k's pods used in the current day; withinMax counts only what
-// they used within their maximum.
+// recordUsed is what k's pods used in the current day (for e, its rolling window);
+// withinMax counts only what they used within their maximum.
 func (w *hourWorld) recordUsed(k BudgetKey, now time.Time, withinMax bool) float64 {
 	dayStart := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
+	if k == hRoll {
+		dayStart = dayStart.AddDate(0, 0, -hRollDays)
+	}
 	sum := 0.0
 	for _, p := range w.pods {
 		if p.admittedAt.IsZero() || p.admittedAt.After(now) || !w.covers(p, k) {
@@ -411,6 +433,8 @@ func (w *hourWorld) podIn(p *hPod, k BudgetKey) bool {
 		return p.ns == "team-b"
 	case hEvic:
 		return p.ns == "team-c"
+	case hRoll:
+		return p.ns == "team-e"
 	default:
 		return p.ns == "team-d"
 	}
