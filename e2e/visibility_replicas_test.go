@@ -31,9 +31,10 @@ import (
 // TestVisibilityFollowsTheLeader runs two manager replicas behind the visibility API's
 // Service. The standby answers a tenant with the leader's data (it forwards), and when
 // the leader is killed (SIGKILL: its Lease is not released), the standby takes over and
-// answers as the leader, through kube-apiserver all along.
+// answers as the leader, through kube-apiserver all along. Hours a Budget's pods used
+// survive the SIGKILL within the bound docs/budgets.md states (startHourBudget).
 func TestVisibilityFollowsTheLeader(t *testing.T) {
-	e := setUp(t)
+	e := setUpWith(t, localinstall.Options{Values: map[string]any{"manager": map[string]any{"usageWriteInterval": hourUsageWrite.String()}}})
 	ctx := t.Context()
 	fatalIf(t, e.c.Create(ctx, enabledNamespace(teamNS)), "creating namespace")
 	fatalIf(t, e.c.Create(ctx, budget(teamNS, "team-a", v1alpha1.StateClosed, corev1.ResourceList{
@@ -45,6 +46,7 @@ func TestVisibilityFollowsTheLeader(t *testing.T) {
 		fatalIf(t, e.c.Create(ctx, pod), "creating pod "+pod.Name)
 	}
 
+	hours := startHourBudget(t, e)
 	standby, err := e.inst.AddManagerReplica(ctx)
 	fatalIf(t, err, "starting a second manager replica")
 	leader := e.inst.ManagerProcesses()[0]
@@ -81,6 +83,7 @@ func TestVisibilityFollowsTheLeader(t *testing.T) {
 
 	fatalIf(t, leader.Kill(), "killing the leader")
 	killed := time.Now()
+	hours.killed(t, e)
 	waitFor(t, "the standby to lead and publish its own address", time.Minute, func() (bool, string) {
 		got, err := e.inst.VisibilityLeader(ctx)
 		return err == nil && got == standby.VisibilityURL(), fmt.Sprintf("Lease holds %q (%v)", got, err)
@@ -90,6 +93,7 @@ func TestVisibilityFollowsTheLeader(t *testing.T) {
 		return err == nil && total == pods, fmt.Sprintf("total %d, %v", total, err)
 	})
 	t.Logf("After SIGKILL of the leader, the standby led and answered within %v (the Lease is 15 s)", time.Since(killed).Round(time.Second))
+	hours.checkAfterFailover(t, e)
 	total, err := direct(ctx, standby)
 	if err != nil || total != pods {
 		t.Errorf("the new leader asked directly: total %d, %v; want %d", total, err, pods)
