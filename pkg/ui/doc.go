@@ -7,8 +7,10 @@
 //   - / : for one namespace, first the head of each of its Budgets' queues; then the
 //     budget tree (ClusterBudgets, the budgets that name them as parent, the
 //     namespace's Budgets), each resource's used, hard, borrowed and lent (per flavor
-//     too, for a budget with spec.flavors), the state and the problems its conditions
-//     report, and throughput and waits over the last hour, charted in SVG;
+//     too, for a budget with spec.flavors), its windows, its hour budget
+//     (spec.usageLimits, with what status.usage says was used of it), the state and the
+//     problems its conditions report, and throughput and waits over the last hour,
+//     charted in SVG;
 //   - /budgets/NAMESPACE/NAME and /clusterbudgets/NAME : one budget and a page of its
 //     queue in admission order, read from the visibility API (visibility.quotagate.io);
 //   - /pods?q=&ns= : the pods the user may list, searched by name, a page at a time;

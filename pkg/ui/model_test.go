@@ -264,3 +264,85 @@ func TestWindowViews(t *testing.T) {
 		})
 	}
 }
+
+// A budget's card says, per resource of its hours, what was used and reserved of them
+// as status.usage has it, and when that is forgotten: the reset of a calendar period,
+// or how a rolling window or a half-life forgets; used and reserved at the hours, it
+// says they are exhausted, and until when. Before the manager writes status.usage, the
+// card shows the limit alone.
+func TestHoursViews(t *testing.T) {
+	resetAt := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
+	reset := resetAt.Local().Format("2006-01-02 15:04:05")
+	month := &v1alpha1.UsageLimits{Hours: cpu("10"), Period: v1alpha1.PeriodMonth}
+	inDecember := func(used, reserved string) *v1alpha1.UsageStatus {
+		st := &v1alpha1.UsageStatus{Period: "2026-12", PeriodStart: &metav1.Time{Time: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)},
+			ResetAt: &metav1.Time{Time: resetAt}, AsOf: metav1.NewMicroTime(now), Used: cpu(used)}
+		if reserved != "" {
+			st.Reserved = cpu(reserved)
+		}
+		return st
+	}
+	rolling := &v1alpha1.UsageLimits{Hours: cpu("10"), RollingDays: 7}
+	decaying := &v1alpha1.UsageLimits{Hours: cpu("10"), HalfLife: &metav1.Duration{Duration: 8 * time.Hour}}
+	for name, tc := range map[string]struct {
+		limits *v1alpha1.UsageLimits
+		usage  *v1alpha1.UsageStatus
+		want   []hoursView
+	}{
+		"no hour budget": {usage: inDecember("1", "")},
+		"none used yet, a day": {limits: &v1alpha1.UsageLimits{Hours: cpu("10"), Period: v1alpha1.PeriodDay},
+			want: []hoursView{{Text: "requests.cpu: 10 resource-hours a day, none used yet"}}},
+		"none used yet, rolling": {limits: rolling,
+			want: []hoursView{{Text: "requests.cpu: 10 resource-hours in rolling 7 days, none used yet"}}},
+		"none used yet, decaying": {limits: decaying,
+			want: []hoursView{{Text: "requests.cpu: 10 resource-hours decaying with a half-life of 8h, none used yet"}}},
+		"used and reserved in a month": {limits: month, usage: inDecember("3.5", "2"),
+			want: []hoursView{{Text: "requests.cpu: 3.5 of 10 resource-hours used in 2026-12 (2 reserved); resets " + reset}}},
+		"nothing reserved": {limits: month, usage: inDecember("0.125", ""),
+			want: []hoursView{{Text: "requests.cpu: 0.125 of 10 resource-hours used in 2026-12; resets " + reset}}},
+		"used and reserved reach the hours": {limits: month, usage: inDecember("8.25", "1.75"),
+			want: []hoursView{{Text: "requests.cpu: 8.25 of 10 resource-hours used in 2026-12 (1.75 reserved); exhausted until " + reset, Exhausted: true}}},
+		"used beyond the hours": {limits: month, usage: inDecember("12", ""),
+			want: []hoursView{{Text: "requests.cpu: 12 of 10 resource-hours used in 2026-12; exhausted until " + reset, Exhausted: true}}},
+		"a written status without used": {limits: month, usage: &v1alpha1.UsageStatus{Period: "2026-12", ResetAt: &metav1.Time{Time: resetAt}},
+			want: []hoursView{{Text: "requests.cpu: 0 of 10 resource-hours used in 2026-12; resets " + reset}}},
+		"rolling": {limits: rolling, usage: &v1alpha1.UsageStatus{Period: "last 7 days", Used: cpu("3.5"), Reserved: cpu("2")},
+			want: []hoursView{{Text: "requests.cpu: 3.5 of 10 resource-hours used (2 reserved); rolling 7 days"}}},
+		"rolling, exhausted": {limits: rolling, usage: &v1alpha1.UsageStatus{Period: "last 7 days", Used: cpu("9"), Reserved: cpu("1")},
+			want: []hoursView{{Text: "requests.cpu: 9 of 10 resource-hours used (1 reserved); exhausted until enough is forgotten (rolling 7 days)", Exhausted: true}}},
+		"decaying": {limits: decaying, usage: &v1alpha1.UsageStatus{Period: "decayed, half-life 8h0m0s", Used: cpu("2.0004")},
+			want: []hoursView{{Text: "requests.cpu: 2.001 of 10 resource-hours used; decays with a half-life of 8h"}}},
+		"decaying, exhausted": {limits: decaying, usage: &v1alpha1.UsageStatus{Period: "decayed, half-life 8h0m0s", Used: cpu("10")},
+			want: []hoursView{{Text: "requests.cpu: 10 of 10 resource-hours used; exhausted until enough decays (half-life 8h)", Exhausted: true}}},
+		"several resources, in name order": {
+			limits: &v1alpha1.UsageLimits{Period: v1alpha1.PeriodMonth, Hours: corev1.ResourceList{
+				"requests.nvidia.com/gpu": resource.MustParse("1000"), corev1.ResourceRequestsCPU: resource.MustParse("100m")}},
+			usage: &v1alpha1.UsageStatus{Period: "2026-12", ResetAt: &metav1.Time{Time: resetAt},
+				Used:     corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("982"), corev1.ResourceRequestsCPU: resource.MustParse("50m")},
+				Reserved: corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("48")}},
+			want: []hoursView{
+				{Text: "requests.cpu: 0.05 of 0.1 resource-hours used in 2026-12; resets " + reset},
+				{Text: "requests.nvidia.com/gpu: 982 of 1000 resource-hours used in 2026-12 (48 reserved); exhausted until " + reset, Exhausted: true},
+			}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			b := budget("team-a", "quota", "", cpu("4"), cpu("1"))
+			b.Spec.UsageLimits, b.Status.Usage = tc.limits, tc.usage
+			if diff := cmp.Diff(tc.want, budgetViewOf(&b).Hours); diff != "" {
+				t.Errorf("hours (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestHoursAmount(t *testing.T) {
+	for in, want := range map[string]string{
+		"0": "0", "10": "10", "3.5": "3.5", "3.500": "3.5", "0.125": "0.125", "50m": "0.05",
+		"1m": "0.001", "1u": "0.001", "2.0004": "2.001", "1k": "1000", "2Gi": "2147483648",
+		"1E": "1000000000000000000",
+	} {
+		if got := hoursAmount(resource.MustParse(in)); got != want {
+			t.Errorf("hoursAmount(%s) = %q, want %q", in, got, want)
+		}
+	}
+}

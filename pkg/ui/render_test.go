@@ -37,6 +37,11 @@ func TestPagesRender(t *testing.T) {
 		{Name: "h100", Hard: corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("2")}, Used: corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("1")}},
 		{Name: "spot"},
 	}
+	hourly := budget("team-a", "quota", "", cpu("4"), nil)
+	hourly.Spec.UsageLimits = &v1alpha1.UsageLimits{Period: v1alpha1.PeriodMonth,
+		Hours: corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse("10"), "requests.nvidia.com/gpu": resource.MustParse("2")}}
+	hourly.Status.Usage = &v1alpha1.UsageStatus{Period: "2026-12", ResetAt: timeAt(30 * 24 * time.Hour),
+		Used: corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse("3.5"), "requests.nvidia.com/gpu": resource.MustParse("2")}}
 	tests := map[string]struct {
 		v    *view
 		want []string
@@ -91,6 +96,12 @@ func TestPagesRender(t *testing.T) {
 			want: []string{`<li class="flavor" data-flavor="h100"><span class="flavor-name">Flavor h100</span>`,
 				"requests.nvidia.com/gpu on flavor h100: 1 of 2 used", `<meter min="0" max="100" value="50"`,
 				`<li class="flavor" data-flavor="spot"><span class="flavor-name">Flavor spot</span>: no hard of its own, only the budget's</li>`},
+		},
+		"a budget with an hour budget": {
+			v: &view{Kind: "budget", Title: "Budget team-a/quota", Budget: budgetViewOf(&hourly), Scope: "team-a"},
+			want: []string{`<ul class="hours" aria-label="Hour budget">`,
+				"<li>requests.cpu: 3.5 of 10 resource-hours used in 2026-12; resets " + localClock(now.Add(30*24*time.Hour)) + "</li>",
+				`<li class="exhausted">requests.nvidia.com/gpu: 2 of 2 resource-hours used in 2026-12; exhausted until ` + localClock(now.Add(30*24*time.Hour)) + "</li>"},
 		},
 		"queue refused": {
 			v:    &view{Kind: "budget", Title: "ClusterBudget org", Budget: tree[0], QueueNote: "You may not see this ClusterBudget's queue"},

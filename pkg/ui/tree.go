@@ -31,7 +31,10 @@ type budgetView struct {
 	Problems []string
 	// Windows says what its windows (BudgetWindows, ClusterBudgetWindows) do: which are
 	// open and when that next changes, or when one opens; "" for a budget without.
-	Windows  string
+	Windows string
+	// Hours is its hour budget (spec.usageLimits), per resource, with what its pods
+	// used of it (status.usage); nil for a budget without.
+	Hours    []hoursView
 	Children []*budgetView
 }
 
@@ -116,6 +119,7 @@ func viewOfStatus(kind, ns, name string, spec v1alpha1.BudgetSpec, st v1alpha1.B
 	}
 	b.Problems = problems(st.Conditions)
 	b.Windows = windowsText(st.ActiveWindows, st.NextWindowChange)
+	b.Hours = hoursViews(spec.UsageLimits, st.Usage)
 	return b
 }
 
