@@ -36,8 +36,12 @@
 // what the core admits (in the core's own order: priorities, FIFO or StrictFIFO,
 // borrowing and fair sharing in families, groups all or nothing, preemptions, whose
 // victims end at once), starts those pods, jumps to the next expected end (or the
-// core's next wakeup, a lend hold's end), ends that pod, and again, until every gated
-// pod is admitted or nothing more can happen. It does so Options.Draws times
+// core's next wakeup: a lend hold's end, an hour budget's period end, step of decay or
+// rolling day), ends that pod, and again, until every gated pod is admitted or nothing
+// more can happen. An hour budget (spec.usageLimits) starts from its status.usage, and
+// its pods use hours on the simulated clock, so a pod that waits with UsageExhausted
+// starts when its period resets, enough has decayed, or a pod ahead ends early and
+// gives back the rest of its reservation. It does so Options.Draws times
 // (DefaultDraws: 19, or 9 above 2,000 pods), each time with every learned duration
 // drawn (durations: from a bootstrap resample of the workload's runs, stretched and
 // moved as unsure as few runs leave the workload's spread and mean (spreadFrom),
@@ -78,7 +82,10 @@
 // (a deadline is only an upper bound, yet a pod with one is simulated to run until
 // it), or are deleted. Not simulated: the time
 // from admission to status.startTime, backoffs of failed ungates, victims' grace
-// periods.
+// periods. Under an hour budget's halfLife, the simulation looks at what fits in steps
+// that grow with the simulated time (a sixteenth of it, where the core looks every ten
+// minutes at most), so a start that waits for decay is up to a sixteenth of its wait
+// late.
 //
 // # Memory
 //

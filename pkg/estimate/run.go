@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"container/heap"
 	"fmt"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -34,6 +35,9 @@ type result struct {
 // never is the flush interval of the simulation's core: it does not flush, since
 // every simulated moment is an event the core wakes its queues for (a pod that ends),
 // and a flush every 5 simulated minutes would cost a pass over every inadmissible pod.
+// It is also its usage write interval: it writes no status, and a write every 30
+// simulated seconds while the pods of an hour budget run would be a simulated moment
+// each, so that a wait for the period's end took more moments than a simulation may.
 const never = time.Duration(1 << 62)
 
 // sim is one simulation: a fresh core on a clock of its own, and the pods' ends.
@@ -118,7 +122,7 @@ func run(w *World, o *Options, pk durations, heads bool) result {
 // more (the caller looks at o.stopped()).
 func newSim(w *World, o *Options, pk durations) *sim {
 	clk := &simClock{now: w.Now}
-	core := append(append([]quota.Option(nil), o.Core...), quota.WithClock(clk), quota.WithFlushInterval(never))
+	core := append(append([]quota.Option(nil), o.Core...), quota.WithClock(clk), quota.WithFlushInterval(never), quota.WithUsageWriteInterval(never))
 	s := &sim{
 		w: w, o: o, q: quota.NewAdmissionQueue(core...), clk: clk, pick: pk,
 		gone: map[types.UID]bool{}, forever: map[types.UID]bool{},
@@ -135,7 +139,7 @@ func newSim(w *World, o *Options, pk durations) *sim {
 		s.q.UpsertFlavor(f)
 	}
 	for _, b := range w.Budgets {
-		s.q.UpsertBudget(b)
+		s.q.UpsertBudget(simulated(b))
 	}
 	for i, p := range w.Running {
 		if i%feedStep == feedStep-1 && o.step() {
@@ -231,9 +235,9 @@ func (s *sim) end(uid types.UID, w weak, counted bool) {
 }
 
 // next is the next simulated moment: the next pod's end, the core's next wakeup (a
-// lend hold's end) or the next change of a budget (World.Changes), whichever comes
-// first. A wakeup past the horizon is not one (the
-// flush the simulation's core never does is one such).
+// lend hold's end, an hour budget's period end or step of decay) or the next change of
+// a budget (World.Changes), whichever comes first. A wakeup past the horizon is not one
+// (the flush and the status write the simulation's core never does are such).
 func (s *sim) next(horizon time.Time) (time.Time, bool) {
 	for len(s.ends.items) > 0 && s.gone[s.ends.items[0].uid] {
 		heap.Pop(&s.ends)
@@ -256,8 +260,22 @@ func (s *sim) next(horizon time.Time) (time.Time, bool) {
 // changeDue applies every change of a budget whose time has come.
 func (s *sim) changeDue() {
 	for ; s.changes < len(s.w.Changes) && !s.w.Changes[s.changes].At.After(s.clk.now); s.changes++ {
-		s.q.UpsertBudget(s.w.Changes[s.changes].Budget)
+		s.q.UpsertBudget(simulated(s.w.Changes[s.changes].Budget))
 	}
+}
+
+// simulated is b as the simulation's core takes it: under halfLife, its hours are
+// looked at again in steps that grow with the simulated time (hours.Spec.DecayStepsGrow),
+// not every ten minutes as the real core does, so that a wait of weeks for used to decay
+// is some 200 simulated moments, and its start at most a sixteenth of it late. b's
+// spec is not changed: the world's budgets are shared by the draws.
+func simulated(b quota.Budget) quota.Budget {
+	if b.Hours != nil && b.Hours.HalfLife > 0 {
+		spec := *b.Hours
+		spec.DecayStepsGrow = true
+		b.Hours = &spec
+	}
+	return b
 }
 
 // endDue ends every pod whose end has come.
@@ -291,6 +309,12 @@ func (s *sim) explain(capped bool) {
 			o.unknown, o.reason = UnknownBudgetClosed, r.Message
 		case r.Code == quota.CodeNeverFits || r.Code == quota.CodeMustSpecify:
 			o.unknown, o.reason = UnknownNeverFits, r.Message
+		case r.Code == quota.CodeHoursExhausted && strings.HasSuffix(r.Message, quota.HoursNeverFit):
+			o.unknown, o.reason = UnknownNeverFits, r.Message
+		case r.Code == quota.CodeHoursExhausted:
+			// Time frees hours (a period ends, used decays, a day drops out): only the
+			// simulation's bounds, or a reset beyond its horizon, leave it waiting.
+			o.unknown, o.reason = UnknownCapped, fmt.Sprintf("it would start after %s, beyond what the estimate simulates: %s", s.clk.now.UTC().Format(time.RFC3339), r.Message)
 		case !waitsForRoom(r.Code):
 			o.unknown, o.reason = UnknownBlocked, r.Message
 		case capped:

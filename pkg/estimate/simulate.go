@@ -45,10 +45,12 @@ type Pod struct {
 type Options struct {
 	// Core are the options the manager builds its core with (WithLendHold,
 	// WithPriorityCeiling, WithHoldUncovered): the simulation's core must decide as
-	// the real one does. Its clock and flush interval are the simulation's own.
+	// the real one does. Its clock, flush interval and usage write interval are the
+	// simulation's own.
 	Core []quota.Option
 	// MaxSteps caps the simulated moments (each ends at least one pod, or is a
-	// wakeup of the core: a lend hold's end); 0 means DefaultMaxSteps of the world.
+	// wakeup of the core: a lend hold's end, an hour budget's period end or step of
+	// decay); 0 means DefaultMaxSteps of the world.
 	MaxSteps int
 	// Horizon is how far ahead it simulates; 0 means DefaultHorizon.
 	Horizon time.Duration
@@ -141,7 +143,8 @@ func (o *Options) stopped() bool {
 const DefaultHorizon = 365 * 24 * time.Hour
 
 // DefaultMaxSteps is the default cap on simulated moments: every pod of the world ends
-// once at most, so 2 × its pods, plus room for the core's wakeups (lend holds).
+// once at most, so 2 × its pods, plus room for the core's wakeups (lend holds, hour
+// budgets' periods and steps of decay: a year of Days is 365).
 func DefaultMaxSteps(w *World) int { return 2*(len(w.Running)+len(w.Waiting)) + 1024 }
 
 // Unknown says why a waiting pod's start cannot be estimated.

@@ -335,7 +335,7 @@ func usesAnyOf(p *podState, names []corev1.ResourceName) bool {
 // (until 2027-01-01T00:00:00+01:00)".
 func hoursText(b *budget, l *hours.Ledger, sf hours.Shortfall, longest time.Duration) string {
 	if sf.Never {
-		return fmt.Sprintf("%s: it may use %s resource-hours (its charge times its maximum runtime, %s), more than %s allows in a period (%s): it is never admitted as it is",
+		return fmt.Sprintf("%s: it may use %s resource-hours (its charge times its maximum runtime, %s), more than %s allows in a period (%s): "+HoursNeverFit,
 			resourceText(sf.Resource), hoursNum(sf.Need), longest, b.key.Describe(), hoursNum(sf.Limit))
 	}
 	period, resetAt := l.Period() // as the check just advanced it
@@ -346,6 +346,10 @@ func hoursText(b *budget, l *hours.Ledger, sf hours.Shortfall, longest time.Dura
 	}
 	return msg
 }
+
+// HoursNeverFit ends the message of a pod that waits with CodeHoursExhausted because
+// it may use, alone, more than a budget's hours in a period: no reset lets it in.
+const HoursNeverFit = "it is never admitted as it is"
 
 // hoursNum prints resource-hours as people read them: 982, 0.25, 1.5e+06.
 func hoursNum(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }

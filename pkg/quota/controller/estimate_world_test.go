@@ -15,6 +15,7 @@ import (
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
 	"github.com/quotagate/quotagate/internal/testbed/podtest"
+	"github.com/quotagate/quotagate/pkg/estimate"
 	"github.com/quotagate/quotagate/pkg/quota"
 )
 
@@ -122,5 +123,67 @@ func TestEstimateWorldHasWindows(t *testing.T) {
 	want := []change{{time.Hour, "4", ""}, {10 * time.Hour, "12", ""}, {12 * time.Hour, "4", "night"}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("changes ahead (-want +got):\n%s", diff)
+	}
+}
+
+// The estimator's world carries each budget's usageLimits and status.usage from the API
+// into its simulation, with the pods' maximum runtimes and admission times: a running
+// pod reserves hours from its admission, the hours it used since status.usage's asOf
+// are counted on the simulated clock, and a pod whose hours do not fit starts when the
+// pod ahead gives back the rest of its reservation, or when the Day ends, at midnight
+// in the budget's time zone. A what-if says the same of a pod added behind next: it
+// waits with UsageExhausted, and starts once the hours hold it too.
+func TestEstimateWorldHasHours(t *testing.T) {
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	midnight := time.Date(2026, 1, 2, 0, 0, 0, 0, berlin) // estimateT0 is 13:00 on the 1st there
+	// r was admitted an hour before estimateT0 at 2 cpu for at most 4h, and ends 30m
+	// after it: the status's 2 used are its hour, it reserves 6 more, and uses 3 in all.
+	// next, and the what-if's pod, may each use 1 cpu × 2h.
+	for limit, want := range map[string]struct{ next, whatIf time.Time }{
+		// next: 2 + 6 + 2 ≤ 10; the what-if's: 2 + 6 + 2 + 2 > 10 until r ends.
+		"10": {estimateT0, estimateT0.Add(30 * time.Minute)},
+		// until r ends, 2 + 6 + 2 > 9; then 3 + 2 + 2 ≤ 9.
+		"9": {estimateT0.Add(30 * time.Minute), estimateT0.Add(30 * time.Minute)},
+		// 3 + 2 > 4.5 once r ended; a new Day: 2 + 2 ≤ 4.5.
+		"4.5": {midnight, midnight},
+	} {
+		t.Run("limit "+limit, func(t *testing.T) {
+			f := newEstimateFixture(t)
+			var a v1alpha1.Budget
+			if err := f.c.reader.Get(t.Context(), client.ObjectKey{Namespace: "team-a", Name: "a"}, &a); err != nil {
+				t.Fatal(err)
+			}
+			a.Spec.UsageLimits = &v1alpha1.UsageLimits{Hours: podtest.ParseList("cpu=" + limit), Period: v1alpha1.PeriodDay, TimeZone: "Europe/Berlin"}
+			start := time.Date(2026, 1, 1, 0, 0, 0, 0, berlin)
+			a.Status.Usage = &v1alpha1.UsageStatus{Period: "2026-01-01", PeriodStart: &metav1.Time{Time: start}, ResetAt: &metav1.Time{Time: midnight},
+				AsOf: metav1.NewMicroTime(estimateT0), Used: podtest.ParseList("cpu=2")}
+			if err := f.c.reader.(client.Client).Update(t.Context(), &a); err != nil {
+				t.Fatal(err)
+			}
+			f.add(t, runningFor(estimatePod("team-a", "r", 7200, "2").Annotation(v1alpha1.MaxRuntimeAnnotation, "4h"), "team-a/a", estimateT0.Add(-time.Hour), "90m"))
+			f.add(t, estimatePod("team-a", "next", 60, "1").Annotation(v1alpha1.MaxRuntimeAnnotation, "2h").Gated().Obj())
+			w, err := f.c.world(t.Context(), estimateT0, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			starts := estimate.Simulate(w, estimate.Options{Core: f.c.opts.coreOptions()})
+			if s := starts[0]; !s.Known || !s.Median.Equal(want.next) {
+				t.Errorf("next starts %+v, want at %s", s, want.next.In(berlin))
+			}
+			pods := podtest.New("").Container("c", "registry.invalid/app").Req("cpu=1").Annotation(v1alpha1.MaxRuntimeAnnotation, "2h").Priority(0).Obj()
+			whatIf, err := f.c.SimulatePods(t.Context(), "team-a", &corev1.PodTemplateSpec{ObjectMeta: pods.ObjectMeta, Spec: pods.Spec}, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := whatIf.Placements[0].Reason; r.Code != quota.CodeHoursExhausted {
+				t.Errorf("the what-if's pod is placed with %+v, want UsageExhausted", r)
+			}
+			if s := whatIf.Starts[0]; !s.Known || !s.Median.Equal(want.whatIf) {
+				t.Errorf("the what-if's pod starts %+v, want at %s", s, want.whatIf.In(berlin))
+			}
+		})
 	}
 }

@@ -191,8 +191,8 @@ func (l *Ledger) usedOf(r corev1.ResourceName) float64 {
 
 // NextChange is when, with no pod starting or ending, what fits next changes on its
 // own: a calendar period's end, a rolling window's next UTC midnight, the next step of
-// decay (a sixteenth of the half-life, between a second and ten minutes), and, under
-// Exhaustion Evict, the first running pod to reach its maximum runtime after now.
+// decay (decayStep), and, under Exhaustion Evict, the first running pod to reach its
+// maximum runtime after now.
 func (l *Ledger) NextChange(now time.Time) time.Time {
 	var next time.Time
 	switch {
@@ -205,7 +205,7 @@ func (l *Ledger) NextChange(now time.Time) time.Time {
 		u := now.UTC()
 		next = time.Date(u.Year(), u.Month(), u.Day()+1, 0, 0, 0, 0, time.UTC)
 	default:
-		next = now.Add(min(max(l.spec.HalfLife/16, time.Second), 10*time.Minute))
+		next = now.Add(l.decayStep(now))
 	}
 	if l.spec.Evict {
 		l.expire(now)
@@ -214,6 +214,17 @@ func (l *Ledger) NextChange(now time.Time) time.Time {
 		}
 	}
 	return next
+}
+
+// decayStep is how long after now, under HalfLife, what fits is looked at again: a
+// sixteenth of the half-life, between a second and ten minutes; with
+// Spec.DecayStepsGrow, at least a sixteenth of the time since the ledger was made.
+func (l *Ledger) decayStep(now time.Time) time.Duration {
+	step := min(max(l.spec.HalfLife/16, time.Second), 10*time.Minute)
+	if l.spec.DecayStepsGrow {
+		step = max(step, now.Sub(l.made)/16)
+	}
+	return step
 }
 
 // Snapshot is the ledger's State at now.

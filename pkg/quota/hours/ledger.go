@@ -17,6 +17,7 @@ import (
 type Ledger struct {
 	spec Spec
 	at   time.Time // used is folded up to here
+	made time.Time // NewLedger's now (Spec.DecayStepsGrow)
 
 	periodStart, periodEnd time.Time // a calendar period
 
@@ -83,7 +84,7 @@ type Day struct {
 // held: it is taken up if it was counted the same way (a calendar period's only if
 // still the current period), and the pods started next count from its AsOf.
 func NewLedger(spec Spec, now time.Time, restore *State) *Ledger {
-	l := &Ledger{spec: spec, at: now, counted: now, runs: map[types.UID]*run{}, ended: map[types.UID]time.Time{}, base: now,
+	l := &Ledger{spec: spec, at: now, made: now, counted: now, runs: map[types.UID]*run{}, ended: map[types.UID]time.Time{}, base: now,
 		reserving: heap.New(func(a, b *run) bool { return a.end.Before(b.end) }, func(r *run) *int { return &r.index })}
 	l.names = slices.Sorted(maps.Keys(spec.Limits))
 	l.resum()

@@ -203,3 +203,32 @@ func TestFromAPIProblems(t *testing.T) {
 		t.Errorf("no way of counting: problem %q, period %q; want a problem and a Month", problem, s.Period)
 	}
 }
+
+// Under halfLife, what fits is looked at again every sixteenth of the half-life, at most
+// ten minutes; with DecayStepsGrow (the estimator's simulations), at least every
+// sixteenth of the time since the ledger was made.
+func TestLedgerDecaySteps(t *testing.T) {
+	t0 := at("2026-12-09T12:00:00Z")
+	for name, tc := range map[string]struct {
+		halfLife time.Duration
+		grow     bool
+		after    time.Duration // since t0
+		want     time.Duration // from then to the next change
+	}{
+		"an hour":                  {time.Hour, false, 0, 225 * time.Second},
+		"a week":                   {168 * time.Hour, false, 30 * 24 * time.Hour, 10 * time.Minute},
+		"a week, growing, at once": {168 * time.Hour, true, 0, 10 * time.Minute},
+		"a week, growing, 32h on":  {168 * time.Hour, true, 32 * time.Hour, 2 * time.Hour},
+		"an hour, growing, 1m on":  {time.Hour, true, time.Minute, 225 * time.Second},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := spec(t, v1alpha1.UsageLimits{Hours: hoursOf("10"), HalfLife: &metav1.Duration{Duration: tc.halfLife}})
+			s.DecayStepsGrow = tc.grow
+			l := NewLedger(s, t0, nil)
+			now := t0.Add(tc.after)
+			if got := l.NextChange(now).Sub(now); got != tc.want {
+				t.Errorf("next change %v after %v, want %v", got, now, tc.want)
+			}
+		})
+	}
+}

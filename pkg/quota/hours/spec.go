@@ -29,6 +29,12 @@ type Spec struct {
 	DefaultMaxRuntime time.Duration
 	// Evict: a pod that outruns its maximum runtime is evicted (Exhaustion Evict).
 	Evict bool
+	// DecayStepsGrow: under HalfLife, the steps at which what fits is looked at again as
+	// used decays (NextChange) grow with the time since the ledger was made. It has no
+	// field in the API: the estimator's simulations (pkg/estimate) set it, so that a
+	// pod that waits months for used to decay is some 200 simulated moments, not
+	// tens of thousands, each at most a sixteenth of its wait later than the core's.
+	DecayStepsGrow bool
 }
 
 // FromAPI converts usageLimits; names normalizes a resource name as hard's are. A
@@ -151,5 +157,6 @@ func (s *Spec) MaxRuntime(activeDeadline, declared time.Duration) (time.Duration
 
 // Equal reports whether two specs count and limit the same.
 func (s *Spec) Equal(o *Spec) bool {
-	return s.sameCounting(o) && maps.Equal(s.Limits, o.Limits) && s.DefaultMaxRuntime == o.DefaultMaxRuntime && s.Evict == o.Evict
+	return s.sameCounting(o) && maps.Equal(s.Limits, o.Limits) && s.DefaultMaxRuntime == o.DefaultMaxRuntime && s.Evict == o.Evict &&
+		s.DecayStepsGrow == o.DecayStepsGrow
 }
