@@ -23,10 +23,13 @@ const hoursNS = "hours"
 // hourUsageWrite is the release's manager.usageWriteInterval in the failover test.
 const hourUsageWrite = 2 * time.Second
 
-// hourPods are the failover test's running pods: kept runs on through the failover,
-// ended is deleted while no manager leads.
+// hourPods are the failover test's running pods: pod kept runs on through both
+// failovers; pods first and second each end (are deleted) while no manager leads.
 type hourPods struct {
-	kept, ended       int // CPUs
+	kept              int            // CPUs of pod kept
+	ends              map[string]int // CPUs of the pods that end
+	running           int            // CPUs running now
+	ended             int            // CPUs of the pod that ended last
 	written           v1alpha1.UsageStatus
 	endedAt, killedAt time.Time
 }
@@ -45,12 +48,12 @@ func startHourBudget(t *testing.T, e env) *hourPods {
 		DefaultMaxRuntime: &metav1.Duration{Duration: time.Hour},
 	}
 	fatalIf(t, e.c.Create(ctx, b), "creating Budget hours/cpu-hours")
-	h := &hourPods{kept: 40, ended: 20}
-	for name, cpu := range map[string]int{"kept": h.kept, "ended": h.ended} {
+	h := &hourPods{kept: 40, ends: map[string]int{"first": 20, "second": 10}, running: 70}
+	for name, cpu := range map[string]int{"kept": h.kept, "first": h.ends["first"], "second": h.ends["second"]} {
 		pod := podtest.New(name).NS(hoursNS).Req(fmt.Sprintf("cpu=%d", cpu)).Obj()
 		fatalIf(t, e.c.Create(ctx, pod), "creating pod "+name)
 	}
-	waitFor(t, "both pods admitted and their use written", time.Minute, func() (bool, string) {
+	waitFor(t, "the pods admitted and their use written", time.Minute, func() (bool, string) {
 		u := hourUsage(t, e)
 		if u == nil {
 			return false, "no status.usage yet"
@@ -69,23 +72,26 @@ func hourUsage(t *testing.T, e env) *v1alpha1.UsageStatus {
 }
 
 // killed notes the SIGKILL of the leader: what the status held then is the last
-// write a restart can read. The pod named ended is then deleted, so no manager sees it
-// run after that write.
-func (h *hourPods) killed(t *testing.T, e env) {
+// write a restart can read. Pod name runs on for 5 s, and is deleted before another
+// manager leads: what it used after that write is what the bound allows to be lost.
+func (h *hourPods) killed(t *testing.T, e env, name string) {
 	t.Helper()
 	h.killedAt = time.Now()
 	h.written = *hourUsage(t, e)
-	fatalIf(t, e.c.Delete(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: hoursNS, Name: "ended"}},
-		&client.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}), "deleting pod ended")
+	time.Sleep(5 * time.Second)
+	fatalIf(t, e.c.Delete(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: hoursNS, Name: name}},
+		&client.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}), "deleting pod "+name)
 	h.endedAt = time.Now()
+	h.ended = h.ends[name]
+	h.running -= h.ended
 }
 
 // checkAfterFailover waits for the new leader's first write and checks docs/budgets.md's
-// bound: pod kept, which ran all along, is counted from the last write to the new
-// one's asOf (nothing lost, nothing twice); of pod ended, only what it used after
-// the last write may be lost, at most (usageWriteInterval + the time no manager led) ×
-// its charge.
-func (h *hourPods) checkAfterFailover(t *testing.T, e env) {
+// bound: the pods still running, which ran all along, are counted from the last write
+// to the new one's asOf (nothing lost, nothing twice); of the pod that ended, only
+// what it used after the last write may be lost, at most (usageWriteInterval + the
+// time no manager led) × its charge.
+func (h *hourPods) checkAfterFailover(t *testing.T, e env, how string) {
 	t.Helper()
 	var after *v1alpha1.UsageStatus
 	waitFor(t, "the new leader to write the hour budget's status", time.Minute, func() (bool, string) {
@@ -97,7 +103,7 @@ func (h *hourPods) checkAfterFailover(t *testing.T, e env) {
 		return q.AsApproximateFloat64()
 	}
 	since := after.AsOf.Sub(h.written.AsOf.Time).Hours()
-	least := cpuHours(h.written.Used) + float64(h.kept)*since
+	least := cpuHours(h.written.Used) + float64(h.running)*since
 	lost := float64(h.ended) * h.endedAt.Sub(h.written.AsOf.Time).Hours()
 	got := cpuHours(after.Used)
 	const rounding = 0.002 // each write rounds up to the milli-hour
@@ -110,9 +116,9 @@ func (h *hourPods) checkAfterFailover(t *testing.T, e env) {
 	if age := h.killedAt.Sub(h.written.AsOf.Time); age > hourUsageWrite+time.Second {
 		t.Errorf("the last write before the kill was %v old, more than the usageWriteInterval %v", age, hourUsageWrite)
 	}
-	t.Logf("After SIGKILL of the leader: used %.4f CPU-hours, of which %.4f for pod kept across the %v between the two writes; pod ended lost %.4f (at most %.4f)",
-		got, float64(h.kept)*since, time.Duration(since*float64(time.Hour)).Round(time.Millisecond), least+lost-got, lost)
-	if r := cpuHours(after.Reserved); r <= 0 || r > float64(h.kept) {
-		t.Errorf("reserved after the failover %.4f CPU-hours, want what is left of pod kept's hour of %d CPUs", r, h.kept)
+	t.Logf("%s: used %.4f CPU-hours, of which %.4f for the %d CPUs still running across the %v between the two writes; the pod that ended lost %.4f of the %.4f it used after the last write",
+		how, got, float64(h.running)*since, h.running, time.Duration(since*float64(time.Hour)).Round(time.Millisecond), max(least+lost-got, 0), lost)
+	if r := cpuHours(after.Reserved); r <= 0 || r > float64(h.running) {
+		t.Errorf("reserved after the failover %.4f CPU-hours, want what is left of the running pods' hour of %d CPUs", r, h.running)
 	}
 }

@@ -32,7 +32,8 @@ import (
 // Service. The standby answers a tenant with the leader's data (it forwards), and when
 // the leader is killed (SIGKILL: its Lease is not released), the standby takes over and
 // answers as the leader, through kube-apiserver all along. Hours a Budget's pods used
-// survive the SIGKILL within the bound docs/budgets.md states (startHourBudget).
+// survive the SIGKILL within the bound docs/budgets.md states (startHourBudget), and
+// so they do when that leader is killed too and a new manager starts cold.
 func TestVisibilityFollowsTheLeader(t *testing.T) {
 	e := setUpWith(t, localinstall.Options{Values: map[string]any{"manager": map[string]any{"usageWriteInterval": hourUsageWrite.String()}}})
 	ctx := t.Context()
@@ -83,7 +84,7 @@ func TestVisibilityFollowsTheLeader(t *testing.T) {
 
 	fatalIf(t, leader.Kill(), "killing the leader")
 	killed := time.Now()
-	hours.killed(t, e)
+	hours.killed(t, e, "first")
 	waitFor(t, "the standby to lead and publish its own address", time.Minute, func() (bool, string) {
 		got, err := e.inst.VisibilityLeader(ctx)
 		return err == nil && got == standby.VisibilityURL(), fmt.Sprintf("Lease holds %q (%v)", got, err)
@@ -93,11 +94,19 @@ func TestVisibilityFollowsTheLeader(t *testing.T) {
 		return err == nil && total == pods, fmt.Sprintf("total %d, %v", total, err)
 	})
 	t.Logf("After SIGKILL of the leader, the standby led and answered within %v (the Lease is 15 s)", time.Since(killed).Round(time.Second))
-	hours.checkAfterFailover(t, e)
+	hours.checkAfterFailover(t, e, "SIGKILL of the leader, a standby takes over")
 	total, err := direct(ctx, standby)
 	if err != nil || total != pods {
 		t.Errorf("the new leader asked directly: total %d, %v; want %d", total, err, pods)
 	}
+
+	// A cold start: the new leader is killed too, with no standby, and a manager
+	// started after a pod ended takes up only what the status held.
+	fatalIf(t, standby.Kill(), "killing the second leader")
+	hours.killed(t, e, "second")
+	_, err = e.inst.AddManagerReplica(ctx)
+	fatalIf(t, err, "starting a manager after the kill")
+	hours.checkAfterFailover(t, e, "SIGKILL of the only manager, a new one started")
 }
 
 // pendingPodsVia reads team-a's Budget queue through kube-apiserver with cfg and the
