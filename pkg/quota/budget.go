@@ -108,7 +108,7 @@ type Budget struct {
 	HoursRestore *hours.State
 	// MemoryRestore is what status.fairSharing held: what its pods used, decayed with
 	// its parent's usageHalfLife, which the memory of a budget new to the core starts
-	// from (hourBooks.memoryOf).
+	// from (memories.of).
 	MemoryRestore *hours.State
 	// SpecError is a problem found while building the Budget: a selector that does not
 	// parse (a *SelectorError). An invalid budget admits nothing (fail closed: no pod

@@ -114,7 +114,9 @@
 //     unit's hours fit before it asks about capacity (wait: CodeHoursExhausted,
 //     CodeNoMaxRuntime), runs its timers (a period's end, a step of decay, a pod at its
 //     maximum runtime) and, under Exhaustion Evict, hands the pods that outran their
-//     maximum to the preemption part (overrun.go, PreemptMaxRuntime).
+//     maximum to the preemption part (overrun.go, PreemptMaxRuntime). Its memories
+//     (memory.go) are fair sharing's memory, on the same charges, clock and status
+//     writes: what each budget under a parent with usageHalfLife used, decayed.
 //   - reads (reader.go, status.go, snapshot.go, page.go, podplaces.go, reasons.go,
 //     reasontext.go, heads.go): the read side, Reads, which AdmissionQueue hands out (Reader): a
 //     budget's status, every queue in admission order (Snapshot) or one page of one
@@ -173,9 +175,9 @@
 //     reservations) and hourBooks (hourbooks.go), which the charges and the admitter
 //     call; the spec comes in through BudgetFromAPI (Budget.Hours, HoursRestore).
 //   - fairness with decayed usage: families.yieldsTo and budget.shareWith (fairshare.go)
-//     add hourBooks.usageShare (hourbooks.go), what a budget used, decayed with its
-//     parent's Budget.UsageHalfLife, kept in an hours.Ledger per budget, shown and
-//     kept across restarts as status.fairSharing (hourBooks.memoryState,
+//     add memories.share (memory.go, kept by hourBooks), what a budget used, decayed
+//     with its parent's Budget.UsageHalfLife, in an hours.Ledger per budget, shown and
+//     kept across restarts as status.fairSharing (memories.state,
 //     Budget.MemoryRestore); TestRandomizedFairSharingMemory is its model.
 //   - a new preemption policy: preemptions.decide (preempt.go), victimCandidates
 //     (victims.go), compareVictims (victimorder.go).

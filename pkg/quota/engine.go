@@ -106,10 +106,12 @@ func (q *AdmissionQueue) capacityWait(budgets []*budget, add demand) (waitInfo, 
 // (familyCore, preemptionCore; admitter).
 func (q *AdmissionQueue) stuck(p *podState) bool { return q.admit.stuck(p) }
 
-// headFlavor is the flavor a waiting pod would be admitted on now, the flavors it would
-// be charged on there, and whether it fits there (familyCore; admitter.flavorFor).
+// usageShare is what c used, decayed, as a share under its parent f (familyCore;
+// hourBooks.usageShare).
 func (q *AdmissionQueue) usageShare(c, f *budget) float64 { return q.hours.usageShare(c, f) }
 
+// headFlavor is the flavor a waiting pod would be admitted on now, the flavors it would
+// be charged on there, and whether it fits there (familyCore; admitter.flavorFor).
 func (q *AdmissionQueue) headFlavor(p *podState) (string, []string, bool) {
 	return q.admit.headFlavor(p)
 }

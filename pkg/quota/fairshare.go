@@ -29,7 +29,7 @@ import (
 // With memory (the parent's spec.fairSharing.usageHalfLife), each share adds what the
 // budget used, decayed with that half-life, over what the family would use lending all
 // it lends for ever (its lendable pool times halfLife/ln 2, the most a decayed sum can
-// reach), dominant over the resources, divided by its weight (hourBooks.usageShare).
+// reach), dominant over the resources, divided by its weight (memories.share, memory.go).
 // It is read as it was when the admission pass began, so it is the same constant for
 // a budget all through a pass, and the strict order above holds.
 
@@ -121,14 +121,24 @@ func (b *budget) shareWith(f *budget, add amount.List) (share float64, borrows b
 	if !borrows {
 		return 0, false
 	}
+	return b.weighted(share), true
+}
+
+// weighted is a share of b over its weight (spec.fairSharing.weight, 1 when unset): a
+// budget of weight 0 that has any share has an infinite one, so it yields to every
+// sibling of positive weight.
+func (b *budget) weighted(share float64) float64 {
 	weight := 1.0
 	if b.spec.Weight != nil {
 		weight = b.spec.Weight.AsApproximateFloat64()
 	}
-	if weight <= 0 {
-		return math.Inf(1), true
+	switch {
+	case weight > 0:
+		return share / weight
+	case share > 0:
+		return math.Inf(1)
 	}
-	return share / weight, true
+	return 0
 }
 
 // noteFairWaiter records that a unit's pod yielded in the family of f; wakeFairWaiters

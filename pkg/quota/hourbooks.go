@@ -3,7 +3,6 @@ package quota
 import (
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -22,7 +21,8 @@ import (
 // hours fit (wait) before it looks at capacity, runs its timers (a period that ends, a
 // step of decay, a pod that reaches its maximum runtime) and asks which pods outran
 // their maximum under Exhaustion Evict; the read side asks it for a budget's
-// status.usage.
+// status.usage. It also keeps fair sharing's memory (memories), which counts the same
+// charges on the same clock and is written with the same cadence.
 type hourBooks struct {
 	clock   clock.PassiveClock
 	agenda  *agenda
@@ -32,12 +32,10 @@ type hourBooks struct {
 	writeEvery time.Duration // how often a ledger with running pods has its status written
 	lastWrite  time.Time
 
-	// memory is, for each budget under a parent with fairSharing.usageHalfLife, what
-	// its pods used, decayed (fair sharing with memory); shares are its usageShare as
-	// the current admission pass began, and passAt when that was.
-	memory map[*budget]*hours.Ledger
-	shares map[*budget]float64
-	passAt time.Time
+	// memory is fair sharing's memory: what the budgets under a parent with
+	// fairSharing.usageHalfLife used, decayed. It rides on the same charges, clock and
+	// status writes as the hours.
+	memory memories
 }
 
 func newHourBooks(c clock.PassiveClock, ag *agenda, writeEvery time.Duration) *hourBooks {
@@ -78,108 +76,24 @@ func (h *hourBooks) forget(b *budget) {
 	delete(h.next, b)
 }
 
-// memoryOf is c's memory ledger under f, made when there is none yet or f's half-life
-// changed. The first one made for c starts from what c's status.fairSharing held
-// (Budget.MemoryRestore), counting its charged pods from when that was written; any
-// other counts them from now.
-func (h *hourBooks) memoryOf(c, f *budget, now time.Time) *hours.Ledger {
-	hl := f.spec.UsageHalfLife
-	old := h.memory[c]
-	if old != nil && old.Spec().HalfLife == hl {
-		return old
-	}
-	limits := map[corev1.ResourceName]float64{}
-	for _, r := range f.ledger.resources() {
-		limits[r] = math.MaxFloat64
-	}
-	var restore *hours.State
-	if old == nil {
-		restore = c.spec.MemoryRestore
-	}
-	l := hours.NewLedger(hours.Spec{Limits: limits, HalfLife: hl, Location: time.UTC}, now, restore)
-	for p := range c.ledger.chargedPods() {
-		l.Start(p.pod.UID, rateOf(p.chargedUsage, p.chargedClaims), 0, chargedSince(p, now), now)
-	}
-	if h.memory == nil {
-		h.memory = map[*budget]*hours.Ledger{}
-	}
-	h.memory[c] = l
-	return l
-}
-
 // forgetBudget drops what is kept of a deleted budget.
 func (h *hourBooks) forgetBudget(b *budget) {
 	h.forget(b)
-	delete(h.memory, b)
-	delete(h.shares, b)
+	h.memory.forget(b)
 }
 
 // beginPass starts an admission pass: usageShare reads memory as it is now, and keeps
 // each budget's share until the next pass.
-func (h *hourBooks) beginPass() {
-	h.passAt = h.clock.Now()
-	clear(h.shares)
-}
+func (h *hourBooks) beginPass() { h.memory.beginPass(h.clock.Now()) }
 
 // usageShare is c's share from memory under its parent f, as the current admission
-// pass began (shareAt); 0 when f has no usageHalfLife.
-func (h *hourBooks) usageShare(c, f *budget) float64 {
-	if f.spec.UsageHalfLife <= 0 {
-		return 0
-	}
-	if s, ok := h.shares[c]; ok {
-		return s
-	}
-	at := h.passAt
-	if at.IsZero() {
-		at = h.clock.Now()
-	}
-	share := h.shareAt(c, f, at)
-	if h.shares == nil {
-		h.shares = map[*budget]float64{}
-	}
-	h.shares[c] = share
-	return share
-}
-
-// shareAt is c's share from memory under f at at: over the resources of f's memory
-// ledger for c, what c used, decayed with f's usageHalfLife, over what f's family lends
-// of it times halfLife/ln 2 (the most that lending all of it for ever adds up to,
-// decayed), the largest, divided by c's weight. The ledger is made the first time it
-// is asked for.
-func (h *hourBooks) shareAt(c, f *budget, at time.Time) float64 {
-	hl := f.spec.UsageHalfLife
-	l := h.memoryOf(c, f, at)
-	share := 0.0
-	for r, used := range l.Used(at) {
-		pool, _ := f.familyStatus(r)
-		if p := pool.Float64() * hl.Hours() / math.Ln2; p > 0 {
-			share = max(share, used/p)
-		}
-	}
-	weight := 1.0
-	if c.spec.Weight != nil {
-		weight = c.spec.Weight.AsApproximateFloat64()
-	}
-	switch {
-	case weight <= 0 && share > 0:
-		share = math.Inf(1)
-	case weight > 0:
-		share /= weight
-	}
-	return share
-}
+// pass began; 0 when f has no usageHalfLife (memories.share).
+func (h *hourBooks) usageShare(c, f *budget) float64 { return h.memory.share(c, f, h.clock) }
 
 // memoryState is c's status.fairSharing now: what its pods used, decayed, and the
 // share that adds; false when c's parent has no usageHalfLife.
 func (h *hourBooks) memoryState(c *budget) (hours.State, float64, bool) {
-	f := c.parent
-	if f == nil || f.spec.UsageHalfLife <= 0 {
-		return hours.State{}, 0, false
-	}
-	now := h.clock.Now()
-	share := h.shareAt(c, f, now)
-	return h.memoryOf(c, f, now).Snapshot(now), share, true
+	return h.memory.state(c, h.clock.Now())
 }
 
 // start counts a pod that was just charged, in every budget it is charged to that has
@@ -197,7 +111,7 @@ func (h *hourBooks) start(p *podState) {
 			if now.IsZero() {
 				now = h.clock.Now()
 			}
-			h.memoryOf(b, f, now).Start(p.pod.UID, rateOf(p.chargedUsage, p.chargedClaims), 0, chargedSince(p, now), now)
+			h.memory.start(b, f, p, now)
 		}
 	}
 }
@@ -227,7 +141,7 @@ func (h *hourBooks) startOn(b *budget, l *hours.Ledger, p *podState, now time.Ti
 
 // end stops counting a pod whose charge ends: what it used stays used.
 func (h *hourBooks) end(p *podState) {
-	if len(h.ledgers) == 0 && len(h.memory) == 0 {
+	if len(h.ledgers) == 0 && h.memory.empty() {
 		return
 	}
 	now := h.clock.Now()
@@ -236,9 +150,7 @@ func (h *hourBooks) end(p *podState) {
 			l.End(p.pod.UID, now)
 			h.next[b] = l.NextChange(now)
 		}
-		if l := h.memory[b]; l != nil {
-			l.End(p.pod.UID, now)
-		}
+		h.memory.end(b, p.pod.UID, now)
 	}
 }
 
@@ -360,7 +272,7 @@ func hoursNum(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
 // writeEvery, each ledger and each memory with running pods has its status written,
 // so that what it used survives a restart (hours.State).
 func (h *hourBooks) runTimers(now time.Time) {
-	if len(h.ledgers) == 0 && len(h.memory) == 0 {
+	if len(h.ledgers) == 0 && h.memory.empty() {
 		return
 	}
 	write := now.Sub(h.lastWrite) >= h.writeEvery
@@ -378,10 +290,8 @@ func (h *hourBooks) runTimers(now time.Time) {
 		}
 	}
 	if write {
-		for c, l := range h.memory {
-			if l.Runs() > 0 {
-				h.agenda.markStatus(c)
-			}
+		for c := range h.memory.running() {
+			h.agenda.markStatus(c)
 		}
 	}
 }
@@ -396,9 +306,7 @@ func (h *hourBooks) nextWakeup() (time.Time, bool) {
 		}
 		running = running || h.ledgers[b].Runs() > 0
 	}
-	for _, l := range h.memory {
-		running = running || l.Runs() > 0
-	}
+	running = running || h.memory.anyRunning()
 	if w := h.lastWrite.Add(h.writeEvery); running && (next.IsZero() || w.Before(next)) {
 		next = w
 	}
