@@ -57,6 +57,23 @@
 // claim), or the simulation's bounds (Horizon, MaxSteps). Nothing in a Start names
 // another pod, so a tenant learns no other namespace's pod names from it.
 //
+// # Pods still to come
+//
+// A waiting pod's start depends on pods not created yet too: those of a higher priority
+// go ahead of it, and in a family a member's new pods take back what another borrowed.
+// Arrivals (one per manager, fed every pod first seen that carries the gate or went
+// through it) learns each workload's creations per priority (ArrivalKey: the owner's
+// stem, as Key's LevelOwner, and the priority): the last 32 moments (a second's
+// creations are one, with their count) and the last pod as a template. Streams gives
+// those still creating: at least MinArrivals moments, the last no more than
+// arrivalQuiet (4) mean gaps ago. WorldBuilder.AddArrivals keeps those whose pods'
+// durations the Learner knows (World.Arrivals). Each draw of Simulate draws each
+// stream's rate (Gamma(gaps, span): a rate learned from few moments is uncertain),
+// then creates its pods, gated, at exponential gaps, each moment as many as one of its
+// recent moments, up to Stream.Until (as far ahead as its history reaches back, at most
+// a day) and at most as many pods as the world has (at least 256); they run as their
+// workload's learned runs say. A draw-less run (Place) creates none.
+//
 // # What if
 //
 // Place and Suppose answer for pods that do not exist yet (the visibility API's
@@ -76,8 +93,9 @@
 // pods behind any learned one among them, and Start.Basis what the least trusted of
 // them was learned from. Its range holds the start as often as it claims when the
 // runs learned are like the runs to come; it is early when pods run longer than their
-// kind did, when pods not created yet arrive ahead of it (a higher priority, a group,
-// a preempted pod recreated), and when the scheduler, not the quota, is what holds a
+// kind did, when pods not created yet arrive ahead of it more often than their
+// workload's history says (a workload never seen before, a group, a preempted pod
+// recreated), and when the scheduler, not the quota, is what holds a
 // pod back. It is late when pods end before their deadline or their declared duration
 // (a deadline is only an upper bound, yet a pod with one is simulated to run until
 // it), or are deleted. Not simulated: the time
@@ -92,7 +110,11 @@
 // A Learner keeps, per key, a ring of the last Window (32) durations, their cached
 // quantiles, a sorted copy of them that simulations draw from and its fit, some 930
 // bytes (850 measured before the fit's 80), and at most maxKeys keys (DefaultMaxKeys,
-// 4096: some 3.8 MB), dropping the least recently recorded first. A simulation holds a fresh core of the world's pods (the
+// 4096: some 3.8 MB), dropping the least recently recorded first. Arrivals keeps, per
+// stream, 32 moments of 32 bytes, a template pod (a quota.Pod: 464 bytes, its maps
+// shared with the informer's cache) and its Facts (160 bytes), some 1.9 KB with the
+// key, list and map entries, and at most DefaultMaxKeys streams (some 7.6 MB), dropping
+// the least recently created first. A simulation holds a fresh core of the world's pods (the
 // core's own cost per pod) and one heap entry per pod; Simulate keeps every draw's
 // outcome of every waiting pod until it reads their starts.
 //

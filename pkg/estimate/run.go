@@ -60,10 +60,26 @@ type sim struct {
 	weakest int  // the fewest samples behind a learned end so far (0: none)
 	weak    weak // the least trusted learned end so far
 
+	// coming are the world's Arrivals with their next moment in this run, created
+	// the pods made from them (by UID: how long each runs once admitted), and
+	// mayCreate how many more this run may make.
+	coming    []coming
+	created   map[types.UID]Expectation
+	mayCreate int
+
 	// admissions, when not nil, records each admission and how many victims had been
 	// preempted before it (Place reads them).
 	admissions map[types.UID]admission
 	preempted  int // victims ended so far
+}
+
+// coming is a stream's next moment in one run.
+type coming struct {
+	st   *Stream
+	gap  time.Duration // this run's mean gap (Stream.gapOf)
+	at   time.Time
+	pods int
+	seq  int // pods made so far
 }
 
 // admission is one admission as Place reads it.
@@ -111,6 +127,7 @@ func run(w *World, o *Options, pk durations, heads bool) result {
 		s.clk.now = next
 		s.changeDue()
 		s.endDue()
+		s.createDue()
 	}
 	s.explain(capped)
 	return result{pods: s.out, stopped: s.clk.now, heads: atHead}
@@ -155,7 +172,66 @@ func newSim(w *World, o *Options, pk durations) *sim {
 		s.waiting[p.Pod.UID] = i
 		s.q.UpsertPod(p.Pod)
 	}
+	if pk.rng != nil && len(w.Arrivals) > 0 {
+		s.created, s.mayCreate = map[types.UID]Expectation{}, max(len(w.Running)+len(w.Waiting), minCreate)
+		for i := range w.Arrivals {
+			st := &w.Arrivals[i]
+			gap := st.gapOf(pk.rng)
+			at, n := st.nextArrival(pk.rng, w.Now, gap)
+			s.coming = append(s.coming, coming{st: st, gap: gap, at: at, pods: n})
+		}
+	}
 	return s
+}
+
+// minCreate is the fewest pods a run may create from the world's Arrivals; it may
+// create as many as the world has pods.
+const minCreate = 256
+
+// nextCreate is the earliest moment a stream creates pods, if any still does.
+func (s *sim) nextCreate() (time.Time, bool) {
+	var next time.Time
+	if s.mayCreate <= 0 {
+		return next, false
+	}
+	for _, c := range s.coming {
+		if !c.at.After(c.st.Until) && (next.IsZero() || c.at.Before(next)) {
+			next = c.at
+		}
+	}
+	return next, !next.IsZero()
+}
+
+// createDue creates the pods of every stream whose moment has come, gated and created
+// now, and draws each such stream's next moment.
+func (s *sim) createDue() {
+	for i := range s.coming {
+		c := &s.coming[i]
+		for s.mayCreate > 0 && !c.at.After(s.clk.now) && !c.at.After(c.st.Until) {
+			for range c.pods {
+				if s.mayCreate <= 0 {
+					break
+				}
+				p := c.st.Template
+				c.seq++
+				p.Name = fmt.Sprintf("%s-coming-%d-%d", stemOrPod(c.st.Key.Owner), i, c.seq)
+				p.UID = types.UID(fmt.Sprintf("coming/%d/%d", i, c.seq))
+				p.Created = s.clk.now
+				s.created[p.UID] = c.st.Expect
+				s.mayCreate--
+				s.q.UpsertPod(p)
+			}
+			c.at, c.pods = c.st.nextArrival(s.pick.rng, c.at, c.gap)
+		}
+	}
+}
+
+// stemOrPod is a stream owner's name as a pod name's start ("pod" for none).
+func stemOrPod(owner string) string {
+	if owner == "" {
+		return "pod"
+	}
+	return owner
 }
 
 // holds records that a pod holds quota until end (for ever when e is not Known).
@@ -203,6 +279,11 @@ func (s *sim) admit() {
 }
 
 func (s *sim) started(uid types.UID) {
+	if e, ok := s.created[uid]; ok {
+		delete(s.created, uid)
+		s.holds(uid, e, s.clk.now.Add(max(s.pick.of(e), 0)))
+		return
+	}
 	i, ok := s.waiting[uid]
 	if !ok || s.out[i].started {
 		return
@@ -253,6 +334,9 @@ func (s *sim) next(horizon time.Time) (time.Time, bool) {
 		if t := s.w.Changes[s.changes].At; next.IsZero() || t.Before(next) {
 			next = t
 		}
+	}
+	if t, ok := s.nextCreate(); ok && (next.IsZero() || t.Before(next)) {
+		next = t
 	}
 	return next, !next.IsZero()
 }

@@ -27,6 +27,10 @@ type World struct {
 	// from At on, the budget named Budget.Key is Budget (its effective spec). A
 	// simulation applies each as its clock reaches it.
 	Changes []BudgetChange
+	// Arrivals are the streams of pods still to be created (Arrivals.Streams, each with
+	// its Expect known): each draw of a simulation creates pods from them, at random
+	// moments as often as they came before, up to each stream's Until.
+	Arrivals []Stream
 }
 
 // BudgetChange is a budget's effective spec from At on (a window that opens or ends).
@@ -83,6 +87,9 @@ type Options struct {
 // spread reports whether any pod's duration is drawn (learned runs): when none is,
 // every run is the same run, made once.
 func (w *World) spread() bool {
+	if len(w.Arrivals) > 0 {
+		return true
+	}
 	for _, ps := range [][]Pod{w.Running, w.Waiting} {
 		for _, p := range ps {
 			if p.Expect.Source == SourceLearned && len(p.Expect.runs) > 0 {

@@ -47,6 +47,18 @@ func (b *WorldBuilder) Add(p quota.Pod, f *Facts) {
 	}
 }
 
+// AddArrivals adds the streams of pods still to be created that a simulation draws
+// from: those whose pods' durations the Learner knows (a pod that would hold its quota
+// for ever is not one to draw), their budgets as for a gated pod.
+func (b *WorldBuilder) AddArrivals(streams []Stream) {
+	for _, st := range streams {
+		st.Expect = b.learner.ExpectFacts(&st.Facts, b.cover.of(&st.Template), b.w.Now)
+		if st.Expect.Known() {
+			b.w.Arrivals = append(b.w.Arrivals, st)
+		}
+	}
+}
+
 // World returns the world built so far.
 func (b *WorldBuilder) World() World { return b.w }
 
