@@ -96,6 +96,9 @@ func (c *Controller) worldBuilder(ctx context.Context, now time.Time, l *estimat
 			b.Add(c.viewOf(cp, now), &f)
 		}
 	}
+	if c.estimates != nil {
+		b.AddArrivals(c.estimates.arrivals.Streams(now))
+	}
 	return b, nil
 }
 

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -185,5 +186,39 @@ func TestEstimateWorldHasHours(t *testing.T) {
 				t.Errorf("the what-if's pod starts %+v, want at %s", s, want.whatIf.In(berlin))
 			}
 		})
+	}
+}
+
+// The world has the streams of pods still to come: a workload's pods that went through
+// the gate are one stream at their priority, with their learned runs; pods that never
+// carried the gate are none.
+func TestEstimateWorldHasArrivals(t *testing.T) {
+	f := newEstimateFixture(t)
+	for i := range 5 {
+		created := 100 - 20*i
+		b := estimatePod("team-a", fmt.Sprintf("etl-%d-x7k2p", i), created, "1").Owner("batch/v1", "Job", fmt.Sprintf("etl-%d", i), true).Priority(1000)
+		started := estimateT0.Add(-time.Duration(created-1) * time.Second)
+		f.add(t, ended(runningFor(b, "team-a/a", started, ""), started.Add(15*time.Second)))
+	}
+	for i := range 5 {
+		f.add(t, estimatePod("team-b", fmt.Sprintf("loose-%d", i), 100-20*i, "1").Obj()) // never gated, never admitted
+	}
+	w, err := f.c.world(t.Context(), estimateT0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(w.Arrivals) != 1 {
+		t.Fatalf("%d streams, want the etl one: %+v", len(w.Arrivals), w.Arrivals)
+	}
+	st := w.Arrivals[0]
+	want := estimate.ArrivalKey{Namespace: "team-a", OwnerKind: "Job", Owner: "etl", Priority: 1000}
+	if st.Key != want || st.Gaps != 4 || st.Gap != 25*time.Second {
+		t.Errorf("stream %+v, %d gaps of %v: want %+v, 4 gaps of 25s", st.Key, st.Gaps, st.Gap, want)
+	}
+	if st.Expect.Source != estimate.SourceLearned || st.Expect.Samples != 5 || st.Expect.Median != 15*time.Second {
+		t.Errorf("its pods are expected %+v, want the 5 learned runs of 15s", st.Expect)
+	}
+	if st.Template.Namespace != "team-a" || st.Template.Priority != 1000 || !st.Template.Gated {
+		t.Errorf("template %+v: want a gated pod of team-a at priority 1000", st.Template)
 	}
 }

@@ -38,7 +38,11 @@ import (
 // Pods the real core admitted whose ungate the cache has not shown yet are gated in
 // the world: the simulation admits them at once, as the core did.
 type estimator struct {
-	learner  *estimate.Learner
+	learner *estimate.Learner
+	// arrivals learns how often each workload creates pods, from every pod first seen
+	// that carries the gate or was admitted through it: the pods still to come that a
+	// simulation draws.
+	arrivals *estimate.Arrivals
 	interval time.Duration
 	// pods lists the pod informer's store, of cachedPods.
 	pods podLister
@@ -85,7 +89,7 @@ func newEstimator(interval time.Duration) *estimator {
 	if interval <= 0 {
 		return nil
 	}
-	e := &estimator{learner: estimate.NewLearner(0), interval: interval, notices: newEstimateNotices(), record: newTrackRecord(time.Now()),
+	e := &estimator{learner: estimate.NewLearner(0), arrivals: estimate.NewArrivals(0), interval: interval, notices: newEstimateNotices(), record: newTrackRecord(time.Now()),
 		yield: newEstimateYield(clock.RealClock{})}
 	e.changed.Store(true)
 	return e
@@ -131,14 +135,15 @@ func (e *estimator) changedHandler() toolscache.ResourceEventHandler {
 	}
 }
 
-// estimatePodHandler teaches the Learner each pod first seen ended, and asks for a
-// new pass on every pod event.
+// estimatePodHandler teaches the Learner each pod first seen ended, and Arrivals each
+// pod's creation, and asks for a new pass on every pod event.
 func (c *Controller) estimatePodHandler() toolscache.ResourceEventHandler {
 	e := c.estimates
 	return toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			if cp, ok := obj.(*cachedPod); ok {
 				c.learn(cp, nil)
+				c.arrived(cp)
 			}
 			e.changed.Store(true)
 		},
@@ -163,6 +168,18 @@ func (c *Controller) learn(cp, old *cachedPod) bool {
 	}
 	v := cp.view
 	return c.estimates.learner.ObserveFacts(&f, v.AdmittedByKeys(), c.opts.Clock.Now())
+}
+
+// arrived records a pod's creation in Arrivals, once per pod (its first sight): a pod
+// that carries the gate or was admitted through it, at its priority, with its view as
+// a gated pod as the template of those to come.
+func (c *Controller) arrived(cp *cachedPod) {
+	v := cp.at(c.opts.Clock.Now(), c.opts.Gate)
+	if !v.Gated && !v.HasAdmittedBy {
+		return
+	}
+	f := cp.factsOf()
+	c.estimates.arrivals.Observe(v, &f)
 }
 
 // runEstimates is the leader's estimator loop: a pass when something changed, at most
