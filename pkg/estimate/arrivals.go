@@ -151,11 +151,13 @@ type Stream struct {
 	// what Expect is learned from.
 	Facts Facts
 	// Gap is the mean time between two creation moments: Span (from the first moment
-	// kept to now) over Gaps (the moments after the first). Pods are the pods of each
-	// of the recent moments, which a simulated moment draws its count from.
+	// kept to now) over Gaps (the moments after the first). Pods is how many pods a
+	// moment creates: the median of the recent moments' counts (a Job's parallelism),
+	// so that a burst once (a backlog submitted at once) does not make every moment a
+	// burst.
 	Gap, Span time.Duration
 	Gaps      int
-	Pods      []int
+	Pods      int
 	// Until is how far ahead the stream is drawn: as far as its history reaches back,
 	// at most maxArrivalAhead.
 	Until time.Time
@@ -189,10 +191,11 @@ func (a *Arrivals) Streams(now time.Time) []Stream {
 		for i, m := range s.moments {
 			pods[i] = m.pods
 		}
+		slices.Sort(pods)
 		f := s.facts
 		f.Started, f.Held, f.Finished, f.Ended = time.Time{}, time.Time{}, time.Time{}, false
 		out = append(out, Stream{
-			Key: s.key, Template: s.template, Facts: f, Pods: pods,
+			Key: s.key, Template: s.template, Facts: f, Pods: pods[(n-1)/2],
 			Gap: span / time.Duration(n-1), Span: span, Gaps: n - 1,
 			Until: now.Add(min(span, maxArrivalAhead)),
 		})
@@ -220,8 +223,7 @@ func (st *Stream) gapOf(rng *rand.Rand) time.Duration {
 }
 
 // nextArrival draws when the stream's next moment after t comes, at a mean gap of gap
-// (exponential gaps: creations as a Poisson stream), and how many pods it creates (as
-// many as one of its recent moments, drawn).
-func (st *Stream) nextArrival(rng *rand.Rand, t time.Time, gap time.Duration) (time.Time, int) {
-	return t.Add(time.Duration(rng.ExpFloat64() * float64(gap))), st.Pods[rng.IntN(len(st.Pods))]
+// (exponential gaps: creations as a Poisson stream).
+func (st *Stream) nextArrival(rng *rand.Rand, t time.Time, gap time.Duration) time.Time {
+	return t.Add(time.Duration(rng.ExpFloat64() * float64(gap)))
 }

@@ -58,17 +58,17 @@ func TestArrivalsStreams(t *testing.T) {
 			t.Errorf("got %d streams, want none", len(got))
 		}
 	})
-	t.Run("pods created in one second are one moment", func(t *testing.T) {
+	t.Run("pods created in one second are one moment, of the median count", func(t *testing.T) {
 		a := NewArrivals(0)
-		for i := range 3 {
-			for range 4 { // a Job of parallelism 4
-				p, f := etlPod(i, t0.Add(time.Duration(i-3)*time.Minute), 0)
+		for i, n := range []int{16, 4, 4, 3} { // a backlog at once, then Jobs of parallelism 4 or 3
+			for range n {
+				p, f := etlPod(i, t0.Add(time.Duration(i-4)*time.Minute), 0)
 				a.Observe(p, &f)
 			}
 		}
 		got := a.Streams(t0)
-		if len(got) != 1 || got[0].Gaps != 2 || !slices.Equal(got[0].Pods, []int{4, 4, 4}) {
-			t.Fatalf("got %+v, want one stream of 3 moments of 4 pods", got)
+		if len(got) != 1 || got[0].Gaps != 3 || got[0].Pods != 4 {
+			t.Fatalf("got %+v, want one stream of 4 moments, of 4 pods each", got)
 		}
 	})
 	t.Run("a stream quiet for arrivalQuiet gaps has stopped", func(t *testing.T) {

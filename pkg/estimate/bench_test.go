@@ -2,7 +2,9 @@ package estimate
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -16,18 +18,27 @@ import (
 // within the hour, and n gated pods of 1 or 2 CPUs, of two priorities, each with a
 // learned duration of 5 to 60 minutes. In the "family" worlds the Budgets are under one
 // ClusterBudget of 1000 CPUs and may each borrow 10: the core's own cost of evaluating
-// pods in a borrowing family grows with the pods waiting on it (doc.go: cost).
+// pods in a borrowing family grows with the pods waiting on it (doc.go: cost). In the
+// "arrivals" world, every namespace also has a stream of pods still to come of the
+// higher priority, one every 2 minutes (World.Arrivals).
 func BenchmarkSimulate(b *testing.B) {
 	for _, tc := range []struct {
-		n      int
-		family bool
-	}{{1000, false}, {10000, false}, {400, true}} {
+		n        int
+		family   bool
+		arrivals bool
+	}{{1000, false, false}, {1000, false, true}, {10000, false, false}, {400, true, false}} {
 		name := fmt.Sprintf("gated=%d", tc.n)
 		if tc.family {
 			name = fmt.Sprintf("family/gated=%d", tc.n)
 		}
+		if tc.arrivals {
+			name = fmt.Sprintf("arrivals/gated=%d", tc.n)
+		}
 		b.Run(name, func(b *testing.B) {
 			w := busyWorld(tc.n, tc.family)
+			if tc.arrivals {
+				w.Arrivals = busyArrivals(w)
+			}
 			b.ReportAllocs()
 			startCPU := cpuTime()
 			for b.Loop() {
@@ -105,4 +116,21 @@ func busyWorld(n int, family bool) World {
 		w.Waiting = append(w.Waiting, waiting(b, learned()))
 	}
 	return w
+}
+
+// busyArrivals is a stream of pods of 1 CPU and priority 10 for each namespace of w,
+// one every 2 minutes over the last hour, each running 5 to 20 minutes.
+func busyArrivals(w World) []Stream {
+	var out []Stream
+	for _, ns := range slices.Sorted(maps.Keys(w.Namespaces)) {
+		tmpl := view(podIn(ns, "etl", 0, "cpu=1").Priority(10).Gated())
+		tmpl.Name, tmpl.UID = "", ""
+		out = append(out, Stream{
+			Key:      ArrivalKey{Namespace: ns, OwnerKind: "Job", Owner: "etl", Priority: 10},
+			Template: tmpl, Expect: learnedRuns(5*time.Minute, 10*time.Minute, 20*time.Minute),
+			Gap: 2 * time.Minute, Span: time.Hour, Gaps: 30, Pods: 1,
+			Until: t0.Add(time.Hour),
+		})
+	}
+	return out
 }

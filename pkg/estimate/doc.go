@@ -69,8 +69,8 @@
 // arrivalQuiet (4) mean gaps ago. WorldBuilder.AddArrivals keeps those whose pods'
 // durations the Learner knows (World.Arrivals). Each draw of Simulate draws each
 // stream's rate (Gamma(gaps, span): a rate learned from few moments is uncertain),
-// then creates its pods, gated, at exponential gaps, each moment as many as one of its
-// recent moments, up to Stream.Until (as far ahead as its history reaches back, at most
+// then creates its pods, gated, at exponential gaps, each moment as many as its recent
+// moments' median, up to Stream.Until (as far ahead as its history reaches back, at most
 // a day) and at most as many pods as the world has (at least 256); they run as their
 // workload's learned runs say. A draw-less run (Place) creates none.
 //

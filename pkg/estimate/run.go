@@ -75,11 +75,10 @@ type sim struct {
 
 // coming is a stream's next moment in one run.
 type coming struct {
-	st   *Stream
-	gap  time.Duration // this run's mean gap (Stream.gapOf)
-	at   time.Time
-	pods int
-	seq  int // pods made so far
+	st  *Stream
+	gap time.Duration // this run's mean gap (Stream.gapOf)
+	at  time.Time
+	seq int // pods made so far
 }
 
 // admission is one admission as Place reads it.
@@ -177,8 +176,7 @@ func newSim(w *World, o *Options, pk durations) *sim {
 		for i := range w.Arrivals {
 			st := &w.Arrivals[i]
 			gap := st.gapOf(pk.rng)
-			at, n := st.nextArrival(pk.rng, w.Now, gap)
-			s.coming = append(s.coming, coming{st: st, gap: gap, at: at, pods: n})
+			s.coming = append(s.coming, coming{st: st, gap: gap, at: st.nextArrival(pk.rng, w.Now, gap)})
 		}
 	}
 	return s
@@ -208,7 +206,7 @@ func (s *sim) createDue() {
 	for i := range s.coming {
 		c := &s.coming[i]
 		for s.mayCreate > 0 && !c.at.After(s.clk.now) && !c.at.After(c.st.Until) {
-			for range c.pods {
+			for range c.st.Pods {
 				if s.mayCreate <= 0 {
 					break
 				}
@@ -221,7 +219,7 @@ func (s *sim) createDue() {
 				s.mayCreate--
 				s.q.UpsertPod(p)
 			}
-			c.at, c.pods = c.st.nextArrival(s.pick.rng, c.at, c.gap)
+			c.at = c.st.nextArrival(s.pick.rng, c.at, c.gap)
 		}
 	}
 }
