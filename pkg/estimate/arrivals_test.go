@@ -265,3 +265,28 @@ func TestCoverageWithArrivals(t *testing.T) {
 		t.Errorf("median signed error %+.1f s with arrivals, %+.1f s blind to them: want the blind one early, and this one within half of it", bias, blindBias)
 	}
 }
+
+// A pod that never fits is not waited for by a run that creates pods: once the pods
+// asked about wait for nothing that ends bring, it stops creating them, and the pod is
+// unknown for its own reason, not capped by the pods created.
+func TestArrivalsStopForHopelessPods(t *testing.T) {
+	w := world([]quota.Budget{budget("team-a", "a", "cpu=2")},
+		[]Pod{running("team-a", "long", "cpu=1", runs(10*time.Hour))},
+		[]Pod{waiting(podIn("team-a", "huge", 0, "cpu=10"), runs(time.Minute))})
+	tmpl := view(podIn("team-a", "etl", 0, "cpu=1").Priority(1000).Gated())
+	tmpl.Name, tmpl.UID = "", ""
+	w.Arrivals = []Stream{{
+		Key:      ArrivalKey{Namespace: "team-a", OwnerKind: "Job", Owner: "etl", Priority: 1000},
+		Template: tmpl, Expect: learnedRuns(20*time.Second, 30*time.Second, 40*time.Second),
+		Gap: time.Minute, Span: 5 * time.Hour, Gaps: 300, Pods: 1, Until: t0.Add(5 * time.Hour),
+	}}
+	steps := 0
+	s := Simulate(w, Options{afterAdmit: func(*quota.AdmissionQueue) { steps++ }})[0]
+	if s.Known || s.Unknown != UnknownNeverFits {
+		t.Errorf("huge: %+v, want unknown: NeverFits", s)
+	}
+	// Each of the 19 draws creates quietMoments moments' pods, then looks and stops.
+	if most := 19 * (2*quietMoments + 2); steps > most {
+		t.Errorf("%d simulated moments over the draws, want at most %d: the runs went on creating pods", steps, most)
+	}
+}

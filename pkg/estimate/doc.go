@@ -71,8 +71,12 @@
 // stream's rate (Gamma(gaps, span): a rate learned from few moments is uncertain),
 // then creates its pods, gated, at exponential gaps, each moment as many as its recent
 // moments' median, up to Stream.Until (as far ahead as its history reaches back, at most
-// a day) and at most as many pods as the world has (at least 256); they run as their
-// workload's learned runs say. A draw-less run (Place) creates none.
+// a day) and at most as many pods as the world has (at least 64); they run as their
+// workload's learned runs say. A run stops creating them once none of the world's own
+// pods has an end to come, and once the pods asked about that still wait wait for
+// nothing an end brings (looked at every 16 moments created without a start): else a
+// pod that never fits would be simulated up to those bounds in every draw. A draw-less
+// run (Place) creates none.
 //
 // # What if
 //

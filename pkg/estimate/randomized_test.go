@@ -16,7 +16,7 @@ import (
 
 // For random small worlds (budgets alone or in a borrowing family, StrictFIFO or not,
 // some closed; pods of two priorities, some in groups, some too big, some with no
-// expected end), every admission the simulation makes keeps every budget within its
+// expected end; streams of pods still to come, of three priorities), every admission the simulation makes keeps every budget within its
 // hard (its ceiling, hard plus borrowingLimit, when it borrows): the budgets' statuses
 // are read from the simulation's core after each simulated moment. And a simulation is
 // deterministic: the same world gives the same starts.
@@ -139,6 +139,23 @@ func randomWorld(r *rand.Rand) (World, map[quota.BudgetKey]corev1.ResourceList) 
 			continue
 		}
 		w.Waiting = append(w.Waiting, waiting(podIn(ns, fmt.Sprintf("w-%d", i), i, req).Priority(prio), expect()))
+	}
+	// Pods still to come: streams of each priority, some of them bursts of two, some
+	// above a budget's hard.
+	for i := range r.IntN(4) {
+		ns := namespaces[r.IntN(len(namespaces))]
+		e := expect()
+		if !e.Known() {
+			continue // AddArrivals keeps only streams whose durations are known
+		}
+		tmpl := view(podIn(ns, fmt.Sprintf("s-%d", i), 0, fmt.Sprintf("cpu=%d", 1+r.IntN(3))).Priority(int32(10 * r.IntN(3))).Gated())
+		tmpl.Name, tmpl.UID = "", ""
+		gap, gaps := time.Duration(1+r.IntN(30))*time.Minute, MinArrivals-1+r.IntN(arrivalWindow-MinArrivals+1)
+		w.Arrivals = append(w.Arrivals, Stream{
+			Key:      ArrivalKey{Namespace: ns, OwnerKind: "Job", Owner: fmt.Sprintf("s-%d", i), Priority: tmpl.Priority},
+			Template: tmpl, Expect: e, Gap: gap, Span: gap * time.Duration(gaps), Gaps: gaps, Pods: 1 + r.IntN(2),
+			Until: t0.Add(time.Duration(1+r.IntN(6)) * time.Hour),
+		})
 	}
 	return w, limits
 }

@@ -62,10 +62,19 @@ type sim struct {
 
 	// coming are the world's Arrivals with their next moment in this run, created
 	// the pods made from them (by UID: how long each runs once admitted), and
-	// mayCreate how many more this run may make.
+	// mayCreate how many more this run may make. ending is how many of the world's own
+	// pods hold quota with an end to come: once none does, the pods still waiting
+	// wait for something no end of theirs brings, or behind created pods only, and no
+	// more are created (a run would otherwise go on creating pods for a pod that never
+	// fits, up to mayCreate).
 	coming    []coming
 	created   map[types.UID]Expectation
+	made      map[types.UID]bool
 	mayCreate int
+	ending    int
+	// quiet counts the moments pods were created at since a pod asked about last
+	// started (hopeless).
+	quiet int
 
 	// admissions, when not nil, records each admission and how many victims had been
 	// preempted before it (Place reads them).
@@ -172,7 +181,7 @@ func newSim(w *World, o *Options, pk durations) *sim {
 		s.q.UpsertPod(p.Pod)
 	}
 	if pk.rng != nil && len(w.Arrivals) > 0 {
-		s.created, s.mayCreate = map[types.UID]Expectation{}, max(len(w.Running)+len(w.Waiting), minCreate)
+		s.created, s.made, s.mayCreate = map[types.UID]Expectation{}, map[types.UID]bool{}, max(len(w.Running)+len(w.Waiting), minCreate)
 		for i := range w.Arrivals {
 			st := &w.Arrivals[i]
 			gap := st.gapOf(pk.rng)
@@ -184,12 +193,12 @@ func newSim(w *World, o *Options, pk durations) *sim {
 
 // minCreate is the fewest pods a run may create from the world's Arrivals; it may
 // create as many as the world has pods.
-const minCreate = 256
+const minCreate = 64
 
 // nextCreate is the earliest moment a stream creates pods, if any still does.
 func (s *sim) nextCreate() (time.Time, bool) {
 	var next time.Time
-	if s.mayCreate <= 0 {
+	if s.mayCreate <= 0 || s.ending <= 0 {
 		return next, false
 	}
 	for _, c := range s.coming {
@@ -206,6 +215,10 @@ func (s *sim) createDue() {
 	for i := range s.coming {
 		c := &s.coming[i]
 		for s.mayCreate > 0 && !c.at.After(s.clk.now) && !c.at.After(c.st.Until) {
+			if s.quiet++; s.quiet >= quietMoments && s.hopeless() {
+				s.mayCreate = 0
+				return
+			}
 			for range c.st.Pods {
 				if s.mayCreate <= 0 {
 					break
@@ -215,13 +228,37 @@ func (s *sim) createDue() {
 				p.Name = fmt.Sprintf("%s-coming-%d-%d", stemOrPod(c.st.Key.Owner), i, c.seq)
 				p.UID = types.UID(fmt.Sprintf("coming/%d/%d", i, c.seq))
 				p.Created = s.clk.now
-				s.created[p.UID] = c.st.Expect
+				s.created[p.UID], s.made[p.UID] = c.st.Expect, true
 				s.mayCreate--
 				s.q.UpsertPod(p)
 			}
 			c.at = c.st.nextArrival(s.pick.rng, c.at, c.gap)
 		}
 	}
+}
+
+// quietMoments is how many moments a run creates pods at with no pod asked about
+// starting before it looks whether those still waiting wait for room at all.
+const quietMoments = 16
+
+// hopeless reports whether no pod asked about that has not started waits for room that
+// ends bring (it never fits, its budget is closed, it waits for its group or a claim):
+// then the pods still to come change nothing for them, and a run that created them
+// would go on until its bounds. Otherwise it looks again quietMoments moments later.
+func (s *sim) hopeless() bool {
+	s.quiet = 0
+	var uids []types.UID
+	for _, p := range s.w.Waiting[s.asked:] {
+		if !s.out[s.waiting[p.Pod.UID]].started {
+			uids = append(uids, p.Pod.UID)
+		}
+	}
+	for _, r := range s.q.Reader().WaitReasons(uids) {
+		if waitsForRoom(r.Code) {
+			return false
+		}
+	}
+	return true
 }
 
 // stemOrPod is a stream owner's name as a pod name's start ("pod" for none).
@@ -241,6 +278,9 @@ func (s *sim) holds(uid types.UID, e Expectation, end time.Time) {
 	var w weak
 	if e.Source == SourceLearned {
 		w = weak{known: true, level: e.Level, samples: e.Samples, basis: e.Basis}
+	}
+	if !s.made[uid] {
+		s.ending++
 	}
 	s.seq++
 	heap.Push(&s.ends, podEnd{at: end, seq: s.seq, uid: uid, weak: w})
@@ -290,6 +330,7 @@ func (s *sim) started(uid types.UID) {
 	s.out[i] = outcome{started: true, at: now, ends: s.ended, samples: s.weakest, basis: s.weak}
 	if i >= s.asked {
 		s.left--
+		s.quiet = 0
 	}
 	e := s.w.Waiting[i].Expect
 	s.holds(uid, e, now.Add(max(s.pick.of(e), 0)))
@@ -302,6 +343,9 @@ func (s *sim) end(uid types.UID, w weak, counted bool) {
 		return
 	}
 	s.gone[uid] = true
+	if !s.made[uid] && !s.forever[uid] {
+		s.ending--
+	}
 	delete(s.forever, uid)
 	s.q.DeletePod(uid)
 	if counted {
