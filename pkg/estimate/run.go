@@ -67,7 +67,7 @@ type sim struct {
 	// wait for something no end of theirs brings, or behind created pods only, and no
 	// more are created (a run would otherwise go on creating pods for a pod that never
 	// fits, up to mayCreate).
-	coming    []coming
+	coming    comingHeap
 	created   map[types.UID]Expectation
 	made      map[types.UID]bool
 	mayCreate int
@@ -84,10 +84,28 @@ type sim struct {
 
 // coming is a stream's next moment in one run.
 type coming struct {
-	st  *Stream
-	gap time.Duration // this run's mean gap (Stream.gapOf)
-	at  time.Time
-	seq int // pods made so far
+	st     *Stream
+	stream int           // its index in World.Arrivals
+	gap    time.Duration // this run's mean gap (Stream.gapOf)
+	at     time.Time
+	seq    int // pods made so far
+}
+
+// comingHeap orders the streams' next moments, the earliest first (of two at one
+// moment, the stream first in World.Arrivals).
+type comingHeap struct{ items []coming }
+
+func (h *comingHeap) Len() int { return len(h.items) }
+func (h *comingHeap) Less(i, j int) bool {
+	a, b := &h.items[i], &h.items[j]
+	return a.at.Before(b.at) || (a.at.Equal(b.at) && a.stream < b.stream)
+}
+func (h *comingHeap) Swap(i, j int) { h.items[i], h.items[j] = h.items[j], h.items[i] }
+func (h *comingHeap) Push(x any)    { h.items = append(h.items, x.(coming)) }
+func (h *comingHeap) Pop() any {
+	last := h.items[len(h.items)-1]
+	h.items = h.items[:len(h.items)-1]
+	return last
 }
 
 // admission is one admission as Place reads it.
@@ -185,8 +203,11 @@ func newSim(w *World, o *Options, pk durations) *sim {
 		for i := range w.Arrivals {
 			st := &w.Arrivals[i]
 			gap := st.gapOf(pk.rng)
-			s.coming = append(s.coming, coming{st: st, gap: gap, at: st.nextArrival(pk.rng, w.Now, gap)})
+			if at := st.nextArrival(pk.rng, w.Now, gap); !at.After(st.Until) {
+				s.coming.items = append(s.coming.items, coming{st: st, stream: i, gap: gap, at: at})
+			}
 		}
+		heap.Init(&s.coming)
 	}
 	return s
 }
@@ -197,42 +218,39 @@ const minCreate = 64
 
 // nextCreate is the earliest moment a stream creates pods, if any still does.
 func (s *sim) nextCreate() (time.Time, bool) {
-	var next time.Time
-	if s.mayCreate <= 0 || s.ending <= 0 {
-		return next, false
+	if s.mayCreate <= 0 || s.ending <= 0 || len(s.coming.items) == 0 {
+		return time.Time{}, false
 	}
-	for _, c := range s.coming {
-		if !c.at.After(c.st.Until) && (next.IsZero() || c.at.Before(next)) {
-			next = c.at
-		}
-	}
-	return next, !next.IsZero()
+	return s.coming.items[0].at, true
 }
 
 // createDue creates the pods of every stream whose moment has come, gated and created
-// now, and draws each such stream's next moment.
+// now, and draws each such stream's next moment (a stream whose next is past its Until
+// creates no more).
 func (s *sim) createDue() {
-	for i := range s.coming {
-		c := &s.coming[i]
-		for s.mayCreate > 0 && !c.at.After(s.clk.now) && !c.at.After(c.st.Until) {
-			if s.quiet++; s.quiet >= quietMoments && s.hopeless() {
-				s.mayCreate = 0
-				return
+	for s.mayCreate > 0 && len(s.coming.items) > 0 && !s.coming.items[0].at.After(s.clk.now) {
+		if s.quiet++; s.quiet >= quietMoments && s.hopeless() {
+			s.mayCreate = 0
+			return
+		}
+		c := &s.coming.items[0]
+		for range c.st.Pods {
+			if s.mayCreate <= 0 {
+				break
 			}
-			for range c.st.Pods {
-				if s.mayCreate <= 0 {
-					break
-				}
-				p := c.st.Template
-				c.seq++
-				p.Name = fmt.Sprintf("%s-coming-%d-%d", stemOrPod(c.st.Key.Owner), i, c.seq)
-				p.UID = types.UID(fmt.Sprintf("coming/%d/%d", i, c.seq))
-				p.Created = s.clk.now
-				s.created[p.UID], s.made[p.UID] = c.st.Expect, true
-				s.mayCreate--
-				s.q.UpsertPod(p)
-			}
-			c.at = c.st.nextArrival(s.pick.rng, c.at, c.gap)
+			p := c.st.Template
+			c.seq++
+			p.Name = fmt.Sprintf("%s-coming-%d-%d", stemOrPod(c.st.Key.Owner), c.stream, c.seq)
+			p.UID = types.UID(fmt.Sprintf("coming/%d/%d", c.stream, c.seq))
+			p.Created = s.clk.now
+			s.created[p.UID], s.made[p.UID] = c.st.Expect, true
+			s.mayCreate--
+			s.q.UpsertPod(p)
+		}
+		if c.at = c.st.nextArrival(s.pick.rng, c.at, c.gap); c.at.After(c.st.Until) {
+			heap.Pop(&s.coming)
+		} else {
+			heap.Fix(&s.coming, 0)
 		}
 	}
 }
