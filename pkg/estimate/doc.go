@@ -55,7 +55,8 @@
 // admitted (in the draw of its median) is Unknown, with why: a covering budget is closed, it never fits, it waits behind pods
 // with no expected end (no history), something no pod's end brings (its group, a
 // claim), or the simulation's bounds (Horizon, MaxSteps). Nothing in a Start names
-// another pod, so a tenant learns no other namespace's pod names from it.
+// another pod, so a tenant learns no other namespace's pod names from it, nor its
+// workloads: a Basis learned in another namespace says only that, and from how many runs.
 //
 // # Pods still to come
 //

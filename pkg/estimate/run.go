@@ -61,14 +61,14 @@ type sim struct {
 	weak    weak // the least trusted learned end so far
 
 	// coming are the world's Arrivals with their next moment in this run, created
-	// the pods made from them (by UID: how long each runs once admitted), and
+	// the pods made from them not admitted yet (by UID: the stream of each), and
 	// mayCreate how many more this run may make. ending is how many of the world's own
 	// pods hold quota with an end to come: once none does, the pods still waiting
 	// wait for something no end of theirs brings, or behind created pods only, and no
 	// more are created (a run would otherwise go on creating pods for a pod that never
 	// fits, up to mayCreate).
 	coming    comingHeap
-	created   map[types.UID]Expectation
+	created   map[types.UID]*Stream
 	made      map[types.UID]bool
 	mayCreate int
 	ending    int
@@ -189,7 +189,7 @@ func newSim(w *World, o *Options, pk durations) *sim {
 			return s
 		}
 		s.q.UpsertPod(p.Pod)
-		s.holds(p.Pod.UID, p.Expect, pk.end(p.Expect, w.Now))
+		s.holds(p.Pod.UID, p.Pod.Namespace, p.Expect, pk.end(p.Expect, w.Now))
 	}
 	for i, p := range w.Waiting {
 		if i%feedStep == feedStep-1 && o.step() {
@@ -199,7 +199,7 @@ func newSim(w *World, o *Options, pk durations) *sim {
 		s.q.UpsertPod(p.Pod)
 	}
 	if pk.rng != nil && len(w.Arrivals) > 0 {
-		s.created, s.made, s.mayCreate = map[types.UID]Expectation{}, map[types.UID]bool{}, max(len(w.Running)+len(w.Waiting), minCreate)
+		s.created, s.made, s.mayCreate = map[types.UID]*Stream{}, map[types.UID]bool{}, max(len(w.Running)+len(w.Waiting), minCreate)
 		for i := range w.Arrivals {
 			st := &w.Arrivals[i]
 			gap := st.gapOf(pk.rng)
@@ -243,7 +243,7 @@ func (s *sim) createDue() {
 			p.Name = fmt.Sprintf("%s-coming-%d-%d", stemOrPod(c.st.Key.Owner), c.stream, c.seq)
 			p.UID = types.UID(fmt.Sprintf("coming/%d/%d", c.stream, c.seq))
 			p.Created = s.clk.now
-			s.created[p.UID], s.made[p.UID] = c.st.Expect, true
+			s.created[p.UID], s.made[p.UID] = c.st, true
 			s.mayCreate--
 			s.q.UpsertPod(p)
 		}
@@ -288,14 +288,14 @@ func stemOrPod(owner string) string {
 }
 
 // holds records that a pod holds quota until end (for ever when e is not Known).
-func (s *sim) holds(uid types.UID, e Expectation, end time.Time) {
+func (s *sim) holds(uid types.UID, namespace string, e Expectation, end time.Time) {
 	if !e.Known() {
 		s.forever[uid] = true
 		return
 	}
 	var w weak
 	if e.Source == SourceLearned {
-		w = weak{known: true, level: e.Level, samples: e.Samples, basis: e.Basis}
+		w = weak{known: true, level: e.Level, samples: e.Samples, basis: e.Basis, namespace: namespace}
 	}
 	if !s.made[uid] {
 		s.ending++
@@ -335,9 +335,9 @@ func (s *sim) admit() {
 }
 
 func (s *sim) started(uid types.UID) {
-	if e, ok := s.created[uid]; ok {
+	if st, ok := s.created[uid]; ok {
 		delete(s.created, uid)
-		s.holds(uid, e, s.clk.now.Add(max(s.pick.of(e), 0)))
+		s.holds(uid, st.Template.Namespace, st.Expect, s.clk.now.Add(max(s.pick.of(st.Expect), 0)))
 		return
 	}
 	i, ok := s.waiting[uid]
@@ -350,8 +350,8 @@ func (s *sim) started(uid types.UID) {
 		s.left--
 		s.quiet = 0
 	}
-	e := s.w.Waiting[i].Expect
-	s.holds(uid, e, now.Add(max(s.pick.of(e), 0)))
+	p := &s.w.Waiting[i]
+	s.holds(uid, p.Pod.Namespace, p.Expect, now.Add(max(s.pick.of(p.Expect), 0)))
 }
 
 // end ends a pod now: the core forgets it (as it forgets a Terminal view) and its
@@ -497,12 +497,25 @@ type podEnd struct {
 }
 
 // weak is what a learned end rests on, to find the least trusted among those a start
-// waited for: the widest circle, then the fewest runs.
+// waited for: the widest circle, then the fewest runs. namespace is the namespace of the
+// pod that ended: a start of a pod of another namespace does not name its workload
+// (basisFor).
 type weak struct {
-	known   bool // a learned duration (not a deadline, a declaration)
-	level   Level
-	samples int
-	basis   string
+	known     bool // a learned duration (not a deadline, a declaration)
+	level     Level
+	samples   int
+	basis     string
+	namespace string
+}
+
+// basisFor is w's basis as a start of a pod of namespace says it: a tenant learns no
+// other namespace's workloads from an estimate, only that what it waited for was learned
+// there, and from how many runs.
+func (w weak) basisFor(namespace string) string {
+	if w.basis == "" || w.namespace == namespace {
+		return w.basis
+	}
+	return fmt.Sprintf("durations of %d runs of a workload in another namespace", w.samples)
 }
 
 // weaker is the less trusted of w and o.

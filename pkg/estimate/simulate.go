@@ -271,7 +271,7 @@ func starts(w *World, results []result) []Start {
 			return a, results[a.run].pods[i]
 		}
 		med, mo := pick(5 * m)
-		s := Start{Pod: p.Pod.PodRef, Ends: mo.ends, Samples: mo.samples, Basis: mo.basis.basis, Head: results[0].heads[p.Pod.UID]}
+		s := Start{Pod: p.Pod.PodRef, Ends: mo.ends, Samples: mo.samples, Basis: mo.basis.basisFor(p.Pod.Namespace), Head: results[0].heads[p.Pod.UID]}
 		if !mo.started {
 			s.Unknown, s.Reason = mo.unknown, mo.reason
 			out[i] = s

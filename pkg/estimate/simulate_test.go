@@ -418,3 +418,27 @@ func TestEqualRunsDrawExactly(t *testing.T) {
 		t.Errorf("start %v (%v to %v), known %v; want %v exactly", s.Median, s.Low, s.High, s.Known, want)
 	}
 }
+
+// A start names no workload of another namespace: a pod of team-b that waits for a pod
+// of team-a (their parent's room) learns only that the durations it waited for were
+// learned in another namespace, and from how many runs.
+func TestSimulateBasisOfAnotherNamespace(t *testing.T) {
+	l := NewLearner(0)
+	for i := range 30 {
+		l.Record(KeysOf(podtest.New("train-1").NS("team-a").Obj(), nil), time.Duration(1+i%6)*time.Second)
+		l.Record(KeysOf(podtest.New("etl-1").NS("team-b").Obj(), nil), time.Duration(1+i%6)*time.Second)
+	}
+	expect := func(ns, name string) Expectation {
+		f := FactsOf(podtest.New(name).NS(ns).Obj())
+		return l.ExpectFacts(&f, nil, t0)
+	}
+	org := quota.Budget{Key: quota.BudgetKey{Name: "org"}, Hard: podtest.ParseList("cpu=1")}
+	a, b := budget("team-a", "a", "cpu=1"), budget("team-b", "b", "cpu=1")
+	a.Parent, b.Parent = "org", "org"
+	w := world([]quota.Budget{org, a, b}, []Pod{running("team-a", "train-2", "cpu=1", expect("team-a", "train-2"))},
+		[]Pod{waiting(podIn("team-b", "etl-2", 1, "cpu=1"), expect("team-b", "etl-2"))})
+	s := Simulate(w, Options{})[0]
+	if want := "durations of 30 runs of a workload in another namespace"; !s.Known || s.Basis != want {
+		t.Errorf("start known %v, basis %q; want %q", s.Known, s.Basis, want)
+	}
+}
