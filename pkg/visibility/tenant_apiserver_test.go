@@ -82,7 +82,7 @@ func TestTenantSeesNoOtherNamespacesPods(t *testing.T) {
 	for _, s := range estimate.Simulate(world.World(), estimate.Options{}) {
 		estimates[s.Pod.UID] = s
 	}
-	wantStart := now.Add(27 * time.Minute).Truncate(time.Second) // as metav1.Time carries it
+	wantStart := now.Add(27 * time.Minute).Round(time.Second) // as the API rounds it to metav1.Time
 
 	port := testbed.FreePort(t)
 	srv, err := New(Options{BindAddress: net.IPv4(127, 0, 0, 1), Port: port, CertDir: filepath.Join(dir, "certs"), Kubeconfig: cluster.KubeconfigPath(),
