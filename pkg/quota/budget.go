@@ -88,7 +88,7 @@ type Budget struct {
 	// Weight is spec.fairSharing.weight (nil means 1; families.yieldsTo).
 	Weight *resource.Quantity
 	// UsageHalfLife is spec.fairSharing.usageHalfLife: on a parent, its children's
-	// shares add what they used, decayed with it (0: current use alone; fairshare.go).
+	// shares add what they used, decayed with it (0: current use alone; memories.share).
 	UsageHalfLife time.Duration
 	// Parent names a ClusterBudget ("" for none).
 	Parent   string

@@ -29,7 +29,7 @@ import (
 // With memory (the parent's spec.fairSharing.usageHalfLife), each share adds what the
 // budget used, decayed with that half-life, over what the family would use lending all
 // it lends for ever (its lendable pool times halfLife/ln 2, the most a decayed sum can
-// reach), dominant over the resources, divided by its weight (memories.share, memory.go).
+// reach), dominant over the resources, divided by its weight (memories.share).
 // It is read as it was when the admission pass began, so it is the same constant for
 // a budget all through a pass, and the strict order above holds.
 

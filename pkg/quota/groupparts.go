@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// The parts of a CompositePodGroup's gang (podgroups.go): the group keeps, for every
+// The parts of a CompositePodGroup's gang (ResolvePodGroup): the group keeps, for every
 // PodGroup and CompositePodGroup below its root, how close it is to complete, as
 // members come, go and are gated or admitted, so that asking whether the gang is
 // complete (groupPark, on every change to a member) costs nothing. Which members its

@@ -54,7 +54,7 @@ type group struct {
 	order  orderKey
 	placed placement
 
-	// The parts of a CompositePodGroup's gang (podgroups.go), by the path to them
+	// The parts of a CompositePodGroup's gang (ResolvePodGroup), by the path to them
 	// (partKey); nil for any other group. partsOf holds the parts each member joined
 	// with and the need it gave each, and rootCount the root's complete children.
 	parts     map[string]*groupPart

@@ -3,11 +3,11 @@ package quota
 import "time"
 
 // Why a gated pod outside any group is parked, and the placer's side of start rules
-// that every pod passes through (the rest of start control is in starts.go, which a
+// that every pod passes through (the rest of start control is placer.startWait and the rest of its timers, which a
 // plain pod never enters: hack/podevent).
 
 // startPark returns why a gated pod may not start yet, by its own start rule or a
-// covering budget's (starts.go), or nil. A pod without one, in a core that holds no pod
+// covering budget's (placer.startWait), or nil. A pod without one, in a core that holds no pod
 // with one, costs a look at its budgets.
 func (pl *placer) startPark(p *podState) *waitInfo {
 	if len(pl.starts) == 0 && !hasStartRules(p) {

@@ -32,7 +32,7 @@ type placer struct {
 	records records
 	// starts are the waiting pods with start rules, their own or their budgets' (a
 	// pod's verdict and its next change), and startDue those with a next change, the
-	// first first (starts.go).
+	// first first (placer.fireStarts).
 	starts   map[*podState]*startTimer
 	startDue heap.Heap[*startTimer]
 	// dependent: a pod that waits for objects (Pod.Dependencies) was seen; until then

@@ -94,7 +94,7 @@ type Pod struct {
 	// all-or-nothing promise) until its annotation is fixed; the controller reports
 	// the error in an event.
 	GroupError string
-	// GroupParts, for a member of a CompositePodGroup's gang (podgroups.go), is the
+	// GroupParts, for a member of a CompositePodGroup's gang (ResolvePodGroup), is the
 	// path from just below the gang's root down to the pod's own PodGroup; nil for any
 	// other group. A member is admitted with the gang's first admission only when every
 	// part on its path is complete.
@@ -132,7 +132,7 @@ type Pod struct {
 	// hold it: NewPod holds it until the manager resolves them (ResolveDependencies).
 	Dependencies *PodDependencies
 	// PodGroup is the Kubernetes PodGroup it names in spec.schedulingGroup (nil for
-	// none). Such a pod is grouped by its PodGroup alone (podgroups.go): its
+	// none). Such a pod is grouped by its PodGroup alone (ResolvePodGroup): its
 	// quotagate.io/group label is ignored, and NewPod holds it until the manager
 	// resolves it (ResolvePodGroup).
 	PodGroup *PodGroupRef

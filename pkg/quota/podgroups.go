@@ -10,7 +10,7 @@ import (
 // (scheduling.k8s.io, the Workload API) in spec.schedulingGroup.podGroupName.
 // kube-scheduler places the pods of a PodGroup whose policy is a gang only once
 // minCount of them can be placed together; quotagate admits them the same way: such
-// a pod is a member of a core group (groups.go) named after its PodGroup, of size
+// a pod is a member of a core group (group) named after its PodGroup, of size
 // minCount, whatever its quotagate.io/group label says. The manager, which watches
 // PodGroups, gives the core each such pod with what it knows of its PodGroup
 // (ResolvePodGroup); until then, and while the PodGroup does not exist, the pod waits
@@ -25,7 +25,7 @@ import (
 // of its children are, a child PodGroup once minCount of its pods wait (1 for a
 // PodGroup that is no gang), a child CompositePodGroup once minGroupCount of its own
 // children are (1 for one that is no gang). Each pod carries the path to its PodGroup
-// (Pod.GroupParts), and the group counts along it (groups.go, groupPart). The
+// (Pod.GroupParts), and the group counts along it (groupPart). The
 // first admission of the gang admits the pods of its complete children only; after
 // that, a child is admitted once it is complete itself, as a started group's members
 // are.

@@ -68,13 +68,13 @@ const (
 	CodeNoFlavor ReasonCode = "NoFlavor"
 	// CodeStartLater: its start rule (quotagate.io/not-before or
 	// quotagate.io/start-schedule) or a covering budget's (spec.start) does not let it
-	// start yet; it is placed again when that changes (starts.go).
+	// start yet; it is placed again when that changes (placer.startWait).
 	CodeStartLater ReasonCode = "StartLater"
 	// CodeStartInvalid: its start annotations do not parse; it waits until they are
 	// fixed.
 	CodeStartInvalid ReasonCode = "InvalidStartRule"
 	// CodeDependencyPending: an object it waits for (quotagate.io/wait-for) is not
-	// ready yet (dependencies.go).
+	// ready yet (dependencyPark).
 	CodeDependencyPending ReasonCode = "WaitingForDependency"
 	// CodeDependencyFailed: an object it waits for never will be ready as it is (a
 	// failed Job, a Lost claim, a Deployment past its progress deadline).
@@ -86,7 +86,7 @@ const (
 	// waits until it is fixed.
 	CodeDependencyInvalid ReasonCode = "InvalidDependency"
 	// CodePodGroupPending: the Kubernetes PodGroup it names does not exist (yet), or
-	// was not read yet: it is never admitted without its gang (podgroups.go).
+	// was not read yet: it is never admitted without its gang (podGroupPark).
 	CodePodGroupPending ReasonCode = "PodGroupPending"
 	// CodeHoursExhausted: a covering budget's hours (spec.usageLimits) do not hold what
 	// it may use (its charge times its maximum runtime) beside what was used and is

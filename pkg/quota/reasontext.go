@@ -8,7 +8,7 @@ import (
 	"github.com/quotagate/quotagate/api/v1alpha1"
 )
 
-// The sentences that wait reasons (reasons.go) and admission reasons are made of: who
+// The sentences that wait reasons (Reads.waitReason) and admission reasons are made of: who
 // and what they name, and how, for readers of the pod's namespace.
 
 // pendingMessage says, for readers of namespace ns, that pods are evicted for a pod

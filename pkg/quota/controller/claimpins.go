@@ -46,7 +46,7 @@ const maxPinTries = 3
 //   - it is seen with the gate, but an ungate patch was sent for it at a version that is
 //     not older than the one seen (sent): the patch may still apply. Seen gated at a
 //     newer version, none of the manager's patches applied and none can (each is fenced
-//     on the version it was built from), as for the core's charge (pkg/quota/attempts.go).
+//     on the version it was built from), as for the core's charge (quota.AdmissionQueue.Done).
 //
 // Pins and releases of one claim are serialized (locks), and a pod is marked before its
 // pins take the claim's lock, so a release never removes a pin that an ungate relies on.

@@ -21,7 +21,7 @@ import (
 )
 
 // DRA: a pod's devices are charged from the ResourceClaims it uses and from the extended
-// resources a DeviceClass backs (pkg/quota/claims.go says what each charges). The manager
+// resources a DeviceClass backs (quota.ClaimCharge says what each charges). The manager
 // watches claims, templates and DeviceClasses, and gives the core a pod's view again
 // whenever one of those it uses changes. Before it removes a pod's gate it pins each
 // claim the pod is charged for (claimPins). On a cluster that does not serve

@@ -26,7 +26,7 @@ import (
 )
 
 // RBAC of the manager, generated into config/rbac/role.yaml. No update or delete on
-// pods: the gate is removed with patch only, and preemption evicts (evict.go).
+// pods: the gate is removed with patch only, and preemption evicts (evictor).
 //
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
@@ -49,20 +49,20 @@ type Controller struct {
 	pods      podStore      // the pod informer's cache, of cachedPods
 	apiReader client.Reader // the API server itself, for fresh (quorum) reads
 	recorder  recorder.EventRecorder
-	// flavorNesting writes the Flavors' Nested conditions (flavorstatus.go).
+	// flavorNesting writes the Flavors' Nested conditions.
 	flavorNesting *flavorNesting
-	// conditions writes the gated pods' condition of why they wait (podconditions.go).
+	// conditions writes the gated pods' condition of why they wait.
 	conditions *podConditions
 	// claims are the DRA objects pods use, and pins the claims pinned for admitted pods
 	// (claimPins); both nil when resource.k8s.io/v1 is not served.
 	claims *claimIndex
 	// dependencies is what the manager knows of the objects pods wait for
-	// (dependencies.go); nil only in unit tests that build a Controller by hand.
+	// (dependencyIndex); nil only in unit tests that build a Controller by hand.
 	dependencies *dependencyIndex
 	pins         *claimPins
-	// estimates is the estimator (estimates.go); nil when it is off.
+	// estimates is the estimator; nil when it is off.
 	estimates *estimator
-	// simulationPacer bounds the CPU what-ifs take together (simulate_pace.go); nil
+	// simulationPacer bounds the CPU what-ifs take together; nil
 	// when they are not bounded.
 	simulationPacer *simulationPacer
 
@@ -270,10 +270,10 @@ func (c *Controller) run(ctx context.Context) error {
 	logger.Info("Informers synced and caught up with the API server; admitting")
 	c.leading.Store(true)
 	defer c.leading.Store(false)
-	// From here on this replica's series tell the truth: export them (metrics.go).
+	// From here on this replica's series tell the truth: export them.
 	defer c.metrics.gate.lead()()
 
-	// The estimator yields to admission (estimate_yield.go): the loop tells it of each
+	// The estimator yields to admission (estimateYield): the loop tells it of each
 	// pass and of each admission until its worker is done, with atomics only.
 	yield := c.estimates.yieldOf()
 	work := make(chan quota.Admission, c.opts.Workers*4)

@@ -15,7 +15,7 @@ import (
 // (quotagate.io/wait-for). The manager watches Jobs, Deployments and
 // PersistentVolumeClaims, kept as little more than their status (dependencyTransform),
 // and the metadata of ConfigMaps and (with Options.WatchSecrets) Secrets, never their
-// data (dependencies_watch.go). It resolves a pod that names any against what it knows
+// data (Controller.setupDependencies). It resolves a pod that names any against what it knows
 // of them (quota.ResolveDependencies) and gives the core the pod again whenever one of
 // them changes, or a cycle between workloads forms or goes.
 //
@@ -44,7 +44,7 @@ type dependencyIndex struct {
 	// graph holds which workloads wait for which objects: cycles between them.
 	graph *depend.Graph
 	// podGroups are the Kubernetes PodGroups that exist, by podGroupKey; their pods are
-	// among the users too (podgroups.go).
+	// among the users too (quota.ResolvePodGroup).
 	podGroups map[dependencyKey]groupRec
 	// composites are the CompositePodGroups that exist, by compositeKey.
 	composites map[dependencyKey]groupRec

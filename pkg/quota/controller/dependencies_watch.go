@@ -18,7 +18,7 @@ import (
 	"github.com/quotagate/quotagate/pkg/quota/depend"
 )
 
-// The watches of the objects pods may wait for (dependencies.go): which informers, what
+// The watches of the objects pods may wait for (dependencyIndex): which informers, what
 // the cache keeps of each object, and how an event reaches the dependency index.
 
 // setupDependencies watches the objects pods may wait for.

@@ -15,7 +15,7 @@ import (
 	"github.com/quotagate/quotagate/pkg/quota"
 )
 
-// The estimator's world (estimates.go): what it simulates, read from the manager's
+// The estimator's world (estimator): what it simulates, read from the manager's
 // caches as the core sees it.
 
 // world is what the informers' caches hold at now, as Simulate takes it: every
@@ -32,7 +32,7 @@ func (c *Controller) world(ctx context.Context, now time.Time, pace func()) (est
 
 // worldBuilder is world before it is returned: a WorldBuilder that holds the caches'
 // budgets, namespaces, flavors and pods (listed from pods, each expected by l), to
-// which a what-if adds pods of its own (simulate.go). pace, when set, is called every
+// which a what-if adds pods of its own (SimulatePods). pace, when set, is called every
 // worldStep pods, as between the steps of a simulation.
 func (c *Controller) worldBuilder(ctx context.Context, now time.Time, l *estimate.Learner, pods podLister, pace func()) (*estimate.WorldBuilder, error) {
 	if pods == nil {

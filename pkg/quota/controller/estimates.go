@@ -33,7 +33,7 @@ import (
 //   - it keeps the latest Start of every gated pod, swapped in whole under its own lock,
 //     which EstimatedStart reads;
 //   - it tells a pod whose estimate moved a lot in an EstimateChanged event
-//     (estimate_events.go).
+//     (estimateNotices).
 //
 // Pods the real core admitted whose ungate the cache has not shown yet are gated in
 // the world: the simulation admits them at once, as the core did.
@@ -62,11 +62,11 @@ type estimator struct {
 	record *trackRecord
 
 	// notices is the estimate last reported to each gated pod in an EstimateChanged
-	// event (estimate_events.go); only the loop's passes use it.
+	// event (estimateNotices); only the loop's passes use it.
 	notices *estimateNotices
 
 	// yield is what a pass waits on between its steps, so that it yields the CPU to
-	// admission (estimate_yield.go); the admission loop and the ungate workers signal it.
+	// admission (estimateYield); the admission loop and the ungate workers signal it.
 	yield *estimateYield
 }
 
@@ -227,7 +227,7 @@ func (c *Controller) estimateOnce(ctx context.Context) error {
 			return nil
 		}
 	}
-	// Both phases yield to admission between their steps (estimate_yield.go), so their
+	// Both phases yield to admission between their steps (estimateYield.pace), so their
 	// durations include the waits.
 	pace := c.estimates.yield.pace(ctx)
 	began, now := time.Now(), c.opts.Clock.Now()

@@ -60,7 +60,7 @@ type waitingPod struct {
 
 // announceWaiting emits a Waiting event for the gated pods whose reason code changed
 // since their last event, and sets the condition of those whose cause changed
-// (podconditions.go), when they are among the first Options.WaitingEventsPerBudget pods
+// (podConditions), when they are among the first Options.WaitingEventsPerBudget pods
 // of a budget's queue (quota.AtHead): a queue of 50,000 pods costs a few events, not
 // 50,000 writes and the events client-go keeps of them. A pod further back gets its
 // event and condition once it reaches the head; until then its reason is in the

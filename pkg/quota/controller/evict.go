@@ -21,7 +21,7 @@ import (
 	"github.com/quotagate/quotagate/pkg/quota"
 )
 
-// Preemption: the core decides which admitted pods must go (pkg/quota/preempt.go); the
+// Preemption: the core decides which admitted pods must go (quota.AdmissionQueue.Preemptions); the
 // controller evicts them through the Eviction API, so PodDisruptionBudgets are
 // honoured. An eviction a PDB refuses makes the core choose other victims first
 // (quota.EvictionBlocked); with none left, the victim is tried again, and deleted

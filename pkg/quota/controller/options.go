@@ -27,13 +27,13 @@ type Options struct {
 	// WatchSecrets lets pods wait for Secrets (quotagate.io/wait-for: secret/NAME): the
 	// manager then watches the metadata of every Secret, which RBAC can grant only as
 	// list and watch on Secrets, their data included. Off by default: a pod that waits
-	// for a Secret is told so (dependencies.go).
+	// for a Secret is told so (dependencyIndex).
 	WatchSecrets bool
 	// FlushInterval is how often inadmissible pods are re-evaluated without an event.
 	FlushInterval time.Duration
 	// LendHold is how long the quota a lender's ended pod frees is kept for the
 	// lender's next pods before budgets under the same parent may borrow it (0: lent at
-	// once; pkg/quota/hold.go).
+	// once; quota.WithLendHold).
 	LendHold time.Duration
 	// PriorityCeiling is the highest priority pods are ranked by in admission order and
 	// preemption: a pod's spec.priority above it counts as it (quota.WithPriorityCeiling).
@@ -70,7 +70,7 @@ type Options struct {
 	// recorder (the benchmark drops them this way, to measure what they cost).
 	Recorder recorder.EventRecorder
 	// EstimateInterval is the least time between two passes of the estimator, which
-	// estimates when each gated pod starts (estimates.go); 0 turns it off.
+	// estimates when each gated pod starts (the estimator); 0 turns it off.
 	EstimateInterval time.Duration
 	// EstimateMaxPods is the most pods (gated and holding quota) the estimator simulates:
 	// with more, it skips its passes and gated pods have no estimate (a pass costs about
@@ -175,7 +175,7 @@ func (o *Options) complete() error {
 }
 
 // coreOptions are the options that decide what the core admits: the real core's and
-// every simulation's (estimates.go) alike.
+// every simulation's (the estimator's) alike.
 func (o Options) coreOptions() []quota.Option {
 	return []quota.Option{
 		quota.WithHoldUncovered(o.HoldUncovered),

@@ -39,23 +39,23 @@ type cachedPod struct {
 	// flavor; shared between pods with equal ones, nil for a pod with neither.
 	placement *podPlacement
 	// claims are the pod's spec.resourceClaims, resolved (nil for none): the core's
-	// view gets what they charge when the pod is given to it (claims.go).
+	// view gets what they charge when the pod is given to it (claimIndex).
 	claims []quota.PodClaim
 	// extended are its requests that a DeviceClass may back (quota.ExtendedRequests; nil
-	// for none): the core's view gets the devices of those a class backs (claims.go).
+	// for none): the core's view gets the devices of those a class backs (claimIndex).
 	extended corev1.ResourceList
 	// facts are what the estimator reads of the pod (its owner, deadline, declared
 	// duration, start and end), compact (estimate.Facts.Compact: a bare pod's own name
 	// left out) and shared between pods with equal ones: the gated pods of one Job, or
-	// of one namespace's bare pods, share one copy (estimates.go; read them with
+	// of one namespace's bare pods, share one copy (the estimator; read them with
 	// factsOf).
 	facts unique.Handle[estimate.Facts]
 	// owner is the pod's Job or Deployment (depend.OwnerOf), kept only for a pod that
 	// waits for something (quotagate.io/wait-for): the workloads' graph, in which the
-	// manager finds cycles, is made of those (dependencies.go).
+	// manager finds cycles, is made of those (dependencyIndex).
 	owner *depend.Dependency
 	// condition is the quotagate condition the pod carries while it waits, nil for
-	// none (podconditions.go): few pods carry one.
+	// none (podConditions): few pods carry one.
 	condition *condition
 }
 

@@ -35,7 +35,7 @@ const maxFencedTries = 3
 // gate), so the pod is read fresh from the API server: seen without the gate, it is
 // ungated; seen gated at a newer version, the attempt can never apply and the ungate
 // is sent again on that version; otherwise the outcome stays unknown and the core keeps
-// the charge until it is settled (see pkg/quota/attempts.go).
+// the charge until it is settled (see quota.AdmissionQueue.Done).
 func (c *Controller) ungate(ctx context.Context, a quota.Admission) {
 	defer c.wake()
 	logger := log.FromContext(ctx).WithValues("pod", klog.KRef(a.Pod.Namespace, a.Pod.Name))

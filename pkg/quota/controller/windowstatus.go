@@ -19,7 +19,7 @@ import (
 
 // The leader's side of budgetWindows: each window's status (open, next change, Ready),
 // its Warning when it becomes not Ready, and the WindowStarted and WindowEnded events on
-// its budget. Feeding the core is windows.go's, on every replica.
+// its budget. Feeding the core is budgetWindows', on every replica.
 
 // runStatus writes the windows' status, and the events of their starts and ends, until
 // ctx ends. The leader runs it. A write that fails is tried again after

@@ -2,7 +2,7 @@
 // ClusterBudgetWindows) make of it at an instant: the effective spec the admission core
 // is given in place of the written one, which windows are open, and the next instant
 // anything changes, so that the caller arms a timer for it. It is pure: no API server,
-// no clock of its own; the controller (pkg/quota/controller, windows.go) feeds it the
+// no clock of its own; the controller (pkg/quota/controller's budgetWindows) feeds it the
 // objects and the time.
 //
 // A window is open over [start, end) for an absolute one, and over [f, f+duration) for
