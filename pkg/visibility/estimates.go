@@ -70,21 +70,17 @@ func estimatedStart(e Estimates, uid types.UID) *visv1.EstimatedStart {
 
 // EstimatedStartOf converts an estimate to the API's type. Like Start, it names no pod.
 //
-// The API's times are whole seconds (metav1.Time is written in RFC 3339): the median is
+// The API's times are whole seconds (metav1.Time is written in RFC 3339): each is
 // rounded to the nearest second, not cut (which made every estimate half a second early
-// on average, a fifth of the error at the head of a queue), and the range is widened to
-// the seconds around it, so that it still holds what it held.
+// on average, a fifth of the error at the head of a queue); a range of one instant
+// stays one.
 func EstimatedStartOf(s estimate.Start) *visv1.EstimatedStart {
 	out := &visv1.EstimatedStart{Ends: int64(s.Ends), Samples: int64(s.Samples), Basis: s.Basis}
 	if !s.Known {
 		out.Unknown, out.Message = string(s.Unknown), s.Reason
 		return out
 	}
-	at := func(t time.Time) *metav1.Time { m := metav1.NewTime(t); return &m }
-	high := s.High.Truncate(time.Second)
-	if high.Before(s.High) {
-		high = high.Add(time.Second)
-	}
-	out.Median, out.Low, out.High = at(s.Median.Round(time.Second)), at(s.Low.Truncate(time.Second)), at(high)
+	at := func(t time.Time) *metav1.Time { m := metav1.NewTime(t.Round(time.Second)); return &m }
+	out.Median, out.Low, out.High = at(s.Median), at(s.Low), at(s.High)
 	return out
 }
