@@ -2,7 +2,6 @@ package estimate
 
 import (
 	"cmp"
-	"container/list"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -50,19 +49,24 @@ type ArrivalKey struct {
 // concurrent use.
 type Arrivals struct {
 	mu      sync.Mutex
-	maxKeys int
-	keys    map[ArrivalKey]*list.Element // each Value a *stream
-	lru     list.List                    // front: created most recently
+	streams *lru[ArrivalKey, stream] // recorded: a pod created last
 }
 
 // stream is one ArrivalKey's recent creations.
 type stream struct {
-	key ArrivalKey
 	// moments are the creation moments, oldest first, each with its pod count.
 	moments []moment
 	// template is the last pod created (as a gated pod) and facts its Facts.
 	template quota.Pod
 	facts    Facts
+}
+
+// newest is the last creation moment (zero for none).
+func (s *stream) newest() time.Time {
+	if len(s.moments) == 0 {
+		return time.Time{}
+	}
+	return s.moments[len(s.moments)-1].at
 }
 
 type moment struct {
@@ -76,7 +80,7 @@ func NewArrivals(maxKeys int) *Arrivals {
 	if maxKeys < 1 {
 		maxKeys = DefaultMaxKeys
 	}
-	return &Arrivals{maxKeys: maxKeys, keys: map[ArrivalKey]*list.Element{}}
+	return &Arrivals{streams: newLRU[ArrivalKey, stream](maxKeys)}
 }
 
 // Observe records a pod's creation (p.Created), once per pod: p is the core's view of
@@ -90,17 +94,10 @@ func (a *Arrivals) Observe(p quota.Pod, f *Facts) {
 	at := p.Created.Truncate(time.Second)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	el, ok := a.keys[key]
-	if !ok {
-		el = a.lru.PushFront(&stream{key: key})
-		a.keys[key] = el
-		if a.lru.Len() > a.maxKeys {
-			last := a.lru.Back()
-			a.lru.Remove(last)
-			delete(a.keys, last.Value.(*stream).key)
-		}
+	s, ok := a.streams.get(key)
+	if !ok || !at.Before(s.newest()) {
+		s = a.streams.record(key) // a new stream, or a creation no older than its last
 	}
-	s := el.Value.(*stream)
 	i, found := slices.BinarySearchFunc(s.moments, at, func(m moment, t time.Time) int { return m.at.Compare(t) })
 	switch {
 	case found:
@@ -116,7 +113,6 @@ func (a *Arrivals) Observe(p quota.Pod, f *Facts) {
 	if i < len(s.moments)-1 {
 		return // not the newest: the template stays
 	}
-	a.lru.MoveToFront(el)
 	s.template, s.facts = asTemplate(p), *f
 }
 
@@ -170,8 +166,7 @@ func (a *Arrivals) Streams(now time.Time) []Stream {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var out []Stream
-	for el := a.lru.Front(); el != nil; el = el.Next() {
-		s := el.Value.(*stream)
+	for key, s := range a.streams.all() {
 		n := len(s.moments)
 		if n < MinArrivals {
 			continue
@@ -195,7 +190,7 @@ func (a *Arrivals) Streams(now time.Time) []Stream {
 		f := s.facts
 		f.Started, f.Held, f.Finished, f.Ended = time.Time{}, time.Time{}, time.Time{}, false
 		out = append(out, Stream{
-			Key: s.key, Template: s.template, Facts: f, Pods: pods[(n-1)/2],
+			Key: key, Template: s.template, Facts: f, Pods: pods[(n-1)/2],
 			Gap: span / time.Duration(n-1), Span: span, Gaps: n - 1,
 			Until: now.Add(min(span, maxArrivalAhead)),
 		})

@@ -1,7 +1,6 @@
 package estimate
 
 import (
-	"container/list"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -115,15 +114,12 @@ func (d Duration) Center() time.Duration {
 //
 // It is safe for concurrent use.
 type Learner struct {
-	mu      sync.Mutex
-	maxKeys int
-	keys    map[Key]*list.Element // each Value a *series
-	lru     list.List             // front: recorded most recently
+	mu   sync.Mutex
+	keys *lru[Key, series]
 }
 
 // series is one key's window of durations.
 type series struct {
-	key  Key
 	ring [Window]time.Duration
 	n    int // how many of ring are filled (at most Window)
 	next int // where the next duration goes
@@ -138,7 +134,7 @@ func NewLearner(maxKeys int) *Learner {
 	if maxKeys < 1 {
 		maxKeys = DefaultMaxKeys
 	}
-	return &Learner{maxKeys: maxKeys, keys: map[Key]*list.Element{}}
+	return &Learner{keys: newLRU[Key, series](maxKeys)}
 }
 
 // Record adds one finished pod's duration under each of its keys (KeysOf). A duration
@@ -150,19 +146,7 @@ func (l *Learner) Record(keys []Key, d time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, k := range keys {
-		e := l.keys[k]
-		if e == nil {
-			if l.lru.Len() >= l.maxKeys {
-				oldest := l.lru.Back()
-				delete(l.keys, oldest.Value.(*series).key)
-				l.lru.Remove(oldest)
-			}
-			e = l.lru.PushFront(&series{key: k})
-			l.keys[k] = e
-		} else {
-			l.lru.MoveToFront(e)
-		}
-		s := e.Value.(*series)
+		s := l.keys.record(k)
 		s.ring[s.next] = d
 		s.next = (s.next + 1) % Window
 		s.n = min(s.n+1, Window)
@@ -187,11 +171,10 @@ func (l *Learner) EstimateAfter(keys []Key, elapsed time.Duration) (Duration, bo
 	defer l.mu.Unlock()
 	own := 0 // runs of keys[0] when it has too few
 	for i, k := range keys {
-		e := l.keys[k]
-		if e == nil {
+		s, ok := l.keys.get(k)
+		if !ok {
 			continue
 		}
-		s := e.Value.(*series)
 		if s.n < MinSamples {
 			if i == 0 {
 				own = s.n
@@ -199,11 +182,11 @@ func (l *Learner) EstimateAfter(keys []Key, elapsed time.Duration) (Duration, bo
 			continue
 		}
 		if s.stale {
-			s.summarize()
+			s.summarize(k)
 		}
 		d := s.summary
 		if elapsed >= s.summary.Low {
-			if longer, ok := s.longerThan(elapsed); ok {
+			if longer, ok := s.longerThan(k, elapsed); ok {
 				d = longer
 			} else {
 				d.outlasted = true
@@ -244,11 +227,11 @@ func tooFew(key Key, n int) string {
 func (l *Learner) Len() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.lru.Len()
+	return l.keys.len()
 }
 
 // summarize computes the window's median and 10th and 90th percentiles (nearest rank).
-func (s *series) summarize() {
+func (s *series) summarize(key Key) {
 	var buf [Window]time.Duration
 	w := buf[:s.n]
 	copy(w, s.ring[:s.n])
@@ -264,15 +247,15 @@ func (s *series) summarize() {
 		Low:       rank(w, 10),
 		High:      rank(w, 90),
 		Samples:   s.n,
-		Basis:     runsOf(s.n, s.key),
-		Level:     s.key.Level,
+		Basis:     runsOf(s.n, key),
+		Level:     key.Level,
 	}
 	s.stale = false
 }
 
 // longerThan is the quantiles of the runs longer than elapsed, with their count as
 // Samples; false when there is none.
-func (s *series) longerThan(elapsed time.Duration) (Duration, bool) {
+func (s *series) longerThan(key Key, elapsed time.Duration) (Duration, bool) {
 	var buf [Window]time.Duration
 	w := buf[:0]
 	for _, d := range s.ring[:s.n] {
@@ -286,7 +269,7 @@ func (s *series) longerThan(elapsed time.Duration) (Duration, bool) {
 	slices.Sort(w)
 	runs := slices.Clone(w)
 	if s.stale {
-		s.summarize()
+		s.summarize(key)
 	}
 	h := bandwidth(fitOf(runs))
 	if len(runs) < MinSamples {
@@ -303,8 +286,8 @@ func (s *series) longerThan(elapsed time.Duration) (Duration, bool) {
 		Low:       rank(w, 10),
 		High:      rank(w, 90),
 		Samples:   len(w),
-		Basis:     fmt.Sprintf("%s longer than %s", runsOf(len(w), s.key), elapsed.Round(time.Second)),
-		Level:     s.key.Level,
+		Basis:     fmt.Sprintf("%s longer than %s", runsOf(len(w), key), elapsed.Round(time.Second)),
+		Level:     key.Level,
 	}, true
 }
 

@@ -47,7 +47,7 @@ type sim struct {
 	q       *quota.AdmissionQueue
 	clk     *simClock
 	pick    durations
-	ends    endHeap
+	ends    minHeap[podEnd]
 	changes int                // w.Changes applied so far
 	seq     int                // ends scheduled so far
 	gone    map[types.UID]bool // ended or preempted
@@ -67,7 +67,7 @@ type sim struct {
 	// wait for something no end of theirs brings, or behind created pods only, and no
 	// more are created (a run would otherwise go on creating pods for a pod that never
 	// fits, up to mayCreate).
-	coming    comingHeap
+	coming    minHeap[coming]
 	created   map[types.UID]*Stream
 	made      map[types.UID]bool
 	mayCreate int
@@ -91,21 +91,10 @@ type coming struct {
 	seq    int // pods made so far
 }
 
-// comingHeap orders the streams' next moments, the earliest first (of two at one
-// moment, the stream first in World.Arrivals).
-type comingHeap struct{ items []coming }
-
-func (h *comingHeap) Len() int { return len(h.items) }
-func (h *comingHeap) Less(i, j int) bool {
-	a, b := &h.items[i], &h.items[j]
-	return a.at.Before(b.at) || (a.at.Equal(b.at) && a.stream < b.stream)
-}
-func (h *comingHeap) Swap(i, j int) { h.items[i], h.items[j] = h.items[j], h.items[i] }
-func (h *comingHeap) Push(x any)    { h.items = append(h.items, x.(coming)) }
-func (h *comingHeap) Pop() any {
-	last := h.items[len(h.items)-1]
-	h.items = h.items[:len(h.items)-1]
-	return last
+// before orders the streams' next moments, the earliest first (of two at one moment,
+// the stream first in World.Arrivals).
+func (c coming) before(o coming) bool {
+	return c.at.Before(o.at) || (c.at.Equal(o.at) && c.stream < o.stream)
 }
 
 // admission is one admission as Place reads it.
@@ -529,17 +518,8 @@ func (w weak) weaker(o weak) weak {
 	return w
 }
 
-type endHeap struct{ items []podEnd }
-
-func (h *endHeap) Len() int { return len(h.items) }
-func (h *endHeap) Less(i, j int) bool {
-	a, b := h.items[i], h.items[j]
-	return a.at.Before(b.at) || (a.at.Equal(b.at) && a.seq < b.seq)
-}
-func (h *endHeap) Swap(i, j int) { h.items[i], h.items[j] = h.items[j], h.items[i] }
-func (h *endHeap) Push(x any)    { h.items = append(h.items, x.(podEnd)) }
-func (h *endHeap) Pop() any {
-	last := h.items[len(h.items)-1]
-	h.items = h.items[:len(h.items)-1]
-	return last
+// before orders the ends, the earliest first, and of two at one moment the one
+// scheduled first.
+func (e podEnd) before(o podEnd) bool {
+	return e.at.Before(o.at) || (e.at.Equal(o.at) && e.seq < o.seq)
 }

@@ -1,0 +1,15 @@
+package estimate
+
+// minHeap is a container/heap of T, the one that comes before every other first: a
+// simulation's pods' ends, and its streams' next moments.
+type minHeap[T interface{ before(T) bool }] struct{ items []T }
+
+func (h *minHeap[T]) Len() int           { return len(h.items) }
+func (h *minHeap[T]) Less(i, j int) bool { return h.items[i].before(h.items[j]) }
+func (h *minHeap[T]) Swap(i, j int)      { h.items[i], h.items[j] = h.items[j], h.items[i] }
+func (h *minHeap[T]) Push(x any)         { h.items = append(h.items, x.(T)) }
+func (h *minHeap[T]) Pop() any {
+	last := h.items[len(h.items)-1]
+	h.items = h.items[:len(h.items)-1]
+	return last
+}
