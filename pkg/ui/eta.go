@@ -34,7 +34,7 @@ func startOf(e *visv1.EstimatedStart, now time.Time) startView {
 	}
 	median := e.Median.Time
 	v := startView{DateTime: median.UTC().Format(time.RFC3339)}
-	if d := median.Sub(now); d > 0 {
+	if d := median.Sub(now); d >= time.Second { // its times are whole seconds, rounded
 		v.Text = "in " + humanDuration(d)
 	} else {
 		v.Text = "due now"

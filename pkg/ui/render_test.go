@@ -150,19 +150,21 @@ func TestPagesRender(t *testing.T) {
 	}
 }
 
-// An estimate is shown as the time until its median, "due now" once the median has
-// passed, "unknown: <why>" when the manager cannot estimate it, and "no estimate" when
+// An estimate is shown as the time until its median, "due now" once the median is less
+// than a second away (its times are whole seconds, rounded), "unknown: <why>" when the manager cannot estimate it, and "no estimate" when
 // it has none.
 func TestStartOf(t *testing.T) {
 	tests := map[string]struct {
 		e    *visv1.EstimatedStart
 		want string
 	}{
-		"known":       {e: &visv1.EstimatedStart{Median: timeAt(90 * time.Minute), Low: timeAt(90 * time.Minute), High: timeAt(90 * time.Minute)}, want: "in 90m"},
-		"in two days": {e: &visv1.EstimatedStart{Median: timeAt(49 * time.Hour)}, want: "in 2d1h"},
-		"past due":    {e: &visv1.EstimatedStart{Median: timeAt(-time.Minute)}, want: "due now"},
-		"unknown":     {e: &visv1.EstimatedStart{Unknown: "BudgetClosed", Message: "Budget team-a/quota is Closed"}, want: "unknown: BudgetClosed"},
-		"no estimate": {want: "no estimate"},
+		"known":                         {e: &visv1.EstimatedStart{Median: timeAt(90 * time.Minute), Low: timeAt(90 * time.Minute), High: timeAt(90 * time.Minute)}, want: "in 90m"},
+		"in two days":                   {e: &visv1.EstimatedStart{Median: timeAt(49 * time.Hour)}, want: "in 2d1h"},
+		"past due":                      {e: &visv1.EstimatedStart{Median: timeAt(-time.Minute)}, want: "due now"},
+		"rounded up to the next second": {e: &visv1.EstimatedStart{Median: timeAt(400 * time.Millisecond)}, want: "due now"},
+		"a second away":                 {e: &visv1.EstimatedStart{Median: timeAt(time.Second)}, want: "in 1s"},
+		"unknown":                       {e: &visv1.EstimatedStart{Unknown: "BudgetClosed", Message: "Budget team-a/quota is Closed"}, want: "unknown: BudgetClosed"},
+		"no estimate":                   {want: "no estimate"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

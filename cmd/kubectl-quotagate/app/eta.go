@@ -28,9 +28,10 @@ func eta(e *visv1.EstimatedStart, now time.Time) string {
 	return until(now, e.Median.Time)
 }
 
-// until is how long from now to t, as kubectl prints ages; "now" when t has come.
+// until is how long from now to t, as kubectl prints ages; "now" when t is less than
+// a second away: an estimate's times are whole seconds, rounded (docs/visibility.md).
 func until(now, t time.Time) string {
-	if !t.After(now) {
+	if t.Sub(now) < time.Second {
 		return "now"
 	}
 	return duration.HumanDuration(t.Sub(now))
