@@ -119,7 +119,7 @@ func (a *Arrivals) Observe(p quota.Pod, f *Facts) {
 // asTemplate is a created pod as the pods to come of its stream are: gated, in no
 // group, with no claims, dependencies, schedule or admission of their own.
 func asTemplate(p quota.Pod) quota.Pod {
-	t := quota.Pod{
+	return quota.Pod{
 		PodRef:          quota.PodRef{Namespace: p.Namespace},
 		Labels:          p.Labels,
 		NodeSelector:    p.NodeSelector,
@@ -133,7 +133,6 @@ func asTemplate(p quota.Pod) quota.Pod {
 		ActiveDeadline:  p.ActiveDeadline,
 		DeclaredRuntime: p.DeclaredRuntime,
 	}
-	return t
 }
 
 // Stream is a stream of pod creations a simulation draws the pods to come from.

@@ -60,16 +60,15 @@ type sim struct {
 	weakest int  // the fewest samples behind a learned end so far (0: none)
 	weak    weak // the least trusted learned end so far
 
-	// coming are the world's Arrivals with their next moment in this run, created
-	// the pods made from them not admitted yet (by UID: the stream of each), and
+	// coming are the world's Arrivals with their next moment in this run, made the
+	// pods created from them (by UID: the stream of each, nil once admitted), and
 	// mayCreate how many more this run may make. ending is how many of the world's own
 	// pods hold quota with an end to come: once none does, the pods still waiting
 	// wait for something no end of theirs brings, or behind created pods only, and no
 	// more are created (a run would otherwise go on creating pods for a pod that never
 	// fits, up to mayCreate).
 	coming    minHeap[coming]
-	created   map[types.UID]*Stream
-	made      map[types.UID]bool
+	made      map[types.UID]*Stream
 	mayCreate int
 	ending    int
 	// quiet counts the moments pods were created at since a pod asked about last
@@ -173,7 +172,7 @@ func newSim(w *World, o *Options, pk durations) *sim {
 		s.q.UpsertPod(p.Pod)
 	}
 	if pk.rng != nil && len(w.Arrivals) > 0 {
-		s.created, s.made, s.mayCreate = map[types.UID]*Stream{}, map[types.UID]bool{}, max(len(w.Running)+len(w.Waiting), minCreate)
+		s.made, s.mayCreate = map[types.UID]*Stream{}, max(len(w.Running)+len(w.Waiting), minCreate)
 		for i := range w.Arrivals {
 			st := &w.Arrivals[i]
 			gap := st.gapOf(pk.rng)
@@ -196,7 +195,7 @@ func (s *sim) holds(uid types.UID, namespace string, e Expectation, end time.Tim
 	if e.Source == SourceLearned {
 		w = weak{known: true, level: e.Level, samples: e.Samples, basis: e.Basis, namespace: namespace}
 	}
-	if !s.made[uid] {
+	if _, made := s.made[uid]; !made {
 		s.ending++
 	}
 	s.seq++
@@ -234,9 +233,11 @@ func (s *sim) admit() {
 }
 
 func (s *sim) started(uid types.UID) {
-	if st, ok := s.created[uid]; ok {
-		delete(s.created, uid)
-		s.holds(uid, st.Template.Namespace, st.Expect, s.clk.now.Add(max(s.pick.of(st.Expect), 0)))
+	if st, made := s.made[uid]; made {
+		if st != nil {
+			s.made[uid] = nil
+			s.holds(uid, st.Template.Namespace, st.Expect, s.clk.now.Add(max(s.pick.of(st.Expect), 0)))
+		}
 		return
 	}
 	i, ok := s.waiting[uid]
@@ -260,7 +261,7 @@ func (s *sim) end(uid types.UID, w weak, counted bool) {
 		return
 	}
 	s.gone[uid] = true
-	if !s.made[uid] && !s.forever[uid] {
+	if _, made := s.made[uid]; !made && !s.forever[uid] {
 		s.ending--
 	}
 	delete(s.forever, uid)

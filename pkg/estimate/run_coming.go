@@ -57,7 +57,7 @@ func (s *sim) createDue() {
 			p.Name = fmt.Sprintf("%s-coming-%d-%d", stemOrPod(c.st.Key.Owner), c.stream, c.seq)
 			p.UID = types.UID(fmt.Sprintf("coming/%d/%d", c.stream, c.seq))
 			p.Created = s.clk.now
-			s.created[p.UID], s.made[p.UID] = c.st, true
+			s.made[p.UID] = c.st
 			s.mayCreate--
 			s.q.UpsertPod(p)
 		}
