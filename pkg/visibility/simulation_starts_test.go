@@ -103,3 +103,29 @@ func TestPodSimulationGivesEachPositionItsOwnStart(t *testing.T) {
 		})
 	}
 }
+
+// TestPodSimulationFitsNowAtItsOwnMoment: a simulation run 0.6 s into a second, with
+// room in the Budget for its pod, answers a start equal to the simulation's
+// creationTimestamp, which clients read as "now" (kubectl quotagate simulate prints
+// the ETA against it). Both are rounded to the nearest second; a creationTimestamp
+// cut to the second put such a pod "1s" away.
+func TestPodSimulationFitsNowAtItsOwnMoment(t *testing.T) {
+	now := time.Date(2026, 12, 5, 9, 0, 0, 600_000_000, time.UTC)
+	world := func() *estimate.WorldBuilder {
+		return estimate.NewWorldBuilder(now, estimate.NewLearner(0), map[string]map[string]string{"team-a": {v1alpha1.EnabledLabel: "true"}},
+			[]quota.Budget{{Key: quota.BudgetKey{Namespace: "team-a", Name: "quota"}, Hard: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8")}}}, nil)
+	}
+	const body = `{"apiVersion":"visibility.quotagate.io/v1alpha1","kind":"PodSimulation","spec":{"count":1,"template":{
+		"spec":{"containers":[{"name":"c","resources":{"requests":{"cpu":"1"}}}]}}}}`
+	h := NewHandler(fakeQueues{}, clocktesting.NewFakePassiveClock(now), WithSimulator(worldSimulator{now: now, world: world}))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, PodSimulationsPath("team-a"), strings.NewReader(body)))
+	var sim visv1.PodSimulation
+	if err := json.Unmarshal(rec.Body.Bytes(), &sim); err != nil || rec.Code != http.StatusCreated || len(sim.Status.Pods) != 1 {
+		t.Fatalf("POST: %d %v\n%s", rec.Code, err, rec.Body)
+	}
+	p := sim.Status.Pods[0]
+	if e := p.EstimatedStart; !p.Admitted || e == nil || e.Median == nil || !e.Median.Equal(&sim.CreationTimestamp) {
+		t.Errorf("a pod that fits: admitted %t, estimated start %+v, want the simulation's creationTimestamp %s", p.Admitted, e, sim.CreationTimestamp.Time)
+	}
+}

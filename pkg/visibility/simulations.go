@@ -138,7 +138,10 @@ func (h *podSimulations) serve(w http.ResponseWriter, r *http.Request, namespace
 		writeError(w, err)
 		return
 	}
-	sim.CreationTimestamp = metav1.NewTime(whatIf.Now)
+	// The moment the pods are supposed created, rounded to the second as their
+	// estimated starts are (EstimatedStartOf): clients read the starts against it, and
+	// a pod that fits now starts exactly then.
+	sim.CreationTimestamp = metav1.NewTime(whatIf.Now.Round(time.Second))
 	sim.Status = SimulationStatusOf(whatIf)
 	writeJSON(w, http.StatusCreated, sim)
 }
