@@ -79,3 +79,45 @@ func TestSimulateBasisOfAnotherNamespace(t *testing.T) {
 		t.Errorf("start known %v, basis %q; want %q", s.Known, s.Basis, want)
 	}
 }
+
+// TestNewWorkloadsRangeHoldsItsStart is make demo's new kind of Job: namespace team-a
+// learned 30 Jobs job-00 to job-29 of 1 to 6 s; then Jobs etl-0 to etl-7 of one pod
+// each, of a workload never seen, are created at once behind a Budget of 6 CPUs, and
+// each runs 20 s. etl-6 and etl-7 start when the first six end, 20 s after they began.
+// Whenever it is estimated (as the six start, a second in, at 3 s, past the longest run
+// the namespace knows), the range holds that start, and the basis says the durations
+// are another workload's. Widened pod by pod, the ranges reached 6 s at the most.
+func TestNewWorkloadsRangeHoldsItsStart(t *testing.T) {
+	l := NewLearner(0)
+	for n := range 30 {
+		l.Record(KeysOf(podtest.New("p").NS("team-a").Owner("batch/v1", "Job", fmt.Sprintf("job-%02d", n), true).Obj(), nil), time.Duration(1+(n*7)%6)*time.Second)
+	}
+	etl := func(i int, held time.Time) Expectation {
+		f := FactsOf(podtest.New(fmt.Sprintf("etl-%d-x", i)).NS("team-a").Owner("batch/v1", "Job", fmt.Sprintf("etl-%d", i), true).Obj())
+		f.Held = held
+		e := l.ExpectFacts(&f, nil, t0)
+		e.Start = held
+		return e
+	}
+	const run = 20 * time.Second
+	for _, elapsed := range []time.Duration{0, time.Second, 3 * time.Second, 8 * time.Second} {
+		began := t0.Add(-elapsed)
+		var running, gated []Pod
+		for i := range 6 {
+			running = append(running, Pod{Pod: view(podIn("team-a", fmt.Sprintf("etl-%d", i), -60, "cpu=1")), Expect: etl(i, began)})
+		}
+		for i := 6; i < 8; i++ {
+			gated = append(gated, waiting(podIn("team-a", fmt.Sprintf("etl-%d", i), i, "cpu=1"), etl(i, time.Time{})))
+		}
+		truly := began.Add(run)
+		for i, s := range Simulate(world([]quota.Budget{budget("team-a", "a", "cpu=6")}, running, gated), Options{}) {
+			t.Logf("the six began %v ago: etl-%d in %v (between %v and %v), %s", elapsed, 6+i, s.Median.Sub(t0), s.Low.Sub(t0), s.High.Sub(t0), s.Basis)
+			if !s.Known || truly.Before(s.Low) || truly.After(s.High) {
+				t.Errorf("the six began %v ago: etl-%d's range %v to %v does not hold its start in %v", elapsed, 6+i, s.Low.Sub(t0), s.High.Sub(t0), truly.Sub(t0))
+			}
+			if want := "no run of Job team-a/etl yet; durations of 30 runs of pods in namespace team-a"; s.Basis != want {
+				t.Errorf("the six began %v ago: basis %q, want %q", elapsed, s.Basis, want)
+			}
+		}
+	}
+}

@@ -45,9 +45,10 @@
 // (DefaultDraws: 19, or 9 above 2,000 pods), each time with every learned duration
 // drawn (durations: from a bootstrap resample of the workload's runs, stretched and
 // moved as unsure as few runs leave the workload's spread and mean (spreadFrom),
-// smoothed and widened by a log-normal factor, bandwidth and FallbackSpread; a running
-// pod from its kind's runs longer than it has run, or, past them all, by Gott's rule);
-// a pod's
+// smoothed, bandwidth, and, from a wider circle's runs, multiplied by a log-normal
+// factor, FallbackSpread, one for the whole workload; a running pod from its kind's
+// runs longer than it has run, or, past them all, by Gott's rule, one draw for the
+// whole workload); a pod's
 // Median, Low and High are the 10th, 2nd and 18th of its 19 starts, so that the range
 // holds a start drawn like them Coverage (80%) of the time, and each position of a
 // queue has its own start. A deadline or a declared duration is that one in every

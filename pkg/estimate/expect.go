@@ -68,39 +68,54 @@ func (e Expectation) Ends(now time.Time) (median, low, high time.Time) {
 	return at(e.Median), at(e.Low), at(e.High)
 }
 
-// gottMax bounds the draw of a pod that outlasted every run (drawEnd): at most 19 times
-// as long again as it has run.
+// gottMax bounds the draw of a pod that outlasted every run (afterAll): at most 19
+// times as long again as it has run.
 const gottMax = 0.95
 
 // drawEnd is one draw of when a pod that holds its quota at now ends: a learned
 // duration longer than it has held its quota so far (its kind's runs that lasted
-// longer, smoothed), or, for a pod that outlasted them all (or whose draws keep falling
-// short), as long again as it has run times u/(1-u), u uniform: the remaining time of a
-// run seen at a random moment of its life, whose median is as long as it has run
-// (Gott's rule), rather than at once. A deadline or a declared duration is not drawn:
-// Ends' median.
-func (e Expectation) drawEnd(now time.Time, r *rand.Rand, sp spread) time.Time {
+// longer, smoothed). A deadline or a declared duration is not drawn: Ends' median. It
+// is false for a pod that outlasted every run, or whose draws keep falling short: its
+// end is afterAll's.
+func (e Expectation) drawEnd(now time.Time, r *rand.Rand, sp spread) (time.Time, bool) {
 	median, _, _ := e.Ends(now)
 	if e.Source != SourceLearned || len(e.runs) == 0 {
-		return median
+		return median, true
 	}
-	start := e.Start
-	if start.IsZero() {
-		start = now
-	}
-	elapsed := max(now.Sub(start), 0)
+	start, elapsed := e.held(now)
 	if !e.outlasted {
 		for range 8 {
 			if d := e.draw(r, sp); d > elapsed {
-				return start.Add(d)
+				return start.Add(d), true
 			}
 		}
 	}
 	if elapsed <= 0 {
-		return median
+		return median, true
 	}
-	u := r.Float64() * gottMax
+	return time.Time{}, false
+}
+
+// afterAll is the end of a pod that has held its quota longer than every run of its
+// kind (drawEnd's false): as long again as it has run times u/(1-u), u uniform below
+// gottMax, the remaining time of a run seen at a random moment of its life, whose
+// median is as long as it has run (Gott's rule), rather than at once. u is drawn once
+// per workload and simulation (durations.outlastedBy): pods of one workload run about
+// as long as each other, and a queue behind six of them that started together waits
+// for all six alike, not for the first of six independent draws.
+func (e Expectation) afterAll(now time.Time, u float64) time.Time {
+	_, elapsed := e.held(now)
 	return now.Add(time.Duration(float64(elapsed) * u / (1 - u)))
+}
+
+// held is when the pod took its quota (now when not yet) and for how long it has held
+// it at now.
+func (e Expectation) held(now time.Time) (start time.Time, elapsed time.Duration) {
+	start = e.Start
+	if start.IsZero() {
+		start = now
+	}
+	return start, max(now.Sub(start), 0)
 }
 
 // Expect returns how long pod is expected to hold its quota, in this order of trust:

@@ -45,11 +45,14 @@ type Duration struct {
 	// to be modified); bandwidth is the log-normal σ a draw is smoothed by (draw); fit
 	// is the spread of all the key's runs, shared by every Duration of the key, that a
 	// simulation draws the workload's own spread from (durations.spreadOf); outlasted is
-	// set for a pod that has held its quota longer than every run.
+	// set for a pod that has held its quota longer than every run; workload is the
+	// pod's own workload (its first key), whose pods a simulation draws alike
+	// (durations.workloads).
 	runs      []time.Duration
 	bandwidth float64
 	fit       *fit
 	outlasted bool
+	workload  Key
 }
 
 // fit is what a simulation draws a workload's spread from (spreadFrom): its n runs,
@@ -62,13 +65,17 @@ type fit struct {
 	n           int
 }
 
-// Spreads of the durations learned from a wider circle than the pod's own workload: a
-// namespace's runs are widened by a log-normal factor of σ 1.0 (their range's 10th and
-// 90th percentiles reach ×0.28 and ×3.6 further), a budget's, which may span
-// namespaces, by σ 1.3 (×0.19 and ×5.3).
+// Spreads of the durations learned from a wider circle than the pod's own workload,
+// the σ of the log-normal factor a simulation multiplies them by, one for the whole
+// workload (durations.spreadOf): a workload never seen is taken to run, 80% of the
+// time, between a thirteenth and 13 times as long as its namespace's runs (σ 2.0; a
+// team's minutes of preprocessing and hours of training differ so), and a budget's
+// runs, which may span namespaces, say less still (σ 2.5: ×0.04 to ×25). At σ 1.0 make
+// demo's new kind of Job, 20 s runs among runs of 1 to 6 s, fell outside its range
+// (TestNewWorkloadsRangeHoldsItsStart).
 const (
-	namespaceSpread = 1.0
-	budgetSpread    = 1.3
+	namespaceSpread = 2.0
+	budgetSpread    = 2.5
 	// z90 is the standard normal's 90th percentile.
 	z90 = 1.2816
 )
@@ -163,9 +170,11 @@ func (l *Learner) Estimate(keys []Key) (Duration, bool) { return l.EstimateAfter
 // its kind is among the long ones), or of all its runs when none did, or when elapsed
 // is below their Low.
 //
-// Durations of a wider circle than the first key's (the pod's own workload) are
-// widened (FallbackSpread: Low and High reach further) and their Basis says so: "no
-// run of Job demo/etl yet; durations of 30 runs of pods in namespace demo".
+// Durations of a wider circle than the first key's (the pod's own workload) are all
+// its runs, whatever elapsed (the simulation keeps the draws longer than elapsed once
+// multiplied by the workload's factor), widened (FallbackSpread: Low and High reach
+// further), and their Basis says so: "no run of Job demo/etl yet; durations of 30
+// runs of pods in namespace demo".
 func (l *Learner) EstimateAfter(keys []Key, elapsed time.Duration) (Duration, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -185,7 +194,10 @@ func (l *Learner) EstimateAfter(keys []Key, elapsed time.Duration) (Duration, bo
 			s.summarize(k)
 		}
 		d := s.summary
-		if elapsed >= s.summary.Low {
+		// A wider circle's runs are scaled by a factor the simulation draws for the
+		// pod's workload (durations.spreadOf): which of them outlast elapsed is known
+		// only once scaled, and drawEnd keeps the draws that do.
+		if i == 0 && elapsed >= s.summary.Low {
 			if longer, ok := s.longerThan(k, elapsed); ok {
 				d = longer
 			} else {
@@ -196,6 +208,7 @@ func (l *Learner) EstimateAfter(keys []Key, elapsed time.Duration) (Duration, bo
 			d.widen(FallbackSpread(k.Level))
 			d.Basis = tooFew(keys[0], own) + "; " + d.Basis
 		}
+		d.workload = keys[0]
 		return d, true
 	}
 	return Duration{}, false
@@ -337,10 +350,13 @@ func bandwidth(f fit) float64 {
 // spread is a workload's durations as one simulation draws them (spreadFrom): a
 // resample of its runs, and how all its durations are stretched around the runs' log
 // mean (scale) and multiplied (factor); the same for every pod of the workload in that
-// simulation.
+// simulation. For a workload whose durations come from a wider circle, widen is the
+// log of the factor they are widened by in that simulation (Duration.Spread times one
+// standard normal draw for the workload, durations.spreadOf).
 type spread struct {
 	runs          []time.Duration
 	scale, factor float64
+	widen         float64
 }
 
 // spreadFrom draws the spread of the workload whose runs are f for one simulation: the
@@ -395,8 +411,9 @@ const maxLogDuration = 43
 // draw is one duration drawn from d with the workload's spread sp of this simulation
 // (spreadFrom): a run picked at random from d's runs (from sp's resample when they are
 // all the workload's, not those longer than a running pod has run), stretched and
-// multiplied as sp says, smoothed (bandwidth, stretched alike) and widened by a
-// log-normal factor (Spread); its Center when nothing was learned.
+// multiplied as sp says, smoothed (bandwidth, stretched alike) and widened as sp says
+// (by the factor this simulation drew for the workload, when its durations come from a
+// wider circle); its Center when nothing was learned.
 func (d Duration) draw(r *rand.Rand, sp spread) time.Duration {
 	if len(d.runs) == 0 {
 		return d.Center()
@@ -416,9 +433,7 @@ func (d Duration) draw(r *rand.Rand, sp spread) time.Duration {
 	if d.bandwidth > 0 {
 		x += d.bandwidth * sp.scale * r.NormFloat64()
 	}
-	if d.Spread > 0 {
-		x += d.Spread * r.NormFloat64()
-	}
+	x += sp.widen
 	if x == 0 {
 		return run // as learned, to the nanosecond
 	}
