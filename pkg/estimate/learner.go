@@ -3,7 +3,6 @@ package estimate
 import (
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
@@ -345,99 +344,6 @@ func bandwidth(f fit) float64 {
 		return 0
 	}
 	return 1.06 * f.sd * math.Pow(float64(f.n), -0.2)
-}
-
-// spread is a workload's durations as one simulation draws them (spreadFrom): a
-// resample of its runs, and how all its durations are stretched around the runs' log
-// mean (scale) and multiplied (factor); the same for every pod of the workload in that
-// simulation. For a workload whose durations come from a wider circle, widen is the
-// log of the factor they are widened by in that simulation (Duration.Spread times one
-// standard normal draw for the workload, durations.spreadOf).
-type spread struct {
-	runs          []time.Duration
-	scale, factor float64
-	widen         float64
-}
-
-// spreadFrom draws the spread of the workload whose runs are f for one simulation: the
-// runs learned are a sample of the workload's, and a range drawn from them as if they
-// were all its runs holds the truth less often than it claims, the less so the fewer
-// they are (the workload's mean is itself unsure, and every pod of a queue shares it).
-//
-// The runs are resampled (a bootstrap: the workload's mean as unsure as its runs say,
-// whatever their shape). A bootstrap of a few runs is surer than they are: a resample
-// of 3 runs is all one run one time in nine, and ranges drawn so held the true start
-// 64 to 71% of the time, of 80 (TestCoverage). So it is widened as the posterior of a
-// normal's σ and mean from n samples in log space would widen it (the usual flat
-// prior), in the share a bootstrap lacks, about 3/n of the variance (Student's t's
-// (n-1)/(n-3) against a bootstrap's (n-1)/n): the resample is stretched around the
-// runs' log mean by ((n-1)/χ²(n-1))^(w/2) and brought back to its own mean, then
-// multiplied by exp(w × cv × scale × Z / √n), w = √(3/n), cv the runs' coefficient of
-// variation: the mean's standard error, which the logs' standard deviation
-// overstates for a bimodal workload (its logs spread wider than its mean is unsure,
-// and ranges drawn so held the start 88% of the time from 32 runs). From 3 runs, the
-// starts of a queue spread as widely as Student's t says; from 32, as a bootstrap
-// makes them, give or take (the scale within some 8%, the mean by a third of its
-// standard error more).
-func spreadFrom(r *rand.Rand, f *fit) spread {
-	if f.n < 2 || f.sd == 0 {
-		return spread{runs: f.runs, scale: 1, factor: 1}
-	}
-	b := make([]time.Duration, f.n)
-	for i := range b {
-		b[i] = f.runs[r.IntN(f.n)]
-	}
-	var chi2 float64
-	for range f.n - 1 {
-		z := r.NormFloat64()
-		chi2 += z * z
-	}
-	fn := float64(f.n)
-	w := math.Sqrt(float64(MinSamples) / fn)
-	scale := math.Pow(float64(f.n-1)/max(chi2, 1e-9), w/2)
-	var sum, stretched float64
-	for _, d := range b {
-		sum += float64(d)
-		stretched += math.Exp(f.logMean + (math.Log(float64(max(d, 1)))-f.logMean)*scale)
-	}
-	shift := f.cv * scale * r.NormFloat64() * w / math.Sqrt(fn)
-	return spread{runs: b, scale: scale, factor: sum / stretched * math.Exp(min(shift, maxLogDuration))}
-}
-
-// maxLogDuration bounds a drawn duration: e^43 ns, some 150 years (a time.Duration
-// holds 292), far past any horizon.
-const maxLogDuration = 43
-
-// draw is one duration drawn from d with the workload's spread sp of this simulation
-// (spreadFrom): a run picked at random from d's runs (from sp's resample when they are
-// all the workload's, not those longer than a running pod has run), stretched and
-// multiplied as sp says, smoothed (bandwidth, stretched alike) and widened as sp says
-// (by the factor this simulation drew for the workload, when its durations come from a
-// wider circle); its Center when nothing was learned.
-func (d Duration) draw(r *rand.Rand, sp spread) time.Duration {
-	if len(d.runs) == 0 {
-		return d.Center()
-	}
-	runs := d.runs
-	if d.fit != nil && &runs[0] == &d.fit.runs[0] {
-		runs = sp.runs // all the workload's runs: this simulation's resample of them
-	}
-	run := runs[r.IntN(len(runs))]
-	var x float64 // the log of the factor run is multiplied by
-	if d.fit != nil && sp.scale != 1 {
-		x += (math.Log(float64(max(run, 1))) - d.fit.logMean) * (sp.scale - 1)
-	}
-	if sp.factor != 1 {
-		x += math.Log(sp.factor)
-	}
-	if d.bandwidth > 0 {
-		x += d.bandwidth * sp.scale * r.NormFloat64()
-	}
-	x += sp.widen
-	if x == 0 {
-		return run // as learned, to the nanosecond
-	}
-	return time.Duration(min(float64(run)*math.Exp(x), math.Exp(maxLogDuration)))
 }
 
 // mean is the mean of ds (not empty). Window durations of at most a few years each
