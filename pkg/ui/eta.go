@@ -45,7 +45,10 @@ func startOf(e *visv1.EstimatedStart, now time.Time) startView {
 		fmt.Fprintf(&t, ", between %s and %s", localClock(e.Low.Time), localClock(e.High.Time))
 	}
 	if e.Ends > 0 {
-		fmt.Fprintf(&t, ", after %d pod ends", e.Ends)
+		fmt.Fprintf(&t, ", after %d pod end", e.Ends)
+		if e.Ends > 1 {
+			t.WriteString("s")
+		}
 	}
 	if e.Samples > 0 {
 		fmt.Fprintf(&t, ", durations learned from %d finished pods at least", e.Samples)

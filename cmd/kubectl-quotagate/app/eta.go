@@ -57,7 +57,7 @@ func estimateLine(e *visv1.EstimatedStart, now time.Time) string {
 		fmt.Fprintf(&b, " (between %s and %s)", until(now, e.Low.Time), until(now, e.High.Time))
 	}
 	if e.Ends > 0 {
-		fmt.Fprintf(&b, ", from %d pod ends", e.Ends)
+		fmt.Fprintf(&b, ", from %s", podEnds(e.Ends))
 	}
 	switch {
 	case e.Basis != "":
@@ -80,4 +80,12 @@ func recordLine(r *visv1.EstimateRecord) string {
 	since := r.Since.UTC().Format("2006-01-02 15:04 UTC")
 	return fmt.Sprintf("Estimates in %s: median error %s, %d%% within range (%d of %d pods admitted since the manager started at %s)",
 		key.Describe(), (time.Duration(r.MedianErrorSeconds * float64(time.Second))).Round(time.Second), 100*r.WithinRange/r.Pods, r.WithinRange, r.Pods, since)
+}
+
+// podEnds is "1 pod end", "12 pod ends".
+func podEnds(n int64) string {
+	if n == 1 {
+		return "1 pod end"
+	}
+	return fmt.Sprintf("%d pod ends", n)
 }

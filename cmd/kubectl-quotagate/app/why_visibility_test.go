@@ -207,7 +207,7 @@ func TestWhyVisibilityAnswers(t *testing.T) {
 				})
 			},
 			wantOut: summary + "Reason: requests.cpu: 1 requested, 0 free in Budget team-a/team-a; position 1 of 1\n" +
-				"Estimated start: now, from 1 pod ends\n",
+				"Estimated start: now, from 1 pod end\n",
 		},
 		"with an estimate that is unknown": {
 			source: func(*testing.T, *world) podStatusSource {
