@@ -95,6 +95,13 @@ func bimodal(r *rand.Rand) time.Duration {
 // leave a few points to chance, since a trial's pods share its runs).
 func TestCoverage(t *testing.T) {
 	const trials, slots, waiting = 600, 4, 8
+	// From 3 runs a workload's spread is stretched as a log-normal's posterior would
+	// be (spreadFrom: Student's t of 2 degrees of freedom). A bimodal workload's 3 runs
+	// have logs that spread wider than its starts do, so its ranges from 3 runs are
+	// wider than needed: they hold 86 to 88% of its starts. They held 80% before the
+	// rest of a running pod was drawn as such (Duration.drawAfter) only because they
+	// were twice as wide and sat 4 to 38 s late. Over, not under: within 10 points.
+	wider := map[string]bool{fmt.Sprintf("bimodal, 10 s or 60 s/%d runs", MinSamples): true}
 	for name, truth := range map[string]func(*rand.Rand) time.Duration{
 		"lognormal, median 40 s, σ 0.5": lognormal40,
 		"bimodal, 10 s or 60 s":         bimodal,
@@ -114,10 +121,82 @@ func TestCoverage(t *testing.T) {
 			} {
 				cov, med := coverageRun(1, trials, slots, waiting, tc.runs, tc.draws, tc.foreign, truth)
 				t.Logf("%s: %.1f%% of %d starts within range, median error %.1f s", tc.what, 100*cov, trials*waiting, med)
-				if math.Abs(cov-Coverage) > 0.05 {
-					t.Errorf("%s: %.1f%% of the true starts fell within the range, want %.0f%% ± 5", tc.what, 100*cov, 100*Coverage)
+				over := 0.05
+				if wider[fmt.Sprintf("%s/%d runs", name, tc.runs)] && !tc.foreign {
+					over = 0.10
+				}
+				if cov < Coverage-0.05 || cov > Coverage+over {
+					t.Errorf("%s: %.1f%% of the true starts fell within the range, want %.0f%% (-5, +%.0f)", tc.what, 100*cov, 100*Coverage, 100*over)
 				}
 			}
 		})
 	}
+}
+
+// TestHeadOfQueueError: the pod at the head of a queue waits for the first of the
+// running pods to end, and its estimate's median error is within 1.25 times that of an
+// oracle that knows the runs' true distribution (each running pod's rest drawn 200
+// times from the runs longer than it has run), as make bench-estimates asks of it.
+// 400 trials of a Budget of 8 pods, in steady state (each running pod a uniform share
+// into a run of the truth), 32 runs learned. Smoothing a run, then keeping the draws
+// longer than a pod had run, made the rest of a pod near the end of its run as long as
+// the kernel is wide: 1.16 and 2.36 times the oracle's error, 2.4 and 1.6 s late.
+func TestHeadOfQueueError(t *testing.T) {
+	for name, truth := range map[string]func(*rand.Rand) time.Duration{
+		"lognormal, median 40 s, σ 0.5": lognormal40,
+		"bimodal, 10 s or 60 s":         bimodal,
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(7, 51))
+			const slots, trials = 8, 400
+			var mine, oracle, signed []float64
+			for trial := range trials {
+				l := NewLearner(0)
+				facts := Facts{Namespace: "team-a", OwnerKind: "Job", Owner: "train"}
+				for range Window {
+					l.Record(facts.Keys(nil), truth(r))
+				}
+				w := world([]quota.Budget{budget("team-a", "a", fmt.Sprintf("cpu=%d", slots))}, nil, nil)
+				var elapsed []time.Duration
+				truly := time.Duration(math.MaxInt64)
+				for i := range slots {
+					d := truth(r)
+					e := time.Duration(r.Float64() * float64(d))
+					elapsed, truly = append(elapsed, e), min(truly, d-e)
+					f := facts
+					f.Held = t0.Add(-e)
+					w.Running = append(w.Running, Pod{Pod: view(podIn("team-a", fmt.Sprintf("run-%d", i), -600, "cpu=1")), Expect: l.ExpectFacts(&f, nil, t0)})
+				}
+				w.Waiting = append(w.Waiting, Pod{Pod: view(podIn("team-a", "w-00", 0, "cpu=1").Gated()), Expect: l.ExpectFacts(&facts, nil, t0)})
+				s := Simulate(w, Options{Seed: uint64(trial)})[0]
+				var firsts []float64
+				for range 200 {
+					first := math.Inf(1)
+					for _, e := range elapsed {
+						d := truth(r)
+						for d <= e {
+							d = truth(r)
+						}
+						first = math.Min(first, (d - e).Seconds())
+					}
+					firsts = append(firsts, first)
+				}
+				slices.Sort(firsts)
+				err := s.Median.Sub(t0).Seconds() - truly.Seconds()
+				mine, signed = append(mine, math.Abs(err)), append(signed, err)
+				oracle = append(oracle, math.Abs(firsts[len(firsts)/2]-truly.Seconds()))
+			}
+			m, o, sg := median(mine), median(oracle), median(signed)
+			t.Logf("median error at the head %.2f s, the oracle's %.2f s (%.2f times); median signed error %+.2f s", m, o, m/o, sg)
+			if m > 1.25*o {
+				t.Errorf("median error at the head %.2f s, %.2f times the oracle's %.2f s; want at most 1.25 times", m, m/o, o)
+			}
+		})
+	}
+}
+
+// median is the median of xs (not empty), which it sorts.
+func median(xs []float64) float64 {
+	slices.Sort(xs)
+	return xs[len(xs)/2]
 }

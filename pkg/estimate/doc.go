@@ -46,8 +46,8 @@
 // drawn (durations: from a bootstrap resample of the workload's runs, stretched and
 // moved as unsure as few runs leave the workload's spread and mean (spreadFrom),
 // smoothed, bandwidth, and, from a wider circle's runs, multiplied by a log-normal
-// factor, FallbackSpread, one for the whole workload; a running pod from its kind's
-// runs longer than it has run, or, past them all, by Gott's rule, one draw for the
+// factor, FallbackSpread, one for the whole workload; a running pod the rest of its
+// kind's runs longer than it has run, or, past them all, by Gott's rule, one draw for the
 // whole workload); a pod's
 // Median, Low and High are the 10th, 2nd and 18th of its 19 starts, so that the range
 // holds a start drawn like them Coverage (80%) of the time, and each position of a

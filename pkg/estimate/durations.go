@@ -169,6 +169,43 @@ func (d Duration) draw(r *rand.Rand, sp spread) time.Duration {
 	if len(d.runs) == 0 {
 		return d.Center()
 	}
+	run, x := d.pick(r, sp)
+	if d.bandwidth > 0 {
+		x += d.bandwidth * sp.scale * r.NormFloat64()
+	}
+	if x == 0 {
+		return run // as learned, to the nanosecond
+	}
+	return scaled(run, x)
+}
+
+// drawAfter is one draw of how much longer a pod that has held its quota for elapsed
+// runs: a run picked and multiplied as draw does, less elapsed, and that rest smoothed
+// (bandwidth); false when the run so multiplied is not longer than elapsed. It is the
+// rest that is smoothed, not the run: smoothing the run and keeping the draws longer
+// than elapsed made the rest of a pod near the end of its run as long as the kernel is
+// wide (a pod 9 s into a run of 10 s, in a workload of 10 s or 60 s runs, was drawn to
+// run 3 to 10 s more), and the head of a queue, which waits for the first of them to
+// end, late by the same.
+func (d Duration) drawAfter(r *rand.Rand, sp spread, elapsed time.Duration) (time.Duration, bool) {
+	run, x := d.pick(r, sp)
+	if sp.widen != 0 {
+		run = scaled(run, sp.widen)
+	}
+	if run <= elapsed {
+		return 0, false
+	}
+	x -= sp.widen
+	if d.bandwidth > 0 {
+		x += d.bandwidth * r.NormFloat64()
+	}
+	return scaled(run-elapsed, x), true
+}
+
+// pick is a run picked at random from d's runs (from sp's resample when they are all
+// the workload's, not those longer than a running pod has run) and the log of the
+// factor sp multiplies it by: stretched, multiplied, widened.
+func (d Duration) pick(r *rand.Rand, sp spread) (time.Duration, float64) {
 	runs := d.runs
 	if d.fit != nil && &runs[0] == &d.fit.runs[0] {
 		runs = sp.runs // all the workload's runs: this simulation's resample of them
@@ -181,12 +218,10 @@ func (d Duration) draw(r *rand.Rand, sp spread) time.Duration {
 	if sp.factor != 1 {
 		x += math.Log(sp.factor)
 	}
-	if d.bandwidth > 0 {
-		x += d.bandwidth * sp.scale * r.NormFloat64()
-	}
-	x += sp.widen
-	if x == 0 {
-		return run // as learned, to the nanosecond
-	}
-	return time.Duration(min(float64(run)*math.Exp(x), math.Exp(maxLogDuration)))
+	return run, x + sp.widen
+}
+
+// scaled is d multiplied by e^x, at most e^maxLogDuration.
+func scaled(d time.Duration, x float64) time.Duration {
+	return time.Duration(min(float64(d)*math.Exp(x), math.Exp(maxLogDuration)))
 }

@@ -72,9 +72,9 @@ func (e Expectation) Ends(now time.Time) (median, low, high time.Time) {
 // times as long again as it has run.
 const gottMax = 0.95
 
-// drawEnd is one draw of when a pod that holds its quota at now ends: a learned
-// duration longer than it has held its quota so far (its kind's runs that lasted
-// longer, smoothed). A deadline or a declared duration is not drawn: Ends' median. It
+// drawEnd is one draw of when a pod that holds its quota at now ends: the rest of a
+// learned run longer than it has held its quota so far (its kind's runs that lasted
+// longer), smoothed (Duration.drawAfter). A deadline or a declared duration is not drawn: Ends' median. It
 // is false for a pod that outlasted every run, or whose draws keep falling short: its
 // end is afterAll's.
 func (e Expectation) drawEnd(now time.Time, r *rand.Rand, sp spread) (time.Time, bool) {
@@ -82,11 +82,11 @@ func (e Expectation) drawEnd(now time.Time, r *rand.Rand, sp spread) (time.Time,
 	if e.Source != SourceLearned || len(e.runs) == 0 {
 		return median, true
 	}
-	start, elapsed := e.held(now)
+	_, elapsed := e.held(now)
 	if !e.outlasted {
 		for range 8 {
-			if d := e.draw(r, sp); d > elapsed {
-				return start.Add(d), true
+			if rest, ok := e.drawAfter(r, sp, elapsed); ok {
+				return now.Add(rest), true
 			}
 		}
 	}
