@@ -8,9 +8,13 @@
 // submits 30 one-CPU Jobs of mixed priorities that run 1 to 6 seconds each. While the
 // burst drains it prints a progress line per budget twice a second and a line for
 // every pod that changes state; then it checks that every Job succeeded and that the
-// admitted CPU never went over the budget, and prints how to look around with kubectl.
+// admitted CPU never went over the budget. Then it submits 8 Jobs etl-0 to etl-7 of a
+// kind never run in the namespace, declaring no duration, that run 20 s each: the
+// Budget admits six, and it prints etl-6's first estimated start from the visibility
+// API (learned from the burst's runs, and saying so), then whether etl-6's admission
+// fell within its range. Last it prints how to look around with kubectl.
 //
-// Each of its five steps is numbered, and a step that takes long (a cold build of the
+// Each of its six steps is numbered, and a step that takes long (a cold build of the
 // webhook and manager) says every 15 seconds that it still runs and for how long.
 //
 // By default it stops everything when it is done. With --keep it leaves the control

@@ -26,8 +26,8 @@ import (
 // tick is how often the progress line is printed.
 const tick = 500 * time.Millisecond
 
-// steps is how many numbered steps the demo has, for "[n/5]".
-const steps = 5
+// steps is how many numbered steps the demo has, for "[n/6]".
+const steps = 6
 
 func step(format string, args ...any) {
 	fmt.Printf("%s  ==> %s\n", time.Now().Format(clock), fmt.Sprintf(format, args...))
@@ -139,6 +139,10 @@ func run(ctx context.Context, o options) error {
 	}
 	fmt.Println(" - never over the budget.")
 	fmt.Println()
+	if err := newKind(ctx, c, cs, tr, events, o.jobs); err != nil {
+		return withCause(ctx, err)
+	}
+	fmt.Println()
 	if !o.keep {
 		fmt.Printf("To look around with kubectl, run make demo KEEP=1 (it reuses what this run built), then in another shell:\n")
 	} else {
@@ -148,6 +152,7 @@ func run(ctx context.Context, o options) error {
 	fmt.Printf("  %s queue -A          # every queue, through the visibility API\n", o.plugin())
 	fmt.Printf("  %s ui -A --open      # the live page: budgets, queues, pods (docs/ui.md)\n", o.plugin())
 	fmt.Printf("  kubectl get budgets -A\n  kubectl get pods -n %s\n  kubectl describe pod -n %s job-00-<tab>    # the Waiting events; kubectl describe budget: the Admitted events\n", demoNamespace, demoNamespace)
+	fmt.Printf("  %s why pod -n %s %s<tab>   # while a pod waits: why, and when it is estimated to start\n", o.plugin(), demoNamespace, newKindPrefix)
 	fmt.Printf("Logs of the webhook, manager and Helm: %s\n", filepath.Join(o.dir, "quotagate"))
 	if !o.keep {
 		step("Stopping quotagate and the control plane")

@@ -28,9 +28,14 @@ func burstJob(n int) *batchv1.Job {
 	if n%5 == 4 {
 		priority = "batch-high"
 	}
-	runFor := time.Duration(1+(n*7)%6) * time.Second
+	return job(fmt.Sprintf("job-%02d", n), priority, time.Duration(1+(n*7)%6)*time.Second)
+}
+
+// job is a Job of one pod of one CPU, of priority class priority, whose pod runs for
+// runFor, and declares no duration.
+func job(name, priority string, runFor time.Duration) *batchv1.Job {
 	return &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Namespace: demoNamespace, Name: fmt.Sprintf("job-%02d", n)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: demoNamespace, Name: name},
 		Spec: batchv1.JobSpec{
 			BackoffLimit: ptr.To[int32](0),
 			Template: corev1.PodTemplateSpec{
