@@ -24,6 +24,9 @@ func (w weak) basisFor(namespace string) string {
 	if w.basis == "" || w.namespace == namespace {
 		return w.basis
 	}
+	if w.samples == 1 {
+		return "durations of 1 run of a workload in another namespace"
+	}
 	return fmt.Sprintf("durations of %d runs of a workload in another namespace", w.samples)
 }
 

@@ -80,6 +80,18 @@ func TestSimulateBasisOfAnotherNamespace(t *testing.T) {
 	}
 }
 
+// A basis learned in another namespace from one run (a pod that outran all its kind's
+// runs but one) says "1 run".
+func TestBasisOfOneRunInAnotherNamespace(t *testing.T) {
+	w := weak{samples: 1, basis: "durations of 1 run of Job team-b/train longer than 40s", namespace: "team-b"}
+	if got, want := w.basisFor("team-a"), "durations of 1 run of a workload in another namespace"; got != want {
+		t.Errorf("basis for team-a %q, want %q", got, want)
+	}
+	if got := w.basisFor("team-b"); got != w.basis {
+		t.Errorf("basis for team-b %q, want its own %q", got, w.basis)
+	}
+}
+
 // TestNewWorkloadsRangeHoldsItsStart is make demo's new kind of Job: namespace team-a
 // learned 30 Jobs job-00 to job-29 of 1 to 6 s; then Jobs etl-0 to etl-7 of one pod
 // each, of a workload never seen, are created at once behind a Budget of 6 CPUs, and
