@@ -8,12 +8,12 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
 	visv1 "github.com/quotagate/quotagate/api/visibility/v1alpha1"
+	"github.com/quotagate/quotagate/cmd/kubectl-quotagate/app"
 	"github.com/quotagate/quotagate/pkg/quota"
 	"github.com/quotagate/quotagate/pkg/visibility"
 )
@@ -70,37 +70,9 @@ func watchFirstEstimates(ctx context.Context, cs kubernetes.Interface, prefix st
 			seen[p.Name] = true
 			firsts = append(firsts, firstEstimate{pod: p.Name, at: now, start: p.EstimatedStart})
 			fmt.Printf("%s  %s waits, position %d; its first estimate (kubectl quotagate why pod %s -n %s):\n           %s\n",
-				now.Format(clock), p.Name, p.Position, p.Name, demoNamespace, estimateSentence(p.EstimatedStart, now))
+				now.Format(clock), p.Name, p.Position, p.Name, demoNamespace, app.EstimateLine(p.EstimatedStart, now))
 		}
 	}
-}
-
-// estimateSentence says an estimate as kubectl quotagate why's "Estimated start" line.
-func estimateSentence(e *visv1.EstimatedStart, now time.Time) string {
-	if e.Unknown != "" || e.Median == nil {
-		return fmt.Sprintf("Estimated start: unknown (%s: %s)", e.Unknown, e.Message)
-	}
-	in := func(t time.Time) string {
-		if t.Sub(now) < time.Second {
-			return "now"
-		}
-		return duration.HumanDuration(t.Sub(now))
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "Estimated start: in %s", in(e.Median.Time))
-	if e.Low != nil && e.High != nil && !e.Low.Equal(e.High) {
-		fmt.Fprintf(&b, " (between %s and %s)", in(e.Low.Time), in(e.High.Time))
-	}
-	if e.Ends > 0 {
-		fmt.Fprintf(&b, ", from %d pod end", e.Ends)
-		if e.Ends > 1 {
-			b.WriteString("s")
-		}
-	}
-	if e.Basis != "" {
-		fmt.Fprintf(&b, " (%s)", e.Basis)
-	}
-	return b.String()
 }
 
 // judge prints when the pod of first was admitted (its quotagate.io/admitted-at) and

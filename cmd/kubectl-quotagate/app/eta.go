@@ -37,9 +37,9 @@ func until(now, t time.Time) string {
 	return duration.HumanDuration(t.Sub(now))
 }
 
-// estimateLine is why's line for an estimate: when, its range, and what it rests on;
-// "" when there is none.
-func estimateLine(e *visv1.EstimatedStart, now time.Time) string {
+// EstimateLine is why's line for an estimate: when, its range, and what it rests on;
+// "" when there is none. make demo prints its estimates with it too.
+func EstimateLine(e *visv1.EstimatedStart, now time.Time) string {
 	switch {
 	case e == nil:
 		return ""

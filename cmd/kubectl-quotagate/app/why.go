@@ -236,7 +236,7 @@ func renderWhy(w io.Writer, out *outputFlags, r *whyResult, now time.Time) error
 	if r.Reason != nil {
 		fmt.Fprintf(w, "Reason: %s\n", r.Reason.Message)
 	}
-	if line := estimateLine(r.EstimatedStart, now); line != "" {
+	if line := EstimateLine(r.EstimatedStart, now); line != "" {
 		fmt.Fprintln(w, line)
 	}
 	if line := recordLine(r.EstimateRecord); line != "" {
