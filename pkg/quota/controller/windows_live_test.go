@@ -142,7 +142,13 @@ func TestWindowProblemsOnConditions(t *testing.T) {
 			return c != nil && c.Status == metav1.ConditionFalse && c.Reason == reason && !ws.Open, nil
 		})
 	}
-	st := getStatus(t, ns, "b")
+	// The budget's status is written apart from the windows' conditions, and may come
+	// after them: wait for it, then check what it says.
+	var st v1alpha1.BudgetStatus
+	testbed.Poll(t, time.Minute, "the budget's status.hard", func(context.Context) (bool, error) {
+		st = getStatus(t, ns, "b")
+		return len(st.Hard) > 0, nil
+	})
 	if !hardIs(st.Hard, "2") || len(st.ActiveWindows) != 0 {
 		t.Errorf("the budget with a broken window: hard %v, activeWindows %v; want 2 as written and none", st.Hard, st.ActiveWindows)
 	}
