@@ -170,6 +170,7 @@ func (d Duration) draw(r *rand.Rand, sp spread) time.Duration {
 		return d.Center()
 	}
 	run, x := d.pick(r, sp)
+	x += sp.widen
 	if d.bandwidth > 0 {
 		x += d.bandwidth * sp.scale * r.NormFloat64()
 	}
@@ -195,7 +196,6 @@ func (d Duration) drawAfter(r *rand.Rand, sp spread, elapsed time.Duration) (tim
 	if run <= elapsed {
 		return 0, false
 	}
-	x -= sp.widen
 	if d.bandwidth > 0 {
 		x += d.bandwidth * r.NormFloat64()
 	}
@@ -204,7 +204,9 @@ func (d Duration) drawAfter(r *rand.Rand, sp spread, elapsed time.Duration) (tim
 
 // pick is a run picked at random from d's runs (from sp's resample when they are all
 // the workload's, not those longer than a running pod has run) and the log of the
-// factor sp multiplies it by: stretched, multiplied, widened.
+// factor sp multiplies it by: stretched and multiplied. The wider circle's factor,
+// sp.widen, is the callers' to apply: draw to the run, drawAfter to the run before
+// elapsed is taken off.
 func (d Duration) pick(r *rand.Rand, sp spread) (time.Duration, float64) {
 	runs := d.runs
 	if d.fit != nil && &runs[0] == &d.fit.runs[0] {
@@ -218,7 +220,7 @@ func (d Duration) pick(r *rand.Rand, sp spread) (time.Duration, float64) {
 	if sp.factor != 1 {
 		x += math.Log(sp.factor)
 	}
-	return run, x + sp.widen
+	return run, x
 }
 
 // scaled is d multiplied by e^x, at most e^maxLogDuration.
