@@ -1,7 +1,5 @@
 package estimate
 
-import "fmt"
-
 // What a start rests on (Start.Basis, Start.Samples): the least trusted learned end it
 // waited for, said as a pod of its namespace may read it.
 
@@ -24,10 +22,7 @@ func (w weak) basisFor(namespace string) string {
 	if w.basis == "" || w.namespace == namespace {
 		return w.basis
 	}
-	if w.samples == 1 {
-		return "durations of 1 run of a workload in another namespace"
-	}
-	return fmt.Sprintf("durations of %d runs of a workload in another namespace", w.samples)
+	return durationsOf(w.samples, "a workload in another namespace")
 }
 
 // weaker is the less trusted of w and o.

@@ -310,6 +310,11 @@ func runsOf(n int, k Key) string {
 	if k.Level != LevelOwner {
 		what = "pods in " + what
 	}
+	return durationsOf(n, what)
+}
+
+// durationsOf is "durations of 1 run of what", "durations of n runs of what".
+func durationsOf(n int, what string) string {
 	if n == 1 {
 		return "durations of 1 run of " + what
 	}
