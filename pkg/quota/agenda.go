@@ -108,7 +108,7 @@ func (a *agenda) attach(p *podState, to queueKind) {
 		e := &entry{pod: p, budget: b, index: -1}
 		p.entries[i] = e
 		a.move(e, to)
-		b.ledger.wait(p.usage(), p.pod.Usage)
+		b.ledger.Wait(p.usage(), p.pod.Usage)
 		a.markStatus(b)
 		if to == queueActive {
 			a.markDirty(b)
@@ -142,7 +142,7 @@ func (a *agenda) leave(p *podState, admitted bool) {
 		b := e.budget
 		wasHead := b.strict() && e.kind != queueParked && b.queues.strictHead() == e
 		a.move(e, queueNone)
-		b.ledger.unwait(p.usage())
+		b.ledger.Unwait(p.usage())
 		a.markStatus(b)
 		if wasHead {
 			a.wake(b)

@@ -4,33 +4,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
+	"github.com/quotagate/quotagate/pkg/quota/internal/ledger"
 )
 
 // The accounts are amounts (package amount): exact 128-bit counts of nano-units per
 // resource, converted once where a list comes in (a pod's usage when its record is
 // built, a budget's hard when its spec is set) and back only for output.
 
-// equalLists reports whether two lists hold equal quantities under the same names, as
-// equality.Semantic does (nil and empty are equal), without its reflection: it runs on
-// every update of a waiting pod.
-func equalLists(a, b corev1.ResourceList) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for name, q := range a {
-		o, ok := b[name]
-		if !ok || q.Cmp(o) != 0 {
-			return false
-		}
-	}
-	return true
-}
-
-// claimAmount is one claim a pod uses (ClaimCharge) with its usage in amounts.
-type claimAmount struct {
-	Key   string
-	usage amount.List
-}
+// claimAmount is one claim a pod uses (ClaimCharge) with its usage in amounts, as the
+// ledger charges it.
+type claimAmount = ledger.Claim
 
 // noAmounts is the usage of a pod that uses nothing: read-only.
 var noAmounts = amount.List{}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
+	"github.com/quotagate/quotagate/pkg/quota/internal/ledger"
 )
 
 // The model and the invariants keep their own accounts in resource lists, with
@@ -52,24 +53,29 @@ func listOf(a amount.List) corev1.ResourceList {
 	return out
 }
 
+// chargeLedger charges p to l with usage, as the charges part does.
+func chargeLedger(l *ledger.Ledger[*podState], p *podState, usage amount.List, claims []claimAmount) {
+	l.Charge(p.pod.UID, p, usage, p.pod.Usage, claims)
+}
+
 // parseAmounts is parseList's list as amounts.
 func parseAmounts(s string) amount.List { return amount.OfList(parseList(s)) }
 
 // Fractional memory sums as ResourceQuota sums it: ten pods of a tenth of a byte fit
 // in a hard of one byte, and the eleventh does not.
 func TestLedgerFractionalMemory(t *testing.T) {
-	l := newLedger()
-	l.setHard(parseList("requests.memory=1"))
+	l := ledger.New[*podState]()
+	l.SetHard(parseList("requests.memory=1"))
 	for i := range 10 {
-		if r, over := l.excess(parseAmounts("requests.memory=100m")); over {
+		if r, over := l.Excess(parseAmounts("requests.memory=100m")); over {
 			t.Fatalf("pod %d of memory 100m does not fit in hard 1: %s", i, r)
 		}
-		l.charge(&podState{pod: makePod("p" + string(rune('a'+i))).Pod()}, parseAmounts("requests.memory=100m"), nil)
+		chargeLedger(&l, &podState{pod: makePod("p" + string(rune('a'+i))).Pod()}, parseAmounts("requests.memory=100m"), nil)
 	}
-	if _, over := l.excess(parseAmounts("requests.memory=100m")); !over {
+	if _, over := l.Excess(parseAmounts("requests.memory=100m")); !over {
 		t.Error("an eleventh pod of memory 100m fits in hard 1")
 	}
-	_, used, _ := l.totals()
+	_, used, _ := l.Totals()
 	if got := used["requests.memory"]; got.String() != "1" {
 		t.Errorf("used requests.memory = %s, want 1", got.String())
 	}
@@ -79,24 +85,24 @@ func TestLedgerFractionalMemory(t *testing.T) {
 // byte, and one value past the bound makes the pod uncountable rather than saturating
 // what the budget uses.
 func TestLedgerHugeQuantities(t *testing.T) {
-	l := newLedger()
-	l.setHard(parseList("requests.memory=7Ei,requests.cpu=4"))
+	l := ledger.New[*podState]()
+	l.SetHard(parseList("requests.memory=7Ei,requests.cpu=4"))
 	for i := range 3 {
-		if _, over := l.excess(parseAmounts("requests.memory=2Ei,requests.cpu=1")); over {
+		if _, over := l.Excess(parseAmounts("requests.memory=2Ei,requests.cpu=1")); over {
 			t.Fatalf("pod %d of 2Ei does not fit in a hard of 7Ei with %d charged", i, i)
 		}
-		l.charge(&podState{pod: makePod(fmt.Sprintf("p%d", i)).Pod()}, parseAmounts("requests.memory=2Ei,requests.cpu=1"), nil)
+		chargeLedger(&l, &podState{pod: makePod(fmt.Sprintf("p%d", i)).Pod()}, parseAmounts("requests.memory=2Ei,requests.cpu=1"), nil)
 	}
-	if r, over := l.excess(parseAmounts("requests.memory=1152921504606846977")); !over || r != "requests.memory" {
+	if r, over := l.Excess(parseAmounts("requests.memory=1152921504606846977")); !over || r != "requests.memory" {
 		t.Errorf("excess(1Ei and a byte) with 6Ei of 7Ei used = %q, %v; want requests.memory", r, over)
 	}
-	if _, over := l.excess(parseAmounts("requests.memory=1Ei")); over {
+	if _, over := l.Excess(parseAmounts("requests.memory=1Ei")); over {
 		t.Error("1Ei does not fit with 6Ei of 7Ei used")
 	}
-	if r, over := l.excess(parseAmounts("requests.cpu=2")); !over || r != "requests.cpu" {
+	if r, over := l.Excess(parseAmounts("requests.cpu=2")); !over || r != "requests.cpu" {
 		t.Errorf("excess(cpu=2) with 3 of 4 used = %q, %v; want requests.cpu", r, over)
 	}
-	hard, used, _ := l.totals()
+	hard, used, _ := l.Totals()
 	if got := hard["requests.memory"]; got.String() != "7Ei" {
 		t.Errorf("hard written back = %s, want 7Ei as written", got.String())
 	}
@@ -112,15 +118,15 @@ func TestLedgerHugeQuantities(t *testing.T) {
 // the Quantity sums did, whatever format hard is written in; borrowed as used, lent as
 // hard.
 func TestLedgerTotalsKeepThePodsFormat(t *testing.T) {
-	l := newLedger()
-	l.setHard(parseList("requests.memory=8G,requests.cpu=4"))
+	l := ledger.New[*podState]()
+	l.SetHard(parseList("requests.memory=8G,requests.cpu=4"))
 	a, b := &podState{pod: makePod("a").Pod()}, &podState{pod: makePod("b").Pod()}
 	a.pod.Usage = parseList("requests.memory=512Mi,requests.cpu=500m")
 	b.pod.Usage = parseList("requests.memory=1G,requests.cpu=1")
-	l.charge(a, a.usage(), nil)
-	l.charge(b, b.usage(), nil)
-	l.wait(b.usage(), b.pod.Usage)
-	_, used, pending := l.totals()
+	chargeLedger(&l, a, a.usage(), nil)
+	chargeLedger(&l, b, b.usage(), nil)
+	l.Wait(b.usage(), b.pod.Usage)
+	_, used, pending := l.Totals()
 	for name, tc := range map[string]struct {
 		got  resource.Quantity
 		want string
@@ -133,13 +139,13 @@ func TestLedgerTotalsKeepThePodsFormat(t *testing.T) {
 			t.Errorf("%s = %s, want %s", name, got, tc.want)
 		}
 	}
-	l.release(b, b.usage(), nil)
-	if _, used, _ := l.totals(); used.Name("requests.memory", "").String() != "512Mi" {
+	l.Release(b.pod.UID, b.usage(), nil)
+	if _, used, _ := l.Totals(); used.Name("requests.memory", "").String() != "512Mi" {
 		t.Errorf("used memory after b ends = %s, want 512Mi", used.Name("requests.memory", "").String())
 	}
 	// A hard written in another format changes none of it.
-	l.setHard(parseList("requests.memory=8Gi,requests.cpu=4"))
-	if _, used, pending := l.totals(); used.Name("requests.memory", "").String() != "512Mi" || pending.Name("requests.memory", "").String() != "1G" {
+	l.SetHard(parseList("requests.memory=8Gi,requests.cpu=4"))
+	if _, used, pending := l.Totals(); used.Name("requests.memory", "").String() != "512Mi" || pending.Name("requests.memory", "").String() != "1G" {
 		t.Errorf("after hard changed format: used memory %s, pending %s; want 512Mi, 1G",
 			used.Name("requests.memory", "").String(), pending.Name("requests.memory", "").String())
 	}

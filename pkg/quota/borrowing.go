@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
+	"github.com/quotagate/quotagate/pkg/quota/internal/ledger"
 )
 
 // Borrowing between the budgets that name the same parent (their family;
@@ -90,18 +91,18 @@ func (p *budget) familyExcess(adds map[*budget]amount.List, names []corev1.Resou
 		borrows := false
 		for c, a := range adds {
 			v, ok := a[r]
-			acc := c.ledger.of(r)
-			if !ok || !acc.limited {
+			acc := c.ledger.Of(r)
+			if !ok || !acc.Limited {
 				continue
 			}
 			added = added.Add(v)
-			borrows = borrows || acc.hard.Less(acc.used.Add(v))
+			borrows = borrows || acc.Hard.Less(acc.Used.Add(v))
 		}
 		if borrows && claims == nil {
 			claims = lenderClaims(p)
 		}
-		pool, above := p.familySum(r, func(c *budget, acc account) amount.Amount {
-			use := acc.used
+		pool, above := p.familySum(r, func(c *budget, acc ledger.Account) amount.Amount {
+			use := acc.Used
 			if a, ok := adds[c]; ok {
 				return use.Add(a[r])
 			}
@@ -110,7 +111,7 @@ func (p *budget) familyExcess(adds map[*budget]amount.List, names []corev1.Resou
 			}
 			// What its pods waiting on the family ask, up to its hard, is its own.
 			if claim, ok := claims[c]; ok {
-				use = amount.Max(use, amount.Min(use.Add(claim[r]), acc.hard))
+				use = amount.Max(use, amount.Min(use.Add(claim[r]), acc.Hard))
 			}
 			return use
 		})
@@ -124,20 +125,20 @@ func (p *budget) familyExcess(adds map[*budget]amount.List, names []corev1.Resou
 // familyStatus is what the family of p lends and uses above its guaranteed parts, for
 // r: for messages.
 func (p *budget) familyStatus(r corev1.ResourceName) (pool, above amount.Amount) {
-	return p.familySum(r, func(_ *budget, acc account) amount.Amount { return acc.used })
+	return p.familySum(r, func(_ *budget, acc ledger.Account) amount.Amount { return acc.Used })
 }
 
 // familySum adds up, over the children of p whose hard limits r, what they lend (pool)
 // and how much of use(c) is above each one's guaranteed part, hard minus what it lends
-// (above). use is given c's account of r.
-func (p *budget) familySum(r corev1.ResourceName, use func(c *budget, acc account) amount.Amount) (pool, above amount.Amount) {
+// (above). use is given c's ledger.Account of r.
+func (p *budget) familySum(r corev1.ResourceName, use func(c *budget, acc ledger.Account) amount.Amount) (pool, above amount.Amount) {
 	for _, c := range p.children {
-		acc := c.ledger.of(r)
-		if !acc.limited {
+		acc := c.ledger.Of(r)
+		if !acc.Limited {
 			continue
 		}
-		pool = pool.Add(acc.lendable)
-		if over := use(c, acc).Sub(acc.hard).Add(acc.lendable); over.Sign() > 0 {
+		pool = pool.Add(acc.Lendable)
+		if over := use(c, acc).Sub(acc.Hard).Add(acc.Lendable); over.Sign() > 0 {
 			above = above.Add(over)
 		}
 	}
@@ -240,8 +241,8 @@ func addMemberClaim(out map[*budget]amount.List, c *budget, p *podState) {
 	// Only what fits within c's own hard is c's to claim: a pod that would borrow is a
 	// borrower, and borrowers do not hold each other back.
 	for r, v := range p.waitUsage() {
-		acc := c.ledger.of(r)
-		if !acc.limited || acc.hard.Less(acc.used.Add(v)) {
+		acc := c.ledger.Of(r)
+		if !acc.Limited || acc.Hard.Less(acc.Used.Add(v)) {
 			continue
 		}
 		if out[c] == nil {
@@ -259,11 +260,11 @@ func familyNeverFits(cover []*budget, add demand) (w waitInfo, never bool) {
 		for _, r := range names {
 			var added amount.Amount
 			for c, a := range adds {
-				if c.ledger.tracks(r) {
+				if c.ledger.Tracks(r) {
 					added = added.Add(a[r])
 				}
 			}
-			pool, above := p.familySum(r, func(c *budget, _ account) amount.Amount { return adds[c][r] })
+			pool, above := p.familySum(r, func(c *budget, _ ledger.Account) amount.Amount { return adds[c][r] })
 			if added.Sign() > 0 && pool.Less(above) {
 				familyOf(p).parks = true
 				w = waitInfo{code: CodeNeverFits, budget: p, resource: r, requested: added, family: true}
@@ -280,11 +281,11 @@ func familyNeverFits(cover []*budget, add demand) (w waitInfo, never bool) {
 func borrowingIn(p *podState) []BudgetKey {
 	var out []BudgetKey
 	for _, b := range p.chargedTo {
-		if !b.ledger.borrows() {
+		if !b.ledger.Borrows() {
 			continue
 		}
 		for r, v := range p.chargedUsage {
-			if acc := b.ledger.of(r); acc.limited && !v.IsZero() && acc.hard.Less(acc.used) {
+			if acc := b.ledger.Of(r); acc.Limited && !v.IsZero() && acc.Hard.Less(acc.Used) {
 				out = append(out, b.key)
 				break
 			}
@@ -304,18 +305,18 @@ func (b *budget) lent() corev1.ResourceList {
 	if f == nil {
 		return out
 	}
-	for _, r := range b.ledger.resources() {
+	for _, r := range b.ledger.Resources() {
 		var borrowed, idle, mine amount.Amount
 		for _, c := range f.children {
-			acc := c.ledger.of(r)
-			if !acc.limited {
+			acc := c.ledger.Of(r)
+			if !acc.Limited {
 				continue
 			}
-			if over := acc.used.Sub(acc.hard); over.Sign() > 0 {
+			if over := acc.Used.Sub(acc.Hard); over.Sign() > 0 {
 				borrowed = borrowed.Add(over)
 				continue
 			}
-			if unused := amount.Min(acc.lendable, acc.hard.Sub(acc.used)); unused.Sign() > 0 {
+			if unused := amount.Min(acc.Lendable, acc.Hard.Sub(acc.Used)); unused.Sign() > 0 {
 				idle = idle.Add(unused)
 				if c == b {
 					mine = unused
@@ -326,7 +327,7 @@ func (b *budget) lent() corev1.ResourceList {
 			continue
 		}
 		// min(borrowed, idle) * mine / idle: it is at most mine.
-		out[r] = b.ledger.quantity(r, amount.Min(borrowed, idle).MulDiv(mine, idle))
+		out[r] = b.ledger.Quantity(r, amount.Min(borrowed, idle).MulDiv(mine, idle))
 	}
 	return out
 }

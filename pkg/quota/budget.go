@@ -13,6 +13,7 @@ import (
 	"github.com/quotagate/quotagate/api/v1alpha1"
 	"github.com/quotagate/quotagate/pkg/quota/hours"
 	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
+	"github.com/quotagate/quotagate/pkg/quota/internal/ledger"
 	"github.com/quotagate/quotagate/pkg/quota/window"
 )
 
@@ -220,8 +221,8 @@ type budget struct {
 	admitting bool      // open, fine, and every ancestor admitting
 	closedBy  *budget   // the ancestor that stops it, when its own spec is fine
 
-	ledger ledger // hard, used (admitted, reservations included) and pending
-	queues queues // where its gated pods wait
+	ledger ledger.Ledger[*podState] // hard, used (admitted, reservations included) and pending
+	queues queues                   // where its gated pods wait
 
 	dirtyIndex int // position in the agenda's dirty heap; -1 when not there
 
@@ -232,7 +233,7 @@ type budget struct {
 func newBudget(spec Budget) *budget {
 	b := &budget{
 		key:        spec.Key,
-		ledger:     newLedger(),
+		ledger:     ledger.New[*podState](),
 		dirtyIndex: -1,
 	}
 	b.queues.init(b)
@@ -258,7 +259,7 @@ func (b *budget) setSpec(spec Budget) (topologyChanged, hardChanged bool) {
 		b.flavorNames, flavorErrs = addFlavorLimits(spec.Flavors, hard, borrow, lend)
 		errs = append(errs, flavorErrs...)
 	}
-	hardChanged = b.ledger.setLimits(hard, borrow, lend) || flavorOrderChanged(old, spec)
+	hardChanged = b.ledger.SetLimits(hard, borrow, lend) || flavorOrderChanged(old, spec)
 	b.specErr, b.specReason = "", v1alpha1.ReasonInvalidSpec
 	if spec.SpecError != nil {
 		b.specErr = spec.SpecError.Error()
@@ -313,7 +314,7 @@ func (b *budget) state() (v1alpha1.BudgetState, string) {
 	if b.problem != nil {
 		reason = b.problem.Reason
 	}
-	if b.ledger.admitted() > 0 {
+	if b.ledger.Admitted() > 0 {
 		return v1alpha1.StateClosing, reason
 	}
 	return v1alpha1.StateClosed, reason
@@ -355,15 +356,15 @@ func inBorrowingFamily(cover []*budget) bool {
 // does not limit r, of its first child that does (DecimalSI when none does).
 func (b *budget) text(r corev1.ResourceName, v amount.Amount) string {
 	l := &b.ledger
-	if !l.tracks(r) {
+	if !l.Tracks(r) {
 		for _, c := range b.children {
-			if c.ledger.tracks(r) {
+			if c.ledger.Tracks(r) {
 				l = &c.ledger
 				break
 			}
 		}
 	}
-	q := l.quantity(r, v)
+	q := l.Quantity(r, v)
 	return q.String()
 }
 
@@ -372,7 +373,7 @@ func (b *budget) text(r corev1.ResourceName, v amount.Amount) string {
 func ledgersWait(budgets []*budget, add demand) (waitInfo, bool) {
 	for _, b := range budgets {
 		a := add(b)
-		if r, over := b.ledger.excess(a); over {
+		if r, over := b.ledger.Excess(a); over {
 			return waitInfo{code: CodeInsufficient, budget: b, resource: r, requested: a[r]}, true
 		}
 	}

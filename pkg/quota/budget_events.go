@@ -42,7 +42,7 @@ func (q *AdmissionQueue) UpsertBudget(spec Budget) {
 		hardChanged = hardChanged || !oldStart.Equal(spec.Start)
 	}
 	q.preemptions.setReclaimAfter(b, reclaimAfter)
-	if q.hours.setSpec(b, b.ledger.chargedPods()) {
+	if q.hours.setSpec(b, b.ledger.Charged()) {
 		hardChanged = true // what its hours hold changed: its waiting pods look again
 	}
 	q.agenda.markStatus(b)

@@ -223,9 +223,9 @@ func TestResolveIncrementalAgreesWithFull(t *testing.T) {
 			for _, c := range b.children {
 				children = append(children, c.key.String())
 			}
-			c := b.ledger.ceiling["requests.cpu"]
+			c := b.ledger.Of("requests.cpu").Ceiling
 			out[k.String()] = fmt.Sprintf("parent %q ancestors %v children %v borrowers %d problem %q admitting %v closedBy %q family %v ceiling %s",
-				parent, ancestors, children, b.borrowers, prob, b.admitting, closedBy, b.ledger.inFamily, c.String())
+				parent, ancestors, children, b.borrowers, prob, b.admitting, closedBy, b.ledger.InFamily(), c.String())
 		}
 		return out
 	}

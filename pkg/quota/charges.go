@@ -63,7 +63,7 @@ func (c *charges) chargeWith(p *podState, usage amount.List, claims []claimAmoun
 	p.chargedTo = slices.Clone(c.chargeSet(p, p.cover))
 	p.chargedUsage, p.chargedClaims = usage, claims
 	for _, b := range p.chargedTo {
-		b.ledger.charge(p, p.chargedUsage, p.chargedClaims)
+		b.ledger.Charge(p.pod.UID, p, p.chargedUsage, p.pod.Usage, p.chargedClaims)
 		if len(p.chargedClaims) > 0 {
 			c.wakeClaimSharers(b, p.chargedClaims)
 		}
@@ -84,7 +84,7 @@ func (c *charges) chargeWith(p *podState, usage amount.List, claims []claimAmoun
 func (c *charges) wakeClaimSharers(b *budget, claims []claimAmount) {
 	var sharers []*entry
 	for _, c := range claims {
-		if b.ledger.claimUsers(c.Key) != 1 {
+		if b.ledger.ClaimUsers(c.Key) != 1 {
 			continue // charged before this pod: nothing changed for the others
 		}
 		for e := range b.queues.in(queueInadmissible) {
@@ -110,7 +110,7 @@ func usesClaim(claims []ClaimCharge, key string) bool {
 func (c *charges) release(p *podState) {
 	c.hours.end(p)
 	for _, b := range p.chargedTo {
-		b.ledger.release(p, p.chargedUsage, p.chargedClaims)
+		b.ledger.Release(p.pod.UID, p.chargedUsage, p.chargedClaims)
 		f := b.borrowingParent()
 		if f != nil {
 			c.holds = c.families.freed(b, p.chargedUsage)
@@ -167,7 +167,7 @@ func (c *charges) shrink(p *podState) bool {
 
 // sameClaimAmounts reports whether two lists charge the same claims the same.
 func sameClaimAmounts(a, b []claimAmount) bool {
-	return slices.EqualFunc(a, b, func(x, y claimAmount) bool { return x.Key == y.Key && x.usage.Equal(y.usage) })
+	return slices.EqualFunc(a, b, func(x, y claimAmount) bool { return x.Key == y.Key && x.Usage.Equal(y.Usage) })
 }
 
 // reflavor moves a charged pod's charge, as much as it was, to the flavors it reaches
@@ -182,7 +182,7 @@ func (c *charges) reflavor(p *podState) {
 	}
 	usage, claims := onFlavors(withoutFlavors(p.chargedUsage), reach), slices.Clone(p.chargedClaims)
 	for i, cl := range claims {
-		claims[i].usage = onFlavors(withoutFlavors(cl.usage), reach)
+		claims[i].Usage = onFlavors(withoutFlavors(cl.Usage), reach)
 	}
 	c.release(p)
 	p.place(p.flavor, reach)

@@ -233,7 +233,7 @@ func claimOf(pod Pod, c PodClaim, specs ClaimSpecs) (*resourceapi.ResourceClaimS
 // same usage.
 func sameClaims(a, b []ClaimCharge) bool {
 	return slices.EqualFunc(a, b, func(x, y ClaimCharge) bool {
-		return x.Key == y.Key && x.UID == y.UID && equalLists(x.Usage, y.Usage)
+		return x.Key == y.Key && x.UID == y.UID && amount.EqualQuantities(x.Usage, y.Usage)
 	})
 }
 

@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -10,6 +11,8 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	"github.com/quotagate/quotagate/pkg/quota/internal/ledger"
 )
 
 func exactly(class string, n int64) resourceapi.DeviceRequest {
@@ -224,35 +227,35 @@ func withClaims(p Pod, claims map[string]int64) Pod {
 // A claim shared by pods is charged once to each budget covering any of them, while
 // any of them is charged, and given back with the last.
 func TestLedgerChargesASharedClaimOnce(t *testing.T) {
-	l := newLedger()
-	l.setHard(parseList("gpu.deviceclass.resource.k8s.io/devices=8,requests.cpu=4"))
+	l := ledger.New[*podState]()
+	l.SetHard(parseList("gpu.deviceclass.resource.k8s.io/devices=8,requests.cpu=4"))
 	a := &podState{pod: withClaims(makePod("a").Req("cpu=1").Pod(), map[string]int64{"shared": 8})}
 	b := &podState{pod: withClaims(makePod("b").Req("cpu=1").Pod(), map[string]int64{"shared": 8})}
 	used := func(want string) {
 		t.Helper()
-		if diff := listDiff(parseList(want), restrictTo(listOf(l.used), l.hardNames)); diff != "" {
+		if diff := listDiff(parseList(want), restrictTo(listOf(l.Used()), l.Resources())); diff != "" {
 			t.Errorf("used (-want +got):\n%s", diff)
 		}
 	}
-	if diff := listDiff(parseList("requests.cpu=1,pods=1,count/pods=1"), listOf(l.unshared(a.usage(), a.claims()))); diff == "" {
+	if diff := listDiff(parseList("requests.cpu=1,pods=1,count/pods=1"), listOf(l.Unshared(a.usage(), a.claims()))); diff == "" {
 		t.Error("before any charge, unshared dropped the claim")
 	}
-	l.charge(a, a.usage(), a.claims())
+	chargeLedger(&l, a, a.usage(), a.claims())
 	used("gpu.deviceclass.resource.k8s.io/devices=8,requests.cpu=1")
-	if r, over := l.excess(l.unshared(b.usage(), b.claims())); over {
+	if r, over := l.Excess(l.Unshared(b.usage(), b.claims())); over {
 		t.Errorf("b, whose claim is charged already, does not fit: %s", r)
 	}
-	if _, over := l.excess(b.usage()); !over {
+	if _, over := l.Excess(b.usage()); !over {
 		t.Error("b's whole usage fits beside a's: the test proves nothing")
 	}
-	l.charge(b, b.usage(), b.claims())
+	chargeLedger(&l, b, b.usage(), b.claims())
 	used("gpu.deviceclass.resource.k8s.io/devices=8,requests.cpu=2")
-	l.release(a, a.usage(), a.claims())
+	l.Release(a.pod.UID, a.usage(), a.claims())
 	used("gpu.deviceclass.resource.k8s.io/devices=8,requests.cpu=1")
-	l.release(b, b.usage(), b.claims())
+	l.Release(b.pod.UID, b.usage(), b.claims())
 	used("gpu.deviceclass.resource.k8s.io/devices=0,requests.cpu=0")
-	if len(l.claims) != 0 {
-		t.Errorf("claims left charged after every pod was released: %v", l.claims)
+	if left := maps.Collect(l.ChargedClaims()); len(left) != 0 {
+		t.Errorf("claims left charged after every pod was released: %v", left)
 	}
 }
 

@@ -165,7 +165,7 @@ func unsetMessage(w *waitInfo) string {
 // limitsOnAny reports whether b's hard limits r, on its own or on one of its flavors
 // (r@flavor, spec.flavors): ResourceQuota's must-specify rule holds for either.
 func limitsOnAny(b *budget, r corev1.ResourceName) bool {
-	if b.ledger.tracks(r) {
+	if b.ledger.Tracks(r) {
 		return true
 	}
 	for _, names := range b.flavorNames { // empty without flavors

@@ -31,11 +31,13 @@
 // select the fields of its type: everyone else calls its methods (parts_test.go checks
 // it, in make verify and make test).
 //
-//   - ledger (ledger.go): one budget's accounts: hard, its ceiling (hard plus
+//   - ledger (package ledger, pkg/quota/internal/ledger; budget.ledger is a
+//     ledger.Ledger of *podState): one budget's accounts: hard, its ceiling (hard plus
 //     borrowingLimit) and what it lends, used (reservations included), pending, the pods
-//     charged; charge, release, excess, neverFits, borrowed, and one resource's
-//     account (of: hard, ceiling, lendable, used, free). The accounts are amounts
-//     (package amount): exact 128-bit counts of nano-units per resource.
+//     and claims charged; Charge, Release, Excess, NeverFits, Borrowed, and one
+//     resource's Account (Of: Hard, Ceiling, Lendable, Used, Free). The accounts are
+//     amounts (package amount): exact 128-bit counts of nano-units per resource. The
+//     compiler keeps it a leaf: it knows a pod only as what it is handed back (Charged).
 //   - queues (queue.go, wake.go): one budget's active, backoff, inadmissible and parked
 //     heaps, in admission order (orderKey.compare); move, strictHead, inOrder; wakeable
 //     picks the inadmissible pods an event in the budget may let in.
@@ -157,7 +159,7 @@
 //
 //	pkg/quota/controller      the reconcilers: the informers' events in, decisions out
 //	pkg/quota                 the composer, AdmissionQueue, and its parts (above)
-//	pkg/quota/hours           one budget's resource-hours: used, reserved, periods and decay (on the indexed heap)
+//	pkg/quota/hours pkg/quota/internal/ledger   one budget's resource-hours: used, reserved, periods and decay (on the indexed heap); one budget's accounts: hard, ceiling, lendable, used, pending, the pods and claims charged (in exact amounts)
 //	pkg/quota/internal/amount pkg/quota/internal/heap pkg/quota/window pkg/quota/depend   the leaves: exact amounts, the indexed heap, windows (a budget's spec at an instant), dependencies (what a pod waits for, and whether it is ready)
 //
 // # Where a change goes
@@ -168,7 +170,7 @@
 //     ClaimCharge (claims.go) and WithExtendedDevices (extended.go).
 //   - a new queue order: orderKey.compare and comparePods (queue.go).
 //   - a quota that changes with time: BudgetFromAPI (budget.go), the ledger's hard
-//     (ledger.go), and a timer in admitter.runTimers and nextWakeup (timers.go); a
+//     (ledger.Ledger.SetLimits), and a timer in admitter.runTimers and nextWakeup (timers.go); a
 //     window (BudgetWindow) is computed by package window and fed to UpsertBudget by the
 //     controller's budgetWindows (windows.go), so the core only sees a new spec.
 //   - a quota in resource-hours: package hours (the ledger: periods, decay,

@@ -51,7 +51,7 @@ func (fs *families) yieldsTo(first *podState, budgets []*budget, add demand, fl 
 			return false
 		}
 		for _, d := range f.children {
-			if _, in := adds[d]; in || !d.ledger.borrows() {
+			if _, in := adds[d]; in || !d.ledger.Borrows() {
 				continue
 			}
 			h := fs.fairHead(d)
@@ -104,9 +104,9 @@ func (fs *families) fairHead(d *budget) *podState {
 // shareWith is b's dominant share of what the family of f lends, with add charged to
 // it, over its weight, and whether it would borrow at all (use beyond its hard).
 func (b *budget) shareWith(f *budget, add amount.List) (share float64, borrows bool) {
-	for _, r := range b.ledger.resources() {
-		acc := b.ledger.of(r)
-		over := acc.used.Add(add[r]).Sub(acc.hard)
+	for _, r := range b.ledger.Resources() {
+		acc := b.ledger.Of(r)
+		over := acc.Used.Add(add[r]).Sub(acc.Hard)
 		if over.Sign() <= 0 {
 			continue
 		}

@@ -142,7 +142,7 @@ func (fs *families) capacityWait(budgets []*budget, add demand) (w waitInfo, ove
 // insufficient says why b has no room for add(b) under its ceiling, if it has none.
 func insufficient(b *budget, add demand) (waitInfo, bool) {
 	a := add(b)
-	if r, over := b.ledger.excess(a); over {
+	if r, over := b.ledger.Excess(a); over {
 		return waitInfo{code: CodeInsufficient, budget: b, resource: r, requested: a[r]}, true
 	}
 	return waitInfo{}, false

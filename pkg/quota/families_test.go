@@ -51,7 +51,7 @@ func chargeCPU(b *budget, name, cpu string) *podState {
 	p := &podState{pod: makePod(name).Req("cpu=" + cpu).Pod(), phase: phaseCharged}
 	p.chargedTo, p.chargedUsage = []*budget{b, b.parent}, p.usage()
 	for _, c := range p.chargedTo {
-		c.ledger.charge(p, p.usage(), nil)
+		c.ledger.Charge(p.pod.UID, p, p.usage(), p.pod.Usage, nil)
 	}
 	return p
 }
@@ -60,7 +60,7 @@ func chargeCPU(b *budget, name, cpu string) *podState {
 // family part is told what b freed (which b then holds for its own pods for a while).
 func endCharged(fs *families, b *budget, p *podState) {
 	for _, c := range p.chargedTo {
-		c.ledger.release(p, p.chargedUsage, nil)
+		c.ledger.Release(p.pod.UID, p.chargedUsage, nil)
 	}
 	fs.freed(b, p.chargedUsage)
 }
@@ -217,7 +217,7 @@ func TestFamilyHolds(t *testing.T) {
 	chargeCPU(a, "a1", "4") // a borrows 2
 	p := chargeCPU(b, "b1", "3")
 	for _, bb := range p.chargedTo {
-		bb.ledger.release(p, p.chargedUsage, nil)
+		bb.ledger.Release(p.pod.UID, p.chargedUsage, nil)
 	}
 	if !fs.freed(b, p.chargedUsage) {
 		t.Error("freed b's quota: want the part to say it holds")

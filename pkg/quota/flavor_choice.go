@@ -206,7 +206,7 @@ func (a *admitter) onFlavor(unit []*podState, budgets []*budget, name string, d 
 // borrowsIn reports whether adding d takes a budget of budgets beyond its hard.
 func borrowsIn(budgets []*budget, d demand) bool {
 	for _, b := range budgets {
-		if _, over := b.ledger.excessOverHard(d(b)); over {
+		if _, over := b.ledger.ExcessOverHard(d(b)); over {
 			return true
 		}
 	}

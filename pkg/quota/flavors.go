@@ -534,7 +534,7 @@ func neverFitsOn(cover []*budget, usage amount.List, f string) bool {
 			if v.Sign() <= 0 || !b.flavorNames[f][r] {
 				continue
 			}
-			if acc := b.ledger.of(flavored(r, f)); acc.limited && acc.ceiling.Less(v) {
+			if acc := b.ledger.Of(flavored(r, f)); acc.Limited && acc.Ceiling.Less(v) {
 				return true
 			}
 		}

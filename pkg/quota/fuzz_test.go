@@ -11,6 +11,7 @@ import (
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
 	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
+	"github.com/quotagate/quotagate/pkg/quota/internal/ledger"
 )
 
 // fuzzQuantity reads a quantity a tenant could write from s: one the API server
@@ -112,8 +113,8 @@ func FuzzLedger(f *testing.F) {
 		if !amount.Countable(hard) {
 			return // NormalizeHard refuses such a hard: the budget is not Ready
 		}
-		l := newLedger()
-		l.setHard(corev1.ResourceList{"limits.memory": hard, "requests.cpu": *resource.NewQuantity(1_000_000, resource.DecimalSI)})
+		l := ledger.New[*podState]()
+		l.SetHard(corev1.ResourceList{"limits.memory": hard, "requests.cpu": *resource.NewQuantity(1_000_000, resource.DecimalSI)})
 		type charge struct {
 			p     *podState
 			usage corev1.ResourceList
@@ -125,7 +126,7 @@ func FuzzLedger(f *testing.F) {
 			if op&0x80 != 0 && len(charged) > 0 {
 				k := int(op>>3) % len(charged)
 				ch := charged[k]
-				l.release(ch.p, ch.p.usage(), ch.p.claims())
+				l.Release(ch.p.pod.UID, ch.p.usage(), ch.p.claims())
 				charged = append(charged[:k], charged[k+1:]...)
 			} else {
 				usage := corev1.ResourceList{"limits.memory": v, "requests.cpu": resource.MustParse("1")}
@@ -137,12 +138,12 @@ func FuzzLedger(f *testing.F) {
 				}
 				// excess says exactly whether the charge passes hard (a value of zero
 				// fits whatever is used, as in ResourceQuota).
-				sum := l.used["limits.memory"].Quantity(resource.DecimalSI)
+				sum := l.Used()["limits.memory"].Quantity(resource.DecimalSI)
 				sum.Add(v)
-				if _, over := l.excess(p.adds(&budget{ledger: l})); over != (v.Sign() > 0 && sum.Cmp(hard) > 0) {
+				if _, over := l.Excess(p.adds(&budget{ledger: l})); over != (v.Sign() > 0 && sum.Cmp(hard) > 0) {
 					t.Fatalf("excess = %v with %s used beside %s of %s hard", over, sum.String(), v.String(), hard.String())
 				}
-				l.charge(p, p.usage(), p.claims())
+				chargeLedger(&l, p, p.usage(), p.claims())
 				charged = append(charged, ch)
 			}
 			// The ledger's used is the exact sum.
@@ -158,7 +159,7 @@ func FuzzLedger(f *testing.F) {
 					claimSeen = true
 				}
 			}
-			_, used, _ := l.totals()
+			_, used, _ := l.Totals()
 			if got := used["limits.memory"]; got.Cmp(mem) != 0 {
 				t.Fatalf("step %d: used limits.memory = %s, the sum of the charged pods is %s", i, got.String(), mem.String())
 			}

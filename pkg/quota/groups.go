@@ -323,7 +323,7 @@ func (g *group) account(r *memberRec, sign int) {
 func (g *group) mayNeverFit() bool {
 	family := false
 	for b, c := range g.charges {
-		if _, over := b.ledger.neverFits(c.sum); over || tracksAnyUnset(b, c.unset) {
+		if _, over := b.ledger.NeverFits(c.sum); over || tracksAnyUnset(b, c.unset) {
 			return true
 		}
 		family = family || b.borrowingParent() != nil

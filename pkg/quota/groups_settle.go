@@ -18,7 +18,7 @@ func neverFits(waiting []*podState) *waitInfo {
 	}
 	budgets, sums := unitSums(waiting, false)
 	for _, b := range budgets {
-		if r, over := b.ledger.neverFits(sums[b]); over {
+		if r, over := b.ledger.NeverFits(sums[b]); over {
 			return &waitInfo{code: CodeNeverFits, budget: b, resource: r, requested: sums[b][r]}
 		}
 	}
@@ -78,11 +78,11 @@ func unitSums(pods []*podState, lessCharged bool) ([]*budget, map[*budget]amount
 			// counted here; nil while nothing is taken off.
 			var add amount.List
 			for _, c := range claims {
-				if lessCharged && b.ledger.chargesClaim(c.Key) || counted[b][c.Key] {
+				if lessCharged && b.ledger.ChargesClaim(c.Key) || counted[b][c.Key] {
 					if add == nil {
 						add = p.usage().Clone() // usage is shared: never written
 					}
-					add.Sub(c.usage)
+					add.Sub(c.Usage)
 				}
 				counted[b][c.Key] = true
 			}

@@ -30,12 +30,12 @@ func (fs *families) freed(b *budget, usage amount.List) (holds bool) {
 	}
 	freed := amount.List{}
 	for r, u := range usage {
-		acc := b.ledger.of(r)
-		if !acc.limited || u.Sign() <= 0 {
+		acc := b.ledger.Of(r)
+		if !acc.Limited || u.Sign() <= 0 {
 			continue
 		}
 		// What was used within hard before the release, less what is used now.
-		if d := amount.Min(acc.used.Add(u), acc.hard).Sub(acc.used); d.Sign() > 0 {
+		if d := amount.Min(acc.Used.Add(u), acc.Hard).Sub(acc.Used); d.Sign() > 0 {
 			freed[r] = d
 		}
 	}

@@ -163,7 +163,7 @@ func rateOf(usage amount.List, claims []claimAmount) map[corev1.ResourceName]flo
 		out[r] += v.Float64()
 	}
 	for _, c := range claims {
-		for r, v := range c.usage {
+		for r, v := range c.Usage {
 			out[r] += v.Float64()
 		}
 	}
@@ -227,7 +227,7 @@ func (h *hourBooks) wait(unit []*podState, budgets []*budget) (waitInfo, bool) {
 func rateIn(p *podState, r corev1.ResourceName) float64 {
 	v := p.usage()[r].Float64()
 	for _, c := range p.claims() {
-		v += c.usage[r].Float64()
+		v += c.Usage[r].Float64()
 	}
 	return v
 }

@@ -2,6 +2,7 @@ package quota
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -79,7 +80,7 @@ func (q *AdmissionQueue) checkInvariants() error {
 				return fmt.Errorf("admitted pod %s still queued", uid)
 			}
 			for _, b := range p.chargedTo {
-				if b.ledger.charged[uid] != p {
+				if c, _ := b.ledger.ChargedPod(uid); c != p {
 					return fmt.Errorf("pod %s charged to %v, which does not list it", uid, b.key)
 				}
 				if used[b] == nil {
@@ -87,7 +88,7 @@ func (q *AdmissionQueue) checkInvariants() error {
 				}
 				addTo(used[b], listOf(p.chargedUsage))
 				for _, c := range p.chargedClaims { // charged once, below
-					subtractFrom(used[b], listOf(c.usage))
+					subtractFrom(used[b], listOf(c.Usage))
 					if claimPods[b] == nil {
 						claimPods[b] = map[string]int{}
 					}
@@ -109,28 +110,29 @@ func (q *AdmissionQueue) checkInvariants() error {
 		if n := b.queues.gated(); n != entries[b] {
 			return fmt.Errorf("budget %v holds %d entries, pods point at %d", key, n, entries[b])
 		}
-		for uid, p := range b.ledger.charged {
-			if q.pods.get(uid) != p || p.phase == phaseWaiting {
+		for p := range b.ledger.Charged() {
+			if uid := p.pod.UID; q.pods.get(uid) != p || p.phase == phaseWaiting {
 				return fmt.Errorf("budget %v charges pod %s that is not admitted", key, uid)
 			}
 		}
-		if len(claimPods[b]) != len(b.ledger.claims) {
-			return fmt.Errorf("budget %v charges claims %v, its pods use %v", key, b.ledger.claims, claimPods[b])
+		charged := maps.Collect(b.ledger.ChargedClaims())
+		if len(claimPods[b]) != len(charged) {
+			return fmt.Errorf("budget %v charges claims %v, its pods use %v", key, charged, claimPods[b])
 		}
-		for k, ref := range b.ledger.claims {
-			if claimPods[b][k] != ref.pods {
-				return fmt.Errorf("budget %v counts %d pods of claim %s, %d charged pods use it", key, ref.pods, k, claimPods[b][k])
+		for k, usage := range charged {
+			if n := b.ledger.ClaimUsers(k); claimPods[b][k] != n {
+				return fmt.Errorf("budget %v counts %d pods of claim %s, %d charged pods use it", key, n, k, claimPods[b][k])
 			}
 			if used[b] == nil {
 				used[b] = corev1.ResourceList{}
 			}
-			addTo(used[b], listOf(ref.usage))
+			addTo(used[b], listOf(usage))
 		}
-		if !sameAmounts(used[b], listOf(b.ledger.used)) {
-			return fmt.Errorf("budget %v used %v differs from its charges %v", key, b.ledger.used, used[b])
+		if !sameAmounts(used[b], listOf(b.ledger.Used())) {
+			return fmt.Errorf("budget %v used %v differs from its charges %v", key, b.ledger.Used(), used[b])
 		}
-		if !sameAmounts(pending[b], listOf(b.ledger.pending)) {
-			return fmt.Errorf("budget %v pending %v differs from its queues %v", key, b.ledger.pending, pending[b])
+		if !sameAmounts(pending[b], listOf(b.ledger.Pending())) {
+			return fmt.Errorf("budget %v pending %v differs from its queues %v", key, b.ledger.Pending(), pending[b])
 		}
 		if dirty := q.agenda.dirty.Items(); b.dirtyIndex >= 0 && (b.dirtyIndex >= len(dirty) || dirty[b.dirtyIndex] != b) {
 			return fmt.Errorf("budget %v: bad dirty index", key)
@@ -159,7 +161,7 @@ func (q *AdmissionQueue) chargedNames(k BudgetKey) []string {
 	defer q.mu.Unlock()
 	var out []string
 	if b := q.topology.budgets[k]; b != nil {
-		for _, p := range b.ledger.charged {
+		for p := range b.ledger.Charged() {
 			out = append(out, p.pod.Name)
 		}
 	}

@@ -62,12 +62,12 @@ func (fs *families) lenderClaims(f *budget) map[*budget]amount.List {
 		reindexMembers(f)
 		s.claimsOf = make(map[*budget]uint64, len(f.children))
 		for _, c := range f.children {
-			s.claimsOf[c] = c.ledger.changes()
+			s.claimsOf[c] = c.ledger.Changes()
 		}
 		return s.claims
 	}
 	for _, c := range f.children {
-		if v := c.ledger.changes(); s.claimsOf[c] != v {
+		if v := c.ledger.Changes(); s.claimsOf[c] != v {
 			fs.memberClaims(f, c)
 			s.claimsOf[c] = v
 		}
@@ -153,7 +153,7 @@ func (fs *families) waitChanged(p *podState, old, w waitInfo) {
 		return
 	}
 	for _, c := range p.cover {
-		if c.parent == f && s.claimsOf[c] == c.ledger.changes() {
+		if c.parent == f && s.claimsOf[c] == c.ledger.Changes() {
 			addMemberClaim(s.claims, c, p)
 		}
 	}
@@ -192,12 +192,12 @@ func (fs *families) admittedFreesRoom(f *budget, unit []*podState) bool {
 			if b.parent != f {
 				continue
 			}
-			for _, r := range b.ledger.resources() {
-				acc := b.ledger.of(r)
-				if !acc.limited || !acc.used.Less(acc.hard) {
+			for _, r := range b.ledger.Resources() {
+				acc := b.ledger.Of(r)
+				if !acc.Limited || !acc.Used.Less(acc.Hard) {
 					continue
 				}
-				if fs.lenderClaims(f)[b][r].Less(acc.hard.Sub(acc.used)) {
+				if fs.lenderClaims(f)[b][r].Less(acc.Hard.Sub(acc.Used)) {
 					return true
 				}
 			}

@@ -35,7 +35,7 @@ func (m *memories) of(c, f *budget, now time.Time) *hours.Ledger {
 		return old
 	}
 	limits := map[corev1.ResourceName]float64{}
-	for _, r := range f.ledger.resources() {
+	for _, r := range f.ledger.Resources() {
 		limits[r] = math.MaxFloat64
 	}
 	var restore *hours.State
@@ -43,7 +43,7 @@ func (m *memories) of(c, f *budget, now time.Time) *hours.Ledger {
 		restore = c.spec.MemoryRestore
 	}
 	l := hours.NewLedger(hours.Spec{Limits: limits, HalfLife: hl, Location: time.UTC}, now, restore)
-	for p := range c.ledger.chargedPods() {
+	for p := range c.ledger.Charged() {
 		l.Start(p.pod.UID, rateOf(p.chargedUsage, p.chargedClaims), 0, chargedSince(p, now), now)
 	}
 	if m.ledgers == nil {

@@ -55,7 +55,7 @@ func (pr *preemptions) evictOverHard() {
 	}
 	slices.SortFunc(armed, func(a, b *budget) int { return a.key.Compare(b.key) })
 	for _, b := range armed {
-		if _, over := b.ledger.overCeiling(); !over {
+		if _, over := b.ledger.OverCeiling(); !over {
 			delete(pr.overHard, b) // within: the reclaim is done
 			pr.core.markStatus(b)  // which its status says
 			continue
@@ -71,12 +71,12 @@ func (pr *preemptions) reclaimOverHard(b *budget) {
 	going := pr.stillGoing()
 	hide(going)
 	defer show(going)
-	over := func() bool { _, o := b.ledger.overCeiling(); return o }
+	over := func() bool { _, o := b.ledger.OverCeiling(); return o }
 	if !over() {
 		return
 	}
 	var chosen [][]*podState
-	for _, cand := range pr.victimCandidates(slices.Collect(b.ledger.chargedPods()), nil) {
+	for _, cand := range pr.victimCandidates(slices.Collect(b.ledger.Charged()), nil) {
 		hide(cand.unit)
 		chosen = append(chosen, cand.unit)
 		if !over() {
@@ -100,12 +100,12 @@ func (pr *preemptions) reclaimOverHard(b *budget) {
 		return
 	}
 	rec := &victim{reason: PreemptWindowEnd, overHard: b}
-	r, _ := b.ledger.overCeiling()
-	acc := b.ledger.of(r)
+	r, _ := b.ledger.OverCeiling()
+	acc := b.ledger.Of(r)
 	for _, c := range chosen {
 		for _, v := range c {
 			pr.victims[v], v.preemption = rec, true
-			pr.decided = append(pr.decided, overHardPreemption(v, b, b.text(r, acc.used), b.text(r, acc.ceiling)))
+			pr.decided = append(pr.decided, overHardPreemption(v, b, b.text(r, acc.Used), b.text(r, acc.Ceiling)))
 		}
 	}
 }

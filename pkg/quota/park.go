@@ -73,7 +73,7 @@ func (pl *placer) singlePark(p *podState, start *waitInfo) *waitInfo {
 		return w
 	}
 	for _, b := range p.cover {
-		if r, over := b.ledger.neverFits(p.usage()); over {
+		if r, over := b.ledger.NeverFits(p.usage()); over {
 			return &waitInfo{code: CodeNeverFits, budget: b, resource: r, requested: p.usage()[r]}
 		}
 	}

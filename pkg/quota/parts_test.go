@@ -38,7 +38,6 @@ var familyFiles = []string{"families.go", "borrowing.go", "fairshare.go", "hold.
 
 // coreParts are the parts doc.go draws.
 var coreParts = []part{
-	{typ: "ledger", files: []string{"ledger.go"}},
 	{typ: "queues", files: []string{"queue.go", "wake.go"}},
 	{typ: "topology", files: []string{"topology.go", "resolve.go"}},
 	{typ: "preemptions", files: []string{"preemptions.go", "preempt.go", "preemptcooldown.go", "victims.go", "victimorder.go", "reclaimfloor.go", "blocked.go", "overhard.go", "overrun.go"}},

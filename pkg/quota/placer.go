@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
 	"github.com/quotagate/quotagate/pkg/quota/internal/heap"
 )
 
@@ -71,7 +72,7 @@ func (pl *placer) updatePod(p *podState, pod Pod) {
 	sameGroup := old.Group == pod.Group && old.GroupSize == pod.GroupSize && old.GroupError == pod.GroupError && slices.Equal(old.GroupParts, pod.GroupParts) &&
 		old.ClaimsError == pod.ClaimsError && old.Uncountable == pod.Uncountable && groupable(&old) == groupable(&pod)
 	sameLabels := maps.Equal(old.Labels, pod.Labels)
-	sameUsage := equalLists(old.Usage, pod.Usage) && sameClaims(old.Claims, pod.Claims)
+	sameUsage := amount.EqualQuantities(old.Usage, pod.Usage) && sameClaims(old.Claims, pod.Claims)
 
 	if pl.admit.provesNotUngated(p, pod) {
 		// Seen still gated at a version newer than every attempt to ungate it: none of

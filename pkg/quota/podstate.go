@@ -208,7 +208,7 @@ func (p *podState) waitUsage() amount.List { return onFlavors(p.usage(), p.wait.
 // adds is what admitting the pod would add to budget b: its usage, less the claims b
 // already charges for other pods.
 func (p *podState) adds(b *budget) amount.List {
-	return b.ledger.unshared(p.usage(), p.claims())
+	return b.ledger.Unshared(p.usage(), p.claims())
 }
 
 // addsOn is what admitting the pod charged on the flavors reach (none: on no flavor)
@@ -240,7 +240,7 @@ func (p *podState) claims() []claimAmount {
 	if p.claimUnits == nil && len(p.pod.Claims) > 0 {
 		p.claimUnits = make([]claimAmount, len(p.pod.Claims))
 		for i, c := range p.pod.Claims {
-			p.claimUnits[i] = claimAmount{Key: c.Key, usage: onFlavors(amount.OfList(c.Usage), p.reach)}
+			p.claimUnits[i] = claimAmount{Key: c.Key, Usage: onFlavors(amount.OfList(c.Usage), p.reach)}
 		}
 	}
 	return p.claimUnits

@@ -292,7 +292,7 @@ func (pr *preemptions) claims(unit []*podState, w waitInfo) []*podState {
 func claim(pods []*podState) {
 	for _, p := range pods {
 		for _, b := range p.cover {
-			b.ledger.charge(p, p.waitUsage(), p.claims())
+			b.ledger.Charge(p.pod.UID, p, p.waitUsage(), p.pod.Usage, p.claims())
 		}
 	}
 }
@@ -300,7 +300,7 @@ func claim(pods []*podState) {
 func unclaim(pods []*podState) {
 	for _, p := range pods {
 		for _, b := range p.cover {
-			b.ledger.release(p, p.waitUsage(), p.claims())
+			b.ledger.Release(p.pod.UID, p.waitUsage(), p.claims())
 		}
 	}
 }
@@ -342,7 +342,7 @@ func borrowsUnder(f *budget, budgets []*budget, add demand) bool {
 		if c.parent != f {
 			continue
 		}
-		if _, over := c.ledger.excessOverHard(add(c)); over {
+		if _, over := c.ledger.ExcessOverHard(add(c)); over {
 			return true
 		}
 	}
@@ -365,12 +365,12 @@ func (pr *preemptions) candidates(reason PreemptionReason, lowerOnly bool, unit 
 	}
 	if reason == PreemptReclaim {
 		for _, s := range w.budget.children {
-			if !slices.Contains(budgets, s) && s.ledger.borrows() {
-				take(s.ledger.chargedPods())
+			if !slices.Contains(budgets, s) && s.ledger.Borrows() {
+				take(s.ledger.Charged())
 			}
 		}
 	} else {
-		take(w.budget.ledger.chargedPods())
+		take(w.budget.ledger.Charged())
 	}
 	return pr.victimCandidates(pods, unit)
 }

@@ -187,7 +187,7 @@ func (pr *preemptions) stillNeeded(p *podState) bool {
 	hide(going)
 	defer show(going)
 	if rec.overHard != nil {
-		_, over := rec.overHard.ledger.overCeiling()
+		_, over := rec.overHard.ledger.OverCeiling()
 		return over // the others do not bring it within
 	}
 	if rec.overrun != nil {

@@ -23,7 +23,7 @@ type fakeCore struct {
 func (c *fakeCore) capacityWait(budgets []*budget, add demand) (waitInfo, bool) {
 	for _, b := range budgets {
 		a := add(b)
-		if r, over := b.ledger.excess(a); over {
+		if r, over := b.ledger.Excess(a); over {
 			return waitInfo{code: CodeInsufficient, budget: b, resource: r, requested: a[r]}, true
 		}
 	}
@@ -45,7 +45,7 @@ func partWithoutCooldown(core preemptionCore) preemptions {
 func runningIn(b *budget, name string, prio int32, admitted int) *podState {
 	p := &podState{pod: makePod(name).Priority(prio).Req("cpu=1").Pod(), phase: phaseCharged, admittedAt: at(admitted)}
 	p.chargedTo, p.chargedUsage = []*budget{b}, p.usage()
-	b.ledger.charge(p, p.usage(), nil)
+	b.ledger.Charge(p.pod.UID, p, p.usage(), p.pod.Usage, nil)
 	return p
 }
 
@@ -203,14 +203,14 @@ func TestPreemptionsDecide(t *testing.T) {
 		core := newFakeCore()
 		pr := partWithoutCooldown(core)
 		urgent := waitingIn(core, b, "urgent", 10)
-		used := b.ledger.used.Clone()
+		used := b.ledger.Used().Clone()
 		if diff := cmp.Diff([]string{"low2"}, decideFor(&pr, urgent)); diff != "" {
 			t.Errorf("victims (-want +got):\n%s", diff)
 		}
 		if got := pr.take(); len(got) != 0 {
 			t.Errorf("handed out again: %v", got)
 		}
-		if diff := cmp.Diff(used, b.ledger.used); diff != "" {
+		if diff := cmp.Diff(used, b.ledger.Used()); diff != "" {
 			t.Errorf("the ledger after the decision is not as before (-before +after):\n%s", diff)
 		}
 	})

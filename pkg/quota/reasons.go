@@ -113,7 +113,7 @@ func (r *Reads) waitMessage(p *podState, lasting bool) Reason {
 			msg = fmt.Sprintf("%s: %s requested, more than is free in %s", resourceText(w.resource), w.requested.Text(p.writtenFormat(w.resource)), b.key.Describe())
 			break
 		}
-		free := amount.Max(b.ledger.of(w.resource).free(), amount.Amount{})
+		free := amount.Max(b.ledger.Of(w.resource).Free(), amount.Amount{})
 		msg = fmt.Sprintf("%s: %s requested, %s free in %s; %s", resourceText(w.resource), w.requested.Text(p.writtenFormat(w.resource)), w.budget.text(w.resource, free), b.key.Describe(), r.position(p, b))
 	case CodeBudgetClosed:
 		msg = closedMessage(w.budget)
@@ -129,7 +129,7 @@ func (r *Reads) waitMessage(p *podState, lasting bool) Reason {
 			msg = fmt.Sprintf("%s: %s requested, more than the budgets under %s keep for it and lend together (%s lent): it can never fit", resourceText(w.resource), w.requested.Text(p.writtenFormat(w.resource)), w.budget.key.Describe(), w.budget.text(w.resource, pool))
 			break
 		}
-		hard, borrow, borrows := w.budget.ledger.limitsOf(w.resource)
+		hard, borrow, borrows := w.budget.ledger.LimitsOf(w.resource)
 		limit := hard.String() + " hard"
 		if borrows {
 			limit = fmt.Sprintf("%s hard plus %s borrowingLimit", hard.String(), borrow.String())

@@ -60,12 +60,12 @@ func (pr *preemptions) reclaimFloor(claims []*podState, budgets []*budget, add d
 			continue
 		}
 		keep := amount.List{}
-		for _, r := range s.ledger.resources() {
-			acc := s.ledger.of(r)
-			if acc.hard.Less(acc.used) {
-				keep[r] = acc.hard // it borrows r: down to its hard, no further
+		for _, r := range s.ledger.Resources() {
+			acc := s.ledger.Of(r)
+			if acc.Hard.Less(acc.Used) {
+				keep[r] = acc.Hard // it borrows r: down to its hard, no further
 			} else if slices.Contains(scarce, r) {
-				keep[r] = acc.used // scarce and not borrowed: none of it
+				keep[r] = acc.Used // scarce and not borrowed: none of it
 			}
 		}
 		if len(keep) > 0 {
@@ -80,7 +80,7 @@ func (pr *preemptions) reclaimFloor(claims []*podState, budgets []*budget, add d
 func (fl reclaimFloor) holds() bool {
 	for s, keep := range fl {
 		for r, k := range keep {
-			if s.ledger.of(r).used.Less(k) {
+			if s.ledger.Of(r).Used.Less(k) {
 				return false
 			}
 		}
@@ -93,11 +93,11 @@ func (fl reclaimFloor) holds() bool {
 // more than its hard of it, while the candidate uses some; nil when there is none.
 func borrowsScarce(p *podState, f *budget, scarce []corev1.ResourceName) *budget {
 	for _, s := range p.chargedTo {
-		if s.parent != f || !s.ledger.borrows() {
+		if s.parent != f || !s.ledger.Borrows() {
 			continue
 		}
 		for _, r := range scarce {
-			if acc := s.ledger.of(r); acc.limited && acc.hard.Less(acc.used) && !p.chargedUsage[r].IsZero() {
+			if acc := s.ledger.Of(r); acc.Limited && acc.Hard.Less(acc.Used) && !p.chargedUsage[r].IsZero() {
 				return s
 			}
 		}

@@ -67,7 +67,7 @@ func (t *topology) resolve(seeds ...*budget) (changed, started, limits, families
 		}
 	}
 	for i, b := range set {
-		if b.ledger.setFamily(b.parent != nil) {
+		if b.ledger.SetFamily(b.parent != nil) {
 			limits = append(limits, b)
 		}
 		old := wasParent[i]
@@ -240,7 +240,7 @@ func (t *topology) joinFamily(b *budget, full bool) {
 	case !found || p.children[i] != b:
 		p.children = slices.Insert(p.children, i, b)
 	}
-	if b.ledger.borrows() {
+	if b.ledger.Borrows() {
 		p.borrowers++
 		b.counted = true
 	}
@@ -272,7 +272,7 @@ func (b *budget) resolveInputs() resolveInputs {
 	return resolveInputs{
 		parent:        b.spec.Parent,
 		selects:       b.key.IsCluster() && b.spec.NamespaceSelector != nil,
-		borrowLimited: b.ledger.borrowLimited(),
+		borrowLimited: b.ledger.BorrowLimited(),
 		open:          b.specOpen(),
 		specErr:       b.specErr,
 		specReason:    b.specReason,

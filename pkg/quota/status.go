@@ -96,7 +96,7 @@ func (r *Reads) Status(key BudgetKey) (BudgetStatus, bool) {
 		return BudgetStatus{}, false
 	}
 	state, reason := b.state()
-	hard, used, pending := b.ledger.totals()
+	hard, used, pending := b.ledger.Totals()
 	st := BudgetStatus{
 		State:        state,
 		StateReason:  reason,
@@ -104,7 +104,7 @@ func (r *Reads) Status(key BudgetKey) (BudgetStatus, bool) {
 		Hard:         hard,
 		Used:         used,
 		Pending:      pending,
-		AdmittedPods: int32(b.ledger.admitted()),
+		AdmittedPods: int32(b.ledger.Admitted()),
 		GatedPods:    int32(b.queues.gated()),
 	}
 	if r.admit.reclaiming(b) {
@@ -116,7 +116,7 @@ func (r *Reads) Status(key BudgetKey) (BudgetStatus, bool) {
 		p := *b.problem // a copy: the status outlives the lock
 		st.Problem = &p
 	}
-	if borrowed := b.ledger.borrowed(); len(borrowed) > 0 {
+	if borrowed := b.ledger.Borrowed(); len(borrowed) > 0 {
 		st.Borrowed = borrowed
 	}
 	if lent := b.lent(); len(lent) > 0 {
@@ -127,7 +127,7 @@ func (r *Reads) Status(key BudgetKey) (BudgetStatus, bool) {
 		if (w.code != CodeNeverFits && w.code != CodeMustSpecify) || w.budget != b {
 			continue
 		}
-		hard, _, _ := b.ledger.limitsOf(w.resource)
+		hard, _, _ := b.ledger.LimitsOf(w.resource)
 		st.NeverFit = append(st.NeverFit, NeverFitPod{
 			Pod:       e.pod.pod.PodRef,
 			Group:     e.pod.pod.Group,
@@ -197,7 +197,7 @@ func stateMessage(b *budget) string {
 	case b.problem != nil:
 		return b.problem.Message
 	case !b.specOpen():
-		if n := b.ledger.admitted(); n > 0 {
+		if n := b.ledger.Admitted(); n > 0 {
 			return fmt.Sprintf("spec.state is Closed; %d admitted pods still run", n)
 		}
 		return "spec.state is Closed"

@@ -153,7 +153,7 @@ func TestResolveReportsCeilingsThatChange(t *testing.T) {
 	if _, _, limits, _ := tp.resolve(); len(limits) != 0 {
 		t.Errorf("no parent yet: limits %v, want none", limits)
 	}
-	ceiling := func() string { c := child.ledger.ceiling["requests.cpu"]; return c.String() }
+	ceiling := func() string { c := child.ledger.Of("requests.cpu").Ceiling; return c.String() }
 	if got := ceiling(); got != "2" {
 		t.Errorf("without its parent the ceiling is %s, want hard (2)", got)
 	}

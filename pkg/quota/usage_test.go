@@ -6,6 +6,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
 )
 
 // listDiff compares resource lists by value ("1000m" equals "1").
@@ -199,11 +201,11 @@ func TestEqualLists(t *testing.T) {
 		{parseList("requests.cpu=1"), parseList("requests.cpu=1,pods=1"), false},
 		{nil, parseList("pods=1"), false},
 	} {
-		if got := equalLists(c.a, c.b); got != c.want {
-			t.Errorf("equalLists(%v, %v) = %v, want %v", c.a, c.b, got, c.want)
+		if got := amount.EqualQuantities(c.a, c.b); got != c.want {
+			t.Errorf("amount.EqualQuantities(%v, %v) = %v, want %v", c.a, c.b, got, c.want)
 		}
-		if got := equalLists(c.b, c.a); got != c.want {
-			t.Errorf("equalLists(%v, %v) = %v, want %v", c.b, c.a, got, c.want)
+		if got := amount.EqualQuantities(c.b, c.a); got != c.want {
+			t.Errorf("amount.EqualQuantities(%v, %v) = %v, want %v", c.b, c.a, got, c.want)
 		}
 	}
 }

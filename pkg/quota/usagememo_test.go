@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/quotagate/quotagate/internal/testbed/podtest"
+	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
 )
 
 // SharedPodUsage remembers usage by its inputs: it must give what PodUsage gives for
@@ -120,7 +121,7 @@ func TestSharedPodUsage(t *testing.T) {
 	// Cases of different usage never share a key, whichever order they come in.
 	for i, a := range cases {
 		for _, b := range cases[i+1:] {
-			if string(usageKey(nil, a.pod)) == string(usageKey(nil, b.pod)) && !equalLists(PodUsage(a.pod), PodUsage(b.pod)) {
+			if string(usageKey(nil, a.pod)) == string(usageKey(nil, b.pod)) && !amount.EqualQuantities(PodUsage(a.pod), PodUsage(b.pod)) {
 				t.Errorf("%q and %q share a key but not their usage: an input of PodUsage is missing from usageKey", a.name, b.name)
 			}
 		}

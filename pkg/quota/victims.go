@@ -94,7 +94,7 @@ func (p *podState) admittedTime() time.Time {
 func hide(pods []*podState) {
 	for _, p := range pods {
 		for _, b := range p.chargedTo {
-			b.ledger.release(p, p.chargedUsage, p.chargedClaims)
+			b.ledger.Release(p.pod.UID, p.chargedUsage, p.chargedClaims)
 		}
 	}
 }
@@ -102,7 +102,7 @@ func hide(pods []*podState) {
 func show(pods []*podState) {
 	for _, p := range pods {
 		for _, b := range p.chargedTo {
-			b.ledger.charge(p, p.chargedUsage, p.chargedClaims)
+			b.ledger.Charge(p.pod.UID, p, p.chargedUsage, p.pod.Usage, p.chargedClaims)
 		}
 	}
 }

@@ -46,7 +46,7 @@ func wakeable(b *budget, alive func(*budget) bool, settled func(*podState) bool,
 		default:
 			f, ok := free[w.resource]
 			if !ok {
-				f = b.ledger.of(w.resource).free()
+				f = b.ledger.Of(w.resource).Free()
 				free[w.resource] = f
 			}
 			if f.Less(w.requested) {

@@ -19,7 +19,8 @@ func TestWakeable(t *testing.T) {
 	other := newBudget(makeBudget("team", "other").Hard("requests.cpu=4").Obj())
 	gone := newBudget(makeBudget("team", "gone").Hard("requests.cpu=4").Obj())
 	alive := func(x *budget) bool { return x == b || x == other }
-	b.ledger.charge(&podState{pod: makePod("running").Pod()}, parseAmounts("requests.cpu=1"), nil)
+	running := &podState{pod: makePod("running").Pod()}
+	b.ledger.Charge(running.pod.UID, running, parseAmounts("requests.cpu=1"), running.pod.Usage, nil)
 
 	g := newGroup(groupKey{"team", "g"})
 	add := func(name string, created int, blocker *budget, code ReasonCode, cpu string, grp *group) {
@@ -70,7 +71,8 @@ func TestWakeable(t *testing.T) {
 	}
 
 	// With nothing free, only the pods blocked for another reason go back.
-	b.ledger.charge(&podState{pod: makePod("filler").Pod()}, parseAmounts("requests.cpu=3"), nil)
+	filler := &podState{pod: makePod("filler").Pod()}
+	b.ledger.Charge(filler.pod.UID, filler, parseAmounts("requests.cpu=3"), filler.pod.Usage, nil)
 	retry, fit = wakeable(b, alive, nil, nil)
 	if len(fit) != 0 || len(retry) != 2 {
 		t.Errorf("a full budget: retry %v, fit %v; want the two retries and no fit", names(retry), names(fit))

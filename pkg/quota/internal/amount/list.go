@@ -57,6 +57,22 @@ func (a List) Sub(b List) {
 	}
 }
 
+// EqualQuantities reports whether two lists hold equal quantities under the same names, as
+// equality.Semantic does (nil and empty are equal), without its reflection: it runs on
+// every update of a waiting pod.
+func EqualQuantities(a, b corev1.ResourceList) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for name, q := range a {
+		o, ok := b[name]
+		if !ok || q.Cmp(o) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // Clone is a copy of a (nil stays nil).
 func (a List) Clone() List { return maps.Clone(a) }
 

@@ -1,12 +1,44 @@
-package quota
+package ledger
 
 import (
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/quotagate/quotagate/internal/testbed/podtest"
 	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
 )
+
+// parseList parses "requests.cpu=2,requests.memory=1Gi".
+var parseList = podtest.ParseList
+
+// parseAmounts is parseList's list as amounts.
+func parseAmounts(s string) amount.List { return amount.OfList(parseList(s)) }
+
+// listOf is a as a resource list (DecimalSI), to compare with lists by value.
+func listOf(a amount.List) corev1.ResourceList {
+	out := make(corev1.ResourceList, len(a))
+	for r, v := range a {
+		out[r] = v.Quantity(resource.DecimalSI)
+	}
+	return out
+}
+
+// listDiff compares resource lists by value ("1000m" equals "1").
+func listDiff(want, got corev1.ResourceList) string {
+	return cmp.Diff(want, got, cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 }))
+}
+
+// pod is what these tests charge: a pod's name, which is also its UID.
+type pod string
+
+// chargeAs charges p under the UID name with usage, no claims.
+func (l *Ledger[P]) chargeAs(name string, p P, usage amount.List) {
+	l.Charge(types.UID(name), p, usage, nil, nil)
+}
 
 // The ledger alone: a budget of requests.cpu=4 and requests.memory=4Gi, with pods
 // charged and released, and what fits asked along the way.
@@ -21,19 +53,12 @@ func TestLedger(t *testing.T) {
 		excessOf   string
 		wantExcess corev1.ResourceName
 	}
-	l := newLedger()
-	if !l.setHard(parseList("requests.memory=4Gi,requests.cpu=4")) {
+	l := New[pod]()
+	if !l.SetHard(parseList("requests.memory=4Gi,requests.cpu=4")) {
 		t.Fatal("setHard on an empty ledger reported no change")
 	}
 	if got, want := l.hardNames, []corev1.ResourceName{"requests.cpu", "requests.memory"}; len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
 		t.Fatalf("hardNames = %v, want %v (sorted)", got, want)
-	}
-	pods := map[string]*podState{}
-	podOf := func(name string) *podState {
-		if pods[name] == nil {
-			pods[name] = &podState{pod: makePod(name).Pod()}
-		}
-		return pods[name]
 	}
 	for i, s := range []step{
 		{do: "charge", pod: "a", usage: "requests.cpu=3", wantUsed: "requests.cpu=3", excessOf: "requests.cpu=1", wantExcess: ""},
@@ -49,15 +74,15 @@ func TestLedger(t *testing.T) {
 		u := parseList(s.usage)
 		switch s.do {
 		case "charge":
-			l.charge(podOf(s.pod), amount.OfList(u), nil)
+			l.chargeAs(s.pod, pod(s.pod), amount.OfList(u))
 		case "release":
-			l.release(podOf(s.pod), amount.OfList(u), nil)
+			l.Release(types.UID(s.pod), amount.OfList(u), nil)
 		case "wait":
-			l.wait(amount.OfList(u), u)
+			l.Wait(amount.OfList(u), u)
 		case "unwait":
-			l.unwait(amount.OfList(u))
+			l.Unwait(amount.OfList(u))
 		case "hard":
-			if !l.setHard(u) {
+			if !l.SetHard(u) {
 				t.Fatalf("step %d: setHard(%v) reported no change", i, u)
 			}
 		}
@@ -67,38 +92,38 @@ func TestLedger(t *testing.T) {
 		if diff := listDiff(parseList(s.wantPending), listOf(l.pending)); diff != "" {
 			t.Errorf("step %d (%s): pending (-want +got):\n%s", i, s.do, diff)
 		}
-		if got, over := l.excess(parseAmounts(s.excessOf)); got != s.wantExcess || over != (s.wantExcess != "") {
+		if got, over := l.Excess(parseAmounts(s.excessOf)); got != s.wantExcess || over != (s.wantExcess != "") {
 			t.Errorf("step %d: excess(%s) = %q, %v; want %q", i, s.excessOf, got, over, s.wantExcess)
 		}
 	}
-	if l.admitted() != 0 {
-		t.Errorf("admitted = %d after every pod was released, want 0", l.admitted())
+	if l.Admitted() != 0 {
+		t.Errorf("admitted = %d after every pod was released, want 0", l.Admitted())
 	}
 }
 
 func TestLedgerNeverFitsFreeAndTotals(t *testing.T) {
-	l := newLedger()
-	l.setHard(parseList("requests.cpu=2,pods=3"))
-	if l.setHard(parseList("requests.cpu=2000m,pods=3")) {
+	l := New[pod]()
+	l.SetHard(parseList("requests.cpu=2,pods=3"))
+	if l.SetHard(parseList("requests.cpu=2000m,pods=3")) {
 		t.Error("setHard with equal amount.List written differently reported a change")
 	}
-	l.charge(&podState{pod: makePod("a").Pod()}, parseAmounts("requests.cpu=1500m,pods=1,requests.memory=1Gi"), nil)
-	l.wait(parseAmounts("requests.cpu=1,pods=1"), nil)
+	l.chargeAs("a", "a", parseAmounts("requests.cpu=1500m,pods=1,requests.memory=1Gi"))
+	l.Wait(parseAmounts("requests.cpu=1,pods=1"), nil)
 
-	if r, never := l.neverFits(parseAmounts("requests.cpu=2")); never {
+	if r, never := l.NeverFits(parseAmounts("requests.cpu=2")); never {
 		t.Errorf("neverFits(cpu=2) in a budget of 2 = %q, want it to fit an empty budget", r)
 	}
-	if r, never := l.neverFits(parseAmounts("requests.cpu=2001m")); !never || r != "requests.cpu" {
+	if r, never := l.NeverFits(parseAmounts("requests.cpu=2001m")); !never || r != "requests.cpu" {
 		t.Errorf("neverFits(cpu=2001m) = %q, %v; want requests.cpu", r, never)
 	}
-	if f := l.of("requests.cpu").free().String(); f != "500m" {
+	if f := l.Of("requests.cpu").Free().String(); f != "500m" {
 		t.Errorf("free cpu = %s, want 500m", f)
 	}
-	l.setHard(parseList("requests.cpu=1,pods=3"))
-	if f := l.of("requests.cpu").free().String(); f != "-500m" {
+	l.SetHard(parseList("requests.cpu=1,pods=3"))
+	if f := l.Of("requests.cpu").Free().String(); f != "-500m" {
 		t.Errorf("free cpu after hard was lowered below use = %s, want -500m", f)
 	}
-	hard, used, pending := l.totals()
+	hard, used, pending := l.Totals()
 	for name, tc := range map[string]struct{ want, got corev1.ResourceList }{
 		"hard":    {parseList("requests.cpu=1,pods=3"), hard},
 		"used":    {parseList("requests.cpu=1500m,pods=1"), used}, // memory is not limited
@@ -112,10 +137,10 @@ func TestLedgerNeverFitsFreeAndTotals(t *testing.T) {
 	q := used["requests.cpu"]
 	q.Add(parseList("requests.cpu=1")["requests.cpu"])
 	used["requests.cpu"] = q
-	if f := l.of("requests.cpu").free().String(); f != "-500m" {
+	if f := l.Of("requests.cpu").Free().String(); f != "-500m" {
 		t.Errorf("changing totals changed the ledger: free cpu = %s", f)
 	}
-	if hl, _, _ := l.limitsOf("requests.memory"); !hl.IsZero() {
+	if hl, _, _ := l.LimitsOf("requests.memory"); !hl.IsZero() {
 		t.Errorf("limitsOf an unlimited resource: hard %s, want 0", hl.String())
 	}
 }
