@@ -74,7 +74,7 @@ func unitSums(pods []*podState, lessCharged bool) ([]*budget, map[*budget]amount
 			if counted[b] == nil {
 				counted[b] = map[string]bool{}
 			}
-			// Less the claims b charges already (ledger.unshared) or a member before
+			// Less the claims b charges already (ledger.Ledger.Unshared) or a member before
 			// counted here; nil while nothing is taken off.
 			var add amount.List
 			for _, c := range claims {

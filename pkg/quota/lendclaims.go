@@ -16,7 +16,7 @@ import (
 // forgets it when its inputs may have changed:
 //
 //   - a member's ledger (its used, through charge and release, a preemption's trial
-//     claims included): each ledger counts its changes (ledger.version), and that
+//     claims included): each ledger counts its changes (ledger.Ledger.Changes), and that
 //     member's part is computed again from its own waiting pods (byMember);
 //   - which pods wait on the family and how (families.failed): a pod that starts to
 //     wait on it is added to the memo, one that stops, or waits on another flavor,
