@@ -2,7 +2,9 @@
 // reads the layer order that pkg/quota/doc.go declares (its "Layers" section) and the
 // imports `go list` reports for pkg/quota/..., and fails on an import that points to a
 // package of the same or a higher layer, on a package under pkg/quota that the order
-// does not declare, and on a declared package that does not exist.
+// does not declare, and on a declared package that does not exist. A package of helpers
+// for tests (its name ends in "test", as net/http/httptest) is in no layer, and no
+// package may import it.
 //
 // `make verify` runs it as `go run ./hack/layers`. The compiler already refuses import
 // cycles; this keeps the order that a reader of doc.go is told, so that a leaf (amounts,

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"maps"
+	"path"
 	"slices"
 	"strings"
 )
@@ -66,7 +67,8 @@ func parseLayers(doc string) ([][]string, error) {
 // relative to it) goes against layers (the highest first): an import of a package under
 // pkg/quota that is not in a lower layer, a package under pkg/quota that no layer
 // declares, and a declared package that graph does not have. Imports of packages
-// outside pkg/quota are not its concern.
+// outside pkg/quota are not its concern. A test helper (testHelper) is in no layer: it
+// is for tests, and a package that imports it is an error.
 func check(layers [][]string, graph map[string][]string) []error {
 	level := map[string]int{} // 0: the lowest layer
 	for i, layer := range layers {
@@ -76,6 +78,9 @@ func check(layers [][]string, graph map[string][]string) []error {
 	}
 	var errs []error
 	for _, p := range slices.Sorted(maps.Keys(graph)) {
+		if testHelper(p) {
+			continue
+		}
 		lp, ok := level[p]
 		if !ok {
 			errs = append(errs, fmt.Errorf("%s is not declared in the layers of %s: add it to the layer it belongs to", p, core))
@@ -87,6 +92,8 @@ func check(layers [][]string, graph map[string][]string) []error {
 			}
 			li, ok := level[imp]
 			switch {
+			case testHelper(imp):
+				errs = append(errs, fmt.Errorf("%s imports %s, a test helper: only tests may", p, imp))
 			case !ok:
 				errs = append(errs, fmt.Errorf("%s imports %s, which is not declared in the layers of %s", p, imp, core))
 			case li == lp:
@@ -103,3 +110,7 @@ func check(layers [][]string, graph map[string][]string) []error {
 	}
 	return errs
 }
+
+// testHelper reports whether p is a package of helpers for tests, named as Go names
+// them (net/http/httptest): its name ends in "test".
+func testHelper(p string) bool { return strings.HasSuffix(path.Base(p), "test") }

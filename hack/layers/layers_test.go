@@ -92,13 +92,25 @@ func TestCheck(t *testing.T) {
 		},
 		"a package no layer declares": {
 			change: func(g map[string][]string) {
-				g["pkg/quota/internal/order"] = nil
-				g["pkg/quota"] = append(g["pkg/quota"], "pkg/quota/internal/order")
+				g["pkg/quota/internal/topology"] = nil
+				g["pkg/quota"] = append(g["pkg/quota"], "pkg/quota/internal/topology")
 			},
 			want: []string{
-				"pkg/quota imports pkg/quota/internal/order, which is not declared",
-				"pkg/quota/internal/order is not declared in the layers",
+				"pkg/quota imports pkg/quota/internal/topology, which is not declared",
+				"pkg/quota/internal/topology is not declared in the layers",
 			},
+		},
+		"a test helper, in no layer": {
+			change: func(g map[string][]string) {
+				g["pkg/quota/internal/amount/amounttest"] = []string{"pkg/quota/internal/amount", "pkg/quota"}
+			},
+		},
+		"a package imports a test helper": {
+			change: func(g map[string][]string) {
+				g["pkg/quota/internal/amount/amounttest"] = []string{"pkg/quota/internal/amount"}
+				g["pkg/quota"] = append(g["pkg/quota"], "pkg/quota/internal/amount/amounttest")
+			},
+			want: []string{"pkg/quota imports pkg/quota/internal/amount/amounttest, a test helper: only tests may"},
 		},
 		"a declared package that is gone": {
 			change: func(g map[string][]string) { delete(g, "pkg/quota/internal/heap") },

@@ -45,7 +45,14 @@ func run(root string, w io.Writer) error {
 	if errs := check(layers, graph); len(errs) > 0 {
 		return errors.Join(errs...)
 	}
-	fmt.Fprintf(w, "layers: %d packages in %d layers, every import points down\n", len(graph), len(layers))
+	helpers := 0
+	for p := range graph {
+		if testHelper(p) {
+			helpers++
+		}
+	}
+	fmt.Fprintf(w, "layers: %d packages in %d layers, every import points down (test helper packages, imported only by tests: %d)\n",
+		len(graph)-helpers, len(layers), helpers)
 	return nil
 }
 

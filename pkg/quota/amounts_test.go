@@ -44,22 +44,10 @@ func restrictTo(list corev1.ResourceList, names []corev1.ResourceName) corev1.Re
 	return out
 }
 
-// listOf is a as a resource list (DecimalSI), to compare with lists by value.
-func listOf(a amount.List) corev1.ResourceList {
-	out := make(corev1.ResourceList, len(a))
-	for r, v := range a {
-		out[r] = v.Quantity(resource.DecimalSI)
-	}
-	return out
-}
-
 // chargeLedger charges p to l with usage, as the charges part does.
 func chargeLedger(l *ledger.Ledger[*podState], p *podState, usage amount.List, claims []claimAmount) {
 	l.Charge(p.pod.UID, p, usage, p.pod.Usage, claims)
 }
-
-// parseAmounts is parseList's list as amounts.
-func parseAmounts(s string) amount.List { return amount.OfList(parseList(s)) }
 
 // Fractional memory sums as ResourceQuota sums it: ten pods of a tenth of a byte fit
 // in a hard of one byte, and the eleventh does not.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
 	"github.com/quotagate/quotagate/internal/testbed/podtest"
+	"github.com/quotagate/quotagate/pkg/quota/internal/amount/amounttest"
 	"github.com/quotagate/quotagate/pkg/quota/window"
 )
 
@@ -44,6 +45,14 @@ func (b *podBuilder) Pod() Pod                            { return NewPod(b.b.Ob
 
 // parseList parses "cpu=2,memory=1Gi".
 var parseList = podtest.ParseList
+
+// parseAmounts, listOf and listDiff: amounts from the short form, amounts as a list,
+// and lists compared by value (package amounttest, podtest.ListDiff).
+var (
+	parseAmounts = amounttest.Parse
+	listOf       = amounttest.List
+	listDiff     = podtest.ListDiff
+)
 
 // budgetBuilder builds budget specs.
 type budgetBuilder struct{ b Budget }

@@ -5,15 +5,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
 )
-
-// listDiff compares resource lists by value ("1000m" equals "1").
-func listDiff(want, got corev1.ResourceList) string {
-	return cmp.Diff(want, got, cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 }))
-}
 
 func TestPodUsage(t *testing.T) {
 	always := corev1.ContainerRestartPolicyAlways

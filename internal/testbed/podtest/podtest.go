@@ -4,7 +4,7 @@
 //
 // It is a package of its own, apart from internal/testbed, so that the core's in-package
 // tests (pkg/quota, pkg/gates) can use it without linking a control plane: it imports
-// only the Kubernetes API types and quotagate's API.
+// only the Kubernetes API types, quotagate's API and go-cmp (ListDiff).
 package podtest
 
 import (
@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -190,6 +191,11 @@ func (b *Builder) Condition(c corev1.PodConditionType, at time.Time) *Builder {
 		Type: c, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(at),
 	})
 	return b
+}
+
+// ListDiff compares resource lists by value ("1000m" equals "1"), as cmp.Diff reports.
+func ListDiff(want, got corev1.ResourceList) string {
+	return cmp.Diff(want, got, cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 }))
 }
 
 // ParseList parses "cpu=2,memory=1Gi" into a ResourceList; "" is an empty list. It

@@ -3,34 +3,24 @@ package ledger
 import (
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/quotagate/quotagate/internal/testbed/podtest"
 	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
+	"github.com/quotagate/quotagate/pkg/quota/internal/amount/amounttest"
 )
 
 // parseList parses "requests.cpu=2,requests.memory=1Gi".
 var parseList = podtest.ParseList
 
-// parseAmounts is parseList's list as amounts.
-func parseAmounts(s string) amount.List { return amount.OfList(parseList(s)) }
-
-// listOf is a as a resource list (DecimalSI), to compare with lists by value.
-func listOf(a amount.List) corev1.ResourceList {
-	out := make(corev1.ResourceList, len(a))
-	for r, v := range a {
-		out[r] = v.Quantity(resource.DecimalSI)
-	}
-	return out
-}
-
-// listDiff compares resource lists by value ("1000m" equals "1").
-func listDiff(want, got corev1.ResourceList) string {
-	return cmp.Diff(want, got, cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 }))
-}
+// parseAmounts, listOf and listDiff: amounts from the short form, amounts as a list,
+// and lists compared by value (package amounttest, podtest.ListDiff).
+var (
+	parseAmounts = amounttest.Parse
+	listOf       = amounttest.List
+	listDiff     = podtest.ListDiff
+)
 
 // pod is what these tests charge: a pod's name, which is also its UID.
 type pod string
