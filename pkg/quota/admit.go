@@ -25,7 +25,6 @@ type admitter struct {
 	families    *families
 	preemptions *preemptions
 	pods        *podIndex
-	place       *placer
 	flavors     *flavorIndex
 	hours       *hourBooks
 
@@ -42,10 +41,10 @@ func newAdmitter(o *options, t *topology, ag *agenda, c *charges, f *families, p
 	a := &admitter{
 		opts: o, topology: t, agenda: ag, charges: c, families: f, preemptions: pr, pods: pods, flavors: fl, hours: h,
 		immediate: map[types.UID]*podState{},
-		backoff: heap.New(func(p, o *podState) bool { return p.retryAt.Before(o.retryAt) },
-			func(p *podState) *int { return &p.backoffIndex }),
-		cooldowns: heap.New(func(p, o *podState) bool { return p.preemptAt.Before(o.preemptAt) },
-			func(p *podState) *int { return &p.cooldownIndex }),
+		backoff: heap.New(func(p, o *podState) bool { return p.attempt.retryAt.Before(o.attempt.retryAt) },
+			func(p *podState) *int { return &p.attempt.backoffIndex }),
+		cooldowns: heap.New(func(p, o *podState) bool { return p.attempt.preemptAt.Before(o.attempt.preemptAt) },
+			func(p *podState) *int { return &p.attempt.cooldownIndex }),
 		lastFlush: o.clock.Now(),
 	}
 	f.countPassesWith(&a.passes)
@@ -67,33 +66,48 @@ func (c *passes) end()   { c.n++; c.open = false }
 // current is the pass under way, and whether one is.
 func (c *passes) current() (uint64, bool) { return c.n, c.open }
 
-// placeWith gives the admitter the placer it asks to place or forget pods.
-func (a *admitter) placeWith(pl *placer) { a.place = pl }
-
 // Admit evaluates the budgets whose queues changed since the last call (and whatever
 // the clock made due: backoffs, grace periods, the periodic flush) and returns the
 // pods to ungate, each already reserved. It is cheap when nothing changed: only dirty
 // budgets are looked at, and only their heads. Done must be called for every
 // admission returned.
+//
+// The admitter decides; the placer puts back in their queues the pods whose timers
+// ended and those admitNow deferred to here. Decisions may be taken from the start
+// (admitter.deciding): a pod placed again on the way may be admitted at once.
 func (q *AdmissionQueue) Admit() []Admission {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	defer q.admit.decide()()
+	q.runTimers(q.opts.clock.Now())
+	for _, p := range q.admit.takeImmediate() {
+		if !p.forgotten && p.phase == phaseWaiting {
+			q.place.settleWaiting(p)
+		}
+	}
 	return q.admit.admit()
 }
 
-func (a *admitter) admit() []Admission {
+// decide lets the admitter take decisions until the function it returns is called.
+func (a *admitter) decide() (done func()) {
 	a.deciding = true
-	defer func() { a.deciding = false }()
-	a.runTimers(a.opts.clock.Now())
-	if len(a.immediate) > 0 {
-		pending := slices.SortedFunc(maps.Values(a.immediate), compareUIDs)
-		clear(a.immediate)
-		for _, p := range pending {
-			if !p.forgotten && p.phase == phaseWaiting {
-				a.place.settleWaiting(p)
-			}
-		}
+	return func() { a.deciding = false }
+}
+
+// takeImmediate returns the pods admitNow deferred to this Admit, by UID, and forgets
+// them.
+func (a *admitter) takeImmediate() []*podState {
+	if len(a.immediate) == 0 {
+		return nil
 	}
+	pending := slices.SortedFunc(maps.Values(a.immediate), compareUIDs)
+	clear(a.immediate)
+	return pending
+}
+
+// admit takes Admit's decisions: the dirty budgets' heads, until no wake is left to
+// check, then the evictions due.
+func (a *admitter) admit() []Admission {
 	a.passes.begin()
 	a.hours.beginPass()
 	defer a.passes.end()
@@ -343,17 +357,15 @@ func (a *admitter) admitUnit(unit []*podState, f *Flavor, reason Reason) {
 		a.cooldowns.Remove(p)
 		p.inBackoff, p.parked, p.wait = false, false, waitInfo{}
 		p.phase = phaseAssumed
-		p.pinned = keysOf(p.cover)
-		p.chargeLabels = p.pod.Labels
-		p.admitted = reason
-		p.admittedAt = a.opts.clock.Now()
-		a.charges.charge(p)
-		p.borrowing = nil
-		if inBorrowingFamily(p.chargedTo) {
-			p.borrowing = a.families.admitted(p)
+		p.attempt.admitted = reason
+		p.attempt.admittedAt = a.opts.clock.Now()
+		a.charges.charge(p, keysOf(p.cover), p.pod.Labels)
+		p.attempt.borrowing = nil
+		if inBorrowingFamily(p.charge.budgets()) {
+			p.attempt.borrowing = a.families.admitted(p)
 		}
-		if p.preemption {
-			a.preemptions.preemptorAdmitted(p, keysOf(p.chargedTo))
+		if p.preemption.touched() {
+			a.preemptions.preemptorAdmitted(p, keysOf(p.charge.budgets()))
 		}
 		a.handOut(p)
 	}
@@ -363,7 +375,7 @@ func (a *admitter) admitUnit(unit []*podState, f *Flavor, reason Reason) {
 	if slices.ContainsFunc(unit, func(p *podState) bool { return slices.ContainsFunc(p.cover, (*budget).strict) }) {
 		a.families.changed()
 	}
-	if slices.ContainsFunc(unit, func(p *podState) bool { return inBorrowingFamily(p.chargedTo) }) {
+	if slices.ContainsFunc(unit, func(p *podState) bool { return inBorrowingFamily(p.charge.budgets()) }) {
 		a.families.unitAdmitted(unit) // detachAdmitted woke its families as for room taken
 	}
 	if verifySettled {
@@ -377,16 +389,16 @@ func (a *admitter) admitUnit(unit []*podState, f *Flavor, reason Reason) {
 // in between is not one, and written into its admitted-by it would pin the pod there
 // after a restart, where in memory it is not.
 func (a *admitter) handOut(p *podState) {
-	p.inFlight = true
+	p.attempt.inFlight = true
 	a.out = append(a.out, Admission{
 		Pod:        p.pod.PodRef,
-		Budgets:    slices.Clone(p.pinned),
-		Borrowing:  p.borrowing,
+		Budgets:    slices.Clone(p.charge.pins()),
+		Borrowing:  p.attempt.borrowing,
 		Group:      p.pod.Group,
-		Reason:     p.admitted,
+		Reason:     p.attempt.admitted,
 		Created:    p.pod.Created,
 		Flavor:     p.flavor,
-		Labels:     p.chargeLabels,
+		Labels:     p.charge.coverLabels(),
 		decided:    decisionOf(&p.pod),
 		Claims:     p.pod.Claims,
 		MaxRuntime: p.pod.DeclaredRuntime,

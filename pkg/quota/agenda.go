@@ -94,6 +94,17 @@ func (a *agenda) move(e *entry, to queueKind) {
 	}
 }
 
+// podEntries is where the agenda keeps one waiting pod: its entry in each covering
+// budget's queues, parallel to podState.cover. Only the agenda's files (agenda.go,
+// wake.go) touch its field; the other parts ask its methods.
+type podEntries struct{ list []*entry }
+
+// all returns the pod's entries; the caller does not change the slice.
+func (q *podEntries) all() []*entry { return q.list }
+
+// any reports whether the pod is in some budget's queues.
+func (q *podEntries) any() bool { return len(q.list) > 0 }
+
 // markDirty schedules the budget's active head for evaluation by the next Admit.
 func (a *agenda) markDirty(b *budget) {
 	if b.dirtyIndex < 0 && b.queues.activeHead() != nil {
@@ -103,10 +114,10 @@ func (a *agenda) markDirty(b *budget) {
 
 // attach creates the pod's entries in its covering budgets, in the given queue.
 func (a *agenda) attach(p *podState, to queueKind) {
-	p.entries = make([]*entry, len(p.cover))
+	p.queued.list = make([]*entry, len(p.cover))
 	for i, b := range p.cover {
 		e := &entry{pod: p, budget: b, index: -1}
-		p.entries[i] = e
+		p.queued.list[i] = e
 		a.move(e, to)
 		b.ledger.Wait(p.usage(), p.pod.Usage)
 		a.markStatus(b)
@@ -138,7 +149,7 @@ func (a *agenda) detach(p *podState) { a.leave(p, false) }
 func (a *agenda) detachAdmitted(p *podState) { a.leave(p, true) }
 
 func (a *agenda) leave(p *podState, admitted bool) {
-	for _, e := range p.entries {
+	for _, e := range p.queued.list {
 		b := e.budget
 		wasHead := b.strict() && e.kind != queueParked && b.queues.strictHead() == e
 		a.move(e, queueNone)
@@ -156,13 +167,13 @@ func (a *agenda) leave(p *podState, admitted bool) {
 			}
 		}
 	}
-	p.entries = nil
+	p.queued.list = nil
 	delete(a.held, p.pod.UID)
 }
 
 // moveAll moves every entry of the pod that is in queue from to queue to.
 func (a *agenda) moveAll(p *podState, from, to queueKind) {
-	for _, e := range p.entries {
+	for _, e := range p.queued.list {
 		if e.kind == from {
 			a.move(e, to)
 			if to == queueActive {

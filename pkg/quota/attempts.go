@@ -29,6 +29,52 @@ import (
 // again after a backoff, so that the controller tries once more, fenced on the version
 // it sees then.
 
+// podAttempt is what the admitter knows of one pod: only the admitter's files (admit.go,
+// attempts.go, timers.go, flavor_choice.go) write or read its fields; the other parts
+// ask its methods.
+type podAttempt struct {
+	// admitted is the reason it was admitted, handed out again with a retry, and
+	// borrowing the budgets it was admitted beyond the hard of (borrowingIn).
+	admitted  Reason
+	borrowing []BudgetKey
+	// admittedAt is when the core admitted it (zero when first seen running): the
+	// most recently admitted are preempted first.
+	admittedAt time.Time
+
+	// An ungate attempt is fenced on the pod's resourceVersion (the patch tests it),
+	// so it can apply only to that version. attemptRV is the newest version an attempt
+	// was fenced on; unresolved is set while it is not known whether one applied: the
+	// charge stands until the pod is seen ungated, seen gated at a version newer than
+	// attemptRV, or is gone.
+	attemptRV  string
+	unresolved bool
+	retryAt    time.Time // end of its backoff (waiting), or when to retry an unresolved ungate
+	// preemptAt is when its preemption cooldown ends: the admitter evaluates it again
+	// then (admitter.endCooldowns), and pods may be evicted for it from then on.
+	preemptAt time.Time
+	attempts  int
+	inFlight  bool // returned by Admit, Done not called yet
+
+	backoffIndex  int // its place in admitter.backoff (-1: not there)
+	cooldownIndex int // its place in admitter.cooldowns (-1: not there)
+}
+
+// newPodAttempt is a pod's attempt record before it is admitted.
+func newPodAttempt() podAttempt { return podAttempt{backoffIndex: -1, cooldownIndex: -1} }
+
+// admittedTime is when the core admitted the pod; zero when it was first seen running.
+func (a *podAttempt) admittedTime() time.Time { return a.admittedAt }
+
+// borrowed returns the budgets the pod was admitted beyond the hard of.
+func (a *podAttempt) borrowed() []BudgetKey { return a.borrowing }
+
+// retryTime is the end of the pod's backoff, or when an unresolved ungate is tried
+// again.
+func (a *podAttempt) retryTime() time.Time { return a.retryAt }
+
+// settled reports whether no ungate attempt of the pod is in flight or unresolved.
+func (a *podAttempt) settled() bool { return !a.inFlight && !a.unresolved }
+
 // Admission is one decision: the pod may be ungated. Its usage is already charged to
 // Budgets (reserved) when Admit returns it; the controller sends the patch and reports
 // the outcome with Done.
@@ -134,75 +180,88 @@ const (
 func (q *AdmissionQueue) Done(uid types.UID, r Result, attemptRV string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.admit.done(uid, r, attemptRV)
+	switch p, then := q.admit.done(uid, r, attemptRV); then {
+	case thenForget:
+		q.place.forget(p)
+	case thenPlace:
+		q.place.settleWaiting(p)
+	}
 }
 
-func (a *admitter) done(uid types.UID, r Result, attemptRV string) {
+// afterDone is what the placer does with a pod after admitter.done.
+type afterDone uint8
+
+const (
+	thenNothing afterDone = iota
+	thenForget            // it is gone
+	thenPlace             // its charge was given back: it waits again (placer.settleWaiting)
+)
+
+func (a *admitter) done(uid types.UID, r Result, attemptRV string) (*podState, afterDone) {
 	p := a.pods.get(uid)
-	if p == nil || !p.inFlight {
-		return
+	if p == nil || !p.attempt.inFlight {
+		return nil, thenNothing
 	}
-	p.inFlight = false
+	p.attempt.inFlight = false
 	switch r {
 	case Ungated:
-		p.attempts = 0
-		p.unresolved = false
+		p.attempt.attempts = 0
+		p.attempt.unresolved = false
 	case Gone:
-		a.place.forget(p)
+		return p, thenForget
 	case NotSent:
 		if p.phase != phaseAssumed {
-			return // already seen ungated: it runs, the charge stays
+			return nil, thenNothing // already seen ungated: it runs, the charge stays
 		}
-		p.attempts++
-		if !p.unresolved || a.provesNotUngated(p, p.pod) {
+		p.attempt.attempts++
+		if !p.attempt.unresolved || a.provesNotUngated(p, p.pod) {
 			a.giveBack(p)
-			return
+			return p, thenPlace
 		}
 		// An earlier attempt may still apply: keep the charge until a view settles it.
-		p.retryAt = a.opts.clock.Now().Add(a.opts.backoff(p.attempts))
+		p.attempt.retryAt = a.opts.clock.Now().Add(a.opts.backoff(p.attempt.attempts))
 		a.backoff.Fix(p)
 	case Unknown:
 		if p.phase != phaseAssumed {
-			return // already seen ungated: it runs, the charge stays
+			return nil, thenNothing // already seen ungated: it runs, the charge stays
 		}
-		if p.attemptRV == "" || newerVersion(attemptRV, p.attemptRV) {
-			p.attemptRV = attemptRV
+		if p.attempt.attemptRV == "" || newerVersion(attemptRV, p.attempt.attemptRV) {
+			p.attempt.attemptRV = attemptRV
 		}
-		p.unresolved = true
-		p.attempts++
+		p.attempt.unresolved = true
+		p.attempt.attempts++
 		if a.provesNotUngated(p, p.pod) {
 			// The core already holds a view newer than the attempt, still gated.
 			a.giveBack(p)
-			return
+			return p, thenPlace
 		}
-		p.retryAt = a.opts.clock.Now().Add(a.opts.backoff(p.attempts))
+		p.attempt.retryAt = a.opts.clock.Now().Add(a.opts.backoff(p.attempt.attempts))
 		a.backoff.Fix(p)
 	}
+	return nil, thenNothing
 }
 
 // provesNotUngated reports whether view shows that no ungate attempt of the assumed pod
 // applied: gated, at a version newer than every attempt, with no attempt in flight.
 func (a *admitter) provesNotUngated(p *podState, view Pod) bool {
-	return p.phase == phaseAssumed && p.unresolved && !p.inFlight && view.Gated &&
-		newerVersion(view.ResourceVersion, p.attemptRV)
+	return p.phase == phaseAssumed && p.attempt.unresolved && !p.attempt.inFlight && view.Gated &&
+		newerVersion(view.ResourceVersion, p.attempt.attemptRV)
 }
 
-// giveBack returns an assumed pod whose attempts are proven not to have applied to the
-// queues: its charge is released and it backs off (by the attempts Done counted) before
-// it is evaluated again.
+// giveBack returns an assumed pod whose attempts are proven not to have applied: its
+// charge is released and it backs off (by the attempts Done counted) before it is
+// evaluated again. The caller then places it in its queues (placer.settleWaiting).
 func (a *admitter) giveBack(p *podState) {
 	a.backoff.Remove(p)
-	a.charges.release(p)
+	a.charges.end(p)
 	p.place(nil, nil) // a gated pod has none: it is chosen again when it is admitted again
 	p.phase = phaseWaiting
-	p.unresolved = false
-	p.attemptRV = ""
-	p.pinned, p.chargeLabels = nil, nil
+	p.attempt.unresolved = false
+	p.attempt.attemptRV = ""
 	// It waits again as it is now: a relabel while it was admitted changed nothing of
 	// its charge, but decides where it waits.
 	p.cover = a.topology.coverage(&p.pod)
-	p.retryAt = a.opts.clock.Now().Add(a.opts.backoff(p.attempts))
+	p.attempt.retryAt = a.opts.clock.Now().Add(a.opts.backoff(p.attempt.attempts))
 	p.inBackoff = true
 	a.backoff.Fix(p)
-	a.place.settleWaiting(p)
 }

@@ -45,7 +45,7 @@ func (pr *preemptions) refused(p *podState, now time.Time) (retry bool, since ti
 	since, seen := pr.blockedAt[p]
 	if !seen {
 		since = now
-		pr.blockedAt[p], p.preemption = since, true
+		pr.blockedAt[p], p.preemption.kept = since, true
 	}
 	rec, ok := pr.victims[p]
 	if !ok || !pr.stillVictim(p) {

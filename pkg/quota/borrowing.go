@@ -161,7 +161,7 @@ func (fs *families) claims(f *budget) map[*budget]amount.List {
 // waitsOnFamily reports whether a pod recorded in f's lendWaiters still waits, queued, for
 // lendable quota in f's family (a pod that left the queues, deleted included, does not).
 func waitsOnFamily(f *budget, p *podState) bool {
-	return p.phase == phaseWaiting && p.wait.code == CodeNoLendable && p.wait.budget == f && len(p.entries) > 0
+	return p.phase == phaseWaiting && p.wait.code == CodeNoLendable && p.wait.budget == f && p.queued.any()
 }
 
 // noteLendWaiter records that p waits on p's family parent f for lendable quota.
@@ -280,11 +280,11 @@ func familyNeverFits(cover []*budget, add demand) (w waitInfo, never bool) {
 // borrow and now use more than hard of a resource the pod asks for.
 func borrowingIn(p *podState) []BudgetKey {
 	var out []BudgetKey
-	for _, b := range p.chargedTo {
+	for _, b := range p.charge.budgets() {
 		if !b.ledger.Borrows() {
 			continue
 		}
-		for r, v := range p.chargedUsage {
+		for r, v := range p.charge.amounts() {
 			if acc := b.ledger.Of(r); acc.Limited && !v.IsZero() && acc.Hard.Less(acc.Used) {
 				out = append(out, b.key)
 				break

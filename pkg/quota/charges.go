@@ -15,7 +15,7 @@ import (
 //
 // A charge is fixed when it is made (docs/guarantees.md, "What a tenant may change
 // after admission"): which budgets cover an admitted pod is decided by the labels it was
-// admitted with (chargeLabels), so relabelling it changes nothing; what it is charged
+// admitted with (podCharge.labels), so relabelling it changes nothing; what it is charged
 // is what it used then, lowered when it uses less (a resize down the kubelet applied,
 // as ResourceQuota lowers it) and never raised; its claims are those it was charged
 // for. Only what an administrator changes (budgets, their selectors, namespaces'
@@ -39,14 +39,54 @@ type charges struct {
 func newCharges(a *agenda, t *topology, f *families, fl *flavorIndex, h *hourBooks) *charges {
 	return &charges{agenda: a, topology: t, families: f, flavors: fl, hours: h, releases: heap.New(
 		func(p, o *podState) bool { return p.pod.ReleaseAt.Before(o.pod.ReleaseAt) },
-		func(p *podState) *int { return &p.releaseIndex })}
+		func(p *podState) *int { return &p.charge.releaseIndex })}
 }
 
+// podCharge is what the charges part knows of one pod: only charges.go writes or reads
+// its fields; the other parts ask its methods.
+type podCharge struct {
+	to     []*budget // where its usage is charged (phases assumed and charged)
+	usage  amount.List
+	claims []claimAmount // the claims charged with it (its claims when it was charged)
+	// pinned are the budgets that admitted it, or that covered it when the core first
+	// saw it running: it stays charged to those that exist while it runs, whatever its
+	// labels become. They are the core's own record, never read from the pod, so a
+	// tenant cannot charge a budget by writing its name on a pod.
+	pinned []BudgetKey
+	// labels are the labels that decide which budgets cover it while it is charged:
+	// those it was admitted with, or (first seen running) those its admitted-labels
+	// annotation records, else those it had then. A relabelled running pod is covered
+	// as before.
+	labels map[string]string
+	// releaseIndex is its place in charges.releases (-1: not there).
+	releaseIndex int
+}
+
+// newPodCharge is a pod's charge before it is charged.
+func newPodCharge() podCharge { return podCharge{releaseIndex: -1} }
+
+// budgets returns where the pod is charged; the caller does not change the slice.
+func (c *podCharge) budgets() []*budget { return c.to }
+
+// amounts returns what the pod is charged (nil while it waits).
+func (c *podCharge) amounts() amount.List { return c.usage }
+
+// claimAmounts returns the claims charged with the pod.
+func (c *podCharge) claimAmounts() []claimAmount { return c.claims }
+
+// pins returns the budgets the pod stays charged to while they exist.
+func (c *podCharge) pins() []BudgetKey { return c.pinned }
+
+// coverLabels returns the labels that decide which budgets cover the charged pod.
+func (c *podCharge) coverLabels() map[string]string { return c.labels }
+
 // charge charges the pod's usage to every budget that covers it, and to those it is
-// pinned to. A pod not put on a flavor by an admission is charged on every flavor whose
-// nodes it can reach as it is (flavorIndex.reach): a pod seen running may be on any of
-// them.
-func (c *charges) charge(p *podState) {
+// pinned to (pins); labels are the labels that decide its coverage while it is
+// charged (podCharge.labels). A pod not put on a flavor by an admission is charged on
+// every flavor whose nodes it can reach as it is (flavorIndex.reach): a pod seen
+// running may be on any of them.
+func (c *charges) charge(p *podState, pins []BudgetKey, labels map[string]string) {
+	p.charge.pinned, p.charge.labels = pins, labels
 	if p.flavor == nil && c.flavored {
 		p.place(nil, c.flavors.reach(&p.pod, nil))
 	}
@@ -60,15 +100,16 @@ func (c *charges) setFlavored(any bool) { c.flavored = any }
 // admitted, or less) to every budget its charge labels put it in, and to those it is
 // pinned to.
 func (c *charges) chargeWith(p *podState, usage amount.List, claims []claimAmount) {
-	p.chargedTo = slices.Clone(c.chargeSet(p, p.cover))
-	p.chargedUsage, p.chargedClaims = usage, claims
-	for _, b := range p.chargedTo {
-		b.ledger.Charge(p.pod.UID, p, p.chargedUsage, p.pod.Usage, p.chargedClaims)
-		if len(p.chargedClaims) > 0 {
-			c.wakeClaimSharers(b, p.chargedClaims)
+	ch := &p.charge
+	ch.to = slices.Clone(c.chargeSet(p, p.cover))
+	ch.usage, ch.claims = usage, claims
+	for _, b := range ch.to {
+		b.ledger.Charge(p.pod.UID, p, ch.usage, p.pod.Usage, ch.claims)
+		if len(ch.claims) > 0 {
+			c.wakeClaimSharers(b, ch.claims)
 		}
 		if b.family != nil {
-			c.families.useHolds(b, p.chargedUsage)
+			c.families.useHolds(b, ch.usage)
 		}
 		c.agenda.markStatus(b)
 	}
@@ -109,11 +150,12 @@ func usesClaim(claims []ClaimCharge, key string) bool {
 // release gives the pod's charge back and wakes only the budgets it was charged to.
 func (c *charges) release(p *podState) {
 	c.hours.end(p)
-	for _, b := range p.chargedTo {
-		b.ledger.Release(p.pod.UID, p.chargedUsage, p.chargedClaims)
+	ch := &p.charge
+	for _, b := range ch.to {
+		b.ledger.Release(p.pod.UID, ch.usage, ch.claims)
 		f := b.borrowingParent()
 		if f != nil {
-			c.holds = c.families.freed(b, p.chargedUsage)
+			c.holds = c.families.freed(b, ch.usage)
 		}
 		c.agenda.markStatus(b)
 		if c.topology.lookup(b.key) != nil {
@@ -121,19 +163,33 @@ func (c *charges) release(p *podState) {
 		}
 		// A pod charged to a member of a borrowing family need not be charged to the
 		// family's parent (it may be pinned to a budget that changed parents since).
-		if f != nil && c.topology.alive(f) && !slices.Contains(p.chargedTo, f) {
+		if f != nil && c.topology.alive(f) && !slices.Contains(ch.to, f) {
 			c.agenda.wake(f)
 		}
 	}
-	p.chargedTo, p.chargedUsage, p.chargedClaims = nil, nil, nil
+	ch.to, ch.usage, ch.claims = nil, nil, nil
 	c.releases.Remove(p)
+}
+
+// end releases the pod's charge for good (it waits again, or is gone): the budgets it
+// was pinned to and the labels that covered it go with it.
+func (c *charges) end(p *podState) {
+	c.release(p)
+	p.charge.pinned, p.charge.labels = nil, nil
+}
+
+// relabel covers a charged pod by labels from now on, pinned to pins, and moves its
+// charge to cover (the coverage those labels give) if that changes where it is charged.
+func (c *charges) relabel(p *podState, labels map[string]string, pins []BudgetKey, cover []*budget) {
+	p.charge.labels, p.charge.pinned = labels, pins
+	c.coverAdmitted(p, cover)
 }
 
 // recharge moves an admitted pod's charge, unchanged, to a new set of covering budgets
 // (the budgets changed). It stays charged to the budgets it was pinned to when it was
 // admitted, for as long as they exist.
 func (c *charges) recharge(p *podState, cover []*budget) {
-	usage, claims := p.chargedUsage, p.chargedClaims
+	usage, claims := p.charge.usage, p.charge.claims
 	c.release(p)
 	p.cover = cover
 	c.chargeWith(p, usage, claims)
@@ -144,14 +200,14 @@ func (c *charges) recharge(p *podState, cover []*budget) {
 // until then); a resource it uses more of stays charged as it was, and its claims stay
 // the ones it was charged for. It reports whether the charge changed.
 func (c *charges) shrink(p *podState) bool {
-	if !sameClaimAmounts(p.claims(), p.chargedClaims) {
+	if !sameClaimAmounts(p.claims(), p.charge.claims) {
 		return false // its claims are pinned (the manager's finalizer): a view that differs is a late one
 	}
 	now, lower := p.usage(), amount.List(nil)
-	for r, v := range p.chargedUsage {
+	for r, v := range p.charge.usage {
 		if n := now[r]; n.Less(v) {
 			if lower == nil {
-				lower = p.chargedUsage.Clone()
+				lower = p.charge.usage.Clone()
 			}
 			lower[r] = n
 		}
@@ -159,7 +215,7 @@ func (c *charges) shrink(p *podState) bool {
 	if lower == nil {
 		return false
 	}
-	claims := p.chargedClaims
+	claims := p.charge.claims
 	c.release(p)
 	c.chargeWith(p, lower, claims)
 	return true
@@ -180,7 +236,7 @@ func (c *charges) reflavor(p *podState) {
 	if slices.Equal(reach, p.reach) {
 		return
 	}
-	usage, claims := onFlavors(withoutFlavors(p.chargedUsage), reach), slices.Clone(p.chargedClaims)
+	usage, claims := onFlavors(withoutFlavors(p.charge.usage), reach), slices.Clone(p.charge.claims)
 	for i, cl := range claims {
 		claims[i].Usage = onFlavors(withoutFlavors(cl.Usage), reach)
 	}
@@ -201,7 +257,7 @@ func keysOf(budgets []*budget) []BudgetKey {
 // coverAdmitted records an admitted pod's new coverage, and moves its charge when that
 // changes where it is charged.
 func (c *charges) coverAdmitted(p *podState, cover []*budget) {
-	if sameBudgets(c.chargeSet(p, cover), p.chargedTo) {
+	if sameBudgets(c.chargeSet(p, cover), p.charge.to) {
 		p.cover = cover
 		return
 	}
@@ -212,7 +268,7 @@ func (c *charges) coverAdmitted(p *podState, cover []*budget) {
 // budgets, then the budgets it is pinned to that still exist.
 func (c *charges) chargeSet(p *podState, cover []*budget) []*budget {
 	out := cover
-	for _, k := range p.pinned {
+	for _, k := range p.charge.pinned {
 		if b := c.topology.lookup(k); b != nil && !slices.Contains(out, b) {
 			if len(out) == len(cover) {
 				out = slices.Clone(cover)

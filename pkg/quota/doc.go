@@ -86,14 +86,14 @@
 //     release, recharge, coverAdmitted), the pods within their grace period, and whether
 //     the family part holds freed quota.
 //   - pods (podIndex, podstate.go): every pod the core knows, by UID and namespace; a
-//     pod's record (podState) says itself when it was forgotten.
+//     pod's record (podState, below) says itself when it was forgotten.
 //   - placer (placer.go, park.go, groups_settle.go, starts.go): where each pod waits.
 //     A pod event (add, update, forget), a namespace's labels or a budget's coverage
 //     come here; a gated pod is queued in every budget that covers it, parked with why, held,
 //     or admitted at once when no quota decision is needed; a group's members are placed
 //     together. Its start side (starts.go) parks a pod that its own start rule or a
 //     covering budget's does not let start yet (CodeStartLater), keeps for each such pod
-//     when its rules next change, and places it again then (the admitter's timers).
+//     when its rules next change, and places it again then (AdmissionQueue.runTimers).
 //     A pod whose dependencies (dependencies.go) hold it is parked with why until the
 //     controller gives it again with all of them ready.
 //   - admitter (admit.go, attempts.go, timers.go): the decisions. Admit evaluates the
@@ -132,7 +132,21 @@
 //
 // AdmissionQueue itself (engine.go) holds the parts; it answers the family and
 // preemption parts' questions (familyCore, preemptionCore) by asking the part that
-// knows. hack/podevent/podevent.sh prints the path of one pod event through these files;
+// knows. The parts hold each other one way only, in the order engine.go builds them:
+// the placer holds the admitter, never the reverse; what the admitter hands back to be
+// placed again (a pod whose ungate was given back, or whose backoff ended) the
+// composer gives the placer (AdmissionQueue.Done, AdmissionQueue.runTimers).
+// TestNoCycleBetweenParts fails on a cycle.
+//
+// A pod's record (podState) is shared: what the pod is (its view, order, group, the
+// budgets that cover it, its amounts) and where it waits (phase, wait, parked,
+// inBackoff). Only the placer and the admitter write it, the charges part its
+// coverage when a charge moves, and the group index its group (TestRecordWriters
+// names the files for each field). What a part knows of a pod is a type of its own on
+// the record, which only that part's files touch: podCharge (charges: where it is
+// charged, how much, its pins and charge labels), podAttempt (admitter: why and when it
+// was admitted, its ungate attempts, backoff and cooldown), podEntries (agenda: its
+// entries in the queues), podPreemption (preemptions). hack/podevent/podevent.sh prints the path of one pod event through these files;
 // its test fails when a pod event or a budget event in a namespace with one plain
 // Budget enters a file of the family, preemption, group or flavor parts.
 //
@@ -170,9 +184,10 @@
 //     ClaimCharge (claims.go) and WithExtendedDevices (extended.go).
 //   - a new queue order: orderKey.compare and comparePods (queue.go).
 //   - a quota that changes with time: BudgetFromAPI (budget.go), the ledger's hard
-//     (ledger.Ledger.SetLimits), and a timer in admitter.runTimers and nextWakeup (timers.go); a
-//     window (BudgetWindow) is computed by package window and fed to UpsertBudget by the
-//     controller's budgetWindows (windows.go), so the core only sees a new spec.
+//     (ledger.Ledger.SetLimits), and a timer in AdmissionQueue.runTimers and
+//     admitter.nextWakeup (timers.go); a window (BudgetWindow) is computed by package
+//     window and fed to UpsertBudget by the controller's budgetWindows (windows.go), so
+//     the core only sees a new spec.
 //   - a quota in resource-hours: package hours (the ledger: periods, decay,
 //     reservations) and hourBooks (hourbooks.go), which the charges and the admitter
 //     call; the spec comes in through BudgetFromAPI (Budget.Hours, HoursRestore).

@@ -49,8 +49,8 @@ func orgFamily() (org, a, b *budget) {
 // chargeCPU charges a running pod asking cpu to b and its parent.
 func chargeCPU(b *budget, name, cpu string) *podState {
 	p := &podState{pod: makePod(name).Req("cpu=" + cpu).Pod(), phase: phaseCharged}
-	p.chargedTo, p.chargedUsage = []*budget{b, b.parent}, p.usage()
-	for _, c := range p.chargedTo {
+	p.charge.to, p.charge.usage = []*budget{b, b.parent}, p.usage()
+	for _, c := range p.charge.to {
 		c.ledger.Charge(p.pod.UID, p, p.usage(), p.pod.Usage, nil)
 	}
 	return p
@@ -59,16 +59,16 @@ func chargeCPU(b *budget, name, cpu string) *podState {
 // endCharged ends p, a pod chargeCPU charged to b: its charges are released and the
 // family part is told what b freed (which b then holds for its own pods for a while).
 func endCharged(fs *families, b *budget, p *podState) {
-	for _, c := range p.chargedTo {
-		c.ledger.Release(p.pod.UID, p.chargedUsage, nil)
+	for _, c := range p.charge.to {
+		c.ledger.Release(p.pod.UID, p.charge.usage, nil)
 	}
-	fs.freed(b, p.chargedUsage)
+	fs.freed(b, p.charge.usage)
 }
 
 // lendWaiter is a pod of b asking cpu that waits on its family for lendable quota.
 func lendWaiter(c *fakeFamilyCore, b *budget, name, cpu string) *podState {
 	p := &podState{pod: makePod(name).Req("cpu=" + cpu).Pod(), phase: phaseWaiting, cover: []*budget{b, b.parent}}
-	p.entries = []*entry{{pod: p, budget: b}, {pod: p, budget: b.parent}}
+	p.queued.list = []*entry{{pod: p, budget: b}, {pod: p, budget: b.parent}}
 	p.wait = waitInfo{code: CodeNoLendable, budget: b.parent}
 	noteLendWaiter(b.parent, p)
 	return p
@@ -182,7 +182,7 @@ func TestFamilyFailed(t *testing.T) {
 			c := newFakeFamilyCore()
 			fs := newFamilies(c, clocktesting.NewFakePassiveClock(t0), 0)
 			p := &podState{pod: makePod("p").Req("cpu=1").Pod(), phase: phaseWaiting, cover: []*budget{b, org}}
-			p.entries = []*entry{{pod: p, budget: b}, {pod: p, budget: org}}
+			p.queued.list = []*entry{{pod: p, budget: b}, {pod: p, budget: org}}
 			waitOf := func(code ReasonCode) waitInfo {
 				switch code {
 				case "":
@@ -216,13 +216,13 @@ func TestFamilyHolds(t *testing.T) {
 	fs := newFamilies(c, clk, 5*time.Second)
 	chargeCPU(a, "a1", "4") // a borrows 2
 	p := chargeCPU(b, "b1", "3")
-	for _, bb := range p.chargedTo {
-		bb.ledger.Release(p.pod.UID, p.chargedUsage, nil)
+	for _, bb := range p.charge.to {
+		bb.ledger.Release(p.pod.UID, p.charge.usage, nil)
 	}
-	if !fs.freed(b, p.chargedUsage) {
+	if !fs.freed(b, p.charge.usage) {
 		t.Error("freed b's quota: want the part to say it holds")
 	}
-	fs.freed(a, p.chargedUsage) // a is above its hard: nothing of its hard is freed
+	fs.freed(a, p.charge.usage) // a is above its hard: nothing of its hard is freed
 	heldCPU := func(x *budget) string {
 		h := held(x, clk.Now())["requests.cpu"]
 		return h.String()

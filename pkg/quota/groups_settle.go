@@ -171,7 +171,7 @@ func (pl *placer) keepPlacement(g *group) bool {
 func (pl *placer) kick(g *group) {
 	for _, r := range g.waiting.Items() {
 		m := r.pod
-		if m.inBackoff || m.parked || len(m.entries) == 0 {
+		if m.inBackoff || m.parked || !m.queued.any() {
 			continue
 		}
 		pl.agenda.moveAll(m, queueInadmissible, queueActive)

@@ -26,11 +26,11 @@ func (r *Reads) AtHead(uids []types.UID, n int) map[types.UID]bool {
 		if p == nil || p.phase != phaseWaiting {
 			continue
 		}
-		if len(p.entries) == 0 {
+		if !p.queued.any() {
 			out[uid] = true // waits in no budget's queue (uncovered and held)
 			continue
 		}
-		for _, e := range p.entries {
+		for _, e := range p.queued.all() {
 			h, ok := heads[e.budget]
 			if !ok {
 				h = firstGated(&e.budget.queues, n)

@@ -100,7 +100,7 @@ func (h *hourBooks) memoryState(c *budget) (hours.State, float64, bool) {
 // hours.
 func (h *hourBooks) start(p *podState) {
 	var now time.Time
-	for _, b := range p.chargedTo {
+	for _, b := range p.charge.budgets() {
 		if l := h.ledgers[b]; l != nil {
 			if now.IsZero() {
 				now = h.clock.Now()
@@ -119,7 +119,7 @@ func (h *hourBooks) start(p *podState) {
 // chargedSince is when p's charge began: when this core admitted it, else its
 // admitted-at annotation (a pod first seen running), never after now.
 func chargedSince(p *podState, now time.Time) time.Time {
-	at := p.admittedAt
+	at := p.attempt.admittedTime()
 	if at.IsZero() {
 		at = p.pod.AdmittedAt
 	}
@@ -135,7 +135,7 @@ func (h *hourBooks) startOn(b *budget, l *hours.Ledger, p *podState, now time.Ti
 	if !ok || p.pod.RuntimeError != "" {
 		d = 0 // charged without one (it ran before the budget had hours): nothing reserved
 	}
-	l.Start(p.pod.UID, rateOf(p.chargedUsage, p.chargedClaims), d, at, now)
+	l.Start(p.pod.UID, rateOf(p.charge.amounts(), p.charge.claimAmounts()), d, at, now)
 	h.next[b] = l.NextChange(now)
 }
 
@@ -145,7 +145,7 @@ func (h *hourBooks) end(p *podState) {
 		return
 	}
 	now := h.clock.Now()
-	for _, b := range p.chargedTo {
+	for _, b := range p.charge.budgets() {
 		if l := h.ledgers[b]; l != nil && l.Running(p.pod.UID) {
 			l.End(p.pod.UID, now)
 			h.next[b] = l.NextChange(now)

@@ -25,16 +25,16 @@ func (q *AdmissionQueue) checkInvariants() error {
 		}
 		switch p.phase {
 		case phaseWaiting:
-			if len(p.chargedTo) > 0 {
+			if len(p.charge.to) > 0 {
 				return fmt.Errorf("waiting pod %s is charged", uid)
 			}
-			if len(p.entries) != 0 && len(p.entries) != len(p.cover) {
-				return fmt.Errorf("pod %s has %d entries for %d budgets", uid, len(p.entries), len(p.cover))
+			if len(p.queued.list) != 0 && len(p.queued.list) != len(p.cover) {
+				return fmt.Errorf("pod %s has %d entries for %d budgets", uid, len(p.queued.list), len(p.cover))
 			}
-			if len(p.entries) == 0 && len(p.cover) > 0 {
+			if len(p.queued.list) == 0 && len(p.cover) > 0 {
 				return fmt.Errorf("covered gated pod %s is in no queue", uid)
 			}
-			for i, e := range p.entries {
+			for i, e := range p.queued.list {
 				if e.pod != p || e.budget != p.cover[i] {
 					return fmt.Errorf("pod %s: entry %d points elsewhere", uid, i)
 				}
@@ -72,22 +72,22 @@ func (q *AdmissionQueue) checkInvariants() error {
 				}
 				addTo(pending[e.budget], listOf(p.usage()))
 			}
-			if p.inBackoff && p.backoffIndex < 0 {
+			if p.inBackoff && p.attempt.backoffIndex < 0 {
 				return fmt.Errorf("pod %s backs off without a timer", uid)
 			}
 		default:
-			if len(p.entries) > 0 {
+			if len(p.queued.list) > 0 {
 				return fmt.Errorf("admitted pod %s still queued", uid)
 			}
-			for _, b := range p.chargedTo {
+			for _, b := range p.charge.to {
 				if c, _ := b.ledger.ChargedPod(uid); c != p {
 					return fmt.Errorf("pod %s charged to %v, which does not list it", uid, b.key)
 				}
 				if used[b] == nil {
 					used[b] = corev1.ResourceList{}
 				}
-				addTo(used[b], listOf(p.chargedUsage))
-				for _, c := range p.chargedClaims { // charged once, below
+				addTo(used[b], listOf(p.charge.usage))
+				for _, c := range p.charge.claims { // charged once, below
 					subtractFrom(used[b], listOf(c.Usage))
 					if claimPods[b] == nil {
 						claimPods[b] = map[string]int{}

@@ -164,7 +164,7 @@ func (fs *families) waitChanged(p *podState, old, w waitInfo) {
 func (fs *families) unitAdmitted(unit []*podState) {
 	var seen []*budget
 	for _, p := range unit {
-		for _, b := range p.chargedTo {
+		for _, b := range p.charge.budgets() {
 			f := b.borrowingParent()
 			if f == nil || slices.Contains(seen, f) {
 				continue
@@ -188,7 +188,7 @@ func (fs *families) unitAdmitted(unit []*podState) {
 // memo that the next borrower reads.
 func (fs *families) admittedFreesRoom(f *budget, unit []*podState) bool {
 	for _, p := range unit {
-		for _, b := range p.chargedTo {
+		for _, b := range p.charge.budgets() {
 			if b.parent != f {
 				continue
 			}

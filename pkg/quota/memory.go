@@ -44,7 +44,7 @@ func (m *memories) of(c, f *budget, now time.Time) *hours.Ledger {
 	}
 	l := hours.NewLedger(hours.Spec{Limits: limits, HalfLife: hl, Location: time.UTC}, now, restore)
 	for p := range c.ledger.Charged() {
-		l.Start(p.pod.UID, rateOf(p.chargedUsage, p.chargedClaims), 0, chargedSince(p, now), now)
+		l.Start(p.pod.UID, rateOf(p.charge.amounts(), p.charge.claimAmounts()), 0, chargedSince(p, now), now)
 	}
 	if m.ledgers == nil {
 		m.ledgers = map[*budget]*hours.Ledger{}
@@ -55,7 +55,7 @@ func (m *memories) of(c, f *budget, now time.Time) *hours.Ledger {
 
 // start counts a pod just charged to c, under its parent f.
 func (m *memories) start(c, f *budget, p *podState, now time.Time) {
-	m.of(c, f, now).Start(p.pod.UID, rateOf(p.chargedUsage, p.chargedClaims), 0, chargedSince(p, now), now)
+	m.of(c, f, now).Start(p.pod.UID, rateOf(p.charge.amounts(), p.charge.claimAmounts()), 0, chargedSince(p, now), now)
 }
 
 // end stops counting a pod whose charge to c ends.

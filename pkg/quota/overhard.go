@@ -104,7 +104,7 @@ func (pr *preemptions) reclaimOverHard(b *budget) {
 	acc := b.ledger.Of(r)
 	for _, c := range chosen {
 		for _, v := range c {
-			pr.victims[v], v.preemption = rec, true
+			pr.victims[v], v.preemption.kept = rec, true
 			pr.decided = append(pr.decided, overHardPreemption(v, b, b.text(r, acc.Used), b.text(r, acc.Ceiling)))
 		}
 	}

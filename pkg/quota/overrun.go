@@ -37,7 +37,7 @@ func (pr *preemptions) evictOverrun(over []overrunPods, pod func(types.UID) *pod
 			if _, gone := pr.evicting[v]; gone {
 				continue
 			}
-			pr.victims[v], v.preemption = &victim{reason: PreemptMaxRuntime, overrun: o.budget}, true
+			pr.victims[v], v.preemption.kept = &victim{reason: PreemptMaxRuntime, overrun: o.budget}, true
 			msg := fmt.Sprintf("it ran past the maximum runtime it was admitted with, and %s evicts such pods (usageLimits.exhaustion Evict): the hours it reserved are used up",
 				BudgetFor(v.pod.Namespace, o.budget.key))
 			pr.decided = append(pr.decided, Preemption{Victim: v.pod.PodRef, Reason: PreemptMaxRuntime, Budget: o.budget.key, From: o.budget.key,

@@ -36,24 +36,74 @@ type part struct {
 // and familyState (on each budget).
 var familyFiles = []string{"families.go", "borrowing.go", "fairshare.go", "hold.go", "lendclaims.go"}
 
-// coreParts are the parts doc.go draws.
+// preemptionFiles are the preemption part's files: its state is preemptions, and
+// podPreemption on each pod.
+var preemptionFiles = []string{"preemptions.go", "preempt.go", "preemptcooldown.go", "victims.go", "victimorder.go", "reclaimfloor.go", "blocked.go", "overhard.go", "overrun.go"}
+
+// agendaFiles are the agenda's files: its state is agenda, and podEntries on each pod.
+var agendaFiles = []string{"agenda.go", "wake.go"}
+
+// admitterFiles are the admitter's files: its state is admitter, and podAttempt on each
+// pod.
+var admitterFiles = []string{"admit.go", "attempts.go", "timers.go", "flavor_choice.go"}
+
+// coreParts are the parts doc.go draws. A part's knowledge of one pod is a type of its
+// own on the pod's record (podState.charge, .attempt, .queued, .preemption), listed
+// here too.
 var coreParts = []part{
 	{typ: "queues", files: []string{"queue.go", "wake.go"}},
 	{typ: "topology", files: []string{"topology.go", "resolve.go"}},
-	{typ: "preemptions", files: []string{"preemptions.go", "preempt.go", "preemptcooldown.go", "victims.go", "victimorder.go", "reclaimfloor.go", "blocked.go", "overhard.go", "overrun.go"}},
+	{typ: "preemptions", files: preemptionFiles},
+	{typ: "podPreemption", files: preemptionFiles},
 	{typ: "families", files: familyFiles},
 	{typ: "familyState", files: familyFiles},
-	{typ: "agenda", files: []string{"agenda.go", "wake.go"}},
+	{typ: "agenda", files: agendaFiles},
+	{typ: "podEntries", files: agendaFiles},
 	{typ: "charges", files: []string{"charges.go"}},
+	{typ: "podCharge", files: []string{"charges.go"}},
 	{typ: "podIndex", files: []string{"podstate.go"}},
-	{typ: "placer", files: []string{"placer.go", "park.go", "groups_settle.go", "starts.go"}},
-	{typ: "admitter", files: []string{"admit.go", "attempts.go", "timers.go", "flavor_choice.go"}},
+	{typ: "placer", files: placerFiles},
+	{typ: "admitter", files: admitterFiles},
+	{typ: "podAttempt", files: admitterFiles},
 	{typ: "hourBooks", files: []string{"hourbooks.go"}},
 	{typ: "flavorIndex", files: []string{"flavors.go"}},
 	{typ: "Reads", files: []string{"reader.go", "status.go", "snapshot.go", "page.go", "podplaces.go", "reasons.go", "reasontext.go", "heads.go"}},
 }
 
-func TestPartsOwnTheirFields(t *testing.T) {
+// placerFiles are the placer's files; groups.go is its index of groups (groupIndex).
+var placerFiles = []string{"placer.go", "park.go", "groups_settle.go", "starts.go"}
+
+// recordWriters are the files that may write each field of podState, the record every
+// part shares: what the pod is (its view, order, group, coverage, amounts) and where it
+// waits. The placer, which every event about a pod enters, and the admitter, which moves
+// it through its phases, write it; the charges part moves its coverage with its charge
+// (charges.recharge), and groupIndex sets its group. No other part writes it: each keeps
+// what it knows of a pod in a type of its own on the record (charge, attempt, queued,
+// preemption; coreParts keeps everyone else out of those).
+var recordWriters = map[string][]string{
+	"pod":        {"podstate.go", "placer.go"},
+	"phase":      {"placer.go", "admit.go", "attempts.go"},
+	"order":      {"placer.go"},
+	"group":      {"groups.go"},
+	"seen":       {"placer.go"},
+	"cover":      {"placer.go", "attempts.go", "charges.go"},
+	"queued":     agendaFiles,
+	"units":      {"podstate.go"},
+	"claimUnits": {"podstate.go"},
+	"flavor":     {"podstate.go"},
+	"reach":      {"podstate.go"},
+	"charge":     {"charges.go", "placer.go"},
+	"attempt":    append(slices.Clone(admitterFiles), "placer.go"),
+	"wait":       {"placer.go", "admit.go", "timers.go"},
+	"parked":     {"placer.go", "admit.go"},
+	"inBackoff":  {"placer.go", "admit.go", "attempts.go", "timers.go"},
+	"preemption": preemptionFiles,
+	"forgotten":  {"podstate.go"},
+}
+
+// coreFiles parses and type-checks the package's non-test files.
+func coreFiles(t *testing.T) (*token.FileSet, []string, []*ast.File, *types.Package, *types.Info) {
+	t.Helper()
 	fset := token.NewFileSet()
 	names, err := filepath.Glob("*.go")
 	if err != nil {
@@ -71,11 +121,103 @@ func TestPartsOwnTheirFields(t *testing.T) {
 		files = append(files, f)
 	}
 	conf := types.Config{Importer: exportImporter(t, fset)}
-	info := &types.Info{Uses: map[*ast.Ident]types.Object{}}
+	info := &types.Info{Uses: map[*ast.Ident]types.Object{}, Types: map[ast.Expr]types.TypeAndValue{}}
 	pkg, err := conf.Check("quota", fset, files, info)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return fset, names, files, pkg, info
+}
+
+func TestRecordWriters(t *testing.T) {
+	fset, _, files, pkg, info := coreFiles(t)
+	st := pkg.Scope().Lookup("podState").Type().Underlying().(*types.Struct)
+	for i := range st.NumFields() {
+		if _, ok := recordWriters[st.Field(i).Name()]; !ok {
+			t.Errorf("podState.%s: not in recordWriters; say which files write it", st.Field(i).Name())
+		}
+	}
+	for _, v := range recordWrites(fset, files, info, st, recordWriters) {
+		t.Error(v)
+	}
+}
+
+// recordWrites returns, as "file:line: ...", every write of a field of record in a
+// file that writers does not name for it: an assignment or an increment to the field or
+// to a part of it reached without a pointer, a map or a slice between (p.wait.reach is a
+// write of wait; p.group.members[k] is not a write of group), and a composite literal
+// naming it. A write through a pointer taken with & is not seen: the compiler cannot
+// tell it from a read either.
+func recordWrites(fset *token.FileSet, files []*ast.File, info *types.Info, record *types.Struct, writers map[string][]string) []string {
+	fields := map[*types.Var]bool{}
+	for i := range record.NumFields() {
+		fields[record.Field(i)] = true
+	}
+	var out []string
+	check := func(id *ast.Ident) {
+		v, ok := info.Uses[id].(*types.Var)
+		if !ok || !fields[v] {
+			return
+		}
+		pos := fset.Position(id.Pos())
+		if file := filepath.Base(pos.Filename); !slices.Contains(writers[v.Name()], file) {
+			out = append(out, fmt.Sprintf("%s:%d: writes podState.%s, which only %s may write", file, pos.Line, v.Name(), strings.Join(writers[v.Name()], ", ")))
+		}
+	}
+	// written finds the record field an assignment to e writes, if any.
+	written := func(e ast.Expr) {
+		for {
+			switch x := e.(type) {
+			case *ast.ParenExpr:
+				e = x.X
+			case *ast.SelectorExpr:
+				if v, ok := info.Uses[x.Sel].(*types.Var); ok && fields[v] {
+					check(x.Sel)
+					return
+				}
+				if _, ptr := info.TypeOf(x.X).Underlying().(*types.Pointer); ptr {
+					return // the write lands behind the pointer
+				}
+				e = x.X
+			case *ast.IndexExpr:
+				if _, array := info.TypeOf(x.X).Underlying().(*types.Array); !array {
+					return // a map's or a slice's element
+				}
+				e = x.X
+			default:
+				return
+			}
+		}
+	}
+	for _, f := range files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch s := n.(type) {
+			case *ast.AssignStmt:
+				for _, l := range s.Lhs {
+					written(l)
+				}
+			case *ast.IncDecStmt:
+				written(s.X)
+			case *ast.CompositeLit:
+				if tv, ok := info.Types[s]; ok && types.Identical(tv.Type.Underlying(), record) {
+					for _, el := range s.Elts {
+						if kv, ok := el.(*ast.KeyValueExpr); ok {
+							if id, ok := kv.Key.(*ast.Ident); ok {
+								check(id)
+							}
+						}
+					}
+				}
+			}
+			return true
+		})
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestPartsOwnTheirFields(t *testing.T) {
+	fset, names, _, pkg, info := coreFiles(t)
 	for _, p := range coreParts {
 		if pkg.Scope().Lookup(p.typ) == nil {
 			t.Errorf("part %s: no such type in the package (coreParts is out of date)", p.typ)
@@ -214,6 +356,199 @@ type budget struct {
 			}
 			if diff := cmp.Diff(tc.want, fieldReads(fset, pkg, info, parts)); diff != "" {
 				t.Errorf("fieldReads (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRecordWrites(t *testing.T) {
+	const decl = `package p
+type info struct{ reach []string }
+type group struct{ members map[string]int }
+type podState struct {
+	phase int
+	wait  info
+	group *group
+	tries [2]int
+}
+func f(p *podState) { p.phase, p.wait = 1, info{} }
+`
+	writers := map[string][]string{"phase": {"placer.go"}, "wait": {"placer.go"}, "group": {"placer.go"}, "tries": {"placer.go"}}
+	for _, tc := range []struct {
+		name string
+		src  string
+		want []string
+	}{
+		{
+			name: "reads, and writes behind a pointer or in a map",
+			src:  "package p\nfunc g(p *podState) int {\n\tp.group.members[\"a\"] = p.phase\n\tw := &p.wait\n\tw.reach = nil\n\treturn len(p.wait.reach)\n}\n",
+		},
+		{
+			name: "an assignment, and a part of a field",
+			src:  "package p\nfunc g(p *podState) {\n\tp.phase = 2\n\tp.wait.reach = nil\n}\n",
+			want: []string{
+				"admit.go:3: writes podState.phase, which only placer.go may write",
+				"admit.go:4: writes podState.wait, which only placer.go may write",
+			},
+		},
+		{
+			name: "an increment, an array's element, a pointer field",
+			src:  "package p\nfunc g(p *podState) {\n\tp.phase++\n\tp.tries[1] = 3\n\tp.group = nil\n}\n",
+			want: []string{
+				"admit.go:3: writes podState.phase, which only placer.go may write",
+				"admit.go:4: writes podState.tries, which only placer.go may write",
+				"admit.go:5: writes podState.group, which only placer.go may write",
+			},
+		},
+		{
+			name: "a composite literal",
+			src:  "package p\nvar x = &podState{\n\tphase: 1,\n}\n",
+			want: []string{"admit.go:3: writes podState.phase, which only placer.go may write"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fset := token.NewFileSet()
+			var files []*ast.File
+			for _, s := range []struct{ name, src string }{{"placer.go", decl}, {"admit.go", tc.src}} {
+				f, err := parser.ParseFile(fset, s.name, s.src, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				files = append(files, f)
+			}
+			info := &types.Info{Uses: map[*ast.Ident]types.Object{}, Types: map[ast.Expr]types.TypeAndValue{}}
+			pkg, err := (&types.Config{Importer: importer.Default()}).Check("p", fset, files, info)
+			if err != nil {
+				t.Fatal(err)
+			}
+			record := pkg.Scope().Lookup("podState").Type().Underlying().(*types.Struct)
+			if diff := cmp.Diff(tc.want, recordWrites(fset, files, info, record, writers)); diff != "" {
+				t.Errorf("recordWrites (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestNoCycleBetweenParts checks that no part holds, through its fields, a part that
+// holds it back, directly or through others: each part's state points only down the
+// order the composer builds them in (AdmissionQueue, engine.go).
+func TestNoCycleBetweenParts(t *testing.T) {
+	_, _, _, pkg, _ := coreFiles(t)
+	if cycle := partCycle(pkg, coreParts); cycle != nil {
+		t.Errorf("parts hold each other: %s", strings.Join(cycle, " → "))
+	}
+}
+
+// partCycle returns a cycle of parts that hold each other through their fields (a
+// pointer, a value, or an element of a slice, array or map), or nil.
+func partCycle(pkg *types.Package, parts []part) []string {
+	isPart := map[string]bool{}
+	for _, p := range parts {
+		isPart[p.typ] = true
+	}
+	holds := map[string][]string{}
+	var walk func(from string, t types.Type)
+	walk = func(from string, t types.Type) {
+		switch x := t.(type) {
+		case *types.Pointer:
+			walk(from, x.Elem())
+		case *types.Slice:
+			walk(from, x.Elem())
+		case *types.Array:
+			walk(from, x.Elem())
+		case *types.Map:
+			walk(from, x.Key())
+			walk(from, x.Elem())
+		case *types.Named:
+			if name := x.Obj().Name(); x.Obj().Pkg() == pkg && isPart[name] && !slices.Contains(holds[from], name) {
+				holds[from] = append(holds[from], name)
+			}
+		}
+	}
+	for _, p := range parts {
+		obj, ok := pkg.Scope().Lookup(p.typ).(*types.TypeName)
+		if !ok {
+			continue
+		}
+		st, ok := obj.Type().Underlying().(*types.Struct)
+		if !ok {
+			continue
+		}
+		for i := range st.NumFields() {
+			walk(p.typ, st.Field(i).Type())
+		}
+	}
+	// Depth first, in the order of parts: a part met again on the path closes a cycle.
+	const (
+		unseen = iota
+		onPath
+		done
+	)
+	state := map[string]int{}
+	var path []string
+	var visit func(n string) []string
+	visit = func(n string) []string {
+		state[n] = onPath
+		path = append(path, n)
+		for _, m := range holds[n] {
+			switch state[m] {
+			case onPath:
+				i := slices.Index(path, m)
+				return append(slices.Clone(path[i:]), m)
+			case unseen:
+				if c := visit(m); c != nil {
+					return c
+				}
+			}
+		}
+		path = path[:len(path)-1]
+		state[n] = done
+		return nil
+	}
+	for _, p := range parts {
+		if state[p.typ] == unseen {
+			if c := visit(p.typ); c != nil {
+				return c
+			}
+		}
+	}
+	return nil
+}
+
+func TestPartCycle(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		src  string
+		want []string
+	}{
+		{
+			name: "held one way",
+			src:  "package p\ntype placer struct{ admit *admitter }\ntype admitter struct{ n int }\n",
+		},
+		{
+			name: "held both ways",
+			src:  "package p\ntype placer struct{ admit *admitter }\ntype admitter struct{ place *placer }\n",
+			want: []string{"placer", "admitter", "placer"},
+		},
+		{
+			name: "through a third part, in a map",
+			src:  "package p\ntype placer struct{ admit *admitter }\ntype admitter struct{ c []charges }\ntype charges struct{ by map[string]*placer }\n",
+			want: []string{"placer", "admitter", "charges", "placer"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fset := token.NewFileSet()
+			f, err := parser.ParseFile(fset, "p.go", tc.src, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pkg, err := (&types.Config{Importer: importer.Default()}).Check("p", fset, []*ast.File{f}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			parts := []part{{typ: "placer"}, {typ: "admitter"}, {typ: "charges"}}
+			if diff := cmp.Diff(tc.want, partCycle(pkg, parts)); diff != "" {
+				t.Errorf("partCycle (-want +got):\n%s", diff)
 			}
 		})
 	}

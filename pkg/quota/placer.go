@@ -44,12 +44,11 @@ type placer struct {
 func newPlacer(o *options, t *topology, ag *agenda, c *charges, f *families, pr *preemptions, pods *podIndex, a *admitter) *placer {
 	pl := &placer{opts: o, topology: t, agenda: ag, charges: c, families: f, preemptions: pr, groups: groupIndex{}, pods: pods, admit: a, records: records{},
 		starts: map[*podState]*startTimer{}, startDue: heap.New(newStartHeapLess, func(t *startTimer) *int { return &t.index })}
-	a.placeWith(pl)
 	return pl
 }
 
 func (pl *placer) addPod(pod Pod) {
-	p := &podState{pod: pod, order: ownKey(&pod), seen: pl.opts.clock.Now(), backoffIndex: -1, releaseIndex: -1, cooldownIndex: -1}
+	p := &podState{pod: pod, order: ownKey(&pod), seen: pl.opts.clock.Now(), attempt: newPodAttempt(), charge: newPodCharge()}
 	pl.dependent = pl.dependent || pod.Dependencies != nil
 	pl.pods.add(p)
 	p.cover = pl.topology.coverage(&p.pod)
@@ -84,6 +83,7 @@ func (pl *placer) updatePod(p *podState, pod Pod) {
 			pl.joinGroup(p)
 		}
 		pl.admit.giveBack(p)
+		pl.settleWaiting(p)
 		return
 	}
 
@@ -122,24 +122,23 @@ func (pl *placer) updatePod(p *podState, pod Pod) {
 	if _, unrecorded := pl.records[p.pod.UID]; unrecorded {
 		if l, ok := p.pod.admittedLabels(); ok {
 			delete(pl.records, p.pod.UID) // written: nothing left to record
-			if !maps.Equal(l, p.chargeLabels) {
+			if !maps.Equal(l, p.charge.coverLabels()) {
 				// Written by a manager that saw the pod before this one's first
 				// (stale) view of it, which showed labels the tenant set since: the
 				// record decides what covers the pod, as it would have at a restart.
 				// Its pins follow the record too, as firstSeenPins would have set them.
-				p.chargeLabels = l
-				cover := pl.topology.coverage(p.chargeView())
+				cover := pl.topology.coverage(p.viewWith(l))
+				pins := p.charge.pins()
 				if !p.pod.HasAdmittedBy {
-					p.pinned = keysOf(cover)
+					pins = keysOf(cover)
 				}
-				pl.charges.coverAdmitted(p, cover)
+				pl.charges.relabel(p, l, pins, cover)
 			}
 		}
 	}
 	if !pod.Gated && p.phase == phaseAssumed {
 		p.phase = phaseCharged
-		p.unresolved = false
-		pl.admit.cancelRetry(p) // a retry of the ungate is no longer needed
+		pl.admit.seenUngated(p)
 	}
 	// Its charge is fixed (charges): a relabel changes nothing, and a change of usage
 	// only lowers it.
@@ -162,12 +161,10 @@ func (pl *placer) updatePod(p *podState, pod Pod) {
 // to the budgets that admitted it.
 func (pl *placer) chargeFirstSeen(p *podState) {
 	labels, recorded := firstSeenLabels(p)
-	p.chargeLabels = labels
-	if !maps.Equal(p.chargeLabels, p.pod.Labels) {
-		p.cover = pl.topology.coverage(p.chargeView())
+	if !maps.Equal(labels, p.pod.Labels) {
+		p.cover = pl.topology.coverage(p.viewWith(labels))
 	}
-	p.pinned = firstSeenPins(p)
-	pl.charges.charge(p)
+	pl.charges.charge(p, firstSeenPins(p), labels)
 	if !recorded {
 		pl.records[p.pod.UID] = p
 	}
@@ -189,21 +186,19 @@ func (pl *placer) forget(p *podState) {
 	if p.phase == phaseWaiting {
 		pl.agenda.detach(p)
 	} else {
-		pl.charges.release(p)
+		pl.charges.end(p)
 	}
 	pl.admit.forgetPod(p)
-	if p.preemption {
+	if p.preemption.touched() {
 		pl.preemptions.forget(p)
 	}
 	if b := p.wait.budget; b != nil && b.family != nil {
 		pl.families.forgetPod(b, p) // the family's records of what it waited for
 	}
-	p.pinned, p.chargeLabels = nil, nil
 	delete(pl.records, p.pod.UID)
 	if len(pl.starts) > 0 {
 		pl.dropStart(p)
 	}
-	p.forgotten = true
 	pl.pods.remove(p)
 	if p.group != nil { // a pod outside any group does not enter the groups part
 		pl.leaveGroup(p)

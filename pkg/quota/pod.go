@@ -110,7 +110,7 @@ type Pod struct {
 	// AdmittedLabels is the quotagate.io/admitted-labels annotation the manager wrote
 	// in the same patch (the labels it admitted the pod with, as JSON; "" when absent):
 	// a pod first seen running is covered by the budgets those labels select, not by
-	// what its labels are now (chargeLabels).
+	// what its labels are now (podCharge.labels).
 	AdmittedLabels string
 	// Start is when the pod may start, from its quotagate.io/not-before and
 	// quotagate.io/start-schedule annotations (nil when it has neither): it waits

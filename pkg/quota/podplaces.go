@@ -78,7 +78,7 @@ func (r *Reads) PodWait(uid types.UID) (PodWait, bool) {
 // waitsSomewhere reports whether a gated pod is in a budget's queues or held, as a
 // snapshot would show it; a gated pod in neither is about to be let go without quota.
 func (r *Reads) waitsSomewhere(p *podState) bool {
-	return r.agenda.isHeld(p.pod.UID) || len(p.entries) > 0
+	return r.agenda.isHeld(p.pod.UID) || p.queued.any()
 }
 
 func (r *Reads) podWait(p *podState) PodWait {
@@ -91,13 +91,13 @@ func (r *Reads) podWait(p *podState) PodWait {
 		Reason:   r.waitReason(p),
 	}
 	if p.inBackoff {
-		t := p.retryAt
+		t := p.attempt.retryTime()
 		w.RetryAt = &t
 	}
 	if r.agenda.isHeld(p.pod.UID) {
 		w.Held = true
 	}
-	for i, e := range p.entries {
+	for i, e := range p.queued.all() {
 		if i >= len(p.cover) {
 			break
 		}
@@ -113,7 +113,7 @@ func (r *Reads) podWait(p *podState) PodWait {
 // counted).
 func rank(p *podState, b *budget) (k, n int) {
 	var mine *entry
-	for i, e := range p.entries {
+	for i, e := range p.queued.all() {
 		if i < len(p.cover) && p.cover[i] == b {
 			mine = e
 			break

@@ -27,7 +27,9 @@ const (
 	phaseCharged
 )
 
-// podState is the core's record of one non-terminal pod.
+// podState is the core's record of one non-terminal pod: what it is and where it
+// waits, and what each part knows of it in a type of that part's (the package
+// comment, "A pod's record").
 type podState struct {
 	pod   Pod
 	phase podPhase
@@ -37,8 +39,8 @@ type podState struct {
 	// for the preemption cooldown (preemptions.cooldownOf), on the core's own clock.
 	seen time.Time
 
-	cover   []*budget // covering budgets: direct ones (Budgets, then ClusterBudgets), then ancestors
-	entries []*entry  // parallel to cover while waiting
+	cover  []*budget  // covering budgets: direct ones (Budgets, then ClusterBudgets), then ancestors
+	queued podEntries // its entries in the covering budgets' queues while it waits (agenda)
 
 	// units and claimUnits are pod.Usage and pod.Claims in amounts (usage, claims):
 	// converted once per view of the pod, on first use; setPod forgets them. On a
@@ -51,56 +53,22 @@ type podState struct {
 	flavor *Flavor
 	reach  []string
 
-	chargedTo    []*budget // where its usage is charged (phases assumed and charged)
-	chargedUsage amount.List
-	// chargedClaims are the claims charged with it (its claims when it was charged).
-	chargedClaims []claimAmount
-	// pinned are the budgets that admitted it, or that covered it when the core first
-	// saw it running: it stays charged to those that exist while it runs, whatever its
-	// labels become. They are the core's own record, never read from the pod, so a
-	// tenant cannot charge a budget by writing its name on a pod.
-	pinned []BudgetKey
-	// chargeLabels are the labels that decide which budgets cover it while it is
-	// charged: those it was admitted with, or (first seen running) those its
-	// admitted-labels annotation records, else those it had then. A relabelled running
-	// pod is covered as before (charges).
-	chargeLabels map[string]string
-	// admitted is the reason it was admitted, handed out again with a retry, and
-	// borrowing the budgets it was admitted beyond the hard of (borrowingIn).
-	admitted  Reason
-	borrowing []BudgetKey
-	// admittedAt is when the core admitted it (zero when first seen running): the
-	// most recently admitted are preempted first.
-	admittedAt time.Time
-
-	// An ungate attempt is fenced on the pod's resourceVersion (the patch tests it),
-	// so it can apply only to that version. attemptRV is the newest version an attempt
-	// was fenced on; unresolved is set while it is not known whether one applied: the
-	// charge stands until the pod is seen ungated, seen gated at a version newer than
-	// attemptRV, or is gone.
-	attemptRV  string
-	unresolved bool
+	// charge is what the charges part knows of it: where it is charged, how much, and
+	// what keeps it charged there (podCharge).
+	charge podCharge
+	// attempt is what the admitter knows of it: why and when it was admitted, how its
+	// ungate attempts went, and its timers (podAttempt).
+	attempt podAttempt
 
 	wait      waitInfo // why it waits, from its latest evaluation or park
 	parked    bool
 	inBackoff bool
-	retryAt   time.Time // end of its backoff (waiting), or when to retry an unresolved ungate
-	// preemptAt is when its preemption cooldown ends: the admitter evaluates it again
-	// then (admitter.runTimers), and pods may be evicted for it from then on.
-	preemptAt time.Time
-	attempts  int
-	inFlight  bool // returned by Admit, Done not called yet
-	// preemption is set once the preemptions part keeps a record of it (a victim,
-	// evicted, or refused by a PDB): only then does forget ask the part to drop it, so
-	// that a pod's end enters the part only when preemption touched the pod.
-	preemption bool
+	// preemption is what the preemptions part knows of it without a lookup
+	// (podPreemption).
+	preemption podPreemption
 	// forgotten is set when the core drops the record (forget): a later record of the
 	// same UID is another podState.
 	forgotten bool
-
-	backoffIndex  int
-	releaseIndex  int
-	cooldownIndex int
 }
 
 // podIndex is every non-terminal pod the core knows, by UID and by namespace.
@@ -126,7 +94,9 @@ func (x *podIndex) add(p *podState) {
 	ns[p.pod.UID] = p
 }
 
+// remove drops the pod from the index; it is forgotten (podState.forgotten).
 func (x *podIndex) remove(p *podState) {
+	p.forgotten = true
 	delete(x.byUID, p.pod.UID)
 	if ns := x.byNS[p.pod.Namespace]; ns != nil {
 		delete(ns, p.pod.UID)
@@ -170,9 +140,12 @@ func (x *podIndex) waitingNamespaces() iter.Seq[string] {
 
 // chargeView is the pod as its charge sees it: its view with its charge labels, for
 // coverage.
-func (p *podState) chargeView() *Pod {
+func (p *podState) chargeView() *Pod { return p.viewWith(p.charge.coverLabels()) }
+
+// viewWith is the pod's view with labels instead of its own.
+func (p *podState) viewWith(labels map[string]string) *Pod {
 	v := p.pod
-	v.Labels = p.chargeLabels
+	v.Labels = labels
 	return &v
 }
 

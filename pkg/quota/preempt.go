@@ -142,7 +142,7 @@ func (pr *preemptions) decide(unit []*podState, budgets []*budget, add demand, w
 	}
 	for _, c := range chosen {
 		for _, v := range c {
-			pr.victims[v], v.preemption = rec, true
+			pr.victims[v], v.preemption.kept = rec, true
 			pr.decided = append(pr.decided, preemption(reason, v, unit[0], w, room, from[c[0]]))
 		}
 	}

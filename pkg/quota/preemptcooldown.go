@@ -14,7 +14,7 @@ import (
 //     cooldown of its namespace, counted from when the core first saw it (seen; a new
 //     leader counts again). Until then decide chooses nobody and says when: the unit
 //     waits with PreemptionPending, and the admitter evaluates it again then
-//     (admitter.runTimers).
+//     (admitter.endCooldowns).
 //   - Backoff: a namespace's cooldown doubles, up to maxBackoff, for each of its
 //     preemptors that vanished: one for which an eviction was accepted and that then
 //     went without using the room, that is deleted (or ended) while still gated,
@@ -125,7 +125,7 @@ func (pr *preemptions) roomFor(unit []*podState, budget *budget) *roomMade {
 	m := pr.made[by]
 	if m == nil {
 		m = &roomMade{}
-		pr.made[by], by.preemption = m, true
+		pr.made[by], by.preemption.kept = m, true
 	}
 	m.budget = budget.key // where the latest decision makes room
 	return m

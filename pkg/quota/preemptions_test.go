@@ -43,8 +43,8 @@ func partWithoutCooldown(core preemptionCore) preemptions {
 
 // runningIn returns a pod of 1 CPU charged to b, admitted at t0 plus admitted seconds.
 func runningIn(b *budget, name string, prio int32, admitted int) *podState {
-	p := &podState{pod: makePod(name).Priority(prio).Req("cpu=1").Pod(), phase: phaseCharged, admittedAt: at(admitted)}
-	p.chargedTo, p.chargedUsage = []*budget{b}, p.usage()
+	p := &podState{pod: makePod(name).Priority(prio).Req("cpu=1").Pod(), phase: phaseCharged, attempt: podAttempt{admittedAt: at(admitted)}}
+	p.charge.to, p.charge.usage = []*budget{b}, p.usage()
 	b.ledger.Charge(p.pod.UID, p, p.usage(), p.pod.Usage, nil)
 	return p
 }
@@ -104,7 +104,7 @@ func TestVictimCandidates(t *testing.T) {
 		"not known to run: waiting, ungate in flight or unresolved": {
 			setup: func(*preemptions) ([]*podState, []*podState) {
 				flight, unresolved := pod("flight", phaseAssumed), pod("unresolved", phaseAssumed)
-				flight.inFlight, unresolved.unresolved = true, true
+				flight.attempt.inFlight, unresolved.attempt.unresolved = true, true
 				return []*podState{pod("waiting", phaseWaiting), flight, unresolved, running("run")}, nil
 			},
 			want: [][]string{{"run"}},
@@ -262,8 +262,8 @@ func TestPreemptionsDecide(t *testing.T) {
 		if got := pr.leaving(); !slices.Equal(got, []*podState{low2}) {
 			t.Errorf("leaving once terminating %v, want low2 once", podNames(got))
 		}
-		if !low1.preemption || !low2.preemption {
-			t.Errorf("marked for forget: low1 %t, low2 %t; want both", low1.preemption, low2.preemption)
+		if !low1.preemption.kept || !low2.preemption.kept {
+			t.Errorf("marked for forget: low1 %t, low2 %t; want both", low1.preemption.kept, low2.preemption.kept)
 		}
 		pr.forget(low2)
 		pr.forget(low1)
@@ -277,8 +277,8 @@ func TestPreemptionsDecide(t *testing.T) {
 		pr := partWithoutCooldown(core)
 		gated := waitingIn(core, b, "gated", 1)
 		pr.evicted(gated)
-		if len(pr.evicting) != 0 || gated.preemption {
-			t.Errorf("evicting %v, marked %t; want none, false", pr.evicting, gated.preemption)
+		if len(pr.evicting) != 0 || gated.preemption.kept {
+			t.Errorf("evicting %v, marked %t; want none, false", pr.evicting, gated.preemption.kept)
 		}
 	})
 }
@@ -334,7 +334,7 @@ func TestPreemptionsRefused(t *testing.T) {
 		if retry, since, _ := pr.refused(high, at(5)); retry || !since.Equal(at(5)) {
 			t.Errorf("refused(high) = %t, %v; want false, now", retry, since)
 		}
-		if !high.preemption {
+		if !high.preemption.kept {
 			t.Error("a refused pod is not marked for forget")
 		}
 	})

@@ -196,7 +196,7 @@ func (r *Reads) waitMessage(p *podState, lasting bool) Reason {
 			msg = "backing off after a failed ungate; it is retried"
 			break
 		}
-		msg = fmt.Sprintf("backoff until %s after a failed ungate", p.retryAt.UTC().Format(time.RFC3339Nano))
+		msg = fmt.Sprintf("backoff until %s after a failed ungate", p.attempt.retryTime().UTC().Format(time.RFC3339Nano))
 	case CodeUncovered:
 		msg = "no Budget or ClusterBudget covers it, and uncovered pods are held"
 		if w.ahead.UID != "" && w.ahead.UID != p.pod.UID {

@@ -92,12 +92,12 @@ func (fl reclaimFloor) holds() bool {
 // resource (with the victims chosen so far hidden): a member it is charged to that uses
 // more than its hard of it, while the candidate uses some; nil when there is none.
 func borrowsScarce(p *podState, f *budget, scarce []corev1.ResourceName) *budget {
-	for _, s := range p.chargedTo {
+	for _, s := range p.charge.budgets() {
 		if s.parent != f || !s.ledger.Borrows() {
 			continue
 		}
 		for _, r := range scarce {
-			if acc := s.ledger.Of(r); acc.Limited && acc.Hard.Less(acc.Used) && !p.chargedUsage[r].IsZero() {
+			if acc := s.ledger.Of(r); acc.Limited && acc.Hard.Less(acc.Used) && !p.charge.amounts()[r].IsZero() {
 				return s
 			}
 		}

@@ -39,7 +39,7 @@ func (r records) take() []Record {
 	out := make([]Record, 0, len(r))
 	for _, uid := range slices.Sorted(maps.Keys(r)) {
 		p := r[uid]
-		out = append(out, Record{Pod: p.pod.PodRef, Labels: maps.Clone(p.chargeLabels)})
+		out = append(out, Record{Pod: p.pod.PodRef, Labels: maps.Clone(p.charge.coverLabels())})
 	}
 	clear(r)
 	return out

@@ -131,7 +131,7 @@ func (r *Reads) queuedPod(p *podState, pos int, queue Queue) QueuedPod {
 		Reason:   r.waitReason(p),
 	}
 	if p.inBackoff {
-		t := p.retryAt
+		t := p.attempt.retryTime()
 		qp.RetryAt = &t
 	}
 	return qp

@@ -44,7 +44,7 @@ func newVictimCandidate(unit []*podState, blockedAt map[*podState]time.Time) vic
 		if t := m.admittedTime(); t.Before(c.admitted) {
 			c.admitted = t
 		}
-		if len(m.borrowing) > 0 {
+		if len(m.attempt.borrowed()) > 0 {
 			c.borrowing = true
 		}
 		if _, ok := blockedAt[m]; ok {

@@ -98,10 +98,10 @@ func TestNewVictimCandidate(t *testing.T) {
 	member := func(name string, prio int32, admitted int, borrowing bool) *podState {
 		p := &podState{pod: makePod(name).Priority(prio).Created(-100).Pod(), phase: phaseCharged}
 		if admitted >= 0 {
-			p.admittedAt = at(admitted)
+			p.attempt.admittedAt = at(admitted)
 		}
 		if borrowing {
-			p.borrowing = []BudgetKey{{Namespace: "team-a", Name: "a"}}
+			p.attempt.borrowing = []BudgetKey{{Namespace: "team-a", Name: "a"}}
 		}
 		return p
 	}

@@ -77,14 +77,14 @@ func (pr *preemptions) groupUnit(g *group, among map[*podState]bool) []*podState
 // running reports whether the pod is known to be ungated: seen so, or its ungate
 // reported applied.
 func (p *podState) running() bool {
-	return p.phase == phaseCharged || (p.phase == phaseAssumed && !p.inFlight && !p.unresolved)
+	return p.phase == phaseCharged || (p.phase == phaseAssumed && p.attempt.settled())
 }
 
 // admittedTime is when the pod was admitted, or created when the core first saw it
 // running.
 func (p *podState) admittedTime() time.Time {
-	if !p.admittedAt.IsZero() {
-		return p.admittedAt
+	if at := p.attempt.admittedTime(); !at.IsZero() {
+		return at
 	}
 	return p.pod.Created
 }
@@ -93,16 +93,16 @@ func (p *podState) admittedTime() time.Time {
 // a unit would fit without them.
 func hide(pods []*podState) {
 	for _, p := range pods {
-		for _, b := range p.chargedTo {
-			b.ledger.Release(p.pod.UID, p.chargedUsage, p.chargedClaims)
+		for _, b := range p.charge.budgets() {
+			b.ledger.Release(p.pod.UID, p.charge.amounts(), p.charge.claimAmounts())
 		}
 	}
 }
 
 func show(pods []*podState) {
 	for _, p := range pods {
-		for _, b := range p.chargedTo {
-			b.ledger.Charge(p.pod.UID, p, p.chargedUsage, p.pod.Usage, p.chargedClaims)
+		for _, b := range p.charge.budgets() {
+			b.ledger.Charge(p.pod.UID, p, p.charge.amounts(), p.pod.Usage, p.charge.claimAmounts())
 		}
 	}
 }

@@ -118,7 +118,7 @@ func (a *agenda) checkSettled(capacityWait func([]*budget, demand) (waitInfo, bo
 	for _, p := range a.settled {
 		f := p.wait.budget
 		if p.forgotten || p.phase != phaseWaiting || p.wait.code != CodeNoLendable || p.group != nil || p.wait.flavor != "" || stuck(p) ||
-			!slices.ContainsFunc(p.entries, func(e *entry) bool { return e.budget == f && e.kind == queueInadmissible }) {
+			!slices.ContainsFunc(p.queued.list, func(e *entry) bool { return e.budget == f && e.kind == queueInadmissible }) {
 			continue
 		}
 		if w, over := capacityWait(p.cover, p.adds); !over {
