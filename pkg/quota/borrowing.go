@@ -197,7 +197,7 @@ func (fs *families) lendWaiters(f *budget) []*podState {
 		}
 		out = append(out, p)
 	}
-	slices.SortFunc(out, func(a, b *podState) int { return a.order.compare(&b.order) })
+	slices.SortFunc(out, func(a, b *podState) int { return a.order.Compare(&b.order) })
 	return out
 }
 

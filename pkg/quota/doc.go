@@ -39,7 +39,7 @@
 //     amounts (package amount): exact 128-bit counts of nano-units per resource. The
 //     compiler keeps it a leaf: it knows a pod only as what it is handed back (Charged).
 //   - queues (queue.go, wake.go): one budget's active, backoff, inadmissible and parked
-//     heaps, in admission order (orderKey.compare); move, strictHead, inOrder; wakeable
+//     heaps, in admission order (order.Key.Compare); move, strictHead, inOrder; wakeable
 //     picks the inadmissible pods an event in the budget may let in.
 //   - topology (topology.go, resolve.go): the budgets, namespaces and selectors; which
 //     budgets cover a pod (coverage); parents, children, ancestors, problems and states (resolve). A
@@ -174,7 +174,7 @@
 //	pkg/quota/controller      the reconcilers: the informers' events in, decisions out
 //	pkg/quota                 the composer, AdmissionQueue, and its parts (above)
 //	pkg/quota/hours pkg/quota/internal/ledger   one budget's resource-hours: used, reserved, periods and decay (on the indexed heap); one budget's accounts: hard, ceiling, lendable, used, pending, the pods and claims charged (in exact amounts)
-//	pkg/quota/internal/amount pkg/quota/internal/heap pkg/quota/window pkg/quota/depend   the leaves: exact amounts, the indexed heap, windows (a budget's spec at an instant), dependencies (what a pod waits for, and whether it is ready)
+//	pkg/quota/internal/amount pkg/quota/internal/heap pkg/quota/internal/order pkg/quota/window pkg/quota/depend   the leaves: exact amounts, the indexed heap, the admission order, windows (a budget's spec at an instant), dependencies (what a pod waits for, and whether it is ready)
 //
 // # Where a change goes
 //
@@ -182,7 +182,8 @@
 //
 //   - a new resource kind: PodUsage, NormalizeHard and quotaName (usage.go); devices in
 //     ClaimCharge (claims.go) and WithExtendedDevices (extended.go).
-//   - a new queue order: orderKey.compare and comparePods (queue.go).
+//   - a new queue order: package order (order.Of, order.Key.Compare); comparePods
+//     (queue.go) breaks ties by UID.
 //   - a quota that changes with time: BudgetFromAPI (budget.go), the ledger's hard
 //     (ledger.Ledger.SetLimits), and a timer in AdmissionQueue.runTimers and
 //     admitter.nextWakeup (timers.go); a window (BudgetWindow) is computed by package

@@ -70,7 +70,7 @@ func (fs *families) yieldsTo(first *podState, budgets []*budget, add demand, fl 
 			}
 			theirs, b := d.shareWith(f, usage)
 			theirs += fs.core.usageShare(d, f)
-			if !b || theirs > mine || (theirs == mine && h.order.compare(&first.order) >= 0) {
+			if !b || theirs > mine || (theirs == mine && h.order.Compare(&first.order) >= 0) {
 				continue
 			}
 			if _, over := fs.core.capacityWait(h.cover, hAdds); over {
@@ -91,7 +91,7 @@ func (fs *families) yieldsTo(first *podState, budgets []*budget, add demand, fl 
 func (fs *families) fairHead(d *budget) *podState {
 	var h *entry
 	for _, e := range []*entry{d.queues.activeHead(), d.queues.inadmissibleHead()} {
-		if e != nil && (h == nil || e.pod.order.compare(&h.pod.order) < 0) {
+		if e != nil && (h == nil || e.pod.order.Compare(&h.pod.order) < 0) {
 			h = e
 		}
 	}

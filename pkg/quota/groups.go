@@ -8,6 +8,7 @@ import (
 
 	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
 	"github.com/quotagate/quotagate/pkg/quota/internal/heap"
+	"github.com/quotagate/quotagate/pkg/quota/internal/order"
 )
 
 // Groups (docs/budgets.md, "Groups: all or nothing"). Pods with the same
@@ -51,7 +52,7 @@ type group struct {
 	// order is the place in admission order that every gated member shares: the own
 	// key of the best gated member when they were last placed. It changes only while
 	// none of them is in a queue heap, since the heaps compare members by it.
-	order  orderKey
+	order  order.Key
 	placed placement
 
 	// The parts of a CompositePodGroup's gang (ResolvePodGroup), by the path to them
@@ -110,7 +111,7 @@ const (
 // adds to each budget that covered it when it was recorded.
 type memberRec struct {
 	pod   *podState
-	key   orderKey
+	key   order.Key
 	cover []*budget
 	usage amount.List
 	unset []UnsetResource
@@ -233,10 +234,10 @@ func (g *group) waitingByUID() []*podState {
 }
 
 // best is the own key of the best gated member (the group's place in admission order).
-func (g *group) best() (orderKey, bool) {
+func (g *group) best() (order.Key, bool) {
 	r, ok := g.waiting.Peek()
 	if !ok {
-		return orderKey{}, false
+		return order.Key{}, false
 	}
 	return r.key, true
 }
@@ -353,7 +354,7 @@ func countUnset(c *budgetCharge, unset []UnsetResource, sign int) {
 
 // memberLess orders a group's gated members by their own order key, then UID.
 func memberLess(a, b *memberRec) bool {
-	if c := a.key.compare(&b.key); c != 0 {
+	if c := a.key.Compare(&b.key); c != 0 {
 		return c < 0
 	}
 	return compareUIDs(a.pod, b.pod) < 0

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
+	"github.com/quotagate/quotagate/pkg/quota/internal/order"
 )
 
 // The core's record of one pod: where it waits, what it is charged, how its ungate
@@ -33,7 +34,7 @@ const (
 type podState struct {
 	pod   Pod
 	phase podPhase
-	order orderKey
+	order order.Key
 	group *group
 	// seen is when the core first saw the pod: a gated pod's wait is counted from then
 	// for the preemption cooldown (preemptions.cooldownOf), on the core's own clock.

@@ -273,7 +273,7 @@ func (pr *preemptions) claims(unit []*podState, w waitInfo) []*podState {
 		claim(out)
 		defer func() { unclaim(out) }()
 		for _, p := range pr.core.lendWaiters(f) {
-			if seen[p] || p.order.compare(&unit[0].order) >= 0 || p.inBackoff || pr.core.stuck(p) {
+			if seen[p] || p.order.Compare(&unit[0].order) >= 0 || p.inBackoff || pr.core.stuck(p) {
 				continue
 			}
 			if !borrowsUnder(f, p.cover, usageDemand(p.waitUsage())) {

@@ -39,9 +39,8 @@ import (
 	"iter"
 	"slices"
 
-	"k8s.io/apimachinery/pkg/types"
-
 	"github.com/quotagate/quotagate/pkg/quota/internal/heap"
+	"github.com/quotagate/quotagate/pkg/quota/internal/order"
 )
 
 // Queue names a place where a gated pod waits, as snapshots and metrics show it.
@@ -79,30 +78,10 @@ func (k queueKind) name() Queue {
 	return ""
 }
 
-// orderKey is a pod's (or its group's) place in admission order.
-type orderKey struct {
-	priority int32
-	created  int64 // UnixNano: cheaper to compare than time.Time
-	uid      types.UID
-}
-
-// compare is the admission order of keys: priority high first, then creation time,
-// then UID. (Early returns, not cmp.Or: this runs in every heap operation, and cmp.Or
-// would compare the UIDs every time.)
-func (k *orderKey) compare(o *orderKey) int {
-	if c := cmp.Compare(o.priority, k.priority); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(k.created, o.created); c != 0 {
-		return c
-	}
-	return cmp.Compare(k.uid, o.uid)
-}
-
-// comparePods is the admission order of pods: by key (a group's members share their
-// group's), then by the pod's own UID.
+// comparePods is the admission order of pods: by key (order.Key.Compare; a group's
+// members share their group's), then by the pod's own UID.
 func comparePods(a, b *podState) int {
-	if c := a.key().compare(b.key()); c != 0 {
+	if c := a.key().Compare(b.key()); c != 0 {
 		return c
 	}
 	return compareUIDs(a, b)
@@ -122,16 +101,15 @@ func podLess(a, b *podState) bool {
 
 // key is the pod's place in admission order: its own, or its group's, which every
 // gated member shares (group).
-func (p *podState) key() *orderKey {
+func (p *podState) key() *order.Key {
 	if g := p.group; g != nil {
 		return &g.order
 	}
 	return &p.order
 }
 
-func ownKey(p *Pod) orderKey {
-	return orderKey{priority: p.Priority, created: p.Created.UnixNano(), uid: p.UID}
-}
+// ownKey is the pod's own place in admission order.
+func ownKey(p *Pod) order.Key { return order.Of(p.Priority, p.Created, p.UID) }
 
 // entry is one pod in one budget's queues.
 type entry struct {

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
+	"github.com/quotagate/quotagate/pkg/quota/internal/order"
 )
 
 // wakeable alone: a budget of requests.cpu=4 with 1 charged (3 free), and inadmissible
@@ -27,7 +28,7 @@ func TestWakeable(t *testing.T) {
 		p := &podState{pod: makePod(name).Created(created).Pod(), group: grp}
 		p.order = ownKey(&p.pod)
 		if grp != nil {
-			if grp.order == (orderKey{}) {
+			if grp.order == (order.Key{}) {
 				grp.order = p.order
 			}
 			p.order = grp.order // the members share their best member's key
