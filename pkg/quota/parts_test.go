@@ -238,12 +238,8 @@ func TestPartsOwnTheirFields(t *testing.T) {
 func fieldReads(fset *token.FileSet, pkg *types.Package, info *types.Info, parts []part) []string {
 	owner := map[*types.Var]part{}
 	for _, p := range parts {
-		obj, ok := pkg.Scope().Lookup(p.typ).(*types.TypeName)
-		if !ok {
-			continue
-		}
-		st, ok := obj.Type().Underlying().(*types.Struct)
-		if !ok {
+		st := partStruct(pkg, p)
+		if st == nil {
 			continue
 		}
 		for i := range st.NumFields() {
@@ -340,20 +336,7 @@ type budget struct {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fset := token.NewFileSet()
-			var files []*ast.File
-			for _, s := range []struct{ name, src string }{{"ledger.go", decl}, {tc.file, tc.src}} {
-				f, err := parser.ParseFile(fset, s.name, s.src, 0)
-				if err != nil {
-					t.Fatal(err)
-				}
-				files = append(files, f)
-			}
-			info := &types.Info{Uses: map[*ast.Ident]types.Object{}}
-			pkg, err := (&types.Config{Importer: importer.Default()}).Check("p", fset, files, info)
-			if err != nil {
-				t.Fatal(err)
-			}
+			fset, _, pkg, info := checkSources(t, "ledger.go", decl, tc.file, tc.src)
 			if diff := cmp.Diff(tc.want, fieldReads(fset, pkg, info, parts)); diff != "" {
 				t.Errorf("fieldReads (-want +got):\n%s", diff)
 			}
@@ -407,20 +390,7 @@ func f(p *podState) { p.phase, p.wait = 1, info{} }
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fset := token.NewFileSet()
-			var files []*ast.File
-			for _, s := range []struct{ name, src string }{{"placer.go", decl}, {"admit.go", tc.src}} {
-				f, err := parser.ParseFile(fset, s.name, s.src, 0)
-				if err != nil {
-					t.Fatal(err)
-				}
-				files = append(files, f)
-			}
-			info := &types.Info{Uses: map[*ast.Ident]types.Object{}, Types: map[ast.Expr]types.TypeAndValue{}}
-			pkg, err := (&types.Config{Importer: importer.Default()}).Check("p", fset, files, info)
-			if err != nil {
-				t.Fatal(err)
-			}
+			fset, files, pkg, info := checkSources(t, "placer.go", decl, "admit.go", tc.src)
 			record := pkg.Scope().Lookup("podState").Type().Underlying().(*types.Struct)
 			if diff := cmp.Diff(tc.want, recordWrites(fset, files, info, record, writers)); diff != "" {
 				t.Errorf("recordWrites (-want +got):\n%s", diff)
@@ -466,12 +436,8 @@ func partCycle(pkg *types.Package, parts []part) []string {
 		}
 	}
 	for _, p := range parts {
-		obj, ok := pkg.Scope().Lookup(p.typ).(*types.TypeName)
-		if !ok {
-			continue
-		}
-		st, ok := obj.Type().Underlying().(*types.Struct)
-		if !ok {
+		st := partStruct(pkg, p)
+		if st == nil {
 			continue
 		}
 		for i := range st.NumFields() {
@@ -537,19 +503,42 @@ func TestPartCycle(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fset := token.NewFileSet()
-			f, err := parser.ParseFile(fset, "p.go", tc.src, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			pkg, err := (&types.Config{Importer: importer.Default()}).Check("p", fset, []*ast.File{f}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			_, _, pkg, _ := checkSources(t, "p.go", tc.src)
 			parts := []part{{typ: "placer"}, {typ: "admitter"}, {typ: "charges"}}
 			if diff := cmp.Diff(tc.want, partCycle(pkg, parts)); diff != "" {
 				t.Errorf("partCycle (-want +got):\n%s", diff)
 			}
 		})
 	}
+}
+
+// partStruct is the struct of a part's type in pkg, nil when pkg has none by that name.
+func partStruct(pkg *types.Package, p part) *types.Struct {
+	obj, ok := pkg.Scope().Lookup(p.typ).(*types.TypeName)
+	if !ok {
+		return nil
+	}
+	st, _ := obj.Type().Underlying().(*types.Struct)
+	return st
+}
+
+// checkSources parses and type-checks a package "p" of files given as name, source,
+// name, source...: the small packages the checks' own tests feed them.
+func checkSources(t *testing.T, nameSrc ...string) (*token.FileSet, []*ast.File, *types.Package, *types.Info) {
+	t.Helper()
+	fset := token.NewFileSet()
+	var files []*ast.File
+	for i := 0; i+1 < len(nameSrc); i += 2 {
+		f, err := parser.ParseFile(fset, nameSrc[i], nameSrc[i+1], 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	info := &types.Info{Uses: map[*ast.Ident]types.Object{}, Types: map[ast.Expr]types.TypeAndValue{}}
+	pkg, err := (&types.Config{Importer: importer.Default()}).Check("p", fset, files, info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fset, files, pkg, info
 }
