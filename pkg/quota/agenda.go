@@ -94,17 +94,6 @@ func (a *agenda) move(e *entry, to queueKind) {
 	}
 }
 
-// podEntries is where the agenda keeps one waiting pod: its entry in each covering
-// budget's queues, parallel to podState.cover. Only the agenda's files (agenda.go,
-// wake.go) touch its field; the other parts ask its methods.
-type podEntries struct{ list []*entry }
-
-// all returns the pod's entries; the caller does not change the slice.
-func (q *podEntries) all() []*entry { return q.list }
-
-// any reports whether the pod is in some budget's queues.
-func (q *podEntries) any() bool { return len(q.list) > 0 }
-
 // markDirty schedules the budget's active head for evaluation by the next Admit.
 func (a *agenda) markDirty(b *budget) {
 	if b.dirtyIndex < 0 && b.queues.activeHead() != nil {

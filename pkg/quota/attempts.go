@@ -29,52 +29,6 @@ import (
 // again after a backoff, so that the controller tries once more, fenced on the version
 // it sees then.
 
-// podAttempt is what the admitter knows of one pod: only the admitter's files (admit.go,
-// attempts.go, timers.go, flavor_choice.go) write or read its fields; the other parts
-// ask its methods.
-type podAttempt struct {
-	// admitted is the reason it was admitted, handed out again with a retry, and
-	// borrowing the budgets it was admitted beyond the hard of (borrowingIn).
-	admitted  Reason
-	borrowing []BudgetKey
-	// admittedAt is when the core admitted it (zero when first seen running): the
-	// most recently admitted are preempted first.
-	admittedAt time.Time
-
-	// An ungate attempt is fenced on the pod's resourceVersion (the patch tests it),
-	// so it can apply only to that version. attemptRV is the newest version an attempt
-	// was fenced on; unresolved is set while it is not known whether one applied: the
-	// charge stands until the pod is seen ungated, seen gated at a version newer than
-	// attemptRV, or is gone.
-	attemptRV  string
-	unresolved bool
-	retryAt    time.Time // end of its backoff (waiting), or when to retry an unresolved ungate
-	// preemptAt is when its preemption cooldown ends: the admitter evaluates it again
-	// then (admitter.endCooldowns), and pods may be evicted for it from then on.
-	preemptAt time.Time
-	attempts  int
-	inFlight  bool // returned by Admit, Done not called yet
-
-	backoffIndex  int // its place in admitter.backoff (-1: not there)
-	cooldownIndex int // its place in admitter.cooldowns (-1: not there)
-}
-
-// newPodAttempt is a pod's attempt record before it is admitted.
-func newPodAttempt() podAttempt { return podAttempt{backoffIndex: -1, cooldownIndex: -1} }
-
-// admittedTime is when the core admitted the pod; zero when it was first seen running.
-func (a *podAttempt) admittedTime() time.Time { return a.admittedAt }
-
-// borrowed returns the budgets the pod was admitted beyond the hard of.
-func (a *podAttempt) borrowed() []BudgetKey { return a.borrowing }
-
-// retryTime is the end of the pod's backoff, or when an unresolved ungate is tried
-// again.
-func (a *podAttempt) retryTime() time.Time { return a.retryAt }
-
-// settled reports whether no ungate attempt of the pod is in flight or unresolved.
-func (a *podAttempt) settled() bool { return !a.inFlight && !a.unresolved }
-
 // Admission is one decision: the pod may be ungated. Its usage is already charged to
 // Budgets (reserved) when Admit returns it; the controller sends the patch and reports
 // the outcome with Done.

@@ -42,44 +42,6 @@ func newCharges(a *agenda, t *topology, f *families, fl *flavorIndex, h *hourBoo
 		func(p *podState) *int { return &p.charge.releaseIndex })}
 }
 
-// podCharge is what the charges part knows of one pod: only charges.go writes or reads
-// its fields; the other parts ask its methods.
-type podCharge struct {
-	to     []*budget // where its usage is charged (phases assumed and charged)
-	usage  amount.List
-	claims []claimAmount // the claims charged with it (its claims when it was charged)
-	// pinned are the budgets that admitted it, or that covered it when the core first
-	// saw it running: it stays charged to those that exist while it runs, whatever its
-	// labels become. They are the core's own record, never read from the pod, so a
-	// tenant cannot charge a budget by writing its name on a pod.
-	pinned []BudgetKey
-	// labels are the labels that decide which budgets cover it while it is charged:
-	// those it was admitted with, or (first seen running) those its admitted-labels
-	// annotation records, else those it had then. A relabelled running pod is covered
-	// as before.
-	labels map[string]string
-	// releaseIndex is its place in charges.releases (-1: not there).
-	releaseIndex int
-}
-
-// newPodCharge is a pod's charge before it is charged.
-func newPodCharge() podCharge { return podCharge{releaseIndex: -1} }
-
-// budgets returns where the pod is charged; the caller does not change the slice.
-func (c *podCharge) budgets() []*budget { return c.to }
-
-// amounts returns what the pod is charged (nil while it waits).
-func (c *podCharge) amounts() amount.List { return c.usage }
-
-// claimAmounts returns the claims charged with the pod.
-func (c *podCharge) claimAmounts() []claimAmount { return c.claims }
-
-// pins returns the budgets the pod stays charged to while they exist.
-func (c *podCharge) pins() []BudgetKey { return c.pinned }
-
-// coverLabels returns the labels that decide which budgets cover the charged pod.
-func (c *podCharge) coverLabels() map[string]string { return c.labels }
-
 // charge charges the pod's usage to every budget that covers it, and to those it is
 // pinned to (pins); labels are the labels that decide its coverage while it is
 // charged (podCharge.labels). A pod not put on a flavor by an admission is charged on

@@ -45,18 +45,6 @@ type preemptionCore interface {
 
 var _ preemptionCore = (*AdmissionQueue)(nil)
 
-// podPreemption is what the preemptions part knows of one pod without a lookup. Only
-// the part's files touch its field; the other parts ask touched.
-type podPreemption struct {
-	// kept is set once the part keeps a record of the pod (a victim, evicted, or
-	// refused by a PDB): only then does forget ask the part to drop it, so that a pod's
-	// end enters the part only when preemption touched the pod.
-	kept bool
-}
-
-// touched reports whether the preemptions part keeps a record of the pod.
-func (p podPreemption) touched() bool { return p.kept }
-
 // preemptions is the preemption part's state.
 type preemptions struct {
 	core preemptionCore
