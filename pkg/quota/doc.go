@@ -143,10 +143,11 @@
 // inBackoff). Only the placer and the admitter write it, the charges part its
 // coverage when a charge moves, and the group index its group (TestRecordWriters
 // names the files for each field). What a part knows of a pod is a type of its own on
-// the record, which only that part's files touch: podCharge (charges: where it is
+// the record, which only that part's files write: podCharge (charges: where it is
 // charged, how much, its pins and charge labels), podAttempt (admitter: why and when it
 // was admitted, its ungate attempts, backoff and cooldown), podEntries (agenda: its
-// entries in the queues), podPreemption (preemptions). hack/podevent/podevent.sh prints the path of one pod event through these files;
+// entries in the queues), podPreemption (preemptions). podparts.go declares them, with
+// the methods the other parts read them by. hack/podevent/podevent.sh prints the path of one pod event through these files;
 // its test fails when a pod event or a budget event in a namespace with one plain
 // Budget enters a file of the family, preemption, group or flavor parts.
 //
