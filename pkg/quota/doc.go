@@ -181,13 +181,14 @@
 //
 // docs/architecture.md has the whole map, with the test to extend for each. In short:
 //
-//   - a new resource kind: PodUsage, NormalizeHard and quotaName (usage.go); devices in
-//     ClaimCharge (claims.go) and WithExtendedDevices (extended.go).
+//   - a new resource kind: the names a Budget accepts (api/v1alpha1, accountable.go),
+//     PodUsage, NormalizeHard and quotaName (usage.go); devices in ClaimUsage (claims.go)
+//     and WithExtendedDevices (extended.go).
 //   - a new queue order: package order (order.Of, order.Key.Compare); comparePods
 //     (queue.go) breaks ties by UID.
 //   - a quota that changes with time: BudgetFromAPI (budget.go), the ledger's hard
 //     (ledger.Ledger.SetLimits), and a timer in AdmissionQueue.runTimers and
-//     admitter.nextWakeup (timers.go); a window (BudgetWindow) is computed by package
+//     AdmissionQueue.NextWakeup (timers.go); a window (BudgetWindow) is computed by package
 //     window and fed to UpsertBudget by the controller's budgetWindows (windows.go), so
 //     the core only sees a new spec.
 //   - a quota in resource-hours: package hours (the ledger: periods, decay,
@@ -198,8 +199,8 @@
 //     with its parent's Budget.UsageHalfLife, in an hours.Ledger per budget, shown and
 //     kept across restarts as status.fairSharing (memories.state,
 //     Budget.MemoryRestore); TestRandomizedFairSharingMemory is its model.
-//   - a new preemption policy: preemptions.decide (preempt.go), victimCandidates
-//     (victims.go), compareVictims (victimorder.go).
+//   - a new preemption policy: preemptions.decide and preemptionKind (preempt.go),
+//     victimCandidates (victims.go), compareVictims (victimorder.go).
 //   - a new flavor rule: flavorIndex.choices (flavors.go), admitter.flavorFor
 //     (flavor_choice.go).
 //   - a new status field: BudgetStatus and Reads.Status (status.go), then the
@@ -211,6 +212,6 @@
 //     (controller/dependencies_watch.go); the core only sees a pod's verdict
 //     (ResolveDependencies, dependencies.go).
 //   - a new reason a pod waits: a ReasonCode (reasoncodes.go; parks, if it parks the
-//     pod) and its sentence in Reads.waitReason (reasons.go), set where the decision is
-//     taken.
+//     pod), its sentences in Reads.waitMessage and its cause in Reads.WaitCause
+//     (reasons.go), set where the decision is taken.
 package quota
