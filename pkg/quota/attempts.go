@@ -138,7 +138,7 @@ func (q *AdmissionQueue) Done(uid types.UID, r Result, attemptRV string) {
 	case thenForget:
 		q.place.forget(p)
 	case thenPlace:
-		q.place.settleWaiting(p)
+		q.place.waitAgain(p)
 	}
 }
 
@@ -148,7 +148,7 @@ type afterDone uint8
 const (
 	thenNothing afterDone = iota
 	thenForget            // it is gone
-	thenPlace             // its charge was given back: it waits again (placer.settleWaiting)
+	thenPlace             // its charge was given back: it waits again (placer.waitAgain)
 )
 
 func (a *admitter) done(uid types.UID, r Result, attemptRV string) (*podState, afterDone) {
@@ -204,7 +204,7 @@ func (a *admitter) provesNotUngated(p *podState, view Pod) bool {
 
 // giveBack returns an assumed pod whose attempts are proven not to have applied: its
 // charge is released and it backs off (by the attempts Done counted) before it is
-// evaluated again. The caller then places it in its queues (placer.settleWaiting).
+// evaluated again. The caller then places it in its queues (placer.waitAgain).
 func (a *admitter) giveBack(p *podState) {
 	a.backoff.Remove(p)
 	a.charges.end(p)
@@ -212,9 +212,6 @@ func (a *admitter) giveBack(p *podState) {
 	p.phase = phaseWaiting
 	p.attempt.unresolved = false
 	p.attempt.attemptRV = ""
-	// It waits again as it is now: a relabel while it was admitted changed nothing of
-	// its charge, but decides where it waits.
-	p.cover = a.topology.coverage(&p.pod)
 	p.attempt.retryAt = a.opts.clock.Now().Add(a.opts.backoff(p.attempt.attempts))
 	p.inBackoff = true
 	a.backoff.Fix(p)

@@ -86,7 +86,7 @@ var recordWriters = map[string][]string{
 	"order":      {"placer.go"},
 	"group":      {"groups.go"},
 	"seen":       {"placer.go"},
-	"cover":      {"placer.go", "attempts.go", "charges.go"},
+	"cover":      {"placer.go", "charges.go"},
 	"queued":     agendaFiles,
 	"units":      {"podstate.go"},
 	"claimUnits": {"podstate.go"},

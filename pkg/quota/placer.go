@@ -83,7 +83,7 @@ func (pl *placer) updatePod(p *podState, pod Pod) {
 			pl.joinGroup(p)
 		}
 		pl.admit.giveBack(p)
-		pl.settleWaiting(p)
+		pl.settleWaiting(p) // its coverage is the view's, above
 		return
 	}
 
@@ -203,6 +203,14 @@ func (pl *placer) forget(p *podState) {
 	if p.group != nil { // a pod outside any group does not enter the groups part
 		pl.leaveGroup(p)
 	}
+}
+
+// waitAgain places a pod whose charge was given back (admitter.giveBack) in its queues
+// as it is now: a relabel while it was admitted changed nothing of its charge, but
+// decides where it waits.
+func (pl *placer) waitAgain(p *podState) {
+	p.cover = pl.topology.coverage(&p.pod)
+	pl.settleWaiting(p)
 }
 
 // settleWaiting (re)places a gated pod after anything about it changed: admitted at
