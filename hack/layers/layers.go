@@ -112,5 +112,10 @@ func check(layers [][]string, graph map[string][]string) []error {
 }
 
 // testHelper reports whether p is a package of helpers for tests, named as Go names
-// them (net/http/httptest): its name ends in "test".
-func testHelper(p string) bool { return strings.HasSuffix(path.Base(p), "test") }
+// them: after the package it helps test, with "test" appended, under it
+// (net/http/httptest, pkg/quota/internal/amount/amounttest). A package that merely ends
+// in "test" (latest) is not one.
+func testHelper(p string) bool {
+	dir, base := path.Split(p)
+	return base == path.Base(path.Clean(dir))+"test"
+}

@@ -105,6 +105,16 @@ func TestCheck(t *testing.T) {
 				g["pkg/quota/internal/amount/amounttest"] = []string{"pkg/quota/internal/amount", "pkg/quota"}
 			},
 		},
+		"a package whose name only ends in test": {
+			change: func(g map[string][]string) {
+				g["pkg/quota/internal/latest"] = nil
+				g["pkg/quota"] = append(g["pkg/quota"], "pkg/quota/internal/latest")
+			},
+			want: []string{
+				"pkg/quota imports pkg/quota/internal/latest, which is not declared",
+				"pkg/quota/internal/latest is not declared in the layers",
+			},
+		},
 		"a package imports a test helper": {
 			change: func(g map[string][]string) {
 				g["pkg/quota/internal/amount/amounttest"] = []string{"pkg/quota/internal/amount"}
