@@ -79,6 +79,10 @@ func (w *world) admitAndCheck() error {
 		default:
 			p.outcome = Gone
 		}
+		if w.notSent.draw() {
+			p.outcome, p.applies, p.bump = NotSent, false, false
+		}
+		p.retried = retry
 		w.logf("admit %s budgets=%v retry=%v reason=%s", a.Pod, a.Budgets, retry, a.Reason.Message)
 		if retry {
 			// The budgets that admitted it, not those that came to cover it since: its

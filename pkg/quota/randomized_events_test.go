@@ -327,10 +327,23 @@ func (w *world) deliver() {
 			}
 			w.q.Done(uid, report, strconv.Itoa(p.fence))
 			w.logf("done %s %d (applied %v, fence %d)", p.obj.Name, report, applied, p.fence)
-			if report == Ungated {
+			switch {
+			case report == Ungated:
 				p.state = mRunning
-			} else {
+			case report == NotSent && !p.retried:
+				// Nothing was sent and no earlier attempt may still apply: the charge is
+				// given back and the pod waits again. The accounting check holds the core
+				// to it: the model no longer charges the pod.
+				p.state = mGated
+				p.pinned, p.chargeLabels = nil, nil
+				w.notSent.given++
+			default:
+				// Unknown, or NotSent on a retry: an earlier attempt may still apply, so
+				// the charge stays until a view settles it (sync).
 				p.state = mUnresolved
+				if report == NotSent {
+					w.notSent.kept++
+				}
 			}
 			w.sync(p)
 		}

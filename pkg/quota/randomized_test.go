@@ -62,16 +62,22 @@ func TestRandomizedAdmission(t *testing.T) {
 		}
 	}
 	var windows windowTally
+	var notGiven, notKept int
 	for _, seed := range seeds {
 		w := newWorld(seed)
 		if err := w.runRecovering(*randomSteps); err != nil {
 			t.Fatalf("seed %d (rerun with -args -quota.seed=%d): %v\nlast events:\n%s", seed, seed, err, strings.Join(w.lastEvents(25+975*boolInt(*randomSeed0 >= 0)), "\n"))
 		}
 		windows.add(w.windows.tally)
+		notGiven += w.notSent.given
+		notKept += w.notSent.kept
 	}
-	t.Logf("%d seeds x %d steps; %d windows ended, %d with Reclaim, which evicted %d pods", len(seeds), *randomSteps, windows.ends, windows.reclaimEnds, windows.victims)
+	t.Logf("%d seeds x %d steps; %d windows ended, %d with Reclaim, which evicted %d pods; %d attempts not sent, the charge given back, %d on a retry, kept", len(seeds), *randomSteps, windows.ends, windows.reclaimEnds, windows.victims, notGiven, notKept)
 	if len(seeds) >= 30 && windows.victims == 0 {
 		t.Errorf("no window's end evicted a pod in %d worlds: the model no longer plays Reclaim", len(seeds))
+	}
+	if len(seeds) >= 30 && (notGiven == 0 || notKept == 0) {
+		t.Errorf("in %d worlds, %d attempts not sent were given back and %d kept: the model no longer plays NotSent on both paths", len(seeds), notGiven, notKept)
 	}
 }
 
@@ -132,6 +138,7 @@ type mPod struct {
 	outcome  Result
 	applies  bool // the attempt in flight applies if its fence still holds
 	bump     bool // a concurrent write lands before the attempt
+	retried  bool // the attempt in flight retries one whose outcome was not known
 	fence    int  // resourceVersion the attempt in flight is fenced on
 	informAt int  // step at which the ungated view is delivered (-1: none pending)
 	lastView Pod  // the newest view the core was given
@@ -254,7 +261,25 @@ type world struct {
 	// windows open and end on budgets (randomized_windowends_test.go); nil in the
 	// regression worlds.
 	windows *worldWindows
+	// notSent, when not nil, turns some ungate attempts into NotSent: the controller
+	// sends no patch (the pod, changed since the decision, cannot take the admission,
+	// or a claim could not be pinned). nil in the regression worlds, whose draws it
+	// would change.
+	notSent *worldNotSent
 }
+
+// worldNotSent draws which attempts the controller does not send, from a stream of its
+// own so that the other draws of a seed stay as they were, and counts what the core
+// did with them.
+type worldNotSent struct {
+	rng *rand.Rand
+	// given: reported NotSent on a first attempt, the charge given back; kept: on a
+	// retry of an attempt whose outcome was not known, the charge kept.
+	given, kept int
+}
+
+// draw reports whether this attempt is not sent: one in sixteen.
+func (n *worldNotSent) draw() bool { return n != nil && n.rng.IntN(16) == 0 }
 
 var worldNamespaces = []string{"ns-a", "ns-b", "ns-c"}
 
@@ -275,6 +300,7 @@ func newWorld(seed int) *world {
 	w := newWorldOf(seed, true)
 	w.starts = true
 	w.windows = newWorldWindows(seed)
+	w.notSent = &worldNotSent{rng: rand.New(rand.NewPCG(uint64(seed), 0x6e6f7453656e74))}
 	return w
 }
 
