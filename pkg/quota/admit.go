@@ -313,11 +313,11 @@ func (a *admitter) failOn(unit []*podState, w waitInfo, fl string) {
 		on = a.flavors.get(fl)
 	}
 	for _, p := range unit {
-		old := p.wait
-		p.wait = w
+		old, now := p.wait, w
 		if on != nil {
-			p.wait.reach = a.flavors.reach(&p.pod, on)
+			now.reach = a.flavors.reach(&p.pod, on)
 		}
+		p.waitFor(now)
 		a.agenda.moveAll(p, queueActive, queueInadmissible)
 		if inBorrowingFamily(p.cover) || familyWait(old) || familyWait(w) {
 			if f := a.families.failed(p, old, w); f != nil && a.topology.alive(f) {
@@ -355,8 +355,7 @@ func (a *admitter) admitUnit(unit []*podState, f *Flavor, reason Reason) {
 		}
 		a.backoff.Remove(p)
 		a.cooldowns.Remove(p)
-		p.inBackoff, p.parked, p.wait = false, false, waitInfo{}
-		p.phase = phaseAssumed
+		p.assume()
 		p.attempt.admitted = reason
 		p.attempt.admittedAt = a.opts.clock.Now()
 		a.charges.charge(p, keysOf(p.cover), p.pod.Labels)

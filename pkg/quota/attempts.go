@@ -209,10 +209,9 @@ func (a *admitter) giveBack(p *podState) {
 	a.backoff.Remove(p)
 	a.charges.end(p)
 	p.place(nil, nil) // a gated pod has none: it is chosen again when it is admitted again
-	p.phase = phaseWaiting
 	p.attempt.unresolved = false
 	p.attempt.attemptRV = ""
 	p.attempt.retryAt = a.opts.clock.Now().Add(a.opts.backoff(p.attempt.attempts))
-	p.inBackoff = true
+	p.backOff()
 	a.backoff.Fix(p)
 }

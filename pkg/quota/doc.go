@@ -140,9 +140,12 @@
 //
 // A pod's record (podState) is shared: what the pod is (its view, order, group, the
 // budgets that cover it, its amounts) and where it waits (phase, wait, parked,
-// inBackoff). Only the placer and the admitter write it, the charges part its
-// coverage when a charge moves, and the group index its group (TestRecordWriters
-// names the files for each field). What a part knows of a pod is a type of its own on
+// inBackoff). The placer writes what the pod is, the charges part its coverage when a
+// charge moves, and the group index its group. Where it waits changes only through the
+// record's own transitions (podState.run, assume, backOff, endBackoff, waitFor,
+// coolDown, park, hold): the placer and the admitter call them, and they keep what
+// holds across the four fields (a pod admitted waits for nothing, is neither parked
+// nor backing off). TestRecordWriters names the files that write each field. What a part knows of a pod is a type of its own on
 // the record, which only that part's files write: podCharge (charges: where it is
 // charged, how much, its pins and charge labels), podAttempt (admitter: why and when it
 // was admitted, its ungate attempts, backoff and cooldown), podEntries (agenda: its

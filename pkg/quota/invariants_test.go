@@ -3,6 +3,7 @@ package quota
 import (
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -78,6 +79,9 @@ func (q *AdmissionQueue) checkInvariants() error {
 		default:
 			if len(p.queued.list) > 0 {
 				return fmt.Errorf("admitted pod %s still queued", uid)
+			}
+			if p.parked || p.inBackoff || !reflect.DeepEqual(p.wait, waitInfo{}) {
+				return fmt.Errorf("admitted pod %s still waits: parked %v, backoff %v, wait %+v", uid, p.parked, p.inBackoff, p.wait)
 			}
 			for _, b := range p.charge.to {
 				if c, _ := b.ledger.ChargedPod(uid); c != p {

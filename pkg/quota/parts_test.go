@@ -75,14 +75,16 @@ var placerFiles = []string{"placer.go", "park.go", "groups_settle.go", "starts.g
 
 // recordWriters are the files that may write each field of podState, the record every
 // part shares: what the pod is (its view, order, group, coverage, amounts) and where it
-// waits. The placer, which every event about a pod enters, and the admitter, which moves
-// it through its phases, write it; the charges part moves its coverage with its charge
-// (charges.recharge), and groupIndex sets its group. No other part writes it: each keeps
-// what it knows of a pod in a type of its own on the record (charge, attempt, queued,
-// preemption; coreParts keeps everyone else out of those).
+// waits. The placer, which every event about a pod enters, writes what the pod is; the
+// charges part moves its coverage with its charge (charges.recharge), and groupIndex
+// sets its group. Where it waits changes only by the record's own transitions in
+// podstate.go (podState.assume, run, backOff, park and the rest), which the placer and
+// the admitter call. No other part writes it: each keeps what it knows of a pod in a
+// type of its own on the record (charge, attempt, queued, preemption; coreParts keeps
+// everyone else out of those).
 var recordWriters = map[string][]string{
 	"pod":        {"podstate.go", "placer.go"},
-	"phase":      {"placer.go", "admit.go", "attempts.go"},
+	"phase":      {"podstate.go"},
 	"order":      {"placer.go"},
 	"group":      {"groups.go"},
 	"seen":       {"placer.go"},
@@ -94,9 +96,9 @@ var recordWriters = map[string][]string{
 	"reach":      {"podstate.go"},
 	"charge":     {"charges.go", "placer.go"},
 	"attempt":    append(slices.Clone(admitterFiles), "placer.go"),
-	"wait":       {"placer.go", "admit.go", "timers.go"},
-	"parked":     {"placer.go", "admit.go"},
-	"inBackoff":  {"placer.go", "admit.go", "attempts.go", "timers.go"},
+	"wait":       {"podstate.go"},
+	"parked":     {"podstate.go"},
+	"inBackoff":  {"podstate.go"},
 	"preemption": preemptionFiles,
 	"forgotten":  {"podstate.go"},
 }

@@ -54,14 +54,13 @@ func (pl *placer) addPod(pod Pod) {
 	p.cover = pl.topology.coverage(&p.pod)
 	pl.joinGroup(p)
 	if !pod.Gated {
-		p.phase = phaseCharged
+		p.run()
 		pl.chargeFirstSeen(p)
 		if p.group != nil {
 			pl.settleMember(p)
 		}
 		return
 	}
-	p.phase = phaseWaiting
 	pl.settleWaiting(p)
 }
 
@@ -100,8 +99,7 @@ func (pl *placer) updatePod(p *podState, pod Pod) {
 		if !pod.Gated {
 			// Ungated by someone else (the namespace's release, an admin): it runs now.
 			pl.admit.cancelRetry(p)
-			p.inBackoff, p.parked, p.wait = false, false, waitInfo{}
-			p.phase = phaseCharged
+			p.run()
 			pl.chargeFirstSeen(p)
 		}
 		if !sameGroup {
@@ -137,7 +135,7 @@ func (pl *placer) updatePod(p *podState, pod Pod) {
 		}
 	}
 	if !pod.Gated && p.phase == phaseAssumed {
-		p.phase = phaseCharged
+		p.run()
 		pl.admit.seenUngated(p)
 	}
 	// Its charge is fixed (charges): a relabel changes nothing, and a change of usage
@@ -245,17 +243,10 @@ func (pl *placer) settleWaiting(p *podState) {
 // set, else in backoff or active in every covering budget. Pods no budget covers are
 // held, or wait for their group or their backoff.
 func (pl *placer) place(p *podState, park *waitInfo) {
-	p.parked = park != nil
-	switch {
-	case park != nil:
-		p.wait = *park
-	case p.wait.parks():
-		p.wait = waitInfo{} // no longer parked: the next evaluation says why it waits
-	}
+	p.park(park)
 	if len(p.cover) == 0 {
 		if park == nil && pl.opts.holdUncovered && !pl.released(p.pod.Namespace) {
-			p.parked = true
-			p.wait = waitInfo{code: CodeUncovered}
+			p.hold()
 		}
 		if p.parked {
 			pl.agenda.hold(p)

@@ -72,6 +72,59 @@ type podState struct {
 	forgotten bool
 }
 
+// Where a pod waits (phase, wait, parked, inBackoff) changes only by the record's
+// transitions below (TestRecordWriters): the placer and the admitter decide when, the
+// record what a transition means. What holds across the four fields holds here: a pod
+// the core admitted, or saw ungated, waits for nothing, is neither parked nor backing
+// off (checkInvariants); only a waiting pod has a wait, a park or a backoff. A new
+// record waits (phaseWaiting is the zero phase) until run says otherwise.
+
+// run: the pod is seen ungated, when first seen, ungated by someone else, or its own
+// ungate seen; it is charged until it ends.
+func (p *podState) run() {
+	p.phase = phaseCharged
+	p.wait, p.parked, p.inBackoff = waitInfo{}, false, false
+}
+
+// assume: the core admitted the pod; its ungate is not yet seen.
+func (p *podState) assume() {
+	p.phase = phaseAssumed
+	p.wait, p.parked, p.inBackoff = waitInfo{}, false, false
+}
+
+// backOff: an admitted pod whose ungate did not apply waits again, backing off first.
+func (p *podState) backOff() {
+	p.phase = phaseWaiting
+	p.inBackoff = true
+}
+
+// endBackoff: its backoff is over.
+func (p *podState) endBackoff() { p.inBackoff = false }
+
+// waitFor records why the pod waits, from its latest evaluation.
+func (p *podState) waitFor(w waitInfo) { p.wait = w }
+
+// coolDown records that it waits for its preemption cooldown to end.
+func (p *podState) coolDown(pending preemptPending) { p.wait.preempt = pending }
+
+// park parks the pod for why, or, with nil, takes it out of a park: a wait that parked
+// it ends, and the next evaluation says why it waits.
+func (p *podState) park(why *waitInfo) {
+	p.parked = why != nil
+	switch {
+	case why != nil:
+		p.wait = *why
+	case p.wait.parks():
+		p.wait = waitInfo{}
+	}
+}
+
+// hold parks a pod that no budget covers, where uncovered pods are held.
+func (p *podState) hold() {
+	p.parked = true
+	p.wait = waitInfo{code: CodeUncovered}
+}
+
 // podIndex is every non-terminal pod the core knows, by UID and by namespace.
 type podIndex struct {
 	byUID map[types.UID]*podState

@@ -50,7 +50,7 @@ func (a *admitter) endBackoff(now time.Time) *podState {
 			}
 			continue
 		}
-		p.inBackoff = false
+		p.endBackoff()
 		if p.phase != phaseWaiting {
 			continue
 		}
@@ -125,7 +125,7 @@ func (a *admitter) seenUngated(p *podState) {
 // (preemptions.cooldownOf): its pods say so, and are evaluated again when it ends.
 func (a *admitter) coolDown(unit []*podState, pending preemptPending) {
 	for _, p := range unit {
-		p.wait.preempt = pending
+		p.coolDown(pending)
 		p.attempt.preemptAt = pending.at
 		a.cooldowns.Fix(p)
 	}
