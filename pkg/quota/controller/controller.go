@@ -113,7 +113,7 @@ func New(opts Options) (*Controller, error) {
 		kick:       make(chan struct{}, 1),
 		waiting:    map[types.UID]waitingPod{},
 		tallies:    newAdmittedTallies(opts.AdmittedEventInterval),
-		estimates:  newEstimator(opts.EstimateInterval),
+		estimates:  newEstimator(&opts, m),
 		conditions: newPodConditions(nil, opts.Clock),
 
 		simulationPacer: newSimulationPacer(opts.SimulationCPU),
@@ -215,10 +215,11 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 	if c.estimates == nil {
 		return nil
 	}
-	if c.estimates.pods, _ = c.pods.(podLister); c.estimates.pods == nil {
+	c.connectEstimator()
+	if c.estimates.pods == nil {
 		return fmt.Errorf("the pod informer's store (%T) cannot list", c.pods)
 	}
-	for _, h := range c.estimateHandlers() {
+	for _, h := range c.estimates.handlers() {
 		inf, err := mgr.GetCache().GetInformer(ctx, h.obj)
 		if err != nil {
 			return fmt.Errorf("getting informer for %T: %w", h.obj, err)
@@ -228,7 +229,7 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 		}
 	}
 	// Leader only, as the admission loop: only the leader's views are answered.
-	return mgr.Add(manager.RunnableFunc(c.runEstimates))
+	return mgr.Add(c.estimates)
 }
 
 // ReadyCheck is the readiness probe: ready once every informer delivered its list.

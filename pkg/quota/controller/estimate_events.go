@@ -175,10 +175,10 @@ func shortDuration(d time.Duration) string {
 	return fmt.Sprintf("%dh%dm", int(d.Hours()), int(d.Minutes())%60)
 }
 
-// announceEstimates emits the EstimateChanged events of a pass's starts (nil for a
-// skipped pass) made at now.
-func (c *Controller) announceEstimates(starts map[types.UID]estimate.Start, now time.Time) {
-	for _, ch := range c.estimates.notices.pass(starts, now) {
-		c.recorder.Eventf(podRef(ch.now.start.Pod), nil, corev1.EventTypeNormal, eventEstimateChanged, "Estimate", "%s", ch.message())
+// announce emits the EstimateChanged events of a pass's starts (nil for a skipped
+// pass) made at now.
+func (e *estimator) announce(starts map[types.UID]estimate.Start, now time.Time) {
+	for _, ch := range e.notices.pass(starts, now) {
+		e.recorder.Eventf(podRef(ch.now.start.Pod), nil, corev1.EventTypeNormal, eventEstimateChanged, "Estimate", "%s", ch.message())
 	}
 }

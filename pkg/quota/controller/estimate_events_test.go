@@ -69,6 +69,7 @@ func newEventController(t *testing.T) (*Controller, *podEventRecorder) {
 	}
 	rec := &podEventRecorder{FakeRecorder: events.NewFakeRecorder(0)}
 	c.recorder = rec
+	c.connectEstimator()
 	return c, rec
 }
 
@@ -120,12 +121,12 @@ func TestEstimateChangedEvents(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c, rec := newEventController(t)
 			if tc.first.Pod.UID != "" {
-				c.announceEstimates(starts(tc.first), eventT0)
+				c.estimates.announce(starts(tc.first), eventT0)
 				if got := rec.take(); len(got) != 0 {
 					t.Fatalf("events for a first estimate: %q", got)
 				}
 			}
-			c.announceEstimates(starts(tc.then), eventT0.Add(tc.after))
+			c.estimates.announce(starts(tc.then), eventT0.Add(tc.after))
 			if diff := cmp.Diff(tc.want, rec.take()); diff != "" {
 				t.Errorf("events (-want +got):\n%s", diff)
 			}
@@ -137,18 +138,18 @@ func TestEstimateChangedEvents(t *testing.T) {
 // first pass after, measured from the estimate last reported.
 func TestEstimateChangedRateLimit(t *testing.T) {
 	c, rec := newEventController(t)
-	c.announceEstimates(starts(startAt("p", 5, 5, 5)), eventT0)
-	c.announceEstimates(starts(startAt("p", 30, 30, 30)), eventT0.Add(time.Minute))
+	c.estimates.announce(starts(startAt("p", 5, 5, 5)), eventT0)
+	c.estimates.announce(starts(startAt("p", 30, 30, 30)), eventT0.Add(time.Minute))
 	if got := rec.take(); len(got) != 1 {
 		t.Fatalf("events after a move of 25m: %q, want one", got)
 	}
 	// 9m after the event it moves again: held back.
-	c.announceEstimates(starts(startAt("p", 60, 60, 60)), eventT0.Add(10*time.Minute))
+	c.estimates.announce(starts(startAt("p", 60, 60, 60)), eventT0.Add(10*time.Minute))
 	if got := rec.take(); len(got) != 0 {
 		t.Errorf("events 9m after the last one: %q, want none", got)
 	}
 	// 10m after: announced against 10:30, the estimate the last event reported.
-	c.announceEstimates(starts(startAt("p", 61, 61, 61)), eventT0.Add(11*time.Minute))
+	c.estimates.announce(starts(startAt("p", 61, 61, 61)), eventT0.Add(11*time.Minute))
 	want := []string{"team-a/p: Normal EstimateChanged Estimated start moved later by 31m: now 11:01 UTC, was 10:30 UTC"}
 	if diff := cmp.Diff(want, rec.take()); diff != "" {
 		t.Errorf("events 10m after the last one (-want +got):\n%s", diff)
@@ -160,8 +161,8 @@ func TestEstimateChangedRateLimit(t *testing.T) {
 func TestEstimateChangedCapPerPass(t *testing.T) {
 	c, rec := newEventController(t)
 	c.estimates.notices.perPass = 2
-	c.announceEstimates(starts(startAt("small", 5, 5, 5), startAt("large", 5, 5, 5), startAt("gone", 5, 5, 5), startAt("quiet", 5, 5, 5)), eventT0)
-	c.announceEstimates(starts(startAt("small", 20, 20, 20), startAt("large", 200, 200, 200), unknownStart("gone"), startAt("quiet", 6, 6, 6)), eventT0.Add(time.Minute))
+	c.estimates.announce(starts(startAt("small", 5, 5, 5), startAt("large", 5, 5, 5), startAt("gone", 5, 5, 5), startAt("quiet", 5, 5, 5)), eventT0)
+	c.estimates.announce(starts(startAt("small", 20, 20, 20), startAt("large", 200, 200, 200), unknownStart("gone"), startAt("quiet", 6, 6, 6)), eventT0.Add(time.Minute))
 	want := []string{
 		"team-a/gone: Normal EstimateChanged Estimated start is now unknown (NoHistory: it waits for quota held by pods with no expected end), was 10:05 UTC",
 		"team-a/large: Normal EstimateChanged Estimated start moved later by 3h15m: now 13:20 UTC, was 10:05 UTC",
@@ -169,7 +170,7 @@ func TestEstimateChangedCapPerPass(t *testing.T) {
 	if diff := cmp.Diff(want, rec.take()); diff != "" {
 		t.Errorf("the first pass's events (-want +got):\n%s", diff)
 	}
-	c.announceEstimates(starts(startAt("small", 20, 20, 20), startAt("large", 200, 200, 200), unknownStart("gone"), startAt("quiet", 6, 6, 6)), eventT0.Add(2*time.Minute))
+	c.estimates.announce(starts(startAt("small", 20, 20, 20), startAt("large", 200, 200, 200), unknownStart("gone"), startAt("quiet", 6, 6, 6)), eventT0.Add(2*time.Minute))
 	want = []string{"team-a/small: Normal EstimateChanged Estimated start moved later by 15m: now 10:20 UTC, was 10:05 UTC"}
 	if diff := cmp.Diff(want, rec.take()); diff != "" {
 		t.Errorf("the next pass's events (-want +got):\n%s", diff)
@@ -180,9 +181,9 @@ func TestEstimateChangedCapPerPass(t *testing.T) {
 // estimates, and no event.
 func TestEstimateChangedAfterSkippedPass(t *testing.T) {
 	c, rec := newEventController(t)
-	c.announceEstimates(starts(startAt("p", 5, 5, 5)), eventT0)
-	c.announceEstimates(nil, eventT0.Add(time.Minute))
-	c.announceEstimates(starts(startAt("p", 300, 300, 300)), eventT0.Add(2*time.Minute))
+	c.estimates.announce(starts(startAt("p", 5, 5, 5)), eventT0)
+	c.estimates.announce(nil, eventT0.Add(time.Minute))
+	c.estimates.announce(starts(startAt("p", 300, 300, 300)), eventT0.Add(2*time.Minute))
 	if got := rec.take(); len(got) != 0 {
 		t.Errorf("events after a skipped pass: %q, want none", got)
 	}
@@ -193,12 +194,12 @@ func TestEstimateChangedAfterSkippedPass(t *testing.T) {
 func TestEstimatorAnnouncesMoves(t *testing.T) {
 	f := newEstimateFixture(t)
 	rec := &podEventRecorder{FakeRecorder: events.NewFakeRecorder(0)}
-	f.c.recorder = rec
+	f.c.recorder, f.c.estimates.recorder = rec, rec
 	ctx := t.Context()
 	r1 := runningFor(estimatePod("team-a", "r1", 600, "4"), "team-a/a", estimateT0.Add(-2*time.Minute), "10m")
 	f.add(t, r1)
 	f.add(t, estimatePod("team-a", "g1", 60, "2").Gated().Annotation(v1alpha1.ExpectedDurationAnnotation, "5m").Obj())
-	if err := f.c.estimateOnce(ctx); err != nil {
+	if err := f.c.estimates.once(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if got := rec.take(); len(got) != 0 {
@@ -207,7 +208,7 @@ func TestEstimatorAnnouncesMoves(t *testing.T) {
 	longer := runningFor(estimatePod("team-a", "r1", 600, "4"), "team-a/a", estimateT0.Add(-2*time.Minute), "1h")
 	f.update(t, r1, longer)
 	f.clk.Step(DefaultEstimateInterval)
-	if err := f.c.estimateOnce(ctx); err != nil {
+	if err := f.c.estimates.once(ctx); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"team-a/g1: Normal EstimateChanged Estimated start moved later by 50m: now 12:58 UTC, was 12:08 UTC"}

@@ -15,31 +15,53 @@ import (
 	"github.com/quotagate/quotagate/pkg/quota"
 )
 
-// The estimator's world (estimator): what it simulates, read from the manager's
-// caches as the core sees it.
+// The estimator's world (estimator) and the what-if's (SimulatePods): what they
+// simulate, read from the manager's caches as the core sees it.
+
+// worldSource is what a world is built from: the informers' caches, the budgets'
+// windows, and the claims and dependencies the core's views of pods are resolved
+// against. Building one takes none of the core's locks.
+type worldSource struct {
+	reader       client.Reader
+	windows      *budgetWindows
+	claims       *claimIndex      // nil when resource.k8s.io/v1 is not served
+	dependencies *dependencyIndex // nil in unit tests that build a Controller by hand
+	gate         string
+}
+
+// worldSource is the Controller's source of worlds; call it once the claims and the
+// dependencies are set up.
+func (c *Controller) worldSource() *worldSource {
+	return &worldSource{reader: c.reader, windows: c.windows, claims: c.claims, dependencies: c.dependencies, gate: c.opts.Gate}
+}
 
 // world is what the informers' caches hold at now, as Simulate takes it: every
 // budget, namespace and flavor; the pods that hold quota (not gated, not terminal) and
-// the gated pods, each with what the Learner expects of it (estimate.WorldBuilder).
-// pace, when set, is called every worldStep pods.
-func (c *Controller) world(ctx context.Context, now time.Time, pace func()) (estimate.World, error) {
-	b, err := c.worldBuilder(ctx, now, c.estimates.learner, c.estimates.pods, pace)
+// the gated pods, each with what the Learner expects of it (estimate.WorldBuilder),
+// and the pods still to come that Arrivals draws. pace, when set, is called every
+// worldStep pods.
+func (e *estimator) world(ctx context.Context, now time.Time, pace func()) (estimate.World, error) {
+	if e.source == nil {
+		return estimate.World{}, errors.New("the estimator is not connected to the manager's caches")
+	}
+	b, err := e.source.builder(ctx, now, e.learner, e.arrivals, e.pods, pace)
 	if err != nil {
 		return estimate.World{}, err
 	}
 	return b.World(), nil
 }
 
-// worldBuilder is world before it is returned: a WorldBuilder that holds the caches'
-// budgets, namespaces, flavors and pods (listed from pods, each expected by l), to
-// which a what-if adds pods of its own (SimulatePods). pace, when set, is called every
-// worldStep pods, as between the steps of a simulation.
-func (c *Controller) worldBuilder(ctx context.Context, now time.Time, l *estimate.Learner, pods podLister, pace func()) (*estimate.WorldBuilder, error) {
+// builder is a world before it is returned: a WorldBuilder that holds the caches'
+// budgets, namespaces, flavors and pods (listed from pods, each expected by l), and
+// the arrivals a draws (none for nil), to which a what-if adds pods of its own
+// (SimulatePods). pace, when set, is called every worldStep pods, as between the steps
+// of a simulation.
+func (s *worldSource) builder(ctx context.Context, now time.Time, l *estimate.Learner, a *estimate.Arrivals, pods podLister, pace func()) (*estimate.WorldBuilder, error) {
 	if pods == nil {
 		return nil, errors.New("the pod cache is not set up")
 	}
 	var namespaces corev1.NamespaceList
-	if err := c.reader.List(ctx, &namespaces, client.UnsafeDisableDeepCopy); err != nil {
+	if err := s.reader.List(ctx, &namespaces, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing namespaces: %w", err)
 	}
 	nsLabels := make(map[string]map[string]string, len(namespaces.Items))
@@ -48,11 +70,11 @@ func (c *Controller) worldBuilder(ctx context.Context, now time.Time, l *estimat
 		nsLabels[ns.Name] = ns.Labels
 	}
 	var budgets v1alpha1.BudgetList
-	if err := c.reader.List(ctx, &budgets, client.UnsafeDisableDeepCopy); err != nil {
+	if err := s.reader.List(ctx, &budgets, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing budgets: %w", err)
 	}
 	var clusterBudgets v1alpha1.ClusterBudgetList
-	if err := c.reader.List(ctx, &clusterBudgets, client.UnsafeDisableDeepCopy); err != nil {
+	if err := s.reader.List(ctx, &clusterBudgets, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing clusterbudgets: %w", err)
 	}
 	// Each budget as the core has it now, with what its windows set, and what they will
@@ -61,7 +83,7 @@ func (c *Controller) worldBuilder(ctx context.Context, now time.Time, l *estimat
 	var changes []estimate.BudgetChange
 	horizon := now.Add(estimate.DefaultHorizon)
 	add := func(obj client.Object, written quota.Budget) {
-		spec, ahead, ok := c.windows.ahead(obj, now, horizon)
+		spec, ahead, ok := s.windows.ahead(obj, now, horizon)
 		if !ok {
 			spec = written
 		}
@@ -76,7 +98,7 @@ func (c *Controller) worldBuilder(ctx context.Context, now time.Time, l *estimat
 	}
 	slices.SortStableFunc(changes, func(a, b estimate.BudgetChange) int { return a.At.Compare(b.At) })
 	var flavorList v1alpha1.FlavorList
-	if err := c.reader.List(ctx, &flavorList, client.UnsafeDisableDeepCopy); err != nil {
+	if err := s.reader.List(ctx, &flavorList, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing flavors: %w", err)
 	}
 	flavors := make([]quota.Flavor, 0, len(flavorList.Items))
@@ -93,11 +115,11 @@ func (c *Controller) worldBuilder(ctx context.Context, now time.Time, l *estimat
 		}
 		if cp, ok := item.(*cachedPod); ok {
 			f := cp.factsOf()
-			b.Add(c.viewOf(cp, now), &f)
+			b.Add(s.viewOf(cp, now), &f)
 		}
 	}
-	if c.estimates != nil {
-		b.AddArrivals(c.estimates.arrivals.Streams(now))
+	if a != nil {
+		b.AddArrivals(a.Streams(now))
 	}
 	return b, nil
 }
@@ -107,14 +129,14 @@ func (c *Controller) worldBuilder(ctx context.Context, now time.Time, l *estimat
 // core, read only: unlike resolve, it records nothing in the claims' or the
 // dependencies' users (a pod deleted since the store was listed must not come back
 // there).
-func (c *Controller) viewOf(cp *cachedPod, now time.Time) quota.Pod {
-	p := cp.at(now, c.opts.Gate)
-	if c.claims != nil && usesDevices(cp) {
-		c.claims.mu.Lock()
-		p = c.claims.view(p, cp)
-		c.claims.mu.Unlock()
+func (s *worldSource) viewOf(cp *cachedPod, now time.Time) quota.Pod {
+	p := cp.at(now, s.gate)
+	if s.claims != nil && usesDevices(cp) {
+		s.claims.mu.Lock()
+		p = s.claims.view(p, cp)
+		s.claims.mu.Unlock()
 	}
-	if x := c.dependencies; x != nil && (p.Dependencies != nil || p.PodGroup != nil) {
+	if x := s.dependencies; x != nil && (p.Dependencies != nil || p.PodGroup != nil) {
 		x.mu.Lock()
 		p = x.view(p, waitsOf(p, cp))
 		x.mu.Unlock()

@@ -12,6 +12,8 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
 	"github.com/quotagate/quotagate/internal/loglevel"
@@ -68,6 +70,18 @@ type estimator struct {
 	// yield is what a pass waits on between its steps, so that it yields the CPU to
 	// admission (estimateYield); the admission loop and the ungate workers signal it.
 	yield *estimateYield
+
+	// What a pass needs of the manager, set by New (the options, metrics) and by
+	// Controller.connectEstimator (the rest, once the caches exist).
+	clock       clock.Clock
+	gate        string
+	maxPods     int
+	coreOptions []quota.Option
+	metrics     *metrics
+	recorder    recorder.EventRecorder
+	source      *worldSource
+	// synced reports whether the manager's informer handlers delivered their lists.
+	synced func() bool
 }
 
 // podLister lists the pod informer's store.
@@ -85,20 +99,40 @@ const estimateRest = 3
 // figure 4: 200 MiB of heap at 50,000 gated pods with passes, against 84 without).
 const DefaultEstimateMaxPods = 20000
 
-func newEstimator(interval time.Duration) *estimator {
-	if interval <= 0 {
+// newEstimator is the estimator of a manager with opts, recording to m; nil when
+// opts.EstimateInterval turns it off.
+func newEstimator(opts *Options, m *metrics) *estimator {
+	if opts.EstimateInterval <= 0 {
 		return nil
 	}
-	e := &estimator{learner: estimate.NewLearner(0), arrivals: estimate.NewArrivals(0), interval: interval, notices: newEstimateNotices(), record: newTrackRecord(time.Now()),
-		yield: newEstimateYield(clock.RealClock{})}
+	e := &estimator{learner: estimate.NewLearner(0), arrivals: estimate.NewArrivals(0), interval: opts.EstimateInterval, notices: newEstimateNotices(), record: newTrackRecord(time.Now()),
+		yield: newEstimateYield(clock.RealClock{}),
+		clock: opts.Clock, gate: opts.Gate, maxPods: opts.EstimateMaxPods, coreOptions: opts.coreOptions(), metrics: m}
 	e.changed.Store(true)
 	return e
+}
+
+// connectEstimator gives the estimator what it reads once the manager's caches exist:
+// the pod cache, the world's source, the event recorder, and whether the informers
+// synced. SetupWithManager calls it, after the claims and the dependencies are set up.
+func (c *Controller) connectEstimator() {
+	e := c.estimates
+	if e == nil {
+		return
+	}
+	e.pods, _ = c.pods.(podLister)
+	e.source = c.worldSource()
+	e.recorder = c.recorder
+	e.synced = c.handlersSynced
 }
 
 // EstimatedStart is a gated pod's estimated start as of the estimator's last pass;
 // false when the estimator is off, has not run yet, or did not see the pod gated.
 func (c *Controller) EstimatedStart(uid types.UID) (estimate.Start, bool) {
-	e := c.estimates
+	return c.estimates.start(uid)
+}
+
+func (e *estimator) start(uid types.UID) (estimate.Start, bool) {
 	if e == nil {
 		return estimate.Start{}, false
 	}
@@ -108,16 +142,16 @@ func (c *Controller) EstimatedStart(uid types.UID) (estimate.Start, bool) {
 	return s, ok
 }
 
-// estimateHandlers are the estimator's informer handlers: pods teach the Learner; any
-// event of the objects a world is built from asks for a new pass.
-func (c *Controller) estimateHandlers() []informerHandler {
-	changed := c.estimates.changedHandler()
+// handlers are the estimator's informer handlers: pods teach the Learner; any event of
+// the objects a world is built from asks for a new pass.
+func (e *estimator) handlers() []informerHandler {
+	changed := e.changedHandler()
 	return []informerHandler{
 		{&corev1.Namespace{}, changed},
 		{&v1alpha1.Budget{}, changed},
 		{&v1alpha1.ClusterBudget{}, changed},
 		{&v1alpha1.Flavor{}, changed},
-		{&corev1.Pod{}, c.estimatePodHandler()},
+		{&corev1.Pod{}, e.podHandler()},
 	}
 }
 
@@ -135,22 +169,21 @@ func (e *estimator) changedHandler() toolscache.ResourceEventHandler {
 	}
 }
 
-// estimatePodHandler teaches the Learner each pod first seen ended, and Arrivals each
-// pod's creation, and asks for a new pass on every pod event.
-func (c *Controller) estimatePodHandler() toolscache.ResourceEventHandler {
-	e := c.estimates
+// podHandler teaches the Learner each pod first seen ended, and Arrivals each pod's
+// creation, and asks for a new pass on every pod event.
+func (e *estimator) podHandler() toolscache.ResourceEventHandler {
 	return toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			if cp, ok := obj.(*cachedPod); ok {
-				c.learn(cp, nil)
-				c.arrived(cp)
+				e.learn(cp, nil)
+				e.arrived(cp)
 			}
 			e.changed.Store(true)
 		},
 		UpdateFunc: func(old, obj any) {
 			was, _ := old.(*cachedPod)
 			if cp, ok := obj.(*cachedPod); ok && was != nil {
-				c.learn(cp, was)
+				e.learn(cp, was)
 			}
 			e.changed.Store(true)
 		},
@@ -161,33 +194,34 @@ func (c *Controller) estimatePodHandler() toolscache.ResourceEventHandler {
 // learn observes a pod the first time it is seen ended (old is its previous version,
 // nil for a pod seen for the first time): the informer's first list teaches the pods
 // that ended before the manager started, an update the pods that end while it runs.
-func (c *Controller) learn(cp, old *cachedPod) bool {
+func (e *estimator) learn(cp, old *cachedPod) bool {
 	f := cp.factsOf()
 	if !f.Ended || (old != nil && old.factsOf().Ended) {
 		return false
 	}
 	v := cp.view
-	return c.estimates.learner.ObserveFacts(&f, v.AdmittedByKeys(), c.opts.Clock.Now())
+	return e.learner.ObserveFacts(&f, v.AdmittedByKeys(), e.clock.Now())
 }
 
 // arrived records a pod's creation in Arrivals, once per pod (its first sight): a pod
 // that carries the gate or was admitted through it, at its priority, with its view as
 // a gated pod as the template of those to come.
-func (c *Controller) arrived(cp *cachedPod) {
-	v := cp.at(c.opts.Clock.Now(), c.opts.Gate)
+func (e *estimator) arrived(cp *cachedPod) {
+	v := cp.at(e.clock.Now(), e.gate)
 	if !v.Gated && !v.HasAdmittedBy {
 		return
 	}
 	f := cp.factsOf()
-	c.estimates.arrivals.Observe(v, &f)
+	e.arrivals.Observe(v, &f)
 }
 
-// runEstimates is the leader's estimator loop: a pass when something changed, at most
-// one per interval, passes one after another.
-func (c *Controller) runEstimates(ctx context.Context) error {
+// Start runs the estimator's loop on the leader (a manager.Runnable that needs leader
+// election, as the admission loop): a pass when something changed, at most one per
+// interval, passes one after another.
+func (e *estimator) Start(ctx context.Context) error {
 	logger := log.FromContext(ctx).WithName("estimates")
 	ctx = log.IntoContext(ctx, logger)
-	if !toolscache.WaitForCacheSync(ctx.Done(), c.handlersSynced) {
+	if !toolscache.WaitForCacheSync(ctx.Done(), e.synced) {
 		return nil
 	}
 	var last time.Duration // how long the last pass took
@@ -196,14 +230,14 @@ func (c *Controller) runEstimates(ctx context.Context) error {
 		// pass: a pass over a long queue (seconds of CPU with tens of thousands of gated
 		// pods, and a busy family) leaves the manager, and the API server beside it, the
 		// rest of the time. Estimates are then older, not the admissions slower.
-		if c.estimates.changed.Swap(false) {
+		if e.changed.Swap(false) {
 			began := time.Now()
-			if err := c.estimateOnce(ctx); err != nil {
+			if err := e.once(ctx); err != nil {
 				logger.Error(err, "Estimating starts")
 			}
 			last = time.Since(began)
 		}
-		timer := c.opts.Clock.NewTimer(max(c.estimates.interval, estimateRest*last))
+		timer := e.clock.NewTimer(max(e.interval, estimateRest*last))
 		select {
 		case <-ctx.Done():
 			timer.Stop()
@@ -213,30 +247,36 @@ func (c *Controller) runEstimates(ctx context.Context) error {
 	}
 }
 
-// estimateOnce builds the world from the caches, simulates it and publishes the starts.
-// With more pods in the pod cache than EstimateMaxPods it publishes none instead.
-func (c *Controller) estimateOnce(ctx context.Context) error {
-	if limit := c.opts.EstimateMaxPods; limit > 0 && c.estimates.pods != nil {
-		if n := len(c.estimates.pods.List()); n > limit {
-			c.estimates.publish(nil)
-			c.announceEstimates(nil, c.opts.Clock.Now())
-			c.metrics.estimateSkipped.Inc()
-			c.metrics.estimatePods.WithLabelValues("gated").Set(0)
-			c.metrics.estimatePods.WithLabelValues("running").Set(0)
+// NeedLeaderElection: only the leader's estimates are answered.
+func (e *estimator) NeedLeaderElection() bool { return true }
+
+// The estimator runs under the manager, on the leader only.
+var _ manager.LeaderElectionRunnable = (*estimator)(nil)
+
+// once builds the world from the caches, simulates it and publishes the starts. With
+// more pods in the pod cache than EstimateMaxPods it publishes none instead.
+func (e *estimator) once(ctx context.Context) error {
+	if limit := e.maxPods; limit > 0 && e.pods != nil {
+		if n := len(e.pods.List()); n > limit {
+			e.publish(nil)
+			e.announce(nil, e.clock.Now())
+			e.metrics.estimateSkipped.Inc()
+			e.metrics.estimatePods.WithLabelValues("gated").Set(0)
+			e.metrics.estimatePods.WithLabelValues("running").Set(0)
 			log.FromContext(ctx).V(loglevel.Details).Info("Not estimating starts: too many pods", "pods", n, "max", limit)
 			return nil
 		}
 	}
 	// Both phases yield to admission between their steps (estimateYield.pace), so their
 	// durations include the waits.
-	pace := c.estimates.yield.pace(ctx)
-	began, now := time.Now(), c.opts.Clock.Now()
-	w, err := c.world(ctx, now, pace)
+	pace := e.yield.pace(ctx)
+	began, now := time.Now(), e.clock.Now()
+	w, err := e.world(ctx, now, pace)
 	if err != nil {
 		return err
 	}
 	built := time.Since(began)
-	starts := estimate.Simulate(w, estimate.Options{Core: c.opts.coreOptions(), Done: ctx.Done(), Pace: pace})
+	starts := estimate.Simulate(w, estimate.Options{Core: e.coreOptions, Done: ctx.Done(), Pace: pace})
 	if ctx.Err() != nil {
 		return nil // stopping: the pass was cut short
 	}
@@ -245,12 +285,12 @@ func (c *Controller) estimateOnce(ctx context.Context) error {
 	for _, s := range starts {
 		m[s.Pod.UID] = s
 	}
-	c.estimates.publish(m)
-	c.announceEstimates(m, now)
-	c.metrics.estimatePass.WithLabelValues("build").Observe(built.Seconds())
-	c.metrics.estimatePass.WithLabelValues("simulate").Observe(simulated.Seconds())
-	c.metrics.estimatePods.WithLabelValues("gated").Set(float64(len(w.Waiting)))
-	c.metrics.estimatePods.WithLabelValues("running").Set(float64(len(w.Running)))
+	e.publish(m)
+	e.announce(m, now)
+	e.metrics.estimatePass.WithLabelValues("build").Observe(built.Seconds())
+	e.metrics.estimatePass.WithLabelValues("simulate").Observe(simulated.Seconds())
+	e.metrics.estimatePods.WithLabelValues("gated").Set(float64(len(w.Waiting)))
+	e.metrics.estimatePods.WithLabelValues("running").Set(float64(len(w.Running)))
 	log.FromContext(ctx).V(loglevel.Details).Info("Estimated starts", "gated", len(w.Waiting), "running", len(w.Running),
 		"build", built, "simulate", simulated)
 	return nil
@@ -309,16 +349,16 @@ func errorOf(s estimate.Start, at time.Time) (time.Duration, bool) {
 
 func absDuration(d time.Duration) time.Duration { return max(d, -d) }
 
-// observeEstimateError records, for a pod admitted at charged to budgets, how far from
-// at its first, head and last estimates were (quotagate_estimate_error_seconds) and
-// whether at was within their ranges (quotagate_estimate_within_range_total), under
-// the first budget (the most specific); and the first estimate's in that budget's
-// track record.
-func (c *Controller) observeEstimateError(uid types.UID, budgets []quota.BudgetKey, at time.Time) {
-	if c.estimates == nil {
+// observeError records, for a pod admitted at charged to budgets, how far from at its
+// first, head and last estimates were (quotagate_estimate_error_seconds) and whether
+// at was within their ranges (quotagate_estimate_within_range_total), under the first
+// budget (the most specific); and the first estimate's in that budget's track record.
+// A nil estimator (off) records nothing.
+func (e *estimator) observeError(uid types.UID, budgets []quota.BudgetKey, at time.Time) {
+	if e == nil {
 		return
 	}
-	j := c.estimates.judge(uid)
+	j := e.judge(uid)
 	if !j.ok {
 		return
 	}
@@ -331,9 +371,9 @@ func (c *Controller) observeEstimateError(uid types.UID, budgets []quota.BudgetK
 	observe := func(which string, s estimate.Start) (time.Duration, bool) {
 		d, within := errorOf(s, at)
 		l := append(append([]string(nil), labels...), which)
-		c.metrics.estimateError.WithLabelValues(l...).Observe(d.Seconds())
+		e.metrics.estimateError.WithLabelValues(l...).Observe(d.Seconds())
 		if within {
-			c.metrics.estimateWithin.WithLabelValues(l...).Inc()
+			e.metrics.estimateWithin.WithLabelValues(l...).Inc()
 		}
 		return d, within
 	}
@@ -343,6 +383,6 @@ func (c *Controller) observeEstimateError(uid types.UID, budgets []quota.BudgetK
 	}
 	observe("last", j.last)
 	if len(budgets) > 0 {
-		c.estimates.record.add(key, d, within)
+		e.record.add(key, d, within)
 	}
 }

@@ -66,7 +66,8 @@ func newEstimateFixture(t *testing.T) *estimateFixture {
 	c.reader = fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
 	c.recorder = events.NewFakeRecorder(100)
 	store := toolscache.NewStore(toolscache.MetaNamespaceKeyFunc)
-	c.pods, c.estimates.pods = store, store
+	c.pods = store
+	c.connectEstimator()
 	return &estimateFixture{c: c, clk: clk, store: store}
 }
 
@@ -81,7 +82,7 @@ func (f *estimateFixture) add(t *testing.T, pod *corev1.Pod) {
 	if err := f.store.Add(obj); err != nil {
 		t.Fatal(err)
 	}
-	f.c.estimatePodHandler().OnAdd(obj, false)
+	f.c.estimates.podHandler().OnAdd(obj, false)
 }
 
 // update replaces a cached pod by its new version and delivers the update.
@@ -95,7 +96,7 @@ func (f *estimateFixture) update(t *testing.T, old, pod *corev1.Pod) {
 		t.Fatal(err)
 	}
 	was, _ := CompactPod(old)
-	f.c.estimatePodHandler().OnUpdate(was, obj)
+	f.c.estimates.podHandler().OnUpdate(was, obj)
 }
 
 // estimatePod is a pod of namespace ns asking for cpu, created created seconds before
@@ -150,7 +151,7 @@ func TestEstimateBehindRunningPods(t *testing.T) {
 	// A finished pod holds nothing: it is not in the world.
 	f.add(t, ended(runningFor(estimatePod("team-a", "done", 900, "4"), "team-a/a", estimateT0.Add(-10*time.Minute), ""), estimateT0.Add(-time.Minute)))
 
-	if err := f.c.estimateOnce(ctx); err != nil {
+	if err := f.c.estimates.once(ctx); err != nil {
 		t.Fatal(err)
 	}
 	got := map[string][3]float64{}
@@ -209,7 +210,7 @@ func TestEstimatorLearnsFromEndedPods(t *testing.T) {
 	// A pod of the Job runs (declared nothing: learned), and another waits behind it.
 	f.add(t, runningFor(job(estimatePod("team-a", "j4", 600, "4")), "team-a/a", estimateT0.Add(-5*time.Minute), ""))
 	f.add(t, job(estimatePod("team-a", "j5", 60, "4")).Gated().Obj())
-	if err := f.c.estimateOnce(t.Context()); err != nil {
+	if err := f.c.estimates.once(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	s, ok := f.c.EstimatedStart("j5")
@@ -253,7 +254,7 @@ func TestEstimatorLoop(t *testing.T) {
 	f.add(t, estimatePod("team-a", "g1", 60, "4").Gated().Annotation(v1alpha1.ExpectedDurationAnnotation, "5m").Obj())
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error)
-	go func() { done <- f.c.runEstimates(ctx) }()
+	go func() { done <- f.c.estimates.Start(ctx) }()
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -281,7 +282,7 @@ func TestEstimateErrorIsObservedAtAdmission(t *testing.T) {
 	f.add(t, estimatePod("team-a", "g1", 60, "2").Gated().Obj())
 	f.add(t, runningFor(estimatePod("team-b", "forever", 600, "1"), "team-b/b", estimateT0.Add(-time.Hour), ""))
 	f.add(t, estimatePod("team-b", "stuck", 60, "1").Gated().Obj())
-	if err := f.c.estimateOnce(t.Context()); err != nil {
+	if err := f.c.estimates.once(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if s, ok := f.c.EstimatedStart("g1"); !ok || !s.Known || !s.Median.Equal(estimateT0.Add(8*time.Minute)) {
@@ -300,9 +301,9 @@ func TestEstimateErrorIsObservedAtAdmission(t *testing.T) {
 
 	a := quota.BudgetKey{Namespace: "team-a", Name: "a"}
 	at := estimateT0.Add(10 * time.Minute)
-	f.c.observeEstimateError("g1", []quota.BudgetKey{a}, at)
-	f.c.observeEstimateError("g1", []quota.BudgetKey{a}, at) // once per pod
-	f.c.observeEstimateError("stuck", []quota.BudgetKey{{Namespace: "team-b", Name: "b"}}, at)
+	f.c.estimates.observeError("g1", []quota.BudgetKey{a}, at)
+	f.c.estimates.observeError("g1", []quota.BudgetKey{a}, at) // once per pod
+	f.c.estimates.observeError("stuck", []quota.BudgetKey{{Namespace: "team-b", Name: "b"}}, at)
 	for _, tc := range []struct {
 		estimate string
 		sum      float64

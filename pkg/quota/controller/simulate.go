@@ -49,9 +49,9 @@ const NoStartsEstimatorOff = "the manager's estimator is off (--estimate-interva
 func (c *Controller) SimulatePods(ctx context.Context, namespace string, tmpl *corev1.PodTemplateSpec, count int) (estimate.WhatIf, error) {
 	now := c.opts.Clock.Now()
 	pods, _ := c.pods.(podLister)
-	learner, noStarts := (*estimate.Learner)(nil), ""
+	learner, arrivals, noStarts := (*estimate.Learner)(nil), (*estimate.Arrivals)(nil), ""
 	if c.estimates != nil {
-		learner = c.estimates.learner
+		learner, arrivals = c.estimates.learner, c.estimates.arrivals
 	} else {
 		learner, noStarts = estimate.NewLearner(0), NoStartsEstimatorOff
 	}
@@ -64,7 +64,8 @@ func (c *Controller) SimulatePods(ctx context.Context, namespace string, tmpl *c
 	if err != nil {
 		return estimate.WhatIf{}, err
 	}
-	b, err := c.worldBuilder(ctx, now, learner, pods, nil)
+	src := c.worldSource()
+	b, err := src.builder(ctx, now, learner, arrivals, pods, nil)
 	if err != nil {
 		return estimate.WhatIf{}, err
 	}
@@ -78,7 +79,7 @@ func (c *Controller) SimulatePods(ctx context.Context, namespace string, tmpl *c
 		p.view.Name = simulatedName(tmpl, i, count)
 		p.view.UID = simulatedUID(run, i, count)
 		f := p.factsOf()
-		b.Add(c.viewOf(&p, now), &f)
+		b.Add(src.viewOf(&p, now), &f)
 	}
 	o := estimate.Options{Core: c.opts.coreOptions(), Done: ctx.Done(), Pace: c.simulationPacer.pace(ctx)}
 	w := estimate.Suppose(b.World(), o, count, noStarts)
