@@ -62,9 +62,8 @@ type Controller struct {
 	pins         *claimPins
 	// estimates is the estimator; nil when it is off.
 	estimates *estimator
-	// simulationPacer bounds the CPU what-ifs take together; nil
-	// when they are not bounded.
-	simulationPacer *simulationPacer
+	// whatIfs answers the what-ifs (SimulatePods).
+	whatIfs *whatIfs
 
 	// kick wakes the admission loop. It holds at most one pending signal, so a burst of
 	// events costs one round.
@@ -115,9 +114,8 @@ func New(opts Options) (*Controller, error) {
 		tallies:    newAdmittedTallies(opts.AdmittedEventInterval),
 		estimates:  newEstimator(&opts, m),
 		conditions: newPodConditions(nil, opts.Clock),
-
-		simulationPacer: newSimulationPacer(opts.SimulationCPU),
 	}
+	c.whatIfs = newWhatIfs(&opts, c.estimates)
 	c.core = quota.NewAdmissionQueue(append(opts.coreOptions(),
 		quota.WithClock(opts.Clock),
 		quota.WithFlushInterval(opts.FlushInterval),
@@ -212,10 +210,10 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 	if err := mgr.Add(c.windows); err != nil {
 		return err
 	}
+	c.connectSimulations()
 	if c.estimates == nil {
 		return nil
 	}
-	c.connectEstimator()
 	if c.estimates.pods == nil {
 		return fmt.Errorf("the pod informer's store (%T) cannot list", c.pods)
 	}

@@ -69,7 +69,7 @@ func newEventController(t *testing.T) (*Controller, *podEventRecorder) {
 	}
 	rec := &podEventRecorder{FakeRecorder: events.NewFakeRecorder(0)}
 	c.recorder = rec
-	c.connectEstimator()
+	c.connectSimulations()
 	return c, rec
 }
 

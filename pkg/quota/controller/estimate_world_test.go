@@ -26,7 +26,7 @@ import (
 func TestEstimateWorldChargesClaims(t *testing.T) {
 	f := newEstimateFixture(t)
 	f.c.claims = newClaimIndex()
-	f.c.connectEstimator()
+	f.c.connectSimulations()
 	f.c.onClaimObject(&resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "gpus"},
 		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
 			Name: "r", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "gpu", AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 2},
@@ -54,7 +54,7 @@ func TestEstimateWorldChargesClaims(t *testing.T) {
 func TestEstimateWorldResolvesDependenciesAndPodGroups(t *testing.T) {
 	f := newEstimateFixture(t)
 	f.c.dependencies = newDependencyIndex()
-	f.c.connectEstimator()
+	f.c.connectSimulations()
 	f.c.onDependencyObject(&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "prepare"},
 		Status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}}}, false)
 	f.c.onDependencyObject(&schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "gang"},

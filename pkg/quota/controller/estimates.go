@@ -72,7 +72,7 @@ type estimator struct {
 	yield *estimateYield
 
 	// What a pass needs of the manager, set by New (the options, metrics) and by
-	// Controller.connectEstimator (the rest, once the caches exist).
+	// Controller.connectSimulations (the rest, once the caches exist).
 	clock       clock.Clock
 	gate        string
 	maxPods     int
@@ -112,16 +112,19 @@ func newEstimator(opts *Options, m *metrics) *estimator {
 	return e
 }
 
-// connectEstimator gives the estimator what it reads once the manager's caches exist:
-// the pod cache, the world's source, the event recorder, and whether the informers
-// synced. SetupWithManager calls it, after the claims and the dependencies are set up.
-func (c *Controller) connectEstimator() {
+// connectSimulations gives the estimator and the what-if what they read once the
+// manager's caches exist: the pod cache and the world's source; the estimator the
+// event recorder and whether the informers synced, the what-if the API server's
+// reader. SetupWithManager calls it, after the claims and the dependencies are set up.
+func (c *Controller) connectSimulations() {
+	pods, _ := c.pods.(podLister)
+	source := c.worldSource()
+	c.whatIfs.apiReader, c.whatIfs.pods, c.whatIfs.source = c.apiReader, pods, source
 	e := c.estimates
 	if e == nil {
 		return
 	}
-	e.pods, _ = c.pods.(podLister)
-	e.source = c.worldSource()
+	e.pods, e.source = pods, source
 	e.recorder = c.recorder
 	e.synced = c.handlersSynced
 }

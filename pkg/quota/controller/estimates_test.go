@@ -67,7 +67,7 @@ func newEstimateFixture(t *testing.T) *estimateFixture {
 	c.recorder = events.NewFakeRecorder(100)
 	store := toolscache.NewStore(toolscache.MetaNamespaceKeyFunc)
 	c.pods = store
-	c.connectEstimator()
+	c.connectSimulations()
 	return &estimateFixture{c: c, clk: clk, store: store}
 }
 

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -12,9 +13,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quotagate/quotagate/pkg/estimate"
+	"github.com/quotagate/quotagate/pkg/quota"
 )
 
 // The what-if (the visibility API's podsimulations): pods that are not created, added
@@ -27,6 +30,35 @@ import (
 
 // NoStartsEstimatorOff is WhatIf.NoStarts when the estimator is off.
 const NoStartsEstimatorOff = "the manager's estimator is off (--estimate-interval 0): no start is estimated"
+
+// whatIfs answers the what-ifs (SimulatePods). It holds nothing between them but the
+// pacer that bounds the CPU they take together; the world of each is built afresh.
+type whatIfs struct {
+	clock       clock.Clock
+	gate        string
+	maxPods     int
+	coreOptions []quota.Option
+	pacer       *simulationPacer
+	// estimates is the estimator, whose Learner and Arrivals a what-if draws on; nil
+	// when it is off.
+	estimates *estimator
+
+	// Set by Controller.connectSimulations, once the caches exist.
+	apiReader client.Reader // the API server, for PriorityClasses
+	pods      podLister
+	source    *worldSource
+}
+
+func newWhatIfs(opts *Options, e *estimator) *whatIfs {
+	return &whatIfs{clock: opts.Clock, gate: opts.Gate, maxPods: opts.EstimateMaxPods, coreOptions: opts.coreOptions(),
+		pacer: newSimulationPacer(opts.SimulationCPU), estimates: e}
+}
+
+// SimulatePods is the what-if of the visibility API's podsimulations
+// (whatIfs.SimulatePods).
+func (c *Controller) SimulatePods(ctx context.Context, namespace string, tmpl *corev1.PodTemplateSpec, count int) (estimate.WhatIf, error) {
+	return c.whatIfs.SimulatePods(ctx, namespace, tmpl, count)
+}
 
 // SimulatePods answers what would happen to count pods made from tmpl if they were
 // created now in namespace, gated: what the core would say of each at once, and, with
@@ -46,26 +78,27 @@ const NoStartsEstimatorOff = "the manager's estimator is off (--estimate-interva
 // The template is read once: every simulated pod is one view of it under its own name
 // and UID, so a pod of many containers costs its containers once, not count times, and
 // nothing of it enters the tables that real pods share (quota.NewPodUnshared).
-func (c *Controller) SimulatePods(ctx context.Context, namespace string, tmpl *corev1.PodTemplateSpec, count int) (estimate.WhatIf, error) {
-	now := c.opts.Clock.Now()
-	pods, _ := c.pods.(podLister)
+func (s *whatIfs) SimulatePods(ctx context.Context, namespace string, tmpl *corev1.PodTemplateSpec, count int) (estimate.WhatIf, error) {
+	if s.source == nil {
+		return estimate.WhatIf{}, errors.New("the what-if is not connected to the manager's caches yet")
+	}
+	now, pods := s.clock.Now(), s.pods
 	learner, arrivals, noStarts := (*estimate.Learner)(nil), (*estimate.Arrivals)(nil), ""
-	if c.estimates != nil {
-		learner, arrivals = c.estimates.learner, c.estimates.arrivals
+	if s.estimates != nil {
+		learner, arrivals = s.estimates.learner, s.estimates.arrivals
 	} else {
 		learner, noStarts = estimate.NewLearner(0), NoStartsEstimatorOff
 	}
-	if limit := c.opts.EstimateMaxPods; noStarts == "" && limit > 0 && pods != nil {
+	if limit := s.maxPods; noStarts == "" && limit > 0 && pods != nil {
 		if n := len(pods.List()); n > limit {
 			noStarts = fmt.Sprintf("the manager holds %d pods, more than its estimator simulates (--estimate-max-pods %d): no start is estimated", n, limit)
 		}
 	}
-	priority, err := c.priorityOf(ctx, &tmpl.Spec)
+	priority, err := s.priorityOf(ctx, &tmpl.Spec)
 	if err != nil {
 		return estimate.WhatIf{}, err
 	}
-	src := c.worldSource()
-	b, err := src.builder(ctx, now, learner, arrivals, pods, nil)
+	b, err := s.source.builder(ctx, now, learner, arrivals, pods, nil)
 	if err != nil {
 		return estimate.WhatIf{}, err
 	}
@@ -73,15 +106,15 @@ func (c *Controller) SimulatePods(ctx context.Context, namespace string, tmpl *c
 		return estimate.WhatIf{}, context.Cause(ctx)
 	}
 	run := string(uuid.NewUUID())
-	cp := compactSimulated(simulatedPod(namespace, tmpl, count, now, c.opts.Gate, priority))
+	cp := compactSimulated(simulatedPod(namespace, tmpl, count, now, s.gate, priority))
 	for i := range count {
 		p := *cp
 		p.view.Name = simulatedName(tmpl, i, count)
 		p.view.UID = simulatedUID(run, i, count)
 		f := p.factsOf()
-		b.Add(src.viewOf(&p, now), &f)
+		b.Add(s.source.viewOf(&p, now), &f)
 	}
-	o := estimate.Options{Core: c.opts.coreOptions(), Done: ctx.Done(), Pace: c.simulationPacer.pace(ctx)}
+	o := estimate.Options{Core: s.coreOptions, Done: ctx.Done(), Pace: s.pacer.pace(ctx)}
 	w := estimate.Suppose(b.World(), o, count, noStarts)
 	switch {
 	case w.Placements == nil:
@@ -138,13 +171,13 @@ func simulatedName(tmpl *corev1.PodTemplateSpec, i, count int) string {
 // priorityOf is the priority the API server's Priority admission gives a pod of spec:
 // spec.priority when set, else its priorityClassName's value, else the value of the
 // default PriorityClass (globalDefault; the lowest of several), else 0.
-func (c *Controller) priorityOf(ctx context.Context, spec *corev1.PodSpec) (int32, error) {
+func (s *whatIfs) priorityOf(ctx context.Context, spec *corev1.PodSpec) (int32, error) {
 	if spec.Priority != nil {
 		return *spec.Priority, nil
 	}
 	if name := spec.PriorityClassName; name != "" {
 		var pc schedulingv1.PriorityClass
-		if err := c.apiReader.Get(ctx, client.ObjectKey{Name: name}, &pc); err != nil {
+		if err := s.apiReader.Get(ctx, client.ObjectKey{Name: name}, &pc); err != nil {
 			if apierrors.IsNotFound(err) {
 				return 0, apierrors.NewBadRequest(fmt.Sprintf("no PriorityClass %q: the API server would refuse a pod that names it", name))
 			}
@@ -153,7 +186,7 @@ func (c *Controller) priorityOf(ctx context.Context, spec *corev1.PodSpec) (int3
 		return pc.Value, nil
 	}
 	var list schedulingv1.PriorityClassList
-	if err := c.apiReader.List(ctx, &list); err != nil {
+	if err := s.apiReader.List(ctx, &list); err != nil {
 		return 0, fmt.Errorf("listing PriorityClasses for the default: %w", err)
 	}
 	var def *schedulingv1.PriorityClass
