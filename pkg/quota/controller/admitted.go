@@ -131,25 +131,25 @@ func (ts *admittedTallies) tracked() int {
 // with the same reason on the same object into a series that keeps the first note and
 // counts the rest, and these notes are what matters. One event per budget per interval
 // needs no folding.
-func (c *Controller) announceAdmitted(ctx context.Context) {
+func (w *statusWriter) announceAdmitted(ctx context.Context) {
 	logger := log.FromContext(ctx)
-	for _, ev := range c.tallies.due(c.opts.Clock.Now()) {
-		if err := c.writeAdmittedEvent(ctx, ev); err != nil && ctx.Err() == nil {
+	for _, ev := range w.tallies.due(w.clock.Now()) {
+		if err := w.writeAdmittedEvent(ctx, ev); err != nil && ctx.Err() == nil {
 			logger.Error(err, "Writing an Admitted event failed", "budget", ev.key.String())
 		}
 	}
 }
 
-func (c *Controller) writeAdmittedEvent(ctx context.Context, ev admittedEvent) error {
+func (w *statusWriter) writeAdmittedEvent(ctx context.Context, ev admittedEvent) error {
 	var obj client.Object = &v1alpha1.Budget{}
 	kind, ns := "Budget", ev.key.Namespace
 	if ev.key.IsCluster() {
 		obj, kind, ns = &v1alpha1.ClusterBudget{}, "ClusterBudget", metav1.NamespaceDefault
 	}
-	if err := c.reader.Get(ctx, client.ObjectKey{Namespace: ev.key.Namespace, Name: ev.key.Name}, obj); err != nil {
+	if err := w.reader.Get(ctx, client.ObjectKey{Namespace: ev.key.Namespace, Name: ev.key.Name}, obj); err != nil {
 		return client.IgnoreNotFound(err) // deleted since: nobody reads its events any more
 	}
-	now := c.opts.Clock.Now()
+	now := w.clock.Now()
 	e := &eventsv1.Event{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("%s.%x", ev.key.Name, now.UnixNano())},
 		EventTime:  metav1.NewMicroTime(now),
@@ -164,9 +164,9 @@ func (c *Controller) writeAdmittedEvent(ctx context.Context, ev admittedEvent) e
 		Type:                corev1.EventTypeNormal,
 		Note:                ev.message,
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.opts.UngateTimeout)
+	ctx, cancel := context.WithTimeout(ctx, w.timeout)
 	defer cancel()
-	if err := c.client.Create(ctx, e); err != nil {
+	if err := w.client.Create(ctx, e); err != nil {
 		return fmt.Errorf("creating event %s/%s: %w", ns, e.Name, err)
 	}
 	return nil

@@ -79,7 +79,7 @@ func (f *admittedFixture) admitAll(t *testing.T, want int) []string {
 	for _, a := range adm {
 		f.c.ungate(t.Context(), a)
 	}
-	f.c.announceAdmitted(t.Context())
+	f.c.status.announceAdmitted(t.Context())
 	return f.events(t)
 }
 
@@ -164,13 +164,13 @@ func TestAdmittedEventsSumUpPerBudget(t *testing.T) {
 	}
 
 	f.clk.Step(DefaultAdmittedEventInterval - 3*time.Second)
-	f.c.announceAdmitted(t.Context())
+	f.c.status.announceAdmitted(t.Context())
 	if diff := cmp.Diff([]string{"Normal Admitted Admitted 2 pods in the last 9s; longest wait 2s"}, f.events(t)); diff != "" {
 		t.Errorf("events one interval after the first (-want +got):\n%s", diff)
 	}
 
 	f.clk.Step(DefaultAdmittedEventInterval)
-	f.c.announceAdmitted(t.Context())
+	f.c.status.announceAdmitted(t.Context())
 	if got := f.events(t); len(got) != 0 {
 		t.Errorf("events after an interval without admissions: %q, want none", got)
 	}

@@ -86,9 +86,11 @@ type Controller struct {
 	// (budgetWindows).
 	windows *budgetWindows
 
-	// mu guards waiting and deleted.
-	mu      sync.Mutex
-	waiting map[types.UID]waitingPod // gated pods, with the last wait reason announced
+	// waits tells gated pods why they wait (waitNotices).
+	waits *waitNotices
+
+	// mu guards deleted.
+	mu sync.Mutex
 	// deleted records pods deleted while a catch-up read is under way, so that the
 	// read's older copy of a pod does not bring it back (nil otherwise).
 	deleted map[types.UID]struct{}
@@ -110,7 +112,6 @@ func New(opts Options) (*Controller, error) {
 		opts:       opts,
 		metrics:    m,
 		kick:       make(chan struct{}, 1),
-		waiting:    map[types.UID]waitingPod{},
 		tallies:    newAdmittedTallies(opts.AdmittedEventInterval),
 		estimates:  newEstimator(&opts, m),
 		conditions: newPodConditions(nil, opts.Clock),
@@ -122,6 +123,7 @@ func New(opts Options) (*Controller, error) {
 		quota.WithObserver(c.metrics),
 	)...)
 	c.windows = newBudgetWindows(c.core, opts.Clock, c.wake)
+	c.waits = newWaitNotices(c.core, opts.Clock, opts.WaitingEventsPerBudget, c.conditions)
 	return c, nil
 }
 
@@ -163,6 +165,7 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 	}
 	c.flavorNesting = newFlavorNesting(c.client, c.reader, c.core.FlavorNesting, c.recorder, c.opts.Clock)
 	c.conditions.client = c.client
+	c.waits.recorder = c.recorder
 	c.evictions = c.newEvictor()
 	c.records = c.newRecordWriter()
 	c.status = c.newStatusWriter()

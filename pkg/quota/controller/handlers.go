@@ -33,7 +33,7 @@ func (c *Controller) podHandler() toolscache.ResourceEventHandler {
 				c.pins.forget(uid)
 				c.forgetClaimUser(uid)
 				c.forgetDependencyUser(uid, pod.view.Namespace)
-				c.forgetWaiting(uid)
+				c.waits.forget(uid)
 				c.conditions.forget(uid)
 				c.wake()
 			}
@@ -62,9 +62,9 @@ func (c *Controller) onPod(obj any, initialList bool) {
 	c.pins.checkClaimsOf(cp, false)
 	waiting := p.Gated && !p.Terminal
 	if waiting {
-		c.noteGated(p.PodRef, initialList)
+		c.waits.noteGated(p.PodRef, initialList)
 	} else {
-		c.forgetWaiting(p.UID)
+		c.waits.forget(p.UID)
 	}
 	c.conditions.observe(p.PodRef, cp.condition, waiting)
 	c.wake()

@@ -129,7 +129,7 @@ func measureGatedPods(b *testing.B) {
 	c.core.Admit()
 	core := heapInUse()
 	for _, pod := range objs {
-		c.noteGated(pod.view.PodRef, false)
+		c.waits.noteGated(pod.view.PodRef, false)
 	}
 	waiting := heapInUse()
 	if path := os.Getenv("QUOTAGATE_HEAP_PROFILE"); path != "" {

@@ -37,9 +37,12 @@ type statusWriter struct {
 	client   client.Client
 	recorder recorder.EventRecorder
 	clock    clock.Clock
-	// tallies say when a budget's Admitted event is due; announce writes the events.
-	tallies  *admittedTallies
-	announce func(ctx context.Context)
+	// tallies say when a budget's Admitted event is due (announceAdmitted writes it);
+	// waits tells the gated pods why they wait (waitNotices.announce).
+	tallies *admittedTallies
+	waits   *waitNotices
+	// timeout bounds each event write (the manager's --ungate-timeout).
+	timeout time.Duration
 	// windows says which windows of a budget are open and when they next change.
 	windows *budgetWindows
 	// kick wakes run; it holds at most one signal.
@@ -49,11 +52,7 @@ type statusWriter struct {
 // newStatusWriter returns the status writer of c, once c has its clients and recorder.
 func (c *Controller) newStatusWriter() *statusWriter {
 	return &statusWriter{core: c.core, metrics: c.metrics, reader: c.reader, client: c.client,
-		recorder: c.recorder, clock: c.opts.Clock, tallies: c.tallies, windows: c.windows,
-		announce: func(ctx context.Context) {
-			c.announceWaiting()
-			c.announceAdmitted(ctx)
-		},
+		recorder: c.recorder, clock: c.opts.Clock, tallies: c.tallies, waits: c.waits, timeout: c.opts.UngateTimeout, windows: c.windows,
 		kick: make(chan struct{}, 1)}
 }
 
@@ -85,7 +84,8 @@ func (w *statusWriter) run(ctx context.Context) {
 				retry = append(retry, key)
 			}
 		}
-		w.announce(ctx)
+		w.waits.announce()
+		w.announceAdmitted(ctx)
 		select {
 		case <-ctx.Done():
 			return

@@ -59,7 +59,7 @@ func (c *Controller) ungate(ctx context.Context, a quota.Admission) {
 	}
 	// Read before the patch: once the informer shows the pod ungated, it is no longer
 	// known as waiting.
-	since := c.waitStart(a)
+	since := c.waits.waitStart(a)
 	budgets := keyStrings(a.Budgets)
 	for try := 1; ; try++ {
 		if !gates.HasGate(pod, c.opts.Gate) {
@@ -219,7 +219,7 @@ func (c *Controller) admitted(pod *corev1.Pod, a quota.Admission, since, now tim
 	wait := max(now.Sub(since), 0)
 	c.metrics.admitted(a.Budgets, wait)
 	c.estimates.observeError(a.Pod.UID, a.Budgets, now)
-	c.forgetWaiting(a.Pod.UID)
+	c.waits.forget(a.Pod.UID)
 	c.tallies.add(a.Budgets, wait, now)
 	if c.opts.PodAdmittedEvents {
 		c.recorder.Eventf(pod, nil, corev1.EventTypeNormal, "Admitted", "Ungate",

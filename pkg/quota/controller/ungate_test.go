@@ -230,6 +230,7 @@ func relabel(ctx context.Context, c client.Client, obj client.Object) error {
 // "connection refused" when freshReadsFail.
 func useAPI(c *Controller, api client.Client, freshReadsFail bool, rec *events.FakeRecorder) {
 	c.client, c.reader, c.apiReader, c.recorder = api, api, api, rec
+	c.waits.recorder = rec
 	if freshReadsFail {
 		c.apiReader = interceptedReader{api, errors.New("connection refused")}
 	}
