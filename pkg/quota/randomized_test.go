@@ -22,6 +22,7 @@ var (
 	randomSeeds = flag.Int("quota.seeds", 300, "seeds for TestRandomizedAdmission (go test -run Randomized -args -quota.seeds=N); -short runs 30")
 	randomSteps = flag.Int("quota.steps", 150, "steps per seed for TestRandomizedAdmission")
 	randomSeed0 = flag.Int("quota.seed", -1, "run only this seed of TestRandomizedAdmission")
+	randomFirst = flag.Int("quota.first", 0, "first seed of TestRandomizedAdmission: -quota.first=F -quota.seeds=N runs seeds F to F+N-1, so that a long run can be split across processes")
 )
 
 // TestRandomizedAdmission drives the core with random events (pods added, deleted,
@@ -58,7 +59,7 @@ func TestRandomizedAdmission(t *testing.T) {
 		seeds = append(seeds, *randomSeed0)
 	} else {
 		for s := range n {
-			seeds = append(seeds, s)
+			seeds = append(seeds, *randomFirst+s)
 		}
 	}
 	var windows windowTally
@@ -72,7 +73,10 @@ func TestRandomizedAdmission(t *testing.T) {
 		notGiven += w.notSent.given
 		notKept += w.notSent.kept
 	}
-	t.Logf("%d seeds x %d steps; %d windows ended, %d with Reclaim, which evicted %d pods; %d attempts not sent, the charge given back, %d on a retry, kept", len(seeds), *randomSteps, windows.ends, windows.reclaimEnds, windows.victims, notGiven, notKept)
+	if len(seeds) == 0 {
+		t.Fatal("no seeds to run: -quota.seeds must be at least 1")
+	}
+	t.Logf("%d seeds from %d x %d steps; %d windows ended, %d with Reclaim, which evicted %d pods; %d attempts not sent, the charge given back, %d on a retry, kept", len(seeds), seeds[0], *randomSteps, windows.ends, windows.reclaimEnds, windows.victims, notGiven, notKept)
 	if len(seeds) >= 30 && windows.victims == 0 {
 		t.Errorf("no window's end evicted a pod in %d worlds: the model no longer plays Reclaim", len(seeds))
 	}
