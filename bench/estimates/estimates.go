@@ -12,7 +12,6 @@ import (
 
 	"github.com/quotagate/quotagate/bench/figures"
 	"github.com/quotagate/quotagate/bench/report"
-	"github.com/quotagate/quotagate/pkg/quota/controller"
 )
 
 // Run plans each workload, measures it and writes the report; with renderOnly it
@@ -37,7 +36,7 @@ func Run(ctx context.Context, o Options, renderOnly bool) error {
 		JSON:             report.Link(o.markdown, o.json),
 		Machine:          report.NewMachine(),
 		Manager:          figures.DefaultManagerSettings(),
-		EstimateInterval: controller.DefaultEstimateInterval.String(),
+		EstimateInterval: o.interval.String(),
 		Poll:             pollInterval.String(),
 		Scale:            o.scale,
 		Seed:             o.seed,

@@ -101,7 +101,9 @@ func measure(ctx context.Context, root string, o Options, w Workload, plan []Arr
 		return run{}, err
 	}
 	defer func() { err = errors.Join(err, e.StopManager(), e.Cluster.Stop(), os.RemoveAll(dir)) }()
-	if err := e.UseManager(ctx, figures.DefaultManagerSettings(), false); err != nil {
+	settings := figures.DefaultManagerSettings()
+	settings.EstimateInterval = o.interval
+	if err := e.UseManager(ctx, settings, false); err != nil {
 		return run{}, err
 	}
 	for value, name := range priorityClasses {

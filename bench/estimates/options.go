@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
+
+	"github.com/quotagate/quotagate/pkg/quota/controller"
 )
 
 // Options are the flags of the estimates benchmark (`go run ./bench -estimates`).
@@ -17,6 +20,7 @@ type Options struct {
 	seed           uint64
 	warm           int
 	workloads      string
+	interval       time.Duration
 }
 
 func DefaultOptions() Options {
@@ -28,6 +32,7 @@ func DefaultOptions() Options {
 		seed:      1,
 		warm:      10,
 		workloads: "fifo,mix,family",
+		interval:  controller.DefaultEstimateInterval,
 	}
 }
 
@@ -40,6 +45,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.Uint64Var(&o.seed, "estimates-seed", o.seed, "Seed of the estimates benchmark's workloads: the same seed draws the same Jobs, kinds, run times and arrivals.")
 	fs.IntVar(&o.warm, "estimates-warm", o.warm, "The estimates benchmark judges the pods created once every kind that arrives from the start has this many pods ended.")
 	fs.StringVar(&o.workloads, "estimates-workloads", o.workloads, "Comma-separated workloads the estimates benchmark runs, in turn, each on a fresh control plane: fifo, mix, family.")
+	fs.DurationVar(&o.interval, "estimates-interval", o.interval, "The manager's --estimate-interval in the estimates benchmark: the least time between two estimator passes.")
 }
 
 // selected are the workloads o names, in the order it names them.
@@ -62,6 +68,8 @@ func (o Options) validate() error {
 		return errors.New("-estimates-pods and -estimates-warm must be at least 1")
 	case o.scale <= 0:
 		return errors.New("-estimates-scale must be positive")
+	case o.interval <= 0:
+		return errors.New("-estimates-interval must be positive: the benchmark judges the estimator's estimates")
 	}
 	_, err := o.selected()
 	return err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/quotagate/quotagate/bench/figures"
 	"github.com/quotagate/quotagate/bench/report"
+	"github.com/quotagate/quotagate/pkg/quota/controller"
 )
 
 // Suite is bench/estimates/benchmarks-estimates.json: one Report per workload; the Markdown
@@ -276,8 +277,12 @@ func (s Suite) Markdown() string {
 	p("## Machine\n\n")
 	p("| | |\n|---|---|\n| CPUs (nproc) | %d |\n| memory | %.1f GiB |\n| Go | %s |\n| Kubernetes | %s |\n| kwok | %s |\n| load average before / after | %s / %s |\n",
 		m.NProc, m.MemoryGiB, m.GoVersion, m.KubeVersion, m.KwokVersion, m.LoadBefore, m.LoadAfter)
-	p("| manager settings | `--kube-api-qps=%g --kube-api-burst=%d --workers=%d --estimate-interval=%s` (the defaults) |\n",
-		s.Manager.QPS, s.Manager.Burst, s.Manager.Workers, s.EstimateInterval)
+	defaults := " (the defaults)"
+	if s.EstimateInterval != controller.DefaultEstimateInterval.String() {
+		defaults = fmt.Sprintf(" (the defaults, but the estimate interval's default is %s)", controller.DefaultEstimateInterval)
+	}
+	p("| manager settings | `--kube-api-qps=%g --kube-api-burst=%d --workers=%d --estimate-interval=%s`%s |\n",
+		s.Manager.QPS, s.Manager.Burst, s.Manager.Workers, s.EstimateInterval, defaults)
 	return b.String()
 }
 

@@ -42,6 +42,9 @@ type ManagerSettings struct {
 	// EstimatesOff runs the manager with --estimate-interval=0: no estimates (figure 8's
 	// off arm).
 	EstimatesOff bool `json:"estimatesOff,omitempty"`
+	// EstimateInterval, when set, is the manager's --estimate-interval (the estimates
+	// benchmark's -estimates-interval); unset, its default.
+	EstimateInterval time.Duration `json:"estimateInterval,omitempty"`
 }
 
 func DefaultManagerSettings() ManagerSettings {
@@ -56,6 +59,9 @@ func DefaultManagerSettings() ManagerSettings {
 func (e *Env) startManager(ctx context.Context, s ManagerSettings, discardEvents bool) (*runningManager, error) {
 	opts := app.DefaultOptions().Controller
 	opts.Workers = s.Workers
+	if s.EstimateInterval > 0 {
+		opts.EstimateInterval = s.EstimateInterval
+	}
 	if s.EstimatesOff {
 		opts.EstimateInterval = 0
 	}
