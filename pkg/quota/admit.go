@@ -313,11 +313,11 @@ func (a *admitter) failOn(unit []*podState, w waitInfo, fl string) {
 		on = a.flavors.get(fl)
 	}
 	for _, p := range unit {
-		old, now := p.wait, w
+		old, reach := p.wait, w.reach
 		if on != nil {
-			now.reach = a.flavors.reach(&p.pod, on)
+			reach = a.flavors.reach(&p.pod, on)
 		}
-		p.waitFor(now)
+		p.waitFor(w, reach)
 		a.agenda.moveAll(p, queueActive, queueInadmissible)
 		if inBorrowingFamily(p.cover) || familyWait(old) || familyWait(w) {
 			if f := a.families.failed(p, old, w); f != nil && a.topology.alive(f) {

@@ -101,8 +101,12 @@ func (p *podState) backOff() {
 // endBackoff: its backoff is over.
 func (p *podState) endBackoff() { p.inBackoff = false }
 
-// waitFor records why the pod waits, from its latest evaluation.
-func (p *podState) waitFor(w waitInfo) { p.wait = w }
+// waitFor records why the pod waits, from its latest evaluation, and the flavors it
+// would be charged on where it waits (waitInfo.reach).
+func (p *podState) waitFor(w waitInfo, reach []string) {
+	p.wait = w
+	p.wait.reach = reach
+}
 
 // coolDown records that it waits for its preemption cooldown to end.
 func (p *podState) coolDown(pending preemptPending) { p.wait.preempt = pending }
