@@ -13,9 +13,10 @@ import (
 // server reaches the webhook at one stable address (the post-renderer's clientConfig.url,
 // or the visibility Service's ExternalName and port), and service forwards each
 // connection to the process that is ready now. A rollout starts the new process,
-// routes new connections to it, then stops the old one, which finishes what its open
-// connections carry (an HTTP/2 GOAWAY lets the API server move to a new connection), as
-// a Deployment's rolling update does behind a Service's endpoints.
+// routes new connections to it, lets the old one serve through its preStop sleep (the
+// webhook's), then stops it, and it finishes what its open connections carry (an HTTP/2
+// GOAWAY lets the API server move to a new connection), as a Deployment's rolling update
+// does behind a Service's endpoints.
 type service struct {
 	ln net.Listener
 

@@ -149,7 +149,7 @@ func (i *Installation) keepCertificates(ctx context.Context, objs []*unstructure
 // rollout restarts comp on the release's Deployment if its binary or command line
 // changed, as a rolling update with maxUnavailable 0 would: the new process on new local
 // ports first, ready (and, for the webhook, routed to by the Service), then the old one
-// stopped. The manager's leader election hands over when the old manager releases its
+// stopped, the webhook's after its preStop sleep (webhookPreStop). The manager's leader election hands over when the old manager releases its
 // Lease on exit.
 func (i *Installation) rollout(ctx context.Context, comp *component, objs []*unstructured.Unstructured) error {
 	before := *comp.snapshot()
@@ -183,6 +183,17 @@ func (i *Installation) rollout(ctx context.Context, comp *component, objs []*uns
 		return errors.Join(fmt.Errorf("rolling out the %s: %w", comp.name, startErr), old.Stop(stopGrace))
 	}
 	logr.FromContextOrDiscard(ctx).V(1).Info("Rolled out", "component", comp.name, "binary", comp.binary)
+	if comp.name == webhookName {
+		// The old webhook pod's preStop sleep (webhook-deployment.yaml): it keeps serving
+		// while the API server moves off the connections it holds to it, so that a
+		// create in flight there is answered, not cut off (failurePolicy Fail would fail
+		// it). Only then is it stopped.
+		select {
+		case <-ctx.Done():
+			return errors.Join(ctx.Err(), old.Stop(stopGrace))
+		case <-time.After(webhookPreStop):
+		}
+	}
 	return old.Stop(stopGrace)
 }
 
