@@ -21,6 +21,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
+	"github.com/quotagate/quotagate/test/localcluster"
 	"github.com/quotagate/quotagate/test/pki"
 )
 
@@ -153,7 +154,7 @@ func Start(opts Options) (*Proxy, error) {
 		return nil, err
 	}
 	p.caPEM = caPEM
-	if p.lis, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+	if p.lis, err = localcluster.Listen(); err != nil {
 		return nil, fmt.Errorf("listening: %w", err)
 	}
 	protocols := new(http.Protocols)

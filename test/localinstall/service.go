@@ -7,6 +7,8 @@ import (
 	"net"
 	"slices"
 	"sync"
+
+	"github.com/quotagate/quotagate/test/localcluster"
 )
 
 // service stands in for the webhook's Service (and the visibility API's): the API
@@ -31,7 +33,7 @@ type service struct {
 
 // listenService opens the address of the Service of what ("webhook") on 127.0.0.1.
 func listenService(what string) (*service, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := localcluster.Listen()
 	if err != nil {
 		return nil, fmt.Errorf("opening the %s's service address: %w", what, err)
 	}
