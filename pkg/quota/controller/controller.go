@@ -108,15 +108,16 @@ func New(opts Options) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
+	simulations := newSimulationSettings(&opts)
 	c := &Controller{
 		opts:       opts,
 		metrics:    m,
 		kick:       make(chan struct{}, 1),
 		tallies:    newAdmittedTallies(opts.AdmittedEventInterval),
-		estimates:  newEstimator(&opts, m),
+		estimates:  newEstimator(&opts, simulations, m),
 		conditions: newPodConditions(nil, opts.Clock),
 	}
-	c.whatIfs = newWhatIfs(&opts, c.estimates)
+	c.whatIfs = newWhatIfs(&opts, simulations, c.estimates)
 	c.core = quota.NewAdmissionQueue(append(opts.coreOptions(),
 		quota.WithClock(opts.Clock),
 		quota.WithFlushInterval(opts.FlushInterval),

@@ -71,15 +71,13 @@ type estimator struct {
 	// admission (estimateYield); the admission loop and the ungate workers signal it.
 	yield *estimateYield
 
-	// What a pass needs of the manager, set by New (the options, metrics) and by
-	// Controller.connectSimulations (the rest, once the caches exist).
-	clock       clock.Clock
-	gate        string
-	maxPods     int
-	coreOptions []quota.Option
-	metrics     *metrics
-	recorder    recorder.EventRecorder
-	source      *worldSource
+	// What a pass needs of the manager, set by New (the settings it shares with the
+	// what-ifs, metrics) and by Controller.connectSimulations (the rest, once the caches
+	// exist).
+	*simulationSettings
+	metrics  *metrics
+	recorder recorder.EventRecorder
+	source   *worldSource
 	// synced reports whether the manager's informer handlers delivered their lists.
 	synced func() bool
 }
@@ -101,13 +99,13 @@ const DefaultEstimateMaxPods = 20000
 
 // newEstimator is the estimator of a manager with opts, recording to m; nil when
 // opts.EstimateInterval turns it off.
-func newEstimator(opts *Options, m *metrics) *estimator {
+func newEstimator(opts *Options, settings *simulationSettings, m *metrics) *estimator {
 	if opts.EstimateInterval <= 0 {
 		return nil
 	}
 	e := &estimator{learner: estimate.NewLearner(0), arrivals: estimate.NewArrivals(0), interval: opts.EstimateInterval, notices: newEstimateNotices(), record: newTrackRecord(time.Now()),
-		yield: newEstimateYield(clock.RealClock{}),
-		clock: opts.Clock, gate: opts.Gate, maxPods: opts.EstimateMaxPods, coreOptions: opts.coreOptions(), metrics: m}
+		yield:              newEstimateYield(clock.RealClock{}),
+		simulationSettings: settings, metrics: m}
 	e.changed.Store(true)
 	return e
 }

@@ -25,7 +25,7 @@ import (
 func TestEstimatorBound(t *testing.T) {
 	f := newEstimateFixture(t)
 	ctx := t.Context()
-	f.c.opts.EstimateMaxPods, f.c.estimates.maxPods = 2, 2
+	f.c.estimates.maxPods = 2 // the what-ifs share it (simulationSettings)
 	f.add(t, runningFor(estimatePod("team-a", "r1", 600, "4"), "team-a/a", estimateT0, "10m"))
 	f.add(t, estimatePod("team-a", "g1", 60, "2").Gated().Obj())
 	if err := f.c.estimates.once(ctx); err != nil {

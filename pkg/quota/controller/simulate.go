@@ -34,11 +34,8 @@ const NoStartsEstimatorOff = "the manager's estimator is off (--estimate-interva
 // whatIfs answers the what-ifs (SimulatePods). It holds nothing between them but the
 // pacer that bounds the CPU they take together; the world of each is built afresh.
 type whatIfs struct {
-	clock       clock.Clock
-	gate        string
-	maxPods     int
-	coreOptions []quota.Option
-	pacer       *simulationPacer
+	*simulationSettings
+	pacer *simulationPacer
 	// estimates is the estimator, whose Learner and Arrivals a what-if draws on; nil
 	// when it is off.
 	estimates *estimator
@@ -49,9 +46,25 @@ type whatIfs struct {
 	source    *worldSource
 }
 
-func newWhatIfs(opts *Options, e *estimator) *whatIfs {
-	return &whatIfs{clock: opts.Clock, gate: opts.Gate, maxPods: opts.EstimateMaxPods, coreOptions: opts.coreOptions(),
-		pacer: newSimulationPacer(opts.SimulationCPU), estimates: e}
+func newWhatIfs(opts *Options, settings *simulationSettings, e *estimator) *whatIfs {
+	return &whatIfs{simulationSettings: settings, pacer: newSimulationPacer(opts.SimulationCPU), estimates: e}
+}
+
+// simulationSettings is what every simulation of the manager's queue runs with, the
+// estimator's passes and the what-ifs alike: one value from the manager's Options,
+// which both hold, so that the two cannot disagree on a setting.
+type simulationSettings struct {
+	clock clock.Clock
+	// gate is the scheduling gate a simulated pod waits at (Options.Gate).
+	gate string
+	// maxPods is the most pods one simulation takes (Options.EstimateMaxPods).
+	maxPods int
+	// coreOptions configure each simulation's core as the real one is configured.
+	coreOptions []quota.Option
+}
+
+func newSimulationSettings(opts *Options) *simulationSettings {
+	return &simulationSettings{clock: opts.Clock, gate: opts.Gate, maxPods: opts.EstimateMaxPods, coreOptions: opts.coreOptions()}
 }
 
 // SimulatePods is the what-if of the visibility API's podsimulations
