@@ -18,6 +18,8 @@ func TestValidate(t *testing.T) {
 		"bad gate":          {args: []string{"--gate", "not a gate!"}, wantErr: `--gate "not a gate!"`},
 		"bad port":          {args: []string{"--port", "70000"}, wantErr: "--port 70000: must be 1 to 65535"},
 		"empty certdir":     {args: []string{"--cert-dir", ""}, wantErr: "--cert-dir: must not be empty"},
+		"no drain":          {args: []string{"--shutdown-drain", "0"}},
+		"negative drain":    {args: []string{"--shutdown-drain", "-1s"}, wantErr: "--shutdown-drain -1s: must not be negative"},
 		"exempt DaemonSets": {args: []string{"--exempt-daemonsets", "monitoring/node-exporter,team-a/log-agent.v2"}},
 		"exempt DaemonSet without namespace": {
 			args: []string{"--exempt-daemonsets", "node-exporter"}, wantErr: `--exempt-daemonsets: exempt DaemonSet "node-exporter": want namespace/name`,

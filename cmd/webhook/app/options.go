@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -38,6 +39,9 @@ type Options struct {
 	EnableHTTP2 bool
 	// Host is the address the webhook server listens on; empty means all.
 	Host string
+	// ShutdownDrain is how long the webhook keeps answering after it is told to stop,
+	// each answer closing its connection, before it stops (drain).
+	ShutdownDrain time.Duration
 	// Zap configures the logger (--zap-log-level and friends).
 	Zap zap.Options
 }
@@ -50,6 +54,7 @@ func NewOptions() *Options {
 		MetricsBindAddress:     ":8080",
 		HealthProbeBindAddress: ":8081",
 		Gate:                   v1alpha1.SchedulingGate,
+		ShutdownDrain:          DefaultShutdownDrain,
 	}
 }
 
@@ -67,6 +72,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.ExemptDaemonSets, "exempt-daemonsets", o.ExemptDaemonSets,
 		"DaemonSets (namespace/name, comma-separated) whose pods the DaemonSet controller creates without the gate; "+
 			"every other DaemonSet's pods are gated. The same list as in the webhook configuration's matchConditions.")
+	fs.DurationVar(&o.ShutdownDrain, "shutdown-drain", o.ShutdownDrain,
+		"How long the webhook keeps answering after SIGTERM, each answer telling the API server to close its connection, "+
+			"so that no call meets a connection closed under it; /readyz fails meanwhile. 0 stops at once.")
 	fs.BoolVar(&o.EnableHTTP2, "enable-http2", o.EnableHTTP2,
 		"Let clients use HTTP/2 for the webhook server (off: HTTP/1.1 only).")
 	gofs := flag.NewFlagSet("", flag.ExitOnError)
@@ -85,6 +93,9 @@ func (o *Options) Validate() error {
 	}
 	if msgs := validation.IsQualifiedName(o.Gate); len(msgs) > 0 {
 		errs = append(errs, fmt.Errorf("--gate %q: %s", o.Gate, strings.Join(msgs, "; ")))
+	}
+	if o.ShutdownDrain < 0 {
+		errs = append(errs, fmt.Errorf("--shutdown-drain %v: must not be negative", o.ShutdownDrain))
 	}
 	if _, err := o.exemptDaemonSets(); err != nil {
 		errs = append(errs, fmt.Errorf("--exempt-daemonsets: %w", err))

@@ -88,9 +88,10 @@ func serve(ctx context.Context, o *Options, extra map[string]http.Handler) error
 	if err != nil {
 		return fmt.Errorf("--exempt-daemonsets: %w", err)
 	}
-	hooks.Register(admission.Path, admission.NewWebhook(admission.NewPodGater(o.Gate, m, exempt...)))
+	var d drain
+	hooks.Register(admission.Path, d.wrap(admission.NewWebhook(admission.NewPodGater(o.Gate, m, exempt...))))
 	for path, h := range extra {
-		hooks.Register(path, h)
+		hooks.Register(path, d.wrap(h))
 	}
 
 	metricsSrv, err := metricsserver.NewServer(metricsserver.Options{BindAddress: o.MetricsBindAddress}, nil, nil)
@@ -98,19 +99,32 @@ func serve(ctx context.Context, o *Options, extra map[string]http.Handler) error
 		return fmt.Errorf("creating metrics server: %w", err)
 	}
 
-	g, ctx := errgroup.WithContext(ctx)
+	g, gctx := errgroup.WithContext(ctx)
+	// The webhook and health servers stop after the drain when ctx ends (a shutdown),
+	// at once when another server failed.
+	serving, stopServing := context.WithCancel(context.WithoutCancel(gctx))
+	defer stopServing()
 	g.Go(func() error {
-		if !waitForCert(ctx, o.CertDir) {
+		<-gctx.Done()
+		if ctx.Err() != nil {
+			logger.Info("Draining before the webhook stops", "for", o.ShutdownDrain)
+			d.run(serving, o.ShutdownDrain)
+		}
+		stopServing()
+		return nil
+	})
+	g.Go(func() error {
+		if !waitForCert(gctx, o.CertDir) {
 			return nil
 		}
-		if err := hooks.Start(ctx); err != nil {
+		if err := hooks.Start(serving); err != nil {
 			return fmt.Errorf("serving webhook on port %d: %w", o.Port, err)
 		}
 		return nil
 	})
 	if metricsSrv != nil {
 		g.Go(func() error {
-			if err := metricsSrv.Start(ctx); err != nil {
+			if err := metricsSrv.Start(gctx); err != nil {
 				return fmt.Errorf("serving metrics: %w", err)
 			}
 			return nil
@@ -118,7 +132,7 @@ func serve(ctx context.Context, o *Options, extra map[string]http.Handler) error
 	}
 	if o.HealthProbeBindAddress != "0" {
 		g.Go(func() error {
-			return serveHealth(ctx, o.HealthProbeBindAddress, hooks.StartedChecker())
+			return serveHealth(serving, o.HealthProbeBindAddress, d.ready(hooks.StartedChecker()))
 		})
 	}
 	logger.Info("Starting webhook", "port", o.Port, "certDir", o.CertDir, "gate", o.Gate, "exemptDaemonSets", o.ExemptDaemonSets)

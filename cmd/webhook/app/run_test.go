@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -189,6 +190,70 @@ func TestServeDrainsInFlightRequests(t *testing.T) {
 	}
 }
 
+// The API server keeps its connection to the webhook alive between calls. After
+// SIGTERM a call it sends on that connection is answered, telling it to close the
+// connection, /readyz fails, and the server stops once the drain is over. Without the
+// drain the server would close the idle connection at once and the call would fail.
+func TestServeDrainsKeptAliveConnections(t *testing.T) {
+	certDir := t.TempDir()
+	caPEM := writeCert(t, certDir, "gen1")
+	o := testOptions(t, certDir)
+	// Long enough for the checks below on a loaded machine; the test waits it out.
+	o.ShutdownDrain = 10 * time.Second
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- serve(ctx, o, nil) }()
+	waitReady(t, o)
+	c := tlsClient(caPEM, 0)
+	if reused, closing := postPodTraced(t, c, o); reused || closing {
+		t.Fatalf("the first call: reused a connection %v, asked to close it %v; want a new one kept alive", reused, closing)
+	}
+	cancel()
+
+	readyz := "http://" + o.HealthProbeBindAddress + "/readyz"
+	testbed.PollEvery(t, 50*time.Millisecond, 10*time.Second, "/readyz to fail once the drain began", func(context.Context) (bool, error) {
+		resp, err := http.Get(readyz)
+		if err != nil {
+			return false, err
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusInternalServerError || resp.StatusCode == http.StatusServiceUnavailable,
+			testbed.NotYet(errors.New(resp.Status))
+	})
+	reused, closing := postPodTraced(t, c, o)
+	if !reused {
+		t.Errorf("the call after SIGTERM went on a new connection; want the kept one, as the API server sends it")
+	}
+	if !closing {
+		t.Errorf("the answer after SIGTERM does not ask the client to close the connection")
+	}
+	if err := <-served; err != nil {
+		t.Errorf("Serve() = %v, want nil", err)
+	}
+}
+
+// postPodTraced sends a pod CREATE review through c, checks that it is gated, and
+// reports whether it went on a connection c kept alive and whether the answer asked to
+// close it.
+func postPodTraced(t *testing.T, c *http.Client, o *Options) (reused, closing bool) {
+	t.Helper()
+	var got httptrace.GotConnInfo
+	ctx := httptrace.WithClientTrace(t.Context(), &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { got = i }})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, webhookURL(o), bytes.NewReader(podReview(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("posting review: %v", err)
+	}
+	defer resp.Body.Close()
+	checkGated(t, resp.Body)
+	return got.Reused, resp.Close
+}
+
 func testOptions(t *testing.T, certDir string) *Options {
 	t.Helper()
 	o := NewOptions()
@@ -198,6 +263,7 @@ func testOptions(t *testing.T, certDir string) *Options {
 	o.MetricsBindAddress = net.JoinHostPort("127.0.0.1", strconv.Itoa(testbed.FreePort(t)))
 	o.HealthProbeBindAddress = net.JoinHostPort("127.0.0.1", strconv.Itoa(testbed.FreePort(t)))
 	o.Gate = "example.com/test-gate"
+	o.ShutdownDrain = 200 * time.Millisecond
 	return o
 }
 
@@ -294,6 +360,34 @@ func get(t *testing.T, c *http.Client, url string) string {
 // postPod sends a pod CREATE review to the webhook and returns the patch.
 func postPod(t *testing.T, c *http.Client, o *Options) string {
 	t.Helper()
+	resp, err := c.Post(webhookURL(o), "application/json", bytes.NewReader(podReview(t)))
+	if err != nil {
+		t.Fatalf("posting review: %v", err)
+	}
+	defer resp.Body.Close()
+	return checkGated(t, resp.Body)
+}
+
+// checkGated decodes the webhook's answer, checks that it allows the pod, and returns
+// the patch.
+func checkGated(t *testing.T, body io.Reader) string {
+	t.Helper()
+	var ar admissionv1.AdmissionReview
+	if err := json.NewDecoder(body).Decode(&ar); err != nil {
+		t.Fatalf("decoding answer: %v", err)
+	}
+	if ar.Response == nil || !ar.Response.Allowed {
+		t.Fatalf("answer %+v, want allowed", ar.Response)
+	}
+	if !strings.Contains(string(ar.Response.Patch), "example.com/test-gate") {
+		t.Fatalf("patch %s does not add the gate", ar.Response.Patch)
+	}
+	return string(ar.Response.Patch)
+}
+
+// podReview is a pod CREATE AdmissionReview, as the API server sends it.
+func podReview(t *testing.T) []byte {
+	t.Helper()
 	review, err := json.Marshal(admissionv1.AdmissionReview{
 		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
 		Request: &admissionv1.AdmissionRequest{
@@ -306,19 +400,7 @@ func postPod(t *testing.T, c *http.Client, o *Options) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := c.Post(webhookURL(o), "application/json", bytes.NewReader(review))
-	if err != nil {
-		t.Fatalf("posting review: %v", err)
-	}
-	defer resp.Body.Close()
-	var ar admissionv1.AdmissionReview
-	if err := json.NewDecoder(resp.Body).Decode(&ar); err != nil {
-		t.Fatalf("decoding answer: %v", err)
-	}
-	if ar.Response == nil || !ar.Response.Allowed {
-		t.Fatalf("answer %+v, want allowed", ar.Response)
-	}
-	return string(ar.Response.Patch)
+	return review
 }
 
 // servedCert returns the leaf certificate the webhook server presents.
