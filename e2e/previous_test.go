@@ -5,12 +5,14 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/quotagate/quotagate/test/localinstall"
 )
@@ -144,4 +146,29 @@ func buildVersion(ctx context.Context, tree, revision, binDir, charts string) (v
 		return v, err
 	}
 	return v, localinstall.BuildRelease(ctx, tree, binDir, v.appVersion, revision)
+}
+
+// previousWebhookStop excuses the one failed create the previous release's webhook can
+// cause as it stops: at SIGTERM that release shuts its server down at once, which
+// closes the connections the API server keeps alive to it, and a call the API server
+// was sending on one of them fails (EOF, or a reset: the API server does not retry a
+// POST), which failurePolicy Fail makes a failed create. The working tree's webhook
+// drains first (cmd/webhook/app/drain.go; docs/upgrading.md). A failure of any other
+// kind, or away from such a stop, is not excused.
+func previousWebhookStop(inst *localinstall.Installation, prev version) func(time.Time, error) string {
+	return func(at time.Time, err error) string {
+		msg := err.Error()
+		if !strings.Contains(msg, "failed calling webhook") ||
+			!(strings.HasSuffix(msg, ": EOF") || strings.Contains(msg, "connection reset by peer")) {
+			return ""
+		}
+		for _, s := range inst.ProcessStops() {
+			if s.Component == "webhook" && strings.HasPrefix(s.Binary, prev.binDir+string(filepath.Separator)) &&
+				!at.Before(s.Began) && at.Before(s.Ended.Add(2*time.Second)) {
+				return fmt.Sprintf("the previous release's webhook (%s), sent SIGTERM at %s, closed the connection under the call: "+
+					"that release does not drain, this one does", filepath.Base(prev.chart), s.Began.Format(time.StampMilli))
+			}
+		}
+		return ""
+	}
 }

@@ -56,6 +56,10 @@ type Installation struct {
 	// serving certificate (selfmanaged.go).
 	selfManaged bool
 
+	// stops are the processes upgrades stopped (ProcessStops).
+	stopsMu sync.Mutex
+	stops   []ProcessStop
+
 	stopOnce sync.Once
 	stopErr  error
 }

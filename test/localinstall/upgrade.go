@@ -15,6 +15,7 @@ import (
 	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	"github.com/go-logr/logr"
 	"github.com/quotagate/quotagate/test/localcluster"
+	"github.com/quotagate/quotagate/test/supervise"
 	"helm.sh/helm/v4/pkg/action"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -101,8 +102,10 @@ func (i *Installation) upgrade(ctx context.Context, chartPath, binDir string, va
 			return ctx.Err()
 		case <-time.After(time.Until(applied.Add(webhookPreStop))):
 		}
-		if err := i.webhook.stop(); err != nil {
-			return err
+		if p := i.webhook.process(); p != nil {
+			if err := i.stopOld(webhookName, i.webhook.snapshot().binary, p); err != nil {
+				return err
+			}
 		}
 		comps = []*component{i.manager}
 	}
@@ -194,7 +197,33 @@ func (i *Installation) rollout(ctx context.Context, comp *component, objs []*uns
 		case <-time.After(webhookPreStop):
 		}
 	}
-	return old.Stop(stopGrace)
+	return i.stopOld(comp.name, before.binary, old)
+}
+
+// ProcessStop is a quotagate process an upgrade stopped, as a Deployment stops a pod
+// it replaced or no longer has.
+type ProcessStop struct {
+	// Component is "webhook" or "manager"; Binary is the binary the process ran.
+	Component, Binary string
+	// Began is when the process was sent SIGTERM, Ended when it had exited.
+	Began, Ended time.Time
+}
+
+// ProcessStops are the processes the upgrades stopped, in order.
+func (i *Installation) ProcessStops() []ProcessStop {
+	i.stopsMu.Lock()
+	defer i.stopsMu.Unlock()
+	return slices.Clone(i.stops)
+}
+
+// stopOld stops p, the process of component that ran binary, and records it.
+func (i *Installation) stopOld(component, binary string, p *supervise.Process) error {
+	began := time.Now()
+	err := p.Stop(stopGrace)
+	i.stopsMu.Lock()
+	defer i.stopsMu.Unlock()
+	i.stops = append(i.stops, ProcessStop{Component: component, Binary: binary, Began: began, Ended: time.Now()})
+	return err
 }
 
 // componentState is what decides whether a component rolls out.
