@@ -72,7 +72,7 @@ type Options struct {
 	// Pace, when set, is called at each step, on the simulation's goroutine, before Done
 	// is looked at: it may sleep, to bound the share of a CPU the simulation takes (a
 	// what-if's, beside the admission loop), or to yield the CPU while the manager
-	// admits (the estimator's passes: pkg/quota/controller, estimate_yield.go).
+	// admits (the estimator's passes: pacing.Yield in pkg/quota/controller/internal/pacing).
 	Pace func()
 
 	// afterAdmit, when set, is called after each simulated moment's admissions, with

@@ -276,7 +276,7 @@ func (c *Controller) run(ctx context.Context) error {
 	// From here on this replica's series tell the truth: export them.
 	defer c.metrics.gate.lead()()
 
-	// The estimator yields to admission (estimateYield): the loop tells it of each
+	// The estimator yields to admission (pacing.Yield): the loop tells it of each
 	// pass and of each admission until its worker is done, with atomics only.
 	yield := c.estimates.yieldOf()
 	work := make(chan quota.Admission, c.opts.Workers*4)
@@ -285,7 +285,7 @@ func (c *Controller) run(ctx context.Context) error {
 		wg.Go(func() {
 			for a := range work {
 				c.ungate(ctx, a)
-				yield.ungateDone()
+				yield.UngateDone()
 			}
 		})
 	}
@@ -304,13 +304,13 @@ func (c *Controller) run(ctx context.Context) error {
 	defer timer.Stop()
 	for {
 		admissions := c.core.Admit()
-		yield.admissionPass()
+		yield.AdmissionPass()
 		for _, a := range admissions {
-			yield.handedOut()
+			yield.HandedOut()
 			select {
 			case work <- a:
 			case <-ctx.Done():
-				yield.ungateDone()
+				yield.UngateDone()
 				return nil
 			}
 		}

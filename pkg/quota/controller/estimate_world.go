@@ -13,6 +13,7 @@ import (
 	"github.com/quotagate/quotagate/api/v1alpha1"
 	"github.com/quotagate/quotagate/pkg/estimate"
 	"github.com/quotagate/quotagate/pkg/quota"
+	"github.com/quotagate/quotagate/pkg/quota/controller/internal/pacing"
 )
 
 // The estimator's world (estimator) and the what-if's (SimulatePods): what they
@@ -34,6 +35,9 @@ type worldSource struct {
 func (c *Controller) worldSource() *worldSource {
 	return &worldSource{reader: c.reader, windows: c.windows, claims: c.claims, dependencies: c.dependencies, gate: c.opts.Gate}
 }
+
+// worldStep is how many pods a world's builder adds between two steps of its pace.
+const worldStep = 256
 
 // world is what the informers' caches hold at now, as Simulate takes it: every
 // budget, namespace and flavor; the pods that hold quota (not gated, not terminal) and
@@ -108,7 +112,7 @@ func (s *worldSource) builder(ctx context.Context, now time.Time, l *estimate.Le
 
 	b := estimate.NewWorldBuilder(now, l, nsLabels, all, flavors)
 	b.SetChanges(changes)
-	step := everyN(worldStep, pace)
+	step := pacing.EveryN(worldStep, pace)
 	for _, item := range pods.List() {
 		if step != nil {
 			step()

@@ -19,6 +19,7 @@ import (
 	"github.com/quotagate/quotagate/internal/loglevel"
 	"github.com/quotagate/quotagate/pkg/estimate"
 	"github.com/quotagate/quotagate/pkg/quota"
+	"github.com/quotagate/quotagate/pkg/quota/controller/internal/pacing"
 )
 
 // The estimator answers "when will my pod start?" (package estimate) for the views.
@@ -68,8 +69,8 @@ type estimator struct {
 	notices *estimateNotices
 
 	// yield is what a pass waits on between its steps, so that it yields the CPU to
-	// admission (estimateYield); the admission loop and the ungate workers signal it.
-	yield *estimateYield
+	// admission (pacing.Yield); the admission loop and the ungate workers signal it.
+	yield *pacing.Yield
 
 	// What a pass needs of the manager, set by New (the settings it shares with the
 	// what-ifs, metrics) and by Controller.connectSimulations (the rest, once the caches
@@ -104,7 +105,7 @@ func newEstimator(opts *Options, settings *simulationSettings, m *metrics) *esti
 		return nil
 	}
 	e := &estimator{learner: estimate.NewLearner(0), arrivals: estimate.NewArrivals(0), interval: opts.EstimateInterval, notices: newEstimateNotices(), record: newTrackRecord(time.Now()),
-		yield:              newEstimateYield(clock.RealClock{}),
+		yield:              pacing.NewYield(clock.RealClock{}),
 		simulationSettings: settings, metrics: m}
 	e.changed.Store(true)
 	return e
@@ -248,6 +249,15 @@ func (e *estimator) Start(ctx context.Context) error {
 	}
 }
 
+// yieldOf is the estimator's yield, for admission to signal; nil when the estimator is
+// off.
+func (e *estimator) yieldOf() *pacing.Yield {
+	if e == nil {
+		return nil
+	}
+	return e.yield
+}
+
 // NeedLeaderElection: only the leader's estimates are answered.
 func (e *estimator) NeedLeaderElection() bool { return true }
 
@@ -268,9 +278,9 @@ func (e *estimator) once(ctx context.Context) error {
 			return nil
 		}
 	}
-	// Both phases yield to admission between their steps (estimateYield.pace), so their
+	// Both phases yield to admission between their steps (pacing.Yield.Pace), so their
 	// durations include the waits.
-	pace := e.yield.pace(ctx)
+	pace := e.yield.Pace(ctx)
 	began, now := time.Now(), e.clock.Now()
 	w, err := e.world(ctx, now, pace)
 	if err != nil {

@@ -330,3 +330,12 @@ func TestEstimateErrorIsObservedAtAdmission(t *testing.T) {
 		t.Errorf("Budget team-b/b has a track record, but its pod had no known estimate")
 	}
 }
+
+// With the estimator off there is no yield for admission to signal: the admission loop
+// and the ungate workers call a nil pacing.Yield, which does nothing.
+func TestEstimatorOffHasNoYield(t *testing.T) {
+	var e *estimator
+	if y := e.yieldOf(); y != nil {
+		t.Errorf("an estimator that is off has a yield %v", y)
+	}
+}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/quotagate/quotagate/pkg/estimate"
 	"github.com/quotagate/quotagate/pkg/quota"
+	"github.com/quotagate/quotagate/pkg/quota/controller/internal/pacing"
 )
 
 // The what-if (the visibility API's podsimulations): pods that are not created, added
@@ -35,7 +36,7 @@ const NoStartsEstimatorOff = "the manager's estimator is off (--estimate-interva
 // pacer that bounds the CPU they take together; the world of each is built afresh.
 type whatIfs struct {
 	*simulationSettings
-	pacer *simulationPacer
+	pacer *pacing.Pacer
 	// estimates is the estimator, whose Learner and Arrivals a what-if draws on; nil
 	// when it is off.
 	estimates *estimator
@@ -47,7 +48,7 @@ type whatIfs struct {
 }
 
 func newWhatIfs(opts *Options, settings *simulationSettings, e *estimator) *whatIfs {
-	return &whatIfs{simulationSettings: settings, pacer: newSimulationPacer(opts.SimulationCPU), estimates: e}
+	return &whatIfs{simulationSettings: settings, pacer: pacing.NewPacer(opts.SimulationCPU), estimates: e}
 }
 
 // simulationSettings is what every simulation of the manager's queue runs with, the
@@ -127,7 +128,7 @@ func (s *whatIfs) SimulatePods(ctx context.Context, namespace string, tmpl *core
 		f := p.factsOf()
 		b.Add(s.source.viewOf(&p, now), &f)
 	}
-	o := estimate.Options{Core: s.coreOptions, Done: ctx.Done(), Pace: s.pacer.pace(ctx)}
+	o := estimate.Options{Core: s.coreOptions, Done: ctx.Done(), Pace: s.pacer.Pace(ctx)}
 	w := estimate.Suppose(b.World(), o, count, noStarts)
 	switch {
 	case w.Placements == nil:

@@ -1,4 +1,4 @@
-package controller
+package pacing
 
 import (
 	"context"
@@ -8,26 +8,26 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// The estimator yields the CPU to admission. A pass simulates the queues for tens of
-// milliseconds of CPU to seconds (docs/benchmarks-onoff.md, figure 8), on the same
-// cores as the manager's informers, the API server and etcd, which an admission waits
-// for. So between the steps of a pass (estimate.Options.Pace, and every worldStep pods
-// of the world it builds) the estimator:
+// The estimator yields the CPU to admission (Yield). A pass simulates the queues for
+// tens of milliseconds of CPU to seconds (docs/benchmarks-onoff.md, figure 8), on the
+// same cores as the manager's informers, the API server and etcd, which an admission
+// waits for. So between the steps of a pass (estimate.Options.Pace, and every few
+// hundred pods of the world it builds) the estimator:
 //
 //   - waits while an admission is under way: an admission handed to the ungate workers
 //     and not done, or an admission pass that ran less than yieldWindow ago (the
 //     admission path tells it with atomics only, never a lock, so it never waits for
 //     the estimator);
 //   - pays back its work: each millisecond it worked since its last step costs
-//     1/estimateCPUShare - 1 milliseconds of sleep (a token budget), so that while a
+//     1/CPUShare - 1 milliseconds of sleep (a token budget), so that while a
 //     pass runs it takes about a quarter of one CPU.
 //
 // Neither waits more than maxYieldWait at one step, so a pass always ends, however busy
 // admission is; and the pass's context ends any wait at once.
 
 const (
-	// estimateCPUShare is the share of one CPU a pass takes while it runs.
-	estimateCPUShare = 0.25
+	// CPUShare is the share of one CPU an estimator pass takes while it runs.
+	CPUShare = 0.25
 	// yieldWindow is how long after an admission pass the estimator still waits: the
 	// ungate patches it hands out, and the informer events that follow, come within it.
 	yieldWindow = 5 * time.Millisecond
@@ -39,23 +39,20 @@ const (
 	// maxYieldWait is the most the estimator waits at one step, for admission and its
 	// budget together. The sleep it still owes then is carried, up to maxYieldWait.
 	maxYieldWait = time.Second
-	// worldStep is how many pods the estimator adds to the world it builds between two
-	// steps.
-	worldStep = 256
 )
 
-// yieldClock is what the yield reads the time from and waits on: the real clock, or a
+// Clock is what the yield reads the time from and waits on: the real clock, or a
 // test's. It is not the controller's Clock: a budget of CPU is real time, and a pass
 // must not wait on a test's fake time that nobody moves.
-type yieldClock interface {
+type Clock interface {
 	Now() time.Time
 	NewTimer(time.Duration) clock.Timer
 }
 
-// estimateYield is the estimator's side of the yield, and what admission tells it.
+// Yield is the estimator's side of the yield, and what admission tells it.
 // Admission's methods are nil-safe (no estimator, nothing to tell) and lock nothing.
-type estimateYield struct {
-	clock yieldClock
+type Yield struct {
+	clock Clock
 	base  time.Time // lastPass counts from here
 	// inflight counts the admissions handed to the ungate workers and not done.
 	inflight atomic.Int64
@@ -67,21 +64,13 @@ type estimateYield struct {
 	window time.Duration
 }
 
-func newEstimateYield(c yieldClock) *estimateYield {
-	return &estimateYield{clock: c, base: c.Now(), share: estimateCPUShare, window: yieldWindow}
+// NewYield is the yield of an estimator that reads the time from c.
+func NewYield(c Clock) *Yield {
+	return &Yield{clock: c, base: c.Now(), share: CPUShare, window: yieldWindow}
 }
 
-// yieldOf is the estimator's yield, for admission to signal; nil when the estimator is
-// off.
-func (e *estimator) yieldOf() *estimateYield {
-	if e == nil {
-		return nil
-	}
-	return e.yield
-}
-
-// admissionPass records that the admission loop ran a pass now.
-func (y *estimateYield) admissionPass() {
+// AdmissionPass records that the admission loop ran a pass now.
+func (y *Yield) AdmissionPass() {
 	if y == nil {
 		return
 	}
@@ -89,15 +78,15 @@ func (y *estimateYield) admissionPass() {
 	y.lastPass.Store(max(int64(y.clock.Now().Sub(y.base)), 1))
 }
 
-// handedOut records an admission handed to the ungate workers; ungateDone must follow.
-func (y *estimateYield) handedOut() {
+// HandedOut records an admission handed to the ungate workers; UngateDone must follow.
+func (y *Yield) HandedOut() {
 	if y != nil {
 		y.inflight.Add(1)
 	}
 }
 
-// ungateDone records that an ungate worker is done with an admission.
-func (y *estimateYield) ungateDone() {
+// UngateDone records that an ungate worker is done with an admission.
+func (y *Yield) UngateDone() {
 	if y != nil {
 		y.inflight.Add(-1)
 	}
@@ -105,7 +94,7 @@ func (y *estimateYield) ungateDone() {
 
 // admitting reports whether admission is under way at now: an admission in the
 // workers' hands, or a pass less than the window ago.
-func (y *estimateYield) admitting(now time.Time) bool {
+func (y *Yield) admitting(now time.Time) bool {
 	if y.inflight.Load() > 0 {
 		return true
 	}
@@ -113,10 +102,10 @@ func (y *estimateYield) admitting(now time.Time) bool {
 	return last > 0 && now.Sub(y.base)-time.Duration(last) < y.window
 }
 
-// pace returns the step of one pass, whose context is ctx: called on the pass's
+// Pace returns the step of one pass, whose context is ctx: called on the pass's
 // goroutine between its steps, it counts the time since the step before as work, and
 // waits (wait). The time before the first step counts from here.
-func (y *estimateYield) pace(ctx context.Context) func() {
+func (y *Yield) Pace(ctx context.Context) func() {
 	if y == nil {
 		return nil
 	}
@@ -132,7 +121,7 @@ func (y *estimateYield) pace(ctx context.Context) func() {
 // wait waits while admission is under way, and until the sleep owed is paid when it is
 // at least minYieldSleep; at most maxYieldWait in all, less when ctx ends. Any time
 // waited pays for the sleep owed; it returns what is still owed (at most maxYieldWait).
-func (y *estimateYield) wait(ctx context.Context, owed time.Duration) time.Duration {
+func (y *Yield) wait(ctx context.Context, owed time.Duration) time.Duration {
 	began := y.clock.Now()
 	for {
 		now := y.clock.Now()
@@ -157,7 +146,7 @@ func (y *estimateYield) wait(ctx context.Context, owed time.Duration) time.Durat
 }
 
 // sleep waits d; false when ctx ended first.
-func (y *estimateYield) sleep(ctx context.Context, d time.Duration) bool {
+func (y *Yield) sleep(ctx context.Context, d time.Duration) bool {
 	t := y.clock.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -168,8 +157,8 @@ func (y *estimateYield) sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// everyN returns a step that calls pace at every n-th call; nil for a nil pace.
-func everyN(n int, pace func()) func() {
+// EveryN returns a step that calls pace at every n-th call; nil for a nil pace.
+func EveryN(n int, pace func()) func() {
 	if pace == nil {
 		return nil
 	}

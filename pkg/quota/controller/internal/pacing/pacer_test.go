@@ -1,4 +1,4 @@
-package controller
+package pacing
 
 import (
 	"context"
@@ -12,11 +12,11 @@ import (
 // request ended draws nothing and does not wait, and one whose deadline comes before
 // the bucket has its part waits for the deadline and no longer draws.
 func TestSimulationPacerDrawsWhatWasWorked(t *testing.T) {
-	if p := newSimulationPacer(0); p != nil || p.pace(t.Context()) != nil {
+	if p := NewPacer(0); p != nil || p.Pace(t.Context()) != nil {
 		t.Fatalf("--simulation-cpu=0 paces what-ifs (%v): it means no bound", p)
 	}
 	// A hundredth of a CPU refills 10 ms of work a second: the test sees what was drawn.
-	p := newSimulationPacer(0.01)
+	p := NewPacer(0.01)
 	tokens := func() float64 { return p.bucket.Tokens() }
 	if got := tokens(); got != paceBurst {
 		t.Fatalf("a new bucket holds %g ms, want %d", got, paceBurst)

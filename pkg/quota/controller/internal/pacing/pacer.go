@@ -1,4 +1,4 @@
-package controller
+package pacing
 
 import (
 	"context"
@@ -7,13 +7,13 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// simulationPacer bounds the CPU that what-ifs take together, beside the admission
+// Pacer bounds the CPU that what-ifs take together, beside the admission
 // loop, to a share of one CPU (Options.SimulationCPU): a token bucket of milliseconds of
 // work (golang.org/x/time/rate) that every running what-if draws from. At each step of
 // its simulation (estimate.Options.Pace) a what-if draws the time it worked since its
 // last step, waiting until the bucket has it. The bucket holds paceBurst, so a what-if
 // that takes less than that when none other ran recently never waits.
-type simulationPacer struct {
+type Pacer struct {
 	bucket *rate.Limiter
 }
 
@@ -21,17 +21,17 @@ type simulationPacer struct {
 // what-if draws at most that at once.
 const paceBurst = 100
 
-// newSimulationPacer paces what-ifs to share of one CPU; nil (no pacing) for 0.
-func newSimulationPacer(share float64) *simulationPacer {
+// NewPacer paces what-ifs to share of one CPU; nil (no pacing) for 0.
+func NewPacer(share float64) *Pacer {
 	if share <= 0 {
 		return nil
 	}
-	return &simulationPacer{bucket: rate.NewLimiter(rate.Limit(share*1000), paceBurst)}
+	return &Pacer{bucket: rate.NewLimiter(rate.Limit(share*1000), paceBurst)}
 }
 
 // pace returns the Pace of one what-if, whose request is ctx: nil for no pacing. It
 // must be called on the what-if's goroutine only.
-func (p *simulationPacer) pace(ctx context.Context) func() {
+func (p *Pacer) Pace(ctx context.Context) func() {
 	if p == nil {
 		return nil
 	}
@@ -47,7 +47,7 @@ func (p *simulationPacer) pace(ctx context.Context) func() {
 // left to draw (under a millisecond). When ctx ends first, or would end before the
 // bucket has it, it returns at ctx's end: the what-if stops then, with no time left to
 // work in.
-func (p *simulationPacer) draw(ctx context.Context, worked time.Duration) time.Duration {
+func (p *Pacer) draw(ctx context.Context, worked time.Duration) time.Duration {
 	for worked >= time.Millisecond {
 		n := min(int(worked/time.Millisecond), paceBurst)
 		if err := p.bucket.WaitN(ctx, n); err != nil {

@@ -1,4 +1,4 @@
-package controller
+package pacing
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// yieldTestClock is a fake yieldClock: time moves only when the test works (work) or
+// yieldTestClock is a fake Clock: time moves only when the test works (work) or
 // the yield sleeps (each timer fires at once, its duration later). It records every
 // sleep; then, when set, calls onSleep with how many sleeps there were. A clock with
 // stuck set never fires its timers: only the context ends a sleep.
@@ -51,9 +51,9 @@ func (t yieldTestTimer) C() <-chan time.Time        { return t.c }
 func (t yieldTestTimer) Stop() bool                 { return true }
 func (t yieldTestTimer) Reset(_ time.Duration) bool { return true }
 
-func newYieldTest() (*estimateYield, *yieldTestClock) {
+func newYieldTest() (*Yield, *yieldTestClock) {
 	fc := &yieldTestClock{now: time.Date(2026, 12, 5, 21, 0, 0, 0, time.UTC)}
-	return newEstimateYield(fc), fc
+	return NewYield(fc), fc
 }
 
 // TestPassWaitsWhileAnUngateIsInFlight: a pass's step waits while an admission is in
@@ -61,15 +61,15 @@ func newYieldTest() (*estimateYield, *yieldTestClock) {
 // worker is done; with nothing in flight it does not wait at all.
 func TestPassWaitsWhileAnUngateIsInFlight(t *testing.T) {
 	y, fc := newYieldTest()
-	step := y.pace(t.Context())
+	step := y.Pace(t.Context())
 	step()
 	if len(fc.slept) != 0 {
 		t.Fatalf("with no admission under way and no work, a step slept %v", fc.slept)
 	}
-	y.handedOut()
+	y.HandedOut()
 	fc.onSleep = func(n int) {
 		if n == 40 {
-			y.ungateDone() // the patch returned during the 40th look
+			y.UngateDone() // the patch returned during the 40th look
 		}
 	}
 	step()
@@ -87,30 +87,30 @@ func TestPassWaitsWhileAnUngateIsInFlight(t *testing.T) {
 // yieldWindow has passed since it, and one after the window does not wait.
 func TestPassWaitsOutAnAdmissionPass(t *testing.T) {
 	y, fc := newYieldTest()
-	step := y.pace(t.Context())
+	step := y.Pace(t.Context())
 	fc.work(time.Millisecond) // 1 ms of work, which owes less than minYieldSleep
-	y.admissionPass()
+	y.AdmissionPass()
 	step()
 	if got := fc.sleptInAll(); got != yieldWindow {
 		t.Errorf("a step right after an admission pass slept %s (%v), want the window, %s", got, fc.slept, yieldWindow)
 	}
 	fc.slept = nil
-	y.admissionPass()
+	y.AdmissionPass()
 	fc.work(yieldWindow)       // an admission pass as long ago as the window
-	step = y.pace(t.Context()) // and an estimator pass that starts now, with no work yet
+	step = y.Pace(t.Context()) // and an estimator pass that starts now, with no work yet
 	step()
 	if len(fc.slept) != 0 {
 		t.Errorf("a step the window after an admission pass slept %v", fc.slept)
 	}
 }
 
-// TestPassSleepsInProportionToItsWork: each step sleeps off 1/estimateCPUShare - 1 times
+// TestPassSleepsInProportionToItsWork: each step sleeps off 1/CPUShare - 1 times
 // the work since the step before (3 times for a quarter of a CPU), carrying what is
 // below minYieldSleep to the next step; over a pass, the estimator works a quarter of
 // the time it runs.
 func TestPassSleepsInProportionToItsWork(t *testing.T) {
 	y, fc := newYieldTest()
-	step := y.pace(t.Context())
+	step := y.Pace(t.Context())
 	fc.work(10 * time.Millisecond)
 	step()
 	if diff := cmp.Diff([]time.Duration{30 * time.Millisecond}, fc.slept); diff != "" {
@@ -130,7 +130,7 @@ func TestPassSleepsInProportionToItsWork(t *testing.T) {
 
 	// A pass of 1,000 steps of 0.7 ms each.
 	y, fc = newYieldTest()
-	step = y.pace(t.Context())
+	step = y.Pace(t.Context())
 	began := fc.Now()
 	const steps, each = 1000, 700 * time.Microsecond
 	for range steps {
@@ -140,7 +140,7 @@ func TestPassSleepsInProportionToItsWork(t *testing.T) {
 	took := fc.Now().Sub(began)
 	share := float64(steps*each) / float64(took)
 	if share < 0.24 || share > 0.26 {
-		t.Errorf("a pass of %s of work took %s: it worked %.3f of the time, want %.2f", steps*each, took, share, estimateCPUShare)
+		t.Errorf("a pass of %s of work took %s: it worked %.3f of the time, want %.2f", steps*each, took, share, CPUShare)
 	}
 	if got, want := fc.sleptInAll(), 3*steps*each; want-got > minYieldSleep || got > want {
 		t.Errorf("a pass of %s of work slept %s, want %s (less what is carried, under %s)", steps*each, got, want, minYieldSleep)
@@ -152,13 +152,13 @@ func TestPassSleepsInProportionToItsWork(t *testing.T) {
 // carried, at most maxYieldWait of it.
 func TestPassWaitsAtMostASecondAStep(t *testing.T) {
 	y, fc := newYieldTest()
-	step := y.pace(t.Context())
-	y.handedOut() // an ungate that never ends
+	step := y.Pace(t.Context())
+	y.HandedOut() // an ungate that never ends
 	step()
 	if got := fc.sleptInAll(); got != maxYieldWait {
 		t.Errorf("a step with an ungate in flight for ever slept %s, want %s", got, maxYieldWait)
 	}
-	y.ungateDone()
+	y.UngateDone()
 
 	fc.slept = nil
 	fc.work(2 * time.Second) // 6 s owed
@@ -184,8 +184,8 @@ func TestPassWaitsAtMostASecondAStep(t *testing.T) {
 func TestPassStopsWaitingWhenItsContextEnds(t *testing.T) {
 	y, fc := newYieldTest()
 	ctx, cancel := context.WithCancel(t.Context())
-	step := y.pace(ctx)
-	y.handedOut()
+	step := y.Pace(ctx)
+	y.HandedOut()
 	fc.stuck = true // no timer fires: only the context ends a sleep
 	fc.onSleep = func(int) { cancel() }
 	done := make(chan struct{})
@@ -209,26 +209,26 @@ func TestPassStopsWaitingWhenItsContextEnds(t *testing.T) {
 	}
 }
 
-// TestNoEstimatorNoYield: with the estimator off, admission's signals do nothing and a
-// pass has no pace.
-func TestNoEstimatorNoYield(t *testing.T) {
-	var e *estimator
-	y := e.yieldOf()
-	y.admissionPass()
-	y.handedOut()
-	y.ungateDone()
-	if y.pace(t.Context()) != nil {
+// TestNilYield: with the estimator off there is no Yield: admission's signals do
+// nothing and a pass has no pace. EveryN of no pace is no step; of one, it calls it at
+// every n-th step.
+func TestNilYield(t *testing.T) {
+	var y *Yield
+	y.AdmissionPass()
+	y.HandedOut()
+	y.UngateDone()
+	if y.Pace(t.Context()) != nil {
 		t.Error("a nil yield returned a pace")
 	}
-	if everyN(worldStep, nil) != nil {
-		t.Error("everyN of no pace is a step")
+	if EveryN(256, nil) != nil {
+		t.Error("EveryN of no pace is a step")
 	}
 	calls := 0
-	step := everyN(3, func() { calls++ })
+	step := EveryN(3, func() { calls++ })
 	for range 10 {
 		step()
 	}
 	if calls != 3 {
-		t.Errorf("everyN(3) called its pace %d times in 10 steps, want 3", calls)
+		t.Errorf("EveryN(3) called its pace %d times in 10 steps, want 3", calls)
 	}
 }
