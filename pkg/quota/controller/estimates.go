@@ -61,8 +61,8 @@ type estimator struct {
 	// admitted (judge) or no pass sees it gated any more.
 	first, head map[types.UID]estimate.Start
 
-	// record is each budget's track record (trackRecord), what kubectl quotagate why shows.
-	record *trackRecord
+	// record is each budget's track record (estimate.TrackRecord), what kubectl quotagate why shows.
+	record *estimate.TrackRecord
 
 	// notices is the estimate last reported to each gated pod in an EstimateChanged
 	// event (estimateNotices); only the loop's passes use it.
@@ -104,7 +104,7 @@ func newEstimator(opts *Options, settings *simulationSettings, m *metrics) *esti
 	if opts.EstimateInterval <= 0 {
 		return nil
 	}
-	e := &estimator{learner: estimate.NewLearner(0), arrivals: estimate.NewArrivals(0), interval: opts.EstimateInterval, notices: newEstimateNotices(), record: newTrackRecord(time.Now()),
+	e := &estimator{learner: estimate.NewLearner(0), arrivals: estimate.NewArrivals(0), interval: opts.EstimateInterval, notices: newEstimateNotices(), record: estimate.NewTrackRecord(time.Now()),
 		yield:              pacing.NewYield(clock.RealClock{}),
 		simulationSettings: settings, metrics: m}
 	e.changed.Store(true)
@@ -394,6 +394,6 @@ func (e *estimator) observeError(uid types.UID, budgets []quota.BudgetKey, at ti
 	}
 	observe("last", j.last)
 	if len(budgets) > 0 {
-		e.record.add(key, d, within)
+		e.record.Add(key, d, within)
 	}
 }
