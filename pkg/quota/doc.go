@@ -176,6 +176,7 @@
 // depends on what decides (hack/layers checks it with `go list`, in make verify):
 //
 //	pkg/quota/controller      the reconcilers: the informers' events in, decisions out
+//	pkg/quota/controller/internal/estimator   the estimator and the what-if: simulations of the queues on cores of their own
 //	pkg/quota                 the composer, AdmissionQueue, and its parts (above)
 //	pkg/quota/hours pkg/quota/internal/ledger   one budget's resource-hours: used, reserved, periods and decay (on the indexed heap); one budget's accounts: hard, ceiling, lendable, used, pending, the pods and claims charged (in exact amounts)
 //	pkg/quota/internal/amount pkg/quota/internal/heap pkg/quota/internal/order pkg/quota/window pkg/quota/depend pkg/quota/controller/internal/pacing   the leaves: exact amounts, the indexed heap, the admission order, windows (a budget's spec at an instant), dependencies (what a pod waits for, and whether it is ready), the CPU the manager's simulations take beside admission

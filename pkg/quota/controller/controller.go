@@ -23,6 +23,7 @@ import (
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
 	"github.com/quotagate/quotagate/pkg/quota"
+	"github.com/quotagate/quotagate/pkg/quota/controller/internal/estimator"
 )
 
 // RBAC of the manager, generated into config/rbac/role.yaml. No update or delete on
@@ -61,9 +62,9 @@ type Controller struct {
 	dependencies *dependencyIndex
 	pins         *claimPins
 	// estimates is the estimator; nil when it is off.
-	estimates *estimator
+	estimates *estimator.Estimator
 	// whatIfs answers the what-ifs (SimulatePods).
-	whatIfs *whatIfs
+	whatIfs *estimator.WhatIfs
 
 	// kick wakes the admission loop. It holds at most one pending signal, so a burst of
 	// events costs one round.
@@ -108,16 +109,14 @@ func New(opts Options) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	simulations := newSimulationSettings(&opts)
 	c := &Controller{
 		opts:       opts,
 		metrics:    m,
 		kick:       make(chan struct{}, 1),
 		tallies:    newAdmittedTallies(opts.AdmittedEventInterval),
-		estimates:  newEstimator(&opts, simulations, m),
 		conditions: newPodConditions(nil, opts.Clock),
 	}
-	c.whatIfs = newWhatIfs(&opts, simulations, c.estimates)
+	c.estimates, c.whatIfs = newSimulations(&opts, m)
 	c.core = quota.NewAdmissionQueue(append(opts.coreOptions(),
 		quota.WithClock(opts.Clock),
 		quota.WithFlushInterval(opts.FlushInterval),
@@ -218,10 +217,10 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 	if c.estimates == nil {
 		return nil
 	}
-	if c.estimates.pods == nil {
+	if _, ok := c.pods.(podLister); !ok {
 		return fmt.Errorf("the pod informer's store (%T) cannot list", c.pods)
 	}
-	for _, h := range c.estimates.handlers() {
+	for _, h := range (estimatorFeed{c.estimates, c.opts.Clock, c.opts.Gate}).handlers() {
 		inf, err := mgr.GetCache().GetInformer(ctx, h.obj)
 		if err != nil {
 			return fmt.Errorf("getting informer for %T: %w", h.obj, err)
@@ -278,7 +277,7 @@ func (c *Controller) run(ctx context.Context) error {
 
 	// The estimator yields to admission (pacing.Yield): the loop tells it of each
 	// pass and of each admission until its worker is done, with atomics only.
-	yield := c.estimates.yieldOf()
+	yield := c.estimates.Yield()
 	work := make(chan quota.Admission, c.opts.Workers*4)
 	var wg sync.WaitGroup
 	for range c.opts.Workers {

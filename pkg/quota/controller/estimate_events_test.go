@@ -9,12 +9,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
-	"github.com/quotagate/quotagate/pkg/estimate"
-	"github.com/quotagate/quotagate/pkg/quota"
 )
 
 // podEventRecorder records each event as "namespace/name: type reason note".
@@ -36,170 +33,18 @@ func (r *podEventRecorder) take() []string {
 	return got
 }
 
-// eventT0 is 10:00 UTC, the clock of the event tests' first pass.
-var eventT0 = time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
-
-// startAt is pod name's known start at the given minutes after eventT0: median, low
-// and high.
-func startAt(name string, median, low, high int) estimate.Start {
-	m := func(n int) time.Time { return eventT0.Add(time.Duration(n) * time.Minute) }
-	return estimate.Start{Pod: quota.PodRef{UID: types.UID(name), Namespace: "team-a", Name: name}, Known: true,
-		Median: m(median), Low: m(low), High: m(high)}
-}
-
-// unknownStart is pod name's start, unknown for want of history.
-func unknownStart(name string) estimate.Start {
-	return estimate.Start{Pod: quota.PodRef{UID: types.UID(name), Namespace: "team-a", Name: name},
-		Unknown: estimate.UnknownNoHistory, Reason: "it waits for quota held by pods with no expected end"}
-}
-
-func starts(s ...estimate.Start) map[types.UID]estimate.Start {
-	m := make(map[types.UID]estimate.Start, len(s))
-	for _, x := range s {
-		m[x.Pod.UID] = x
-	}
-	return m
-}
-
-func newEventController(t *testing.T) (*Controller, *podEventRecorder) {
-	t.Helper()
-	c, err := New(DefaultOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := &podEventRecorder{FakeRecorder: events.NewFakeRecorder(0)}
-	c.recorder = rec
-	c.connectSimulations()
-	return c, rec
-}
-
-// A pass's estimates against the ones before them: a pod's first estimate is no event;
-// a move of its median over max(10m, half the wait announced) is, later or earlier; a
-// smaller move is not; becoming unknown or known is.
-func TestEstimateChangedEvents(t *testing.T) {
-	tests := map[string]struct {
-		first, then estimate.Start
-		after       time.Duration // from the first pass to the second
-		want        []string
-	}{
-		"first estimate": {
-			then: startAt("p", 5, 5, 5),
-		},
-		"big move later": {
-			first: startAt("p", 5, 5, 5), then: startAt("p", 42, 30, 65), after: 5 * time.Second,
-			want: []string{"team-a/p: Normal EstimateChanged Estimated start moved later by 37m: now 10:42 UTC (range 10:30–11:05), was 10:05 UTC"},
-		},
-		"big move earlier": {
-			first: startAt("p", 120, 100, 140), then: startAt("p", 30, 30, 30), after: time.Minute,
-			want: []string{"team-a/p: Normal EstimateChanged Estimated start moved earlier by 1h30m: now 10:30 UTC, was 12:00 UTC"},
-		},
-		"move under the 10m floor": {
-			first: startAt("p", 5, 5, 5), then: startAt("p", 14, 14, 14),
-		},
-		"move under half the wait announced": {
-			// 4h announced: a move of 1h59m is under half of it.
-			first: startAt("p", 240, 240, 240), then: startAt("p", 359, 359, 359),
-		},
-		"move over half the wait announced, counted from its pass": {
-			// At 10:00 it announced 1h; 31m later an estimate is 31m later.
-			first: startAt("p", 60, 60, 60), then: startAt("p", 91, 91, 91), after: 31 * time.Minute,
-			want: []string{"team-a/p: Normal EstimateChanged Estimated start moved later by 31m: now 11:31 UTC, was 11:00 UTC"},
-		},
-		"known to unknown": {
-			first: startAt("p", 5, 5, 5), then: unknownStart("p"),
-			want: []string{"team-a/p: Normal EstimateChanged Estimated start is now unknown (NoHistory: it waits for quota held by pods with no expected end), was 10:05 UTC"},
-		},
-		"unknown to known": {
-			first: unknownStart("p"), then: startAt("p", 90, 80, 24*60+30),
-			want: []string{"team-a/p: Normal EstimateChanged Estimated start is now known: 11:30 UTC (range 11:20–2026-01-02 10:30), was unknown (NoHistory)"},
-		},
-		"unknown stays unknown": {
-			first: unknownStart("p"), then: unknownStart("p"),
-		},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			c, rec := newEventController(t)
-			if tc.first.Pod.UID != "" {
-				c.estimates.announce(starts(tc.first), eventT0)
-				if got := rec.take(); len(got) != 0 {
-					t.Fatalf("events for a first estimate: %q", got)
-				}
-			}
-			c.estimates.announce(starts(tc.then), eventT0.Add(tc.after))
-			if diff := cmp.Diff(tc.want, rec.take()); diff != "" {
-				t.Errorf("events (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
-// A pod gets at most one event per 10 minutes; a move held back is announced at the
-// first pass after, measured from the estimate last reported.
-func TestEstimateChangedRateLimit(t *testing.T) {
-	c, rec := newEventController(t)
-	c.estimates.announce(starts(startAt("p", 5, 5, 5)), eventT0)
-	c.estimates.announce(starts(startAt("p", 30, 30, 30)), eventT0.Add(time.Minute))
-	if got := rec.take(); len(got) != 1 {
-		t.Fatalf("events after a move of 25m: %q, want one", got)
-	}
-	// 9m after the event it moves again: held back.
-	c.estimates.announce(starts(startAt("p", 60, 60, 60)), eventT0.Add(10*time.Minute))
-	if got := rec.take(); len(got) != 0 {
-		t.Errorf("events 9m after the last one: %q, want none", got)
-	}
-	// 10m after: announced against 10:30, the estimate the last event reported.
-	c.estimates.announce(starts(startAt("p", 61, 61, 61)), eventT0.Add(11*time.Minute))
-	want := []string{"team-a/p: Normal EstimateChanged Estimated start moved later by 31m: now 11:01 UTC, was 10:30 UTC"}
-	if diff := cmp.Diff(want, rec.take()); diff != "" {
-		t.Errorf("events 10m after the last one (-want +got):\n%s", diff)
-	}
-}
-
-// One pass announces at most its cap, the largest moves first (a transition above any
-// move); the others keep their baselines and are announced at the next pass.
-func TestEstimateChangedCapPerPass(t *testing.T) {
-	c, rec := newEventController(t)
-	c.estimates.notices.perPass = 2
-	c.estimates.announce(starts(startAt("small", 5, 5, 5), startAt("large", 5, 5, 5), startAt("gone", 5, 5, 5), startAt("quiet", 5, 5, 5)), eventT0)
-	c.estimates.announce(starts(startAt("small", 20, 20, 20), startAt("large", 200, 200, 200), unknownStart("gone"), startAt("quiet", 6, 6, 6)), eventT0.Add(time.Minute))
-	want := []string{
-		"team-a/gone: Normal EstimateChanged Estimated start is now unknown (NoHistory: it waits for quota held by pods with no expected end), was 10:05 UTC",
-		"team-a/large: Normal EstimateChanged Estimated start moved later by 3h15m: now 13:20 UTC, was 10:05 UTC",
-	}
-	if diff := cmp.Diff(want, rec.take()); diff != "" {
-		t.Errorf("the first pass's events (-want +got):\n%s", diff)
-	}
-	c.estimates.announce(starts(startAt("small", 20, 20, 20), startAt("large", 200, 200, 200), unknownStart("gone"), startAt("quiet", 6, 6, 6)), eventT0.Add(2*time.Minute))
-	want = []string{"team-a/small: Normal EstimateChanged Estimated start moved later by 15m: now 10:20 UTC, was 10:05 UTC"}
-	if diff := cmp.Diff(want, rec.take()); diff != "" {
-		t.Errorf("the next pass's events (-want +got):\n%s", diff)
-	}
-}
-
-// A skipped pass forgets every baseline: the estimates of the pass after are first
-// estimates, and no event.
-func TestEstimateChangedAfterSkippedPass(t *testing.T) {
-	c, rec := newEventController(t)
-	c.estimates.announce(starts(startAt("p", 5, 5, 5)), eventT0)
-	c.estimates.announce(nil, eventT0.Add(time.Minute))
-	c.estimates.announce(starts(startAt("p", 300, 300, 300)), eventT0.Add(2*time.Minute))
-	if got := rec.take(); len(got) != 0 {
-		t.Errorf("events after a skipped pass: %q, want none", got)
-	}
-}
-
 // Through the estimator's passes: a running pod that declares a longer duration moves
 // the estimate of the pod waiting behind it, which is told so.
 func TestEstimatorAnnouncesMoves(t *testing.T) {
 	f := newEstimateFixture(t)
 	rec := &podEventRecorder{FakeRecorder: events.NewFakeRecorder(0)}
-	f.c.recorder, f.c.estimates.recorder = rec, rec
+	f.c.recorder = rec
+	f.c.connectSimulations()
 	ctx := t.Context()
 	r1 := runningFor(estimatePod("team-a", "r1", 600, "4"), "team-a/a", estimateT0.Add(-2*time.Minute), "10m")
 	f.add(t, r1)
 	f.add(t, estimatePod("team-a", "g1", 60, "2").Gated().Annotation(v1alpha1.ExpectedDurationAnnotation, "5m").Obj())
-	if err := f.c.estimates.once(ctx); err != nil {
+	if err := f.c.estimates.Once(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if got := rec.take(); len(got) != 0 {
@@ -208,7 +53,7 @@ func TestEstimatorAnnouncesMoves(t *testing.T) {
 	longer := runningFor(estimatePod("team-a", "r1", 600, "4"), "team-a/a", estimateT0.Add(-2*time.Minute), "1h")
 	f.update(t, r1, longer)
 	f.clk.Step(DefaultEstimateInterval)
-	if err := f.c.estimates.once(ctx); err != nil {
+	if err := f.c.estimates.Once(ctx); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"team-a/g1: Normal EstimateChanged Estimated start moved later by 50m: now 12:58 UTC, was 12:08 UTC"}

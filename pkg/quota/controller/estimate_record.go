@@ -9,10 +9,7 @@ import (
 // EstimateRecord is budget's track record since this manager started; false when the
 // estimator is off or has judged no admission in it yet.
 func (c *Controller) EstimateRecord(budget quota.BudgetKey) (estimate.Record, bool) {
-	if c.estimates == nil {
-		return estimate.Record{}, false
-	}
-	return c.estimates.record.Of(budget)
+	return c.estimates.Record(budget)
 }
 
 // The visibility API shows a pod's status with its budget's track record.

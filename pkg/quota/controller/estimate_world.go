@@ -8,22 +8,26 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
 	"github.com/quotagate/quotagate/pkg/estimate"
 	"github.com/quotagate/quotagate/pkg/quota"
+	"github.com/quotagate/quotagate/pkg/quota/controller/internal/estimator"
 	"github.com/quotagate/quotagate/pkg/quota/controller/internal/pacing"
 )
 
-// The estimator's world (estimator) and the what-if's (SimulatePods): what they
-// simulate, read from the manager's caches as the core sees it.
+// The estimator's world and the what-if's (package estimator): what they simulate,
+// read from the manager's caches as the core sees it (worldSource, their
+// estimator.Caches).
 
 // worldSource is what a world is built from: the informers' caches, the budgets'
 // windows, and the claims and dependencies the core's views of pods are resolved
 // against. Building one takes none of the core's locks.
 type worldSource struct {
 	reader       client.Reader
+	pods         podLister // the pod cache; nil when its store cannot list
 	windows      *budgetWindows
 	claims       *claimIndex      // nil when resource.k8s.io/v1 is not served
 	dependencies *dependencyIndex // nil in unit tests that build a Controller by hand
@@ -33,34 +37,23 @@ type worldSource struct {
 // worldSource is the Controller's source of worlds; call it once the claims and the
 // dependencies are set up.
 func (c *Controller) worldSource() *worldSource {
-	return &worldSource{reader: c.reader, windows: c.windows, claims: c.claims, dependencies: c.dependencies, gate: c.opts.Gate}
+	pods, _ := c.pods.(podLister)
+	return &worldSource{reader: c.reader, pods: pods, windows: c.windows, claims: c.claims, dependencies: c.dependencies, gate: c.opts.Gate}
 }
+
+// podLister lists the pod informer's store.
+type podLister interface{ List() []any }
 
 // worldStep is how many pods a world's builder adds between two steps of its pace.
 const worldStep = 256
 
-// world is what the informers' caches hold at now, as Simulate takes it: every
-// budget, namespace and flavor; the pods that hold quota (not gated, not terminal) and
-// the gated pods, each with what the Learner expects of it (estimate.WorldBuilder),
-// and the pods still to come that Arrivals draws. pace, when set, is called every
-// worldStep pods.
-func (e *estimator) world(ctx context.Context, now time.Time, pace func()) (estimate.World, error) {
-	if e.source == nil {
-		return estimate.World{}, errors.New("the estimator is not connected to the manager's caches")
-	}
-	b, err := e.source.builder(ctx, now, e.learner, e.arrivals, e.pods, pace)
-	if err != nil {
-		return estimate.World{}, err
-	}
-	return b.World(), nil
-}
-
-// builder is a world before it is returned: a WorldBuilder that holds the caches'
-// budgets, namespaces, flavors and pods (listed from pods, each expected by l), and
-// the arrivals a draws (none for nil), to which a what-if adds pods of its own
-// (SimulatePods). pace, when set, is called every worldStep pods, as between the steps
-// of a simulation.
-func (s *worldSource) builder(ctx context.Context, now time.Time, l *estimate.Learner, a *estimate.Arrivals, pods podLister, pace func()) (*estimate.WorldBuilder, error) {
+// World is a world before it is returned: a WorldBuilder that holds the caches'
+// budgets, namespaces, flavors and pods (listed from the pod cache, each expected by
+// l), and the arrivals a draws (none for nil), to which a what-if adds pods of its own
+// (AddPods). pace, when set, is called every worldStep pods, as between the steps of a
+// simulation.
+func (s *worldSource) World(ctx context.Context, now time.Time, l *estimate.Learner, a *estimate.Arrivals, pace func()) (*estimate.WorldBuilder, error) {
+	pods := s.pods
 	if pods == nil {
 		return nil, errors.New("the pod cache is not set up")
 	}
@@ -128,6 +121,27 @@ func (s *worldSource) builder(ctx context.Context, now time.Time, l *estimate.Le
 	return b, nil
 }
 
+// Pods is how many pods the pod cache holds; 0 before it is set up.
+func (s *worldSource) Pods() int {
+	if s.pods == nil {
+		return 0
+	}
+	return len(s.pods.List())
+}
+
+// AddPods adds to b count pods made from pod, as the pod cache would hold them at now
+// (one compact view, shared: the template is read once), the i-th named and
+// identified by name(i).
+func (s *worldSource) AddPods(b *estimate.WorldBuilder, pod *corev1.Pod, count int, now time.Time, name func(i int) (string, types.UID)) {
+	cp := compactSimulated(pod)
+	for i := range count {
+		p := *cp
+		p.view.Name, p.view.UID = name(i)
+		f := p.factsOf()
+		b.Add(s.viewOf(&p, now), &f)
+	}
+}
+
 // viewOf is the core's view of a cached pod at now, charged for its devices and
 // resolved against what it waits for and its PodGroup as upsertPod gives it to the
 // core, read only: unlike resolve, it records nothing in the claims' or the
@@ -147,3 +161,6 @@ func (s *worldSource) viewOf(cp *cachedPod, now time.Time) quota.Pod {
 	}
 	return p
 }
+
+// The estimator and the what-if read the caches through worldSource.
+var _ estimator.Caches = (*worldSource)(nil)

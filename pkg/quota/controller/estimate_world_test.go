@@ -34,7 +34,7 @@ func TestEstimateWorldChargesClaims(t *testing.T) {
 	pod := estimatePod("team-a", "trainer", 60, "1").Gated().Obj()
 	pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To("gpus")}}
 	f.add(t, pod)
-	w, err := f.c.estimates.world(t.Context(), estimateT0, nil)
+	w, err := f.c.estimates.World(t.Context(), estimateT0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestEstimateWorldResolvesDependenciesAndPodGroups(t *testing.T) {
 	f.add(t, estimatePod("team-a", "ready", 60, "1").Gated().Annotation(v1alpha1.WaitForAnnotation, "job/prepare").Obj())
 	f.add(t, estimatePod("team-a", "unready", 50, "1").Gated().Annotation(v1alpha1.WaitForAnnotation, "job/other").Obj())
 	f.add(t, estimatePod("team-a", "member", 40, "1").Gated().PodGroup("gang").Obj())
-	w, err := f.c.estimates.world(t.Context(), estimateT0, nil)
+	w, err := f.c.estimates.World(t.Context(), estimateT0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestEstimateWorldHasWindows(t *testing.T) {
 	f.c.onBudget(&a)
 	f.c.onWindow(window("now", open, openEnd, "cpu=2", v1alpha1.WindowEndHold))
 	f.c.onWindow(window("night", later, laterEnd, "cpu=8", v1alpha1.WindowEndReclaim))
-	w, err := f.c.estimates.world(t.Context(), estimateT0, nil)
+	w, err := f.c.estimates.World(t.Context(), estimateT0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestEstimateWorldHasHours(t *testing.T) {
 			}
 			f.add(t, runningFor(estimatePod("team-a", "r", 7200, "2").Annotation(v1alpha1.MaxRuntimeAnnotation, "4h"), "team-a/a", estimateT0.Add(-time.Hour), "90m"))
 			f.add(t, estimatePod("team-a", "next", 60, "1").Annotation(v1alpha1.MaxRuntimeAnnotation, "2h").Gated().Obj())
-			w, err := f.c.estimates.world(t.Context(), estimateT0, nil)
+			w, err := f.c.estimates.World(t.Context(), estimateT0, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -205,7 +205,7 @@ func TestEstimateWorldHasArrivals(t *testing.T) {
 	for i := range 5 {
 		f.add(t, estimatePod("team-b", fmt.Sprintf("loose-%d", i), 100-20*i, "1").Obj()) // never gated, never admitted
 	}
-	w, err := f.c.estimates.world(t.Context(), estimateT0, nil)
+	w, err := f.c.estimates.World(t.Context(), estimateT0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

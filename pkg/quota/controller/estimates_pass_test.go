@@ -25,17 +25,17 @@ import (
 func TestEstimatorBound(t *testing.T) {
 	f := newEstimateFixture(t)
 	ctx := t.Context()
-	f.c.estimates.maxPods = 2 // the what-ifs share it (simulationSettings)
+	f.c.estimates.MaxPods = 2 // the what-ifs share it (estimator.Settings)
 	f.add(t, runningFor(estimatePod("team-a", "r1", 600, "4"), "team-a/a", estimateT0, "10m"))
 	f.add(t, estimatePod("team-a", "g1", 60, "2").Gated().Obj())
-	if err := f.c.estimates.once(ctx); err != nil {
+	if err := f.c.estimates.Once(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := f.c.EstimatedStart("g1"); !ok {
 		t.Fatalf("g1 has no estimate with 2 pods, at the bound")
 	}
 	f.add(t, estimatePod("team-a", "g2", 30, "2").Gated().Obj())
-	if err := f.c.estimates.once(ctx); err != nil {
+	if err := f.c.estimates.Once(ctx); err != nil {
 		t.Fatal(err)
 	}
 	for _, uid := range []types.UID{"g1", "g2"} {
@@ -84,7 +84,7 @@ func TestEstimatePassMetrics(t *testing.T) {
 	f.add(t, estimatePod("team-a", "g1", 60, "2").Gated().Obj())
 	f.add(t, estimatePod("team-a", "g2", 30, "2").Gated().Obj())
 	for range 2 {
-		if err := f.c.estimates.once(ctx); err != nil {
+		if err := f.c.estimates.Once(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -101,7 +101,7 @@ func TestDebugQueuesCarriesEstimates(t *testing.T) {
 	f.add(t, runningFor(estimatePod("team-a", "r1", 600, "4"), "team-a/a", estimateT0.Add(-2*time.Minute), "10m"))
 	g1 := estimatePod("team-a", "g1", 60, "2").Gated().Obj()
 	f.add(t, g1)
-	if err := f.c.estimates.once(t.Context()); err != nil {
+	if err := f.c.estimates.Once(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	core := f.c.core

@@ -112,7 +112,7 @@ func (c *Controller) forgetBudget(key quota.BudgetKey) {
 	c.windows.forgetBudget(key) // and from the core
 	c.metrics.forgetBudget(key)
 	if c.estimates != nil {
-		c.estimates.record.Forget(key)
+		c.estimates.Forget(key)
 	}
 }
 

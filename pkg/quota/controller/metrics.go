@@ -13,6 +13,7 @@ import (
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
 	"github.com/quotagate/quotagate/pkg/quota"
+	"github.com/quotagate/quotagate/pkg/quota/controller/internal/estimator"
 )
 
 // The label values of quotagate_queue_moves_total for a pod entering a budget's queues
@@ -243,6 +244,12 @@ func labelsOf(key quota.BudgetKey) []string {
 		return []string{kindClusterBudget, "", key.Name}
 	}
 	return []string{kindBudget, key.Namespace, key.Name}
+}
+
+// estimatorMetrics are the estimator's series (estimator.Metrics).
+func (m *metrics) estimatorMetrics() *estimator.Metrics {
+	return &estimator.Metrics{Error: m.estimateError, Within: m.estimateWithin, Pass: m.estimatePass, Pods: m.estimatePods,
+		Skipped: m.estimateSkipped, Labels: labelsOf, NoBudget: []string{kindNone, "", ""}}
 }
 
 // Moved is called by the core, under its lock, for every queue move.

@@ -19,6 +19,7 @@ import (
 	"github.com/quotagate/quotagate/pkg/estimate"
 	"github.com/quotagate/quotagate/pkg/quota"
 	"github.com/quotagate/quotagate/pkg/quota/controller"
+	"github.com/quotagate/quotagate/pkg/quota/controller/internal/estimator"
 )
 
 // The what-if on a real API server, through the manager's caches: a Budget of 1 CPU
@@ -128,8 +129,8 @@ func TestSimulatePodsWithTheEstimatorOff(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("the simulation (-want +got):\n%s", diff)
 	}
-	if last.Starts != nil || last.NoStarts != controller.NoStartsEstimatorOff {
-		t.Errorf("starts %v, NoStarts %q; want none and %q", last.Starts, last.NoStarts, controller.NoStartsEstimatorOff)
+	if last.Starts != nil || last.NoStarts != estimator.NoStartsEstimatorOff {
+		t.Errorf("starts %v, NoStarts %q; want none and %q", last.Starts, last.NoStarts, estimator.NoStartsEstimatorOff)
 	}
 }
 

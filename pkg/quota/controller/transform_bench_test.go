@@ -3,11 +3,13 @@ package controller
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // BenchmarkCompactPod is the informer transform's cost for one pod event: every event
@@ -53,15 +55,26 @@ func BenchmarkSimulatedViews(b *testing.B) {
 		b.Run(fmt.Sprintf("containers=%d/count=%d", tc.containers, tc.count), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				cp := compactSimulated(simulatedPod("team-a", tmpl, tc.count, now, "quotagate.io/budget", 0))
+				cp := compactSimulated(simulatedPod(tmpl, now))
 				for i := range tc.count {
 					p := *cp
-					p.view.Name = simulatedName(tmpl, i, tc.count)
+					p.view.Name = "simulated-" + strconv.Itoa(i)
 					_ = p.factsOf()
 				}
 			}
 		})
 	}
+}
+
+// simulatedPod is the first pod a what-if makes of tmpl at now, as
+// estimator.WhatIfs.SimulatePods hands it to the caches (worldSource.AddPods).
+func simulatedPod(tmpl *corev1.PodTemplateSpec, now time.Time) *corev1.Pod {
+	pod := &corev1.Pod{ObjectMeta: *tmpl.ObjectMeta.DeepCopy(), Spec: *tmpl.Spec.DeepCopy()}
+	pod.Namespace, pod.Name = "team-a", "simulated-0"
+	pod.CreationTimestamp = metav1.NewTime(now)
+	pod.Spec.SchedulingGates = append(pod.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: "quotagate.io/budget"})
+	pod.Status = corev1.PodStatus{Phase: corev1.PodPending}
+	return pod
 }
 
 // manyContainers are n containers that request 10m of CPU each and set nothing else.

@@ -218,7 +218,7 @@ func (c *Controller) readFresh(ctx context.Context, ref quota.PodRef) (pod *core
 func (c *Controller) admitted(pod *corev1.Pod, a quota.Admission, since, now time.Time) {
 	wait := max(now.Sub(since), 0)
 	c.metrics.admitted(a.Budgets, wait)
-	c.estimates.observeError(a.Pod.UID, a.Budgets, now)
+	c.estimates.ObserveError(a.Pod.UID, a.Budgets, now)
 	c.waits.forget(a.Pod.UID)
 	c.tallies.add(a.Budgets, wait, now)
 	if c.opts.PodAdmittedEvents {

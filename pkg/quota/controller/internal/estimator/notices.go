@@ -1,4 +1,4 @@
-package controller
+package estimator
 
 import (
 	"cmp"
@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/quotagate/quotagate/pkg/estimate"
+	"github.com/quotagate/quotagate/pkg/quota"
 )
 
 // EstimateChanged events tell a gated pod's owner that its estimated start moved a lot,
@@ -44,41 +45,41 @@ const (
 // eventEstimateChanged is the reason of the event.
 const eventEstimateChanged = "EstimateChanged"
 
-// estimateNotices remembers the estimate last reported to each gated pod. It is used
+// notices remembers the estimate last reported to each gated pod. It is used
 // only by the estimator's loop, one pass after another, and so has no lock.
-type estimateNotices struct {
+type notices struct {
 	perPass  int
 	interval time.Duration
-	pods     map[types.UID]noticedEstimate
+	pods     map[types.UID]noticed
 }
 
-// noticedEstimate is the estimate last reported to a pod (the first one it got, or the
+// noticed is the estimate last reported to a pod (the first one it got, or the
 // one its last event announced), when the pass that made it ran, and when the last
 // event was emitted (zero for none).
-type noticedEstimate struct {
+type noticed struct {
 	start   estimate.Start
 	at      time.Time
 	evented time.Time
 }
 
-// estimateChange is an estimate worth an event: the one reported before (was) and the
+// change is an estimate worth an event: the one reported before (was) and the
 // new one (now); by ranks it, the median's move, or a transition to or from unknown
 // above any move.
-type estimateChange struct {
-	was, now noticedEstimate
+type change struct {
+	was, now noticed
 	by       time.Duration
 }
 
 // transitionRank ranks a transition to or from unknown above any move.
 const transitionRank = time.Duration(1<<63 - 1)
 
-func newEstimateNotices() *estimateNotices {
-	return &estimateNotices{perPass: estimateEventsPerPass, interval: estimateEventInterval}
+func newNotices() *notices {
+	return &notices{perPass: estimateEventsPerPass, interval: estimateEventInterval}
 }
 
 // changed is how far s moved from the estimate last reported, and whether that is worth
 // an event.
-func (n noticedEstimate) changed(s estimate.Start) (time.Duration, bool) {
+func (n noticed) changed(s estimate.Start) (time.Duration, bool) {
 	was := n.start
 	switch {
 	case was.Known != s.Known:
@@ -94,13 +95,13 @@ func (n noticedEstimate) changed(s estimate.Start) (time.Duration, bool) {
 // pass takes a pass's starts (nil for a skipped pass) at now, and returns the changes to
 // announce, largest first; it records them as reported, and forgets the pods the pass
 // did not see.
-func (e *estimateNotices) pass(starts map[types.UID]estimate.Start, now time.Time) []estimateChange {
-	next := make(map[types.UID]noticedEstimate, len(starts))
-	var changes []estimateChange
+func (e *notices) pass(starts map[types.UID]estimate.Start, now time.Time) []change {
+	next := make(map[types.UID]noticed, len(starts))
+	var changes []change
 	for uid, s := range starts {
 		prev, seen := e.pods[uid]
 		if !seen {
-			next[uid] = noticedEstimate{start: s, at: now}
+			next[uid] = noticed{start: s, at: now}
 			continue
 		}
 		next[uid] = prev
@@ -108,10 +109,10 @@ func (e *estimateNotices) pass(starts map[types.UID]estimate.Start, now time.Tim
 			continue
 		}
 		if by, ok := prev.changed(s); ok {
-			changes = append(changes, estimateChange{was: prev, now: noticedEstimate{start: s, at: now, evented: now}, by: by})
+			changes = append(changes, change{was: prev, now: noticed{start: s, at: now, evented: now}, by: by})
 		}
 	}
-	slices.SortFunc(changes, func(a, b estimateChange) int {
+	slices.SortFunc(changes, func(a, b change) int {
 		return cmp.Or(cmp.Compare(b.by, a.by), a.now.start.Pod.Compare(b.now.start.Pod))
 	})
 	if len(changes) > e.perPass {
@@ -125,7 +126,7 @@ func (e *estimateNotices) pass(starts map[types.UID]estimate.Start, now time.Tim
 }
 
 // message is the event's sentence: the pod's new estimate and the one reported before.
-func (c estimateChange) message() string {
+func (c change) message() string {
 	was, now := c.was.start, c.now.start
 	at := c.now.at
 	switch {
@@ -175,9 +176,17 @@ func shortDuration(d time.Duration) string {
 	return fmt.Sprintf("%dh%dm", int(d.Hours()), int(d.Minutes())%60)
 }
 
+// podRef is the pod an event is about.
+func podRef(ref quota.PodRef) *corev1.Pod {
+	pod := &corev1.Pod{}
+	pod.Namespace, pod.Name, pod.UID = ref.Namespace, ref.Name, ref.UID
+	pod.APIVersion, pod.Kind = "v1", "Pod"
+	return pod
+}
+
 // announce emits the EstimateChanged events of a pass's starts (nil for a skipped
 // pass) made at now.
-func (e *estimator) announce(starts map[types.UID]estimate.Start, now time.Time) {
+func (e *Estimator) announce(starts map[types.UID]estimate.Start, now time.Time) {
 	for _, ch := range e.notices.pass(starts, now) {
 		e.recorder.Eventf(podRef(ch.now.start.Pod), nil, corev1.EventTypeNormal, eventEstimateChanged, "Estimate", "%s", ch.message())
 	}

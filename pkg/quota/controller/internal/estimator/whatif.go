@@ -1,4 +1,4 @@
-package controller
+package estimator
 
 import (
 	"context"
@@ -13,65 +13,45 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
-	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/quotagate/quotagate/pkg/estimate"
-	"github.com/quotagate/quotagate/pkg/quota"
 	"github.com/quotagate/quotagate/pkg/quota/controller/internal/pacing"
 )
 
 // The what-if (the visibility API's podsimulations): pods that are not created, added
-// to the world the estimator builds from the informers' caches, gated and created now,
+// to the world the estimator builds from the manager's caches, gated and created now,
 // and asked of a fresh core (estimate.Suppose). The real core is never asked, nor its
 // lock taken.
-//
-// +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses,verbs=get;list
-// +kubebuilder:rbac:groups=visibility.quotagate.io,resources=podsimulations;podsimulations/forwarded,verbs=create
 
 // NoStartsEstimatorOff is WhatIf.NoStarts when the estimator is off.
 const NoStartsEstimatorOff = "the manager's estimator is off (--estimate-interval 0): no start is estimated"
 
-// whatIfs answers the what-ifs (SimulatePods). It holds nothing between them but the
+// WhatIfs answers the what-ifs (SimulatePods). It holds nothing between them but the
 // pacer that bounds the CPU they take together; the world of each is built afresh.
-type whatIfs struct {
-	*simulationSettings
+type WhatIfs struct {
+	*Settings
 	pacer *pacing.Pacer
-	// estimates is the estimator, whose Learner and Arrivals a what-if draws on; nil
+	// estimator is the estimator, whose Learner and Arrivals a what-if draws on; nil
 	// when it is off.
-	estimates *estimator
+	estimator *Estimator
 
-	// Set by Controller.connectSimulations, once the caches exist.
+	// Set by Connect, once the manager's caches exist.
 	apiReader client.Reader // the API server, for PriorityClasses
-	pods      podLister
-	source    *worldSource
+	caches    Caches
 }
 
-func newWhatIfs(opts *Options, settings *simulationSettings, e *estimator) *whatIfs {
-	return &whatIfs{simulationSettings: settings, pacer: pacing.NewPacer(opts.SimulationCPU), estimates: e}
+// NewWhatIfs is the what-if of a manager whose simulations run with settings, beside
+// the estimator e (nil when it is off), taking together cpu of one CPU at most (no
+// bound for 0). Connect must follow.
+func NewWhatIfs(settings *Settings, cpu float64, e *Estimator) *WhatIfs {
+	return &WhatIfs{Settings: settings, pacer: pacing.NewPacer(cpu), estimator: e}
 }
 
-// simulationSettings is what every simulation of the manager's queue runs with, the
-// estimator's passes and the what-ifs alike: one value from the manager's Options,
-// which both hold, so that the two cannot disagree on a setting.
-type simulationSettings struct {
-	clock clock.Clock
-	// gate is the scheduling gate a simulated pod waits at (Options.Gate).
-	gate string
-	// maxPods is the most pods one simulation takes (Options.EstimateMaxPods).
-	maxPods int
-	// coreOptions configure each simulation's core as the real one is configured.
-	coreOptions []quota.Option
-}
-
-func newSimulationSettings(opts *Options) *simulationSettings {
-	return &simulationSettings{clock: opts.Clock, gate: opts.Gate, maxPods: opts.EstimateMaxPods, coreOptions: opts.coreOptions()}
-}
-
-// SimulatePods is the what-if of the visibility API's podsimulations
-// (whatIfs.SimulatePods).
-func (c *Controller) SimulatePods(ctx context.Context, namespace string, tmpl *corev1.PodTemplateSpec, count int) (estimate.WhatIf, error) {
-	return c.whatIfs.SimulatePods(ctx, namespace, tmpl, count)
+// Connect gives the what-if what it reads once the manager's caches exist: the caches,
+// and the API server's reader for PriorityClasses.
+func (s *WhatIfs) Connect(caches Caches, apiReader client.Reader) {
+	s.caches, s.apiReader = caches, apiReader
 }
 
 // SimulatePods answers what would happen to count pods made from tmpl if they were
@@ -92,19 +72,19 @@ func (c *Controller) SimulatePods(ctx context.Context, namespace string, tmpl *c
 // The template is read once: every simulated pod is one view of it under its own name
 // and UID, so a pod of many containers costs its containers once, not count times, and
 // nothing of it enters the tables that real pods share (quota.NewPodUnshared).
-func (s *whatIfs) SimulatePods(ctx context.Context, namespace string, tmpl *corev1.PodTemplateSpec, count int) (estimate.WhatIf, error) {
-	if s.source == nil {
+func (s *WhatIfs) SimulatePods(ctx context.Context, namespace string, tmpl *corev1.PodTemplateSpec, count int) (estimate.WhatIf, error) {
+	if s.caches == nil {
 		return estimate.WhatIf{}, errors.New("the what-if is not connected to the manager's caches yet")
 	}
-	now, pods := s.clock.Now(), s.pods
+	now := s.Clock.Now()
 	learner, arrivals, noStarts := (*estimate.Learner)(nil), (*estimate.Arrivals)(nil), ""
-	if s.estimates != nil {
-		learner, arrivals = s.estimates.learner, s.estimates.arrivals
+	if s.estimator != nil {
+		learner, arrivals = s.estimator.learner, s.estimator.arrivals
 	} else {
 		learner, noStarts = estimate.NewLearner(0), NoStartsEstimatorOff
 	}
-	if limit := s.maxPods; noStarts == "" && limit > 0 && pods != nil {
-		if n := len(pods.List()); n > limit {
+	if limit := s.MaxPods; noStarts == "" && limit > 0 {
+		if n := s.caches.Pods(); n > limit {
 			noStarts = fmt.Sprintf("the manager holds %d pods, more than its estimator simulates (--estimate-max-pods %d): no start is estimated", n, limit)
 		}
 	}
@@ -112,7 +92,7 @@ func (s *whatIfs) SimulatePods(ctx context.Context, namespace string, tmpl *core
 	if err != nil {
 		return estimate.WhatIf{}, err
 	}
-	b, err := s.source.builder(ctx, now, learner, arrivals, pods, nil)
+	b, err := s.caches.World(ctx, now, learner, arrivals, nil)
 	if err != nil {
 		return estimate.WhatIf{}, err
 	}
@@ -120,15 +100,10 @@ func (s *whatIfs) SimulatePods(ctx context.Context, namespace string, tmpl *core
 		return estimate.WhatIf{}, context.Cause(ctx)
 	}
 	run := string(uuid.NewUUID())
-	cp := compactSimulated(simulatedPod(namespace, tmpl, count, now, s.gate, priority))
-	for i := range count {
-		p := *cp
-		p.view.Name = simulatedName(tmpl, i, count)
-		p.view.UID = simulatedUID(run, i, count)
-		f := p.factsOf()
-		b.Add(s.source.viewOf(&p, now), &f)
-	}
-	o := estimate.Options{Core: s.coreOptions, Done: ctx.Done(), Pace: s.pacer.Pace(ctx)}
+	s.caches.AddPods(b, simulatedPod(namespace, tmpl, count, now, s.Gate, priority), count, now, func(i int) (string, types.UID) {
+		return simulatedName(tmpl, i, count), simulatedUID(run, i, count)
+	})
+	o := estimate.Options{Core: s.Core, Done: ctx.Done(), Pace: s.pacer.Pace(ctx)}
 	w := estimate.Suppose(b.World(), o, count, noStarts)
 	switch {
 	case w.Placements == nil:
@@ -185,7 +160,7 @@ func simulatedName(tmpl *corev1.PodTemplateSpec, i, count int) string {
 // priorityOf is the priority the API server's Priority admission gives a pod of spec:
 // spec.priority when set, else its priorityClassName's value, else the value of the
 // default PriorityClass (globalDefault; the lowest of several), else 0.
-func (s *whatIfs) priorityOf(ctx context.Context, spec *corev1.PodSpec) (int32, error) {
+func (s *WhatIfs) priorityOf(ctx context.Context, spec *corev1.PodSpec) (int32, error) {
 	if spec.Priority != nil {
 		return *spec.Priority, nil
 	}
