@@ -99,7 +99,7 @@ func (e *faultEnv) newManager(t *testing.T, name string, seed uint64, args ...st
 	fatalIf(t, e.cluster.WriteKubeconfig(cfg, m.kubeconfig), "writing the manager's kubeconfig")
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("Last lines of %s:\n%s", m.logPath, supervise.TailFile(m.logPath, supervise.LogTailLines))
+			supervise.ReportLogs(t, supervise.LogTailLines, m.logPath)
 		}
 		if m.proc != nil {
 			if err := m.proc.Stop(10 * time.Second); err != nil {

@@ -40,9 +40,7 @@ func cleanUpInstall(t *testing.T, inst *localinstall.Installation) {
 			t.Errorf("A quotagate process failed during the test: %v", err)
 		}
 		if t.Failed() {
-			for _, p := range inst.LogPaths() {
-				t.Logf("Last lines of %s:\n%s", p, supervise.TailFile(p, 40))
-			}
+			supervise.ReportLogs(t, 40, inst.LogPaths()...)
 		}
 		if err := inst.Stop(); err != nil {
 			t.Errorf("Stopping quotagate: %v", err)

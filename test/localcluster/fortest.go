@@ -18,6 +18,7 @@ type TB interface {
 	TempDir() string
 	Cleanup(f func())
 	Failed() bool
+	Name() string
 	Log(args ...any)
 	Logf(format string, args ...any)
 	Errorf(format string, args ...any)
@@ -42,9 +43,11 @@ func StartForTest(t TB, opts Options) *Cluster {
 			t.Errorf("The local control plane failed during the test: %v", err)
 		}
 		if t.Failed() {
+			var logs []string
 			for _, p := range c.procs {
-				t.Logf("Last lines of %s:\n%s", p.LogPath(), supervise.TailFile(p.LogPath(), supervise.LogTailLines))
+				logs = append(logs, p.LogPath())
 			}
+			supervise.ReportLogs(t, supervise.LogTailLines, logs...)
 		}
 		if err := c.Stop(); err != nil {
 			t.Errorf("Stopping the local control plane: %v", err)
