@@ -259,6 +259,29 @@ func (g *group) partWaitMessage(p *podState) string {
 	return ""
 }
 
+// goersUncovered reports whether, in a CompositePodGroup's gang whose gated members are
+// covered in part, no budget covers any of the members that may go now (in parts that
+// go) while one does cover a member that may not: no budget's queue then holds a
+// member that may go (the covered ones wait parked by their parts), so, as for a group
+// no budget covers, settleGroup admits the parts that go at once. A pass over the
+// gated members, made only for a gang covered in part.
+func (g *group) goersUncovered() bool {
+	if g.parts == nil || g.covered == 0 || g.covered == g.waiting.Len() {
+		return false
+	}
+	goers := 0
+	for _, r := range g.waiting.Items() {
+		if g.stalledPart(r.pod) != nil {
+			continue
+		}
+		if len(r.pod.cover) > 0 {
+			return false
+		}
+		goers++
+	}
+	return goers > 0
+}
+
 // mayGo returns the members of waiting that a part of theirs does not hold
 // (partPark): what the group could admit together, and so what must fit.
 func (g *group) mayGo(waiting []*podState) []*podState {

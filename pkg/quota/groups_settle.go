@@ -159,8 +159,9 @@ func (pl *placer) keepPlacement(g *group) bool {
 		g.movedMembers() // parked by the group, whatever their parts
 		return true
 	case placedQueued:
-		// A group no budget covers may be admitted at once: settleGroup decides.
-		return park == nil && g.covered > 0 && best == g.order && !g.mayNeverFit()
+		// A group no budget covers may be admitted at once: settleGroup decides. So may
+		// a gang whose members that may go are all uncovered (goersUncovered).
+		return park == nil && g.covered > 0 && !g.goersUncovered() && best == g.order && !g.mayNeverFit()
 	}
 	return false
 }
@@ -210,7 +211,7 @@ func (pl *placer) settleGroup(g *group) {
 	case len(ready) == 0:
 	case pl.released(g.key.namespace):
 		reason = releaseReason(g.key.namespace)
-	case park == nil && !pl.opts.holdUncovered && g.covered == 0 && (len(ready) == len(waiting) || g.started()):
+	case park == nil && !pl.opts.holdUncovered && (g.covered == 0 || g.goersUncovered()) && (len(ready) == len(waiting) || g.started()):
 		reason = noBudgetReason()
 	}
 	if reason.Code == CodeNoBudget && g.parts != nil {
@@ -226,7 +227,12 @@ func (pl *placer) settleGroup(g *group) {
 		}
 		for _, m := range waiting {
 			if g.recs[m] != nil {
-				pl.place(m, nil) // backing off, or in a part that is not complete
+				// Backing off, or in a part that is not complete, which it waits for.
+				var park *waitInfo
+				if g.parts != nil {
+					park = g.partPark(m)
+				}
+				pl.place(m, park)
 			}
 		}
 		return

@@ -161,3 +161,52 @@ func TestNestedCompositePodGroups(t *testing.T) {
 		t.Fatalf("a PodGroup with a problem does not hold its pod: %+v", p.PodGroup)
 	}
 }
+
+// A gang whose only covered member waits in a PodGroup that is not complete, while a
+// complete PodGroup's members are covered by no budget: no budget's queue holds a
+// member that may go (the covered one is parked by its part), so the complete part is
+// admitted at once, as a group no budget covers is, and the incomplete part waits.
+// And when the only covered member of the part that goes stops being covered, the
+// part left is admitted the same way. (Seed 5094 of TestRandomizedAdmission stranded
+// such a pod "queued, not evaluated yet".) Uncovered pods are let go here, as the
+// manager's --hold-uncovered=false does.
+func TestCompositeGangWhosePartsThatGoAreUncovered(t *testing.T) {
+	q, _ := newTestQueue(WithHoldUncovered(false))
+	q.UpsertBudget(makeBudget("team-a", "b").Selector("app", "web").Hard("cpu=200").Obj())
+	root := CompositePodGroupInfo{Name: "cpg", Exists: true, MinGroupCount: 1}
+	member := func(name, pg string, minCount int, app string) Pod {
+		b := makePod(name).Req("cpu=1").PodGroup(pg)
+		if app != "" {
+			b = b.Label("app", app)
+		}
+		return ResolvePodGroup(b.Pod(), PodGroupInfo{Exists: true, MinCount: minCount, Parents: []CompositePodGroupInfo{root}})
+	}
+	q.UpsertPod(member("covered-0", "c", 2, "web")) // PodGroup c needs 2: incomplete
+	q.UpsertPod(member("loose-0", "b", 1, ""))      // PodGroup b needs 1: complete, no budget covers it
+	if got := admitNames(q); !slices.Equal(got, []string{"loose-0"}) {
+		t.Fatalf("admitted %v, want PodGroup b's uncovered pod at once", got)
+	}
+	if r := waitOf(t, q, "covered-0"); r.Code != CodeGroupPartIncomplete {
+		t.Errorf("covered-0 waits with %+v, want its PodGroup incomplete", r)
+	}
+
+	// A second gang: its part that goes has one covered member, which then loses its
+	// label; another covered member waits in a part that does not go.
+	root = CompositePodGroupInfo{Name: "cpg2", Exists: true, MinGroupCount: 1}
+	q.UpsertPod(member("go-web", "g", 2, "web"))
+	q.UpsertPod(member("go-loose", "g", 2, ""))
+	q.UpsertPod(member("stall-web", "s", 2, "web"))
+	q.UpsertBudget(makeBudget("team-a", "b").Selector("app", "web").Hard("cpu=0").Obj())
+	if got := admitNames(q); len(got) != 0 {
+		t.Fatalf("admitted %v with no room", got)
+	}
+	q.UpsertPod(member("go-web", "g", 2, "api"))
+	got := admitNames(q)
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"go-loose", "go-web"}) {
+		t.Fatalf("admitted %v, want PodGroup g, covered by no budget now", got)
+	}
+	if r := waitOf(t, q, "stall-web"); r.Code != CodeGroupPartIncomplete {
+		t.Errorf("stall-web waits with %+v, want its PodGroup incomplete", r)
+	}
+}

@@ -92,6 +92,9 @@ func TestRandomizedRegressions(t *testing.T) {
 		seed, steps int
 		why         string
 		tenant      bool // the world with the hostile tenant's moves
+		// full: the world of TestRandomizedAdmission itself (newWorld: the tenant, start
+		// rules, windows and attempts not sent), not only the tenant's.
+		full bool
 	}{
 		// A Budget deleted and created again under the same parent while pods of its
 		// namespace waited on the family for lendable quota: the claims memo kept them
@@ -105,8 +108,17 @@ func TestRandomizedRegressions(t *testing.T) {
 		// A group member created running with limits.memory: 1e25 belonged to no group
 		// (a value beyond counting kept it out), so its group was preempted without it.
 		{seed: 699, steps: 400, why: "a running group member carrying a value beyond counting", tenant: true},
+		// A CompositePodGroup's gang whose only covered member waited in a PodGroup short
+		// of its minCount, while the complete PodGroup's pod was covered by no budget: no
+		// budget's queue held a member that could go, so that pod stayed "queued, not
+		// evaluated yet" (group.goersUncovered).
+		{seed: 5094, steps: 150, why: "a gang's complete part covered by no budget, its covered member parked", full: true},
 	} {
-		if err := newWorldOf(tc.seed, tc.tenant).runRecovering(tc.steps); err != nil {
+		w := newWorldOf(tc.seed, tc.tenant)
+		if tc.full {
+			w = newWorld(tc.seed)
+		}
+		if err := w.runRecovering(tc.steps); err != nil {
 			t.Errorf("seed %d, %d steps (%s; rerun with -args -quota.seed=%d -quota.steps=%d): %v", tc.seed, tc.steps, tc.why, tc.seed, tc.steps, err)
 		}
 	}
