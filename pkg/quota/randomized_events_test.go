@@ -6,6 +6,7 @@ package quota
 import (
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -364,3 +365,16 @@ func mapsKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
 		}
 	}
 }
+
+// worldNotSent draws which attempts the controller does not send, from a stream of its
+// own so that the other draws of a seed stay as they were, and counts what the core
+// did with them.
+type worldNotSent struct {
+	rng *rand.Rand
+	// given: reported NotSent on a first attempt, the charge given back; kept: on a
+	// retry of an attempt whose outcome was not known, the charge kept.
+	given, kept int
+}
+
+// draw reports whether this attempt is not sent: one in sixteen.
+func (n *worldNotSent) draw() bool { return n != nil && n.rng.IntN(16) == 0 }
