@@ -84,7 +84,7 @@ lint: $(GOLANGCI_LINT) ## Run the pinned golangci-lint (the root module and the 
 	cd api && $(GOLANGCI_LINT) run ./...
 
 .PHONY: verify
-verify: generate manifests $(GOLANGCI_LINT) ## Regenerate, check formatting, vet, check that the core parts own their fields (pkg/quota/parts_test.go) and that the core's packages import only down their layers (hack/layers), and lint; fail on any diff, a tracked binary or a non-test file importing testing.
+verify: generate manifests $(GOLANGCI_LINT) ## Regenerate, check formatting, vet, check that the core parts own their fields (pkg/quota/parts_fields_test.go) and that the core's packages import only down their layers (hack/layers), and lint; fail on any diff, a tracked binary or a non-test file importing testing.
 	bash hack/check-tracked-files.sh
 	bash hack/check-test-imports.sh
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
