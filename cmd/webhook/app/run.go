@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -104,9 +105,10 @@ func serve(ctx context.Context, o *Options, extra map[string]http.Handler) error
 	// at once when another server failed.
 	serving, stopServing := context.WithCancel(context.WithoutCancel(gctx))
 	defer stopServing()
+	var started atomic.Bool // the webhook server started: it had a certificate
 	g.Go(func() error {
 		<-gctx.Done()
-		if ctx.Err() != nil {
+		if ctx.Err() != nil && started.Load() {
 			logger.Info("Draining before the webhook stops", "for", o.ShutdownDrain)
 			d.run(serving, o.ShutdownDrain)
 		}
@@ -117,6 +119,7 @@ func serve(ctx context.Context, o *Options, extra map[string]http.Handler) error
 		if !waitForCert(gctx, o.CertDir) {
 			return nil
 		}
+		started.Store(true)
 		if err := hooks.Start(serving); err != nil {
 			return fmt.Errorf("serving webhook on port %d: %w", o.Port, err)
 		}
