@@ -156,17 +156,23 @@ func buildVersion(ctx context.Context, tree, revision, binDir, charts string) (v
 // drains first (cmd/webhook/app/drain.go; docs/upgrading.md). A failure of any other
 // kind, or away from such a stop, is not excused.
 func previousWebhookStop(inst *localinstall.Installation, prev version) func(time.Time, error) string {
+	return excuseStops(inst.ProcessStops, prev.binDir, filepath.Base(prev.chart))
+}
+
+// excuseStops is previousWebhookStop over the stops that stops returns, the previous
+// release's binaries being in binDir and its chart named chart.
+func excuseStops(stops func() []localinstall.ProcessStop, binDir, chart string) func(time.Time, error) string {
 	return func(at time.Time, err error) string {
 		msg := err.Error()
 		if !strings.Contains(msg, "failed calling webhook") ||
 			!(strings.HasSuffix(msg, ": EOF") || strings.Contains(msg, "connection reset by peer")) {
 			return ""
 		}
-		for _, s := range inst.ProcessStops() {
-			if s.Component == "webhook" && strings.HasPrefix(s.Binary, prev.binDir+string(filepath.Separator)) &&
+		for _, s := range stops() {
+			if s.Component == "webhook" && strings.HasPrefix(s.Binary, binDir+string(filepath.Separator)) &&
 				!at.Before(s.Began) && at.Before(s.Ended.Add(2*time.Second)) {
 				return fmt.Sprintf("the previous release's webhook (%s), sent SIGTERM at %s, closed the connection under the call: "+
-					"that release does not drain, this one does", filepath.Base(prev.chart), s.Began.Format(time.StampMilli))
+					"that release does not drain, this one does", chart, s.Began.Format(time.StampMilli))
 			}
 		}
 		return ""
