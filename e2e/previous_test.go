@@ -153,7 +153,7 @@ func buildVersion(ctx context.Context, tree, revision, binDir, charts string) (v
 // closes the connections the API server keeps alive to it, and a call the API server
 // was sending on one of them fails (EOF, or a reset: the API server does not retry a
 // POST), which failurePolicy Fail makes a failed create. The working tree's webhook
-// drains first (cmd/webhook/app/drain.go; docs/upgrading.md). A failure of any other
+// drains first (--shutdown-drain; docs/upgrading.md). A failure of any other
 // kind, or away from such a stop, is not excused.
 func previousWebhookStop(inst *localinstall.Installation, prev version) func(time.Time, error) string {
 	return excuseStops(inst.ProcessStops, prev.binDir, filepath.Base(prev.chart))
