@@ -164,8 +164,8 @@ func previousWebhookStop(inst *localinstall.Installation, prev version) func(tim
 func excuseStops(stops func() []localinstall.ProcessStop, binDir, chart string) func(time.Time, error) string {
 	return func(at time.Time, err error) string {
 		msg := err.Error()
-		if !strings.Contains(msg, "failed calling webhook") ||
-			!(strings.HasSuffix(msg, ": EOF") || strings.Contains(msg, "connection reset by peer")) {
+		cutOff := strings.HasSuffix(msg, ": EOF") || strings.Contains(msg, "connection reset by peer")
+		if !strings.Contains(msg, "failed calling webhook") || !cutOff {
 			return ""
 		}
 		for _, s := range stops() {
