@@ -23,6 +23,9 @@ import (
 // to the world the estimator builds from the manager's caches, gated and created now,
 // and asked of a fresh core (estimate.Suppose). The real core is never asked, nor its
 // lock taken.
+//
+// +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses,verbs=get;list
+// +kubebuilder:rbac:groups=visibility.quotagate.io,resources=podsimulations;podsimulations/forwarded,verbs=create
 
 // NoStartsEstimatorOff is WhatIf.NoStarts when the estimator is off.
 const NoStartsEstimatorOff = "the manager's estimator is off (--estimate-interval 0): no start is estimated"
