@@ -1,7 +1,6 @@
 package app
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"sync/atomic"
@@ -48,16 +47,8 @@ func (d *drain) ready(check func(*http.Request) error) func(*http.Request) error
 	}
 }
 
-// run starts the drain and returns after period, or when ctx ends.
-func (d *drain) run(ctx context.Context, period time.Duration) {
+// run starts the drain and returns after period.
+func (d *drain) run(period time.Duration) {
 	d.started.Store(true)
-	if period <= 0 {
-		return
-	}
-	t := time.NewTimer(period)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
+	time.Sleep(period)
 }

@@ -110,7 +110,7 @@ func serve(ctx context.Context, o *Options, extra map[string]http.Handler) error
 		<-gctx.Done()
 		if ctx.Err() != nil && started.Load() {
 			logger.Info("Draining before the webhook stops", "for", o.ShutdownDrain)
-			d.run(serving, o.ShutdownDrain)
+			d.run(o.ShutdownDrain)
 		}
 		stopServing()
 		return nil
