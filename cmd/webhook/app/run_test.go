@@ -133,127 +133,6 @@ func TestServe(t *testing.T) {
 	}
 }
 
-// A request in flight when shutdown starts gets its answer.
-func TestServeDrainsInFlightRequests(t *testing.T) {
-	certDir := t.TempDir()
-	caPEM := writeCert(t, certDir, "gen1")
-	o := testOptions(t, certDir)
-	entered, release := make(chan struct{}), make(chan struct{})
-	slow := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		close(entered)
-		<-release
-		_, _ = io.WriteString(w, "done")
-	})
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	served := make(chan error, 1)
-	go func() { served <- serve(ctx, o, map[string]http.Handler{"/slow": slow}) }()
-	waitReady(t, o)
-
-	answered := make(chan string, 1)
-	go func() {
-		resp, err := tlsClient(caPEM, 0).Get(fmt.Sprintf("https://127.0.0.1:%d/slow", o.Port))
-		if err != nil {
-			answered <- "error: " + err.Error()
-			return
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		answered <- string(b)
-	}()
-	<-entered
-	cancel()
-	// New connections are refused once shutdown has begun, while the slow
-	// request is still being served.
-	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 10*time.Second, true,
-		func(context.Context) (bool, error) {
-			c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(o.Port)))
-			if err == nil {
-				c.Close()
-			}
-			return err != nil, nil
-		})
-	if err != nil {
-		t.Fatalf("the webhook port still accepts connections after shutdown began: %v", err)
-	}
-	select {
-	case err := <-served:
-		t.Fatalf("Serve() returned %v while a request was in flight", err)
-	default:
-	}
-	close(release)
-	if got := <-answered; got != "done" {
-		t.Errorf("in-flight request got %q, want %q", got, "done")
-	}
-	if err := <-served; err != nil {
-		t.Errorf("Serve() = %v, want nil", err)
-	}
-}
-
-// The API server keeps its connection to the webhook alive between calls. After
-// SIGTERM a call it sends on that connection is answered, telling it to close the
-// connection, /readyz fails, and the server stops once the drain is over. Without the
-// drain the server would close the idle connection at once and the call would fail.
-func TestServeDrainsKeptAliveConnections(t *testing.T) {
-	certDir := t.TempDir()
-	caPEM := writeCert(t, certDir, "gen1")
-	o := testOptions(t, certDir)
-	// Long enough for the checks below on a loaded machine; the test waits it out.
-	o.ShutdownDrain = 10 * time.Second
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	served := make(chan error, 1)
-	go func() { served <- serve(ctx, o, nil) }()
-	waitReady(t, o)
-	c := tlsClient(caPEM, 0)
-	if reused, closing := postPodTraced(t, c, o); reused || closing {
-		t.Fatalf("the first call: reused a connection %v, asked to close it %v; want a new one kept alive", reused, closing)
-	}
-	cancel()
-
-	readyz := "http://" + o.HealthProbeBindAddress + "/readyz"
-	testbed.PollEvery(t, 50*time.Millisecond, 10*time.Second, "/readyz to fail once the drain began", func(context.Context) (bool, error) {
-		resp, err := http.Get(readyz)
-		if err != nil {
-			return false, err
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusInternalServerError || resp.StatusCode == http.StatusServiceUnavailable,
-			testbed.NotYet(errors.New(resp.Status))
-	})
-	reused, closing := postPodTraced(t, c, o)
-	if !reused {
-		t.Errorf("the call after SIGTERM went on a new connection; want the kept one, as the API server sends it")
-	}
-	if !closing {
-		t.Errorf("the answer after SIGTERM does not ask the client to close the connection")
-	}
-	if err := <-served; err != nil {
-		t.Errorf("Serve() = %v, want nil", err)
-	}
-}
-
-// postPodTraced sends a pod CREATE review through c, checks that it is gated, and
-// reports whether it went on a connection c kept alive and whether the answer asked to
-// close it.
-func postPodTraced(t *testing.T, c *http.Client, o *Options) (reused, closing bool) {
-	t.Helper()
-	var got httptrace.GotConnInfo
-	ctx := httptrace.WithClientTrace(t.Context(), &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { got = i }})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, webhookURL(o), bytes.NewReader(podReview(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatalf("posting review: %v", err)
-	}
-	defer resp.Body.Close()
-	checkGated(t, resp.Body)
-	return got.Reused, resp.Close
-}
-
 func testOptions(t *testing.T, certDir string) *Options {
 	t.Helper()
 	o := NewOptions()
@@ -360,12 +239,27 @@ func get(t *testing.T, c *http.Client, url string) string {
 // postPod sends a pod CREATE review to the webhook and returns the patch.
 func postPod(t *testing.T, c *http.Client, o *Options) string {
 	t.Helper()
-	resp, err := c.Post(webhookURL(o), "application/json", bytes.NewReader(podReview(t)))
+	patch, _, _ := postPodTraced(t, c, o)
+	return patch
+}
+
+// postPodTraced is postPod that also reports whether the review went on a connection
+// c kept alive and whether the answer asked to close it.
+func postPodTraced(t *testing.T, c *http.Client, o *Options) (patch string, reused, closing bool) {
+	t.Helper()
+	var got httptrace.GotConnInfo
+	ctx := httptrace.WithClientTrace(t.Context(), &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { got = i }})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, webhookURL(o), bytes.NewReader(podReview(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatalf("posting review: %v", err)
 	}
 	defer resp.Body.Close()
-	return checkGated(t, resp.Body)
+	return checkGated(t, resp.Body), got.Reused, resp.Close
 }
 
 // checkGated decodes the webhook's answer, checks that it allows the pod, and returns
