@@ -51,8 +51,13 @@ type podStream struct {
 	created  int
 	gated    []string // pods the API server returned with the quotagate gate
 	ungated  int      // pods created without it (the webhook was not called)
-	failures []error
-	failedAt []time.Time // when each of failures came back
+	failures []streamFailure
+}
+
+// streamFailure is a create that failed, and when its error came back.
+type streamFailure struct {
+	err error
+	at  time.Time
 }
 
 func startPodStream(ctx context.Context, cs kubernetes.Interface, namespace, prefix string) *podStream {
@@ -65,8 +70,7 @@ func startPodStream(ctx context.Context, cs kubernetes.Interface, namespace, pre
 			switch {
 			case err != nil:
 				now := time.Now()
-				s.failures = append(s.failures, fmt.Errorf("creating pod %s-%d at %s: %w", prefix, n, now.Format(time.StampMilli), err))
-				s.failedAt = append(s.failedAt, now)
+				s.failures = append(s.failures, streamFailure{fmt.Errorf("creating pod %s-%d at %s: %w", prefix, n, now.Format(time.StampMilli), err), now})
 			case hasGate(pod):
 				s.created++
 				s.gated = append(s.gated, pod.Name)
@@ -100,7 +104,10 @@ func (s *podStream) Stop() {
 func (s *podStream) counts() (created, gated, ungated int, failures []error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.created, len(s.gated), s.ungated, append([]error(nil), s.failures...)
+	for _, f := range s.failures {
+		failures = append(failures, f.err)
+	}
+	return s.created, len(s.gated), s.ungated, failures
 }
 
 // checkAllGated reports every create of the stream that failed, and any pod it created
@@ -115,19 +122,19 @@ func (s *podStream) checkAllGated(t *testing.T, what string) {
 // returns a reason for are logged with it, not reported.
 func (s *podStream) checkAllGatedBut(t *testing.T, what string, excuse func(at time.Time, err error) string) {
 	t.Helper()
-	created, gated, ungated, failures := s.counts()
+	created, gated, ungated, _ := s.counts()
 	s.mu.Lock()
-	failedAt := slices.Clone(s.failedAt)
+	failures := slices.Clone(s.failures)
 	s.mu.Unlock()
 	t.Logf("%d pods created during %s, %d came back gated, %d failed", created, what, gated, len(failures))
-	for n, err := range failures {
+	for _, f := range failures {
 		if excuse != nil {
-			if why := excuse(failedAt[n], err); why != "" {
-				t.Logf("A create failed during %s: %v; %s", what, err, why)
+			if why := excuse(f.at, f.err); why != "" {
+				t.Logf("A create failed during %s: %v; %s", what, f.err, why)
 				continue
 			}
 		}
-		t.Errorf("a create failed during %s: %v", what, err)
+		t.Errorf("a create failed during %s: %v", what, f.err)
 	}
 	if ungated != 0 {
 		t.Errorf("%d pods were created without the gate during %s: no admission step added it", ungated, what)
