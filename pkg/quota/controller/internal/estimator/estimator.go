@@ -283,11 +283,11 @@ func (e *Estimator) publish(starts map[types.UID]estimate.Start) {
 	e.starts, e.first, e.head = starts, first, head
 }
 
-// judged is how a pod's estimates fared against its admission: each one known of its
-// first, its first at the head of its queue, and its last.
+// judged is how a pod's estimates fared against its admission: its first known one, its
+// first at the head of its queue (when it had one there), and its last.
 type judged struct {
-	first, head, last     estimate.Start
-	hasFirst, hasHead, ok bool
+	first, head, last estimate.Start
+	hasHead, ok       bool
 }
 
 // judge returns how the estimates of a pod admitted at fared, once per pod (ok is false
@@ -303,7 +303,7 @@ func (e *Estimator) judge(uid types.UID) judged {
 	h, hasHead := e.head[uid]
 	delete(e.first, uid)
 	delete(e.head, uid)
-	return judged{first: f, head: h, last: s, hasFirst: true, hasHead: hasHead, ok: true}
+	return judged{first: f, head: h, last: s, hasHead: hasHead, ok: true}
 }
 
 // errorOf is how far from at an estimate's median was, and whether at was within its
