@@ -92,12 +92,12 @@ func TestCheck(t *testing.T) {
 		},
 		"a package no layer declares": {
 			change: func(g map[string][]string) {
-				g["pkg/quota/internal/topology"] = nil
-				g["pkg/quota"] = append(g["pkg/quota"], "pkg/quota/internal/topology")
+				g["pkg/quota/internal/undeclared"] = nil
+				g["pkg/quota"] = append(g["pkg/quota"], "pkg/quota/internal/undeclared")
 			},
 			want: []string{
-				"pkg/quota imports pkg/quota/internal/topology, which is not declared",
-				"pkg/quota/internal/topology is not declared in the layers",
+				"pkg/quota imports pkg/quota/internal/undeclared, which is not declared",
+				"pkg/quota/internal/undeclared is not declared in the layers",
 			},
 		},
 		"a test helper, in no layer": {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/quotagate/quotagate/pkg/quota/hours"
 	"github.com/quotagate/quotagate/pkg/quota/internal/heap"
+	"github.com/quotagate/quotagate/pkg/quota/internal/topology"
 )
 
 // admitter is the part that takes decisions: Admit's pass over the dirty budgets'
@@ -19,7 +20,7 @@ import (
 // part's; the admitter asks it to place a pod again, or to forget one.
 type admitter struct {
 	opts        *options
-	topology    *topology
+	topology    *topology.Topology[*budget]
 	agenda      *agenda
 	charges     *charges
 	families    *families
@@ -37,7 +38,7 @@ type admitter struct {
 	lastFlush time.Time
 }
 
-func newAdmitter(o *options, t *topology, ag *agenda, c *charges, f *families, pr *preemptions, pods *podIndex, fl *flavorIndex, h *hourBooks) *admitter {
+func newAdmitter(o *options, t *topology.Topology[*budget], ag *agenda, c *charges, f *families, pr *preemptions, pods *podIndex, fl *flavorIndex, h *hourBooks) *admitter {
 	a := &admitter{
 		opts: o, topology: t, agenda: ag, charges: c, families: f, preemptions: pr, pods: pods, flavors: fl, hours: h,
 		immediate: map[types.UID]*podState{},
@@ -114,7 +115,7 @@ func (a *admitter) admit() []Admission {
 	for {
 		for b := a.agenda.next(); b != nil; b = a.agenda.next() {
 			e := b.queues.activeHead()
-			if e == nil || !b.admitting || (b.strict() && !sameUnit(b.queues.strictHead(), e)) {
+			if e == nil || !b.place.Admitting() || (b.strict() && !sameUnit(b.queues.strictHead(), e)) {
 				a.agenda.pop()
 				continue
 			}
@@ -277,7 +278,7 @@ func (a *admitter) capacityWait(budgets []*budget, add demand) (w waitInfo, over
 // in a cycle.
 func (a *admitter) blocked(cover []*budget, inUnit func(*podState) bool) (waitInfo, bool) {
 	for _, b := range cover {
-		if !b.admitting {
+		if !b.place.Admitting() {
 			return waitInfo{code: CodeBudgetClosed, budget: b}, true
 		}
 	}
@@ -320,7 +321,7 @@ func (a *admitter) failOn(unit []*podState, w waitInfo, fl string) {
 		p.waitFor(w, reach)
 		a.agenda.moveAll(p, queueActive, queueInadmissible)
 		if inBorrowingFamily(p.cover) || familyWait(old) || familyWait(w) {
-			if f := a.families.failed(p, old, w); f != nil && a.topology.alive(f) {
+			if f := a.families.failed(p, old, w); f != nil && a.topology.Alive(f) {
 				// It no longer claims lendable quota in that family: borrowers it held
 				// back look again.
 				defer a.agenda.wake(f)

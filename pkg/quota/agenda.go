@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/quotagate/quotagate/pkg/quota/internal/heap"
+	"github.com/quotagate/quotagate/pkg/quota/internal/topology"
 )
 
 // agenda is the part that keeps what the next Admit looks at: the budgets whose active
@@ -17,7 +18,7 @@ import (
 // an event in a budget may let in (wakeable). It reads the topology only to tell
 // whether a budget is still alive.
 type agenda struct {
-	topology *topology
+	topology *topology.Topology[*budget]
 	observer Observer // WithObserver; may be nil
 
 	dirty    heap.Heap[*budget]      // budgets whose active heads need evaluating (dirtyLess)
@@ -30,7 +31,7 @@ type agenda struct {
 	settled []*podState // the pods wakeAdmitted left alone, while verifySettled is set
 }
 
-func newAgenda(t *topology, obs Observer) *agenda {
+func newAgenda(t *topology.Topology[*budget], obs Observer) *agenda {
 	return &agenda{
 		topology: t,
 		observer: obs,
@@ -48,7 +49,7 @@ func (a *agenda) markStatus(b *budget) { a.statuses[b.key] = struct{}{} }
 func (a *agenda) takeStatuses() []BudgetKey {
 	out := make([]BudgetKey, 0, len(a.statuses))
 	for k := range a.statuses {
-		if a.topology.lookup(k) != nil {
+		if a.topology.Lookup(k) != nil {
 			out = append(out, k)
 		}
 	}
@@ -147,7 +148,7 @@ func (a *agenda) leave(p *podState, admitted bool) {
 		if wasHead {
 			a.wake(b)
 		}
-		if f := b.borrowingParent(); f != nil && a.topology.alive(f) {
+		if f := b.borrowingParent(); f != nil && a.topology.Alive(f) {
 			// A pod that waited on the family may have left it (familyExcess).
 			if admitted {
 				a.wakeAdmitted(f)
@@ -177,7 +178,7 @@ func (a *agenda) flush() {
 	if a.nInadm == 0 {
 		return
 	}
-	for _, b := range a.topology.sorted() {
+	for _, b := range a.topology.Sorted() {
 		a.wakeAll(b)
 	}
 }

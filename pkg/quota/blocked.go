@@ -32,7 +32,7 @@ func (q *AdmissionQueue) EvictionBlocked(uid types.UID) (retry bool, since time.
 		return false, time.Time{}
 	}
 	retry, since, wake := q.preemptions.refused(p, q.opts.clock.Now())
-	if wake != nil && q.topology.alive(wake) {
+	if wake != nil && q.topology.Alive(wake) {
 		q.agenda.wake(wake) // its next evaluation waits for the cooldown
 	}
 	return retry, since

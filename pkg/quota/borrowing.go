@@ -44,7 +44,7 @@ func borrowingFamilies(cover []*budget, add demand,
 		adds := map[*budget]amount.List{}
 		names := map[corev1.ResourceName]bool{}
 		for _, c := range cover {
-			if c.parent != p {
+			if c.place.Parent() != p {
 				continue
 			}
 			adds[c] = add(c)
@@ -132,7 +132,7 @@ func (p *budget) familyStatus(r corev1.ResourceName) (pool, above amount.Amount)
 // and how much of use(c) is above each one's guaranteed part, hard minus what it lends
 // (above). use is given c's ledger.Account of r.
 func (p *budget) familySum(r corev1.ResourceName, use func(c *budget, acc ledger.Account) amount.Amount) (pool, above amount.Amount) {
-	for _, c := range p.children {
+	for _, c := range p.place.Children() {
 		acc := c.ledger.Of(r)
 		if !acc.Limited {
 			continue
@@ -229,7 +229,7 @@ func addLenderClaim(out map[*budget]amount.List, f *budget, p *podState, stuck f
 		return // it could not take what it claims now
 	}
 	for _, c := range p.cover {
-		if c.parent == f {
+		if c.place.Parent() == f {
 			addMemberClaim(out, c, p)
 		}
 	}
@@ -307,7 +307,7 @@ func (b *budget) lent() corev1.ResourceList {
 	}
 	for _, r := range b.ledger.Resources() {
 		var borrowed, idle, mine amount.Amount
-		for _, c := range f.children {
+		for _, c := range f.place.Children() {
 			acc := c.ledger.Of(r)
 			if !acc.Limited {
 				continue

@@ -1,9 +1,9 @@
 package quota
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,49 +14,13 @@ import (
 	"github.com/quotagate/quotagate/pkg/quota/hours"
 	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
 	"github.com/quotagate/quotagate/pkg/quota/internal/ledger"
+	"github.com/quotagate/quotagate/pkg/quota/internal/topology"
 	"github.com/quotagate/quotagate/pkg/quota/window"
 )
 
-// BudgetKey identifies a Budget (Namespace set) or a ClusterBudget (Namespace "").
-type BudgetKey struct {
-	Namespace string `json:"namespace,omitempty"`
-	Name      string `json:"name"`
-}
-
-// IsCluster reports whether the key names a ClusterBudget.
-func (k BudgetKey) IsCluster() bool { return k.Namespace == "" }
-
-// Kind returns "Budget" or "ClusterBudget".
-func (k BudgetKey) Kind() string {
-	if k.IsCluster() {
-		return "ClusterBudget"
-	}
-	return "Budget"
-}
-
-// String returns namespace/name for a Budget and name for a ClusterBudget.
-func (k BudgetKey) String() string {
-	if k.IsCluster() {
-		return k.Name
-	}
-	return k.Namespace + "/" + k.Name
-}
-
-// Describe returns the kind and name, as messages show it: "Budget team-a/team-a".
-func (k BudgetKey) Describe() string { return k.Kind() + " " + k.String() }
-
-// Compare orders budget keys as users read them: Budgets by namespace and name, then
-// ClusterBudgets by name. Every list of budgets the core or the plugin returns is in
-// this order.
-func (k BudgetKey) Compare(o BudgetKey) int {
-	if k.IsCluster() != o.IsCluster() {
-		if k.IsCluster() {
-			return 1
-		}
-		return -1
-	}
-	return cmp.Or(cmp.Compare(k.Namespace, o.Namespace), cmp.Compare(k.Name, o.Name))
-}
+// BudgetKey identifies a Budget (Namespace set) or a ClusterBudget (Namespace ""). Its
+// methods (IsCluster, Kind, String, Describe, Compare) are the topology's.
+type BudgetKey = topology.Key
 
 // Budget is the spec of a Budget or ClusterBudget as the core uses it. Build it with
 // BudgetFromAPI or ClusterBudgetFromAPI.
@@ -207,19 +171,13 @@ type budget struct {
 	// the pod requests (flavorIndex).
 	flavorNames map[string]map[corev1.ResourceName]bool
 
-	// Derived by topology.resolve.
-	parent    *budget
-	children  []*budget // the budgets naming it as parent: the family that borrows and lends
-	borrowers int       // how many of its children have a borrowingLimit
-	counted   bool      // counted in parent.borrowers
+	// place is its place in the topology: parent, children, ancestors, problem and
+	// state, which the topology derives (Topology.Resolve) and the core reads.
+	place topology.Place[*budget]
 
 	// family is what the family part keeps on it (families): nil until the part
 	// first needs it, so a budget that never was in a borrowing family has none.
-	family    *familyState
-	ancestors []*budget // parent first; stops before repeating in a cycle
-	problem   *Problem  // why this budget itself cannot admit (nil when fine)
-	admitting bool      // open, fine, and every ancestor admitting
-	closedBy  *budget   // the ancestor that stops it, when its own spec is fine
+	family *familyState
 
 	ledger ledger.Ledger[*podState] // hard, used (admitted, reservations included) and pending
 	queues queues                   // where its gated pods wait
@@ -290,6 +248,45 @@ func (b *budget) strict() bool { return b.spec.Strategy == v1alpha1.StrictFIFO }
 
 func (b *budget) specOpen() bool { return b.spec.State != v1alpha1.StateClosed }
 
+// The budget as the topology sees it (topology.Node).
+
+// Key returns the budget's key.
+func (b *budget) Key() BudgetKey { return b.key }
+
+// Place returns its place in the topology, for the topology to derive.
+func (b *budget) Place() *topology.Place[*budget] { return &b.place }
+
+// Inputs returns what the topology's Resolve reads of the budget's own spec.
+func (b *budget) Inputs() topology.Inputs {
+	names := make([]string, len(b.spec.Flavors))
+	for i, f := range b.spec.Flavors {
+		names[i] = f.Name
+	}
+	return topology.Inputs{
+		Parent:        b.spec.Parent,
+		Selects:       b.key.IsCluster() && b.spec.NamespaceSelector != nil,
+		BorrowLimited: b.ledger.BorrowLimited(),
+		Open:          b.specOpen(),
+		SpecErr:       b.specErr,
+		SpecReason:    b.specReason,
+		Flavors:       strings.Join(names, ","),
+	}
+}
+
+// SetFamily tells its ledger whether it is under a parent, and reports whether its
+// ceiling changed.
+func (b *budget) SetFamily(underParent bool) bool { return b.ledger.SetFamily(underParent) }
+
+// Borrows reports whether it has a borrowingLimit on a resource hard limits.
+func (b *budget) Borrows() bool { return b.ledger.Borrows() }
+
+// coverage returns the budgets that cover a pod: Budgets of its namespace whose
+// podSelector matches, ClusterBudgets whose namespaceSelector matches its namespace
+// (and podSelector the pod), then all their ancestors (topology.Topology.Coverage).
+func coverage(t *topology.Topology[*budget], p *Pod) []*budget {
+	return t.Coverage(p.Namespace, func(b *budget, nsLabels labels.Set) bool { return b.coversDirectly(p, nsLabels) })
+}
+
 // coversDirectly reports whether the budget covers a pod by its own selectors.
 func (b *budget) coversDirectly(p *Pod, nsLabels labels.Set) bool {
 	if b.key.IsCluster() {
@@ -305,14 +302,14 @@ func (b *budget) coversDirectly(p *Pod, nsLabels labels.Set) bool {
 // state returns the effective state and the reason for it.
 func (b *budget) state() (v1alpha1.BudgetState, string) {
 	switch {
-	case b.admitting:
+	case b.place.Admitting():
 		return v1alpha1.StateOpen, v1alpha1.ReasonActive
-	case b.problem == nil && b.specOpen() && b.closedBy != nil:
+	case b.place.Problem() == nil && b.specOpen() && b.place.ClosedBy() != nil:
 		return v1alpha1.StateClosed, v1alpha1.ReasonClosedByParent
 	}
 	reason := v1alpha1.ReasonClosed
-	if b.problem != nil {
-		reason = b.problem.Reason
+	if b.place.Problem() != nil {
+		reason = b.place.Problem().Reason
 	}
 	if b.ledger.Admitted() > 0 {
 		return v1alpha1.StateClosing, reason
@@ -323,7 +320,7 @@ func (b *budget) state() (v1alpha1.BudgetState, string) {
 // borrowingParent is b's parent when some child of it has a borrowingLimit (its family
 // borrows), else nil.
 func (b *budget) borrowingParent() *budget {
-	if p := b.parent; p != nil && p.borrowers > 0 {
+	if p := b.place.Parent(); p != nil && p.place.Borrowers() > 0 {
 		return p
 	}
 	return nil
@@ -344,7 +341,7 @@ func anyFlavored(cover []*budget) bool {
 // borrows: only then does the core ask the family part (families).
 func inBorrowingFamily(cover []*budget) bool {
 	for _, b := range cover {
-		if p := b.parent; p != nil && p.borrowers > 0 {
+		if p := b.place.Parent(); p != nil && p.place.Borrowers() > 0 {
 			return true
 		}
 	}
@@ -357,7 +354,7 @@ func inBorrowingFamily(cover []*budget) bool {
 func (b *budget) text(r corev1.ResourceName, v amount.Amount) string {
 	l := &b.ledger
 	if !l.Tracks(r) {
-		for _, c := range b.children {
+		for _, c := range b.place.Children() {
 			if c.ledger.Tracks(r) {
 				l = &c.ledger
 				break

@@ -23,17 +23,18 @@ import (
 func (q *AdmissionQueue) UpsertBudget(spec Budget) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	b := q.topology.lookup(spec.Key)
-	topology, hardChanged, resolve := true, false, true
+	b := q.topology.Lookup(spec.Key)
+	recover, hardChanged, resolve := true, false, true
 	var reclaimAfter string // what the spec named before
 	if b != nil {
 		reclaimAfter = b.spec.ReclaimAfter
 	}
 	if b == nil {
-		b = q.topology.add(spec)
+		b = newBudget(spec)
+		q.topology.Add(b)
 	} else {
 		oldStrict, oldStart := b.strict(), b.spec.Start
-		topology, hardChanged, resolve = q.topology.setSpec(b, spec)
+		resolve = q.topology.Respec(b, func() { recover, hardChanged = b.setSpec(spec) })
 		if oldStrict != b.strict() {
 			q.agenda.wakeAll(b)
 		}
@@ -49,7 +50,7 @@ func (q *AdmissionQueue) UpsertBudget(spec Budget) {
 	if resolve {
 		q.resolveTopology(b)
 	}
-	if topology {
+	if recover {
 		q.place.recover(spec.Key)
 	}
 	if hardChanged {
@@ -63,7 +64,7 @@ func (q *AdmissionQueue) UpsertBudget(spec Budget) {
 func (q *AdmissionQueue) DeleteBudget(key BudgetKey) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	b := q.topology.remove(key)
+	b := q.topology.Remove(key)
 	if b == nil {
 		return
 	}
@@ -72,7 +73,7 @@ func (q *AdmissionQueue) DeleteBudget(key BudgetKey) {
 	q.hours.forgetBudget(b)
 	q.resolveTopology(b)
 	q.place.recover(key)
-	if p := b.parent; p != nil && q.topology.alive(p) {
+	if p := b.place.Parent(); p != nil && q.topology.Alive(p) {
 		q.familyChanged(p) // resolve does not see a member that is gone
 	}
 	q.agenda.forgetBudget(b)
@@ -87,7 +88,7 @@ func (q *AdmissionQueue) SetNamespace(name string, l map[string]string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	wasKnown := q.place.knownNamespace(name)
-	if q.topology.setNamespace(name, l) {
+	if q.topology.SetNamespace(name, l) {
 		q.place.namespaceChanged(name, wasKnown)
 	}
 }
@@ -96,16 +97,16 @@ func (q *AdmissionQueue) SetNamespace(name string, l map[string]string) {
 func (q *AdmissionQueue) DeleteNamespace(name string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.topology.forgetNamespace(name)
+	q.topology.ForgetNamespace(name)
 }
 
 func sameBudgets(a, b []*budget) bool { return slices.Equal(a, b) }
 
 // resolveTopology resolves the topology again after b came, went, or changed what
-// resolve reads of it (the budgets it touches: topology.resolve), marks the status of
+// resolve reads of it (the budgets it touches: topology.Topology.Resolve), marks the status of
 // every budget whose state changed, and wakes those that start admitting.
 func (q *AdmissionQueue) resolveTopology(b *budget) {
-	changed, started, limits, families := q.topology.resolve(b)
+	changed, started, limits, families := q.topology.Resolve(b)
 	for _, b := range changed {
 		q.agenda.markStatus(b)
 	}
@@ -116,7 +117,7 @@ func (q *AdmissionQueue) resolveTopology(b *budget) {
 		q.limitsChanged(b)
 	}
 	for _, p := range families {
-		if q.topology.alive(p) {
+		if q.topology.Alive(p) {
 			q.familyChanged(p)
 		}
 	}
@@ -128,7 +129,7 @@ func (q *AdmissionQueue) resolveTopology(b *budget) {
 func (q *AdmissionQueue) limitsChanged(b *budget) {
 	q.agenda.markStatus(b)
 	q.place.resettle(b)
-	if p := b.parent; p != nil && q.topology.alive(p) {
+	if p := b.place.Parent(); p != nil && q.topology.Alive(p) {
 		q.familyChanged(p)
 	}
 }
@@ -137,7 +138,7 @@ func (q *AdmissionQueue) limitsChanged(b *budget) {
 // went, or changed its limits: what the family lends changed, so its pods may start or
 // stop never fitting (familyNeverFits), and those waiting for lendable quota look again.
 func (q *AdmissionQueue) familyChanged(p *budget) {
-	if p.borrowers == 0 && !q.families.watched(p) {
+	if p.place.Borrowers() == 0 && !q.families.watched(p) {
 		return
 	}
 	q.place.resettle(p)

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
+
+	"github.com/quotagate/quotagate/pkg/quota/internal/topology"
 )
 
 // An update that changes nothing the core reads (the manager's own status write coming
@@ -60,7 +62,7 @@ func TestBudgetUpdateWithTheSameSpec(t *testing.T) {
 				}
 			}
 			admitNames(q)
-			before, derived := q.Reader().Snapshot(), q.topology.rederived
+			before, derived := q.Reader().Snapshot(), q.topology.Rederived()
 			statuses := map[BudgetKey]BudgetStatus{}
 			for _, b := range specs() {
 				statuses[b.Key] = mustStatus(t, q, b.Key)
@@ -68,8 +70,8 @@ func TestBudgetUpdateWithTheSameSpec(t *testing.T) {
 			for _, b := range specs() { // each a new value, as a new object converts
 				q.UpsertBudget(b)
 			}
-			if q.topology.rederived != derived {
-				t.Errorf("the same specs derived %d budgets again, want none", q.topology.rederived-derived)
+			if q.topology.Rederived() != derived {
+				t.Errorf("the same specs derived %d budgets again, want none", q.topology.Rederived()-derived)
 			}
 			if got := admitNames(q); len(got) != 0 {
 				t.Errorf("the same specs admitted %v", got)
@@ -97,10 +99,10 @@ func TestBudgetSpecChangeTakesEffect(t *testing.T) {
 		if diff := cmp.Diff([]string{"p1"}, admitNames(q)); diff != "" {
 			t.Fatalf("admitted (-want +got):\n%s", diff)
 		}
-		derived := q.topology.rederived
+		derived := q.topology.Rederived()
 		q.UpsertBudget(makeBudget("team-a", "b").Hard("cpu=2").Parent("org").Obj())
-		if q.topology.rederived != derived {
-			t.Errorf("raising hard derived %d budgets again, want none", q.topology.rederived-derived)
+		if q.topology.Rederived() != derived {
+			t.Errorf("raising hard derived %d budgets again, want none", q.topology.Rederived()-derived)
 		}
 		if diff := cmp.Diff([]string{"p2"}, admitNames(q)); diff != "" {
 			t.Errorf("admitted after raising hard (-want +got):\n%s", diff)
@@ -119,17 +121,17 @@ func TestBudgetSpecChangeTakesEffect(t *testing.T) {
 		if diff := cmp.Diff([]string{"p1"}, admitNames(q)); diff != "" {
 			t.Fatalf("admitted (-want +got):\n%s", diff)
 		}
-		derived := q.topology.rederived
+		derived := q.topology.Rederived()
 		q.UpsertBudget(makeBudget("team-a", "b").Hard("cpu=10").Parent("large").Obj())
-		if got := q.topology.rederived - derived; got != 1 {
+		if got := q.topology.Rederived() - derived; got != 1 {
 			t.Errorf("moving one Budget derived %d budgets again, want 1", got)
 		}
 		if diff := cmp.Diff([]string{"p2"}, admitNames(q)); diff != "" {
 			t.Errorf("admitted after the move (-want +got):\n%s", diff)
 		}
-		small, large := q.topology.budgets[BudgetKey{Name: "small"}], q.topology.budgets[BudgetKey{Name: "large"}]
-		if len(small.children) != 20 || len(large.children) != 1 || large.children[0].key.Name != "b" {
-			t.Errorf("families: small has %d children, large %d; want 20 and [b]", len(small.children), len(large.children))
+		small, large := q.topology.Lookup(BudgetKey{Name: "small"}), q.topology.Lookup(BudgetKey{Name: "large"})
+		if len(small.place.Children()) != 20 || len(large.place.Children()) != 1 || large.place.Children()[0].key.Name != "b" {
+			t.Errorf("families: small has %d children, large %d; want 20 and [b]", len(small.place.Children()), len(large.place.Children()))
 		}
 		// p1 stays charged where it was admitted too (pinned, charges.go).
 		for key, want := range map[BudgetKey]string{{Name: "small"}: "1", {Name: "large"}: "2"} {
@@ -147,9 +149,9 @@ func TestBudgetSpecChangeTakesEffect(t *testing.T) {
 			q.UpsertBudget(makeBudget("team-a", fmt.Sprintf("a%d", i)).Hard("cpu=1").Parent("org").Obj())
 			q.UpsertBudget(makeBudget("team-b", fmt.Sprintf("b%d", i)).Hard("cpu=1").Parent("other").Obj())
 		}
-		derived := q.topology.rederived
+		derived := q.topology.Rederived()
 		q.UpsertBudget(makeBudget("", "org").Hard("cpu=10").Closed().Obj())
-		if got := q.topology.rederived - derived; got != 6 {
+		if got := q.topology.Rederived() - derived; got != 6 {
 			t.Errorf("closing a parent of 5 derived %d budgets again, want 6", got)
 		}
 		for _, key := range []BudgetKey{{Namespace: "team-a", Name: "a3"}, {Namespace: "team-b", Name: "b3"}} {
@@ -203,64 +205,65 @@ func TestResolveIncrementalAgreesWithFull(t *testing.T) {
 		slices.Sort(out)
 		return out
 	}
-	derived := func(tp *topology) map[string]string {
-		out := map[string]string{"selecting": fmt.Sprint(keys(tp.selecting))}
-		for k, b := range tp.budgets {
+	derived := func(tp *topology.Topology[*budget]) map[string]string {
+		out := map[string]string{"selecting": fmt.Sprint(keys(tp.Selecting()))}
+		for _, b := range tp.Sorted() {
+			k := b.key
 			var parent, closedBy, prob string
-			if b.parent != nil {
-				parent = b.parent.key.String()
+			if b.place.Parent() != nil {
+				parent = b.place.Parent().key.String()
 			}
-			if b.closedBy != nil {
-				closedBy = b.closedBy.key.String()
+			if b.place.ClosedBy() != nil {
+				closedBy = b.place.ClosedBy().key.String()
 			}
-			if b.problem != nil {
-				prob = b.problem.Reason + ": " + b.problem.Message
+			if b.place.Problem() != nil {
+				prob = b.place.Problem().Reason + ": " + b.place.Problem().Message
 			}
 			var ancestors, children []string
-			for _, a := range b.ancestors {
+			for _, a := range b.place.Ancestors() {
 				ancestors = append(ancestors, a.key.String())
 			}
-			for _, c := range b.children {
+			for _, c := range b.place.Children() {
 				children = append(children, c.key.String())
 			}
 			c := b.ledger.Of("requests.cpu").Ceiling
 			out[k.String()] = fmt.Sprintf("parent %q ancestors %v children %v borrowers %d problem %q admitting %v closedBy %q family %v ceiling %s",
-				parent, ancestors, children, b.borrowers, prob, b.admitting, closedBy, b.ledger.InFamily(), c.String())
+				parent, ancestors, children, b.place.Borrowers(), prob, b.place.Admitting(), closedBy, b.ledger.InFamily(), c.String())
 		}
 		return out
 	}
 	for seed := range 300 {
 		rnd := rand.New(rand.NewPCG(uint64(seed), 1))
-		inc, full := newTopology(), newTopology()
+		inc, full := newTestTopology(), newTestTopology()
 		for step := range 40 {
 			spec := random(rnd)
 			var got, want [4][]*budget
-			switch b := inc.budgets[spec.Key]; {
+			switch b := inc.Lookup(spec.Key); {
 			case b != nil && rnd.IntN(4) == 0:
-				got[0], got[1], got[2], got[3] = inc.resolve(inc.remove(spec.Key))
-				full.remove(spec.Key)
-				want[0], want[1], want[2], want[3] = full.resolve()
+				got[0], got[1], got[2], got[3] = inc.Resolve(inc.Remove(spec.Key))
+				full.Remove(spec.Key)
+				want[0], want[1], want[2], want[3] = full.Resolve()
 			case b != nil:
-				if _, _, resolve := inc.setSpec(b, spec); resolve {
-					got[0], got[1], got[2], got[3] = inc.resolve(b)
+				if respec(inc, b, spec) {
+					got[0], got[1], got[2], got[3] = inc.Resolve(b)
 				}
-				full.setSpec(full.budgets[spec.Key], spec)
-				want[0], want[1], want[2], want[3] = full.resolve()
+				respec(full, full.Lookup(spec.Key), spec)
+				want[0], want[1], want[2], want[3] = full.Resolve()
 			default:
-				got[0], got[1], got[2], got[3] = inc.resolve(inc.add(spec))
-				full.add(spec)
-				want[0], want[1], want[2], want[3] = full.resolve()
+				got[0], got[1], got[2], got[3] = inc.Resolve(addBudget(inc, spec))
+				addBudget(full, spec)
+				want[0], want[1], want[2], want[3] = full.Resolve()
 			}
 			for i, what := range []string{"changed", "started", "limits", "families"} {
 				if diff := cmp.Diff(keys(want[i]), keys(got[i])); diff != "" {
 					t.Fatalf("seed %d step %d (%s): %s (-full +incremental):\n%s", seed, step, spec.Key, what, diff)
 				}
 			}
-			if diff := cmp.Diff(derived(&full), derived(&inc)); diff != "" {
+			if diff := cmp.Diff(derived(full), derived(inc)); diff != "" {
 				t.Fatalf("seed %d step %d (%s): derived (-full +incremental):\n%s", seed, step, spec.Key, diff)
 			}
 		}
-		if c, s, l, f := inc.resolve(); len(c)+len(s)+len(l)+len(f) != 0 {
+		if c, s, l, f := inc.Resolve(); len(c)+len(s)+len(l)+len(f) != 0 {
 			t.Fatalf("seed %d: resolving every budget after the incremental steps changed %v %v %v %v", seed, keys(c), keys(s), keys(l), keys(f))
 		}
 	}

@@ -13,6 +13,8 @@ import (
 	"github.com/quotagate/quotagate/internal/testbed/podtest"
 	"github.com/quotagate/quotagate/pkg/quota/internal/amount/amounttest"
 	"github.com/quotagate/quotagate/pkg/quota/window"
+
+	"github.com/quotagate/quotagate/pkg/quota/internal/topology"
 )
 
 // t0 is the fake clock's start; pods are created at t0 plus their creation offset.
@@ -142,3 +144,20 @@ func resourceMilli(m int64) *resource.Quantity {
 	return resource.NewMilliQuantity(m, resource.DecimalSI)
 }
 func resourceCount(n int64) *resource.Quantity { return resource.NewQuantity(n, resource.DecimalSI) }
+
+// newTestTopology returns an empty topology of the core's budgets, for tests that
+// drive it alone.
+func newTestTopology() *topology.Topology[*budget] { return topology.New[*budget]() }
+
+// addBudget adds the budget of spec to tp, as UpsertBudget does; resolve after.
+func addBudget(tp *topology.Topology[*budget], spec Budget) *budget {
+	b := newBudget(spec)
+	tp.Add(b)
+	return b
+}
+
+// respec applies spec to b through tp, as UpsertBudget does, and reports whether the
+// topology must resolve b again.
+func respec(tp *topology.Topology[*budget], b *budget, spec Budget) (resolve bool) {
+	return tp.Respec(b, func() { b.setSpec(spec) })
+}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
 	"github.com/quotagate/quotagate/pkg/quota/internal/heap"
+	"github.com/quotagate/quotagate/pkg/quota/internal/topology"
 )
 
 // charges is the part that charges each admitted or running pod. A pod is charged to
@@ -24,7 +25,7 @@ import (
 // quota that a release freed (holds: Admit expires holds only then).
 type charges struct {
 	agenda   *agenda
-	topology *topology
+	topology *topology.Topology[*budget]
 	families *families
 	flavors  *flavorIndex
 	hours    *hourBooks
@@ -36,7 +37,7 @@ type charges struct {
 	flavored bool
 }
 
-func newCharges(a *agenda, t *topology, f *families, fl *flavorIndex, h *hourBooks) *charges {
+func newCharges(a *agenda, t *topology.Topology[*budget], f *families, fl *flavorIndex, h *hourBooks) *charges {
 	return &charges{agenda: a, topology: t, families: f, flavors: fl, hours: h, releases: heap.New(
 		func(p, o *podState) bool { return p.pod.ReleaseAt.Before(o.pod.ReleaseAt) },
 		func(p *podState) *int { return &p.charge.releaseIndex })}
@@ -120,12 +121,12 @@ func (c *charges) release(p *podState) {
 			c.holds = c.families.freed(b, ch.usage)
 		}
 		c.agenda.markStatus(b)
-		if c.topology.lookup(b.key) != nil {
+		if c.topology.Lookup(b.key) != nil {
 			c.agenda.wake(b)
 		}
 		// A pod charged to a member of a borrowing family need not be charged to the
 		// family's parent (it may be pinned to a budget that changed parents since).
-		if f != nil && c.topology.alive(f) && !slices.Contains(ch.to, f) {
+		if f != nil && c.topology.Alive(f) && !slices.Contains(ch.to, f) {
 			c.agenda.wake(f)
 		}
 	}
@@ -231,7 +232,7 @@ func (c *charges) coverAdmitted(p *podState, cover []*budget) {
 func (c *charges) chargeSet(p *podState, cover []*budget) []*budget {
 	out := cover
 	for _, k := range p.charge.pinned {
-		if b := c.topology.lookup(k); b != nil && !slices.Contains(out, b) {
+		if b := c.topology.Lookup(k); b != nil && !slices.Contains(out, b) {
 			if len(out) == len(cover) {
 				out = slices.Clone(cover)
 			}

@@ -41,12 +41,15 @@
 //   - queues (queue.go, wake.go): one budget's active, backoff, inadmissible and parked
 //     heaps, in admission order (order.Key.Compare); move, strictHead, inOrder; wakeable
 //     picks the inadmissible pods an event in the budget may let in.
-//   - topology (topology.go, resolve.go): the budgets, namespaces and selectors; which
-//     budgets cover a pod (coverage); parents, children, ancestors, problems and states (resolve). A
-//     budget event resolves only the budgets it touches (the budget, and for a
-//     ClusterBudget the budgets under it); one that changes nothing resolve reads (the
-//     manager's own status write coming back, or hard alone) resolves none, so its cost
-//     does not grow with the number of budgets.
+//   - topology (package topology, pkg/quota/internal/topology; AdmissionQueue.topology
+//     is a topology.Topology of *budget, and budget.place its topology.Place): the
+//     budgets, namespaces and selectors; which budgets cover a pod (Coverage, through
+//     coverage in budget.go); parents, children, ancestors, problems and states
+//     (Resolve). A budget event resolves only the budgets it touches (the budget, and
+//     for a ClusterBudget the budgets under it); one that changes nothing Resolve reads
+//     (topology.Inputs: the manager's own status write coming back, or hard alone)
+//     resolves none, so its cost does not grow with the number of budgets. The compiler
+//     keeps it a leaf: it knows a budget only as topology.Node.
 //   - families (families.go, borrowing.go, fairshare.go, hold.go, lendclaims.go): the budgets under
 //     one parent, which may borrow what the others leave idle (borrowingLimit) and keep
 //     part of hard (lendingLimit). It owns, on each budget (budget.family, nil until
@@ -179,7 +182,7 @@
 //	pkg/quota/controller/internal/estimator   the estimator and the what-if: simulations of the queues on cores of their own
 //	pkg/quota                 the composer, AdmissionQueue, and its parts (above)
 //	pkg/quota/hours pkg/quota/internal/ledger   one budget's resource-hours: used, reserved, periods and decay (on the indexed heap); one budget's accounts: hard, ceiling, lendable, used, pending, the pods and claims charged (in exact amounts)
-//	pkg/quota/internal/amount pkg/quota/internal/heap pkg/quota/internal/order pkg/quota/window pkg/quota/depend pkg/quota/controller/internal/pacing   the leaves: exact amounts, the indexed heap, the admission order, windows (a budget's spec at an instant), dependencies (what a pod waits for, and whether it is ready), the CPU the manager's simulations take beside admission
+//	pkg/quota/internal/amount pkg/quota/internal/heap pkg/quota/internal/order pkg/quota/internal/topology pkg/quota/window pkg/quota/depend pkg/quota/controller/internal/pacing   the leaves: exact amounts, the indexed heap, the admission order, the topology of budgets, windows (a budget's spec at an instant), dependencies (what a pod waits for, and whether it is ready), the CPU the manager's simulations take beside admission
 //
 // # Where a change goes
 //

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/quotagate/quotagate/pkg/quota/internal/topology"
 	"k8s.io/utils/clock"
 )
 
@@ -45,17 +46,17 @@ type AdmissionQueue struct {
 
 	// The parts (the package doc): each owns its state and reaches the others only through
 	// their methods.
-	topology    topology     // budgets, namespaces and what covers what
-	pods        *podIndex    // every pod the core knows
-	agenda      *agenda      // dirty budgets and statuses, held pods, moves, wakes
-	charges     *charges     // what admitted and running pods are charged to
-	families    families     // borrowing, fair sharing, lend holds
-	preemptions preemptions  // victims, evictions in flight, decisions
-	place       *placer      // where each pod waits, pod and namespace events
-	admit       *admitter    // Admit's decisions, backoffs, the flush
-	hours       *hourBooks   // the budgets' hours (spec.usageLimits)
-	flavors     *flavorIndex // the Flavors, and which a pod may be put on
-	reads       Reads        // the read side, under mu
+	topology    *topology.Topology[*budget] // budgets, namespaces and what covers what
+	pods        *podIndex                   // every pod the core knows
+	agenda      *agenda                     // dirty budgets and statuses, held pods, moves, wakes
+	charges     *charges                    // what admitted and running pods are charged to
+	families    families                    // borrowing, fair sharing, lend holds
+	preemptions preemptions                 // victims, evictions in flight, decisions
+	place       *placer                     // where each pod waits, pod and namespace events
+	admit       *admitter                   // Admit's decisions, backoffs, the flush
+	hours       *hourBooks                  // the budgets' hours (spec.usageLimits)
+	flavors     *flavorIndex                // the Flavors, and which a pod may be put on
+	reads       Reads                       // the read side, under mu
 }
 
 // NewAdmissionQueue returns an empty AdmissionQueue.
@@ -75,16 +76,16 @@ func NewAdmissionQueue(opts ...Option) *AdmissionQueue {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	q := &AdmissionQueue{opts: o, topology: newTopology(), pods: newPodIndex(), flavors: newFlavorIndex()}
-	q.topology.knowFlavors(q.flavors.exists)
-	q.agenda = newAgenda(&q.topology, o.observer)
+	q := &AdmissionQueue{opts: o, topology: topology.New[*budget](), pods: newPodIndex(), flavors: newFlavorIndex()}
+	q.topology.KnowFlavors(q.flavors.exists)
+	q.agenda = newAgenda(q.topology, o.observer)
 	q.preemptions = newPreemptions(q, o.clock, o.preemptionCooldown, o.preemptionMaxBackoff)
 	q.families = newFamilies(q, o.clock, o.lendHold)
 	q.hours = newHourBooks(o.clock, q.agenda, o.usageWriteInterval)
-	q.charges = newCharges(q.agenda, &q.topology, &q.families, q.flavors, q.hours)
-	q.admit = newAdmitter(&q.opts, &q.topology, q.agenda, q.charges, &q.families, &q.preemptions, q.pods, q.flavors, q.hours)
-	q.place = newPlacer(&q.opts, &q.topology, q.agenda, q.charges, &q.families, &q.preemptions, q.pods, q.admit)
-	q.reads = newReads(&q.mu, &q.topology, q.pods, q.agenda, q.admit)
+	q.charges = newCharges(q.agenda, q.topology, &q.families, q.flavors, q.hours)
+	q.admit = newAdmitter(&q.opts, q.topology, q.agenda, q.charges, &q.families, &q.preemptions, q.pods, q.flavors, q.hours)
+	q.place = newPlacer(&q.opts, q.topology, q.agenda, q.charges, &q.families, &q.preemptions, q.pods, q.admit)
+	q.reads = newReads(&q.mu, q.topology, q.pods, q.agenda, q.admit)
 	return q
 }
 

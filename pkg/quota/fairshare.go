@@ -50,7 +50,7 @@ func (fs *families) yieldsTo(first *podState, budgets []*budget, add demand, fl 
 		if !borrows {
 			return false
 		}
-		for _, d := range f.children {
+		for _, d := range f.place.Children() {
 			if _, in := adds[d]; in || !d.ledger.Borrows() {
 				continue
 			}

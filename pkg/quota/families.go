@@ -120,7 +120,7 @@ func (fs *families) admits(first *podState, budgets []*budget, add demand, fl st
 // parent.
 func (fs *families) capacityWait(budgets []*budget, add demand) (w waitInfo, over bool) {
 	for _, b := range budgets {
-		if b.borrowers == 0 {
+		if b.place.Borrowers() == 0 {
 			if w, over := insufficient(b, add); over {
 				return w, true
 			}
@@ -130,7 +130,7 @@ func (fs *families) capacityWait(budgets []*budget, add demand) (w waitInfo, ove
 		return w, true
 	}
 	for _, b := range budgets {
-		if b.borrowers > 0 {
+		if b.place.Borrowers() > 0 {
 			if w, over := insufficient(b, add); over {
 				return w, true
 			}

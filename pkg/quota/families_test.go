@@ -38,18 +38,18 @@ func newFakeFamilyCore() *fakeFamilyCore                                { return
 // orgFamily is ClusterBudget org (hard cpu=10) over Budget team-a/a (hard cpu=2, may
 // borrow cpu=4) and team-b/b (hard cpu=4, lends all of it), resolved.
 func orgFamily() (org, a, b *budget) {
-	tp := newTopology()
-	org = tp.add(makeBudget("", "org").Hard("cpu=10").Obj())
-	a = tp.add(makeBudget("team-a", "a").Hard("cpu=2").Borrow("cpu=4").Parent("org").Obj())
-	b = tp.add(makeBudget("team-b", "b").Hard("cpu=4").Parent("org").Obj())
-	tp.resolve()
+	tp := newTestTopology()
+	org = addBudget(tp, makeBudget("", "org").Hard("cpu=10").Obj())
+	a = addBudget(tp, makeBudget("team-a", "a").Hard("cpu=2").Borrow("cpu=4").Parent("org").Obj())
+	b = addBudget(tp, makeBudget("team-b", "b").Hard("cpu=4").Parent("org").Obj())
+	tp.Resolve()
 	return org, a, b
 }
 
 // chargeCPU charges a running pod asking cpu to b and its parent.
 func chargeCPU(b *budget, name, cpu string) *podState {
 	p := &podState{pod: makePod(name).Req("cpu=" + cpu).Pod(), phase: phaseCharged}
-	p.charge.to, p.charge.usage = []*budget{b, b.parent}, p.usage()
+	p.charge.to, p.charge.usage = []*budget{b, b.place.Parent()}, p.usage()
 	for _, c := range p.charge.to {
 		c.ledger.Charge(p.pod.UID, p, p.usage(), p.pod.Usage, nil)
 	}
@@ -67,10 +67,10 @@ func endCharged(fs *families, b *budget, p *podState) {
 
 // lendWaiter is a pod of b asking cpu that waits on its family for lendable quota.
 func lendWaiter(c *fakeFamilyCore, b *budget, name, cpu string) *podState {
-	p := &podState{pod: makePod(name).Req("cpu=" + cpu).Pod(), phase: phaseWaiting, cover: []*budget{b, b.parent}}
-	p.queued.list = []*entry{{pod: p, budget: b}, {pod: p, budget: b.parent}}
-	p.wait = waitInfo{code: CodeNoLendable, budget: b.parent}
-	noteLendWaiter(b.parent, p)
+	p := &podState{pod: makePod(name).Req("cpu=" + cpu).Pod(), phase: phaseWaiting, cover: []*budget{b, b.place.Parent()}}
+	p.queued.list = []*entry{{pod: p, budget: b}, {pod: p, budget: b.place.Parent()}}
+	p.wait = waitInfo{code: CodeNoLendable, budget: b.place.Parent()}
+	noteLendWaiter(b.place.Parent(), p)
 	return p
 }
 

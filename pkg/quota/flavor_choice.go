@@ -41,7 +41,7 @@ func (q *AdmissionQueue) DeleteFlavor(name string) {
 // flavorCameOrWent resolves again the budgets that name a Flavor that came or went: a
 // budget naming one that does not exist admits nothing (FlavorNotFound).
 func (q *AdmissionQueue) flavorCameOrWent(name string) {
-	for _, b := range q.topology.sorted() {
+	for _, b := range q.topology.Sorted() {
 		if slices.ContainsFunc(b.spec.Flavors, func(f FlavorQuota) bool { return f.Name == name }) {
 			q.resolveTopology(b)
 		}
@@ -68,7 +68,7 @@ func (a *admitter) flavorChanged() {
 		}
 	}
 	// Every budget with flavors: which flavors a pod selects depends on which exist.
-	for _, b := range a.topology.sorted() {
+	for _, b := range a.topology.Sorted() {
 		if len(b.flavorNames) > 0 {
 			a.agenda.wakeAll(b)
 		}

@@ -97,7 +97,7 @@ func positive(a amount.List) bool {
 // holdsAny reports whether a child of f holds anything (held may still find that its
 // holds have ended).
 func holdsAny(f *budget) bool {
-	for _, c := range f.children {
+	for _, c := range f.place.Children() {
 		if c.family != nil && len(c.family.holds) > 0 {
 			return true
 		}
@@ -167,7 +167,7 @@ func (fs *families) nextEnd() (time.Time, bool) {
 
 // addHeld adds what the children of f hold to claims (lenderClaims).
 func addHeld(f *budget, claims map[*budget]amount.List, now time.Time) {
-	for _, c := range f.children {
+	for _, c := range f.place.Children() {
 		held := held(c, now)
 		if len(held) == 0 {
 			continue

@@ -107,7 +107,7 @@ func (h *hourBooks) start(p *podState) {
 			}
 			h.startOn(b, l, p, now)
 		}
-		if f := b.parent; f != nil && f.spec.UsageHalfLife > 0 {
+		if f := b.place.Parent(); f != nil && f.spec.UsageHalfLife > 0 {
 			if now.IsZero() {
 				now = h.clock.Now()
 			}

@@ -39,7 +39,7 @@ func (q *AdmissionQueue) checkInvariants() error {
 				if e.pod != p || e.budget != p.cover[i] {
 					return fmt.Errorf("pod %s: entry %d points elsewhere", uid, i)
 				}
-				if q.topology.budgets[e.budget.key] != e.budget {
+				if q.topology.Lookup(e.budget.key) != e.budget {
 					return fmt.Errorf("pod %s queued in deleted budget %v", uid, e.budget.key)
 				}
 				switch e.kind {
@@ -107,10 +107,8 @@ func (q *AdmissionQueue) checkInvariants() error {
 	if inadm != q.agenda.nInadm {
 		return fmt.Errorf("%d inadmissible entries, counter says %d", inadm, q.agenda.nInadm)
 	}
-	for key, b := range q.topology.budgets {
-		if b.key != key {
-			return fmt.Errorf("budget %v filed under %v", b.key, key)
-		}
+	for _, b := range q.topology.Sorted() {
+		key := b.key
 		if n := b.queues.gated(); n != entries[b] {
 			return fmt.Errorf("budget %v holds %d entries, pods point at %d", key, n, entries[b])
 		}
@@ -164,7 +162,7 @@ func (q *AdmissionQueue) chargedNames(k BudgetKey) []string {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	var out []string
-	if b := q.topology.budgets[k]; b != nil {
+	if b := q.topology.Lookup(k); b != nil {
 		for p := range b.ledger.Charged() {
 			out = append(out, p.pod.Name)
 		}

@@ -60,13 +60,13 @@ func (fs *families) lenderClaims(f *budget) map[*budget]amount.List {
 	if s.claims == nil || s.claimsMemo != gen {
 		s.claims, s.claimsMemo = lenderClaims(f, fs.core.stuck), gen
 		reindexMembers(f)
-		s.claimsOf = make(map[*budget]uint64, len(f.children))
-		for _, c := range f.children {
+		s.claimsOf = make(map[*budget]uint64, len(f.place.Children()))
+		for _, c := range f.place.Children() {
 			s.claimsOf[c] = c.ledger.Changes()
 		}
 		return s.claims
 	}
-	for _, c := range f.children {
+	for _, c := range f.place.Children() {
 		if v := c.ledger.Changes(); s.claimsOf[c] != v {
 			fs.memberClaims(f, c)
 			s.claimsOf[c] = v
@@ -83,7 +83,7 @@ func (fs *families) lenderClaims(f *budget) map[*budget]amount.List {
 // indexMember files p under each member of f that covers it now (byMember).
 func indexMember(s *familyState, f *budget, p *podState) {
 	for _, c := range p.cover {
-		if c.parent != f {
+		if c.place.Parent() != f {
 			continue
 		}
 		if s.byMember[c] == nil {
@@ -102,7 +102,7 @@ func indexMember(s *familyState, f *budget, p *podState) {
 func reindexMembers(f *budget) {
 	s := f.family
 	for c, m := range s.byMember {
-		if !slices.Contains(f.children, c) {
+		if !slices.Contains(f.place.Children(), c) {
 			delete(s.byMember, c)
 			continue
 		}
@@ -153,7 +153,7 @@ func (fs *families) waitChanged(p *podState, old, w waitInfo) {
 		return
 	}
 	for _, c := range p.cover {
-		if c.parent == f && s.claimsOf[c] == c.ledger.Changes() {
+		if c.place.Parent() == f && s.claimsOf[c] == c.ledger.Changes() {
 			addMemberClaim(s.claims, c, p)
 		}
 	}
@@ -189,7 +189,7 @@ func (fs *families) unitAdmitted(unit []*podState) {
 func (fs *families) admittedFreesRoom(f *budget, unit []*podState) bool {
 	for _, p := range unit {
 		for _, b := range p.charge.budgets() {
-			if b.parent != f {
+			if b.place.Parent() != f {
 				continue
 			}
 			for _, r := range b.ledger.Resources() {

@@ -124,7 +124,7 @@ func (m *memories) share(c, f *budget, clk clock.PassiveClock) float64 {
 // state is c's status.fairSharing at now: what its pods used, decayed, and the share
 // that adds; false when c's parent has no usageHalfLife.
 func (m *memories) state(c *budget, now time.Time) (hours.State, float64, bool) {
-	f := c.parent
+	f := c.place.Parent()
 	if f == nil || f.spec.UsageHalfLife <= 0 {
 		return hours.State{}, 0, false
 	}

@@ -22,7 +22,7 @@ type BudgetPage struct {
 func (r *Reads) Page(key BudgetKey, offset, limit int) (BudgetPage, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	b := r.topology.lookup(key)
+	b := r.topology.Lookup(key)
 	if b == nil {
 		return BudgetPage{}, false
 	}

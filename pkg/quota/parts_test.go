@@ -50,7 +50,6 @@ var admitterFiles = []string{"admit.go", "attempts.go", "timers.go", "flavor_cho
 // here too: declared in podparts.go with the methods the other parts read it by.
 var coreParts = []part{
 	{typ: "queues", files: []string{"queue.go", "wake.go"}},
-	{typ: "topology", files: []string{"topology.go", "resolve.go"}},
 	{typ: "preemptions", files: preemptionFiles},
 	{typ: "podPreemption", files: append(slices.Clone(preemptionFiles), "podparts.go")},
 	{typ: "families", files: familyFiles},

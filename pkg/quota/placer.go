@@ -9,6 +9,7 @@ import (
 	"github.com/quotagate/quotagate/api/v1alpha1"
 	"github.com/quotagate/quotagate/pkg/quota/internal/amount"
 	"github.com/quotagate/quotagate/pkg/quota/internal/heap"
+	"github.com/quotagate/quotagate/pkg/quota/internal/topology"
 )
 
 // placer is the part that keeps every pod the core knows in its place: a gated pod
@@ -20,7 +21,7 @@ import (
 // the admitter's (admitter).
 type placer struct {
 	opts        *options
-	topology    *topology
+	topology    *topology.Topology[*budget]
 	agenda      *agenda
 	charges     *charges
 	families    *families
@@ -41,7 +42,7 @@ type placer struct {
 	dependent bool
 }
 
-func newPlacer(o *options, t *topology, ag *agenda, c *charges, f *families, pr *preemptions, pods *podIndex, a *admitter) *placer {
+func newPlacer(o *options, t *topology.Topology[*budget], ag *agenda, c *charges, f *families, pr *preemptions, pods *podIndex, a *admitter) *placer {
 	pl := &placer{opts: o, topology: t, agenda: ag, charges: c, families: f, preemptions: pr, groups: groupIndex{}, pods: pods, admit: a, records: records{},
 		starts: map[*podState]*startTimer{}, startDue: heap.New(newStartHeapLess, func(t *startTimer) *int { return &t.index })}
 	return pl
@@ -51,7 +52,7 @@ func (pl *placer) addPod(pod Pod) {
 	p := &podState{pod: pod, order: ownKey(&pod), seen: pl.opts.clock.Now(), attempt: newPodAttempt(), charge: newPodCharge()}
 	pl.dependent = pl.dependent || pod.Dependencies != nil
 	pl.pods.add(p)
-	p.cover = pl.topology.coverage(&p.pod)
+	p.cover = coverage(pl.topology, &p.pod)
 	pl.joinGroup(p)
 	if !pod.Gated {
 		p.run()
@@ -76,7 +77,7 @@ func (pl *placer) updatePod(p *podState, pod Pod) {
 		// Seen still gated at a version newer than every attempt to ungate it: none of
 		// them applied, and none can any more (each was fenced on an older version).
 		p.setPod(pod)
-		p.cover = pl.topology.coverage(&p.pod)
+		p.cover = coverage(pl.topology, &p.pod)
 		if !sameGroup {
 			pl.leaveGroup(p)
 			pl.joinGroup(p)
@@ -95,7 +96,7 @@ func (pl *placer) updatePod(p *podState, pod Pod) {
 		}
 		pl.agenda.detach(p) // before p.pod changes: pending is given back with the old usage
 		p.setPod(pod)
-		p.cover = pl.topology.coverage(&p.pod)
+		p.cover = coverage(pl.topology, &p.pod)
 		if !pod.Gated {
 			// Ungated by someone else (the namespace's release, an admin): it runs now.
 			pl.admit.cancelRetry(p)
@@ -125,7 +126,7 @@ func (pl *placer) updatePod(p *podState, pod Pod) {
 				// (stale) view of it, which showed labels the tenant set since: the
 				// record decides what covers the pod, as it would have at a restart.
 				// Its pins follow the record too, as firstSeenPins would have set them.
-				cover := pl.topology.coverage(p.viewWith(l))
+				cover := coverage(pl.topology, p.viewWith(l))
 				pins := p.charge.pins()
 				if !p.pod.HasAdmittedBy {
 					pins = keysOf(cover)
@@ -160,7 +161,7 @@ func (pl *placer) updatePod(p *podState, pod Pod) {
 func (pl *placer) chargeFirstSeen(p *podState) {
 	labels, recorded := firstSeenLabels(p)
 	if !maps.Equal(labels, p.pod.Labels) {
-		p.cover = pl.topology.coverage(p.viewWith(labels))
+		p.cover = coverage(pl.topology, p.viewWith(labels))
 	}
 	pl.charges.charge(p, firstSeenPins(p), labels)
 	if !recorded {
@@ -207,7 +208,7 @@ func (pl *placer) forget(p *podState) {
 // as it is now: a relabel while it was admitted changed nothing of its charge, but
 // decides where it waits.
 func (pl *placer) waitAgain(p *podState) {
-	p.cover = pl.topology.coverage(&p.pod)
+	p.cover = coverage(pl.topology, &p.pod)
 	pl.settleWaiting(p)
 }
 
@@ -264,14 +265,14 @@ func (pl *placer) place(p *podState, park *waitInfo) {
 }
 
 func (pl *placer) knownNamespace(namespace string) bool {
-	_, known := pl.topology.namespaceLabels(namespace)
+	_, known := pl.topology.NamespaceLabels(namespace)
 	return known
 }
 
 // released reports whether a namespace is known and not opted in: its gated pods are
 // let go without quota (removing the opt-in label releases them).
 func (pl *placer) released(namespace string) bool {
-	l, known := pl.topology.namespaceLabels(namespace)
+	l, known := pl.topology.NamespaceLabels(namespace)
 	return known && l[v1alpha1.EnabledLabel] != "true"
 }
 
@@ -300,10 +301,10 @@ func (pl *placer) recover(key BudgetKey) {
 			continue // forgotten while settling an earlier pod's group
 		}
 		if p.phase != phaseWaiting {
-			pl.charges.coverAdmitted(p, pl.topology.coverage(p.chargeView()))
+			pl.charges.coverAdmitted(p, coverage(pl.topology, p.chargeView()))
 			continue
 		}
-		cover := pl.topology.coverage(&p.pod)
+		cover := coverage(pl.topology, &p.pod)
 		if sameBudgets(cover, p.cover) {
 			continue
 		}
@@ -322,10 +323,10 @@ func (pl *placer) namespaceChanged(name string, wasKnown bool) {
 			continue // forgotten while settling an earlier pod's group
 		}
 		if p.phase != phaseWaiting {
-			pl.charges.coverAdmitted(p, pl.topology.coverage(p.chargeView()))
+			pl.charges.coverAdmitted(p, coverage(pl.topology, p.chargeView()))
 			continue
 		}
-		cover := pl.topology.coverage(&p.pod)
+		cover := coverage(pl.topology, &p.pod)
 		switch {
 		case !wasKnown || !sameBudgets(cover, p.cover) || pl.released(name):
 			pl.agenda.detach(p)

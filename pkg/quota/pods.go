@@ -84,7 +84,7 @@ func (q *AdmissionQueue) CatchUpNamespaces() []string {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	set := map[string]struct{}{}
-	for ns, l := range q.topology.seenNamespaces() {
+	for ns, l := range q.topology.SeenNamespaces() {
 		if l[v1alpha1.EnabledLabel] == "true" {
 			set[ns] = struct{}{}
 		}

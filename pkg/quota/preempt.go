@@ -155,7 +155,7 @@ func (pr *preemptions) decide(unit []*podState, budgets []*budget, add demand, w
 func roomBudget(reason PreemptionReason, w waitInfo, budgets []*budget) *budget {
 	if reason == PreemptReclaim {
 		for _, b := range budgets {
-			if b.parent == w.budget {
+			if b.place.Parent() == w.budget {
 				return b
 			}
 		}
@@ -317,7 +317,7 @@ func preemptionKind(unit []*podState, budgets []*budget, add demand, w waitInfo)
 			return "", false, false // it would borrow itself: borrowers do not reclaim
 		}
 		for _, c := range budgets {
-			if c.parent != w.budget {
+			if c.place.Parent() != w.budget {
 				continue
 			}
 			switch c.spec.Reclaim {
@@ -339,7 +339,7 @@ func preemptionKind(unit []*podState, budgets []*budget, add demand, w waitInfo)
 // beyond its hard.
 func borrowsUnder(f *budget, budgets []*budget, add demand) bool {
 	for _, c := range budgets {
-		if c.parent != f {
+		if c.place.Parent() != f {
 			continue
 		}
 		if _, over := c.ledger.ExcessOverHard(add(c)); over {
@@ -364,7 +364,7 @@ func (pr *preemptions) candidates(reason PreemptionReason, lowerOnly bool, unit 
 		}
 	}
 	if reason == PreemptReclaim {
-		for _, s := range w.budget.children {
+		for _, s := range w.budget.place.Children() {
 			if !slices.Contains(budgets, s) && s.ledger.Borrows() {
 				take(s.ledger.Charged())
 			}

@@ -91,9 +91,6 @@ func comparePods(a, b *podState) int {
 // depend on map order.
 func compareUIDs(a, b *podState) int { return cmp.Compare(a.pod.UID, b.pod.UID) }
 
-// compareBudgets orders budgets by key (BudgetKey.Compare).
-func compareBudgets(a, b *budget) int { return a.key.Compare(b.key) }
-
 // podLess is comparePods as a heap's Less.
 func podLess(a, b *podState) bool {
 	return comparePods(a, b) < 0

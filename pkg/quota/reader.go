@@ -3,6 +3,7 @@ package quota
 import (
 	"sync"
 
+	"github.com/quotagate/quotagate/pkg/quota/internal/topology"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -43,14 +44,14 @@ var _ Reader = (*Reads)(nil)
 // (agenda) and why a unit is blocked (admitter) through those parts' methods; the
 // budgets and pods it is handed it reads directly.
 type Reads struct {
-	mu       *sync.Mutex // the core's lock (AdmissionQueue.mu), not one of its own
-	topology *topology   // the core's parts, read only
+	mu       *sync.Mutex                 // the core's lock (AdmissionQueue.mu), not one of its own
+	topology *topology.Topology[*budget] // the core's parts, read only
 	pods     *podIndex
 	agenda   *agenda
 	admit    *admitter
 }
 
-func newReads(mu *sync.Mutex, t *topology, pods *podIndex, ag *agenda, a *admitter) Reads {
+func newReads(mu *sync.Mutex, t *topology.Topology[*budget], pods *podIndex, ag *agenda, a *admitter) Reads {
 	return Reads{mu: mu, topology: t, pods: pods, agenda: ag, admit: a}
 }
 

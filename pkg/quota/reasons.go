@@ -72,12 +72,12 @@ func (r *Reads) currentWait(p *podState) waitInfo {
 		// Budgets that closed since the pod was last evaluated, or that were never
 		// evaluated because they admit nothing, say so now.
 		for _, b := range p.cover {
-			if !b.admitting {
+			if !b.place.Admitting() {
 				w = waitInfo{code: CodeBudgetClosed, budget: b}
 				break
 			}
 		}
-		if w.budget != nil && (!r.topology.alive(w.budget) || (w.code == CodeBudgetClosed && w.budget.admitting)) {
+		if w.budget != nil && (!r.topology.Alive(w.budget) || (w.code == CodeBudgetClosed && w.budget.place.Admitting())) {
 			w = waitInfo{} // that budget is gone; the next Admit looks again
 		}
 		if w.code == "" {
@@ -201,7 +201,7 @@ func (r *Reads) waitMessage(p *podState, lasting bool) Reason {
 		msg = "no Budget or ClusterBudget covers it, and uncovered pods are held"
 		if w.ahead.UID != "" && w.ahead.UID != p.pod.UID {
 			msg = fmt.Sprintf("no Budget or ClusterBudget covers member %s, and uncovered pods are held", w.ahead.Name)
-		} else if hint := r.topology.uncoveredHint(&p.pod); hint != "" {
+		} else if hint := uncoveredHint(r.topology, &p.pod); hint != "" {
 			msg += ": " + hint
 		}
 	case CodeNamespaceUnknown:
@@ -254,7 +254,7 @@ func (r *Reads) WaitCause(uid types.UID) (WaitCause, bool) {
 	case CodeHoursExhausted:
 		c.state = w.detail
 	case CodeUncovered:
-		c.state = string(w.ahead.UID) + r.topology.uncoveredHint(&p.pod)
+		c.state = string(w.ahead.UID) + uncoveredHint(r.topology, &p.pod)
 	}
 	if c.code == CodePreemptionPending {
 		c.state = w.preempt.at.String()

@@ -271,7 +271,7 @@ func TestFairShareReasonNamesNoOtherNamespace(t *testing.T) {
 	q.UpsertPod(makePod("x").NS("team-a").Priority(10).Req("cpu=1").Pod())
 	q.UpsertPod(makePod("x2").NS("team-a").Priority(10).Req("cpu=1").Pod())
 	q.UpsertPod(makePod("secret-project-x-trainer").NS("team-b").Req("cpu=1").Pod())
-	org := q.topology.budgets[BudgetKey{Name: "org"}]
+	org := q.topology.Lookup(BudgetKey{Name: "org"})
 	for ahead, want := range map[string]string{
 		"secret-project-x-trainer": "it would borrow under ClusterBudget org, and a pod of lower priority in another namespace goes first: its budget's borrowing is a smaller share of what the family lends (fair sharing)",
 		"x2":                       "it would borrow under ClusterBudget org, and pod team-a/x2 goes first: its budget's borrowing is a smaller share of what the family lends (fair sharing)",

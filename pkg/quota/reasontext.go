@@ -64,16 +64,16 @@ func BudgetFor(ns string, k BudgetKey) string {
 // closedMessage says why a budget admits nothing: its own state or problem, or the
 // ancestor that closes it.
 func closedMessage(b *budget) string {
-	if b.closedBy != nil && b.problem == nil && b.specOpen() {
-		a := b.closedBy
+	if b.place.ClosedBy() != nil && b.place.Problem() == nil && b.specOpen() {
+		a := b.place.ClosedBy()
 		return fmt.Sprintf("%s (parent of %s)", stateSentence(a), b.key.Describe())
 	}
 	return stateSentence(b)
 }
 
 func stateSentence(b *budget) string {
-	if b.problem != nil {
-		return fmt.Sprintf("%s cannot admit pods: %s", b.key.Describe(), b.problem.Message)
+	if b.place.Problem() != nil {
+		return fmt.Sprintf("%s cannot admit pods: %s", b.key.Describe(), b.place.Problem().Message)
 	}
 	state, _ := b.state()
 	return fmt.Sprintf("%s is %s", b.key.Describe(), state)

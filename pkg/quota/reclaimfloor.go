@@ -33,7 +33,7 @@ func (pr *preemptions) reclaimFloor(claims []*podState, budgets []*budget, add d
 	f := w.budget
 	names := map[corev1.ResourceName]bool{}
 	for _, c := range budgets {
-		if c.parent != f {
+		if c.place.Parent() != f {
 			continue
 		}
 		for r, v := range add(c) {
@@ -55,7 +55,7 @@ func (pr *preemptions) reclaimFloor(claims []*podState, budgets []*budget, add d
 	}
 	slices.Sort(scarce)
 	floor = reclaimFloor{}
-	for _, s := range f.children {
+	for _, s := range f.place.Children() {
 		if slices.Contains(budgets, s) {
 			continue
 		}
@@ -93,7 +93,7 @@ func (fl reclaimFloor) holds() bool {
 // more than its hard of it, while the candidate uses some; nil when there is none.
 func borrowsScarce(p *podState, f *budget, scarce []corev1.ResourceName) *budget {
 	for _, s := range p.charge.budgets() {
-		if s.parent != f || !s.ledger.Borrows() {
+		if s.place.Parent() != f || !s.ledger.Borrows() {
 			continue
 		}
 		for _, r := range scarce {

@@ -48,7 +48,7 @@ type QueuedPod struct {
 func (r *Reads) Snapshot() Snapshot {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	budgets := r.topology.sorted()
+	budgets := r.topology.Sorted()
 	ordered := make([][]*entry, len(budgets))
 	for i, b := range budgets {
 		ordered[i] = positionAll(b)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
 	"github.com/quotagate/quotagate/pkg/quota/hours"
+	"github.com/quotagate/quotagate/pkg/quota/internal/topology"
 )
 
 // BudgetStatus is what the core knows about one budget, for its status subresource.
@@ -67,11 +68,8 @@ type FairSharingStatus struct {
 	Share float64 `json:"share"`
 }
 
-// Problem is why a budget admits nothing, for its Ready condition.
-type Problem struct {
-	Reason  string `json:"reason"`
-	Message string `json:"message"`
-}
+// Problem is why a budget admits nothing, for its Ready condition (the topology's).
+type Problem = topology.Problem
 
 // NeverFitPod is a gated pod (or group) that requests more than a budget's hard, or
 // (Unset set) leaves unset a value the budget tracks.
@@ -91,7 +89,7 @@ type NeverFitPod struct {
 func (r *Reads) Status(key BudgetKey) (BudgetStatus, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	b := r.topology.lookup(key)
+	b := r.topology.Lookup(key)
 	if b == nil {
 		return BudgetStatus{}, false
 	}
@@ -112,8 +110,8 @@ func (r *Reads) Status(key BudgetKey) (BudgetStatus, bool) {
 	}
 	st.Usage = r.admit.hoursState(b)
 	st.FairSharing = r.admit.memoryState(b)
-	if b.problem != nil {
-		p := *b.problem // a copy: the status outlives the lock
+	if b.place.Problem() != nil {
+		p := *b.place.Problem() // a copy: the status outlives the lock
 		st.Problem = &p
 	}
 	if borrowed := b.ledger.Borrowed(); len(borrowed) > 0 {
@@ -191,22 +189,22 @@ func splitFlavors(b *budget, st *BudgetStatus) []FlavorStatus {
 // does not depend on other budgets' counts, so that it changes only when this budget's
 // status is marked dirty.
 func stateMessage(b *budget) string {
-	switch {
-	case b.admitting:
+	switch by := b.place.ClosedBy(); {
+	case b.place.Admitting():
 		return "admitting pods that fit"
-	case b.problem != nil:
-		return b.problem.Message
+	case b.place.Problem() != nil:
+		return b.place.Problem().Message
 	case !b.specOpen():
 		if n := b.ledger.Admitted(); n > 0 {
 			return fmt.Sprintf("spec.state is Closed; %d admitted pods still run", n)
 		}
 		return "spec.state is Closed"
-	case b.closedBy != nil:
+	case by != nil:
 		why := "its spec.state is Closed"
-		if b.closedBy.problem != nil {
-			why = b.closedBy.problem.Message
+		if p := by.place.Problem(); p != nil {
+			why = p.Message
 		}
-		return fmt.Sprintf("%s, an ancestor, admits nothing: %s", b.closedBy.key.Describe(), why)
+		return fmt.Sprintf("%s, an ancestor, admits nothing: %s", by.key.Describe(), why)
 	}
 	return ""
 }

@@ -13,7 +13,7 @@ import (
 // The topology alone, with no pods queued: which budgets cover a pod, and what resolve
 // derives (parents, ancestors, problems, states) and reports.
 func TestTopologyCoverage(t *testing.T) {
-	tp := newTopology()
+	tp := newTestTopology()
 	for _, b := range []Budget{
 		makeBudget("team-a", "all").Parent("org").Obj(),
 		makeBudget("team-a", "gpu").Selector("kind", "gpu").Obj(),
@@ -22,11 +22,11 @@ func TestTopologyCoverage(t *testing.T) {
 		makeBudget("", "prod").Namespaces(labels.SelectorFromSet(labels.Set{"env": "prod"})).Parent("org").Obj(),
 		makeBudget("", "everything").Namespaces(labels.Everything()).Obj(),
 	} {
-		tp.add(b)
+		addBudget(tp, b)
 	}
-	tp.resolve()
-	tp.setNamespace("team-a", map[string]string{"env": "prod"})
-	tp.setNamespace("team-b", map[string]string{"env": "dev"})
+	tp.Resolve()
+	tp.SetNamespace("team-a", map[string]string{"env": "prod"})
+	tp.SetNamespace("team-b", map[string]string{"env": "dev"})
 
 	keysOf := func(bs []*budget) []string {
 		var out []string
@@ -46,24 +46,24 @@ func TestTopologyCoverage(t *testing.T) {
 		"a pod of team-b":     {makePod("p").NS("team-b").Pod(), []string{"team-b/all", "everything"}},
 		"a pod elsewhere":     {makePod("p").NS("team-c").Pod(), []string{"everything"}},
 	} {
-		if diff := cmp.Diff(tc.want, keysOf(tp.coverage(&tc.pod))); diff != "" {
+		if diff := cmp.Diff(tc.want, keysOf(coverage(tp, &tc.pod))); diff != "" {
 			t.Errorf("%s: coverage (-want +got):\n%s", name, diff)
 		}
 	}
-	if tp.setNamespace("team-a", map[string]string{"env": "prod"}) {
+	if tp.SetNamespace("team-a", map[string]string{"env": "prod"}) {
 		t.Error("setNamespace with the same labels reported a change")
 	}
-	removed := tp.remove(BudgetKey{Namespace: "team-a", Name: "gpu"})
-	if removed == nil || tp.alive(removed) || tp.byNS["team-a"]["gpu"] != nil {
-		t.Errorf("remove left team-a/gpu behind (alive %v)", tp.alive(removed))
+	removed := tp.Remove(BudgetKey{Namespace: "team-a", Name: "gpu"})
+	if removed == nil || tp.Alive(removed) || slices.Contains(tp.BudgetsOf("team-a"), removed) {
+		t.Errorf("remove left team-a/gpu behind (alive %v)", tp.Alive(removed))
 	}
-	if diff := cmp.Diff([]string{"team-a/all", "team-b/all", "everything", "org", "prod"}, keysOf(tp.sorted())); diff != "" {
+	if diff := cmp.Diff([]string{"team-a/all", "team-b/all", "everything", "org", "prod"}, keysOf(tp.Sorted())); diff != "" {
 		t.Errorf("sorted: the budgets left, Budgets then ClusterBudgets (-want +got):\n%s", diff)
 	}
 }
 
 func TestTopologyResolve(t *testing.T) {
-	tp := newTopology()
+	tp := newTestTopology()
 	keysOf := func(bs []*budget) []string { // sorted as strings
 		var out []string
 		for _, b := range bs {
@@ -83,9 +83,9 @@ func TestTopologyResolve(t *testing.T) {
 		makeBudget("team-a", "under-closed").Parent("closed").Obj(),
 		makeBudget("team-a", "fine").Obj(),
 	} {
-		tp.add(b)
+		addBudget(tp, b)
 	}
-	changed, started, _, _ := tp.resolve()
+	changed, started, _, _ := tp.Resolve()
 	// Every budget changes from the zero view of a new one, except "closed": closed by
 	// its own spec, with no problem, it was not admitting before either.
 	if diff := cmp.Diff([]string{"a", "b", "team-a/fine", "team-a/orphan", "team-a/under-closed", "team-a/under-loop"}, keysOf(changed)); diff != "" {
@@ -94,7 +94,7 @@ func TestTopologyResolve(t *testing.T) {
 	if diff := cmp.Diff([]string{"team-a/fine"}, keysOf(started)); diff != "" {
 		t.Errorf("started admitting (-want +got):\n%s", diff)
 	}
-	get := func(ns, name string) *budget { return tp.budgets[BudgetKey{Namespace: ns, Name: name}] }
+	get := func(ns, name string) *budget { return tp.Lookup(BudgetKey{Namespace: ns, Name: name}) }
 	for _, tc := range []struct {
 		b         *budget
 		reason    string // the problem's reason, "" for none
@@ -110,35 +110,35 @@ func TestTopologyResolve(t *testing.T) {
 		{get("team-a", "fine"), "", true, ""},
 	} {
 		reason := ""
-		if tc.b.problem != nil {
-			reason = tc.b.problem.Reason
+		if tc.b.place.Problem() != nil {
+			reason = tc.b.place.Problem().Reason
 		}
 		closedBy := ""
-		if tc.b.closedBy != nil {
-			closedBy = tc.b.closedBy.key.Name
+		if tc.b.place.ClosedBy() != nil {
+			closedBy = tc.b.place.ClosedBy().key.Name
 		}
-		if reason != tc.reason || tc.b.admitting != tc.admitting || closedBy != tc.closedBy {
+		if reason != tc.reason || tc.b.place.Admitting() != tc.admitting || closedBy != tc.closedBy {
 			t.Errorf("%s: problem %q, admitting %v, closed by %q; want %q, %v, %q",
-				tc.b.key, reason, tc.b.admitting, closedBy, tc.reason, tc.admitting, tc.closedBy)
+				tc.b.key, reason, tc.b.place.Admitting(), closedBy, tc.reason, tc.admitting, tc.closedBy)
 		}
 	}
-	if got := get("", "a").problem; got == nil || got.Message != "parent chain loops: a -> b -> a" {
+	if got := get("", "a").place.Problem(); got == nil || got.Message != "parent chain loops: a -> b -> a" {
 		t.Errorf("a's problem = %+v, want the loop spelled out", got)
 	}
 
 	// Fixing the loop and opening the parent: what changes is reported, and what may
 	// now admit is started.
-	tp.remove(BudgetKey{Name: "a"})
-	tp.add(makeBudget("", "a").Obj())
-	get("", "closed").setSpec(makeBudget("", "closed").Obj())
-	changed, started, _, _ = tp.resolve()
+	tp.Remove(BudgetKey{Name: "a"})
+	addBudget(tp, makeBudget("", "a").Obj())
+	respec(tp, get("", "closed"), makeBudget("", "closed").Obj())
+	changed, started, _, _ = tp.Resolve()
 	if diff := cmp.Diff([]string{"a", "b", "closed", "team-a/under-closed", "team-a/under-loop"}, keysOf(changed)); diff != "" {
 		t.Errorf("changed after the fixes (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff([]string{"a", "b", "closed", "team-a/under-closed", "team-a/under-loop"}, keysOf(started)); diff != "" {
 		t.Errorf("started after the fixes (-want +got):\n%s", diff)
 	}
-	changed, started, _, _ = tp.resolve()
+	changed, started, _, _ = tp.Resolve()
 	if len(changed)+len(started) != 0 {
 		t.Errorf("resolving again with nothing changed reported changed %v, started %v", keysOf(changed), keysOf(started))
 	}
@@ -147,18 +147,18 @@ func TestTopologyResolve(t *testing.T) {
 // A budget with a borrowingLimit borrows only under a parent: gaining or losing one
 // changes its ceiling, and resolve says so (its waiting pods need another look).
 func TestResolveReportsCeilingsThatChange(t *testing.T) {
-	tp := newTopology()
-	child := tp.add(makeBudget("team-a", "a").Hard("cpu=2").Borrow("cpu=3").Parent("org").Obj())
-	plain := tp.add(makeBudget("team-b", "b").Hard("cpu=2").Parent("org").Obj())
-	if _, _, limits, _ := tp.resolve(); len(limits) != 0 {
+	tp := newTestTopology()
+	child := addBudget(tp, makeBudget("team-a", "a").Hard("cpu=2").Borrow("cpu=3").Parent("org").Obj())
+	plain := addBudget(tp, makeBudget("team-b", "b").Hard("cpu=2").Parent("org").Obj())
+	if _, _, limits, _ := tp.Resolve(); len(limits) != 0 {
 		t.Errorf("no parent yet: limits %v, want none", limits)
 	}
 	ceiling := func() string { c := child.ledger.Of("requests.cpu").Ceiling; return c.String() }
 	if got := ceiling(); got != "2" {
 		t.Errorf("without its parent the ceiling is %s, want hard (2)", got)
 	}
-	org := tp.add(makeBudget("", "org").Hard("cpu=10").Obj())
-	_, _, limits, families := tp.resolve()
+	org := addBudget(tp, makeBudget("", "org").Hard("cpu=10").Obj())
+	_, _, limits, families := tp.Resolve()
 	if len(limits) != 1 || limits[0] != child {
 		t.Errorf("the parent appeared: limits %v, want only the borrowing child", limits)
 	}
@@ -168,11 +168,11 @@ func TestResolveReportsCeilingsThatChange(t *testing.T) {
 	if len(families) != 1 || families[0] != org {
 		t.Errorf("the parent appeared: families %v, want the parent's", families)
 	}
-	if org.borrowers != 1 || len(org.children) != 2 || org.children[0] != child || org.children[1] != plain {
-		t.Errorf("the parent has %d borrowers and children %v, want 1 and [a b]", org.borrowers, org.children)
+	if org.place.Borrowers() != 1 || len(org.place.Children()) != 2 || org.place.Children()[0] != child || org.place.Children()[1] != plain {
+		t.Errorf("the parent has %d borrowers and children %v, want 1 and [a b]", org.place.Borrowers(), org.place.Children())
 	}
-	tp.remove(org.key)
-	if _, _, limits, _ := tp.resolve(); len(limits) != 1 || ceiling() != "2" {
+	tp.Remove(org.key)
+	if _, _, limits, _ := tp.Resolve(); len(limits) != 1 || ceiling() != "2" {
 		t.Errorf("the parent went: limits %v and ceiling %s, want the child and 2", limits, ceiling())
 	}
 }

@@ -6,6 +6,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+
+	"github.com/quotagate/quotagate/pkg/quota/internal/topology"
 )
 
 // uncoveredNamed bounds how many budgets the reason of an uncovered pod names.
@@ -18,11 +20,11 @@ const uncoveredNamed = 3
 // uncoveredNamed of them, then how many more. A tenant reads only the budgets of its
 // own namespace and ClusterBudgets here, never another namespace's Budgets. "" when
 // there is none.
-func (t *topology) uncoveredHint(p *Pod) string {
-	near := t.budgetsOf(p.Namespace)
-	nsLabels, _ := t.namespaceLabels(p.Namespace)
-	for _, b := range t.sorted() {
-		if b.key.IsCluster() && b.spec.NamespaceSelector != nil && b.spec.NamespaceSelector.Matches(nsLabels) {
+func uncoveredHint(t *topology.Topology[*budget], p *Pod) string {
+	near := t.BudgetsOf(p.Namespace)
+	nsLabels, _ := t.NamespaceLabels(p.Namespace)
+	for _, b := range t.Selecting() {
+		if b.spec.NamespaceSelector.Matches(nsLabels) {
 			near = append(near, b)
 		}
 	}

@@ -122,7 +122,7 @@ func (q *AdmissionQueue) PreemptionNeeded(uid types.UID) bool {
 	}
 	needed, wake := q.preemptions.needed(p)
 	// The pods that counted it as leaving look again (they may need it now).
-	if wake != nil && q.topology.alive(wake) {
+	if wake != nil && q.topology.Alive(wake) {
 		q.agenda.wake(wake)
 	}
 	return needed

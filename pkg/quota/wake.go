@@ -130,7 +130,7 @@ func (a *agenda) checkSettled(capacityWait func([]*budget, demand) (waitInfo, bo
 }
 
 func (a *agenda) wakeSkipping(b *budget, settled func(*podState) bool) {
-	retry, fit := wakeable(b, a.topology.alive, settled, a.wakeBuf[:0])
+	retry, fit := wakeable(b, a.topology.Alive, settled, a.wakeBuf[:0])
 	for _, e := range retry {
 		a.move(e, queueActive)
 	}
@@ -149,7 +149,7 @@ func (a *agenda) wakeSkipping(b *budget, settled func(*podState) bool) {
 
 // wakeIfAlive wakes b unless it was deleted or replaced.
 func (a *agenda) wakeIfAlive(b *budget) {
-	if a.topology.alive(b) {
+	if a.topology.Alive(b) {
 		a.wake(b)
 	}
 }
@@ -170,7 +170,7 @@ func (a *agenda) recheckWakes() bool {
 			}
 		}
 		b.woken = b.woken[:0]
-		if missed && a.topology.alive(b) {
+		if missed && a.topology.Alive(b) {
 			a.wake(b)
 			woke = woke || b.dirtyIndex >= 0
 		}
