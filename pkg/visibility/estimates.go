@@ -70,17 +70,27 @@ func estimatedStart(e Estimates, uid types.UID) *visv1.EstimatedStart {
 
 // EstimatedStartOf converts an estimate to the API's type. Like Start, it names no pod.
 //
-// The API's times are whole seconds (metav1.Time is written in RFC 3339): each is
-// rounded to the nearest second, not cut (which made every estimate half a second early
-// on average, a fifth of the error at the head of a queue); a range of one instant
-// stays one.
+// The API's times are whole seconds (metav1.Time is written in RFC 3339). The median
+// is rounded to the nearest second, not cut (which made every estimate half a second
+// early on average, a fifth of the error at the head of a queue). The range is widened
+// to whole seconds, its low cut down and its high raised, so that the range shown holds
+// the range estimated: rounded, a range of two seconds at the head of a queue lost up
+// to a second of what it claims to hold. A range of one instant (a deadline, a declared
+// duration) stays one, at the median.
 func EstimatedStartOf(s estimate.Start) *visv1.EstimatedStart {
 	out := &visv1.EstimatedStart{Ends: int64(s.Ends), Samples: int64(s.Samples), Basis: s.Basis}
 	if !s.Known {
 		out.Unknown, out.Message = string(s.Unknown), s.Reason
 		return out
 	}
-	at := func(t time.Time) *metav1.Time { m := metav1.NewTime(t.Round(time.Second)); return &m }
-	out.Median, out.Low, out.High = at(s.Median), at(s.Low), at(s.High)
+	at := func(t time.Time) *metav1.Time { m := metav1.NewTime(t); return &m }
+	median, low, high := s.Median.Round(time.Second), s.Low.Truncate(time.Second), s.High
+	if !high.Truncate(time.Second).Equal(high) {
+		high = high.Truncate(time.Second).Add(time.Second)
+	}
+	if s.Low.Equal(s.High) {
+		low, high = median, median
+	}
+	out.Median, out.Low, out.High = at(median), at(low), at(high)
 	return out
 }
