@@ -186,7 +186,9 @@
 //
 // # Where a change goes
 //
-// docs/architecture.md has the whole map, with the test to extend for each. In short:
+// docs/architecture.md ("Where each change goes") has the whole map, with the test to
+// extend for each, and the estimates' row. In short (Topology and Ledger are generic:
+// their methods are declared on Topology[B] and Ledger[P]):
 //
 //   - a new resource kind: the names a Budget accepts (api/v1alpha1, accountable.go),
 //     PodUsage, NormalizeHard and quotaName (usage.go); devices in ClaimUsage (claims.go)
@@ -196,8 +198,8 @@
 //   - a quota that changes with time: BudgetFromAPI (budget.go), the ledger's hard
 //     (ledger.Ledger.SetLimits), and a timer in AdmissionQueue.runTimers and
 //     AdmissionQueue.NextWakeup (timers.go); a window (BudgetWindow) is computed by package
-//     window and fed to UpsertBudget by the controller's budgetWindows (windows.go), so
-//     the core only sees a new spec.
+//     window and fed to AdmissionQueue.UpsertBudget (budget_events.go) by the
+//     controller's budgetWindows (windows.go), so the core only sees a new spec.
 //   - a quota in resource-hours: package hours (the ledger: periods, decay,
 //     reservations) and hourBooks (hourbooks.go), which the charges and the admitter
 //     call; the spec comes in through BudgetFromAPI (Budget.Hours, HoursRestore).
@@ -218,6 +220,9 @@
 //     package depend, the controller's informer and onDependencyObject
 //     (controller/dependencies_watch.go); the core only sees a pod's verdict
 //     (ResolveDependencies, dependencies.go).
+//   - a new rule for how budgets hang together, or for when a budget stops admitting (a
+//     problem, a state): topology.Topology.Resolve (internal/topology, resolve.go), the
+//     spec it reads, topology.Inputs (place.go) and budget.Inputs (budget.go).
 //   - a new reason a pod waits: a ReasonCode (reasoncodes.go; parks, if it parks the
 //     pod), its sentences in Reads.waitMessage and its cause in Reads.WaitCause
 //     (reasons.go), set where the decision is taken.
