@@ -6,5 +6,6 @@
 //
 // It also holds the tests' one poll helper (Poll); the one pod builder is beside it in
 // internal/testbed/podtest, a package of its own so that the core's in-package tests can
-// use it without linking a control plane.
+// use it without linking a control plane; so is the one recorder of events about pods,
+// internal/testbed/eventtest.
 package testbed

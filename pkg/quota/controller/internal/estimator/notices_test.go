@@ -1,40 +1,17 @@
 package estimator
 
 import (
-	"fmt"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 
+	"github.com/quotagate/quotagate/internal/testbed/eventtest"
 	"github.com/quotagate/quotagate/pkg/estimate"
 	"github.com/quotagate/quotagate/pkg/quota"
 )
-
-// podEventRecorder records each event as "namespace/name: type reason note".
-type podEventRecorder struct {
-	*events.FakeRecorder
-	got []string
-}
-
-func (r *podEventRecorder) Eventf(regarding, _ runtime.Object, eventtype, reason, _, note string, args ...any) {
-	pod := regarding.(*corev1.Pod)
-	r.got = append(r.got, fmt.Sprintf("%s/%s: %s %s %s", pod.Namespace, pod.Name, eventtype, reason, fmt.Sprintf(note, args...)))
-}
-
-// take returns the events recorded since the last call, sorted.
-func (r *podEventRecorder) take() []string {
-	got := r.got
-	r.got = nil
-	slices.Sort(got)
-	return got
-}
 
 // eventT0 is 10:00 UTC, the clock of the event tests' first pass.
 var eventT0 = time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
@@ -62,10 +39,10 @@ func starts(s ...estimate.Start) map[types.UID]estimate.Start {
 }
 
 // newEventEstimator is an estimator whose events rec records.
-func newEventEstimator(t *testing.T) (*Estimator, *podEventRecorder) {
+func newEventEstimator(t *testing.T) (*Estimator, *eventtest.PodRecorder) {
 	t.Helper()
 	e := New(&Settings{Clock: clock.RealClock{}}, DefaultInterval, nil)
-	rec := &podEventRecorder{FakeRecorder: events.NewFakeRecorder(0)}
+	rec := &eventtest.PodRecorder{}
 	e.recorder = rec
 	return e, rec
 }
@@ -119,12 +96,12 @@ func TestEstimateChangedEvents(t *testing.T) {
 			e, rec := newEventEstimator(t)
 			if tc.first.Pod.UID != "" {
 				e.announce(starts(tc.first), eventT0)
-				if got := rec.take(); len(got) != 0 {
+				if got := rec.Take(); len(got) != 0 {
 					t.Fatalf("events for a first estimate: %q", got)
 				}
 			}
 			e.announce(starts(tc.then), eventT0.Add(tc.after))
-			if diff := cmp.Diff(tc.want, rec.take()); diff != "" {
+			if diff := cmp.Diff(tc.want, rec.Take()); diff != "" {
 				t.Errorf("events (-want +got):\n%s", diff)
 			}
 		})
@@ -137,18 +114,18 @@ func TestEstimateChangedRateLimit(t *testing.T) {
 	e, rec := newEventEstimator(t)
 	e.announce(starts(startAt("p", 5, 5, 5)), eventT0)
 	e.announce(starts(startAt("p", 30, 30, 30)), eventT0.Add(time.Minute))
-	if got := rec.take(); len(got) != 1 {
+	if got := rec.Take(); len(got) != 1 {
 		t.Fatalf("events after a move of 25m: %q, want one", got)
 	}
 	// 9m after the event it moves again: held back.
 	e.announce(starts(startAt("p", 60, 60, 60)), eventT0.Add(10*time.Minute))
-	if got := rec.take(); len(got) != 0 {
+	if got := rec.Take(); len(got) != 0 {
 		t.Errorf("events 9m after the last one: %q, want none", got)
 	}
 	// 10m after: announced against 10:30, the estimate the last event reported.
 	e.announce(starts(startAt("p", 61, 61, 61)), eventT0.Add(11*time.Minute))
 	want := []string{"team-a/p: Normal EstimateChanged Estimated start moved later by 31m: now 11:01 UTC, was 10:30 UTC"}
-	if diff := cmp.Diff(want, rec.take()); diff != "" {
+	if diff := cmp.Diff(want, rec.Take()); diff != "" {
 		t.Errorf("events 10m after the last one (-want +got):\n%s", diff)
 	}
 }
@@ -164,12 +141,12 @@ func TestEstimateChangedCapPerPass(t *testing.T) {
 		"team-a/gone: Normal EstimateChanged Estimated start is now unknown (NoHistory: it waits for quota held by pods with no expected end), was 10:05 UTC",
 		"team-a/large: Normal EstimateChanged Estimated start moved later by 3h15m: now 13:20 UTC, was 10:05 UTC",
 	}
-	if diff := cmp.Diff(want, rec.take()); diff != "" {
+	if diff := cmp.Diff(want, rec.Take()); diff != "" {
 		t.Errorf("the first pass's events (-want +got):\n%s", diff)
 	}
 	e.announce(starts(startAt("small", 20, 20, 20), startAt("large", 200, 200, 200), unknownStart("gone"), startAt("quiet", 6, 6, 6)), eventT0.Add(2*time.Minute))
 	want = []string{"team-a/small: Normal EstimateChanged Estimated start moved later by 15m: now 10:20 UTC, was 10:05 UTC"}
-	if diff := cmp.Diff(want, rec.take()); diff != "" {
+	if diff := cmp.Diff(want, rec.Take()); diff != "" {
 		t.Errorf("the next pass's events (-want +got):\n%s", diff)
 	}
 }
@@ -181,7 +158,7 @@ func TestEstimateChangedAfterSkippedPass(t *testing.T) {
 	e.announce(starts(startAt("p", 5, 5, 5)), eventT0)
 	e.announce(nil, eventT0.Add(time.Minute))
 	e.announce(starts(startAt("p", 300, 300, 300)), eventT0.Add(2*time.Minute))
-	if got := rec.take(); len(got) != 0 {
+	if got := rec.Take(); len(got) != 0 {
 		t.Errorf("events after a skipped pass: %q, want none", got)
 	}
 }
