@@ -30,18 +30,32 @@ import (
 	"github.com/quotagate/quotagate/pkg/admission"
 )
 
+// serveInBackground starts the webhook as the binary does (Serve), or with extra
+// handlers on its server when the test gives some, and returns the cancel that stops
+// it and the channel its return arrives on. The test's end cancels it too.
+func serveInBackground(t *testing.T, o *Options, extra map[string]http.Handler) (stop context.CancelFunc, served <-chan error) {
+	ctx, cancel := context.WithCancel(t.Context())
+	t.Cleanup(cancel)
+	ch := make(chan error, 1)
+	go func() {
+		if extra == nil {
+			ch <- Serve(ctx, o)
+			return
+		}
+		ch <- serve(ctx, o, extra)
+	}()
+	return cancel, ch
+}
+
 // An empty cert dir (the chart's Secret before the manager issues the certificate):
 // the webhook does not serve and is not ready; once the files appear it serves them.
 func TestServeWaitsForCertificate(t *testing.T) {
 	certDir := t.TempDir()
 	o := testOptions(t, certDir)
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	served := make(chan error, 1)
-	go func() { served <- Serve(ctx, o) }()
+	cancel, served := serveInBackground(t, o, nil)
 
 	readyz := "http://" + o.HealthProbeBindAddress + "/readyz"
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 		resp, err := http.Get(readyz)
 		if err != nil {
 			return false, nil
@@ -77,10 +91,7 @@ func TestServe(t *testing.T) {
 	certDir := t.TempDir()
 	caPEM := writeCert(t, certDir, "gen1")
 	o := testOptions(t, certDir)
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	served := make(chan error, 1)
-	go func() { served <- Serve(ctx, o) }()
+	cancel, served := serveInBackground(t, o, nil)
 
 	waitReady(t, o)
 
@@ -120,7 +131,7 @@ func TestServe(t *testing.T) {
 		writeCert(t, certDir, "gen2")
 		// The certwatcher sees the swap through fsnotify, or at worst polls
 		// every 10s.
-		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true,
+		err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true,
 			func(context.Context) (bool, error) { return !servedCert(t, o).Equal(before), nil })
 		if err != nil {
 			t.Fatalf("the server still presents the old certificate: %v", err)

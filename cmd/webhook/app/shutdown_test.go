@@ -29,10 +29,7 @@ func TestServeDrainsInFlightRequests(t *testing.T) {
 		<-release
 		_, _ = io.WriteString(w, "done")
 	})
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	served := make(chan error, 1)
-	go func() { served <- serve(ctx, o, map[string]http.Handler{"/slow": slow}) }()
+	cancel, served := serveInBackground(t, o, map[string]http.Handler{"/slow": slow})
 	waitReady(t, o)
 
 	answered := make(chan string, 1)
@@ -85,10 +82,7 @@ func TestServeDrainsKeptAliveConnections(t *testing.T) {
 	o := testOptions(t, certDir)
 	// Long enough for the checks below on a loaded machine; the test waits it out.
 	o.ShutdownDrain = 10 * time.Second
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	served := make(chan error, 1)
-	go func() { served <- serve(ctx, o, nil) }()
+	cancel, served := serveInBackground(t, o, nil)
 	waitReady(t, o)
 	c := tlsClient(caPEM, 0)
 	if _, reused, closing := postPodTraced(t, c, o); reused || closing {
