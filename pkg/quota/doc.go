@@ -195,7 +195,7 @@
 //     and WithExtendedDevices (extended.go).
 //   - a new queue order: package order (order.Of, order.Key.Compare); comparePods
 //     (queue.go) breaks ties by UID.
-//   - a quota that changes with time: BudgetFromAPI (budget.go), the ledger's hard
+//   - a quota that changes with time: BudgetFromAPI (budget_spec.go), the ledger's hard
 //     (ledger.Ledger.SetLimits), and a timer in AdmissionQueue.runTimers and
 //     AdmissionQueue.NextWakeup (timers.go); a window (BudgetWindow) is computed by package
 //     window and fed to AdmissionQueue.UpsertBudget (budget_events.go) by the

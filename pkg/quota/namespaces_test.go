@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
@@ -117,5 +118,49 @@ func TestUncoveredGroupMemberParksGroup(t *testing.T) {
 	q.UpsertPod(makePod("g2").Created(1).Label("app", "web").Group("g", 2).Req("cpu=1").Pod())
 	if diff := cmp.Diff([]string{"g1", "g2"}, admitNames(q)); diff != "" {
 		t.Errorf("once covered (-want +got):\n%s", diff)
+	}
+}
+
+// TestNamespaceOptOutReleases: removing the opt-in label lets the namespace's gated
+// pods go without quota; they are still charged.
+func TestNamespaceOptOutReleases(t *testing.T) {
+	q, _ := newTestQueue()
+	q.SetNamespace("team-a", map[string]string{v1alpha1.EnabledLabel: "true"})
+	q.UpsertBudget(makeBudget("team-a", "b").Hard("cpu=1").Obj())
+	q.UpsertPod(makePod("p1").Created(1).Req("cpu=1").Pod())
+	q.UpsertPod(makePod("p2").Created(2).Req("cpu=1").Pod())
+	if diff := cmp.Diff([]string{"p1"}, admitNames(q)); diff != "" {
+		t.Fatalf("admitted (-want +got):\n%s", diff)
+	}
+	q.SetNamespace("team-a", map[string]string{})
+	adm := q.Admit()
+	if len(adm) != 1 || adm[0].Pod.Name != "p2" || adm[0].Reason.Code != CodeNamespaceNotEnabled {
+		t.Fatalf("Admit = %+v, want p2 released", adm)
+	}
+	if diff := cmp.Diff("namespace team-a is not labelled quotagate.io/enabled=true: released without quota", adm[0].Reason.Message); diff != "" {
+		t.Errorf("message (-want +got):\n%s", diff)
+	}
+	if diff := listDiff(parseList("requests.cpu=2"), mustStatus(t, q, BudgetKey{Namespace: "team-a", Name: "b"}).Used); diff != "" {
+		t.Errorf("used (-want +got):\n%s", diff)
+	}
+}
+
+// TestNamespaceSelector: a ClusterBudget follows namespace labels as they change (with
+// uncovered pods admitted, so that leaving the selector shows).
+func TestNamespaceSelector(t *testing.T) {
+	q, _ := newTestQueue(WithHoldUncovered(false))
+	sel, err := metav1.LabelSelectorAsSelector(&metav1.LabelSelector{MatchLabels: map[string]string{"tier": "gold"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.UpsertBudget(makeBudget("", "gold").Hard("pods=0").Namespaces(sel).Obj())
+	q.SetNamespace("team-a", map[string]string{v1alpha1.EnabledLabel: "true", "tier": "gold"})
+	q.UpsertPod(makePod("p").Pod())
+	if got := admitNames(q); len(got) != 0 {
+		t.Fatalf("admitted %v past pods=0", got)
+	}
+	q.SetNamespace("team-a", map[string]string{v1alpha1.EnabledLabel: "true"})
+	if diff := cmp.Diff([]string{"p"}, admitNames(q)); diff != "" {
+		t.Errorf("after the namespace left the selector (-want +got):\n%s", diff)
 	}
 }

@@ -1,12 +1,10 @@
 package quota
 
 import (
-	"encoding/json"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -148,116 +146,6 @@ func TestUncoveredPods(t *testing.T) {
 	held.UpsertBudget(makeBudget("team-a", "b").Hard("cpu=1").Obj())
 	if diff := cmp.Diff([]string{"p"}, admitNames(held)); diff != "" {
 		t.Errorf("once covered (-want +got):\n%s", diff)
-	}
-}
-
-// TestNamespaceOptOutReleases: removing the opt-in label lets the namespace's gated
-// pods go without quota; they are still charged.
-func TestNamespaceOptOutReleases(t *testing.T) {
-	q, _ := newTestQueue()
-	q.SetNamespace("team-a", map[string]string{v1alpha1.EnabledLabel: "true"})
-	q.UpsertBudget(makeBudget("team-a", "b").Hard("cpu=1").Obj())
-	q.UpsertPod(makePod("p1").Created(1).Req("cpu=1").Pod())
-	q.UpsertPod(makePod("p2").Created(2).Req("cpu=1").Pod())
-	if diff := cmp.Diff([]string{"p1"}, admitNames(q)); diff != "" {
-		t.Fatalf("admitted (-want +got):\n%s", diff)
-	}
-	q.SetNamespace("team-a", map[string]string{})
-	adm := q.Admit()
-	if len(adm) != 1 || adm[0].Pod.Name != "p2" || adm[0].Reason.Code != CodeNamespaceNotEnabled {
-		t.Fatalf("Admit = %+v, want p2 released", adm)
-	}
-	if diff := cmp.Diff("namespace team-a is not labelled quotagate.io/enabled=true: released without quota", adm[0].Reason.Message); diff != "" {
-		t.Errorf("message (-want +got):\n%s", diff)
-	}
-	if diff := listDiff(parseList("requests.cpu=2"), mustStatus(t, q, BudgetKey{Namespace: "team-a", Name: "b"}).Used); diff != "" {
-		t.Errorf("used (-want +got):\n%s", diff)
-	}
-}
-
-// TestNamespaceSelector: a ClusterBudget follows namespace labels as they change (with
-// uncovered pods admitted, so that leaving the selector shows).
-func TestNamespaceSelector(t *testing.T) {
-	q, _ := newTestQueue(WithHoldUncovered(false))
-	sel, err := metav1.LabelSelectorAsSelector(&metav1.LabelSelector{MatchLabels: map[string]string{"tier": "gold"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	q.UpsertBudget(makeBudget("", "gold").Hard("pods=0").Namespaces(sel).Obj())
-	q.SetNamespace("team-a", map[string]string{v1alpha1.EnabledLabel: "true", "tier": "gold"})
-	q.UpsertPod(makePod("p").Pod())
-	if got := admitNames(q); len(got) != 0 {
-		t.Fatalf("admitted %v past pods=0", got)
-	}
-	q.SetNamespace("team-a", map[string]string{v1alpha1.EnabledLabel: "true"})
-	if diff := cmp.Diff([]string{"p"}, admitNames(q)); diff != "" {
-		t.Errorf("after the namespace left the selector (-want +got):\n%s", diff)
-	}
-}
-
-// TestBudgetFromAPI converts API objects, nil-versus-empty selectors included.
-func TestBudgetFromAPI(t *testing.T) {
-	cb := &v1alpha1.ClusterBudget{ObjectMeta: metav1.ObjectMeta{Name: "all"}}
-	cb.Spec.NamespaceSelector = &metav1.LabelSelector{}
-	got := ClusterBudgetFromAPI(cb)
-	if got.NamespaceSelector == nil || !got.NamespaceSelector.Empty() {
-		t.Errorf("namespaceSelector {} = %v, want everything", got.NamespaceSelector)
-	}
-	cb.Spec.NamespaceSelector = nil
-	if got := ClusterBudgetFromAPI(cb); got.NamespaceSelector != nil {
-		t.Errorf("namespaceSelector unset = %v, want nil", got.NamespaceSelector)
-	}
-	b := &v1alpha1.Budget{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "b"}}
-	b.Spec.PodSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "a", Operator: "Bogus"}}}
-	got = BudgetFromAPI(b)
-	if got.SpecError == nil || got.PodSelector == nil || !got.PodSelector.Empty() {
-		t.Errorf("bad podSelector: SpecError %v, selector %v; want an error and every pod (fail closed)", got.SpecError, got.PodSelector)
-	}
-}
-
-// TestSnapshotAndStatus: the snapshot lists queues in admission order and is JSON; the
-// status counts and dirty set follow changes.
-func TestSnapshotAndStatus(t *testing.T) {
-	q, _ := newTestQueue()
-	key := BudgetKey{Namespace: "team-a", Name: "b"}
-	q.UpsertBudget(makeBudget("team-a", "b").Hard("cpu=2").Obj())
-	if diff := cmp.Diff([]BudgetKey{key}, q.DirtyStatuses()); diff != "" {
-		t.Errorf("dirty after create (-want +got):\n%s", diff)
-	}
-	if got := q.DirtyStatuses(); len(got) != 0 {
-		t.Errorf("dirty twice: %v", got)
-	}
-	q.UpsertPod(makePod("p1").Created(1).Req("cpu=2").Pod())
-	q.UpsertPod(makePod("p2").Created(2).Req("cpu=1").Pod())
-	q.UpsertPod(makePod("huge").Created(0).Req("cpu=3").Pod())
-	admitNames(q)
-	if diff := cmp.Diff([]BudgetKey{key}, q.DirtyStatuses()); diff != "" {
-		t.Errorf("dirty after admissions (-want +got):\n%s", diff)
-	}
-	st := mustStatus(t, q, key)
-	type summary struct {
-		State           v1alpha1.BudgetState
-		Admitted, Gated int32
-		Used, Pending   string
-		NeverFit        int
-	}
-	used, pending := st.Used["requests.cpu"], st.Pending["requests.cpu"]
-	got := summary{State: st.State, Admitted: st.AdmittedPods, Gated: st.GatedPods, Used: used.String(), Pending: pending.String(), NeverFit: len(st.NeverFit)}
-	want := summary{State: v1alpha1.StateOpen, Admitted: 1, Gated: 2, Used: "2", Pending: "4", NeverFit: 1}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("status (-want +got):\n%s", diff)
-	}
-
-	snap := q.Reader().Snapshot()
-	var rows []string
-	for _, p := range snap.Budgets[0].Pods {
-		rows = append(rows, string(p.Queue)+" "+p.Pod.Name+" "+string(p.Reason.Code))
-	}
-	if diff := cmp.Diff([]string{"parked huge RequestsExceedHard", "inadmissible p2 InsufficientQuota"}, rows); diff != "" {
-		t.Errorf("snapshot (-want +got):\n%s", diff)
-	}
-	if _, err := json.Marshal(snap); err != nil {
-		t.Errorf("snapshot does not marshal: %v", err)
 	}
 }
 

@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
@@ -8,6 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/quotagate/quotagate/api/v1alpha1"
 )
 
 var positionRE = regexp.MustCompile(`position \d+ of \d+`)
@@ -112,5 +115,51 @@ func TestSnapshotPositions(t *testing.T) {
 				t.Errorf("%d pods still gated", n)
 			}
 		})
+	}
+}
+
+// TestSnapshotAndStatus: the snapshot lists queues in admission order and is JSON; the
+// status counts and dirty set follow changes.
+func TestSnapshotAndStatus(t *testing.T) {
+	q, _ := newTestQueue()
+	key := BudgetKey{Namespace: "team-a", Name: "b"}
+	q.UpsertBudget(makeBudget("team-a", "b").Hard("cpu=2").Obj())
+	if diff := cmp.Diff([]BudgetKey{key}, q.DirtyStatuses()); diff != "" {
+		t.Errorf("dirty after create (-want +got):\n%s", diff)
+	}
+	if got := q.DirtyStatuses(); len(got) != 0 {
+		t.Errorf("dirty twice: %v", got)
+	}
+	q.UpsertPod(makePod("p1").Created(1).Req("cpu=2").Pod())
+	q.UpsertPod(makePod("p2").Created(2).Req("cpu=1").Pod())
+	q.UpsertPod(makePod("huge").Created(0).Req("cpu=3").Pod())
+	admitNames(q)
+	if diff := cmp.Diff([]BudgetKey{key}, q.DirtyStatuses()); diff != "" {
+		t.Errorf("dirty after admissions (-want +got):\n%s", diff)
+	}
+	st := mustStatus(t, q, key)
+	type summary struct {
+		State           v1alpha1.BudgetState
+		Admitted, Gated int32
+		Used, Pending   string
+		NeverFit        int
+	}
+	used, pending := st.Used["requests.cpu"], st.Pending["requests.cpu"]
+	got := summary{State: st.State, Admitted: st.AdmittedPods, Gated: st.GatedPods, Used: used.String(), Pending: pending.String(), NeverFit: len(st.NeverFit)}
+	want := summary{State: v1alpha1.StateOpen, Admitted: 1, Gated: 2, Used: "2", Pending: "4", NeverFit: 1}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("status (-want +got):\n%s", diff)
+	}
+
+	snap := q.Reader().Snapshot()
+	var rows []string
+	for _, p := range snap.Budgets[0].Pods {
+		rows = append(rows, string(p.Queue)+" "+p.Pod.Name+" "+string(p.Reason.Code))
+	}
+	if diff := cmp.Diff([]string{"parked huge RequestsExceedHard", "inadmissible p2 InsufficientQuota"}, rows); diff != "" {
+		t.Errorf("snapshot (-want +got):\n%s", diff)
+	}
+	if _, err := json.Marshal(snap); err != nil {
+		t.Errorf("snapshot does not marshal: %v", err)
 	}
 }
