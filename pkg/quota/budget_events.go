@@ -24,7 +24,7 @@ func (q *AdmissionQueue) UpsertBudget(spec Budget) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	b := q.topology.Lookup(spec.Key)
-	recover, hardChanged, resolve := true, false, true
+	coverChanged, hardChanged, resolve := true, false, true
 	var reclaimAfter string // what the spec named before
 	if b != nil {
 		reclaimAfter = b.spec.ReclaimAfter
@@ -34,7 +34,7 @@ func (q *AdmissionQueue) UpsertBudget(spec Budget) {
 		q.topology.Add(b)
 	} else {
 		oldStrict, oldStart := b.strict(), b.spec.Start
-		resolve = q.topology.Respec(b, func() { recover, hardChanged = b.setSpec(spec) })
+		resolve = q.topology.Respec(b, func() { coverChanged, hardChanged = b.setSpec(spec) })
 		if oldStrict != b.strict() {
 			q.agenda.wakeAll(b)
 		}
@@ -50,7 +50,7 @@ func (q *AdmissionQueue) UpsertBudget(spec Budget) {
 	if resolve {
 		q.resolveTopology(b)
 	}
-	if recover {
+	if coverChanged {
 		q.place.recover(spec.Key)
 	}
 	if hardChanged {

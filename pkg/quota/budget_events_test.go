@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/quotagate/quotagate/api/v1alpha1"
-
 	"github.com/quotagate/quotagate/pkg/quota/internal/topology"
 )
 

@@ -12,9 +12,8 @@ import (
 	"github.com/quotagate/quotagate/api/v1alpha1"
 	"github.com/quotagate/quotagate/internal/testbed/podtest"
 	"github.com/quotagate/quotagate/pkg/quota/internal/amount/amounttest"
-	"github.com/quotagate/quotagate/pkg/quota/window"
-
 	"github.com/quotagate/quotagate/pkg/quota/internal/topology"
+	"github.com/quotagate/quotagate/pkg/quota/window"
 )
 
 // t0 is the fake clock's start; pods are created at t0 plus their creation offset.

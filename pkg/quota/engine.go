@@ -4,8 +4,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/quotagate/quotagate/pkg/quota/internal/topology"
 	"k8s.io/utils/clock"
+
+	"github.com/quotagate/quotagate/pkg/quota/internal/topology"
 )
 
 // Defaults of the queue timings (the queues: Queue; docs/guarantees.md, "An ungate is

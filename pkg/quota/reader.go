@@ -3,8 +3,9 @@ package quota
 import (
 	"sync"
 
-	"github.com/quotagate/quotagate/pkg/quota/internal/topology"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/quotagate/quotagate/pkg/quota/internal/topology"
 )
 
 // Reader is the core's read side: what a budget's status and queues look like now, and
