@@ -122,9 +122,8 @@ func (s *podStream) checkAllGated(t *testing.T, what string) {
 // returns a reason for are logged with it, not reported.
 func (s *podStream) checkAllGatedBut(t *testing.T, what string, excuse func(at time.Time, err error) string) {
 	t.Helper()
-	created, gated, ungated, _ := s.counts()
 	s.mu.Lock()
-	failures := slices.Clone(s.failures)
+	created, gated, ungated, failures := s.created, len(s.gated), s.ungated, slices.Clone(s.failures)
 	s.mu.Unlock()
 	t.Logf("%d pods created during %s, %d came back gated, %d failed", created, what, gated, len(failures))
 	for _, f := range failures {
