@@ -84,10 +84,8 @@ func EstimatedStartOf(s estimate.Start) *visv1.EstimatedStart {
 		return out
 	}
 	at := func(t time.Time) *metav1.Time { m := metav1.NewTime(t); return &m }
-	median, low, high := s.Median.Round(time.Second), s.Low.Truncate(time.Second), s.High
-	if !high.Truncate(time.Second).Equal(high) {
-		high = high.Truncate(time.Second).Add(time.Second)
-	}
+	// high is raised to the next whole second: a time already whole stays.
+	median, low, high := s.Median.Round(time.Second), s.Low.Truncate(time.Second), s.High.Add(time.Second-1).Truncate(time.Second)
 	if s.Low.Equal(s.High) {
 		low, high = median, median
 	}
